@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The ABI shared by the BPF programs and the user-space loader: map value
+ * layouts and limits.  Only __u32/__u64 types, so that both sides agree on
+ * the layout without including each other's headers.
+ */
+#ifndef SPANPERF_H
+#define SPANPERF_H
+
+#define SP_COMM_LEN 16
+
+/* -p and -t filters, applied in BPF before a sample reaches perf's ring. */
+enum sp_filter_mode {
+	SP_FILTER_NONE = 0,
+	SP_FILTER_PID = 1, /* match the thread group id (process) */
+	SP_FILTER_TID = 2, /* match the thread id */
+};
+
+/*
+ * Per-thread totals, the value of the `threads` map keyed by TID.  The
+ * sampling program fills samples/period; later programs (counters, spans)
+ * read the same entry at span boundaries.
+ */
+struct sp_thread {
+	__u64 samples;
+	__u64 period;
+	__u32 pid;
+	__u32 flags;
+	char comm[SP_COMM_LEN];
+};
+
+/* Indexes into the per-CPU `stats` array: events the loader must report. */
+enum sp_stat {
+	SP_STAT_SAMPLES = 0,	  /* samples accepted by the filter */
+	SP_STAT_FILTERED,	  /* samples dropped by -p/-t */
+	SP_STAT_THREADS_FULL,	  /* a new thread found the threads map full */
+	SP_STAT_MAX,
+};
+
+#endif /* SPANPERF_H */

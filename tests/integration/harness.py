@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A small test harness for the integration tests (stdlib only).
+
+Tests are functions registered with @test.  A test passes by returning,
+fails with AssertionError (or any exception), and skips by raising Skip
+with the reason, which is printed: a test that cannot run here is never
+counted as passed.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SPANPERF = os.path.join(ROOT, "spanperf")
+BUILD = os.path.join(ROOT, "build")
+WORKLOAD = os.path.join(BUILD, "tests", "workload")
+
+_tests = []
+
+
+class Skip(Exception):
+    pass
+
+
+def test(fn):
+    _tests.append(fn)
+    return fn
+
+
+def run(cmd, timeout=120, check=False, **kw):
+    """Runs cmd; returns CompletedProcess with text stdout/stderr."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError("%s exited %d\nstdout: %s\nstderr: %s" %
+                             (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def spanperf(*args, **kw):
+    return run([SPANPERF] + list(args), **kw)
+
+
+def tmpdir():
+    d = tempfile.mkdtemp(prefix="spanperf-it-")
+    _cleanup.append(d)
+    return d
+
+
+_cleanup = []
+
+
+def json_lines(text):
+    return [json.loads(l) for l in text.splitlines() if l.strip().startswith("{")]
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise Skip("needs root (BPF programs and system-wide perf events)")
+
+
+def need_perf():
+    if not shutil.which("perf"):
+        raise Skip("perf is not installed (Debian package linux-perf)")
+
+
+def need_bpf():
+    need_root()
+    if not _bpf_ok():
+        raise Skip("BPF programs cannot be loaded here: %s" % _bpf_reason)
+
+
+_bpf_state = None
+_bpf_reason = ""
+
+
+def _bpf_ok():
+    global _bpf_state, _bpf_reason
+    if _bpf_state is None:
+        p = spanperf("probe")
+        _bpf_state = p.returncode == 0 and "perf_event programs        yes" in p.stdout
+        _bpf_reason = (p.stdout + p.stderr).strip().splitlines()[-1:] if not _bpf_state else ""
+    return _bpf_state
+
+
+def perf_clean(args, path, timeout=120):
+    """Runs perf on a file; asserts exit 0 and nothing on stderr.
+
+    perf report exits 0 on some corrupt files, so stderr is the real check."""
+    need_perf()
+    p = run(["perf"] + args + ["-i", path], timeout=timeout)
+    assert p.returncode == 0, "perf %s exited %d: %s" % (args[0], p.returncode, p.stderr[-1500:])
+    assert p.stderr.strip() == "", "perf %s wrote to stderr:\n%s" % (args[0], p.stderr[-1500:])
+    return p.stdout
+
+
+_HEAD = re.compile(r"^(.*?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s*(.*)$")
+
+
+def perf_script_samples(path, extra=()):
+    """perf script's samples as dicts: comm, pid, tid, cpu and frames (symbols, leaf first).
+
+    Without call chains the single frame is the sample's own symbol."""
+    out = perf_clean(["script", "-F", "comm,pid,tid,cpu,ip,sym"] + list(extra), path)
+    samples = []
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("\t"):
+            parts = line.split(None, 1)
+            if samples and len(parts) == 2:
+                samples[-1]["frames"].append(parts[1].strip())
+            continue
+        m = _HEAD.match(line)
+        assert m, "unexpected perf script line: %r" % line
+        rest = m.group(5).split(None, 1)
+        samples.append({"comm": m.group(1).strip(), "pid": int(m.group(2)), "tid": int(m.group(3)),
+                        "cpu": int(m.group(4)), "frames": [rest[1].strip()] if len(rest) == 2 else []})
+    return samples
+
+
+def main(argv):
+    only = [a for a in argv[1:] if not a.startswith("-")]
+    results = {"passed": 0, "failed": 0, "skipped": 0}
+    failures = []
+    t_all = time.time()
+    for fn in _tests:
+        name = fn.__module__.replace("test_", "") + "." + fn.__name__
+        if only and not any(o in name for o in only):
+            continue
+        t0 = time.time()
+        try:
+            fn()
+            results["passed"] += 1
+            print("  PASS  %-46s %5.1fs" % (name, time.time() - t0), flush=True)
+        except Skip as e:
+            results["skipped"] += 1
+            print("  SKIP  %-46s %s" % (name, e), flush=True)
+        except Exception as e:  # noqa: BLE001 - report every failure
+            results["failed"] += 1
+            failures.append(name)
+            msg = str(e) if isinstance(e, AssertionError) else traceback.format_exc()
+            print("  FAIL  %-46s %5.1fs\n%s" % (name, time.time() - t0,
+                                                "\n".join("        " + l for l in msg.splitlines()[:30])),
+                  flush=True)
+    for d in _cleanup:
+        shutil.rmtree(d, ignore_errors=True)
+    print("integration: %d passed, %d failed, %d skipped (%.0fs)" %
+          (results["passed"], results["failed"], results["skipped"], time.time() - t_all))
+    return 1 if results["failed"] else 0

@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Runs the integration tests: python3 tests/integration/run.py [NAME-FILTER...]"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+import test_record  # noqa: E402,F401
+
+if __name__ == "__main__":
+    sys.exit(harness.main(sys.argv))

@@ -1,0 +1,290 @@
+# SPDX-License-Identifier: GPL-2.0
+"""spanperf record, for real: BPF loaded and attached, checked against the
+workload's own CPU time and against perf reading the file."""
+import collections
+import os
+import re
+import signal
+import subprocess
+import time
+
+from harness import (BUILD, SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, need_perf, need_root,
+                     perf_clean, perf_script_samples, run, spanperf, test, tmpdir)
+
+FREQ = 999
+
+
+def record(args, workload_args, d=None, name="perf.data", timeout=120):
+    d = d or tmpdir()
+    out = os.path.join(d, name)
+    p = spanperf("record", "-o", out, *args, "--", WORKLOAD, *workload_args, timeout=timeout)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
+    return out, json_lines(p.stdout), p
+
+
+def own_counts(path, key="tid"):
+    p = spanperf("report", "-i", path, "--sort", key, "--format", "json", check=True)
+    return {row[key]: row["samples"] for row in json_lines(p.stdout)}
+
+
+def bpf_map_counts(stderr):
+    """The -v table of the BPF per-thread map: tid -> samples."""
+    counts, on = {}, False
+    for line in stderr.splitlines():
+        if line.startswith("per-thread samples (BPF map)"):
+            on = True
+            continue
+        m = re.match(r"^\s*(\d+)\s+(\d+)\s+(.*?)\s+(\d+)$", line)
+        if on and m:
+            counts[int(m.group(1))] = int(m.group(4))
+    return counts
+
+
+@test
+def test_per_thread_counts_match_cpu_time():
+    need_bpf()
+    path, truth, p = record(["-F", str(FREQ), "-v"], ["spin", "400,800"])
+    assert len(truth) == 2, truth
+    counts = own_counts(path)
+    bpf = bpf_map_counts(p.stderr)
+    for t in truth:
+        expected = t["cpu_ns"] / 1e9 * FREQ
+        got = counts.get(t["tid"], 0)
+        assert abs(got - expected) <= 0.15 * expected, \
+            "tid %d (%s): %d samples for %.0f ms of CPU, expected %.0f +-15%%" % (
+                t["tid"], t["func"], got, t["cpu_ns"] / 1e6, expected)
+        # The BPF map counts what the filter accepted; the file holds what the ring kept.
+        assert bpf.get(t["tid"]) == got, "BPF map says %s for tid %d, the file %d" % (
+            bpf.get(t["tid"]), t["tid"], got)
+
+
+@test
+def test_top_symbol_and_caller_with_g():
+    need_bpf()
+    path, truth, _ = record(["-g", "-F", str(FREQ)], ["spin", "300,300"])
+    samples = perf_script_samples(path)
+    for t in truth:
+        mine = [s for s in samples if s["tid"] == t["tid"] and s["frames"]]
+        assert len(mine) > 100, "tid %d has only %d samples" % (t["tid"], len(mine))
+        top = collections.Counter(s["frames"][0] for s in mine).most_common(1)[0][0]
+        assert top.startswith(t["func"]), "tid %d: top symbol %s, expected %s" % (t["tid"], top, t["func"])
+        # User chains (frame pointers) reach the caller: leaf, then caller_N.
+        reach = sum(1 for s in mine if len(s["frames"]) > 1 and s["frames"][1].startswith(t["caller"]))
+        assert reach >= 0.9 * len(mine), "only %d of %d chains of tid %d reach %s" % (
+            reach, len(mine), t["tid"], t["caller"])
+
+
+@test
+def test_perf_report_reads_cleanly():
+    need_bpf()
+    path, truth, _ = record(["-g"], ["spin", "200"])
+    out = perf_clean(["report", "--stdio", "--no-children", "--sort", "comm,dso,sym"], path)
+    assert re.search(r"workload\s+workload\s+\[\.\] spin_0", out), out[:3000]
+    assert "[kernel.kallsyms]" in out or "swapper" in out
+    perf_clean(["script"], path)
+    perf_clean(["report", "--stdio", "-g", "caller"], path)
+
+
+@test
+def test_header_features():
+    need_bpf()
+    need_perf()
+    path, _, _ = record([], ["spin", "100"])
+    out = perf_clean(["report", "--header-only"], path)
+    for want in ("# hostname : ", "# os release : ", "# perf version : spanperf", "# arch : x86_64",
+                 "# nrcpus online : ", "# nrcpus avail : ", "# cpudesc : ", "# cpuid : ",
+                 "# total memory : ", "# cmdline : ", "# event : name = ", "# time of first sample",
+                 "# time of last sample", "clockid: monotonic", "# reference time"):
+        assert want in out, "header lacks %r:\n%s" % (want, out)
+    assert re.search(r"event : name = (cycles|cpu-clock),.*id = \{", out), out
+    assert "record" in re.search(r"# cmdline : (.*)", out).group(1)
+
+
+@test
+def test_build_ids_are_correct():
+    need_bpf()
+    need_perf()
+    path, _, _ = record([], ["spin", "100"])
+    out = perf_clean(["buildid-list"], path)
+    ids = dict(reversed(l.split(None, 1)) for l in out.splitlines() if l.strip())
+    assert "[kernel.kallsyms]" in ids, out
+    notes = run(["readelf", "-n", WORKLOAD], check=True).stdout
+    want = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+    assert ids.get(os.path.realpath(WORKLOAD)) == want, "workload build id %s, expected %s\n%s" % (
+        ids.get(os.path.realpath(WORKLOAD)), want, out)
+    kernel = open("/sys/kernel/notes", "rb").read()
+    assert bytes.fromhex(ids["[kernel.kallsyms]"]) in kernel
+
+
+def background_spinner(ms):
+    p = subprocess.Popen([WORKLOAD, "spin", ms], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)
+    return p
+
+
+@test
+def test_pid_filter_and_existing_process():
+    need_bpf()
+    d = tmpdir()
+    target = background_spinner("3000")
+    other = background_spinner("3000")
+    try:
+        out = os.path.join(d, "p.data")
+        spanperf("record", "-p", str(target.pid), "-d", "1", "-o", out, check=True)
+    finally:
+        target.kill()
+        other.kill()
+        target.wait()
+        other.wait()
+    samples = perf_script_samples(out)
+    assert len(samples) > 300, "only %d samples of a spinning process" % len(samples)
+    assert {s["pid"] for s in samples} == {target.pid}, {s["pid"] for s in samples}
+    # It was running before the recording: COMM and MMAP2 came from /proc.
+    comms = collections.Counter(s["comm"] for s in samples)
+    assert set(comms) == {"workload"}, comms
+    syms = collections.Counter(s["frames"][0] for s in samples if s["frames"])
+    assert syms.most_common(1)[0][0].startswith("spin_0"), syms.most_common(3)
+
+
+@test
+def test_tid_and_cpu_filters():
+    need_bpf()
+    d = tmpdir()
+    target = background_spinner("3000,3000")
+    try:
+        tids = sorted(int(t) for t in os.listdir("/proc/%d/task" % target.pid))
+        victim = tids[-1]
+        out = os.path.join(d, "t.data")
+        spanperf("record", "-t", str(victim), "-d", "1", "-o", out, check=True)
+        out2 = os.path.join(d, "c.data")
+        spanperf("record", "-C", "1", "-d", "0.5", "-o", out2, check=True)
+    finally:
+        target.kill()
+        target.wait()
+    samples = perf_script_samples(out)
+    assert len(samples) > 200, len(samples)
+    assert {s["tid"] for s in samples} == {victim}
+    cpus = {s["cpu"] for s in perf_script_samples(out2)}
+    assert cpus == {1}, cpus
+
+
+@test
+def test_kernel_frames_resolve():
+    need_bpf()
+    path, truth, _ = record(["-g"], ["syscalls", "300"])
+    samples = [s for s in perf_script_samples(path) if s["tid"] == truth[0]["tid"]]
+    kernel = [s for s in samples if any("do_syscall_64" in f for f in s["frames"])]
+    assert len(kernel) > 30, "only %d of %d samples went through do_syscall_64" % (len(kernel), len(samples))
+    unknown = sum(1 for s in kernel if s["frames"][0].startswith("[unknown]"))
+    assert unknown <= 0.05 * len(kernel), "%d of %d kernel leaves unresolved" % (unknown, len(kernel))
+    reach = sum(1 for s in samples if any(f.startswith("syscall_loop") for f in s["frames"]))
+    assert reach > 0.8 * len(samples), "only %d of %d chains reach syscall_loop" % (reach, len(samples))
+
+
+@test
+def test_sideband_of_new_processes():
+    need_bpf()
+    path, truth, _ = record([], ["fork", "3"])
+    children = {t["child"] for t in truth}
+    out = perf_clean(["script", "--show-task-events", "--show-mmap-events"], path)
+    for c in children:
+        assert re.search(r"PERF_RECORD_FORK\(%d:%d\)" % (c, c), out), "no FORK for %d" % c
+        assert re.search(r"PERF_RECORD_EXIT\(%d:%d\)" % (c, c), out), "no EXIT for %d" % c
+        assert re.search(r"PERF_RECORD_COMM exec: true:%d/%d" % (c, c), out), "no exec COMM for %d" % c
+        assert re.search(r"PERF_RECORD_MMAP2 %d/%d: .* /(usr/)?bin/true" % (c, c), out), "no MMAP2 for %d" % c
+
+
+@test
+def test_command_exit_status_passes_through():
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "x.data")
+    p = spanperf("record", "-q", "-o", out, "--", "sh", "-c", "exit 7")
+    assert p.returncode == 7, p.returncode
+    p = spanperf("record", "-q", "-o", out, "--", "sh", "-c", "kill -TERM $$")
+    assert p.returncode == 128 + signal.SIGTERM, p.returncode
+
+
+@test
+def test_command_that_cannot_run():
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "x.data")
+    p = spanperf("record", "-o", out, "--", "/nonexistent/cmd")
+    assert p.returncode == 1
+    lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l]
+    assert lines == ["spanperf record: cannot run '/nonexistent/cmd': No such file or directory"], p.stderr
+    assert os.listdir(d) == [], "left behind: %s" % os.listdir(d)
+
+
+@test
+def test_signal_leaves_complete_file():
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "s.data")
+    open(out, "w").write("previous")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        p = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-d", "60", "-o", out],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        t0 = time.time()
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 0, "after %s: rc %d %s" % (sig.name, p.returncode, err)
+        assert time.time() - t0 < 10, "took %.1fs to stop" % (time.time() - t0)
+        assert len(perf_script_samples(out)) > 100
+        assert own_counts(out)
+    assert open(out + ".old", "rb").read(8) == b"PERFILE2"  # the first run's file
+    assert sorted(os.listdir(d)) == ["s.data", "s.data.old"], os.listdir(d)
+
+
+@test
+def test_bad_input_is_one_sentence():
+    need_root()
+    d = tmpdir()
+    cases = [
+        (["-F", "abc"], "-F 'abc'"),
+        (["-c", "0"], "-c '0'"),
+        (["-e", "nosuch"], "'nosuch'"),
+        (["-C", "99"], "CPU 99"),
+        (["-p", "99999999"], "99999999"),
+        (["--bogus"], "--bogus"),
+        (["-o", "/nonexistent/dir/f.data", "-d", "1"], "/nonexistent/dir/f.data"),
+        (["-F", "500000", "-o", os.path.join(d, "x")], "perf_event_max_sample_rate"),
+    ]
+    for args, needle in cases:
+        t0 = time.time()
+        p = spanperf("record", *args, timeout=30)
+        lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l]
+        assert p.returncode == 1, "%s: rc %d" % (args, p.returncode)
+        assert len(lines) == 1 and needle in lines[0], "%s: %r" % (args, p.stderr)
+        assert time.time() - t0 < 5, "%s took %.1fs" % (args, time.time() - t0)
+    assert os.listdir(d) == []
+
+
+@test
+def test_unprivileged_is_told_what_is_needed():
+    need_root()
+    p = run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", SPANPERF, "record",
+             "-d", "1", "-o", "/tmp/never.data"])
+    assert p.returncode == 1
+    assert "root" in p.stderr and "CAP_BPF" in p.stderr and "CAP_PERFMON" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not os.path.exists("/tmp/never.data")
+
+
+@test
+def test_lost_samples_are_counted_and_file_stays_valid():
+    need_bpf()
+    # A one-page ring at 20 kHz with stacks overflows between wake-ups.
+    path, _, p = record(["-g", "-F", "20000", "-m", "1"], ["spin", "700,700"])
+    m = re.search(r"(\d+) LOST", p.stderr)
+    assert m and int(m.group(1)) > 0, "no loss reported: %s" % p.stderr
+    rep = spanperf("report", "-i", path, "--format", "json", check=True)
+    assert json_lines(rep.stdout)
+    # perf itself reads past the LOST records and counts them.
+    need_perf()
+    pr = run(["perf", "report", "--stdio", "-i", path], check=True)
+    chunks = re.search(r"lost (\d+) chunks", pr.stderr)
+    assert chunks and int(chunks.group(1)) > 0, "perf saw no LOST records: %s" % pr.stderr
+    assert "failed to process" not in pr.stderr and "Bad address" not in pr.stderr, pr.stderr

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ground truth for the integration tests.  Each mode does known work and
+ * prints, as JSON lines, what it did: per-thread CPU time from
+ * CLOCK_THREAD_CPUTIME_ID, counts of calls, sleeps and pages.
+ *
+ * Built with frame pointers and without inlining, so that every named
+ * function below is a real frame in a call chain.
+ *
+ *   workload spin MS[,MS...]     one thread per MS, spinning for MS of CPU
+ *                                in spin_N() called from caller_N()
+ *   workload syscalls MS         getppid() in a loop for MS of CPU
+ *   workload fork N              fork+exec /bin/true N times
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* volatile: the loop's additions stay real instructions at any -O. */
+static volatile uint64_t sink;
+
+/*
+ * Each spin_N burns CPU in its own body until the thread has used `ns` more
+ * of it, so that the function a thread spins in is its top symbol.
+ */
+#define SPIN_FN(n)                                                  \
+	static NOINLINE void spin_##n(uint64_t ns)                  \
+	{                                                           \
+		uint64_t end = thread_cpu_ns() + ns;                \
+		while (thread_cpu_ns() < end)                       \
+			for (int i = 0; i < 20000; i++)             \
+				sink += (uint64_t)i * i;            \
+	}                                                           \
+	static NOINLINE void caller_##n(uint64_t ns)                \
+	{                                                           \
+		spin_##n(ns);                                       \
+		sink++; /* not a tail call: caller_N stays on the stack */ \
+	}
+SPIN_FN(0)
+SPIN_FN(1)
+SPIN_FN(2)
+SPIN_FN(3)
+static void (*const callers[])(uint64_t) = { caller_0, caller_1, caller_2, caller_3 };
+
+struct job {
+	int idx;
+	uint64_t ns;
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+static void *spin_thread(void *arg)
+{
+	struct job *j = arg;
+	uint64_t t0 = thread_cpu_ns();
+
+	j->tid = syscall(SYS_gettid);
+	callers[j->idx](j->ns);
+	j->cpu_ns = thread_cpu_ns() - t0;
+	return NULL;
+}
+
+static int mode_spin(const char *list)
+{
+	struct job jobs[4];
+	pthread_t th[4];
+	int n = 0;
+	char *copy = strdup(list), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok && n < 4; tok = strtok_r(NULL, ",", &save)) {
+		jobs[n] = (struct job){ .idx = n, .ns = strtoull(tok, NULL, 10) * 1000000ull };
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, spin_thread, &jobs[i]);
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		printf("{\"pid\":%d,\"tid\":%d,\"func\":\"spin_%d\",\"caller\":\"caller_%d\",\"cpu_ns\":%llu}\n",
+		       getpid(), jobs[i].tid, i, i, (unsigned long long)jobs[i].cpu_ns);
+	}
+	free(copy);
+	return 0;
+}
+
+/*
+ * The syscall instruction itself, not libc's syscall(): libc is built
+ * without frame pointers, and a frame-pointer unwind through it would skip
+ * syscall_loop, the very caller the test looks for.
+ */
+static NOINLINE void syscall_loop(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 100; i++) {
+			long ret;
+
+			__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_getppid) : "rcx", "r11", "memory");
+			sink += ret;
+		}
+}
+
+static int mode_syscalls(const char *ms)
+{
+	uint64_t t0 = thread_cpu_ns();
+
+	syscall_loop(strtoull(ms, NULL, 10) * 1000000ull);
+	printf("{\"pid\":%d,\"tid\":%d,\"func\":\"syscall_loop\",\"cpu_ns\":%llu}\n", getpid(), getpid(),
+	       (unsigned long long)(thread_cpu_ns() - t0));
+	return 0;
+}
+
+static int mode_fork(const char *count)
+{
+	int n = atoi(count);
+
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		printf("{\"child\":%d}\n", p);
+		waitpid(p, NULL, 0);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int r = 2;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[1], "spin"))
+		r = mode_spin(argv[2]);
+	else if (!strcmp(argv[1], "syscalls"))
+		r = mode_syscalls(argv[2]);
+	else if (!strcmp(argv[1], "fork"))
+		r = mode_fork(argv[2]);
+	else
+		fprintf(stderr, "workload: unknown mode '%s'\n", argv[1]);
+	return r;
+}

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs each cmocka binary; prints one line per binary and fails if any fails.
+failed=0
+for t in "$@"; do
+	if out=$("$t" 2>&1); then
+		echo "  PASS  $(basename "$t") ($(printf '%s\n' "$out" | grep -c '^\[       OK \]') cases)"
+	else
+		echo "  FAIL  $(basename "$t")"
+		printf '%s\n' "$out" | grep -E 'FAIL|ERROR|error|Assert|\.c:[0-9]+' | head -20 | sed 's/^/        /'
+		failed=$((failed + 1))
+	fi
+done
+[ $failed -eq 0 ] || { echo "unit: $failed binaries failed"; exit 1; }

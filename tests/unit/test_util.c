@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Small pure helpers: lists, numbers, /proc/PID/maps lines, ELF notes, maps, JSON. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#include "buildid.h"
+#include "sideband.h"
+#include "util.h"
+
+static void test_int_list(void **state)
+{
+	struct int_list l;
+
+	(void)state;
+	assert_int_equal(int_list_parse(&l, "5,1-3,2", true, 100), 0);
+	assert_int_equal(l.n, 4);
+	assert_int_equal(l.v[0], 1);
+	assert_int_equal(l.v[3], 5);
+	assert_true(int_list_has(&l, 2));
+	assert_false(int_list_has(&l, 4));
+	int_list_free(&l);
+	assert_int_not_equal(int_list_parse(&l, "1-3", false, 100), 0); /* no ranges for pids */
+	assert_int_not_equal(int_list_parse(&l, "101", true, 100), 0);
+	assert_int_not_equal(int_list_parse(&l, ",", true, 100), 0);
+	assert_int_not_equal(int_list_parse(&l, "", true, 100), 0);
+	assert_int_not_equal(int_list_parse(&l, "3-", true, 100), 0);
+	assert_null(l.v);
+}
+
+static void test_numbers(void **state)
+{
+	uint64_t v;
+	double d;
+
+	(void)state;
+	assert_int_equal(parse_u64("0x10", &v, 0, 100), 0);
+	assert_int_equal(v, 16);
+	assert_int_equal(parse_u64("101", &v, 0, 100), -ERANGE);
+	assert_int_equal(parse_u64("-1", &v, 0, 100), -EINVAL);
+	assert_int_equal(parse_u64("1 ", &v, 0, 100), -EINVAL);
+	assert_int_equal(parse_u64("", &v, 0, 100), -EINVAL);
+	assert_int_equal(parse_seconds("0.25", &d), 0);
+	assert_true(d == 0.25);
+	assert_int_not_equal(parse_seconds("inf", &d), 0);
+	assert_int_not_equal(parse_seconds("-1", &d), 0);
+	assert_int_not_equal(parse_seconds("1s", &d), 0);
+}
+
+static void test_procmaps(void **state)
+{
+	struct procmap m;
+
+	(void)state;
+	assert_int_equal(procmaps_parse_line("55d0a0a00000-55d0a0a21000 r-xp 00002000 fd:01 1234567   "
+					     "/usr/bin/my prog (deleted)\n", &m), 0);
+	assert_int_equal(m.start, 0x55d0a0a00000);
+	assert_int_equal(m.end, 0x55d0a0a21000);
+	assert_int_equal(m.pgoff, 0x2000);
+	assert_int_equal(m.maj, 0xfd);
+	assert_int_equal(m.min, 1);
+	assert_int_equal(m.ino, 1234567);
+	assert_int_equal(m.prot, PROT_READ | PROT_EXEC);
+	assert_int_equal(m.flags, MAP_PRIVATE);
+	assert_string_equal(m.path, "/usr/bin/my prog (deleted)");
+	assert_int_equal(procmaps_parse_line("7f00-7f01 rwxs 0 00:00 0\n", &m), 0);
+	assert_string_equal(m.path, "//anon");
+	assert_int_equal(m.flags, MAP_SHARED);
+	assert_int_equal(procmaps_parse_line("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]", &m), 0);
+	assert_string_equal(m.path, "[vsyscall]");
+	assert_int_equal(procmaps_parse_line("garbage", &m), -EINVAL);
+	assert_int_equal(procmaps_parse_line("2000-1000 r-xp 0 0:0 0 /x", &m), -EINVAL);
+	assert_int_equal(procmaps_parse_line("", &m), -EINVAL);
+}
+
+static void test_notes(void **state)
+{
+	/* namesz 4 "GNU\0", descsz 20, type 3, then the id. */
+	unsigned char notes[64] = { 4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0 };
+	unsigned char other[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
+	unsigned char both[76];
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[41];
+
+	(void)state;
+	for (int i = 0; i < 20; i++)
+		notes[16 + i] = i + 1;
+	assert_int_equal(buildid_from_notes(notes, 36, id, &size), 0);
+	assert_int_equal(size, 20);
+	buildid_hex(id, size, hex);
+	assert_string_equal(hex, "0102030405060708090a0b0c0d0e0f1011121314");
+	/* Another note first, then ours. */
+	memcpy(both, other, 12);
+	memcpy(both + 12, notes, 36);
+	assert_int_equal(buildid_from_notes(both, 48, id, &size), 0);
+	assert_int_equal(buildid_from_notes(notes, 35, id, &size), -EINVAL); /* cut short */
+	assert_int_equal(buildid_from_notes(other, 12, id, &size), -ENOENT);
+	notes[4] = 0xff; /* descsz past the end */
+	assert_int_not_equal(buildid_from_notes(notes, 36, id, &size), 0);
+}
+
+static void test_build_id_of_self(void **state)
+{
+	__u8 id[BUILD_ID_MAX], size;
+
+	(void)state;
+	/* Debian builds with --build-id; /proc/self/exe is this test binary. */
+	assert_int_equal(buildid_from_file("/proc/self/exe", id, &size), 0);
+	assert_int_equal(size, 20);
+	assert_int_not_equal(buildid_from_file("/etc/hostname", id, &size), 0);
+	assert_int_equal(buildid_from_file("/nonexistent", id, &size), -ENOENT);
+}
+
+static void test_dso_set(void **state)
+{
+	struct dso_set *s = dso_set__new();
+	char name[64];
+
+	(void)state;
+	assert_non_null(s);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(name, sizeof(name), "/lib/lib%d.so", i);
+			assert_int_equal(dso_set__add(s, name), 0);
+		}
+	assert_int_equal(dso_set__add(s, "[vdso]"), 0);
+	assert_int_equal(dso_set__add(s, "//anon"), 0);
+	assert_int_equal(dso_set__count(s), 1000);
+	dso_set__free(s);
+	dso_set__free(NULL);
+}
+
+static void test_u64_map(void **state)
+{
+	struct u64_map m = {};
+
+	(void)state;
+	assert_null(u64_map_get(&m, 1, false));
+	for (uint64_t i = 0; i < 10000; i++)
+		*u64_map_get(&m, i * 7919, true) = i;
+	assert_int_equal(m.n, 10000);
+	for (uint64_t i = 0; i < 10000; i++)
+		assert_int_equal(*u64_map_get(&m, i * 7919, false), i);
+	assert_null(u64_map_get(&m, 3, false));
+	u64_map_free(&m);
+}
+
+static void test_json(void **state)
+{
+	struct sbuf b = {};
+
+	(void)state;
+	sbuf_json_str(&b, "a\"b\\c\n\x01");
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"");
+	sbuf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_int_list),  cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_procmaps),  cmocka_unit_test(test_notes),
+		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
+		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
+	};
+
+	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Installs the Debian 12 packages spanperf needs that are missing, and
+# nothing when all are present.  Usage: tools/deps.sh [build|test|vm|bench]...
+# (default: build and test).  Needs root (or sudo) only when it installs.
+set -eu
+
+build="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config"
+test="libcmocka-dev linux-perf python3"
+vm="qemu-system-x86 busybox-static cpio"
+bench="bpftrace linux-perf"
+
+want=""
+[ $# -eq 0 ] && set -- build test
+for profile in "$@"; do
+	case $profile in
+	build) want="$want $build" ;;
+	test) want="$want $build $test" ;;
+	vm) want="$want $vm" ;;
+	bench) want="$want $bench" ;;
+	*) echo "deps.sh: unknown profile '$profile' (build, test, vm, bench)" >&2; exit 1 ;;
+	esac
+done
+
+missing=""
+for p in $want; do
+	case " $missing " in *" $p "*) continue ;; esac
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=sudo
+	else
+		echo "deps.sh: missing packages:$missing; run as root to install them" >&2
+		exit 1
+	fi
+else
+	SUDO=
+fi
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have no package lists yet; update only when needed.
+if ! $SUDO apt-get install -y --no-install-recommends $missing >/tmp/spanperf-apt.log 2>&1; then
+	$SUDO apt-get update >>/tmp/spanperf-apt.log 2>&1 || true
+	if ! $SUDO apt-get install -y --no-install-recommends $missing >>/tmp/spanperf-apt.log 2>&1; then
+		echo "deps.sh: apt-get could not install$missing; see /tmp/spanperf-apt.log" >&2
+		tail -5 /tmp/spanperf-apt.log >&2
+		exit 1
+	fi
+fi

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "util.h"
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+static __u32 align4(__u32 x)
+{
+	return (x + 3) & ~3u;
+}
+
+int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	const unsigned char *p = buf, *end = p + len;
+
+	while (end - p >= 12) {
+		__u32 namesz, descsz, type;
+		size_t need;
+
+		memcpy(&namesz, p, 4);
+		memcpy(&descsz, p + 4, 4);
+		memcpy(&type, p + 8, 4);
+		if (namesz > len || descsz > len)
+			return -EINVAL;
+		need = 12 + (size_t)align4(namesz) + align4(descsz);
+		if (need > (size_t)(end - p))
+			return -EINVAL;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(p + 12, "GNU", 4) && descsz) {
+			*size = SP_MIN(descsz, BUILD_ID_MAX);
+			memset(id, 0, BUILD_ID_MAX);
+			memcpy(id, p + 12 + align4(namesz), *size);
+			return 0;
+		}
+		p += need;
+	}
+	return -ENOENT;
+}
+
+int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	Elf_Scn *scn = NULL;
+	int fd, err = -ENOENT;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && !buildid_from_notes(d->d_buf, d->d_size, id, size)) {
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+int buildid_kernel(__u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	char *buf;
+	size_t len;
+	int err = read_file_all("/sys/kernel/notes", &buf, &len);
+
+	if (err)
+		return err;
+	err = buildid_from_notes(buf, len, id, size);
+	free(buf);
+	return err;
+}
+
+void buildid_hex(const __u8 *id, __u8 size, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < size && i < BUILD_ID_MAX; i++) {
+		*out++ = hex[id[i] >> 4];
+		*out++ = hex[id[i] & 15];
+	}
+	*out = 0;
+}
+
+/* Open addressing on the name: whole-host runs map the same libc thousands of times. */
+struct dso_set {
+	char **slot;
+	size_t cap, n;
+};
+
+struct dso_set *dso_set__new(void)
+{
+	struct dso_set *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->cap = 256;
+	s->slot = calloc(s->cap, sizeof(char *));
+	if (!s->slot) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void dso_set__free(struct dso_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->slot[i]);
+	free(s->slot);
+	free(s);
+}
+
+static size_t hash_str(const char *s)
+{
+	size_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static int insert(char **slot, size_t cap, char *name)
+{
+	for (size_t i = hash_str(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		if (!slot[i]) {
+			slot[i] = name;
+			return 1;
+		}
+		if (!strcmp(slot[i], name))
+			return 0;
+	}
+}
+
+int dso_set__add(struct dso_set *s, const char *filename)
+{
+	char *name;
+	int added;
+
+	/* Only real files have build ids: skip [vdso], //anon, /memfd: and friends. */
+	if (filename[0] != '/' || filename[1] == '/' || !strncmp(filename, "/memfd:", 7))
+		return 0;
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap * 2;
+		char **slot = calloc(cap, sizeof(char *));
+
+		if (!slot)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				insert(slot, cap, s->slot[i]);
+		free(s->slot);
+		s->slot = slot;
+		s->cap = cap;
+	}
+	for (size_t i = hash_str(filename) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
+		if (!strcmp(s->slot[i], filename))
+			return 0;
+	name = strdup(filename);
+	if (!name)
+		return -ENOMEM;
+	added = insert(s->slot, s->cap, name);
+	s->n += added;
+	return 0;
+}
+
+int dso_set__count(const struct dso_set *s)
+{
+	return s ? (int)s->n : 0;
+}
+
+static int append(struct pd_meta *m, __u16 misc, const char *name, const __u8 *id, __u8 size)
+{
+	struct pd_build_id *nb = realloc(m->build_ids, (m->nr_build_ids + 1) * sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	m->build_ids = nb;
+	nb += m->nr_build_ids;
+	memset(nb, 0, sizeof(*nb));
+	nb->pid = -1;
+	nb->misc = misc;
+	nb->size = size;
+	memcpy(nb->id, id, size);
+	nb->filename = strdup(name);
+	if (!nb->filename)
+		return -ENOMEM;
+	m->nr_build_ids++;
+	return 0;
+}
+
+int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	int err = 0;
+
+	if (!buildid_kernel(id, &size))
+		err = append(m, PERF_RECORD_MISC_KERNEL, "[kernel.kallsyms]", id, size);
+	for (size_t i = 0; s && i < s->cap && !err; i++) {
+		/* " (deleted)" files are gone; their old build id cannot be read. */
+		if (!s->slot[i] || strstr(s->slot[i], " (deleted)"))
+			continue;
+		if (!buildid_from_file(s->slot[i], id, &size))
+			err = append(m, PERF_RECORD_MISC_USER, s->slot[i], id, size);
+	}
+	return err;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * GNU build ids of the kernel and of the files that processes mapped, for
+ * the BUILD_ID feature: with them perf (and spanperf report) can tell that a
+ * binary changed since the recording instead of mis-symbolizing it.
+ */
+#ifndef SP_BUILDID_H
+#define SP_BUILDID_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "perf_data.h"
+
+#define BUILD_ID_MAX 20
+
+/* Scans a buffer of ELF notes (as in /sys/kernel/notes) for NT_GNU_BUILD_ID. */
+int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 *size);
+/* Reads an ELF file's build id; -ENOENT when it has none. */
+int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size);
+int buildid_kernel(__u8 id[BUILD_ID_MAX], __u8 *size);
+/* Lower-case hex, as perf prints it. */
+void buildid_hex(const __u8 *id, __u8 size, char *out /* 2*BUILD_ID_MAX+1 */);
+
+/* A set of unique file names seen in MMAP2 records. */
+struct dso_set;
+struct dso_set *dso_set__new(void);
+void dso_set__free(struct dso_set *s);
+int dso_set__add(struct dso_set *s, const char *filename);
+int dso_set__count(const struct dso_set *s);
+/* Appends the kernel's and each readable file's build id to m->build_ids. */
+int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m);
+
+#endif

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+#include "features.h"
+#include "host.h"
+#include "loader.h"
+#include "perf_events.h"
+#include "probe.skel.h"
+
+#ifndef TRACEFS_MAGIC
+#define TRACEFS_MAGIC 0x74726163
+#endif
+
+static bool is_tracefs(const char *path)
+{
+	struct statfs st;
+	char events[96];
+
+	if (statfs(path, &st) || (st.f_type != TRACEFS_MAGIC && st.f_type != DEBUGFS_MAGIC))
+		return false;
+	snprintf(events, sizeof(events), "%s/events", path);
+	return access(events, F_OK) == 0;
+}
+
+int features_tracefs(char *path, size_t len, bool *mounted)
+{
+	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+	if (mounted)
+		*mounted = false;
+	for (size_t i = 0; i < 2; i++)
+		if (is_tracefs(where[i])) {
+			snprintf(path, len, "%s", where[i]);
+			return 0;
+		}
+	/* Not mounted at boot on some systems: as root we can fix that. */
+	if (mount("nodev", where[0], "tracefs", 0, NULL) == 0 && is_tracefs(where[0])) {
+		if (mounted)
+			*mounted = true;
+		snprintf(path, len, "%s", where[0]);
+		return 0;
+	}
+	return -errno ?: -ENOENT;
+}
+
+/* Loads and attaches one calibration program; 0 or the -errno of the step that failed. */
+static int try_prog(const char *name)
+{
+	struct probe_bpf *skel;
+	struct bpf_program *prog, *want = NULL;
+	struct bpf_link *link;
+	int err;
+
+	loader_quiet(true);
+	skel = probe_bpf__open();
+	if (!skel) {
+		err = -errno;
+		goto cleanup;
+	}
+	bpf_object__for_each_program(prog, skel->obj) {
+		bool on = !strcmp(bpf_program__name(prog), name);
+
+		bpf_program__set_autoload(prog, on);
+		if (on)
+			want = prog;
+	}
+	err = probe_bpf__load(skel);
+	if (err)
+		goto cleanup;
+	link = bpf_program__attach(want);
+	if (!link) {
+		err = -errno;
+		goto cleanup;
+	}
+	bpf_link__destroy(link);
+cleanup:
+	probe_bpf__destroy(skel);
+	loader_quiet(false);
+	return err;
+}
+
+void features_probe(struct sp_features *f)
+{
+	struct event_spec cycles, clock;
+	struct int_list cpus = {};
+	char path[128];
+
+	memset(f, 0, sizeof(*f));
+	f->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	event_default_cycles(&cycles);
+	event_cpu_clock(&clock);
+	if (!host_online_cpus(&cpus)) {
+		f->pmu_err = pe_probe(&cycles.attr, cpus.v[0]);
+		clock.attr.use_clockid = 1;
+		clock.attr.clockid = CLOCK_MONOTONIC;
+		f->use_clockid = pe_probe(&clock.attr, cpus.v[0]) == 0;
+		int_list_free(&cpus);
+	} else {
+		f->pmu_err = -ENODEV;
+	}
+	f->perf_event_prog = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) == 1;
+	f->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
+	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	f->uprobe = access("/sys/bus/event_source/devices/uprobe/type", R_OK) == 0;
+	f->tracefs_err = features_tracefs(f->tracefs_path, sizeof(f->tracefs_path), &f->tracefs_mounted);
+	if (!f->tracefs_err) {
+		snprintf(path, sizeof(path), "%s/events/syscalls", f->tracefs_path);
+		f->syscall_tps = access(path, F_OK) == 0;
+	}
+	f->kprobe_err = try_prog("probe_kprobe");
+	f->fentry_err = f->btf ? try_prog("probe_fentry") : -ENOENT;
+	f->tp_btf_err = f->btf ? try_prog("probe_tp_btf") : -ENOENT;
+	f->raw_tp_err = try_prog("probe_raw_tp");
+}
+
+static const char *yes(int err, char *buf, size_t len)
+{
+	if (!err)
+		return "yes";
+	snprintf(buf, len, "no (%s)", strerror(-err));
+	return buf;
+}
+
+void features_print(const struct sp_features *f, FILE *out)
+{
+	char b1[96], b2[96];
+
+	fprintf(out, "Kernel features\n");
+	fprintf(out, "  %-26s %s\n", "BTF (/sys/kernel/btf)", f->btf ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "hardware PMU (cycles)", yes(f->pmu_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "kprobes", yes(f->kprobe_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "fentry/fexit", yes(f->fentry_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "tp_btf", yes(f->tp_btf_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "raw_tp", yes(f->raw_tp_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "perf_event programs", f->perf_event_prog ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "uprobes", f->uprobe ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "BPF ring buffer", f->ringbuf ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "task-local storage", f->task_storage ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "use_clockid (MONOTONIC)", f->use_clockid ? "yes" : "no");
+	if (!f->tracefs_err)
+		fprintf(out, "  %-26s %s%s\n", "tracefs", f->tracefs_path,
+			f->tracefs_mounted ? " (mounted by spanperf)" : "");
+	else
+		fprintf(out, "  %-26s %s\n", "tracefs", yes(f->tracefs_err, b1, sizeof(b1)));
+	fprintf(out, "  %-26s %s\n", "syscall tracepoints", f->syscall_tps ? "yes" : "no");
+
+	fprintf(out, "\nChoices\n");
+	fprintf(out, "  %-26s %s\n", "sampling event",
+		!f->pmu_err ? "cycles (hardware PMU)"
+		: event_errno_means_no_pmu(f->pmu_err) ? "cpu-clock (no hardware PMU here)"
+						       : "none: hardware cycles failed unexpectedly");
+	fprintf(out, "  %-26s %s\n", "sample delivery",
+		f->perf_event_prog ? "perf ring, BPF program as filter and per-thread counter"
+				   : "none: perf_event BPF programs unsupported");
+	fprintf(out, "  %-26s %s\n", "context switch hook",
+		!f->tp_btf_err ? "tp_btf/sched_switch" : !f->raw_tp_err ? "raw_tp/sched_switch" : "none");
+	if (!f->kprobe_err)
+		snprintf(b1, sizeof(b1), "kprobe/kretprobe");
+	else if (!f->fentry_err)
+		snprintf(b1, sizeof(b1), "fentry/fexit (kprobes: %s)", strerror(-f->kprobe_err));
+	else
+		snprintf(b1, sizeof(b1), "none: kprobes %s, fentry %s", strerror(-f->kprobe_err),
+			 strerror(-f->fentry_err));
+	fprintf(out, "  %-26s %s\n", "kernel function spans", b1);
+	fprintf(out, "  %-26s %s\n", "user function spans",
+		f->uprobe ? "uprobe/uretprobe" : "none: no uprobe PMU (CONFIG_UPROBE_EVENTS)");
+	snprintf(b2, sizeof(b2), "%s",
+		 f->syscall_tps ? "tracepoints syscalls/sys_enter_X, sys_exit_X"
+		 : !f->raw_tp_err ? "raw_tp sys_enter/sys_exit filtered by id"
+				  : "none");
+	fprintf(out, "  %-26s %s\n", "syscall spans", b2);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What this kernel offers, probed once before anything is loaded, and the
+ * choice taken for each need (DESIGN.md "Kernel features and fallbacks").
+ */
+#ifndef SP_FEATURES_H
+#define SP_FEATURES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct sp_features {
+	bool btf;
+	int pmu_err;	    /* 0: hardware cycles open; else -errno */
+	int kprobe_err;	    /* 0: a kprobe attached */
+	int fentry_err;	    /* 0: an fentry program loaded and attached */
+	int tp_btf_err;
+	int raw_tp_err;
+	bool perf_event_prog;
+	bool ringbuf;
+	bool task_storage;
+	bool uprobe;	    /* the uprobe PMU exists */
+	bool use_clockid;   /* events can stamp with CLOCK_MONOTONIC */
+	int tracefs_err;    /* 0: tracefs is usable at tracefs_path */
+	bool tracefs_mounted; /* we mounted it */
+	bool syscall_tps;   /* events/syscalls exists in tracefs */
+	char tracefs_path[64];
+};
+
+/* Probes everything; never fails, every finding is in f. */
+void features_probe(struct sp_features *f);
+/* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */
+int features_tracefs(char *path, size_t len, bool *mounted);
+/* The `spanperf probe` report: each feature and the choice per need. */
+void features_print(const struct sp_features *f, FILE *out);
+
+#endif

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+#include "host.h"
+
+/* The value of "key<tabs>: value" from /proc/cpuinfo, first CPU only. */
+static char *cpuinfo_field(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *colon, *end;
+
+		if (strncmp(l, key, kl) || (l[kl] != '\t' && l[kl] != ' ' && l[kl] != ':'))
+			continue;
+		colon = strchr(l, ':');
+		end = strchr(l, '\n');
+		if (!colon || (end && colon > end))
+			return NULL;
+		colon++;
+		while (*colon == ' ')
+			colon++;
+		return strndup(colon, end ? (size_t)(end - colon) : strlen(colon));
+	}
+	return NULL;
+}
+
+int host_online_cpus(struct int_list *cpus)
+{
+	char buf[4096];
+	int err = read_file_str("/sys/devices/system/cpu/online", buf, sizeof(buf));
+
+	if (err)
+		return err;
+	return int_list_parse(cpus, buf, true, 1 << 16);
+}
+
+int host_fill_meta(struct pd_meta *m)
+{
+	struct utsname u;
+	char *cpuinfo = NULL, buf[4096];
+	size_t len;
+	struct int_list cpus = {};
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	if (!uname(&u)) {
+		m->hostname = strdup(u.nodename);
+		m->osrelease = strdup(u.release);
+		m->arch = strdup(u.machine);
+	}
+	m->version = strdup("spanperf " SPANPERF_VERSION);
+	if (!read_file_str("/sys/devices/system/cpu/present", buf, sizeof(buf)) &&
+	    !int_list_parse(&cpus, buf, true, 1 << 16)) {
+		m->nr_cpus_avail = cpus.v[cpus.n - 1] + 1;
+		int_list_free(&cpus);
+	}
+	if (!host_online_cpus(&cpus)) {
+		m->nr_cpus_online = cpus.n;
+		int_list_free(&cpus);
+	}
+	if (!m->nr_cpus_avail)
+		m->nr_cpus_avail = m->nr_cpus_online;
+	if (pages > 0 && psize > 0)
+		m->total_mem_kb = (__u64)pages * psize / 1024;
+	if (!read_file_all("/proc/cpuinfo", &cpuinfo, &len)) {
+		char *vendor = cpuinfo_field(cpuinfo, "vendor_id");
+		char *family = cpuinfo_field(cpuinfo, "cpu family");
+		char *model = cpuinfo_field(cpuinfo, "model");
+		char *stepping = cpuinfo_field(cpuinfo, "stepping");
+
+		m->cpudesc = cpuinfo_field(cpuinfo, "model name");
+		/* perf's x86 CPUID string: vendor,family,model,stepping */
+		if (vendor && family && model && stepping &&
+		    asprintf(&m->cpuid, "%s,%s,%s,%s", vendor, family, model, stepping) < 0)
+			m->cpuid = NULL;
+		free(vendor);
+		free(family);
+		free(model);
+		free(stepping);
+		free(cpuinfo);
+	}
+	return 0;
+}
+
+int host_kernel_text(__u64 *start, __u64 *end)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512];
+	unsigned long long addr;
+	char type, name[256];
+
+	*start = *end = 0;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && (!*start || !*end)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if (!strcmp(name, "_text"))
+			*start = addr;
+		else if (!strcmp(name, "_etext"))
+			*end = addr;
+	}
+	fclose(f);
+	/* kptr_restrict hides addresses as zeros from the unprivileged. */
+	if (!*start || *end <= *start)
+		return -EPERM;
+	return 0;
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+
+#include "loader.h"
+#include "util.h"
+
+static bool quiet;
+
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (quiet || sp_verbose < 1 || (level == LIBBPF_DEBUG && sp_verbose < 2))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void loader_init(void)
+{
+	libbpf_set_print(print_fn);
+}
+
+void loader_quiet(bool q)
+{
+	quiet = q;
+}
+
+const char *loader_explain(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case EPERM:
+	case EACCES:
+		return "permission denied: run as root, or with CAP_BPF and CAP_PERFMON";
+	case ENOENT:
+		return "the kernel lacks the function, tracepoint or feature asked for";
+	case EOPNOTSUPP:
+		return "the kernel does not support this kind of program or attach";
+	case E2BIG:
+		return "a map or program is larger than the kernel allows";
+	case ENOMEM:
+		return "out of memory (a map too large for the memlock or memcg limit?)";
+	case EINVAL:
+		return "the kernel rejected an argument (too old a kernel?)";
+	default:
+		return "see -v for libbpf's own messages";
+	}
+}

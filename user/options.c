@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+#define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */
+#define MAX_CPUS 65536
+#define MAX_ID 0x3fffffff  /* PID_MAX_LIMIT */
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* getopt's own messages are off; this names the option the way it was written. */
+static int bad_option(char *err, size_t len, int argc, char **argv, int opt)
+{
+	const char *arg = optind - 1 < argc ? argv[optind - 1] : "?";
+
+	if (opt == ':')
+		return fail(err, len, "option '%s' needs a value", arg);
+	if (optopt)
+		return fail(err, len, "unknown option '-%c'; see --help", optopt);
+	return fail(err, len, "unknown option '%s'; see --help", arg);
+}
+
+void record_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf record [options] [-- CMD [ARGS...]]\n"
+		"\n"
+		"Samples every CPU with a BPF program on each sampling event and writes a\n"
+		"perf.data that perf report and perf script read.\n"
+		"\n"
+		"  -a, --all-cpus         sample the whole host (the default)\n"
+		"  -p, --pid PID,..       keep only samples of these processes (BPF filter)\n"
+		"  -t, --tid TID,..       keep only samples of these threads (BPF filter)\n"
+		"  -C, --cpu CPUS         sample only these CPUs, e.g. 0-3,8\n"
+		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
+		"  -c, --count PERIOD     sample every PERIOD events instead of -F\n"
+		"  -e, --event EVENT,..   sampling event (default cycles, else cpu-clock)\n"
+		"  -g, --call-graph       record kernel and user call chains (frame pointers)\n"
+		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
+		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
+		"  -d, --duration SECS    stop after SECS seconds\n"
+		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
+		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
+		"      --max-threads N    size of the per-thread map (default 32768)\n"
+		"  -q, --quiet            print errors only\n"
+		"  -v, --verbose          more detail; -vv adds libbpf's debug output\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"It stops after -d seconds, when CMD exits, or on SIGINT/SIGTERM; the file is\n"
+		"complete either way.\n"
+		"\n"
+		"Examples:\n"
+		"  spanperf record -g -d 10                  # whole host for 10 s, with stacks\n"
+		"  spanperf record -F 4999 -p 1234 -d 5      # one process, 4999 Hz\n"
+		"  spanperf record -g -- make -j8            # whole host while make runs\n"
+		"  spanperf record -e page-faults -c 1 -d 2  # every page fault\n"
+		"  spanperf record -g --span syscall:read -d 5   # read() calls as spans\n");
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
+{
+	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS };
+	static const struct option longopts[] = {
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "call-graph", no_argument, NULL, 'g' },
+		{ "span", required_argument, NULL, OPT_SPAN },
+		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	bool freq_set = false, period_set = false;
+	int c, r;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 999;
+	o->output = "perf.data";
+	o->mmap_pages = 256;
+	o->max_threads = 32768;
+	optind = 0; /* glibc: re-initialise, so the parser can run more than once */
+	opterr = 0;
+	/* '+': stop at the first non-option, which starts CMD (as perf does). */
+	while ((c = getopt_long(argc, argv, "+:ap:t:C:F:c:e:gd:o:m:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			break;
+		case 'p':
+		case 't':
+			int_list_free(c == 'p' ? &o->pids : &o->tids);
+			r = int_list_parse(c == 'p' ? &o->pids : &o->tids, optarg, false, MAX_ID);
+			if (r)
+				return fail(err, errlen, "-%c '%s' is not a comma-separated list of %s", c,
+					    optarg, c == 'p' ? "process ids" : "thread ids");
+			break;
+		case 'C':
+			int_list_free(&o->cpus);
+			if (int_list_parse(&o->cpus, optarg, true, MAX_CPUS - 1))
+				return fail(err, errlen, "-C '%s' is not a CPU list like 0-3,8", optarg);
+			break;
+		case 'F':
+			if (parse_u64(optarg, &o->freq, 1, MAX_FREQ))
+				return fail(err, errlen, "-F '%s' is not a frequency in Hz from 1 to %d",
+					    optarg, MAX_FREQ);
+			freq_set = true;
+			break;
+		case 'c':
+			if (parse_u64(optarg, &o->period, 1, UINT64_MAX >> 1))
+				return fail(err, errlen, "-c '%s' is not a positive event count", optarg);
+			period_set = true;
+			break;
+		case 'e':
+			if (!*optarg)
+				return fail(err, errlen, "-e needs an event name; see 'spanperf list'");
+			o->events = optarg;
+			break;
+		case 'g':
+			o->callgraph = true;
+			break;
+		case OPT_SPAN: {
+			const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
+
+			if (!ns)
+				return -ENOMEM;
+			o->spans = ns;
+			o->spans[o->nr_spans++] = optarg;
+			break;
+		}
+		case OPT_SPAN_MIN:
+			if (parse_u64(optarg, &o->span_min_us, 0, UINT64_MAX / 1000))
+				return fail(err, errlen, "--span-min-us '%s' is not a number of microseconds",
+					    optarg);
+			break;
+		case OPT_MAX_THREADS:
+			if (parse_u64(optarg, &o->max_threads, 1, 1 << 24))
+				return fail(err, errlen, "--max-threads '%s' is not a number from 1 to %d",
+					    optarg, 1 << 24);
+			break;
+		case 'd':
+			if (parse_seconds(optarg, &o->duration))
+				return fail(err, errlen, "-d '%s' is not a positive number of seconds", optarg);
+			break;
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "-o needs a file name");
+			o->output = optarg;
+			break;
+		case 'm':
+			if (parse_u64(optarg, &o->mmap_pages, 1, 1 << 20) ||
+			    (o->mmap_pages & (o->mmap_pages - 1)))
+				return fail(err, errlen, "-m '%s' is not a power of two from 1 to %d pages",
+					    optarg, 1 << 20);
+			break;
+		case 'q':
+			o->verbose = -1;
+			break;
+		case 'v':
+			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+			break;
+		case 'h':
+			record_usage(stdout);
+			return OPT_HELP;
+		default:
+			return bad_option(err, errlen, argc, argv, c);
+		}
+	}
+	if (freq_set && period_set)
+		return fail(err, errlen, "-F and -c both set the sampling rate; give one of them");
+	if (period_set)
+		o->freq = 0;
+	if (o->pids.n && o->tids.n)
+		return fail(err, errlen, "-p and -t both filter; give one of them");
+	if (optind < argc) {
+		o->cmd = &argv[optind];
+		if (!argv[optind][0])
+			return fail(err, errlen, "the command to run is an empty string");
+	}
+	return 0;
+}
+
+void record_opts_free(struct record_opts *o)
+{
+	if (!o)
+		return;
+	int_list_free(&o->pids);
+	int_list_free(&o->tids);
+	int_list_free(&o->cpus);
+	free(o->spans);
+	o->spans = NULL;
+}

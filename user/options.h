@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Command-line parsing for every subcommand: pure functions from argv to a
+ * struct, so that unit tests cover them without BPF or root.  Errors are one
+ * sentence naming the flag and the value.
+ */
+#ifndef SP_OPTIONS_H
+#define SP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+/* Returned by the parsers when --help was asked for and printed. */
+#define OPT_HELP 1
+
+struct record_opts {
+	struct int_list pids, tids, cpus;
+	uint64_t freq, period;	/* one of them; freq defaults to 999 */
+	const char *events;	/* -e, NULL: cycles with cpu-clock fallback */
+	bool callgraph;		/* -g */
+	const char **spans;	/* --span, repeatable */
+	int nr_spans;
+	uint64_t span_min_us;
+	double duration;	/* -d, 0: until CMD exits or a signal */
+	const char *output;	/* -o */
+	uint64_t mmap_pages;	/* -m, per CPU */
+	uint64_t max_threads;
+	char **cmd;		/* after --, NULL-terminated */
+	int verbose;
+};
+
+int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen);
+void record_opts_free(struct record_opts *o);
+void record_usage(FILE *out);
+
+#endif

@@ -1,0 +1,956 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "perf_data.h"
+#include "util.h"
+
+#define PD_MAGIC 0x32454c4946524550ull /* "PERFILE2" */
+#define WBUF_SIZE (1 << 20)
+
+struct file_section {
+	__u64 offset, size;
+};
+
+struct file_header {
+	__u64 magic, size, attr_size;
+	struct file_section attrs, data, event_types;
+	__u64 features[4];
+};
+
+_Static_assert(sizeof(struct file_header) == PD_HEADER_SIZE, "perf_file_header is 104 bytes");
+
+void pd_meta_free(struct pd_meta *m)
+{
+	if (!m)
+		return;
+	free(m->hostname);
+	free(m->osrelease);
+	free(m->version);
+	free(m->arch);
+	free(m->cpudesc);
+	free(m->cpuid);
+	for (int i = 0; i < m->cmdline_argc; i++)
+		free(m->cmdline_argv[i]);
+	free(m->cmdline_argv);
+	for (int i = 0; i < m->nr_build_ids; i++)
+		free(m->build_ids[i].filename);
+	free(m->build_ids);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ==== writer ==== */
+
+struct pd_writer {
+	char *path, *tmp;
+	int fd;
+	bool finished;
+	struct pd_attr *attrs;
+	int nr_attrs;
+	__u64 data_offset, data_size;
+	char *buf;
+	size_t buf_len;
+};
+
+int pd_writer__open(struct pd_writer **out, const char *path)
+{
+	struct pd_writer *w;
+	int err;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->path = strdup(path);
+	w->buf = malloc(WBUF_SIZE);
+	if (!w->path || !w->buf || asprintf(&w->tmp, "%s.tmp-XXXXXX", path) < 0) {
+		w->tmp = NULL;
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* mkstemp creates the file 0600: profiles show what a host runs. */
+	w->fd = mkostemp(w->tmp, O_CLOEXEC);
+	if (w->fd < 0) {
+		err = -errno;
+		free(w->tmp);
+		w->tmp = NULL;
+		goto cleanup;
+	}
+	*out = w;
+	return 0;
+cleanup:
+	pd_writer__free(w);
+	return err;
+}
+
+const char *pd_writer__tmp_path(const struct pd_writer *w)
+{
+	return w ? w->tmp : NULL;
+}
+
+int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
+			const char *name, const __u64 *ids, int nr_ids)
+{
+	struct pd_attr *na, *a;
+
+	if (w->data_offset)
+		return -EBUSY; /* attrs are laid out before the data */
+	na = realloc(w->attrs, (w->nr_attrs + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	w->attrs = na;
+	a = &w->attrs[w->nr_attrs];
+	memset(a, 0, sizeof(*a));
+	a->attr = *attr;
+	a->attr.size = PD_ATTR_SIZE;
+	a->name = strdup(name ? name : "");
+	a->ids = malloc((nr_ids ? nr_ids : 1) * sizeof(__u64));
+	if (!a->name || !a->ids) {
+		free(a->name);
+		free(a->ids);
+		return -ENOMEM;
+	}
+	memcpy(a->ids, ids, nr_ids * sizeof(__u64));
+	a->nr_ids = nr_ids;
+	w->nr_attrs++;
+	return 0;
+}
+
+static int pwrite_all(int fd, const void *p, size_t n, off_t off)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t r = pwrite(fd, c, n, off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!r)
+			return -EIO;
+		c += r;
+		n -= r;
+		off += r;
+	}
+	return 0;
+}
+
+/* [header][ids of attr 0][ids of attr 1]...[attr 0 + section][attr 1 + section]... */
+static int write_attrs(struct pd_writer *w, struct file_header *h)
+{
+	struct sbuf b = {};
+	__u64 off = PD_HEADER_SIZE;
+	int err;
+
+	for (int i = 0; i < w->nr_attrs; i++)
+		sbuf_add(&b, w->attrs[i].ids, w->attrs[i].nr_ids * sizeof(__u64));
+	h->attrs.offset = PD_HEADER_SIZE + b.len;
+	for (int i = 0; i < w->nr_attrs; i++) {
+		struct file_section ids = { off, w->attrs[i].nr_ids * sizeof(__u64) };
+		char attr[PD_ATTR_SIZE] = {};
+
+		memcpy(attr, &w->attrs[i].attr, SP_MIN(sizeof(attr), sizeof(w->attrs[i].attr)));
+		sbuf_add(&b, attr, sizeof(attr));
+		sbuf_add(&b, &ids, sizeof(ids));
+		off += ids.size;
+	}
+	h->attrs.size = w->nr_attrs * (PD_ATTR_SIZE + sizeof(struct file_section));
+	h->attr_size = PD_ATTR_SIZE + sizeof(struct file_section);
+	err = b.err ?: pwrite_all(w->fd, b.p, b.len, PD_HEADER_SIZE);
+	sbuf_free(&b);
+	return err;
+}
+
+int pd_writer__begin(struct pd_writer *w)
+{
+	struct file_header h = { .magic = PD_MAGIC, .size = PD_HEADER_SIZE };
+	int err;
+
+	if (!w->nr_attrs)
+		return -EINVAL;
+	err = write_attrs(w, &h);
+	if (err)
+		return err;
+	w->data_offset = h.attrs.offset + h.attrs.size;
+	/*
+	 * The header stays zero until finish(): a file cut short by a crash
+	 * is then rejected by perf instead of being half-read.
+	 */
+	if (lseek(w->fd, w->data_offset, SEEK_SET) < 0)
+		return -errno;
+	return 0;
+}
+
+static int flush(struct pd_writer *w)
+{
+	int err;
+
+	if (!w->buf_len)
+		return 0;
+	err = write_all(w->fd, w->buf, w->buf_len);
+	if (!err)
+		w->buf_len = 0;
+	return err;
+}
+
+int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
+{
+	int err;
+
+	if (w->buf_len + n > WBUF_SIZE) {
+		err = flush(w);
+		if (err)
+			return err;
+		if (n >= WBUF_SIZE / 2) {
+			err = write_all(w->fd, p, n);
+			if (!err)
+				w->data_size += n;
+			return err;
+		}
+	}
+	memcpy(w->buf + w->buf_len, p, n);
+	w->buf_len += n;
+	w->data_size += n;
+	return 0;
+}
+
+__u64 pd_writer__data_size(const struct pd_writer *w)
+{
+	return w->data_size;
+}
+
+/* ---- features: one writer per feature, as in perf's header.c ---- */
+
+static void put_u32(struct sbuf *b, __u32 v)
+{
+	sbuf_add(b, &v, 4);
+}
+
+static void put_u64(struct sbuf *b, __u64 v)
+{
+	sbuf_add(b, &v, 8);
+}
+
+/* perf's do_write_string: u32 length including NUL, padded to 64. */
+static void put_str(struct sbuf *b, const char *s)
+{
+	size_t len = strlen(s) + 1, padded = (len + 63) & ~(size_t)63;
+
+	put_u32(b, padded);
+	sbuf_add(b, s, len - 1);
+	sbuf_zero(b, padded - len + 1);
+}
+
+typedef int (*feat_write_fn)(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m);
+
+static int w_str(struct sbuf *b, const char *s)
+{
+	if (!s)
+		return -ENOENT;
+	put_str(b, s);
+	return 0;
+}
+
+static int w_hostname(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->hostname);
+}
+
+static int w_osrelease(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->osrelease);
+}
+
+static int w_version(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->version);
+}
+
+static int w_arch(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->arch);
+}
+
+static int w_cpudesc(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->cpudesc);
+}
+
+static int w_cpuid(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	return w_str(b, m->cpuid);
+}
+
+static int w_nrcpus(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (!m->nr_cpus_online)
+		return -ENOENT;
+	put_u32(b, m->nr_cpus_avail);
+	put_u32(b, m->nr_cpus_online);
+	return 0;
+}
+
+static int w_total_mem(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (!m->total_mem_kb)
+		return -ENOENT;
+	put_u64(b, m->total_mem_kb);
+	return 0;
+}
+
+static int w_cmdline(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (!m->cmdline_argc)
+		return -ENOENT;
+	put_u32(b, m->cmdline_argc);
+	for (int i = 0; i < m->cmdline_argc; i++)
+		put_str(b, m->cmdline_argv[i]);
+	return 0;
+}
+
+static int w_event_desc(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)m;
+	put_u32(b, w->nr_attrs);
+	put_u32(b, PD_ATTR_SIZE);
+	for (int i = 0; i < w->nr_attrs; i++) {
+		char attr[PD_ATTR_SIZE] = {};
+
+		memcpy(attr, &w->attrs[i].attr, SP_MIN(sizeof(attr), sizeof(w->attrs[i].attr)));
+		sbuf_add(b, attr, sizeof(attr));
+		put_u32(b, w->attrs[i].nr_ids);
+		put_str(b, w->attrs[i].name);
+		sbuf_add(b, w->attrs[i].ids, w->attrs[i].nr_ids * sizeof(__u64));
+	}
+	return 0;
+}
+
+static int w_build_id(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (!m->nr_build_ids)
+		return -ENOENT;
+	for (int i = 0; i < m->nr_build_ids; i++) {
+		const struct pd_build_id *bi = &m->build_ids[i];
+		size_t name = strlen(bi->filename) + 1, padded = (name + 63) & ~(size_t)63;
+		/* struct perf_record_header_build_id: header, pid, id[20], size, 3 pad */
+		struct perf_event_header h = { 0, (__u16)(bi->misc | 0x8000 /* BUILD_ID_SIZE */),
+					       (__u16)(8 + 4 + 24 + padded) };
+		__u8 id[24] = {};
+
+		memcpy(id, bi->id, SP_MIN(bi->size, 20));
+		id[20] = bi->size;
+		sbuf_add(b, &h, sizeof(h));
+		sbuf_add(b, &bi->pid, 4);
+		sbuf_add(b, id, sizeof(id));
+		sbuf_add(b, bi->filename, name - 1);
+		sbuf_zero(b, padded - name + 1);
+	}
+	return 0;
+}
+
+static int w_sample_time(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (!m->last_sample_ns)
+		return -ENOENT;
+	put_u64(b, m->first_sample_ns);
+	put_u64(b, m->last_sample_ns);
+	return 0;
+}
+
+static int w_clockid(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (m->clockid < 0)
+		return -ENOENT;
+	put_u64(b, m->clockid_res_ns);
+	return 0;
+}
+
+/* Lets perf script convert the monotonic stamps to wall-clock time (-F tod). */
+static int w_clock_data(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)w;
+	if (m->clockid < 0 || !m->clock_tod_ns)
+		return -ENOENT;
+	put_u32(b, 1); /* version */
+	put_u32(b, m->clockid);
+	put_u64(b, m->clock_tod_ns);
+	put_u64(b, m->clock_ref_ns);
+	return 0;
+}
+
+static const struct {
+	int id;
+	feat_write_fn write;
+} feat_writers[] = {
+	/* Ascending ids: the feature table is in bit order. */
+	{ PD_FEAT_BUILD_ID, w_build_id },     { PD_FEAT_HOSTNAME, w_hostname },
+	{ PD_FEAT_OSRELEASE, w_osrelease },   { PD_FEAT_VERSION, w_version },
+	{ PD_FEAT_ARCH, w_arch },	      { PD_FEAT_NRCPUS, w_nrcpus },
+	{ PD_FEAT_CPUDESC, w_cpudesc },	      { PD_FEAT_CPUID, w_cpuid },
+	{ PD_FEAT_TOTAL_MEM, w_total_mem },   { PD_FEAT_CMDLINE, w_cmdline },
+	{ PD_FEAT_EVENT_DESC, w_event_desc }, { PD_FEAT_SAMPLE_TIME, w_sample_time },
+	{ PD_FEAT_CLOCKID, w_clockid },	      { PD_FEAT_CLOCK_DATA, w_clock_data },
+};
+
+static int write_features(struct pd_writer *w, const struct pd_meta *m, struct file_header *h)
+{
+	struct sbuf parts[ARRAY_SIZE(feat_writers)] = {}, table = {};
+	__u64 table_off = w->data_offset + w->data_size, off;
+	size_t nr = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+		/* A feature whose writer fails is dropped; it does not abort the file. */
+		if (feat_writers[i].write(&parts[i], w, m) || parts[i].err || !parts[i].len) {
+			sbuf_free(&parts[i]);
+			continue;
+		}
+		h->features[feat_writers[i].id / 64] |= 1ull << (feat_writers[i].id % 64);
+		nr++;
+	}
+	off = table_off + nr * sizeof(struct file_section);
+	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+		if (!parts[i].len)
+			continue;
+		put_u64(&table, off);
+		put_u64(&table, parts[i].len);
+		off += parts[i].len;
+	}
+	err = table.err ?: pwrite_all(w->fd, table.p, table.len, table_off);
+	off = table_off + table.len;
+	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+		if (!err && parts[i].len)
+			err = pwrite_all(w->fd, parts[i].p, parts[i].len, off);
+		off += parts[i].len;
+		sbuf_free(&parts[i]);
+	}
+	sbuf_free(&table);
+	return err;
+}
+
+int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
+{
+	struct file_header h = { .magic = PD_MAGIC, .size = PD_HEADER_SIZE };
+	struct pd_meta none = { .clockid = -1 };
+	char *old = NULL;
+	int err;
+
+	if (!meta)
+		meta = &none;
+	err = flush(w);
+	if (err)
+		return err;
+	h.attr_size = PD_ATTR_SIZE + sizeof(struct file_section);
+	h.attrs.offset = w->data_offset - w->nr_attrs * h.attr_size;
+	h.attrs.size = w->nr_attrs * h.attr_size;
+	h.data.offset = w->data_offset;
+	h.data.size = w->data_size;
+	err = write_features(w, meta, &h);
+	if (!err)
+		err = pwrite_all(w->fd, &h, sizeof(h), 0);
+	if (err)
+		return err;
+	if (close(w->fd)) {
+		w->fd = -1;
+		return -errno; /* NFS and friends report write errors at close */
+	}
+	w->fd = -1;
+	/* Keep the previous file as FILE.old, as perf does. */
+	if (asprintf(&old, "%s.old", w->path) < 0)
+		return -ENOMEM;
+	if (rename(w->path, old) && errno != ENOENT) {
+		err = -errno;
+		free(old);
+		return err;
+	}
+	free(old);
+	if (rename(w->tmp, w->path))
+		return -errno;
+	w->finished = true;
+	return 0;
+}
+
+void pd_writer__free(struct pd_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->tmp && !w->finished)
+		unlink(w->tmp);
+	for (int i = 0; i < w->nr_attrs; i++) {
+		free(w->attrs[i].name);
+		free(w->attrs[i].ids);
+	}
+	free(w->attrs);
+	free(w->buf);
+	free(w->tmp);
+	free(w->path);
+	free(w);
+}
+
+/* ==== reader ==== */
+
+static int rerr(struct pd_reader *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rerr(struct pd_reader *r, int err, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(r->err, sizeof(r->err), "%s: %s", r->path, msg);
+	return err;
+}
+
+/* [off, off+len) inside the file, without overflow. */
+static bool in_file(const struct pd_reader *r, __u64 off, __u64 len)
+{
+	return off <= r->size && len <= r->size - off;
+}
+
+static int cmp_idx(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* A feature-section cursor: reads never pass its end. */
+struct fcur {
+	const unsigned char *p, *end;
+	bool bad;
+};
+
+static __u32 f_u32(struct fcur *c)
+{
+	__u32 v = 0;
+
+	if (c->end - c->p < 4) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static __u64 f_u64(struct fcur *c)
+{
+	__u64 v = 0;
+
+	if (c->end - c->p < 8) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+static char *f_str(struct fcur *c)
+{
+	__u32 len = f_u32(c);
+	char *s;
+
+	if (c->bad || len > (__u64)(c->end - c->p) || len > (1u << 20)) {
+		c->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)c->p, len);
+	if (!s)
+		c->bad = true;
+	c->p += len;
+	return s;
+}
+
+static void parse_event_desc(struct pd_reader *r, struct fcur *c)
+{
+	__u32 nr = f_u32(c), sz = f_u32(c);
+
+	if (c->bad || sz < 64 || sz > 4096 || nr > PD_MAX_ATTRS)
+		return;
+	for (__u32 i = 0; i < nr && !c->bad; i++) {
+		__u32 nr_ids;
+		char *name;
+
+		if ((size_t)(c->end - c->p) < sz) {
+			c->bad = true;
+			return;
+		}
+		c->p += sz;
+		nr_ids = f_u32(c);
+		name = f_str(c);
+		if (c->bad || (__u64)nr_ids * 8 > (__u64)(c->end - c->p)) {
+			free(name);
+			c->bad = true;
+			return;
+		}
+		c->p += (size_t)nr_ids * 8;
+		/* The attrs come in the same order as the attr section. */
+		if ((int)i < r->nr_attrs && !r->attrs[i].name)
+			r->attrs[i].name = name;
+		else
+			free(name);
+	}
+}
+
+static void parse_build_ids(struct pd_reader *r, struct fcur *c)
+{
+	while (c->end - c->p >= 8 + 4 + 24 && !c->bad) {
+		struct perf_event_header h;
+		struct pd_build_id *nb, *b;
+		size_t namelen;
+
+		memcpy(&h, c->p, sizeof(h));
+		if (h.size < 36 || h.size > (size_t)(c->end - c->p))
+			return;
+		nb = realloc(r->meta.build_ids, (r->meta.nr_build_ids + 1) * sizeof(*nb));
+		if (!nb)
+			return;
+		r->meta.build_ids = nb;
+		b = &nb[r->meta.nr_build_ids];
+		memset(b, 0, sizeof(*b));
+		b->misc = h.misc & ~0x8000;
+		memcpy(&b->pid, c->p + 8, 4);
+		memcpy(b->id, c->p + 12, 20);
+		b->size = (h.misc & 0x8000) ? SP_MIN(c->p[32], 20) : 20;
+		namelen = h.size - 36;
+		b->filename = strndup((const char *)c->p + 36, namelen);
+		if (!b->filename)
+			return;
+		r->meta.nr_build_ids++;
+		c->p += h.size;
+	}
+}
+
+static void parse_features(struct pd_reader *r)
+{
+	__u64 table = r->data_offset + r->data_size;
+	int n = 0;
+
+	for (int bit = 0; bit < PD_FEAT_MAX; bit++) {
+		struct file_section s;
+		struct fcur c;
+
+		if (!(r->features[bit / 64] >> (bit % 64) & 1))
+			continue;
+		if (!in_file(r, table + n * 16ull, 16))
+			return; /* features are optional: a cut table loses them only */
+		memcpy(&s, r->map + table + n * 16ull, sizeof(s));
+		n++;
+		if (!in_file(r, s.offset, s.size))
+			continue;
+		c = (struct fcur){ r->map + s.offset, r->map + s.offset + s.size, false };
+		switch (bit) {
+		case PD_FEAT_HOSTNAME: r->meta.hostname = f_str(&c); break;
+		case PD_FEAT_OSRELEASE: r->meta.osrelease = f_str(&c); break;
+		case PD_FEAT_VERSION: r->meta.version = f_str(&c); break;
+		case PD_FEAT_ARCH: r->meta.arch = f_str(&c); break;
+		case PD_FEAT_CPUDESC: r->meta.cpudesc = f_str(&c); break;
+		case PD_FEAT_CPUID: r->meta.cpuid = f_str(&c); break;
+		case PD_FEAT_NRCPUS:
+			r->meta.nr_cpus_avail = f_u32(&c);
+			r->meta.nr_cpus_online = f_u32(&c);
+			break;
+		case PD_FEAT_TOTAL_MEM: r->meta.total_mem_kb = f_u64(&c); break;
+		case PD_FEAT_CMDLINE: {
+			__u32 nr = f_u32(&c);
+
+			if (c.bad || nr > 4096)
+				break;
+			r->meta.cmdline_argv = calloc(nr ? nr : 1, sizeof(char *));
+			for (__u32 i = 0; r->meta.cmdline_argv && i < nr && !c.bad; i++) {
+				char *s = f_str(&c);
+
+				if (s)
+					r->meta.cmdline_argv[r->meta.cmdline_argc++] = s;
+			}
+			break;
+		}
+		case PD_FEAT_EVENT_DESC: parse_event_desc(r, &c); break;
+		case PD_FEAT_BUILD_ID: parse_build_ids(r, &c); break;
+		case PD_FEAT_SAMPLE_TIME:
+			r->meta.first_sample_ns = f_u64(&c);
+			r->meta.last_sample_ns = f_u64(&c);
+			r->have_sample_time = !c.bad;
+			break;
+		case PD_FEAT_CLOCKID:
+			r->meta.clockid_res_ns = f_u64(&c);
+			break;
+		case PD_FEAT_CLOCK_DATA:
+			f_u32(&c);
+			r->meta.clockid = f_u32(&c);
+			r->meta.clock_tod_ns = f_u64(&c);
+			r->meta.clock_ref_ns = f_u64(&c);
+			if (c.bad)
+				r->meta.clockid = -1;
+			break;
+		}
+	}
+}
+
+static int parse_attrs(struct pd_reader *r, const struct file_header *h)
+{
+	__u64 nr;
+
+	if (h->attr_size < 64 + 16 || h->attr_size > 4096 + 16)
+		return rerr(r, -EINVAL, "attr size %llu is not that of a perf_event_attr", (unsigned long long)h->attr_size);
+	if (h->attrs.size % h->attr_size || !in_file(r, h->attrs.offset, h->attrs.size))
+		return rerr(r, -EINVAL, "the attr section lies outside the file");
+	nr = h->attrs.size / h->attr_size;
+	if (!nr)
+		return rerr(r, -EINVAL, "the file has no events (attr section is empty)");
+	if (nr > PD_MAX_ATTRS)
+		return rerr(r, -EINVAL, "the file claims %llu events, more than %d", (unsigned long long)nr, PD_MAX_ATTRS);
+	r->attrs = calloc(nr, sizeof(*r->attrs));
+	if (!r->attrs)
+		return rerr(r, -ENOMEM, "out of memory");
+	r->nr_attrs = nr;
+	for (__u64 i = 0; i < nr; i++) {
+		const unsigned char *p = r->map + h->attrs.offset + i * h->attr_size;
+		size_t asz = h->attr_size - 16;
+		struct pd_attr *a = &r->attrs[i];
+		struct file_section ids;
+		__u32 declared;
+
+		memcpy(&a->attr, p, SP_MIN(asz, sizeof(a->attr)));
+		memcpy(&declared, p + 4, 4);
+		if (declared != asz)
+			return rerr(r, -EINVAL, "event %llu has attr.size %u but the header says %zu",
+				    (unsigned long long)i, declared, asz);
+		memcpy(&ids, p + asz, sizeof(ids));
+		if (ids.size % 8 || !in_file(r, ids.offset, ids.size) || ids.size / 8 > (1u << 24))
+			return rerr(r, -EINVAL, "event %llu has its ids outside the file", (unsigned long long)i);
+		a->nr_ids = ids.size / 8;
+		a->ids = malloc(ids.size ? ids.size : 8);
+		if (!a->ids)
+			return rerr(r, -ENOMEM, "out of memory");
+		memcpy(a->ids, r->map + ids.offset, ids.size);
+		r->nr_idx += a->nr_ids;
+		if (a->attr.sample_type & ~(__u64)PD_SAMPLE_KNOWN)
+			return rerr(r, -EINVAL, "event %llu has unknown sample_type bits %#llx", (unsigned long long)i,
+				    (unsigned long long)(a->attr.sample_type & ~(__u64)PD_SAMPLE_KNOWN));
+	}
+	r->idx = malloc((r->nr_idx ? r->nr_idx : 1) * sizeof(*r->idx));
+	if (!r->idx)
+		return rerr(r, -ENOMEM, "out of memory");
+	r->nr_idx = 0;
+	for (int i = 0; i < r->nr_attrs; i++)
+		for (__u32 j = 0; j < r->attrs[i].nr_ids; j++) {
+			r->idx[r->nr_idx].id = r->attrs[i].ids[j];
+			r->idx[r->nr_idx++].attr = i;
+		}
+	qsort(r->idx, r->nr_idx, sizeof(*r->idx), cmp_idx);
+	return 0;
+}
+
+int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t errlen)
+{
+	struct pd_reader *r;
+	struct file_header h;
+	struct stat st;
+	int fd = -1, e;
+
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->meta.clockid = -1;
+	r->path = strdup(path);
+	if (!r->path) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		e = rerr(r, -errno, "cannot open: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (fstat(fd, &st)) {
+		e = rerr(r, -errno, "cannot stat: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		e = rerr(r, -EISDIR, "is a directory, not a perf.data file");
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = rerr(r, -EINVAL, "is not a regular file");
+		goto cleanup;
+	}
+	if (st.st_size == 0) {
+		e = rerr(r, -EINVAL, "is empty");
+		goto cleanup;
+	}
+	if ((size_t)st.st_size < sizeof(h)) {
+		e = rerr(r, -EINVAL, "is too short (%lld bytes) to be a perf.data file", (long long)st.st_size);
+		goto cleanup;
+	}
+	r->size = st.st_size;
+	r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		e = rerr(r, -errno, "cannot map: %s", strerror(errno));
+		goto cleanup;
+	}
+	memcpy(&h, r->map, sizeof(h));
+	if (h.magic != PD_MAGIC) {
+		e = rerr(r, -EINVAL, "is not a perf.data file (no PERFILE2 magic)");
+		goto cleanup;
+	}
+	if (h.size != PD_HEADER_SIZE) {
+		e = rerr(r, -EINVAL, h.size == 16 ? "is a pipe-mode perf.data, which is not supported"
+						  : "has a header of unknown size");
+		goto cleanup;
+	}
+	if (!h.data.size && !h.data.offset) {
+		e = rerr(r, -EINVAL, "is incomplete: its header was never written (recording interrupted?)");
+		goto cleanup;
+	}
+	if (!in_file(r, h.data.offset, h.data.size)) {
+		e = rerr(r, -EINVAL, "has a data section (offset %llu, size %llu) past its end (%zu bytes); truncated?",
+			 (unsigned long long)h.data.offset, (unsigned long long)h.data.size, r->size);
+		goto cleanup;
+	}
+	r->data_offset = h.data.offset;
+	r->data_size = h.data.size;
+	memcpy(r->features, h.features, sizeof(r->features));
+	e = parse_attrs(r, &h);
+	if (e)
+		goto cleanup;
+	parse_features(r);
+	close(fd);
+	*out = r;
+	return 0;
+cleanup:
+	if (err && errlen)
+		snprintf(err, errlen, "%s", r->err[0] ? r->err : strerror(-e));
+	if (fd >= 0)
+		close(fd);
+	pd_reader__free(r);
+	return e;
+}
+
+void pd_reader__free(struct pd_reader *r)
+{
+	if (!r)
+		return;
+	if (r->map)
+		munmap((void *)r->map, r->size);
+	for (int i = 0; i < r->nr_attrs; i++) {
+		free(r->attrs[i].name);
+		free(r->attrs[i].ids);
+	}
+	free(r->attrs);
+	free(r->idx);
+	pd_meta_free(&r->meta);
+	free(r->path);
+	free(r);
+}
+
+const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id)
+{
+	int lo = 0, hi = r->nr_idx - 1;
+
+	/* Single-event files from older tools carry no ids at all. */
+	if (r->nr_attrs == 1 && r->nr_idx == 0)
+		return &r->attrs[0];
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (r->idx[mid].id == id)
+			return &r->attrs[r->idx[mid].attr];
+		if (r->idx[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+bool pd_reader__has_feature(const struct pd_reader *r, int feat)
+{
+	return feat >= 0 && feat < PD_FEAT_MAX && (r->features[feat / 64] >> (feat % 64) & 1);
+}
+
+static bool has_identifier(const struct pd_reader *r)
+{
+	return r->attrs[0].attr.sample_type & PERF_SAMPLE_IDENTIFIER;
+}
+
+int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
+{
+	const unsigned char *base = r->map + r->data_offset;
+	struct perf_event_header h;
+	size_t left;
+	__u64 id = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	if (it->pos >= r->data_size)
+		return 0;
+	left = r->data_size - it->pos;
+	if (left < sizeof(h))
+		return rerr(r, -EINVAL, "record at offset %llu is cut short",
+			    (unsigned long long)(r->data_offset + it->pos));
+	memcpy(&h, base + it->pos, sizeof(h));
+	if (h.size < sizeof(h) || h.size > left || h.size % 8)
+		return rerr(r, -EINVAL, "record at offset %llu has a bad size %u",
+			    (unsigned long long)(r->data_offset + it->pos), h.size);
+	ev->hdr = (const struct perf_event_header *)(base + it->pos);
+	ev->offset = r->data_offset + it->pos;
+	it->pos += h.size;
+	/* Records the kernel writes carry an id; user records (64 and up) do not. */
+	if (h.type >= 64 || h.type == 0)
+		return 1;
+	if (h.type == PERF_RECORD_SAMPLE || r->attrs[0].attr.sample_id_all) {
+		if (has_identifier(r)) {
+			if (pd_record_id(ev->hdr, h.size, &id))
+				return rerr(r, -EINVAL, "record at offset %llu is too short for its id",
+					    (unsigned long long)ev->offset);
+			ev->attr = pd_reader__attr_by_id(r, id);
+			if (!ev->attr)
+				return rerr(r, -EINVAL, "record at offset %llu has id %llu, which no event owns",
+					    (unsigned long long)ev->offset, (unsigned long long)id);
+		} else {
+			ev->attr = &r->attrs[0];
+		}
+	}
+	if (!ev->attr)
+		return 1;
+	if (h.type == PERF_RECORD_SAMPLE) {
+		if (pd_sample_parse(&ev->attr->attr, ev->hdr, h.size, &ev->sample))
+			return rerr(r, -EINVAL, "sample at offset %llu does not match its event's sample_type",
+				    (unsigned long long)ev->offset);
+		if (ev->sample.callchain_nr > (h.size / 8))
+			return rerr(r, -EINVAL, "sample at offset %llu has a call chain longer than itself",
+				    (unsigned long long)ev->offset);
+	} else if (pd_trailer_parse(&ev->attr->attr, ev->hdr, h.size, &ev->sample)) {
+		return rerr(r, -EINVAL, "record at offset %llu is too short for its sample_id",
+			    (unsigned long long)ev->offset);
+	}
+	return 1;
+}

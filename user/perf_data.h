@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * perf.data files (PERFILE2, file mode) as perf 6.1 reads them:
+ *   [header 104][ids][attrs + id sections][data records][feature table][features]
+ * The writer writes the header last, once the offsets are known, to a
+ * temporary name that it renames at the end.  The reader bounds-checks
+ * every offset and size, so that no file can crash or hang it.
+ */
+#ifndef SP_PERF_DATA_H
+#define SP_PERF_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+
+#include "perf_sample.h"
+
+/* PERF_ATTR_SIZE_VER7: perf 6.1 rejects larger attrs as "incompatible". */
+#define PD_ATTR_SIZE 128
+#define PD_HEADER_SIZE 104
+#define PD_MAX_ATTRS 4096
+
+enum pd_feature {
+	PD_FEAT_TRACING_DATA = 1,
+	PD_FEAT_BUILD_ID = 2,
+	PD_FEAT_HOSTNAME = 3,
+	PD_FEAT_OSRELEASE = 4,
+	PD_FEAT_VERSION = 5,
+	PD_FEAT_ARCH = 6,
+	PD_FEAT_NRCPUS = 7,
+	PD_FEAT_CPUDESC = 8,
+	PD_FEAT_CPUID = 9,
+	PD_FEAT_TOTAL_MEM = 10,
+	PD_FEAT_CMDLINE = 11,
+	PD_FEAT_EVENT_DESC = 12,
+	PD_FEAT_SAMPLE_TIME = 21,
+	PD_FEAT_CLOCKID = 23,
+	PD_FEAT_CLOCK_DATA = 29,
+	PD_FEAT_MAX = 256,
+};
+
+struct pd_build_id {
+	__s32 pid;	   /* -1: the host, the only value perf 6.1 uses for lookups */
+	__u16 misc;	   /* PERF_RECORD_MISC_KERNEL or _USER */
+	__u8 size;	   /* bytes of id used, 20 for SHA-1 */
+	__u8 id[20];
+	char *filename;
+};
+
+/* What goes into the feature sections. */
+struct pd_meta {
+	char *hostname, *osrelease, *version, *arch, *cpudesc, *cpuid;
+	__u32 nr_cpus_avail, nr_cpus_online;
+	__u64 total_mem_kb;
+	int cmdline_argc;
+	char **cmdline_argv;
+	struct pd_build_id *build_ids;
+	int nr_build_ids;
+	__u64 first_sample_ns, last_sample_ns; /* SAMPLE_TIME, if last != 0 */
+	int clockid;			       /* -1: none */
+	__u64 clockid_res_ns;
+	__u64 clock_tod_ns, clock_ref_ns; /* CLOCK_DATA: the same instant on both clocks */
+};
+
+void pd_meta_free(struct pd_meta *m);
+
+/* ---- writer ---- */
+
+struct pd_writer;
+
+/*
+ * Opens "<path>.tmp-XXXXXX" (mode 0600) next to path, so that an unwritable
+ * directory is reported before any recording starts.
+ */
+int pd_writer__open(struct pd_writer **w, const char *path);
+int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
+			const char *name, const __u64 *ids, int nr_ids);
+/* Writes the provisional header, ids and attrs; data follows. */
+int pd_writer__begin(struct pd_writer *w);
+/* Appends to the data section (buffered). */
+int pd_writer__write(struct pd_writer *w, const void *p, size_t n);
+__u64 pd_writer__data_size(const struct pd_writer *w);
+/* Writes features and the final header, then renames: path -> path.old, tmp -> path. */
+int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta);
+/* Removes the temporary file unless finish succeeded; accepts NULL. */
+void pd_writer__free(struct pd_writer *w);
+const char *pd_writer__tmp_path(const struct pd_writer *w);
+
+/* ---- reader ---- */
+
+struct pd_attr {
+	struct perf_event_attr attr;
+	char *name; /* from EVENT_DESC, else NULL */
+	__u64 *ids;
+	__u32 nr_ids;
+};
+
+struct pd_reader {
+	char *path;
+	const unsigned char *map;
+	size_t size;
+	struct pd_attr *attrs;
+	int nr_attrs;
+	__u64 data_offset, data_size;
+	__u64 features[4];
+	struct pd_meta meta; /* features found, decoded */
+	bool have_sample_time;
+	/* id -> attr, sorted for bsearch */
+	struct { __u64 id; int attr; } *idx;
+	int nr_idx;
+	char err[256];
+};
+
+struct pd_event {
+	const struct perf_event_header *hdr;
+	const struct pd_attr *attr; /* NULL for records without an id (user records) */
+	struct pd_sample sample;     /* the sample, or the trailer of other kernel records */
+	__u64 offset;		     /* file offset of the record */
+};
+
+/* On error, returns -errno and writes one sentence naming the file to err. */
+int pd_reader__open(struct pd_reader **r, const char *path, char *err, size_t errlen);
+void pd_reader__free(struct pd_reader *r);
+const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id);
+bool pd_reader__has_feature(const struct pd_reader *r, int feat);
+
+struct pd_iter {
+	__u64 pos; /* offset within the data section */
+};
+/*
+ * Returns 1 with the next record, 0 at the end, or -EINVAL on a malformed
+ * record (r->err says which and where).
+ */
+int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev);
+
+#endif

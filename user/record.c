@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spanperf record: per-CPU sampling events, each with the sampling program
+ * as a filter in front of perf's ring; the rings' records are copied to the
+ * perf.data as they are, after the side-band synthesized from /proc.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "buildid.h"
+#include "commands.h"
+#include "events.h"
+#include "host.h"
+#include "loader.h"
+#include "options.h"
+#include "perf_data.h"
+#include "perf_events.h"
+#include "sideband.h"
+#include "workload.h"
+#include "sample.skel.h"
+#include "../bpf/spanperf.h"
+
+#define POLL_MS 500
+
+struct recorder {
+	const struct record_opts *o;
+	struct sample_bpf *skel;
+	struct event_spec *evs;
+	int nr_evs;
+	struct pe_set **sets;
+	struct pe_ring *rings;
+	struct pollfd *pfds;
+	int nr_rings;
+	struct pd_writer *w;
+	struct dso_set *dsos;
+	struct workload wl;
+	bool have_cmd;
+	size_t time_off; /* offset of TIME in our SAMPLE records */
+	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
+	__u64 ktext_start, ktext_end;
+	int ktext_err;
+	__u64 last_progress_ns;
+	bool progress_shown;
+};
+
+static void recorder_free(struct recorder *r)
+{
+	workload__stop(&r->wl);
+	for (int i = 0; i < r->nr_evs && r->sets; i++)
+		pe_set__free(r->sets[i]);
+	for (int i = 0; i < r->nr_rings; i++)
+		pe_ring__unmap(&r->rings[i]);
+	free(r->rings);
+	free(r->pfds);
+	free(r->sets);
+	free(r->evs);
+	sample_bpf__destroy(r->skel);
+	pd_writer__free(r->w);
+	dso_set__free(r->dsos);
+}
+
+/* The sample layout every sampling event shares; side-band bits on the first. */
+static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking,
+		       struct perf_event_attr *a)
+{
+	*a = ev->attr;
+	a->size = sizeof(*a);
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	if (o->callgraph)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->freq) {
+		a->freq = 1;
+		a->sample_freq = o->freq;
+	} else {
+		a->sample_period = o->period;
+	}
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	/* One clock with bpf_ktime_get_ns and the spans applications write. */
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
+	if (tracking) {
+		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
+	}
+}
+
+static int max_sample_rate(void)
+{
+	char buf[32];
+	uint64_t v;
+
+	if (read_file_str("/proc/sys/kernel/perf_event_max_sample_rate", buf, sizeof(buf)) ||
+	    parse_u64(buf, &v, 1, 1 << 30))
+		return 0;
+	return v;
+}
+
+static int resolve_events(struct recorder *r, int probe_cpu)
+{
+	const struct record_opts *o = r->o;
+	char err[256];
+	int e;
+
+	if (o->events) {
+		e = event_list_parse(o->events, &r->evs, &r->nr_evs, err, sizeof(err));
+		if (e) {
+			pr_err("%s", err);
+			return e;
+		}
+	} else {
+		r->evs = calloc(1, sizeof(*r->evs));
+		if (!r->evs)
+			return -ENOMEM;
+		r->nr_evs = 1;
+		event_default_cycles(&r->evs[0]);
+	}
+	/* The kernel's rate limit gives EINVAL, which would read as "no PMU". */
+	if (o->freq && max_sample_rate() && o->freq > (uint64_t)max_sample_rate()) {
+		pr_err("-F %llu is above the kernel's limit kernel.perf_event_max_sample_rate=%d",
+		       (unsigned long long)o->freq, max_sample_rate());
+		return -EINVAL;
+	}
+	for (int i = 0; i < r->nr_evs; i++) {
+		struct event_spec *ev = &r->evs[i];
+		struct perf_event_attr a;
+
+		/* The perfevent seed's rule: cycles falls back where the PMU is hidden. */
+		if (ev->attr.type == PERF_TYPE_HARDWARE && ev->attr.config == PERF_COUNT_HW_CPU_CYCLES) {
+			e = pe_probe(&ev->attr, probe_cpu);
+			if (e && event_errno_means_no_pmu(e)) {
+				pr_info("%s is not available here (%s: no hardware PMU, as in most VMs); sampling cpu-clock instead",
+					ev->name, strerror(-e));
+				event_cpu_clock(ev);
+			}
+		}
+		build_attr(o, ev, false, &a);
+		e = pe_probe(&a, probe_cpu);
+		if (e) {
+			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+static int load_bpf(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
+	int e;
+
+	r->skel = sample_bpf__open();
+	if (!r->skel) {
+		e = -errno;
+		pr_err("cannot open the sampling BPF object: %s", strerror(-e));
+		return e;
+	}
+	r->skel->rodata->filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE;
+	/* Maps are sized here, between open and load. */
+	bpf_map__set_max_entries(r->skel->maps.filter, filter ? filter->n : 1);
+	bpf_map__set_max_entries(r->skel->maps.threads, o->max_threads);
+	e = sample_bpf__load(r->skel);
+	if (e) {
+		pr_err("cannot load the sampling BPF program: %s", loader_explain(e));
+		return e;
+	}
+	for (int i = 0; filter && i < filter->n; i++) {
+		__u32 key = filter->v[i];
+		__u8 one = 1;
+
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.filter), &key, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int open_events(struct recorder *r, const struct int_list *cpus)
+{
+	const struct record_opts *o = r->o;
+	int e;
+
+	r->sets = calloc(r->nr_evs, sizeof(*r->sets));
+	if (!r->sets)
+		return -ENOMEM;
+	for (int i = 0; i < r->nr_evs; i++) {
+		struct perf_event_attr a;
+
+		build_attr(o, &r->evs[i], i == 0, &a);
+		e = pe_set__open(&r->sets[i], &a, cpus);
+		if (e) {
+			pr_err("cannot open event '%s' on every CPU: %s", r->evs[i].name, strerror(-e));
+			return e;
+		}
+	}
+	/* One ring per CPU, on the first event; the others write into it. */
+	r->rings = calloc(r->sets[0]->nr, sizeof(*r->rings));
+	r->pfds = calloc(r->sets[0]->nr, sizeof(*r->pfds));
+	if (!r->rings || !r->pfds)
+		return -ENOMEM;
+	for (int j = 0; j < r->sets[0]->nr; j++) {
+		struct pe_cpu *c = &r->sets[0]->ev[j];
+
+		e = pe_ring__map(&r->rings[j], c->fd, c->cpu, o->mmap_pages);
+		if (e) {
+			pr_err("cannot map a %llu-page ring on CPU %d: %s (try a smaller -m)",
+			       (unsigned long long)o->mmap_pages, c->cpu, strerror(-e));
+			return e;
+		}
+		r->nr_rings++;
+		r->pfds[j] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+		for (int i = 1; i < r->nr_evs; i++)
+			for (int k = 0; k < r->sets[i]->nr; k++)
+				if (r->sets[i]->ev[k].cpu == c->cpu) {
+					e = pe_ring__redirect(&r->rings[j], r->sets[i]->ev[k].fd);
+					if (e)
+						return e;
+				}
+	}
+	/* The time field's offset: IDENTIFIER, IP and TID come before it. */
+	r->time_off = sizeof(struct perf_event_header) + 3 * 8;
+	return 0;
+}
+
+/*
+ * Attach, then enable.  libbpf's attach already enables each event (after
+ * the program is on it, which is the order that matters); the explicit
+ * enable keeps that true for any attach path that does not.
+ */
+static int start_events(struct recorder *r)
+{
+	int e;
+
+	for (int i = 0; i < r->nr_evs; i++) {
+		e = pe_set__attach(r->sets[i], r->skel->progs.on_sample);
+		if (e) {
+			pr_err("cannot attach the sampling program to '%s': %s", r->evs[i].name,
+			       loader_explain(e));
+			return e;
+		}
+		e = pe_set__enable(r->sets[i]);
+		if (e) {
+			pr_err("cannot enable '%s': %s", r->evs[i].name, strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+static int add_attrs(struct recorder *r)
+{
+	int e = 0;
+
+	for (int i = 0; i < r->nr_evs && !e; i++) {
+		__u64 *ids;
+
+		e = pe_set__ids(r->sets[i], &ids);
+		if (e)
+			return e;
+		e = pd_writer__add_attr(r->w, &r->sets[i]->attr, r->evs[i].name, ids, r->sets[i]->nr);
+		free(ids);
+	}
+	return e ?: pd_writer__begin(r->w);
+}
+
+static int on_record(void *ctx, const struct perf_event_header *h)
+{
+	struct recorder *r = ctx;
+	const char *p = (const char *)h;
+	__u64 v;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (h->size < r->time_off + 8)
+			break;
+		memcpy(&v, p + r->time_off, 8);
+		if (!r->samples++ || v < r->first_ns)
+			r->first_ns = v;
+		if (v > r->last_ns)
+			r->last_ns = v;
+		break;
+	case PERF_RECORD_LOST:
+		if (h->size >= 24) {
+			memcpy(&v, p + 16, 8);
+			r->lost += v;
+		}
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= 16) {
+			memcpy(&v, p + 8, 8);
+			r->lost += v;
+		}
+		break;
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_MMAP: {
+		size_t off = h->type == PERF_RECORD_MMAP2 ? 72 : 40;
+
+		/* Names are NUL-terminated inside the record; check before trusting. */
+		if (h->size > off && memchr(p + off, 0, h->size - off))
+			return dso_set__add(r->dsos, p + off);
+		break;
+	}
+	}
+	return 0;
+}
+
+static int on_chunk(void *ctx, const void *p, size_t n)
+{
+	struct recorder *r = ctx;
+
+	return pd_writer__write(r->w, p, n);
+}
+
+/* One pass over every ring, then FINISHED_ROUND so perf can sort in rounds. */
+static int drain_all(struct recorder *r)
+{
+	bool any = false;
+
+	for (int i = 0; i < r->nr_rings; i++) {
+		long n = pe_ring__drain(&r->rings[i], on_record, on_chunk, r);
+
+		if (n < 0)
+			return n;
+		any |= n > 0;
+	}
+	if (any) {
+		char buf[8];
+		long n = pd_build_finished_round(buf, sizeof(buf));
+
+		return pd_writer__write(r->w, buf, n);
+	}
+	return 0;
+}
+
+static void progress(struct recorder *r, bool final)
+{
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+
+	if (sp_verbose < 0 || !isatty(STDERR_FILENO))
+		return;
+	if (!final && now - r->last_progress_ns < 1000000000ull)
+		return;
+	r->last_progress_ns = now;
+	fprintf(stderr, "\r[ recording: %.1f s, %llu samples, %.1f MB ]%s",
+		(now - r->start_ns) / 1e9, (unsigned long long)r->samples,
+		pd_writer__data_size(r->w) / 1e6, final ? "\n" : "");
+	r->progress_shown = !final;
+}
+
+static int synthesize(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	struct sideband sb = {
+		.w = r->w,
+		.attr = &r->sets[0]->attr,
+		.id = r->sets[0]->ev[0].id,
+		.time = r->start_ns,
+		.dsos = r->dsos,
+		.ktext_start = r->ktext_start,
+		.ktext_end = r->ktext_end,
+	};
+	int e = sideband_kernel_mmap(&sb);
+
+	if (e)
+		pr_warn("no kernel map (cannot read _text from /proc/kallsyms: %s); kernel frames will show as [unknown]",
+			strerror(-r->ktext_err));
+	if (o->tids.n)
+		e = sideband_synthesize_tids(&sb, &o->tids);
+	else
+		e = sideband_synthesize(&sb, o->pids.n ? &o->pids : NULL);
+	if (e)
+		return e;
+	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2", sb.nr_procs, sb.nr_comm, sb.nr_mmap);
+	return 0;
+}
+
+static void bpf_counts(struct recorder *r, __u64 *accepted, __u64 *threads_full, int *threads)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(r->skel->maps.threads);
+	__u64 vals[ncpu > 0 ? ncpu : 1];
+	__u32 key, next, *prev = NULL;
+
+	*accepted = *threads_full = 0;
+	*threads = 0;
+	for (__u32 idx = 0; idx < SP_STAT_MAX && ncpu > 0; idx++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.stats), &idx, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++) {
+			if (idx == SP_STAT_SAMPLES)
+				*accepted += vals[c];
+			else if (idx == SP_STAT_THREADS_FULL)
+				*threads_full += vals[c];
+		}
+	}
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		(*threads)++;
+	}
+}
+
+struct tid_thread {
+	__u32 tid;
+	struct sp_thread t;
+};
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct tid_thread *x = a, *y = b;
+
+	return (x->t.samples < y->t.samples) - (x->t.samples > y->t.samples);
+}
+
+/* -v: the per-thread map as BPF counted it, busiest first. */
+static void print_threads(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->skel->maps.threads), n = 0, cap = 0;
+	struct tid_thread *all = NULL, *na;
+	__u32 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			na = realloc(all, cap * sizeof(*all));
+			if (!na)
+				break;
+			all = na;
+		}
+		all[n].tid = key;
+		if (!bpf_map_lookup_elem(fd, &key, &all[n].t))
+			n++;
+	}
+	qsort(all, n, sizeof(*all), cmp_thread);
+	fprintf(stderr, "per-thread samples (BPF map):\n%8s %8s %-16s %10s\n", "tid", "pid", "comm", "samples");
+	for (int i = 0; i < n && (i < 20 || sp_verbose > 1); i++)
+		fprintf(stderr, "%8u %8u %-16.16s %10llu\n", all[i].tid, all[i].t.pid, all[i].t.comm,
+			(unsigned long long)all[i].t.samples);
+	free(all);
+}
+
+static int finish(struct recorder *r, int argc, char **argv)
+{
+	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
+	struct timespec res;
+	__u64 accepted, full;
+	int threads, e;
+
+	host_fill_meta(&meta);
+	meta.cmdline_argc = argc;
+	meta.cmdline_argv = calloc(argc + 1, sizeof(char *));
+	for (int i = 0; meta.cmdline_argv && i < argc; i++)
+		meta.cmdline_argv[i] = strdup(argv[i]);
+	if (!meta.cmdline_argv)
+		meta.cmdline_argc = 0;
+	if (!clock_getres(CLOCK_MONOTONIC, &res))
+		meta.clockid_res_ns = res.tv_sec * 1000000000ull + res.tv_nsec;
+	meta.clock_tod_ns = r->start_tod_ns;
+	meta.clock_ref_ns = r->start_ns;
+	meta.first_sample_ns = r->first_ns;
+	meta.last_sample_ns = r->last_ns;
+	e = dso_set__build_ids(r->dsos, &meta);
+	if (e)
+		pr_warn("build ids incomplete: %s", strerror(-e));
+	e = pd_writer__finish(r->w, &meta);
+	pd_meta_free(&meta);
+	if (e) {
+		pr_err("cannot write %s: %s", r->o->output, strerror(-e));
+		return e;
+	}
+	bpf_counts(r, &accepted, &full, &threads);
+	if (sp_verbose >= 0) {
+		fprintf(stderr, "[ spanperf record: %llu samples from %d threads in %.1f s",
+			(unsigned long long)r->samples, threads,
+			(now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9);
+		if (r->lost)
+			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->lost);
+		fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, r->o->output);
+	}
+	if (full)
+		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
+			(unsigned long long)full, (unsigned long long)r->o->max_threads);
+	if (sp_verbose > 0) {
+		fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
+			(unsigned long long)accepted, (unsigned long long)r->samples, (unsigned long long)r->lost);
+		print_threads(r);
+	}
+	return 0;
+}
+
+static int check_targets(const struct record_opts *o)
+{
+	const struct int_list *l = o->pids.n ? &o->pids : &o->tids;
+
+	for (int i = 0; i < l->n; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", l->v[i]);
+		if (access(path, F_OK)) {
+			pr_err("%s %d: no such %s", o->pids.n ? "-p" : "-t", l->v[i],
+			       o->pids.n ? "process" : "thread");
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+static int check_cpus(const struct int_list *want, const struct int_list *online)
+{
+	for (int i = 0; i < want->n; i++)
+		if (!int_list_has(online, want->v[i])) {
+			pr_err("-C: CPU %d is not online (online: %d-%d)", want->v[i], online->v[0],
+			       online->v[online->n - 1]);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct recorder r = {};
+	struct int_list online = {};
+	char err[512];
+	__u64 deadline = 0;
+	int e, ret = 1;
+
+	sp_prog = "spanperf record";
+	e = record_parse_args(argc, argv, &o, err, sizeof(err));
+	if (e == OPT_HELP)
+		return 0;
+	if (e) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	sp_verbose = o.verbose;
+	r.o = &o;
+	if (o.nr_spans) {
+		pr_err("--span is not available in this build yet");
+		goto cleanup;
+	}
+	if (!have_bpf_privileges()) {
+		pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+		goto cleanup;
+	}
+	runctl_init();
+	loader_init();
+	/* Before anything else: an unwritable -o must not cost a recording. */
+	e = pd_writer__open(&r.w, o.output);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
+		goto cleanup;
+	}
+	r.dsos = dso_set__new();
+	if (!r.dsos || host_online_cpus(&online)) {
+		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
+		goto cleanup;
+	}
+	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || check_targets(&o))
+		goto cleanup;
+	if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r) ||
+	    open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
+		goto cleanup;
+	if (o.cmd) {
+		e = workload__prepare(&r.wl, o.cmd);
+		if (e) {
+			pr_err("cannot fork for '%s': %s", o.cmd[0], strerror(-e));
+			goto cleanup;
+		}
+		r.have_cmd = true;
+	}
+	/* Slow (all of /proc/kallsyms), so done before the events run. */
+	r.ktext_err = host_kernel_text(&r.ktext_start, &r.ktext_end);
+	/* Every sample comes after this stamp, which the synthesized records carry. */
+	r.start_tod_ns = now_ns(CLOCK_REALTIME);
+	r.start_ns = now_ns(CLOCK_MONOTONIC);
+	r.last_progress_ns = r.start_ns;
+	if (start_events(&r))
+		goto cleanup;
+	e = synthesize(&r);
+	if (e) {
+		pr_err("cannot write the process list to %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+		goto cleanup;
+	}
+	if (r.have_cmd && workload__start(&r.wl, o.cmd, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	if (o.duration)
+		deadline = r.start_ns + (__u64)(o.duration * 1e9);
+	while (!runctl_stop_requested()) {
+		int timeout = POLL_MS;
+
+		if (deadline) {
+			__u64 now = now_ns(CLOCK_MONOTONIC);
+
+			if (now >= deadline)
+				break;
+			timeout = SP_MIN((__u64)POLL_MS, (deadline - now) / 1000000 + 1);
+		}
+		runctl_wait(r.pfds, r.nr_rings, timeout);
+		e = drain_all(&r);
+		if (e) {
+			pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+			goto cleanup;
+		}
+		if (r.have_cmd && workload__done(&r.wl))
+			break;
+		progress(&r, false);
+	}
+	for (int i = 0; i < r.nr_evs; i++)
+		pe_set__disable(r.sets[i]);
+	e = drain_all(&r);
+	if (e) {
+		pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+		goto cleanup;
+	}
+	if (r.progress_shown)
+		progress(&r, true);
+	workload__stop(&r.wl);
+	if (finish(&r, sp_argc, sp_argv))
+		goto cleanup;
+	ret = r.have_cmd ? workload__exit_code(&r.wl) : 0;
+cleanup:
+	recorder_free(&r);
+	int_list_free(&online);
+	record_opts_free(&o);
+	return ret;
+}

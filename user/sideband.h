@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Side-band records for what was running before the recording started:
+ * COMM per thread and MMAP2 per executable mapping, read from /proc, plus
+ * the kernel's MMAP.  Processes that start later get theirs from the
+ * kernel (mmap2/comm/task bits on the sampling events).
+ */
+#ifndef SP_SIDEBAND_H
+#define SP_SIDEBAND_H
+
+#include <limits.h>
+#include <linux/types.h>
+
+#include "buildid.h"
+#include "perf_data.h"
+#include "util.h"
+
+struct procmap {
+	__u64 start, end, pgoff, ino;
+	__u32 maj, min, prot, flags;
+	char path[PATH_MAX];
+};
+
+/* Parses one /proc/PID/maps line; -EINVAL if it is not one. */
+int procmaps_parse_line(const char *line, struct procmap *m);
+
+struct sideband {
+	struct pd_writer *w;
+	const struct perf_event_attr *attr; /* the tracking event: its trailer layout */
+	__u64 id;			    /* an id of that event */
+	__u64 time;			    /* stamp of every synthesized record */
+	struct dso_set *dsos;		    /* collects mapped files for BUILD_ID */
+	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
+	unsigned long nr_comm, nr_mmap, nr_procs;
+};
+
+/* The kernel MMAP from ktext_start/end; -ENOENT if they are unknown. */
+int sideband_kernel_mmap(struct sideband *sb);
+/* All processes, or only those in pids (thread group ids). */
+int sideband_synthesize(struct sideband *sb, const struct int_list *pids);
+/* Only the threads in tids (with the maps of their processes). */
+int sideband_synthesize_tids(struct sideband *sb, const struct int_list *tids);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Logging, number and list parsing, clocks and a growable buffer. */
+#ifndef SP_UTIL_H
+#define SP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define SP_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SP_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* -1 with -q, 0 by default, 1 and up with -v. */
+extern int sp_verbose;
+/* The name printed before messages: "spanperf record" and so on. */
+extern const char *sp_prog;
+/* spanperf's own argv, for the CMDLINE feature. */
+extern int sp_argc;
+extern char **sp_argv;
+
+void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parsers return 0 or -EINVAL/-ERANGE and never print. */
+int parse_u64(const char *s, uint64_t *out, uint64_t min, uint64_t max);
+int parse_seconds(const char *s, double *out);
+
+/* A sorted, de-duplicated list of small non-negative integers. */
+struct int_list {
+	int *v;
+	int n;
+};
+/* "1,2,7" or, with ranges, "0-3,8": the -p/-t/-C forms. */
+int int_list_parse(struct int_list *l, const char *s, bool ranges, int max);
+bool int_list_has(const struct int_list *l, int x);
+void int_list_free(struct int_list *l);
+
+uint64_t now_ns(int clockid);
+
+/* Growable byte buffer; on allocation failure it latches `err`. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+int sbuf_add(struct sbuf *b, const void *p, size_t n);
+int sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sbuf_zero(struct sbuf *b, size_t n);
+/* JSON string with quotes and escapes. */
+int sbuf_json_str(struct sbuf *b, const char *s);
+void sbuf_free(struct sbuf *b);
+
+/* Reads a small text file (sysfs, procfs) into buf, NUL-terminated, trailing newline cut. */
+int read_file_str(const char *path, char *buf, size_t size);
+/* Reads a whole file; the caller frees *out. */
+int read_file_all(const char *path, char **out, size_t *len);
+
+/* write() all of it, retrying on EINTR and short writes. */
+int write_all(int fd, const void *p, size_t n);
+
+/* True for root or CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN on older kernels). */
+bool have_bpf_privileges(void);
+
+/* u64 -> u64 open-addressing map (tids, ids, addresses). */
+struct u64_map {
+	__extension__ struct { uint64_t key, val; } *slot;
+	uint8_t *used;
+	size_t cap, n;
+};
+/* Returns a pointer to the value, inserting 0 if absent; NULL on ENOMEM. */
+uint64_t *u64_map_get(struct u64_map *m, uint64_t key, bool insert);
+void u64_map_free(struct u64_map *m);
+
+#endif
+

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "workload.h"
+
+static volatile sig_atomic_t stop_sig;
+static sigset_t orig_mask;
+
+static void on_signal(int sig)
+{
+	if (sig != SIGCHLD)
+		stop_sig = sig;
+}
+
+void runctl_init(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block;
+
+	/* No SA_RESTART: the wait must return when a signal arrives. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGCHLD);
+	/* Blocked outside the wait, so a signal during set-up is only deferred. */
+	sigprocmask(SIG_BLOCK, &block, &orig_mask);
+}
+
+int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	sigset_t unblocked = orig_mask;
+
+	sigdelset(&unblocked, SIGINT);
+	sigdelset(&unblocked, SIGTERM);
+	sigdelset(&unblocked, SIGHUP);
+	sigdelset(&unblocked, SIGCHLD);
+	return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &unblocked);
+}
+
+bool runctl_stop_requested(void)
+{
+	return stop_sig != 0;
+}
+
+int runctl_stop_signal(void)
+{
+	return stop_sig;
+}
+
+int workload__prepare(struct workload *w, char **argv)
+{
+	int go[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->go_fd = w->err_fd = -1;
+	if (pipe2(go, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+		err = -errno;
+		goto cleanup;
+	}
+	w->pid = fork();
+	if (w->pid < 0) {
+		err = -errno;
+		w->pid = 0;
+		goto cleanup;
+	}
+	if (w->pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(errp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &orig_mask, NULL);
+		/* EOF without a byte: the parent gave up; do not run. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(errp[1]);
+	w->go_fd = go[1];
+	w->err_fd = errp[0];
+	return 0;
+cleanup:
+	for (int i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	return err;
+}
+
+int workload__start(struct workload *w, char **argv, char *err, size_t errlen)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(w->go_fd, "g", 1) != 1) {
+		snprintf(err, errlen, "cannot start '%s': %s", argv[0], strerror(errno));
+		return -errno;
+	}
+	close(w->go_fd);
+	w->go_fd = -1;
+	do
+		n = read(w->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(w->err_fd);
+	w->err_fd = -1;
+	if (n == sizeof(e)) {
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(e));
+		while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+			;
+		w->exited = true;
+		return -e;
+	}
+	return 0;
+}
+
+bool workload__done(struct workload *w)
+{
+	if (!w->pid)
+		return true;
+	if (w->exited)
+		return true;
+	if (waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+		w->exited = true;
+	return w->exited;
+}
+
+void workload__stop(struct workload *w)
+{
+	if (w->go_fd >= 0) {
+		close(w->go_fd); /* an unstarted child sees EOF and exits */
+		w->go_fd = -1;
+	}
+	if (w->err_fd >= 0) {
+		close(w->err_fd);
+		w->err_fd = -1;
+	}
+	if (!w->pid || w->exited)
+		return;
+	if (!workload__done(w)) {
+		kill(w->pid, SIGTERM);
+		while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+			;
+		w->exited = true;
+	}
+}
+
+int workload__exit_code(const struct workload *w)
+{
+	if (!w->pid || !w->exited)
+		return 0;
+	if (WIFEXITED(w->status))
+		return WEXITSTATUS(w->status);
+	if (WIFSIGNALED(w->status))
+		return 128 + WTERMSIG(w->status);
+	return 1;
+}
