@@ -39,6 +39,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload
 
 .DELETE_ON_ERROR:
+# Keep the BPF objects that make would delete as intermediates of the skeletons.
+.SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS)) $(OUTPUT)/bench/floor.bpf.o
 .PHONY: all clean deps demo test unit integration vmtest bench check
 
 all: spanperf
@@ -76,6 +78,20 @@ $(OUTPUT)/tests/workload: tests/integration/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra $< -o $@ -lpthread
 
+# The benchmarks' floor: the same events with an empty program.
+$(OUTPUT)/bench/%.bpf.o: bench/%.bpf.c | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(OUTPUT)/bench
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+$(OUTPUT)/bench/%.skel.h: $(OUTPUT)/bench/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/bench/floor: bench/floor.c $(OUTPUT)/bench/floor.skel.h $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/bench $< $(LIB_OBJS) $(LDLIBS) -o $@
+
 deps:
 	$(Q)tools/deps.sh
 
@@ -90,6 +106,11 @@ integration: spanperf $(WORKLOADS)
 test: deps
 	$(Q)$(MAKE) --no-print-directory unit integration
 
+# Never part of `make test`: figures are ratios on a shared, noisy machine.
+bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor
+	$(Q)tools/deps.sh build test bench
+	$(Q)python3 bench/bench.py $(BENCH_ARGS)
+
 demo: deps
 	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
 	$(Q)tools/demo.sh
@@ -98,4 +119,4 @@ clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT) spanperf
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/tests/*.d)
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d)

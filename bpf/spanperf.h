@@ -29,11 +29,42 @@ struct sp_thread {
 	char comm[SP_COMM_LEN];
 };
 
+/* Counters per run; the per-thread entries hold this many slots. */
+#define SP_MAX_COUNTERS 8
+
+/*
+ * Per-thread counter totals, the value of the `counts` map keyed by TID:
+ * the sum of the counters' deltas over the thread's time slices, with the
+ * enabled and running times perf uses to scale multiplexed counters.
+ */
+struct sp_counts {
+	__u64 value[SP_MAX_COUNTERS];
+	__u64 enabled[SP_MAX_COUNTERS];	/* only for counters read with times */
+	__u64 running[SP_MAX_COUNTERS];
+	__u64 oncpu_ns;			/* the thread's time on CPU, from switch stamps */
+	__u32 pid;
+	__u32 flags;
+	char comm[SP_COMM_LEN];
+};
+
+/* Per CPU: the counters as they were when the running thread came in. */
+struct sp_snap {
+	__u64 value[SP_MAX_COUNTERS];
+	__u64 enabled[SP_MAX_COUNTERS];
+	__u64 running[SP_MAX_COUNTERS];
+	__u64 ts;   /* bpf_ktime_get_ns() at the switch */
+	__u32 tid;  /* the thread on this CPU since the snapshot */
+	__u32 valid;
+};
+
 /* Indexes into the per-CPU `stats` array: events the loader must report. */
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,	  /* samples accepted by the filter */
 	SP_STAT_FILTERED,	  /* samples dropped by -p/-t */
 	SP_STAT_THREADS_FULL,	  /* a new thread found the threads map full */
+	SP_STAT_COUNTS_FULL,	  /* a time slice lost: the counts map was full */
+	SP_STAT_READ_ERR,	  /* bpf_perf_event_read_value failed */
+	SP_STAT_SWITCH_GAP,	  /* a switch-in was never traced (the CPU's snapshot names another thread) */
 	SP_STAT_MAX,
 };
 

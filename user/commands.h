@@ -9,5 +9,7 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int cmd_list(int argc, char **argv);
 
 #endif

@@ -90,6 +90,11 @@ cleanup:
 	return err;
 }
 
+int features_probe_one(const char *prog)
+{
+	return try_prog(prog);
+}
+
 void features_probe(struct sp_features *f)
 {
 	struct event_spec cycles, clock;

@@ -29,6 +29,8 @@ struct sp_features {
 
 /* Probes everything; never fails, every finding is in f. */
 void features_probe(struct sp_features *f);
+/* Loads and attaches one program of bpf/probe.bpf.c by name: 0 or -errno. */
+int features_probe_one(const char *prog);
 /* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */
 int features_tracefs(char *path, size_t len, bool *mounted);
 /* The `spanperf probe` report: each feature and the choice per need. */

@@ -213,3 +213,137 @@ void record_opts_free(struct record_opts *o)
 	free(o->spans);
 	o->spans = NULL;
 }
+
+void stat_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf stat [options] [-- CMD [ARGS...]]\n"
+		"\n"
+		"Counts events per thread: each counter is read by a BPF program at every\n"
+		"context switch and added to the outgoing thread's entry in a BPF map.\n"
+		"\n"
+		"  -a, --all-cpus         count the whole host (the default)\n"
+		"  -p, --pid PID,..       only these processes\n"
+		"  -t, --tid TID,..       only these threads\n"
+		"  -e, --event EVENT,..   events (default: task-clock, context-switches,\n"
+		"                         cpu-migrations, page-faults, cycles, instructions,\n"
+		"                         branches, branch-misses); at most 8\n"
+		"      --per-thread       one row per thread instead of totals\n"
+		"  -I, --interval-print MS  print every MS milliseconds\n"
+		"  -j, --json             JSON lines, one per thread and event\n"
+		"  -o, --output FILE      write the results to FILE (default: stderr, as perf)\n"
+		"  -d, --duration SECS    stop after SECS seconds\n"
+		"      --max-threads N    size of the per-thread map (default 32768)\n"
+		"      --raw-tp           use the raw_tp switch hook even where tp_btf works\n"
+		"  -q, --quiet / -v, --verbose\n"
+		"  -h, --help\n"
+		"\n"
+		"It stops after -d seconds, when CMD exits, or on SIGINT/SIGTERM.\n"
+		"\n"
+		"Examples:\n"
+		"  spanperf stat -d 5                              # whole host, 5 s\n"
+		"  spanperf stat --per-thread -e task-clock,cs -- make -j8\n"
+		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
+		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n");
+}
+
+int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen)
+{
+	enum { OPT_PER_THREAD = 256, OPT_MAX_THREADS, OPT_RAW_TP };
+	static const struct option longopts[] = {
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "interval-print", required_argument, NULL, 'I' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->max_threads = 32768;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:ap:t:e:I:jo:d:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			break;
+		case 'p':
+		case 't':
+			int_list_free(c == 'p' ? &o->pids : &o->tids);
+			if (int_list_parse(c == 'p' ? &o->pids : &o->tids, optarg, false, MAX_ID))
+				return fail(err, errlen, "-%c '%s' is not a comma-separated list of %s", c,
+					    optarg, c == 'p' ? "process ids" : "thread ids");
+			break;
+		case 'e':
+			if (!*optarg)
+				return fail(err, errlen, "-e needs an event name; see 'spanperf list'");
+			o->events = optarg;
+			break;
+		case OPT_PER_THREAD:
+			o->per_thread = true;
+			break;
+		case 'I':
+			if (parse_u64(optarg, &o->interval_ms, 10, 3600 * 1000))
+				return fail(err, errlen, "-I '%s' is not an interval in milliseconds from 10 to 3600000",
+					    optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "-o needs a file name");
+			o->output = optarg;
+			break;
+		case 'd':
+			if (parse_seconds(optarg, &o->duration))
+				return fail(err, errlen, "-d '%s' is not a positive number of seconds", optarg);
+			break;
+		case OPT_MAX_THREADS:
+			if (parse_u64(optarg, &o->max_threads, 1, 1 << 24))
+				return fail(err, errlen, "--max-threads '%s' is not a number from 1 to %d", optarg,
+					    1 << 24);
+			break;
+		case OPT_RAW_TP:
+			o->raw_tp = true;
+			break;
+		case 'q':
+			o->verbose = -1;
+			break;
+		case 'v':
+			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+			break;
+		case 'h':
+			stat_usage(stdout);
+			return OPT_HELP;
+		default:
+			return bad_option(err, errlen, argc, argv, c);
+		}
+	}
+	if (o->pids.n && o->tids.n)
+		return fail(err, errlen, "-p and -t both filter; give one of them");
+	if (optind < argc) {
+		o->cmd = &argv[optind];
+		if (!argv[optind][0])
+			return fail(err, errlen, "the command to run is an empty string");
+	}
+	return 0;
+}
+
+void stat_opts_free(struct stat_opts *o)
+{
+	if (!o)
+		return;
+	int_list_free(&o->pids);
+	int_list_free(&o->tids);
+}

@@ -37,4 +37,22 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 void record_opts_free(struct record_opts *o);
 void record_usage(FILE *out);
 
+struct stat_opts {
+	struct int_list pids, tids;
+	const char *events;	/* -e, NULL: perf stat's default set */
+	bool per_thread;
+	uint64_t interval_ms;	/* -I */
+	bool json;
+	const char *output;	/* -o, NULL: stderr as perf does */
+	double duration;
+	uint64_t max_threads;
+	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
+	char **cmd;
+	int verbose;
+};
+
+int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen);
+void stat_opts_free(struct stat_opts *o);
+void stat_usage(FILE *out);
+
 #endif

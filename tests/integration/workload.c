@@ -11,6 +11,11 @@
  *                                in spin_N() called from caller_N()
  *   workload syscalls MS         getppid() in a loop for MS of CPU
  *   workload fork N              fork+exec /bin/true N times
+ *   workload work THREADS ITERS  fixed work (compute plus a syscall per
+ *                                20k iterations) per thread; prints wall time
+ *   workload threads N SECS      N threads that sleep for SECS (RSS tests)
+ *   workload sleeps N US         N sleeps of US microseconds in a new thread
+ *   workload pages N             touch N fresh pages in a new thread
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -144,12 +150,125 @@ static int mode_fork(const char *count)
 	return 0;
 }
 
+struct work {
+	uint64_t iters;
+};
+
+static NOINLINE void *work_thread(void *arg)
+{
+	const struct work *w = arg;
+
+	for (uint64_t i = 0; i < w->iters; i++) {
+		for (int j = 0; j < 20000; j++)
+			sink += (uint64_t)j * j;
+		syscall(SYS_getppid);
+	}
+	return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* A fixed amount of work, so that its wall time shows what a profiler costs. */
+static int mode_work(const char *threads, const char *iters)
+{
+	int n = atoi(threads);
+	struct work w = { strtoull(iters, NULL, 10) };
+	pthread_t th[64];
+	uint64_t t0 = mono_ns();
+
+	if (n < 1 || n > 64)
+		return 2;
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, work_thread, &w);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	printf("{\"wall_ns\":%llu}\n", (unsigned long long)(mono_ns() - t0));
+	return 0;
+}
+
+static void *sleeper(void *arg)
+{
+	sleep(*(unsigned *)arg);
+	return NULL;
+}
+
+static int mode_threads(const char *count, const char *secs)
+{
+	int n = atoi(count);
+	unsigned s = atoi(secs);
+	pthread_attr_t a;
+	pthread_t *th = calloc(n, sizeof(*th));
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&th[i], &a, sleeper, &s))
+			return 1;
+	printf("{\"threads\":%d}\n", n);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	return 0;
+}
+
+struct counted {
+	long n, us;
+	pid_t tid;
+};
+
+/* nanosleep() is the clock_nanosleep syscall in glibc; each one is a context switch. */
+static NOINLINE void *sleeper_n(void *arg)
+{
+	struct counted *c = arg;
+	struct timespec ts = { c->us / 1000000, (c->us % 1000000) * 1000 };
+
+	c->tid = syscall(SYS_gettid);
+	for (long i = 0; i < c->n; i++)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static NOINLINE void *toucher(void *arg)
+{
+	struct counted *c = arg;
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, c->n * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	c->tid = syscall(SYS_gettid);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* No THP: one fault per 4 KiB page. */
+	madvise(p, c->n * page, MADV_NOHUGEPAGE);
+	for (long i = 0; i < c->n; i++)
+		p[i * page] = 1;
+	munmap(p, c->n * page);
+	return NULL;
+}
+
+/* The work runs in a thread of its own, so its counts are not mixed with start-up's. */
+static int mode_counted(void *(*fn)(void *), const char *what, const char *n, const char *us)
+{
+	struct counted c = { atol(n), us ? atol(us) : 0, 0 };
+	pthread_t th;
+
+	pthread_create(&th, NULL, fn, &c);
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld}\n", getpid(), c.tid, what, c.n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -159,6 +278,14 @@ int main(int argc, char **argv)
 		r = mode_syscalls(argv[2]);
 	else if (!strcmp(argv[1], "fork"))
 		r = mode_fork(argv[2]);
+	else if (!strcmp(argv[1], "work") && argc > 3)
+		r = mode_work(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "threads") && argc > 3)
+		r = mode_threads(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "sleeps") && argc > 3)
+		r = mode_counted(sleeper_n, "sleeps", argv[2], argv[3]);
+	else if (!strcmp(argv[1], "pages"))
+		r = mode_counted(toucher, "pages", argv[2], NULL);
 	else
 		fprintf(stderr, "workload: unknown mode '%s'\n", argv[1]);
 	return r;

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench/floor: cpu-clock on every CPU at -F HZ with an empty BPF program,
+ * for -d SECONDS or until SIGINT/SIGTERM.  The sample_type carries no call
+ * chain, so the kernel walks no stack: this is the cost every BPF sampler
+ * pays before it does any work of its own.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "host.h"
+#include "perf_events.h"
+#include "workload.h"
+#include "floor.skel.h"
+
+int main(int argc, char **argv)
+{
+	struct event_spec ev;
+	struct perf_event_attr a;
+	struct int_list cpus = {};
+	struct floor_bpf *skel = NULL;
+	struct pe_set *set = NULL;
+	double secs = 5;
+	int hz = 999, c, ret = 1;
+
+	while ((c = getopt(argc, argv, "F:d:")) != -1) {
+		if (c == 'F')
+			hz = atoi(optarg);
+		else if (c == 'd')
+			secs = atof(optarg);
+		else
+			return 1;
+	}
+	runctl_init();
+	event_cpu_clock(&ev);
+	a = ev.attr;
+	a.freq = 1;
+	a.sample_freq = hz;
+	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	skel = floor_bpf__open_and_load();
+	if (!skel || host_online_cpus(&cpus) || pe_set__open(&set, &a, &cpus) ||
+	    pe_set__attach(set, skel->progs.floor_prog) || pe_set__enable(set)) {
+		fprintf(stderr, "floor: cannot set up: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	for (__u64 end = now_ns(CLOCK_MONOTONIC) + secs * 1e9;
+	     !runctl_stop_requested() && now_ns(CLOCK_MONOTONIC) < end;)
+		runctl_wait(NULL, 0, 100);
+	ret = 0;
+cleanup:
+	pe_set__free(set);
+	floor_bpf__destroy(skel);
+	int_list_free(&cpus);
+	return ret;
+}

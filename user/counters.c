@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "counters.h"
+#include "features.h"
+#include "loader.h"
+#include "perf_events.h"
+#include "counters.skel.h"
+
+struct counter_set {
+	struct counters_bpf *skel;
+	struct bpf_link *link;
+	struct counter_event ev[SP_MAX_COUNTERS];
+	int nr_ev, nr_slots;
+	int *fds;		/* nr_slots x nr_online, -1 where closed */
+	struct int_list cpus;	/* online CPUs the events are on */
+	int nr_cpus;		/* possible CPUs: the BPF arrays' stride */
+	const char *hook;
+	enum sp_filter_mode filter_mode;
+	struct int_list filter;
+	__u64 stop_ns;		/* CLOCK_MONOTONIC at counters__stop, 0 while running */
+	__u32 times_mask;
+};
+
+static int *fd_at(struct counter_set *s, int slot, int cpu_idx)
+{
+	return &s->fds[slot * s->cpus.n + cpu_idx];
+}
+
+static void explain_unsupported(struct counter_event *e)
+{
+	int err = -e->err;
+
+	if ((e->spec.kind == EV_HW || e->spec.kind == EV_CACHE || e->spec.kind == EV_RAW) &&
+	    event_errno_means_no_pmu(err))
+		snprintf(e->why, sizeof(e->why), "%s: not supported here (%s: no hardware PMU, as in most VMs)",
+			 e->spec.name, strerror(err));
+	else
+		snprintf(e->why, sizeof(e->why), "%s: not supported here (perf_event_open: %s)", e->spec.name,
+			 strerror(err));
+}
+
+static bool is_task_clock(const struct event_spec *ev)
+{
+	return ev->attr.type == PERF_TYPE_SOFTWARE && ev->attr.config == PERF_COUNT_SW_TASK_CLOCK &&
+	       !ev->attr.exclude_user && !ev->attr.exclude_kernel;
+}
+
+/* Opens one event on every CPU; an unsupported event is marked, not an error. */
+static int open_event(struct counter_set *s, struct counter_event *e, bool no_native, char *err,
+		      size_t errlen)
+{
+	struct perf_event_attr a = e->spec.attr;
+	int slot = s->nr_slots;
+
+	/*
+	 * task-clock is the thread's time on CPU, which the switch program
+	 * stamps anyway: no counter read (a test checks it against cpu-clock).
+	 */
+	if (is_task_clock(&e->spec) && !no_native) {
+		e->slot = COUNTER_NATIVE;
+		return 0;
+	}
+	/* Only PMU counters are multiplexed; software ones always run. */
+	e->with_times = e->spec.kind != EV_SW && e->spec.kind != EV_TRACEPOINT;
+
+	a.size = sizeof(a);
+	a.disabled = 1;
+	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+	for (int i = 0; i < s->cpus.n; i++) {
+		int fd = sys_perf_event_open(&a, -1, s->cpus.v[i], -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			int e2 = -errno;
+
+			for (int j = 0; j < i; j++) {
+				close(*fd_at(s, slot, j));
+				*fd_at(s, slot, j) = -1;
+			}
+			if (i == 0) {
+				e->slot = COUNTER_UNSUPPORTED;
+				e->err = e2;
+				explain_unsupported(e);
+				return 0;
+			}
+			snprintf(err, errlen, "cannot count %s on CPU %d: %s", e->spec.name, s->cpus.v[i],
+				 strerror(-e2));
+			return e2;
+		}
+		*fd_at(s, slot, i) = fd;
+	}
+	e->slot = slot;
+	if (e->with_times)
+		s->times_mask |= 1u << slot;
+	s->nr_slots++;
+	return 0;
+}
+
+int counters__open(struct counter_set **out, const struct counters_opts *o, char *err, size_t errlen)
+{
+	struct counter_set *s;
+	bool raw_tp;
+	int e;
+
+	*out = NULL;
+	if (o->nr_evs > SP_MAX_COUNTERS) {
+		snprintf(err, errlen, "%d events asked for; at most %d can be counted in one run",
+			 o->nr_evs, SP_MAX_COUNTERS);
+		return -E2BIG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->nr_cpus = libbpf_num_possible_cpus();
+	s->filter_mode = o->filter_mode;
+	s->cpus.v = malloc(o->cpus->n * sizeof(int));
+	s->fds = malloc(SP_MAX_COUNTERS * o->cpus->n * sizeof(int));
+	if (!s->cpus.v || !s->fds || s->nr_cpus <= 0) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	memcpy(s->cpus.v, o->cpus->v, o->cpus->n * sizeof(int));
+	s->cpus.n = o->cpus->n;
+	for (int i = 0; i < SP_MAX_COUNTERS * s->cpus.n; i++)
+		s->fds[i] = -1;
+	if (o->filter) {
+		s->filter.v = malloc((o->filter->n ? o->filter->n : 1) * sizeof(int));
+		if (!s->filter.v) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(s->filter.v, o->filter->v, o->filter->n * sizeof(int));
+		s->filter.n = o->filter->n;
+	}
+	for (int i = 0; i < o->nr_evs; i++) {
+		s->ev[i].spec = o->evs[i];
+		e = open_event(s, &s->ev[i], o->no_native, err, errlen);
+		if (e)
+			goto cleanup;
+		s->nr_ev++;
+	}
+	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
+	raw_tp = o->prefer_raw_tp || features_probe_one("probe_tp_btf") != 0;
+	s->skel = counters_bpf__open();
+	if (!s->skel) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open the counters BPF object: %s", strerror(-e));
+		goto cleanup;
+	}
+	bpf_program__set_autoload(s->skel->progs.switch_btf, !raw_tp);
+	bpf_program__set_autoload(s->skel->progs.switch_raw, raw_tp);
+	s->hook = raw_tp ? "raw_tp" : "tp_btf";
+	s->skel->rodata->nr_events = s->nr_slots;
+	s->skel->rodata->nr_cpus = s->nr_cpus;
+	s->skel->rodata->filter_mode = o->filter_mode;
+	s->skel->rodata->times_mask = s->times_mask;
+	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
+	bpf_map__set_max_entries(s->skel->maps.counts, o->max_threads);
+	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
+	e = counters_bpf__load(s->skel);
+	if (e) {
+		snprintf(err, errlen, "cannot load the counters BPF program (%s): %s", s->hook, loader_explain(e));
+		goto cleanup;
+	}
+	for (int slot = 0; slot < s->nr_slots; slot++)
+		for (int i = 0; i < s->cpus.n; i++) {
+			__u32 key = slot * s->nr_cpus + s->cpus.v[i];
+
+			if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.counters), &key, fd_at(s, slot, i), BPF_ANY)) {
+				e = -errno;
+				snprintf(err, errlen, "cannot place a counter in the BPF array: %s", strerror(-e));
+				goto cleanup;
+			}
+		}
+	for (int i = 0; o->filter && i < o->filter->n; i++) {
+		__u32 key = o->filter->v[i];
+		__u8 one = 1;
+
+		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
+			e = -errno;
+			goto cleanup;
+		}
+	}
+	*out = s;
+	return 0;
+cleanup:
+	counters__free(s);
+	return e;
+}
+
+static int for_each_fd(struct counter_set *s, unsigned long req)
+{
+	for (int i = 0; i < s->nr_slots * s->cpus.n; i++)
+		if (s->fds[i] >= 0 && ioctl(s->fds[i], req, 0))
+			return -errno;
+	return 0;
+}
+
+int counters__start(struct counter_set *s)
+{
+	struct bpf_program *p = strcmp(s->hook, "tp_btf") ? s->skel->progs.switch_raw : s->skel->progs.switch_btf;
+
+	s->link = bpf_program__attach(p);
+	if (!s->link)
+		return -errno;
+	return for_each_fd(s, PERF_EVENT_IOC_ENABLE);
+}
+
+int counters__stop(struct counter_set *s)
+{
+	int e = for_each_fd(s, PERF_EVENT_IOC_DISABLE);
+
+	/* The open slices end here, for the native clock as for the counters. */
+	s->stop_ns = now_ns(CLOCK_MONOTONIC);
+	return e;
+}
+
+struct reading {
+	__u64 value, enabled, running;
+};
+
+static int read_fd(int fd, struct reading *r)
+{
+	ssize_t n = read(fd, r, sizeof(*r));
+
+	if (n != sizeof(*r))
+		return n < 0 ? -errno : -EIO;
+	return 0;
+}
+
+static void thread_identity(struct thread_counts *t)
+{
+	char path[64], buf[4096];
+	char *p;
+
+	t->pid = t->tid;
+	if (t->tid == 0) {
+		strcpy(t->comm, "swapper");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/status", t->tid);
+	if (read_file_str(path, buf, sizeof(buf)))
+		return;
+	p = strstr(buf, "\nTgid:");
+	if (p)
+		t->pid = strtoul(p + 6, NULL, 10);
+	if (!strncmp(buf, "Name:", 5)) {
+		p = buf + 5;
+		while (*p == '\t' || *p == ' ')
+			p++;
+		snprintf(t->comm, sizeof(t->comm), "%.*s", (int)strcspn(p, "\n"), p);
+	}
+}
+
+static bool user_wanted(const struct counter_set *s, const struct thread_counts *t)
+{
+	if (s->filter_mode == SP_FILTER_NONE)
+		return true;
+	return int_list_has(&s->filter, s->filter_mode == SP_FILTER_PID ? (int)t->pid : (int)t->tid);
+}
+
+/* Grows v by one zeroed entry for tid; returns its index or -ENOMEM. */
+static int add_thread(struct thread_counts **v, int *cnt, int *cap, struct u64_map *idx, __u32 tid)
+{
+	uint64_t *slot;
+
+	if (*cnt == *cap) {
+		struct thread_counts *nv = realloc(*v, (*cap *= 2) * sizeof(**v));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+	}
+	slot = u64_map_get(idx, tid, true);
+	if (!slot)
+		return -ENOMEM;
+	memset(&(*v)[*cnt], 0, sizeof(**v));
+	(*v)[*cnt].tid = tid;
+	*slot = *cnt;
+	return (*cnt)++;
+}
+
+/* Raw per-slot sums become per-event figures: natives and time-less counters take oncpu. */
+static void to_events(const struct counter_set *s, struct thread_counts *t, const __u64 *val,
+		      const __u64 *ena, const __u64 *run)
+{
+	for (int k = 0; k < s->nr_ev; k++) {
+		const struct counter_event *e = &s->ev[k];
+
+		if (e->slot == COUNTER_NATIVE) {
+			t->value[k] = t->enabled[k] = t->running[k] = t->oncpu_ns;
+		} else if (e->slot >= 0) {
+			t->value[k] = val[e->slot];
+			t->enabled[k] = e->with_times ? ena[e->slot] : t->oncpu_ns;
+			t->running[k] = e->with_times ? run[e->slot] : t->oncpu_ns;
+		} else {
+			t->value[k] = t->enabled[k] = t->running[k] = 0;
+		}
+	}
+}
+
+/* Makes room for entry i of the raw sums, parallel to the threads. */
+static int raw_room(struct sp_counts **raw, int cap)
+{
+	struct sp_counts *nr = realloc(*raw, cap * sizeof(**raw));
+
+	if (!nr)
+		return -ENOMEM;
+	*raw = nr;
+	return 0;
+}
+
+int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
+{
+	int mfd = bpf_map__fd(s->skel->maps.counts), cap = 64, cnt = 0, e = 0;
+	size_t snap_sz = (sizeof(struct sp_snap) + 7) & ~7ul;
+	struct thread_counts *v = malloc(cap * sizeof(*v));
+	struct sp_counts *raw = malloc(cap * sizeof(*raw)); /* per-slot sums, parallel to v */
+	struct u64_map idx = {};
+	__u32 key, next, *prev = NULL, zero = 0;
+	char *snaps = malloc(snap_sz * s->nr_cpus);
+	__u64 now = s->stop_ns ?: now_ns(CLOCK_MONOTONIC);
+
+	*out = NULL;
+	*n = 0;
+	if (!v || !snaps || !raw) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	while (!bpf_map_get_next_key(mfd, prev, &next)) {
+		struct sp_counts c;
+		int i;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(mfd, &key, &c))
+			continue;
+		i = add_thread(&v, &cnt, &cap, &idx, key);
+		if (i < 0 || raw_room(&raw, cap)) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		raw[i] = c;
+		v[i].pid = c.pid;
+		v[i].oncpu_ns = c.oncpu_ns;
+		memcpy(v[i].comm, c.comm, SP_COMM_LEN);
+		v[i].comm[SP_COMM_LEN - 1] = 0;
+	}
+	/* Add each CPU's open time slice: the map only learns of it at the next switch. */
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.snap), &zero, snaps)) {
+		e = -errno;
+		goto cleanup;
+	}
+	for (int i = 0; i < s->cpus.n; i++) {
+		const struct sp_snap *sn = (const void *)(snaps + snap_sz * s->cpus.v[i]);
+		uint64_t *slot;
+		int t;
+
+		if (!sn->valid)
+			continue;
+		slot = u64_map_get(&idx, sn->tid, false);
+		if (slot) {
+			t = *slot;
+		} else {
+			struct thread_counts fresh = { .tid = sn->tid };
+
+			thread_identity(&fresh);
+			if (!user_wanted(s, &fresh))
+				continue;
+			t = add_thread(&v, &cnt, &cap, &idx, sn->tid);
+			if (t < 0 || raw_room(&raw, cap)) {
+				e = -ENOMEM;
+				goto cleanup;
+			}
+			memset(&raw[t], 0, sizeof(raw[t]));
+			v[t].pid = fresh.pid;
+			memcpy(v[t].comm, fresh.comm, SP_COMM_LEN);
+		}
+		if (now > sn->ts)
+			v[t].oncpu_ns += now - sn->ts;
+		for (int k = 0; k < s->nr_slots; k++) {
+			struct reading r;
+
+			if (read_fd(*fd_at(s, k, i), &r))
+				continue;
+			/* A slice that started before the snapshot was taken reads as 0. */
+			if (r.value >= sn->value[k])
+				raw[t].value[k] += r.value - sn->value[k];
+			if (r.enabled >= sn->enabled[k])
+				raw[t].enabled[k] += r.enabled - sn->enabled[k];
+			if (r.running >= sn->running[k])
+				raw[t].running[k] += r.running - sn->running[k];
+		}
+	}
+	for (int i = 0; i < cnt; i++)
+		to_events(s, &v[i], raw[i].value, raw[i].enabled, raw[i].running);
+	*out = v;
+	*n = cnt;
+	v = NULL;
+cleanup:
+	free(v);
+	free(raw);
+	free(snaps);
+	u64_map_free(&idx);
+	return e;
+}
+
+int counters__read_totals(struct counter_set *s, const struct thread_counts *t, int n,
+			  __u64 *value, __u64 *enabled, __u64 *running)
+{
+	__u64 val[SP_MAX_COUNTERS] = {}, ena[SP_MAX_COUNTERS] = {}, run[SP_MAX_COUNTERS] = {};
+	struct thread_counts all = {};
+
+	for (int k = 0; k < s->nr_slots; k++)
+		for (int i = 0; i < s->cpus.n; i++) {
+			struct reading r;
+			int e = read_fd(*fd_at(s, k, i), &r);
+
+			if (e)
+				return e;
+			val[k] += r.value;
+			ena[k] += r.enabled;
+			run[k] += r.running;
+		}
+	for (int i = 0; i < n; i++)
+		all.oncpu_ns += t[i].oncpu_ns;
+	to_events(s, &all, val, ena, run);
+	/* A whole-host counter runs all the time on every CPU: its own times are the truth. */
+	for (int k = 0; k < s->nr_ev; k++) {
+		value[k] = all.value[k];
+		enabled[k] = s->ev[k].slot >= 0 ? ena[s->ev[k].slot] : all.enabled[k];
+		running[k] = s->ev[k].slot >= 0 ? run[s->ev[k].slot] : all.running[k];
+	}
+	return 0;
+}
+
+const struct counter_event *counters__events(const struct counter_set *s, int *n)
+{
+	*n = s->nr_ev;
+	return s->ev;
+}
+
+void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps)
+{
+	__u64 vals[s->nr_cpus];
+	__u32 k;
+
+	*full = *read_err = *gaps = 0;
+	k = SP_STAT_SWITCH_GAP;
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
+		for (int c = 0; c < s->nr_cpus; c++)
+			*gaps += vals[c];
+	k = SP_STAT_COUNTS_FULL;
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
+		for (int c = 0; c < s->nr_cpus; c++)
+			*full += vals[c];
+	k = SP_STAT_READ_ERR;
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
+		for (int c = 0; c < s->nr_cpus; c++)
+			*read_err += vals[c];
+}
+
+const char *counters__hook(const struct counter_set *s)
+{
+	return s->hook;
+}
+
+int counters__counts_map_fd(const struct counter_set *s)
+{
+	return bpf_map__fd(s->skel->maps.counts);
+}
+
+__u64 counters__bytes_per_thread(const struct counter_set *s)
+{
+	char path[64], buf[1024], *p;
+	__u64 memlock;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", counters__counts_map_fd(s));
+	if (read_file_str(path, buf, sizeof(buf)))
+		return 0;
+	p = strstr(buf, "memlock:");
+	if (!p)
+		return 0;
+	memlock = strtoull(p + 8, NULL, 10);
+	return memlock / bpf_map__max_entries(s->skel->maps.counts);
+}
+
+void counters__free(struct counter_set *s)
+{
+	if (!s)
+		return;
+	bpf_link__destroy(s->link);
+	for (int i = 0; s->fds && i < s->nr_slots * s->cpus.n; i++)
+		if (s->fds[i] >= 0)
+			close(s->fds[i]);
+	counters_bpf__destroy(s->skel);
+	free(s->fds);
+	int_list_free(&s->cpus);
+	int_list_free(&s->filter);
+	free(s);
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spanperf stat: per-thread counters from the BPF switch program, printed
+ * the way perf stat prints them, or as JSON lines (DESIGN.md's schema).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "counters.h"
+#include "host.h"
+#include "loader.h"
+#include "options.h"
+#include "workload.h"
+
+static const char *const default_events =
+	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
+
+struct stat_run {
+	const struct stat_opts *o;
+	FILE *out;
+	struct counter_set *cs;
+	const struct counter_event *ev;
+	int nr_ev;
+	__u64 start_ns;
+	/* previous interval's readings, to print deltas */
+	struct thread_counts *prev;
+	int nr_prev;
+	struct u64_map prev_idx;
+	__u64 prev_tot[3][SP_MAX_COUNTERS];
+};
+
+static bool is_clock(const struct counter_event *e)
+{
+	return e->spec.unit && !strcmp(e->spec.unit, "msec");
+}
+
+/* Scaled as perf does for multiplexed counters; software counters always run. */
+static double scaled(__u64 v, __u64 ena, __u64 run)
+{
+	if (!run)
+		return 0;
+	return run < ena ? (double)v * ena / run : (double)v;
+}
+
+static void commas(char *buf, size_t len, double v)
+{
+	char raw[64];
+	int n, lead, o = 0;
+
+	snprintf(raw, sizeof(raw), "%.0f", v);
+	n = strlen(raw);
+	lead = n % 3 ? n % 3 : 3;
+	for (int i = 0; i < n && o + 2 < (int)len; i++) {
+		if (i && i >= lead && (i - lead) % 3 == 0 && raw[i - 1] != '-')
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = 0;
+}
+
+static void print_value(FILE *f, const char *prefix, const struct counter_event *e, double v,
+			__u64 ena, __u64 run, double elapsed_s, double task_clock_ms)
+{
+	char num[64];
+
+	if (is_clock(e)) {
+		snprintf(num, sizeof(num), "%.2f", v / 1e6);
+		fprintf(f, "%s%18s msec %-30s", prefix, num, e->spec.name);
+		if (!strcmp(e->spec.name, "task-clock") && elapsed_s > 0)
+			fprintf(f, " # %8.3f CPUs utilized", v / 1e9 / elapsed_s);
+	} else {
+		commas(num, sizeof(num), v);
+		fprintf(f, "%s%18s      %-30s", prefix, num, e->spec.name);
+		if (task_clock_ms > 0)
+			fprintf(f, " # %10.3f K/sec", v / task_clock_ms);
+		else if (elapsed_s > 0)
+			fprintf(f, " # %10.2f /sec", v / elapsed_s);
+	}
+	if (run && run < ena)
+		fprintf(f, "  (%.2f%%)", 100.0 * run / ena);
+	fputc('\n', f);
+}
+
+static void print_json(FILE *f, const struct thread_counts *t, const struct counter_event *e, double v,
+		       __u64 ena, __u64 run, double interval)
+{
+	struct sbuf b = {};
+
+	sbuf_printf(&b, "{");
+	if (interval >= 0)
+		sbuf_printf(&b, "\"interval\":%.9f,", interval);
+	sbuf_printf(&b, "\"pid\":%d,\"tid\":%d,\"comm\":", (int)t->pid, (int)t->tid);
+	sbuf_json_str(&b, t->comm);
+	sbuf_printf(&b, ",\"event\":");
+	sbuf_json_str(&b, e->spec.name);
+	if (e->slot == COUNTER_UNSUPPORTED) {
+		sbuf_printf(&b, ",\"counter-value\":\"<not supported>\",\"unit\":\"\",\"event-runtime\":0,"
+				"\"pcnt-running\":0.00,\"reason\":");
+		sbuf_json_str(&b, e->why);
+	} else if (is_clock(e)) {
+		sbuf_printf(&b, ",\"counter-value\":%.6f,\"unit\":\"msec\"", v / 1e6);
+	} else {
+		sbuf_printf(&b, ",\"counter-value\":%.0f,\"unit\":\"\"", v);
+	}
+	if (e->slot != COUNTER_UNSUPPORTED)
+		sbuf_printf(&b, ",\"event-runtime\":%llu,\"pcnt-running\":%.2f", (unsigned long long)run,
+			    ena ? 100.0 * run / ena : 100.0);
+	sbuf_printf(&b, "}\n");
+	if (!b.err)
+		fwrite(b.p, 1, b.len, f);
+	sbuf_free(&b);
+}
+
+static int cmp_threads(const void *a, const void *b)
+{
+	const struct thread_counts *x = a, *y = b;
+
+	/* Busiest first by the first counter, then by tid for a stable order. */
+	if (x->value[0] != y->value[0])
+		return x->value[0] < y->value[0] ? 1 : -1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static void target_desc(const struct stat_opts *o, char *buf, size_t len)
+{
+	if (o->pids.n)
+		snprintf(buf, len, "process id '%d%s'", o->pids.v[0], o->pids.n > 1 ? ",..." : "");
+	else if (o->tids.n)
+		snprintf(buf, len, "thread id '%d%s'", o->tids.v[0], o->tids.n > 1 ? ",..." : "");
+	else
+		snprintf(buf, len, "'system wide'");
+}
+
+/* Subtracts the previous interval's readings of the same thread (by tid). */
+static void delta_from_prev(struct stat_run *r, struct thread_counts *t)
+{
+	uint64_t *i = u64_map_get(&r->prev_idx, t->tid, false);
+
+	if (!i)
+		return;
+	for (int k = 0; k < SP_MAX_COUNTERS; k++) {
+		t->value[k] -= SP_MIN(t->value[k], r->prev[*i].value[k]);
+		t->enabled[k] -= SP_MIN(t->enabled[k], r->prev[*i].enabled[k]);
+		t->running[k] -= SP_MIN(t->running[k], r->prev[*i].running[k]);
+	}
+}
+
+static bool any_count(const struct thread_counts *t, int nr)
+{
+	for (int k = 0; k < nr; k++)
+		if (t->value[k] || t->running[k])
+			return true;
+	return false;
+}
+
+/* One report: totals or per-thread, text or JSON; interval < 0 for the final one. */
+static int report(struct stat_run *r, double interval, double elapsed_s)
+{
+	const struct stat_opts *o = r->o;
+	struct thread_counts *t = NULL, *cur = NULL;
+	__u64 tot[3][SP_MAX_COUNTERS] = {};
+	int n = 0, e;
+	char prefix[32] = "";
+	double task_ms = 0;
+
+	e = counters__read(r->cs, &t, &n);
+	if (e)
+		return e;
+	/* Keep the absolute readings for the next interval before turning them into deltas. */
+	if (interval >= 0) {
+		cur = malloc((n ? n : 1) * sizeof(*cur));
+		if (!cur) {
+			free(t);
+			return -ENOMEM;
+		}
+		memcpy(cur, t, n * sizeof(*t));
+		for (int i = 0; i < n; i++)
+			delta_from_prev(r, &t[i]);
+		snprintf(prefix, sizeof(prefix), "%16.9f ", interval);
+	}
+	if (!o->pids.n && !o->tids.n) {
+		/* Whole host: the counters' own sums, as perf stat -a reads them. */
+		e = counters__read_totals(r->cs, cur ? cur : t, n, tot[0], tot[1], tot[2]);
+		if (e)
+			goto cleanup;
+		if (interval >= 0)
+			for (int k = 0; k < SP_MAX_COUNTERS; k++)
+				for (int j = 0; j < 3; j++) {
+					__u64 now = tot[j][k];
+
+					tot[j][k] -= SP_MIN(tot[j][k], r->prev_tot[j][k]);
+					r->prev_tot[j][k] = now;
+				}
+	} else {
+		for (int i = 0; i < n; i++)
+			for (int k = 0; k < SP_MAX_COUNTERS; k++) {
+				tot[0][k] += t[i].value[k];
+				tot[1][k] += t[i].enabled[k];
+				tot[2][k] += t[i].running[k];
+			}
+	}
+	qsort(t, n, sizeof(*t), cmp_threads);
+	if (o->json) {
+		for (int i = 0; i < n; i++) {
+			if (!any_count(&t[i], SP_MAX_COUNTERS))
+				continue;
+			for (int k = 0; k < r->nr_ev; k++) {
+				if (r->ev[k].slot == COUNTER_UNSUPPORTED)
+					continue;
+				print_json(r->out, &t[i], &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
+					   t[i].enabled[k], t[i].running[k], interval);
+			}
+		}
+		for (int k = 0; k < r->nr_ev; k++)
+			if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
+				struct thread_counts none = { .tid = -1, .pid = -1 };
+
+				print_json(r->out, &none, &r->ev[k], 0, 0, 0, interval);
+			}
+		goto done;
+	}
+	if (interval < 0) {
+		char what[128];
+
+		if (o->cmd) {
+			struct sbuf b = {};
+
+			for (char **a = o->cmd; *a; a++)
+				sbuf_printf(&b, "%s%s", a == o->cmd ? "" : " ", *a);
+			sbuf_zero(&b, 1);
+			fprintf(r->out, "\n Performance counter stats for '%s' (%s):\n\n", b.err ? "?" : b.p,
+				o->pids.n || o->tids.n ? "filtered" : "system wide");
+			sbuf_free(&b);
+		} else {
+			target_desc(o, what, sizeof(what));
+			fprintf(r->out, "\n Performance counter stats for %s:\n\n", what);
+		}
+	}
+	if (o->per_thread) {
+		for (int i = 0; i < n; i++) {
+			char who[64];
+			double ms = 0;
+
+			if (!any_count(&t[i], SP_MAX_COUNTERS))
+				continue;
+			snprintf(who, sizeof(who), "%s%16s-%-8d", prefix, t[i].comm, (int)t[i].tid);
+			for (int k = 0; k < r->nr_ev; k++)
+				if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
+					ms = t[i].value[k] / 1e6;
+			for (int k = 0; k < r->nr_ev; k++) {
+				if (r->ev[k].slot == COUNTER_UNSUPPORTED)
+					continue;
+				print_value(r->out, who, &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
+					    t[i].enabled[k], t[i].running[k], 0, is_clock(&r->ev[k]) ? 0 : ms);
+			}
+		}
+	} else {
+		for (int k = 0; k < r->nr_ev; k++)
+			if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
+				task_ms = tot[0][k] / 1e6;
+		for (int k = 0; k < r->nr_ev; k++) {
+			if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
+				fprintf(r->out, "%s%18s      %s\n", prefix, "<not supported>", r->ev[k].spec.name);
+				continue;
+			}
+			print_value(r->out, prefix, &r->ev[k], scaled(tot[0][k], tot[1][k], tot[2][k]), tot[1][k],
+				    tot[2][k], interval >= 0 ? 0 : elapsed_s, is_clock(&r->ev[k]) ? 0 : task_ms);
+		}
+	}
+	if (interval < 0) {
+		fprintf(r->out, "\n%18.9f seconds time elapsed\n\n", elapsed_s);
+		for (int k = 0; k < r->nr_ev; k++)
+			if (r->ev[k].slot == COUNTER_UNSUPPORTED)
+				fprintf(r->out, "%s\n", r->ev[k].why);
+	}
+done:
+	if (interval >= 0) {
+		free(r->prev);
+		r->prev = cur;
+		r->nr_prev = n;
+		cur = NULL;
+		u64_map_free(&r->prev_idx);
+		for (int i = 0; i < n; i++) {
+			uint64_t *slot = u64_map_get(&r->prev_idx, r->prev[i].tid, true);
+
+			if (slot)
+				*slot = i;
+		}
+	}
+	fflush(r->out);
+cleanup:
+	free(cur);
+	free(t);
+	return e;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	struct stat_opts o;
+	struct stat_run r = {};
+	struct event_spec *evs = NULL;
+	struct int_list online = {};
+	struct workload wl = {};
+	bool have_cmd = false;
+	char err[512];
+	__u64 deadline = 0, next_interval = 0, full, rerr, gaps;
+	int nr = 0, e, ret = 1;
+
+	sp_prog = "spanperf stat";
+	e = stat_parse_args(argc, argv, &o, err, sizeof(err));
+	if (e == OPT_HELP)
+		return 0;
+	if (e) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	sp_verbose = o.verbose;
+	r.o = &o;
+	e = event_list_parse(o.events ? o.events : default_events, &evs, &nr, err, sizeof(err));
+	if (e) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	if (nr > SP_MAX_COUNTERS) {
+		pr_err("-e names %d events; at most %d can be counted in one run", nr, SP_MAX_COUNTERS);
+		goto cleanup;
+	}
+	if (!have_bpf_privileges()) {
+		pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+		goto cleanup;
+	}
+	r.out = stderr;
+	if (o.output) {
+		r.out = fopen(o.output, "we");
+		if (!r.out) {
+			pr_err("cannot write -o '%s': %s", o.output, strerror(errno));
+			goto cleanup;
+		}
+	}
+	runctl_init();
+	loader_init();
+	if (host_online_cpus(&online)) {
+		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
+		goto cleanup;
+	}
+	for (int i = 0; i < o.pids.n + o.tids.n; i++) {
+		int id = i < o.pids.n ? o.pids.v[i] : o.tids.v[i - o.pids.n];
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", id);
+		if (access(path, F_OK)) {
+			pr_err("%s %d: no such %s", o.pids.n ? "-p" : "-t", id, o.pids.n ? "process" : "thread");
+			goto cleanup;
+		}
+	}
+	{
+		struct counters_opts co = {
+			.evs = evs, .nr_evs = nr, .cpus = &online,
+			.filter = o.pids.n ? &o.pids : o.tids.n ? &o.tids : NULL,
+			.filter_mode = o.pids.n ? SP_FILTER_PID : o.tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+			.max_threads = o.max_threads, .prefer_raw_tp = o.raw_tp,
+		};
+
+		e = counters__open(&r.cs, &co, err, sizeof(err));
+		if (e) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+	}
+	r.ev = counters__events(r.cs, &r.nr_ev);
+	if (o.cmd) {
+		e = workload__prepare(&wl, o.cmd);
+		if (e) {
+			pr_err("cannot fork for '%s': %s", o.cmd[0], strerror(-e));
+			goto cleanup;
+		}
+		have_cmd = true;
+	}
+	e = counters__start(r.cs);
+	if (e) {
+		pr_err("cannot attach the counters program (%s): %s", counters__hook(r.cs), loader_explain(e));
+		goto cleanup;
+	}
+	r.start_ns = now_ns(CLOCK_MONOTONIC);
+	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r.cs),
+		 (unsigned long long)counters__bytes_per_thread(r.cs));
+	if (have_cmd && workload__start(&wl, o.cmd, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	if (o.duration)
+		deadline = r.start_ns + (__u64)(o.duration * 1e9);
+	if (o.interval_ms)
+		next_interval = r.start_ns + o.interval_ms * 1000000ull;
+	while (!runctl_stop_requested()) {
+		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + 500000000ull;
+
+		if (deadline && now >= deadline)
+			break;
+		if (have_cmd && workload__done(&wl))
+			break;
+		if (next_interval && now >= next_interval) {
+			report(&r, (now - r.start_ns) / 1e9, 0);
+			next_interval += o.interval_ms * 1000000ull;
+		}
+		if (deadline)
+			wake = SP_MIN(wake, deadline);
+		if (next_interval)
+			wake = SP_MIN(wake, next_interval);
+		runctl_wait(NULL, 0, (wake - now) / 1000000 + 1);
+	}
+	counters__stop(r.cs);
+	workload__stop(&wl);
+	if (!o.interval_ms || o.json) {
+		/* JSON intervals already hold every figure; the text mode ends with the totals. */
+		if (!o.interval_ms)
+			report(&r, -1, (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9);
+	} else {
+		report(&r, (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9, 0);
+	}
+	counters__losses(r.cs, &full, &rerr, &gaps);
+	if (gaps)
+		pr_debug("%llu switches into a thread were never traced (tasks hidden from tracepoints); "
+			 "their time went to the thread seen leaving", (unsigned long long)gaps);
+	if (full)
+		pr_warn("%llu time slices went uncounted: the per-thread map was full; raise --max-threads above %llu",
+			(unsigned long long)full, (unsigned long long)o.max_threads);
+	if (rerr)
+		pr_warn("%llu counter reads failed in BPF", (unsigned long long)rerr);
+	ret = have_cmd ? workload__exit_code(&wl) : 0;
+cleanup:
+	workload__stop(&wl);
+	if (r.out && r.out != stderr)
+		fclose(r.out);
+	counters__free(r.cs);
+	free(r.prev);
+	u64_map_free(&r.prev_idx);
+	free(evs);
+	int_list_free(&online);
+	stat_opts_free(&o);
+	return ret;
+}
