@@ -116,6 +116,7 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 			else
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
 			c->oncpu_ns += ts - s->ts;
+			c->switches++;
 		}
 	}
 	for (__u32 i = 0; i < SP_MAX_COUNTERS; i++) {

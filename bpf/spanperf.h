@@ -42,6 +42,7 @@ struct sp_counts {
 	__u64 enabled[SP_MAX_COUNTERS];	/* only for counters read with times */
 	__u64 running[SP_MAX_COUNTERS];
 	__u64 oncpu_ns;			/* the thread's time on CPU, from switch stamps */
+	__u64 switches;			/* time slices ended (switched out) */
 	__u32 pid;
 	__u32 flags;
 	char comm[SP_COMM_LEN];
@@ -57,6 +58,61 @@ struct sp_snap {
 	__u32 valid;
 };
 
+/* ---- spans ---- */
+
+#define SP_MAX_SPANS 8	 /* --span specs per recording */
+#define SP_SPAN_DEPTH 16 /* nested spans kept per thread; deeper ones are counted */
+
+/* How a span reads counter k at its boundaries. */
+enum sp_span_ctr {
+	SP_CTR_NONE = 0,
+	SP_CTR_ONCPU,	 /* task-clock: oncpu_ns plus the open slice */
+	SP_CTR_SWITCHES, /* context switches: the switches count */
+	SP_CTR_COUNTER,	 /* counts.value[slot] plus the open slice's counter delta */
+};
+
+enum sp_span_source {
+	SP_SRC_KPROBE = 1,
+	SP_SRC_FENTRY,
+	SP_SRC_UPROBE,
+	SP_SRC_SYSCALL,
+	SP_SRC_TRACEPOINT,
+	SP_SRC_EXTERNAL,
+};
+
+#define SP_SPAN_UNFINISHED 1 /* the thread exited inside the span */
+
+struct sp_frame {
+	__u64 start;
+	__u64 ip;
+	__u64 samples;
+	__u64 counters[SP_MAX_COUNTERS];
+	__u32 idx;
+	__u32 pad;
+};
+
+/* Per thread (task-local storage): the open spans, innermost last. */
+struct sp_stack {
+	__u32 depth; /* may exceed SP_SPAN_DEPTH: the deeper frames are not kept */
+	__u32 pad;
+	struct sp_frame f[SP_SPAN_DEPTH];
+};
+
+/* One finished span, from BPF to user space; also the RAW payload in perf.data. */
+struct sp_span {
+	__u64 start_ns, end_ns; /* CLOCK_MONOTONIC */
+	__u64 ip;		/* the probed function, 0 for tracepoints */
+	__u64 samples;		/* the thread's samples inside, counted in BPF */
+	__u64 counters[SP_MAX_COUNTERS];
+	__u32 pid, tid;
+	__u32 cpu;
+	__u16 idx;		/* which --span */
+	__u8 depth;
+	__u8 flags;
+	__u8 source;		/* enum sp_span_source */
+	__u8 pad[7];
+};
+
 /* Indexes into the per-CPU `stats` array: events the loader must report. */
 enum sp_stat {
 	SP_STAT_SAMPLES = 0,	  /* samples accepted by the filter */
@@ -65,6 +121,12 @@ enum sp_stat {
 	SP_STAT_COUNTS_FULL,	  /* a time slice lost: the counts map was full */
 	SP_STAT_READ_ERR,	  /* bpf_perf_event_read_value failed */
 	SP_STAT_SWITCH_GAP,	  /* a switch-in was never traced (the CPU's snapshot names another thread) */
+	SP_STAT_SPANS_LOST,	  /* the span ring buffer was full */
+	SP_STAT_SPANS_TOO_DEEP,	  /* nested deeper than SP_SPAN_DEPTH */
+	SP_STAT_SPANS_UNMATCHED,  /* an end without its begin (or a lost return) */
+	SP_STAT_SPANS_SHORT,	  /* dropped by --span-min-us */
+	SP_STAT_SPANS_NOSTACK,	  /* task storage busy or full */
+	SP_STAT_SPANS_UNFINISHED, /* threads exited inside a span */
 	SP_STAT_MAX,
 };
 

@@ -55,12 +55,18 @@ static bool is_task_clock(const struct event_spec *ev)
 }
 
 /* Opens one event on every CPU; an unsupported event is marked, not an error. */
-static int open_event(struct counter_set *s, struct counter_event *e, bool no_native, char *err,
-		      size_t errlen)
+static int open_event(struct counter_set *s, struct counter_event *e, const struct counters_opts *o,
+		      char *err, size_t errlen)
 {
 	struct perf_event_attr a = e->spec.attr;
 	int slot = s->nr_slots;
+	bool no_native = o->no_native;
 
+	if (o->native_switches && a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_CONTEXT_SWITCHES &&
+	    !a.exclude_user && !a.exclude_kernel) {
+		e->slot = COUNTER_NATIVE_SWITCHES;
+		return 0;
+	}
 	/*
 	 * task-clock is the thread's time on CPU, which the switch program
 	 * stamps anyway: no counter read (a test checks it against cpu-clock).
@@ -142,7 +148,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	}
 	for (int i = 0; i < o->nr_evs; i++) {
 		s->ev[i].spec = o->evs[i];
-		e = open_event(s, &s->ev[i], o->no_native, err, errlen);
+		e = open_event(s, &s->ev[i], o, err, errlen);
 		if (e)
 			goto cleanup;
 		s->nr_ev++;
@@ -297,6 +303,9 @@ static void to_events(const struct counter_set *s, struct thread_counts *t, cons
 
 		if (e->slot == COUNTER_NATIVE) {
 			t->value[k] = t->enabled[k] = t->running[k] = t->oncpu_ns;
+		} else if (e->slot == COUNTER_NATIVE_SWITCHES) {
+			t->value[k] = t->switches;
+			t->enabled[k] = t->running[k] = t->oncpu_ns;
 		} else if (e->slot >= 0) {
 			t->value[k] = val[e->slot];
 			t->enabled[k] = e->with_times ? ena[e->slot] : t->oncpu_ns;
@@ -351,6 +360,7 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 		raw[i] = c;
 		v[i].pid = c.pid;
 		v[i].oncpu_ns = c.oncpu_ns;
+		v[i].switches = c.switches;
 		memcpy(v[i].comm, c.comm, SP_COMM_LEN);
 		v[i].comm[SP_COMM_LEN - 1] = 0;
 	}
@@ -430,8 +440,10 @@ int counters__read_totals(struct counter_set *s, const struct thread_counts *t, 
 			ena[k] += r.enabled;
 			run[k] += r.running;
 		}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		all.oncpu_ns += t[i].oncpu_ns;
+		all.switches += t[i].switches;
+	}
 	to_events(s, &all, val, ena, run);
 	/* A whole-host counter runs all the time on every CPU: its own times are the truth. */
 	for (int k = 0; k < s->nr_ev; k++) {
@@ -471,6 +483,13 @@ void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64
 const char *counters__hook(const struct counter_set *s)
 {
 	return s->hook;
+}
+
+void counters__map_fds(const struct counter_set *s, int *counters, int *snap, int *counts)
+{
+	*counters = bpf_map__fd(s->skel->maps.counters);
+	*snap = bpf_map__fd(s->skel->maps.snap);
+	*counts = bpf_map__fd(s->skel->maps.counts);
 }
 
 int counters__counts_map_fd(const struct counter_set *s)

@@ -20,6 +20,7 @@
 
 struct counters_opts {
 	bool no_native;			 /* read task-clock from a counter too (tests) */
+	bool native_switches;		 /* count context-switches in BPF (spans: no read) */
 	const struct event_spec *evs;
 	int nr_evs;			 /* at most SP_MAX_COUNTERS */
 	const struct int_list *cpus;	 /* online CPUs */
@@ -31,6 +32,7 @@ struct counters_opts {
 
 #define COUNTER_UNSUPPORTED (-1)
 #define COUNTER_NATIVE (-2) /* task-clock: the thread's time on CPU, no counter read */
+#define COUNTER_NATIVE_SWITCHES (-3) /* context-switches: slices ended, counted in BPF */
 
 /* One event: where its values are, or why it cannot be counted here. */
 struct counter_event {
@@ -45,7 +47,7 @@ struct counter_event {
 struct thread_counts {
 	__u32 tid, pid;
 	char comm[SP_COMM_LEN];
-	__u64 oncpu_ns;
+	__u64 oncpu_ns, switches;
 	__u64 value[SP_MAX_COUNTERS], enabled[SP_MAX_COUNTERS], running[SP_MAX_COUNTERS];
 };
 
@@ -79,6 +81,8 @@ const char *counters__hook(const struct counter_set *s);
 /* Memory the kernel holds per tracked thread (the counts map's, divided). */
 __u64 counters__bytes_per_thread(const struct counter_set *s);
 int counters__counts_map_fd(const struct counter_set *s);
+/* The maps span programs share: the counter array, the per-CPU snapshot, the counts. */
+void counters__map_fds(const struct counter_set *s, int *counters, int *snap, int *counts);
 void counters__free(struct counter_set *s);
 
 #endif

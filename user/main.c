@@ -13,6 +13,7 @@ static const struct cmd {
 	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data" },
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches" },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON" },
+	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples" },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach" },
 	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need" },
 };

@@ -53,6 +53,8 @@ void record_usage(FILE *out)
 		"  -g, --call-graph       record kernel and user call chains (frame pointers)\n"
 		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
+		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
+		"                         context-switches: both counted without counter reads)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -69,12 +71,17 @@ void record_usage(FILE *out)
 		"  spanperf record -F 4999 -p 1234 -d 5      # one process, 4999 Hz\n"
 		"  spanperf record -g -- make -j8            # whole host while make runs\n"
 		"  spanperf record -e page-faults -c 1 -d 2  # every page fault\n"
-		"  spanperf record -g --span syscall:read -d 5   # read() calls as spans\n");
+		"  spanperf record -g --span syscall:read -d 5   # read() calls as spans\n"
+		"  spanperf record --span uprobe:libc.so.6:malloc -- ./app\n"
+		"  spanperf record --span kprobe:vfs_read@auto -d 5\n"
+		"\n"
+		"Span sources: kprobe:FUNC[@kprobe|fentry|auto], uprobe:PATH:FUNC, syscall:NAME,\n"
+		"tracepoint:CAT:BEGIN,CAT:END.  See them with: spanperf report --spans\n");
 }
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS };
+	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -86,6 +93,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "call-graph", no_argument, NULL, 'g' },
 		{ "span", required_argument, NULL, OPT_SPAN },
 		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
+		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -160,6 +168,11 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			if (parse_u64(optarg, &o->max_threads, 1, 1 << 24))
 				return fail(err, errlen, "--max-threads '%s' is not a number from 1 to %d",
 					    optarg, 1 << 24);
+			break;
+		case OPT_SPAN_COUNTERS:
+			if (!*optarg)
+				return fail(err, errlen, "--span-counters needs event names");
+			o->span_counters = optarg;
 			break;
 		case 'd':
 			if (parse_seconds(optarg, &o->duration))

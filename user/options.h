@@ -25,6 +25,7 @@ struct record_opts {
 	const char **spans;	/* --span, repeatable */
 	int nr_spans;
 	uint64_t span_min_us;
+	const char *span_counters; /* what spans carry; task-clock,context-switches by default */
 	double duration;	/* -d, 0: until CMD exits or a signal */
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */

@@ -16,18 +16,29 @@
 
 #include "buildid.h"
 #include "commands.h"
+#include "counters.h"
 #include "events.h"
+#include "features.h"
 #include "host.h"
 #include "loader.h"
 #include "options.h"
 #include "perf_data.h"
 #include "perf_events.h"
+#include "report_spans.h"
 #include "sideband.h"
+#include "spans.h"
 #include "workload.h"
 #include "sample.skel.h"
 #include "../bpf/spanperf.h"
 
 #define POLL_MS 500
+#define SPAN_POLL_MS 100
+/* Span attrs' ids: far above the kernel's, which count up from 1. */
+#define SPAN_ID_BASE (1ull << 62)
+#define SPAN_RING_BYTES (8u << 20)
+#define SPAN_DEFAULT_COUNTERS "task-clock,context-switches"
+/* RAW is a u32 size then the data, padded so that both end on 8 bytes. */
+#define SPAN_RAW_SIZE ((((sizeof(struct sp_span) + 4) + 7) & ~7ul) - 4)
 
 struct recorder {
 	const struct record_opts *o;
@@ -48,11 +59,21 @@ struct recorder {
 	int ktext_err;
 	__u64 last_progress_ns;
 	bool progress_shown;
+	/* spans */
+	struct span_spec *specs;
+	struct counter_set *cs;
+	struct span_set *spans;
+	struct perf_event_attr span_attr;
+	__u64 nr_spans;
+	int write_err;
 };
 
 static void recorder_free(struct recorder *r)
 {
 	workload__stop(&r->wl);
+	span_set__free(r->spans);
+	counters__free(r->cs);
+	free(r->specs);
 	for (int i = 0; i < r->nr_evs && r->sets; i++)
 		pe_set__free(r->sets[i]);
 	for (int i = 0; i < r->nr_rings; i++)
@@ -204,7 +225,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	}
 	/* One ring per CPU, on the first event; the others write into it. */
 	r->rings = calloc(r->sets[0]->nr, sizeof(*r->rings));
-	r->pfds = calloc(r->sets[0]->nr, sizeof(*r->pfds));
+	r->pfds = calloc(r->sets[0]->nr + 1, sizeof(*r->pfds)); /* + the span ring */
 	if (!r->rings || !r->pfds)
 		return -ENOMEM;
 	for (int j = 0; j < r->sets[0]->nr; j++) {
@@ -256,6 +277,51 @@ static int start_events(struct recorder *r)
 	return 0;
 }
 
+/*
+ * One attr per span source, named spanperf:NAME, so that perf script lists
+ * spans beside the samples; the span itself rides in RAW.  Every attr
+ * carries IDENTIFIER first and sample_id_all, as perf requires of a file
+ * with several.
+ */
+static int add_span_attrs(struct recorder *r)
+{
+	const struct counter_event *ev;
+	struct sbuf names = {};
+	__u64 id;
+	int n, e = 0;
+
+	r->span_attr = (struct perf_event_attr){
+		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(r->span_attr),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW,
+		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+		.disabled = 1,
+	};
+	for (int i = 0; i < r->o->nr_spans && !e; i++) {
+		char name[sizeof(SPAN_ATTR_PREFIX) + sizeof(r->specs[i].name)];
+
+		id = SPAN_ID_BASE + i;
+		snprintf(name, sizeof(name), "%s%s", SPAN_ATTR_PREFIX, r->specs[i].name);
+		e = pd_writer__add_attr(r->w, &r->span_attr, name, &id, 1);
+	}
+	if (e)
+		return e;
+	/* What each span's counters[k] is, by name: an attr that never has records. */
+	ev = counters__events(r->cs, &n);
+	sbuf_printf(&names, "%s", SPAN_COUNTERS_PREFIX);
+	for (int k = 0, first = 1; k < n; k++) {
+		if (ev[k].slot == COUNTER_UNSUPPORTED)
+			continue;
+		sbuf_printf(&names, "%s%s", first ? "" : ",", ev[k].spec.name);
+		first = 0;
+	}
+	sbuf_zero(&names, 1);
+	id = SPAN_ID_BASE + SP_MAX_SPANS;
+	e = names.err ?: pd_writer__add_attr(r->w, &r->span_attr, names.p, &id, 1);
+	sbuf_free(&names);
+	return e;
+}
+
 static int add_attrs(struct recorder *r)
 {
 	int e = 0;
@@ -269,7 +335,32 @@ static int add_attrs(struct recorder *r)
 		e = pd_writer__add_attr(r->w, &r->sets[i]->attr, r->evs[i].name, ids, r->sets[i]->nr);
 		free(ids);
 	}
+	if (!e && r->o->nr_spans)
+		e = add_span_attrs(r);
 	return e ?: pd_writer__begin(r->w);
+}
+
+/* A finished span becomes a sample of its attr: time = end, period = duration. */
+static int on_span(void *ctx, const struct sp_span *sp)
+{
+	struct recorder *r = ctx;
+	char raw[SPAN_RAW_SIZE] = {};
+	struct pd_sample s = {
+		.id = SPAN_ID_BASE + (sp->idx < SP_MAX_SPANS ? sp->idx : 0), .ip = sp->ip, .pid = sp->pid,
+		.tid = sp->tid, .time = sp->end_ns, .cpu = sp->cpu, .period = sp->end_ns - sp->start_ns,
+		.raw_size = sizeof(raw), .raw = raw,
+	};
+	bool kernel = sp->source == SP_SRC_KPROBE || sp->source == SP_SRC_FENTRY;
+	char buf[512];
+	long n;
+
+	memcpy(raw, sp, sizeof(*sp));
+	n = pd_sample_write(buf, sizeof(buf), &r->span_attr,
+			    kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &s);
+	if (n < 0)
+		return n;
+	r->nr_spans++;
+	return pd_writer__write(r->w, buf, n);
 }
 
 static int on_record(void *ctx, const struct perf_event_header *h)
@@ -323,6 +414,7 @@ static int on_chunk(void *ctx, const void *p, size_t n)
 /* One pass over every ring, then FINISHED_ROUND so perf can sort in rounds. */
 static int drain_all(struct recorder *r)
 {
+	__u64 spans = r->nr_spans;
 	bool any = false;
 
 	for (int i = 0; i < r->nr_rings; i++) {
@@ -331,6 +423,14 @@ static int drain_all(struct recorder *r)
 		if (n < 0)
 			return n;
 		any |= n > 0;
+	}
+	/* Spans are stamped with their end, before now: they belong to this round. */
+	if (r->spans) {
+		int e = span_set__consume(r->spans, on_span, r);
+
+		if (e)
+			return e;
+		any |= r->nr_spans > spans;
 	}
 	if (any) {
 		char buf[8];
@@ -485,7 +585,30 @@ static int finish(struct recorder *r, int argc, char **argv)
 			(now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9);
 		if (r->lost)
 			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->lost);
+		if (r->spans)
+			fprintf(stderr, ", %llu spans", (unsigned long long)r->nr_spans);
 		fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, r->o->output);
+	}
+	if (r->spans) {
+		struct span_stats st;
+
+		span_set__stats(r->spans, &st);
+		if (st.lost)
+			pr_warn("%llu spans LOST: their ring buffer was full", (unsigned long long)st.lost);
+		if (st.too_deep)
+			pr_warn("%llu spans nested deeper than %d were not kept", (unsigned long long)st.too_deep,
+				SP_SPAN_DEPTH);
+		if (st.unmatched)
+			pr_warn("%llu span ends had no matching begin", (unsigned long long)st.unmatched);
+		if (st.nostack)
+			pr_warn("%llu span begins found no room for the thread's span stack",
+				(unsigned long long)st.nostack);
+		if (st.unfinished)
+			pr_info("%llu threads exited inside spans; those spans end at the exit, marked unfinished",
+				(unsigned long long)st.unfinished);
+		if (st.short_dropped)
+			pr_debug("%llu spans shorter than --span-min-us were dropped in BPF",
+				 (unsigned long long)st.short_dropped);
 	}
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
@@ -495,6 +618,84 @@ static int finish(struct recorder *r, int argc, char **argv)
 			(unsigned long long)accepted, (unsigned long long)r->samples, (unsigned long long)r->lost);
 		print_threads(r);
 	}
+	return 0;
+}
+
+/* Span counters: natives need no counter read; the rest go through the counters program. */
+static int setup_spans(struct recorder *r, const struct int_list *online, const struct sp_features *f)
+{
+	const struct record_opts *o = r->o;
+	struct span_set_opts so = { .specs = r->specs, .nr = o->nr_spans, .min_ns = o->span_min_us * 1000,
+				    .ring_bytes = SPAN_RING_BYTES };
+	struct counters_opts co = { .cpus = online, .max_threads = o->max_threads, .native_switches = true,
+				    .prefer_raw_tp = f->tp_btf_err != 0 };
+	const struct counter_event *ev;
+	struct event_spec *evs = NULL;
+	char err[512];
+	int n, e;
+
+	e = event_list_parse(o->span_counters ? o->span_counters : SPAN_DEFAULT_COUNTERS, &evs, &n, err, sizeof(err));
+	if (e) {
+		pr_err("--span-counters: %s", err);
+		return e;
+	}
+	co.evs = evs;
+	co.nr_evs = n;
+	e = counters__open(&r->cs, &co, err, sizeof(err));
+	free(evs);
+	if (e) {
+		pr_err("%s", err);
+		return e;
+	}
+	ev = counters__events(r->cs, &n);
+	for (int k = 0; k < n; k++) {
+		__u8 kind = ev[k].slot == COUNTER_NATIVE ? SP_CTR_ONCPU
+			    : ev[k].slot == COUNTER_NATIVE_SWITCHES ? SP_CTR_SWITCHES
+			    : ev[k].slot >= 0 ? SP_CTR_COUNTER : SP_CTR_NONE;
+
+		if (kind == SP_CTR_NONE) {
+			pr_warn("%s; spans will not carry it", ev[k].why);
+			continue;
+		}
+		so.ctr_kind[so.nr_counters] = kind;
+		so.ctr_slot[so.nr_counters++] = ev[k].slot >= 0 ? ev[k].slot : 0;
+	}
+	counters__map_fds(r->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
+	so.threads_fd = bpf_map__fd(r->skel->maps.threads);
+	e = span_set__open(&r->spans, &so, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+static int parse_specs(struct recorder *r)
+{
+	char err[512];
+
+	r->specs = calloc(r->o->nr_spans, sizeof(*r->specs));
+	if (!r->specs)
+		return -ENOMEM;
+	if (r->o->nr_spans > SP_MAX_SPANS) {
+		pr_err("%d --span given; at most %d per recording", r->o->nr_spans, SP_MAX_SPANS);
+		return -E2BIG;
+	}
+	for (int i = 0; i < r->o->nr_spans; i++)
+		if (span_spec_parse(r->o->spans[i], &r->specs[i], err, sizeof(err))) {
+			pr_err("%s", err);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static int resolve_specs(struct recorder *r, const struct sp_features *f)
+{
+	char err[512];
+
+	for (int i = 0; i < r->o->nr_spans; i++)
+		if (span_spec_resolve(&r->specs[i], f, err, sizeof(err))) {
+			pr_err("%s", err);
+			return -EINVAL;
+		}
 	return 0;
 }
 
@@ -545,10 +746,8 @@ int cmd_record(int argc, char **argv)
 	}
 	sp_verbose = o.verbose;
 	r.o = &o;
-	if (o.nr_spans) {
-		pr_err("--span is not available in this build yet");
+	if (o.nr_spans && parse_specs(&r))
 		goto cleanup;
-	}
 	if (!have_bpf_privileges()) {
 		pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
 		goto cleanup;
@@ -568,8 +767,19 @@ int cmd_record(int argc, char **argv)
 	}
 	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || check_targets(&o))
 		goto cleanup;
-	if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r) ||
-	    open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
+	if (o.nr_spans) {
+		struct sp_features f;
+
+		features_probe(&f);
+		if (resolve_specs(&r, &f))
+			goto cleanup;
+		if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r) ||
+		    setup_spans(&r, &online, &f))
+			goto cleanup;
+	} else if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r)) {
+		goto cleanup;
+	}
+	if (open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
 		goto cleanup;
 	if (o.cmd) {
 		e = workload__prepare(&r.wl, o.cmd);
@@ -585,6 +795,19 @@ int cmd_record(int argc, char **argv)
 	r.start_tod_ns = now_ns(CLOCK_REALTIME);
 	r.start_ns = now_ns(CLOCK_MONOTONIC);
 	r.last_progress_ns = r.start_ns;
+	if (r.cs) {
+		e = counters__start(r.cs);
+		if (e) {
+			pr_err("cannot attach the counters program: %s", loader_explain(e));
+			goto cleanup;
+		}
+		if (span_set__attach(r.spans, err, sizeof(err))) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+		/* The span ring wakes the loop when it fills. */
+		r.pfds[r.nr_rings] = (struct pollfd){ .fd = span_set__ring_fd(r.spans), .events = POLLIN };
+	}
 	if (start_events(&r))
 		goto cleanup;
 	e = synthesize(&r);
@@ -599,7 +822,7 @@ int cmd_record(int argc, char **argv)
 	if (o.duration)
 		deadline = r.start_ns + (__u64)(o.duration * 1e9);
 	while (!runctl_stop_requested()) {
-		int timeout = POLL_MS;
+		int timeout = r.spans ? SPAN_POLL_MS : POLL_MS;
 
 		if (deadline) {
 			__u64 now = now_ns(CLOCK_MONOTONIC);
@@ -608,7 +831,7 @@ int cmd_record(int argc, char **argv)
 				break;
 			timeout = SP_MIN((__u64)POLL_MS, (deadline - now) / 1000000 + 1);
 		}
-		runctl_wait(r.pfds, r.nr_rings, timeout);
+		runctl_wait(r.pfds, r.nr_rings + !!r.spans, timeout);
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
@@ -620,6 +843,8 @@ int cmd_record(int argc, char **argv)
 	}
 	for (int i = 0; i < r.nr_evs; i++)
 		pe_set__disable(r.sets[i]);
+	if (r.cs)
+		counters__stop(r.cs);
 	e = drain_all(&r);
 	if (e) {
 		pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "perf_data.h"
+#include "report_spans.h"
 #include "util.h"
 
 enum sort_key { SORT_COMM = 1, SORT_PID = 2, SORT_TID = 4 };
@@ -34,14 +35,17 @@ struct report {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: spanperf report [-i FILE] [--sort KEYS] [--format text|json]\n\n"
+	fprintf(out, "Usage: spanperf report [-i FILE] [--sort KEYS] [--spans] [--format text|json]\n\n"
 		     "  -i, --input FILE     perf.data to read (default perf.data)\n"
 		     "  -s, --sort KEYS      comma list of comm, pid, tid (default comm,pid)\n"
-		     "      --format FMT     text (default) or json: one object per row\n"
+		     "      --spans          spans recorded with --span, joined with their samples\n"
+		     "      --bpf-samples    with --spans --format json: add the count BPF kept\n"
+		     "      --format FMT     text (default) or json: one object per row or span\n"
 		     "  -h, --help           this text\n\n"
 		     "Examples:\n"
 		     "  spanperf report -i perf.data\n"
-		     "  spanperf report --sort tid --format json\n");
+		     "  spanperf report --sort tid --format json\n"
+		     "  spanperf report --spans --format json | jq .\n");
 }
 
 static int parse_sort(const char *s, unsigned *out)
@@ -184,14 +188,18 @@ static void print(struct report *r)
 
 int cmd_report(int argc, char **argv)
 {
+	enum { OPT_SPANS = 256, OPT_BPF_SAMPLES };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "spans", no_argument, NULL, OPT_SPANS },
+		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct report r = { .input = "perf.data", .sort = SORT_COMM | SORT_PID };
+	bool spans = false, bpf_samples = false;
 	struct pd_iter it = {};
 	struct pd_event ev;
 	char err[512];
@@ -218,6 +226,12 @@ int cmd_report(int argc, char **argv)
 			}
 			r.json = !strcmp(optarg, "json");
 			break;
+		case OPT_SPANS:
+			spans = true;
+			break;
+		case OPT_BPF_SAMPLES:
+			bpf_samples = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -232,6 +246,15 @@ int cmd_report(int argc, char **argv)
 	if (optind < argc) {
 		pr_err("unexpected argument '%s'; the input file goes after -i", argv[optind]);
 		return 1;
+	}
+	if (spans) {
+		struct spans_report_opts so = { .input = r.input, .json = r.json, .bpf_samples = bpf_samples };
+
+		if (spans_report(&so, err, sizeof(err))) {
+			pr_err("%s", err);
+			return 1;
+		}
+		return 0;
 	}
 	e = pd_reader__open(&r.rd, r.input, err, sizeof(err));
 	if (e) {

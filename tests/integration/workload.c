@@ -16,6 +16,12 @@
  *   workload threads N SECS      N threads that sleep for SECS (RSS tests)
  *   workload sleeps N US         N sleeps of US microseconds in a new thread
  *   workload pages N             touch N fresh pages in a new thread
+ *   workload calls N MS [FILE]   call hidden_work() N times, MS of CPU each,
+ *                                in a new thread; FILE gets the calls as
+ *                                external spans (JSON lines)
+ *   workload nest N              outer() calls inner() twice, N times; then
+ *                                recurse(5) N times
+ *   workload exit-inside         a thread that exits inside dying_work()
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -263,12 +269,128 @@ static int mode_counted(void *(*fn)(void *), const char *what, const char *n, co
 	return 0;
 }
 
+/* CPU burnt in a function of its own, so a uprobe span can mark it. */
+static NOINLINE void burn_ns(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * i;
+}
+
+NOINLINE void hidden_work(uint64_t ns)
+{
+	burn_ns(ns);
+	sink++;
+}
+
+struct calls {
+	long n;
+	uint64_t ns;
+	const char *file;
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+static void *caller_thread(void *arg)
+{
+	struct calls *c = arg;
+	FILE *f = c->file ? fopen(c->file, "w") : NULL;
+
+	c->tid = syscall(SYS_gettid);
+	for (long i = 0; i < c->n; i++) {
+		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(), t1;
+
+		hidden_work(c->ns);
+		t1 = mono_ns();
+		c->cpu_ns += thread_cpu_ns() - c0;
+		/* The spans an instrumented application would write itself. */
+		if (f)
+			fprintf(f, "{\"name\":\"hidden_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,"
+				   "\"end_ns\":%llu,\"trace_id\":\"t%ld\",\"span_id\":%ld}\n",
+				getpid(), c->tid, (unsigned long long)t0, (unsigned long long)t1, i / 10, i);
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+static int mode_calls(const char *n, const char *ms, const char *file)
+{
+	struct calls c = { atol(n), strtoull(ms, NULL, 10) * 1000000ull, file, 0, 0 };
+	pthread_t th;
+
+	pthread_create(&th, NULL, caller_thread, &c);
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"cpu_ns\":%llu}\n", getpid(), c.tid, c.n,
+	       (unsigned long long)c.cpu_ns);
+	return 0;
+}
+
+NOINLINE void inner(void)
+{
+	burn_ns(1000000);
+	sink++;
+}
+
+NOINLINE void outer(void)
+{
+	inner();
+	inner();
+	sink++;
+}
+
+NOINLINE void recurse(int depth)
+{
+	burn_ns(200000);
+	if (depth > 0)
+		recurse(depth - 1);
+	sink++;
+}
+
+static int mode_nest(const char *n)
+{
+	long k = atol(n);
+
+	for (long i = 0; i < k; i++)
+		outer();
+	for (long i = 0; i < k; i++)
+		recurse(5);
+	printf("{\"pid\":%d,\"tid\":%d,\"nest\":%ld}\n", getpid(), getpid(), k);
+	return 0;
+}
+
+NOINLINE void dying_work(void)
+{
+	burn_ns(20000000);
+	pthread_exit(NULL);
+}
+
+static void *dying_thread(void *arg)
+{
+	*(pid_t *)arg = syscall(SYS_gettid);
+	dying_work();
+	return NULL;
+}
+
+static int mode_exit_inside(void)
+{
+	pthread_t th;
+	pid_t tid = 0;
+
+	pthread_create(&th, NULL, dying_thread, &tid);
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"exited\":1}\n", getpid(), tid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N\n");
+	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -286,6 +408,12 @@ int main(int argc, char **argv)
 		r = mode_counted(sleeper_n, "sleeps", argv[2], argv[3]);
 	else if (!strcmp(argv[1], "pages"))
 		r = mode_counted(toucher, "pages", argv[2], NULL);
+	else if (!strcmp(argv[1], "calls") && argc > 3)
+		r = mode_calls(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
+	else if (!strcmp(argv[1], "nest"))
+		r = mode_nest(argv[2]);
+	else if (!strcmp(argv[1], "exit-inside"))
+		r = mode_exit_inside();
 	else
 		fprintf(stderr, "workload: unknown mode '%s'\n", argv[1]);
 	return r;

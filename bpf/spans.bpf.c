@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Spans: a probe pair marks the start and end of a span on a thread.
+ *
+ * At each boundary the program reads the thread's running totals: from the
+ * counters program's per-TID map plus the slice it is in (the map alone is
+ * stale mid-slice), and its sample count from the sampling program's map.
+ * The begin pushes them on the thread's span stack (task-local storage);
+ * the end pops, subtracts, and sends the span to user space.
+ *
+ * One program per boundary kind and per --span index, generated below:
+ * the index is a constant in each, so no attach cookie (5.15+) is needed.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "spanperf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 nr_cpus = 1;
+const volatile __u32 nr_span_counters = 0;
+const volatile __u8 span_ctr_kind[SP_MAX_COUNTERS] = {};
+const volatile __u8 span_ctr_slot[SP_MAX_COUNTERS] = {};
+const volatile __u8 span_source[SP_MAX_SPANS] = {};
+const volatile __u64 min_ns = 0;
+const volatile __u64 ring_size = 0;
+
+/* ---- maps shared with counters.bpf.c and sample.bpf.c (reused fds) ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_snap);
+} snap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_counts);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_thread);
+} threads SEC(".maps");
+
+/* ---- this program's own ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sp_stack);
+} stacks SEC(".maps");
+
+/* Sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+} spans_rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/* The thread's running totals now: what the map holds plus the open slice. */
+static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
+	struct sp_snap *s = bpf_map_lookup_elem(&snap, &zero);
+	struct sp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	bool cur = s && s->valid && s->tid == tid;
+
+	for (__u32 k = 0; k < SP_MAX_COUNTERS; k++) {
+		__u8 kind = span_ctr_kind[k];
+		__u32 slot = span_ctr_slot[k] & (SP_MAX_COUNTERS - 1);
+		__u64 v = 0;
+
+		if (k >= nr_span_counters)
+			break;
+		if (kind == SP_CTR_ONCPU) {
+			v = c ? c->oncpu_ns : 0;
+			if (cur && now > s->ts)
+				v += now - s->ts;
+		} else if (kind == SP_CTR_SWITCHES) {
+			v = c ? c->switches : 0;
+		} else if (kind == SP_CTR_COUNTER) {
+			v = c ? c->value[slot] : 0;
+			if (cur) {
+				__u64 x = bpf_perf_event_read(&counters, slot * nr_cpus + cpu);
+
+				if (x < (__u64)-4095 && x >= s->value[slot])
+					v += x - s->value[slot];
+			}
+		}
+		out[k] = v;
+	}
+	*samples = t ? t->samples : 0;
+}
+
+static __always_inline int span_begin(__u32 idx, __u64 ip)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sp_stack *st = bpf_task_storage_get(&stacks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct sp_frame *f;
+	__u32 d;
+
+	if (!st) {
+		stat_inc(SP_STAT_SPANS_NOSTACK);
+		return 0;
+	}
+	d = st->depth;
+	st->depth = d + 1;
+	if (d >= SP_SPAN_DEPTH) {
+		stat_inc(SP_STAT_SPANS_TOO_DEEP);
+		return 0;
+	}
+	f = &st->f[d & (SP_SPAN_DEPTH - 1)];
+	f->idx = idx;
+	f->ip = ip;
+	f->start = bpf_ktime_get_ns();
+	read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples);
+	return 0;
+}
+
+/* Wake the reader only when the ring fills up: a wakeup per span costs more than the span. */
+static __always_inline __u64 wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&spans_rb, BPF_RB_AVAIL_DATA) > ring_size / 2 ? BPF_RB_FORCE_WAKEUP
+									       : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
+{
+	__u64 id = bpf_get_current_pid_tgid(), samples, cur[SP_MAX_COUNTERS] = {};
+	struct sp_span *out;
+
+	read_totals((__u32)id, now, cur, &samples);
+	out = bpf_ringbuf_reserve(&spans_rb, sizeof(*out), 0);
+	if (!out) {
+		stat_inc(SP_STAT_SPANS_LOST);
+		return;
+	}
+	out->start_ns = f->start;
+	out->end_ns = now;
+	out->ip = f->ip;
+	out->samples = samples - f->samples;
+	for (__u32 k = 0; k < SP_MAX_COUNTERS; k++)
+		out->counters[k] = cur[k] - f->counters[k];
+	out->pid = id >> 32;
+	out->tid = (__u32)id;
+	out->cpu = bpf_get_smp_processor_id();
+	out->idx = f->idx;
+	out->depth = depth;
+	out->flags = flags;
+	out->source = span_source[f->idx & (SP_MAX_SPANS - 1)];
+	__builtin_memset(out->pad, 0, sizeof(out->pad));
+	bpf_ringbuf_submit(out, wakeup_flag());
+}
+
+static __always_inline int span_end(__u32 idx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sp_stack *st = bpf_task_storage_get(&stacks, task, 0, 0);
+	struct sp_frame *f;
+	__u64 now;
+	__u32 d;
+
+	if (!st || !st->depth) {
+		stat_inc(SP_STAT_SPANS_UNMATCHED);
+		return 0;
+	}
+	d = --st->depth;
+	if (d >= SP_SPAN_DEPTH)
+		return 0; /* a frame too deep to keep: counted at its begin */
+	f = &st->f[d & (SP_SPAN_DEPTH - 1)];
+	if (f->idx != idx) {
+		/*
+		 * Not the innermost span: a return was lost (longjmp, or a begin
+		 * dropped).  Unwind to the nearest open span of this kind.
+		 */
+		__u32 k;
+
+		for (k = 0; k < SP_SPAN_DEPTH; k++) {
+			if (k >= d || st->f[(d - 1 - k) & (SP_SPAN_DEPTH - 1)].idx == idx)
+				break;
+		}
+		stat_inc(SP_STAT_SPANS_UNMATCHED);
+		if (k >= d) {
+			st->depth = d + 1; /* no such span open: leave the stack as it was */
+			return 0;
+		}
+		d = d - 1 - k;
+		st->depth = d;
+		f = &st->f[d & (SP_SPAN_DEPTH - 1)];
+	}
+	now = bpf_ktime_get_ns();
+	if (now - f->start < min_ns) {
+		stat_inc(SP_STAT_SPANS_SHORT);
+		return 0;
+	}
+	emit(f, now, d, 0);
+	return 0;
+}
+
+/* A thread that exits inside spans: they end with it, marked unfinished. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(span_exit, struct task_struct *p)
+{
+	struct sp_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 d;
+
+	if (!st || !st->depth)
+		return 0;
+	stat_inc(SP_STAT_SPANS_UNFINISHED);
+	d = st->depth;
+	for (__u32 k = 0; k < SP_SPAN_DEPTH; k++) {
+		if (k >= d)
+			break;
+		if (d - 1 - k < SP_SPAN_DEPTH)
+			emit(&st->f[(d - 1 - k) & (SP_SPAN_DEPTH - 1)], now, d - 1 - k, SP_SPAN_UNFINISHED);
+	}
+	st->depth = 0;
+	return 0;
+}
+
+#define SPAN_PROGS(N)                                                        \
+	SEC("uprobe")                                                        \
+	int BPF_KPROBE(uprobe_begin_##N)                                     \
+	{                                                                    \
+		return span_begin(N, PT_REGS_IP(ctx));                       \
+	}                                                                    \
+	SEC("uretprobe")                                                     \
+	int BPF_KRETPROBE(uprobe_end_##N)                                    \
+	{                                                                    \
+		return span_end(N);                                          \
+	}                                                                    \
+	SEC("kprobe")                                                        \
+	int BPF_KPROBE(kprobe_begin_##N)                                     \
+	{                                                                    \
+		return span_begin(N, PT_REGS_IP(ctx));                       \
+	}                                                                    \
+	SEC("kretprobe")                                                     \
+	int BPF_KRETPROBE(kprobe_end_##N)                                    \
+	{                                                                    \
+		return span_end(N);                                          \
+	}                                                                    \
+	/* fentry/fexit targets are set from user space before load. */     \
+	SEC("fentry")                                                        \
+	int BPF_PROG(fentry_begin_##N)                                       \
+	{                                                                    \
+		return span_begin(N, 0);                                     \
+	}                                                                    \
+	SEC("fexit")                                                         \
+	int BPF_PROG(fexit_end_##N)                                          \
+	{                                                                    \
+		return span_end(N);                                          \
+	}                                                                    \
+	SEC("tracepoint")                                                    \
+	int tp_begin_##N(void *ctx)                                          \
+	{                                                                    \
+		return span_begin(N, 0);                                     \
+	}                                                                    \
+	SEC("tracepoint")                                                    \
+	int tp_end_##N(void *ctx)                                            \
+	{                                                                    \
+		return span_end(N);                                          \
+	}
+
+SPAN_PROGS(0)
+SPAN_PROGS(1)
+SPAN_PROGS(2)
+SPAN_PROGS(3)
+SPAN_PROGS(4)
+SPAN_PROGS(5)
+SPAN_PROGS(6)
+SPAN_PROGS(7)

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report --spans and annotate: spans joined with the samples of their
+ * thread inside [start, end], with the top functions inside and the
+ * counters the span programs measured.  Spans come from the perf.data
+ * (records of attrs named spanperf:NAME) or, for annotate, from a JSONL
+ * file written anywhere else.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "correlate.h"
+#include "perf_data.h"
+#include "report_spans.h"
+#include "spans.h"
+#include "spans_jsonl.h"
+#include "symbols.h"
+#include "util.h"
+
+#define TOP_N 5
+
+/* A sample, as the join needs it. */
+struct sinfo {
+	__s32 pid;
+	__u32 tid;
+	bool kernel;
+	__u64 ip, time;
+	const char *leaf; /* resolved lazily, only for samples inside spans */
+};
+
+struct span_row {
+	__u32 tid, pid;
+	__u64 start, end;
+	int name;	/* index into names */
+	int source;
+	bool unfinished;
+	__u64 bpf_samples;
+	__u64 counters[SP_MAX_COUNTERS];
+	const struct ext_span *ext;
+	size_t first, count; /* the join's result */
+};
+
+struct sr {
+	const struct spans_report_opts *o;
+	struct pd_reader *rd;
+	struct symbolizer *sym;
+	char **names;
+	int nr_names;
+	char *ctr_names[SP_MAX_COUNTERS];
+	int nr_ctr;
+	struct sinfo *s;
+	size_t ns, cap_s;
+	struct span_row *sp;
+	size_t nsp, cap_sp;
+	struct corr_sample *sorted; /* the join's sample order */
+	struct u64_map tid_pid;	    /* from COMM records, for external spans without pid */
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+	void *np;
+
+	if (n < *cap)
+		return 0;
+	np = realloc(*p, (*cap ? *cap * 2 : 4096) * elem);
+	if (!np)
+		return -ENOMEM;
+	*cap = *cap ? *cap * 2 : 4096;
+	*p = np;
+	return 0;
+}
+
+static int name_index(struct sr *r, const char *name)
+{
+	char **nn;
+
+	for (int i = 0; i < r->nr_names; i++)
+		if (!strcmp(r->names[i], name))
+			return i;
+	nn = realloc(r->names, (r->nr_names + 1) * sizeof(*nn));
+	if (!nn)
+		return -ENOMEM;
+	r->names = nn;
+	nn[r->nr_names] = strdup(name);
+	return nn[r->nr_names] ? r->nr_names++ : -ENOMEM;
+}
+
+static bool is_span_attr(const struct pd_attr *a)
+{
+	return a && a->name && !strncmp(a->name, SPAN_ATTR_PREFIX, strlen(SPAN_ATTR_PREFIX)) &&
+	       (a->attr.sample_type & PERF_SAMPLE_RAW);
+}
+
+/* "spanperf-counters:task-clock,context-switches": what counters[k] of a span means. */
+static void counter_names(struct sr *r)
+{
+	for (int i = 0; i < r->rd->nr_attrs; i++) {
+		const char *n = r->rd->attrs[i].name, *p;
+
+		if (!n || strncmp(n, SPAN_COUNTERS_PREFIX, strlen(SPAN_COUNTERS_PREFIX)))
+			continue;
+		for (p = n + strlen(SPAN_COUNTERS_PREFIX); *p && r->nr_ctr < SP_MAX_COUNTERS;) {
+			size_t l = strcspn(p, ",");
+
+			r->ctr_names[r->nr_ctr++] = strndup(p, l);
+			p += l + (p[l] == ',');
+		}
+		return;
+	}
+}
+
+static int collect(struct sr *r, bool want_file_spans)
+{
+	struct pd_iter it = {};
+	struct pd_event ev;
+	int e;
+
+	while ((e = pd_reader__next(r->rd, &it, &ev)) > 0) {
+		if (ev.hdr->type == PERF_RECORD_COMM && ev.hdr->size >= 16) {
+			__u32 pid, tid;
+			uint64_t *v;
+
+			memcpy(&pid, (const char *)ev.hdr + 8, 4);
+			memcpy(&tid, (const char *)ev.hdr + 12, 4);
+			v = u64_map_get(&r->tid_pid, tid, true);
+			if (!v)
+				return -ENOMEM;
+			*v = pid;
+			continue;
+		}
+		if (ev.hdr->type != PERF_RECORD_SAMPLE || !ev.attr)
+			continue;
+		if (is_span_attr(ev.attr)) {
+			struct sp_span sp;
+			struct span_row row = {};
+
+			if (!want_file_spans)
+				continue;
+			if (ev.sample.raw_size < sizeof(sp))
+				continue; /* a future layout we cannot read */
+			memcpy(&sp, ev.sample.raw, sizeof(sp));
+			row.name = name_index(r, ev.attr->name + strlen(SPAN_ATTR_PREFIX));
+			if (row.name < 0)
+				return -ENOMEM;
+			row.tid = sp.tid;
+			row.pid = sp.pid;
+			row.start = sp.start_ns;
+			row.end = sp.end_ns;
+			row.source = sp.source;
+			row.unfinished = sp.flags & SP_SPAN_UNFINISHED;
+			row.bpf_samples = sp.samples;
+			memcpy(row.counters, sp.counters, sizeof(row.counters));
+			if (grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+				return -ENOMEM;
+			r->sp[r->nsp++] = row;
+			continue;
+		}
+		if (grow((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
+			return -ENOMEM;
+		r->s[r->ns++] = (struct sinfo){
+			.pid = ev.sample.pid, .tid = ev.sample.tid, .ip = ev.sample.ip, .time = ev.sample.time,
+			.kernel = (ev.hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
+		};
+	}
+	return e;
+}
+
+static int add_external(struct sr *r, const struct ext_span *ext, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct span_row row = { .tid = ext[i].tid, .pid = ext[i].pid, .start = ext[i].start,
+					.end = ext[i].end, .source = SP_SRC_EXTERNAL, .ext = &ext[i] };
+		uint64_t *pid = u64_map_get(&r->tid_pid, ext[i].tid, false);
+
+		if (!ext[i].has_pid)
+			row.pid = pid ? *pid : ext[i].tid;
+		row.name = name_index(r, ext[i].name);
+		if (row.name < 0 || grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+			return -ENOMEM;
+		r->sp[r->nsp++] = row;
+	}
+	return 0;
+}
+
+static int join(struct sr *r)
+{
+	struct corr_span *c = malloc((r->nsp ? r->nsp : 1) * sizeof(*c));
+
+	r->sorted = malloc((r->ns ? r->ns : 1) * sizeof(*r->sorted));
+	if (!c || !r->sorted) {
+		free(c);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->ns; i++)
+		r->sorted[i] = (struct corr_sample){ r->s[i].tid, (__u32)i, r->s[i].time };
+	for (size_t i = 0; i < r->nsp; i++)
+		c[i] = (struct corr_span){ .tid = r->sp[i].tid, .start = r->sp[i].start, .end = r->sp[i].end };
+	correlate(r->sorted, r->ns, c, r->nsp);
+	for (size_t i = 0; i < r->nsp; i++) {
+		r->sp[i].first = c[i].first;
+		r->sp[i].count = c[i].count;
+	}
+	free(c);
+	return 0;
+}
+
+static const char *leaf(struct sr *r, size_t sorted_idx)
+{
+	struct sinfo *s = &r->s[r->sorted[sorted_idx].idx];
+
+	if (!s->leaf) {
+		struct sym sym;
+
+		symbolizer__resolve(r->sym, s->pid, s->ip, s->time, s->kernel, &sym);
+		s->leaf = sym.name;
+	}
+	return s->leaf;
+}
+
+struct topc {
+	const char *name;
+	__u64 n;
+};
+
+static int cmp_top(const void *a, const void *b)
+{
+	const struct topc *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* The most frequent leaf functions of samples [first, first+count); returns how many. */
+static int top_of(struct sr *r, size_t first, size_t count, struct topc **out, size_t *cap)
+{
+	size_t n = 0;
+
+	for (size_t i = first; i < first + count; i++) {
+		const char *name = leaf(r, i);
+		size_t k;
+
+		/* Names are owned by the symbolizer: one pointer per distinct symbol. */
+		for (k = 0; k < n && (*out)[k].name != name; k++)
+			;
+		if (k == n) {
+			if (grow((void **)out, cap, n, sizeof(**out)))
+				return -ENOMEM;
+			(*out)[n++] = (struct topc){ name, 0 };
+		}
+		(*out)[k].n++;
+	}
+	qsort(*out, n, sizeof(**out), cmp_top);
+	return n;
+}
+
+static bool ctr_is_clock(const char *name)
+{
+	return !strcmp(name, "task-clock") || !strcmp(name, "cpu-clock");
+}
+
+static void json_span(struct sr *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
+{
+	sbuf_printf(b, "{\"name\":");
+	sbuf_json_str(b, r->names[sp->name]);
+	sbuf_printf(b, ",\"source\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%llu,\"end_ns\":%llu,"
+		       "\"duration_ns\":%llu,\"samples\":%zu,\"counters\":{",
+		    span_source_name(sp->source), sp->pid, sp->tid, (unsigned long long)sp->start,
+		    (unsigned long long)sp->end, (unsigned long long)(sp->end - sp->start), sp->count);
+	if (sp->source != SP_SRC_EXTERNAL)
+		for (int k = 0; k < r->nr_ctr; k++) {
+			sbuf_printf(b, "%s", k ? "," : "");
+			sbuf_json_str(b, r->ctr_names[k]);
+			if (ctr_is_clock(r->ctr_names[k]))
+				sbuf_printf(b, ":%.6f", sp->counters[k] / 1e6);
+			else
+				sbuf_printf(b, ":%llu", (unsigned long long)sp->counters[k]);
+		}
+	sbuf_printf(b, "},\"top\":[");
+	for (int k = 0; k < ntop && k < TOP_N; k++) {
+		sbuf_printf(b, "%s{\"sym\":", k ? "," : "");
+		sbuf_json_str(b, top[k].name);
+		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)top[k].n);
+	}
+	sbuf_printf(b, "]");
+	if (sp->ext && sp->ext->trace_id[0])
+		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
+	if (sp->ext && sp->ext->span_id[0])
+		sbuf_printf(b, ",\"span_id\":%s", sp->ext->span_id);
+	if (sp->unfinished)
+		sbuf_printf(b, ",\"unfinished\":true");
+	if (r->o->bpf_samples && sp->source != SP_SRC_EXTERNAL)
+		sbuf_printf(b, ",\"bpf_samples\":%llu", (unsigned long long)sp->bpf_samples);
+	sbuf_printf(b, "}\n");
+}
+
+static int cmp_row_start(const void *a, const void *b)
+{
+	const struct span_row *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return (x > y) - (x < y);
+}
+
+static __u64 pct(const __u64 *sorted, size_t n, double p)
+{
+	size_t i = (size_t)(p * (n - 1) + 0.5);
+
+	return n ? sorted[i < n ? i : n - 1] : 0;
+}
+
+/* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
+static int print_table(struct sr *r, FILE *out)
+{
+	struct topc *top = NULL;
+	size_t tcap = 0;
+	__u64 *dur = malloc((r->nsp ? r->nsp : 1) * sizeof(*dur));
+
+	if (!dur)
+		return -ENOMEM;
+	/* External spans carry no counters: no columns for them. */
+	if (r->o->external)
+		r->nr_ctr = 0;
+	fprintf(out, "# %zu spans of %d kinds, %zu samples\n#\n", r->nsp, r->nr_names, r->ns);
+	fprintf(out, "# %-20s %-10s %8s %10s %10s %10s %8s", "name", "source", "count", "p50 ms", "p99 ms",
+		"max ms", "samples");
+	for (int k = 0; k < r->nr_ctr; k++)
+		fprintf(out, " %14s", r->ctr_names[k]);
+	fprintf(out, "  top functions inside\n");
+	for (int n = 0; n < r->nr_names; n++) {
+		size_t cnt = 0, samples = 0, first = 0;
+		__u64 ctr[SP_MAX_COUNTERS] = {};
+		int src = 0, ntop;
+		/* All samples of all spans of this name, pooled for the top list. */
+		struct topc *pool = NULL;
+		size_t npool = 0, pcap = 0;
+
+		for (size_t i = 0; i < r->nsp; i++) {
+			const struct span_row *sp = &r->sp[i];
+
+			if (sp->name != n)
+				continue;
+			dur[cnt++] = sp->end - sp->start;
+			samples += sp->count;
+			src = sp->source;
+			for (int k = 0; k < r->nr_ctr; k++)
+				ctr[k] += sp->counters[k];
+			ntop = top_of(r, sp->first, sp->count, &top, &tcap);
+			for (int t = 0; t < ntop; t++) {
+				size_t k;
+
+				for (k = 0; k < npool && pool[k].name != top[t].name; k++)
+					;
+				if (k == npool) {
+					if (grow((void **)&pool, &pcap, npool, sizeof(*pool)))
+						break;
+					pool[npool++] = (struct topc){ top[t].name, 0 };
+				}
+				pool[k].n += top[t].n;
+			}
+			(void)first;
+		}
+		qsort(dur, cnt, sizeof(*dur), cmp_u64);
+		qsort(pool, npool, sizeof(*pool), cmp_top);
+		fprintf(out, "  %-20s %-10s %8zu %10.3f %10.3f %10.3f %8zu", r->names[n], span_source_name(src), cnt,
+			pct(dur, cnt, 0.5) / 1e6, pct(dur, cnt, 0.99) / 1e6, cnt ? dur[cnt - 1] / 1e6 : 0, samples);
+		for (int k = 0; k < r->nr_ctr; k++) {
+			/* per span: what one of them typically costs */
+			double v = cnt ? (double)ctr[k] / cnt : 0;
+
+			if (ctr_is_clock(r->ctr_names[k]))
+				fprintf(out, " %11.3f ms", v / 1e6);
+			else
+				fprintf(out, " %14.1f", v);
+		}
+		fprintf(out, " ");
+		for (size_t t = 0; t < npool && t < 3; t++)
+			fprintf(out, " %s %.0f%%", pool[t].name, samples ? 100.0 * pool[t].n / samples : 0);
+		fprintf(out, "\n");
+		free(pool);
+	}
+	if (r->nr_ctr)
+		fprintf(out, "#\n# counters are means per span; samples are those of the span's thread inside it\n");
+	free(top);
+	free(dur);
+	return 0;
+}
+
+static int print_json(struct sr *r, FILE *out)
+{
+	struct topc *top = NULL;
+	size_t tcap = 0;
+	struct sbuf b = {};
+	int e = 0;
+
+	for (size_t i = 0; i < r->nsp && !e; i++) {
+		int ntop = top_of(r, r->sp[i].first, r->sp[i].count, &top, &tcap);
+
+		if (ntop < 0) {
+			e = ntop;
+			break;
+		}
+		b.len = 0;
+		json_span(r, &r->sp[i], top, ntop, &b);
+		if (b.err)
+			e = b.err;
+		else if (fwrite(b.p, 1, b.len, out) != b.len)
+			e = -EIO;
+	}
+	sbuf_free(&b);
+	free(top);
+	return e;
+}
+
+int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
+{
+	struct sr r = { .o = o };
+	struct ext_span *ext = NULL;
+	size_t next = 0;
+	char *text = NULL;
+	size_t len;
+	int e;
+
+	e = pd_reader__open(&r.rd, o->input, err, errlen);
+	if (e)
+		return e;
+	if (o->external) {
+		e = read_file_all(o->external, &text, &len);
+		if (e) {
+			snprintf(err, errlen, "cannot read --spans '%s': %s", o->external, strerror(-e));
+			goto cleanup;
+		}
+		e = ext_spans_parse(text, len, o->external, &ext, &next, err, errlen);
+		if (e)
+			goto cleanup;
+	}
+	counter_names(&r);
+	r.sym = symbolizer__new(&r.rd->meta, NULL);
+	if (!r.sym) {
+		e = -ENOMEM;
+		goto oom;
+	}
+	e = symbolizer__load_maps(r.sym, r.rd);
+	if (e < 0)
+		goto bad;
+	e = collect(&r, !o->external);
+	if (e < 0)
+		goto bad;
+	if (o->external && add_external(&r, ext, next))
+		goto oom;
+	qsort(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
+	if (join(&r))
+		goto oom;
+	if (!r.nsp && !o->external) {
+		snprintf(err, errlen, "%s has no spans; record them with --span (see 'spanperf record --help')", o->input);
+		e = -ENOENT;
+		goto cleanup;
+	}
+	e = o->json ? print_json(&r, stdout) : print_table(&r, stdout);
+	if (e == -ENOMEM)
+		goto oom;
+	goto cleanup;
+bad:
+	snprintf(err, errlen, "%s", r.rd->err);
+	goto cleanup;
+oom:
+	e = -ENOMEM;
+	snprintf(err, errlen, "out of memory joining spans of %s", o->input);
+cleanup:
+	for (int i = 0; i < r.nr_names; i++)
+		free(r.names[i]);
+	for (int i = 0; i < r.nr_ctr; i++)
+		free(r.ctr_names[i]);
+	free(r.names);
+	free(r.s);
+	free(r.sp);
+	free(r.sorted);
+	free(ext);
+	free(text);
+	u64_map_free(&r.tid_pid);
+	symbolizer__free(r.sym);
+	pd_reader__free(r.rd);
+	return e;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* report --spans and annotate: spans joined with their samples, as a table or JSON lines. */
+#ifndef SP_REPORT_SPANS_H
+#define SP_REPORT_SPANS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Span records are samples of attrs named like this... */
+#define SPAN_ATTR_PREFIX "spanperf:"
+/* ...and one attr of this name lists what their counters are. */
+#define SPAN_COUNTERS_PREFIX "spanperf-counters:"
+
+struct spans_report_opts {
+	const char *input;     /* perf.data */
+	const char *external;  /* annotate: the spans JSONL, else NULL */
+	bool json;
+	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
+};
+
+int spans_report(const struct spans_report_opts *o, char *err, size_t errlen);
+
+#endif

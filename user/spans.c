@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+#include "features.h"
+#include "loader.h"
+#include "spans.h"
+#include "symbols.h"
+#include "util.h"
+#include "spans.skel.h"
+
+static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool is_ident(const char *s, const char *extra)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
+static int copy_part(char *dst, size_t len, const char *src, size_t n)
+{
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+	return 0;
+}
+
+/* "CAT:NAME" */
+static int parse_tp(const char *s, size_t n, char *cat, char *ev)
+{
+	const char *colon = memchr(s, ':', n);
+
+	if (!colon || copy_part(cat, 64, s, colon - s) || copy_part(ev, 64, colon + 1, s + n - colon - 1))
+		return -EINVAL;
+	return is_ident(cat, "") && is_ident(ev, "") ? 0 : -EINVAL;
+}
+
+int span_spec_parse(const char *s, struct span_spec *sp, char *err, size_t errlen)
+{
+	const char *rest;
+
+	memset(sp, 0, sizeof(*sp));
+	if (!s || strlen(s) >= sizeof(sp->text))
+		return fail(err, errlen, "--span '%.40s': the spec is too long", s ? s : "");
+	snprintf(sp->text, sizeof(sp->text), "%s", s);
+	if (!strncmp(s, "kprobe:", 7)) {
+		const char *at;
+
+		rest = s + 7;
+		sp->kind = SPAN_KPROBE;
+		at = strchr(rest, '@');
+		if (copy_part(sp->func, sizeof(sp->func), rest, at ? (size_t)(at - rest) : strlen(rest)) ||
+		    !is_ident(sp->func, "."))
+			return fail(err, errlen, "--span '%s': 'kprobe:' needs a kernel function name", s);
+		if (at) {
+			if (!strcmp(at + 1, "kprobe"))
+				sp->kmode = KMODE_KPROBE;
+			else if (!strcmp(at + 1, "fentry"))
+				sp->kmode = KMODE_FENTRY;
+			else if (!strcmp(at + 1, "auto"))
+				sp->kmode = KMODE_AUTO;
+			else
+				return fail(err, errlen, "--span '%s': mode '@%s' is not @kprobe, @fentry or @auto", s, at + 1);
+		}
+		snprintf(sp->name, sizeof(sp->name), "%s", sp->func);
+		return 0;
+	}
+	if (!strncmp(s, "uprobe:", 7)) {
+		const char *colon;
+
+		rest = s + 7;
+		sp->kind = SPAN_UPROBE;
+		colon = strchr(rest, ':');
+		if (!colon || colon == rest || !colon[1])
+			return fail(err, errlen, "--span '%s': the form is uprobe:PATH:FUNC", s);
+		if (copy_part(sp->path, sizeof(sp->path), rest, colon - rest) ||
+		    copy_part(sp->func, sizeof(sp->func), colon + 1, strlen(colon + 1)) || !is_ident(sp->func, ".:$"))
+			return fail(err, errlen, "--span '%s': '%s' is not a function name", s, colon + 1);
+		snprintf(sp->name, sizeof(sp->name), "%s", sp->func);
+		return 0;
+	}
+	if (!strncmp(s, "syscall:", 8)) {
+		rest = s + 8;
+		sp->kind = SPAN_SYSCALL;
+		if (!is_ident(rest, "") || strlen(rest) > 40)
+			return fail(err, errlen, "--span '%s': 'syscall:' needs a syscall name like read", s);
+		snprintf(sp->name, sizeof(sp->name), "%s", rest);
+		snprintf(sp->cat[0], 64, "syscalls");
+		snprintf(sp->cat[1], 64, "syscalls");
+		snprintf(sp->ev[0], sizeof(sp->ev[0]), "sys_enter_%.40s", rest);
+		snprintf(sp->ev[1], sizeof(sp->ev[1]), "sys_exit_%.40s", rest);
+		return 0;
+	}
+	if (!strncmp(s, "tracepoint:", 11)) {
+		const char *comma;
+
+		rest = s + 11;
+		sp->kind = SPAN_TRACEPOINT;
+		comma = strchr(rest, ',');
+		if (!comma || parse_tp(rest, comma - rest, sp->cat[0], sp->ev[0]) ||
+		    parse_tp(comma + 1, strlen(comma + 1), sp->cat[1], sp->ev[1]))
+			return fail(err, errlen, "--span '%s': the form is tracepoint:CAT:BEGIN,CAT:END", s);
+		snprintf(sp->name, sizeof(sp->name), "%s", sp->ev[0]);
+		return 0;
+	}
+	return fail(err, errlen, "--span '%s': unknown source; use kprobe:, uprobe:, syscall: or tracepoint:", s);
+}
+
+/* Library names go through the usual directories; command names through $PATH. */
+static int find_file(const char *name, char *out, size_t len)
+{
+	static const char *const dirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+					     "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib" };
+	const char *env[2] = { getenv("LD_LIBRARY_PATH"), getenv("PATH") };
+
+	if (strchr(name, '/')) {
+		if (access(name, R_OK))
+			return -errno;
+		if (!realpath(name, out))
+			snprintf(out, len, "%s", name);
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (snprintf(out, len, "%s/%s", dirs[i], name) >= (int)len)
+			continue;
+		if (!access(out, R_OK))
+			return 0;
+	}
+	for (int e = 0; e < 2; e++) {
+		char *copy, *tok, *save = NULL;
+
+		if (!env[e])
+			continue;
+		copy = strdup(env[e]);
+		for (tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save)) {
+			if (snprintf(out, len, "%s/%s", tok, name) >= (int)len)
+				continue;
+			if (!access(out, R_OK)) {
+				free(copy);
+				return 0;
+			}
+		}
+		free(copy);
+	}
+	return -ENOENT;
+}
+
+static int tp_exists(const char *tracefs, const char *cat, const char *ev)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%.100s/events/%.64s/%.80s/id", tracefs, cat, ev);
+	return access(path, R_OK) == 0;
+}
+
+int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int e;
+
+	switch (sp->kind) {
+	case SPAN_UPROBE:
+		if (!f->uprobe)
+			return fail(err, errlen, "--span '%s': this kernel has no uprobes (CONFIG_UPROBE_EVENTS)", sp->text);
+		e = find_file(sp->path, path, sizeof(path));
+		if (e)
+			return fail(err, errlen, "--span '%s': cannot find '%s'%s", sp->text, sp->path,
+				    strchr(sp->path, '/') ? "" : " in the library directories or $PATH");
+		e = symbols_find_function(path, sp->func, &sp->offset);
+		if (e == -ENOEXEC)
+			return fail(err, errlen, "--span '%s': %s is not an ELF file", sp->text, path);
+		if (e)
+			return fail(err, errlen, "--span '%s': no function '%s' in %s", sp->text, sp->func, path);
+		snprintf(sp->path, sizeof(sp->path), "%s", path);
+		sp->source = SP_SRC_UPROBE;
+		return 0;
+	case SPAN_SYSCALL:
+	case SPAN_TRACEPOINT:
+		if (f->tracefs_err)
+			return fail(err, errlen, "--span '%s': tracefs is not mounted and cannot be (%s)", sp->text,
+				    strerror(-f->tracefs_err));
+		for (int i = 0; i < 2; i++)
+			if (!tp_exists(f->tracefs_path, sp->cat[i], sp->ev[i])) {
+				if (sp->kind == SPAN_SYSCALL)
+					return fail(err, errlen, "--span '%s': no syscall named '%s' (no tracepoint syscalls/%s)",
+						    sp->text, sp->name, sp->ev[i]);
+				return fail(err, errlen, "--span '%s': no tracepoint %s:%s", sp->text, sp->cat[i], sp->ev[i]);
+			}
+		sp->source = sp->kind == SPAN_SYSCALL ? SP_SRC_SYSCALL : SP_SRC_TRACEPOINT;
+		return 0;
+	case SPAN_KPROBE:
+		if (sp->kmode != KMODE_FENTRY && !f->kprobe_err) {
+			sp->source = SP_SRC_KPROBE;
+			return 0;
+		}
+		if (sp->kmode != KMODE_KPROBE && !f->fentry_err) {
+			sp->source = SP_SRC_FENTRY;
+			return 0;
+		}
+		if (sp->kmode == KMODE_KPROBE)
+			return fail(err, errlen, "--span '%s': kprobes do not work on this kernel (%s; CONFIG_KPROBES off?)",
+				    sp->text, strerror(-f->kprobe_err));
+		if (sp->kmode == KMODE_FENTRY)
+			return fail(err, errlen, "--span '%s': fentry does not work on this kernel (%s)", sp->text,
+				    strerror(-f->fentry_err));
+		return fail(err, errlen, "--span '%s': neither kprobes (%s) nor fentry (%s) work on this kernel",
+			    sp->text, strerror(-f->kprobe_err), strerror(-f->fentry_err));
+	}
+	return -EINVAL;
+}
+
+const char *span_source_name(int source)
+{
+	switch (source) {
+	case SP_SRC_KPROBE: return "kprobe";
+	case SP_SRC_FENTRY: return "fentry";
+	case SP_SRC_UPROBE: return "uprobe";
+	case SP_SRC_SYSCALL: return "syscall";
+	case SP_SRC_TRACEPOINT: return "tracepoint";
+	case SP_SRC_EXTERNAL: return "external";
+	default: return "unknown";
+	}
+}
+
+struct span_set {
+	struct spans_bpf *skel;
+	const struct span_spec *specs;
+	int nr;
+	struct bpf_link *links[2 * SP_MAX_SPANS + 1];
+	int nr_links;
+	struct ring_buffer *rb;
+	span_fn fn;
+	void *ctx;
+	int nr_cpus;
+};
+
+/* The begin and end programs of spec i for its source. */
+static void progs_for(struct spans_bpf *k, int i, int source, struct bpf_program **b, struct bpf_program **e)
+{
+	struct bpf_program *ub[] = { k->progs.uprobe_begin_0, k->progs.uprobe_begin_1, k->progs.uprobe_begin_2,
+				     k->progs.uprobe_begin_3, k->progs.uprobe_begin_4, k->progs.uprobe_begin_5,
+				     k->progs.uprobe_begin_6, k->progs.uprobe_begin_7 };
+	struct bpf_program *ue[] = { k->progs.uprobe_end_0, k->progs.uprobe_end_1, k->progs.uprobe_end_2,
+				     k->progs.uprobe_end_3, k->progs.uprobe_end_4, k->progs.uprobe_end_5,
+				     k->progs.uprobe_end_6, k->progs.uprobe_end_7 };
+	struct bpf_program *kb[] = { k->progs.kprobe_begin_0, k->progs.kprobe_begin_1, k->progs.kprobe_begin_2,
+				     k->progs.kprobe_begin_3, k->progs.kprobe_begin_4, k->progs.kprobe_begin_5,
+				     k->progs.kprobe_begin_6, k->progs.kprobe_begin_7 };
+	struct bpf_program *ke[] = { k->progs.kprobe_end_0, k->progs.kprobe_end_1, k->progs.kprobe_end_2,
+				     k->progs.kprobe_end_3, k->progs.kprobe_end_4, k->progs.kprobe_end_5,
+				     k->progs.kprobe_end_6, k->progs.kprobe_end_7 };
+	struct bpf_program *fb[] = { k->progs.fentry_begin_0, k->progs.fentry_begin_1, k->progs.fentry_begin_2,
+				     k->progs.fentry_begin_3, k->progs.fentry_begin_4, k->progs.fentry_begin_5,
+				     k->progs.fentry_begin_6, k->progs.fentry_begin_7 };
+	struct bpf_program *fe[] = { k->progs.fexit_end_0, k->progs.fexit_end_1, k->progs.fexit_end_2,
+				     k->progs.fexit_end_3, k->progs.fexit_end_4, k->progs.fexit_end_5,
+				     k->progs.fexit_end_6, k->progs.fexit_end_7 };
+	struct bpf_program *tb[] = { k->progs.tp_begin_0, k->progs.tp_begin_1, k->progs.tp_begin_2,
+				     k->progs.tp_begin_3, k->progs.tp_begin_4, k->progs.tp_begin_5,
+				     k->progs.tp_begin_6, k->progs.tp_begin_7 };
+	struct bpf_program *te[] = { k->progs.tp_end_0, k->progs.tp_end_1, k->progs.tp_end_2,
+				     k->progs.tp_end_3, k->progs.tp_end_4, k->progs.tp_end_5,
+				     k->progs.tp_end_6, k->progs.tp_end_7 };
+
+	switch (source) {
+	case SP_SRC_UPROBE: *b = ub[i]; *e = ue[i]; break;
+	case SP_SRC_KPROBE: *b = kb[i]; *e = ke[i]; break;
+	case SP_SRC_FENTRY: *b = fb[i]; *e = fe[i]; break;
+	default: *b = tb[i]; *e = te[i]; break;
+	}
+}
+
+static int on_ring(void *ctx, void *data, size_t size)
+{
+	struct span_set *s = ctx;
+
+	if (size < sizeof(struct sp_span))
+		return 0;
+	return s->fn ? s->fn(s->ctx, data) : 0;
+}
+
+int span_set__open(struct span_set **out, const struct span_set_opts *o, char *err, size_t errlen)
+{
+	struct span_set *s;
+	struct bpf_program *p;
+	int e;
+
+	*out = NULL;
+	if (o->nr > SP_MAX_SPANS)
+		return fail(err, errlen, "%d --span given; at most %d per recording", o->nr, SP_MAX_SPANS);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->specs = o->specs;
+	s->nr = o->nr;
+	s->nr_cpus = libbpf_num_possible_cpus();
+	s->skel = spans_bpf__open();
+	if (!s->skel) {
+		e = -errno;
+		fail(err, errlen, "cannot open the spans BPF object: %s", strerror(-e));
+		goto cleanup;
+	}
+	s->skel->rodata->nr_cpus = s->nr_cpus;
+	s->skel->rodata->nr_span_counters = o->nr_counters;
+	for (__u32 k = 0; k < o->nr_counters && k < SP_MAX_COUNTERS; k++) {
+		s->skel->rodata->span_ctr_kind[k] = o->ctr_kind[k];
+		s->skel->rodata->span_ctr_slot[k] = o->ctr_slot[k];
+	}
+	s->skel->rodata->min_ns = o->min_ns;
+	s->skel->rodata->ring_size = o->ring_bytes;
+	bpf_map__set_max_entries(s->skel->maps.spans_rb, o->ring_bytes);
+	/* The counters' and the sampler's maps, shared: the spans read what those write. */
+	if ((e = bpf_map__reuse_fd(s->skel->maps.counters, o->counters_fd)) ||
+	    (e = bpf_map__reuse_fd(s->skel->maps.snap, o->snap_fd)) ||
+	    (e = bpf_map__reuse_fd(s->skel->maps.counts, o->counts_fd)) ||
+	    (e = bpf_map__reuse_fd(s->skel->maps.threads, o->threads_fd))) {
+		fail(err, errlen, "cannot share the counter maps with the span programs: %s", strerror(-e));
+		goto cleanup;
+	}
+	bpf_object__for_each_program(p, s->skel->obj)
+		bpf_program__set_autoload(p, false);
+	bpf_program__set_autoload(s->skel->progs.span_exit, true);
+	for (int i = 0; i < o->nr; i++) {
+		const struct span_spec *sp = &o->specs[i];
+		struct bpf_program *b, *en;
+
+		s->skel->rodata->span_source[i] = sp->source;
+		progs_for(s->skel, i, sp->source, &b, &en);
+		bpf_program__set_autoload(b, true);
+		bpf_program__set_autoload(en, true);
+		if (sp->source == SP_SRC_FENTRY &&
+		    ((e = bpf_program__set_attach_target(b, 0, sp->func)) ||
+		     (e = bpf_program__set_attach_target(en, 0, sp->func)))) {
+			fail(err, errlen, "--span '%s': no kernel function '%s' in BTF", sp->text, sp->func);
+			goto cleanup;
+		}
+	}
+	e = spans_bpf__load(s->skel);
+	if (e) {
+		fail(err, errlen, "cannot load the span programs: %s", loader_explain(e));
+		goto cleanup;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, NULL);
+	if (!s->rb) {
+		e = -errno;
+		fail(err, errlen, "cannot read the span ring buffer: %s", strerror(-e));
+		goto cleanup;
+	}
+	*out = s;
+	return 0;
+cleanup:
+	span_set__free(s);
+	return e;
+}
+
+int span_set__attach(struct span_set *s, char *err, size_t errlen)
+{
+	struct bpf_link *l;
+
+	l = bpf_program__attach(s->skel->progs.span_exit);
+	if (!l)
+		return fail(err, errlen, "cannot attach the thread-exit program: %s", strerror(errno));
+	s->links[s->nr_links++] = l;
+	for (int i = 0; i < s->nr; i++) {
+		const struct span_spec *sp = &s->specs[i];
+		struct bpf_program *b, *en;
+
+		progs_for(s->skel, i, sp->source, &b, &en);
+		for (int end = 0; end < 2; end++) {
+			struct bpf_program *p = end ? en : b;
+
+			switch (sp->source) {
+			case SP_SRC_UPROBE:
+				/* -1: every process that maps the file. */
+				l = bpf_program__attach_uprobe(p, end, -1, sp->path, sp->offset);
+				break;
+			case SP_SRC_KPROBE:
+				l = bpf_program__attach_kprobe(p, end, sp->func);
+				break;
+			case SP_SRC_FENTRY:
+				l = bpf_program__attach(p);
+				break;
+			default:
+				l = bpf_program__attach_tracepoint(p, sp->cat[end], sp->ev[end]);
+				break;
+			}
+			if (!l)
+				return fail(err, errlen, "--span '%s': cannot attach its %s (%s): %s", sp->text,
+					    end ? "end" : "begin", span_source_name(sp->source), strerror(errno));
+			s->links[s->nr_links++] = l;
+		}
+	}
+	return 0;
+}
+
+int span_set__consume(struct span_set *s, span_fn fn, void *ctx)
+{
+	int n;
+
+	s->fn = fn;
+	s->ctx = ctx;
+	n = ring_buffer__consume(s->rb);
+	return n < 0 ? n : 0;
+}
+
+int span_set__ring_fd(const struct span_set *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+void span_set__stats(struct span_set *s, struct span_stats *st)
+{
+	static const int idx[] = { SP_STAT_SPANS_LOST, SP_STAT_SPANS_TOO_DEEP, SP_STAT_SPANS_UNMATCHED,
+				   SP_STAT_SPANS_SHORT, SP_STAT_SPANS_NOSTACK, SP_STAT_SPANS_UNFINISHED };
+	__u64 *fields[] = { &st->lost, &st->too_deep, &st->unmatched, &st->short_dropped, &st->nostack,
+			    &st->unfinished };
+	__u64 vals[s->nr_cpus];
+
+	memset(st, 0, sizeof(*st));
+	for (size_t i = 0; i < ARRAY_SIZE(idx); i++) {
+		__u32 k = idx[i];
+
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
+			continue;
+		for (int c = 0; c < s->nr_cpus; c++)
+			*fields[i] += vals[c];
+	}
+}
+
+void span_set__free(struct span_set *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nr_links; i++)
+		bpf_link__destroy(s->links[i]);
+	ring_buffer__free(s->rb);
+	spans_bpf__destroy(s->skel);
+	free(s);
+}

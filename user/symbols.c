@@ -1,0 +1,760 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "symbols.h"
+#include "util.h"
+
+struct symbol {
+	__u64 start, end;
+	char *name;
+};
+
+struct segment {
+	__u64 off, vaddr, filesz;
+};
+
+struct dso {
+	char *path, *short_name;
+	char build_id[2 * BUILD_ID_MAX + 1]; /* as recorded */
+	bool kernel, jit, loaded;
+	struct symbol *syms;
+	int nr_syms;
+	struct segment *segs;
+	int nr_segs;
+	struct sym_dso_info info;
+	int id;
+};
+
+struct map {
+	__u64 start, end, pgoff, time;
+	struct dso *dso;
+};
+
+struct proc_maps {
+	__s32 pid;
+	struct map *maps;
+	int nr, cap;
+	bool sorted;
+	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
+	bool jit_tried;
+};
+
+struct symbolizer {
+	char root[PATH_MAX];
+	const struct pd_meta *recorded;
+	struct dso **dsos;
+	int nr_dsos;
+	struct u64_map dso_by_hash; /* FNV of path -> index + 1 (chained by linear probe on path) */
+	struct proc_maps *procs;
+	int nr_procs, cap_procs;
+	struct u64_map proc_by_pid;
+	struct dso *kernel;
+	struct sym_dso_info *infos;
+};
+
+static __u64 fnv(const char *s)
+{
+	__u64 h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Sorts, drops duplicates at one address, and closes sizeless symbols at the next one. */
+static void finish_symbols(struct dso *d)
+{
+	int j = 0;
+
+	qsort(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
+	for (int i = 0; i < d->nr_syms; i++) {
+		if (j && d->syms[j - 1].start == d->syms[i].start) {
+			/* Keep the one with a size; prefer the first name otherwise. */
+			if (d->syms[j - 1].end <= d->syms[j - 1].start && d->syms[i].end > d->syms[i].start) {
+				free(d->syms[j - 1].name);
+				d->syms[j - 1] = d->syms[i];
+			} else {
+				free(d->syms[i].name);
+			}
+			continue;
+		}
+		d->syms[j++] = d->syms[i];
+	}
+	d->nr_syms = j;
+	for (int i = 0; i < d->nr_syms; i++)
+		if (d->syms[i].end <= d->syms[i].start)
+			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
+}
+
+static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const char *name)
+{
+	if (d->nr_syms == *cap) {
+		struct symbol *n = realloc(d->syms, (*cap = *cap ? *cap * 2 : 256) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->syms = n;
+	}
+	d->syms[d->nr_syms].name = strdup(name);
+	if (!d->syms[d->nr_syms].name)
+		return -ENOMEM;
+	d->syms[d->nr_syms].start = start;
+	d->syms[d->nr_syms].end = start + size;
+	d->nr_syms++;
+	return 0;
+}
+
+/* Function symbols from .symtab, else .dynsym; segments from the program headers. */
+static int load_elf(struct dso *d, const char *file, bool want_segs)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	size_t phnum = 0;
+	int fd, err = 0, cap = 0;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if (want_segs && !elf_getphdrnum(elf, &phnum) && phnum < 4096) {
+		d->segs = calloc(phnum ? phnum : 1, sizeof(*d->segs));
+		for (size_t i = 0; d->segs && i < phnum; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+				d->segs[d->nr_segs++] = (struct segment){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
+	}
+	scn = symtab ? symtab : dynsym;
+	if (scn) {
+		GElf_Shdr sh;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && !err; i++) {
+			GElf_Sym sym;
+			const char *name;
+			int type;
+
+			if (!gelf_getsym(data, i, &sym))
+				break;
+			type = GELF_ST_TYPE(sym.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || !*name)
+				continue;
+			err = add_symbol(d, &cap, sym.st_value, sym.st_size, name);
+		}
+	}
+	finish_symbols(d);
+cleanup:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* The .gnu_debuglink name of a file, where stripped binaries point at their symbols. */
+static int debuglink(const char *file, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int fd, err = -ENOENT;
+	Elf *elf;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (!name || strcmp(name, ".gnu_debuglink"))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf && d->d_size > 1 && memchr(d->d_buf, 0, d->d_size)) {
+				snprintf(out, len, "%s", (const char *)d->d_buf);
+				err = 0;
+			}
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static bool has_symtab(const char *file)
+{
+	bool yes;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	yes = false;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+			yes = true;
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return yes;
+}
+
+static void load_user_dso(struct symbolizer *s, struct dso *d)
+{
+	char file[PATH_MAX * 2], dbg[PATH_MAX * 3], link[256], dir[PATH_MAX];
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+
+	snprintf(file, sizeof(file), "%s%s", s->root, d->path);
+	/* A build id recorded for the file: its debug file first, then the file if it still matches. */
+	if (d->build_id[0]) {
+		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, d->build_id,
+			 d->build_id + 2);
+		if (!access(dbg, R_OK) && !load_elf(d, dbg, true) && d->nr_syms)
+			return;
+		if (buildid_from_file(file, id, &size))
+			return; /* gone or unreadable */
+		buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id))
+			return; /* changed since the recording: no symbols rather than wrong ones */
+	}
+	if (load_elf(d, file, true))
+		return;
+	if (has_symtab(file) || debuglink(file, link, sizeof(link)))
+		return;
+	/* Stripped: follow .gnu_debuglink to /usr/lib/debug/DIR/NAME or DIR/.debug/NAME. */
+	snprintf(dir, sizeof(dir), "%s", d->path);
+	if (strrchr(dir, '/'))
+		*strrchr(dir, '/') = 0;
+	snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug%s/%s", s->root, dir, link);
+	if (access(dbg, R_OK))
+		snprintf(dbg, sizeof(dbg), "%s%s/.debug/%s", s->root, dir, link);
+	if (!access(dbg, R_OK)) {
+		struct dso tmp = {};
+
+		if (!load_elf(&tmp, dbg, false) && tmp.nr_syms > d->nr_syms) {
+			for (int i = 0; i < d->nr_syms; i++)
+				free(d->syms[i].name);
+			free(d->syms);
+			d->syms = tmp.syms;
+			d->nr_syms = tmp.nr_syms;
+		} else {
+			for (int i = 0; i < tmp.nr_syms; i++)
+				free(tmp.syms[i].name);
+			free(tmp.syms);
+		}
+	}
+}
+
+static void load_kallsyms(struct symbolizer *s, struct dso *d)
+{
+	char path[PATH_MAX + 32], line[512], name[256];
+	unsigned long long addr;
+	char type;
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	int cap = 0;
+	FILE *f;
+
+	/* Only this very kernel's symbols fit: check the recorded build id. */
+	if (d->build_id[0] && !s->root[0]) {
+		if (buildid_kernel(id, &size))
+			return;
+		buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id))
+			return;
+	}
+	snprintf(path, sizeof(path), "%s/proc/kallsyms", s->root);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (add_symbol(d, &cap, addr, 0, name))
+			break;
+	}
+	fclose(f);
+	finish_symbols(d);
+}
+
+/* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
+static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
+{
+	char path[PATH_MAX + 32], line[1024];
+	struct dso *d;
+	int cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fclose(f);
+		return NULL;
+	}
+	d->jit = d->loaded = true;
+	d->id = -1;
+	d->path = strdup(path + strlen(s->root));
+	d->short_name = strdup(strrchr(path, '/') + 1);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, size;
+		int n = 0;
+
+		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (add_symbol(d, &cap, start, size ? size : 1, line + n))
+			break;
+	}
+	fclose(f);
+	finish_symbols(d);
+	return d;
+}
+
+static const char *recorded_build_id(const struct pd_meta *m, const char *path, bool kernel)
+{
+	for (int i = 0; m && i < m->nr_build_ids; i++) {
+		const struct pd_build_id *b = &m->build_ids[i];
+
+		if (kernel ? !strcmp(b->filename, "[kernel.kallsyms]") : !strcmp(b->filename, path)) {
+			static char hex[2 * BUILD_ID_MAX + 1];
+
+			buildid_hex(b->id, b->size, hex);
+			return hex;
+		}
+	}
+	return "";
+}
+
+static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
+{
+	const char *key = kernel ? "[kernel.kallsyms]" : path;
+	__u64 h = fnv(key);
+	struct dso *d, **nd;
+	uint64_t *v;
+
+	/* Probe h, h+1, ... until the path matches or a slot is free. */
+	for (;; h++) {
+		v = u64_map_get(&s->dso_by_hash, h, false);
+		if (!v)
+			break;
+		if (!strcmp(s->dsos[*v]->path, key))
+			return s->dsos[*v];
+	}
+	d = calloc(1, sizeof(*d));
+	nd = realloc(s->dsos, (s->nr_dsos + 1) * sizeof(*nd));
+	if (!d || !nd) {
+		free(d);
+		if (nd)
+			s->dsos = nd;
+		return NULL;
+	}
+	s->dsos = nd;
+	d->path = strdup(key);
+	d->short_name = strdup(kernel ? "[kernel.kallsyms]" : strrchr(key, '/') ? strrchr(key, '/') + 1 : key);
+	if (!d->path || !d->short_name) {
+		free(d->path);
+		free(d->short_name);
+		free(d);
+		return NULL;
+	}
+	d->kernel = kernel;
+	snprintf(d->build_id, sizeof(d->build_id), "%s", recorded_build_id(s->recorded, key, kernel));
+	d->id = s->nr_dsos;
+	v = u64_map_get(&s->dso_by_hash, h, true);
+	if (!v) {
+		free(d->path);
+		free(d->short_name);
+		free(d);
+		return NULL;
+	}
+	*v = s->nr_dsos;
+	s->dsos[s->nr_dsos++] = d;
+	return d;
+}
+
+struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	snprintf(s->root, sizeof(s->root), "%s", root ? root : "");
+	s->recorded = recorded;
+	elf_version(EV_CURRENT);
+	s->kernel = dso_get(s, "[kernel.kallsyms]", true);
+	if (!s->kernel) {
+		symbolizer__free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void dso_free(struct dso *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < d->nr_syms; i++)
+		free(d->syms[i].name);
+	free(d->syms);
+	free(d->segs);
+	free(d->path);
+	free(d->short_name);
+	free(d);
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nr_dsos; i++)
+		dso_free(s->dsos[i]);
+	for (int i = 0; i < s->nr_procs; i++) {
+		free(s->procs[i].maps);
+		dso_free(s->procs[i].jit);
+	}
+	free(s->dsos);
+	free(s->procs);
+	free(s->infos);
+	u64_map_free(&s->dso_by_hash);
+	u64_map_free(&s->proc_by_pid);
+	free(s);
+}
+
+static struct proc_maps *proc_get(struct symbolizer *s, __s32 pid, bool create)
+{
+	uint64_t *v = u64_map_get(&s->proc_by_pid, (__u32)pid, create);
+
+	if (!v)
+		return NULL;
+	if (!*v) {
+		if (s->nr_procs == s->cap_procs) {
+			struct proc_maps *n = realloc(s->procs, (s->cap_procs = s->cap_procs ? s->cap_procs * 2 : 64) * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			s->procs = n;
+		}
+		memset(&s->procs[s->nr_procs], 0, sizeof(s->procs[0]));
+		s->procs[s->nr_procs].pid = pid;
+		*v = ++s->nr_procs;
+	}
+	return &s->procs[*v - 1];
+}
+
+int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
+			const char *filename, __u64 time, bool kernel)
+{
+	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, true);
+	struct dso *d;
+
+	if (!p)
+		return -ENOMEM;
+	if (!len || start + len < start)
+		return 0;
+	d = kernel ? s->kernel : dso_get(s, filename, false);
+	if (!d)
+		return -ENOMEM;
+	if (p->nr == p->cap) {
+		struct map *n = realloc(p->maps, (p->cap = p->cap ? p->cap * 2 : 16) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+	}
+	p->maps[p->nr++] = (struct map){ start, start + len, pgoff, time, d };
+	p->sorted = false;
+	if (!d->info.limit) {
+		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
+	}
+	return 0;
+}
+
+int symbolizer__load_maps(struct symbolizer *s, struct pd_reader *r)
+{
+	struct pd_iter it = {};
+	struct pd_event ev;
+	int e;
+
+	while ((e = pd_reader__next(r, &it, &ev)) > 0) {
+		const char *p = (const char *)ev.hdr;
+		size_t off, size = ev.hdr->size;
+		__u32 pid;
+		__u64 start, len, pgoff;
+
+		if (ev.hdr->type != PERF_RECORD_MMAP && ev.hdr->type != PERF_RECORD_MMAP2)
+			continue;
+		off = ev.hdr->type == PERF_RECORD_MMAP2 ? 72 : 40;
+		if (size <= off || !memchr(p + off, 0, size - off))
+			continue;
+		memcpy(&pid, p + 8, 4);
+		memcpy(&start, p + 16, 8);
+		memcpy(&len, p + 24, 8);
+		memcpy(&pgoff, p + 32, 8);
+		e = symbolizer__add_map(s, pid, start, len, pgoff, p + off, ev.sample.time,
+					(ev.hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
+		if (e)
+			return e;
+	}
+	return e < 0 ? e : 0;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct map *x = a, *y = b;
+
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->time > y->time) - (x->time < y->time);
+}
+
+/* The map covering ip at time t: the latest one mapped by then, else the earliest. */
+static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
+{
+	struct map *best = NULL;
+	int lo = 0, hi = p->nr - 1, last = -1;
+
+	if (!p->sorted) {
+		qsort(p->maps, p->nr, sizeof(*p->maps), cmp_map);
+		p->sorted = true;
+	}
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= ip) {
+			last = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	/* Overlaps (re-mappings over time) are few: look back a little. */
+	for (int i = last; i >= 0 && i > last - 64; i--) {
+		struct map *m = &p->maps[i];
+
+		if (ip >= m->end)
+			continue;
+		if (!best || (m->time <= t && (best->time > t || m->time > best->time)) ||
+		    (best->time > t && m->time < best->time))
+			best = m;
+	}
+	return best;
+}
+
+static const struct symbol *find_sym(const struct dso *d, __u64 addr)
+{
+	int lo = 0, hi = d->nr_syms - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (d->syms[mid].start <= addr) {
+			if (addr < d->syms[mid].end)
+				return &d->syms[mid];
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return NULL;
+}
+
+/* File offset to ELF virtual address, through the PT_LOAD segments. */
+static __u64 to_vaddr(const struct dso *d, __u64 off)
+{
+	for (int i = 0; i < d->nr_segs; i++)
+		if (off >= d->segs[i].off && off < d->segs[i].off + d->segs[i].filesz)
+			return off - d->segs[i].off + d->segs[i].vaddr;
+	return off;
+}
+
+static void ensure_loaded(struct symbolizer *s, struct dso *d)
+{
+	if (d->loaded)
+		return;
+	d->loaded = true;
+	if (d->kernel)
+		load_kallsyms(s, d);
+	else if (d->path[0] == '/' && d->path[1] != '/')
+		load_user_dso(s, d);
+}
+
+void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel, struct sym *out)
+{
+	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, false);
+	struct map *m = p ? find_map(p, ip, t) : NULL;
+	const struct symbol *sym;
+
+	memset(out, 0, sizeof(*out));
+	out->name = "[unknown]";
+	out->dso = "[unknown]";
+	out->path = "";
+	out->build_id = "";
+	out->dso_id = -1;
+	out->kernel = kernel;
+	out->offset = ip;
+	if (kernel) {
+		/* Module text lies outside [_text, _etext): kallsyms knows it all the same. */
+		ensure_loaded(s, s->kernel);
+		out->dso = s->kernel->short_name;
+		out->path = s->kernel->path;
+		out->build_id = s->kernel->build_id;
+		out->dso_id = s->kernel->id;
+		sym = find_sym(s->kernel, ip);
+		if (sym) {
+			out->name = sym->name;
+			out->offset = ip - sym->start;
+			out->known = true;
+		}
+		return;
+	}
+	if (m) {
+		struct dso *d = m->dso;
+
+		out->file_offset = ip - m->start + m->pgoff;
+		out->offset = out->file_offset;
+		out->dso = d->short_name;
+		out->path = d->path;
+		out->build_id = d->build_id;
+		out->dso_id = d->id;
+		ensure_loaded(s, d);
+		sym = find_sym(d, to_vaddr(d, out->file_offset));
+		if (sym) {
+			out->name = sym->name;
+			out->offset = to_vaddr(d, out->file_offset) - sym->start;
+			out->known = true;
+			return;
+		}
+		/* Anonymous executable memory is where JITs put code. */
+		if (strcmp(d->path, "//anon") && strncmp(d->path, "[anon", 5) && strncmp(d->path, "/memfd:", 7))
+			return;
+	}
+	if (p && !p->jit_tried) {
+		p->jit_tried = true;
+		p->jit = load_perf_map(s, pid);
+	}
+	if (p && p->jit && (sym = find_sym(p->jit, ip))) {
+		out->name = sym->name;
+		out->dso = p->jit->short_name;
+		out->path = p->jit->path;
+		out->offset = ip - sym->start;
+		out->known = true;
+	}
+}
+
+int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)
+{
+	free(s->infos);
+	s->infos = calloc(s->nr_dsos ? s->nr_dsos : 1, sizeof(*s->infos));
+	if (!s->infos)
+		return -ENOMEM;
+	for (int i = 0; i < s->nr_dsos; i++)
+		s->infos[i] = s->dsos[i]->info.path ? s->dsos[i]->info
+			      : (struct sym_dso_info){ s->dsos[i]->path, s->dsos[i]->build_id, 0, 0, 0, s->dsos[i]->kernel };
+	*out = s->infos;
+	return s->nr_dsos;
+}
+
+int symbols_find_function(const char *path, const char *func, __u64 *file_offset)
+{
+	struct dso d = {};
+	int e = load_elf(&d, path, true);
+
+	if (!e) {
+		e = -ENOENT;
+		for (int i = 0; i < d.nr_syms; i++) {
+			const char *n = d.syms[i].name;
+			size_t l = strlen(func);
+
+			/* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
+			if (!strncmp(n, func, l) && (!n[l] || n[l] == '@')) {
+				__u64 va = d.syms[i].start;
+
+				*file_offset = va;
+				for (int k = 0; k < d.nr_segs; k++)
+					if (va >= d.segs[k].vaddr && va < d.segs[k].vaddr + d.segs[k].filesz)
+						*file_offset = va - d.segs[k].vaddr + d.segs[k].off;
+				e = 0;
+				break;
+			}
+		}
+	} else if (e == -EINVAL) {
+		e = -ENOEXEC;
+	}
+	for (int i = 0; i < d.nr_syms; i++)
+		free(d.syms[i].name);
+	free(d.syms);
+	free(d.segs);
+	return e;
+}
+
+int symbols_load_elf_count(const char *path)
+{
+	struct dso d = {};
+	int e = load_elf(&d, path, true), n = d.nr_syms;
+
+	for (int i = 0; i < d.nr_syms; i++)
+		free(d.syms[i].name);
+	free(d.syms);
+	free(d.segs);
+	return e ? e : n;
+}

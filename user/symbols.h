@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Instruction pointers to dso + symbol, the way perf does it: the MMAP and
+ * MMAP2 records of the file say which file was mapped where and when
+ * (ip - start + pgoff is the file offset), the file's ELF symbol tables say
+ * what is there.  Kernel symbols come from /proc/kallsyms, JIT code from
+ * /tmp/perf-PID.map.  A dso whose build id differs from the recorded one is
+ * not symbolized: its frames print as [unknown] rather than as lies.
+ *
+ * Each dso's symbols are loaded once into a sorted array.
+ */
+#ifndef SP_SYMBOLS_H
+#define SP_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "perf_data.h"
+
+struct symbolizer;
+
+struct sym {
+	const char *name;  /* "[unknown]" when not found */
+	const char *dso;   /* short name: "libc.so.6", "[kernel.kallsyms]", "[unknown]" */
+	const char *path;  /* the mapped file as recorded */
+	const char *build_id; /* hex, or "" */
+	__u64 offset;	   /* ip - symbol start, or the file offset when unknown */
+	__u64 file_offset; /* ip - map start + pgoff */
+	bool kernel;
+	bool known;	   /* a symbol was found */
+	int dso_id;	   /* stable per dso within a symbolizer, -1 for none */
+};
+
+/* root: where to find files ("" for /); tests point it at fixtures. */
+struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root);
+void symbolizer__free(struct symbolizer *s);
+
+/* Feed the file's MMAP, MMAP2 records (in any order). */
+int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
+			const char *filename, __u64 time, bool kernel);
+/* Feeds every MMAP/MMAP2 record of a reader. */
+int symbolizer__load_maps(struct symbolizer *s, struct pd_reader *r);
+
+/* Resolves ip for process pid at time t; kernel: the ip is a kernel address. */
+void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel,
+			 struct sym *out);
+
+/* Dsos seen, for pprof mappings: path, build id, and the first map's range. */
+struct sym_dso_info {
+	const char *path, *build_id;
+	__u64 start, limit, pgoff;
+	bool kernel;
+};
+int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out);
+
+/*
+ * A function's file offset in an ELF file, for a uprobe: its symbol's
+ * address turned into an offset through the PT_LOAD segments.  -ENOENT if
+ * no function by that name, -ENOEXEC if not an ELF file.
+ */
+int symbols_find_function(const char *path, const char *func, __u64 *file_offset);
+
+/* Loads a file's function symbols directly (tests, fuzzing): count or -errno. */
+int symbols_load_elf_count(const char *path);
+
+#endif
