@@ -92,6 +92,11 @@ $(OUTPUT)/bench/floor: bench/floor.c $(OUTPUT)/bench/floor.skel.h $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/bench $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+$(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(OUTPUT)/bench
+	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
+
 deps:
 	$(Q)tools/deps.sh
 
@@ -101,13 +106,19 @@ unit: $(UNIT_BINS)
 integration: spanperf $(WORKLOADS)
 	$(Q)python3 tests/integration/run.py
 
+vmtest: spanperf $(WORKLOADS)
+	$(Q)tests/vm/run.sh
+
 # `make test` installs what is missing first, then builds in a second make so
-# that pkg-config sees the freshly installed libraries.
+# that pkg-config sees the freshly installed libraries.  The kernel matrix
+# runs where QEMU can, and says so where it cannot.
 test: deps
 	$(Q)$(MAKE) --no-print-directory unit integration
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
-bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor
+bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans
 	$(Q)tools/deps.sh build test bench
 	$(Q)python3 bench/bench.py $(BENCH_ARGS)
 

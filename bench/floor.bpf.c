@@ -14,3 +14,16 @@ int floor_prog(void *ctx)
 {
 	return 0;
 }
+
+/* Floors for span costs: empty programs on the same probe pairs. */
+SEC("tracepoint")
+int floor_tp(void *ctx)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int floor_uprobe(void *ctx)
+{
+	return 0;
+}

@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_record  # noqa: E402,F401
 import test_stat  # noqa: E402,F401
+import test_spans  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv))

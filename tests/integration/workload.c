@@ -22,8 +22,12 @@
  *   workload nest N              outer() calls inner() twice, N times; then
  *                                recurse(5) N times
  *   workload exit-inside         a thread that exits inside dying_work()
+ *   workload reads N             read() 4 KiB from /dev/zero N times, in a new thread
+ *   workload getppid N           N getppid syscalls; prints CPU ns per call
+ *   workload tiny N              N calls of an empty noinline tiny(); CPU ns per call
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -385,12 +389,53 @@ static int mode_exit_inside(void)
 	return 0;
 }
 
+/* Each read() is one vfs_read() in the kernel: ground truth for kprobe spans. */
+static NOINLINE void *reader(void *arg)
+{
+	struct counted *c = arg;
+	char buf[4096];
+	int fd = open("/dev/zero", O_RDONLY);
+
+	c->tid = syscall(SYS_gettid);
+	for (long i = 0; i < c->n && fd >= 0; i++)
+		if (read(fd, buf, sizeof(buf)) != sizeof(buf))
+			break;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+NOINLINE void tiny(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Exactly N of something, timed in CPU: the cost of what a probe adds to each. */
+static int mode_loop(const char *what, const char *count)
+{
+	long n = atol(count);
+	uint64_t c0 = thread_cpu_ns(), w0 = mono_ns();
+
+	for (long i = 0; i < n; i++) {
+		if (what[0] == 'g') {
+			long ret;
+
+			__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_getppid) : "rcx", "r11", "memory");
+		} else {
+			tiny();
+		}
+	}
+	printf("{\"calls\":%ld,\"cpu_ns_per_call\":%.1f,\"wall_ns_per_call\":%.1f}\n", n,
+	       (double)(thread_cpu_ns() - c0) / n, (double)(mono_ns() - w0) / n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -414,6 +459,10 @@ int main(int argc, char **argv)
 		r = mode_nest(argv[2]);
 	else if (!strcmp(argv[1], "exit-inside"))
 		r = mode_exit_inside();
+	else if (!strcmp(argv[1], "reads"))
+		r = mode_counted(reader, "reads", argv[2], NULL);
+	else if (!strcmp(argv[1], "getppid") || !strcmp(argv[1], "tiny"))
+		r = mode_loop(argv[1], argv[2]);
 	else
 		fprintf(stderr, "workload: unknown mode '%s'\n", argv[1]);
 	return r;

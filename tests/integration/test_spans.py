@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Spans, for real: uprobe, syscall and tracepoint pairs on a workload with
+known calls; the join checked against BPF's own count, perf reading the file,
+and external spans written by the workload itself."""
+import collections
+import os
+import re
+
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, run, spanperf, test,
+                     tmpdir)
+
+FREQ = 999
+
+
+def record_spans(specs, workload_args, extra=(), d=None):
+    d = d or tmpdir()
+    out = os.path.join(d, "spans.data")
+    args = ["record", "-F", str(FREQ), "-o", out]
+    for s in specs:
+        args += ["--span", s]
+    p = spanperf(*args, *extra, "--", WORKLOAD, *workload_args)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
+    return out, json_lines(p.stdout), p
+
+
+def spans_json(path, *extra):
+    p = spanperf("report", "-i", path, "--spans", "--format", "json", "--bpf-samples", *extra)
+    assert p.returncode == 0, p.stderr
+    return json_lines(p.stdout)
+
+
+@test
+def test_uprobe_spans_count_samples_and_counters():
+    need_bpf()
+    n, ms = 100, 5
+    path, truth, _ = record_spans(["uprobe:%s:hidden_work" % WORKLOAD], ["calls", str(n), str(ms)])
+    t = truth[0]
+    spans = [s for s in spans_json(path) if s["tid"] == t["tid"]]
+    assert len(spans) == n, "%d spans for %d calls" % (len(spans), n)
+    assert all(s["name"] == "hidden_work" and s["source"] == "uprobe" for s in spans)
+    total = sum(s["samples"] for s in spans)
+    expected = t["cpu_ns"] / 1e9 * FREQ
+    assert abs(total - expected) <= 0.15 * expected, "%d samples inside for %.0f expected" % (total, expected)
+    for s in spans:
+        # The join and BPF's own count agree, but for a sample right on a boundary.
+        assert abs(s["samples"] - s["bpf_samples"]) <= 1, s
+        assert s["duration_ns"] >= ms * 1e6 * 0.99, s
+        # The thread spins for the whole span: its CPU time is the span's length.
+        assert abs(s["counters"]["task-clock"] - s["duration_ns"] / 1e6) <= 0.05 * s["duration_ns"] / 1e6 + 0.05, s
+        assert s["top"] and s["top"][0]["samples"] <= s["samples"]
+    cpu = sum(s["counters"]["task-clock"] for s in spans)
+    assert abs(cpu - t["cpu_ns"] / 1e6) <= 0.03 * t["cpu_ns"] / 1e6, "task-clock %.1f ms vs %.1f" % (
+        cpu, t["cpu_ns"] / 1e6)
+    top = collections.Counter()
+    for s in spans:
+        for f in s["top"]:
+            top[f["sym"]] += f["samples"]
+    assert top.most_common(1)[0][0] == "burn_ns", top.most_common(3)
+
+
+@test
+def test_syscall_spans_of_sleeps():
+    need_bpf()
+    n, us = 50, 2000
+    path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", str(n), str(us)])
+    spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
+    assert len(spans) == n, "%d clock_nanosleep spans for %d sleeps" % (len(spans), n)
+    for s in spans:
+        assert s["source"] == "syscall" and s["name"] == "clock_nanosleep"
+        assert s["duration_ns"] >= us * 1000, s
+        assert s["counters"]["context-switches"] >= 1, s
+        # Asleep, not on CPU: far less CPU than wall time.
+        assert s["counters"]["task-clock"] < 0.5 * s["duration_ns"] / 1e6, s
+
+
+@test
+def test_tracepoint_pair_and_library_uprobe():
+    need_bpf()
+    n = 30
+    path, truth, _ = record_spans(
+        ["tracepoint:syscalls:sys_enter_clock_nanosleep,syscalls:sys_exit_clock_nanosleep",
+         "uprobe:libc.so.6:nanosleep"], ["sleeps", str(n), "500"])
+    spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
+    by = collections.Counter((s["name"], s["source"]) for s in spans)
+    assert by[("sys_enter_clock_nanosleep", "tracepoint")] == n, by
+    assert by[("nanosleep", "uprobe")] == n, by
+    # libc's nanosleep() wraps the syscall: each tracepoint span lies inside a uprobe span.
+    outer = [s for s in spans if s["source"] == "uprobe"]
+    for s in (s for s in spans if s["source"] == "tracepoint"):
+        assert any(o["start_ns"] <= s["start_ns"] and s["end_ns"] <= o["end_ns"] for o in outer), s
+
+
+@test
+def test_nested_and_recursive_spans():
+    need_bpf()
+    n = 5
+    fns = ["outer", "inner", "recurse"]
+    path, truth, _ = record_spans(["uprobe:%s:%s" % (WORKLOAD, f) for f in fns], ["nest", str(n)])
+    spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
+    by = collections.Counter(s["name"] for s in spans)
+    assert by == {"outer": n, "inner": 2 * n, "recurse": 6 * n}, by
+    outers = [s for s in spans if s["name"] == "outer"]
+    for s in (s for s in spans if s["name"] == "inner"):
+        assert sum(1 for o in outers if o["start_ns"] <= s["start_ns"] and s["end_ns"] <= o["end_ns"]) == 1, s
+    for o in outers:
+        inside = [s for s in spans if s["name"] == "inner" and o["start_ns"] <= s["start_ns"] <= o["end_ns"]]
+        assert len(inside) == 2 and o["duration_ns"] >= sum(s["duration_ns"] for s in inside)
+    # Recursion: six nested spans per call, each inside the one before.
+    rec = sorted((s for s in spans if s["name"] == "recurse"), key=lambda s: s["start_ns"])
+    for k in range(0, len(rec), 6):
+        chain = rec[k:k + 6]
+        for a, b in zip(chain, chain[1:]):
+            assert a["start_ns"] <= b["start_ns"] and b["end_ns"] <= a["end_ns"], (a, b)
+
+
+@test
+def test_thread_exiting_inside_a_span():
+    need_bpf()
+    path, truth, p = record_spans(["uprobe:%s:dying_work" % WORKLOAD], ["exit-inside"])
+    spans = spans_json(path)
+    assert len(spans) == 1, spans
+    s = spans[0]
+    assert s["tid"] == truth[0]["tid"] and s.get("unfinished") is True, s
+    assert s["duration_ns"] >= 19e6 and s["counters"]["task-clock"] >= 19, s
+    assert "exited inside spans" in p.stderr
+
+
+@test
+def test_external_spans_annotated_alike():
+    need_bpf()
+    d = tmpdir()
+    ext = os.path.join(d, "ext.jsonl")
+    path, truth, _ = record_spans(["uprobe:%s:hidden_work" % WORKLOAD], ["calls", "40", "5", ext], d=d)
+    mine = sorted((s for s in spans_json(path) if s["tid"] == truth[0]["tid"]), key=lambda s: s["start_ns"])
+    p = spanperf("annotate", "--spans", ext, "-i", path, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    theirs = sorted(json_lines(p.stdout), key=lambda s: s["start_ns"])
+    assert len(theirs) == len(mine) == 40
+    for m, t in zip(mine, theirs):
+        # The application's clock_gettime stamps bracket the probes': a sample of slack at most.
+        assert t["start_ns"] <= m["start_ns"] and m["end_ns"] <= t["end_ns"], (m, t)
+        assert abs(t["samples"] - m["samples"]) <= 1, (m, t)
+        assert t["source"] == "external" and t["name"] == "hidden_work"
+    # trace_id and span_id are kept as the application wrote them.
+    assert theirs[0]["trace_id"] == "t0" and theirs[0]["span_id"] == 0 and theirs[15]["trace_id"] == "t1"
+
+
+@test
+def test_perf_lists_spans_next_to_samples():
+    need_bpf()
+    need_perf()
+    path, _, _ = record_spans(["uprobe:%s:hidden_work" % WORKLOAD], ["calls", "20", "2"])
+    out = perf_clean(["script", "-F", "comm,tid,time,event,period"], path)
+    lines = [l for l in out.splitlines() if "spanperf:hidden_work" in l]
+    assert len(lines) == 20, "%d span lines in perf script" % len(lines)
+    assert any("cpu-clock" in l for l in out.splitlines())
+    durations = [int(re.search(r"\s(\d+)\s+spanperf:hidden_work", l).group(1)) for l in lines]
+    assert all(d >= 2e6 for d in durations), durations
+    perf_clean(["report", "--stdio"], path)
+
+
+@test
+def test_span_min_us_drops_short_spans_in_bpf():
+    need_bpf()
+    path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", "20", "1000"],
+                                  extra=["--span-min-us", "50000"])
+    p = spanperf("report", "-i", path, "--spans", "--format", "json")
+    assert p.returncode == 1 and "has no spans" in p.stderr
+    path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", "20", "1000"],
+                                  extra=["--span-min-us", "500"])
+    assert len([s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]) == 20
+
+
+@test
+def test_text_table():
+    need_bpf()
+    path, _, _ = record_spans(["uprobe:%s:hidden_work" % WORKLOAD, "syscall:clock_nanosleep"],
+                              ["calls", "10", "3"])
+    p = spanperf("report", "-i", path, "--spans", check=True)
+    assert re.search(r"hidden_work\s+uprobe\s+10\s+3\.\d+", p.stdout), p.stdout
+    assert "top functions inside" in p.stdout and "burn_ns" in p.stdout
+
+
+@test
+def test_bad_span_specs():
+    need_bpf()
+    probe = spanperf("probe").stdout
+    kprobes = re.search(r"kprobes\s+yes", probe)
+    fentry = re.search(r"fentry/fexit\s+yes", probe)
+    cases = [
+        ("bogus:x", "unknown source"),
+        ("syscall:nosuchcall", "no syscall named 'nosuchcall'"),
+        ("uprobe:/bin/true:no_such_function", "no function 'no_such_function'"),
+        ("uprobe:libnosuch.so.9:f", "cannot find 'libnosuch.so.9'"),
+        ("uprobe:/etc/hostname:f", "not an ELF file"),
+        ("tracepoint:sched:sched_switch", "the form is tracepoint:CAT:BEGIN,CAT:END"),
+        ("kprobe:vfs_read@sometimes", "is not @kprobe, @fentry or @auto"),
+    ]
+    if not kprobes and not fentry:
+        cases.append(("kprobe:vfs_read", "neither kprobes"))
+        cases.append(("kprobe:vfs_read@kprobe", "kprobes do not work"))
+        cases.append(("kprobe:vfs_read@fentry", "fentry does not work"))
+    for spec, needle in cases:
+        p = spanperf("record", "--span", spec, "-d", "1", "-o", "/tmp/never.data")
+        lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l]
+        assert p.returncode == 1, "%s: rc %d" % (spec, p.returncode)
+        assert len(lines) == 1 and needle in lines[0] and spec in lines[0], "%s: %r" % (spec, p.stderr)
+    assert not os.path.exists("/tmp/never.data")
+    if kprobes or fentry:
+        raise Skip("the kprobe/fentry error cases need a kernel without both; tests/vm covers them")

@@ -1,0 +1,61 @@
+#!/bin/sh
+# Runs inside the QEMU guest (Debian's kernel) as PID 1's child: the span
+# paths this project's own kernel cannot run (kprobe, fentry), and every
+# BPF object loading CO-RE-relocated on an older kernel.  Prints one line
+# per case and ends with "N passed, N failed".
+pass=0
+fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+ko() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+S=/spanperf
+W=/workload
+
+# $1 case, $2 spec, $3 expected source
+span_case() {
+	rm -f /tmp/k.data
+	if ! $S record -q --span "$2" -o /tmp/k.data -- $W reads 200 > /tmp/wl.json 2> /tmp/err.txt; then
+		ko "$1" "record failed: $(tail -1 /tmp/err.txt)"
+		return
+	fi
+	tid=$(sed 's/.*"tid":\([0-9]*\).*/\1/' /tmp/wl.json)
+	$S report -i /tmp/k.data --spans --format json > /tmp/spans.json 2> /tmp/err.txt ||
+		{ ko "$1" "report failed: $(tail -1 /tmp/err.txt)"; return; }
+	n=$(grep -c "\"source\":\"$3\",\"pid\":[0-9]*,\"tid\":$tid," /tmp/spans.json)
+	# 200 reads, plus the few of the thread's start-up at most.
+	if [ "$n" -ge 200 ] && [ "$n" -le 210 ]; then
+		ok "$1 ($n $3 spans for 200 reads)"
+	else
+		ko "$1" "$n $3 spans for 200 reads; $(head -c 300 /tmp/spans.json)"
+	fi
+}
+
+echo "kernel: $(uname -r)"
+$S probe > /tmp/probe.txt 2>&1
+grep -q "kprobes  *yes" /tmp/probe.txt && grep -q "fentry/fexit  *yes" /tmp/probe.txt &&
+	ok "probe finds kprobes and fentry" || ko "probe finds kprobes and fentry" "$(cat /tmp/probe.txt)"
+
+# Every BPF object, CO-RE-relocated on this kernel.
+$S record -q -g -d 1 -o /tmp/r.data 2> /tmp/err.txt && $S report -i /tmp/r.data > /tmp/rep.txt &&
+	grep -q "samples in" /tmp/rep.txt && ok "sample.bpf loads and records" ||
+	ko "sample.bpf loads and records" "$(tail -2 /tmp/err.txt)"
+$S stat -e task-clock,context-switches,page-faults -o /tmp/s.txt -- $W sleeps 20 1000 > /dev/null 2> /tmp/err.txt &&
+	grep -q "context-switches" /tmp/s.txt && ok "counters.bpf (tp_btf) loads and counts" ||
+	ko "counters.bpf (tp_btf) loads and counts" "$(tail -2 /tmp/err.txt)"
+$S stat --raw-tp -e task-clock,page-faults -o /tmp/s.txt -- $W pages 1000 > /dev/null 2> /tmp/err.txt &&
+	grep -q "page-faults" /tmp/s.txt && ok "counters.bpf (raw_tp twin) loads and counts" ||
+	ko "counters.bpf (raw_tp twin) loads and counts" "$(tail -2 /tmp/err.txt)"
+
+span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
+span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
+span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe
+span_case "syscall:read spans" "syscall:read" syscall
+
+# uprobe spans.bpf programs load here too.
+if $S record -q --span uprobe:$W:hidden_work -o /tmp/u.data -- $W calls 5 2 > /tmp/wl.json 2> /tmp/err.txt &&
+	[ "$($S report -i /tmp/u.data --spans --format json | grep -c '"source":"uprobe"')" = 5 ]; then
+	ok "uprobe spans (5 calls, 5 spans)"
+else
+	ko "uprobe spans (5 calls, 5 spans)" "$(tail -2 /tmp/err.txt)"
+fi
+
+echo "$pass passed, $fail failed"

@@ -1,0 +1,85 @@
+#!/bin/sh
+# make vmtest: the kernel matrix.  Boots Debian 12's kernel (kprobes, fentry,
+# BTF) under QEMU without KVM and runs tests/vm/guest-tests.sh inside: the
+# kprobe and fentry span paths and every BPF object, CO-RE-relocated there.
+#
+#   tests/vm/run.sh            install what is missing, then run
+#   tests/vm/run.sh --if-able  skip (exit 0, saying why) where QEMU cannot run
+set -eu
+cd "$(dirname "$0")/../.."
+cache=tests/vm/cache
+if_able=${1:-}
+
+skip() {
+	echo "vmtest: skipped: $1"
+	exit 0
+}
+
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 || ! command -v cpio >/dev/null 2>&1 ||
+	! [ -x /bin/busybox ]; then
+	tools/deps.sh vm || { [ "$if_able" = --if-able ] && skip "QEMU, busybox-static or cpio cannot be installed"; exit 1; }
+fi
+# KVM is not usable on these machines even where /dev/kvm exists: plain TCG.
+accel="-accel tcg"
+
+mkdir -p "$cache"
+if [ ! -s "$cache/vmlinuz" ]; then
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
+	[ -n "$pkg" ] || { [ "$if_able" = --if-able ] && skip "no linux-image-amd64 package in apt's lists"; exit 1; }
+	echo "vmtest: downloading $pkg (cached in $cache)"
+	rm -rf "$cache/deb" && mkdir -p "$cache/deb"
+	(cd "$cache/deb" && apt-get download "$pkg" >/dev/null 2>&1) ||
+		{ [ "$if_able" = --if-able ] && skip "apt-get download $pkg failed"; exit 1; }
+	dpkg -x "$cache"/deb/*.deb "$cache/deb/x"
+	cp "$cache"/deb/x/boot/vmlinuz-* "$cache/vmlinuz"
+	echo "$pkg" > "$cache/version"
+	rm -rf "$cache/deb"
+fi
+
+# The initramfs: busybox, spanperf, the workload, and the libraries ldd names.
+root=$(mktemp -d /tmp/spanperf-vm.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
+cp /bin/busybox "$root/bin/busybox"
+cp spanperf "$root/spanperf"
+cp build/tests/workload "$root/workload"
+cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
+for lib in $( (ldd spanperf; ldd build/tests/workload) | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t bpf bpf /sys/fs/bpf
+echo "vmtest: guest up"
+sh /guest-tests.sh
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$root.cpio.gz"
+trap 'rm -rf "$root" "$root.cpio.gz"' EXIT
+
+echo "vmtest: booting $(cat "$cache/version") under QEMU ($accel)"
+log=build/vmtest.log
+mkdir -p build
+# shellcheck disable=SC2086
+timeout 900 qemu-system-x86_64 $accel -m 1024 -smp 2 -kernel "$cache/vmlinuz" -initrd "$root.cpio.gz" \
+	-append "console=ttyS0 quiet loglevel=3 panic=-1" -nographic -no-reboot > "$log" 2>&1 || true
+tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|kernel:|[0-9]+ passed)' | sed 's/^/  /'
+result=$(tr -d '\r' < "$log" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+if [ -z "$result" ]; then
+	echo "vmtest: no result from the guest; see $log"
+	exit 1
+fi
+echo "vmtest: $result"
+case $result in
+*" 0 failed") exit 0 ;;
+*) exit 1 ;;
+esac
