@@ -90,7 +90,12 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
 	struct sp_snap *s = bpf_map_lookup_elem(&snap, &zero);
 	struct sp_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	bool cur = s && s->valid && s->tid == tid;
+	/*
+	 * This thread runs now, so the CPU's open slice is its own, even when
+	 * the snapshot names another thread (an untraced switch): the counters
+	 * program will charge that slice to it at its switch-out too.
+	 */
+	bool cur = s && s->valid;
 
 	for (__u32 k = 0; k < SP_MAX_COUNTERS; k++) {
 		__u8 kind = span_ctr_kind[k];
