@@ -25,6 +25,7 @@
  *   workload reads N             read() 4 KiB from /dev/zero N times, in a new thread
  *   workload getppid N           N getppid syscalls; prints CPU ns per call
  *   workload tiny N              N calls of an empty noinline tiny(); CPU ns per call
+ *   workload readloop N          N read()s of 64 bytes from /dev/zero; CPU ns per call
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -414,10 +415,15 @@ NOINLINE void tiny(void)
 static int mode_loop(const char *what, const char *count)
 {
 	long n = atol(count);
+	int fd = what[0] == 'r' ? open("/dev/zero", O_RDONLY) : -1;
+	char buf[64];
 	uint64_t c0 = thread_cpu_ns(), w0 = mono_ns();
 
 	for (long i = 0; i < n; i++) {
-		if (what[0] == 'g') {
+		if (what[0] == 'r') {
+			if (read(fd, buf, sizeof(buf)) < 0)
+				break;
+		} else if (what[0] == 'g') {
 			long ret;
 
 			__asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_getppid) : "rcx", "r11", "memory");
@@ -435,7 +441,7 @@ int main(int argc, char **argv)
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -461,7 +467,7 @@ int main(int argc, char **argv)
 		r = mode_exit_inside();
 	else if (!strcmp(argv[1], "reads"))
 		r = mode_counted(reader, "reads", argv[2], NULL);
-	else if (!strcmp(argv[1], "getppid") || !strcmp(argv[1], "tiny"))
+	else if (!strcmp(argv[1], "getppid") || !strcmp(argv[1], "tiny") || !strcmp(argv[1], "readloop"))
 		r = mode_loop(argv[1], argv[2]);
 	else
 		fprintf(stderr, "workload: unknown mode '%s'\n", argv[1]);

@@ -58,4 +58,13 @@ else
 	ko "uprobe spans (5 calls, 5 spans)" "$(tail -2 /tmp/err.txt)"
 fi
 
+# Span cost per read() with kprobe and fentry spans on vfs_read: measured,
+# not asserted, and emulated (TCG), so only the difference means anything.
+per_call() { sed 's/.*"cpu_ns_per_call":\([0-9.]*\).*/\1/'; }
+base=$($W readloop 20000 | per_call)
+for mode in kprobe fentry; do
+	with=$($S record -q -F 10 -o /tmp/c.data --span "kprobe:vfs_read@$mode" -- $W readloop 20000 | per_call)
+	echo "INFO $mode span on vfs_read: $(awk "BEGIN{printf \"%.0f\", $with - $base}") ns per span beyond a bare read() of $base ns (emulated: TCG)"
+done
+
 echo "$pass passed, $fail failed"

@@ -72,7 +72,7 @@ mkdir -p build
 # shellcheck disable=SC2086
 timeout 900 qemu-system-x86_64 $accel -m 1024 -smp 2 -kernel "$cache/vmlinuz" -initrd "$root.cpio.gz" \
 	-append "console=ttyS0 quiet loglevel=3 panic=-1" -nographic -no-reboot > "$log" 2>&1 || true
-tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|kernel:|[0-9]+ passed)' | sed 's/^/  /'
+tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|INFO|kernel:|[0-9]+ passed)' | sed 's/^/  /'
 result=$(tr -d '\r' < "$log" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
 if [ -z "$result" ]; then
 	echo "vmtest: no result from the guest; see $log"
