@@ -8,7 +8,7 @@ machine moves both sides of a ratio together.  Absolute figures print beside
 the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
-    sections: inkernel recorder slowdown rss stat spans (default: all)
+    sections: inkernel recorder slowdown rss stat spans report (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -381,6 +381,50 @@ def bench_spans(res):
     res["spans"] = out
 
 
+# ---------------------------------------------------------------- 6. report speed and memory
+
+def timed(cmd):
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=DEVNULL, stderr=DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return time.time() - t0, ru.ru_maxrss, status
+
+
+def bench_report(res):
+    """spanperf report against perf report --stdio on one file of 40k+ samples with call graphs."""
+    path = os.path.join(TMP, "report.data")
+    load = busy_load(8)
+    time.sleep(0.3)
+    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "4999", "-d", "5", "-o", path], check=True)
+    load.kill()
+    load.wait()
+    out = subprocess.run([SPANPERF, "report", "-i", path, "--format", "json", "--sort", "comm"],
+                         capture_output=True, text=True).stdout
+    samples = sum(json.loads(l)["samples"] for l in out.splitlines())
+    pairs = {
+        "table (no call graph)": ([SPANPERF, "report", "-i", path],
+                                  ["perf", "report", "--stdio", "-i", path, "--no-children", "-g", "none"]),
+        "call graph": ([SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path]),
+        "folded / flame graph": ([SPANPERF, "report", "-i", path, "--flamegraph", os.path.join(TMP, "f.svg")],
+                                 ["perf", "script", "-i", path]),
+    }
+    out = {"samples": samples, "file_mb": os.path.getsize(path) / 1e6, "rows": {}}
+    for name, (mine, theirs) in pairs.items():
+        t = {"spanperf": [], "perf": []}
+        m = {"spanperf": 0, "perf": 0}
+        for r in range(ROUNDS):
+            for tool, cmd in (("spanperf", mine), ("perf", theirs)):
+                sec, rss, _ = timed(cmd)
+                t[tool].append(sec)
+                m[tool] = max(m[tool], rss)
+            log("report %s round %d: spanperf %.2f s, perf %.2f s" % (name, r, t["spanperf"][-1], t["perf"][-1]))
+        out["rows"][name] = {"spanperf_s": min(t["spanperf"]), "perf_s": min(t["perf"]),
+                             "ratio": min(t["spanperf"]) / min(t["perf"]), "spanperf_rss_kib": m["spanperf"],
+                             "perf_rss_kib": m["perf"],
+                             "perf_cmd": " ".join(a for a in theirs if a not in ("-i", path))}
+    res["report"] = out
+
+
 # ---------------------------------------------------------------- output
 
 def chart(res, path):
@@ -499,6 +543,16 @@ def markdown(res):
                                                                     j["file_mb"], j["seconds"],
                                                                     j["peak_rss_kib"] / 1024)]
         lines.append("")
+    if "report" in res:
+        v = res["report"]
+        lines += ["## Report time and peak memory (%d samples with call graphs, %.0f MB; fastest of %d)" % (
+            v["samples"], v["file_mb"], res["rounds"]), "",
+                  "| output | spanperf | perf | ratio | spanperf RSS | perf RSS | target |", "|---|---|---|---|---|---|---|"]
+        for name, x in v["rows"].items():
+            lines.append("| %s (`%s`) | %.2f s | %.2f s | %.2f | %.0f MiB | %.0f MiB | <= 0.5 |" % (
+                name, x["perf_cmd"], x["spanperf_s"], x["perf_s"], x["ratio"], x["spanperf_rss_kib"] / 1024,
+                x["perf_rss_kib"] / 1024))
+        lines.append("")
     if "rss" in res:
         v = res["rss"]
         lines += ["## Recorder peak RSS with 1,000 live threads (`-a -g -F 999`, 5 s)", "",
@@ -508,7 +562,7 @@ def markdown(res):
 
 
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder, "slowdown": bench_slowdown,
-            "rss": bench_rss, "stat": bench_stat, "spans": bench_spans}
+            "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report}
 
 
 def preconditions():

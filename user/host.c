@@ -6,7 +6,9 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 
+#include "buildid.h"
 #include "host.h"
+#include "kallsyms.h"
 
 /* The value of "key<tabs>: value" from /proc/cpuinfo, first CPU only. */
 static char *cpuinfo_field(const char *text, const char *key)
@@ -89,25 +91,21 @@ int host_fill_meta(struct pd_meta *m)
 
 int host_kernel_text(__u64 *start, __u64 *end)
 {
-	FILE *f = fopen("/proc/kallsyms", "re");
-	char line[512];
-	unsigned long long addr;
-	char type, name[256];
+	char *text;
+	size_t len;
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	int e = kallsyms_read_proc(&text, &len);
 
 	*start = *end = 0;
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f) && (!*start || !*end)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
-			continue;
-		if (!strcmp(name, "_text"))
-			*start = addr;
-		else if (!strcmp(name, "_etext"))
-			*end = addr;
+	if (e)
+		return e;
+	e = kallsyms_text_range(text, len, start, end);
+	/* Read once, kept for report: the kernel formats the file anew on every read. */
+	if (!e && !buildid_kernel(id, &size)) {
+		buildid_hex(id, size, hex);
+		kallsyms_store_cache(hex, text, len);
 	}
-	fclose(f);
-	/* kptr_restrict hides addresses as zeros from the unprivileged. */
-	if (!*start || *end <= *start)
-		return -EPERM;
-	return 0;
+	free(text);
+	return e;
 }

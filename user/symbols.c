@@ -7,14 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 
 #include "buildid.h"
+#include "kallsyms.h"
 #include "symbols.h"
 #include "util.h"
 
 struct symbol {
 	__u64 start, end;
 	char *name;
+	int binding; /* STB_*, for choosing among aliases */
 };
 
 struct segment {
@@ -76,7 +79,41 @@ static int cmp_sym(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Sorts, drops duplicates at one address, and closes sizeless symbols at the next one. */
+static int underscores(const char *s)
+{
+	int n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * Of two aliases at one address, the one perf shows (util/symbol.c's
+ * choose_best_symbol), so that both tools name a frame alike: sized, then
+ * not weak, then global, then fewer leading underscores, then longer.
+ */
+static bool better(const struct symbol *a, const struct symbol *b)
+{
+	bool asz = a->end > a->start, bsz = b->end > b->start;
+	size_t al, bl;
+
+	if (asz != bsz)
+		return asz;
+	if ((a->binding == STB_WEAK) != (b->binding == STB_WEAK))
+		return b->binding == STB_WEAK;
+	if ((a->binding == STB_GLOBAL) != (b->binding == STB_GLOBAL))
+		return a->binding == STB_GLOBAL;
+	if (underscores(a->name) != underscores(b->name))
+		return underscores(a->name) < underscores(b->name);
+	al = strlen(a->name);
+	bl = strlen(b->name);
+	if (al != bl)
+		return al > bl;
+	return strcmp(a->name, b->name) < 0;
+}
+
+/* Sorts, keeps one of the aliases at each address, and closes sizeless symbols at the next one. */
 static void finish_symbols(struct dso *d)
 {
 	int j = 0;
@@ -84,8 +121,7 @@ static void finish_symbols(struct dso *d)
 	qsort(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
 	for (int i = 0; i < d->nr_syms; i++) {
 		if (j && d->syms[j - 1].start == d->syms[i].start) {
-			/* Keep the one with a size; prefer the first name otherwise. */
-			if (d->syms[j - 1].end <= d->syms[j - 1].start && d->syms[i].end > d->syms[i].start) {
+			if (better(&d->syms[i], &d->syms[j - 1])) {
 				free(d->syms[j - 1].name);
 				d->syms[j - 1] = d->syms[i];
 			} else {
@@ -101,7 +137,7 @@ static void finish_symbols(struct dso *d)
 			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
 }
 
-static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const char *name)
+static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const char *name, int binding)
 {
 	if (d->nr_syms == *cap) {
 		struct symbol *n = realloc(d->syms, (*cap = *cap ? *cap * 2 : 256) * sizeof(*n));
@@ -115,28 +151,24 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
 		return -ENOMEM;
 	d->syms[d->nr_syms].start = start;
 	d->syms[d->nr_syms].end = start + size;
+	d->syms[d->nr_syms].binding = binding;
 	d->nr_syms++;
 	return 0;
 }
 
-/* Function symbols from .symtab, else .dynsym; segments from the program headers. */
-static int load_elf(struct dso *d, const char *file, bool want_segs)
+/*
+ * Function symbols from .symtab, else .dynsym; segments from the program
+ * headers.  For naming addresses one alias per address is kept; a lookup by
+ * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
+ */
+static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	size_t phnum = 0;
-	int fd, err = 0, cap = 0;
-	Elf *elf;
+	int err = 0, cap = 0;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		return -EINVAL;
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -EINVAL;
-		goto cleanup;
-	}
 	if (want_segs && !elf_getphdrnum(elf, &phnum) && phnum < 4096) {
 		d->segs = calloc(phnum ? phnum : 1, sizeof(*d->segs));
 		for (size_t i = 0; d->segs && i < phnum; i++) {
@@ -162,10 +194,8 @@ static int load_elf(struct dso *d, const char *file, bool want_segs)
 		Elf_Data *data = elf_getdata(scn, NULL);
 		size_t n;
 
-		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize) {
-			err = -EINVAL;
-			goto cleanup;
-		}
+		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
+			return -EINVAL;
 		n = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
@@ -180,14 +210,44 @@ static int load_elf(struct dso *d, const char *file, bool want_segs)
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			err = add_symbol(d, &cap, sym.st_value, sym.st_size, name);
+			err = add_symbol(d, &cap, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
 		}
 	}
-	finish_symbols(d);
-cleanup:
+	if (!all_aliases)
+		finish_symbols(d);
+	return err;
+}
+
+static int load_elf_file(struct dso *d, const char *file, bool want_segs, bool all_aliases)
+{
+	int fd, err;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = load_elf_syms(d, elf, want_segs, all_aliases);
 	if (elf)
 		elf_end(elf);
 	close(fd);
+	return err;
+}
+
+static int load_elf(struct dso *d, const char *file, bool want_segs)
+{
+	return load_elf_file(d, file, want_segs, false);
+}
+
+static int load_elf_mem(struct dso *d, void *image, size_t size)
+{
+	Elf *elf = elf_memory(image, size);
+	int err = load_elf_syms(d, elf, true, false);
+
+	if (elf)
+		elf_end(elf);
 	return err;
 }
 
@@ -253,6 +313,38 @@ static bool has_symtab(const char *file)
 	return yes;
 }
 
+static void ensure_loaded(struct symbolizer *s, struct dso *d);
+
+/*
+ * [vdso]: every process of a kernel shares one image, so this process's own
+ * copy is the recorded one, as long as the kernel is the recorded one.
+ */
+static void load_vdso(struct symbolizer *s, struct dso *d)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char line[512];
+	size_t size = 0;
+	FILE *f;
+
+	if (!base || s->root[0])
+		return;
+	/* Only this kernel's vdso is ours to read: the kernel's build id must match. */
+	ensure_loaded(s, s->kernel);
+	if (s->kernel->build_id[0] && !s->kernel->nr_syms)
+		return;
+	f = fopen("/proc/self/maps", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
+			size = hi - lo;
+	}
+	if (f)
+		fclose(f);
+	if (size)
+		load_elf_mem(d, (void *)base, size);
+}
+
 static void load_user_dso(struct symbolizer *s, struct dso *d)
 {
 	char file[PATH_MAX * 2], dbg[PATH_MAX * 3], link[256], dir[PATH_MAX];
@@ -300,37 +392,50 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	}
 }
 
+struct kload {
+	struct dso *d;
+	int cap;
+};
+
+static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n)
+{
+	struct kload *k = ctx;
+	char buf[256];
+
+	if (!addr || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
+		return 0;
+	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
+	/* kallsyms: T is global, t local, W/w weak. */
+	return add_symbol(k->d, &k->cap, addr, 0, buf,
+			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
+}
+
 static void load_kallsyms(struct symbolizer *s, struct dso *d)
 {
-	char path[PATH_MAX + 32], line[512], name[256];
-	unsigned long long addr;
-	char type;
+	char path[PATH_MAX + 32], *text = NULL;
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
-	int cap = 0;
-	FILE *f;
+	struct kload k = { d, 0 };
+	size_t len;
 
-	/* Only this very kernel's symbols fit: check the recorded build id. */
-	if (d->build_id[0] && !s->root[0]) {
-		if (buildid_kernel(id, &size))
+	if (s->root[0]) {
+		snprintf(path, sizeof(path), "%s/proc/kallsyms", s->root);
+		if (read_file_all(path, &text, &len))
 			return;
-		buildid_hex(id, size, hex);
-		if (strcmp(hex, d->build_id))
+	} else if (!d->build_id[0] || kallsyms_read_cache(d->build_id, &text, &len)) {
+		/* No copy of the recorded kernel's: only the running kernel's own, if it is the one. */
+		if (d->build_id[0]) {
+			if (buildid_kernel(id, &size))
+				return;
+			buildid_hex(id, size, hex);
+			if (strcmp(hex, d->build_id))
+				return;
+		}
+		if (kallsyms_read_proc(&text, &len))
 			return;
 	}
-	snprintf(path, sizeof(path), "%s/proc/kallsyms", s->root);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
-			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		if (add_symbol(d, &cap, addr, 0, name))
-			break;
-	}
-	fclose(f);
+	kallsyms_parse(text, len, add_ksym, &k);
+	free(text);
 	finish_symbols(d);
 }
 
@@ -362,7 +467,7 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		if (add_symbol(d, &cap, start, size ? size : 1, line + n))
+		if (add_symbol(d, &cap, start, size ? size : 1, line + n, STB_GLOBAL))
 			break;
 	}
 	fclose(f);
@@ -634,6 +739,8 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 	d->loaded = true;
 	if (d->kernel)
 		load_kallsyms(s, d);
+	else if (!strcmp(d->path, "[vdso]"))
+		load_vdso(s, d);
 	else if (d->path[0] == '/' && d->path[1] != '/')
 		load_user_dso(s, d);
 }
@@ -717,7 +824,7 @@ int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)
 int symbols_find_function(const char *path, const char *func, __u64 *file_offset)
 {
 	struct dso d = {};
-	int e = load_elf(&d, path, true);
+	int e = load_elf_file(&d, path, true, true);
 
 	if (!e) {
 		e = -ENOENT;

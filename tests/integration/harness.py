@@ -99,7 +99,7 @@ def perf_clean(args, path, timeout=120):
     return p.stdout
 
 
-_HEAD = re.compile(r"^(.*?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s*(.*)$")
+_HEAD = re.compile(r"^(.*?)\s+(-?\d+)/(-?\d+)\s+\[(\d+)\]\s*(.*)$")
 
 
 def perf_script_samples(path, extra=()):

@@ -26,6 +26,8 @@
  *   workload getppid N           N getppid syscalls; prints CPU ns per call
  *   workload tiny N              N calls of an empty noinline tiny(); CPU ns per call
  *   workload readloop N          N read()s of 64 bytes from /dev/zero; CPU ns per call
+ *   workload jit MS              spin MS of CPU in code copied to anonymous
+ *                                memory, named in /tmp/perf-PID.map as a JIT does
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -436,12 +438,38 @@ static int mode_loop(const char *what, const char *count)
 	return 0;
 }
 
+/* mov rcx, 0x100000; 1: dec rcx; jnz 1b; ret */
+static const unsigned char jit_code[] = { 0x48, 0xc7, 0xc1, 0x00, 0x00, 0x10, 0x00,
+					  0x48, 0xff, 0xc9, 0x75, 0xfb, 0xc3 };
+
+static int mode_jit(const char *ms)
+{
+	uint64_t end = thread_cpu_ns() + strtoull(ms, NULL, 10) * 1000000ull;
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[64];
+	FILE *f;
+
+	if (code == MAP_FAILED)
+		return 1;
+	memcpy(code, jit_code, sizeof(jit_code));
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "w");
+	if (!f)
+		return 1;
+	fprintf(f, "%lx %zx jitted_loop\n", (unsigned long)code, sizeof(jit_code));
+	fclose(f);
+	while (thread_cpu_ns() < end)
+		((void (*)(void))code)();
+	printf("{\"pid\":%d,\"tid\":%d,\"map\":\"%s\"}\n", getpid(), getpid(), path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -467,6 +495,8 @@ int main(int argc, char **argv)
 		r = mode_exit_inside();
 	else if (!strcmp(argv[1], "reads"))
 		r = mode_counted(reader, "reads", argv[2], NULL);
+	else if (!strcmp(argv[1], "jit"))
+		r = mode_jit(argv[2]);
 	else if (!strcmp(argv[1], "getppid") || !strcmp(argv[1], "tiny") || !strcmp(argv[1], "readloop"))
 		r = mode_loop(argv[1], argv[2]);
 	else

@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: GPL-2.0
+"""spanperf report: every output checked against perf script on the same
+file, the SVG parsed as XML, the pprof decoded independently and read by the
+real pprof tool, and each symbol source (ELF, debug files, JIT maps)."""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pprof_decode
+from harness import (BUILD, ROOT, WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean,
+                     perf_script_samples, run, spanperf, test, tmpdir)
+
+_cache = {}
+
+
+def recording():
+    """One call-graph recording shared by the output tests."""
+    if "path" not in _cache:
+        need_bpf()
+        d = tmpdir()
+        path = os.path.join(d, "g.data")
+        p = spanperf("record", "-g", "-F", "999", "-o", path, "--", WORKLOAD, "spin", "400,250", check=True)
+        _cache["path"], _cache["truth"] = path, json_lines(p.stdout)
+    return _cache["path"], _cache["truth"]
+
+
+def perf_leaf_counts(path):
+    need_perf()
+    return collections.Counter(s["frames"][0].split("+")[0] for s in perf_script_samples(path) if s["frames"])
+
+
+def strip_offset(sym):
+    return re.sub(r"\+0x[0-9a-f]+$", "", sym)
+
+
+@test
+def test_table_agrees_with_perf_script():
+    path, truth = recording()
+    theirs = perf_leaf_counts(path)
+    rows = json_lines(spanperf("report", "-i", path, "--sort", "sym", "--format", "json", check=True).stdout)
+    mine = collections.Counter()
+    for r in rows:
+        mine[r["sym"]] += r["samples"]
+    assert sum(mine.values()) == sum(theirs.values()), (sum(mine.values()), sum(theirs.values()))
+    for sym, n in theirs.items():
+        if n * 100 >= sum(theirs.values()):  # every function of 1% or more
+            assert mine.get(sym) == n, "%s: spanperf %s, perf script %d" % (sym, mine.get(sym), n)
+    assert mine["spin_0"] > 300 and mine["spin_1"] > 180
+
+
+@test
+def test_table_agrees_with_perf_report():
+    path, _ = recording()
+    need_perf()
+    out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "--sort", "comm,dso,sym",
+                      "--percent-limit", "1"], path)
+    theirs = {}
+    for line in out.splitlines():
+        m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+(\S+)\s+\[([.k])\]\s+(\S+)", line)
+        if m:
+            theirs[(m.group(2), m.group(3), m.group(5))] = float(m.group(1))
+    mine = {(r["comm"], r["dso"], r["sym"]): r["overhead"] for r in json_lines(
+        spanperf("report", "-i", path, "--format", "json", check=True).stdout)}
+    assert theirs
+    for key, pct in theirs.items():
+        assert key in mine and abs(mine[key] - pct) < 0.01, "%s: perf %.2f%%, spanperf %s" % (key, pct, mine.get(key))
+    text = spanperf("report", "-i", path, "-g", check=True).stdout
+    assert re.search(r"\[\.\] spin_0\n\s+\|\n\s+[ |]--[\d.]+%--spin_0\n\s+[ |]\s+caller_0", text), text[:2000]
+
+
+@test
+def test_folded_stacks():
+    path, truth = recording()
+    samples = perf_script_samples(path)
+    out = spanperf("report", "-i", path, "--folded", check=True).stdout
+    leaf, total = collections.Counter(), 0
+    for line in out.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        total += int(n)
+        leaf[frames[-1]] += int(n)
+        if frames[-1] in ("spin_0", "spin_1"):
+            assert frames[0] == "workload" and frames[-2].startswith("caller_"), line
+    assert total == len(samples), "folded counts sum to %d, the file has %d samples" % (total, len(samples))
+    theirs = collections.Counter(strip_offset(s["frames"][0]) for s in samples if s["frames"])
+    for sym, n in theirs.items():
+        if not sym.startswith("[unknown]"):
+            assert leaf[sym] == n, "%s: folded %d, perf script %d" % (sym, leaf[sym], n)
+
+
+@test
+def test_flamegraph_svg():
+    path, _ = recording()
+    svg = os.path.join(tmpdir(), "f.svg")
+    spanperf("report", "-i", path, "--flamegraph", svg, check=True)
+    tree = ET.parse(svg)  # well-formed XML, or this raises
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = [t.text for t in tree.iter(ns + "title")]
+    for fn in ("spin_0", "spin_1", "caller_0", "workload"):
+        assert any(t.startswith(fn + " ") for t in titles), "no frame named %s" % fn
+    spin = [t for t in titles if t.startswith("spin_0 ")][0]
+    assert re.search(r"\d+ samples, [\d.]+%", spin), spin
+    assert tree.getroot().find(ns + "script") is not None
+    if shutil.which("xmllint"):
+        assert run(["xmllint", "--noout", svg]).returncode == 0
+
+
+def pprof_tool():
+    """The real pprof, built once from Debian's packaged source (golang-github-google-pprof-dev)."""
+    binary = os.path.join(BUILD, "pprof")
+    if os.access(binary, os.X_OK):
+        return binary
+    if not shutil.which("go") or not os.path.isdir("/usr/share/gocode/src/github.com/google/pprof"):
+        raise Skip("go or the pprof sources are missing (tools/deps.sh test installs them)")
+    env = dict(os.environ, GO111MODULE="off", GOPATH="/usr/share/gocode", GOFLAGS="-mod=mod",
+               GOCACHE=os.path.join(BUILD, "gocache"))
+    env.pop("GOFLAGS")
+    p = run(["go", "build", "-o", binary, "github.com/google/pprof"], env=env, timeout=600)
+    if p.returncode:
+        raise Skip("pprof did not build: %s" % p.stderr[-300:])
+    return binary
+
+
+@test
+def test_pprof_decoded_and_read_by_pprof():
+    path, truth = recording()
+    out = os.path.join(tmpdir(), "p.pb.gz")
+    spanperf("report", "-i", path, "--pprof", out, check=True)
+    prof = pprof_decode.decode(out)
+    assert prof["sample_type"] == [("samples", "count"), ("cpu", "nanoseconds")], prof["sample_type"]
+    samples = perf_script_samples(path)
+    assert sum(s["value"][0] for s in prof["sample"]) == len(samples)
+    flat = pprof_decode.flat_by_function(prof)
+    theirs = collections.Counter(strip_offset(s["frames"][0]) for s in samples if s["frames"])
+    for fn in ("spin_0", "spin_1"):
+        assert flat[fn] == theirs[fn], "%s: pprof %d, perf script %d" % (fn, flat[fn], theirs[fn])
+    assert any(m.get(6) and prof["strings"][m[6]] for m in prof["mapping"]), "no build id in any mapping"
+    # Each sample's cpu value is its period: 1.001 ms at 999 Hz.
+    assert all(s["value"][1] == s["value"][0] * 1001001 for s in prof["sample"])
+    binary = pprof_tool()
+    p = run([binary, "-top", "-sample_index=samples", out], timeout=120)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"^\s+(\d+)\s+[\d.]+%\s+[\d.]+%\s+\d+\s+[\d.]+%\s+spin_0$", p.stdout, re.M)
+    assert m and int(m.group(1)) == theirs["spin_0"], p.stdout
+
+
+@test
+def test_jit_frames_from_perf_map():
+    need_bpf()
+    path = os.path.join(tmpdir(), "j.data")
+    p = spanperf("record", "-o", path, "--", WORKLOAD, "jit", "300", check=True)
+    try:
+        rows = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    finally:
+        os.unlink(json_lines(p.stdout)[0]["map"])
+    jit = [r for r in rows if r["sym"] == "jitted_loop"]
+    assert jit and jit[0]["samples"] > 200 and jit[0]["dso"].startswith("perf-"), rows[:3]
+
+
+def copy_workload(d, name="wl"):
+    path = os.path.join(d, name)
+    shutil.copy(WORKLOAD, path)
+    return path
+
+
+@test
+def test_changed_binary_is_not_mis_symbolized():
+    need_bpf()
+    d = tmpdir()
+    wl = copy_workload(d)
+    path = os.path.join(d, "c.data")
+    spanperf("record", "-o", path, "--", wl, "spin", "300", check=True)
+    before = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    assert any(r["sym"] == "spin_0" for r in before)
+    # Another program under the same name: its symbols must not be trusted.
+    os.unlink(wl)
+    shutil.copy("/bin/true", wl)
+    after = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    mine = [r for r in after if r["dso"] == "wl"]
+    assert mine and all(r["sym"] == "[unknown]" for r in mine), mine[:3]
+
+
+@test
+def test_stripped_binary_finds_its_debug_file():
+    need_bpf()
+    if not shutil.which("objcopy"):
+        raise Skip("objcopy (binutils) is missing")
+    d = tmpdir()
+    wl = copy_workload(d, "stripped")
+    dbg = wl + ".debug"
+    run(["objcopy", "--only-keep-debug", wl, dbg], check=True)
+    run(["objcopy", "--strip-all", "--add-gnu-debuglink=" + dbg, wl], check=True)
+    os.makedirs(os.path.join(d, ".debug"))
+    os.rename(dbg, os.path.join(d, ".debug", "stripped.debug"))
+    assert "spin_0" not in run(["nm", "-D", wl]).stdout
+    path = os.path.join(d, "s.data")
+    spanperf("record", "-o", path, "--", wl, "spin", "300", check=True)
+    rows = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    assert any(r["sym"] == "spin_0" and r["dso"] == "stripped" for r in rows), rows[:3]
+
+
+@test
+def test_report_errors():
+    d = tmpdir()
+    empty = os.path.join(d, "empty")
+    open(empty, "w").close()
+    cases = [
+        (["-i", "/nonexistent.data"], "/nonexistent.data: cannot open"),
+        (["-i", d], "is a directory"),
+        (["-i", empty], "is empty"),
+        (["-i", "/etc/hostname"], "/etc/hostname: is too short"),
+        (["-i", "/bin/true"], "/bin/true: is not a perf.data file"),
+        (["--sort", "bogus"], "--sort 'bogus'"),
+        (["--format", "xml"], "--format 'xml'"),
+        (["--percent-limit", "x"], "--percent-limit 'x'"),
+    ]
+    for args, needle in cases:
+        p = spanperf("report", *args)
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, (args, p.stderr)
+    path, _ = recording()
+    p = spanperf("report", "-i", path, "--flamegraph", "/nonexistent/dir/x.svg")
+    assert p.returncode == 1 and "/nonexistent/dir/x.svg" in p.stderr, p.stderr

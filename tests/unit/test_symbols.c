@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The symbolizer on fixtures: this test binary's own functions, a kallsyms text. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "buildid.h"
+#include "kallsyms.h"
+#include "sideband.h"
+#include "symbols.h"
+
+__attribute__((noinline)) int fixture_function_alpha(int x)
+{
+	return x * 3 + 1;
+}
+
+/* Feeds this process's executable mappings as MMAP records would. */
+static void add_self_maps(struct symbolizer *s)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	struct procmap m;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */))
+			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 0, false), 0);
+	fclose(f);
+}
+
+static void test_resolve_self(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL, NULL);
+	struct sym out;
+	__u64 ip = (__u64)(uintptr_t)fixture_function_alpha + 2;
+
+	(void)state;
+	assert_non_null(s);
+	add_self_maps(s);
+	symbolizer__resolve(s, 1234, ip, 1, false, &out);
+	assert_true(out.known);
+	assert_string_equal(out.name, "fixture_function_alpha");
+	assert_int_equal(out.offset, 2);
+	assert_string_equal(out.dso, "test_symbols");
+	/* libc through the same maps */
+	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fopen + 1, 1, false, &out);
+	assert_true(out.known);
+	assert_non_null(strstr(out.name, "fopen"));
+	/* nothing mapped there, or no such process */
+	symbolizer__resolve(s, 1234, 0x10, 1, false, &out);
+	assert_false(out.known);
+	assert_string_equal(out.name, "[unknown]");
+	assert_string_equal(out.dso, "[unknown]");
+	symbolizer__resolve(s, 999999, ip, 1, false, &out);
+	assert_false(out.known);
+	symbolizer__free(s);
+}
+
+static void test_build_id_mismatch(void **state)
+{
+	struct pd_build_id wrong = { .pid = -1, .misc = 2, .size = 20 };
+	struct pd_meta meta = { .build_ids = &wrong, .nr_build_ids = 1 };
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct symbolizer *s;
+	struct sym out;
+
+	(void)state;
+	assert_true(n > 0);
+	self[n] = 0;
+	wrong.filename = self;
+	memset(wrong.id, 0xab, 20); /* not this binary's id */
+	s = symbolizer__new(&meta, NULL);
+	add_self_maps(s);
+	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_function_alpha, 1, false, &out);
+	assert_false(out.known);
+	assert_string_equal(out.name, "[unknown]");
+	assert_string_equal(out.dso, "test_symbols"); /* the dso is still named */
+	symbolizer__free(s);
+	/* With the right id, it resolves. */
+	assert_int_equal(buildid_from_file(self, wrong.id, &wrong.size), 0);
+	s = symbolizer__new(&meta, NULL);
+	add_self_maps(s);
+	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_function_alpha, 1, false, &out);
+	assert_string_equal(out.name, "fixture_function_alpha");
+	symbolizer__free(s);
+}
+
+static void test_find_function(void **state)
+{
+	__u64 off;
+
+	(void)state;
+	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_function_alpha", &off), 0);
+	assert_true(off > 0);
+	assert_int_equal(symbols_find_function("/proc/self/exe", "no_such_function_here", &off), -ENOENT);
+	assert_int_equal(symbols_find_function("/etc/hostname", "x", &off), -ENOEXEC);
+	assert_true(symbols_load_elf_count("/proc/self/exe") > 10);
+}
+
+struct got {
+	int n;
+	__u64 last;
+	char names[4][32];
+};
+
+static int collect(void *ctx, __u64 addr, char type, const char *name, size_t n)
+{
+	struct got *g = ctx;
+
+	(void)type;
+	if (g->n < 4)
+		snprintf(g->names[g->n], 32, "%.*s", (int)n, name);
+	g->n++;
+	g->last = addr;
+	return 0;
+}
+
+static void test_kallsyms_text(void **state)
+{
+	const char text[] = "ffffffff81000000 T _text\n"
+			    "ffffffff81000010 t helper\n"
+			    "garbage line\n"
+			    "ffffffffc0001000 t mod_func\t[mymod]\n"
+			    "ffffffff82000000 T _etext\n";
+	struct got g = {};
+	__u64 a, b;
+
+	(void)state;
+	assert_int_equal(kallsyms_text_range(text, strlen(text), &a, &b), 0);
+	assert_int_equal(a, 0xffffffff81000000ull);
+	assert_int_equal(b, 0xffffffff82000000ull);
+	kallsyms_parse(text, strlen(text), collect, &g);
+	assert_int_equal(g.n, 4);
+	assert_string_equal(g.names[2], "mod_func");
+	assert_int_equal(kallsyms_text_range("0000000000000000 T _text\n", 25, &a, &b), -EPERM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_build_id_mismatch),
+		cmocka_unit_test(test_find_function),
+		cmocka_unit_test(test_kallsyms_text),
+	};
+
+	return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);
+}

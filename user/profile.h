@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A perf.data read back as a profile: every sample's stack symbolized
+ * (each distinct pid+ip resolved once), and identical (thread, comm,
+ * stack) samples folded into one entry with a count and a period sum.
+ * All report outputs (table, folded, flame graph, pprof) read this.
+ */
+#ifndef SP_PROFILE_H
+#define SP_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "perf_data.h"
+#include "symbols.h"
+
+/* One function of one dso: the unit of every output. */
+struct pfunc {
+	const char *name; /* "[unknown]" when unresolved */
+	const char *dso;  /* short name */
+	const char *path; /* as mapped */
+	const char *build_id;
+	int dso_id;
+	bool kernel;
+};
+
+/* One resolved frame: a function, and the address it was at (for pprof). */
+struct pframe {
+	__u32 func;
+	__u64 ip;
+};
+
+struct pstack {
+	__u32 pid, tid;
+	const char *comm;
+	__u32 nr;	      /* frames, leaf first */
+	struct pframe *frames;
+	__u64 count, period;
+};
+
+struct profile {
+	struct pfunc *funcs;
+	size_t nr_funcs;
+	struct pstack *stacks;
+	size_t nr_stacks;
+	__u64 samples, period;
+	__u64 lost;	       /* from LOST records */
+	bool callchains;       /* any sample carried one */
+	const char *event;     /* the sampling event's name */
+	bool event_is_clock;   /* period is in nanoseconds */
+	__u64 sample_freq;     /* for estimating time from counts otherwise */
+	__u64 first_ns, last_ns;
+	struct symbolizer *sym;
+	struct pd_reader *rd;
+	/* internals */
+	void *priv;
+};
+
+/* Reads every sample of the file; on error err names the file and record. */
+int profile__load(struct profile **out, const char *path, char *err, size_t errlen);
+void profile__free(struct profile *p);
+
+#endif

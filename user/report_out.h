@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The outputs of `spanperf report`, each over a loaded profile. */
+#ifndef SP_REPORT_OUT_H
+#define SP_REPORT_OUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_MAX };
+
+struct table_opts {
+	enum sort_key keys[SK_MAX];
+	int nr_keys;
+	bool json;
+	bool callgraph;
+	double min_pct; /* rows under this share are left out of the text table */
+};
+
+/* "comm,dso,sym" into keys; -EINVAL on an unknown or repeated key. */
+int parse_sort_keys(const char *s, struct table_opts *o);
+
+/* perf report --stdio's table, or its rows as JSON lines. */
+int report_table(const struct profile *p, const struct table_opts *o, FILE *out);
+/* flamegraph.pl's input: "comm;root;...;leaf count" per distinct stack. */
+int report_folded(const struct profile *p, FILE *out);
+/* A self-contained SVG flame graph with tooltips, zoom and search. */
+int report_flamegraph(const struct profile *p, const char *title, FILE *out);
+/* A gzipped pprof Profile protobuf. */
+int report_pprof(const struct profile *p, FILE *out);
+
+#endif

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The perf-report-like table: rows keyed by the --sort keys, busiest first. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_out.h"
+#include "util.h"
+
+static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym" };
+
+int parse_sort_keys(const char *s, struct table_opts *o)
+{
+	const char *p = s;
+
+	o->nr_keys = 0;
+	while (*p) {
+		size_t l = strcspn(p, ",");
+		int k;
+
+		for (k = 0; k < SK_MAX; k++)
+			if (strlen(key_names[k]) == l && !strncmp(p, key_names[k], l))
+				break;
+		if (k == SK_MAX || o->nr_keys == SK_MAX)
+			return -EINVAL;
+		for (int i = 0; i < o->nr_keys; i++)
+			if (o->keys[i] == (enum sort_key)k)
+				return -EINVAL;
+		o->keys[o->nr_keys++] = k;
+		p += l;
+		if (*p == ',' && !*++p)
+			return -EINVAL;
+	}
+	return o->nr_keys ? 0 : -EINVAL;
+}
+
+struct row {
+	const struct pstack *rep; /* a stack with this row's key, to print from */
+	__u64 count, period;
+	size_t *stacks; /* for -g: the stacks of this row */
+	size_t nr_stacks, cap_stacks;
+};
+
+static __u64 key_hash(const struct profile *p, const struct pstack *s, const struct table_opts *o)
+{
+	__u64 h = 1469598103934665603ull;
+
+	for (int i = 0; i < o->nr_keys; i++) {
+		__u64 v = 0;
+
+		switch (o->keys[i]) {
+		case SK_COMM: v = (uintptr_t)s->comm; break;
+		case SK_PID: v = s->pid; break;
+		case SK_TID: v = s->tid; break;
+		case SK_DSO: v = (uintptr_t)p->funcs[s->frames[0].func].dso; break;
+		case SK_SYM: v = s->frames[0].func; break;
+		default: break;
+		}
+		h = (h ^ v) * 1099511628211ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static bool same_key(const struct profile *p, const struct pstack *a, const struct pstack *b,
+		     const struct table_opts *o)
+{
+	for (int i = 0; i < o->nr_keys; i++) {
+		switch (o->keys[i]) {
+		case SK_COMM: if (a->comm != b->comm) return false; break;
+		case SK_PID: if (a->pid != b->pid) return false; break;
+		case SK_TID: if (a->tid != b->tid) return false; break;
+		case SK_DSO:
+			if (strcmp(p->funcs[a->frames[0].func].dso, p->funcs[b->frames[0].func].dso))
+				return false;
+			break;
+		case SK_SYM: if (a->frames[0].func != b->frames[0].func) return false; break;
+		default: break;
+		}
+	}
+	return true;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->period != y->period)
+		return x->period < y->period ? 1 : -1;
+	return (x->count < y->count) - (x->count > y->count);
+}
+
+static const char *sym_text(const struct pfunc *f, char *buf, size_t len)
+{
+	snprintf(buf, len, "[%c] %s", f->kernel ? 'k' : '.', f->name);
+	return buf;
+}
+
+static bool same_frames(const struct pstack *a, const struct pstack *b)
+{
+	if (a->nr != b->nr)
+		return false;
+	for (__u32 j = 0; j < a->nr; j++)
+		if (a->frames[j].func != b->frames[j].func)
+			return false;
+	return true;
+}
+
+/* -g: the distinct call chains ending in this row's leaf, most frequent first. */
+static void print_chains(const struct profile *p, const struct row *r, FILE *out)
+{
+	struct chain {
+		const struct pstack *s;
+		__u64 count;
+	} *c = calloc(r->nr_stacks ? r->nr_stacks : 1, sizeof(*c));
+	size_t n = 0;
+
+	if (!c)
+		return;
+	for (size_t i = 0; i < r->nr_stacks; i++) {
+		const struct pstack *s = &p->stacks[r->stacks[i]];
+		size_t k;
+
+		/* Same frames, another thread: one chain. */
+		for (k = 0; k < n && !same_frames(c[k].s, s); k++)
+			;
+		if (k == n)
+			c[n++] = (struct chain){ s, 0 };
+		c[k].count += s->count;
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && c[j].count > c[j - 1].count; j--) {
+			struct chain t = c[j];
+
+			c[j] = c[j - 1];
+			c[j - 1] = t;
+		}
+	fprintf(out, "            |\n");
+	for (size_t i = 0; i < n && i < 8; i++) {
+		const struct pstack *s = c[i].s;
+
+		fprintf(out, "            %s--%.2f%%--%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
+			100.0 * c[i].count / (p->samples ? p->samples : 1), p->funcs[s->frames[0].func].name);
+		for (__u32 j = 1; j < s->nr && j < 64; j++)
+			fprintf(out, "            %s          %s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
+				p->funcs[s->frames[j].func].name);
+		if (i + 1 < SP_MIN(n, 8))
+			fprintf(out, "            |\n");
+	}
+	if (n > 8)
+		fprintf(out, "             (%zu more call chains)\n", n - 8);
+	fputc('\n', out);
+	free(c);
+}
+
+int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
+{
+	struct u64_map idx = {};
+	struct row *rows = NULL;
+	size_t nr = 0, cap = 0;
+	int e = 0;
+
+	for (size_t i = 0; i < p->nr_stacks; i++) {
+		const struct pstack *s = &p->stacks[i];
+		__u64 h = key_hash(p, s, o);
+		uint64_t *v;
+
+		for (;; h++) {
+			v = u64_map_get(&idx, h, false);
+			if (!v || same_key(p, rows[*v].rep, s, o))
+				break;
+		}
+		if (!v) {
+			if (nr == cap) {
+				struct row *n = realloc(rows, (cap = cap ? 2 * cap : 256) * sizeof(*rows));
+
+				if (!n) {
+					e = -ENOMEM;
+					goto cleanup;
+				}
+				rows = n;
+			}
+			rows[nr] = (struct row){ .rep = s };
+			v = u64_map_get(&idx, h, true);
+			if (!v) {
+				e = -ENOMEM;
+				goto cleanup;
+			}
+			*v = nr++;
+		}
+		rows[*v].count += s->count;
+		rows[*v].period += s->period;
+		if (o->callgraph) {
+			struct row *r = &rows[*v];
+
+			if (r->nr_stacks == r->cap_stacks) {
+				size_t *n = realloc(r->stacks, (r->cap_stacks = r->cap_stacks ? 2 * r->cap_stacks : 8) * sizeof(*n));
+
+				if (!n) {
+					e = -ENOMEM;
+					goto cleanup;
+				}
+				r->stacks = n;
+			}
+			r->stacks[r->nr_stacks++] = i;
+		}
+	}
+	qsort(rows, nr, sizeof(*rows), cmp_row);
+	if (!o->json) {
+		fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
+			(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);
+		if (p->lost)
+			fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
+		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
+		for (int k = 0; k < o->nr_keys; k++) {
+			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol" };
+			static const int w[SK_MAX] = { -16, 8, 8, -20, 0 };
+
+			fprintf(out, "  %*s", w[o->keys[k]], hdr[o->keys[k]]);
+		}
+		fprintf(out, "\n#\n");
+	}
+	for (size_t i = 0; i < nr; i++) {
+		const struct row *r = &rows[i];
+		const struct pfunc *f = &p->funcs[r->rep->frames[0].func];
+		double pct = p->period ? 100.0 * r->period / p->period : 0;
+		char sym[512];
+
+		if (o->json) {
+			struct sbuf b = {};
+
+			sbuf_printf(&b, "{\"overhead\":%.4f,\"samples\":%llu,\"period\":%llu", pct,
+				    (unsigned long long)r->count, (unsigned long long)r->period);
+			for (int k = 0; k < o->nr_keys; k++) {
+				switch (o->keys[k]) {
+				case SK_COMM: sbuf_printf(&b, ",\"comm\":"); sbuf_json_str(&b, r->rep->comm); break;
+				case SK_PID: sbuf_printf(&b, ",\"pid\":%u", r->rep->pid); break;
+				case SK_TID: sbuf_printf(&b, ",\"tid\":%u", r->rep->tid); break;
+				case SK_DSO: sbuf_printf(&b, ",\"dso\":"); sbuf_json_str(&b, f->dso); break;
+				case SK_SYM:
+					sbuf_printf(&b, ",\"sym\":");
+					sbuf_json_str(&b, f->name);
+					sbuf_printf(&b, ",\"kernel\":%s", f->kernel ? "true" : "false");
+					break;
+				default: break;
+				}
+			}
+			sbuf_printf(&b, "}\n");
+			if (!b.err)
+				fwrite(b.p, 1, b.len, out);
+			sbuf_free(&b);
+			continue;
+		}
+		if (pct < o->min_pct)
+			continue;
+		fprintf(out, "  %7.2f%% %10llu", pct, (unsigned long long)r->count);
+		for (int k = 0; k < o->nr_keys; k++) {
+			switch (o->keys[k]) {
+			case SK_COMM: fprintf(out, "  %-16s", r->rep->comm); break;
+			case SK_PID: fprintf(out, "  %8u", r->rep->pid); break;
+			case SK_TID: fprintf(out, "  %8u", r->rep->tid); break;
+			case SK_DSO: fprintf(out, "  %-20s", f->dso); break;
+			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
+			default: break;
+			}
+		}
+		fputc('\n', out);
+		if (o->callgraph && p->callchains)
+			print_chains(p, r, out);
+	}
+cleanup:
+	for (size_t i = 0; i < nr; i++)
+		free(rows[i].stacks);
+	free(rows);
+	u64_map_free(&idx);
+	return e;
+}
