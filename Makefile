@@ -41,7 +41,7 @@ WORKLOADS := $(OUTPUT)/tests/workload
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS)) $(OUTPUT)/bench/floor.bpf.o
-.PHONY: all clean deps demo test unit integration vmtest bench check
+.PHONY: all clean deps demo test unit integration vmtest bench check fuzz fuzz-replay soak
 
 all: spanperf
 
@@ -63,7 +63,9 @@ $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-spanperf: $(USER_OBJS)
+# BIN: `make check` links a sanitized binary under its own OUTPUT.
+BIN ?= spanperf
+$(BIN): $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -97,6 +99,46 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 	$(Q)mkdir -p $(OUTPUT)/bench
 	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+# ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf -iquote tests/fuzz
+FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+
+$(FUZZ_OBJS): | $(SKELS)
+
+$(OUTPUT)/fuzz/%.o: user/%.c
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(OUTPUT)/fuzz
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS)
+	$(Q)tests/fuzz/run.sh fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Every seed and every input that once crashed a target, once each.
+fuzz-replay: $(FUZZ_TARGETS)
+	$(Q)tests/fuzz/run.sh replay 0 $(FUZZ_TARGETS)
+
+# ---- sanitizers: the unit and integration tests on an ASan+UBSan build ----
+check: deps
+	$(Q)$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
+		CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+		build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) build-check/tests/workload
+	$(Q)tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
+	$(Q)SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
+	$(Q)tests/valgrind.sh
+
+# Ten minutes of recording and counting under thread churn; figures in build/soak.txt.
+soak: spanperf $(WORKLOADS)
+	$(Q)python3 tests/soak.py $(SOAK_ARGS)
+
 deps:
 	$(Q)tools/deps.sh
 
@@ -113,7 +155,7 @@ vmtest: spanperf $(WORKLOADS)
 # that pkg-config sees the freshly installed libraries.  The kernel matrix
 # runs where QEMU can, and says so where it cannot.
 test: deps
-	$(Q)$(MAKE) --no-print-directory unit integration
+	$(Q)$(MAKE) --no-print-directory unit integration fuzz-replay
 	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
 	$(Q)tests/vm/run.sh --if-able
 
@@ -128,6 +170,6 @@ demo: deps
 
 clean:
 	$(call msg,CLEAN,)
-	$(Q)rm -rf $(OUTPUT) spanperf
+	$(Q)rm -rf $(OUTPUT) build-check spanperf
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d)
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(OUTPUT)/fuzz/*.d)

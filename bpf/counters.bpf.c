@@ -18,7 +18,9 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "spanperf.h"
+#define SP_WANT_COUNTER_MAPS
+#define SP_WANT_FILTER_MAP
+#include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -27,48 +29,6 @@ const volatile __u32 nr_cpus = 1;
 const volatile __u32 filter_mode = SP_FILTER_NONE;
 /* Bit i: counter i may be multiplexed, so read it with its times. */
 const volatile __u32 times_mask = 0;
-
-/* Sized from user space: nr_events * nr_cpus. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sp_snap);
-} snap SEC(".maps");
-
-/* Sized with --max-threads. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct sp_counts);
-} counts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void stat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += 1;
-}
 
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {

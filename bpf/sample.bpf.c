@@ -11,40 +11,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "spanperf.h"
+#define SP_WANT_THREADS_MAP
+#define SP_WANT_FILTER_MAP
+#include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 filter_mode = SP_FILTER_NONE;
-
-/* Keys are PIDs or TIDs depending on filter_mode; sized from user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-} filter SEC(".maps");
-
-/* Sized with --max-threads from user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct sp_thread);
-} threads SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void stat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += 1; /* per-CPU slot: no atomic needed */
-}
 
 static __always_inline struct sp_thread *thread_get(__u32 pid, __u32 tid)
 {

@@ -15,7 +15,9 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "spanperf.h"
+#define SP_WANT_THREADS_MAP
+#define SP_WANT_COUNTER_MAPS
+#include "maps.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -26,35 +28,6 @@ const volatile __u8 span_ctr_slot[SP_MAX_COUNTERS] = {};
 const volatile __u8 span_source[SP_MAX_SPANS] = {};
 const volatile __u64 min_ns = 0;
 const volatile __u64 ring_size = 0;
-
-/* ---- maps shared with counters.bpf.c and sample.bpf.c (reused fds) ---- */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} counters SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sp_snap);
-} snap SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct sp_counts);
-} counts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct sp_thread);
-} threads SEC(".maps");
-
-/* ---- this program's own ---- */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -67,21 +40,6 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 } spans_rb SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void stat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += 1;
-}
 
 /* The thread's running totals now: what the map holds plus the open slice. */
 static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples)

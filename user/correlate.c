@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "correlate.h"
+#include "util.h"
 
 static int cmp_sample(const void *a, const void *b)
 {
@@ -30,7 +31,7 @@ static size_t lower(const struct corr_sample *s, size_t n, __u32 tid, __u64 time
 
 void correlate(struct corr_sample *samples, size_t nr_samples, struct corr_span *spans, size_t nr_spans)
 {
-	qsort(samples, nr_samples, sizeof(*samples), cmp_sample);
+	sort_n(samples, nr_samples, sizeof(*samples), cmp_sample);
 	for (size_t i = 0; i < nr_spans; i++) {
 		struct corr_span *sp = &spans[i];
 		size_t a = lower(samples, nr_samples, sp->tid, sp->start);

@@ -102,17 +102,7 @@ const struct event_name *events_builtin(size_t *n)
 	return all;
 }
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
+#define set_err(err, len, ...) set_errorf(err, len, 0, __VA_ARGS__)
 
 static int parse_cache(const char *s, struct perf_event_attr *a)
 {

@@ -81,7 +81,7 @@ static void list_pmu_events(int cpu, bool all)
 		closedir(e);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	sort_n(names, n, sizeof(*names), cmp_str);
 	for (int i = 0; i < n; i++) {
 		try_one(names[i], cpu, all);
 		free(names[i]);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,17 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	sigset_t stop;
+
+	/*
+	 * First thing: a SIGINT or SIGTERM that arrives while the run is set up
+	 * waits for it (runctl_wait takes it), so that the file is complete.
+	 */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, NULL);
 	sp_argc = argc;
 	sp_argv = argv;
 	if (argc < 2) {

@@ -12,15 +12,45 @@
 #define MAX_CPUS 65536
 #define MAX_ID 0x3fffffff  /* PID_MAX_LIMIT */
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
+#define fail(err, len, ...) set_errorf(err, len, -EINVAL, __VA_ARGS__)
 
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
+/* -p and -t, shared by record and stat. */
+static int opt_ids(int c, const char *arg, struct int_list *pids, struct int_list *tids, char *err, size_t len)
+{
+	struct int_list *l = c == 'p' ? pids : tids;
+
+	int_list_free(l);
+	if (int_list_parse(l, arg, false, MAX_ID))
+		return fail(err, len, "-%c '%s' is not a comma-separated list of %s", c, arg,
+			    c == 'p' ? "process ids" : "thread ids");
+	return 0;
+}
+
+static int opt_duration(const char *arg, double *out, char *err, size_t len)
+{
+	if (parse_seconds(arg, out))
+		return fail(err, len, "-d '%s' is not a positive number of seconds", arg);
+	return 0;
+}
+
+static int opt_max_threads(const char *arg, uint64_t *out, char *err, size_t len)
+{
+	if (parse_u64(arg, out, 1, 1 << 24))
+		return fail(err, len, "--max-threads '%s' is not a number from 1 to %d", arg, 1 << 24);
+	return 0;
+}
+
+static int opt_output(const char *arg, const char **out, char *err, size_t len)
+{
+	if (!*arg)
+		return fail(err, len, "-o needs a file name");
+	*out = arg;
+	return 0;
+}
+
+static void opt_verbosity(int c, int *v)
+{
+	*v = c == 'q' ? -1 : *v < 0 ? 1 : *v + 1;
 }
 
 /* getopt's own messages are off; this names the option the way it was written. */
@@ -55,6 +85,7 @@ void record_usage(FILE *out)
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
 		"                         context-switches: both counted without counter reads)\n"
+		"      --span-buffer KB   the span ring buffer (default 8192)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -81,7 +112,7 @@ void record_usage(FILE *out)
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS };
+	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -94,6 +125,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "span", required_argument, NULL, OPT_SPAN },
 		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
+		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -111,6 +143,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	o->output = "perf.data";
 	o->mmap_pages = 256;
 	o->max_threads = 32768;
+	o->span_buffer_kb = 8192;
 	optind = 0; /* glibc: re-initialise, so the parser can run more than once */
 	opterr = 0;
 	/* '+': stop at the first non-option, which starts CMD (as perf does). */
@@ -120,11 +153,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			break;
 		case 'p':
 		case 't':
-			int_list_free(c == 'p' ? &o->pids : &o->tids);
-			r = int_list_parse(c == 'p' ? &o->pids : &o->tids, optarg, false, MAX_ID);
+			r = opt_ids(c, optarg, &o->pids, &o->tids, err, errlen);
 			if (r)
-				return fail(err, errlen, "-%c '%s' is not a comma-separated list of %s", c,
-					    optarg, c == 'p' ? "process ids" : "thread ids");
+				return r;
 			break;
 		case 'C':
 			int_list_free(&o->cpus);
@@ -165,9 +196,15 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 					    optarg);
 			break;
 		case OPT_MAX_THREADS:
-			if (parse_u64(optarg, &o->max_threads, 1, 1 << 24))
-				return fail(err, errlen, "--max-threads '%s' is not a number from 1 to %d",
-					    optarg, 1 << 24);
+			r = opt_max_threads(optarg, &o->max_threads, err, errlen);
+			if (r)
+				return r;
+			break;
+		case OPT_SPAN_BUFFER:
+			if (parse_u64(optarg, &o->span_buffer_kb, 4, 1 << 20) ||
+			    (o->span_buffer_kb & (o->span_buffer_kb - 1)))
+				return fail(err, errlen, "--span-buffer '%s' is not a power of two from 4 to %d KiB",
+					    optarg, 1 << 20);
 			break;
 		case OPT_SPAN_COUNTERS:
 			if (!*optarg)
@@ -175,13 +212,14 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			o->span_counters = optarg;
 			break;
 		case 'd':
-			if (parse_seconds(optarg, &o->duration))
-				return fail(err, errlen, "-d '%s' is not a positive number of seconds", optarg);
+			r = opt_duration(optarg, &o->duration, err, errlen);
+			if (r)
+				return r;
 			break;
 		case 'o':
-			if (!*optarg)
-				return fail(err, errlen, "-o needs a file name");
-			o->output = optarg;
+			r = opt_output(optarg, &o->output, err, errlen);
+			if (r)
+				return r;
 			break;
 		case 'm':
 			if (parse_u64(optarg, &o->mmap_pages, 1, 1 << 20) ||
@@ -190,10 +228,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 					    optarg, 1 << 20);
 			break;
 		case 'q':
-			o->verbose = -1;
-			break;
 		case 'v':
-			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+			opt_verbosity(c, &o->verbose);
 			break;
 		case 'h':
 			record_usage(stdout);
@@ -263,6 +299,7 @@ void stat_usage(FILE *out)
 int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen)
 {
 	enum { OPT_PER_THREAD = 256, OPT_MAX_THREADS, OPT_RAW_TP };
+	int r;
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -292,10 +329,9 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 			break;
 		case 'p':
 		case 't':
-			int_list_free(c == 'p' ? &o->pids : &o->tids);
-			if (int_list_parse(c == 'p' ? &o->pids : &o->tids, optarg, false, MAX_ID))
-				return fail(err, errlen, "-%c '%s' is not a comma-separated list of %s", c,
-					    optarg, c == 'p' ? "process ids" : "thread ids");
+			r = opt_ids(c, optarg, &o->pids, &o->tids, err, errlen);
+			if (r)
+				return r;
 			break;
 		case 'e':
 			if (!*optarg)
@@ -314,27 +350,26 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 			o->json = true;
 			break;
 		case 'o':
-			if (!*optarg)
-				return fail(err, errlen, "-o needs a file name");
-			o->output = optarg;
+			r = opt_output(optarg, &o->output, err, errlen);
+			if (r)
+				return r;
 			break;
 		case 'd':
-			if (parse_seconds(optarg, &o->duration))
-				return fail(err, errlen, "-d '%s' is not a positive number of seconds", optarg);
+			r = opt_duration(optarg, &o->duration, err, errlen);
+			if (r)
+				return r;
 			break;
 		case OPT_MAX_THREADS:
-			if (parse_u64(optarg, &o->max_threads, 1, 1 << 24))
-				return fail(err, errlen, "--max-threads '%s' is not a number from 1 to %d", optarg,
-					    1 << 24);
+			r = opt_max_threads(optarg, &o->max_threads, err, errlen);
+			if (r)
+				return r;
 			break;
 		case OPT_RAW_TP:
 			o->raw_tp = true;
 			break;
 		case 'q':
-			o->verbose = -1;
-			break;
 		case 'v':
-			o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
+			opt_verbosity(c, &o->verbose);
 			break;
 		case 'h':
 			stat_usage(stdout);

@@ -26,6 +26,7 @@ struct record_opts {
 	int nr_spans;
 	uint64_t span_min_us;
 	const char *span_counters; /* what spans carry; task-clock,context-switches by default */
+	uint64_t span_buffer_kb;   /* the span ring, a power of two */
 	double duration;	/* -d, 0: until CMD exits or a signal */
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */

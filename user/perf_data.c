@@ -764,7 +764,7 @@ static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 			r->idx[r->nr_idx].id = r->attrs[i].ids[j];
 			r->idx[r->nr_idx++].attr = i;
 		}
-	qsort(r->idx, r->nr_idx, sizeof(*r->idx), cmp_idx);
+	sort_n(r->idx, r->nr_idx, sizeof(*r->idx), cmp_idx);
 	return 0;
 }
 
@@ -785,7 +785,8 @@ int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t 
 		e = -ENOMEM;
 		goto cleanup;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO given as input must fail, not block. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		e = rerr(r, -errno, "cannot open: %s", strerror(errno));
 		goto cleanup;

@@ -19,6 +19,14 @@ struct walk {
 	int err;
 };
 
+/* Sizing walks carry no buffer: their cursor stays NULL, never offset. */
+static void advance(struct walk *w, size_t n)
+{
+	if (w->mode != W_SIZE)
+		w->p += n;
+	w->size += n;
+}
+
 static int room(struct walk *w, size_t n)
 {
 	if (w->err)
@@ -38,8 +46,7 @@ static void u64f(struct walk *w, __u64 *v)
 		memcpy(w->p, v, 8);
 	else if (w->mode == W_PARSE)
 		memcpy(v, w->p, 8);
-	w->p += w->mode == W_SIZE ? 0 : 8;
-	w->size += 8;
+	advance(w, 8);
 }
 
 static void u32pair(struct walk *w, __u32 *a, __u32 *b)
@@ -53,8 +60,7 @@ static void u32pair(struct walk *w, __u32 *a, __u32 *b)
 		memcpy(a, w->p, 4);
 		memcpy(b, w->p + 4, 4);
 	}
-	w->p += w->mode == W_SIZE ? 0 : 8;
-	w->size += 8;
+	advance(w, 8);
 }
 
 /* Variable data: on parse, *ptr points into the record. */
@@ -72,8 +78,7 @@ static void bytes(struct walk *w, const void **ptr, __u64 n)
 		memcpy(w->p, *ptr, n);
 	else if (w->mode == W_PARSE)
 		*ptr = w->p;
-	w->p += w->mode == W_SIZE ? 0 : n;
-	w->size += n;
+	advance(w, n);
 }
 
 static void u64s(struct walk *w, const __u64 **ptr, __u64 nr)
@@ -127,8 +132,7 @@ static void walk_raw(struct walk *w, struct pd_sample *s)
 		memcpy(w->p, &s->raw_size, 4);
 	else if (w->mode == W_PARSE)
 		memcpy(&s->raw_size, w->p, 4);
-	w->p += w->mode == W_SIZE ? 0 : 4;
-	w->size += 4;
+	advance(w, 4);
 	if ((4 + (__u64)s->raw_size) % 8) {
 		w->err = -EINVAL;
 		return;

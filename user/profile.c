@@ -108,7 +108,7 @@ static void resolve_forks(struct priv *pv)
 {
 	struct u64_map cur = {}; /* tid -> comm index + 1 */
 
-	qsort(pv->cev, pv->nr_cev, sizeof(*pv->cev), cmp_cev_time);
+	sort_n(pv->cev, pv->nr_cev, sizeof(*pv->cev), cmp_cev_time);
 	for (size_t i = 0; i < pv->nr_cev; i++) {
 		struct comm_ev *e = &pv->cev[i];
 		uint64_t *v;
@@ -124,7 +124,7 @@ static void resolve_forks(struct priv *pv)
 		}
 	}
 	u64_map_free(&cur);
-	qsort(pv->cev, pv->nr_cev, sizeof(*pv->cev), cmp_cev_tid);
+	sort_n(pv->cev, pv->nr_cev, sizeof(*pv->cev), cmp_cev_tid);
 }
 
 /* The comm of tid at time t: its latest name by then, else its first. */

@@ -35,7 +35,6 @@
 #define SPAN_POLL_MS 100
 /* Span attrs' ids: far above the kernel's, which count up from 1. */
 #define SPAN_ID_BASE (1ull << 62)
-#define SPAN_RING_BYTES (8u << 20)
 #define SPAN_DEFAULT_COUNTERS "task-clock,context-switches"
 /* RAW is a u32 size then the data, padded so that both end on 8 bytes. */
 #define SPAN_RAW_SIZE ((((sizeof(struct sp_span) + 4) + 7) & ~7ul) - 4)
@@ -541,7 +540,7 @@ static void print_threads(struct recorder *r)
 		if (!bpf_map_lookup_elem(fd, &key, &all[n].t))
 			n++;
 	}
-	qsort(all, n, sizeof(*all), cmp_thread);
+	sort_n(all, n, sizeof(*all), cmp_thread);
 	fprintf(stderr, "per-thread samples (BPF map):\n%8s %8s %-16s %10s\n", "tid", "pid", "comm", "samples");
 	for (int i = 0; i < n && (i < 20 || sp_verbose > 1); i++)
 		fprintf(stderr, "%8u %8u %-16.16s %10llu\n", all[i].tid, all[i].t.pid, all[i].t.comm,
@@ -575,7 +574,7 @@ static int finish(struct recorder *r, int argc, char **argv)
 	e = pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
 	if (e) {
-		pr_err("cannot write %s: %s", r->o->output, strerror(-e));
+		pr_err("cannot write -o '%s': %s", r->o->output, strerror(-e));
 		return e;
 	}
 	bpf_counts(r, &accepted, &full, &threads);
@@ -626,7 +625,7 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 {
 	const struct record_opts *o = r->o;
 	struct span_set_opts so = { .specs = r->specs, .nr = o->nr_spans, .min_ns = o->span_min_us * 1000,
-				    .ring_bytes = SPAN_RING_BYTES };
+				    .ring_bytes = o->span_buffer_kb * 1024 };
 	struct counters_opts co = { .cpus = online, .max_threads = o->max_threads, .native_switches = true,
 				    .prefer_raw_tp = f->tp_btf_err != 0 };
 	const struct counter_event *ev;
@@ -812,7 +811,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	e = synthesize(&r);
 	if (e) {
-		pr_err("cannot write the process list to %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;
 	}
 	if (r.have_cmd && workload__start(&r.wl, o.cmd, err, sizeof(err))) {
@@ -834,7 +833,7 @@ int cmd_record(int argc, char **argv)
 		runctl_wait(r.pfds, r.nr_rings + !!r.spans, timeout);
 		e = drain_all(&r);
 		if (e) {
-			pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 			goto cleanup;
 		}
 		if (r.have_cmd && workload__done(&r.wl))
@@ -847,7 +846,7 @@ int cmd_record(int argc, char **argv)
 		counters__stop(r.cs);
 	e = drain_all(&r);
 	if (e) {
-		pr_err("cannot write %s: %s", pd_writer__tmp_path(r.w), strerror(-e));
+		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;
 	}
 	if (r.progress_shown)

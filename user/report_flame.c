@@ -75,7 +75,7 @@ int report_folded(const struct profile *p, FILE *out)
 		lines[nr] = (struct fline){ b.p, s->count };
 		*v = nr++;
 	}
-	qsort(lines, nr, sizeof(*lines), cmp_fline);
+	sort_n(lines, nr, sizeof(*lines), cmp_fline);
 	for (size_t i = 0; i < nr; i++)
 		fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)lines[i].count);
 cleanup:

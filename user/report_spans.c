@@ -252,7 +252,7 @@ static int top_of(struct sr *r, size_t first, size_t count, struct topc **out, s
 		}
 		(*out)[k].n++;
 	}
-	qsort(*out, n, sizeof(**out), cmp_top);
+	sort_n(*out, n, sizeof(**out), cmp_top);
 	return n;
 }
 
@@ -370,8 +370,8 @@ static int print_table(struct sr *r, FILE *out)
 			}
 			(void)first;
 		}
-		qsort(dur, cnt, sizeof(*dur), cmp_u64);
-		qsort(pool, npool, sizeof(*pool), cmp_top);
+		sort_n(dur, cnt, sizeof(*dur), cmp_u64);
+		sort_n(pool, npool, sizeof(*pool), cmp_top);
 		fprintf(out, "  %-20s %-10s %8zu %10.3f %10.3f %10.3f %8zu", r->names[n], span_source_name(src), cnt,
 			pct(dur, cnt, 0.5) / 1e6, pct(dur, cnt, 0.99) / 1e6, cnt ? dur[cnt - 1] / 1e6 : 0, samples);
 		for (int k = 0; k < r->nr_ctr; k++) {
@@ -458,7 +458,7 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 		goto bad;
 	if (o->external && add_external(&r, ext, next))
 		goto oom;
-	qsort(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
+	sort_n(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
 	if (join(&r))
 		goto oom;
 	if (!r.nsp && !o->external) {

@@ -205,7 +205,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			r->stacks[r->nr_stacks++] = i;
 		}
 	}
-	qsort(rows, nr, sizeof(*rows), cmp_row);
+	sort_n(rows, nr, sizeof(*rows), cmp_row);
 	if (!o->json) {
 		fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
 			(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);

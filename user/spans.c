@@ -17,16 +17,7 @@
 #include "util.h"
 #include "spans.skel.h"
 
-static int fail(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+#define fail(err, len, ...) set_errorf(err, len, -EINVAL, __VA_ARGS__)
 
 static bool is_ident(const char *s, const char *extra)
 {

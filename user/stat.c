@@ -204,7 +204,7 @@ static int report(struct stat_run *r, double interval, double elapsed_s)
 				tot[2][k] += t[i].running[k];
 			}
 	}
-	qsort(t, n, sizeof(*t), cmp_threads);
+	sort_n(t, n, sizeof(*t), cmp_threads);
 	if (o->json) {
 		for (int i = 0; i < n; i++) {
 			if (!any_count(&t[i], SP_MAX_COUNTERS))

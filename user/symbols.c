@@ -118,7 +118,9 @@ static void finish_symbols(struct dso *d)
 {
 	int j = 0;
 
-	qsort(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
+	if (!d->nr_syms)
+		return; /* sort_n(NULL, 0) is undefined */
+	sort_n(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
 	for (int i = 0; i < d->nr_syms; i++) {
 		if (j && d->syms[j - 1].start == d->syms[i].start) {
 			if (better(&d->syms[i], &d->syms[j - 1])) {
@@ -225,9 +227,9 @@ static int load_elf_file(struct dso *d, const char *file, bool want_segs, bool a
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(file);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	err = load_elf_syms(d, elf, want_segs, all_aliases);
 	if (elf)
@@ -259,9 +261,9 @@ static int debuglink(const char *file, char *out, size_t len)
 	int fd, err = -ENOENT;
 	Elf *elf;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(file);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
 		while ((scn = elf_nextscn(elf, scn))) {
@@ -291,7 +293,7 @@ static int debuglink(const char *file, char *out, size_t len)
 static bool has_symtab(const char *file)
 {
 	bool yes;
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(file);
 	Elf *elf;
 	Elf_Scn *scn = NULL;
 
@@ -679,7 +681,7 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 	int lo = 0, hi = p->nr - 1, last = -1;
 
 	if (!p->sorted) {
-		qsort(p->maps, p->nr, sizeof(*p->maps), cmp_map);
+		sort_n(p->maps, p->nr, sizeof(*p->maps), cmp_map);
 		p->sorted = true;
 	}
 	while (lo <= hi) {

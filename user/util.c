@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 
@@ -65,6 +66,18 @@ void pr_debug(const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog("", fmt, ap);
 	va_end(ap);
+}
+
+int set_errorf(char *err, size_t len, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && len) {
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return code;
 }
 
 int parse_u64(const char *s, uint64_t *out, uint64_t min, uint64_t max)
@@ -153,7 +166,7 @@ int int_list_parse(struct int_list *l, const char *s, bool ranges, int max)
 		err = -EINVAL;
 		goto cleanup;
 	}
-	qsort(l->v, l->n, sizeof(*l->v), cmp_int);
+	sort_n(l->v, l->n, sizeof(*l->v), cmp_int);
 	for (i = 1, j = 1; i < l->n; i++)
 		if (l->v[i] != l->v[j - 1])
 			l->v[j++] = l->v[i];
@@ -249,18 +262,34 @@ int sbuf_printf(struct sbuf *b, const char *fmt, ...)
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 int sbuf_json_str(struct sbuf *b, const char *s)
 {
-	sbuf_add(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = *s;
+	const unsigned char *c = (const unsigned char *)s;
 
-		if (c == '"' || c == '\\')
-			sbuf_printf(b, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			sbuf_printf(b, "\\u%04x", c);
+	sbuf_add(b, "\"", 1);
+	while (*c) {
+		int n = *c >= 0x80 ? utf8_len(c) : 1;
+
+		if (*c == '"' || *c == '\\')
+			sbuf_printf(b, "\\%c", *c);
+		else if (*c < 0x20 || *c == 0x7f)
+			sbuf_printf(b, "\\u%04x", *c);
+		else if (!n)
+			sbuf_add(b, "\\ufffd", 6); /* names come from files: a stray byte must not break JSON */
 		else
-			sbuf_add(b, &c, 1);
+			sbuf_add(b, c, n);
+		c += n ? n : 1;
 	}
 	return sbuf_add(b, "\"", 1);
 }
@@ -306,9 +335,9 @@ int read_file_all(const char *path, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while ((n = read(fd, tmp, sizeof(tmp))) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
@@ -330,6 +359,20 @@ cleanup:
 	close(fd);
 	sbuf_free(&b);
 	return err;
+}
+
+int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 int write_all(int fd, const void *p, size_t n)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdbool.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -24,6 +25,9 @@ void pr_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pr_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes one sentence to err (if any) and returns code: for parsers' errors. */
+int set_errorf(char *err, size_t len, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Parsers return 0 or -EINVAL/-ERANGE and never print. */
 int parse_u64(const char *s, uint64_t *out, uint64_t min, uint64_t max);
@@ -59,11 +63,25 @@ int read_file_str(const char *path, char *buf, size_t size);
 /* Reads a whole file; the caller frees *out. */
 int read_file_all(const char *path, char **out, size_t *len);
 
+/*
+ * Opens a regular file for reading, or fails with -EINVAL: paths in a
+ * perf.data are the file's to choose, and a FIFO or device there must not
+ * block or be read.
+ */
+int open_regular(const char *path);
+
 /* write() all of it, retrying on EINTR and short writes. */
 int write_all(int fd, const void *p, size_t n);
 
 /* True for root or CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN on older kernels). */
 bool have_bpf_privileges(void);
+
+/* qsort that accepts an empty, NULL array (qsort itself may not be given NULL). */
+static inline void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
 
 /* u64 -> u64 open-addressing map (tids, ids, addresses). */
 struct u64_map {

@@ -89,7 +89,13 @@ int workload__prepare(struct workload *w, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &orig_mask, NULL);
+		{
+			sigset_t none;
+
+			/* The command starts with no signal blocked, whatever spanperf blocks. */
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+		}
 		/* EOF without a byte: the parent gave up; do not run. */
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);

@@ -17,7 +17,8 @@ import time
 import traceback
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SPANPERF = os.path.join(ROOT, "spanperf")
+# SPANPERF_BIN: make check runs the same tests on a sanitized build.
+SPANPERF = os.path.abspath(os.environ.get("SPANPERF_BIN", os.path.join(ROOT, "spanperf")))
 BUILD = os.path.join(ROOT, "build")
 WORKLOAD = os.path.join(BUILD, "tests", "workload")
 
@@ -35,7 +36,7 @@ def test(fn):
 
 def run(cmd, timeout=120, check=False, **kw):
     """Runs cmd; returns CompletedProcess with text stdout/stderr."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, **kw)
     if check and p.returncode != 0:
         raise AssertionError("%s exited %d\nstdout: %s\nstderr: %s" %
                              (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))

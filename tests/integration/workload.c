@@ -28,9 +28,14 @@
  *   workload readloop N          N read()s of 64 bytes from /dev/zero; CPU ns per call
  *   workload jit MS              spin MS of CPU in code copied to anonymous
  *                                memory, named in /tmp/perf-PID.map as a JIT does
+ *   workload churn SECS          threads created and exiting all the time, and
+ *                                a process forked now and then, for SECS
+ *   workload gaps SECS           one thread per CPU reading the clock in a loop;
+ *                                prints the gaps (time stolen from it) per CPU
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -464,12 +469,111 @@ static int mode_jit(const char *ms)
 	return 0;
 }
 
+static void *short_life(void *arg)
+{
+	(void)arg;
+	burn_ns(500000);
+	return NULL;
+}
+
+static int mode_churn(const char *secs)
+{
+	uint64_t end = mono_ns() + strtoull(secs, NULL, 10) * 1000000000ull;
+	long threads = 0, procs = 0;
+
+	while (mono_ns() < end) {
+		pthread_t th[16];
+
+		for (int i = 0; i < 16; i++)
+			pthread_create(&th[i], NULL, short_life, NULL);
+		for (int i = 0; i < 16; i++)
+			pthread_join(th[i], NULL);
+		threads += 16;
+		if (threads % 1600 == 0) {
+			pid_t p = fork();
+
+			if (p == 0) {
+				execl("/bin/true", "true", (char *)NULL);
+				_exit(127);
+			}
+			waitpid(p, NULL, 0);
+			procs++;
+		}
+	}
+	printf("{\"threads\":%ld,\"processes\":%ld}\n", threads, procs);
+	return 0;
+}
+
+struct gaps {
+	int cpu;
+	double secs;
+	uint64_t loops, small, small_ns, big, big_ns;
+};
+
+/*
+ * Time stolen from a spinning thread, seen by the thread itself: it reads
+ * the clock in a loop, and every gap over 1 us is something that ran
+ * instead (an interrupt, a BPF program, another task).  Gaps over 200 us
+ * are host preemptions or scheduling, counted apart.
+ */
+static void *gaps_thread(void *arg)
+{
+	struct gaps *g = arg;
+	cpu_set_t set;
+	uint64_t start, prev, now, end;
+
+	CPU_ZERO(&set);
+	CPU_SET(g->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	start = prev = mono_ns();
+	end = start + (uint64_t)(g->secs * 1e9);
+	while ((now = mono_ns()) < end) {
+		uint64_t d = now - prev;
+
+		if (d > 1000) {
+			if (d < 200000) {
+				g->small++;
+				g->small_ns += d;
+			} else {
+				g->big++;
+				g->big_ns += d;
+			}
+		}
+		prev = now;
+		g->loops++;
+	}
+	return NULL;
+}
+
+static int mode_gaps(const char *secs)
+{
+	int n = sysconf(_SC_NPROCESSORS_ONLN);
+	struct gaps g[64];
+	pthread_t th[64];
+
+	n = n > 64 ? 64 : n;
+	for (int i = 0; i < n; i++) {
+		g[i] = (struct gaps){ .cpu = i, .secs = atof(secs) };
+		pthread_create(&th[i], NULL, gaps_thread, &g[i]);
+	}
+	printf("{\"seconds\":%s,\"cpus\":[", secs);
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		printf("%s{\"loops\":%llu,\"small\":%llu,\"small_ns\":%llu,\"big\":%llu,\"big_ns\":%llu}",
+		       i ? "," : "", (unsigned long long)g[i].loops, (unsigned long long)g[i].small,
+		       (unsigned long long)g[i].small_ns, (unsigned long long)g[i].big,
+		       (unsigned long long)g[i].big_ns);
+	}
+	printf("]}\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -497,6 +601,10 @@ int main(int argc, char **argv)
 		r = mode_counted(reader, "reads", argv[2], NULL);
 	else if (!strcmp(argv[1], "jit"))
 		r = mode_jit(argv[2]);
+	else if (!strcmp(argv[1], "churn"))
+		r = mode_churn(argv[2]);
+	else if (!strcmp(argv[1], "gaps"))
+		r = mode_gaps(argv[2]);
 	else if (!strcmp(argv[1], "getppid") || !strcmp(argv[1], "tiny") || !strcmp(argv[1], "readloop"))
 		r = mode_loop(argv[1], argv[2]);
 	else

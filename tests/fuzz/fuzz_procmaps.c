@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The /proc/PID/maps line parser. */
+#include "fuzz_common.h"
+#include "sideband.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s = fuzz_str(data, size);
+	struct procmap m;
+
+	if (!s)
+		return 0;
+	procmaps_parse_line(s, &m);
+	free(s);
+	return 0;
+}
