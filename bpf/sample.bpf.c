@@ -51,10 +51,17 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			return 0;
 		}
 	}
-	stat_inc(SP_STAT_SAMPLES);
 	t = thread_get(pid, tid);
-	if (t) {
-		/* Idle (tid 0) is shared by all CPUs, so add atomically. */
+	if (!t)
+		return 1;
+	/*
+	 * A thread is sampled only on the CPU it runs on, one sample at a
+	 * time: plain adds.  tid 0 is every CPU's idle task at once.
+	 */
+	if (tid) {
+		t->samples++;
+		t->period += ctx->sample_period;
+	} else {
 		__sync_fetch_and_add(&t->samples, 1);
 		__sync_fetch_and_add(&t->period, ctx->sample_period);
 	}

@@ -115,8 +115,7 @@ struct sp_span {
 
 /* Indexes into the per-CPU `stats` array: events the loader must report. */
 enum sp_stat {
-	SP_STAT_SAMPLES = 0,	  /* samples accepted by the filter */
-	SP_STAT_FILTERED,	  /* samples dropped by -p/-t */
+	SP_STAT_FILTERED = 0,	  /* samples dropped by -p/-t */
 	SP_STAT_THREADS_FULL,	  /* a new thread found the threads map full */
 	SP_STAT_COUNTS_FULL,	  /* a time slice lost: the counts map was full */
 	SP_STAT_READ_ERR,	  /* bpf_perf_event_read_value failed */

@@ -482,28 +482,30 @@ static int synthesize(struct recorder *r)
 	return 0;
 }
 
+/*
+ * What BPF saw: the samples it passed (summed over the threads map, which
+ * nothing deletes from, plus those refused because it was full), so that -v
+ * can compare them with what the rings delivered.
+ */
 static void bpf_counts(struct recorder *r, __u64 *accepted, __u64 *threads_full, int *threads)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(r->skel->maps.threads);
 	__u64 vals[ncpu > 0 ? ncpu : 1];
-	__u32 key, next, *prev = NULL;
+	__u32 key, next, *prev = NULL, idx = SP_STAT_THREADS_FULL;
+	struct sp_thread t;
 
 	*accepted = *threads_full = 0;
 	*threads = 0;
-	for (__u32 idx = 0; idx < SP_STAT_MAX && ncpu > 0; idx++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.stats), &idx, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++) {
-			if (idx == SP_STAT_SAMPLES)
-				*accepted += vals[c];
-			else if (idx == SP_STAT_THREADS_FULL)
-				*threads_full += vals[c];
-		}
-	}
+	if (ncpu > 0 && !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.stats), &idx, vals))
+		for (int c = 0; c < ncpu; c++)
+			*threads_full += vals[c];
+	*accepted = *threads_full;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		(*threads)++;
+		if (!bpf_map_lookup_elem(fd, &key, &t))
+			*accepted += t.samples;
 	}
 }
 
