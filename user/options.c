@@ -65,6 +65,20 @@ static int bad_option(char *err, size_t len, int argc, char **argv, int opt)
 	return fail(err, len, "unknown option '%s'; see --help", arg);
 }
 
+/* What record and stat share after the flags: one filter, then `-- CMD ARGS`. */
+static int finish_target(const struct int_list *pids, const struct int_list *tids, int argc, char **argv,
+			 char ***cmd, char *err, size_t len)
+{
+	if (pids->n && tids->n)
+		return fail(err, len, "-p and -t both filter; give one of them");
+	if (optind < argc) {
+		*cmd = &argv[optind];
+		if (!argv[optind][0])
+			return fail(err, len, "the command to run is an empty string");
+	}
+	return 0;
+}
+
 void record_usage(FILE *out)
 {
 	fprintf(out,
@@ -242,14 +256,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		return fail(err, errlen, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
-	if (o->pids.n && o->tids.n)
-		return fail(err, errlen, "-p and -t both filter; give one of them");
-	if (optind < argc) {
-		o->cmd = &argv[optind];
-		if (!argv[optind][0])
-			return fail(err, errlen, "the command to run is an empty string");
-	}
-	return 0;
+	return finish_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 
 void record_opts_free(struct record_opts *o)
@@ -378,14 +385,7 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 			return bad_option(err, errlen, argc, argv, c);
 		}
 	}
-	if (o->pids.n && o->tids.n)
-		return fail(err, errlen, "-p and -t both filter; give one of them");
-	if (optind < argc) {
-		o->cmd = &argv[optind];
-		if (!argv[optind][0])
-			return fail(err, errlen, "the command to run is an empty string");
-	}
-	return 0;
+	return finish_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 
 void stat_opts_free(struct stat_opts *o)
