@@ -102,7 +102,8 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 # ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
-	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf -iquote tests/fuzz
+	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf -iquote tests/fuzz \
+	-DFUZZ_ROOT='"$(CURDIR)/tests/fuzz/root"'
 FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/main.c,$(USER_SRCS)))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
@@ -116,7 +117,7 @@ $(OUTPUT)/fuzz/%.o: user/%.c
 
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS)

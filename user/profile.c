@@ -341,7 +341,7 @@ static bool is_sampling_attr(const struct pd_attr *a)
 	return a && !(a->name && !strncmp(a->name, "spanperf", 8));
 }
 
-int profile__load(struct profile **out, const char *path, char *err, size_t errlen)
+int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
 {
 	struct profile *p;
 	struct priv *pv;
@@ -371,7 +371,7 @@ int profile__load(struct profile **out, const char *path, char *err, size_t errl
 			p->sample_freq = a->freq ? a->sample_freq : 0;
 			break;
 		}
-	p->sym = symbolizer__new(&p->rd->meta, NULL);
+	p->sym = symbolizer__new(&p->rd->meta, root);
 	if (!p->sym) {
 		e = -ENOMEM;
 		goto oom;

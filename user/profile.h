@@ -57,8 +57,11 @@ struct profile {
 	void *priv;
 };
 
-/* Reads every sample of the file; on error err names the file and record. */
-int profile__load(struct profile **out, const char *path, char *err, size_t errlen);
+/*
+ * Reads every sample of the file; on error err names the file and record.
+ * root: where symbol files are looked up, NULL for /.
+ */
+int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen);
 void profile__free(struct profile *p);
 
 #endif

@@ -186,7 +186,7 @@ int cmd_report(int argc, char **argv)
 		}
 		return 0;
 	}
-	e = profile__load(&p, input, err, sizeof(err));
+	e = profile__load(&p, input, NULL, err, sizeof(err));
 	if (e) {
 		pr_err("%s", err);
 		return 1;

@@ -20,8 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			;
 		pd_reader__free(r);
 	}
-	/* The profile symbolizes from the file's maps: no file outside is read for them. */
-	if (!profile__load(&p, path, err, sizeof(err)))
+	/*
+	 * Symbol files come from a fixture root (a small kallsyms, no ELF), so
+	 * the host's files neither slow the fuzzer down nor change its paths.
+	 */
+	if (!profile__load(&p, path, FUZZ_ROOT, err, sizeof(err)))
 		profile__free(p);
 	close(fd);
 	return 0;
