@@ -36,6 +36,22 @@ CPUS = os.cpu_count()
 
 ROUNDS = 5
 TMP = tempfile.mkdtemp(prefix="spanperf-bench-")
+# Every child goes through spawn() so that an interrupted run kills them all: an
+# orphaned "record -a" would otherwise keep sampling and skew every later run.
+CHILDREN = []
+
+
+def spawn(cmd, **kw):
+    p = subprocess.Popen(cmd, **kw)
+    CHILDREN.append(p)
+    return p
+
+
+def kill_children():
+    for p in CHILDREN:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 DEVNULL = subprocess.DEVNULL
 
 
@@ -89,7 +105,7 @@ def start_profiler(tool, hz, out):
         cmd = ["bpftrace", "-e", bpftrace_script(hz)]
     else:
         raise ValueError(tool)
-    p = subprocess.Popen(cmd, stdout=DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = spawn(cmd, stdout=DEVNULL, stderr=subprocess.PIPE, text=True)
     p.tool = tool
     return p
 
@@ -129,7 +145,7 @@ def prog_stats(name):
 def busy_load(seconds):
     """A CPU-bound load on every CPU for the duration."""
     ms = ",".join([str(int(seconds * 1000))] * CPUS)
-    return subprocess.Popen([WORKLOAD, "spin", ms], stdout=DEVNULL)
+    return spawn([WORKLOAD, "spin", ms], stdout=DEVNULL)
 
 
 # ---------------------------------------------------------------- 1. in-kernel cost
@@ -175,7 +191,7 @@ def bench_recorder(res):
                 cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", str(hz), "-d", str(secs), "-o", out]
             else:
                 cmd = ["perf", "record", "-q", "-a", "-g", "-F", str(hz), "-o", out, "--", "sleep", str(secs)]
-            p = subprocess.Popen(cmd, stdout=DEVNULL, stderr=DEVNULL)
+            p = spawn(cmd, stdout=DEVNULL, stderr=DEVNULL)
             _, _, ru = os.wait4(p.pid, 0)
             load.kill()
             load.wait()
@@ -210,7 +226,7 @@ def run_work(iters):
     CPU time is the primary figure: the sampling interrupt and the BPF program run
     on the interrupted thread's time, while other processes on a shared machine
     (and steal, with paravirt time accounting) move only the wall time."""
-    p = subprocess.Popen([WORKLOAD, "work", str(CPUS), str(iters)], stdout=subprocess.PIPE, text=True)
+    p = spawn([WORKLOAD, "work", str(CPUS), str(iters)], stdout=subprocess.PIPE, text=True)
     out = p.stdout.read()
     _, _, ru = os.wait4(p.pid, 0)
     p.stdout.close()
@@ -299,14 +315,14 @@ def bench_rss(res):
     rows = {"spanperf": [], "perf": []}
     for r in range(ROUNDS):
         for tool in ("spanperf", "perf"):
-            threads = subprocess.Popen([WORKLOAD, "threads", "1000", "30"], stdout=subprocess.PIPE, text=True)
+            threads = spawn([WORKLOAD, "threads", "1000", "30"], stdout=subprocess.PIPE, text=True)
             threads.stdout.readline()  # all 1000 are up
             out = os.path.join(TMP, "rss.data")
             if tool == "spanperf":
                 cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", "999", "-d", "5", "-o", out]
             else:
                 cmd = ["perf", "record", "-q", "-a", "-g", "-F", "999", "-o", out, "--", "sleep", "5"]
-            p = subprocess.Popen(cmd, stdout=DEVNULL, stderr=DEVNULL)
+            p = spawn(cmd, stdout=DEVNULL, stderr=DEVNULL)
             _, _, ru = os.wait4(p.pid, 0)
             threads.kill()
             threads.wait()
@@ -326,8 +342,8 @@ def bench_stat(res):
     per_thread = None
     for r in range(ROUNDS):
         for label, ev in evsets.items():
-            load = subprocess.Popen([WORKLOAD, "sleeps", "1000000", "10"], stdout=DEVNULL)
-            p = subprocess.Popen([SPANPERF, "stat", "-v", "-e", ev, "-o", "/dev/null", "-d", "6"],
+            load = spawn([WORKLOAD, "sleeps", "1000000", "10"], stdout=DEVNULL)
+            p = spawn([SPANPERF, "stat", "-v", "-e", ev, "-o", "/dev/null", "-d", "6"],
                                  stdout=DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(1.5)
             a = prog_stats("switch_btf")
@@ -377,7 +393,7 @@ def per_call(tool, mode, n, span, floor_arg):
         return json.loads(p.stdout.splitlines()[-1])["cpu_ns_per_call"]
     fl = None
     if tool == "floor":
-        fl = subprocess.Popen([FLOOR] + floor_arg + ["-d", "3600"], stdout=DEVNULL, stderr=DEVNULL)
+        fl = spawn([FLOOR] + floor_arg + ["-d", "3600"], stdout=DEVNULL, stderr=DEVNULL)
         time.sleep(0.5)
     try:
         p = subprocess.run(wl, capture_output=True, text=True)
@@ -411,7 +427,7 @@ def bench_spans(res):
     times, rss = [], []
     for r in range(min(ROUNDS, 3)):
         t0 = time.time()
-        p = subprocess.Popen([SPANPERF, "report", "-i", path, "--spans", "--format", "json"], stdout=DEVNULL)
+        p = spawn([SPANPERF, "report", "-i", path, "--spans", "--format", "json"], stdout=DEVNULL)
         _, status, ru = os.wait4(p.pid, 0)
         times.append(time.time() - t0)
         rss.append(ru.ru_maxrss)
@@ -425,7 +441,7 @@ def bench_spans(res):
 
 def timed(cmd):
     t0 = time.time()
-    p = subprocess.Popen(cmd, stdout=DEVNULL, stderr=DEVNULL)
+    p = spawn(cmd, stdout=DEVNULL, stderr=DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
     return time.time() - t0, ru.ru_maxrss, status
 
@@ -714,6 +730,7 @@ def main(argv):
             SECTIONS[name](res)
             json.dump(res, open(path, "w"), indent=1)
     finally:
+        kill_children()
         for k in ("kernel.perf_cpu_time_max_percent", "kernel.perf_event_max_sample_rate",
                   "kernel.bpf_stats_enabled"):
             sysctl(k, saved[k])

@@ -58,13 +58,17 @@ def main(argv):
     lines.append("soak: %.0f s of record -a -F 999 -g and stat -a --per-thread under churn %s" % (
         time.time() - t0, churned.strip()))
     for name, s in series.items():
-        steady = [r for t, r, f in s if t >= 60] or [r for t, r, f in s]
-        rss0, rss1 = steady[0], steady[-1]
-        fds = sorted({f for t, r, f in s})
+        # The first minute is start-up: maps created, the output opened.
+        steady = [(r, f) for t, r, f in s if t >= 60] or [(r, f) for t, r, f in s]
+        rss0, rss1 = steady[0][0], steady[-1][0]
+        fds = sorted({f for r, f in steady})
         grow = 100.0 * (rss1 - rss0) / rss0 if rss0 else 0
         lines.append("  %-6s RSS after 1 min %d KiB, at the end %d KiB (%+.1f%%), max %d KiB, median %d KiB; "
-                     "open fds %s" % (name, rss0, rss1, grow, max(r for t, r, f in s),
-                                      statistics.median(r for t, r, f in s), fds))
+                     "open fds after 1 min %s (during start-up %s)" % (
+                         name, rss0, rss1, grow, max(r for t, r, f in s),
+                         statistics.median(r for t, r, f in s), fds,
+                         sorted({f for t, r, f in s if t < 60})))
+        lines.append("  %-6s RSS KiB every 10 s: %s" % (name, " ".join(str(r) for t, r, f in s)))
         if grow > 10 or len(fds) > 1:
             ok = False
     lines.append("  record exit %d; stat exit %d" % (rec.returncode, st.returncode))
