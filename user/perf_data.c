@@ -839,6 +839,20 @@ int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t 
 	}
 	r->data_offset = h.data.offset;
 	r->data_size = h.data.size;
+	r->data = r->map + r->data_offset;
+	/*
+	 * Records are read in place through struct pointers, which need
+	 * 8-byte alignment; perf writes it, but nothing forces a file to.
+	 */
+	if (r->data_offset % 8) {
+		r->data_copy = malloc(r->data_size ? r->data_size : 1);
+		if (!r->data_copy) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		memcpy(r->data_copy, r->data, r->data_size);
+		r->data = r->data_copy;
+	}
 	memcpy(r->features, h.features, sizeof(r->features));
 	e = parse_attrs(r, &h);
 	if (e)
@@ -862,6 +876,7 @@ void pd_reader__free(struct pd_reader *r)
 		return;
 	if (r->map)
 		munmap((void *)r->map, r->size);
+	free(r->data_copy);
 	for (int i = 0; i < r->nr_attrs; i++) {
 		free(r->attrs[i].name);
 		free(r->attrs[i].ids);
@@ -905,7 +920,7 @@ static bool has_identifier(const struct pd_reader *r)
 
 int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
 {
-	const unsigned char *base = r->map + r->data_offset;
+	const unsigned char *base = r->data;
 	struct perf_event_header h;
 	size_t left;
 	__u64 id = 0;

@@ -103,6 +103,8 @@ struct pd_reader {
 	struct pd_attr *attrs;
 	int nr_attrs;
 	__u64 data_offset, data_size;
+	const unsigned char *data; /* the records, 8-byte aligned */
+	unsigned char *data_copy;  /* set when the file's data section was not */
 	__u64 features[4];
 	struct pd_meta meta; /* features found, decoded */
 	bool have_sample_time;

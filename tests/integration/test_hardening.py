@@ -137,6 +137,32 @@ def test_crafted_headers_and_records():
 
 
 @test
+def test_misaligned_data_section():
+    """perf writes the data section 8-byte aligned, but nothing forces a file to
+    (the fuzzer found this): the records then read the same."""
+    path, data = base_file()
+    d = tmpdir()
+    h = header(data)
+    off, size = h[5], h[6]
+    nfeat = sum(bin(x).count("1") for x in struct.unpack_from("<4Q", data, 72))
+    b = bytearray(data[:off]) + bytes(4) + bytearray(data[off:])
+    struct.pack_into("<Q", b, 40, off + 4)
+    table = off + 4 + size
+    for i in range(nfeat):
+        (o,) = struct.unpack_from("<Q", b, table + 16 * i)
+        struct.pack_into("<Q", b, table + 16 * i, o + 4)
+    moved = os.path.join(d, "moved.data")
+    open(moved, "wb").write(bytes(b))
+    for extra in MODES:
+        want = spanperf("report", "-i", path, *extra)
+        got = spanperf("report", "-i", moved, *extra)
+        assert want.returncode == 0 and got.returncode == 0, (extra, got.stderr[-800:])
+        assert got.stderr == want.stderr, (extra, got.stderr[-800:])
+        assert got.stdout.replace(moved, path) == want.stdout, extra
+        assert len(want.stdout) > 200, (extra, want.stdout)
+
+
+@test
 def test_bad_spans_jsonl():
     path, _ = base_file()
     d = tmpdir()
