@@ -25,7 +25,8 @@ CFLAGS ?= -g -O2
 override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
-LDLIBS = $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
+# libstdc++ for __cxa_demangle (C++ names in reports).
+LDLIBS = $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm -lstdc++
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -36,7 +37,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
-WORKLOADS := $(OUTPUT)/tests/workload
+WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -79,6 +80,11 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 $(OUTPUT)/tests/workload: tests/integration/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra $< -o $@ -lpthread
+
+# -O0: nothing is inlined but spin(), so each C++ name keeps its samples.
+$(OUTPUT)/tests/workload_cxx: tests/integration/workload_cxx.cpp | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)clang++ -g -O0 -fno-omit-frame-pointer -Wall -Wextra $< -o $@
 
 # The benchmarks' floor: the same events with an empty program.
 $(OUTPUT)/bench/%.bpf.o: bench/%.bpf.c | $(OUTPUT)
@@ -128,13 +134,20 @@ fuzz-replay: $(FUZZ_TARGETS)
 	$(Q)tests/fuzz/run.sh replay 0 $(FUZZ_TARGETS)
 
 # ---- sanitizers: the unit and integration tests on an ASan+UBSan build ----
+# Reports go to files, not stderr: a test that expects exit 1 and reads stderr
+# must not mistake a sanitizer's death for a clean error, and children count too.
+SAN_ENV = ASAN_OPTIONS=log_path=$(CURDIR)/build-check/san/asan:exitcode=86 \
+	UBSAN_OPTIONS=log_path=$(CURDIR)/build-check/san/ubsan:exitcode=86:print_stacktrace=1
 check: deps
 	$(Q)$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
 		CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 		build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) build-check/tests/workload
-	$(Q)tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
-	$(Q)SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
-	$(Q)tests/valgrind.sh
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)rm -rf build-check/san && mkdir -p build-check/san
+	$(Q)$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
+	$(Q)$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
+	$(Q)tests/san-logs.sh build-check/san
+	$(Q)tests/valgrind.sh	# on the plain build: valgrind cannot run an ASan binary
 
 # Ten minutes of recording and counting under thread churn; figures in build/soak.txt.
 soak: spanperf $(WORKLOADS)

@@ -3,6 +3,7 @@
 # find no errors and no leaks (definite or indirect).
 set -eu
 cd "$(dirname "$0")/.."
+# Not the ASan build of make check: valgrind cannot run a sanitized binary.
 bin=${SPANPERF_BIN:-./spanperf}
 [ -x build/bench/gen_spans ] || make --no-print-directory build/bench/gen_spans >/dev/null
 command -v valgrind >/dev/null || { echo "valgrind: skipped: valgrind is not installed"; exit 0; }
@@ -10,13 +11,13 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 build/bench/gen_spans "$d/g.data" 2000 200 4
 # A real recording with call chains too, where BPF may load.
-./spanperf record -q -g -o "$d/r.data" -- build/tests/workload calls 20 2 "$d/ext.jsonl" > /dev/null 2>&1 ||
+"$bin" record -q -g -o "$d/r.data" -- build/tests/workload calls 20 2 "$d/ext.jsonl" > /dev/null 2>&1 ||
 	cp "$d/g.data" "$d/r.data"
 [ -s "$d/ext.jsonl" ] || echo '{"tid":1000,"start_ns":1,"end_ns":999999999}' > "$d/ext.jsonl"
 printf 'PERFILE2 not really' > "$d/bad.data"
 vg() {
 	if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-		--show-leak-kinds=definite,indirect ./spanperf "$@" > "$d/out" 2> "$d/vg"; then
+		--show-leak-kinds=definite,indirect "$bin" "$@" > "$d/out" 2> "$d/vg"; then
 		:
 	elif [ $? -eq 99 ]; then
 		echo "  FAIL  valgrind: spanperf $*"

@@ -183,22 +183,35 @@ def test_interval_printing():
     assert len(lines) >= 3 and re.match(r"^\s+\d+\.\d{9}\s", lines[0]), lines
 
 
+def proc_cpu_ms(pid):
+    """utime + stime of a process, in ms (clock-tick resolution)."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
 @test
 def test_pid_filter():
     need_bpf()
     d = tmpdir()
-    target = subprocess.Popen([WORKLOAD, "spin", "2000,2000"], stdout=subprocess.DEVNULL)
+    target = subprocess.Popen([WORKLOAD, "spin", "3000,3000"], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.1)
         out = os.path.join(d, "p.jsonl")
+        cpu0, t0 = proc_cpu_ms(target.pid), time.monotonic()
         spanperf("stat", "-p", str(target.pid), "--json", "-e", "task-clock", "-o", out, "-d", "0.8", check=True)
+        cpu1, t1 = proc_cpu_ms(target.pid), time.monotonic()
     finally:
         target.kill()
         target.wait()
     rows = json_lines(open(out).read())
     assert rows and {r["pid"] for r in rows} == {target.pid}, {r["pid"] for r in rows}
     busy = sum(r["counter-value"] for r in rows)
-    assert busy > 1000, "two spinning threads for 0.8 s gave %.0f ms" % busy
+    # Ground truth is the CPU the target got (a shared host decides how much),
+    # over the whole run of stat of which 0.8 s were counted.
+    ran = cpu1 - cpu0
+    assert busy <= ran + 20, "counted %.0f ms, but the target ran %.0f ms in all" % (busy, ran)
+    assert busy >= 0.6 * ran * 0.8 / (t1 - t0), "counted %.0f ms of 0.8 s in which the target ran %.0f ms of %.2f s" % (
+        busy, ran, t1 - t0)
 
 
 @test
