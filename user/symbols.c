@@ -10,6 +10,7 @@
 #include <sys/auxv.h>
 
 #include "buildid.h"
+#include "demangle.h"
 #include "kallsyms.h"
 #include "symbols.h"
 #include "util.h"
@@ -17,7 +18,8 @@
 struct symbol {
 	__u64 start, end;
 	char *name;
-	int binding; /* STB_*, for choosing among aliases */
+	int binding;	 /* STB_*, for choosing among aliases */
+	bool demangled; /* name is final (see sym_name) */
 };
 
 struct segment {
@@ -154,6 +156,7 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
 	d->syms[d->nr_syms].start = start;
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
+	d->syms[d->nr_syms].demangled = false;
 	d->nr_syms++;
 	return 0;
 }
@@ -707,7 +710,7 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 	return best;
 }
 
-static const struct symbol *find_sym(const struct dso *d, __u64 addr)
+static struct symbol *find_sym(const struct dso *d, __u64 addr)
 {
 	int lo = 0, hi = d->nr_syms - 1;
 
@@ -747,11 +750,30 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 		load_user_dso(s, d);
 }
 
+/*
+ * C++ and Rust names are demangled the first time a sample lands in them: a
+ * libstdc++ holds thousands, of which a profile touches a few.
+ */
+static const char *sym_name(struct symbol *sym)
+{
+	char *d;
+
+	if (!sym->demangled) {
+		sym->demangled = true;
+		d = demangle(sym->name);
+		if (d) {
+			free(sym->name);
+			sym->name = d;
+		}
+	}
+	return sym->name;
+}
+
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel, struct sym *out)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, false);
 	struct map *m = p ? find_map(p, ip, t) : NULL;
-	const struct symbol *sym;
+	struct symbol *sym;
 
 	memset(out, 0, sizeof(*out));
 	out->name = "[unknown]";
@@ -770,7 +792,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->dso_id = s->kernel->id;
 		sym = find_sym(s->kernel, ip);
 		if (sym) {
-			out->name = sym->name;
+			out->name = sym_name(sym);
 			out->offset = ip - sym->start;
 			out->known = true;
 		}
@@ -788,7 +810,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		ensure_loaded(s, d);
 		sym = find_sym(d, to_vaddr(d, out->file_offset));
 		if (sym) {
-			out->name = sym->name;
+			out->name = sym_name(sym);
 			out->offset = to_vaddr(d, out->file_offset) - sym->start;
 			out->known = true;
 			return;
@@ -802,7 +824,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		p->jit = load_perf_map(s, pid);
 	}
 	if (p && p->jit && (sym = find_sym(p->jit, ip))) {
-		out->name = sym->name;
+		out->name = sym_name(sym);
 		out->dso = p->jit->short_name;
 		out->path = p->jit->path;
 		out->offset = ip - sym->start;
@@ -823,28 +845,46 @@ int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)
 	return s->nr_dsos;
 }
 
+/* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
+static bool name_matches(const char *n, const char *func, bool versioned)
+{
+	size_t l = strlen(func);
+
+	return !strncmp(n, func, l) && (!n[l] || (versioned && n[l] == '@'));
+}
+
+/* Index of the symbol named func in d, or -1; demangled: compare C++ names as perf shows them. */
+static int find_named(const struct dso *d, const char *func, bool demangled)
+{
+	for (int i = 0; i < d->nr_syms; i++) {
+		char *dm = demangled ? demangle(d->syms[i].name) : NULL;
+		bool match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
+
+		free(dm);
+		if (match)
+			return i;
+	}
+	return -1;
+}
+
 int symbols_find_function(const char *path, const char *func, __u64 *file_offset)
 {
 	struct dso d = {};
-	int e = load_elf_file(&d, path, true, true);
+	int idx, e = load_elf_file(&d, path, true, true);
 
 	if (!e) {
-		e = -ENOENT;
-		for (int i = 0; i < d.nr_syms; i++) {
-			const char *n = d.syms[i].name;
-			size_t l = strlen(func);
+		/* Mangled or plain names first, then "ns::Foo::get". */
+		idx = find_named(&d, func, false);
+		if (idx < 0)
+			idx = find_named(&d, func, true);
+		e = idx < 0 ? -ENOENT : 0;
+		if (!e) {
+			__u64 va = d.syms[idx].start;
 
-			/* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
-			if (!strncmp(n, func, l) && (!n[l] || n[l] == '@')) {
-				__u64 va = d.syms[i].start;
-
-				*file_offset = va;
-				for (int k = 0; k < d.nr_segs; k++)
-					if (va >= d.segs[k].vaddr && va < d.segs[k].vaddr + d.segs[k].filesz)
-						*file_offset = va - d.segs[k].vaddr + d.segs[k].off;
-				e = 0;
-				break;
-			}
+			*file_offset = va;
+			for (int k = 0; k < d.nr_segs; k++)
+				if (va >= d.segs[k].vaddr && va < d.segs[k].vaddr + d.segs[k].filesz)
+					*file_offset = va - d.segs[k].vaddr + d.segs[k].off;
 		}
 	} else if (e == -EINVAL) {
 		e = -ENOEXEC;

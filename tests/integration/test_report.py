@@ -72,6 +72,33 @@ def test_table_agrees_with_perf_report():
 
 
 @test
+def test_cxx_names_as_perf_shows_them():
+    """Demangled like perf (no parameters, no template return type), sample
+    for sample; and a uprobe span found by its C++ name."""
+    need_bpf()
+    need_perf()
+    cxx = os.path.join(BUILD, "tests", "workload_cxx")
+    d = tmpdir()
+    path, spanned = os.path.join(d, "cxx.data"), os.path.join(d, "spans.data")
+    spanperf("record", "-F", "999", "-o", path, "--", cxx, check=True)
+    theirs = perf_leaf_counts(path)
+    rows = json_lines(spanperf("report", "-i", path, "--sort", "sym", "--format", "json", check=True).stdout)
+    mine = collections.Counter()
+    for r in rows:
+        mine[r["sym"]] += r["samples"]
+    for name in ("ns::Foo::get", "ns::Foo::operator()", "maxof<int>", "maxof<double>",
+                 "(anonymous namespace)::hidden", "over", "main::$_0::operator()"):
+        assert theirs[name] >= 5, "perf script: %d samples in %s: %s" % (theirs[name], name, theirs.most_common(12))
+        assert mine[name] == theirs[name], "%s: spanperf %d, perf script %d" % (name, mine[name], theirs[name])
+    # A separate run: perf script would count the span records as samples.
+    spanperf("record", "-F", "999", "-o", spanned, "--span", "uprobe:%s:ns::Foo::get" % cxx, "--", cxx,
+             check=True)
+    spans = json_lines(spanperf("report", "-i", spanned, "--spans", "--format", "json", check=True).stdout)
+    assert [s["name"] for s in spans] == ["ns::Foo::get"], spans
+    assert spans[0]["samples"] >= 5, spans[0]
+
+
+@test
 def test_folded_stacks():
     path, truth = recording()
     samples = perf_script_samples(path)
