@@ -62,7 +62,9 @@ def log(*a):
 def sysctl(name, value=None):
     path = "/proc/sys/" + name.replace(".", "/")
     old = open(path).read().strip()
-    if value is not None:
+    # Skipping a write of the value already there matters: a run killed before its
+    # cleanup leaves max_percent at 0, and the kernel then refuses any rate write.
+    if value is not None and str(value) != old:
         with open(path, "w") as f:
             f.write(str(value))
     return old
@@ -105,7 +107,9 @@ def start_profiler(tool, hz, out):
         cmd = ["bpftrace", "-e", bpftrace_script(hz)]
     else:
         raise ValueError(tool)
-    p = spawn(cmd, stdout=DEVNULL, stderr=subprocess.PIPE, text=True)
+    # stderr goes to a file, never to a pipe nobody drains: bpftrace prints one line
+    # per stack-id collision at exit, and blocked on a full pipe it ignores SIGINT.
+    p = spawn(cmd, stdout=DEVNULL, stderr=open(os.path.join(TMP, tool + ".stderr"), "a"))
     p.tool = tool
     return p
 
@@ -115,13 +119,22 @@ def stop_profiler(p):
     if p is None:
         return 0.0, 0
     p.send_signal(signal.SIGINT)
-    try:
-        _, status, ru = os.wait4(p.pid, 0)
-    except ChildProcessError:
-        return 0.0, 0
+    # bpftrace prints its whole map at exit, which takes seconds; a profiler still
+    # there after a minute is stuck, and one left running would skew every later run.
+    deadline = time.time() + 60
+    while True:
+        try:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0.0, 0
+        if pid:
+            break
+        if time.time() > deadline:
+            log("%s did not stop on SIGINT within 60 s; killed" % p.tool)
+            p.kill()
+            deadline = float("inf")
+        time.sleep(0.05)
     p.returncode = status
-    if p.stderr:
-        p.stderr.close()
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
