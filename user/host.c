@@ -9,6 +9,7 @@
 #include "buildid.h"
 #include "host.h"
 #include "kallsyms.h"
+#include "util.h"
 
 /* The value of "key<tabs>: value" from /proc/cpuinfo, first CPU only. */
 static char *cpuinfo_field(const char *text, const char *key)
@@ -91,21 +92,39 @@ int host_fill_meta(struct pd_meta *m)
 
 int host_kernel_text(__u64 *start, __u64 *end)
 {
-	char *text;
-	size_t len;
+	char *text = NULL, *modules = NULL;
+	size_t len, mlen = 0;
 	__u8 id[BUILD_ID_MAX], size;
-	char hex[2 * BUILD_ID_MAX + 1];
-	int e = kallsyms_read_proc(&text, &len);
+	char hex[2 * BUILD_ID_MAX + 1] = "";
+	__u64 text_addr;
+	int e;
 
 	*start = *end = 0;
+	e = kallsyms_text_start(&text_addr);
 	if (e)
-		return e;
-	e = kallsyms_text_range(text, len, start, end);
-	/* Read once, kept for report: the kernel formats the file anew on every read. */
-	if (!e && !buildid_kernel(id, &size)) {
+		return e == -ENOENT ? -EPERM : e;
+	if (!buildid_kernel(id, &size))
 		buildid_hex(id, size, hex);
-		kallsyms_store_cache(hex, text, len);
-	}
+	/*
+	 * All of /proc/kallsyms costs 40 ms of kernel formatting: the copy of an
+	 * earlier run in this layout has the same _etext, and report its symbols.
+	 */
+	if (read_file_all("/proc/modules", &modules, &mlen))
+		mlen = 0;
+	if (hex[0] && kallsyms_cache_fresh(hex, text_addr, modules, mlen) &&
+	    !kallsyms_read_cache(hex, text_addr, &text, &len) &&
+	    !kallsyms_text_range(text, len, start, end) && *start == text_addr)
+		goto cleanup;
 	free(text);
+	text = NULL;
+	e = kallsyms_read_proc(&text, &len);
+	if (e)
+		goto cleanup;
+	e = kallsyms_text_range(text, len, start, end);
+	if (!e && hex[0])
+		kallsyms_store_cache(hex, *start, text, len, modules, mlen);
+cleanup:
+	free(text);
+	free(modules);
 	return e;
 }

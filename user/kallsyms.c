@@ -11,31 +11,48 @@
 #include "kallsyms.h"
 #include "util.h"
 
+struct range {
+	__u64 start, end;
+};
+
+static int find_text(void *ctx, __u64 addr, char type, const char *name, size_t n);
+
 int kallsyms_read_proc(char **text, size_t *len)
 {
 	return read_file_all("/proc/kallsyms", text, len);
 }
 
-static int cache_path(const char *build_id, char *out, size_t len)
+/*
+ * A copy is only good for the layout it was read in.  KASLR moves the kernel
+ * at every boot without changing its build id, so the key holds _text too;
+ * and the modules loaded when it was read are kept beside it, so that record
+ * can tell when they changed and read the kernel's list anew.
+ */
+static int cache_path(const char *build_id, __u64 text, const char *suffix, char *out, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
 
-	if (!build_id || !*build_id || strchr(build_id, '/'))
+	if (!build_id || !*build_id || strchr(build_id, '/') || !text)
 		return -EINVAL;
 	if (xdg && *xdg)
-		snprintf(out, len, "%s/spanperf/kallsyms/%s", xdg, build_id);
+		n = snprintf(out, len, "%s/spanperf/kallsyms/%s-%llx%s", xdg, build_id,
+			     (unsigned long long)text, suffix);
 	else if (home && *home)
-		snprintf(out, len, "%s/.cache/spanperf/kallsyms/%s", home, build_id);
+		n = snprintf(out, len, "%s/.cache/spanperf/kallsyms/%s-%llx%s", home, build_id,
+			     (unsigned long long)text, suffix);
 	else
 		return -ENOENT;
-	return 0;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int kallsyms_read_cache(const char *build_id, char **text, size_t *len)
+int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size_t *len)
 {
 	char path[PATH_MAX];
-	int e = cache_path(build_id, path, sizeof(path));
+	int e = cache_path(build_id, text_addr, "", path, sizeof(path));
 
+	*text = NULL;
+	*len = 0;
 	return e ? e : read_file_all(path, text, len);
 }
 
@@ -54,18 +71,12 @@ static int mkdirs(char *path)
 	return 0;
 }
 
-int kallsyms_store_cache(const char *build_id, const char *text, size_t len)
+/* Written under a temporary name and renamed: a reader never sees half a copy. */
+static int store(const char *path, const char *text, size_t len)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 16];
-	int fd, e = cache_path(build_id, path, sizeof(path));
+	char tmp[PATH_MAX + 16];
+	int fd, e;
 
-	if (e)
-		return e;
-	if (!access(path, F_OK))
-		return 0;
-	e = mkdirs(path);
-	if (e)
-		return e;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
 	/* Kernel addresses are not for everyone: the copy is the owner's only. */
 	fd = mkstemp(tmp);
@@ -78,6 +89,66 @@ int kallsyms_store_cache(const char *build_id, const char *text, size_t len)
 		e = -errno;
 	if (e)
 		unlink(tmp);
+	return e;
+}
+
+int kallsyms_store_cache(const char *build_id, __u64 text_addr, const char *text, size_t len,
+			 const char *modules, size_t modules_len)
+{
+	char path[PATH_MAX], mpath[PATH_MAX];
+	int e = cache_path(build_id, text_addr, "", path, sizeof(path));
+
+	if (!e)
+		e = cache_path(build_id, text_addr, ".modules", mpath, sizeof(mpath));
+	if (!e)
+		e = mkdirs(path);
+	/* The list first: a copy never sits beside a list newer than itself. */
+	if (!e)
+		e = store(path, text, len);
+	if (!e)
+		e = store(mpath, modules ? modules : "", modules ? modules_len : 0);
+	return e;
+}
+
+bool kallsyms_cache_fresh(const char *build_id, __u64 text_addr, const char *modules, size_t modules_len)
+{
+	char path[PATH_MAX], *old;
+	size_t len;
+	bool fresh;
+
+	if (cache_path(build_id, text_addr, ".modules", path, sizeof(path)) ||
+	    read_file_all(path, &old, &len))
+		return false;
+	fresh = len == modules_len && (!len || !memcmp(old, modules, len));
+	free(old);
+	return fresh;
+}
+
+int kallsyms_text_start(__u64 *start)
+{
+	char buf[16384];
+	size_t used = 0;
+	ssize_t n;
+	int fd, e = -ENOENT;
+
+	*start = 0;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* _text is among the first lines; the kernel formats only what is read. */
+	while (used < sizeof(buf) - 1 && (n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
+		used += n;
+	close(fd);
+	if (used) {
+		char *last = memrchr(buf, '\n', used);
+		struct range r = {};
+
+		if (last) {
+			kallsyms_parse(buf, last - buf + 1, find_text, &r);
+			*start = r.start;
+			e = r.start ? 0 : -ENOENT;
+		}
+	}
 	return e;
 }
 
@@ -118,10 +189,6 @@ int kallsyms_parse(const char *text, size_t len, kallsyms_fn fn, void *ctx)
 	}
 	return 0;
 }
-
-struct range {
-	__u64 start, end;
-};
 
 static int find_text(void *ctx, __u64 addr, char type, const char *name, size_t n)
 {

@@ -421,14 +421,18 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
 	struct kload k = { d, 0 };
+	__u64 text_addr = d->info.pgoff, running;
 	size_t len;
 
 	if (s->root[0]) {
 		snprintf(path, sizeof(path), "%s/proc/kallsyms", s->root);
 		if (read_file_all(path, &text, &len))
 			return;
-	} else if (!d->build_id[0] || kallsyms_read_cache(d->build_id, &text, &len)) {
-		/* No copy of the recorded kernel's: only the running kernel's own, if it is the one. */
+	} else if (!d->build_id[0] || !text_addr || kallsyms_read_cache(d->build_id, text_addr, &text, &len)) {
+		/*
+		 * No copy of the recorded kernel's: only the running kernel's own,
+		 * if it is the one, loaded where it was (KASLR moves it per boot).
+		 */
 		if (d->build_id[0]) {
 			if (buildid_kernel(id, &size))
 				return;
@@ -436,6 +440,8 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 			if (strcmp(hex, d->build_id))
 				return;
 		}
+		if (text_addr && (kallsyms_text_start(&running) || running != text_addr))
+			return;
 		if (kallsyms_read_proc(&text, &len))
 			return;
 	}

@@ -229,6 +229,57 @@ def test_stripped_binary_finds_its_debug_file():
     assert any(r["sym"] == "spin_0" and r["dso"] == "stripped" for r in rows), rows[:3]
 
 
+def proc_modules():
+    # A kernel built without module support has no /proc/modules: an empty list.
+    return open("/proc/modules").read() if os.path.exists("/proc/modules") else ""
+
+
+def kernel_rows(path, env):
+    rows = json_lines(spanperf("report", "-i", path, "--sort", "dso,sym", "--format", "json", env=env,
+                               check=True).stdout)
+    return {r["sym"]: r["samples"] for r in rows if r["dso"] == "[kernel.kallsyms]"}
+
+
+@test
+def test_kernel_symbols_copy_per_layout():
+    """record keeps /proc/kallsyms per kernel build id and load address (KASLR
+    moves the kernel at each boot, the build id stays), reads it anew when the
+    modules change, and report takes kernel names from the copy of the
+    recorded layout only."""
+    need_bpf()
+    d = tmpdir()
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    cdir = os.path.join(d, "cache", "spanperf", "kallsyms")
+    path = os.path.join(d, "k.data")
+    spanperf("record", "-F", "999", "-o", path, "--", WORKLOAD, "syscalls", "400", env=env, check=True)
+    text = next(int(l.split()[0], 16) for l in open("/proc/kallsyms") if l.split()[2] == "_text")
+    names = sorted(os.listdir(cdir))
+    assert len(names) == 2 and names[1] == names[0] + ".modules", names
+    copy = os.path.join(cdir, names[0])
+    assert names[0].endswith("-%x" % text), (names, hex(text))
+    assert os.stat(copy).st_mode & 0o777 == 0o600, oct(os.stat(copy).st_mode)
+    assert open(copy + ".modules").read() == proc_modules()
+
+    before = kernel_rows(path, env)
+    hot = max((n for n in before if re.match(r"^[A-Za-z_]\w+$", n)), key=before.get)
+    body = open(copy).read()
+    assert re.search(r" %s$" % hot, body, re.M), hot
+    open(copy, "w").write(re.sub(r" %s$" % hot, " spanperf_copy_" + hot, body, flags=re.M))
+    after = kernel_rows(path, env)
+    assert after.get("spanperf_copy_" + hot) == before[hot] and hot not in after, (hot, before[hot], after)
+
+    # The copy of another layout is not used: the running kernel's own list is, as it is the recorded one.
+    os.rename(copy, os.path.join(cdir, names[0].rsplit("-", 1)[0] + "-%x" % (text + 0x200000)))
+    assert kernel_rows(path, env).get(hot) == before[hot], (hot, before[hot], kernel_rows(path, env))
+
+    # Changed modules: the next record reads the list anew.
+    os.rename(os.path.join(cdir, names[0].rsplit("-", 1)[0] + "-%x" % (text + 0x200000)), copy)
+    open(copy + ".modules", "w").write("gone 16384 0 - Live 0x0000000000000000\n")
+    spanperf("record", "-F", "999", "-o", path, "--", "true", env=env, check=True)
+    assert "spanperf_copy_" not in open(copy).read(), "the copy was not read anew"
+    assert open(copy + ".modules").read() == proc_modules()
+
+
 @test
 def test_report_errors():
     d = tmpdir()
