@@ -9,7 +9,7 @@ the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
-    sections: inkernel recorder slowdown stolen rss stat spans report (default: all)
+    sections: inkernel recorder slowdown stolen parts rss stat spans report (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -105,6 +105,13 @@ def start_profiler(tool, hz, out):
         cmd = ["perf", "record", "-q", "-a", "-g", "-F", str(hz), "-o", out]
     elif tool == "bpftrace":
         cmd = ["bpftrace", "-e", bpftrace_script(hz)]
+    # Without stacks: what the call-chain walk costs each tool (the parts section).
+    elif tool == "spanperf-nog":
+        cmd = [SPANPERF, "record", "-q", "-a", "-F", str(hz), "-o", out]
+    elif tool == "perf-nog":
+        cmd = ["perf", "record", "-q", "-a", "-F", str(hz), "-o", out]
+    elif tool == "bpftrace-nostack":
+        cmd = ["bpftrace", "-e", "profile:hz:%d { @[tid] = count(); }" % hz]
     else:
         raise ValueError(tool)
     # stderr goes to a file, never to a pipe nobody drains: bpftrace prints one line
@@ -140,7 +147,7 @@ def stop_profiler(p):
 
 def wait_ready(tool, seconds=None):
     # bpftrace needs about a second to compile and attach; the others less.
-    time.sleep(seconds if seconds is not None else (2.0 if tool == "bpftrace" else 1.0))
+    time.sleep(seconds if seconds is not None else (2.0 if tool.startswith("bpftrace") else 1.0))
 
 
 def prog_stats(name):
@@ -285,6 +292,18 @@ def bench_slowdown(res):
 
 # ---------------------------------------------------------------- 3b. time stolen from the workload
 
+def stolen_share(tool, hz, secs):
+    """(% of the gaps workload's time in 1-200 us gaps, mean gap ns) while tool samples at hz."""
+    p = start_profiler(tool, hz, os.path.join(TMP, "st.data"))
+    if p:
+        wait_ready(tool)
+    w = json.loads(subprocess.run([WORKLOAD, "gaps", str(secs)], capture_output=True, text=True).stdout)
+    stop_profiler(p)
+    small_ns = sum(c["small_ns"] for c in w["cpus"])
+    small = sum(c["small"] for c in w["cpus"])
+    return 100.0 * small_ns / (secs * 1e9 * len(w["cpus"])), small_ns / small if small else 0
+
+
 def bench_stolen(res):
     """The slowdown as the workload itself sees it: one thread per CPU reads the clock
     in a loop and sums the gaps (1-200 us) where something else ran.  A sampling
@@ -299,16 +318,9 @@ def bench_stolen(res):
         gap_ns = {t: [] for t in tools}
         for r in range(ROUNDS):
             for tool in tools:
-                p = start_profiler(tool, hz, os.path.join(TMP, "st.data"))
-                if p:
-                    wait_ready(tool)
-                w = json.loads(subprocess.run([WORKLOAD, "gaps", str(secs)], capture_output=True,
-                                              text=True).stdout)
-                stop_profiler(p)
-                small_ns = sum(c["small_ns"] for c in w["cpus"])
-                small = sum(c["small"] for c in w["cpus"])
-                share[tool].append(100.0 * small_ns / (secs * 1e9 * len(w["cpus"])))
-                gap_ns[tool].append(small_ns / small if small else 0)
+                pct, gap = stolen_share(tool, hz, secs)
+                share[tool].append(pct)
+                gap_ns[tool].append(gap)
             log("stolen %d Hz round %d: %s" % (hz, r, {t: round(v[-1], 3) for t, v in share.items()}))
         base = median(share["none"])
         row = {t: {"stolen_pct": median(share[t]), "slowdown_pct": median(share[t]) - base,
@@ -320,6 +332,27 @@ def bench_stolen(res):
         row["raw"] = share
         out["rates"][hz] = row
     res["stolen"] = out
+
+
+PARTS_HZ = 19999
+
+
+def bench_parts(res):
+    """Where each tool's time above the floor goes: the same stolen-time measure with
+    and without call chains, at 19999 Hz, where per-sample costs stand well above
+    the round-to-round noise."""
+    secs = 2
+    tools = ["none", "floor", "spanperf-nog", "perf-nog", "bpftrace-nostack", "spanperf", "perf", "bpftrace"]
+    share = {t: [] for t in tools}
+    for r in range(ROUNDS):
+        for tool in tools:
+            share[tool].append(stolen_share(tool, PARTS_HZ, secs)[0])
+        log("parts round %d: %s" % (r, {t: round(v[-1], 3) for t, v in share.items()}))
+    floor = median(share["floor"])
+    res["parts"] = {"hz": PARTS_HZ, "seconds": secs, "raw": share,
+                    "rows": {t: {"stolen_pct": median(v), "above_floor_pct": median(v) - floor,
+                                 "us_per_sample_above_floor": (median(v) - floor) / 100 / PARTS_HZ * 1e6}
+                             for t, v in share.items() if t not in ("none", "floor")}}
 
 
 # ---------------------------------------------------------------- 7. RSS with many threads
@@ -648,6 +681,20 @@ def markdown(res):
                              row["perf"]["us_per_sample_above_floor"],
                              row["bpftrace"]["us_per_sample_above_floor"]))
         lines += ["", "![slowdown](slowdown.svg)", ""]
+    if "parts" in res:
+        v = res["parts"]
+        lines += ["## Where the time above the floor goes (stolen time at %d Hz, with and without stacks)" % v["hz"], "",
+                  "The measure above, for each tool with and without call chains. spanperf runs perf's own "
+                  "sample path (chain walk and ring write, which perf record pays too) plus its per-thread "
+                  "program, so it cannot come below perf record here; bpftrace walks the same stacks but "
+                  "hashes them into a stack map instead of writing a record per sample. Medians of %d rounds."
+                  % res["rounds"], "",
+                  "| tool | stolen | above floor | per sample above floor |", "|---|---|---|---|"]
+        for t, row in v["rows"].items():
+            lines.append("| %s | %.2f%% | %.2f%% | %.2f us |" % (
+                t.replace("-nog", " (no -g)").replace("-nostack", " (@[tid] only)"), row["stolen_pct"],
+                row["above_floor_pct"], row["us_per_sample_above_floor"]))
+        lines.append("")
     if "rss" in res:
         v = res["rss"]
         lines += ["## Recorder peak RSS with 1,000 live threads (`-a -g -F 999`, 5 s)", "",
@@ -671,7 +718,7 @@ def update_readme(md):
 
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder, "slowdown": bench_slowdown,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
-            "stolen": bench_stolen}
+            "stolen": bench_stolen, "parts": bench_parts}
 
 
 BPF_STATS_SECTIONS = ("inkernel", "stat")
