@@ -29,6 +29,21 @@ static bool is_ident(const char *s, const char *extra)
 	return true;
 }
 
+/*
+ * A uprobe's function may be a C++ name as report prints it: "maxof<int>",
+ * "ns::Foo::operator()", "(anonymous namespace)::hidden".  Any printable
+ * text is looked up; only control characters are refused.
+ */
+static bool is_func_name(const char *s)
+{
+	if (!*s || *s == ' ')
+		return false;
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return false;
+	return true;
+}
+
 static int copy_part(char *dst, size_t len, const char *src, size_t n)
 {
 	if (n >= len)
@@ -87,7 +102,7 @@ int span_spec_parse(const char *s, struct span_spec *sp, char *err, size_t errle
 		if (!colon || colon == rest || !colon[1])
 			return fail(err, errlen, "--span '%s': the form is uprobe:PATH:FUNC", s);
 		if (copy_part(sp->path, sizeof(sp->path), rest, colon - rest) ||
-		    copy_part(sp->func, sizeof(sp->func), colon + 1, strlen(colon + 1)) || !is_ident(sp->func, ".:$"))
+		    copy_part(sp->func, sizeof(sp->func), colon + 1, strlen(colon + 1)) || !is_func_name(sp->func))
 			return fail(err, errlen, "--span '%s': '%s' is not a function name", s, colon + 1);
 		snprintf(sp->name, sizeof(sp->name), "%s", sp->func);
 		return 0;
@@ -168,7 +183,7 @@ static int tp_exists(const char *tracefs, const char *cat, const char *ev)
 
 int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *err, size_t errlen)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], candidates[256];
 	int e;
 
 	switch (sp->kind) {
@@ -179,9 +194,12 @@ int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *e
 		if (e)
 			return fail(err, errlen, "--span '%s': cannot find '%s'%s", sp->text, sp->path,
 				    strchr(sp->path, '/') ? "" : " in the library directories or $PATH");
-		e = symbols_find_function(path, sp->func, &sp->offset);
+		e = symbols_find_function(path, sp->func, &sp->offset, candidates, sizeof(candidates));
 		if (e == -ENOEXEC)
 			return fail(err, errlen, "--span '%s': %s is not an ELF file", sp->text, path);
+		if (e == -ENOTUNIQ)
+			return fail(err, errlen, "--span '%s': '%s' names several functions in %s (%s); give one by its mangled name",
+				    sp->text, sp->func, path, candidates);
 		if (e)
 			return fail(err, errlen, "--span '%s': no function '%s' in %s", sp->text, sp->func, path);
 		snprintf(sp->path, sizeof(sp->path), "%s", path);

@@ -860,9 +860,9 @@ static bool name_matches(const char *n, const char *func, bool versioned)
 }
 
 /* Index of the symbol named func in d, or -1; demangled: compare C++ names as perf shows them. */
-static int find_named(const struct dso *d, const char *func, bool demangled)
+static int find_named(const struct dso *d, const char *func, bool demangled, int from)
 {
-	for (int i = 0; i < d->nr_syms; i++) {
+	for (int i = from; i < d->nr_syms; i++) {
 		char *dm = demangled ? demangle(d->syms[i].name) : NULL;
 		bool match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
 
@@ -873,17 +873,48 @@ static int find_named(const struct dso *d, const char *func, bool demangled)
 	return -1;
 }
 
-int symbols_find_function(const char *path, const char *func, __u64 *file_offset)
+/*
+ * Overloads share their demangled name: attaching to the first one found
+ * would be a guess, so the caller gets their mangled names to choose from.
+ * Aliases (one address, several names) are one function.
+ */
+static int check_unique(const struct dso *d, const char *func, int idx, char *out, size_t len)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (int i = idx; i >= 0; i = find_named(d, func, true, i + 1)) {
+		bool seen = false;
+
+		for (int j = idx; j < i && !seen; j = find_named(d, func, true, j + 1))
+			seen = d->syms[j].start == d->syms[i].start;
+		if (seen)
+			continue;
+		if (out && len && used < len)
+			used += snprintf(out + used, len - used, "%s%s", n ? ", " : "", d->syms[i].name);
+		n++;
+	}
+	return n > 1 ? -ENOTUNIQ : 0;
+}
+
+int symbols_find_function(const char *path, const char *func, __u64 *file_offset, char *candidates,
+			  size_t candidates_len)
 {
 	struct dso d = {};
 	int idx, e = load_elf_file(&d, path, true, true);
 
+	if (candidates && candidates_len)
+		candidates[0] = 0;
 	if (!e) {
 		/* Mangled or plain names first, then "ns::Foo::get". */
-		idx = find_named(&d, func, false);
-		if (idx < 0)
-			idx = find_named(&d, func, true);
-		e = idx < 0 ? -ENOENT : 0;
+		idx = find_named(&d, func, false, 0);
+		if (idx < 0) {
+			idx = find_named(&d, func, true, 0);
+			if (idx >= 0)
+				e = check_unique(&d, func, idx, candidates, candidates_len);
+		}
+		if (!e && idx < 0)
+			e = -ENOENT;
 		if (!e) {
 			__u64 va = d.syms[idx].start;
 

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	symbols_load_elf_count(path);
-	symbols_find_function(path, "main", &off);
+	symbols_find_function(path, "main", &off, NULL, 0);
 	buildid_from_file(path, id, &len);
 	buildid_from_notes(data, size, id, &len);
 	close(fd);

@@ -96,6 +96,18 @@ def test_cxx_names_as_perf_shows_them():
     spans = json_lines(spanperf("report", "-i", spanned, "--spans", "--format", "json", check=True).stdout)
     assert [s["name"] for s in spans] == ["ns::Foo::get"], spans
     assert spans[0]["samples"] >= 5, spans[0]
+    # Names as report prints them, templates and anonymous namespaces included.
+    spanperf("record", "-F", "999", "-o", spanned, "--span", "uprobe:%s:maxof<int>" % cxx,
+             "--span", "uprobe:%s:(anonymous namespace)::hidden" % cxx, "--", cxx, check=True)
+    spans = json_lines(spanperf("report", "-i", spanned, "--spans", "--format", "json", check=True).stdout)
+    assert sorted(s["name"] for s in spans) == ["(anonymous namespace)::hidden", "maxof<int>"], spans
+    # Overloads share a name: an error that lists their mangled names, not a guess.
+    p = spanperf("record", "-o", spanned, "--span", "uprobe:%s:over" % cxx, "--", cxx)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
+    assert "_Z4overi" in p.stderr and "_Z4overd" in p.stderr and "mangled" in p.stderr, p.stderr
+    spanperf("record", "-F", "999", "-o", spanned, "--span", "uprobe:%s:_Z4overd" % cxx, "--", cxx, check=True)
+    spans = json_lines(spanperf("report", "-i", spanned, "--spans", "--format", "json", check=True).stdout)
+    assert [s["name"] for s in spans] == ["_Z4overd"] and spans[0]["samples"] >= 5, spans
 
 
 @test

@@ -54,6 +54,10 @@ static void test_specs(void **state)
 	sp = ok("uprobe:/opt/app/bin:ns::Class::method");
 	assert_string_equal(sp.path, "/opt/app/bin");
 	assert_string_equal(sp.func, "ns::Class::method");
+	/* C++ names as report prints them. */
+	assert_string_equal(ok("uprobe:/bin/x:maxof<int>").func, "maxof<int>");
+	assert_string_equal(ok("uprobe:/bin/x:(anonymous namespace)::hidden").func, "(anonymous namespace)::hidden");
+	assert_string_equal(ok("uprobe:/bin/x:main::$_0::operator()").name, "main::$_0::operator()");
 	sp = ok("syscall:read");
 	assert_int_equal(sp.kind, SPAN_SYSCALL);
 	assert_string_equal(sp.ev[0], "sys_enter_read");
@@ -71,6 +75,8 @@ static void test_specs(void **state)
 	bad("uprobe:/bin/x", "uprobe:PATH:FUNC");
 	bad("uprobe::f", "uprobe:PATH:FUNC");
 	bad("uprobe:/bin/x:", "uprobe:PATH:FUNC");
+	bad("uprobe:/bin/x:a\tb", "not a function name");
+	bad("uprobe:/bin/x: f", "not a function name");
 	bad("syscall:", "syscall name");
 	bad("syscall:../x", "syscall name");
 	bad("tracepoint:a:b", "tracepoint:CAT:BEGIN,CAT:END");

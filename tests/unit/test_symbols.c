@@ -98,10 +98,10 @@ static void test_find_function(void **state)
 	__u64 off;
 
 	(void)state;
-	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_function_alpha", &off), 0);
+	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_function_alpha", &off, NULL, 0), 0);
 	assert_true(off > 0);
-	assert_int_equal(symbols_find_function("/proc/self/exe", "no_such_function_here", &off), -ENOENT);
-	assert_int_equal(symbols_find_function("/etc/hostname", "x", &off), -ENOEXEC);
+	assert_int_equal(symbols_find_function("/proc/self/exe", "no_such_function_here", &off, NULL, 0), -ENOENT);
+	assert_int_equal(symbols_find_function("/etc/hostname", "x", &off, NULL, 0), -ENOEXEC);
 	assert_true(symbols_load_elf_count("/proc/self/exe") > 10);
 }
 
