@@ -472,13 +472,17 @@ static int synthesize(struct recorder *r)
 	if (e)
 		pr_warn("no kernel map (cannot read _text from /proc/kallsyms: %s); kernel frames will show as [unknown]",
 			strerror(-r->ktext_err));
+	e = sideband_module_mmaps(&sb);
+	if (e)
+		pr_warn("no module maps (/proc/modules: %s); perf report will not place module frames", strerror(-e));
 	if (o->tids.n)
 		e = sideband_synthesize_tids(&sb, &o->tids);
 	else
 		e = sideband_synthesize(&sb, o->pids.n ? &o->pids : NULL);
 	if (e)
 		return e;
-	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2", sb.nr_procs, sb.nr_comm, sb.nr_mmap);
+	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2; %lu module MMAPs", sb.nr_procs, sb.nr_comm,
+		 sb.nr_mmap, sb.nr_modules);
 	return 0;
 }
 

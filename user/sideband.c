@@ -69,6 +69,50 @@ int sideband_kernel_mmap(struct sideband *sb)
 	return pd_writer__write(sb->w, buf, n);
 }
 
+int kmodule_parse_line(const char *line, struct kmodule *m)
+{
+	char name[64], state[16];
+	unsigned long long size, addr;
+
+	/* name size refcount deps state address [taint] */
+	if (sscanf(line, "%63s %llu %*s %*s %15s %llx", name, &size, state, &addr) != 4)
+		return -EINVAL;
+	if (strcmp(state, "Live") || !addr || !size || addr + size < addr)
+		return -EINVAL;
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->start = addr;
+	m->size = size;
+	return 0;
+}
+
+int sideband_module_mmaps(struct sideband *sb)
+{
+	struct pd_sample ts = trailer(sb, -1, 0);
+	char line[512], file[80], buf[256];
+	struct kmodule m;
+	FILE *f = fopen("/proc/modules", "re");
+	int e = 0;
+
+	/* No module support in this kernel: nothing to describe. */
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		long n;
+
+		if (kmodule_parse_line(line, &m))
+			continue;
+		snprintf(file, sizeof(file), "[%s]", m.name);
+		n = pd_build_mmap(buf, sizeof(buf), sb->attr, &ts, PERF_RECORD_MISC_KERNEL, -1, 0, m.start, m.size, 0,
+				  file);
+		e = n < 0 ? n : pd_writer__write(sb->w, buf, n);
+		if (e)
+			break;
+		sb->nr_modules++;
+	}
+	fclose(f);
+	return e;
+}
+
 static int emit_comm(struct sideband *sb, __u32 pid, __u32 tid)
 {
 	char path[64], comm[32], buf[128];

@@ -2,7 +2,7 @@
 /*
  * Side-band records for what was running before the recording started:
  * COMM per thread and MMAP2 per executable mapping, read from /proc, plus
- * the kernel's MMAP.  Processes that start later get theirs from the
+ * the kernel's and its modules' MMAPs.  Processes that start later get theirs from the
  * kernel (mmap2/comm/task bits on the sampling events).
  */
 #ifndef SP_SIDEBAND_H
@@ -31,11 +31,25 @@ struct sideband {
 	__u64 time;			    /* stamp of every synthesized record */
 	struct dso_set *dsos;		    /* collects mapped files for BUILD_ID */
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
-	unsigned long nr_comm, nr_mmap, nr_procs;
+	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;
 };
 
 /* The kernel MMAP from ktext_start/end; -ENOENT if they are unknown. */
 int sideband_kernel_mmap(struct sideband *sb);
+
+struct kmodule {
+	char name[64];
+	__u64 start, size;
+};
+
+/* Parses one /proc/modules line ("brd 16384 0 - Live 0xffffffffc0a00000"); -EINVAL if none. */
+int kmodule_parse_line(const char *line, struct kmodule *m);
+/*
+ * One MMAP per loaded module, named "[brd]" as perf names them, so that
+ * perf report puts module frames in their module and finds their symbols
+ * in kallsyms.  Modules whose address is hidden (kptr_restrict) are skipped.
+ */
+int sideband_module_mmaps(struct sideband *sb);
 /* All processes, or only those in pids (thread group ids). */
 int sideband_synthesize(struct sideband *sb, const struct int_list *pids);
 /* Only the threads in tids (with the maps of their processes). */

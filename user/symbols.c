@@ -617,6 +617,35 @@ static struct proc_maps *proc_get(struct symbolizer *s, __s32 pid, bool create)
 	return &s->procs[*v - 1];
 }
 
+static bool is_module(const char *f)
+{
+	size_t n = strlen(f);
+
+	if (f[0] == '[')
+		return strncmp(f, "[kernel.kallsyms]", 17) && n > 2 && f[n - 1] == ']';
+	return strstr(f, ".ko") && f[0] == '/';
+}
+
+/* The dso named as perf names modules: "[brd]" for [brd] and for .../brd.ko.xz alike. */
+static struct dso *module_dso(struct symbolizer *s, const char *filename)
+{
+	char name[80];
+	const char *base = strrchr(filename, '/');
+	size_t n;
+
+	if (filename[0] == '[') {
+		snprintf(name, sizeof(name), "%s", filename);
+	} else {
+		base = base ? base + 1 : filename;
+		n = strcspn(base, ".");
+		snprintf(name, sizeof(name), "[%.*s]", (int)SP_MIN(n, 64), base);
+		for (char *p = name; *p; p++)
+			if (*p == '-')
+				*p = '_';
+	}
+	return dso_get(s, name, false);
+}
+
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel)
 {
@@ -627,7 +656,8 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 		return -ENOMEM;
 	if (!len || start + len < start)
 		return 0;
-	d = kernel ? s->kernel : dso_get(s, filename, false);
+	/* A module ("[brd]", or perf's path to brd.ko) names its frames; kallsyms still has their symbols. */
+	d = !kernel ? dso_get(s, filename, false) : is_module(filename) ? module_dso(s, filename) : s->kernel;
 	if (!d)
 		return -ENOMEM;
 	if (p->nr == p->cap) {
@@ -790,12 +820,18 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 	out->kernel = kernel;
 	out->offset = ip;
 	if (kernel) {
-		/* Module text lies outside [_text, _etext): kallsyms knows it all the same. */
+		/*
+		 * Module text lies outside [_text, _etext): kallsyms knows its
+		 * symbols all the same, and a module's map, if the file has one,
+		 * gives the frame its module's name, as perf shows it.
+		 */
+		struct dso *named = m && m->dso != s->kernel ? m->dso : s->kernel;
+
 		ensure_loaded(s, s->kernel);
-		out->dso = s->kernel->short_name;
-		out->path = s->kernel->path;
-		out->build_id = s->kernel->build_id;
-		out->dso_id = s->kernel->id;
+		out->dso = named->short_name;
+		out->path = named->path;
+		out->build_id = named->build_id;
+		out->dso_id = named->id;
 		sym = find_sym(s->kernel, ip);
 		if (sym) {
 			out->name = sym_name(sym);

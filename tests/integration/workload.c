@@ -32,6 +32,8 @@
  *                                a process forked now and then, for SECS
  *   workload gaps SECS           one thread per CPU reading the clock in a loop;
  *                                prints the gaps (time stolen from it) per CPU
+ *   workload direct DEV N        N O_DIRECT reads of 64 KiB from DEV (a ram
+ *                                disk: the kernel time is in the brd module)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -413,6 +415,27 @@ static NOINLINE void *reader(void *arg)
 	return NULL;
 }
 
+static int mode_direct(const char *dev, const char *n)
+{
+	enum { SZ = 65536 };
+	int fd = open(dev, O_RDONLY | O_DIRECT);
+	void *buf = NULL;
+	long i = 0;
+
+	if (fd < 0 || posix_memalign(&buf, 4096, SZ)) {
+		perror(dev);
+		return 1;
+	}
+	/* O_DIRECT: every read goes to the driver, none to the page cache. */
+	for (; i < atol(n); i++)
+		if (pread(fd, buf, SZ, (off_t)(i % 64) * SZ) != SZ)
+			break;
+	printf("{\"pid\":%d,\"tid\":%d,\"reads\":%ld}\n", getpid(), (int)syscall(SYS_gettid), i);
+	free(buf);
+	close(fd);
+	return 0;
+}
+
 NOINLINE void tiny(void)
 {
 	__asm__ volatile("" ::: "memory");
@@ -573,7 +596,7 @@ int main(int argc, char **argv)
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS | direct DEV N\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -597,6 +620,8 @@ int main(int argc, char **argv)
 		r = mode_nest(argv[2]);
 	else if (!strcmp(argv[1], "exit-inside"))
 		r = mode_exit_inside();
+	else if (!strcmp(argv[1], "direct") && argc > 3)
+		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))
 		r = mode_counted(reader, "reads", argv[2], NULL);
 	else if (!strcmp(argv[1], "jit"))

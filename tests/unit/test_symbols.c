@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "buildid.h"
@@ -143,6 +144,66 @@ static void test_kallsyms_text(void **state)
 	assert_int_equal(kallsyms_text_range("0000000000000000 T _text\n", 25, &a, &b), -EPERM);
 }
 
+/* Module frames: kallsyms names them, the module's MMAP gives them their module, as perf shows them. */
+static void test_module_frames(void **state)
+{
+	const char text[] = "ffffffff81000000 T _text\n"
+			    "ffffffff81000010 t helper\n"
+			    "ffffffff82000000 T _etext\n"
+			    "ffffffffc0001000 t mod_func\t[mymod]\n"
+			    "ffffffffc0005000 t other_func\t[my_mod2]\n";
+	char dir[] = "/tmp/spanperf-symXXXXXX", path[64];
+	struct symbolizer *s;
+	struct kmodule km;
+	struct sym out;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/proc", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/proc/kallsyms", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	s = symbolizer__new(NULL, dir);
+	assert_non_null(s);
+	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffff81000000ull, 0x1000000, 0xffffffff81000000ull,
+					     "[kernel.kallsyms]_text", 0, true), 0);
+	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffffc0001000ull, 0x1000, 0, "[mymod]", 0, true), 0);
+	/* perf writes the module's path when it finds the .ko */
+	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffffc0005000ull, 0x1000, 0,
+					     "/lib/modules/6.1.0/kernel/drivers/my-mod2.ko.xz", 0, true), 0);
+	symbolizer__resolve(s, 99, 0xffffffffc0001004ull, 1, true, &out);
+	assert_true(out.known);
+	assert_string_equal(out.name, "mod_func");
+	assert_string_equal(out.dso, "[mymod]");
+	symbolizer__resolve(s, 99, 0xffffffffc0005008ull, 1, true, &out);
+	assert_string_equal(out.name, "other_func");
+	assert_string_equal(out.dso, "[my_mod2]");
+	symbolizer__resolve(s, 99, 0xffffffff81000014ull, 1, true, &out);
+	assert_string_equal(out.name, "helper");
+	assert_string_equal(out.dso, "[kernel.kallsyms]");
+	symbolizer__free(s);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/proc", dir);
+	rmdir(path);
+	rmdir(dir);
+
+	assert_int_equal(kmodule_parse_line("brd 16384 0 - Live 0xffffffffc0a00000\n", &km), 0);
+	assert_string_equal(km.name, "brd");
+	assert_int_equal(km.start, 0xffffffffc0a00000ull);
+	assert_int_equal(km.size, 16384);
+	assert_int_equal(kmodule_parse_line("nf_nat 61440 2 nft_chain_nat,xt_MASQUERADE, Live 0xffffffffc0b00000 (E)\n",
+					    &km), 0);
+	assert_string_equal(km.name, "nf_nat");
+	/* Being loaded, or an address hidden by kptr_restrict: nothing to map. */
+	assert_int_equal(kmodule_parse_line("brd 16384 0 - Loading 0xffffffffc0a00000\n", &km), -EINVAL);
+	assert_int_equal(kmodule_parse_line("brd 16384 0 - Live 0x0000000000000000\n", &km), -EINVAL);
+	assert_int_equal(kmodule_parse_line("garbage\n", &km), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_mismatch),
 		cmocka_unit_test(test_find_function),
 		cmocka_unit_test(test_kallsyms_text),
+		cmocka_unit_test(test_module_frames),
 	};
 
 	return cmocka_run_group_tests_name("symbols", tests, NULL, NULL);

@@ -50,6 +50,26 @@ span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentr
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe
 span_case "syscall:read spans" "syscall:read" syscall
 
+# Module frames: O_DIRECT reads of a ram disk spend their kernel time in brd.
+if insmod /brd.ko rd_nr=1 rd_size=16384 2> /tmp/err.txt &&
+	$S record -q -a -g -F 999 -o /tmp/m.data -- $W direct /dev/ram0 20000 > /dev/null 2> /tmp/err.txt; then
+	$S report -i /tmp/m.data --sort dso,sym --format json > /tmp/m.json 2> /tmp/err.txt
+	$S report -i /tmp/m.data --folded > /tmp/m.folded 2>> /tmp/err.txt
+	grep '"\[brd\]"' /tmp/m.json | head -3 | sed 's/^/INFO /'
+	leaf=$(grep -c '"dso":"\[brd\]"' /tmp/m.json)
+	chain=$(grep -c 'brd_submit_bio' /tmp/m.folded)
+	if [ "$chain" -gt 0 ] && [ "$leaf" -gt 0 ] && [ ! -s /tmp/err.txt ]; then
+		ok "module frames named in [brd] ($leaf functions as leaves, $chain stacks through brd_submit_bio)"
+		# For perf on the host: the file and this kernel's symbols it needs, on the second serial port.
+		grep -E ' (_text|_stext|_etext)$|\[brd\]' /proc/kallsyms > /tmp/kallsyms
+		(cd /tmp && tar cf - m.data kallsyms | base64) > /dev/ttyS1
+	else
+		ko "module frames named in [brd]" "$leaf leaf rows, $chain stacks; $(tail -2 /tmp/err.txt)"
+	fi
+else
+	ko "module frames named in [brd]" "$(tail -2 /tmp/err.txt)"
+fi
+
 # uprobe spans.bpf programs load here too.
 if $S record -q --span uprobe:$W:hidden_work -o /tmp/u.data -- $W calls 5 2 > /tmp/wl.json 2> /tmp/err.txt &&
 	[ "$($S report -i /tmp/u.data --spans --format json | grep -c '"source":"uprobe"')" = 5 ]; then
