@@ -58,7 +58,15 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # First build: skeletons before any object; later, -MMD tracks who includes what.
-$(USER_OBJS): | $(SKELS)
+$(USER_OBJS): | $(SKELS) $(OUTPUT)/syscall_table.h
+
+# Syscall names to numbers for this architecture, from the C library's headers:
+# syscall spans need them where tracefs cannot tell (the raw_syscalls fallback).
+$(OUTPUT)/syscall_table.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)printf '#include <sys/syscall.h>\n' | $(CC) -dM -E - | \
+		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/{ "\1", \2 },/p' | sort > $@.tmp && \
+		test -s $@.tmp && mv $@.tmp $@
 
 $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)

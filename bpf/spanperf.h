@@ -31,6 +31,8 @@ struct sp_thread {
 
 /* Counters per run; the per-thread entries hold this many slots. */
 #define SP_MAX_COUNTERS 8
+/* Syscall numbers the raw_syscalls fallback of syscall spans can mark. */
+#define SP_MAX_SYSCALLS 1024
 
 /*
  * Per-thread counter totals, the value of the `counts` map keyed by TID:

@@ -26,6 +26,8 @@ const volatile __u32 nr_span_counters = 0;
 const volatile __u8 span_ctr_kind[SP_MAX_COUNTERS] = {};
 const volatile __u8 span_ctr_slot[SP_MAX_COUNTERS] = {};
 const volatile __u8 span_source[SP_MAX_SPANS] = {};
+/* Syscall number -> --span index + 1, for syscall spans on raw_syscalls. */
+const volatile __u8 sys_span[SP_MAX_SYSCALLS] = {};
 const volatile __u64 min_ns = 0;
 const volatile __u64 ring_size = 0;
 
@@ -207,6 +209,34 @@ int BPF_PROG(span_exit, struct task_struct *p)
 	}
 	st->depth = 0;
 	return 0;
+}
+
+/*
+ * Syscall spans where the syscalls/sys_enter_X tracepoints are missing (no
+ * tracefs, or no CONFIG_FTRACE_SYSCALLS): one pair on raw_syscalls for all
+ * of them, which runs on every syscall and keeps the marked numbers.
+ */
+static __always_inline int sys_span_idx(long nr)
+{
+	if (nr < 0 || nr >= SP_MAX_SYSCALLS)
+		return -1;
+	return (int)sys_span[nr & (SP_MAX_SYSCALLS - 1)] - 1;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(sys_span_enter, struct pt_regs *regs, long id)
+{
+	int idx = sys_span_idx(id);
+
+	return idx < 0 ? 0 : span_begin(idx, 0);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_span_exit, struct pt_regs *regs, long ret)
+{
+	int idx = sys_span_idx(BPF_CORE_READ(regs, orig_ax));
+
+	return idx < 0 ? 0 : span_end(idx);
 }
 
 #define SPAN_PROGS(N)                                                        \

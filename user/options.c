@@ -100,6 +100,8 @@ void record_usage(FILE *out)
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
 		"                         context-switches: both counted without counter reads)\n"
 		"      --span-buffer KB   the span ring buffer (default 8192)\n"
+		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
+		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -126,7 +128,7 @@ void record_usage(FILE *out)
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER };
+	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -140,6 +142,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
+		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -204,6 +207,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			o->spans[o->nr_spans++] = optarg;
 			break;
 		}
+		case OPT_RAW_TP:
+			o->raw_tp = true;
+			break;
 		case OPT_SPAN_MIN:
 			if (parse_u64(optarg, &o->span_min_us, 0, UINT64_MAX / 1000))
 				return fail(err, errlen, "--span-min-us '%s' is not a number of microseconds",

@@ -633,7 +633,7 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 	struct span_set_opts so = { .specs = r->specs, .nr = o->nr_spans, .min_ns = o->span_min_us * 1000,
 				    .ring_bytes = o->span_buffer_kb * 1024 };
 	struct counters_opts co = { .cpus = online, .max_threads = o->max_threads, .native_switches = true,
-				    .prefer_raw_tp = f->tp_btf_err != 0 };
+				    .prefer_raw_tp = f->tp_btf_err != 0 || o->raw_tp };
 	const struct counter_event *ev;
 	struct event_spec *evs = NULL;
 	char err[512];
@@ -696,11 +696,17 @@ static int resolve_specs(struct recorder *r, const struct sp_features *f)
 {
 	char err[512];
 
-	for (int i = 0; i < r->o->nr_spans; i++)
-		if (span_spec_resolve(&r->specs[i], f, err, sizeof(err))) {
+	for (int i = 0; i < r->o->nr_spans; i++) {
+		const struct span_spec *sp = &r->specs[i];
+
+		if (span_spec_resolve(&r->specs[i], f, r->o->raw_tp, err, sizeof(err))) {
 			pr_err("%s", err);
 			return -EINVAL;
 		}
+		if (sp->raw_syscall)
+			pr_debug("--span '%s': on raw_syscalls, syscall number %d (%s)", sp->text, sp->sysnr,
+				 r->o->raw_tp ? "--raw-tp" : "no syscall tracepoints");
+	}
 	return 0;
 }
 

@@ -181,7 +181,23 @@ static int tp_exists(const char *tracefs, const char *cat, const char *ev)
 	return access(path, R_OK) == 0;
 }
 
-int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *err, size_t errlen)
+static const struct {
+	const char *name;
+	int nr;
+} syscalls[] = {
+#include "syscall_table.h"
+};
+
+int syscall_nr(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(syscalls); i++)
+		if (!strcmp(syscalls[i].name, name))
+			return syscalls[i].nr;
+	return -1;
+}
+
+int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, bool raw_syscalls, char *err,
+		      size_t errlen)
 {
 	char path[PATH_MAX], candidates[256];
 	int e;
@@ -206,6 +222,19 @@ int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *e
 		sp->source = SP_SRC_UPROBE;
 		return 0;
 	case SPAN_SYSCALL:
+		if (raw_syscalls || f->tracefs_err || !f->syscall_tps) {
+			sp->sysnr = syscall_nr(sp->name);
+			if (sp->sysnr < 0 || sp->sysnr >= SP_MAX_SYSCALLS)
+				return fail(err, errlen, "--span '%s': no syscall named '%s'", sp->text, sp->name);
+			if (f->raw_tp_err)
+				return fail(err, errlen, "--span '%s': no syscall tracepoints (%s) and no raw tracepoints (%s)",
+					    sp->text, f->tracefs_err ? strerror(-f->tracefs_err) : "not in tracefs",
+					    strerror(-f->raw_tp_err));
+			sp->raw_syscall = true;
+			sp->source = SP_SRC_SYSCALL;
+			return 0;
+		}
+		/* fall through */
 	case SPAN_TRACEPOINT:
 		if (f->tracefs_err)
 			return fail(err, errlen, "--span '%s': tracefs is not mounted and cannot be (%s)", sp->text,
@@ -257,8 +286,9 @@ struct span_set {
 	struct spans_bpf *skel;
 	const struct span_spec *specs;
 	int nr;
-	struct bpf_link *links[2 * SP_MAX_SPANS + 1];
+	struct bpf_link *links[2 * SP_MAX_SPANS + 3];
 	int nr_links;
+	bool raw_syscalls;	/* the raw_syscalls pair is loaded */
 	struct ring_buffer *rb;
 	span_fn fn;
 	void *ctx;
@@ -356,6 +386,18 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 		struct bpf_program *b, *en;
 
 		s->skel->rodata->span_source[i] = sp->source;
+		if (sp->raw_syscall) {
+			/* One pair serves every syscall span, each number marking one spec. */
+			if (s->skel->rodata->sys_span[sp->sysnr]) {
+				e = fail(err, errlen, "--span '%s': syscall %s is marked twice", sp->text, sp->name);
+				goto cleanup;
+			}
+			s->skel->rodata->sys_span[sp->sysnr] = i + 1;
+			s->raw_syscalls = true;
+			bpf_program__set_autoload(s->skel->progs.sys_span_enter, true);
+			bpf_program__set_autoload(s->skel->progs.sys_span_exit, true);
+			continue;
+		}
 		progs_for(s->skel, i, sp->source, &b, &en);
 		bpf_program__set_autoload(b, true);
 		bpf_program__set_autoload(en, true);
@@ -392,10 +434,19 @@ int span_set__attach(struct span_set *s, char *err, size_t errlen)
 	if (!l)
 		return fail(err, errlen, "cannot attach the thread-exit program: %s", strerror(errno));
 	s->links[s->nr_links++] = l;
+	for (int end = 0; s->raw_syscalls && end < 2; end++) {
+		l = bpf_program__attach(end ? s->skel->progs.sys_span_exit : s->skel->progs.sys_span_enter);
+		if (!l)
+			return fail(err, errlen, "cannot attach the raw_syscalls %s program of syscall spans: %s",
+				    end ? "sys_exit" : "sys_enter", strerror(errno));
+		s->links[s->nr_links++] = l;
+	}
 	for (int i = 0; i < s->nr; i++) {
 		const struct span_spec *sp = &s->specs[i];
 		struct bpf_program *b, *en;
 
+		if (sp->raw_syscall)
+			continue;
 		progs_for(s->skel, i, sp->source, &b, &en);
 		for (int end = 0; end < 2; end++) {
 			struct bpf_program *p = end ? en : b;

@@ -31,6 +31,8 @@ struct span_spec {
 	char cat[2][64], ev[2][80]; /* begin and end tracepoints */
 	__u64 offset;		/* uprobe: the function's file offset */
 	int source;		/* enum sp_span_source, chosen by resolve */
+	int sysnr;		/* syscall: its number, for the raw_syscalls fallback */
+	bool raw_syscall;	/* syscall: on raw_syscalls, filtered by sysnr */
 };
 
 /* Syntax only: pure, for tests and fuzzing.  err names the spec. */
@@ -39,9 +41,14 @@ int span_spec_parse(const char *s, struct span_spec *sp, char *err, size_t errle
 struct sp_features;
 /*
  * Makes a parsed spec attachable here: finds the uprobe's file and
- * function, checks that the tracepoints exist, picks kprobe or fentry.
+ * function, checks that the tracepoints exist, picks kprobe or fentry, and
+ * puts syscall spans on raw_syscalls where their tracepoints are missing
+ * (or raw_syscalls is true).
  */
-int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, char *err, size_t errlen);
+int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, bool raw_syscalls, char *err,
+		      size_t errlen);
+/* A syscall's number on this architecture, or -1. */
+int syscall_nr(const char *name);
 
 const char *span_source_name(int source);
 

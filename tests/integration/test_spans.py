@@ -60,11 +60,12 @@ def test_uprobe_spans_count_samples_and_counters():
     assert top.most_common(1)[0][0] == "burn_ns", top.most_common(3)
 
 
-@test
-def test_syscall_spans_of_sleeps():
+def syscall_spans_of_sleeps(extra):
     need_bpf()
     n, us = 50, 2000
-    path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", str(n), str(us)])
+    path, truth, p = record_spans(["syscall:clock_nanosleep"], ["sleeps", str(n), str(us)], extra)
+    # Where the spans came from: the raw_syscalls fallback says so with -v.
+    assert ("on raw_syscalls" in p.stderr) == ("--raw-tp" in extra), p.stderr
     spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
     assert len(spans) == n, "%d clock_nanosleep spans for %d sleeps" % (len(spans), n)
     for s in spans:
@@ -73,6 +74,28 @@ def test_syscall_spans_of_sleeps():
         assert s["counters"]["context-switches"] >= 1, s
         # Asleep, not on CPU: far less CPU than wall time.
         assert s["counters"]["task-clock"] < 0.5 * s["duration_ns"] / 1e6, s
+
+
+@test
+def test_syscall_spans_of_sleeps():
+    syscall_spans_of_sleeps(["-v"])
+
+
+@test
+def test_syscall_spans_on_raw_syscalls():
+    """The fallback for kernels without syscall tracepoints or tracefs: one
+    raw_syscalls pair filtered by syscall number, forced here with --raw-tp."""
+    syscall_spans_of_sleeps(["-v", "--raw-tp"])
+    d = tmpdir()
+    out = os.path.join(d, "x.data")
+    for specs, needle in ((["syscall:no_such_call"], "no syscall named 'no_such_call'"),
+                          (["syscall:read", "syscall:read"], "syscall read is marked twice")):
+        args = ["record", "-q", "--raw-tp", "-o", out]
+        for s in specs:
+            args += ["--span", s]
+        p = spanperf(*args, "--", "true")
+        assert p.returncode == 1 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not os.path.exists(out)
 
 
 @test

@@ -10,10 +10,11 @@ ko() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 S=/spanperf
 W=/workload
 
-# $1 case, $2 spec, $3 expected source
+# $1 case, $2 spec, $3 expected source, $4 more record flags
 span_case() {
 	rm -f /tmp/k.data
-	if ! $S record -q --span "$2" -o /tmp/k.data -- $W reads 200 > /tmp/wl.json 2> /tmp/err.txt; then
+	# shellcheck disable=SC2086
+	if ! $S record -q ${4:-} --span "$2" -o /tmp/k.data -- $W reads 200 > /tmp/wl.json 2> /tmp/err.txt; then
 		ko "$1" "record failed: $(tail -1 /tmp/err.txt)"
 		return
 	fi
@@ -49,6 +50,7 @@ span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
 span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe
 span_case "syscall:read spans" "syscall:read" syscall
+span_case "syscall:read spans on raw_syscalls" "syscall:read" syscall --raw-tp
 
 # Module frames: O_DIRECT reads of a ram disk spend their kernel time in brd.
 if insmod /brd.ko rd_nr=1 rd_size=16384 2> /tmp/err.txt &&
