@@ -95,7 +95,9 @@ def test_totals_match_perf_stat_same_window():
     need_perf()
     d = tmpdir()
     events = "task-clock,context-switches,page-faults"
-    load = subprocess.Popen(["sh", "-c", "for i in 1 2 3 4 5 6; do %s pages 30000; %s sleeps 300 1000; done"
+    # A steady load: the two tools' windows start apart (more so under ASan),
+    # and two equal windows over a steady rate count the same.
+    load = subprocess.Popen(["sh", "-c", "for i in $(seq 150); do %s pages 3000; %s sleeps 30 1000; done"
                              % (WORKLOAD, WORKLOAD)], stdout=subprocess.DEVNULL)
     res = {}
 
