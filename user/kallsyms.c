@@ -102,7 +102,7 @@ int kallsyms_store_cache(const char *build_id, __u64 text_addr, const char *text
 		e = cache_path(build_id, text_addr, ".modules", mpath, sizeof(mpath));
 	if (!e)
 		e = mkdirs(path);
-	/* The list first: a copy never sits beside a list newer than itself. */
+	/* The copy, then its modules: a list never vouches for a copy older than itself. */
 	if (!e)
 		e = store(path, text, len);
 	if (!e)

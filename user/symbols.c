@@ -916,16 +916,19 @@ static int find_named(const struct dso *d, const char *func, bool demangled, int
  */
 static int check_unique(const struct dso *d, const char *func, int idx, char *out, size_t len)
 {
+	__u64 starts[16];
 	size_t used = 0;
 	int n = 0;
 
-	for (int i = idx; i >= 0; i = find_named(d, func, true, i + 1)) {
+	/* One pass on from the first match: each name is demangled once. */
+	for (int i = idx; i >= 0 && n < (int)ARRAY_SIZE(starts); i = find_named(d, func, true, i + 1)) {
 		bool seen = false;
 
-		for (int j = idx; j < i && !seen; j = find_named(d, func, true, j + 1))
-			seen = d->syms[j].start == d->syms[i].start;
+		for (int k = 0; k < n && !seen; k++)
+			seen = starts[k] == d->syms[i].start;
 		if (seen)
 			continue;
+		starts[n] = d->syms[i].start;
 		if (out && len && used < len)
 			used += snprintf(out + used, len - used, "%s%s", n ? ", " : "", d->syms[i].name);
 		n++;
