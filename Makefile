@@ -21,9 +21,10 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 CFLAGS ?= -g -O2
+USER_INC = $(addprefix -iquote ,$(USER_DIRS))
 # Frame pointers: spanperf profiles itself in the benchmarks.
 override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
-	-DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf
+	-DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) $(USER_INC) -iquote bpf
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
 LDLIBS = $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm -lstdc++
@@ -31,7 +32,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+# user/: common/ (shared by all), record/ (BPF and the file writer), format/
+# (perf.data and its records), report/ (reading back); main.c on top.
+USER_DIRS := user user/common user/record user/format user/report
+USER_SRCS := $(wildcard $(addsuffix /*.c,$(USER_DIRS)))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 
@@ -70,6 +74,7 @@ $(OUTPUT)/syscall_table.h: | $(OUTPUT)
 
 $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # BIN: `make check` links a sanitized binary under its own OUTPUT.
@@ -116,7 +121,7 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 # ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
-	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) -iquote user -iquote bpf -iquote tests/fuzz \
+	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) $(USER_INC) -iquote bpf -iquote tests/fuzz \
 	-DFUZZ_ROOT='"$(CURDIR)/tests/fuzz/root"'
 FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/main.c,$(USER_SRCS)))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -126,7 +131,7 @@ $(FUZZ_OBJS): | $(SKELS)
 
 $(OUTPUT)/fuzz/%.o: user/%.c
 	$(call msg,FUZZ-CC,$@)
-	$(Q)mkdir -p $(OUTPUT)/fuzz
+	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
@@ -194,4 +199,4 @@ clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT) build-check spanperf
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(OUTPUT)/fuzz/*.d)
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/*/*.d)

@@ -20,7 +20,7 @@
 #include "events.h"
 #include "host.h"
 #include "perf_events.h"
-#include "workload.h"
+#include "run.h"
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "perf_data.h"
-#include "../bpf/spanperf.h"
+#include "spanperf.h"
 
 int main(int argc, char **argv)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The --span SPEC parser. */
 #include "fuzz_common.h"
-#include "spans.h"
+#include "span_sources.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "correlate.h"
-#include "spans.h"
+#include "span_sources.h"
 #include "spans_jsonl.h"
 
 static struct span_spec ok(const char *s)

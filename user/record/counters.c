@@ -10,8 +10,8 @@
 #include <bpf/libbpf.h>
 
 #include "counters.h"
-#include "features.h"
-#include "loader.h"
+#include "kernel_features.h"
+#include "libbpf_setup.h"
 #include "perf_events.h"
 #include "counters.skel.h"
 
@@ -173,7 +173,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
 	e = counters_bpf__load(s->skel);
 	if (e) {
-		snprintf(err, errlen, "cannot load the counters BPF program (%s): %s", s->hook, loader_explain(e));
+		snprintf(err, errlen, "cannot load the counters BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;
 	}
 	for (int slot = 0; slot < s->nr_slots; slot++)

@@ -10,9 +10,9 @@
 #include <bpf/libbpf.h>
 
 #include "events.h"
-#include "features.h"
-#include "loader.h"
-#include "spans.h"
+#include "kernel_features.h"
+#include "libbpf_setup.h"
+#include "span_sources.h"
 #include "symbols.h"
 #include "util.h"
 #include "spans.skel.h"
@@ -410,7 +410,7 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 	}
 	e = spans_bpf__load(s->skel);
 	if (e) {
-		fail(err, errlen, "cannot load the span programs: %s", loader_explain(e));
+		fail(err, errlen, "cannot load the span programs: %s", libbpf_explain(e));
 		goto cleanup;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, NULL);

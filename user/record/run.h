@@ -4,8 +4,8 @@
  * held at a pipe, as perf does), SIGINT/SIGTERM/SIGCHLD turned into flags
  * that a ppoll() wait observes without races, and the exit status passed on.
  */
-#ifndef SP_WORKLOAD_H
-#define SP_WORKLOAD_H
+#ifndef SP_RUN_H
+#define SP_RUN_H
 
 #include <poll.h>
 #include <stdbool.h>

@@ -12,9 +12,9 @@
 #include <bpf/libbpf.h>
 
 #include "events.h"
-#include "features.h"
+#include "kernel_features.h"
 #include "host.h"
-#include "loader.h"
+#include "libbpf_setup.h"
 #include "perf_events.h"
 #include "probe.skel.h"
 
@@ -62,7 +62,7 @@ static int try_prog(const char *name)
 	struct bpf_link *link;
 	int err;
 
-	loader_quiet(true);
+	libbpf_setup_quiet(true);
 	skel = probe_bpf__open();
 	if (!skel) {
 		err = -errno;
@@ -86,7 +86,7 @@ static int try_prog(const char *name)
 	bpf_link__destroy(link);
 cleanup:
 	probe_bpf__destroy(skel);
-	loader_quiet(false);
+	libbpf_setup_quiet(false);
 	return err;
 }
 

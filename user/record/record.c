@@ -18,18 +18,18 @@
 #include "commands.h"
 #include "counters.h"
 #include "events.h"
-#include "features.h"
+#include "kernel_features.h"
 #include "host.h"
-#include "loader.h"
+#include "libbpf_setup.h"
 #include "options.h"
 #include "perf_data.h"
 #include "perf_events.h"
 #include "report_spans.h"
 #include "sideband.h"
-#include "spans.h"
-#include "workload.h"
+#include "span_sources.h"
+#include "run.h"
 #include "sample.skel.h"
-#include "../bpf/spanperf.h"
+#include "spanperf.h"
 
 #define POLL_MS 500
 #define SPAN_POLL_MS 100
@@ -191,7 +191,7 @@ static int load_bpf(struct recorder *r)
 	bpf_map__set_max_entries(r->skel->maps.threads, o->max_threads);
 	e = sample_bpf__load(r->skel);
 	if (e) {
-		pr_err("cannot load the sampling BPF program: %s", loader_explain(e));
+		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
 	}
 	for (int i = 0; filter && i < filter->n; i++) {
@@ -264,7 +264,7 @@ static int start_events(struct recorder *r)
 		e = pe_set__attach(r->sets[i], r->skel->progs.on_sample);
 		if (e) {
 			pr_err("cannot attach the sampling program to '%s': %s", r->evs[i].name,
-			       loader_explain(e));
+			       libbpf_explain(e));
 			return e;
 		}
 		e = pe_set__enable(r->sets[i]);
@@ -764,7 +764,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	runctl_init();
-	loader_init();
+	libbpf_setup_init();
 	/* Before anything else: an unwritable -o must not cost a recording. */
 	e = pd_writer__open(&r.w, o.output);
 	if (e) {
@@ -809,7 +809,7 @@ int cmd_record(int argc, char **argv)
 	if (r.cs) {
 		e = counters__start(r.cs);
 		if (e) {
-			pr_err("cannot attach the counters program: %s", loader_explain(e));
+			pr_err("cannot attach the counters program: %s", libbpf_explain(e));
 			goto cleanup;
 		}
 		if (span_set__attach(r.spans, err, sizeof(err))) {

@@ -16,7 +16,7 @@
 
 #include "events.h"
 #include "util.h"
-#include "../bpf/spanperf.h"
+#include "spanperf.h"
 
 struct counters_opts {
 	bool no_native;			 /* read task-clock from a counter too (tests) */

@@ -13,9 +13,9 @@
 #include "commands.h"
 #include "counters.h"
 #include "host.h"
-#include "loader.h"
+#include "libbpf_setup.h"
 #include "options.h"
-#include "workload.h"
+#include "run.h"
 
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
@@ -343,7 +343,7 @@ int cmd_stat(int argc, char **argv)
 		}
 	}
 	runctl_init();
-	loader_init();
+	libbpf_setup_init();
 	if (host_online_cpus(&online)) {
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
@@ -383,7 +383,7 @@ int cmd_stat(int argc, char **argv)
 	}
 	e = counters__start(r.cs);
 	if (e) {
-		pr_err("cannot attach the counters program (%s): %s", counters__hook(r.cs), loader_explain(e));
+		pr_err("cannot attach the counters program (%s): %s", counters__hook(r.cs), libbpf_explain(e));
 		goto cleanup;
 	}
 	r.start_ns = now_ns(CLOCK_MONOTONIC);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <bpf/libbpf.h>
 
-#include "loader.h"
+#include "libbpf_setup.h"
 #include "util.h"
 
 static bool quiet;
@@ -15,17 +15,17 @@ static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return vfprintf(stderr, fmt, ap);
 }
 
-void loader_init(void)
+void libbpf_setup_init(void)
 {
 	libbpf_set_print(print_fn);
 }
 
-void loader_quiet(bool q)
+void libbpf_setup_quiet(bool q)
 {
 	quiet = q;
 }
 
-const char *loader_explain(int err)
+const char *libbpf_explain(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case EPERM:

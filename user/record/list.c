@@ -13,9 +13,9 @@
 
 #include "commands.h"
 #include "events.h"
-#include "features.h"
+#include "kernel_features.h"
 #include "host.h"
-#include "loader.h"
+#include "libbpf_setup.h"
 #include "perf_events.h"
 
 static const char *kind_name[] = {
@@ -176,7 +176,7 @@ int cmd_list(int argc, char **argv)
 	printf("  %-44s [%s]\n", "EVENT:u, EVENT:k", "modifiers: user or kernel only");
 	printf("\nTracepoints (counted or sampled as CAT:NAME):\n");
 	list_tracepoints(all);
-	loader_init();
+	libbpf_setup_init();
 	features_probe(&f);
 	printf("\nSpan sources (record --span):\n");
 	printf("  %-44s %s\n", "syscall:NAME",

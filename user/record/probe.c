@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "commands.h"
-#include "features.h"
-#include "loader.h"
+#include "kernel_features.h"
+#include "libbpf_setup.h"
 #include "util.h"
 
 int cmd_probe(int argc, char **argv)
@@ -31,7 +31,7 @@ int cmd_probe(int argc, char **argv)
 	}
 	if (!have_bpf_privileges())
 		pr_warn("not root: BPF probes will fail for lack of privileges (root, or CAP_BPF and CAP_PERFMON)");
-	loader_init();
+	libbpf_setup_init();
 	features_probe(&f);
 	features_print(&f, stdout);
 	return 0;

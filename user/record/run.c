@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "workload.h"
+#include "run.h"
 
 static volatile sig_atomic_t stop_sig;
 static sigset_t orig_mask;

@@ -14,7 +14,7 @@
 #include "correlate.h"
 #include "perf_data.h"
 #include "report_spans.h"
-#include "spans.h"
+#include "span_sources.h"
 #include "spans_jsonl.h"
 #include "symbols.h"
 #include "util.h"
