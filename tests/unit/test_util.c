@@ -152,6 +152,53 @@ static void test_u64_map(void **state)
 	u64_map_free(&m);
 }
 
+/* Colliding hashes still find their own entries; 10k strings keep stable ids and pointers. */
+static bool eq_u64(const void *ctx, size_t idx)
+{
+	const uint64_t *c = ctx;
+
+	return c[1 + idx] == c[0];
+}
+
+static void test_hindex_strpool(void **state)
+{
+	struct hindex m = {};
+	uint64_t keys[1 + 100] = {};
+	struct strpool p = {};
+	const char *first[10000];
+	char buf[32];
+	size_t id;
+
+	(void)state;
+	for (size_t i = 0; i < 100; i++) {
+		keys[1 + i] = i * 7;
+		assert_int_equal(hindex_add(&m, i % 3, i), 0); /* three hashes for 100 entries */
+	}
+	for (size_t i = 0; i < 100; i++) {
+		keys[0] = i * 7;
+		assert_int_equal(hindex_find(&m, i % 3, eq_u64, keys), (long)i);
+	}
+	keys[0] = 5;
+	assert_int_equal(hindex_find(&m, 2, eq_u64, keys), -1);
+	hindex_free(&m);
+	hindex_free(NULL);
+
+	for (int i = 0; i < 10000; i++) {
+		snprintf(buf, sizeof(buf), "s%d", i);
+		first[i] = strpool_intern(&p, buf, &id);
+		assert_non_null(first[i]);
+		assert_int_equal(id, i);
+	}
+	for (int i = 0; i < 10000; i++) {
+		snprintf(buf, sizeof(buf), "s%d", i);
+		assert_ptr_equal(strpool_intern(&p, buf, &id), first[i]);
+		assert_int_equal(id, i);
+	}
+	assert_int_equal(p.n, 10000);
+	strpool_free(&p);
+	strpool_free(NULL);
+}
+
 static void test_json(void **state)
 {
 	struct sbuf b = {};
@@ -170,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_procmaps),  cmocka_unit_test(test_notes),
 		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
+		cmocka_unit_test(test_hindex_strpool),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);

@@ -135,15 +135,6 @@ void dso_set__free(struct dso_set *s)
 	free(s);
 }
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 static int insert(char **slot, size_t cap, char *name)
 {
 	for (size_t i = hash_str(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
