@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "perf_data.h"
+#include "span_codec.h"
 #include "spanperf.h"
 
 int main(int argc, char **argv)
@@ -17,11 +18,11 @@ int main(int argc, char **argv)
 				      .size = sizeof(sa), .sample_id_all = 1, .freq = 1, .sample_freq = 999,
 				      .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 						     PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD };
-	struct perf_event_attr pa = sa;
-	__u64 sid = 1, pid_ = 1ull << 62, cid = (1ull << 62) + SP_MAX_SPANS;
+	struct perf_event_attr pa;
+	__u64 sid = 1, pid_ = SPAN_ID_BASE, cid = SPAN_COUNTERS_ID;
 	unsigned long ns, nsp, nt;
 	struct pd_writer *w;
-	char buf[512], raw[124] = {};
+	char buf[512];
 	struct pd_sample ts = {};
 
 	if (argc != 5)
@@ -29,8 +30,7 @@ int main(int argc, char **argv)
 	ns = strtoul(argv[2], NULL, 10);
 	nsp = strtoul(argv[3], NULL, 10);
 	nt = strtoul(argv[4], NULL, 10);
-	pa.config = PERF_COUNT_SW_BPF_OUTPUT;
-	pa.sample_type |= PERF_SAMPLE_RAW;
+	span_codec_attr(&pa);
 	if (pd_writer__open(&w, argv[1]) || pd_writer__add_attr(w, &sa, "cpu-clock", &sid, 1) ||
 	    pd_writer__add_attr(w, &pa, "spanperf:request", &pid_, 1) ||
 	    pd_writer__add_attr(w, &pa, "spanperf-counters:task-clock,context-switches", &cid, 1) ||
@@ -55,15 +55,12 @@ int main(int argc, char **argv)
 		} else {
 			struct sp_span sp = { .start_ns = 1000000 + j * (ns * 1000 / (nsp ? nsp : 1)),
 					      .tid = 1000 + j % nt, .pid = 1000 + j % nt, .source = SP_SRC_UPROBE };
-			struct pd_sample s = { .id = pid_, .pid = sp.pid, .tid = sp.tid, .raw_size = sizeof(raw),
-					       .raw = raw };
+			struct span_rec rec;
 			long n;
 
 			sp.end_ns = sp.start_ns + 50000 * nt;
-			s.time = sp.end_ns;
-			s.period = sp.end_ns - sp.start_ns;
-			memcpy(raw, &sp, sizeof(sp));
-			n = pd_sample_write(buf, sizeof(buf), &pa, PERF_RECORD_MISC_USER, &s);
+			span_rec_from_bpf(&rec, &sp);
+			n = span_codec_write(buf, sizeof(buf), &pa, &rec);
 			pd_writer__write(w, buf, n);
 			j++;
 		}

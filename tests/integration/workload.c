@@ -170,6 +170,53 @@ static int mode_fork(const char *count)
 	return 0;
 }
 
+/*
+ * forkspin N MS: N children forked without exec, child i spinning MS in
+ * spin_(i%4); the last child forks a grandchild of its own that spins in
+ * spin_0, so maps pass down two generations.  Pre-fork servers look so.
+ */
+static void forked_spin(int idx, uint64_t ns)
+{
+	uint64_t t0 = thread_cpu_ns();
+
+	callers[idx % 4](ns);
+	printf("{\"pid\":%d,\"tid\":%d,\"func\":\"spin_%d\",\"cpu_ns\":%llu}\n", getpid(), getpid(), idx % 4,
+	       (unsigned long long)(thread_cpu_ns() - t0));
+	fflush(stdout);
+}
+
+static int mode_forkspin(const char *count, const char *ms)
+{
+	int n = atoi(count);
+	uint64_t ns = strtoull(ms, NULL, 10) * 1000000ull;
+
+	fflush(stdout);
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+
+		if (p < 0)
+			return 1;
+		if (p == 0) {
+			if (i == n - 1) {
+				pid_t g = fork();
+
+				if (g == 0) {
+					forked_spin(0, ns);
+					_exit(0);
+				}
+				forked_spin(i, ns);
+				waitpid(g, NULL, 0);
+				_exit(0);
+			}
+			forked_spin(i, ns);
+			_exit(0);
+		}
+	}
+	while (wait(NULL) > 0)
+		;
+	return 0;
+}
+
 struct work {
 	uint64_t iters;
 };
@@ -596,7 +643,7 @@ int main(int argc, char **argv)
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS | direct DEV N\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | forkspin N MS | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS | direct DEV N\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -604,6 +651,8 @@ int main(int argc, char **argv)
 		r = mode_spin(argv[2]);
 	else if (!strcmp(argv[1], "syscalls"))
 		r = mode_syscalls(argv[2]);
+	else if (!strcmp(argv[1], "forkspin") && argc > 3)
+		return mode_forkspin(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "fork"))
 		r = mode_fork(argv[2]);
 	else if (!strcmp(argv[1], "work") && argc > 3)

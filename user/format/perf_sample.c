@@ -457,3 +457,92 @@ long pd_build_finished_round(void *buf, size_t bufsz)
 	memcpy(buf, &h, sizeof(h));
 	return sizeof(h);
 }
+
+/* ---- side-band parsers ---- */
+
+static int has_str(const char *rec, size_t len, size_t off)
+{
+	return len > off && memchr(rec + off, 0, len - off);
+}
+
+int pd_parse_comm(const void *rec, size_t len, struct pd_comm *out)
+{
+	const char *p = rec;
+	const struct perf_event_header *h = rec;
+
+	if (!has_str(p, len, 16))
+		return -EINVAL;
+	memcpy(&out->pid, p + 8, 4);
+	memcpy(&out->tid, p + 12, 4);
+	out->comm = p + 16;
+	out->exec = !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
+	return 0;
+}
+
+int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out)
+{
+	const char *p = rec;
+	const struct perf_event_header *h = rec;
+	size_t off = h->type == PERF_RECORD_MMAP2 ? 72 : 40;
+
+	if (!has_str(p, len, off))
+		return -EINVAL;
+	memcpy(&out->pid, p + 8, 4);
+	memcpy(&out->tid, p + 12, 4);
+	memcpy(&out->start, p + 16, 8);
+	memcpy(&out->len, p + 24, 8);
+	memcpy(&out->pgoff, p + 32, 8);
+	out->filename = p + off;
+	out->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	return 0;
+}
+
+int pd_parse_task(const void *rec, size_t len, struct pd_task *out)
+{
+	const char *p = rec;
+
+	if (len < 32)
+		return -EINVAL;
+	memcpy(&out->pid, p + 8, 4);
+	memcpy(&out->ppid, p + 12, 4);
+	memcpy(&out->tid, p + 16, 4);
+	memcpy(&out->ptid, p + 20, 4);
+	memcpy(&out->time, p + 24, 8);
+	return 0;
+}
+
+int pd_parse_lost(const void *rec, size_t len, __u64 *id, __u64 *lost)
+{
+	const char *p = rec;
+	const struct perf_event_header *h = rec;
+
+	*id = 0;
+	if (h->type == PERF_RECORD_LOST_SAMPLES) {
+		if (len < 16)
+			return -EINVAL;
+		memcpy(lost, p + 8, 8);
+		return 0;
+	}
+	if (len < 24)
+		return -EINVAL;
+	memcpy(id, p + 8, 8);
+	memcpy(lost, p + 16, 8);
+	return 0;
+}
+
+long pd_sample_offset(const struct perf_event_attr *attr, __u64 field)
+{
+	/* The fields before the first variable-sized one, in the kernel's order. */
+	static const __u64 order[] = { PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_IP, PERF_SAMPLE_TID,
+				       PERF_SAMPLE_TIME };
+	long off = sizeof(struct perf_event_header);
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!(attr->sample_type & order[i]))
+			continue;
+		if (order[i] == field)
+			return off;
+		off += 8;
+	}
+	return -1;
+}

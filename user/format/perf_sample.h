@@ -100,4 +100,43 @@ long pd_build_lost(void *buf, size_t bufsz, const struct perf_event_attr *attr,
 		   const struct pd_sample *ts, __u64 id, __u64 lost);
 long pd_build_finished_round(void *buf, size_t bufsz);
 
+/*
+ * Side-band parsers, one per record kind, the counterparts of the builders.
+ * rec points at the header; len is the record's size.  Each returns 0, or
+ * -EINVAL for a record too short or a name not NUL-terminated inside it.
+ * Strings point into the record.
+ */
+struct pd_comm {
+	__u32 pid, tid;
+	const char *comm;
+	int exec; /* PERF_RECORD_MISC_COMM_EXEC: the process exec'd */
+};
+int pd_parse_comm(const void *rec, size_t len, struct pd_comm *out);
+
+struct pd_mmap {
+	__u32 pid, tid;
+	__u64 start, len, pgoff;
+	const char *filename;
+	int kernel; /* cpumode: a kernel or module mapping */
+};
+/* PERF_RECORD_MMAP and MMAP2 alike. */
+int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out);
+
+struct pd_task {
+	__u32 pid, ppid, tid, ptid;
+	__u64 time;
+};
+/* PERF_RECORD_FORK and EXIT. */
+int pd_parse_task(const void *rec, size_t len, struct pd_task *out);
+
+/* PERF_RECORD_LOST (id, lost) and LOST_SAMPLES (lost only; id is left 0). */
+int pd_parse_lost(const void *rec, size_t len, __u64 *id, __u64 *lost);
+
+/*
+ * Where a fixed-position sample field (IDENTIFIER, IP, TID, TIME) sits in a
+ * SAMPLE record of this attr, for readers that peek at one field per
+ * record; -1 if the attr does not carry it.
+ */
+long pd_sample_offset(const struct perf_event_attr *attr, __u64 field);
+
 #endif

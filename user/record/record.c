@@ -24,8 +24,8 @@
 #include "options.h"
 #include "perf_data.h"
 #include "perf_events.h"
-#include "report_spans.h"
 #include "sideband.h"
+#include "span_codec.h"
 #include "span_sources.h"
 #include "run.h"
 #include "sample.skel.h"
@@ -34,10 +34,8 @@
 #define POLL_MS 500
 #define SPAN_POLL_MS 100
 /* Span attrs' ids: far above the kernel's, which count up from 1. */
-#define SPAN_ID_BASE (1ull << 62)
 #define SPAN_DEFAULT_COUNTERS "task-clock,context-switches"
 /* RAW is a u32 size then the data, padded so that both end on 8 bytes. */
-#define SPAN_RAW_SIZE ((((sizeof(struct sp_span) + 4) + 7) & ~7ul) - 4)
 
 struct recorder {
 	const struct record_opts *o;
@@ -52,7 +50,7 @@ struct recorder {
 	struct dso_set *dsos;
 	struct workload wl;
 	bool have_cmd;
-	size_t time_off; /* offset of TIME in our SAMPLE records */
+	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
 	__u64 ktext_start, ktext_end;
 	int ktext_err;
@@ -246,8 +244,8 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 						return e;
 				}
 	}
-	/* The time field's offset: IDENTIFIER, IP and TID come before it. */
-	r->time_off = sizeof(struct perf_event_header) + 3 * 8;
+	/* on_record peeks at each sample's time; the codec knows where it is. */
+	r->time_off = pd_sample_offset(&r->sets[0]->attr, PERF_SAMPLE_TIME);
 	return 0;
 }
 
@@ -289,19 +287,13 @@ static int add_span_attrs(struct recorder *r)
 	__u64 id;
 	int n, e = 0;
 
-	r->span_attr = (struct perf_event_attr){
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(r->span_attr),
-		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW,
-		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-		.disabled = 1,
-	};
+	span_codec_attr(&r->span_attr);
 	for (int i = 0; i < r->o->nr_spans && !e; i++) {
 		char name[sizeof(SPAN_ATTR_PREFIX) + sizeof(r->specs[i].name)];
 
 		id = SPAN_ID_BASE + i;
-		snprintf(name, sizeof(name), "%s%s", SPAN_ATTR_PREFIX, r->specs[i].name);
-		e = pd_writer__add_attr(r->w, &r->span_attr, name, &id, 1);
+		e = span_codec_attr_name(name, sizeof(name), r->specs[i].name) ?:
+		    pd_writer__add_attr(r->w, &r->span_attr, name, &id, 1);
 	}
 	if (e)
 		return e;
@@ -315,7 +307,7 @@ static int add_span_attrs(struct recorder *r)
 		first = 0;
 	}
 	sbuf_zero(&names, 1);
-	id = SPAN_ID_BASE + SP_MAX_SPANS;
+	id = SPAN_COUNTERS_ID;
 	e = names.err ?: pd_writer__add_attr(r->w, &r->span_attr, names.p, &id, 1);
 	sbuf_free(&names);
 	return e;
@@ -343,19 +335,12 @@ static int add_attrs(struct recorder *r)
 static int on_span(void *ctx, const struct sp_span *sp)
 {
 	struct recorder *r = ctx;
-	char raw[SPAN_RAW_SIZE] = {};
-	struct pd_sample s = {
-		.id = SPAN_ID_BASE + (sp->idx < SP_MAX_SPANS ? sp->idx : 0), .ip = sp->ip, .pid = sp->pid,
-		.tid = sp->tid, .time = sp->end_ns, .cpu = sp->cpu, .period = sp->end_ns - sp->start_ns,
-		.raw_size = sizeof(raw), .raw = raw,
-	};
-	bool kernel = sp->source == SP_SRC_KPROBE || sp->source == SP_SRC_FENTRY;
+	struct span_rec rec;
 	char buf[512];
 	long n;
 
-	memcpy(raw, sp, sizeof(*sp));
-	n = pd_sample_write(buf, sizeof(buf), &r->span_attr,
-			    kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &s);
+	span_rec_from_bpf(&rec, sp);
+	n = span_codec_write(buf, sizeof(buf), &r->span_attr, &rec);
 	if (n < 0)
 		return n;
 	r->nr_spans++;
@@ -365,40 +350,29 @@ static int on_span(void *ctx, const struct sp_span *sp)
 static int on_record(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *r = ctx;
-	const char *p = (const char *)h;
-	__u64 v;
+	struct pd_mmap m;
+	__u64 v, id;
 
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		if (h->size < r->time_off + 8)
+		if (r->time_off < 0 || h->size < r->time_off + 8)
 			break;
-		memcpy(&v, p + r->time_off, 8);
+		memcpy(&v, (const char *)h + r->time_off, 8);
 		if (!r->samples++ || v < r->first_ns)
 			r->first_ns = v;
 		if (v > r->last_ns)
 			r->last_ns = v;
 		break;
 	case PERF_RECORD_LOST:
-		if (h->size >= 24) {
-			memcpy(&v, p + 16, 8);
-			r->lost += v;
-		}
-		break;
 	case PERF_RECORD_LOST_SAMPLES:
-		if (h->size >= 16) {
-			memcpy(&v, p + 8, 8);
+		if (!pd_parse_lost(h, h->size, &id, &v))
 			r->lost += v;
-		}
 		break;
 	case PERF_RECORD_MMAP2:
-	case PERF_RECORD_MMAP: {
-		size_t off = h->type == PERF_RECORD_MMAP2 ? 72 : 40;
-
-		/* Names are NUL-terminated inside the record; check before trusting. */
-		if (h->size > off && memchr(p + off, 0, h->size - off))
-			return dso_set__add(r->dsos, p + off);
+	case PERF_RECORD_MMAP:
+		if (!pd_parse_mmap(h, h->size, &m))
+			return dso_set__add(r->dsos, m.filename);
 		break;
-	}
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
+#include "span_codec.h"
 #include "span_sources.h"
 #include "symbols.h"
 #include "util.h"
@@ -267,19 +268,6 @@ int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, bool ra
 			    sp->text, strerror(-f->kprobe_err), strerror(-f->fentry_err));
 	}
 	return -EINVAL;
-}
-
-const char *span_source_name(int source)
-{
-	switch (source) {
-	case SP_SRC_KPROBE: return "kprobe";
-	case SP_SRC_FENTRY: return "fentry";
-	case SP_SRC_UPROBE: return "uprobe";
-	case SP_SRC_SYSCALL: return "syscall";
-	case SP_SRC_TRACEPOINT: return "tracepoint";
-	case SP_SRC_EXTERNAL: return "external";
-	default: return "unknown";
-	}
 }
 
 struct span_set {

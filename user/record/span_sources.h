@@ -50,7 +50,6 @@ int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, bool ra
 /* A syscall's number on this architecture, or -1. */
 int syscall_nr(const char *name);
 
-const char *span_source_name(int source);
 
 struct span_set_opts {
 	const struct span_spec *specs;

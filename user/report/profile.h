@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A perf.data read back as a profile: every sample's stack symbolized
- * (each distinct pid+ip resolved once), and identical (thread, comm,
- * stack) samples folded into one entry with a count and a period sum.
- * All report outputs (table, folded, flame graph, pprof) read this.
+ * A perf.data read back as a profile, a consumer of the session: every
+ * sample's stack symbolized (each distinct address of each address space
+ * resolved once), and identical (thread, comm, stack) samples folded into
+ * one entry with a count and a period sum.  All report outputs (table,
+ * folded, flame graph, pprof) read this.
  */
 #ifndef SP_PROFILE_H
 #define SP_PROFILE_H
@@ -14,6 +15,8 @@
 
 #include "perf_data.h"
 #include "symbols.h"
+
+struct session;
 
 /* One function of one dso: the unit of every output. */
 struct pfunc {
@@ -51,10 +54,9 @@ struct profile {
 	bool event_is_clock;   /* period is in nanoseconds */
 	__u64 sample_freq;     /* for estimating time from counts otherwise */
 	__u64 first_ns, last_ns;
-	struct symbolizer *sym;
-	struct pd_reader *rd;
-	/* internals */
-	void *priv;
+	struct session *sess;
+	struct symbolizer *sym; /* the session's */
+	struct pd_reader *rd;	/* the session's */
 };
 
 /*

@@ -12,11 +12,9 @@
 #include <string.h>
 
 #include "correlate.h"
-#include "perf_data.h"
 #include "report_spans.h"
-#include "span_sources.h"
+#include "session.h"
 #include "spans_jsonl.h"
-#include "symbols.h"
 #include "util.h"
 
 #define TOP_N 5
@@ -42,20 +40,17 @@ struct span_row {
 	size_t first, count; /* the join's result */
 };
 
-struct sr {
+struct span_report {
 	const struct spans_report_opts *o;
-	struct pd_reader *rd;
-	struct symbolizer *sym;
-	char **names;
-	int nr_names;
-	char *ctr_names[SP_MAX_COUNTERS];
+	struct session *sess;
+	struct strpool names; /* span names; a row's name is its id here */
+	char **ctr_names;     /* the session's: what counters[k] is */
 	int nr_ctr;
 	struct sinfo *s;
 	size_t ns, cap_s;
 	struct span_row *sp;
 	size_t nsp, cap_sp;
 	struct corr_sample *sorted; /* the join's sample order */
-	struct u64_map tid_pid;	    /* from COMM records, for external spans without pid */
 };
 
 static int grow(void **p, size_t *cap, size_t n, size_t elem)
@@ -72,110 +67,58 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
-static int name_index(struct sr *r, const char *name)
+static int name_index(struct span_report *r, const char *name)
 {
-	char **nn;
+	size_t id;
 
-	for (int i = 0; i < r->nr_names; i++)
-		if (!strcmp(r->names[i], name))
-			return i;
-	nn = realloc(r->names, (r->nr_names + 1) * sizeof(*nn));
-	if (!nn)
+	return strpool_intern(&r->names, name, &id) ? (int)id : -ENOMEM;
+}
+
+static int on_sample(void *ctx, const struct sess_sample *ss)
+{
+	struct span_report *r = ctx;
+	const struct pd_sample *s = &ss->ev->sample;
+
+	if (ss->kind != SESS_SAMPLING)
+		return 0;
+	if (grow((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
 		return -ENOMEM;
-	r->names = nn;
-	nn[r->nr_names] = strdup(name);
-	return nn[r->nr_names] ? r->nr_names++ : -ENOMEM;
+	r->s[r->ns++] = (struct sinfo){
+		.pid = s->pid, .tid = s->tid, .ip = s->ip, .time = s->time, .kernel = ss->kernel,
+	};
+	return 0;
 }
 
-static bool is_span_attr(const struct pd_attr *a)
+static int on_span(void *ctx, const struct sess_span *ss)
 {
-	return a && a->name && !strncmp(a->name, SPAN_ATTR_PREFIX, strlen(SPAN_ATTR_PREFIX)) &&
-	       (a->attr.sample_type & PERF_SAMPLE_RAW);
+	struct span_report *r = ctx;
+	const struct span_rec *sp = &ss->rec;
+	struct span_row row = {
+		.tid = sp->tid, .pid = sp->pid, .start = sp->start_ns, .end = sp->end_ns, .source = sp->source,
+		.unfinished = sp->flags & SP_SPAN_UNFINISHED, .bpf_samples = sp->samples,
+	};
+
+	if (r->o->external)
+		return 0;
+	row.name = name_index(r, ss->name);
+	if (row.name < 0)
+		return -ENOMEM;
+	memcpy(row.counters, sp->counters, sizeof(row.counters));
+	if (grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+		return -ENOMEM;
+	r->sp[r->nsp++] = row;
+	return 0;
 }
 
-/* "spanperf-counters:task-clock,context-switches": what counters[k] of a span means. */
-static void counter_names(struct sr *r)
-{
-	for (int i = 0; i < r->rd->nr_attrs; i++) {
-		const char *n = r->rd->attrs[i].name, *p;
-
-		if (!n || strncmp(n, SPAN_COUNTERS_PREFIX, strlen(SPAN_COUNTERS_PREFIX)))
-			continue;
-		for (p = n + strlen(SPAN_COUNTERS_PREFIX); *p && r->nr_ctr < SP_MAX_COUNTERS;) {
-			size_t l = strcspn(p, ",");
-
-			r->ctr_names[r->nr_ctr++] = strndup(p, l);
-			p += l + (p[l] == ',');
-		}
-		return;
-	}
-}
-
-static int collect(struct sr *r, bool want_file_spans)
-{
-	struct pd_iter it = {};
-	struct pd_event ev;
-	int e;
-
-	while ((e = pd_reader__next(r->rd, &it, &ev)) > 0) {
-		if (ev.hdr->type == PERF_RECORD_COMM && ev.hdr->size >= 16) {
-			__u32 pid, tid;
-			uint64_t *v;
-
-			memcpy(&pid, (const char *)ev.hdr + 8, 4);
-			memcpy(&tid, (const char *)ev.hdr + 12, 4);
-			v = u64_map_get(&r->tid_pid, tid, true);
-			if (!v)
-				return -ENOMEM;
-			*v = pid;
-			continue;
-		}
-		if (ev.hdr->type != PERF_RECORD_SAMPLE || !ev.attr)
-			continue;
-		if (is_span_attr(ev.attr)) {
-			struct sp_span sp;
-			struct span_row row = {};
-
-			if (!want_file_spans)
-				continue;
-			if (ev.sample.raw_size < sizeof(sp))
-				continue; /* a future layout we cannot read */
-			memcpy(&sp, ev.sample.raw, sizeof(sp));
-			row.name = name_index(r, ev.attr->name + strlen(SPAN_ATTR_PREFIX));
-			if (row.name < 0)
-				return -ENOMEM;
-			row.tid = sp.tid;
-			row.pid = sp.pid;
-			row.start = sp.start_ns;
-			row.end = sp.end_ns;
-			row.source = sp.source;
-			row.unfinished = sp.flags & SP_SPAN_UNFINISHED;
-			row.bpf_samples = sp.samples;
-			memcpy(row.counters, sp.counters, sizeof(row.counters));
-			if (grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
-				return -ENOMEM;
-			r->sp[r->nsp++] = row;
-			continue;
-		}
-		if (grow((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
-			return -ENOMEM;
-		r->s[r->ns++] = (struct sinfo){
-			.pid = ev.sample.pid, .tid = ev.sample.tid, .ip = ev.sample.ip, .time = ev.sample.time,
-			.kernel = (ev.hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
-		};
-	}
-	return e;
-}
-
-static int add_external(struct sr *r, const struct ext_span *ext, size_t n)
+static int add_external(struct span_report *r, const struct ext_span *ext, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct span_row row = { .tid = ext[i].tid, .pid = ext[i].pid, .start = ext[i].start,
 					.end = ext[i].end, .source = SP_SRC_EXTERNAL, .ext = &ext[i] };
-		uint64_t *pid = u64_map_get(&r->tid_pid, ext[i].tid, false);
+		__s64 pid = session__pid_of(r->sess, ext[i].tid);
 
 		if (!ext[i].has_pid)
-			row.pid = pid ? *pid : ext[i].tid;
+			row.pid = pid >= 0 ? pid : ext[i].tid;
 		row.name = name_index(r, ext[i].name);
 		if (row.name < 0 || grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 			return -ENOMEM;
@@ -184,7 +127,7 @@ static int add_external(struct sr *r, const struct ext_span *ext, size_t n)
 	return 0;
 }
 
-static int join(struct sr *r)
+static int join(struct span_report *r)
 {
 	struct corr_span *c = malloc((r->nsp ? r->nsp : 1) * sizeof(*c));
 
@@ -206,14 +149,14 @@ static int join(struct sr *r)
 	return 0;
 }
 
-static const char *leaf(struct sr *r, size_t sorted_idx)
+static const char *leaf(struct span_report *r, size_t sorted_idx)
 {
 	struct sinfo *s = &r->s[r->sorted[sorted_idx].idx];
 
 	if (!s->leaf) {
 		struct sym sym;
 
-		symbolizer__resolve(r->sym, s->pid, s->ip, s->time, s->kernel, &sym);
+		symbolizer__resolve(r->sess->sym, s->pid, s->ip, s->time, s->kernel, &sym);
 		s->leaf = sym.name;
 	}
 	return s->leaf;
@@ -234,7 +177,7 @@ static int cmp_top(const void *a, const void *b)
 }
 
 /* The most frequent leaf functions of samples [first, first+count); returns how many. */
-static int top_of(struct sr *r, size_t first, size_t count, struct topc **out, size_t *cap)
+static int top_of(struct span_report *r, size_t first, size_t count, struct topc **out, size_t *cap)
 {
 	size_t n = 0;
 
@@ -261,10 +204,10 @@ static bool ctr_is_clock(const char *name)
 	return !strcmp(name, "task-clock") || !strcmp(name, "cpu-clock");
 }
 
-static void json_span(struct sr *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
+static void json_span(struct span_report *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
 {
 	sbuf_printf(b, "{\"name\":");
-	sbuf_json_str(b, r->names[sp->name]);
+	sbuf_json_str(b, r->names.str[sp->name]);
 	sbuf_printf(b, ",\"source\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%llu,\"end_ns\":%llu,"
 		       "\"duration_ns\":%llu,\"samples\":%zu,\"counters\":{",
 		    span_source_name(sp->source), sp->pid, sp->tid, (unsigned long long)sp->start,
@@ -320,7 +263,7 @@ static __u64 pct(const __u64 *sorted, size_t n, double p)
 }
 
 /* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
-static int print_table(struct sr *r, FILE *out)
+static int print_table(struct span_report *r, FILE *out)
 {
 	struct topc *top = NULL;
 	size_t tcap = 0;
@@ -331,13 +274,13 @@ static int print_table(struct sr *r, FILE *out)
 	/* External spans carry no counters: no columns for them. */
 	if (r->o->external)
 		r->nr_ctr = 0;
-	fprintf(out, "# %zu spans of %d kinds, %zu samples\n#\n", r->nsp, r->nr_names, r->ns);
+	fprintf(out, "# %zu spans of %zu kinds, %zu samples\n#\n", r->nsp, r->names.n, r->ns);
 	fprintf(out, "# %-20s %-10s %8s %10s %10s %10s %8s", "name", "source", "count", "p50 ms", "p99 ms",
 		"max ms", "samples");
 	for (int k = 0; k < r->nr_ctr; k++)
 		fprintf(out, " %14s", r->ctr_names[k]);
 	fprintf(out, "  top functions inside\n");
-	for (int n = 0; n < r->nr_names; n++) {
+	for (size_t n = 0; n < r->names.n; n++) {
 		size_t cnt = 0, samples = 0, first = 0;
 		__u64 ctr[SP_MAX_COUNTERS] = {};
 		int src = 0, ntop;
@@ -348,7 +291,7 @@ static int print_table(struct sr *r, FILE *out)
 		for (size_t i = 0; i < r->nsp; i++) {
 			const struct span_row *sp = &r->sp[i];
 
-			if (sp->name != n)
+			if (sp->name != (int)n)
 				continue;
 			dur[cnt++] = sp->end - sp->start;
 			samples += sp->count;
@@ -372,7 +315,7 @@ static int print_table(struct sr *r, FILE *out)
 		}
 		sort_n(dur, cnt, sizeof(*dur), cmp_u64);
 		sort_n(pool, npool, sizeof(*pool), cmp_top);
-		fprintf(out, "  %-20s %-10s %8zu %10.3f %10.3f %10.3f %8zu", r->names[n], span_source_name(src), cnt,
+		fprintf(out, "  %-20s %-10s %8zu %10.3f %10.3f %10.3f %8zu", r->names.str[n], span_source_name(src), cnt,
 			pct(dur, cnt, 0.5) / 1e6, pct(dur, cnt, 0.99) / 1e6, cnt ? dur[cnt - 1] / 1e6 : 0, samples);
 		for (int k = 0; k < r->nr_ctr; k++) {
 			/* per span: what one of them typically costs */
@@ -396,7 +339,7 @@ static int print_table(struct sr *r, FILE *out)
 	return 0;
 }
 
-static int print_json(struct sr *r, FILE *out)
+static int print_json(struct span_report *r, FILE *out)
 {
 	struct topc *top = NULL;
 	size_t tcap = 0;
@@ -424,16 +367,14 @@ static int print_json(struct sr *r, FILE *out)
 
 int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 {
-	struct sr r = { .o = o };
+	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
+	struct span_report r = { .o = o };
 	struct ext_span *ext = NULL;
 	size_t next = 0;
 	char *text = NULL;
 	size_t len;
 	int e;
 
-	e = pd_reader__open(&r.rd, o->input, err, errlen);
-	if (e)
-		return e;
 	if (o->external) {
 		e = read_file_all(o->external, &text, &len);
 		if (e) {
@@ -444,18 +385,14 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 		if (e)
 			goto cleanup;
 	}
-	counter_names(&r);
-	r.sym = symbolizer__new(&r.rd->meta, NULL);
-	if (!r.sym) {
-		e = -ENOMEM;
-		goto oom;
-	}
-	e = symbolizer__load_maps(r.sym, r.rd);
-	if (e < 0)
-		goto bad;
-	e = collect(&r, !o->external);
-	if (e < 0)
-		goto bad;
+	e = session__open(&r.sess, o->input, NULL, err, errlen);
+	if (e)
+		goto cleanup;
+	r.ctr_names = r.sess->span_counters;
+	r.nr_ctr = r.sess->nr_span_counters;
+	e = session__process(r.sess, &ops, &r, err, errlen);
+	if (e)
+		goto cleanup;
 	if (o->external && add_external(&r, ext, next))
 		goto oom;
 	sort_n(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
@@ -470,25 +407,16 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 	if (e == -ENOMEM)
 		goto oom;
 	goto cleanup;
-bad:
-	snprintf(err, errlen, "%s", r.rd->err);
-	goto cleanup;
 oom:
 	e = -ENOMEM;
 	snprintf(err, errlen, "out of memory joining spans of %s", o->input);
 cleanup:
-	for (int i = 0; i < r.nr_names; i++)
-		free(r.names[i]);
-	for (int i = 0; i < r.nr_ctr; i++)
-		free(r.ctr_names[i]);
-	free(r.names);
+	strpool_free(&r.names);
 	free(r.s);
 	free(r.sp);
 	free(r.sorted);
 	free(ext);
 	free(text);
-	u64_map_free(&r.tid_pid);
-	symbolizer__free(r.sym);
-	pd_reader__free(r.rd);
+	session__free(r.sess);
 	return e;
 }

@@ -6,11 +6,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Span records are samples of attrs named like this... */
-#define SPAN_ATTR_PREFIX "spanperf:"
-/* ...and one attr of this name lists what their counters are. */
-#define SPAN_COUNTERS_PREFIX "spanperf-counters:"
-
 struct spans_report_opts {
 	const char *input;     /* perf.data */
 	const char *external;  /* annotate: the spans JSONL, else NULL */

@@ -38,16 +38,28 @@ struct dso {
 	int id;
 };
 
+/*
+ * time: from when the map is the process's (its mmap, or the fork that
+ * gave the child a copy); order: when it was really mapped, so that of two
+ * maps over one address the later mapping wins, copies included.
+ */
 struct map {
-	__u64 start, end, pgoff, time;
+	__u64 start, end, pgoff, time, order;
 	struct dso *dso;
 };
 
+/*
+ * A process's maps over time.  An exec, or a fork that starts a process
+ * under a pid (pid reuse included), is a boundary: maps from before it are
+ * not the process's after it.
+ */
 struct proc_maps {
 	__s32 pid;
 	struct map *maps;
 	int nr, cap;
 	bool sorted;
+	__u64 *bounds; /* ascending */
+	int nr_bounds;
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
 	bool jit_tried;
 };
@@ -586,6 +598,7 @@ void symbolizer__free(struct symbolizer *s)
 		dso_free(s->dsos[i]);
 	for (int i = 0; i < s->nr_procs; i++) {
 		free(s->procs[i].maps);
+		free(s->procs[i].bounds);
 		dso_free(s->procs[i].jit);
 	}
 	free(s->dsos);
@@ -646,6 +659,21 @@ static struct dso *module_dso(struct symbolizer *s, const char *filename)
 	return dso_get(s, name, false);
 }
 
+static int push_map(struct proc_maps *p, struct map m)
+{
+	if (p->nr == p->cap) {
+		struct map *n = realloc(p->maps, (p->cap ? p->cap * 2 : 16) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->maps = n;
+		p->cap = p->cap ? p->cap * 2 : 16;
+	}
+	p->maps[p->nr++] = m;
+	p->sorted = false;
+	return 0;
+}
+
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel)
 {
@@ -660,48 +688,87 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	d = !kernel ? dso_get(s, filename, false) : is_module(filename) ? module_dso(s, filename) : s->kernel;
 	if (!d)
 		return -ENOMEM;
-	if (p->nr == p->cap) {
-		struct map *n = realloc(p->maps, (p->cap = p->cap ? p->cap * 2 : 16) * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		p->maps = n;
-	}
-	p->maps[p->nr++] = (struct map){ start, start + len, pgoff, time, d };
-	p->sorted = false;
+	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
+		return -ENOMEM;
 	if (!d->info.limit) {
 		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
 	}
 	return 0;
 }
 
-int symbolizer__load_maps(struct symbolizer *s, struct pd_reader *r)
+static int add_bound(struct proc_maps *p, __u64 t)
 {
-	struct pd_iter it = {};
-	struct pd_event ev;
-	int e;
+	__u64 *n = realloc(p->bounds, (p->nr_bounds + 1) * sizeof(*n));
+	int i;
 
-	while ((e = pd_reader__next(r, &it, &ev)) > 0) {
-		const char *p = (const char *)ev.hdr;
-		size_t off, size = ev.hdr->size;
-		__u32 pid;
-		__u64 start, len, pgoff;
+	if (!n)
+		return -ENOMEM;
+	p->bounds = n;
+	/* Side-band arrives almost in time order: insert from the back. */
+	for (i = p->nr_bounds; i > 0 && n[i - 1] > t; i--)
+		n[i] = n[i - 1];
+	n[i] = t;
+	p->nr_bounds++;
+	return 0;
+}
 
-		if (ev.hdr->type != PERF_RECORD_MMAP && ev.hdr->type != PERF_RECORD_MMAP2)
-			continue;
-		off = ev.hdr->type == PERF_RECORD_MMAP2 ? 72 : 40;
-		if (size <= off || !memchr(p + off, 0, size - off))
-			continue;
-		memcpy(&pid, p + 8, 4);
-		memcpy(&start, p + 16, 8);
-		memcpy(&len, p + 24, 8);
-		memcpy(&pgoff, p + 32, 8);
-		e = symbolizer__add_map(s, pid, start, len, pgoff, p + off, ev.sample.time,
-					(ev.hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL);
-		if (e)
-			return e;
+/* The latest boundary at or before t, 0 if none. */
+static __u64 bound_at(const struct proc_maps *p, __u64 t)
+{
+	int lo = 0, hi = p->nr_bounds;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (p->bounds[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return e < 0 ? e : 0;
+	return lo ? p->bounds[lo - 1] : 0;
+}
+
+__u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
+{
+	struct proc_maps *p = proc_get(s, pid, false);
+
+	return p ? bound_at(p, t) : 0;
+}
+
+int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
+{
+	struct proc_maps *p = proc_get(s, pid, true);
+
+	return p ? add_bound(p, time) : -ENOMEM;
+}
+
+int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
+{
+	struct proc_maps *child, *parent;
+	__u64 b;
+	int nr;
+
+	if (ppid == pid)
+		return 0; /* a thread: it shares its process's maps */
+	child = proc_get(s, pid, true);
+	if (!child || add_bound(child, time))
+		return -ENOMEM;
+	/* proc_get may move the array: look the parent up after the child. */
+	parent = proc_get(s, ppid, false);
+	if (!parent)
+		return 0;
+	b = bound_at(parent, time);
+	nr = parent->nr; /* parent == child cannot be: pids differ */
+	for (int i = 0; i < nr; i++) {
+		struct map m = parent->maps[i];
+
+		if (m.time > time || m.time < b)
+			continue; /* not the parent's at the fork */
+		m.time = time;
+		if (push_map(child, m))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static int cmp_map(const void *a, const void *b)
@@ -710,14 +777,19 @@ static int cmp_map(const void *a, const void *b)
 
 	if (x->start != y->start)
 		return (x->start > y->start) - (x->start < y->start);
-	return (x->time > y->time) - (x->time < y->time);
+	return (x->order > y->order) - (x->order < y->order);
 }
 
-/* The map covering ip at time t: the latest one mapped by then, else the earliest. */
+/*
+ * The map covering ip at time t: of the maps the process had then (since
+ * its last exec or fork), the latest mapped; if none yet, the earliest one
+ * after t, since a sample may come before its mapping's record.
+ */
 static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 {
-	struct map *best = NULL;
+	struct map *best = NULL, *later = NULL;
 	int lo = 0, hi = p->nr - 1, last = -1;
+	__u64 b = bound_at(p, t);
 
 	if (!p->sorted) {
 		sort_n(p->maps, p->nr, sizeof(*p->maps), cmp_map);
@@ -733,17 +805,20 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 			hi = mid - 1;
 		}
 	}
-	/* Overlaps (re-mappings over time) are few: look back a little. */
-	for (int i = last; i >= 0 && i > last - 64; i--) {
+	/* Overlaps (re-mappings over time, forked copies) are few: look back a little. */
+	for (int i = last; i >= 0 && i > last - 256; i--) {
 		struct map *m = &p->maps[i];
 
-		if (ip >= m->end)
+		if (ip >= m->end || m->time < b)
 			continue;
-		if (!best || (m->time <= t && (best->time > t || m->time > best->time)) ||
-		    (best->time > t && m->time < best->time))
-			best = m;
+		if (m->time <= t) {
+			if (!best || m->order > best->order)
+				best = m;
+		} else if (!later || m->time < later->time) {
+			later = m;
+		}
 	}
-	return best;
+	return best ? best : later;
 }
 
 static struct symbol *find_sym(const struct dso *d, __u64 addr)

@@ -39,8 +39,16 @@ void symbolizer__free(struct symbolizer *s);
 /* Feed the file's MMAP, MMAP2 records (in any order). */
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel);
-/* Feeds every MMAP/MMAP2 record of a reader. */
-int symbolizer__load_maps(struct symbolizer *s, struct pd_reader *r);
+/*
+ * The process timeline, fed in time order after every map is added: pid
+ * exec'd at time (its earlier maps end there); ppid forked pid at time (a
+ * new process starts there with a copy of ppid's maps; a thread, ppid ==
+ * pid, changes nothing).
+ */
+int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time);
+int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time);
+/* When pid's address space at t began (its last exec or fork), 0 if before the file: a cache key. */
+__u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
 
 /* Resolves ip for process pid at time t; kernel: the ip is a kernel address. */
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel,

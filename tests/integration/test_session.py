@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The report's thread model: processes forked without exec inherit their
+parent's maps and names, exec replaces them, and every row agrees with perf
+report on the same file."""
+import collections
+import os
+import re
+import shutil
+
+from harness import WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, spanperf, test, tmpdir
+
+
+def perf_rows(path, keys):
+    """perf report --stdio's sample count per row of the --sort keys."""
+    need_perf()
+    out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "-n", "--sort", keys], path)
+    rows = collections.Counter()
+    nkeys = len(keys.split(","))
+    for line in out.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) < 2 + nkeys or not parts[0].endswith("%"):
+            continue
+        fields = parts[2:]
+        if "sym" in keys:
+            # "[.] name" or "[k] name": the marker is its own column
+            i = fields.index("[.]") if "[.]" in fields else fields.index("[k]")
+            fields = fields[:i] + [" ".join(fields[i + 1:])]
+        rows[tuple(fields)] += int(parts[1])
+    return rows
+
+
+def spanperf_rows(path, keys):
+    rows = collections.Counter()
+    for r in json_lines(spanperf("report", "-i", path, "--sort", keys, "--format", "json", check=True).stdout):
+        rows[tuple(str(r[k]) for k in keys.split(","))] += r["samples"]
+    return rows
+
+
+@test
+def test_forked_children_inherit_maps():
+    need_bpf()
+    d = tmpdir()
+    path = os.path.join(d, "fork.data")
+    p = spanperf("record", "-g", "-F", "999", "-o", path, "--", WORKLOAD, "forkspin", "3", "300", check=True)
+    truth = json_lines(p.stdout)
+    assert len(truth) == 4, p.stdout
+    rows = spanperf_rows(path, "pid,dso,sym")
+    for t in truth:
+        pid = str(t["pid"])
+        mine = rows.get((pid, "workload", t["func"]), 0)
+        expect = t["cpu_ns"] / 1e9 * 999
+        # The child's own function, named from maps it inherited (two generations for the last).
+        assert mine > 0.8 * expect, "pid %s: %d samples in %s, about %.0f expected" % (pid, mine, t["func"], expect)
+        unknown = sum(n for (p_, dso, _), n in rows.items() if p_ == pid and dso == "[unknown]")
+        assert unknown == 0, "pid %s: %d samples in [unknown]" % (pid, unknown)
+    theirs = perf_rows(path, "pid,dso,sym")
+    # perf prints pid as "PID:comm"
+    theirs = collections.Counter({(k[0].split(":")[0],) + k[1:]: n for k, n in theirs.items()})
+    total = sum(theirs.values())
+    assert sum(rows.values()) == total
+    # Every process and dso alike; every symbol of 1% or more alike (PLT
+    # stubs and _init, which perf synthesizes, are the symbol module's).
+    by_dso = lambda c: collections.Counter({k[:2]: 0 for k in c}) + sum(
+        (collections.Counter({k[:2]: n}) for k, n in c.items()), collections.Counter())
+    assert by_dso(theirs) == by_dso(rows), "differs from perf: %s" % (set(by_dso(theirs).items()) ^ set(by_dso(rows).items()))
+    for k, n in theirs.items():
+        if n * 100 >= total:
+            assert rows.get(k) == n, "%s: perf %d, spanperf %s" % (k, n, rows.get(k))
+
+
+@test
+def test_pipeline_with_exec_agrees_with_perf():
+    need_bpf()
+    for tool in ("xz", "gzip", "sh", "head"):
+        if not shutil.which(tool):
+            raise Skip("%s is not installed" % tool)
+    d = tmpdir()
+    path = os.path.join(d, "pipe.data")
+    # sh forks, each child execs: names and maps change at exec, not at fork.
+    spanperf("record", "-g", "-F", "999", "-o", path, "--", "sh", "-c",
+             "head -c 3000000 /dev/urandom | xz -1 -T1 | gzip -1 | xz -d -T1 2>/dev/null | wc -c >/dev/null; "
+             "head -c 3000000 /dev/zero | gzip -6 | gzip -d | wc -c >/dev/null", check=True)
+    mine = spanperf_rows(path, "comm,dso")
+    theirs = perf_rows(path, "comm,dso")
+    assert theirs == mine, "differs from perf: %s" % sorted(set(theirs.items()) ^ set(mine.items()))[:10]
+    assert any(c == "xz" and dso.startswith("liblzma") for c, dso in mine), mine
+    assert any(c == "gzip" and dso == "gzip" for c, dso in mine), mine

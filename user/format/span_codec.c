@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf_sample.h"
+#include "span_codec.h"
+#include "util.h"
+
+/* RAW is a u32 size and the payload, padded so that the record stays 8-byte aligned. */
+#define RAW_SIZE ((((sizeof(struct span_rec) + 4) + 7) & ~7ul) - 4)
+
+_Static_assert(sizeof(struct sp_span) == 120, "files before the version field hold this layout");
+
+void span_codec_attr(struct perf_event_attr *a)
+{
+	*a = (struct perf_event_attr){
+		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW,
+		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+		.disabled = 1,
+	};
+}
+
+int span_codec_attr_name(char *buf, size_t len, const char *name)
+{
+	int n = snprintf(buf, len, "%s%s", SPAN_ATTR_PREFIX, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+const char *span_source_name(int source)
+{
+	switch (source) {
+	case SP_SRC_KPROBE: return "kprobe";
+	case SP_SRC_FENTRY: return "fentry";
+	case SP_SRC_UPROBE: return "uprobe";
+	case SP_SRC_SYSCALL: return "syscall";
+	case SP_SRC_TRACEPOINT: return "tracepoint";
+	case SP_SRC_EXTERNAL: return "external";
+	default: return "unknown";
+	}
+}
+
+void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp)
+{
+	*r = (struct span_rec){
+		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(*r),
+		.start_ns = sp->start_ns, .end_ns = sp->end_ns, .ip = sp->ip, .samples = sp->samples,
+		.pid = sp->pid, .tid = sp->tid, .cpu = sp->cpu, .idx = sp->idx, .depth = sp->depth,
+		.flags = sp->flags & SP_SPAN_UNFINISHED, .source = sp->source,
+	};
+	memcpy(r->counters, sp->counters, sizeof(r->counters));
+}
+
+long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r)
+{
+	char raw[RAW_SIZE] = {};
+	struct pd_sample s = {
+		.id = SPAN_ID_BASE + (r->idx < SP_MAX_SPANS ? r->idx : 0), .ip = r->ip, .pid = r->pid,
+		.tid = r->tid, .time = r->end_ns, .cpu = r->cpu, .period = r->end_ns - r->start_ns,
+		.raw_size = sizeof(raw), .raw = raw,
+	};
+	bool kernel = r->source == SP_SRC_KPROBE || r->source == SP_SRC_FENTRY;
+
+	memcpy(raw, r, sizeof(*r));
+	return pd_sample_write(buf, bufsz, attr, kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &s);
+}
+
+static bool named(const struct pd_attr *a, const char *prefix)
+{
+	return a && a->name && !strncmp(a->name, prefix, strlen(prefix));
+}
+
+const char *span_codec_name(const struct pd_attr *a)
+{
+	if (!named(a, SPAN_ATTR_PREFIX) || !(a->attr.sample_type & PERF_SAMPLE_RAW))
+		return NULL;
+	return a->name + strlen(SPAN_ATTR_PREFIX);
+}
+
+bool span_codec_is_counters(const struct pd_attr *a)
+{
+	return named(a, SPAN_COUNTERS_PREFIX);
+}
+
+int span_codec_counter_names(const struct pd_attr *a, char **names, int max)
+{
+	const char *p = a->name + strlen(SPAN_COUNTERS_PREFIX);
+	int n = 0;
+
+	while (*p && n < max) {
+		size_t l = strcspn(p, ",");
+
+		names[n] = strndup(p, l);
+		if (!names[n]) {
+			while (n--)
+				free(names[n]);
+			return -ENOMEM;
+		}
+		n++;
+		p += l + (p[l] == ',');
+	}
+	return n;
+}
+
+int span_codec_decode(const struct pd_sample *s, struct span_rec *out)
+{
+	struct sp_span old;
+	__u32 magic = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (s->raw_size >= 4)
+		memcpy(&magic, s->raw, 4);
+	if (magic == SPAN_REC_MAGIC && s->raw_size >= 8) {
+		struct span_rec hdr;
+
+		memcpy(&hdr, s->raw, 8);
+		if (hdr.size < offsetof(struct span_rec, pad) || hdr.size > s->raw_size)
+			return -EINVAL;
+		/* A newer writer's longer record: the part this reader knows. */
+		memcpy(out, s->raw, SP_MIN((size_t)hdr.size, sizeof(*out)));
+		return 0;
+	}
+	if (s->raw_size < sizeof(old))
+		return -EINVAL;
+	memcpy(&old, s->raw, sizeof(old));
+	span_rec_from_bpf(out, &old);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A perf.data read back, as perf's session and machine layers do it: the
+ * attrs classified by what their records carry, one timeline of threads and
+ * processes, and every sample and span handed, decoded, to a consumer.
+ *
+ * The timeline comes from the side-band: COMM (names, and exec), FORK and
+ * EXIT, MMAP and MMAP2.  A thread takes its creator's name at the fork; a
+ * process forked without exec starts with a copy of its parent's maps (the
+ * symbolizer keeps them); an exec ends both.  Lookups are by time, so pid
+ * reuse and samples that come before their side-band resolve as perf would.
+ *
+ * The profile (report's tables, folded stacks, flame graphs and pprof) and
+ * the span join (report --spans, annotate) are consumers.
+ */
+#ifndef SP_SESSION_H
+#define SP_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "perf_data.h"
+#include "span_codec.h"
+#include "symbols.h"
+
+/* What an attr's records are. */
+enum sess_kind {
+	SESS_SAMPLING,	   /* on-CPU samples: cycles, cpu-clock, any -e event */
+	SESS_OFFCPU,	   /* offcpu-time: period is ns off CPU */
+	SESS_SPAN,	   /* spanperf:NAME: one span per record */
+	SESS_SPAN_COUNTERS, /* names the spans' counters; no records */
+	SESS_OTHER,	   /* ours, of a kind this reader does not know: skipped */
+};
+
+struct sess_sample {
+	const struct pd_event *ev; /* the record, its attr and the decoded sample */
+	enum sess_kind kind;
+	int attr;		   /* index into the reader's attrs */
+	bool kernel;		   /* the sample ip is a kernel address */
+	const char *comm;	   /* the thread's name at the sample's time; never NULL */
+};
+
+struct sess_span {
+	const struct pd_event *ev;
+	const char *name; /* the span source's name */
+	struct span_rec rec;
+};
+
+struct session_ops {
+	int (*sample)(void *ctx, const struct sess_sample *s);
+	int (*span)(void *ctx, const struct sess_span *s);
+};
+
+struct session {
+	struct pd_reader *rd;
+	struct symbolizer *sym;
+	enum sess_kind *kind; /* per attr */
+	int first_sampling;   /* the first sampling attr, -1 if none */
+	char *span_counters[SP_MAX_COUNTERS]; /* what a span's counters[k] is */
+	int nr_span_counters;
+	__u64 lost;	      /* from LOST and LOST_SAMPLES records */
+	__u64 forks, execs;   /* new processes and execs seen */
+	void *priv;
+};
+
+/*
+ * Opens the file and reads its side-band.  root: where symbol files are
+ * looked up, NULL for /.  On error, err names the file (and record).
+ */
+int session__open(struct session **out, const char *path, const char *root, char *err, size_t errlen);
+void session__free(struct session *s);
+
+/* Hands every sample and span, in file order, to ops; stops at a consumer's error. */
+int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen);
+
+/* The name of tid at time t, NULL if the file never named it. */
+const char *session__comm(struct session *s, __u32 tid, __u64 t);
+/* The process of tid (its latest), or -1. */
+__s64 session__pid_of(struct session *s, __u32 tid);
+
+#endif
