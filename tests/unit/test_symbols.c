@@ -36,6 +36,56 @@ static void add_self_maps(struct symbolizer *s)
 	fclose(f);
 }
 
+/*
+ * The process timeline: a child forked at t=10 resolves through its
+ * parent's maps; maps the parent makes after the fork are not the child's;
+ * an exec at t=20 ends the inherited maps; pid 77 reused at t=30 by another
+ * fork starts afresh from its new parent.
+ */
+static void test_fork_exec_timeline(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL, NULL);
+	__u64 ip = (__u64)(uintptr_t)fixture_function_alpha + 2;
+	struct sym out;
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	struct procmap m;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(f);
+	/* Parent 1234 has our maps from t=1; 999 has them only from t=15. */
+	while (fgets(line, sizeof(line), f))
+		if (!procmaps_parse_line(line, &m) && (m.prot & 4)) {
+			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 1, false), 0);
+			assert_int_equal(symbolizer__add_map(s, 999, m.start, m.end - m.start, m.pgoff, m.path, 15, false), 0);
+		}
+	fclose(f);
+	assert_int_equal(symbolizer__fork(s, 1234, 77, 10), 0);
+	assert_int_equal(symbolizer__fork(s, 1234, 1234, 11), 0); /* a thread: nothing changes */
+	assert_int_equal(symbolizer__exec(s, 77, 20), 0);
+	assert_int_equal(symbolizer__fork(s, 999, 78, 12), 0);	 /* before 999 had the maps */
+	assert_int_equal(symbolizer__fork(s, 999, 77, 30), 0);	 /* pid 77 again */
+
+	symbolizer__resolve(s, 77, ip, 5, false, &out); /* before the fork: not this process yet */
+	assert_false(out.known);
+	symbolizer__resolve(s, 77, ip, 15, false, &out);
+	assert_true(out.known);
+	assert_string_equal(out.name, "fixture_function_alpha");
+	symbolizer__resolve(s, 1234, ip, 15, false, &out);
+	assert_true(out.known);
+	symbolizer__resolve(s, 77, ip, 25, false, &out); /* after the exec, before any new map */
+	assert_false(out.known);
+	symbolizer__resolve(s, 78, ip, 40, false, &out); /* its parent mapped nothing by the fork */
+	assert_false(out.known);
+	symbolizer__resolve(s, 77, ip, 31, false, &out); /* the new process under pid 77 */
+	assert_true(out.known);
+	assert_true(symbolizer__epoch(s, 77, 31) == 30);
+	assert_true(symbolizer__epoch(s, 77, 25) == 20);
+	assert_true(symbolizer__epoch(s, 1234, 25) == 0);
+	symbolizer__free(s);
+}
+
 static void test_resolve_self(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL, NULL);
@@ -208,6 +258,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_fork_exec_timeline),
 		cmocka_unit_test(test_build_id_mismatch),
 		cmocka_unit_test(test_find_function),
 		cmocka_unit_test(test_kallsyms_text),

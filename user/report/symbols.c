@@ -712,8 +712,8 @@ static int add_bound(struct proc_maps *p, __u64 t)
 	return 0;
 }
 
-/* The latest boundary at or before t, 0 if none. */
-static __u64 bound_at(const struct proc_maps *p, __u64 t)
+/* The boundaries around t: the latest at or before it (0 if none) and the next (or ~0). */
+static __u64 bound_at(const struct proc_maps *p, __u64 t, __u64 *next)
 {
 	int lo = 0, hi = p->nr_bounds;
 
@@ -725,6 +725,8 @@ static __u64 bound_at(const struct proc_maps *p, __u64 t)
 		else
 			hi = mid;
 	}
+	if (next)
+		*next = lo < p->nr_bounds ? p->bounds[lo] : ~0ull;
 	return lo ? p->bounds[lo - 1] : 0;
 }
 
@@ -732,7 +734,7 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
 {
 	struct proc_maps *p = proc_get(s, pid, false);
 
-	return p ? bound_at(p, t) : 0;
+	return p ? bound_at(p, t, NULL) : 0;
 }
 
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
@@ -757,7 +759,7 @@ int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
 	parent = proc_get(s, ppid, false);
 	if (!parent)
 		return 0;
-	b = bound_at(parent, time);
+	b = bound_at(parent, time, NULL);
 	nr = parent->nr; /* parent == child cannot be: pids differ */
 	for (int i = 0; i < nr; i++) {
 		struct map m = parent->maps[i];
@@ -783,13 +785,14 @@ static int cmp_map(const void *a, const void *b)
 /*
  * The map covering ip at time t: of the maps the process had then (since
  * its last exec or fork), the latest mapped; if none yet, the earliest one
- * after t, since a sample may come before its mapping's record.
+ * after t in the same address space, since a sample may come before its
+ * mapping's record.
  */
 static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 {
 	struct map *best = NULL, *later = NULL;
 	int lo = 0, hi = p->nr - 1, last = -1;
-	__u64 b = bound_at(p, t);
+	__u64 next, b = bound_at(p, t, &next);
 
 	if (!p->sorted) {
 		sort_n(p->maps, p->nr, sizeof(*p->maps), cmp_map);
@@ -809,8 +812,8 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 	for (int i = last; i >= 0 && i > last - 256; i--) {
 		struct map *m = &p->maps[i];
 
-		if (ip >= m->end || m->time < b)
-			continue;
+		if (ip >= m->end || m->time < b || m->time >= next)
+			continue; /* another process under this pid, or before an exec */
 		if (m->time <= t) {
 			if (!best || m->order > best->order)
 				best = m;
