@@ -527,6 +527,25 @@ def bench_report(res):
     res["report"] = out
 
 
+def bench_forks(res):
+    """Report on a fork-heavy whole-host recording: 1,000 fork+exec and 100 forks without exec."""
+    path = os.path.join(TMP, "forks.data")
+    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "999", "-o", path, "--", "sh", "-c",
+                    "%s fork 1000 >/dev/null; %s forkspin 100 5 >/dev/null" % (WORKLOAD, WORKLOAD)], check=True)
+    mine, theirs = [SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path]
+    t = {"spanperf": [], "perf": []}
+    m = {"spanperf": 0, "perf": 0}
+    for r in range(ROUNDS):
+        for tool, cmd in (("spanperf", mine), ("perf", theirs)):
+            sec, rss, _ = timed(cmd)
+            t[tool].append(sec)
+            m[tool] = max(m[tool], rss)
+        log("report forks round %d: spanperf %.2f s, perf %.2f s" % (r, t["spanperf"][-1], t["perf"][-1]))
+    res["forks"] = {"file_mb": os.path.getsize(path) / 1e6, "spanperf_s": min(t["spanperf"]),
+                    "perf_s": min(t["perf"]), "ratio": min(t["spanperf"]) / min(t["perf"]),
+                    "spanperf_rss_kib": m["spanperf"], "perf_rss_kib": m["perf"]}
+
+
 # ---------------------------------------------------------------- output
 
 def chart(res, path):
@@ -660,6 +679,15 @@ def markdown(res):
                 name, x["perf_cmd"], x["spanperf_s"], x["perf_s"], x["ratio"], x["spanperf_rss_kib"] / 1024,
                 x["perf_rss_kib"] / 1024))
         lines.append("")
+    if "forks" in res:
+        v = res["forks"]
+        lines += ["## Report on a fork-heavy recording (1,000 fork+exec, 100 forks without exec; `-g`; "
+                  "%.1f MB; fastest of %d)" % (v["file_mb"], res["rounds"]), "",
+                  "| spanperf report -g | perf report --stdio | ratio | spanperf RSS | perf RSS | target |",
+                  "|---|---|---|---|---|---|",
+                  "| %.2f s | %.2f s | %.2f | %.0f MiB | %.0f MiB | <= 0.5 |" % (
+                      v["spanperf_s"], v["perf_s"], v["ratio"], v["spanperf_rss_kib"] / 1024,
+                      v["perf_rss_kib"] / 1024), ""]
     if "stolen" in res:
         v = res["stolen"]
         lines += ["## Slowdown as the workload sees it (time stolen from it, `-a -g`)", "",
@@ -718,7 +746,7 @@ def update_readme(md):
 
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder, "slowdown": bench_slowdown,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
-            "stolen": bench_stolen, "parts": bench_parts}
+            "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks}
 
 
 BPF_STATS_SECTIONS = ("inkernel", "stat")
