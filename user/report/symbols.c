@@ -49,17 +49,24 @@ struct map {
 };
 
 /*
- * A process's maps over time.  An exec, or a fork that starts a process
- * under a pid (pid reuse included), is a boundary: maps from before it are
- * not the process's after it.
+ * A process's maps over time.  A fork that starts a process under a pid
+ * (pid reuse included) is a boundary: maps from before it are not the
+ * process's after it.  An exec is not, as in perf: inside execve the user
+ * registers still point into the old image, and the new image's maps win
+ * where they overlap the old ones, being later.  An exec still changes
+ * what an address means, so it starts a new epoch for caches.
  */
+struct bounds {
+	__u64 *t; /* ascending */
+	int nr;
+};
+
 struct proc_maps {
 	__s32 pid;
 	struct map *maps;
 	int nr, cap;
 	bool sorted;
-	__u64 *bounds; /* ascending */
-	int nr_bounds;
+	struct bounds forks, execs;
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
 	bool jit_tried;
 };
@@ -598,7 +605,8 @@ void symbolizer__free(struct symbolizer *s)
 		dso_free(s->dsos[i]);
 	for (int i = 0; i < s->nr_procs; i++) {
 		free(s->procs[i].maps);
-		free(s->procs[i].bounds);
+		free(s->procs[i].forks.t);
+		free(s->procs[i].execs.t);
 		dso_free(s->procs[i].jit);
 	}
 	free(s->dsos);
@@ -696,52 +704,52 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	return 0;
 }
 
-static int add_bound(struct proc_maps *p, __u64 t)
+static int add_bound(struct bounds *b, __u64 t)
 {
-	__u64 *n = realloc(p->bounds, (p->nr_bounds + 1) * sizeof(*n));
+	__u64 *n = realloc(b->t, (b->nr + 1) * sizeof(*n));
 	int i;
 
 	if (!n)
 		return -ENOMEM;
-	p->bounds = n;
+	b->t = n;
 	/* Side-band arrives almost in time order: insert from the back. */
-	for (i = p->nr_bounds; i > 0 && n[i - 1] > t; i--)
+	for (i = b->nr; i > 0 && n[i - 1] > t; i--)
 		n[i] = n[i - 1];
 	n[i] = t;
-	p->nr_bounds++;
+	b->nr++;
 	return 0;
 }
 
 /* The boundaries around t: the latest at or before it (0 if none) and the next (or ~0). */
-static __u64 bound_at(const struct proc_maps *p, __u64 t, __u64 *next)
+static __u64 bound_at(const struct bounds *b, __u64 t, __u64 *next)
 {
-	int lo = 0, hi = p->nr_bounds;
+	int lo = 0, hi = b->nr;
 
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 
-		if (p->bounds[mid] <= t)
+		if (b->t[mid] <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (next)
-		*next = lo < p->nr_bounds ? p->bounds[lo] : ~0ull;
-	return lo ? p->bounds[lo - 1] : 0;
+		*next = lo < b->nr ? b->t[lo] : ~0ull;
+	return lo ? b->t[lo - 1] : 0;
 }
 
 __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
 {
 	struct proc_maps *p = proc_get(s, pid, false);
 
-	return p ? bound_at(p, t, NULL) : 0;
+	return p ? SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)) : 0;
 }
 
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
 {
 	struct proc_maps *p = proc_get(s, pid, true);
 
-	return p ? add_bound(p, time) : -ENOMEM;
+	return p ? add_bound(&p->execs, time) : -ENOMEM;
 }
 
 int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
@@ -753,13 +761,13 @@ int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
 	if (ppid == pid)
 		return 0; /* a thread: it shares its process's maps */
 	child = proc_get(s, pid, true);
-	if (!child || add_bound(child, time))
+	if (!child || add_bound(&child->forks, time))
 		return -ENOMEM;
 	/* proc_get may move the array: look the parent up after the child. */
 	parent = proc_get(s, ppid, false);
 	if (!parent)
 		return 0;
-	b = bound_at(parent, time, NULL);
+	b = bound_at(&parent->forks, time, NULL);
 	nr = parent->nr; /* parent == child cannot be: pids differ */
 	for (int i = 0; i < nr; i++) {
 		struct map m = parent->maps[i];
@@ -784,7 +792,7 @@ static int cmp_map(const void *a, const void *b)
 
 /*
  * The map covering ip at time t: of the maps the process had then (since
- * its last exec or fork), the latest mapped; if none yet, the earliest one
+ * the fork that started it), the latest mapped; if none yet, the earliest one
  * after t in the same address space, since a sample may come before its
  * mapping's record.
  */
@@ -792,7 +800,7 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 {
 	struct map *best = NULL, *later = NULL;
 	int lo = 0, hi = p->nr - 1, last = -1;
-	__u64 next, b = bound_at(p, t, &next);
+	__u64 next, b = bound_at(&p->forks, t, &next);
 
 	if (!p->sorted) {
 		sort_n(p->maps, p->nr, sizeof(*p->maps), cmp_map);
@@ -813,7 +821,7 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 		struct map *m = &p->maps[i];
 
 		if (ip >= m->end || m->time < b || m->time >= next)
-			continue; /* another process under this pid, or before an exec */
+			continue; /* another process under this pid */
 		if (m->time <= t) {
 			if (!best || m->order > best->order)
 				best = m;

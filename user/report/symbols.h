@@ -41,9 +41,9 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 			const char *filename, __u64 time, bool kernel);
 /*
  * The process timeline, fed in time order after every map is added: pid
- * exec'd at time (its earlier maps end there); ppid forked pid at time (a
- * new process starts there with a copy of ppid's maps; a thread, ppid ==
- * pid, changes nothing).
+ * exec'd at time (its new maps win over the old where they overlap, as in
+ * perf); ppid forked pid at time (a new process starts there with a copy of
+ * ppid's maps; a thread, ppid == pid, changes nothing).
  */
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time);
 int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time);
