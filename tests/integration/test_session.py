@@ -11,22 +11,20 @@ from harness import WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean,
 
 
 def perf_rows(path, keys):
-    """perf report --stdio's sample count per row of the --sort keys."""
+    """perf report --stdio's sample count per row of the --sort keys.
+
+    Tab-separated, since names may hold spaces ("memfd:x (deleted)")."""
     need_perf()
-    out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "-n", "--sort", keys], path)
+    out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "-n", "-t", "\t",
+                      "--sort", keys], path)
     rows = collections.Counter()
-    nkeys = len(keys.split(","))
     for line in out.splitlines():
         if line.startswith("#") or not line.strip():
             continue
-        parts = line.split()
-        if len(parts) < 2 + nkeys or not parts[0].endswith("%"):
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) != 2 + len(keys.split(",")) or not parts[0].endswith("%"):
             continue
-        fields = parts[2:]
-        if "sym" in keys:
-            # "[.] name" or "[k] name": the marker is its own column
-            i = fields.index("[.]") if "[.]" in fields else fields.index("[k]")
-            fields = fields[:i] + [" ".join(fields[i + 1:])]
+        fields = [re.sub(r"^\[[.k]\] ", "", f) for f in parts[2:]]
         rows[tuple(fields)] += int(parts[1])
     return rows
 
