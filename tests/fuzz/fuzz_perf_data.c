@@ -3,11 +3,33 @@
 #include "fuzz_common.h"
 #include "perf_data.h"
 #include "profile.h"
+#include "session.h"
+
+static unsigned long long sink;
+
+static int on_sample(void *ctx, const struct sess_sample *s)
+{
+	(void)ctx;
+	sink += s->ev->sample.time + strlen(s->comm);
+	return 0;
+}
+
+/* Every span the codec accepts, with the names the session found for it. */
+static int on_span(void *ctx, const struct sess_span *s)
+{
+	struct session *sess = ctx;
+	const char *comm = session__comm(sess, s->rec.tid, s->rec.end_ns);
+
+	sink += s->rec.end_ns - s->rec.start_ns + strlen(s->name) + (comm ? strlen(comm) : 0) +
+		session__pid_of(sess, s->rec.tid);
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pd_reader *r = NULL;
 	struct profile *p = NULL;
+	struct session *sess = NULL;
 	struct pd_iter it = {};
 	struct pd_event ev;
 	char path[64], err[512];
@@ -26,6 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	if (!profile__load(&p, path, FUZZ_ROOT, err, sizeof(err)))
 		profile__free(p);
+	if (!session__open(&sess, path, FUZZ_ROOT, err, sizeof(err))) {
+		static const struct session_ops ops = { .sample = on_sample, .span = on_span };
+
+		session__process(sess, &ops, sess, err, sizeof(err));
+		session__free(sess);
+	}
 	close(fd);
 	return 0;
 }
