@@ -512,27 +512,13 @@ def bench_report(res):
     }
     out = {"samples": samples, "file_mb": os.path.getsize(path) / 1e6, "rows": {}}
     for name, (mine, theirs) in pairs.items():
-        t = {"spanperf": [], "perf": []}
-        m = {"spanperf": 0, "perf": 0}
-        for r in range(ROUNDS):
-            for tool, cmd in (("spanperf", mine), ("perf", theirs)):
-                sec, rss, _ = timed(cmd)
-                t[tool].append(sec)
-                m[tool] = max(m[tool], rss)
-            log("report %s round %d: spanperf %.2f s, perf %.2f s" % (name, r, t["spanperf"][-1], t["perf"][-1]))
-        out["rows"][name] = {"spanperf_s": min(t["spanperf"]), "perf_s": min(t["perf"]),
-                             "ratio": min(t["spanperf"]) / min(t["perf"]), "spanperf_rss_kib": m["spanperf"],
-                             "perf_rss_kib": m["perf"],
-                             "perf_cmd": " ".join(a for a in theirs if a not in ("-i", path))}
+        out["rows"][name] = race(name, mine, theirs)
+        out["rows"][name]["perf_cmd"] = " ".join(a for a in theirs if a not in ("-i", path))
     res["report"] = out
 
 
-def bench_forks(res):
-    """Report on a fork-heavy whole-host recording: 1,000 fork+exec and 100 forks without exec."""
-    path = os.path.join(TMP, "forks.data")
-    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "999", "-o", path, "--", "sh", "-c",
-                    "%s fork 1000 >/dev/null; %s forkspin 100 5 >/dev/null" % (WORKLOAD, WORKLOAD)], check=True)
-    mine, theirs = [SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path]
+def race(name, mine, theirs):
+    """The fastest of ROUNDS alternating runs of two report commands, and their peak RSS."""
     t = {"spanperf": [], "perf": []}
     m = {"spanperf": 0, "perf": 0}
     for r in range(ROUNDS):
@@ -540,10 +526,18 @@ def bench_forks(res):
             sec, rss, _ = timed(cmd)
             t[tool].append(sec)
             m[tool] = max(m[tool], rss)
-        log("report forks round %d: spanperf %.2f s, perf %.2f s" % (r, t["spanperf"][-1], t["perf"][-1]))
-    res["forks"] = {"file_mb": os.path.getsize(path) / 1e6, "spanperf_s": min(t["spanperf"]),
-                    "perf_s": min(t["perf"]), "ratio": min(t["spanperf"]) / min(t["perf"]),
-                    "spanperf_rss_kib": m["spanperf"], "perf_rss_kib": m["perf"]}
+        log("report %s round %d: spanperf %.2f s, perf %.2f s" % (name, r, t["spanperf"][-1], t["perf"][-1]))
+    return {"spanperf_s": min(t["spanperf"]), "perf_s": min(t["perf"]), "ratio": min(t["spanperf"]) / min(t["perf"]),
+            "spanperf_rss_kib": m["spanperf"], "perf_rss_kib": m["perf"]}
+
+
+def bench_forks(res):
+    """Report on a fork-heavy whole-host recording: 1,000 fork+exec and 100 forks without exec."""
+    path = os.path.join(TMP, "forks.data")
+    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "999", "-o", path, "--", "sh", "-c",
+                    "%s fork 1000 >/dev/null; %s forkspin 100 5 >/dev/null" % (WORKLOAD, WORKLOAD)], check=True)
+    res["forks"] = race("forks", [SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path])
+    res["forks"]["file_mb"] = os.path.getsize(path) / 1e6
 
 
 # ---------------------------------------------------------------- output

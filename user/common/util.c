@@ -585,3 +585,20 @@ void strpool_free(struct strpool *p)
 	hindex_free(&p->idx);
 	memset(p, 0, sizeof(*p));
 }
+
+int array_reserve(void **p, size_t *cap, size_t n, size_t elem)
+{
+	size_t c = *cap ? *cap * 2 : 256;
+	void *np;
+
+	if (n < *cap)
+		return 0;
+	if (c <= n)
+		c = n + 1;
+	np = realloc(*p, c * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}

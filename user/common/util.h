@@ -76,6 +76,9 @@ int write_all(int fd, const void *p, size_t n);
 /* True for root or CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN on older kernels). */
 bool have_bpf_privileges(void);
 
+/* Room for element n of a growing array (doubling); 0 or -ENOMEM, *p unchanged on failure. */
+int array_reserve(void **p, size_t *cap, size_t n, size_t elem);
+
 /* qsort that accepts an empty, NULL array (qsort itself may not be given NULL). */
 static inline void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {

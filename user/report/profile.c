@@ -25,21 +25,6 @@ struct builder {
 	size_t cap_scratch;
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-	size_t c = *cap ? *cap * 2 : 1024;
-	void *np;
-
-	if (n < *cap)
-		return 0;
-	np = realloc(*p, c * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
 static bool func_eq(const void *ctx, size_t idx)
 {
 	const void *const *c = ctx;
@@ -62,7 +47,7 @@ static int func_of(struct builder *b, const struct sym *s, __u32 *out)
 		*out = i;
 		return 0;
 	}
-	if (grow((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
+	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
 	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel };
 	if (hindex_add(&b->func_idx, h, p->nr_funcs))
@@ -100,7 +85,7 @@ static int resolve_ip(struct builder *b, __u32 pid, __u64 ip, __u64 t, bool kern
 	}
 	symbolizer__resolve(sym, pid, ip, t, kernel, &s);
 	e = func_of(b, &s, &key.func);
-	if (e || grow((void **)&b->ips, &b->cap_ips, b->nr_ips, sizeof(*b->ips)))
+	if (e || array_reserve((void **)&b->ips, &b->cap_ips, b->nr_ips, sizeof(*b->ips)))
 		return e ?: -ENOMEM;
 	b->ips[b->nr_ips] = key;
 	if (hindex_add(&b->ip_idx, h, b->nr_ips++))
@@ -145,7 +130,7 @@ static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __
 		p->stacks[i].period += period;
 		return 0;
 	}
-	if (grow((void **)&p->stacks, &b->cap_stacks, p->nr_stacks, sizeof(*p->stacks)))
+	if (array_reserve((void **)&p->stacks, &b->cap_stacks, p->nr_stacks, sizeof(*p->stacks)))
 		return -ENOMEM;
 	s = &p->stacks[p->nr_stacks];
 	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period };

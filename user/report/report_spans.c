@@ -53,20 +53,6 @@ struct span_report {
 	struct corr_sample *sorted; /* the join's sample order */
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-	void *np;
-
-	if (n < *cap)
-		return 0;
-	np = realloc(*p, (*cap ? *cap * 2 : 4096) * elem);
-	if (!np)
-		return -ENOMEM;
-	*cap = *cap ? *cap * 2 : 4096;
-	*p = np;
-	return 0;
-}
-
 static int name_index(struct span_report *r, const char *name)
 {
 	size_t id;
@@ -81,7 +67,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 
 	if (ss->kind != SESS_SAMPLING)
 		return 0;
-	if (grow((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
+	if (array_reserve((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
 		return -ENOMEM;
 	r->s[r->ns++] = (struct sinfo){
 		.pid = s->pid, .tid = s->tid, .ip = s->ip, .time = s->time, .kernel = ss->kernel,
@@ -104,7 +90,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	if (row.name < 0)
 		return -ENOMEM;
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
-	if (grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
 	r->sp[r->nsp++] = row;
 	return 0;
@@ -120,7 +106,7 @@ static int add_external(struct span_report *r, const struct ext_span *ext, size_
 		if (!ext[i].has_pid)
 			row.pid = pid >= 0 ? pid : ext[i].tid;
 		row.name = name_index(r, ext[i].name);
-		if (row.name < 0 || grow((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+		if (row.name < 0 || array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 			return -ENOMEM;
 		r->sp[r->nsp++] = row;
 	}
@@ -189,7 +175,7 @@ static int top_of(struct span_report *r, size_t first, size_t count, struct topc
 		for (k = 0; k < n && (*out)[k].name != name; k++)
 			;
 		if (k == n) {
-			if (grow((void **)out, cap, n, sizeof(**out)))
+			if (array_reserve((void **)out, cap, n, sizeof(**out)))
 				return -ENOMEM;
 			(*out)[n++] = (struct topc){ name, 0 };
 		}
@@ -305,7 +291,7 @@ static int print_table(struct span_report *r, FILE *out)
 				for (k = 0; k < npool && pool[k].name != top[t].name; k++)
 					;
 				if (k == npool) {
-					if (grow((void **)&pool, &pcap, npool, sizeof(*pool)))
+					if (array_reserve((void **)&pool, &pcap, npool, sizeof(*pool)))
 						break;
 					pool[npool++] = (struct topc){ top[t].name, 0 };
 				}

@@ -33,24 +33,9 @@ struct timeline {
 	struct u64_map tid_pid; /* tid -> pid + 1 */
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-	size_t c = *cap ? *cap * 2 : 256;
-	void *np;
-
-	if (n < *cap)
-		return 0;
-	np = realloc(*p, c * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
 static int add_name(struct timeline *tl, struct name_event e)
 {
-	if (grow((void **)&tl->ne, &tl->cap_ne, tl->nr_ne, sizeof(*tl->ne)))
+	if (array_reserve((void **)&tl->ne, &tl->cap_ne, tl->nr_ne, sizeof(*tl->ne)))
 		return -ENOMEM;
 	tl->ne[tl->nr_ne++] = e;
 	return 0;
@@ -58,7 +43,7 @@ static int add_name(struct timeline *tl, struct name_event e)
 
 static int add_proc(struct timeline *tl, struct proc_event e)
 {
-	if (grow((void **)&tl->pe, &tl->cap_pe, tl->nr_pe, sizeof(*tl->pe)))
+	if (array_reserve((void **)&tl->pe, &tl->cap_pe, tl->nr_pe, sizeof(*tl->pe)))
 		return -ENOMEM;
 	e.seq = tl->nr_pe;
 	tl->pe[tl->nr_pe++] = e;
