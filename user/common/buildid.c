@@ -104,84 +104,35 @@ void buildid_hex(const __u8 *id, __u8 size, char *out)
 	*out = 0;
 }
 
-/* Open addressing on the name: whole-host runs map the same libc thousands of times. */
+/* Interned names: whole-host runs map the same libc thousands of times. */
 struct dso_set {
-	char **slot;
-	size_t cap, n;
+	struct strpool names;
 };
 
 struct dso_set *dso_set__new(void)
 {
-	struct dso_set *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return NULL;
-	s->cap = 256;
-	s->slot = calloc(s->cap, sizeof(char *));
-	if (!s->slot) {
-		free(s);
-		return NULL;
-	}
-	return s;
+	return calloc(1, sizeof(struct dso_set));
 }
 
 void dso_set__free(struct dso_set *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->slot[i]);
-	free(s->slot);
+	strpool_free(&s->names);
 	free(s);
-}
-
-static int insert(char **slot, size_t cap, char *name)
-{
-	for (size_t i = hash_str(name) & (cap - 1);; i = (i + 1) & (cap - 1)) {
-		if (!slot[i]) {
-			slot[i] = name;
-			return 1;
-		}
-		if (!strcmp(slot[i], name))
-			return 0;
-	}
 }
 
 int dso_set__add(struct dso_set *s, const char *filename)
 {
-	char *name;
-	int added;
-
 	/* Only real files have build ids: skip [vdso], //anon, /memfd: and friends. */
 	if (filename[0] != '/' || filename[1] == '/' || !strncmp(filename, "/memfd:", 7))
 		return 0;
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap * 2;
-		char **slot = calloc(cap, sizeof(char *));
-
-		if (!slot)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->slot[i])
-				insert(slot, cap, s->slot[i]);
-		free(s->slot);
-		s->slot = slot;
-		s->cap = cap;
-	}
-	for (size_t i = hash_str(filename) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (!strcmp(s->slot[i], filename))
-			return 0;
-	name = strdup(filename);
-	if (!name)
-		return -ENOMEM;
-	added = insert(s->slot, s->cap, name);
-	s->n += added;
-	return 0;
+	return strpool_intern(&s->names, filename, NULL) ? 0 : -ENOMEM;
 }
 
 int dso_set__count(const struct dso_set *s)
 {
-	return s ? (int)s->n : 0;
+	return s ? (int)s->names.n : 0;
 }
 
 static int append(struct pd_meta *m, __u16 misc, const char *name, const __u8 *id, __u8 size)
@@ -211,12 +162,14 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 
 	if (!buildid_kernel(id, &size))
 		err = append(m, PERF_RECORD_MISC_KERNEL, "[kernel.kallsyms]", id, size);
-	for (size_t i = 0; s && i < s->cap && !err; i++) {
+	for (size_t i = 0; s && i < s->names.n && !err; i++) {
+		const char *name = s->names.str[i];
+
 		/* " (deleted)" files are gone; their old build id cannot be read. */
-		if (!s->slot[i] || strstr(s->slot[i], " (deleted)"))
+		if (strstr(name, " (deleted)"))
 			continue;
-		if (!buildid_from_file(s->slot[i], id, &size))
-			err = append(m, PERF_RECORD_MISC_USER, s->slot[i], id, size);
+		if (!buildid_from_file(name, id, &size))
+			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
 	}
 	return err;
 }

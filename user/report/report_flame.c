@@ -22,9 +22,16 @@ static int cmp_fline(const void *a, const void *b)
 	return strcmp(((const struct fline *)a)->text, ((const struct fline *)b)->text);
 }
 
+static bool fline_eq(const void *ctx, size_t idx)
+{
+	const void *const *c = ctx;
+
+	return !strcmp(((const struct fline *)c[0])[idx].text, c[1]);
+}
+
 int report_folded(const struct profile *p, FILE *out)
 {
-	struct u64_map idx = {};
+	struct hindex idx = {};
 	struct fline *lines = NULL;
 	size_t nr = 0, cap = 0;
 	int e = 0;
@@ -32,8 +39,9 @@ int report_folded(const struct profile *p, FILE *out)
 	for (size_t i = 0; i < p->nr_stacks; i++) {
 		const struct pstack *s = &p->stacks[i];
 		struct sbuf b = {};
-		__u64 h = 1469598103934665603ull;
-		uint64_t *v;
+		const void *ctx[2];
+		__u64 h;
+		long k;
 
 		sbuf_printf(&b, "%s", s->comm);
 		for (__u32 j = s->nr; j-- > 0;)
@@ -43,37 +51,22 @@ int report_folded(const struct profile *p, FILE *out)
 			e = b.err;
 			goto cleanup;
 		}
-		for (const char *c = b.p; *c; c++)
-			h = (h ^ (unsigned char)*c) * 1099511628211ull;
 		/* The same stack in several threads of one command is one line. */
-		for (;; h++) {
-			v = u64_map_get(&idx, h, false);
-			if (!v || !strcmp(lines[*v].text, b.p))
-				break;
-		}
-		if (v) {
-			lines[*v].count += s->count;
+		h = hash_str(b.p);
+		ctx[0] = lines;
+		ctx[1] = b.p;
+		k = hindex_find(&idx, h, fline_eq, ctx);
+		if (k >= 0) {
+			lines[k].count += s->count;
 			sbuf_free(&b);
 			continue;
 		}
-		if (nr == cap) {
-			struct fline *n = realloc(lines, (cap = cap ? 2 * cap : 1024) * sizeof(*lines));
-
-			if (!n) {
-				sbuf_free(&b);
-				e = -ENOMEM;
-				goto cleanup;
-			}
-			lines = n;
-		}
-		v = u64_map_get(&idx, h, true);
-		if (!v) {
+		if (array_reserve((void **)&lines, &cap, nr, sizeof(*lines)) || hindex_add(&idx, h, nr)) {
 			sbuf_free(&b);
 			e = -ENOMEM;
 			goto cleanup;
 		}
-		lines[nr] = (struct fline){ b.p, s->count };
-		*v = nr++;
+		lines[nr++] = (struct fline){ b.p, s->count };
 	}
 	sort_n(lines, nr, sizeof(*lines), cmp_fline);
 	for (size_t i = 0; i < nr; i++)
@@ -82,7 +75,7 @@ cleanup:
 	for (size_t i = 0; i < nr; i++)
 		free(lines[i].text);
 	free(lines);
-	u64_map_free(&idx);
+	hindex_free(&idx);
 	return e;
 }
 
@@ -137,13 +130,12 @@ static void xml_text(FILE *out, const char *s)
 	}
 }
 
+/* A colour stable across runs for a name: FNV-1a, folded to 32 bits. */
 static unsigned shash(const char *s)
 {
-	unsigned h = 2166136261u;
+	__u64 h = hash_str(s ? s : "");
 
-	while (s && *s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
+	return (unsigned)(h ^ h >> 32);
 }
 
 /* Kernel frames orange, user frames red to yellow by dso, unknown grey. */

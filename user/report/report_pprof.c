@@ -50,41 +50,23 @@ static void field_msg(struct sbuf *b, int field, struct sbuf *m)
 	m->len = 0;
 }
 
-/* The string table: "" first, each string once. */
+/* The string table: "" first, each string once; a string's id is its place in the pool. */
 struct strtab {
 	struct sbuf out; /* encoded entries, field 6 */
-	struct u64_map idx;
-	const char **s;
-	size_t n;
+	struct strpool pool;
 };
 
 static __u64 str_id(struct strtab *t, const char *s)
 {
-	__u64 h = 1469598103934665603ull;
-	uint64_t *v;
+	size_t n = t->pool.n, id;
 
-	for (const char *c = s; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ull;
-	for (;; h++) {
-		v = u64_map_get(&t->idx, h, false);
-		if (!v || !strcmp(t->s[*v], s))
-			break;
-	}
-	if (v)
-		return *v;
-	{
-		const char **ns = realloc(t->s, (t->n + 1) * sizeof(*ns));
-
-		if (!ns)
-			return 0;
-		t->s = ns;
-	}
-	v = u64_map_get(&t->idx, h, true);
-	if (!v)
+	if (!strpool_intern(&t->pool, s, &id)) {
+		t->out.err = -ENOMEM; /* reported with the table's other errors */
 		return 0;
-	t->s[t->n] = s;
-	field_bytes(&t->out, P_STRING_TABLE, s, strlen(s));
-	return *v = t->n++;
+	}
+	if (t->pool.n > n)
+		field_bytes(&t->out, P_STRING_TABLE, s, strlen(s));
+	return id;
 }
 
 static void value_type(struct sbuf *b, int field, struct strtab *t, const char *type, const char *unit)
@@ -238,8 +220,7 @@ cleanup:
 	sbuf_free(&m);
 	sbuf_free(&packed);
 	sbuf_free(&t.out);
-	free(t.s);
+	strpool_free(&t.pool);
 	free(func_addr);
-	u64_map_free(&t.idx);
 	return e;
 }

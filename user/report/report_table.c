@@ -43,7 +43,7 @@ struct row {
 
 static __u64 key_hash(const struct profile *p, const struct pstack *s, const struct table_opts *o)
 {
-	__u64 h = 1469598103934665603ull;
+	__u64 h = 0;
 
 	for (int i = 0; i < o->nr_keys; i++) {
 		__u64 v = 0;
@@ -52,12 +52,12 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		case SK_COMM: v = (uintptr_t)s->comm; break;
 		case SK_PID: v = s->pid; break;
 		case SK_TID: v = s->tid; break;
-		case SK_DSO: v = (uintptr_t)p->funcs[s->frames[0].func].dso; break;
+		/* By content, as same_key compares it. */
+		case SK_DSO: v = hash_str(p->funcs[s->frames[0].func].dso); break;
 		case SK_SYM: v = s->frames[0].func; break;
 		default: break;
 		}
-		h = (h ^ v) * 1099511628211ull;
-		h ^= h >> 29;
+		h = hash_mix(h, v);
 	}
 	return h;
 }
@@ -79,6 +79,20 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 		}
 	}
 	return true;
+}
+
+struct row_key {
+	const struct profile *p;
+	const struct row *rows;
+	const struct pstack *s;
+	const struct table_opts *o;
+};
+
+static bool row_eq(const void *ctx, size_t idx)
+{
+	const struct row_key *k = ctx;
+
+	return same_key(k->p, k->rows[idx].rep, k->s, k->o);
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -155,7 +169,7 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 {
-	struct u64_map idx = {};
+	struct hindex idx = {};
 	struct row *rows = NULL;
 	size_t nr = 0, cap = 0;
 	int e = 0;
@@ -163,36 +177,22 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 	for (size_t i = 0; i < p->nr_stacks; i++) {
 		const struct pstack *s = &p->stacks[i];
 		__u64 h = key_hash(p, s, o);
-		uint64_t *v;
+		struct row_key k = { p, rows, s, o };
+		long ri = hindex_find(&idx, h, row_eq, &k);
+		struct row *r;
 
-		for (;; h++) {
-			v = u64_map_get(&idx, h, false);
-			if (!v || same_key(p, rows[*v].rep, s, o))
-				break;
-		}
-		if (!v) {
-			if (nr == cap) {
-				struct row *n = realloc(rows, (cap = cap ? 2 * cap : 256) * sizeof(*rows));
-
-				if (!n) {
-					e = -ENOMEM;
-					goto cleanup;
-				}
-				rows = n;
-			}
-			rows[nr] = (struct row){ .rep = s };
-			v = u64_map_get(&idx, h, true);
-			if (!v) {
+		if (ri < 0) {
+			if (array_reserve((void **)&rows, &cap, nr, sizeof(*rows)) || hindex_add(&idx, h, nr)) {
 				e = -ENOMEM;
 				goto cleanup;
 			}
-			*v = nr++;
+			rows[nr] = (struct row){ .rep = s };
+			ri = nr++;
 		}
-		rows[*v].count += s->count;
-		rows[*v].period += s->period;
+		r = &rows[ri];
+		r->count += s->count;
+		r->period += s->period;
 		if (o->callgraph) {
-			struct row *r = &rows[*v];
-
 			if (r->nr_stacks == r->cap_stacks) {
 				size_t *n = realloc(r->stacks, (r->cap_stacks = r->cap_stacks ? 2 * r->cap_stacks : 8) * sizeof(*n));
 
@@ -272,6 +272,6 @@ cleanup:
 	for (size_t i = 0; i < nr; i++)
 		free(rows[i].stacks);
 	free(rows);
-	u64_map_free(&idx);
+	hindex_free(&idx);
 	return e;
 }

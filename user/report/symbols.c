@@ -76,22 +76,13 @@ struct symbolizer {
 	const struct pd_meta *recorded;
 	struct dso **dsos;
 	int nr_dsos;
-	struct u64_map dso_by_hash; /* FNV of path -> index + 1 (chained by linear probe on path) */
+	struct hindex dso_idx; /* over dsos, by path */
 	struct proc_maps *procs;
 	int nr_procs, cap_procs;
 	struct u64_map proc_by_pid;
 	struct dso *kernel;
 	struct sym_dso_info *infos;
 };
-
-static __u64 fnv(const char *s)
-{
-	__u64 h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -520,21 +511,36 @@ static const char *recorded_build_id(const struct pd_meta *m, const char *path, 
 	return "";
 }
 
+static void dso_free(struct dso *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < d->nr_syms; i++)
+		free(d->syms[i].name);
+	free(d->syms);
+	free(d->segs);
+	free(d->path);
+	free(d->short_name);
+	free(d);
+}
+
+static bool dso_eq(const void *ctx, size_t idx)
+{
+	const void *const *c = ctx;
+
+	return !strcmp(((const struct symbolizer *)c[0])->dsos[idx]->path, c[1]);
+}
+
 static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
 {
 	const char *key = kernel ? "[kernel.kallsyms]" : path;
-	__u64 h = fnv(key);
+	__u64 h = hash_str(key);
+	const void *ctx[2] = { s, key };
+	long i = hindex_find(&s->dso_idx, h, dso_eq, ctx);
 	struct dso *d, **nd;
-	uint64_t *v;
 
-	/* Probe h, h+1, ... until the path matches or a slot is free. */
-	for (;; h++) {
-		v = u64_map_get(&s->dso_by_hash, h, false);
-		if (!v)
-			break;
-		if (!strcmp(s->dsos[*v]->path, key))
-			return s->dsos[*v];
-	}
+	if (i >= 0)
+		return s->dsos[i];
 	d = calloc(1, sizeof(*d));
 	nd = realloc(s->dsos, (s->nr_dsos + 1) * sizeof(*nd));
 	if (!d || !nd) {
@@ -555,14 +561,10 @@ static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
 	d->kernel = kernel;
 	snprintf(d->build_id, sizeof(d->build_id), "%s", recorded_build_id(s->recorded, key, kernel));
 	d->id = s->nr_dsos;
-	v = u64_map_get(&s->dso_by_hash, h, true);
-	if (!v) {
-		free(d->path);
-		free(d->short_name);
-		free(d);
+	if (hindex_add(&s->dso_idx, h, s->nr_dsos)) {
+		dso_free(d);
 		return NULL;
 	}
-	*v = s->nr_dsos;
 	s->dsos[s->nr_dsos++] = d;
 	return d;
 }
@@ -584,19 +586,6 @@ struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *r
 	return s;
 }
 
-static void dso_free(struct dso *d)
-{
-	if (!d)
-		return;
-	for (int i = 0; i < d->nr_syms; i++)
-		free(d->syms[i].name);
-	free(d->syms);
-	free(d->segs);
-	free(d->path);
-	free(d->short_name);
-	free(d);
-}
-
 void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
@@ -612,7 +601,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->dsos);
 	free(s->procs);
 	free(s->infos);
-	u64_map_free(&s->dso_by_hash);
+	hindex_free(&s->dso_idx);
 	u64_map_free(&s->proc_by_pid);
 	free(s);
 }
