@@ -38,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	if (!pd_reader__open(&r, path, err, sizeof(err))) {
+		static FILE *null;
+
+		if (null || (null = fopen("/dev/null", "w")))
+			pd_reader__print_features(r, null);
 		while (pd_reader__next(r, &it, &ev) > 0)
 			;
 		pd_reader__free(r);

@@ -249,6 +249,46 @@ static void test_unfinished_and_truncated(void **state)
 	assert_non_null(strstr(err, "past its end"));
 }
 
+/* Each feature prints as perf report --header-only prints it (checked against perf 6.1). */
+static void test_print_features(void **state)
+{
+	static const char want[] =
+		"# hostname : host-p\n"
+		"# os release : 6.18\n"
+		"# perf version : spanperf test\n"
+		"# arch : x86_64\n"
+		"# nrcpus online : 2\n"
+		"# nrcpus avail : 4\n"
+		"# cpudesc : Test CPU\n"
+		"# cpuid : GenuineIntel,6,85,7\n"
+		"# total memory : 1234 kB\n"
+		"# cmdline : spanperf record -g \n"
+		"# event : name = cpu-clock, , id = { 10, 11 }, type = 1, size = 128\n"
+		"# event : name = page-faults, , id = { 20, 21 }, type = 1, size = 128, config = 0x2\n"
+		"# time of first sample : 0.000001\n"
+		"# time of last sample : 0.000005\n"
+		"# sample duration :      0.004 ms\n"
+		"# clockid frequency: 1000 MHz\n"
+		"# clockid: monotonic (1)\n"
+		"# reference time: 1970-01-01 00:00:00.000000 = 0.000000 (TOD) = 0.000000008 (monotonic)\n";
+	struct pd_reader *r;
+	char err[256], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	write_file(4, "host-p");
+	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	pd_reader__print_features(r, f);
+	fclose(f);
+	assert_string_equal(text, want);
+	free(text);
+	pd_reader__free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_abandoned_leaves_nothing),
 		cmocka_unit_test(test_unwritable_dir),
 		cmocka_unit_test(test_unfinished_and_truncated),
+		cmocka_unit_test(test_print_features),
 	};
 
 	return cmocka_run_group_tests_name("perf_data", tests, setup, teardown);

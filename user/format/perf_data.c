@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -229,7 +231,19 @@ __u64 pd_writer__data_size(const struct pd_writer *w)
 	return w->data_size;
 }
 
-/* ---- features: one writer per feature, as in perf's header.c ---- */
+/*
+ * ---- features: one row per feature, as perf's header.c feat_ops ----
+ *
+ * Each row writes its section from a pd_meta (or the writer's attrs), reads
+ * it back into the reader's pd_meta, and prints it as perf report
+ * --header-only does.  A row with a meta field (mf) is one string there.
+ */
+
+/* [off, off+len) inside the file, without overflow. */
+static bool in_file(const struct pd_reader *r, __u64 off, __u64 len)
+{
+	return off <= r->size && len <= r->size - off;
+}
 
 static void put_u32(struct sbuf *b, __u32 v)
 {
@@ -251,55 +265,105 @@ static void put_str(struct sbuf *b, const char *s)
 	sbuf_zero(b, padded - len + 1);
 }
 
-typedef int (*feat_write_fn)(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m);
+/* A feature-section cursor: reads never pass its end. */
+struct fcur {
+	const unsigned char *p, *end;
+	bool bad;
+};
 
-static int w_str(struct sbuf *b, const char *s)
+static __u32 f_u32(struct fcur *c)
 {
+	__u32 v = 0;
+
+	if (c->end - c->p < 4) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static __u64 f_u64(struct fcur *c)
+{
+	__u64 v = 0;
+
+	if (c->end - c->p < 8) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+static char *f_str(struct fcur *c)
+{
+	__u32 len = f_u32(c);
+	char *s;
+
+	if (c->bad || len > (__u64)(c->end - c->p) || len > (1u << 20)) {
+		c->bad = true;
+		return NULL;
+	}
+	s = strndup((const char *)c->p, len);
+	if (!s)
+		c->bad = true;
+	c->p += len;
+	return s;
+}
+
+struct feat;
+/* 0, or -ENOENT when there is nothing to write: the feature is then left out. */
+typedef int (*feat_write_fn)(const struct feat *f, struct sbuf *b, const struct pd_writer *w,
+			     const struct pd_meta *m);
+/* Fills r->meta (or r->attrs); a short or bad section sets c->bad and keeps what was read. */
+typedef void (*feat_read_fn)(const struct feat *f, struct fcur *c, struct pd_reader *r);
+typedef void (*feat_print_fn)(const struct feat *f, const struct pd_reader *r, FILE *out);
+
+struct feat {
+	feat_write_fn write;
+	feat_read_fn read;
+	feat_print_fn print;
+	size_t mf;	   /* string rows: offsetof the char * in pd_meta */
+	const char *label; /* string rows: perf's "# label : value" */
+};
+
+static char **meta_str(const struct feat *f, struct pd_meta *m)
+{
+	return (char **)((char *)m + f->mf);
+}
+
+static int w_str(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	const char *s = *meta_str(f, (struct pd_meta *)m);
+
+	(void)w;
 	if (!s)
 		return -ENOENT;
 	put_str(b, s);
 	return 0;
 }
 
-static int w_hostname(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_str(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
-	return w_str(b, m->hostname);
+	char **s = meta_str(f, &r->meta);
+
+	free(*s);
+	*s = f_str(c);
 }
 
-static int w_osrelease(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void p_str(const struct feat *f, const struct pd_reader *r, FILE *out)
 {
-	(void)w;
-	return w_str(b, m->osrelease);
+	const char *s = *meta_str(f, (struct pd_meta *)&r->meta);
+
+	if (s)
+		fprintf(out, "# %s : %s\n", f->label, s);
 }
 
-static int w_version(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static int w_nrcpus(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
 {
-	(void)w;
-	return w_str(b, m->version);
-}
-
-static int w_arch(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
-{
-	(void)w;
-	return w_str(b, m->arch);
-}
-
-static int w_cpudesc(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
-{
-	(void)w;
-	return w_str(b, m->cpudesc);
-}
-
-static int w_cpuid(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
-{
-	(void)w;
-	return w_str(b, m->cpuid);
-}
-
-static int w_nrcpus(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
-{
-	(void)w;
+	(void)f, (void)w;
 	if (!m->nr_cpus_online)
 		return -ENOENT;
 	put_u32(b, m->nr_cpus_avail);
@@ -307,18 +371,43 @@ static int w_nrcpus(struct sbuf *b, const struct pd_writer *w, const struct pd_m
 	return 0;
 }
 
-static int w_total_mem(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_nrcpus(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	(void)f;
+	r->meta.nr_cpus_avail = f_u32(c);
+	r->meta.nr_cpus_online = f_u32(c);
+}
+
+static void p_nrcpus(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	fprintf(out, "# nrcpus online : %u\n# nrcpus avail : %u\n", r->meta.nr_cpus_online, r->meta.nr_cpus_avail);
+}
+
+static int w_total_mem(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (!m->total_mem_kb)
 		return -ENOENT;
 	put_u64(b, m->total_mem_kb);
 	return 0;
 }
 
-static int w_cmdline(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_total_mem(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	(void)f;
+	r->meta.total_mem_kb = f_u64(c);
+}
+
+static void p_total_mem(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	fprintf(out, "# total memory : %llu kB\n", (unsigned long long)r->meta.total_mem_kb);
+}
+
+static int w_cmdline(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (!m->cmdline_argc)
 		return -ENOENT;
 	put_u32(b, m->cmdline_argc);
@@ -327,9 +416,34 @@ static int w_cmdline(struct sbuf *b, const struct pd_writer *w, const struct pd_
 	return 0;
 }
 
-static int w_event_desc(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_cmdline(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)m;
+	__u32 nr = f_u32(c);
+
+	(void)f;
+	if (c->bad || nr > 4096)
+		return;
+	r->meta.cmdline_argv = calloc(nr ? nr : 1, sizeof(char *));
+	for (__u32 i = 0; r->meta.cmdline_argv && i < nr && !c->bad; i++) {
+		char *s = f_str(c);
+
+		if (s)
+			r->meta.cmdline_argv[r->meta.cmdline_argc++] = s;
+	}
+}
+
+static void p_cmdline(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	fputs("# cmdline : ", out);
+	for (int i = 0; i < r->meta.cmdline_argc; i++)
+		fprintf(out, "%s ", r->meta.cmdline_argv[i]);
+	fputc('\n', out);
+}
+
+static int w_event_desc(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)m;
 	put_u32(b, w->nr_attrs);
 	put_u32(b, PD_ATTR_SIZE);
 	for (int i = 0; i < w->nr_attrs; i++) {
@@ -344,9 +458,63 @@ static int w_event_desc(struct sbuf *b, const struct pd_writer *w, const struct 
 	return 0;
 }
 
-static int w_build_id(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+/* Only the names are kept: the attrs and ids are the attr section's. */
+static void r_event_desc(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	__u32 nr = f_u32(c), sz = f_u32(c);
+
+	(void)f;
+	if (c->bad || sz < 64 || sz > 4096 || nr > PD_MAX_ATTRS)
+		return;
+	for (__u32 i = 0; i < nr && !c->bad; i++) {
+		__u32 nr_ids;
+		char *name;
+
+		if ((size_t)(c->end - c->p) < sz) {
+			c->bad = true;
+			return;
+		}
+		c->p += sz;
+		nr_ids = f_u32(c);
+		name = f_str(c);
+		if (c->bad || (__u64)nr_ids * 8 > (__u64)(c->end - c->p)) {
+			free(name);
+			c->bad = true;
+			return;
+		}
+		c->p += (size_t)nr_ids * 8;
+		/* The attrs come in the same order as the attr section. */
+		if ((int)i < r->nr_attrs && !r->attrs[i].name)
+			r->attrs[i].name = name;
+		else
+			free(name);
+	}
+}
+
+/* The start of perf's line; perf goes on with every non-zero attr field. */
+static void p_event_desc(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	for (int i = 0; i < r->nr_attrs; i++) {
+		const struct pd_attr *a = &r->attrs[i];
+
+		fprintf(out, "# event : name = %s, ", a->name ? a->name : "");
+		if (a->nr_ids) {
+			fputs(", id = {", out);
+			for (__u32 j = 0; j < a->nr_ids; j++)
+				fprintf(out, "%s %llu", j ? "," : "", (unsigned long long)a->ids[j]);
+			fputs(" }", out);
+		}
+		fprintf(out, ", type = %u, size = %u", a->attr.type, a->attr.size);
+		if (a->attr.config)
+			fprintf(out, ", config = %#llx", (unsigned long long)a->attr.config);
+		fputc('\n', out);
+	}
+}
+
+static int w_build_id(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (!m->nr_build_ids)
 		return -ENOENT;
 	for (int i = 0; i < m->nr_build_ids; i++) {
@@ -368,9 +536,41 @@ static int w_build_id(struct sbuf *b, const struct pd_writer *w, const struct pd
 	return 0;
 }
 
-static int w_sample_time(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_build_id(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	(void)f;
+	while (c->end - c->p >= 8 + 4 + 24 && !c->bad) {
+		struct perf_event_header h;
+		struct pd_build_id *nb, *b;
+		size_t namelen;
+
+		memcpy(&h, c->p, sizeof(h));
+		if (h.size < 36 || h.size > (size_t)(c->end - c->p))
+			return;
+		nb = realloc(r->meta.build_ids, (r->meta.nr_build_ids + 1) * sizeof(*nb));
+		if (!nb)
+			return;
+		r->meta.build_ids = nb;
+		b = &nb[r->meta.nr_build_ids];
+		memset(b, 0, sizeof(*b));
+		b->misc = h.misc & ~0x8000;
+		memcpy(&b->pid, c->p + 8, 4);
+		memcpy(b->id, c->p + 12, 20);
+		b->size = (h.misc & 0x8000) ? SP_MIN(c->p[32], 20) : 20;
+		namelen = h.size - 36;
+		b->filename = strndup((const char *)c->p + 36, namelen);
+		if (!b->filename)
+			return;
+		r->meta.nr_build_ids++;
+		c->p += h.size;
+	}
+}
+
+/* perf --header-only leaves the build ids to perf buildid-list; so does this. */
+
+static int w_sample_time(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (!m->last_sample_ns)
 		return -ENOENT;
 	put_u64(b, m->first_sample_ns);
@@ -378,19 +578,55 @@ static int w_sample_time(struct sbuf *b, const struct pd_writer *w, const struct
 	return 0;
 }
 
-static int w_clockid(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_sample_time(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	(void)f;
+	r->meta.first_sample_ns = f_u64(c);
+	r->meta.last_sample_ns = f_u64(c);
+	r->have_sample_time = !c->bad;
+}
+
+static void p_sample_time(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	__u64 a = r->meta.first_sample_ns, b = r->meta.last_sample_ns;
+
+	(void)f;
+	if (!r->have_sample_time)
+		return;
+	/* perf's timestamp__scnprintf_usec: seconds.microseconds */
+	fprintf(out, "# time of first sample : %llu.%06llu\n", (unsigned long long)(a / 1000000000),
+		(unsigned long long)(a % 1000000000 / 1000));
+	fprintf(out, "# time of last sample : %llu.%06llu\n", (unsigned long long)(b / 1000000000),
+		(unsigned long long)(b % 1000000000 / 1000));
+	fprintf(out, "# sample duration : %10.3f ms\n", (b - a) / 1e6);
+}
+
+static int w_clockid(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (m->clockid < 0)
 		return -ENOENT;
 	put_u64(b, m->clockid_res_ns);
 	return 0;
 }
 
-/* Lets perf script convert the monotonic stamps to wall-clock time (-F tod). */
-static int w_clock_data(struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+static void r_clockid(const struct feat *f, struct fcur *c, struct pd_reader *r)
 {
-	(void)w;
+	(void)f;
+	r->meta.clockid_res_ns = f_u64(c);
+}
+
+static void p_clockid(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	/* As perf prints it: the resolution in ns times 1000. */
+	fprintf(out, "# clockid frequency: %llu MHz\n", (unsigned long long)r->meta.clockid_res_ns * 1000);
+}
+
+/* Lets perf script convert the monotonic stamps to wall-clock time (-F tod). */
+static int w_clock_data(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
 	if (m->clockid < 0 || !m->clock_tod_ns)
 		return -ENOENT;
 	put_u32(b, 1); /* version */
@@ -400,38 +636,81 @@ static int w_clock_data(struct sbuf *b, const struct pd_writer *w, const struct 
 	return 0;
 }
 
-static const struct {
-	int id;
-	feat_write_fn write;
-} feat_writers[] = {
-	/* Ascending ids: the feature table is in bit order. */
-	{ PD_FEAT_BUILD_ID, w_build_id },     { PD_FEAT_HOSTNAME, w_hostname },
-	{ PD_FEAT_OSRELEASE, w_osrelease },   { PD_FEAT_VERSION, w_version },
-	{ PD_FEAT_ARCH, w_arch },	      { PD_FEAT_NRCPUS, w_nrcpus },
-	{ PD_FEAT_CPUDESC, w_cpudesc },	      { PD_FEAT_CPUID, w_cpuid },
-	{ PD_FEAT_TOTAL_MEM, w_total_mem },   { PD_FEAT_CMDLINE, w_cmdline },
-	{ PD_FEAT_EVENT_DESC, w_event_desc }, { PD_FEAT_SAMPLE_TIME, w_sample_time },
-	{ PD_FEAT_CLOCKID, w_clockid },	      { PD_FEAT_CLOCK_DATA, w_clock_data },
+static void r_clock_data(const struct feat *f, struct fcur *c, struct pd_reader *r)
+{
+	(void)f;
+	f_u32(c);
+	r->meta.clockid = f_u32(c);
+	r->meta.clock_tod_ns = f_u64(c);
+	r->meta.clock_ref_ns = f_u64(c);
+	if (c->bad)
+		r->meta.clockid = -1;
+}
+
+static void p_clock_data(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	static const char *const names[] = { [CLOCK_REALTIME] = "realtime", [CLOCK_MONOTONIC] = "monotonic",
+					     [CLOCK_MONOTONIC_RAW] = "monotonic_raw", [CLOCK_BOOTTIME] = "boottime",
+					     [CLOCK_TAI] = "tai" };
+	const struct pd_meta *m = &r->meta;
+	const char *name = m->clockid >= 0 && m->clockid < (int)ARRAY_SIZE(names) && names[m->clockid]
+				   ? names[m->clockid] : "unknown clockid";
+	time_t sec = m->clock_tod_ns / 1000000000;
+	char date[64] = "";
+	struct tm tm;
+
+	(void)f;
+	if (m->clockid < 0)
+		return;
+	if (localtime_r(&sec, &tm))
+		strftime(date, sizeof(date), "%F %T", &tm);
+	fprintf(out, "# clockid: %s (%d)\n", name, m->clockid);
+	fprintf(out, "# reference time: %s.%06llu = %llu.%06llu (TOD) = %llu.%09llu (%s)\n", date,
+		(unsigned long long)(m->clock_tod_ns % 1000000000 / 1000), (unsigned long long)sec,
+		(unsigned long long)(m->clock_tod_ns % 1000000000 / 1000),
+		(unsigned long long)(m->clock_ref_ns / 1000000000), (unsigned long long)(m->clock_ref_ns % 1000000000),
+		name);
+}
+
+#define FEAT_STR(id, field, label) [id] = { w_str, r_str, p_str, offsetof(struct pd_meta, field), label }
+#define FEAT(id, name) [id] = { w_##name, r_##name, p_##name, 0, NULL }
+
+/* Indexed by feature id: the writer lays the sections out in this (bit) order. */
+static const struct feat feats[PD_FEAT_LAST] = {
+	[PD_FEAT_BUILD_ID] = { w_build_id, r_build_id, NULL, 0, NULL },
+	FEAT_STR(PD_FEAT_HOSTNAME, hostname, "hostname"),
+	FEAT_STR(PD_FEAT_OSRELEASE, osrelease, "os release"),
+	FEAT_STR(PD_FEAT_VERSION, version, "perf version"),
+	FEAT_STR(PD_FEAT_ARCH, arch, "arch"),
+	FEAT(PD_FEAT_NRCPUS, nrcpus),
+	FEAT_STR(PD_FEAT_CPUDESC, cpudesc, "cpudesc"),
+	FEAT_STR(PD_FEAT_CPUID, cpuid, "cpuid"),
+	FEAT(PD_FEAT_TOTAL_MEM, total_mem),
+	FEAT(PD_FEAT_CMDLINE, cmdline),
+	FEAT(PD_FEAT_EVENT_DESC, event_desc),
+	FEAT(PD_FEAT_SAMPLE_TIME, sample_time),
+	FEAT(PD_FEAT_CLOCKID, clockid),
+	FEAT(PD_FEAT_CLOCK_DATA, clock_data),
 };
 
 static int write_features(struct pd_writer *w, const struct pd_meta *m, struct file_header *h)
 {
-	struct sbuf parts[ARRAY_SIZE(feat_writers)] = {}, table = {};
+	struct sbuf parts[ARRAY_SIZE(feats)] = {}, table = {};
 	__u64 table_off = w->data_offset + w->data_size, off;
 	size_t nr = 0;
 	int err = 0;
 
-	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(feats); i++) {
 		/* A feature whose writer fails is dropped; it does not abort the file. */
-		if (feat_writers[i].write(&parts[i], w, m) || parts[i].err || !parts[i].len) {
+		if (!feats[i].write || feats[i].write(&feats[i], &parts[i], w, m) || parts[i].err || !parts[i].len) {
 			sbuf_free(&parts[i]);
 			continue;
 		}
-		h->features[feat_writers[i].id / 64] |= 1ull << (feat_writers[i].id % 64);
+		h->features[i / 64] |= 1ull << (i % 64);
 		nr++;
 	}
 	off = table_off + nr * sizeof(struct file_section);
-	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(feats); i++) {
 		if (!parts[i].len)
 			continue;
 		put_u64(&table, off);
@@ -440,7 +719,7 @@ static int write_features(struct pd_writer *w, const struct pd_meta *m, struct f
 	}
 	err = table.err ?: pwrite_all(w->fd, table.p, table.len, table_off);
 	off = table_off + table.len;
-	for (size_t i = 0; i < ARRAY_SIZE(feat_writers); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(feats); i++) {
 		if (!err && parts[i].len)
 			err = pwrite_all(w->fd, parts[i].p, parts[i].len, off);
 		off += parts[i].len;
@@ -448,6 +727,36 @@ static int write_features(struct pd_writer *w, const struct pd_meta *m, struct f
 	}
 	sbuf_free(&table);
 	return err;
+}
+
+/* The section of each feature present, in bit order; features are optional, so a bad one is skipped. */
+static void read_features(struct pd_reader *r)
+{
+	__u64 table = r->data_offset + r->data_size;
+	int n = 0;
+
+	for (int bit = 0; bit < PD_FEAT_MAX; bit++) {
+		struct file_section s;
+		struct fcur c;
+
+		if (!pd_reader__has_feature(r, bit))
+			continue;
+		if (!in_file(r, table + n * 16ull, 16))
+			return; /* a cut table loses the features only */
+		memcpy(&s, r->map + table + n * 16ull, sizeof(s));
+		n++;
+		if (bit >= (int)ARRAY_SIZE(feats) || !feats[bit].read || !in_file(r, s.offset, s.size))
+			continue;
+		c = (struct fcur){ r->map + s.offset, r->map + s.offset + s.size, false };
+		feats[bit].read(&feats[bit], &c, r);
+	}
+}
+
+void pd_reader__print_features(const struct pd_reader *r, FILE *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(feats); i++)
+		if (feats[i].print && pd_reader__has_feature(r, i))
+			feats[i].print(&feats[i], r, out);
 }
 
 int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
@@ -526,191 +835,11 @@ static int rerr(struct pd_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
-/* [off, off+len) inside the file, without overflow. */
-static bool in_file(const struct pd_reader *r, __u64 off, __u64 len)
-{
-	return off <= r->size && len <= r->size - off;
-}
-
 static int cmp_idx(const void *a, const void *b)
 {
 	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
 
 	return (x > y) - (x < y);
-}
-
-/* A feature-section cursor: reads never pass its end. */
-struct fcur {
-	const unsigned char *p, *end;
-	bool bad;
-};
-
-static __u32 f_u32(struct fcur *c)
-{
-	__u32 v = 0;
-
-	if (c->end - c->p < 4) {
-		c->bad = true;
-		return 0;
-	}
-	memcpy(&v, c->p, 4);
-	c->p += 4;
-	return v;
-}
-
-static __u64 f_u64(struct fcur *c)
-{
-	__u64 v = 0;
-
-	if (c->end - c->p < 8) {
-		c->bad = true;
-		return 0;
-	}
-	memcpy(&v, c->p, 8);
-	c->p += 8;
-	return v;
-}
-
-static char *f_str(struct fcur *c)
-{
-	__u32 len = f_u32(c);
-	char *s;
-
-	if (c->bad || len > (__u64)(c->end - c->p) || len > (1u << 20)) {
-		c->bad = true;
-		return NULL;
-	}
-	s = strndup((const char *)c->p, len);
-	if (!s)
-		c->bad = true;
-	c->p += len;
-	return s;
-}
-
-static void parse_event_desc(struct pd_reader *r, struct fcur *c)
-{
-	__u32 nr = f_u32(c), sz = f_u32(c);
-
-	if (c->bad || sz < 64 || sz > 4096 || nr > PD_MAX_ATTRS)
-		return;
-	for (__u32 i = 0; i < nr && !c->bad; i++) {
-		__u32 nr_ids;
-		char *name;
-
-		if ((size_t)(c->end - c->p) < sz) {
-			c->bad = true;
-			return;
-		}
-		c->p += sz;
-		nr_ids = f_u32(c);
-		name = f_str(c);
-		if (c->bad || (__u64)nr_ids * 8 > (__u64)(c->end - c->p)) {
-			free(name);
-			c->bad = true;
-			return;
-		}
-		c->p += (size_t)nr_ids * 8;
-		/* The attrs come in the same order as the attr section. */
-		if ((int)i < r->nr_attrs && !r->attrs[i].name)
-			r->attrs[i].name = name;
-		else
-			free(name);
-	}
-}
-
-static void parse_build_ids(struct pd_reader *r, struct fcur *c)
-{
-	while (c->end - c->p >= 8 + 4 + 24 && !c->bad) {
-		struct perf_event_header h;
-		struct pd_build_id *nb, *b;
-		size_t namelen;
-
-		memcpy(&h, c->p, sizeof(h));
-		if (h.size < 36 || h.size > (size_t)(c->end - c->p))
-			return;
-		nb = realloc(r->meta.build_ids, (r->meta.nr_build_ids + 1) * sizeof(*nb));
-		if (!nb)
-			return;
-		r->meta.build_ids = nb;
-		b = &nb[r->meta.nr_build_ids];
-		memset(b, 0, sizeof(*b));
-		b->misc = h.misc & ~0x8000;
-		memcpy(&b->pid, c->p + 8, 4);
-		memcpy(b->id, c->p + 12, 20);
-		b->size = (h.misc & 0x8000) ? SP_MIN(c->p[32], 20) : 20;
-		namelen = h.size - 36;
-		b->filename = strndup((const char *)c->p + 36, namelen);
-		if (!b->filename)
-			return;
-		r->meta.nr_build_ids++;
-		c->p += h.size;
-	}
-}
-
-static void parse_features(struct pd_reader *r)
-{
-	__u64 table = r->data_offset + r->data_size;
-	int n = 0;
-
-	for (int bit = 0; bit < PD_FEAT_MAX; bit++) {
-		struct file_section s;
-		struct fcur c;
-
-		if (!(r->features[bit / 64] >> (bit % 64) & 1))
-			continue;
-		if (!in_file(r, table + n * 16ull, 16))
-			return; /* features are optional: a cut table loses them only */
-		memcpy(&s, r->map + table + n * 16ull, sizeof(s));
-		n++;
-		if (!in_file(r, s.offset, s.size))
-			continue;
-		c = (struct fcur){ r->map + s.offset, r->map + s.offset + s.size, false };
-		switch (bit) {
-		case PD_FEAT_HOSTNAME: r->meta.hostname = f_str(&c); break;
-		case PD_FEAT_OSRELEASE: r->meta.osrelease = f_str(&c); break;
-		case PD_FEAT_VERSION: r->meta.version = f_str(&c); break;
-		case PD_FEAT_ARCH: r->meta.arch = f_str(&c); break;
-		case PD_FEAT_CPUDESC: r->meta.cpudesc = f_str(&c); break;
-		case PD_FEAT_CPUID: r->meta.cpuid = f_str(&c); break;
-		case PD_FEAT_NRCPUS:
-			r->meta.nr_cpus_avail = f_u32(&c);
-			r->meta.nr_cpus_online = f_u32(&c);
-			break;
-		case PD_FEAT_TOTAL_MEM: r->meta.total_mem_kb = f_u64(&c); break;
-		case PD_FEAT_CMDLINE: {
-			__u32 nr = f_u32(&c);
-
-			if (c.bad || nr > 4096)
-				break;
-			r->meta.cmdline_argv = calloc(nr ? nr : 1, sizeof(char *));
-			for (__u32 i = 0; r->meta.cmdline_argv && i < nr && !c.bad; i++) {
-				char *s = f_str(&c);
-
-				if (s)
-					r->meta.cmdline_argv[r->meta.cmdline_argc++] = s;
-			}
-			break;
-		}
-		case PD_FEAT_EVENT_DESC: parse_event_desc(r, &c); break;
-		case PD_FEAT_BUILD_ID: parse_build_ids(r, &c); break;
-		case PD_FEAT_SAMPLE_TIME:
-			r->meta.first_sample_ns = f_u64(&c);
-			r->meta.last_sample_ns = f_u64(&c);
-			r->have_sample_time = !c.bad;
-			break;
-		case PD_FEAT_CLOCKID:
-			r->meta.clockid_res_ns = f_u64(&c);
-			break;
-		case PD_FEAT_CLOCK_DATA:
-			f_u32(&c);
-			r->meta.clockid = f_u32(&c);
-			r->meta.clock_tod_ns = f_u64(&c);
-			r->meta.clock_ref_ns = f_u64(&c);
-			if (c.bad)
-				r->meta.clockid = -1;
-			break;
-		}
-	}
 }
 
 static int parse_attrs(struct pd_reader *r, const struct file_header *h)
@@ -857,7 +986,7 @@ int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t 
 	e = parse_attrs(r, &h);
 	if (e)
 		goto cleanup;
-	parse_features(r);
+	read_features(r);
 	close(fd);
 	*out = r;
 	return 0;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 
 #include "perf_sample.h"
@@ -37,6 +38,7 @@ enum pd_feature {
 	PD_FEAT_SAMPLE_TIME = 21,
 	PD_FEAT_CLOCKID = 23,
 	PD_FEAT_CLOCK_DATA = 29,
+	PD_FEAT_LAST, /* one past the highest id spanperf reads or writes */
 	PD_FEAT_MAX = 256,
 };
 
@@ -126,6 +128,8 @@ int pd_reader__open(struct pd_reader **r, const char *path, char *err, size_t er
 void pd_reader__free(struct pd_reader *r);
 const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id);
 bool pd_reader__has_feature(const struct pd_reader *r, int feat);
+/* The features found, as "# name : value" lines in the form of perf report --header-only. */
+void pd_reader__print_features(const struct pd_reader *r, FILE *out);
 
 struct pd_iter {
 	__u64 pos; /* offset within the data section */
