@@ -8,9 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
+#include "atomic_file.h"
 #include "buildid.h"
 #include "sideband.h"
 #include "util.h"
@@ -210,6 +214,68 @@ static void test_json(void **state)
 	sbuf_free(&b);
 }
 
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Replaced whole or not at all, with the mode asked for, the old file kept on request. */
+static void test_atomic_file(void **state)
+{
+	char dir[] = "/tmp/spanperf-af-XXXXXX", path[64], old[80], buf[8] = "";
+	struct atomic_file f;
+	struct stat st;
+	FILE *fp;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out", dir);
+	snprintf(old, sizeof(old), "%s.old", path);
+	assert_int_equal(atomic_file__open(&f, path, 0644, true), 0);
+	assert_int_equal(write(f.fd, "one", 3), 3);
+	assert_int_equal(atomic_file__commit(&f), 0);
+	atomic_file__release(&f);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(count_entries(dir), 1); /* no .old of a file that did not exist */
+
+	assert_int_equal(atomic_file__open(&f, path, 0600, true), 0);
+	fp = atomic_file__stdio(&f);
+	assert_non_null(fp);
+	fputs("two", fp);
+	assert_int_equal(atomic_file__commit(&f), 0);
+	atomic_file__release(&f);
+	fp = fopen(old, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(buf, sizeof(buf), fp));
+	fclose(fp);
+	assert_string_equal(buf, "one");
+
+	/* Abandoned: the temporary goes, the file stays as it was. */
+	assert_int_equal(atomic_file__open(&f, path, 0600, false), 0);
+	assert_int_equal(write(f.fd, "three", 5), 5);
+	assert_int_equal(count_entries(dir), 3);
+	atomic_file__release(&f);
+	assert_int_equal(count_entries(dir), 2);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 3);
+
+	assert_int_equal(atomic_file__open(&f, "/nonexistent-dir/out", 0600, false), -ENOENT);
+	atomic_file__release(&f);
+	atomic_file__release(NULL);
+	unlink(path);
+	unlink(old);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,7 +283,7 @@ int main(void)
 		cmocka_unit_test(test_procmaps),  cmocka_unit_test(test_notes),
 		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
-		cmocka_unit_test(test_hindex_strpool),
+		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "kallsyms.h"
 #include "util.h"
 
@@ -71,24 +72,17 @@ static int mkdirs(char *path)
 	return 0;
 }
 
-/* Written under a temporary name and renamed: a reader never sees half a copy. */
+/* An atomic_file: a reader never sees half a copy. */
 static int store(const char *path, const char *text, size_t len)
 {
-	char tmp[PATH_MAX + 16];
-	int fd, e;
-
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	struct atomic_file af;
 	/* Kernel addresses are not for everyone: the copy is the owner's only. */
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	e = write_all(fd, text, len);
-	if (close(fd) && !e)
-		e = -errno;
-	if (!e && rename(tmp, path))
-		e = -errno;
+	int e = atomic_file__open(&af, path, 0600, false);
+
 	if (e)
-		unlink(tmp);
+		return e;
+	e = write_all(af.fd, text, len) ?: atomic_file__commit(&af);
+	atomic_file__release(&af);
 	return e;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "perf_data.h"
 #include "util.h"
 
@@ -51,9 +52,7 @@ void pd_meta_free(struct pd_meta *m)
 /* ==== writer ==== */
 
 struct pd_writer {
-	char *path, *tmp;
-	int fd;
-	bool finished;
+	struct atomic_file out;
 	struct pd_attr *attrs;
 	int nr_attrs;
 	__u64 data_offset, data_size;
@@ -70,22 +69,15 @@ int pd_writer__open(struct pd_writer **out, const char *path)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->fd = -1;
-	w->path = strdup(path);
 	w->buf = malloc(WBUF_SIZE);
-	if (!w->path || !w->buf || asprintf(&w->tmp, "%s.tmp-XXXXXX", path) < 0) {
-		w->tmp = NULL;
+	if (!w->buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/* mkstemp creates the file 0600: profiles show what a host runs. */
-	w->fd = mkostemp(w->tmp, O_CLOEXEC);
-	if (w->fd < 0) {
-		err = -errno;
-		free(w->tmp);
-		w->tmp = NULL;
+	/* 0600: profiles show what a host runs. */
+	err = atomic_file__open(&w->out, path, 0600, true);
+	if (err)
 		goto cleanup;
-	}
 	*out = w;
 	return 0;
 cleanup:
@@ -95,7 +87,7 @@ cleanup:
 
 const char *pd_writer__tmp_path(const struct pd_writer *w)
 {
-	return w ? w->tmp : NULL;
+	return w ? w->out.tmp : NULL;
 }
 
 int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
@@ -168,7 +160,7 @@ static int write_attrs(struct pd_writer *w, struct file_header *h)
 	}
 	h->attrs.size = w->nr_attrs * (PD_ATTR_SIZE + sizeof(struct file_section));
 	h->attr_size = PD_ATTR_SIZE + sizeof(struct file_section);
-	err = b.err ?: pwrite_all(w->fd, b.p, b.len, PD_HEADER_SIZE);
+	err = b.err ?: pwrite_all(w->out.fd, b.p, b.len, PD_HEADER_SIZE);
 	sbuf_free(&b);
 	return err;
 }
@@ -188,7 +180,7 @@ int pd_writer__begin(struct pd_writer *w)
 	 * The header stays zero until finish(): a file cut short by a crash
 	 * is then rejected by perf instead of being half-read.
 	 */
-	if (lseek(w->fd, w->data_offset, SEEK_SET) < 0)
+	if (lseek(w->out.fd, w->data_offset, SEEK_SET) < 0)
 		return -errno;
 	return 0;
 }
@@ -199,7 +191,7 @@ static int flush(struct pd_writer *w)
 
 	if (!w->buf_len)
 		return 0;
-	err = write_all(w->fd, w->buf, w->buf_len);
+	err = write_all(w->out.fd, w->buf, w->buf_len);
 	if (!err)
 		w->buf_len = 0;
 	return err;
@@ -214,7 +206,7 @@ int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
 		if (err)
 			return err;
 		if (n >= WBUF_SIZE / 2) {
-			err = write_all(w->fd, p, n);
+			err = write_all(w->out.fd, p, n);
 			if (!err)
 				w->data_size += n;
 			return err;
@@ -717,11 +709,11 @@ static int write_features(struct pd_writer *w, const struct pd_meta *m, struct f
 		put_u64(&table, parts[i].len);
 		off += parts[i].len;
 	}
-	err = table.err ?: pwrite_all(w->fd, table.p, table.len, table_off);
+	err = table.err ?: pwrite_all(w->out.fd, table.p, table.len, table_off);
 	off = table_off + table.len;
 	for (size_t i = 0; i < ARRAY_SIZE(feats); i++) {
 		if (!err && parts[i].len)
-			err = pwrite_all(w->fd, parts[i].p, parts[i].len, off);
+			err = pwrite_all(w->out.fd, parts[i].p, parts[i].len, off);
 		off += parts[i].len;
 		sbuf_free(&parts[i]);
 	}
@@ -763,7 +755,6 @@ int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
 {
 	struct file_header h = { .magic = PD_MAGIC, .size = PD_HEADER_SIZE };
 	struct pd_meta none = { .clockid = -1 };
-	char *old = NULL;
 	int err;
 
 	if (!meta)
@@ -778,45 +769,22 @@ int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
 	h.data.size = w->data_size;
 	err = write_features(w, meta, &h);
 	if (!err)
-		err = pwrite_all(w->fd, &h, sizeof(h), 0);
-	if (err)
-		return err;
-	if (close(w->fd)) {
-		w->fd = -1;
-		return -errno; /* NFS and friends report write errors at close */
-	}
-	w->fd = -1;
+		err = pwrite_all(w->out.fd, &h, sizeof(h), 0);
 	/* Keep the previous file as FILE.old, as perf does. */
-	if (asprintf(&old, "%s.old", w->path) < 0)
-		return -ENOMEM;
-	if (rename(w->path, old) && errno != ENOENT) {
-		err = -errno;
-		free(old);
-		return err;
-	}
-	free(old);
-	if (rename(w->tmp, w->path))
-		return -errno;
-	w->finished = true;
-	return 0;
+	return err ?: atomic_file__commit(&w->out);
 }
 
 void pd_writer__free(struct pd_writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->tmp && !w->finished)
-		unlink(w->tmp);
+	atomic_file__release(&w->out);
 	for (int i = 0; i < w->nr_attrs; i++) {
 		free(w->attrs[i].name);
 		free(w->attrs[i].ids);
 	}
 	free(w->attrs);
 	free(w->buf);
-	free(w->tmp);
-	free(w->path);
 	free(w);
 }
 

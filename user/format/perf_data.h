@@ -72,8 +72,8 @@ void pd_meta_free(struct pd_meta *m);
 struct pd_writer;
 
 /*
- * Opens "<path>.tmp-XXXXXX" (mode 0600) next to path, so that an unwritable
- * directory is reported before any recording starts.
+ * Opens "<path>.tmp-XXXXXX" (mode 0600) next to path, an atomic_file, so that
+ * an unwritable directory is reported before any recording starts.
  */
 int pd_writer__open(struct pd_writer **w, const char *path);
 int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,

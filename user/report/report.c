@@ -5,10 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "commands.h"
 #include "profile.h"
 #include "report_out.h"
@@ -43,34 +41,17 @@ static void usage(FILE *out)
 static int write_output(const char *path, int (*fn)(const struct profile *, FILE *, const void *),
 			const struct profile *p, const void *arg)
 {
-	char *tmp = NULL;
-	FILE *f = NULL;
-	int fd, e;
+	struct atomic_file af;
+	FILE *f;
+	int e = atomic_file__open(&af, path, 0644, false);
 
-	if (asprintf(&tmp, "%s.tmp-XXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		e = -errno;
-		free(tmp);
-		return e;
-	}
-	fchmod(fd, 0644);
-	f = fdopen(fd, "w");
-	if (!f) {
-		e = -errno;
-		close(fd);
-		goto cleanup;
-	}
-	e = fn(p, f, arg);
-	if (fclose(f) && !e)
-		e = -errno;
-	if (!e && rename(tmp, path))
-		e = -errno;
-cleanup:
 	if (e)
-		unlink(tmp);
-	free(tmp);
+		return e;
+	f = atomic_file__stdio(&af);
+	e = f ? fn(p, f, arg) : -errno;
+	if (!e)
+		e = atomic_file__commit(&af);
+	atomic_file__release(&af);
 	return e;
 }
 

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A file written under a temporary name next to its final one and renamed
+ * over it at the end: readers see the old file or the new one, never half
+ * of one, and a failure or an interrupted run leaves nothing behind.
+ */
+#ifndef SP_ATOMIC_FILE_H
+#define SP_ATOMIC_FILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct atomic_file {
+	char *path, *tmp;
+	int fd;	  /* the temporary, open for writing */
+	FILE *fp; /* set by atomic_file__stdio, which then owns fd */
+	bool keep_old, done;
+};
+
+/*
+ * Creates "<path>.tmp-XXXXXX" with the given mode: in path's own directory,
+ * since rename is atomic within one file system only, and now, so that an
+ * unwritable directory is reported before any work is done.  With keep_old,
+ * commit keeps an existing file as "<path>.old", as perf record does.
+ * 0 or -errno; on failure *f is zeroed and needs no release.
+ */
+int atomic_file__open(struct atomic_file *f, const char *path, mode_t mode, bool keep_old);
+/* A stdio stream on the temporary (NULL with errno on failure). */
+FILE *atomic_file__stdio(struct atomic_file *f);
+/*
+ * Closes the temporary and renames it to path.  No fsync, as perf: the
+ * rename still replaces whole files, and a profile is not worth the wait.
+ */
+int atomic_file__commit(struct atomic_file *f);
+/* Closes and removes the temporary unless committed; accepts NULL and a zeroed struct. */
+void atomic_file__release(struct atomic_file *f);
+
+#endif
