@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "report_out.h"
 #include "report_spans.h"
+#include "session.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -28,6 +29,8 @@ static void usage(FILE *out)
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
+		"  -v, --verbose          say what the file held: forks, execs, lost samples...\n"
+		"  -q, --quiet            errors only\n"
 		"  -h, --help             this text\n\n"
 		"Examples:\n"
 		"  spanperf report                              # perf report --stdio's table\n"
@@ -81,6 +84,8 @@ int cmd_report(int argc, char **argv)
 		{ "spans", no_argument, NULL, OPT_SPANS },
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -95,7 +100,7 @@ int cmd_report(int argc, char **argv)
 	parse_sort_keys("comm,dso,sym", &to);
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:s:gh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:s:ghvq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			input = optarg;
@@ -143,6 +148,12 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_STDIO:
 			break;
+		case 'v':
+			sp_verbose++;
+			break;
+		case 'q':
+			sp_verbose = -1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -172,6 +183,10 @@ int cmd_report(int argc, char **argv)
 		pr_err("%s", err);
 		return 1;
 	}
+	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
+		 "(each with its parent's maps), %llu execs; %llu samples lost while recording",
+		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
+		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost);
 	if (flame) {
 		snprintf(title, sizeof(title), "%s: %llu samples of %s", input, (unsigned long long)p->samples,
 			 p->event ? p->event : "?");
