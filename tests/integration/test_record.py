@@ -98,6 +98,13 @@ def test_header_features():
         assert want in out, "header lacks %r:\n%s" % (want, out)
     assert re.search(r"event : name = (cycles|cpu-clock),.*id = \{", out), out
     assert "record" in re.search(r"# cmdline : (.*)", out).group(1)
+    # report -v prints the same lines (its event line is the start of perf's).
+    theirs = out.splitlines()
+    mine = [l for l in spanperf("report", "-v", "-i", path).stderr.splitlines() if l.startswith("# ")]
+    assert len(mine) >= 15, mine
+    for line in mine:
+        assert line in theirs or (line.startswith("# event : ") and any(t.startswith(line) for t in theirs)), \
+            "report -v line %r is not perf's:\n%s" % (line, out)
 
 
 @test

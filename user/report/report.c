@@ -187,6 +187,8 @@ int cmd_report(int argc, char **argv)
 		 "(each with its parent's maps), %llu execs; %llu samples lost while recording",
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost);
+	if (sp_verbose >= 1)
+		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 	if (flame) {
 		snprintf(title, sizeof(title), "%s: %llu samples of %s", input, (unsigned long long)p->samples,
 			 p->event ? p->event : "?");
