@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "libbpf_setup.h"
@@ -44,4 +46,19 @@ const char *libbpf_explain(int err)
 	default:
 		return "see -v for libbpf's own messages";
 	}
+}
+
+uint64_t bpf_percpu_sum(int map_fd, uint32_t key)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum = 0, *vals;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (vals && !bpf_map_lookup_elem(map_fd, &key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* libbpf set-up shared by every command: logging and quiet probing. */
+/* libbpf set-up shared by every command: logging, quiet probing, per-CPU stats. */
 #ifndef SP_LIBBPF_SETUP_H
 #define SP_LIBBPF_SETUP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Routes libbpf's messages: warnings with -v, debug with -vv. */
 void libbpf_setup_init(void);
@@ -11,5 +12,7 @@ void libbpf_setup_init(void);
 void libbpf_setup_quiet(bool quiet);
 /* One sentence for a failed load or attach, with the likely cause. */
 const char *libbpf_explain(int err);
+/* Entry key of a BPF per-CPU array of u64 counters, summed over the possible CPUs; 0 if unreadable. */
+uint64_t bpf_percpu_sum(int map_fd, uint32_t key);
 
 #endif

@@ -462,22 +462,11 @@ const struct counter_event *counters__events(const struct counter_set *s, int *n
 
 void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps)
 {
-	__u64 vals[s->nr_cpus];
-	__u32 k;
+	int fd = bpf_map__fd(s->skel->maps.stats);
 
-	*full = *read_err = *gaps = 0;
-	k = SP_STAT_SWITCH_GAP;
-	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
-		for (int c = 0; c < s->nr_cpus; c++)
-			*gaps += vals[c];
-	k = SP_STAT_COUNTS_FULL;
-	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
-		for (int c = 0; c < s->nr_cpus; c++)
-			*full += vals[c];
-	k = SP_STAT_READ_ERR;
-	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
-		for (int c = 0; c < s->nr_cpus; c++)
-			*read_err += vals[c];
+	*gaps = bpf_percpu_sum(fd, SP_STAT_SWITCH_GAP);
+	*full = bpf_percpu_sum(fd, SP_STAT_COUNTS_FULL);
+	*read_err = bpf_percpu_sum(fd, SP_STAT_READ_ERR);
 }
 
 const char *counters__hook(const struct counter_set *s)

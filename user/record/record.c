@@ -48,8 +48,7 @@ struct recorder {
 	int nr_rings;
 	struct pd_writer *w;
 	struct dso_set *dsos;
-	struct workload wl;
-	bool have_cmd;
+	struct run run;
 	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
 	__u64 ktext_start, ktext_end;
@@ -67,7 +66,7 @@ struct recorder {
 
 static void recorder_free(struct recorder *r)
 {
-	workload__stop(&r->wl);
+	run__stop(&r->run);
 	span_set__free(r->spans);
 	counters__free(r->cs);
 	free(r->specs);
@@ -467,16 +466,12 @@ static int synthesize(struct recorder *r)
  */
 static void bpf_counts(struct recorder *r, __u64 *accepted, __u64 *threads_full, int *threads)
 {
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(r->skel->maps.threads);
-	__u64 vals[ncpu > 0 ? ncpu : 1];
-	__u32 key, next, *prev = NULL, idx = SP_STAT_THREADS_FULL;
+	int fd = bpf_map__fd(r->skel->maps.threads);
+	__u32 key, next, *prev = NULL;
 	struct sp_thread t;
 
-	*accepted = *threads_full = 0;
 	*threads = 0;
-	if (ncpu > 0 && !bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.stats), &idx, vals))
-		for (int c = 0; c < ncpu; c++)
-			*threads_full += vals[c];
+	*threads_full = bpf_percpu_sum(bpf_map__fd(r->skel->maps.stats), SP_STAT_THREADS_FULL);
 	*accepted = *threads_full;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
@@ -684,23 +679,6 @@ static int resolve_specs(struct recorder *r, const struct sp_features *f)
 	return 0;
 }
 
-static int check_targets(const struct record_opts *o)
-{
-	const struct int_list *l = o->pids.n ? &o->pids : &o->tids;
-
-	for (int i = 0; i < l->n; i++) {
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d", l->v[i]);
-		if (access(path, F_OK)) {
-			pr_err("%s %d: no such %s", o->pids.n ? "-p" : "-t", l->v[i],
-			       o->pids.n ? "process" : "thread");
-			return -ESRCH;
-		}
-	}
-	return 0;
-}
-
 static int check_cpus(const struct int_list *want, const struct int_list *online)
 {
 	for (int i = 0; i < want->n; i++)
@@ -718,7 +696,6 @@ int cmd_record(int argc, char **argv)
 	struct recorder r = {};
 	struct int_list online = {};
 	char err[512];
-	__u64 deadline = 0;
 	int e, ret = 1;
 
 	sp_prog = "spanperf record";
@@ -733,10 +710,8 @@ int cmd_record(int argc, char **argv)
 	r.o = &o;
 	if (o.nr_spans && parse_specs(&r))
 		goto cleanup;
-	if (!have_bpf_privileges()) {
-		pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+	if (run_check_privileges())
 		goto cleanup;
-	}
 	runctl_init();
 	libbpf_setup_init();
 	/* Before anything else: an unwritable -o must not cost a recording. */
@@ -750,7 +725,7 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
 	}
-	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || check_targets(&o))
+	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || run_check_targets(&o.pids, &o.tids))
 		goto cleanup;
 	if (o.nr_spans) {
 		struct sp_features f;
@@ -766,14 +741,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
 		goto cleanup;
-	if (o.cmd) {
-		e = workload__prepare(&r.wl, o.cmd);
-		if (e) {
-			pr_err("cannot fork for '%s': %s", o.cmd[0], strerror(-e));
-			goto cleanup;
-		}
-		r.have_cmd = true;
-	}
+	if (run__prepare(&r.run, o.cmd))
+		goto cleanup;
 	/* Slow (all of /proc/kallsyms), so done before the events run. */
 	r.ktext_err = host_kernel_text(&r.ktext_start, &r.ktext_end);
 	/* Every sample comes after this stamp, which the synthesized records carry. */
@@ -800,30 +769,14 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;
 	}
-	if (r.have_cmd && workload__start(&r.wl, o.cmd, err, sizeof(err))) {
-		pr_err("%s", err);
+	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	}
-	if (o.duration)
-		deadline = r.start_ns + (__u64)(o.duration * 1e9);
-	while (!runctl_stop_requested()) {
-		int timeout = r.spans ? SPAN_POLL_MS : POLL_MS;
-
-		if (deadline) {
-			__u64 now = now_ns(CLOCK_MONOTONIC);
-
-			if (now >= deadline)
-				break;
-			timeout = SP_MIN((__u64)POLL_MS, (deadline - now) / 1000000 + 1);
-		}
-		runctl_wait(r.pfds, r.nr_rings + !!r.spans, timeout);
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans, r.spans ? SPAN_POLL_MS : POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 			goto cleanup;
 		}
-		if (r.have_cmd && workload__done(&r.wl))
-			break;
 		progress(&r, false);
 	}
 	for (int i = 0; i < r.nr_evs; i++)
@@ -837,10 +790,10 @@ int cmd_record(int argc, char **argv)
 	}
 	if (r.progress_shown)
 		progress(&r, true);
-	workload__stop(&r.wl);
+	run__stop(&r.run);
 	if (finish(&r, sp_argc, sp_argv))
 		goto cleanup;
-	ret = r.have_cmd ? workload__exit_code(&r.wl) : 0;
+	ret = run__exit_code(&r.run);
 cleanup:
 	recorder_free(&r);
 	int_list_free(&online);

@@ -187,3 +187,83 @@ int workload__exit_code(const struct workload *w)
 		return 128 + WTERMSIG(w->status);
 	return 1;
 }
+
+int run_check_privileges(void)
+{
+	if (have_bpf_privileges())
+		return 0;
+	pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+	return -EPERM;
+}
+
+int run_check_targets(const struct int_list *pids, const struct int_list *tids)
+{
+	const struct int_list *l = pids->n ? pids : tids;
+
+	for (int i = 0; i < l->n; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", l->v[i]);
+		if (access(path, F_OK)) {
+			pr_err("%s %d: no such %s", pids->n ? "-p" : "-t", l->v[i], pids->n ? "process" : "thread");
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+int run__prepare(struct run *r, char **cmd)
+{
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	if (!cmd)
+		return 0;
+	e = workload__prepare(&r->wl, cmd);
+	if (e) {
+		pr_err("cannot fork for '%s': %s", cmd[0], strerror(-e));
+		return e;
+	}
+	r->have_cmd = true;
+	return 0;
+}
+
+int run__start(struct run *r, char **cmd, uint64_t start_ns, double duration)
+{
+	char err[512];
+	int e;
+
+	if (duration)
+		r->deadline_ns = start_ns + (uint64_t)(duration * 1e9);
+	if (!r->have_cmd)
+		return 0;
+	e = workload__start(&r->wl, cmd, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+bool run__wait(struct run *r, struct pollfd *fds, int nfds, int timeout_ms)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (runctl_stop_requested() || (r->deadline_ns && now >= r->deadline_ns) ||
+	    (r->have_cmd && workload__done(&r->wl)))
+		return false;
+	if (r->deadline_ns)
+		timeout_ms = SP_MIN((uint64_t)timeout_ms, (r->deadline_ns - now) / 1000000 + 1);
+	runctl_wait(fds, nfds, timeout_ms);
+	return true;
+}
+
+void run__stop(struct run *r)
+{
+	/* A zeroed workload's fds read as 0: only a prepared one is stopped. */
+	if (r->have_cmd)
+		workload__stop(&r->wl);
+}
+
+int run__exit_code(const struct run *r)
+{
+	return r->have_cmd ? workload__exit_code(&r->wl) : 0;
+}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The run: a command started after the events are enabled (forked first,
+ * The run, as record and stat share it: the checks before anything is
+ * opened, a command started after the events are enabled (forked first,
  * held at a pipe, as perf does), SIGINT/SIGTERM/SIGCHLD turned into flags
- * that a ppoll() wait observes without races, and the exit status passed on.
+ * that a ppoll() wait observes without races, the -d deadline, and the
+ * exit status passed on.
  */
 #ifndef SP_RUN_H
 #define SP_RUN_H
@@ -10,7 +12,10 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include "util.h"
 
 struct workload {
 	pid_t pid;
@@ -37,5 +42,32 @@ bool workload__done(struct workload *w);
 void workload__stop(struct workload *w);
 /* The exit code to pass on: its own, or 128+signal. */
 int workload__exit_code(const struct workload *w);
+
+/* Root, or CAP_BPF and CAP_PERFMON; otherwise says so once and returns -EPERM. */
+int run_check_privileges(void);
+/* -p/-t: every process or thread listed exists now; otherwise names one and returns -ESRCH. */
+int run_check_targets(const struct int_list *pids, const struct int_list *tids);
+
+/* The command (if any) and the deadline that end a run, besides a signal. */
+struct run {
+	struct workload wl;
+	bool have_cmd;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0 for none */
+};
+
+/* Forks cmd (NULL: no command), held until run__start; says why on failure. */
+int run__prepare(struct run *r, char **cmd);
+/* Sets the deadline, duration seconds (0: none) after start_ns, and lets the command exec. */
+int run__start(struct run *r, char **cmd, uint64_t start_ns, double duration);
+/*
+ * False, without waiting, once the run is over: a stop signal, the deadline
+ * passed or the command exited.  Otherwise waits up to timeout_ms (cut at
+ * the deadline) for fds or a signal, and returns true.
+ */
+bool run__wait(struct run *r, struct pollfd *fds, int nfds, int timeout_ms);
+/* Stops the command if it still runs; accepts a zeroed run. */
+void run__stop(struct run *r);
+/* The command's exit code to pass on, or 0 without one. */
+int run__exit_code(const struct run *r);
 
 #endif

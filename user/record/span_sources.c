@@ -480,21 +480,14 @@ int span_set__ring_fd(const struct span_set *s)
 
 void span_set__stats(struct span_set *s, struct span_stats *st)
 {
-	static const int idx[] = { SP_STAT_SPANS_LOST, SP_STAT_SPANS_TOO_DEEP, SP_STAT_SPANS_UNMATCHED,
-				   SP_STAT_SPANS_SHORT, SP_STAT_SPANS_NOSTACK, SP_STAT_SPANS_UNFINISHED };
-	__u64 *fields[] = { &st->lost, &st->too_deep, &st->unmatched, &st->short_dropped, &st->nostack,
-			    &st->unfinished };
-	__u64 vals[s->nr_cpus];
+	int fd = bpf_map__fd(s->skel->maps.stats);
 
-	memset(st, 0, sizeof(*st));
-	for (size_t i = 0; i < ARRAY_SIZE(idx); i++) {
-		__u32 k = idx[i];
-
-		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals))
-			continue;
-		for (int c = 0; c < s->nr_cpus; c++)
-			*fields[i] += vals[c];
-	}
+	st->lost = bpf_percpu_sum(fd, SP_STAT_SPANS_LOST);
+	st->too_deep = bpf_percpu_sum(fd, SP_STAT_SPANS_TOO_DEEP);
+	st->unmatched = bpf_percpu_sum(fd, SP_STAT_SPANS_UNMATCHED);
+	st->short_dropped = bpf_percpu_sum(fd, SP_STAT_SPANS_SHORT);
+	st->nostack = bpf_percpu_sum(fd, SP_STAT_SPANS_NOSTACK);
+	st->unfinished = bpf_percpu_sum(fd, SP_STAT_SPANS_UNFINISHED);
 }
 
 void span_set__free(struct span_set *s)

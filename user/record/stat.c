@@ -305,10 +305,9 @@ int cmd_stat(int argc, char **argv)
 	struct stat_run r = {};
 	struct event_spec *evs = NULL;
 	struct int_list online = {};
-	struct workload wl = {};
-	bool have_cmd = false;
+	struct run run = {};
 	char err[512];
-	__u64 deadline = 0, next_interval = 0, full, rerr, gaps;
+	__u64 next_interval = 0, full, rerr, gaps;
 	int nr = 0, e, ret = 1;
 
 	sp_prog = "spanperf stat";
@@ -330,10 +329,8 @@ int cmd_stat(int argc, char **argv)
 		pr_err("-e names %d events; at most %d can be counted in one run", nr, SP_MAX_COUNTERS);
 		goto cleanup;
 	}
-	if (!have_bpf_privileges()) {
-		pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+	if (run_check_privileges())
 		goto cleanup;
-	}
 	r.out = stderr;
 	if (o.output) {
 		r.out = fopen(o.output, "we");
@@ -348,16 +345,8 @@ int cmd_stat(int argc, char **argv)
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
 	}
-	for (int i = 0; i < o.pids.n + o.tids.n; i++) {
-		int id = i < o.pids.n ? o.pids.v[i] : o.tids.v[i - o.pids.n];
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d", id);
-		if (access(path, F_OK)) {
-			pr_err("%s %d: no such %s", o.pids.n ? "-p" : "-t", id, o.pids.n ? "process" : "thread");
-			goto cleanup;
-		}
-	}
+	if (run_check_targets(&o.pids, &o.tids))
+		goto cleanup;
 	{
 		struct counters_opts co = {
 			.evs = evs, .nr_evs = nr, .cpus = &online,
@@ -373,14 +362,8 @@ int cmd_stat(int argc, char **argv)
 		}
 	}
 	r.ev = counters__events(r.cs, &r.nr_ev);
-	if (o.cmd) {
-		e = workload__prepare(&wl, o.cmd);
-		if (e) {
-			pr_err("cannot fork for '%s': %s", o.cmd[0], strerror(-e));
-			goto cleanup;
-		}
-		have_cmd = true;
-	}
+	if (run__prepare(&run, o.cmd))
+		goto cleanup;
 	e = counters__start(r.cs);
 	if (e) {
 		pr_err("cannot attach the counters program (%s): %s", counters__hook(r.cs), libbpf_explain(e));
@@ -389,33 +372,23 @@ int cmd_stat(int argc, char **argv)
 	r.start_ns = now_ns(CLOCK_MONOTONIC);
 	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r.cs),
 		 (unsigned long long)counters__bytes_per_thread(r.cs));
-	if (have_cmd && workload__start(&wl, o.cmd, err, sizeof(err))) {
-		pr_err("%s", err);
+	if (run__start(&run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	}
-	if (o.duration)
-		deadline = r.start_ns + (__u64)(o.duration * 1e9);
 	if (o.interval_ms)
 		next_interval = r.start_ns + o.interval_ms * 1000000ull;
-	while (!runctl_stop_requested()) {
+	for (int timeout = 0; run__wait(&run, NULL, 0, timeout);) {
 		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + 500000000ull;
 
-		if (deadline && now >= deadline)
-			break;
-		if (have_cmd && workload__done(&wl))
-			break;
 		if (next_interval && now >= next_interval) {
 			report(&r, (now - r.start_ns) / 1e9, 0);
 			next_interval += o.interval_ms * 1000000ull;
 		}
-		if (deadline)
-			wake = SP_MIN(wake, deadline);
 		if (next_interval)
 			wake = SP_MIN(wake, next_interval);
-		runctl_wait(NULL, 0, (wake - now) / 1000000 + 1);
+		timeout = wake > now ? (wake - now) / 1000000 + 1 : 0;
 	}
 	counters__stop(r.cs);
-	workload__stop(&wl);
+	run__stop(&run);
 	if (!o.interval_ms || o.json) {
 		/* JSON intervals already hold every figure; the text mode ends with the totals. */
 		if (!o.interval_ms)
@@ -432,9 +405,9 @@ int cmd_stat(int argc, char **argv)
 			(unsigned long long)full, (unsigned long long)o.max_threads);
 	if (rerr)
 		pr_warn("%llu counter reads failed in BPF", (unsigned long long)rerr);
-	ret = have_cmd ? workload__exit_code(&wl) : 0;
+	ret = run__exit_code(&run);
 cleanup:
-	workload__stop(&wl);
+	run__stop(&run);
 	if (r.out && r.out != stderr)
 		fclose(r.out);
 	counters__free(r.cs);
