@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Maps that several BPF programs share, declared once.  The loader passes
+ * Maps that several BPF programs share, declared once.  User space passes
  * one program's maps to the next by fd (bpf_map__reuse_fd), which needs
  * the definitions to match exactly; here they cannot drift apart.  A
  * program defines the SP_WANT_* it uses before including this.
@@ -52,7 +52,7 @@ struct {
 } filter SEC(".maps");
 #endif
 
-/* Every program's own: events the loader reports (enum sp_stat). */
+/* Every program's own: events user space reports (enum sp_stat, summed by bpf_percpu_sum). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SP_STAT_MAX);

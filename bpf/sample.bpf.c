@@ -58,12 +58,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	 * A thread is sampled only on the CPU it runs on, one sample at a
 	 * time: plain adds.  tid 0 is every CPU's idle task at once.
 	 */
-	if (tid) {
+	if (tid)
 		t->samples++;
-		t->period += ctx->sample_period;
-	} else {
+	else
 		__sync_fetch_and_add(&t->samples, 1);
-		__sync_fetch_and_add(&t->period, ctx->sample_period);
-	}
 	return 1;
 }

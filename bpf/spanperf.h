@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The ABI shared by the BPF programs and the user-space loader: map value
+ * The ABI shared by the BPF programs and user space: map value
  * layouts and limits.  Only __u32/__u64 types, so that both sides agree on
  * the layout without including each other's headers.
  */
@@ -18,14 +18,13 @@ enum sp_filter_mode {
 
 /*
  * Per-thread totals, the value of the `threads` map keyed by TID.  The
- * sampling program fills samples/period; later programs (counters, spans)
- * read the same entry at span boundaries.
+ * sampling program counts samples; the span program reads the count at span
+ * boundaries, and record -v lists it.
  */
 struct sp_thread {
 	__u64 samples;
-	__u64 period;
 	__u32 pid;
-	__u32 flags;
+	__u32 pad; /* no hole: BPF copies these from its stack, which must be all written */
 	char comm[SP_COMM_LEN];
 };
 
@@ -46,7 +45,7 @@ struct sp_counts {
 	__u64 oncpu_ns;			/* the thread's time on CPU, from switch stamps */
 	__u64 switches;			/* time slices ended (switched out) */
 	__u32 pid;
-	__u32 flags;
+	__u32 pad; /* no hole, as in sp_thread */
 	char comm[SP_COMM_LEN];
 };
 
@@ -95,8 +94,8 @@ struct sp_frame {
 
 /* Per thread (task-local storage): the open spans, innermost last. */
 struct sp_stack {
-	__u32 depth; /* may exceed SP_SPAN_DEPTH: the deeper frames are not kept */
-	__u32 pad;
+	__u32 depth;   /* may exceed SP_SPAN_DEPTH: the deeper frames are not kept */
+	__u32 syscall; /* raw_syscalls spans: the marked syscall in progress, nr + 1 (0: none) */
 	struct sp_frame f[SP_SPAN_DEPTH];
 };
 
@@ -115,7 +114,7 @@ struct sp_span {
 	__u8 pad[7];
 };
 
-/* Indexes into the per-CPU `stats` array: events the loader must report. */
+/* Indexes into the per-CPU `stats` array: events user space must report. */
 enum sp_stat {
 	SP_STAT_FILTERED = 0,	  /* samples dropped by -p/-t */
 	SP_STAT_THREADS_FULL,	  /* a new thread found the threads map full */

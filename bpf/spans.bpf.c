@@ -12,7 +12,6 @@
  * the index is a constant in each, so no attach cookie (5.15+) is needed.
  */
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_THREADS_MAP
@@ -214,7 +213,10 @@ int BPF_PROG(span_exit, struct task_struct *p)
 /*
  * Syscall spans where the syscalls/sys_enter_X tracepoints are missing (no
  * tracefs, or no CONFIG_FTRACE_SYSCALLS): one pair on raw_syscalls for all
- * of them, which runs on every syscall and keeps the marked numbers.
+ * of them, which runs on every syscall and keeps the marked numbers.  Only
+ * sys_enter is given the number; sys_exit would have to read it from the
+ * registers, in a field each architecture names its own way (orig_ax on
+ * x86), so the enter leaves it in the thread's span stack for the exit.
  */
 static __always_inline int sys_span_idx(long nr)
 {
@@ -227,15 +229,28 @@ SEC("raw_tp/sys_enter")
 int BPF_PROG(sys_span_enter, struct pt_regs *regs, long id)
 {
 	int idx = sys_span_idx(id);
+	struct sp_stack *st;
 
-	return idx < 0 ? 0 : span_begin(idx, 0);
+	if (idx < 0)
+		return 0;
+	span_begin(idx, 0);
+	st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		st->syscall = id + 1;
+	return 0;
 }
 
+/* Exits of syscalls entered before the recording began have no number here, and no span. */
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_span_exit, struct pt_regs *regs, long ret)
 {
-	int idx = sys_span_idx(BPF_CORE_READ(regs, orig_ax));
+	struct sp_stack *st = bpf_task_storage_get(&stacks, bpf_get_current_task_btf(), 0, 0);
+	int idx;
 
+	if (!st || !st->syscall)
+		return 0;
+	idx = sys_span_idx((long)st->syscall - 1);
+	st->syscall = 0;
 	return idx < 0 ? 0 : span_end(idx);
 }
 

@@ -16,7 +16,7 @@
 #include "host.h"
 #include "libbpf_setup.h"
 #include "perf_events.h"
-#include "probe.skel.h"
+#include "calibrate.skel.h"
 
 #ifndef TRACEFS_MAGIC
 #define TRACEFS_MAGIC 0x74726163
@@ -57,13 +57,13 @@ int features_tracefs(char *path, size_t len, bool *mounted)
 /* Loads and attaches one calibration program; 0 or the -errno of the step that failed. */
 static int try_prog(const char *name)
 {
-	struct probe_bpf *skel;
+	struct calibrate_bpf *skel;
 	struct bpf_program *prog, *want = NULL;
 	struct bpf_link *link;
 	int err;
 
 	libbpf_setup_quiet(true);
-	skel = probe_bpf__open();
+	skel = calibrate_bpf__open();
 	if (!skel) {
 		err = -errno;
 		goto cleanup;
@@ -75,7 +75,7 @@ static int try_prog(const char *name)
 		if (on)
 			want = prog;
 	}
-	err = probe_bpf__load(skel);
+	err = calibrate_bpf__load(skel);
 	if (err)
 		goto cleanup;
 	link = bpf_program__attach(want);
@@ -85,12 +85,12 @@ static int try_prog(const char *name)
 	}
 	bpf_link__destroy(link);
 cleanup:
-	probe_bpf__destroy(skel);
+	calibrate_bpf__destroy(skel);
 	libbpf_setup_quiet(false);
 	return err;
 }
 
-int features_probe_one(const char *prog)
+int features_try_attach(const char *prog)
 {
 	return try_prog(prog);
 }
@@ -106,10 +106,10 @@ void features_probe(struct sp_features *f)
 	event_default_cycles(&cycles);
 	event_cpu_clock(&clock);
 	if (!host_online_cpus(&cpus)) {
-		f->pmu_err = pe_probe(&cycles.attr, cpus.v[0]);
+		f->pmu_err = pe_try_open(&cycles.attr, cpus.v[0]);
 		clock.attr.use_clockid = 1;
 		clock.attr.clockid = CLOCK_MONOTONIC;
-		f->use_clockid = pe_probe(&clock.attr, cpus.v[0]) == 0;
+		f->use_clockid = pe_try_open(&clock.attr, cpus.v[0]) == 0;
 		int_list_free(&cpus);
 	} else {
 		f->pmu_err = -ENODEV;
@@ -123,10 +123,10 @@ void features_probe(struct sp_features *f)
 		snprintf(path, sizeof(path), "%s/events/syscalls", f->tracefs_path);
 		f->syscall_tps = access(path, F_OK) == 0;
 	}
-	f->kprobe_err = try_prog("probe_kprobe");
-	f->fentry_err = f->btf ? try_prog("probe_fentry") : -ENOENT;
-	f->tp_btf_err = f->btf ? try_prog("probe_tp_btf") : -ENOENT;
-	f->raw_tp_err = try_prog("probe_raw_tp");
+	f->kprobe_err = try_prog("calib_kprobe");
+	f->fentry_err = f->btf ? try_prog("calib_fentry") : -ENOENT;
+	f->tp_btf_err = f->btf ? try_prog("calib_tp_btf") : -ENOENT;
+	f->raw_tp_err = try_prog("calib_raw_tp");
 }
 
 static const char *yes(int err, char *buf, size_t len)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What this kernel offers, probed once before anything is loaded, and the
- * choice taken for each need (DESIGN.md "Kernel features and fallbacks").
+ * choice taken for each need, as `spanperf probe` prints them (the README's
+ * table of needs and fallbacks).
  */
-#ifndef SP_FEATURES_H
-#define SP_FEATURES_H
+#ifndef SP_KERNEL_FEATURES_H
+#define SP_KERNEL_FEATURES_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,8 +30,8 @@ struct sp_features {
 
 /* Probes everything; never fails, every finding is in f. */
 void features_probe(struct sp_features *f);
-/* Loads and attaches one program of bpf/probe.bpf.c by name: 0 or -errno. */
-int features_probe_one(const char *prog);
+/* Loads and attaches one program of bpf/calibrate.bpf.c by name: 0 or -errno. */
+int features_try_attach(const char *prog);
 /* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */
 int features_tracefs(char *path, size_t len, bool *mounted);
 /* The `spanperf probe` report: each feature and the choice per need. */

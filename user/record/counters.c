@@ -154,7 +154,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 		s->nr_ev++;
 	}
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
-	raw_tp = o->prefer_raw_tp || features_probe_one("probe_tp_btf") != 0;
+	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
 	s->skel = counters_bpf__open();
 	if (!s->skel) {
 		e = -errno;

@@ -30,7 +30,7 @@ static void try_one(const char *name, int cpu, bool all)
 
 	if (event_parse(name, &ev, NULL, 0))
 		return;
-	e = pe_probe(&ev.attr, cpu);
+	e = pe_try_open(&ev.attr, cpu);
 	if (!e)
 		printf("  %-44s [%s]\n", name, kind_name[ev.kind]);
 	else if (all)

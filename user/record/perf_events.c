@@ -16,7 +16,7 @@ int sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int grou
 	return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
 }
 
-int pe_probe(const struct perf_event_attr *attr, int cpu)
+int pe_try_open(const struct perf_event_attr *attr, int cpu)
 {
 	struct perf_event_attr a = *attr;
 	int fd;

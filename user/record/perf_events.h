@@ -2,10 +2,9 @@
 /*
  * Per-CPU perf events with a BPF program on each, and the rings they write.
  *
- * The semantics are those of the perfevent seed: events open disabled and
- * are enabled only after their program is attached; CPUs that are offline
- * (ESRCH, ENODEV) are skipped; on any failure everything opened so far is
- * closed before returning.
+ * Events open disabled and are enabled only after their program is
+ * attached; CPUs that are offline (ESRCH, ENODEV) are skipped; on any
+ * failure everything opened so far is closed before returning.
  */
 #ifndef SP_PERF_EVENTS_H
 #define SP_PERF_EVENTS_H
@@ -46,10 +45,10 @@ int pe_set__ids(const struct pe_set *s, __u64 **ids);
 void pe_set__free(struct pe_set *s);
 
 /*
- * Probes whether attr can be opened on one CPU, without keeping it:
+ * Whether attr can be opened on one CPU, without keeping it:
  * 0 or the negative errno of perf_event_open.
  */
-int pe_probe(const struct perf_event_attr *attr, int cpu);
+int pe_try_open(const struct perf_event_attr *attr, int cpu);
 
 /* A perf mmap ring: one per CPU; other events on that CPU redirect into it. */
 struct pe_ring {

@@ -33,9 +33,8 @@
 
 #define POLL_MS 500
 #define SPAN_POLL_MS 100
-/* Span attrs' ids: far above the kernel's, which count up from 1. */
+/* What a span counts without --span-counters: neither needs a counter read. */
 #define SPAN_DEFAULT_COUNTERS "task-clock,context-switches"
-/* RAW is a u32 size then the data, padded so that both end on 8 bytes. */
 
 struct recorder {
 	const struct record_opts *o;
@@ -61,7 +60,6 @@ struct recorder {
 	struct span_set *spans;
 	struct perf_event_attr span_attr;
 	__u64 nr_spans;
-	int write_err;
 };
 
 static void recorder_free(struct recorder *r)
@@ -122,7 +120,7 @@ static int max_sample_rate(void)
 	return v;
 }
 
-static int resolve_events(struct recorder *r, int probe_cpu)
+static int resolve_events(struct recorder *r, int test_cpu)
 {
 	const struct record_opts *o = r->o;
 	char err[256];
@@ -151,9 +149,9 @@ static int resolve_events(struct recorder *r, int probe_cpu)
 		struct event_spec *ev = &r->evs[i];
 		struct perf_event_attr a;
 
-		/* The perfevent seed's rule: cycles falls back where the PMU is hidden. */
+		/* cycles falls back to cpu-clock where the PMU is hidden, as in most VMs. */
 		if (ev->attr.type == PERF_TYPE_HARDWARE && ev->attr.config == PERF_COUNT_HW_CPU_CYCLES) {
-			e = pe_probe(&ev->attr, probe_cpu);
+			e = pe_try_open(&ev->attr, test_cpu);
 			if (e && event_errno_means_no_pmu(e)) {
 				pr_info("%s is not available here (%s: no hardware PMU, as in most VMs); sampling cpu-clock instead",
 					ev->name, strerror(-e));
@@ -161,7 +159,7 @@ static int resolve_events(struct recorder *r, int probe_cpu)
 			}
 		}
 		build_attr(o, ev, false, &a);
-		e = pe_probe(&a, probe_cpu);
+		e = pe_try_open(&a, test_cpu);
 		if (e) {
 			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
 			return e;

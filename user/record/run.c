@@ -57,11 +57,6 @@ bool runctl_stop_requested(void)
 	return stop_sig != 0;
 }
 
-int runctl_stop_signal(void)
-{
-	return stop_sig;
-}
-
 int workload__prepare(struct workload *w, char **argv)
 {
 	int go[2] = { -1, -1 }, errp[2] = { -1, -1 };

@@ -30,7 +30,6 @@ void runctl_init(void);
 /* Polls fds for up to timeout_ms; returns as soon as a signal arrives. */
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms);
 bool runctl_stop_requested(void);
-int runctl_stop_signal(void);
 
 /* Forks CMD, which waits until workload__start. */
 int workload__prepare(struct workload *w, char **argv);

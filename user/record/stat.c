@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * spanperf stat: per-thread counters from the BPF switch program, printed
- * the way perf stat prints them, or as JSON lines (DESIGN.md's schema).
+ * the way perf stat prints them, or as JSON lines with perf stat -j's fields.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +20,11 @@
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
 
+/* Per event: the count and the enabled and running times perf scales it by. */
+struct event_sums {
+	__u64 value[SP_MAX_COUNTERS], enabled[SP_MAX_COUNTERS], running[SP_MAX_COUNTERS];
+};
+
 struct stat_run {
 	const struct stat_opts *o;
 	FILE *out;
@@ -29,9 +34,8 @@ struct stat_run {
 	__u64 start_ns;
 	/* previous interval's readings, to print deltas */
 	struct thread_counts *prev;
-	int nr_prev;
 	struct u64_map prev_idx;
-	__u64 prev_tot[3][SP_MAX_COUNTERS];
+	struct event_sums prev_tot;
 };
 
 static bool is_clock(const struct counter_event *e)
@@ -158,12 +162,27 @@ static bool any_count(const struct thread_counts *t, int nr)
 	return false;
 }
 
+/* -I: the sums since the previous interval; *prev becomes the sums now. */
+static void sums_since(struct event_sums *now, struct event_sums *prev)
+{
+	for (int k = 0; k < SP_MAX_COUNTERS; k++) {
+		__u64 v = now->value[k], en = now->enabled[k], run = now->running[k];
+
+		now->value[k] -= SP_MIN(v, prev->value[k]);
+		now->enabled[k] -= SP_MIN(en, prev->enabled[k]);
+		now->running[k] -= SP_MIN(run, prev->running[k]);
+		prev->value[k] = v;
+		prev->enabled[k] = en;
+		prev->running[k] = run;
+	}
+}
+
 /* One report: totals or per-thread, text or JSON; interval < 0 for the final one. */
 static int report(struct stat_run *r, double interval, double elapsed_s)
 {
 	const struct stat_opts *o = r->o;
 	struct thread_counts *t = NULL, *cur = NULL;
-	__u64 tot[3][SP_MAX_COUNTERS] = {};
+	struct event_sums tot = {};
 	int n = 0, e;
 	char prefix[32] = "";
 	double task_ms = 0;
@@ -185,23 +204,17 @@ static int report(struct stat_run *r, double interval, double elapsed_s)
 	}
 	if (!o->pids.n && !o->tids.n) {
 		/* Whole host: the counters' own sums, as perf stat -a reads them. */
-		e = counters__read_totals(r->cs, cur ? cur : t, n, tot[0], tot[1], tot[2]);
+		e = counters__read_totals(r->cs, cur ? cur : t, n, tot.value, tot.enabled, tot.running);
 		if (e)
 			goto cleanup;
 		if (interval >= 0)
-			for (int k = 0; k < SP_MAX_COUNTERS; k++)
-				for (int j = 0; j < 3; j++) {
-					__u64 now = tot[j][k];
-
-					tot[j][k] -= SP_MIN(tot[j][k], r->prev_tot[j][k]);
-					r->prev_tot[j][k] = now;
-				}
+			sums_since(&tot, &r->prev_tot);
 	} else {
 		for (int i = 0; i < n; i++)
 			for (int k = 0; k < SP_MAX_COUNTERS; k++) {
-				tot[0][k] += t[i].value[k];
-				tot[1][k] += t[i].enabled[k];
-				tot[2][k] += t[i].running[k];
+				tot.value[k] += t[i].value[k];
+				tot.enabled[k] += t[i].enabled[k];
+				tot.running[k] += t[i].running[k];
 			}
 	}
 	sort_n(t, n, sizeof(*t), cmp_threads);
@@ -262,14 +275,15 @@ static int report(struct stat_run *r, double interval, double elapsed_s)
 	} else {
 		for (int k = 0; k < r->nr_ev; k++)
 			if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
-				task_ms = tot[0][k] / 1e6;
+				task_ms = tot.value[k] / 1e6;
 		for (int k = 0; k < r->nr_ev; k++) {
 			if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
 				fprintf(r->out, "%s%18s      %s\n", prefix, "<not supported>", r->ev[k].spec.name);
 				continue;
 			}
-			print_value(r->out, prefix, &r->ev[k], scaled(tot[0][k], tot[1][k], tot[2][k]), tot[1][k],
-				    tot[2][k], interval >= 0 ? 0 : elapsed_s, is_clock(&r->ev[k]) ? 0 : task_ms);
+			print_value(r->out, prefix, &r->ev[k], scaled(tot.value[k], tot.enabled[k], tot.running[k]),
+				    tot.enabled[k], tot.running[k], interval >= 0 ? 0 : elapsed_s,
+				    is_clock(&r->ev[k]) ? 0 : task_ms);
 		}
 	}
 	if (interval < 0) {
@@ -282,7 +296,6 @@ done:
 	if (interval >= 0) {
 		free(r->prev);
 		r->prev = cur;
-		r->nr_prev = n;
 		cur = NULL;
 		u64_map_free(&r->prev_idx);
 		for (int i = 0; i < n; i++) {
