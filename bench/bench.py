@@ -9,7 +9,7 @@ the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
-    sections: inkernel recorder slowdown stolen parts rss stat spans report (default: all)
+    sections: inkernel recorder stolen parts rss stat spans report forks (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -228,69 +228,7 @@ def bench_recorder(res):
         "ratio": median([s / p for s, p in zip(sizes["spanperf"], sizes["perf"])]), "raw": sizes}
 
 
-# ---------------------------------------------------------------- 3. workload slowdown
-
-def calibrate_iters(target_s=1.5):
-    iters = 2000
-    while True:
-        p = subprocess.run([WORKLOAD, "work", str(CPUS), str(iters)], capture_output=True, text=True)
-        wall = json.loads(p.stdout)["wall_ns"] / 1e9
-        if wall > 0.5:
-            return int(iters * target_s / wall)
-        iters *= 4
-
-
-def run_work(iters):
-    """(wall seconds, CPU seconds) of the fixed work.
-
-    CPU time is the primary figure: the sampling interrupt and the BPF program run
-    on the interrupted thread's time, while other processes on a shared machine
-    (and steal, with paravirt time accounting) move only the wall time."""
-    p = spawn([WORKLOAD, "work", str(CPUS), str(iters)], stdout=subprocess.PIPE, text=True)
-    out = p.stdout.read()
-    _, _, ru = os.wait4(p.pid, 0)
-    p.stdout.close()
-    return json.loads(out)["wall_ns"] / 1e9, ru.ru_utime + ru.ru_stime
-
-
-def bench_slowdown(res):
-    tools = ["none", "floor", "spanperf", "perf", "bpftrace"]
-    iters = calibrate_iters()
-    out = {"iters": iters, "rates": {}}
-    for hz in (99, 999, 4999, 19999):
-        cpu = {t: [] for t in tools}
-        wall = {t: [] for t in tools}
-        for r in range(ROUNDS):
-            for tool in tools:
-                p = start_profiler(tool, hz, os.path.join(TMP, "sd.data"))
-                if p:
-                    wait_ready(tool)
-                w, c = run_work(iters)
-                wall[tool].append(w)
-                cpu[tool].append(c)
-                stop_profiler(p)
-            log("slowdown %d Hz round %d: cpu %s wall %s" % (
-                hz, r, {t: round(v[-1], 3) for t, v in cpu.items()}, {t: round(v[-1], 3) for t, v in wall.items()}))
-        row = {}
-        # Interference on a shared host only ever adds time (here it was bimodal: the
-        # same work took 5 s or 26 s of CPU), so each tool's fastest run is its cost.
-        best = {t: min(v) for t, v in cpu.items()}
-        for tool in tools[1:]:
-            row[tool] = {"slowdown_pct": 100 * (best[tool] / best["none"] - 1),
-                         "above_floor_pct": 100 * (best[tool] - best["floor"]) / best["none"],
-                         "wall_slowdown_pct": 100 * (min(wall[tool]) / min(wall["none"]) - 1),
-                         "median_slowdown_pct": median([100 * (w / n - 1) for w, n in zip(cpu[tool], cpu["none"])]),
-                         # Extra CPU per sample over the floor: each CPU samples hz times a second.
-                         "us_per_sample_above_floor": (best[tool] - best["floor"]) / (hz * best[tool]) * 1e6
-                         if tool != "floor" else None}
-        row["none_cpu_s"] = median(cpu["none"])
-        row["none_wall_s"] = median(wall["none"])
-        row["raw"] = {"cpu": cpu, "wall": wall}
-        out["rates"][hz] = row
-    res["slowdown"] = out
-
-
-# ---------------------------------------------------------------- 3b. time stolen from the workload
+# ---------------------------------------------------------------- 3. time stolen from the workload
 
 def stolen_share(tool, hz, secs):
     """(% of the gaps workload's time in 1-200 us gaps, mean gap ns) while tool samples at hz."""
@@ -612,32 +550,6 @@ def markdown(res):
         lines += ["## Output per second of recording (same runs)", "",
                   "| spanperf | perf record | ratio | target |", "|---|---|---|---|",
                   "| %.0f KB/s | %.0f KB/s | %.2f | <= 1 |" % (v["spanperf_Bps"] / 1e3, v["perf_Bps"] / 1e3, v["ratio"]), ""]
-    if "slowdown" in res:
-        sd = res["slowdown"]
-        lines += ["## Workload slowdown by timing fixed work (%d threads, compute + syscalls)" % CPUS, "",
-                  "On this shared host the same fixed work took anywhere from 1.5 s to 7.4 s of CPU within "
-                  "minutes, with or without a profiler, so these figures are noise, including the "
-                  "negative ones; they are kept because they are what the method gives here. The "
-                  "stolen-time table below measures the slowdown in a way the host's noise does not "
-                  "reach.", "",
-                  "Slowdown is the workload's CPU time (user+sys) over the same work without a "
-                  "profiler: the sampling interrupt and BPF run on the interrupted thread's time. "
-                  "Each tool's fastest of %d rounds is compared, since interference on a shared host "
-                  "only adds time (medians of per-round ratios are in latest.json). *Above floor* " % res["rounds"] +
-                  "subtracts an empty BPF program on the same events (the interrupt alone); the "
-                  "last columns give the extra CPU per sample above that floor. Wall-time slowdowns "
-                  "are in latest.json.", "",
-                  "| rate | floor | spanperf | perf | bpftrace | spanperf above floor | perf above floor | "
-                  "bpftrace above floor | spanperf us/sample | perf us/sample | bpftrace us/sample |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for hz, row in sd["rates"].items():
-            lines.append("| %s Hz | %.2f%% | %.2f%% | %.2f%% | %.2f%% | %.2f%% | %.2f%% | %.2f%% | %.2f | %.2f | %.2f |" % (
-                hz, row["floor"]["slowdown_pct"], row["spanperf"]["slowdown_pct"], row["perf"]["slowdown_pct"],
-                row["bpftrace"]["slowdown_pct"], row["spanperf"]["above_floor_pct"],
-                row["perf"]["above_floor_pct"], row["bpftrace"]["above_floor_pct"],
-                row["spanperf"]["us_per_sample_above_floor"], row["perf"]["us_per_sample_above_floor"],
-                row["bpftrace"]["us_per_sample_above_floor"]))
-        lines += [""]
     if "stat" in res:
         v = res["stat"]
         lines += ["## stat: BPF cost per context switch (bpf_stats, tp_btf, switch-heavy load)", "",
@@ -688,8 +600,11 @@ def markdown(res):
                   "One thread per CPU reads the clock in a loop for %d s and sums the gaps of 1-200 us in "
                   "which something else ran: each sample's interrupt, program, chain walk and ring write "
                   "is one. The slowdown is the share of time in gaps over the same share without a "
-                  "profiler (which holds the timer tick); unlike timing fixed work, it holds while the "
-                  "host changes the vCPU's speed. Medians of %d rounds." % (v["seconds"], res["rounds"]), "",
+                  "profiler (which holds the timer tick). Medians of %d rounds." % (v["seconds"], res["rounds"]),
+                  "",
+                  "This is the slowdown figure kept: timing a fixed piece of work varied from 1.5 s to 7.4 s "
+                  "of CPU within minutes on this shared host, profiler or not, while the share of time in "
+                  "gaps holds when the host changes the vCPU's speed.", "",
                   "| rate | empty BPF (floor) | spanperf | perf record | bpftrace | spanperf above floor | "
                   "perf above floor | bpftrace above floor | spanperf per sample | perf per sample | "
                   "bpftrace per sample |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -738,7 +653,7 @@ def update_readme(md):
     open(path, "w").write(text)
 
 
-SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder, "slowdown": bench_slowdown,
+SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
             "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks}
 
@@ -763,7 +678,7 @@ def render():
     # JSON keys are strings; the rates are numbers.
     if "inkernel" in res:
         res["inkernel"] = {int(k): v for k, v in res["inkernel"].items()}
-    for sec in ("slowdown", "stolen"):
+    for sec in ("stolen",):
         if sec in res:
             res[sec]["rates"] = {int(k): v for k, v in res[sec]["rates"].items()}
     chart(res, os.path.join(RESULTS, "slowdown.svg"))
@@ -799,7 +714,7 @@ def main(argv):
         old.pop("pinned", None)
         if "inkernel" in old:
             old["inkernel"] = {int(k): v for k, v in old["inkernel"].items()}
-        for sec in ("slowdown", "stolen"):
+        for sec in ("stolen",):
             if sec in old:
                 old[sec]["rates"] = {int(k): v for k, v in old[sec]["rates"].items()}
         res = dict(old, machine=res["machine"], rounds=ROUNDS)

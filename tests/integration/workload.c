@@ -11,8 +11,6 @@
  *                                in spin_N() called from caller_N()
  *   workload syscalls MS         getppid() in a loop for MS of CPU
  *   workload fork N              fork+exec /bin/true N times
- *   workload work THREADS ITERS  fixed work (compute plus a syscall per
- *                                20k iterations) per thread; prints wall time
  *   workload threads N SECS      N threads that sleep for SECS (RSS tests)
  *   workload sleeps N US         N sleeps of US microseconds in a new thread
  *   workload pages N             touch N fresh pages in a new thread
@@ -217,46 +215,12 @@ static int mode_forkspin(const char *count, const char *ms)
 	return 0;
 }
 
-struct work {
-	uint64_t iters;
-};
-
-static NOINLINE void *work_thread(void *arg)
-{
-	const struct work *w = arg;
-
-	for (uint64_t i = 0; i < w->iters; i++) {
-		for (int j = 0; j < 20000; j++)
-			sink += (uint64_t)j * j;
-		syscall(SYS_getppid);
-	}
-	return NULL;
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-/* A fixed amount of work, so that its wall time shows what a profiler costs. */
-static int mode_work(const char *threads, const char *iters)
-{
-	int n = atoi(threads);
-	struct work w = { strtoull(iters, NULL, 10) };
-	pthread_t th[64];
-	uint64_t t0 = mono_ns();
-
-	if (n < 1 || n > 64)
-		return 2;
-	for (int i = 0; i < n; i++)
-		pthread_create(&th[i], NULL, work_thread, &w);
-	for (int i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
-	printf("{\"wall_ns\":%llu}\n", (unsigned long long)(mono_ns() - t0));
-	return 0;
 }
 
 static void *sleeper(void *arg)
@@ -655,8 +619,6 @@ int main(int argc, char **argv)
 		return mode_forkspin(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "fork"))
 		r = mode_fork(argv[2]);
-	else if (!strcmp(argv[1], "work") && argc > 3)
-		r = mode_work(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "threads") && argc > 3)
 		r = mode_threads(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "sleeps") && argc > 3)
