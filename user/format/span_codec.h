@@ -55,7 +55,7 @@ void span_codec_attr(struct perf_event_attr *a);
 /* "spanperf:NAME" into buf; -ENAMETOOLONG if it does not fit. */
 int span_codec_attr_name(char *buf, size_t len, const char *name);
 
-/* How a span was marked, as DESIGN.md's JSON names it: "uprobe", "syscall"... */
+/* How a span was marked, as the JSON rows' "source" names it: "uprobe", "syscall"... */
 const char *span_source_name(int source);
 
 void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp);
