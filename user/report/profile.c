@@ -25,6 +25,22 @@ struct builder {
 	size_t cap_scratch;
 };
 
+/* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
+static __u64 unknown_addr(const struct sym *s, __u64 ip)
+{
+	if (s->known)
+		return 0;
+	return !s->kernel && s->dso_id >= 0 && s->file_offset ? s->file_offset : ip;
+}
+
+const char *pfunc_sym(const struct pfunc *f, char *buf, size_t len)
+{
+	if (!f->unknown_addr)
+		return f->name;
+	snprintf(buf, len, "0x%016llx", (unsigned long long)f->unknown_addr);
+	return buf;
+}
+
 static bool func_eq(const void *ctx, size_t idx)
 {
 	const void *const *c = ctx;
@@ -33,14 +49,15 @@ static bool func_eq(const void *ctx, size_t idx)
 
 	/* Names are the symbolizer's: one pointer per symbol of a dso. */
 	return f->name == s->name && f->dso_id == s->dso_id && f->kernel == s->kernel &&
-	       (s->dso_id >= 0 || !strcmp(f->dso, s->dso));
+	       f->unknown_addr == unknown_addr(s, *(const __u64 *)c[2]) && (s->dso_id >= 0 || !strcmp(f->dso, s->dso));
 }
 
-static int func_of(struct builder *b, const struct sym *s, __u32 *out)
+static int func_of(struct builder *b, const struct sym *s, __u64 ip, __u32 *out)
 {
 	struct profile *p = b->p;
-	__u64 h = hash_mix(hash_mix(0, (__u64)(uintptr_t)s->name), (__u64)(s->dso_id + 2));
-	const void *ctx[2] = { p, s };
+	__u64 addr = unknown_addr(s, ip);
+	__u64 h = hash_mix(hash_mix(hash_mix(0, (__u64)(uintptr_t)s->name), (__u64)(s->dso_id + 2)), addr);
+	const void *ctx[3] = { p, s, &addr };
 	long i = hindex_find(&b->func_idx, h, func_eq, ctx);
 
 	if (i >= 0) {
@@ -49,7 +66,7 @@ static int func_of(struct builder *b, const struct sym *s, __u32 *out)
 	}
 	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
-	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel };
+	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel, addr };
 	if (hindex_add(&b->func_idx, h, p->nr_funcs))
 		return -ENOMEM;
 	*out = p->nr_funcs++;
@@ -84,7 +101,7 @@ static int resolve_ip(struct builder *b, __u32 pid, __u64 ip, __u64 t, bool kern
 		return 0;
 	}
 	symbolizer__resolve(sym, pid, ip, t, kernel, &s);
-	e = func_of(b, &s, &key.func);
+	e = func_of(b, &s, ip, &key.func);
 	if (e || array_reserve((void **)&b->ips, &b->cap_ips, b->nr_ips, sizeof(*b->ips)))
 		return e ?: -ENOMEM;
 	b->ips[b->nr_ips] = key;

@@ -26,7 +26,16 @@ struct pfunc {
 	const char *build_id;
 	int dso_id;
 	bool kernel;
+	/*
+	 * Where no symbol covers the address: the address as perf report shows
+	 * it in the sym column (dso-relative in a file, else as sampled), so
+	 * that each such address is its own row, as there; 0 otherwise.
+	 */
+	__u64 unknown_addr;
 };
+
+/* The sym column's text: the name, or "0x%016llx" of an unknown address, as perf report prints it. */
+const char *pfunc_sym(const struct pfunc *f, char *buf, size_t len);
 
 /* One resolved frame: a function, and the address it was at (for pprof). */
 struct pframe {

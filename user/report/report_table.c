@@ -106,7 +106,9 @@ static int cmp_row(const void *a, const void *b)
 
 static const char *sym_text(const struct pfunc *f, char *buf, size_t len)
 {
-	snprintf(buf, len, "[%c] %s", f->kernel ? 'k' : '.', f->name);
+	char addr[32];
+
+	snprintf(buf, len, "[%c] %s", f->kernel ? 'k' : '.', pfunc_sym(f, addr, sizeof(addr)));
 	return buf;
 }
 
@@ -239,7 +241,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 				case SK_DSO: sbuf_printf(&b, ",\"dso\":"); sbuf_json_str(&b, f->dso); break;
 				case SK_SYM:
 					sbuf_printf(&b, ",\"sym\":");
-					sbuf_json_str(&b, f->name);
+					sbuf_json_str(&b, pfunc_sym(f, sym, sizeof(sym)));
 					sbuf_printf(&b, ",\"kernel\":%s", f->kernel ? "true" : "false");
 					break;
 				default: break;
