@@ -219,7 +219,8 @@ def test_changed_binary_is_not_mis_symbolized():
     shutil.copy("/bin/true", wl)
     after = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
     mine = [r for r in after if r["dso"] == "wl"]
-    assert mine and all(r["sym"] == "[unknown]" for r in mine), mine[:3]
+    # No name: each address is its own row, printed as perf report prints an unresolved one.
+    assert mine and all(re.match(r"^0x[0-9a-f]{16}$", r["sym"]) for r in mine), mine[:3]
 
 
 @test
