@@ -56,16 +56,19 @@ def test_forked_children_inherit_maps():
     theirs = perf_rows(path, "pid,dso,sym")
     # perf prints pid as "PID:comm"
     theirs = collections.Counter({(k[0].split(":")[0],) + k[1:]: n for k, n in theirs.items()})
-    total = sum(theirs.values())
-    assert sum(rows.values()) == total
-    # Every process and dso alike; every symbol of 1% or more alike (PLT
-    # stubs and _init, which perf synthesizes, are the symbol module's).
-    by_dso = lambda c: collections.Counter({k[:2]: 0 for k in c}) + sum(
-        (collections.Counter({k[:2]: n}) for k, n in c.items()), collections.Counter())
-    assert by_dso(theirs) == by_dso(rows), "differs from perf: %s" % (set(by_dso(theirs).items()) ^ set(by_dso(rows).items()))
-    for k, n in theirs.items():
-        if n * 100 >= total:
-            assert rows.get(k) == n, "%s: perf %d, spanperf %s" % (k, n, rows.get(k))
+    assert plt_folded(theirs) == plt_folded(rows), "differs from perf: %s" % sorted(
+        set(plt_folded(theirs).items()) ^ set(plt_folded(rows).items()))[:10]
+
+
+def plt_folded(rows):
+    """Every row, with the PLT and _init as one symbol: perf 6.1 gives a PLT
+    entry's samples to the sizeless _init before it or to NAME@plt depending
+    on its symbol tree's shape (README: where perf is ambiguous)."""
+    out = collections.Counter()
+    for k, n in rows.items():
+        sym = "<plt>" if k[-1] == "_init" or k[-1].endswith("@plt") else k[-1]
+        out[k[:-1] + (sym,)] += n
+    return out
 
 
 @test

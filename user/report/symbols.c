@@ -18,6 +18,7 @@
 struct symbol {
 	__u64 start, end;
 	char *name;
+	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
 	int binding;	 /* STB_*, for choosing among aliases */
 	bool demangled; /* name is final (see sym_name) */
 };
@@ -32,6 +33,7 @@ struct dso {
 	bool kernel, jit, loaded;
 	struct symbol *syms;
 	int nr_syms;
+	size_t cap_syms;
 	struct segment *segs;
 	int nr_segs;
 	struct sym_dso_info info;
@@ -88,7 +90,9 @@ static int cmp_sym(const void *a, const void *b)
 {
 	const struct symbol *x = a, *y = b;
 
-	return (x->start > y->start) - (x->start < y->start);
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int underscores(const char *s)
@@ -125,7 +129,13 @@ static bool better(const struct symbol *a, const struct symbol *b)
 	return strcmp(a->name, b->name) < 0;
 }
 
-/* Sorts, keeps one of the aliases at each address, and closes sizeless symbols at the next one. */
+/*
+ * Sorts, closes sizeless symbols at the next one, then keeps one of the
+ * aliases at each address: perf's symbols__fixup_end, then
+ * symbols__fixup_duplicate, in that order.  So of sizeless aliases (kallsyms
+ * lists memcpy, __memcpy, __pi_memcpy at one address) the last listed takes
+ * the size and wins, as perf shows __pi_memcpy.
+ */
 static void finish_symbols(struct dso *d)
 {
 	int j = 0;
@@ -133,6 +143,9 @@ static void finish_symbols(struct dso *d)
 	if (!d->nr_syms)
 		return; /* sort_n(NULL, 0) is undefined */
 	sort_n(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
+	for (int i = 0; i + 1 < d->nr_syms; i++)
+		if (d->syms[i].end <= d->syms[i].start)
+			d->syms[i].end = d->syms[i + 1].start;
 	for (int i = 0; i < d->nr_syms; i++) {
 		if (j && d->syms[j - 1].start == d->syms[i].start) {
 			if (better(&d->syms[i], &d->syms[j - 1])) {
@@ -146,20 +159,16 @@ static void finish_symbols(struct dso *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
+	/* The last one, and aliases that stayed sizeless: up to the next symbol, or a page. */
 	for (int i = 0; i < d->nr_syms; i++)
 		if (d->syms[i].end <= d->syms[i].start)
 			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
 }
 
-static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const char *name, int binding)
+static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, int binding)
 {
-	if (d->nr_syms == *cap) {
-		struct symbol *n = realloc(d->syms, (*cap = *cap ? *cap * 2 : 256) * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		d->syms = n;
-	}
+	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
+		return -ENOMEM;
 	d->syms[d->nr_syms].name = strdup(name);
 	if (!d->syms[d->nr_syms].name)
 		return -ENOMEM;
@@ -167,6 +176,7 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
 	d->syms[d->nr_syms].demangled = false;
+	d->syms[d->nr_syms].seq = d->nr_syms;
 	d->nr_syms++;
 	return 0;
 }
@@ -176,11 +186,77 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
  * headers.  For naming addresses one alias per address is kept; a lookup by
  * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
  */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * The PLT's entries as perf 6.1 names them (symbol-elf.c's
+ * dso__synthesize_plt_symbols): NAME@plt for the i-th .rela.plt
+ * relocation at .plt + (i + 1) * entsize, the first entry being the PLT's
+ * header, and "@plt" where the relocation names no symbol (IRELATIVE).
+ * Without them a call through the PLT counted as _init, or whatever
+ * sizeless symbol came before.  A debug file's .plt is NOBITS: nothing.
+ */
+static int add_plt_syms(struct dso *d, Elf *elf)
+{
+	GElf_Shdr rel_sh, plt_sh, dyn_sh;
+	Elf_Scn *rel = section_named(elf, ".rela.plt", &rel_sh);
+	Elf_Scn *plt = section_named(elf, ".plt", &plt_sh), *dyn;
+	Elf_Data *rels, *syms;
+	char name[512];
+	__u64 entsize = plt_sh.sh_entsize, addr;
+	size_t n;
+
+	if (!rel || !plt || plt_sh.sh_type != SHT_PROGBITS || rel_sh.sh_type != SHT_RELA || !rel_sh.sh_entsize ||
+	    !entsize)
+		return 0;
+	dyn = elf_getscn(elf, rel_sh.sh_link);
+	if (!dyn || !gelf_getshdr(dyn, &dyn_sh) || dyn_sh.sh_type != SHT_DYNSYM)
+		return 0;
+	rels = elf_getdata(rel, NULL);
+	syms = elf_getdata(dyn, NULL);
+	if (!rels || !syms)
+		return 0;
+	n = rel_sh.sh_size / rel_sh.sh_entsize;
+	addr = plt_sh.sh_addr + entsize;
+	for (size_t i = 0; i < n; i++, addr += entsize) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *sname = "";
+		int e;
+
+		if (!gelf_getrela(rels, i, &r))
+			break;
+		if (addr + entsize > plt_sh.sh_addr + plt_sh.sh_size)
+			break; /* a relocation count the section cannot hold */
+		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
+			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
+		snprintf(name, sizeof(name), "%s@plt", sname);
+		e = add_symbol(d, addr, entsize, name, STB_GLOBAL);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
 static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	size_t phnum = 0;
-	int err = 0, cap = 0;
+	int err = 0;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		return -EINVAL;
@@ -225,9 +301,11 @@ static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_alias
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			err = add_symbol(d, &cap, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			err = add_symbol(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
 		}
 	}
+	if (!err)
+		err = add_plt_syms(d, elf);
 	if (!all_aliases)
 		finish_symbols(d);
 	return err;
@@ -249,6 +327,36 @@ static int load_elf_file(struct dso *d, const char *file, bool want_segs, bool a
 		elf_end(elf);
 	close(fd);
 	return err;
+}
+
+/*
+ * The PLT of the mapped file itself, for symbols read from a debug file
+ * (whose .plt is NOBITS); not if the file changed since the recording.
+ * The caller finishes the symbols.
+ */
+static void add_plt_of(struct dso *d, const char *file)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	int fd;
+	Elf *elf;
+
+	if (d->build_id[0]) {
+		if (buildid_from_file(file, id, &size))
+			return;
+		buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id))
+			return;
+	}
+	fd = open_regular(file);
+	if (fd < 0)
+		return;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		add_plt_syms(d, elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
 }
 
 static int load_elf(struct dso *d, const char *file, bool want_segs)
@@ -371,8 +479,11 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (d->build_id[0]) {
 		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, d->build_id,
 			 d->build_id + 2);
-		if (!access(dbg, R_OK) && !load_elf(d, dbg, true) && d->nr_syms)
+		if (!access(dbg, R_OK) && !load_elf_file(d, dbg, true, true) && d->nr_syms) {
+			add_plt_of(d, file);
+			finish_symbols(d);
 			return;
+		}
 		if (buildid_from_file(file, id, &size))
 			return; /* gone or unreadable */
 		buildid_hex(id, size, hex);
@@ -393,12 +504,15 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (!access(dbg, R_OK)) {
 		struct dso tmp = {};
 
-		if (!load_elf(&tmp, dbg, false) && tmp.nr_syms > d->nr_syms) {
+		if (!load_elf_file(&tmp, dbg, false, true) && tmp.nr_syms > d->nr_syms) {
+			add_plt_of(&tmp, file);
+			finish_symbols(&tmp);
 			for (int i = 0; i < d->nr_syms; i++)
 				free(d->syms[i].name);
 			free(d->syms);
 			d->syms = tmp.syms;
 			d->nr_syms = tmp.nr_syms;
+			d->cap_syms = tmp.cap_syms;
 		} else {
 			for (int i = 0; i < tmp.nr_syms; i++)
 				free(tmp.syms[i].name);
@@ -409,7 +523,6 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 
 struct kload {
 	struct dso *d;
-	int cap;
 };
 
 static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n)
@@ -421,7 +534,7 @@ static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n
 		return 0;
 	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
 	/* kallsyms: T is global, t local, W/w weak. */
-	return add_symbol(k->d, &k->cap, addr, 0, buf,
+	return add_symbol(k->d, addr, 0, buf,
 			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
 }
 
@@ -430,7 +543,7 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	char path[PATH_MAX + 32], *text = NULL;
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
-	struct kload k = { d, 0 };
+	struct kload k = { d };
 	__u64 text_addr = d->info.pgoff, running;
 	size_t len;
 
@@ -465,7 +578,6 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
 	char path[PATH_MAX + 32], line[1024];
 	struct dso *d;
-	int cap = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
@@ -488,7 +600,7 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		if (add_symbol(d, &cap, start, size ? size : 1, line + n, STB_GLOBAL))
+		if (add_symbol(d, start, size ? size : 1, line + n, STB_GLOBAL))
 			break;
 	}
 	fclose(f);
