@@ -88,3 +88,47 @@ def test_pipeline_with_exec_agrees_with_perf():
     assert theirs == mine, "differs from perf: %s" % sorted(set(theirs.items()) ^ set(mine.items()))[:10]
     assert any(c == "xz" and dso.startswith("liblzma") for c, dso in mine), mine
     assert any(c == "gzip" and dso == "gzip" for c, dso in mine), mine
+
+
+REAL_WORK = r"""
+set -e
+cd "$1"
+# a package built and unpacked: dpkg-deb forks its compressors without exec
+mkdir -p pkg/DEBIAN pkg/usr/share/demo
+head -c 4000000 /dev/urandom | base64 > pkg/usr/share/demo/data.txt
+printf 'Package: spanperf-demo\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@t>\nDescription: d\n' > pkg/DEBIAN/control
+dpkg-deb -Zxz -b pkg demo.deb >/dev/null
+dpkg-deb -x demo.deb out
+# a compiler, an interpreter, compressors and sort over generated data
+printf 'int f(int x){return x*3;}\nint main(void){int s=0;for(int i=0;i<1000;i++)s+=f(i);return s&1;}\n' > t.c
+gcc -O2 -o t t.c
+python3 -c 'import json; sum(len(json.dumps(list(range(i % 300)))) for i in range(60000))'
+seq 1 400000 | sort -R | sort -n | xz -1 -T1 | xz -d -T1 | gzip -1 > /dev/null
+"""
+
+
+@test
+def test_real_programs_agree_with_perf():
+    """Programs no test of ours wrote, recorded whole-host: every symbol of
+    0.1% or more has perf's count, and no dso perf names is [unknown]."""
+    need_bpf()
+    for tool in ("gcc", "python3", "xz", "gzip", "sort", "seq", "dpkg-deb", "base64"):
+        if not shutil.which(tool):
+            raise Skip("%s is not installed" % tool)
+    d = tmpdir()
+    path = os.path.join(d, "host.data")
+    script = os.path.join(d, "work.sh")
+    with open(script, "w") as f:
+        f.write(REAL_WORK)
+    spanperf("record", "-a", "-g", "-F", "999", "-o", path, "--", "sh", script, d, check=True, timeout=300)
+    mine = plt_folded(spanperf_rows(path, "comm,dso,sym"))
+    theirs = plt_folded(perf_rows(path, "comm,dso,sym"))
+    total = sum(theirs.values())
+    assert sum(mine.values()) == total, (sum(mine.values()), total)
+    bad = [(k, n, mine.get(k, 0)) for k, n in theirs.items() if n * 1000 >= total and mine.get(k, 0) != n]
+    assert not bad, "perf's count, spanperf's: %s" % bad[:10]
+    unknown = lambda rows: sum(n for k, n in rows.items() if k[1] == "[unknown]")
+    assert unknown(mine) <= unknown(theirs), (unknown(mine), unknown(theirs))
+    comms = {k[0] for k in mine}
+    for c in ("dpkg-deb", "cc1", "python3", "xz", "sort"):
+        assert c in comms, "no samples of %s: %s" % (c, sorted(comms)[:30])
