@@ -114,6 +114,28 @@ struct sp_span {
 	__u8 pad[7];
 };
 
+/* ---- OTEP 4947 thread context ---- */
+
+/*
+ * How the sampling program finds a process's otel_thread_ctx_v1 from the
+ * interrupted thread's fsbase (x86-64 TLS variant II), the value of the
+ * `otel_recipes` map keyed by pid.  User space works it out from the ELF
+ * and the process's relocated GOT (user/record/otel_tls.c).
+ */
+enum sp_otel_kind {
+	SP_OTEL_TP = 1,	 /* the variable is at fsbase + off (off < 0: static TLS) */
+	SP_OTEL_DTV = 2, /* at dtv[modid].val + off, dtv at fsbase + 8 (glibc's tcbhead_t) */
+};
+
+struct sp_otel_recipe {
+	__u64 off; /* signed for SP_OTEL_TP */
+	__u64 modid;
+	__u32 kind;
+	__u32 pad;
+};
+
+#define SP_OTEL_HEADER 28 /* trace-id 16, span-id 8, valid, flags, attrs size u16 */
+
 /* Indexes into the per-CPU `stats` array: events user space must report. */
 enum sp_stat {
 	SP_STAT_FILTERED = 0,	  /* samples dropped by -p/-t */
