@@ -79,6 +79,7 @@ enum sp_span_source {
 	SP_SRC_SYSCALL,
 	SP_SRC_TRACEPOINT,
 	SP_SRC_EXTERNAL,
+	SP_SRC_OTEL, /* OTEP 4947 thread context, read at each sample */
 };
 
 #define SP_SPAN_UNFINISHED 1 /* the thread exited inside the span */
@@ -136,6 +137,35 @@ struct sp_otel_recipe {
 
 #define SP_OTEL_HEADER 28 /* trace-id 16, span-id 8, valid, flags, attrs size u16 */
 
+/* A thread's published context; all zero: none. */
+struct sp_otel_ctx {
+	__u64 trace_id[2]; /* the W3C bytes, as published */
+	__u64 span_id;
+	__u8 flags;
+	__u8 pad[7];
+};
+
+/*
+ * Per thread (the `otel_state` LRU map keyed by tid): the context its
+ * samples saw last, since when, and how many samples saw it.
+ */
+struct sp_otel_state {
+	struct sp_otel_ctx ctx;
+	__u64 start_ns, last_ns, samples;
+	__u32 pid;
+	__u32 pad;
+};
+
+/*
+ * The thread's context changed at `time` (bpf_ktime_get_ns): the context
+ * that ended, from the `otel_events` ring.  User space makes it a span.
+ */
+struct sp_otel_event {
+	__u64 time;
+	struct sp_otel_state prev;
+	__u32 tid, cpu;
+};
+
 /* Indexes into the per-CPU `stats` array: events user space must report. */
 enum sp_stat {
 	SP_STAT_FILTERED = 0,	  /* samples dropped by -p/-t */
@@ -149,6 +179,10 @@ enum sp_stat {
 	SP_STAT_SPANS_SHORT,	  /* dropped by --span-min-us */
 	SP_STAT_SPANS_NOSTACK,	  /* task storage busy or full */
 	SP_STAT_SPANS_UNFINISHED, /* threads exited inside a span */
+	SP_STAT_OTEL_FAULT,	  /* otel: the TLS pointer or the record could not be read */
+	SP_STAT_OTEL_INVALID,	  /* otel: the record's valid byte was not 1 (being written) */
+	SP_STAT_OTEL_LOST,	  /* otel: the event ring was full */
+	SP_STAT_OTEL_READS,	  /* otel: samples of a process with a recipe */
 	SP_STAT_MAX,
 };
 

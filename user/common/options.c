@@ -100,6 +100,8 @@ void record_usage(FILE *out)
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
 		"                         context-switches: both counted without counter reads)\n"
 		"      --span-buffer KB   the span ring buffer (default 8192)\n"
+		"      --otel             spans from the OpenTelemetry thread context that\n"
+		"                         processes publish (otel_thread_ctx_v1, OTEP 4947)\n"
 		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
 		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
@@ -128,7 +130,7 @@ void record_usage(FILE *out)
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP };
+	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP, OPT_OTEL };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -143,6 +145,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
 		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
+		{ "otel", no_argument, NULL, OPT_OTEL },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -197,6 +200,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			break;
 		case 'g':
 			o->callgraph = true;
+			break;
+		case OPT_OTEL:
+			o->otel = true;
 			break;
 		case OPT_SPAN: {
 			const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));

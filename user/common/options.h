@@ -28,6 +28,7 @@ struct record_opts {
 	const char *span_counters; /* what spans carry; task-clock,context-switches by default */
 	uint64_t span_buffer_kb;   /* the span ring, a power of two */
 	bool raw_tp;		   /* --raw-tp: raw tracepoints where there is a choice */
+	bool otel;		   /* --otel: read OTEP 4947 thread context at each sample */
 	double duration;	/* -d, 0: until CMD exits or a signal */
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */

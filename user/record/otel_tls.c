@@ -206,11 +206,16 @@ static int recipe_from_got(int memfd, const struct otel_tls_elf *e, __u64 bias, 
 	case OTEL_TLS_IE:
 		if ((err = read_mem(memfd, bias + e->got, w, 8)))
 			return err;
+		/* Static TLS is below the thread pointer: 0 or above is a slot not yet relocated. */
+		if ((__s64)w[0] >= 0)
+			return -EAGAIN;
 		*r = (struct sp_otel_recipe){ .kind = SP_OTEL_TP, .off = w[0] };
 		return 0;
 	case OTEL_TLS_DESC:
 		if ((err = read_mem(memfd, bias + e->got, w, 16)))
 			return err;
+		if (!w[0]) /* no resolver function yet: the dynamic linker has not been here */
+			return -EAGAIN;
 		if ((__s64)w[1] < 0 && (__s64)w[1] > -STATIC_TLS_MAX) {
 			*r = (struct sp_otel_recipe){ .kind = SP_OTEL_TP, .off = w[1] };
 			return 0;
@@ -223,6 +228,8 @@ static int recipe_from_got(int memfd, const struct otel_tls_elf *e, __u64 bias, 
 	case OTEL_TLS_GD:
 		if ((err = read_mem(memfd, bias + e->got, w, 16)))
 			return err;
+		if (!w[0]) /* module ids count from 1 */
+			return -EAGAIN;
 		*r = (struct sp_otel_recipe){ .kind = SP_OTEL_DTV, .modid = w[0], .off = w[1] };
 		return 0;
 	case OTEL_TLS_EXEC:

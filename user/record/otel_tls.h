@@ -49,8 +49,9 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
  * The recipe for process pid: its executable first, then its shared objects
  * in address order, as the dynamic linker's lookup would find the symbol.
  * Reads the relocated GOT from /proc/PID/mem.  -ENOENT if no module defines
- * the variable; another -errno with *model set when one does but it cannot
- * be followed.
+ * the variable; -EAGAIN if the dynamic linker has not relocated its GOT yet
+ * (ask again later); another -errno with *model set when one does but it
+ * cannot be followed.
  */
 int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *model);
 

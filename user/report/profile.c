@@ -131,7 +131,7 @@ static bool stack_eq(const void *ctx, size_t idx)
 }
 
 /* Identical (thread, comm, functions) samples fold into one stack. */
-static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period)
+static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, __u32 *idx)
 {
 	struct profile *p = b->p;
 	const void *ctx[2] = { p, k };
@@ -145,18 +145,19 @@ static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __
 	if (i >= 0) {
 		p->stacks[i].count++;
 		p->stacks[i].period += period;
+		*idx = i;
 		return 0;
 	}
 	if (array_reserve((void **)&p->stacks, &b->cap_stacks, p->nr_stacks, sizeof(*p->stacks)))
 		return -ENOMEM;
 	s = &p->stacks[p->nr_stacks];
-	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period };
+	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {} };
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
 	if (hindex_add(&b->stack_idx, h, p->nr_stacks))
 		return -ENOMEM;
-	p->nr_stacks++;
+	*idx = p->nr_stacks++;
 	return 0;
 }
 
@@ -166,6 +167,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct profile *p = b->p;
 	const struct pd_sample *s = &ss->ev->sample;
 	struct stack_key k = { .tid = s->tid, .comm = ss->comm };
+	__u32 idx;
 	int e;
 
 	if (ss->kind != SESS_SAMPLING)
@@ -211,12 +213,63 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	return add_stack(b, s->pid, &k, s->period);
+	e = add_stack(b, s->pid, &k, s->period, &idx);
+	if (e || !p->otel)
+		return e;
+	return otel_join__add_sample(p->otel, s->tid, s->time, idx, s->period);
+}
+
+static int on_span(void *ctx, const struct sess_span *ss)
+{
+	struct builder *b = ctx;
+
+	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
+}
+
+/* Each stack split by the OTel context its samples ran in. */
+static int split_by_otel(struct profile *p)
+{
+	struct otel_fold *f;
+	struct pstack *ns;
+	size_t n;
+	int e = otel_join__fold(p->otel, &f, &n);
+
+	if (e)
+		return e;
+	ns = calloc(n ? n : 1, sizeof(*ns));
+	if (!ns) {
+		free(f);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pstack *old = &p->stacks[f[i].stack];
+
+		ns[i] = *old;
+		ns[i].count = f[i].count;
+		ns[i].period = f[i].period;
+		ns[i].otel = f[i].ids;
+		ns[i].frames = malloc((old->nr ? old->nr : 1) * sizeof(*old->frames));
+		if (!ns[i].frames) {
+			while (i--)
+				free(ns[i].frames);
+			free(ns);
+			free(f);
+			return -ENOMEM;
+		}
+		memcpy(ns[i].frames, old->frames, old->nr * sizeof(*old->frames));
+	}
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		free(p->stacks[i].frames);
+	free(p->stacks);
+	p->stacks = ns;
+	p->nr_stacks = n;
+	free(f);
+	return 0;
 }
 
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
 {
-	static const struct session_ops ops = { .sample = on_sample };
+	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
 	struct builder b = {};
 	struct profile *p;
 	int e;
@@ -241,9 +294,23 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 				     a->attr.config == PERF_COUNT_SW_TASK_CLOCK);
 		p->sample_freq = a->attr.freq ? a->attr.sample_freq : 0;
 	}
+	/* Only a file with otel spans pays for noting every sample. */
+	for (int i = 0; i < p->rd->nr_attrs; i++) {
+		const char *name = span_codec_name(&p->rd->attrs[i]);
+
+		if (name && !strcmp(name, "otel") && !p->otel && !(p->otel = otel_join__new())) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+	}
 	e = session__process(p->sess, &ops, &b, err, errlen);
 	if (e)
 		goto cleanup;
+	if (otel_join__has_spans(p->otel)) {
+		e = split_by_otel(p);
+		if (e)
+			goto cleanup;
+	}
 	*out = p;
 	p = NULL;
 cleanup:
@@ -264,6 +331,7 @@ void profile__free(struct profile *p)
 		free(p->stacks[i].frames);
 	free(p->stacks);
 	free(p->funcs);
+	otel_join__free(p->otel);
 	session__free(p->sess);
 	free(p);
 }

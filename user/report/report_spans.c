@@ -37,6 +37,8 @@ struct span_row {
 	__u64 bpf_samples;
 	__u64 counters[SP_MAX_COUNTERS];
 	const struct ext_span *ext;
+	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	__u8 trace_id[16], span_id[8];
 	size_t first, count; /* the join's result */
 };
 
@@ -90,6 +92,11 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	if (row.name < 0)
 		return -ENOMEM;
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
+	if (sp->flags & SPAN_HAS_CONTEXT) {
+		row.has_ctx = true;
+		memcpy(row.trace_id, sp->trace_id, 16);
+		memcpy(row.span_id, sp->span_id, 8);
+	}
 	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
 	r->sp[r->nsp++] = row;
@@ -214,6 +221,15 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)top[k].n);
 	}
 	sbuf_printf(b, "]");
+	if (sp->has_ctx) {
+		sbuf_printf(b, ",\"trace_id\":\"");
+		for (int k = 0; k < 16; k++)
+			sbuf_printf(b, "%02x", sp->trace_id[k]);
+		sbuf_printf(b, "\",\"span_id\":\"");
+		for (int k = 0; k < 8; k++)
+			sbuf_printf(b, "%02x", sp->span_id[k]);
+		sbuf_printf(b, "\"");
+	}
 	if (sp->ext && sp->ext->trace_id[0])
 		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
 	if (sp->ext && sp->ext->span_id[0])
