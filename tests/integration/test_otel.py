@@ -3,7 +3,10 @@
 with include/otel_thread_ctx.h (the workload, and a client built here with
 each TLS model of a shared object) are recorded with --otel; the spans found
 must be the ones the process published, with its ids, and hold its samples."""
+import json
 import os
+import re
+import time
 
 from harness import (WORKLOAD, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
 from pprof_decode import decode
@@ -143,3 +146,92 @@ def test_otel_bad_records_are_counted_not_spans():
         n = int(line[0].split("found the context unreadable")[0].split()[-2]) if mode == "badptr" else \
             int(line[0].split("mid-update")[0].split(",")[-1].split()[0])
         assert n >= 100, "%s: %s" % (mode, line[0])
+
+
+def to_otlp(spans, offset, with_tid):
+    """spanperf JSON lines (CLOCK_MONOTONIC) as the Collector's file exporter writes OTLP JSON."""
+    out = []
+    for i, s in enumerate(spans):
+        attrs = [{"key": "thread.id", "value": {"intValue": str(s["tid"])}}] if with_tid else []
+        out.append({"traceId": "%032x" % (0xabc000 + i // 10), "spanId": "%016x" % (0x5000 + i),
+                    "parentSpanId": "", "name": s["name"], "kind": 1,
+                    "startTimeUnixNano": str(s["start_ns"] + offset), "endTimeUnixNano": str(s["end_ns"] + offset),
+                    "attributes": attrs, "status": {}})
+    pid = spans[0]["pid"]
+    req = {"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "workload"}},
+        {"key": "process.pid", "value": {"intValue": str(pid)}}]},
+        "scopeSpans": [{"scope": {"name": "test"}, "spans": out}]}]}
+    return json.dumps(req) + "\n"
+
+
+def clock_offset():
+    """CLOCK_REALTIME - CLOCK_MONOTONIC now, read back to back."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+@test
+def test_annotate_otlp_json_with_and_without_thread_id():
+    need_bpf()
+    d = tmpdir()
+    ext = os.path.join(d, "calls.jsonl")
+    data = os.path.join(d, "calls.data")
+    p = spanperf("record", "-F", str(FREQ), "-o", data, "--", WORKLOAD, "calls", "50", "5", ext)
+    assert p.returncode == 0, p.stderr
+    spans = json_lines(open(ext).read())
+    base = spanperf("annotate", "--spans", ext, "-i", data, "--format", "json")
+    assert base.returncode == 0, base.stderr
+    want = [s["samples"] for s in json_lines(base.stdout)]
+    assert sum(want) > 0
+    for with_tid in (True, False):
+        otlp = os.path.join(d, "spans-%d.json" % with_tid)
+        with open(otlp, "w") as f:
+            f.write(to_otlp(spans, clock_offset(), with_tid))
+        a = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "json")
+        assert a.returncode == 0, a.stderr
+        rows = json_lines(a.stdout)
+        assert len(rows) == len(spans), (with_tid, len(rows), a.stderr)
+        assert all(r["tid"] == spans[0]["tid"] for r in rows)
+        # The offset the test read and the one record kept differ by microseconds at most.
+        got = [r["samples"] for r in rows]
+        assert sum(abs(x - y) for x, y in zip(got, want)) <= 2, (with_tid, got, want)
+        assert rows[0]["trace_id"] == "%032x" % 0xabc000 and rows[3]["span_id"] == "%016x" % 0x5003, rows[0]
+
+    # Back out as OTLP JSON: hex ids, int64 as strings, unix times; and in again, the same samples.
+    out = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "otlp-json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rs = doc["resourceSpans"]
+    assert len(rs) == 1 and rs[0]["resource"]["attributes"][0]["value"]["intValue"] == str(spans[0]["pid"])
+    o = rs[0]["scopeSpans"][0]["spans"]
+    assert len(o) == len(spans)
+    for s in o:
+        assert re.fullmatch(r"[0-9a-f]{32}", s["traceId"]) and re.fullmatch(r"[0-9a-f]{16}", s["spanId"]), s
+        assert isinstance(s["startTimeUnixNano"], str) and int(s["startTimeUnixNano"]) > 1.6e18, s
+        a = {x["key"]: x["value"] for x in s["attributes"]}
+        assert isinstance(a["perf.cpu.samples"]["intValue"], str)
+        assert a["thread.id"]["intValue"] == str(spans[0]["tid"])
+        assert "perf.task_clock_ms" in a and "perf.top_functions" in a, a
+    back = os.path.join(d, "back.json")
+    with open(back, "w") as f:
+        f.write(out.stdout)
+    again = spanperf("annotate", "--spans", back, "-i", data, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert [r["samples"] for r in json_lines(again.stdout)] == got
+
+
+@test
+def test_annotate_malformed_otlp_json_is_one_sentence():
+    d = tmpdir()
+    data = os.path.join(d, "x.data")
+    p = spanperf("record", "-F", "99", "-o", data, "--", "/bin/true")
+    if p.returncode != 0:
+        need_bpf()
+    for text in ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"ab"', '{"resourceSpans":[1,]}',
+                 '{"resourceSpans":' + "[" * 100000):
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write(text)
+        a = spanperf("annotate", "--spans", bad, "-i", data)
+        assert a.returncode == 1 and a.stdout == "", (text[:40], a.returncode, a.stderr)
+        assert len(a.stderr.strip().splitlines()) == 1 and "not OTLP JSON" in a.stderr, a.stderr

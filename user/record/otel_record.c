@@ -177,18 +177,19 @@ static void visit(struct otel_record *r, int pid)
 
 int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns)
 {
-	char self[PATH_MAX];
 	__u64 until = now_ns(CLOCK_MONOTONIC) + timeout_ns;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	struct proc *p;
 
-	if (!r->o.cmd_pid || n < 0)
+	if (!r->o.cmd_pid)
 		return 0;
-	self[n] = 0;
+	/*
+	 * Until it publishes, or the time is up: the dynamic linker maps and
+	 * relocates a publishing library some time after the exec.
+	 */
 	do {
 		visit(r, r->o.cmd_pid);
 		p = proc_get(r, r->o.cmd_pid);
-		if (!p || p->state == PROC_DONE || (p->state == PROC_NONE && p->exe && strcmp(p->exe, self)))
+		if (!p || p->state == PROC_DONE)
 			return 0;
 		usleep(500);
 	} while (now_ns(CLOCK_MONOTONIC) < until);

@@ -38,9 +38,9 @@ int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
 /* Finds processes new since the last full scan (one a second) and the command's. */
 int otel_record__tick(struct otel_record *r, __u64 now);
 /*
- * Right after the command was let go: waits, up to timeout_ns, until it has
- * exec'ed and, if it publishes, its recipe is in place, so that its first
- * spans are not missed.  -ETIMEDOUT if not by then (later ticks go on).
+ * Right after the command was let go: waits, up to timeout_ns, until it
+ * publishes and its recipe is in place, so that its first spans are not
+ * missed.  -ETIMEDOUT if not by then (later ticks go on looking).
  */
 int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns);
 /* Writes the spans whose context ended; how many, or -errno. */

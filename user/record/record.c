@@ -818,7 +818,7 @@ int cmd_record(int argc, char **argv)
 	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
 	if (r.otel)
-		otel_record__await_cmd(r.otel, 200000000ull);
+		otel_record__await_cmd(r.otel, 100000000ull);
 	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans, r.spans || r.otel ? SPAN_POLL_MS : POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {

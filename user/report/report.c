@@ -23,7 +23,8 @@ static void usage(FILE *out)
 		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
 		"      --percent-limit P  leave out rows under P percent (text)\n"
-		"      --format FMT       text (default) or json: one object per row (or span)\n"
+		"      --format FMT       text (default) or json: one object per row (or span);\n"
+		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
 		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
@@ -93,7 +94,7 @@ int cmd_report(int argc, char **argv)
 	struct table_opts to = {};
 	struct profile *p = NULL;
 	const char *input = "perf.data", *flame = NULL, *pprof = NULL;
-	bool spans = false, bpf_samples = false, folded = false;
+	bool spans = false, bpf_samples = false, folded = false, otlp = false;
 	char err[512], title[600];
 	int c, e, ret = 1;
 
@@ -113,11 +114,12 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-				pr_err("--format '%s' is neither text nor json", optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json")) {
+				pr_err("--format '%s' is neither text, json nor otlp-json", optarg);
 				return 1;
 			}
 			to.json = !strcmp(optarg, "json");
+			otlp = !strcmp(optarg, "otlp-json");
 			break;
 		case 'g':
 			to.callgraph = true;
@@ -170,8 +172,12 @@ int cmd_report(int argc, char **argv)
 		pr_err("unexpected argument '%s'; the input file goes after -i", argv[optind]);
 		return 1;
 	}
+	if (otlp && !spans) {
+		pr_err("--format otlp-json writes spans: use it with --spans");
+		return 1;
+	}
 	if (spans) {
-		struct spans_report_opts so = { .input = input, .json = to.json, .bpf_samples = bpf_samples };
+		struct spans_report_opts so = { .input = input, .json = to.json, .otlp = otlp, .bpf_samples = bpf_samples };
 
 		if (spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);
