@@ -6,9 +6,10 @@ must be the ones the process published, with its ids, and hold its samples."""
 import json
 import os
 import re
+import shutil
 import time
 
-from harness import (WORKLOAD, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
 from pprof_decode import decode
 
 FREQ = 999
@@ -235,3 +236,45 @@ def test_annotate_malformed_otlp_json_is_one_sentence():
         a = spanperf("annotate", "--spans", bad, "-i", data)
         assert a.returncode == 1 and a.stdout == "", (text[:40], a.returncode, a.stderr)
         assert len(a.stderr.strip().splitlines()) == 1 and "not OTLP JSON" in a.stderr, a.stderr
+
+
+NODE_DIR = os.path.join(HERE, "..", "..", "build", "otel-node")
+
+
+def node_client():
+    """The Node OpenTelemetry SDK from npm, installed once into build/otel-node."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        raise Skip("node and npm are not installed (tools/deps.sh installs them)")
+    src = os.path.join(HERE, "otel_node")
+    os.makedirs(NODE_DIR, exist_ok=True)
+    for f in ("package.json", "app.js"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(NODE_DIR, f))
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@opentelemetry", "sdk-trace-node")):
+        p = run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, timeout=600)
+        if p.returncode != 0:
+            raise Skip("npm install of the OpenTelemetry SDK failed (registry unreachable?): %s" %
+                       (p.stderr.strip().splitlines() or ["?"])[-1])
+    return os.path.join(NODE_DIR, "app.js")
+
+
+@test
+def test_real_otel_sdk_spans_annotated():
+    """Spans of the real Node SDK, annotated: samples in each match the CPU it used within 15%."""
+    need_bpf()
+    app = node_client()
+    d = tmpdir()
+    otlp = os.path.join(d, "spans.json")
+    data = os.path.join(d, "node.data")
+    p = spanperf("record", "-F", str(FREQ), "-o", data, "--", "node", app, otlp, "9", "100")
+    assert p.returncode == 0, p.stderr
+    truth = {t["span_id"]: t["cpu_ns"] for t in json_lines(p.stdout)}
+    assert len(truth) == 9, p.stdout
+    a = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "json")
+    assert a.returncode == 0, a.stderr
+    rows = json_lines(a.stdout)
+    assert sorted(r["span_id"] for r in rows) == sorted(truth), rows
+    for r in rows:
+        expected = truth[r["span_id"]] / 1e9 * FREQ
+        assert abs(r["samples"] - expected) <= 0.15 * expected, "span %s: %d samples for %.0f expected" % (
+            r["span_id"], r["samples"], expected)
+        assert r["top"], r
