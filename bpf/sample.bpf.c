@@ -52,7 +52,8 @@ struct {
 static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_otel_ctx *c)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), addr, ptr = 0;
+	/* A BTF pointer: a plain load, CO-RE-relocated, no probe read. */
+	__u64 fsbase = task->thread.fsbase, addr, ptr = 0;
 	__u8 hdr[SP_OTEL_HEADER];
 
 	if (r->kind == SP_OTEL_TP) {
@@ -100,7 +101,6 @@ static __always_inline void otel_sample(__u32 pid, __u32 tid)
 
 	if (!r)
 		return;
-	stat_inc(SP_STAT_OTEL_READS);
 	if (otel_read(r, &c))
 		return;
 	now = bpf_ktime_get_ns();

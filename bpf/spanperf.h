@@ -182,7 +182,6 @@ enum sp_stat {
 	SP_STAT_OTEL_FAULT,	  /* otel: the TLS pointer or the record could not be read */
 	SP_STAT_OTEL_INVALID,	  /* otel: the record's valid byte was not 1 (being written) */
 	SP_STAT_OTEL_LOST,	  /* otel: the event ring was full */
-	SP_STAT_OTEL_READS,	  /* otel: samples of a process with a recipe */
 	SP_STAT_MAX,
 };
 

@@ -193,9 +193,11 @@ def test_annotate_otlp_json_with_and_without_thread_id():
         rows = json_lines(a.stdout)
         assert len(rows) == len(spans), (with_tid, len(rows), a.stderr)
         assert all(r["tid"] == spans[0]["tid"] for r in rows)
-        # The offset the test read and the one record kept differ by microseconds at most.
+        # The offset the test read and the one record kept differ by microseconds: a sample
+        # right on the boundary of two back-to-back spans may go to the other one.
         got = [r["samples"] for r in rows]
-        assert sum(abs(x - y) for x, y in zip(got, want)) <= 2, (with_tid, got, want)
+        assert all(abs(x - y) <= 1 for x, y in zip(got, want)), (with_tid, got, want)
+        assert abs(sum(got) - sum(want)) <= 2, (with_tid, got, want)
         assert rows[0]["trace_id"] == "%032x" % 0xabc000 and rows[3]["span_id"] == "%016x" % 0x5003, rows[0]
 
     # Back out as OTLP JSON: hex ids, int64 as strings, unix times; and in again, the same samples.

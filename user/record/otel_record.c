@@ -262,7 +262,6 @@ long otel_record__flush(struct otel_record *r)
 
 void otel_record__report(struct otel_record *r)
 {
-	__u64 reads = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_READS);
 	__u64 fault = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_FAULT);
 	__u64 invalid = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_INVALID);
 	__u64 lost = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_LOST);
@@ -271,9 +270,9 @@ void otel_record__report(struct otel_record *r)
 	for (int m = 0; m <= OTEL_TLS_GD; m++)
 		procs += r->found[m];
 	pr_info("otel: %lu processes publish thread context (%lu local-exec, %lu initial-exec, %lu tlsdesc, %lu general-dynamic); "
-		"%llu samples read it, %llu spans",
+		"%llu spans",
 		procs, r->found[OTEL_TLS_EXEC], r->found[OTEL_TLS_IE], r->found[OTEL_TLS_DESC], r->found[OTEL_TLS_GD],
-		(unsigned long long)reads, (unsigned long long)r->spans);
+		(unsigned long long)r->spans);
 	if (fault || invalid)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",

@@ -624,8 +624,15 @@ static int finish(struct recorder *r, int argc, char **argv)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)r->o->max_threads);
 	if (sp_verbose > 0) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
 		fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
 			(unsigned long long)accepted, (unsigned long long)r->samples, (unsigned long long)r->lost);
+		/* Only with kernel.bpf_stats_enabled=1: this program's own cost, whoever else loads one. */
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_sample), &info, &len) && info.run_cnt)
+			fprintf(stderr, "sampling program: %llu runs, %.0f ns each (bpf_stats)\n",
+				(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);
 		print_threads(r);
 	}
 	buildid_cache__report(r->bcache);
