@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "kallsyms.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
 #include "offcpu.h"
@@ -24,6 +25,7 @@ struct offcpu_set {
 	void *ctx;
 	int err;		/* the first write error inside the ring callback */
 	__u64 chain[2 * SP_OFFCPU_STACK_DEPTH + 2];
+	__u64 iter_start, iter_end; /* __traceiter_sched_switch, when found */
 	struct offcpu_stats st;
 };
 
@@ -55,15 +57,22 @@ static __u32 read_stack(struct offcpu_set *s, __s32 id, __u64 *out)
 
 /* One offcpu-time sample: period = ns off CPU, the kernel chain then the user chain. */
 static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, __u64 time, __u64 ns,
-			__s32 kstack, __s32 ustack)
+			__s32 kstack, __s32 ustack, bool sum)
 {
-	struct pd_sample smp = { .id = OFFCPU_ID, .pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = ns };
+	struct pd_sample smp = { .id = OFFCPU_ID, .pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = ns,
+				 .cpu_res = sum ? OFFCPU_RES_SUM : 0 };
 	char buf[sizeof(struct perf_event_header) + 128 + sizeof(s->chain)];
 	__u32 n = 0, k;
 	__u16 misc = PERF_RECORD_MISC_USER;
 	long len;
 
 	k = read_stack(s, kstack, s->chain + 1);
+	/*
+	 * With more than one program on sched_switch the kernel goes through
+	 * the tracepoint's iterator, one frame more than the BPF side skips.
+	 */
+	if (k && s->chain[1] >= s->iter_start && s->chain[1] < s->iter_end)
+		memmove(s->chain + 1, s->chain + 2, --k * sizeof(*s->chain));
 	if (k) {
 		s->chain[0] = PD_CONTEXT_KERNEL;
 		n = k + 1;
@@ -95,12 +104,50 @@ static int on_ring(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev) || s->err)
 		return 0;
-	e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack);
+	e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
 	if (e)
 		s->err = e;
 	else
 		s->st.samples++;
 	return 0;
+}
+
+struct iter_find {
+	__u64 start, end;
+	bool next; /* the symbol after it ends it */
+};
+
+static int find_iter(void *ctx, __u64 addr, char type, const char *name, size_t len)
+{
+	static const char want[] = "__traceiter_sched_switch";
+	struct iter_find *f = ctx;
+
+	(void)type;
+	if (f->next && addr > f->start) {
+		f->end = addr;
+		f->next = false;
+	}
+	if (len == sizeof(want) - 1 && !memcmp(name, want, len)) {
+		f->start = addr;
+		f->next = true;
+	}
+	return 0;
+}
+
+/* Where the tracepoint iterator is; nothing is stripped if kallsyms hides it. */
+static void locate_iter(struct offcpu_set *s)
+{
+	struct iter_find f = {};
+	char *text = NULL;
+	size_t len;
+
+	if (!kallsyms_read_proc(&text, &len))
+		kallsyms_parse(text, len, find_iter, &f);
+	free(text);
+	if (f.start && f.end > f.start) {
+		s->iter_start = f.start;
+		s->iter_end = f.end;
+	}
 }
 
 int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err, size_t errlen)
@@ -117,6 +164,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	if (!s)
 		return -ENOMEM;
 	offcpu__attr(&s->attr);
+	locate_iter(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
 	s->skel = offcpu_bpf__open();
@@ -239,7 +287,7 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 		prev = &key;
 		if (bpf_map_lookup_elem(agg, &key, &v) || !v.ns)
 			continue;
-		e = write_sample(s, key.pid, key.tid, 0, end_ns, v.ns, key.kstack, key.ustack);
+		e = write_sample(s, key.pid, key.tid, 0, end_ns, v.ns, key.kstack, key.ustack, v.count > 1);
 		if (e)
 			return e;
 		s->st.sums++;
@@ -261,7 +309,7 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 			s->st.exited++;
 			continue;
 		}
-		e = write_sample(s, st.pid, tid, 0, end_ns, end_ns - st.ts, st.kstack, st.ustack);
+		e = write_sample(s, st.pid, tid, 0, end_ns, end_ns - st.ts, st.kstack, st.ustack, false);
 		if (e)
 			return e;
 		s->st.open_at_end++;
