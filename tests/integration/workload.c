@@ -39,7 +39,8 @@
  *                                (feeder()), one spins SPIN ms of CPU; each
  *                                prints its time blocked in those calls (wall
  *                                minus its own CPU); FILE gets each sleep as an
- *                                external span named nap
+ *                                external span named nap.  With WORKLOAD_WAIT set
+ *                                it starts on a line from stdin
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -731,6 +732,13 @@ static int mode_offcpu(char **argv, int argc)
 
 	if (pipe(pipe_b.fd))
 		return 1;
+	/* WORKLOAD_WAIT: start when a line arrives on stdin, so that a recorder can attach to this pid first. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th[0], NULL, napper, &nap);
 	pthread_create(&th[1], NULL, piper, &pipe_b);
 	pthread_create(&th[2], NULL, feeder_thread, &pipe_b);

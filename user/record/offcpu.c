@@ -79,6 +79,13 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 		misc = PERF_RECORD_MISC_KERNEL;
 	}
 	k = read_stack(s, ustack, s->chain + n + 1);
+	/*
+	 * As the kernel's own chains: at most 127 frames in all (the markers
+	 * apart).  perf 6.1 overruns a stack buffer on longer ones, which a
+	 * user stack walked through code without frame pointers can give.
+	 */
+	if (n && k > SP_OFFCPU_STACK_DEPTH - (n - 1))
+		k = SP_OFFCPU_STACK_DEPTH - (n - 1);
 	if (k) {
 		s->chain[n] = PD_CONTEXT_USER;
 		n += k + 1;
