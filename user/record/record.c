@@ -91,6 +91,16 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (o->callgraph)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->dwarf_stack) {
+		/*
+		 * As perf: the kernel part of the chain from the kernel, the user
+		 * part unwound later from the registers and the stack copy.
+		 */
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->exclude_callchain_user = 1;
+		a->sample_regs_user = PD_X86_64_DWARF_REGS;
+		a->sample_stack_user = o->dwarf_stack;
+	}
 	if (o->freq) {
 		a->freq = 1;
 		a->sample_freq = o->freq;
@@ -106,6 +116,8 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
 	if (tracking) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
+		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
+		a->mmap_data = !!o->dwarf_stack;
 	}
 }
 
@@ -367,7 +379,8 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
-		if (!pd_parse_mmap(h, h->size, &m))
+		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
+		if (!(h->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_parse_mmap(h, h->size, &m))
 			return dso_set__add(r->dsos, m.filename);
 		break;
 	}
@@ -437,6 +450,7 @@ static int synthesize(struct recorder *r)
 		.dsos = r->dsos,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
+		.data_maps = o->dwarf_stack,
 	};
 	int e = sideband_kernel_mmap(&sb);
 

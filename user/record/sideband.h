@@ -31,6 +31,7 @@ struct sideband {
 	__u64 time;			    /* stamp of every synthesized record */
 	struct dso_set *dsos;		    /* collects mapped files for BUILD_ID */
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
+	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;
 };
 
