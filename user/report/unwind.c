@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <dwarf.h>
@@ -53,10 +56,13 @@ struct uproc {
 	__u64 *ips;
 	int n, max;
 	const char *stop; /* the dso where the chain was cut, NULL if it was not */
+	bool short_read;  /* the step from the latest frame wanted memory past the copy */
 };
 
 struct unwinder {
 	char root[PATH_MAX];
+	bool own_vdso; /* the recording's kernel is this one: its [vdso] is ours */
+	int vdso_fd;   /* a memfd with this process's vdso image, -1 if none yet */
 	char *debug_path; /* for libdw: where build-id and debuglink files are */
 	Dwfl_Callbacks cb;
 	struct uproc **procs;
@@ -76,6 +82,7 @@ struct unwinder *unwinder__new(const char *root)
 	if (!u)
 		return NULL;
 	snprintf(u->root, sizeof(u->root), "%s", root ? root : "");
+	u->vdso_fd = -1;
 	/* libdw's default list, under the root when there is one. */
 	if (asprintf(&u->debug_path, ":.debug:%s/usr/lib/debug", u->root) < 0) {
 		free(u);
@@ -101,7 +108,61 @@ void unwinder__free(struct unwinder *u)
 	free(u->dsos);
 	free(u->cuts);
 	free(u->debug_path);
+	if (u->vdso_fd >= 0)
+		close(u->vdso_fd);
 	free(u);
+}
+
+/*
+ * [vdso] has no file: when the recording is of this kernel, this process's
+ * own image is the recorded one, copied to a memfd for libdw to read.
+ */
+static int open_vdso(struct unwinder *u)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char line[512];
+	size_t size = 0;
+	FILE *f;
+
+	if (!u->own_vdso || !base)
+		return -ENOENT;
+	if (u->vdso_fd < 0) {
+		f = fopen("/proc/self/maps", "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi;
+
+			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
+				size = hi - lo;
+		}
+		if (f)
+			fclose(f);
+		if (!size)
+			return -ENOENT;
+		u->vdso_fd = memfd_create("vdso", MFD_CLOEXEC);
+		if (u->vdso_fd < 0)
+			return -errno;
+		if (write_all(u->vdso_fd, (const void *)base, size)) {
+			close(u->vdso_fd);
+			u->vdso_fd = -1;
+			return -EIO;
+		}
+	}
+	/* Its own file description: libdw closes what it is given. */
+	snprintf(line, sizeof(line), "/proc/self/fd/%d", u->vdso_fd);
+	return open(line, O_RDONLY | O_CLOEXEC);
+}
+
+/* The file a map's CFI is read from; -errno if there is none to trust. */
+static int open_map_file(struct unwinder *u, const struct sym_map *m, char *file, size_t len)
+{
+	if (!strcmp(m->path, "[vdso]")) {
+		snprintf(file, len, "[vdso]");
+		return open_vdso(u);
+	}
+	if (m->path[0] != '/')
+		return -ENOENT; /* //anon, JIT maps: no file to read CFI from */
+	snprintf(file, len, "%s%s", u->root, m->path);
+	return open_regular(file);
 }
 
 static bool proc_eq(const void *ctx, size_t idx)
@@ -153,19 +214,15 @@ static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *
 	int fd;
 
 	d->state = -1;
-	if (m->path[0] != '/')
-		return; /* [vdso], //anon, JIT maps: no file to read CFI from */
-	snprintf(file, sizeof(file), "%s%s", u->root, m->path);
-	if (m->build_id[0]) {
-		if (buildid_from_file(file, id, &size))
-			return;
-		buildid_hex(id, size, hex);
-		if (strcmp(hex, m->build_id))
-			return; /* changed since the recording: its CFI would lie */
-	}
-	fd = open_regular(file);
+	fd = open_map_file(u, m, file, sizeof(file));
 	if (fd < 0)
 		return;
+	if (m->build_id[0] && file[0] == '/') {
+		if (buildid_from_file(file, id, &size) || (buildid_hex(id, size, hex), strcmp(hex, m->build_id))) {
+			close(fd);
+			return; /* changed since the recording: its CFI would lie */
+		}
+	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && !elf_getphdrnum(elf, &nph)) {
@@ -226,8 +283,7 @@ static Dwfl_Module *module_at(struct uproc *p, __u64 pc, const struct sym_map *m
 	}
 	if (!found)
 		return NULL;
-	snprintf(file, sizeof(file), "%s%s", u->root, m->path);
-	fd = open_regular(file);
+	fd = open_map_file(u, m, file, sizeof(file));
 	if (fd < 0)
 		return NULL;
 	/* libdw owns fd from here, and reads the file's CFI once for this process. */
@@ -278,6 +334,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, NULL))
 		return DWARF_CB_ABORT;
+	p->short_read = false;
 	/* A return address is after its call: the call is what is named, as perf does. */
 	lookup = p->n && pc ? pc - 1 : pc;
 	if (p->map(p->ctx, lookup, &m)) {
@@ -329,8 +386,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 	__u64 size = p->s->stack_size;
 
 	(void)dwfl;
-	if (addr < p->sp || size < sizeof(*result) || addr - p->sp > size - sizeof(*result))
+	if (addr < p->sp || size < sizeof(*result) || addr - p->sp > size - sizeof(*result)) {
+		p->short_read = true;
 		return false;
+	}
 	memcpy(result, (const char *)p->s->stack + (addr - p->sp), sizeof(*result));
 	return true;
 }
@@ -412,6 +471,7 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	p->n = 0;
 	p->max = max;
 	p->stop = NULL;
+	p->short_read = false;
 	if (!load_regs(p, s)) {
 		count_cut(u, "[wrong registers]");
 		return 0;
@@ -433,7 +493,11 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 		p->attached = true;
 	}
 	r = dwfl_getthread_frames(p->dwfl, p->pid ? p->pid : 1, on_frame, p);
-	if (!p->stop && r) {
+	/*
+	 * libdw ends a chain quietly where a return address cannot be read:
+	 * past the stack copy, that is a cut, not the outermost frame.
+	 */
+	if (!p->stop && (r || p->short_read)) {
 		/* libdw could not go on from the last frame: name its dso. */
 		p->stop = "[unknown]";
 		if (p->n && !map(ctx, ips[p->n - 1], &m))
@@ -475,6 +539,7 @@ static bool is_dwarf_attr(const struct perf_event_attr *a)
 
 int unwinder__for_file(const struct pd_reader *rd, const char *root, struct unwinder **out)
 {
+	struct utsname un;
 	bool any = false;
 
 	*out = NULL;
@@ -484,7 +549,11 @@ int unwinder__for_file(const struct pd_reader *rd, const char *root, struct unwi
 	if (!any || (rd->meta.arch && strcmp(rd->meta.arch, "x86_64")))
 		return 0;
 	*out = unwinder__new(root);
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->own_vdso = (!root || !root[0]) && rd->meta.osrelease && !uname(&un) &&
+			   !strcmp(un.release, rd->meta.osrelease);
+	return 0;
 }
 
 struct map_ctx {
