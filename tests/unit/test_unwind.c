@@ -27,6 +27,7 @@ struct capture {
 	__u64 regs[20]; /* perf's x86-64 DWARF order: AX BX CX DX SI DI BP SP IP FLAGS CS SS R8..R15 */
 	unsigned char stack[STACK];
 	size_t size;
+	__u64 top; /* the end of the stack mapping: the kernel copies no further */
 };
 
 /* The user registers and the stack above SP, as perf_output_sample_ustack copies them. */
@@ -56,8 +57,8 @@ __attribute__((noinline)) static void capture_here(struct capture *c)
 			 : "r"(r)
 			 : "rax", "memory");
 	/* Word by word: memcpy's own frame lies below SP, not in what is copied. */
-	c->size = STACK;
-	for (size_t i = 0; i < STACK / 8; i++)
+	c->size = c->top - r[7] < STACK ? c->top - r[7] : STACK;
+	for (size_t i = 0; i < c->size / 8; i++)
 		((volatile __u64 *)c->stack)[i] = ((volatile const __u64 *)(uintptr_t)r[7])[i];
 }
 
@@ -67,8 +68,24 @@ __attribute__((noinline)) static void unwind_level2(struct capture *c)
 	__asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
+static __u64 stack_top(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-%lx", &lo, &hi);
+	fclose(f);
+	assert_true(hi != 0);
+	return hi;
+}
+
 __attribute__((noinline)) static void unwind_level1(struct capture *c)
 {
+	c->top = stack_top();
 	unwind_level2(c);
 	__asm__ volatile("" ::: "memory");
 }

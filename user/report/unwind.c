@@ -56,6 +56,7 @@ struct uproc {
 	__u64 *ips;
 	int n, max;
 	const char *stop; /* the dso where the chain was cut, NULL if it was not */
+	const char *why;  /* and why */
 	bool short_read;  /* the step from the latest frame wanted memory past the copy */
 };
 
@@ -342,19 +343,22 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		if (!p->n)
 			p->ips[p->n++] = pc;
 		p->stop = "[unknown]";
+		p->why = "no file mapped there";
 		return DWARF_CB_ABORT;
 	}
 	mod = module_at(p, lookup, &m);
 	if (!mod || !has_cfi(p, mod, lookup)) {
 		p->ips[p->n++] = lookup;
 		p->stop = m.dso;
+		p->why = mod ? "no CFI for the address" : "no file to read CFI from, or it changed";
 		return DWARF_CB_ABORT;
 	}
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
 	p->ips[p->n++] = activation ? pc : pc - 1;
 	if (p->n == p->max) {
-		p->stop = "[max frames]";
+		p->stop = m.dso;
+		p->why = "as many frames as asked for";
 		return DWARF_CB_ABORT;
 	}
 	return DWARF_CB_OK;
@@ -425,17 +429,17 @@ static bool load_regs(struct uproc *p, const struct unwind_sample *s)
 	return true;
 }
 
-static void count_cut(struct unwinder *u, const char *dso)
+static void count_cut(struct unwinder *u, const char *dso, const char *why)
 {
 	size_t i;
 
 	u->st.cut++;
-	for (i = 0; i < u->nr_cuts && strcmp(u->cuts[i].dso, dso); i++)
+	for (i = 0; i < u->nr_cuts && (strcmp(u->cuts[i].dso, dso) || u->cuts[i].reason != why); i++)
 		;
 	if (i == u->nr_cuts) {
 		if (array_reserve((void **)&u->cuts, &u->cap_cuts, u->nr_cuts, sizeof(*u->cuts)))
 			return;
-		u->cuts[u->nr_cuts++] = (struct unwind_cut){ dso, 0 };
+		u->cuts[u->nr_cuts++] = (struct unwind_cut){ dso, why, 0 };
 	}
 	u->cuts[i].count++;
 }
@@ -461,7 +465,7 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	u->st.samples++;
 	p = proc_get(u, s);
 	if (!p || p->broken) {
-		count_cut(u, "[unknown]");
+		count_cut(u, "[unknown]", "libdw could not start");
 		return 0;
 	}
 	p->s = s;
@@ -471,9 +475,10 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	p->n = 0;
 	p->max = max;
 	p->stop = NULL;
+	p->why = NULL;
 	p->short_read = false;
 	if (!load_regs(p, s)) {
-		count_cut(u, "[wrong registers]");
+		count_cut(u, "[unknown]", "registers of another ABI");
 		return 0;
 	}
 	/* libdw learns the architecture from the first module: report it before attaching. */
@@ -481,13 +486,14 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 		if (map(ctx, p->regs[NR_DWARF_REGS - 1], &m) ||
 		    !module_at(p, p->regs[NR_DWARF_REGS - 1], &m)) {
 			ips[0] = p->regs[NR_DWARF_REGS - 1];
-			count_cut(u, map(ctx, ips[0], &m) ? "[unknown]" : m.dso);
+			count_cut(u, map(ctx, ips[0], &m) ? "[unknown]" : m.dso,
+				  map(ctx, ips[0], &m) ? "no file mapped there" : "no file to read CFI from, or it changed");
 			u->st.frames++;
 			return 1;
 		}
 		if (!dwfl_attach_state(p->dwfl, NULL, p->pid ? p->pid : 1, &thread_cbs, p)) {
 			p->broken = true;
-			count_cut(u, "[unknown]");
+			count_cut(u, "[unknown]", "libdw could not start");
 			return 0;
 		}
 		p->attached = true;
@@ -500,11 +506,12 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	if (!p->stop && (r || p->short_read)) {
 		/* libdw could not go on from the last frame: name its dso. */
 		p->stop = "[unknown]";
+		p->why = p->short_read ? "the stack copy ends" : "libdw could not step";
 		if (p->n && !map(ctx, ips[p->n - 1], &m))
 			p->stop = m.dso;
 	}
 	if (p->stop)
-		count_cut(u, p->stop);
+		count_cut(u, p->stop, p->why);
 	else
 		u->st.complete++;
 	u->st.frames += p->n;
@@ -518,7 +525,7 @@ static int cmp_cut(const void *a, const void *b)
 
 	if (x->count != y->count)
 		return x->count < y->count ? 1 : -1;
-	return strcmp(x->dso, y->dso);
+	return strcmp(x->dso, y->dso) ?: strcmp(x->reason, y->reason);
 }
 
 void unwinder__stats(struct unwinder *u, struct unwind_stats *out)
@@ -602,5 +609,6 @@ void unwinder__print_stats(struct unwinder *u, FILE *out)
 		(unsigned long long)st.samples, (unsigned long long)st.complete, (unsigned long long)st.cut,
 		(unsigned long long)st.frames, st.samples ? st.ns / 1e3 / st.samples : 0.0);
 	for (size_t i = 0; i < st.nr_cuts; i++)
-		fprintf(out, "  cut short in %s: %llu\n", st.cuts[i].dso, (unsigned long long)st.cuts[i].count);
+		fprintf(out, "  cut short in %s (%s): %llu\n", st.cuts[i].dso, st.cuts[i].reason,
+			(unsigned long long)st.cuts[i].count);
 }

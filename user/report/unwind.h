@@ -45,7 +45,8 @@ struct unwind_sample {
 
 /* Why a chain ended short, per dso. */
 struct unwind_cut {
-	const char *dso; /* "[unknown]" when the pc was in no file */
+	const char *dso;    /* "[unknown]" when the pc was in no file */
+	const char *reason; /* "no CFI", "the stack copy ends", ... */
 	__u64 count;
 };
 
