@@ -29,9 +29,10 @@ def perf_rows(path, keys):
     return rows
 
 
-def spanperf_rows(path, keys):
+def spanperf_rows(path, keys, env=None):
     rows = collections.Counter()
-    for r in json_lines(spanperf("report", "-i", path, "--sort", keys, "--format", "json", check=True).stdout):
+    out = spanperf("report", "-i", path, "--sort", keys, "--format", "json", env=env, check=True).stdout
+    for r in json_lines(out):
         rows[tuple(str(r[k]) for k in keys.split(","))] += r["samples"]
     return rows
 
@@ -53,9 +54,10 @@ def test_forked_children_inherit_maps():
         assert mine > 0.8 * expect, "pid %s: %d samples in %s, about %.0f expected" % (pid, mine, t["func"], expect)
         unknown = sum(n for (p_, dso, _), n in rows.items() if p_ == pid and dso == "[unknown]")
         assert unknown == 0, "pid %s: %d samples in [unknown]" % (pid, unknown)
+    # perf's "pid" key is the thread ("TID:comm"): compare with ours per tid.
     theirs = perf_rows(path, "pid,dso,sym")
-    # perf prints pid as "PID:comm"
     theirs = collections.Counter({(k[0].split(":")[0],) + k[1:]: n for k, n in theirs.items()})
+    rows = spanperf_rows(path, "tid,dso,sym")
     assert plt_folded(theirs) == plt_folded(rows), "differs from perf: %s" % sorted(
         set(plt_folded(theirs).items()) ^ set(plt_folded(rows).items()))[:10]
 
@@ -132,3 +134,44 @@ def test_real_programs_agree_with_perf():
     comms = {k[0] for k in mine}
     for c in ("dpkg-deb", "cc1", "python3", "xz", "sort"):
         assert c in comms, "no samples of %s: %s" % (c, sorted(comms)[:30])
+
+
+@test
+def test_container_binary_named_from_the_build_id_cache():
+    """A binary that exists only in its own mount namespace (unshare -m, a
+    tmpfs on /mnt): perf cannot name its frames, spanperf names them from
+    the copy record kept by build id; with -N it keeps none."""
+    need_bpf()
+    if not shutil.which("unshare"):
+        raise Skip("unshare is not installed")
+    d = tmpdir()
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    script = os.path.join(d, "ctr.sh")
+    with open(script, "w") as f:
+        f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\nexec /mnt/ctr-wl spin 400\n')
+    p = spanperf("probe")
+    if "build ids in MMAP2         yes" not in p.stdout:
+        raise Skip("this kernel writes no build ids in MMAP2 records (Linux 5.12+)")
+    path = os.path.join(d, "ctr.data")
+    p = spanperf("record", "-v", "-o", path, "--", "unshare", "-m", "sh", script, WORKLOAD, env=env, check=True)
+    assert "1 files kept" in p.stderr, p.stderr[-800:]
+    rows = spanperf_rows(path, "comm,dso,sym", env)
+    mine = rows.get(("ctr-wl", "ctr-wl", "spin_0"), 0)
+    assert mine > 0.8 * 0.4 * 999, rows.most_common(5)
+    # perf with an empty build-id cache ($HOME/.debug: perf record elsewhere may have cached this build).
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = d
+    try:
+        theirs = perf_rows(path, "comm,dso,sym")
+    finally:
+        os.environ["HOME"] = home or "/root"
+    assert not theirs.get(("ctr-wl", "ctr-wl", "spin_0")), "perf names it too now: %s" % theirs.most_common(3)
+    p = spanperf("report", "-v", "-i", path, env=env, check=True)
+    assert "1 dsos read from the build-id cache" in p.stderr, p.stderr[-500:]
+    # With -N nothing is kept, and the frames are addresses, never another file's names.
+    env["XDG_CACHE_HOME"] = os.path.join(d, "cache2")
+    path2 = os.path.join(d, "ctr2.data")
+    spanperf("record", "-N", "-o", path2, "--", "unshare", "-m", "sh", script, WORKLOAD, env=env, check=True)
+    assert not os.path.exists(os.path.join(d, "cache2", "spanperf", "buildid"))
+    rows = spanperf_rows(path2, "comm,dso,sym", env)
+    assert not rows.get(("ctr-wl", "ctr-wl", "spin_0")), rows.most_common(3)

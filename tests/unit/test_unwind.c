@@ -110,7 +110,7 @@ static struct symbolizer *self_symbolizer(void)
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f))
 		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */) && m.path[0] == '/')
-			assert_int_equal(symbolizer__add_map(s, 4321, m.start, m.end - m.start, m.pgoff, m.path, 0, false), 0);
+			assert_int_equal(symbolizer__add_map(s, 4321, m.start, m.end - m.start, m.pgoff, m.path, 0, false, NULL), 0);
 	fclose(f);
 	return s;
 }

@@ -109,6 +109,7 @@ void record_usage(FILE *out)
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
+		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
 		"  -q, --quiet            print errors only\n"
 		"  -v, --verbose          more detail; -vv adds libbpf's debug output\n"
 		"  -h, --help             this text\n"
@@ -172,6 +173,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+		{ "no-buildid-cache", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -189,7 +191,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	optind = 0; /* glibc: re-initialise, so the parser can run more than once */
 	opterr = 0;
 	/* '+': stop at the first non-option, which starts CMD (as perf does). */
-	while ((c = getopt_long(argc, argv, "+:ap:t:C:F:c:e:gd:o:m:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:ap:t:C:F:c:e:gd:o:m:Nqvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			break;
@@ -240,6 +242,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		}
 		case OPT_RAW_TP:
 			o->raw_tp = true;
+			break;
+		case 'N':
+			o->no_buildid_cache = true;
 			break;
 		case OPT_SPAN_MIN:
 			if (parse_u64(optarg, &o->span_min_us, 0, UINT64_MAX / 1000))

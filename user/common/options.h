@@ -34,6 +34,7 @@ struct record_opts {
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */
 	uint64_t max_threads;
+	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };

@@ -84,6 +84,7 @@ struct symbolizer {
 	struct u64_map proc_by_pid;
 	struct dso *kernel;
 	struct sym_dso_info *infos;
+	int from_cache; /* dsos read from record's build-id cache */
 };
 
 static int cmp_sym(const void *a, const void *b)
@@ -107,7 +108,8 @@ static int underscores(const char *s)
 /*
  * Of two aliases at one address, the one perf shows (util/symbol.c's
  * choose_best_symbol), so that both tools name a frame alike: sized, then
- * not weak, then global, then fewer leading underscores, then longer.
+ * not weak, then global, then fewer leading underscores, then longer, then
+ * the first listed (pthread_rwlock_rdlock@GLIBC_2.2.5 before @@GLIBC_2.34).
  */
 static bool better(const struct symbol *a, const struct symbol *b)
 {
@@ -126,7 +128,8 @@ static bool better(const struct symbol *a, const struct symbol *b)
 	bl = strlen(b->name);
 	if (al != bl)
 		return al > bl;
-	return strcmp(a->name, b->name) < 0;
+	/* perf keeps the first in its tree, which is the file's order. */
+	return a->seq < b->seq;
 }
 
 /*
@@ -236,6 +239,7 @@ static int add_plt_syms(struct dso *d, Elf *elf)
 		GElf_Rela r;
 		GElf_Sym sym;
 		const char *sname = "";
+		char *demangled;
 		int e;
 
 		if (!gelf_getrela(rels, i, &r))
@@ -244,10 +248,14 @@ static int add_plt_syms(struct dso *d, Elf *elf)
 			break; /* a relocation count the section cannot hold */
 		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
 			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
-		snprintf(name, sizeof(name), "%s@plt", sname);
+		/* perf demangles the name, then adds @plt: "operator delete@plt". */
+		demangled = demangle(sname);
+		snprintf(name, sizeof(name), "%s@plt", demangled ? demangled : sname);
+		free(demangled);
 		e = add_symbol(d, addr, entsize, name, STB_GLOBAL);
 		if (e)
 			return e;
+		d->syms[d->nr_syms - 1].demangled = true;
 	}
 	return 0;
 }
@@ -484,11 +492,20 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			finish_symbols(d);
 			return;
 		}
-		if (buildid_from_file(file, id, &size))
-			return; /* gone or unreadable */
-		buildid_hex(id, size, hex);
-		if (strcmp(hex, d->build_id))
-			return; /* changed since the recording: no symbols rather than wrong ones */
+		hex[0] = 0;
+		if (!buildid_from_file(file, id, &size))
+			buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id)) {
+			/*
+			 * Gone, changed, or another mount namespace's file (a
+			 * container's): the copy record kept by build id, if any;
+			 * never the file that is there now.
+			 */
+			if (!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
+			    !load_elf(d, dbg, true))
+				s->from_cache++;
+			return;
+		}
 	}
 	if (load_elf(d, file, true))
 		return;
@@ -639,15 +656,22 @@ static void dso_free(struct dso *d)
 static bool dso_eq(const void *ctx, size_t idx)
 {
 	const void *const *c = ctx;
+	const struct dso *d = ((const struct symbolizer *)c[0])->dsos[idx];
 
-	return !strcmp(((const struct symbolizer *)c[0])->dsos[idx]->path, c[1]);
+	return !strcmp(d->path, c[1]) && !strcmp(d->build_id, c[2]);
 }
 
-static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
+/*
+ * A dso is a file name and the build id it had: a container's /usr/bin/x
+ * and the host's are two dsos.  build_id: from the mapping's record, else
+ * NULL for the one the BUILD_ID feature gives the name.
+ */
+static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel, const char *build_id)
 {
 	const char *key = kernel ? "[kernel.kallsyms]" : path;
-	__u64 h = hash_str(key);
-	const void *ctx[2] = { s, key };
+	const char *bid = build_id ? build_id : recorded_build_id(s->recorded, key, kernel);
+	__u64 h = hash_mix(hash_str(key), hash_str(bid));
+	const void *ctx[3] = { s, key, bid };
 	long i = hindex_find(&s->dso_idx, h, dso_eq, ctx);
 	struct dso *d, **nd;
 
@@ -671,7 +695,7 @@ static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
 		return NULL;
 	}
 	d->kernel = kernel;
-	snprintf(d->build_id, sizeof(d->build_id), "%s", recorded_build_id(s->recorded, key, kernel));
+	snprintf(d->build_id, sizeof(d->build_id), "%s", bid);
 	d->id = s->nr_dsos;
 	if (hindex_add(&s->dso_idx, h, s->nr_dsos)) {
 		dso_free(d);
@@ -690,7 +714,7 @@ struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *r
 	snprintf(s->root, sizeof(s->root), "%s", root ? root : "");
 	s->recorded = recorded;
 	elf_version(EV_CURRENT);
-	s->kernel = dso_get(s, "[kernel.kallsyms]", true);
+	s->kernel = dso_get(s, "[kernel.kallsyms]", true, NULL);
 	if (!s->kernel) {
 		symbolizer__free(s);
 		return NULL;
@@ -765,7 +789,7 @@ static struct dso *module_dso(struct symbolizer *s, const char *filename)
 			if (*p == '-')
 				*p = '_';
 	}
-	return dso_get(s, name, false);
+	return dso_get(s, name, false, NULL);
 }
 
 static int push_map(struct proc_maps *p, struct map m)
@@ -784,7 +808,7 @@ static int push_map(struct proc_maps *p, struct map m)
 }
 
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
-			const char *filename, __u64 time, bool kernel)
+			const char *filename, __u64 time, bool kernel, const char *build_id)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, true);
 	struct dso *d;
@@ -794,7 +818,7 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (!len || start + len < start)
 		return 0;
 	/* A module ("[brd]", or perf's path to brd.ko) names its frames; kallsyms still has their symbols. */
-	d = !kernel ? dso_get(s, filename, false) : is_module(filename) ? module_dso(s, filename) : s->kernel;
+	d = !kernel ? dso_get(s, filename, false, build_id) : is_module(filename) ? module_dso(s, filename) : s->kernel;
 	if (!d)
 		return -ENOMEM;
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
@@ -1071,6 +1095,11 @@ int symbolizer__map(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, struct s
 	*out = (struct sym_map){ m->start, m->end, m->pgoff, m->dso->path, m->dso->short_name,
 				 m->dso->build_id, m->dso->id };
 	return 0;
+}
+
+int symbolizer__from_cache(const struct symbolizer *s)
+{
+	return s->from_cache;
 }
 
 int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)

@@ -35,6 +35,7 @@ static const int dwarf_to_perf[] = {
 /* What a dso's file says, checked once per report. */
 struct udso {
 	int state; /* 0: not looked at; 1: usable; -1: not (gone, changed, not x86-64) */
+	char *file; /* what is read: the recorded path, or record's copy by build id; NULL for [vdso] */
 	struct { __u64 off, vaddr, filesz; } seg[16];
 	int nr_segs;
 };
@@ -106,6 +107,8 @@ void unwinder__free(struct unwinder *u)
 	}
 	free(u->procs);
 	hindex_free(&u->proc_idx);
+	for (size_t i = 0; i < u->cap_dsos; i++)
+		free(u->dsos[i].file);
 	free(u->dsos);
 	free(u->cuts);
 	free(u->debug_path);
@@ -153,17 +156,37 @@ static int open_vdso(struct unwinder *u)
 	return open(line, O_RDONLY | O_CLOEXEC);
 }
 
-/* The file a map's CFI is read from; -errno if there is none to trust. */
-static int open_map_file(struct unwinder *u, const struct sym_map *m, char *file, size_t len)
+/*
+ * The file whose CFI is the recorded one, as the symbolizer finds it: the
+ * path if its build id still matches, else the copy record kept by build
+ * id (a container's file, or one changed since); never a changed file.
+ */
+static char *resolve_file(struct unwinder *u, const struct sym_map *m)
 {
-	if (!strcmp(m->path, "[vdso]")) {
-		snprintf(file, len, "[vdso]");
-		return open_vdso(u);
-	}
+	char file[PATH_MAX * 2], hex[2 * BUILD_ID_MAX + 1];
+	__u8 id[BUILD_ID_MAX], size;
+
 	if (m->path[0] != '/')
-		return -ENOENT; /* //anon, JIT maps: no file to read CFI from */
-	snprintf(file, len, "%s%s", u->root, m->path);
-	return open_regular(file);
+		return NULL; /* //anon, JIT maps: no file to read CFI from */
+	snprintf(file, sizeof(file), "%s%s", u->root, m->path);
+	if (!m->build_id[0])
+		return strdup(file);
+	hex[0] = 0;
+	if (!buildid_from_file(file, id, &size))
+		buildid_hex(id, size, hex);
+	if (!strcmp(hex, m->build_id))
+		return strdup(file);
+	if (!buildid_cache_path(m->build_id, file, sizeof(file)) && !access(file, R_OK))
+		return strdup(file);
+	return NULL;
+}
+
+/* The file a map's CFI is read from; -errno if there is none to trust. */
+static int open_map_file(struct unwinder *u, const struct udso *d, const struct sym_map *m)
+{
+	if (!strcmp(m->path, "[vdso]"))
+		return open_vdso(u);
+	return d->file ? open_regular(d->file) : -ENOENT;
 }
 
 static bool proc_eq(const void *ctx, size_t idx)
@@ -207,23 +230,16 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 /* The file's PT_LOADs, its machine and its build id against the recorded one. */
 static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *m)
 {
-	char file[PATH_MAX * 2], hex[2 * BUILD_ID_MAX + 1];
-	__u8 id[BUILD_ID_MAX], size;
 	GElf_Ehdr eh;
 	size_t nph;
 	Elf *elf;
 	int fd;
 
 	d->state = -1;
-	fd = open_map_file(u, m, file, sizeof(file));
+	d->file = resolve_file(u, m);
+	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return;
-	if (m->build_id[0] && file[0] == '/') {
-		if (buildid_from_file(file, id, &size) || (buildid_hex(id, size, hex), strcmp(hex, m->build_id))) {
-			close(fd);
-			return; /* changed since the recording: its CFI would lie */
-		}
-	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && !elf_getphdrnum(elf, &nph)) {
@@ -252,7 +268,6 @@ static Dwfl_Module *module_at(struct uproc *p, __u64 pc, const struct sym_map *m
 {
 	struct unwinder *u = p->u;
 	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
-	char file[PATH_MAX * 2];
 	struct udso *d;
 	__u64 bias = 0;
 	bool found = false;
@@ -284,11 +299,11 @@ static Dwfl_Module *module_at(struct uproc *p, __u64 pc, const struct sym_map *m
 	}
 	if (!found)
 		return NULL;
-	fd = open_map_file(u, m, file, sizeof(file));
+	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return NULL;
 	/* libdw owns fd from here, and reads the file's CFI once for this process. */
-	mod = dwfl_report_elf(p->dwfl, m->path, file, fd, bias, true);
+	mod = dwfl_report_elf(p->dwfl, m->path, d->file ? d->file : m->path, fd, bias, true);
 	if (!mod)
 		return NULL;
 	return dwfl_addrmodule(p->dwfl, pc) == mod ? mod : NULL;
