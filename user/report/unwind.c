@@ -29,13 +29,18 @@ static const int dwarf_to_perf[] = {
 };
 #define NR_DWARF_REGS (int)(sizeof(dwarf_to_perf) / sizeof(dwarf_to_perf[0]))
 
-/* Per pc, whether its module has CFI for it: hot loops return to few addresses. */
+/*
+ * Per dso and file address, whether there is CFI for it: hot loops return
+ * to few addresses, and a miss in .eh_frame would load the debug file's
+ * .debug_frame (decompressing it) once in every process.
+ */
 #define CFI_CACHE 1024
 
 /* What a dso's file says, checked once per report. */
 struct udso {
 	int state; /* 0: not looked at; 1: usable; -1: not (gone, changed, not x86-64) */
 	char *file; /* what is read: the recorded path, or record's copy by build id; NULL for [vdso] */
+	struct { __u64 addr; int ok; } *cfi; /* CFI_CACHE slots, on first use */
 	struct { __u64 off, vaddr, filesz; } seg[16];
 	int nr_segs;
 };
@@ -47,7 +52,6 @@ struct uproc {
 	Dwfl *dwfl;
 	bool attached, broken;
 	struct unwinder *u;
-	struct { __u64 pc; int ok; } cfi[CFI_CACHE];
 	/* The sample being unwound. */
 	const struct unwind_sample *s;
 	Dwarf_Word regs[NR_DWARF_REGS];
@@ -107,8 +111,10 @@ void unwinder__free(struct unwinder *u)
 	}
 	free(u->procs);
 	hindex_free(&u->proc_idx);
-	for (size_t i = 0; i < u->cap_dsos; i++)
+	for (size_t i = 0; i < u->cap_dsos; i++) {
 		free(u->dsos[i].file);
+		free(u->dsos[i].cfi);
+	}
 	free(u->dsos);
 	free(u->cuts);
 	free(u->debug_path);
@@ -313,18 +319,21 @@ static Dwfl_Module *module_at(struct uproc *p, __u64 pc, const struct sym_map *m
  * Whether the module has CFI for pc.  Without it libdw would fall back to a
  * frame-pointer guess; a chain here stops instead.
  */
-static bool has_cfi(struct uproc *p, Dwfl_Module *mod, __u64 pc)
+static bool has_cfi(struct uproc *p, Dwfl_Module *mod, int dso_id, __u64 pc)
 {
-	unsigned slot = (pc ^ (pc >> 12)) % CFI_CACHE;
+	struct udso *d = dso_id >= 0 && (size_t)dso_id < p->u->cap_dsos ? &p->u->dsos[dso_id] : NULL;
 	Dwarf_Frame *fr = NULL;
-	Dwarf_CFI *cfi;
-	Dwarf_Addr bias;
+	Dwarf_Addr bias = 0;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+	__u64 addr = pc - bias;
+	unsigned slot = (addr ^ (addr >> 12)) % CFI_CACHE;
 	bool ok = false;
 
-	if (p->cfi[slot].pc == pc && p->cfi[slot].ok)
-		return p->cfi[slot].ok > 0;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (cfi && !dwarf_cfi_addrframe(cfi, pc - bias, &fr))
+	if (d && !d->cfi)
+		d->cfi = calloc(CFI_CACHE, sizeof(*d->cfi));
+	if (d && d->cfi && d->cfi[slot].addr == addr && d->cfi[slot].ok)
+		return d->cfi[slot].ok > 0;
+	if (cfi && !dwarf_cfi_addrframe(cfi, addr, &fr))
 		ok = true;
 	free(fr);
 	fr = NULL;
@@ -334,8 +343,10 @@ static bool has_cfi(struct uproc *p, Dwfl_Module *mod, __u64 pc)
 			ok = true;
 		free(fr);
 	}
-	p->cfi[slot].pc = pc;
-	p->cfi[slot].ok = ok ? 1 : -1;
+	if (d && d->cfi) {
+		d->cfi[slot].addr = addr;
+		d->cfi[slot].ok = ok ? 1 : -1;
+	}
 	return ok;
 }
 
@@ -362,7 +373,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	mod = module_at(p, lookup, &m);
-	if (!mod || !has_cfi(p, mod, lookup)) {
+	if (!mod || !has_cfi(p, mod, m.dso_id, lookup)) {
 		p->ips[p->n++] = lookup;
 		p->stop = m.dso;
 		p->why = mod ? "no CFI for the address" : "no file to read CFI from, or it changed";
