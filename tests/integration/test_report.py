@@ -211,13 +211,15 @@ def test_changed_binary_is_not_mis_symbolized():
     d = tmpdir()
     wl = copy_workload(d)
     path = os.path.join(d, "c.data")
-    spanperf("record", "-o", path, "--", wl, "spin", "300", check=True)
-    before = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    # A cache of its own: a copy of this build id kept by another test would name it (rightly).
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
+    before = json_lines(spanperf("report", "-i", path, "--format", "json", env=env, check=True).stdout)
     assert any(r["sym"] == "spin_0" for r in before)
     # Another program under the same name: its symbols must not be trusted.
     os.unlink(wl)
     shutil.copy("/bin/true", wl)
-    after = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    after = json_lines(spanperf("report", "-i", path, "--format", "json", env=env, check=True).stdout)
     mine = [r for r in after if r["dso"] == "wl"]
     # No name: each address is its own row, printed as perf report prints an unresolved one.
     assert mine and all(re.match(r"^0x[0-9a-f]{16}$", r["sym"]) for r in mine), mine[:3]

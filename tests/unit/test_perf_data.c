@@ -52,7 +52,7 @@ static void write_file(int nsamples, const char *host)
 	struct perf_event_attr a1 = mk_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
 	static const __u64 ids0[] = { 10, 11 }, ids1[] = { 20, 21 };
 	static const __u64 chain[] = { PD_CONTEXT_USER, 0x401000, 0x401100 };
-	struct pd_mmap2_info info = { 8, 1, 99, 0, 5, 2 };
+	struct pd_mmap2_info info = { .maj = 8, .min = 1, .ino = 99, .prot = 5, .flags = 2 };
 	struct pd_build_id bid = { .pid = -1, .misc = PERF_RECORD_MISC_USER, .size = 20,
 				   .id = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 },
 				   .filename = "/bin/true" };

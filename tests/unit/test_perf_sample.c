@@ -263,7 +263,7 @@ static void test_sideband_sizes(void **state)
 {
 	struct perf_event_attr a = attr_for(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0);
 	struct pd_sample ts = { .id = 1 };
-	struct pd_mmap2_info info = { 8, 1, 1234, 0, 5, 2 };
+	struct pd_mmap2_info info = { .maj = 8, .min = 1, .ino = 1234, .prot = 5, .flags = 2 };
 	unsigned char buf[512];
 	long n;
 
@@ -289,7 +289,7 @@ static void test_sideband_parsers(void **state)
 {
 	struct perf_event_attr a = attr_for(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0);
 	struct pd_sample ts = { .id = 1 };
-	struct pd_mmap2_info info = { 8, 1, 1234, 0, 5, 2 };
+	struct pd_mmap2_info info = { .maj = 8, .min = 1, .ino = 1234, .prot = 5, .flags = 2 };
 	unsigned char buf[512];
 	struct pd_comm c;
 	struct pd_mmap m;
@@ -311,7 +311,18 @@ static void test_sideband_parsers(void **state)
 	assert_int_equal(pd_parse_mmap(buf, n, &m), 0);
 	assert_true(m.pid == 3 && m.tid == 4 && m.start == 0x1000 && m.len == 0x2000 && m.pgoff == 0x30 && !m.kernel);
 	assert_string_equal(m.filename, "/bin/true");
+	assert_int_equal(m.build_id_size, 0);
 	assert_int_equal(pd_parse_mmap(buf, 72, &m), -EINVAL);
+	/* The build-id form of MMAP2 (attr.build_id): the id in place of the device and inode. */
+	info.build_id_size = 20;
+	memset(info.build_id, 0xab, 20);
+	n = pd_build_mmap2(buf, sizeof(buf), &a, &ts, PERF_RECORD_MISC_USER, 3, 4, 0x1000, 0x2000, 0x30, &info,
+			   "/bin/true");
+	assert_true(((struct perf_event_header *)buf)->misc & PERF_RECORD_MISC_MMAP_BUILD_ID);
+	assert_int_equal(pd_parse_mmap(buf, n, &m), 0);
+	assert_int_equal(m.build_id_size, 20);
+	assert_memory_equal(m.build_id, info.build_id, 20);
+	assert_string_equal(m.filename, "/bin/true");
 	n = pd_build_mmap(buf, sizeof(buf), &a, &ts, PERF_RECORD_MISC_KERNEL, -1, 0, 5, 6, 7, "[kernel.kallsyms]_text");
 	assert_int_equal(pd_parse_mmap(buf, n, &m), 0);
 	assert_true(m.kernel && m.start == 5 && m.len == 6 && m.pgoff == 7);

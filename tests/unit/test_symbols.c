@@ -32,7 +32,7 @@ static void add_self_maps(struct symbolizer *s)
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f))
 		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */))
-			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 0, false), 0);
+			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 0, false, NULL), 0);
 	fclose(f);
 }
 
@@ -58,8 +58,8 @@ static void test_fork_exec_timeline(void **state)
 	/* Parent 1234 has our maps from t=1; 999 has them only from t=15. */
 	while (fgets(line, sizeof(line), f))
 		if (!procmaps_parse_line(line, &m) && (m.prot & 4)) {
-			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 1, false), 0);
-			assert_int_equal(symbolizer__add_map(s, 999, m.start, m.end - m.start, m.pgoff, m.path, 15, false), 0);
+			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 1, false, NULL), 0);
+			assert_int_equal(symbolizer__add_map(s, 999, m.start, m.end - m.start, m.pgoff, m.path, 15, false, NULL), 0);
 		}
 	fclose(f);
 	assert_int_equal(symbolizer__fork(s, 1234, 77, 10), 0);
@@ -221,11 +221,11 @@ static void test_module_frames(void **state)
 	s = symbolizer__new(NULL, dir);
 	assert_non_null(s);
 	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffff81000000ull, 0x1000000, 0xffffffff81000000ull,
-					     "[kernel.kallsyms]_text", 0, true), 0);
-	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffffc0001000ull, 0x1000, 0, "[mymod]", 0, true), 0);
+					     "[kernel.kallsyms]_text", 0, true, NULL), 0);
+	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffffc0001000ull, 0x1000, 0, "[mymod]", 0, true, NULL), 0);
 	/* perf writes the module's path when it finds the .ko */
 	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffffc0005000ull, 0x1000, 0,
-					     "/lib/modules/6.1.0/kernel/drivers/my-mod2.ko.xz", 0, true), 0);
+					     "/lib/modules/6.1.0/kernel/drivers/my-mod2.ko.xz", 0, true, NULL), 0);
 	symbolizer__resolve(s, 99, 0xffffffffc0001004ull, 1, true, &out);
 	assert_true(out.known);
 	assert_string_equal(out.name, "mod_func");

@@ -22,6 +22,12 @@ int buildid_kernel(__u8 id[BUILD_ID_MAX], __u8 *size);
 /* Lower-case hex, as perf prints it. */
 void buildid_hex(const __u8 *id, __u8 size, char *out /* 2*BUILD_ID_MAX+1 */);
 
+/*
+ * Where record keeps a copy of a file by its build id (hex), as perf keeps
+ * ~/.debug: $XDG_CACHE_HOME/spanperf/buildid/HEX, else ~/.cache/...
+ */
+int buildid_cache_path(const char *hex, char *out, size_t len);
+
 /* A set of unique file names seen in MMAP2 records. */
 struct dso_set;
 struct dso_set *dso_set__new(void);

@@ -57,21 +57,6 @@ int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size
 	return e ? e : read_file_all(path, text, len);
 }
 
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	return 0;
-}
-
 /* An atomic_file: a reader never sees half a copy. */
 static int store(const char *path, const char *text, size_t len)
 {
@@ -95,7 +80,7 @@ int kallsyms_store_cache(const char *build_id, __u64 text_addr, const char *text
 	if (!e)
 		e = cache_path(build_id, text_addr, ".modules", mpath, sizeof(mpath));
 	if (!e)
-		e = mkdirs(path);
+		e = mkdir_parents(path);
 	/* The copy, then its modules: a list never vouches for a copy older than itself. */
 	if (!e)
 		e = store(path, text, len);

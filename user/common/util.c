@@ -602,3 +602,18 @@ int array_reserve(void **p, size_t *cap, size_t n, size_t elem)
 	*cap = c;
 	return 0;
 }
+
+int mkdir_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return 0;
+}

@@ -70,6 +70,9 @@ int read_file_all(const char *path, char **out, size_t *len);
  */
 int open_regular(const char *path);
 
+/* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
+int mkdir_parents(char *path);
+
 /* write() all of it, retrying on EINTR and short writes. */
 int write_all(int fd, const void *p, size_t n);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "perf_sample.h"
+#include "util.h"
 
 /*
  * One walker serves size, write and parse, so that the three can never
@@ -407,10 +408,17 @@ long pd_build_mmap2(void *buf, size_t bufsz, const struct perf_event_attr *attr,
 	memcpy(p + 8, &start, 8);
 	memcpy(p + 16, &len, 8);
 	memcpy(p + 24, &pgoff, 8);
-	memcpy(p + 32, &info->maj, 4);
-	memcpy(p + 36, &info->min, 4);
-	memcpy(p + 40, &info->ino, 8);
-	memcpy(p + 48, &info->ino_generation, 8);
+	if (info->build_id_size) {
+		memset(p + 32, 0, 24);
+		p[32] = SP_MIN(info->build_id_size, (__u8)20);
+		memcpy(p + 36, info->build_id, p[32]);
+		misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	} else {
+		memcpy(p + 32, &info->maj, 4);
+		memcpy(p + 36, &info->min, 4);
+		memcpy(p + 40, &info->ino, 8);
+		memcpy(p + 48, &info->ino_generation, 8);
+	}
 	memcpy(p + 56, &info->prot, 4);
 	memcpy(p + 60, &info->flags, 4);
 	memset(p + 64, 0, str_padded(filename));
@@ -494,6 +502,11 @@ int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out)
 	memcpy(&out->pgoff, p + 32, 8);
 	out->filename = p + off;
 	out->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	out->build_id_size = 0;
+	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
+		out->build_id_size = SP_MIN((__u8)p[40], (__u8)20);
+		memcpy(out->build_id, p + 44, out->build_id_size);
+	}
 	return 0;
 }
 

@@ -32,6 +32,14 @@
 #define PD_CONTEXT_USER ((__u64)-512)
 #define PD_CONTEXT_MAX ((__u64)-4095)
 
+/*
+ * The user registers a DWARF unwind needs on x86-64, as perf asks for them
+ * (its PERF_REGS_MASK): every PERF_REG_X86_* below R15 but the segment
+ * registers DS, ES, FS and GS.  The sample holds them in bit order: AX BX CX
+ * DX SI DI BP SP IP FLAGS CS SS R8..R15.
+ */
+#define PD_X86_64_DWARF_REGS 0xff0fffULL
+
 /* A decoded sample.  Pointers refer into the record (parse) or the caller's data (write). */
 struct pd_sample {
 	__u64 id, ip, time, addr, stream_id, period;
@@ -89,6 +97,13 @@ struct pd_mmap2_info {
 	__u32 maj, min;
 	__u64 ino, ino_generation;
 	__u32 prot, flags;
+	/*
+	 * With build_id_size > 0 the record carries the file's build id in
+	 * place of maj..ino_generation (PERF_RECORD_MISC_MMAP_BUILD_ID, the
+	 * layout the kernel writes for attr.build_id, Linux 5.12).
+	 */
+	__u8 build_id_size;
+	__u8 build_id[20];
 };
 long pd_build_mmap2(void *buf, size_t bufsz, const struct perf_event_attr *attr,
 		    const struct pd_sample *ts, __u16 misc, __u32 pid, __u32 tid, __u64 start,
@@ -118,6 +133,8 @@ struct pd_mmap {
 	__u64 start, len, pgoff;
 	const char *filename;
 	int kernel; /* cpumode: a kernel or module mapping */
+	__u8 build_id_size; /* > 0: the mapped file's build id, from the record */
+	__u8 build_id[20];
 };
 /* PERF_RECORD_MMAP and MMAP2 alike. */
 int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out);

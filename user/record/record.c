@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "buildid.h"
+#include "buildid_cache.h"
 #include "commands.h"
 #include "counters.h"
 #include "events.h"
@@ -32,8 +33,14 @@
 #include "sample.skel.h"
 #include "spanperf.h"
 
-#define POLL_MS 500
-#define SPAN_POLL_MS 100
+/*
+ * How often the rings are drained when they do not fill: a mapping's record
+ * must be read while its process lives for the build-id cache to reach a
+ * container's file (ten wakeups a second cost nothing measurable).
+ */
+#define POLL_MS 100
+/* What copies of containers' files may take in the cache directory. */
+#define BUILDID_CACHE_MAX (2ull << 30)
 /* What a span counts without --span-counters: neither needs a counter read. */
 #define SPAN_DEFAULT_COUNTERS "task-clock,context-switches"
 
@@ -48,6 +55,8 @@ struct recorder {
 	int nr_rings;
 	struct pd_writer *w;
 	struct dso_set *dsos;
+	struct buildid_cache *bcache; /* NULL with -N */
+	bool mmap_build_id;	      /* the tracking event's MMAP2 records carry build ids */
 	struct run run;
 	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
@@ -82,10 +91,11 @@ static void recorder_free(struct recorder *r)
 	sample_bpf__destroy(r->skel);
 	pd_writer__free(r->w);
 	dso_set__free(r->dsos);
+	buildid_cache__free(r->bcache);
 }
 
 /* The sample layout every sampling event shares; side-band bits on the first. */
-static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking,
+static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking, bool build_id,
 		       struct perf_event_attr *a)
 {
 	*a = ev->attr;
@@ -94,6 +104,16 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (o->callgraph)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->dwarf_stack) {
+		/*
+		 * As perf: the kernel part of the chain from the kernel, the user
+		 * part unwound later from the registers and the stack copy.
+		 */
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->exclude_callchain_user = 1;
+		a->sample_regs_user = PD_X86_64_DWARF_REGS;
+		a->sample_stack_user = o->dwarf_stack;
+	}
 	if (o->freq) {
 		a->freq = 1;
 		a->sample_freq = o->freq;
@@ -109,6 +129,10 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
 	if (tracking) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
+		/* Which file a mapping was, even in a container: see buildid_cache.h. */
+		a->build_id = build_id;
+		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
+		a->mmap_data = !!o->dwarf_stack;
 	}
 }
 
@@ -161,7 +185,7 @@ static int resolve_events(struct recorder *r, int test_cpu)
 				event_cpu_clock(ev);
 			}
 		}
-		build_attr(o, ev, false, &a);
+		build_attr(o, ev, false, false, &a);
 		e = pe_try_open(&a, test_cpu);
 		if (e) {
 			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
@@ -213,7 +237,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	for (int i = 0; i < r->nr_evs; i++) {
 		struct perf_event_attr a;
 
-		build_attr(o, &r->evs[i], i == 0, &a);
+		build_attr(o, &r->evs[i], i == 0, r->mmap_build_id, &a);
 		e = pe_set__open(&r->sets[i], &a, cpus);
 		if (e) {
 			pr_err("cannot open event '%s' on every CPU: %s", r->evs[i].name, strerror(-e));
@@ -377,9 +401,13 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
-		if (!pd_parse_mmap(h, h->size, &m))
-			return dso_set__add(r->dsos, m.filename);
-		break;
+		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
+		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
+			break;
+		/* Now, while the process lives: its files may be gone by the end. */
+		buildid_cache__note(r->bcache, m.pid, m.start, m.start + m.len, m.filename, m.build_id,
+				    m.build_id_size);
+		return dso_set__add(r->dsos, m.filename);
 	}
 	return 0;
 }
@@ -459,8 +487,11 @@ static int synthesize(struct recorder *r)
 		.id = r->sets[0]->ev[0].id,
 		.time = r->start_ns,
 		.dsos = r->dsos,
+		.bcache = r->bcache,
+		.build_ids = r->mmap_build_id,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
+		.data_maps = o->dwarf_stack,
 	};
 	int e = sideband_kernel_mmap(&sb);
 
@@ -642,6 +673,7 @@ static int finish(struct recorder *r, int argc, char **argv)
 			(unsigned long long)accepted, (unsigned long long)r->samples, (unsigned long long)r->lost);
 		print_threads(r);
 	}
+	buildid_cache__report(r->bcache);
 	return 0;
 }
 
@@ -797,6 +829,8 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
 	}
+	r.mmap_build_id = features_mmap_build_id(online.v[0]);
+	r.bcache = buildid_cache__new(!o.no_buildid_cache && r.mmap_build_id, BUILDID_CACHE_MAX);
 	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || run_check_targets(&o.pids, &o.tids))
 		goto cleanup;
 	if (o.nr_spans) {
@@ -852,7 +886,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, r.spans || r.oc ? SPAN_POLL_MS : POLL_MS)) {
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));

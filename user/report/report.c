@@ -13,6 +13,7 @@
 #include "report_out.h"
 #include "report_spans.h"
 #include "session.h"
+#include "unwind.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -218,11 +219,15 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	}
 	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
-		 "(each with its parent's maps), %llu execs; %llu samples lost while recording",
+		 "(each with its parent's maps), %llu execs; %llu samples lost while recording; %d dsos read from "
+		 "the build-id cache (containers' files, or files gone from their paths)",
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
-		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost);
-	if (sp_verbose >= 1)
+		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
+		 symbolizer__from_cache(p->sym));
+	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
+		unwinder__print_stats(p->unwinder, stderr);
+	}
 	/* Off-CPU and wall views weigh stacks by their nanoseconds. */
 	shown = p;
 	if (ev_set && ev != PV_ON_CPU) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buildid.h"
 #include "perf_sample.h"
 #include "session.h"
 #include "util.h"
@@ -155,6 +156,7 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 	struct pd_mmap m;
 	struct pd_task t;
 	__u64 id, lost;
+	char bid[2 * BUILD_ID_MAX + 1];
 
 	switch (h->type) {
 	case PERF_RECORD_COMM:
@@ -178,10 +180,13 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 		return 0;
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
-		if (pd_parse_mmap(h, h->size, &m))
+		/* Data maps (--call-graph dwarf records them, for perf): no code there. */
+		if (pd_parse_mmap(h, h->size, &m) || (h->misc & PERF_RECORD_MISC_MMAP_DATA))
 			return 0;
+		if (m.build_id_size)
+			buildid_hex(m.build_id, m.build_id_size, bid);
 		return symbolizer__add_map(s->sym, m.pid, m.start, m.len, m.pgoff, m.filename, ev->sample.time,
-					   m.kernel);
+					   m.kernel, m.build_id_size ? bid : NULL);
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
 		if (!pd_parse_lost(h, h->size, &id, &lost))

@@ -18,6 +18,7 @@
 struct symbol {
 	__u64 start, end;
 	char *name;
+	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
 	int binding;	 /* STB_*, for choosing among aliases */
 	bool demangled; /* name is final (see sym_name) */
 };
@@ -32,6 +33,7 @@ struct dso {
 	bool kernel, jit, loaded;
 	struct symbol *syms;
 	int nr_syms;
+	size_t cap_syms;
 	struct segment *segs;
 	int nr_segs;
 	struct sym_dso_info info;
@@ -82,13 +84,16 @@ struct symbolizer {
 	struct u64_map proc_by_pid;
 	struct dso *kernel;
 	struct sym_dso_info *infos;
+	int from_cache; /* dsos read from record's build-id cache */
 };
 
 static int cmp_sym(const void *a, const void *b)
 {
 	const struct symbol *x = a, *y = b;
 
-	return (x->start > y->start) - (x->start < y->start);
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int underscores(const char *s)
@@ -103,7 +108,8 @@ static int underscores(const char *s)
 /*
  * Of two aliases at one address, the one perf shows (util/symbol.c's
  * choose_best_symbol), so that both tools name a frame alike: sized, then
- * not weak, then global, then fewer leading underscores, then longer.
+ * not weak, then global, then fewer leading underscores, then longer, then
+ * the first listed (pthread_rwlock_rdlock@GLIBC_2.2.5 before @@GLIBC_2.34).
  */
 static bool better(const struct symbol *a, const struct symbol *b)
 {
@@ -122,10 +128,17 @@ static bool better(const struct symbol *a, const struct symbol *b)
 	bl = strlen(b->name);
 	if (al != bl)
 		return al > bl;
-	return strcmp(a->name, b->name) < 0;
+	/* perf keeps the first in its tree, which is the file's order. */
+	return a->seq < b->seq;
 }
 
-/* Sorts, keeps one of the aliases at each address, and closes sizeless symbols at the next one. */
+/*
+ * Sorts, closes sizeless symbols at the next one, then keeps one of the
+ * aliases at each address: perf's symbols__fixup_end, then
+ * symbols__fixup_duplicate, in that order.  So of sizeless aliases (kallsyms
+ * lists memcpy, __memcpy, __pi_memcpy at one address) the last listed takes
+ * the size and wins, as perf shows __pi_memcpy.
+ */
 static void finish_symbols(struct dso *d)
 {
 	int j = 0;
@@ -133,6 +146,9 @@ static void finish_symbols(struct dso *d)
 	if (!d->nr_syms)
 		return; /* sort_n(NULL, 0) is undefined */
 	sort_n(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
+	for (int i = 0; i + 1 < d->nr_syms; i++)
+		if (d->syms[i].end <= d->syms[i].start)
+			d->syms[i].end = d->syms[i + 1].start;
 	for (int i = 0; i < d->nr_syms; i++) {
 		if (j && d->syms[j - 1].start == d->syms[i].start) {
 			if (better(&d->syms[i], &d->syms[j - 1])) {
@@ -146,20 +162,16 @@ static void finish_symbols(struct dso *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
+	/* The last one, and aliases that stayed sizeless: up to the next symbol, or a page. */
 	for (int i = 0; i < d->nr_syms; i++)
 		if (d->syms[i].end <= d->syms[i].start)
 			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
 }
 
-static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const char *name, int binding)
+static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, int binding)
 {
-	if (d->nr_syms == *cap) {
-		struct symbol *n = realloc(d->syms, (*cap = *cap ? *cap * 2 : 256) * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		d->syms = n;
-	}
+	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
+		return -ENOMEM;
 	d->syms[d->nr_syms].name = strdup(name);
 	if (!d->syms[d->nr_syms].name)
 		return -ENOMEM;
@@ -167,6 +179,7 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
 	d->syms[d->nr_syms].demangled = false;
+	d->syms[d->nr_syms].seq = d->nr_syms;
 	d->nr_syms++;
 	return 0;
 }
@@ -176,11 +189,82 @@ static int add_symbol(struct dso *d, int *cap, __u64 start, __u64 size, const ch
  * headers.  For naming addresses one alias per address is kept; a lookup by
  * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
  */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * The PLT's entries as perf 6.1 names them (symbol-elf.c's
+ * dso__synthesize_plt_symbols): NAME@plt for the i-th .rela.plt
+ * relocation at .plt + (i + 1) * entsize, the first entry being the PLT's
+ * header, and "@plt" where the relocation names no symbol (IRELATIVE).
+ * Without them a call through the PLT counted as _init, or whatever
+ * sizeless symbol came before.  A debug file's .plt is NOBITS: nothing.
+ */
+static int add_plt_syms(struct dso *d, Elf *elf)
+{
+	GElf_Shdr rel_sh, plt_sh, dyn_sh;
+	Elf_Scn *rel = section_named(elf, ".rela.plt", &rel_sh);
+	Elf_Scn *plt = section_named(elf, ".plt", &plt_sh), *dyn;
+	Elf_Data *rels, *syms;
+	char name[512];
+	__u64 entsize = plt_sh.sh_entsize, addr;
+	size_t n;
+
+	if (!rel || !plt || plt_sh.sh_type != SHT_PROGBITS || rel_sh.sh_type != SHT_RELA || !rel_sh.sh_entsize ||
+	    !entsize)
+		return 0;
+	dyn = elf_getscn(elf, rel_sh.sh_link);
+	if (!dyn || !gelf_getshdr(dyn, &dyn_sh) || dyn_sh.sh_type != SHT_DYNSYM)
+		return 0;
+	rels = elf_getdata(rel, NULL);
+	syms = elf_getdata(dyn, NULL);
+	if (!rels || !syms)
+		return 0;
+	n = rel_sh.sh_size / rel_sh.sh_entsize;
+	addr = plt_sh.sh_addr + entsize;
+	for (size_t i = 0; i < n; i++, addr += entsize) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *sname = "";
+		char *demangled;
+		int e;
+
+		if (!gelf_getrela(rels, i, &r))
+			break;
+		if (addr + entsize > plt_sh.sh_addr + plt_sh.sh_size)
+			break; /* a relocation count the section cannot hold */
+		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
+			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
+		/* perf demangles the name, then adds @plt: "operator delete@plt". */
+		demangled = demangle(sname);
+		snprintf(name, sizeof(name), "%s@plt", demangled ? demangled : sname);
+		free(demangled);
+		e = add_symbol(d, addr, entsize, name, STB_GLOBAL);
+		if (e)
+			return e;
+		d->syms[d->nr_syms - 1].demangled = true;
+	}
+	return 0;
+}
+
 static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	size_t phnum = 0;
-	int err = 0, cap = 0;
+	int err = 0;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		return -EINVAL;
@@ -225,9 +309,11 @@ static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_alias
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			err = add_symbol(d, &cap, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			err = add_symbol(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
 		}
 	}
+	if (!err)
+		err = add_plt_syms(d, elf);
 	if (!all_aliases)
 		finish_symbols(d);
 	return err;
@@ -249,6 +335,36 @@ static int load_elf_file(struct dso *d, const char *file, bool want_segs, bool a
 		elf_end(elf);
 	close(fd);
 	return err;
+}
+
+/*
+ * The PLT of the mapped file itself, for symbols read from a debug file
+ * (whose .plt is NOBITS); not if the file changed since the recording.
+ * The caller finishes the symbols.
+ */
+static void add_plt_of(struct dso *d, const char *file)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	int fd;
+	Elf *elf;
+
+	if (d->build_id[0]) {
+		if (buildid_from_file(file, id, &size))
+			return;
+		buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id))
+			return;
+	}
+	fd = open_regular(file);
+	if (fd < 0)
+		return;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		add_plt_syms(d, elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
 }
 
 static int load_elf(struct dso *d, const char *file, bool want_segs)
@@ -371,13 +487,25 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (d->build_id[0]) {
 		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, d->build_id,
 			 d->build_id + 2);
-		if (!access(dbg, R_OK) && !load_elf(d, dbg, true) && d->nr_syms)
+		if (!access(dbg, R_OK) && !load_elf_file(d, dbg, true, true) && d->nr_syms) {
+			add_plt_of(d, file);
+			finish_symbols(d);
 			return;
-		if (buildid_from_file(file, id, &size))
-			return; /* gone or unreadable */
-		buildid_hex(id, size, hex);
-		if (strcmp(hex, d->build_id))
-			return; /* changed since the recording: no symbols rather than wrong ones */
+		}
+		hex[0] = 0;
+		if (!buildid_from_file(file, id, &size))
+			buildid_hex(id, size, hex);
+		if (strcmp(hex, d->build_id)) {
+			/*
+			 * Gone, changed, or another mount namespace's file (a
+			 * container's): the copy record kept by build id, if any;
+			 * never the file that is there now.
+			 */
+			if (!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
+			    !load_elf(d, dbg, true))
+				s->from_cache++;
+			return;
+		}
 	}
 	if (load_elf(d, file, true))
 		return;
@@ -393,12 +521,15 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (!access(dbg, R_OK)) {
 		struct dso tmp = {};
 
-		if (!load_elf(&tmp, dbg, false) && tmp.nr_syms > d->nr_syms) {
+		if (!load_elf_file(&tmp, dbg, false, true) && tmp.nr_syms > d->nr_syms) {
+			add_plt_of(&tmp, file);
+			finish_symbols(&tmp);
 			for (int i = 0; i < d->nr_syms; i++)
 				free(d->syms[i].name);
 			free(d->syms);
 			d->syms = tmp.syms;
 			d->nr_syms = tmp.nr_syms;
+			d->cap_syms = tmp.cap_syms;
 		} else {
 			for (int i = 0; i < tmp.nr_syms; i++)
 				free(tmp.syms[i].name);
@@ -409,7 +540,6 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 
 struct kload {
 	struct dso *d;
-	int cap;
 };
 
 static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n)
@@ -421,7 +551,7 @@ static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n
 		return 0;
 	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
 	/* kallsyms: T is global, t local, W/w weak. */
-	return add_symbol(k->d, &k->cap, addr, 0, buf,
+	return add_symbol(k->d, addr, 0, buf,
 			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
 }
 
@@ -430,7 +560,7 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	char path[PATH_MAX + 32], *text = NULL;
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
-	struct kload k = { d, 0 };
+	struct kload k = { d };
 	__u64 text_addr = d->info.pgoff, running;
 	size_t len;
 
@@ -465,7 +595,6 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
 	char path[PATH_MAX + 32], line[1024];
 	struct dso *d;
-	int cap = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
@@ -488,7 +617,7 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		if (add_symbol(d, &cap, start, size ? size : 1, line + n, STB_GLOBAL))
+		if (add_symbol(d, start, size ? size : 1, line + n, STB_GLOBAL))
 			break;
 	}
 	fclose(f);
@@ -527,15 +656,22 @@ static void dso_free(struct dso *d)
 static bool dso_eq(const void *ctx, size_t idx)
 {
 	const void *const *c = ctx;
+	const struct dso *d = ((const struct symbolizer *)c[0])->dsos[idx];
 
-	return !strcmp(((const struct symbolizer *)c[0])->dsos[idx]->path, c[1]);
+	return !strcmp(d->path, c[1]) && !strcmp(d->build_id, c[2]);
 }
 
-static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
+/*
+ * A dso is a file name and the build id it had: a container's /usr/bin/x
+ * and the host's are two dsos.  build_id: from the mapping's record, else
+ * NULL for the one the BUILD_ID feature gives the name.
+ */
+static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel, const char *build_id)
 {
 	const char *key = kernel ? "[kernel.kallsyms]" : path;
-	__u64 h = hash_str(key);
-	const void *ctx[2] = { s, key };
+	const char *bid = build_id ? build_id : recorded_build_id(s->recorded, key, kernel);
+	__u64 h = hash_mix(hash_str(key), hash_str(bid));
+	const void *ctx[3] = { s, key, bid };
 	long i = hindex_find(&s->dso_idx, h, dso_eq, ctx);
 	struct dso *d, **nd;
 
@@ -559,7 +695,7 @@ static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel)
 		return NULL;
 	}
 	d->kernel = kernel;
-	snprintf(d->build_id, sizeof(d->build_id), "%s", recorded_build_id(s->recorded, key, kernel));
+	snprintf(d->build_id, sizeof(d->build_id), "%s", bid);
 	d->id = s->nr_dsos;
 	if (hindex_add(&s->dso_idx, h, s->nr_dsos)) {
 		dso_free(d);
@@ -578,7 +714,7 @@ struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *r
 	snprintf(s->root, sizeof(s->root), "%s", root ? root : "");
 	s->recorded = recorded;
 	elf_version(EV_CURRENT);
-	s->kernel = dso_get(s, "[kernel.kallsyms]", true);
+	s->kernel = dso_get(s, "[kernel.kallsyms]", true, NULL);
 	if (!s->kernel) {
 		symbolizer__free(s);
 		return NULL;
@@ -653,7 +789,7 @@ static struct dso *module_dso(struct symbolizer *s, const char *filename)
 			if (*p == '-')
 				*p = '_';
 	}
-	return dso_get(s, name, false);
+	return dso_get(s, name, false, NULL);
 }
 
 static int push_map(struct proc_maps *p, struct map m)
@@ -672,7 +808,7 @@ static int push_map(struct proc_maps *p, struct map m)
 }
 
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
-			const char *filename, __u64 time, bool kernel)
+			const char *filename, __u64 time, bool kernel, const char *build_id)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, true);
 	struct dso *d;
@@ -682,7 +818,7 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (!len || start + len < start)
 		return 0;
 	/* A module ("[brd]", or perf's path to brd.ko) names its frames; kallsyms still has their symbols. */
-	d = !kernel ? dso_get(s, filename, false) : is_module(filename) ? module_dso(s, filename) : s->kernel;
+	d = !kernel ? dso_get(s, filename, false, build_id) : is_module(filename) ? module_dso(s, filename) : s->kernel;
 	if (!d)
 		return -ENOMEM;
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
@@ -947,6 +1083,23 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->offset = ip - sym->start;
 		out->known = true;
 	}
+}
+
+int symbolizer__map(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, struct sym_map *out)
+{
+	struct proc_maps *p = proc_get(s, pid, false);
+	struct map *m = p ? find_map(p, ip, t) : NULL;
+
+	if (!m || m->dso->kernel)
+		return -ENOENT;
+	*out = (struct sym_map){ m->start, m->end, m->pgoff, m->dso->path, m->dso->short_name,
+				 m->dso->build_id, m->dso->id };
+	return 0;
+}
+
+int symbolizer__from_cache(const struct symbolizer *s)
+{
+	return s->from_cache;
 }
 
 int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)

@@ -36,9 +36,14 @@ struct sym {
 struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root);
 void symbolizer__free(struct symbolizer *s);
 
-/* Feed the file's MMAP, MMAP2 records (in any order). */
+/*
+ * Feed the file's MMAP, MMAP2 records (in any order).  build_id: the
+ * record's own (hex), or NULL to take the BUILD_ID feature's for the name.
+ */
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
-			const char *filename, __u64 time, bool kernel);
+			const char *filename, __u64 time, bool kernel, const char *build_id);
+/* How many dsos were read from record's build-id cache (containers' files, files gone since). */
+int symbolizer__from_cache(const struct symbolizer *s);
 /*
  * The process timeline, fed in time order after every map is added: pid
  * exec'd at time (its new maps win over the old where they overlap, as in
@@ -53,6 +58,14 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
 /* Resolves ip for process pid at time t; kernel: the ip is a kernel address. */
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel,
 			 struct sym *out);
+
+/* The user map under ip for process pid at time t (the unwinder's modules): 0, or -ENOENT. */
+struct sym_map {
+	__u64 start, end, pgoff;
+	const char *path, *dso, *build_id; /* as recorded; build_id hex or "" */
+	int dso_id;
+};
+int symbolizer__map(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, struct sym_map *out);
 
 /* Dsos seen, for pprof mappings: path, build id, and the first map's range. */
 struct sym_dso_info {
