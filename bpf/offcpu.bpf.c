@@ -182,6 +182,15 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	if (st.ustack < 0)
 		stat_inc(SP_STAT_OFFCPU_USTACK);
 	st.ts = bpf_ktime_get_ns();
+	if (!bpf_map_update_elem(&offstart, &tid, &st, BPF_NOEXIST))
+		return;
+	/*
+	 * A start is still there: the tracepoint never showed this thread
+	 * coming back (switches it hides), so the old block's length is
+	 * unknown.  It is dropped, counted, and this one replaces it.
+	 */
+	if (bpf_map_lookup_elem(&offstart, &tid))
+		stat_inc(SP_STAT_OFFCPU_UNSEEN);
 	if (bpf_map_update_elem(&offstart, &tid, &st, BPF_ANY))
 		stat_inc(SP_STAT_OFFCPU_NOSLOT);
 }

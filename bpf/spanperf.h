@@ -133,6 +133,7 @@ enum sp_stat {
 	SP_STAT_OFFCPU_KSTACK,	  /* a block whose kernel stack could not be taken */
 	SP_STAT_OFFCPU_USTACK,	  /* a block whose user stack could not be taken */
 	SP_STAT_OFFCPU_STALE,	  /* a start that was not this thread's (pid changed): dropped */
+	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen: that block dropped */
 	SP_STAT_MAX,
 };
 

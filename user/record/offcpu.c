@@ -335,6 +335,7 @@ void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st)
 	st->kstack = bpf_percpu_sum(fd, SP_STAT_OFFCPU_KSTACK);
 	st->ustack = bpf_percpu_sum(fd, SP_STAT_OFFCPU_USTACK);
 	st->stale = bpf_percpu_sum(fd, SP_STAT_OFFCPU_STALE);
+	st->unseen = bpf_percpu_sum(fd, SP_STAT_OFFCPU_UNSEEN);
 }
 
 const char *offcpu__hook(const struct offcpu_set *s)

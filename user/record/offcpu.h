@@ -48,7 +48,7 @@ struct offcpu_stats {
 	__u64 summed;	   /* blocks in those sums */
 	__u64 open_at_end; /* blocks still going at the end, written up to the end */
 	__u64 exited;	   /* starts of threads gone at the end: dropped */
-	__u64 lost, noslot, agg_full, kstack, ustack, stale, nostack_ids;
+	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, nostack_ids;
 	__u64 ns;	   /* every sample's period summed */
 };
 

@@ -597,6 +597,9 @@ static void offcpu_report(struct recorder *r)
 	if (st.kstack || st.ustack)
 		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.unseen)
+		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
+			(unsigned long long)st.unseen);
 	if (st.stale || st.exited)
 		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
 			(unsigned long long)(st.stale + st.exited));
