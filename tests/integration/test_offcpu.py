@@ -90,7 +90,7 @@ def test_offcpu_one_by_one_with_stacks():
     top = max(naps, key=lambda line: int(line.rsplit(" ", 1)[1]))
     assert ";nap_sleep;" in top and "schedule" in top, top
     # perf script shows the same chain.
-    out = perf_clean(["script", "-F", "tid,event,sym"], path)
+    out = perf_clean(["script", "-F", "tid,event,ip,sym"], path)
     assert "nap_sleep" in out and "pipe_wait" in out, out[:2000]
     # Wall: both events in ns, the blocked stacks marked.
     wall = spanperf("report", "-i", path, "--folded", "--event", "wall", check=True).stdout
