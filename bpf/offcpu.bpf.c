@@ -112,7 +112,7 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	ev->dur_ns = dur;
 	ev->pid = st->pid;
 	ev->tid = tid;
-	ev->cpu = bpf_get_smp_processor_id();
+	ev->cpu = st->cpu;
 	ev->state = st->state;
 	ev->kstack = st->kstack;
 	ev->ustack = st->ustack;
@@ -174,6 +174,8 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	if (!wanted(pid, tid))
 		return;
 	st.pid = pid;
+	st.cpu = bpf_get_smp_processor_id();
+	st.pad = 0;
 	st.state = state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE);
 	st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 	if (st.kstack < 0)

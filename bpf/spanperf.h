@@ -147,6 +147,8 @@ struct sp_offcpu_start {
 	__s32 kstack, ustack; /* stack map ids, negative errno when not taken */
 	__u32 pid;
 	__u32 state;	     /* prev->__state: 1 interruptible (S), 2 uninterruptible (D) */
+	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
+	__u32 pad;
 };
 
 /* Short blocks are summed in BPF per this key, as perf does. */
@@ -167,7 +169,7 @@ struct sp_offcpu_event {
 	__u64 end_ns;	/* the switch-in, CLOCK_MONOTONIC */
 	__u64 dur_ns;	/* end_ns minus the switch-out */
 	__u32 pid, tid;
-	__u32 cpu;	/* where it came back */
+	__u32 cpu;	/* where it blocked */
 	__u32 state;
 	__s32 kstack, ustack;
 };

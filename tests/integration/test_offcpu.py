@@ -10,7 +10,7 @@ import subprocess
 import threading
 
 import pprof_decode
-from harness import WORKLOAD, json_lines, need_bpf, perf_clean, spanperf, test, tmpdir
+from harness import WORKLOAD, Skip, json_lines, need_bpf, perf_clean, spanperf, test, tmpdir
 
 ARGS = ["offcpu", "200", "5", "50", "10", "300"]
 
@@ -141,6 +141,18 @@ def test_offcpu_pid_filter_and_pprof():
     assert prof["sample_type"][-1] == ("off_cpu", "nanoseconds"), prof["sample_type"]
     off = sum(s["value"][2] for s in prof["sample"])
     assert off >= truth["sleeper"]["off_ns"] + truth["piper"]["off_ns"], off
+
+
+@test
+def test_offcpu_cpu_filter():
+    # -C: blocks that began on the CPUs given, each sample carrying the CPU it blocked on.
+    if (os.cpu_count() or 1) < 2:
+        raise Skip("-C needs two CPUs to mean anything")
+    path, truth, _ = record(["-C", "1", "--off-cpu-thresh", "0"])
+    out = perf_clean(["script", "-F", "cpu,event"], path)
+    cpus = collections.Counter(int(line.split("]")[0].strip(" [")) for line in out.splitlines()
+                               if "offcpu-time" in line)
+    assert cpus and set(cpus) == {1}, cpus
 
 
 @test

@@ -316,7 +316,7 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 			s->st.exited++;
 			continue;
 		}
-		e = write_sample(s, st.pid, tid, 0, end_ns, end_ns - st.ts, st.kstack, st.ustack, false);
+		e = write_sample(s, st.pid, tid, st.cpu, end_ns, end_ns - st.ts, st.kstack, st.ustack, false);
 		if (e)
 			return e;
 		s->st.open_at_end++;
