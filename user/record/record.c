@@ -23,6 +23,7 @@
 #include "kernel_features.h"
 #include "host.h"
 #include "libbpf_setup.h"
+#include "offcpu.h"
 #include "options.h"
 #include "perf_data.h"
 #include "perf_events.h"
@@ -70,11 +71,13 @@ struct recorder {
 	struct span_set *spans;
 	struct perf_event_attr span_attr;
 	__u64 nr_spans;
+	struct offcpu_set *oc; /* --off-cpu */
 };
 
 static void recorder_free(struct recorder *r)
 {
 	run__stop(&r->run);
+	offcpu__free(r->oc);
 	span_set__free(r->spans);
 	counters__free(r->cs);
 	free(r->specs);
@@ -243,7 +246,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	}
 	/* One ring per CPU, on the first event; the others write into it. */
 	r->rings = calloc(r->sets[0]->nr, sizeof(*r->rings));
-	r->pfds = calloc(r->sets[0]->nr + 1, sizeof(*r->pfds)); /* + the span ring */
+	r->pfds = calloc(r->sets[0]->nr + 2, sizeof(*r->pfds)); /* + the span and off-CPU rings */
 	if (!r->rings || !r->pfds)
 		return -ENOMEM;
 	for (int j = 0; j < r->sets[0]->nr; j++) {
@@ -349,6 +352,13 @@ static int add_attrs(struct recorder *r)
 	}
 	if (!e && r->o->nr_spans)
 		e = add_span_attrs(r);
+	if (!e && r->oc) {
+		struct perf_event_attr a;
+		__u64 id = OFFCPU_ID;
+
+		offcpu__attr(&a);
+		e = pd_writer__add_attr(r->w, &a, OFFCPU_EVENT_NAME, &id, 1);
+	}
 	return e ?: pd_writer__begin(r->w);
 }
 
@@ -438,11 +448,22 @@ static int on_chunk(void *ctx, const void *p, size_t n)
 	return pd_writer__write(r->w, p, n);
 }
 
+/* The switch-in stamps each off-CPU block, before now: it belongs to this round too. */
+static int drain_offcpu(struct recorder *r, bool *any)
+{
+	__u64 n = 0;
+	int e = r->oc ? offcpu__consume(r->oc, on_chunk, r, &n) : 0;
+
+	*any |= n > 0;
+	return e;
+}
+
 /* One pass over every ring, then FINISHED_ROUND so perf can sort in rounds. */
 static int drain_all(struct recorder *r)
 {
 	__u64 spans = r->nr_spans;
 	bool any = false;
+	int e;
 
 	for (int i = 0; i < r->nr_rings; i++) {
 		long n = pe_ring__drain(&r->rings[i], on_record, on_chunk, r);
@@ -460,12 +481,15 @@ static int drain_all(struct recorder *r)
 	}
 	/* Spans are stamped with their end, before now: they belong to this round. */
 	if (r->spans) {
-		int e = span_set__consume(r->spans, on_span, r);
+		e = span_set__consume(r->spans, on_span, r);
 
 		if (e)
 			return e;
 		any |= r->nr_spans > spans;
 	}
+	e = drain_offcpu(r, &any);
+	if (e)
+		return e;
 	if (any) {
 		char buf[8];
 		long n = pd_build_finished_round(buf, sizeof(buf));
@@ -587,6 +611,35 @@ static void print_threads(struct recorder *r)
 	free(all);
 }
 
+/* What the off-CPU program could not time or name, said once each. */
+static void offcpu_report(struct recorder *r)
+{
+	struct offcpu_stats st;
+
+	offcpu__stats(r->oc, &st);
+	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
+		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
+		(unsigned long long)st.open_at_end, st.ns / 1e9);
+	if (st.lost)
+		pr_warn("%llu off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)",
+			(unsigned long long)st.lost);
+	if (st.noslot)
+		pr_warn("%llu off-CPU blocks not timed: the per-thread map was full (raise --max-threads)",
+			(unsigned long long)st.noslot);
+	if (st.agg_full)
+		pr_warn("%llu short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)",
+			(unsigned long long)st.agg_full);
+	if (st.kstack || st.ustack)
+		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
+			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.unseen)
+		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
+			(unsigned long long)st.unseen);
+	if (st.stale || st.exited)
+		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
+			(unsigned long long)(st.stale + st.exited));
+}
+
 static int finish(struct recorder *r, int argc, char **argv)
 {
 	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
@@ -648,6 +701,8 @@ static int finish(struct recorder *r, int argc, char **argv)
 			pr_debug("%llu spans shorter than --span-min-us were dropped in BPF",
 				 (unsigned long long)st.short_dropped);
 	}
+	if (r->oc)
+		offcpu_report(r);
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)r->o->max_threads);
@@ -702,6 +757,28 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 	counters__map_fds(r->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
 	so.threads_fd = bpf_map__fd(r->skel->maps.threads);
 	e = span_set__open(&r->spans, &so, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+static int setup_offcpu(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	/* Spans need each block's time; sums have none. */
+	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans ? 0 : OFFCPU_DEFAULT_THRESH_MS;
+	struct offcpu_opts oo = {
+		.cpus = o->cpus.n ? &o->cpus : NULL,
+		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
+		.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+		.max_threads = o->max_threads,
+		.entries = o->offcpu_entries,
+		.thresh_ns = ms * 1000000ull,
+		.prefer_raw_tp = o->raw_tp,
+	};
+	char err[512];
+	int e = offcpu__open(&r->oc, &oo, err, sizeof(err));
+
 	if (e)
 		pr_err("%s", err);
 	return e;
@@ -805,6 +882,8 @@ int cmd_record(int argc, char **argv)
 	} else if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r)) {
 		goto cleanup;
 	}
+	if (o.offcpu && setup_offcpu(&r))
+		goto cleanup;
 	if (open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
 		goto cleanup;
 	if (run__prepare(&r.run, o.cmd))
@@ -828,6 +907,13 @@ int cmd_record(int argc, char **argv)
 		/* The span ring wakes the loop when it fills. */
 		r.pfds[r.nr_rings] = (struct pollfd){ .fd = span_set__ring_fd(r.spans), .events = POLLIN };
 	}
+	if (r.oc) {
+		if (offcpu__attach(r.oc, err, sizeof(err))) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+		r.pfds[r.nr_rings + !!r.spans] = (struct pollfd){ .fd = offcpu__ring_fd(r.oc), .events = POLLIN };
+	}
 	if (start_events(&r))
 		goto cleanup;
 	e = synthesize(&r);
@@ -837,7 +923,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans, POLL_MS)) {
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
@@ -850,6 +936,9 @@ int cmd_record(int argc, char **argv)
 	if (r.cs)
 		counters__stop(r.cs);
 	e = drain_all(&r);
+	/* The sums and the blocks still going, stamped now: after every other record. */
+	if (!e && r.oc)
+		e = offcpu__finish(r.oc, now_ns(CLOCK_MONOTONIC), on_chunk, &r);
 	if (e) {
 		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;
