@@ -9,7 +9,7 @@ the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
-    sections: inkernel recorder stolen parts rss stat spans report forks otel (default: all)
+    sections: inkernel recorder stolen parts rss stat spans report forks dwarf offcpu otel (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SPANPERF = os.path.join(ROOT, "spanperf")
 WORKLOAD = os.path.join(ROOT, "build", "tests", "workload")
+DWARF_WORKLOAD = os.path.join(ROOT, "build", "tests", "workload_dwarf")
 FLOOR = os.path.join(ROOT, "build", "bench", "floor")
 RESULTS = os.path.join(HERE, "results")
 CPUS = os.cpu_count()
@@ -110,6 +111,11 @@ def start_profiler(tool, hz, out):
         cmd = [SPANPERF, "record", "-q", "-a", "-F", str(hz), "-o", out]
     elif tool == "perf-nog":
         cmd = ["perf", "record", "-q", "-a", "-F", str(hz), "-o", out]
+    # --call-graph dwarf: registers and 8 KiB of user stack per sample (the dwarf section).
+    elif tool == "spanperf-dwarf":
+        cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-o", out]
+    elif tool == "perf-dwarf":
+        cmd = ["perf", "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-o", out]
     elif tool == "bpftrace-nostack":
         cmd = ["bpftrace", "-e", "profile:hz:%d { @[tid] = count(); }" % hz]
     else:
@@ -478,6 +484,78 @@ def bench_forks(res):
     res["forks"]["file_mb"] = os.path.getsize(path) / 1e6
 
 
+def dwarf_report_stats(path):
+    """report -v's unwind line: (user stacks, complete, cut, us per stack)."""
+    err = subprocess.run([SPANPERF, "report", "-v", "-i", path, "--folded"], capture_output=True, text=True).stderr
+    m = re.search(r"dwarf unwind: (\d+) user stacks, (\d+) complete, (\d+) cut short; \d+ frames, ([\d.]+) us", err)
+    lost = re.search(r"(\d+) samples lost while recording", err)
+    return {"stacks": int(m.group(1)), "complete": int(m.group(2)), "cut": int(m.group(3)),
+            "us_per_stack": float(m.group(4)), "lost": int(lost.group(1)) if lost else None}
+
+
+def bench_dwarf(res):
+    """--call-graph dwarf at 999 Hz against perf's: the recorder's CPU, bytes and
+    stolen time under a CPU-bound load on every CPU, then report time, unwind
+    cost and peak RSS on a file of the no-frame-pointer workload, ours and perf's."""
+    hz, secs = 999, 5
+    cpu = {"spanperf": [], "perf": []}
+    rate = {"spanperf": [], "perf": []}
+    per_sample = {"spanperf": [], "perf": []}
+    lost = []
+    for r in range(ROUNDS):
+        for tool in ("spanperf", "perf"):
+            out = os.path.join(TMP, "dw-%s.data" % tool)
+            load = busy_load(secs + 3)
+            time.sleep(0.5)
+            if tool == "spanperf":
+                cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-d", str(secs), "-o", out]
+            else:
+                cmd = ["perf", "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-o", out, "--",
+                       "sleep", str(secs)]
+            p = spawn(cmd, stdout=DEVNULL, stderr=DEVNULL)
+            _, _, ru = os.wait4(p.pid, 0)
+            load.kill()
+            load.wait()
+            cpu[tool].append(ru.ru_utime + ru.ru_stime)
+            rate[tool].append(os.path.getsize(out) / secs)
+            if tool == "spanperf":
+                st = dwarf_report_stats(out)
+                lost.append(st["lost"])
+                per_sample[tool].append(os.path.getsize(out) / max(1, st["stacks"]))
+            log("dwarf recorder round %d %s: %.3f s CPU, %.0f KB/s" % (r, tool, cpu[tool][-1], rate[tool][-1] / 1e3))
+    stolen = {t: [] for t in ("none", "spanperf-dwarf", "perf-dwarf")}
+    for r in range(ROUNDS):
+        for tool in stolen:
+            stolen[tool].append(stolen_share(tool, hz, 2)[0])
+        log("dwarf stolen round %d: %s" % (r, {t: round(v[-1], 3) for t, v in stolen.items()}))
+    base = median(stolen["none"])
+    out = {"hz": hz, "seconds": secs,
+           "spanperf_cpu_s": median(cpu["spanperf"]), "perf_cpu_s": median(cpu["perf"]),
+           "cpu_ratio": median([a / b for a, b in zip(cpu["spanperf"], cpu["perf"])]),
+           "spanperf_Bps": median(rate["spanperf"]), "perf_Bps": median(rate["perf"]),
+           "bytes_ratio": median([a / b for a, b in zip(rate["spanperf"], rate["perf"])]),
+           "spanperf_bytes_per_sample": median(per_sample["spanperf"]), "spanperf_lost": lost,
+           "stolen_us_per_sample": {t: (median(v) - base) / 100 / hz * 1e6 for t, v in stolen.items() if t != "none"},
+           "raw": {"cpu": cpu, "rate": rate, "stolen": stolen}}
+    # Report: a file of the no-frame-pointer workload, by spanperf, then by perf (per-thread, where perf unwinds).
+    files = {}
+    path = os.path.join(TMP, "dw-report.data")
+    subprocess.run([SPANPERF, "record", "-q", "--call-graph", "dwarf", "-F", str(hz), "-o", path, "--",
+                    DWARF_WORKLOAD, "3000"], check=True, stdout=DEVNULL)
+    files["spanperf file"] = path
+    path = os.path.join(TMP, "dw-report-perf.data")
+    subprocess.run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", str(hz), "-o", path, "--",
+                    DWARF_WORKLOAD, "3000"], check=True, stdout=DEVNULL, stderr=DEVNULL)
+    files["perf file"] = path
+    out["report"] = {}
+    for name, path in files.items():
+        row = race("dwarf " + name, [SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path])
+        row.update(dwarf_report_stats(path))
+        row["file_mb"] = os.path.getsize(path) / 1e6
+        out["report"][name] = row
+    res["dwarf"] = out
+
+
 # ---------------------------------------------------------------- output
 
 # ---------------------------------------------------------------- otel: OTEP 4947 thread context
@@ -590,6 +668,58 @@ def bench_otel(res):
                           "file_mb": os.path.getsize(big) / 1e6, "raw": [r[0] for r in runs]}
     log("otel annotate 1M OTLP spans: %.2f s" % out["annotate_1m"]["seconds"])
     res["otel"] = out
+# ---------------------------------------------------------------- off-CPU
+
+# bcc offcputime's design in bpftrace: on every switch, the sleeping thread's start
+# and both stacks keyed by thread; at its switch-in, the time summed per stacks.
+OFFCPU_BT = """tracepoint:sched:sched_switch
+{
+	if (args->prev_state == 1 || args->prev_state == 2) {
+		@start[args->prev_pid] = nsecs;
+		@ks[args->prev_pid] = kstack;
+		@us[args->prev_pid] = ustack;
+	}
+	$s = @start[args->next_pid];
+	if ($s) {
+		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
+		delete(@start[args->next_pid]);
+	}
+}
+"""
+
+
+def bench_offcpu(res):
+    """ns per context switch inside the off-CPU program (bpf_stats), spanperf against the bcc design."""
+    rows = {"spanperf": [], "spanperf-thresh0": [], "bpftrace": []}
+    script = os.path.join(TMP, "offcpu.bt")
+    open(script, "w").write(OFFCPU_BT)
+    for r in range(ROUNDS):
+        for tool in rows:
+            # Switch-heavy: 20 us sleeps in a loop, a few tens of thousands of switches a second.
+            load = spawn([WORKLOAD, "sleeps", "400000", "20"], stdout=DEVNULL)
+            out = os.path.join(TMP, "off.data")
+            if tool == "bpftrace":
+                cmd, name = ["bpftrace", script], "sched_switch"
+            else:
+                cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", "1", "--off-cpu", "-o", out]
+                cmd += ["--off-cpu-thresh", "0"] if tool.endswith("thresh0") else []
+                name = "offcpu_btf"
+            p = spawn(cmd, stdout=DEVNULL, stderr=open(os.path.join(TMP, tool + ".stderr"), "a"))
+            p.tool = tool
+            wait_ready(tool, 3.0 if tool == "bpftrace" else 2.0)
+            a = prog_stats(name)
+            time.sleep(5)
+            b = prog_stats(name)
+            stop_profiler(p)
+            load.kill()
+            load.wait()
+            if a and b and b[1] > a[1]:
+                rows[tool].append(((b[0] - a[0]) / (b[1] - a[1]), (b[1] - a[1]) / 5.0))
+            log("offcpu round %d %s: %s" % (r, tool, rows[tool][-1:]))
+    ns = {t: median([x[0] for x in v]) for t, v in rows.items()}
+    ratios = [s[0] / b[0] for s, b in zip(rows["spanperf"], rows["bpftrace"])]
+    res["offcpu"] = {"ns": ns, "switches_per_s": median([x[1] for x in rows["spanperf"]]),
+                     "ratio": median(ratios), "raw": rows}
 
 
 def chart(res, path):
@@ -697,6 +827,15 @@ def markdown(res):
                 name, x["perf_cmd"], x["spanperf_s"], x["perf_s"], x["ratio"], x["spanperf_rss_kib"] / 1024,
                 x["perf_rss_kib"] / 1024))
         lines.append("")
+    if "offcpu" in res:
+        v = res["offcpu"]
+        lines += ["## record --off-cpu: BPF cost per context switch (bpf_stats, `-a -g`, %.0f switches/s)" %
+                  v["switches_per_s"], "",
+                  "| spanperf (sums in BPF) | spanperf (--off-cpu-thresh 0) | bcc offcputime's design (bpftrace) "
+                  "| ratio | target |", "|---|---|---|---|---|",
+                  "| %.0f ns | %.0f ns | %.0f ns | %.2f | <= 1000 ns, <= 0.5 |" % (
+                      v["ns"]["spanperf"], v["ns"]["spanperf-thresh0"], v["ns"]["bpftrace"], v["ratio"]), "",
+                  "perf 6.1 here is built without BPF skeletons: it cannot record --off-cpu.", ""]
     if "forks" in res:
         v = res["forks"]
         lines += ["## Report on a fork-heavy recording (1,000 fork+exec, 100 forks without exec; `-g`; "
@@ -744,6 +883,26 @@ def markdown(res):
                 t.replace("-nog", " (no -g)").replace("-nostack", " (@[tid] only)"), row["stolen_pct"],
                 row["above_floor_pct"], row["us_per_sample_above_floor"]))
         lines.append("")
+    if "dwarf" in res:
+        v = res["dwarf"]
+        lines += ["## --call-graph dwarf (%d Hz, 8 KiB stack copies)" % v["hz"], "",
+                  "Recording `-a` for %d s under a CPU-bound load on every CPU:" % v["seconds"], "",
+                  "| | spanperf | perf record | ratio | target |", "|---|---|---|---|---|",
+                  "| recorder CPU | %.3f s | %.3f s | %.2f | <= 0.5 |" % (v["spanperf_cpu_s"], v["perf_cpu_s"], v["cpu_ratio"]),
+                  "| output | %.0f KB/s | %.0f KB/s | %.2f | <= 1 |" % (v["spanperf_Bps"] / 1e3, v["perf_Bps"] / 1e3,
+                                                                v["bytes_ratio"]),
+                  "| stolen per sample | %.2f us | %.2f us | | |" % (v["stolen_us_per_sample"]["spanperf-dwarf"],
+                                                              v["stolen_us_per_sample"]["perf-dwarf"]),
+                  "", "spanperf bytes per sample: %.0f; samples lost: %s." % (v["spanperf_bytes_per_sample"],
+                                                                          v["spanperf_lost"]), "",
+                  "Report (`report -g` against `perf report --stdio`) on the no-frame-pointer workload's file:", "",
+                  "| file | samples unwound | complete | spanperf | perf report | ratio | target | unwind per stack | "
+                  "spanperf RSS | perf RSS |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, row in v["report"].items():
+            lines.append("| %s (%.1f MB) | %d | %d | %.2f s | %.2f s | %.2f | <= 0.5 | %.1f us | %.1f MiB | %.1f MiB |" % (
+                name, row["file_mb"], row["stacks"], row["complete"], row["spanperf_s"], row["perf_s"], row["ratio"],
+                row["us_per_stack"], row["spanperf_rss_kib"] / 1024, row["perf_rss_kib"] / 1024))
+        lines.append("")
     if "rss" in res:
         v = res["rss"]
         lines += ["## Recorder peak RSS with 1,000 live threads (`-a -g -F 999`, 5 s)", "",
@@ -788,10 +947,11 @@ def update_readme(md):
 
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
-            "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks, "otel": bench_otel}
+            "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks, "dwarf": bench_dwarf,
+            "offcpu": bench_offcpu, "otel": bench_otel}
 
 
-BPF_STATS_SECTIONS = ("inkernel", "stat", "otel")
+BPF_STATS_SECTIONS = ("inkernel", "stat", "offcpu", "otel")
 
 
 def preconditions():

@@ -129,6 +129,59 @@ static void test_errors(void **state)
 	bad(ARGV("-Z"), 1, "-Z");
 	bad(ARGV("-F"), 1, "-F");
 	bad(ARGV(""), 1, "empty");
+	bad(ARGV("--call-graph", "lbr"), 2, "--call-graph 'lbr'");
+	bad(ARGV("--call-graph", "dwarfx"), 2, "--call-graph 'dwarfx'");
+	bad(ARGV("--call-graph", "dwarf,0"), 2, "--call-graph 'dwarf,0'");
+	bad(ARGV("--call-graph", "dwarf,65536"), 2, "--call-graph 'dwarf,65536'");
+	bad(ARGV("--call-graph", "dwarf,"), 2, "--call-graph 'dwarf,'");
+}
+
+/* perf's spelling: fp is -g; dwarf copies 8192 bytes unless told, rounded up to words. */
+static void test_call_graph(void **state)
+{
+	struct record_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(ARGV("--call-graph", "fp"), 2, &o, err), 0);
+	assert_true(o.callgraph);
+	assert_int_equal(o.dwarf_stack, 0);
+	assert_int_equal(o.mmap_pages, 256);
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--call-graph", "dwarf"), 2, &o, err), 0);
+	assert_true(o.callgraph);
+	assert_int_equal(o.dwarf_stack, 8192);
+	assert_int_equal(o.mmap_pages, 1024); /* room for 999 Hz of stack copies */
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--call-graph=dwarf,1001", "-m", "64"), 3, &o, err), 0);
+	assert_int_equal(o.dwarf_stack, 1008);
+	assert_int_equal(o.mmap_pages, 64);
+	record_opts_free(&o);
+	/* The last one wins, as in perf. */
+	assert_int_equal(parse(ARGV("--call-graph", "dwarf", "-g"), 3, &o, err), 0);
+	assert_int_equal(o.dwarf_stack, 0);
+	record_opts_free(&o);
+}
+
+/* perf's names; the threshold is unset (-1) until given, so that --span can pick 0. */
+static void test_off_cpu(void **state)
+{
+	struct record_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(ARGV("--off-cpu"), 1, &o, err), 0);
+	assert_true(o.offcpu);
+	assert_int_equal(o.offcpu_thresh_ms, -1);
+	assert_int_equal(o.offcpu_entries, 16384);
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--off-cpu", "--off-cpu-thresh", "0", "--off-cpu-entries", "1024"), 5, &o, err), 0);
+	assert_int_equal(o.offcpu_thresh_ms, 0);
+	assert_int_equal(o.offcpu_entries, 1024);
+	record_opts_free(&o);
+	bad(ARGV("--off-cpu-thresh", "5"), 2, "need --off-cpu");
+	bad(ARGV("--off-cpu", "--off-cpu-thresh", "-1"), 3, "--off-cpu-thresh '-1'");
+	bad(ARGV("--off-cpu", "--off-cpu-entries", "8"), 3, "--off-cpu-entries '8'");
 }
 
 static void test_reparse(void **state)
@@ -155,6 +208,8 @@ int main(void)
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_period_and_cmd_without_dashes),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_call_graph),
+		cmocka_unit_test(test_off_cpu),
 		cmocka_unit_test(test_reparse),
 	};
 

@@ -94,7 +94,10 @@ void record_usage(FILE *out)
 		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
 		"  -c, --count PERIOD     sample every PERIOD events instead of -F\n"
 		"  -e, --event EVENT,..   sampling event (default cycles, else cpu-clock)\n"
-		"  -g, --call-graph       record kernel and user call chains (frame pointers)\n"
+		"  -g                     record kernel and user call chains (frame pointers)\n"
+		"  --call-graph fp|dwarf[,SIZE]\n"
+		"                         fp: as -g; dwarf: copy SIZE bytes of user stack (default 8192)\n"
+		"                         and the registers, unwound by report with the files' CFI\n"
 		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
@@ -104,6 +107,12 @@ void record_usage(FILE *out)
 		"                         processes publish (otel_thread_ctx_v1, OTEP 4947)\n"
 		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
 		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
+		"      --off-cpu          also record time blocked, with the stack that blocked, as\n"
+		"                         samples of offcpu-time (period = ns off CPU), as perf does\n"
+		"      --off-cpu-thresh MS  blocks this long or longer are written one by one,\n"
+		"                         shorter ones summed per thread and stack (default 500,\n"
+		"                         0 with --span: spans need each block's time)\n"
+		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -129,9 +138,32 @@ void record_usage(FILE *out)
 		"tracepoint:CAT:BEGIN,CAT:END.  See them with: spanperf report --spans\n");
 }
 
+/*
+ * perf's spelling: fp, or dwarf with an optional stack size in bytes, which
+ * the kernel takes in u64 words below 64 KiB (perf rounds it up to 8).
+ */
+static int opt_call_graph(const char *arg, struct record_opts *o, char *err, size_t errlen)
+{
+	uint64_t size = 8192;
+
+	if (!strcmp(arg, "fp")) {
+		o->callgraph = true;
+		o->dwarf_stack = 0;
+		return 0;
+	}
+	if (strncmp(arg, "dwarf", 5) || (arg[5] && arg[5] != ','))
+		return fail(err, errlen, "--call-graph '%s' is not fp or dwarf[,SIZE]", arg);
+	if (arg[5] == ',' && parse_u64(arg + 6, &size, 8, 65528))
+		return fail(err, errlen, "--call-graph '%s': SIZE is not a byte count from 8 to 65528", arg);
+	o->callgraph = true;
+	o->dwarf_stack = (size + 7) & ~7ULL;
+	return 0;
+}
+
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP, OPT_OTEL };
+	enum { OPT_SPAN = 256, OPT_CALL_GRAPH, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP,
+	       OPT_OFFCPU, OPT_OFFCPU_THRESH, OPT_OFFCPU_ENTRIES, OPT_OTEL };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -140,13 +172,16 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "freq", required_argument, NULL, 'F' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "event", required_argument, NULL, 'e' },
-		{ "call-graph", no_argument, NULL, 'g' },
+		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 		{ "span", required_argument, NULL, OPT_SPAN },
 		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
 		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
 		{ "otel", no_argument, NULL, OPT_OTEL },
+		{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+		{ "off-cpu-thresh", required_argument, NULL, OPT_OFFCPU_THRESH },
+		{ "off-cpu-entries", required_argument, NULL, OPT_OFFCPU_ENTRIES },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -157,7 +192,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	bool freq_set = false, period_set = false;
+	bool freq_set = false, period_set = false, pages_set = false;
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
@@ -166,6 +201,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	o->mmap_pages = 256;
 	o->max_threads = 32768;
 	o->span_buffer_kb = 8192;
+	o->offcpu_thresh_ms = -1;
+	o->offcpu_entries = 16384;
 	optind = 0; /* glibc: re-initialise, so the parser can run more than once */
 	opterr = 0;
 	/* '+': stop at the first non-option, which starts CMD (as perf does). */
@@ -202,6 +239,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			break;
 		case 'g':
 			o->callgraph = true;
+			o->dwarf_stack = 0;
+			break;
+		case OPT_CALL_GRAPH:
+			r = opt_call_graph(optarg, o, err, errlen);
+			if (r)
+				return r;
 			break;
 		case OPT_OTEL:
 			o->otel = true;
@@ -217,6 +260,22 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		}
 		case OPT_RAW_TP:
 			o->raw_tp = true;
+			break;
+		case OPT_OFFCPU:
+			o->offcpu = true;
+			break;
+		case OPT_OFFCPU_THRESH: {
+			uint64_t ms;
+
+			if (parse_u64(optarg, &ms, 0, 1ull << 40))
+				return fail(err, errlen, "--off-cpu-thresh '%s' is not a number of milliseconds", optarg);
+			o->offcpu_thresh_ms = ms;
+			break;
+		}
+		case OPT_OFFCPU_ENTRIES:
+			if (parse_u64(optarg, &o->offcpu_entries, 16, 1 << 24))
+				return fail(err, errlen, "--off-cpu-entries '%s' is not a number from 16 to %d", optarg,
+					    1 << 24);
 			break;
 		case 'N':
 			o->no_buildid_cache = true;
@@ -257,6 +316,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			    (o->mmap_pages & (o->mmap_pages - 1)))
 				return fail(err, errlen, "-m '%s' is not a power of two from 1 to %d pages",
 					    optarg, 1 << 20);
+			pages_set = true;
 			break;
 		case 'q':
 		case 'v':
@@ -273,6 +333,14 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		return fail(err, errlen, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
+	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != 16384))
+		return fail(err, errlen, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
+	/*
+	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
+	 * CPU, which a 1 MiB ring cannot hold through one slow write.
+	 */
+	if (o->dwarf_stack && !pages_set)
+		o->mmap_pages = 1024;
 	return finish_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 

@@ -21,7 +21,9 @@ struct record_opts {
 	struct int_list pids, tids, cpus;
 	uint64_t freq, period;	/* one of them; freq defaults to 999 */
 	const char *events;	/* -e, NULL: cycles with cpu-clock fallback */
-	bool callgraph;		/* -g */
+	bool callgraph;		/* -g or --call-graph */
+	/* --call-graph dwarf[,SIZE]: user registers and SIZE bytes of user stack, 0 for fp */
+	uint32_t dwarf_stack;
 	const char **spans;	/* --span, repeatable */
 	int nr_spans;
 	uint64_t span_min_us;
@@ -29,6 +31,9 @@ struct record_opts {
 	uint64_t span_buffer_kb;   /* the span ring, a power of two */
 	bool raw_tp;		   /* --raw-tp: raw tracepoints where there is a choice */
 	bool otel;		   /* --otel: read OTEP 4947 thread context at each sample */
+	bool offcpu;		   /* --off-cpu */
+	int64_t offcpu_thresh_ms;  /* --off-cpu-thresh, -1 when not given */
+	uint64_t offcpu_entries;   /* --off-cpu-entries: stacks and sums kept in BPF */
 	double duration;	/* -d, 0: until CMD exits or a signal */
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */

@@ -6,6 +6,7 @@
 
 #include "profile.h"
 #include "session.h"
+#include "unwind.h"
 #include "util.h"
 
 /* An address already symbolized: key (ip, pid, address space) -> function. */
@@ -19,10 +20,11 @@ struct builder {
 	struct profile *p;
 	struct resolved_ip *ips;
 	size_t nr_ips, cap_ips;
-	struct hindex ip_idx, func_idx, stack_idx;
-	size_t cap_funcs, cap_stacks;
+	struct hindex ip_idx, func_idx, stack_idx, off_idx;
+	size_t cap_funcs, cap_stacks, cap_off;
 	struct pframe *scratch; /* the sample being folded */
 	size_t cap_scratch;
+	__u64 user_ips[UNWIND_MAX_FRAMES];
 };
 
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
@@ -120,7 +122,7 @@ struct stack_key {
 static bool stack_eq(const void *ctx, size_t idx)
 {
 	const struct stack_key *k = ((const void *const *)ctx)[1];
-	const struct pstack *s = &((const struct profile *)((const void *const *)ctx)[0])->stacks[idx];
+	const struct pstack *s = &(*(struct pstack *const *)((const void *const *)ctx)[0])[idx];
 	__u32 i;
 
 	if (s->tid != k->tid || s->comm != k->comm || s->nr != k->nr)
@@ -130,34 +132,37 @@ static bool stack_eq(const void *ctx, size_t idx)
 	return i == k->nr;
 }
 
-/* Identical (thread, comm, functions) samples fold into one stack. */
-static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, __u32 *idx)
+/* Identical (thread, comm, functions) samples fold into one stack; off-CPU ones apart. */
+static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off, __u32 *out)
 {
 	struct profile *p = b->p;
-	const void *ctx[2] = { p, k };
+	struct pstack **stacks = off ? &p->off_stacks : &p->stacks;
+	size_t *nr = off ? &p->nr_off_stacks : &p->nr_stacks;
+	struct hindex *idx = off ? &b->off_idx : &b->stack_idx;
+	const void *ctx[2] = { stacks, k };
 	__u64 h = hash_mix(hash_mix(hash_mix(0, k->tid), (__u64)(uintptr_t)k->comm), k->nr);
 	struct pstack *s;
 	long i;
 
 	for (__u32 j = 0; j < k->nr; j++)
 		h = hash_mix(h, k->f[j].func);
-	i = hindex_find(&b->stack_idx, h, stack_eq, ctx);
+	i = hindex_find(idx, h, stack_eq, ctx);
 	if (i >= 0) {
-		p->stacks[i].count++;
-		p->stacks[i].period += period;
-		*idx = i;
+		(*stacks)[i].count++;
+		(*stacks)[i].period += period;
+		*out = i;
 		return 0;
 	}
-	if (array_reserve((void **)&p->stacks, &b->cap_stacks, p->nr_stacks, sizeof(*p->stacks)))
+	if (array_reserve((void **)stacks, off ? &b->cap_off : &b->cap_stacks, *nr, sizeof(**stacks)))
 		return -ENOMEM;
-	s = &p->stacks[p->nr_stacks];
+	s = &(*stacks)[*nr];
 	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {} };
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
-	if (hindex_add(&b->stack_idx, h, p->nr_stacks))
+	if (hindex_add(idx, h, *nr))
 		return -ENOMEM;
-	*idx = p->nr_stacks++;
+	*out = (*nr)++;
 	return 0;
 }
 
@@ -170,15 +175,15 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	__u32 idx;
 	int e;
 
-	if (ss->kind != SESS_SAMPLING)
+	if (ss->kind != SESS_SAMPLING && ss->kind != SESS_OFFCPU)
 		return 0;
-	if (b->cap_scratch < s->callchain_nr + 1) {
-		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1) * sizeof(*n));
+	if (b->cap_scratch < s->callchain_nr + 1 + UNWIND_MAX_FRAMES) {
+		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1 + UNWIND_MAX_FRAMES) * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
 		b->scratch = n;
-		b->cap_scratch = s->callchain_nr + 1;
+		b->cap_scratch = s->callchain_nr + 1 + UNWIND_MAX_FRAMES;
 	}
 	if (s->callchain_nr) {
 		bool kernel = ss->kernel;
@@ -200,6 +205,18 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 			b->scratch[k.nr++].ip = ip;
 		}
 	}
+	/* --call-graph dwarf: the user part, unwound from the registers and the stack copy. */
+	if (p->unwinder && s->regs_user) {
+		int n = unwinder__sample(p->unwinder, p->sym, ss->ev, b->user_ips, UNWIND_MAX_FRAMES);
+
+		p->callchains = true;
+		for (int i = 0; i < n; i++) {
+			e = resolve_ip(b, s->pid, b->user_ips[i], s->time, false, &b->scratch[k.nr].func);
+			if (e)
+				return e;
+			b->scratch[k.nr++].ip = b->user_ips[i];
+		}
+	}
 	if (!k.nr) {
 		e = resolve_ip(b, s->pid, s->ip, s->time, ss->kernel, &b->scratch[0].func);
 		if (e)
@@ -207,13 +224,18 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		b->scratch[k.nr++].ip = s->ip;
 	}
 	k.f = b->scratch;
+	if (ss->kind == SESS_OFFCPU) {
+		p->off_samples++;
+		p->off_period += s->period;
+		return add_stack(b, s->pid, &k, s->period, true, &idx);
+	}
 	p->samples++;
 	p->period += s->period;
 	if (!p->first_ns || s->time < p->first_ns)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	e = add_stack(b, s->pid, &k, s->period, &idx);
+	e = add_stack(b, s->pid, &k, s->period, false, &idx);
 	if (e || !p->otel)
 		return e;
 	return otel_join__add_sample(p->otel, s->tid, s->time, idx, s->period);
@@ -226,7 +248,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
 }
 
-/* Each stack split by the OTel context its samples ran in. */
+/* Each on-CPU stack split by the OTel context its samples ran in. */
 static int split_by_otel(struct profile *p)
 {
 	struct otel_fold *f;
@@ -284,6 +306,9 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 		goto cleanup;
 	p->sym = p->sess->sym;
 	p->rd = p->sess->rd;
+	e = unwinder__for_file(p->rd, root, &p->unwinder);
+	if (e)
+		goto cleanup;
 	p->lost = p->sess->lost;
 	if (p->sess->first_sampling >= 0) {
 		const struct pd_attr *a = &p->rd->attrs[p->sess->first_sampling];
@@ -319,6 +344,7 @@ cleanup:
 	hindex_free(&b.ip_idx);
 	hindex_free(&b.func_idx);
 	hindex_free(&b.stack_idx);
+	hindex_free(&b.off_idx);
 	profile__free(p);
 	return e;
 }
@@ -330,7 +356,11 @@ void profile__free(struct profile *p)
 	for (size_t i = 0; i < p->nr_stacks; i++)
 		free(p->stacks[i].frames);
 	free(p->stacks);
+	for (size_t i = 0; i < p->nr_off_stacks; i++)
+		free(p->off_stacks[i].frames);
+	free(p->off_stacks);
 	free(p->funcs);
+	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);
 	session__free(p->sess);
 	free(p);

@@ -56,9 +56,13 @@ struct pstack {
 struct profile {
 	struct pfunc *funcs;
 	size_t nr_funcs;
-	struct pstack *stacks;
+	struct pstack *stacks;	/* on-CPU: the sampling events */
 	size_t nr_stacks;
 	__u64 samples, period;
+	/* Off-CPU (offcpu-time samples, period = ns blocked); offcpu_view.h shows them. */
+	struct pstack *off_stacks;
+	size_t nr_off_stacks;
+	__u64 off_samples, off_period;
 	__u64 lost;	       /* from LOST records */
 	bool callchains;       /* any sample carried one */
 	const char *event;     /* the sampling event's name */
@@ -69,6 +73,7 @@ struct profile {
 	struct symbolizer *sym; /* the session's */
 	struct pd_reader *rd;	/* the session's */
 	struct otel_join *otel; /* owns the otel ids' strings; NULL without otel spans */
+	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
 };
 
 /*
