@@ -17,6 +17,7 @@
 #include "spanperf.h"
 
 #define SCAN_EVERY_NS 1000000000ull
+#define CMD_WATCH_NS 2000000000ull
 #define EVENTS_RING_BYTES (1u << 20)
 #define MAX_RECIPES 4096
 
@@ -35,6 +36,7 @@ struct otel_record {
 	struct proc *procs;
 	size_t nprocs, cap;
 	__u64 last_scan, spans;
+	__u64 cmd_watch_until; /* the command is looked at every tick until then */
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], unusable, again;
 };
@@ -103,6 +105,7 @@ int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
 	if (!r)
 		return -ENOMEM;
 	r->o = *o;
+	r->cmd_watch_until = now_ns(CLOCK_MONOTONIC) + CMD_WATCH_NS;
 	r->rb = ring_buffer__new(o->events_fd, on_event, r, NULL);
 	if (!r->rb) {
 		err = -errno;
@@ -143,8 +146,12 @@ static void visit(struct otel_record *r, int pid)
 	p = proc_get(r, pid);
 	if (!p)
 		return;
-	/* The command is looked at every tick: it may dlopen the publisher any time. */
-	if (p->exe && !strcmp(p->exe, exe) && p->state != PROC_AGAIN && (pid != r->o.cmd_pid || p->state == PROC_DONE))
+	/*
+	 * The command is looked at every tick for its first seconds: the
+	 * dynamic linker, or a dlopen at start-up, may bring the publisher in.
+	 */
+	if (p->exe && !strcmp(p->exe, exe) && p->state != PROC_AGAIN &&
+	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until))
 		return;
 	free(p->exe);
 	p->exe = strdup(exe);
@@ -201,7 +208,7 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	DIR *d;
 	struct dirent *de;
 
-	if (r->o.cmd_pid)
+	if (r->o.cmd_pid && now < r->cmd_watch_until)
 		visit(r, r->o.cmd_pid);
 	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
 		return 0;
