@@ -52,8 +52,7 @@ struct {
 static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_otel_ctx *c)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	/* A BTF pointer: a plain load, CO-RE-relocated, no probe read. */
-	__u64 fsbase = task->thread.fsbase, addr, ptr = 0;
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), addr, ptr = 0;
 	__u8 hdr[SP_OTEL_HEADER];
 
 	if (r->kind == SP_OTEL_TP) {
