@@ -63,7 +63,11 @@ struct uproc {
 	const char *stop; /* the dso where the chain was cut, NULL if it was not */
 	const char *why;  /* and why */
 	bool short_read;  /* the step from the latest frame wanted memory past the copy */
+	__u64 reach;	  /* bytes above SP this unwind read */
 };
+
+/* How many bytes of stack complete unwinds needed, in 64-byte steps up to 64 KiB. */
+#define NEED_STEPS 1024
 
 struct unwinder {
 	char root[PATH_MAX];
@@ -79,6 +83,7 @@ struct unwinder {
 	struct unwind_cut *cuts;
 	size_t nr_cuts, cap_cuts;
 	struct unwind_stats st;
+	__u64 need[NEED_STEPS];
 };
 
 struct unwinder *unwinder__new(const char *root)
@@ -421,6 +426,8 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 		return false;
 	}
 	memcpy(result, (const char *)p->s->stack + (addr - p->sp), sizeof(*result));
+	if (addr - p->sp + sizeof(*result) > p->reach)
+		p->reach = addr - p->sp + sizeof(*result);
 	return true;
 }
 
@@ -503,6 +510,7 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	p->stop = NULL;
 	p->why = NULL;
 	p->short_read = false;
+	p->reach = 0;
 	if (!load_regs(p, s)) {
 		count_cut(u, "[unknown]", "registers of another ABI");
 		return 0;
@@ -536,10 +544,12 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 		if (p->n && !map(ctx, ips[p->n - 1], &m))
 			p->stop = m.dso;
 	}
-	if (p->stop)
+	if (p->stop) {
 		count_cut(u, p->stop, p->why);
-	else
+	} else {
 		u->st.complete++;
+		u->need[(p->reach + 63) / 64 < NEED_STEPS ? (p->reach + 63) / 64 : NEED_STEPS - 1]++;
+	}
 	u->st.frames += p->n;
 	u->st.ns += unwind_now_ns() - t0;
 	return p->n;
@@ -556,7 +566,20 @@ static int cmp_cut(const void *a, const void *b)
 
 void unwinder__stats(struct unwinder *u, struct unwind_stats *out)
 {
+	__u64 seen = 0;
+
 	sort_n(u->cuts, u->nr_cuts, sizeof(*u->cuts), cmp_cut);
+	u->st.need_p50 = u->st.need_p99 = u->st.need_max = 0;
+	for (int i = 0; i < NEED_STEPS; i++) {
+		if (!u->need[i])
+			continue;
+		seen += u->need[i];
+		u->st.need_max = i * 64;
+		if (!u->st.need_p50 && seen * 2 >= u->st.complete)
+			u->st.need_p50 = i * 64;
+		if (!u->st.need_p99 && seen * 100 >= u->st.complete * 99)
+			u->st.need_p99 = i * 64;
+	}
 	*out = u->st;
 	out->cuts = u->cuts;
 	out->nr_cuts = u->nr_cuts;
@@ -634,6 +657,10 @@ void unwinder__print_stats(struct unwinder *u, FILE *out)
 	fprintf(out, "dwarf unwind: %llu user stacks, %llu complete, %llu cut short; %llu frames, %.1f us a stack\n",
 		(unsigned long long)st.samples, (unsigned long long)st.complete, (unsigned long long)st.cut,
 		(unsigned long long)st.frames, st.samples ? st.ns / 1e3 / st.samples : 0.0);
+	if (st.complete)
+		fprintf(out, "  complete chains read up to %llu bytes of the stack copy (half of them), %llu (99%%), "
+			"%llu (all)\n", (unsigned long long)st.need_p50, (unsigned long long)st.need_p99,
+			(unsigned long long)st.need_max);
 	for (size_t i = 0; i < st.nr_cuts; i++)
 		fprintf(out, "  cut short in %s (%s): %llu\n", st.cuts[i].dso, st.cuts[i].reason,
 			(unsigned long long)st.cuts[i].count);
