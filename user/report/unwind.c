@@ -51,6 +51,7 @@ struct uproc {
 	__u64 epoch;
 	Dwfl *dwfl;
 	bool attached, broken;
+	__u64 used; /* when last unwound, for ending the least recently used Dwfl */
 	struct unwinder *u;
 	/* The sample being unwound. */
 	const struct unwind_sample *s;
@@ -66,6 +67,9 @@ struct uproc {
 	__u64 reach;	  /* bytes above SP this unwind read */
 };
 
+/* Open Dwfls at most: each holds its modules' files (and descriptors) open. */
+#define LIVE_DWFLS 32
+
 /* How many bytes of stack complete unwinds needed, in 64-byte steps up to 64 KiB. */
 #define NEED_STEPS 1024
 
@@ -78,6 +82,8 @@ struct unwinder {
 	struct uproc **procs;
 	size_t nr_procs, cap_procs;
 	struct hindex proc_idx;
+	size_t live; /* procs with a Dwfl open */
+	__u64 tick;
 	struct udso *dsos; /* by the symbolizer's dso id */
 	size_t cap_dsos;
 	struct unwind_cut *cuts;
@@ -209,6 +215,34 @@ static bool proc_eq(const void *ctx, size_t idx)
 	return p->pid == s->pid && p->epoch == s->epoch;
 }
 
+/*
+ * A Dwfl for p, the least recently used one ended first when LIVE_DWFLS are
+ * open: each holds its modules' files open, and a fork-heavy host has
+ * thousands of processes against a limit of 1024 descriptors.
+ */
+static void ensure_dwfl(struct unwinder *u, struct uproc *p)
+{
+	p->used = ++u->tick;
+	if (p->dwfl || p->broken)
+		return;
+	if (u->live >= LIVE_DWFLS) {
+		struct uproc *old = NULL;
+
+		for (size_t i = 0; i < u->nr_procs; i++)
+			if (u->procs[i]->dwfl && (!old || u->procs[i]->used < old->used))
+				old = u->procs[i];
+		if (old) {
+			dwfl_end(old->dwfl);
+			old->dwfl = NULL;
+			old->attached = false;
+			u->live--;
+		}
+	}
+	p->dwfl = dwfl_begin(&u->cb);
+	p->broken = !p->dwfl;
+	u->live += !!p->dwfl;
+}
+
 static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 {
 	__u64 h = hash_mix(hash_mix(0, s->pid), s->epoch);
@@ -216,8 +250,10 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 	long i = hindex_find(&u->proc_idx, h, proc_eq, ctx);
 	struct uproc *p;
 
-	if (i >= 0)
+	if (i >= 0) {
+		ensure_dwfl(u, u->procs[i]);
 		return u->procs[i];
+	}
 	if (array_reserve((void **)&u->procs, &u->cap_procs, u->nr_procs, sizeof(*u->procs)))
 		return NULL;
 	p = calloc(1, sizeof(*p));
@@ -226,15 +262,12 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 	p->pid = s->pid;
 	p->epoch = s->epoch;
 	p->u = u;
-	p->dwfl = dwfl_begin(&u->cb);
-	p->broken = !p->dwfl;
 	if (hindex_add(&u->proc_idx, h, u->nr_procs)) {
-		if (p->dwfl)
-			dwfl_end(p->dwfl);
 		free(p);
 		return NULL;
 	}
 	u->procs[u->nr_procs++] = p;
+	ensure_dwfl(u, p);
 	return p;
 }
 
