@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -54,8 +55,8 @@ struct recorder {
 	int nr_rings;
 	struct pd_writer *w;
 	struct dso_set *dsos;
-	struct buildid_cache *bcache; /* NULL with -N */
-	bool mmap_build_id;	      /* the tracking event's MMAP2 records carry build ids */
+	struct buildid_cache *bcache;
+	struct sbuf pending;	      /* records of ours to follow the ring's chunk: see buildid_cache.h */
 	struct run run;
 	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
@@ -89,10 +90,11 @@ static void recorder_free(struct recorder *r)
 	pd_writer__free(r->w);
 	dso_set__free(r->dsos);
 	buildid_cache__free(r->bcache);
+	sbuf_free(&r->pending);
 }
 
 /* The sample layout every sampling event shares; side-band bits on the first. */
-static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking, bool build_id,
+static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking,
 		       struct perf_event_attr *a)
 {
 	*a = ev->attr;
@@ -126,8 +128,6 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
 	if (tracking) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
-		/* Which file a mapping was, even in a container: see buildid_cache.h. */
-		a->build_id = build_id;
 		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
 		a->mmap_data = !!o->dwarf_stack;
 	}
@@ -182,7 +182,7 @@ static int resolve_events(struct recorder *r, int test_cpu)
 				event_cpu_clock(ev);
 			}
 		}
-		build_attr(o, ev, false, false, &a);
+		build_attr(o, ev, false, &a);
 		e = pe_try_open(&a, test_cpu);
 		if (e) {
 			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
@@ -234,7 +234,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	for (int i = 0; i < r->nr_evs; i++) {
 		struct perf_event_attr a;
 
-		build_attr(o, &r->evs[i], i == 0, r->mmap_build_id, &a);
+		build_attr(o, &r->evs[i], i == 0, &a);
 		e = pe_set__open(&r->sets[i], &a, cpus);
 		if (e) {
 			pr_err("cannot open event '%s' on every CPU: %s", r->evs[i].name, strerror(-e));
@@ -368,9 +368,35 @@ static int on_span(void *ctx, const struct sp_span *sp)
 	return pd_writer__write(r->w, buf, n);
 }
 
+/*
+ * A container's (or a deleted) file: now, while the process lives, its build
+ * id and a copy; then the same mapping once more in the build-id form, right
+ * after the ring's chunk, so that both perf and report know which file it
+ * was.  Failures are counted by the cache, never fatal.
+ */
+static void note_foreign(struct recorder *r, const struct perf_event_header *h, const struct pd_mmap *m)
+{
+	const struct perf_event_attr *attr = &r->sets[0]->attr;
+	struct pd_mmap2_info info = { .prot = m->prot, .flags = m->flags };
+	struct pd_sample ts = {};
+	char buf[PATH_MAX + 256];
+	long n;
+
+	if (!buildid_cache__note(r->bcache, m->pid, m->start, m->start + m->len, m->filename, info.build_id,
+				 &info.build_id_size))
+		return;
+	if (pd_trailer_parse(attr, h, h->size, &ts))
+		return;
+	n = pd_build_mmap2(buf, sizeof(buf), attr, &ts, PERF_RECORD_MISC_USER, m->pid, m->tid, m->start, m->len,
+			   m->pgoff, &info, m->filename);
+	if (n > 0)
+		sbuf_add(&r->pending, buf, n);
+}
+
 static int on_record(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *r = ctx;
+	struct pd_comm c;
 	struct pd_mmap m;
 	__u64 v, id;
 
@@ -389,14 +415,17 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		if (!pd_parse_lost(h, h->size, &id, &v))
 			r->lost += v;
 		break;
+	case PERF_RECORD_COMM:
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
+			buildid_cache__exec(r->bcache, c.pid);
+		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
 		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
 		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
 			break;
-		/* Now, while the process lives: its files may be gone by the end. */
-		buildid_cache__note(r->bcache, m.pid, m.start, m.start + m.len, m.filename, m.build_id,
-				    m.build_id_size);
+		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC))
+			note_foreign(r, h, &m);
 		return dso_set__add(r->dsos, m.filename);
 	}
 	return 0;
@@ -421,6 +450,13 @@ static int drain_all(struct recorder *r)
 		if (n < 0)
 			return n;
 		any |= n > 0;
+		if (r->pending.len) {
+			int e = r->pending.err ?: pd_writer__write(r->w, r->pending.p, r->pending.len);
+
+			r->pending.len = 0;
+			if (e)
+				return e;
+		}
 	}
 	/* Spans are stamped with their end, before now: they belong to this round. */
 	if (r->spans) {
@@ -464,7 +500,6 @@ static int synthesize(struct recorder *r)
 		.time = r->start_ns,
 		.dsos = r->dsos,
 		.bcache = r->bcache,
-		.build_ids = r->mmap_build_id,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
 		.data_maps = o->dwarf_stack,
@@ -755,8 +790,7 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
 	}
-	r.mmap_build_id = features_mmap_build_id(online.v[0]);
-	r.bcache = buildid_cache__new(!o.no_buildid_cache && r.mmap_build_id, BUILDID_CACHE_MAX);
+	r.bcache = buildid_cache__new(!o.no_buildid_cache, BUILDID_CACHE_MAX);
 	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || run_check_targets(&o.pids, &o.tids))
 		goto cleanup;
 	if (o.nr_spans) {
