@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_scan.h"
 #include "spans_jsonl.h"
 
 struct cur {
@@ -18,50 +19,10 @@ static void ws(struct cur *c)
 		c->p++;
 }
 
-/* A JSON string into out (decoded, escapes kept simple); -1 if malformed. */
+/* A JSON string at the cursor (json_scan.h); -1 if malformed. */
 static int str(struct cur *c, char *out, size_t len)
 {
-	size_t o = 0;
-
-	if (c->p >= c->end || *c->p != '"')
-		return -1;
-	for (c->p++; c->p < c->end && *c->p != '"'; c->p++) {
-		char ch = *c->p;
-
-		if ((unsigned char)ch < 0x20)
-			return -1;
-		if (ch == '\\') {
-			if (++c->p >= c->end)
-				return -1;
-			switch (*c->p) {
-			case '"': case '\\': case '/': ch = *c->p; break;
-			case 'n': ch = '\n'; break;
-			case 't': ch = '\t'; break;
-			case 'r': ch = '\r'; break;
-			case 'b': ch = '\b'; break;
-			case 'f': ch = '\f'; break;
-			case 'u':
-				if (c->end - c->p < 5)
-					return -1;
-				for (int i = 1; i <= 4; i++)
-					if (!isxdigit((unsigned char)c->p[i]))
-						return -1;
-				c->p += 4;
-				ch = '?'; /* names stay printable: non-ASCII escapes become '?' */
-				break;
-			default:
-				return -1;
-			}
-		}
-		if (out && o + 1 < len)
-			out[o++] = ch;
-	}
-	if (c->p >= c->end)
-		return -1;
-	c->p++;
-	if (out && len)
-		out[o] = 0;
-	return 0;
+	return json_scan_str(&c->p, c->end, out, len);
 }
 
 /* Skips any JSON value (objects and arrays nested up to a limit). */
