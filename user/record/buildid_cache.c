@@ -12,16 +12,28 @@
 #include "atomic_file.h"
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "perf_buildid.h"
 #include "util.h"
 
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
 #define MAX_FILE_BYTES (512ull << 20)
 
+/*
+ * Where each build id stands.  A process that was gone (or whose root was
+ * not entered) leaves its build id pending: a later process mapping the
+ * same file may still be there, as the long-lived server after its
+ * short-lived setup script.
+ */
+enum { NOT_TRIED, PENDING_GONE, PENDING_DENIED, DONE };
+
 struct buildid_cache {
-	struct strpool seen; /* build ids handled, hex */
-	__u64 used, max;     /* bytes in the cache directory */
+	struct strpool seen; /* build ids met, hex */
+	__u8 *state;	     /* per seen id */
+	size_t nr_state, cap_state;
+	__u64 used, max; /* bytes in the cache directory */
 	bool measured;
-	unsigned kept, present, same_here, gone, denied, full, failed;
+	unsigned kept, present, same_here, full, failed;
+	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
 struct buildid_cache *buildid_cache__new(bool enabled, __u64 max_bytes)
@@ -41,6 +53,7 @@ void buildid_cache__free(struct buildid_cache *c)
 	if (!c)
 		return;
 	strpool_free(&c->seen);
+	free(c->state);
 	free(c);
 }
 
@@ -119,59 +132,84 @@ static int copy(struct buildid_cache *c, int in, const char *dest)
 	return e;
 }
 
-void buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
-			 const __u8 *id, __u8 size)
+/* perf report finds the copy too (perf_buildid.h); perf's cache is a courtesy, never a failure. */
+static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy)
 {
-	char hex[2 * BUILD_ID_MAX + 1], here[2 * BUILD_ID_MAX + 1], dest[PATH_MAX];
+	if (perf_buildid_link(hex, path, copy))
+		c->unlinked++;
+	else
+		c->linked++;
+}
+
+/* One attempt for a build id not DONE; returns its new state. */
+static int try_keep(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path, const char *hex)
+{
+	char here[2 * BUILD_ID_MAX + 1], dest[PATH_MAX];
 	__u8 hid[BUILD_ID_MAX], hsize;
-	size_t before;
 	int fd, e;
 
-	if (!c || !size || path[0] != '/')
-		return;
-	buildid_hex(id, size, hex);
-	before = c->seen.n;
-	if (!strpool_intern(&c->seen, hex, NULL) || c->seen.n == before)
-		return; /* handled already (or no memory to remember it: try no more) */
 	here[0] = 0;
 	if (!buildid_from_file(path, hid, &hsize))
 		buildid_hex(hid, hsize, here);
 	if (!strcmp(here, hex)) {
 		c->same_here++;
-		return;
+		return DONE;
 	}
 	if (buildid_cache_path(hex, dest, sizeof(dest))) {
 		c->failed++;
-		return;
+		return DONE;
 	}
 	if (!access(dest, R_OK)) {
 		c->present++;
-		return;
+		link_for_perf(c, hex, path, dest);
+		return DONE;
 	}
 	fd = open_mapped(pid, start, end, path);
-	if (fd < 0) {
-		if (fd == -ENOENT || fd == -ESRCH)
-			c->gone++;
-		else
-			c->denied++;
-		return;
-	}
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ESRCH ? PENDING_GONE : PENDING_DENIED;
 	e = copy(c, fd, dest);
 	close(fd);
-	if (!e)
+	if (!e) {
 		c->kept++;
-	else if (e == -ENOSPC || e == -EFBIG)
+		link_for_perf(c, hex, path, dest);
+	} else if (e == -ENOSPC || e == -EFBIG) {
 		c->full++;
-	else
+	} else {
 		c->failed++;
+	}
+	return DONE;
+}
+
+void buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
+			 const __u8 *id, __u8 size)
+{
+	char hex[2 * BUILD_ID_MAX + 1];
+	size_t i;
+
+	if (!c || !size || path[0] != '/')
+		return;
+	buildid_hex(id, size, hex);
+	/* No memory to remember it: try no more. */
+	if (!strpool_intern(&c->seen, hex, &i) || array_reserve((void **)&c->state, &c->cap_state, i, 1))
+		return;
+	while (c->nr_state <= i)
+		c->state[c->nr_state++] = NOT_TRIED;
+	if (c->state[i] != DONE)
+		c->state[i] = try_keep(c, pid, start, end, path, hex);
 }
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
+	unsigned gone = 0, denied = 0;
+
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->nr_state; i++) {
+		gone += c->state[i] == PENDING_GONE;
+		denied += c->state[i] == PENDING_DENIED;
+	}
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
 		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
-		 "cache's bound, %u failed to write",
-		 c->kept, c->present, c->gone, c->denied, c->full, c->failed);
+		 "cache's bound, %u failed to write; %u entered in perf's ~/.debug, %u could not be",
+		 c->kept, c->present, gone, denied, c->full, c->failed, c->linked, c->unlinked);
 }
