@@ -21,6 +21,7 @@ struct symbol {
 	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
 	int binding;	 /* STB_*, for choosing among aliases */
 	bool demangled; /* name is final (see sym_name) */
+	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
 };
 
 struct segment {
@@ -162,10 +163,14 @@ static void finish_symbols(struct dso *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
-	/* The last one, and aliases that stayed sizeless: up to the next symbol, or a page. */
+	/*
+	 * Aliases that stayed sizeless: up to the next symbol; the last one to
+	 * the end of the page after its own, as perf's fixup_end does.
+	 */
 	for (int i = 0; i < d->nr_syms; i++)
 		if (d->syms[i].end <= d->syms[i].start)
-			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
+			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start
+							     : ((d->syms[i].start + 4095) & ~4095ull) + 4096;
 }
 
 static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, int binding)
@@ -179,6 +184,7 @@ static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, 
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
 	d->syms[d->nr_syms].demangled = false;
+	d->syms[d->nr_syms].object = false;
 	d->syms[d->nr_syms].seq = d->nr_syms;
 	d->nr_syms++;
 	return 0;
@@ -260,6 +266,36 @@ static int add_plt_syms(struct dso *d, Elf *elf)
 	return 0;
 }
 
+/*
+ * The symbols perf 6.1 reads from a symbol table (symbol-elf.c's
+ * dso__load_sym): functions and data objects, and labels (NOTYPE: ld.so's
+ * _start, hand-written assembly's entry points) in a section whose name
+ * says text or data.  Objects name no code, but they close the sizeless
+ * symbol before them and take part in the choice among aliases, so they
+ * are kept for perf's sake.  Symbols of sections that are not loaded
+ * (SHF_ALLOC clear: .gnu.warning.*) are left out, as perf does.
+ */
+static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
+{
+	int type = GELF_ST_TYPE(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
+	bool label = type == STT_NOTYPE && vis != STV_HIDDEN && vis != STV_INTERNAL;
+	const char *sec;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (!sym->st_name || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE || !sym->st_value)
+		return false;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && !label)
+		return false;
+	scn = elf_getscn(elf, sym->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return false;
+	if (!label)
+		return true;
+	sec = elf_strptr(elf, shstrndx, sh.sh_name);
+	return sec && (strstr(sec, "text") || strstr(sec, "data"));
+}
+
 static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
@@ -291,25 +327,26 @@ static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_alias
 	if (scn) {
 		GElf_Shdr sh;
 		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t n;
+		size_t n, shstrndx = 0;
 
 		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
 			return -EINVAL;
 		n = sh.sh_size / sh.sh_entsize;
+		elf_getshdrstrndx(elf, &shstrndx);
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
 			const char *name;
-			int type;
 
 			if (!gelf_getsym(data, i, &sym))
 				break;
-			type = GELF_ST_TYPE(sym.st_info);
-			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			if (!elf_sym_kept(elf, shstrndx, &sym))
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
 			err = add_symbol(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			if (!err)
+				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
 		}
 	}
 	if (!err)
@@ -1115,9 +1152,13 @@ static bool name_matches(const char *n, const char *func, bool versioned)
 static int find_named(const struct dso *d, const char *func, bool demangled, int from)
 {
 	for (int i = from; i < d->nr_syms; i++) {
-		char *dm = demangled ? demangle(d->syms[i].name) : NULL;
-		bool match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
+		char *dm;
+		bool match;
 
+		if (d->syms[i].object)
+			continue; /* a variable is no place for a uprobe */
+		dm = demangled ? demangle(d->syms[i].name) : NULL;
+		match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
 		free(dm);
 		if (match)
 			return i;
