@@ -27,7 +27,8 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 	-DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) $(USER_INC) -iquote bpf
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
-LDLIBS = $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm -lstdc++
+# libdw: the DWARF unwinder for --call-graph dwarf recordings.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib 2>/dev/null || echo -lbpf -ldw -lelf -lz) -lm -lstdc++
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -41,7 +42,7 @@ LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
-WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx
+WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -93,6 +94,17 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 $(OUTPUT)/tests/workload: tests/integration/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra $< -o $@ -lpthread
+
+# --call-graph dwarf's ground truth: no frame pointers anywhere, hot code
+# reached through libc (qsort, bsearch) and through a library of its own.
+$(OUTPUT)/tests/libdwarfcb.so: tests/integration/libdwarfcb.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fPIC -shared -Wall -Wextra $< -o $@
+
+$(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tests/libdwarfcb.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -L$(OUTPUT)/tests -ldwarfcb \
+		-Wl,-rpath,'$$ORIGIN'
 
 # -O0: nothing is inlined but spin(), so each C++ name keeps its samples.
 $(OUTPUT)/tests/workload_cxx: tests/integration/workload_cxx.cpp | $(OUTPUT)/tests

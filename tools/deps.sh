@@ -4,7 +4,7 @@
 # (default: build and test).  Needs root (or sudo) only when it installs.
 set -eu
 
-build="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config"
+build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config"
 # Go and the pprof sources: the tests check profiles with the real pprof tool.
 test="libcmocka-dev linux-perf python3 binutils libxml2-utils golang-go golang-github-google-pprof-dev libclang-rt-14-dev valgrind"
 vm="qemu-system-x86 busybox-static cpio"

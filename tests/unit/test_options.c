@@ -129,6 +129,38 @@ static void test_errors(void **state)
 	bad(ARGV("-Z"), 1, "-Z");
 	bad(ARGV("-F"), 1, "-F");
 	bad(ARGV(""), 1, "empty");
+	bad(ARGV("--call-graph", "lbr"), 2, "--call-graph 'lbr'");
+	bad(ARGV("--call-graph", "dwarfx"), 2, "--call-graph 'dwarfx'");
+	bad(ARGV("--call-graph", "dwarf,0"), 2, "--call-graph 'dwarf,0'");
+	bad(ARGV("--call-graph", "dwarf,65536"), 2, "--call-graph 'dwarf,65536'");
+	bad(ARGV("--call-graph", "dwarf,"), 2, "--call-graph 'dwarf,'");
+}
+
+/* perf's spelling: fp is -g; dwarf copies 8192 bytes unless told, rounded up to words. */
+static void test_call_graph(void **state)
+{
+	struct record_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(ARGV("--call-graph", "fp"), 2, &o, err), 0);
+	assert_true(o.callgraph);
+	assert_int_equal(o.dwarf_stack, 0);
+	assert_int_equal(o.mmap_pages, 256);
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--call-graph", "dwarf"), 2, &o, err), 0);
+	assert_true(o.callgraph);
+	assert_int_equal(o.dwarf_stack, 8192);
+	assert_int_equal(o.mmap_pages, 1024); /* room for 999 Hz of stack copies */
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--call-graph=dwarf,1001", "-m", "64"), 3, &o, err), 0);
+	assert_int_equal(o.dwarf_stack, 1008);
+	assert_int_equal(o.mmap_pages, 64);
+	record_opts_free(&o);
+	/* The last one wins, as in perf. */
+	assert_int_equal(parse(ARGV("--call-graph", "dwarf", "-g"), 3, &o, err), 0);
+	assert_int_equal(o.dwarf_stack, 0);
+	record_opts_free(&o);
 }
 
 static void test_reparse(void **state)
@@ -155,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_period_and_cmd_without_dashes),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_call_graph),
 		cmocka_unit_test(test_reparse),
 	};
 

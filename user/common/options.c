@@ -94,7 +94,10 @@ void record_usage(FILE *out)
 		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
 		"  -c, --count PERIOD     sample every PERIOD events instead of -F\n"
 		"  -e, --event EVENT,..   sampling event (default cycles, else cpu-clock)\n"
-		"  -g, --call-graph       record kernel and user call chains (frame pointers)\n"
+		"  -g                     record kernel and user call chains (frame pointers)\n"
+		"  --call-graph fp|dwarf[,SIZE]\n"
+		"                         fp: as -g; dwarf: copy SIZE bytes of user stack (default 8192)\n"
+		"                         and the registers, unwound by report with the files' CFI\n"
 		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
@@ -127,9 +130,31 @@ void record_usage(FILE *out)
 		"tracepoint:CAT:BEGIN,CAT:END.  See them with: spanperf report --spans\n");
 }
 
+/*
+ * perf's spelling: fp, or dwarf with an optional stack size in bytes, which
+ * the kernel takes in u64 words below 64 KiB (perf rounds it up to 8).
+ */
+static int opt_call_graph(const char *arg, struct record_opts *o, char *err, size_t errlen)
+{
+	uint64_t size = 8192;
+
+	if (!strcmp(arg, "fp")) {
+		o->callgraph = true;
+		o->dwarf_stack = 0;
+		return 0;
+	}
+	if (strncmp(arg, "dwarf", 5) || (arg[5] && arg[5] != ','))
+		return fail(err, errlen, "--call-graph '%s' is not fp or dwarf[,SIZE]", arg);
+	if (arg[5] == ',' && parse_u64(arg + 6, &size, 8, 65528))
+		return fail(err, errlen, "--call-graph '%s': SIZE is not a byte count from 8 to 65528", arg);
+	o->callgraph = true;
+	o->dwarf_stack = (size + 7) & ~7ULL;
+	return 0;
+}
+
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP };
+	enum { OPT_SPAN = 256, OPT_CALL_GRAPH, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -138,7 +163,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "freq", required_argument, NULL, 'F' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "event", required_argument, NULL, 'e' },
-		{ "call-graph", no_argument, NULL, 'g' },
+		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 		{ "span", required_argument, NULL, OPT_SPAN },
 		{ "span-min-us", required_argument, NULL, OPT_SPAN_MIN },
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
@@ -154,7 +179,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	bool freq_set = false, period_set = false;
+	bool freq_set = false, period_set = false, pages_set = false;
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
@@ -199,6 +224,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			break;
 		case 'g':
 			o->callgraph = true;
+			o->dwarf_stack = 0;
+			break;
+		case OPT_CALL_GRAPH:
+			r = opt_call_graph(optarg, o, err, errlen);
+			if (r)
+				return r;
 			break;
 		case OPT_SPAN: {
 			const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
@@ -251,6 +282,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			    (o->mmap_pages & (o->mmap_pages - 1)))
 				return fail(err, errlen, "-m '%s' is not a power of two from 1 to %d pages",
 					    optarg, 1 << 20);
+			pages_set = true;
 			break;
 		case 'q':
 		case 'v':
@@ -267,6 +299,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		return fail(err, errlen, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
+	/*
+	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
+	 * CPU, which a 1 MiB ring cannot hold through one slow write.
+	 */
+	if (o->dwarf_stack && !pages_set)
+		o->mmap_pages = 1024;
 	return finish_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 

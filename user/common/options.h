@@ -21,7 +21,9 @@ struct record_opts {
 	struct int_list pids, tids, cpus;
 	uint64_t freq, period;	/* one of them; freq defaults to 999 */
 	const char *events;	/* -e, NULL: cycles with cpu-clock fallback */
-	bool callgraph;		/* -g */
+	bool callgraph;		/* -g or --call-graph */
+	/* --call-graph dwarf[,SIZE]: user registers and SIZE bytes of user stack, 0 for fp */
+	uint32_t dwarf_stack;
 	const char **spans;	/* --span, repeatable */
 	int nr_spans;
 	uint64_t span_min_us;

@@ -32,6 +32,14 @@
 #define PD_CONTEXT_USER ((__u64)-512)
 #define PD_CONTEXT_MAX ((__u64)-4095)
 
+/*
+ * The user registers a DWARF unwind needs on x86-64, as perf asks for them
+ * (its PERF_REGS_MASK): every PERF_REG_X86_* below R15 but the segment
+ * registers DS, ES, FS and GS.  The sample holds them in bit order: AX BX CX
+ * DX SI DI BP SP IP FLAGS CS SS R8..R15.
+ */
+#define PD_X86_64_DWARF_REGS 0xff0fffULL
+
 /* A decoded sample.  Pointers refer into the record (parse) or the caller's data (write). */
 struct pd_sample {
 	__u64 id, ip, time, addr, stream_id, period;

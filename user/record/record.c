@@ -101,6 +101,16 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
 	if (o->callgraph)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->dwarf_stack) {
+		/*
+		 * As perf: the kernel part of the chain from the kernel, the user
+		 * part unwound later from the registers and the stack copy.
+		 */
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->exclude_callchain_user = 1;
+		a->sample_regs_user = PD_X86_64_DWARF_REGS;
+		a->sample_stack_user = o->dwarf_stack;
+	}
 	if (o->freq) {
 		a->freq = 1;
 		a->sample_freq = o->freq;
@@ -118,6 +128,8 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
 		/* Which file a mapping was, even in a container: see buildid_cache.h. */
 		a->build_id = build_id;
+		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
+		a->mmap_data = !!o->dwarf_stack;
 	}
 }
 
@@ -379,7 +391,8 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
-		if (pd_parse_mmap(h, h->size, &m))
+		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
+		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
 			break;
 		/* Now, while the process lives: its files may be gone by the end. */
 		buildid_cache__note(r->bcache, m.pid, m.start, m.start + m.len, m.filename, m.build_id,
@@ -454,6 +467,7 @@ static int synthesize(struct recorder *r)
 		.build_ids = r->mmap_build_id,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
+		.data_maps = o->dwarf_stack,
 	};
 	int e = sideband_kernel_mmap(&sb);
 

@@ -167,21 +167,32 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 	while (fgets(line, sizeof(line), f)) {
 		struct pd_sample ts = trailer(sb, pid, pid);
 		struct pd_mmap2_info info;
+		__u16 misc = PERF_RECORD_MISC_USER;
 		long n;
 
-		if (procmaps_parse_line(line, m) || !(m->prot & PROT_EXEC))
+		if (procmaps_parse_line(line, m))
 			continue;
+		/*
+		 * perf's DWARF unwinder reads a binary's read-only segments
+		 * (.eh_frame_hdr) through the maps: with mmap_data, file-backed
+		 * data maps too, marked as the kernel marks them.
+		 */
+		if (!(m->prot & PROT_EXEC)) {
+			if (!sb->data_maps || m->path[0] != '/')
+				continue;
+			misc |= PERF_RECORD_MISC_MMAP_DATA;
+		}
 		info = (struct pd_mmap2_info){ .maj = m->maj, .min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags };
-		if (sb->build_ids)
+		if (sb->build_ids && (m->prot & PROT_EXEC))
 			mapped_build_id(pid, m, &info);
-		n = pd_build_mmap2(buf, PATH_MAX + 256, sb->attr, &ts, PERF_RECORD_MISC_USER, pid, pid,
+		n = pd_build_mmap2(buf, PATH_MAX + 256, sb->attr, &ts, misc, pid, pid,
 				   m->start, m->end - m->start, m->pgoff, &info, m->path);
 		if (n < 0)
 			continue;
 		err = pd_writer__write(sb->w, buf, n);
-		if (!err && sb->dsos)
+		if (!err && sb->dsos && (m->prot & PROT_EXEC))
 			err = dso_set__add(sb->dsos, m->path);
-		if (!err)
+		if (!err && (m->prot & PROT_EXEC))
 			buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
 					    info.build_id_size);
 		if (err)

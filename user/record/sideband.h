@@ -33,6 +33,7 @@ struct sideband {
 	struct buildid_cache *bcache;	    /* copies of files not found by their path, or NULL */
 	bool build_ids;			    /* MMAP2 with build ids, as the kernel's own */
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
+	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;
 };
 

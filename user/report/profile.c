@@ -6,6 +6,7 @@
 
 #include "profile.h"
 #include "session.h"
+#include "unwind.h"
 #include "util.h"
 
 /* An address already symbolized: key (ip, pid, address space) -> function. */
@@ -23,6 +24,7 @@ struct builder {
 	size_t cap_funcs, cap_stacks;
 	struct pframe *scratch; /* the sample being folded */
 	size_t cap_scratch;
+	__u64 user_ips[UNWIND_MAX_FRAMES];
 };
 
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
@@ -170,13 +172,13 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 
 	if (ss->kind != SESS_SAMPLING)
 		return 0;
-	if (b->cap_scratch < s->callchain_nr + 1) {
-		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1) * sizeof(*n));
+	if (b->cap_scratch < s->callchain_nr + 1 + UNWIND_MAX_FRAMES) {
+		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1 + UNWIND_MAX_FRAMES) * sizeof(*n));
 
 		if (!n)
 			return -ENOMEM;
 		b->scratch = n;
-		b->cap_scratch = s->callchain_nr + 1;
+		b->cap_scratch = s->callchain_nr + 1 + UNWIND_MAX_FRAMES;
 	}
 	if (s->callchain_nr) {
 		bool kernel = ss->kernel;
@@ -196,6 +198,18 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 			if (e)
 				return e;
 			b->scratch[k.nr++].ip = ip;
+		}
+	}
+	/* --call-graph dwarf: the user part, unwound from the registers and the stack copy. */
+	if (p->unwinder && s->regs_user) {
+		int n = unwinder__sample(p->unwinder, p->sym, ss->ev, b->user_ips, UNWIND_MAX_FRAMES);
+
+		p->callchains = true;
+		for (int i = 0; i < n; i++) {
+			e = resolve_ip(b, s->pid, b->user_ips[i], s->time, false, &b->scratch[k.nr].func);
+			if (e)
+				return e;
+			b->scratch[k.nr++].ip = b->user_ips[i];
 		}
 	}
 	if (!k.nr) {
@@ -231,6 +245,9 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 		goto cleanup;
 	p->sym = p->sess->sym;
 	p->rd = p->sess->rd;
+	e = unwinder__for_file(p->rd, root, &p->unwinder);
+	if (e)
+		goto cleanup;
 	p->lost = p->sess->lost;
 	if (p->sess->first_sampling >= 0) {
 		const struct pd_attr *a = &p->rd->attrs[p->sess->first_sampling];
@@ -264,6 +281,7 @@ void profile__free(struct profile *p)
 		free(p->stacks[i].frames);
 	free(p->stacks);
 	free(p->funcs);
+	unwinder__free(p->unwinder);
 	session__free(p->sess);
 	free(p);
 }

@@ -66,6 +66,7 @@ struct profile {
 	struct session *sess;
 	struct symbolizer *sym; /* the session's */
 	struct pd_reader *rd;	/* the session's */
+	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
 };
 
 /*

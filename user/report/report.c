@@ -12,6 +12,7 @@
 #include "report_out.h"
 #include "report_spans.h"
 #include "session.h"
+#include "unwind.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -189,8 +190,10 @@ int cmd_report(int argc, char **argv)
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
 		 symbolizer__from_cache(p->sym));
-	if (sp_verbose >= 1)
+	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
+		unwinder__print_stats(p->unwinder, stderr);
+	}
 	if (flame) {
 		snprintf(title, sizeof(title), "%s: %llu samples of %s", input, (unsigned long long)p->samples,
 			 p->event ? p->event : "?");

@@ -180,7 +180,8 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 		return 0;
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
-		if (pd_parse_mmap(h, h->size, &m))
+		/* Data maps (--call-graph dwarf records them, for perf): no code there. */
+		if (pd_parse_mmap(h, h->size, &m) || (h->misc & PERF_RECORD_MISC_MMAP_DATA))
 			return 0;
 		if (m.build_id_size)
 			buildid_hex(m.build_id, m.build_id_size, bid);

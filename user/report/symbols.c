@@ -1122,6 +1122,18 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 	}
 }
 
+int symbolizer__map(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, struct sym_map *out)
+{
+	struct proc_maps *p = proc_get(s, pid, false);
+	struct map *m = p ? find_map(p, ip, t) : NULL;
+
+	if (!m || m->dso->kernel)
+		return -ENOENT;
+	*out = (struct sym_map){ m->start, m->end, m->pgoff, m->dso->path, m->dso->short_name,
+				 m->dso->build_id, m->dso->id };
+	return 0;
+}
+
 int symbolizer__from_cache(const struct symbolizer *s)
 {
 	return s->from_cache;

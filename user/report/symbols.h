@@ -59,6 +59,14 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel,
 			 struct sym *out);
 
+/* The user map under ip for process pid at time t (the unwinder's modules): 0, or -ENOENT. */
+struct sym_map {
+	__u64 start, end, pgoff;
+	const char *path, *dso, *build_id; /* as recorded; build_id hex or "" */
+	int dso_id;
+};
+int symbolizer__map(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, struct sym_map *out);
+
 /* Dsos seen, for pprof mappings: path, build id, and the first map's range. */
 struct sym_dso_info {
 	const char *path, *build_id;
