@@ -268,3 +268,75 @@ def test_assembly_labels_named_as_perf():
     theirs = {k[2]: n for k, n in perf_rows(path, "comm,dso,sym").items() if k[:2] == ("lbl", "lbl")}
     assert mine == theirs, (mine, theirs)
     assert mine.get("label_spin", 0) > 50 and mine.get("local_label_spin", 0) > 50, mine
+
+
+def perf_row_list(path, keys):
+    """perf report's rows as a sorted list of (key..., samples): rows that print alike stay apart."""
+    from harness import perf_clean
+    out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "-n", "-t", "\t", "--sort", keys], path)
+    rows = []
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split("\t")]
+        if line.startswith("#") or len(parts) != 2 + len(keys.split(",")) or not parts[0].endswith("%"):
+            continue
+        rows.append(tuple(re.sub(r"^\[[.k]\] ", "", f) for f in parts[2:]) + (int(parts[1]),))
+    return sorted(rows)
+
+
+@test
+def test_two_builds_of_one_program_are_rows_as_in_perf():
+    """Two builds of a program under one name (a container's and the
+    host's, two worktrees): perf report makes one row of a function whose
+    extent is the same in both, two where it moved; so does spanperf."""
+    need_bpf()
+    if not shutil.which("cc"):
+        raise Skip("cc is not installed")
+    d = tmpdir()
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workload.c")
+    flags = {"a": ["-O1", "-Wl,--build-id=0x1111aaaa"], "b": ["-O1", "-Wl,--build-id=0x2222aaaa"],
+             "c": ["-O0", "-Wl,--build-id=0x3333aaaa"]}
+    for name, extra in flags.items():
+        os.makedirs(os.path.join(d, name))
+        subprocess.run(["cc", "-g", "-fno-omit-frame-pointer", "-fno-inline"] + extra +
+                       [src, "-o", os.path.join(d, name, "wl"), "-lpthread"], check=True)
+    path = os.path.join(d, "two.data")
+    spanperf("record", "-F", "999", "-o", path, "--", "sh", "-c",
+             "cd %s && a/wl spin 300 & cd %s && b/wl spin 300 & cd %s && c/wl spin 300 & wait" % (d, d, d),
+             check=True)
+    keys = "comm,dso,sym"
+    theirs = [r for r in perf_row_list(path, keys) if r[:2] == ("wl", "wl")]
+    mine = sorted(tuple(str(r[k]) for k in keys.split(",")) + (r["samples"],) for r in json_lines(
+        spanperf("report", "-i", path, "--sort", keys, "--format", "json", check=True).stdout))
+    mine = [r for r in mine if r[:2] == ("wl", "wl")]
+    assert mine == theirs, (mine, theirs)
+    spins = [r for r in mine if r[2] == "spin_0"]
+    assert len(spins) == 2, spins  # a and b in one row, c's own
+
+
+@test
+def test_changed_binary_named_from_perfs_build_id_cache():
+    """A binary replaced since the recording, whose old build perf keeps in
+    ~/.debug (perf buildid-cache, or a perf record of it): perf report names
+    its frames from there, and so does spanperf report, with the same
+    counts; without that copy both print addresses."""
+    need_bpf()
+    from harness import need_perf, run
+    need_perf()
+    d = tmpdir()
+    wl = os.path.join(d, "wl")
+    shutil.copy(WORKLOAD, wl)
+    env = dict(os.environ, HOME=d, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    path = os.path.join(d, "w.data")
+    spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
+    p = run(["perf", "buildid-cache", "-a", wl], env=env)
+    assert p.returncode == 0, p.stderr
+    os.unlink(wl)
+    shutil.copy("/bin/true", wl)
+    mine = {k[2]: n for k, n in spanperf_rows(path, "comm,dso,sym", env).items() if k[:2] == ("wl", "wl")}
+    theirs = {k[2]: n for k, n in perf_rows_home(path, "comm,dso,sym", d).items() if k[:2] == ("wl", "wl")}
+    assert mine == theirs and mine.get("spin_0", 0) > 200, (mine, theirs)
+    p = spanperf("report", "-v", "-i", path, env=env, check=True)
+    assert "1 dsos read from the build-id cache" in p.stderr, p.stderr[-600:]
+    shutil.rmtree(os.path.join(d, ".debug"))
+    mine = {k[2]: n for k, n in spanperf_rows(path, "comm,dso,sym", env).items() if k[:2] == ("wl", "wl")}
+    addresses_only(mine)

@@ -193,12 +193,24 @@ def test_jit_frames_from_perf_map():
     need_bpf()
     path = os.path.join(tmpdir(), "j.data")
     p = spanperf("record", "-o", path, "--", WORKLOAD, "jit", "300", check=True)
+    perf_map = json_lines(p.stdout)[0]["map"]
+    pid = int(re.search(r"perf-(\d+)\.map", perf_map).group(1))
     try:
         rows = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+        theirs = perf_clean(["report", "--stdio", "--no-children", "-n", "-t", "\t", "--sort", "comm,dso,sym",
+                             "--comm", "workload"], path)
     finally:
-        os.unlink(json_lines(p.stdout)[0]["map"])
+        os.unlink(perf_map)
+    # perf's name for the perf map's dso, found or not (dsos.c's dso__set_basename).
     jit = [r for r in rows if r["sym"] == "jitted_loop"]
-    assert jit and jit[0]["samples"] > 200 and jit[0]["dso"].startswith("perf-"), rows[:3]
+    dso = "[JIT] tid %d" % pid
+    assert jit and jit[0]["samples"] > 200 and jit[0]["dso"] == dso, rows[:3]
+    perf_rows = [[f.strip() for f in l.split("\t")] for l in theirs.splitlines() if not l.startswith("#")]
+    assert [str(jit[0]["samples"]), dso, "[.] jitted_loop"] in [r[1:] for r in perf_rows], theirs[-800:]
+    # Once the map is gone: the same dso, each address its own row, as perf prints it.
+    rows_gone = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    gone = [r for r in rows_gone if r["dso"] == dso]
+    assert gone and all(re.match(r"^0x[0-9a-f]{16}$", r["sym"]) for r in gone), gone[:3]
 
 
 def copy_workload(d, name="wl"):
@@ -213,8 +225,9 @@ def test_changed_binary_is_not_mis_symbolized():
     d = tmpdir()
     wl = copy_workload(d)
     path = os.path.join(d, "c.data")
-    # A cache of its own: a copy of this build id kept by another test would name it (rightly).
-    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    # Caches of its own (spanperf's, and perf's $HOME/.debug): a copy of this build id kept by
+    # another run would name it (rightly).
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"), HOME=d)
     spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
     before = json_lines(spanperf("report", "-i", path, "--format", "json", env=env, check=True).stdout)
     assert any(r["sym"] == "spin_0" for r in before)

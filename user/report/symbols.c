@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include "buildid.h"
 #include "demangle.h"
@@ -72,6 +73,7 @@ struct proc_maps {
 	struct bounds forks, execs;
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
 	bool jit_tried;
+	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 };
 
 struct symbolizer {
@@ -513,6 +515,27 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
 		load_elf_mem(d, (void *)base, size);
 }
 
+/*
+ * perf's own copy of a file by build id ($HOME/.debug, which perf record
+ * fills, and record's perf_buildid.c too): LINK/elf, or LINK itself in
+ * perf's older layout.  Not with a --root of fixtures.
+ */
+static int perf_cache_path(const struct symbolizer *s, const char *hex, char *out, size_t len)
+{
+	const char *home = getenv("HOME");
+	struct stat st;
+	int n;
+
+	if (s->root[0] || !home || !*home || strlen(hex) < 3)
+		return -ENOENT;
+	n = snprintf(out, len, "%s/.debug/.build-id/%.2s/%s", home, hex, hex + 2);
+	if (n < 0 || (size_t)n + 4 >= len || stat(out, &st))
+		return -ENOENT;
+	if (S_ISDIR(st.st_mode))
+		strcat(out, "/elf");
+	return access(out, R_OK) ? -ENOENT : 0;
+}
+
 static void load_user_dso(struct symbolizer *s, struct dso *d)
 {
 	char file[PATH_MAX * 2], dbg[PATH_MAX * 3], link[256], dir[PATH_MAX];
@@ -538,8 +561,9 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			 * container's): the copy record kept by build id, if any;
 			 * never the file that is there now.
 			 */
-			if (!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
-			    !load_elf(d, dbg, true))
+			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
+			     !load_elf(d, dbg, true)) ||
+			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && !load_elf(d, dbg, true)))
 				s->from_cache++;
 			return;
 		}
@@ -627,6 +651,12 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	finish_symbols(d);
 }
 
+/* What perf 6.1 takes for anonymous memory (map.c's is_anon_memory): its code is a JIT's. */
+static bool perf_anon(const char *path)
+{
+	return !strcmp(path, "//anon") || !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/anon_hugepage", 14);
+}
+
 /* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
 static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
@@ -646,7 +676,9 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	d->jit = d->loaded = true;
 	d->id = -1;
 	d->path = strdup(path + strlen(s->root));
-	d->short_name = strdup(strrchr(path, '/') + 1);
+	/* perf's name for it (dsos.c's dso__set_basename), whatever the process's comm. */
+	snprintf(line, sizeof(line), "[JIT] tid %d", pid);
+	d->short_name = strdup(line);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, size;
 		int n = 0;
@@ -1084,6 +1116,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		if (sym) {
 			out->name = sym_name(sym);
 			out->offset = ip - sym->start;
+			out->sym_start = sym->start;
+			out->sym_end = sym->end;
 			out->known = true;
 		}
 		return;
@@ -1102,12 +1136,31 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		if (sym) {
 			out->name = sym_name(sym);
 			out->offset = to_vaddr(d, out->file_offset) - sym->start;
+			out->sym_start = sym->start;
+			out->sym_end = sym->end;
 			out->known = true;
 			return;
 		}
 		/* Anonymous executable memory is where JITs put code. */
-		if (strcmp(d->path, "//anon") && strncmp(d->path, "[anon", 5) && strncmp(d->path, "/memfd:", 7))
+		if (strcmp(d->path, "//anon") && strncmp(d->path, "[anon", 5) && strncmp(d->path, "/memfd:", 7) &&
+		    !perf_anon(d->path))
 			return;
+		if (perf_anon(d->path) && p) {
+			/*
+			 * perf's map of anonymous code is the perf map, found or
+			 * not: dso "[JIT] tid PID", addresses as they are.
+			 */
+			if (!p->jit_name[0]) {
+				snprintf(p->jit_name, sizeof(p->jit_name), "[JIT] tid %d", pid);
+				snprintf(p->jit_path, sizeof(p->jit_path), "/tmp/perf-%d.map", pid);
+			}
+			out->dso = p->jit_name;
+			out->path = p->jit_path;
+			out->build_id = "";
+			out->dso_id = -1;
+			out->file_offset = 0;
+			out->offset = ip;
+		}
 	}
 	if (p && !p->jit_tried) {
 		p->jit_tried = true;
@@ -1118,6 +1171,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->dso = p->jit->short_name;
 		out->path = p->jit->path;
 		out->offset = ip - sym->start;
+		out->sym_start = sym->start;
+		out->sym_end = sym->end;
 		out->known = true;
 	}
 }
