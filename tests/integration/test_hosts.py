@@ -117,10 +117,13 @@ def test_package_install_agrees_with_perf():
         fl[plt(s)] += n
     for s, n in script_leaf.items():
         fs[plt(s)] += n
+    # perf script prints no frame for a sample whose call chain is empty (seen: valgrind's
+    # memcheck), where perf report and the folded leaf take the sample's ip: those may be anywhere.
+    nf = sum(1 for s in samples if not s["frames"])
     bad = [(s, n, fl.get(s, 0)) for s, n in fs.items()
-           if n * 1000 >= len(samples) and fl.get(s, 0) != n and s != "[unknown]"]
-    assert not bad, "perf script's leaf count, spanperf's folded: %s" % bad[:10]
-    assert fl["[unknown]"] <= fs["[unknown]"], (fl["[unknown]"], fs["[unknown]"])
+           if n * 1000 >= len(samples) and not n <= fl.get(s, 0) <= n + nf and s != "[unknown]"]
+    assert not bad, "perf script's leaf count, spanperf's folded (%d frameless): %s" % (nf, bad[:10])
+    assert fl["[unknown]"] <= fs["[unknown]"] + nf, (fl["[unknown]"], fs["[unknown]"], nf)
 
 
 def container_script(d, body):
