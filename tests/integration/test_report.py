@@ -43,9 +43,8 @@ def test_table_agrees_with_perf_script():
     rows = json_lines(spanperf("report", "-i", path, "--sort", "sym", "--format", "json", check=True).stdout)
     mine = collections.Counter()
     for r in rows:
-        # The table prints an unnamed frame as its address (as perf report), perf script as [unknown];
-        # the host's other processes have some (a binary deleted since, a JIT).
-        mine["[unknown]" if re.match(r"^0x[0-9a-f]+$", r["sym"]) else r["sym"]] += r["samples"]
+        # perf report prints an address no symbol covers; perf script says [unknown].
+        mine["[unknown]" if re.match(r"^0x[0-9a-f]{16}$", r["sym"]) else r["sym"]] += r["samples"]
     assert sum(mine.values()) == sum(theirs.values()), (sum(mine.values()), sum(theirs.values()))
     for sym, n in theirs.items():
         if n * 100 >= sum(theirs.values()):  # every function of 1% or more
@@ -59,16 +58,18 @@ def test_table_agrees_with_perf_report():
     need_perf()
     out = perf_clean(["report", "--stdio", "--no-children", "-g", "none", "--sort", "comm,dso,sym",
                       "--percent-limit", "1"], path)
-    theirs = {}
+    # Summed per name: two binaries of one name (another checkout's workload) are two rows in each.
+    theirs = collections.Counter()
     for line in out.splitlines():
         m = re.match(r"^\s+([\d.]+)%\s+(\S+)\s+(\S+)\s+\[([.k])\]\s+(\S+)", line)
         if m:
-            theirs[(m.group(2), m.group(3), m.group(5))] = float(m.group(1))
-    mine = {(r["comm"], r["dso"], r["sym"]): r["overhead"] for r in json_lines(
-        spanperf("report", "-i", path, "--format", "json", check=True).stdout)}
+            theirs[(m.group(2), m.group(3), m.group(5))] += float(m.group(1))
+    mine = collections.Counter()
+    for r in json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout):
+        mine[(r["comm"], r["dso"], r["sym"])] += r["overhead"]
     assert theirs
     for key, pct in theirs.items():
-        assert key in mine and abs(mine[key] - pct) < 0.01, "%s: perf %.2f%%, spanperf %s" % (key, pct, mine.get(key))
+        assert key in mine and abs(mine[key] - pct) < 0.02, "%s: perf %.2f%%, spanperf %s" % (key, pct, mine.get(key))
     text = spanperf("report", "-i", path, "-g", check=True).stdout
     assert re.search(r"\[\.\] spin_0\n\s+\|\n\s+[ |]--[\d.]+%--spin_0\n\s+[ |]\s+caller_0", text), text[:2000]
 
@@ -87,7 +88,8 @@ def test_cxx_names_as_perf_shows_them():
     rows = json_lines(spanperf("report", "-i", path, "--sort", "sym", "--format", "json", check=True).stdout)
     mine = collections.Counter()
     for r in rows:
-        mine[r["sym"]] += r["samples"]
+        # perf report prints an address no symbol covers; perf script says [unknown].
+        mine["[unknown]" if re.match(r"^0x[0-9a-f]{16}$", r["sym"]) else r["sym"]] += r["samples"]
     for name in ("ns::Foo::get", "ns::Foo::operator()", "maxof<int>", "maxof<double>",
                  "(anonymous namespace)::hidden", "over", "main::$_0::operator()"):
         assert theirs[name] >= 5, "perf script: %d samples in %s: %s" % (theirs[name], name, theirs.most_common(12))
