@@ -125,8 +125,10 @@ def test_folded_stacks():
         frames = stack.split(";")
         total += int(n)
         leaf[frames[-1]] += int(n)
-        if frames[-1] in ("spin_0", "spin_1"):
-            assert frames[0] == "workload" and frames[-2].startswith("caller_"), line
+        # Only the workload's own: the recording is of the whole host, where another copy may spin
+        # (a container's ctr-wl, named from the build-id cache).
+        if frames[-1] in ("spin_0", "spin_1") and frames[0] == "workload":
+            assert frames[-2].startswith("caller_"), line
     assert total == len(samples), "folded counts sum to %d, the file has %d samples" % (total, len(samples))
     theirs = collections.Counter(strip_offset(s["frames"][0]) for s in samples if s["frames"])
     for sym, n in theirs.items():
