@@ -351,7 +351,12 @@ static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_alias
 				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
 		}
 	}
-	if (!err)
+	/*
+	 * perf synthesizes the PLT only when the symbol table gave it a symbol
+	 * (dso__load: "if (ret > 0)"): a stripped PIE whose .dynsym holds only
+	 * imports has no names at all there, PLT included.
+	 */
+	if (!err && d->nr_syms)
 		err = add_plt_syms(d, elf);
 	if (!all_aliases)
 		finish_symbols(d);
