@@ -9,7 +9,7 @@ the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
-    sections: inkernel recorder stolen parts rss stat spans report forks dwarf (default: all)
+    sections: inkernel recorder stolen parts rss stat spans report forks dwarf offcpu (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -558,6 +558,60 @@ def bench_dwarf(res):
 
 # ---------------------------------------------------------------- output
 
+# ---------------------------------------------------------------- off-CPU
+
+# bcc offcputime's design in bpftrace: on every switch, the sleeping thread's start
+# and both stacks keyed by thread; at its switch-in, the time summed per stacks.
+OFFCPU_BT = """tracepoint:sched:sched_switch
+{
+	if (args->prev_state == 1 || args->prev_state == 2) {
+		@start[args->prev_pid] = nsecs;
+		@ks[args->prev_pid] = kstack;
+		@us[args->prev_pid] = ustack;
+	}
+	$s = @start[args->next_pid];
+	if ($s) {
+		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
+		delete(@start[args->next_pid]);
+	}
+}
+"""
+
+
+def bench_offcpu(res):
+    """ns per context switch inside the off-CPU program (bpf_stats), spanperf against the bcc design."""
+    rows = {"spanperf": [], "spanperf-thresh0": [], "bpftrace": []}
+    script = os.path.join(TMP, "offcpu.bt")
+    open(script, "w").write(OFFCPU_BT)
+    for r in range(ROUNDS):
+        for tool in rows:
+            # Switch-heavy: 20 us sleeps in a loop, a few tens of thousands of switches a second.
+            load = spawn([WORKLOAD, "sleeps", "400000", "20"], stdout=DEVNULL)
+            out = os.path.join(TMP, "off.data")
+            if tool == "bpftrace":
+                cmd, name = ["bpftrace", script], "sched_switch"
+            else:
+                cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", "1", "--off-cpu", "-o", out]
+                cmd += ["--off-cpu-thresh", "0"] if tool.endswith("thresh0") else []
+                name = "offcpu_btf"
+            p = spawn(cmd, stdout=DEVNULL, stderr=open(os.path.join(TMP, tool + ".stderr"), "a"))
+            p.tool = tool
+            wait_ready(tool, 3.0 if tool == "bpftrace" else 2.0)
+            a = prog_stats(name)
+            time.sleep(5)
+            b = prog_stats(name)
+            stop_profiler(p)
+            load.kill()
+            load.wait()
+            if a and b and b[1] > a[1]:
+                rows[tool].append(((b[0] - a[0]) / (b[1] - a[1]), (b[1] - a[1]) / 5.0))
+            log("offcpu round %d %s: %s" % (r, tool, rows[tool][-1:]))
+    ns = {t: median([x[0] for x in v]) for t, v in rows.items()}
+    ratios = [s[0] / b[0] for s, b in zip(rows["spanperf"], rows["bpftrace"])]
+    res["offcpu"] = {"ns": ns, "switches_per_s": median([x[1] for x in rows["spanperf"]]),
+                     "ratio": median(ratios), "raw": rows}
+
+
 def chart(res, path):
     """Slowdown (time stolen from the workload) against sampling rate, one line per tool."""
     sd = res.get("stolen")
@@ -663,6 +717,15 @@ def markdown(res):
                 name, x["perf_cmd"], x["spanperf_s"], x["perf_s"], x["ratio"], x["spanperf_rss_kib"] / 1024,
                 x["perf_rss_kib"] / 1024))
         lines.append("")
+    if "offcpu" in res:
+        v = res["offcpu"]
+        lines += ["## record --off-cpu: BPF cost per context switch (bpf_stats, `-a -g`, %.0f switches/s)" %
+                  v["switches_per_s"], "",
+                  "| spanperf (sums in BPF) | spanperf (--off-cpu-thresh 0) | bcc offcputime's design (bpftrace) "
+                  "| ratio | target |", "|---|---|---|---|---|",
+                  "| %.0f ns | %.0f ns | %.0f ns | %.2f | <= 1000 ns, <= 0.5 |" % (
+                      v["ns"]["spanperf"], v["ns"]["spanperf-thresh0"], v["ns"]["bpftrace"], v["ratio"]), "",
+                  "perf 6.1 here is built without BPF skeletons: it cannot record --off-cpu.", ""]
     if "forks" in res:
         v = res["forks"]
         lines += ["## Report on a fork-heavy recording (1,000 fork+exec, 100 forks without exec; `-g`; "
@@ -753,10 +816,11 @@ def update_readme(md):
 
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
-            "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks, "dwarf": bench_dwarf}
+            "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks, "dwarf": bench_dwarf,
+            "offcpu": bench_offcpu}
 
 
-BPF_STATS_SECTIONS = ("inkernel", "stat")
+BPF_STATS_SECTIONS = ("inkernel", "stat", "offcpu")
 
 
 def preconditions():

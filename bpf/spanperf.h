@@ -127,7 +127,51 @@ enum sp_stat {
 	SP_STAT_SPANS_SHORT,	  /* dropped by --span-min-us */
 	SP_STAT_SPANS_NOSTACK,	  /* task storage busy or full */
 	SP_STAT_SPANS_UNFINISHED, /* threads exited inside a span */
+	SP_STAT_OFFCPU_LOST,	  /* an off-CPU block lost: its ring buffer was full */
+	SP_STAT_OFFCPU_NOSLOT,	  /* a block not timed: the per-thread start map was full */
+	SP_STAT_OFFCPU_AGG_FULL,  /* a short block written alone: the aggregation map was full */
+	SP_STAT_OFFCPU_KSTACK,	  /* a block whose kernel stack could not be taken */
+	SP_STAT_OFFCPU_USTACK,	  /* a block whose user stack could not be taken */
+	SP_STAT_OFFCPU_STALE,	  /* a start that was not this thread's (pid changed): dropped */
+	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen: that block dropped */
 	SP_STAT_MAX,
+};
+
+/* ---- off-CPU time (record --off-cpu) ---- */
+
+#define SP_OFFCPU_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH: the stack map's value is this many u64 */
+
+/* Per thread (keyed by TID, never by CPU: a thread may wake elsewhere): how it left. */
+struct sp_offcpu_start {
+	__u64 ts;	     /* bpf_ktime_get_ns() at the switch-out */
+	__s32 kstack, ustack; /* stack map ids, negative errno when not taken */
+	__u32 pid;
+	__u32 state;	     /* prev->__state: 1 interruptible (S), 2 uninterruptible (D) */
+	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
+	__u32 pad;
+};
+
+/* Short blocks are summed in BPF per this key, as perf does. */
+struct sp_offcpu_key {
+	__u32 pid, tid;
+	__s32 kstack, ustack;
+	__u32 state;
+	__u32 pad;
+};
+
+struct sp_offcpu_val {
+	__u64 ns;
+	__u64 count;
+};
+
+/* One block at or above the threshold, from BPF to user space at the switch-in. */
+struct sp_offcpu_event {
+	__u64 end_ns;	/* the switch-in, CLOCK_MONOTONIC */
+	__u64 dur_ns;	/* end_ns minus the switch-out */
+	__u32 pid, tid;
+	__u32 cpu;	/* where it blocked */
+	__u32 state;
+	__s32 kstack, ustack;
 };
 
 #endif /* SPANPERF_H */

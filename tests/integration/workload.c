@@ -32,6 +32,15 @@
  *                                prints the gaps (time stolen from it) per CPU
  *   workload direct DEV N        N O_DIRECT reads of 64 KiB from DEV (a ram
  *                                disk: the kernel time is in the brd module)
+ *   workload offcpu N MS M PMS SPIN [FILE]
+ *                                three threads at once: one sleeps N x MS in
+ *                                nap_sleep(), one blocks in pipe_wait() on a
+ *                                pipe fed M times, PMS apart, by a fourth
+ *                                (feeder()), one spins SPIN ms of CPU; each
+ *                                prints its time blocked in those calls (wall
+ *                                minus its own CPU); FILE gets each sleep as an
+ *                                external span named nap.  With WORKLOAD_WAIT set
+ *                                it starts on a line from stdin
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -602,6 +611,151 @@ static int mode_gaps(const char *secs)
 	return 0;
 }
 
+/* ---- offcpu: known time off CPU, in known functions ---- */
+
+struct blocker {
+	long n;
+	uint64_t ms;
+	const char *file;
+	int fd[2];
+	pid_t tid;
+	uint64_t off_ns, cpu_ns, calls;
+};
+
+/*
+ * The syscall is made here, not in libc: the C library is built without
+ * frame pointers, so a chain taken inside its nanosleep() or read() skips
+ * the caller's frame, and the test wants these functions named.
+ */
+static inline __attribute__((always_inline)) long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return ret;
+}
+
+NOINLINE void nap_sleep(uint64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sink++;
+}
+
+NOINLINE void pipe_wait(int fd)
+{
+	char c;
+
+	if (raw_syscall3(SYS_read, fd, (long)&c, 1) != 1)
+		sink++;
+	sink++;
+}
+
+/* Wall time of the call less the thread's CPU time in it: what it spent off CPU. */
+static void *napper(void *arg)
+{
+	struct blocker *b = arg;
+	FILE *f = b->file ? fopen(b->file, "w") : NULL;
+
+	b->tid = syscall(SYS_gettid);
+	for (long i = 0; i < b->n; i++) {
+		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(), t1, c1;
+
+		nap_sleep(b->ms);
+		t1 = mono_ns();
+		c1 = thread_cpu_ns();
+		b->off_ns += (t1 - t0) - (c1 - c0);
+		b->cpu_ns += c1 - c0;
+		b->calls++;
+		if (f)
+			fprintf(f, "{\"name\":\"nap\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+				getpid(), b->tid, (unsigned long long)t0, (unsigned long long)t1);
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+static void *piper(void *arg)
+{
+	struct blocker *b = arg;
+
+	b->tid = syscall(SYS_gettid);
+	for (long i = 0; i < b->n; i++) {
+		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(), t1, c1;
+
+		pipe_wait(b->fd[0]);
+		t1 = mono_ns();
+		c1 = thread_cpu_ns();
+		b->off_ns += (t1 - t0) - (c1 - c0);
+		b->cpu_ns += c1 - c0;
+		b->calls++;
+	}
+	return NULL;
+}
+
+NOINLINE void feeder(struct blocker *b)
+{
+	for (long i = 0; i < b->n; i++) {
+		struct timespec ts = { 0, b->ms * 1000000 };
+
+		nanosleep(&ts, NULL);
+		if (write(b->fd[1], "x", 1) != 1)
+			sink++;
+	}
+}
+
+static void *feeder_thread(void *arg)
+{
+	feeder(arg);
+	return NULL;
+}
+
+static void *spinner(void *arg)
+{
+	struct blocker *b = arg;
+	uint64_t c0 = thread_cpu_ns();
+
+	b->tid = syscall(SYS_gettid);
+	burn_ns(b->ms * 1000000ull);
+	b->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+static int mode_offcpu(char **argv, int argc)
+{
+	struct blocker nap = { .n = atol(argv[2]), .ms = strtoull(argv[3], NULL, 10), .file = argc > 7 ? argv[7] : NULL };
+	struct blocker pipe_b = { .n = atol(argv[4]), .ms = strtoull(argv[5], NULL, 10) };
+	struct blocker spin = { .n = 1, .ms = strtoull(argv[6], NULL, 10) };
+	pthread_t th[4];
+
+	if (pipe(pipe_b.fd))
+		return 1;
+	/* WORKLOAD_WAIT: start when a line arrives on stdin, so that a recorder can attach to this pid first. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	pthread_create(&th[0], NULL, napper, &nap);
+	pthread_create(&th[1], NULL, piper, &pipe_b);
+	pthread_create(&th[2], NULL, feeder_thread, &pipe_b);
+	pthread_create(&th[3], NULL, spinner, &spin);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	printf("{\"role\":\"sleeper\",\"pid\":%d,\"tid\":%d,\"calls\":%llu,\"off_ns\":%llu,\"cpu_ns\":%llu}\n",
+	       getpid(), nap.tid, (unsigned long long)nap.calls, (unsigned long long)nap.off_ns,
+	       (unsigned long long)nap.cpu_ns);
+	printf("{\"role\":\"piper\",\"pid\":%d,\"tid\":%d,\"calls\":%llu,\"off_ns\":%llu,\"cpu_ns\":%llu}\n",
+	       getpid(), pipe_b.tid, (unsigned long long)pipe_b.calls, (unsigned long long)pipe_b.off_ns,
+	       (unsigned long long)pipe_b.cpu_ns);
+	printf("{\"role\":\"spinner\",\"pid\":%d,\"tid\":%d,\"calls\":1,\"off_ns\":0,\"cpu_ns\":%llu}\n",
+	       getpid(), spin.tid, (unsigned long long)spin.cpu_ns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -631,6 +785,8 @@ int main(int argc, char **argv)
 		r = mode_nest(argv[2]);
 	else if (!strcmp(argv[1], "exit-inside"))
 		r = mode_exit_inside();
+	else if (!strcmp(argv[1], "offcpu") && argc > 6)
+		r = mode_offcpu(argv, argc);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))

@@ -163,6 +163,27 @@ static void test_call_graph(void **state)
 	record_opts_free(&o);
 }
 
+/* perf's names; the threshold is unset (-1) until given, so that --span can pick 0. */
+static void test_off_cpu(void **state)
+{
+	struct record_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(ARGV("--off-cpu"), 1, &o, err), 0);
+	assert_true(o.offcpu);
+	assert_int_equal(o.offcpu_thresh_ms, -1);
+	assert_int_equal(o.offcpu_entries, 16384);
+	record_opts_free(&o);
+	assert_int_equal(parse(ARGV("--off-cpu", "--off-cpu-thresh", "0", "--off-cpu-entries", "1024"), 5, &o, err), 0);
+	assert_int_equal(o.offcpu_thresh_ms, 0);
+	assert_int_equal(o.offcpu_entries, 1024);
+	record_opts_free(&o);
+	bad(ARGV("--off-cpu-thresh", "5"), 2, "need --off-cpu");
+	bad(ARGV("--off-cpu", "--off-cpu-thresh", "-1"), 3, "--off-cpu-thresh '-1'");
+	bad(ARGV("--off-cpu", "--off-cpu-entries", "8"), 3, "--off-cpu-entries '8'");
+}
+
 static void test_reparse(void **state)
 {
 	char **a1 = ARGV("-F", "10"), **a2 = ARGV("-g");
@@ -188,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_period_and_cmd_without_dashes),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_call_graph),
+		cmocka_unit_test(test_off_cpu),
 		cmocka_unit_test(test_reparse),
 	};
 

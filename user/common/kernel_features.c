@@ -95,17 +95,6 @@ int features_try_attach(const char *prog)
 	return try_prog(prog);
 }
 
-bool features_mmap_build_id(int cpu)
-{
-	struct perf_event_attr a = {
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY, .size = sizeof(a),
-		.mmap = 1, .mmap2 = 1, .build_id = 1, .disabled = 1,
-	};
-
-	/* Older kernels reject the bit they do not know with EINVAL. */
-	return pe_try_open(&a, cpu) == 0;
-}
-
 void features_probe(struct sp_features *f)
 {
 	struct event_spec cycles, clock;
@@ -121,7 +110,6 @@ void features_probe(struct sp_features *f)
 		clock.attr.use_clockid = 1;
 		clock.attr.clockid = CLOCK_MONOTONIC;
 		f->use_clockid = pe_try_open(&clock.attr, cpus.v[0]) == 0;
-		f->mmap_build_id = features_mmap_build_id(cpus.v[0]);
 		int_list_free(&cpus);
 	} else {
 		f->pmu_err = -ENODEV;
@@ -165,7 +153,6 @@ void features_print(const struct sp_features *f, FILE *out)
 	fprintf(out, "  %-26s %s\n", "BPF ring buffer", f->ringbuf ? "yes" : "no");
 	fprintf(out, "  %-26s %s\n", "task-local storage", f->task_storage ? "yes" : "no");
 	fprintf(out, "  %-26s %s\n", "use_clockid (MONOTONIC)", f->use_clockid ? "yes" : "no");
-	fprintf(out, "  %-26s %s\n", "build ids in MMAP2", f->mmap_build_id ? "yes" : "no (files in containers unnamed)");
 	if (!f->tracefs_err)
 		fprintf(out, "  %-26s %s%s\n", "tracefs", f->tracefs_path,
 			f->tracefs_mounted ? " (mounted by spanperf)" : "");

@@ -22,7 +22,6 @@ struct sp_features {
 	bool task_storage;
 	bool uprobe;	    /* the uprobe PMU exists */
 	bool use_clockid;   /* events can stamp with CLOCK_MONOTONIC */
-	bool mmap_build_id; /* MMAP2 records can carry the file's build id */
 	int tracefs_err;    /* 0: tracefs is usable at tracefs_path */
 	bool tracefs_mounted; /* we mounted it */
 	bool syscall_tps;   /* events/syscalls exists in tracefs */
@@ -31,8 +30,6 @@ struct sp_features {
 
 /* Probes everything; never fails, every finding is in f. */
 void features_probe(struct sp_features *f);
-/* Whether MMAP2 records can carry build ids (attr.build_id, Linux 5.12), tried on cpu. */
-bool features_mmap_build_id(int cpu);
 /* Loads and attaches one program of bpf/calibrate.bpf.c by name: 0 or -errno. */
 int features_try_attach(const char *prog);
 /* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */

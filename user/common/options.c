@@ -105,6 +105,12 @@ void record_usage(FILE *out)
 		"      --span-buffer KB   the span ring buffer (default 8192)\n"
 		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
 		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
+		"      --off-cpu          also record time blocked, with the stack that blocked, as\n"
+		"                         samples of offcpu-time (period = ns off CPU), as perf does\n"
+		"      --off-cpu-thresh MS  blocks this long or longer are written one by one,\n"
+		"                         shorter ones summed per thread and stack (default 500,\n"
+		"                         0 with --span: spans need each block's time)\n"
+		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -154,7 +160,8 @@ static int opt_call_graph(const char *arg, struct record_opts *o, char *err, siz
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_SPAN = 256, OPT_CALL_GRAPH, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP };
+	enum { OPT_SPAN = 256, OPT_CALL_GRAPH, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP,
+	       OPT_OFFCPU, OPT_OFFCPU_THRESH, OPT_OFFCPU_ENTRIES };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -169,6 +176,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
 		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
+		{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+		{ "off-cpu-thresh", required_argument, NULL, OPT_OFFCPU_THRESH },
+		{ "off-cpu-entries", required_argument, NULL, OPT_OFFCPU_ENTRIES },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mmap-pages", required_argument, NULL, 'm' },
@@ -188,6 +198,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	o->mmap_pages = 256;
 	o->max_threads = 32768;
 	o->span_buffer_kb = 8192;
+	o->offcpu_thresh_ms = -1;
+	o->offcpu_entries = 16384;
 	optind = 0; /* glibc: re-initialise, so the parser can run more than once */
 	opterr = 0;
 	/* '+': stop at the first non-option, which starts CMD (as perf does). */
@@ -242,6 +254,22 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		}
 		case OPT_RAW_TP:
 			o->raw_tp = true;
+			break;
+		case OPT_OFFCPU:
+			o->offcpu = true;
+			break;
+		case OPT_OFFCPU_THRESH: {
+			uint64_t ms;
+
+			if (parse_u64(optarg, &ms, 0, 1ull << 40))
+				return fail(err, errlen, "--off-cpu-thresh '%s' is not a number of milliseconds", optarg);
+			o->offcpu_thresh_ms = ms;
+			break;
+		}
+		case OPT_OFFCPU_ENTRIES:
+			if (parse_u64(optarg, &o->offcpu_entries, 16, 1 << 24))
+				return fail(err, errlen, "--off-cpu-entries '%s' is not a number from 16 to %d", optarg,
+					    1 << 24);
 			break;
 		case 'N':
 			o->no_buildid_cache = true;
@@ -299,6 +327,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		return fail(err, errlen, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
+	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != 16384))
+		return fail(err, errlen, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
 	/*
 	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
 	 * CPU, which a 1 MiB ring cannot hold through one slow write.

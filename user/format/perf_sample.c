@@ -503,8 +503,19 @@ int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out)
 	out->filename = p + off;
 	out->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 	out->build_id_size = 0;
-	if (h->type == PERF_RECORD_MMAP2 && (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
-		out->build_id_size = SP_MIN((__u8)p[40], (__u8)20);
+	out->prot = out->flags = 0;
+	if (h->type != PERF_RECORD_MMAP2)
+		return 0;
+	memcpy(&out->prot, p + 64, 4);
+	memcpy(&out->flags, p + 68, 4);
+	/*
+	 * The build-id form.  Linux leaks this flag into the records of other
+	 * sessions, whose bytes there are device numbers: only a SHA-1 or MD5
+	 * size with zeroed reserved bytes is taken for a build id.
+	 */
+	if ((h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && (p[40] == 20 || p[40] == 16) && !p[41] && !p[42] &&
+	    !p[43]) {
+		out->build_id_size = p[40];
 		memcpy(out->build_id, p + 44, out->build_id_size);
 	}
 	return 0;

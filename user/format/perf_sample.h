@@ -133,6 +133,7 @@ struct pd_mmap {
 	__u64 start, len, pgoff;
 	const char *filename;
 	int kernel; /* cpumode: a kernel or module mapping */
+	__u32 prot, flags; /* MMAP2 only */
 	__u8 build_id_size; /* > 0: the mapped file's build id, from the record */
 	__u8 build_id[20];
 };

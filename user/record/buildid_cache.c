@@ -18,33 +18,27 @@
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
 #define MAX_FILE_BYTES (512ull << 20)
 
-/*
- * Where each build id stands.  A process that was gone (or whose root was
- * not entered) leaves its build id pending: a later process mapping the
- * same file may still be there, as the long-lived server after its
- * short-lived setup script.
- */
-enum { NOT_TRIED, PENDING_GONE, PENDING_DENIED, DONE };
-
 struct buildid_cache {
-	struct strpool seen; /* build ids met, hex */
-	__u8 *state;	     /* per seen id */
-	size_t nr_state, cap_state;
-	__u64 used, max; /* bytes in the cache directory */
-	bool measured;
-	unsigned kept, present, same_here, full, failed;
+	struct strpool seen;	/* build ids handled, hex */
+	struct u64_map ns;	/* pid -> 1 + whether its mount namespace is ours */
+	char our_ns[64];
+	__u64 used, max;	/* bytes in the cache directory */
+	bool keep, measured;
+	unsigned kept, present, gone, denied, full, failed;
 	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
-struct buildid_cache *buildid_cache__new(bool enabled, __u64 max_bytes)
+struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes)
 {
-	struct buildid_cache *c;
+	struct buildid_cache *c = calloc(1, sizeof(*c));
+	ssize_t n;
 
-	if (!enabled)
+	if (!c)
 		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (c)
-		c->max = max_bytes;
+	c->keep = keep;
+	c->max = max_bytes;
+	n = readlink("/proc/self/ns/mnt", c->our_ns, sizeof(c->our_ns) - 1);
+	c->our_ns[n > 0 ? n : 0] = 0;
 	return c;
 }
 
@@ -53,8 +47,31 @@ void buildid_cache__free(struct buildid_cache *c)
 	if (!c)
 		return;
 	strpool_free(&c->seen);
-	free(c->state);
+	u64_map_free(&c->ns);
 	free(c);
+}
+
+/*
+ * Whether pid sees the files we see: its mount namespace is ours.  Asked
+ * once per pid and exec (a process changes namespace with unshare or setns,
+ * then execs what it runs there).
+ */
+static bool same_ns(struct buildid_cache *c, __u32 pid)
+{
+	uint64_t *v = u64_map_get(&c->ns, pid, true);
+	char link[64], theirs[64];
+	ssize_t n;
+
+	if (v && *v)
+		return *v == 2;
+	snprintf(link, sizeof(link), "/proc/%u/ns/mnt", pid);
+	n = readlink(link, theirs, sizeof(theirs) - 1);
+	if (n <= 0)
+		return true; /* gone, or not ours to read: nothing to do anyway */
+	theirs[n] = 0;
+	if (v)
+		*v = strcmp(theirs, c->our_ns) ? 1 : 2;
+	return !strcmp(theirs, c->our_ns);
 }
 
 /* What the cache holds already: read once, on the first copy, not at every start. */
@@ -141,32 +158,60 @@ static void link_for_perf(struct buildid_cache *c, const char *hex, const char *
 		c->linked++;
 }
 
-/* One attempt for a build id not DONE; returns its new state. */
-static int try_keep(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path, const char *hex)
+void buildid_cache__exec(struct buildid_cache *c, __u32 pid)
 {
-	char here[2 * BUILD_ID_MAX + 1], dest[PATH_MAX];
+	uint64_t *v = c ? u64_map_get(&c->ns, pid, false) : NULL;
+
+	if (v)
+		*v = 0;
+}
+
+int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
+			__u8 id[20], __u8 *size)
+{
+	char hex[2 * BUILD_ID_MAX + 1], here[2 * BUILD_ID_MAX + 1], dest[PATH_MAX], mapped[96];
 	__u8 hid[BUILD_ID_MAX], hsize;
+	bool deleted;
+	size_t before;
 	int fd, e;
 
-	here[0] = 0;
-	if (!buildid_from_file(path, hid, &hsize))
-		buildid_hex(hid, hsize, here);
-	if (!strcmp(here, hex)) {
-		c->same_here++;
-		return DONE;
+	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7))
+		return 0;
+	deleted = strstr(path, " (deleted)") != NULL;
+	if (!deleted && same_ns(c, pid))
+		return 0;
+	snprintf(mapped, sizeof(mapped), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	if (buildid_from_file(mapped, id, size)) {
+		c->gone++;
+		return 0;
 	}
+	buildid_hex(id, *size, hex);
+	here[0] = 0;
+	if (!deleted && !buildid_from_file(path, hid, &hsize))
+		buildid_hex(hid, hsize, here);
+	if (!strcmp(here, hex))
+		return 0; /* the same file as ours: a bind mount, a shared image */
+	before = c->seen.n;
+	if (!c->keep || !strpool_intern(&c->seen, hex, NULL) || c->seen.n == before)
+		return 1; /* its build id in the file; the copy made already, or not wanted */
 	if (buildid_cache_path(hex, dest, sizeof(dest))) {
 		c->failed++;
-		return DONE;
+		return 1;
 	}
 	if (!access(dest, R_OK)) {
 		c->present++;
 		link_for_perf(c, hex, path, dest);
-		return DONE;
+		return 1;
 	}
 	fd = open_mapped(pid, start, end, path);
-	if (fd < 0)
-		return fd == -ENOENT || fd == -ESRCH ? PENDING_GONE : PENDING_DENIED;
+	if (fd < 0) {
+		if (fd == -ENOENT || fd == -ESRCH)
+			c->gone++;
+		else
+			c->denied++;
+		return 1;
+	}
 	e = copy(c, fd, dest);
 	close(fd);
 	if (!e) {
@@ -177,39 +222,15 @@ static int try_keep(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, 
 	} else {
 		c->failed++;
 	}
-	return DONE;
-}
-
-void buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
-			 const __u8 *id, __u8 size)
-{
-	char hex[2 * BUILD_ID_MAX + 1];
-	size_t i;
-
-	if (!c || !size || path[0] != '/')
-		return;
-	buildid_hex(id, size, hex);
-	/* No memory to remember it: try no more. */
-	if (!strpool_intern(&c->seen, hex, &i) || array_reserve((void **)&c->state, &c->cap_state, i, 1))
-		return;
-	while (c->nr_state <= i)
-		c->state[c->nr_state++] = NOT_TRIED;
-	if (c->state[i] != DONE)
-		c->state[i] = try_keep(c, pid, start, end, path, hex);
+	return 1;
 }
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
-	unsigned gone = 0, denied = 0;
-
-	if (!c)
+	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed))
 		return;
-	for (size_t i = 0; i < c->nr_state; i++) {
-		gone += c->state[i] == PENDING_GONE;
-		denied += c->state[i] == PENDING_DENIED;
-	}
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
 		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
 		 "cache's bound, %u failed to write; %u entered in perf's ~/.debug, %u could not be",
-		 c->kept, c->present, gone, denied, c->full, c->failed, c->linked, c->unlinked);
+		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->linked, c->unlinked);
 }

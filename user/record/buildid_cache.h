@@ -2,11 +2,16 @@
 /*
  * Copies of mapped files that the report could not find by their path:
  * files of processes in another mount namespace (containers), and files
- * deleted or replaced while they ran.  Each MMAP2 carries the mapped file's
- * build id (attr.build_id, or computed for the /proc synthesis); when the
- * file at that path here has another one, the file is read now, while the
- * process lives, through /proc/PID/map_files (or /proc/PID/root), and kept
- * by build id, as perf keeps ~/.debug.  The report finds it there.
+ * deleted while they ran.  For such a mapping the file is read now, while
+ * the process lives, through /proc/PID/map_files (or /proc/PID/root); its
+ * build id goes into an MMAP2 record of its own (the build-id form), and
+ * the file is kept by build id, as perf keeps ~/.debug.  The report finds
+ * it there.
+ *
+ * Why not the kernel's attr.build_id: Linux sets the MMAP_BUILD_ID flag on
+ * the one mmap event it formats for every session, and does not clear it,
+ * so a perf record running beside us reads its device numbers as a build
+ * id and aborts (seen on 6.18 with perf 6.1).
  */
 #ifndef SP_BUILDID_CACHE_H
 #define SP_BUILDID_CACHE_H
@@ -16,16 +21,24 @@
 
 struct buildid_cache;
 
-/* max_bytes bounds what one cache directory may hold; NULL when disabled (--no-buildid-cache). */
-struct buildid_cache *buildid_cache__new(bool enabled, __u64 max_bytes);
+/*
+ * max_bytes bounds what the cache directory may hold; keep false (-N) still
+ * finds foreign files' build ids but copies nothing.
+ */
+struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes);
 void buildid_cache__free(struct buildid_cache *c);
 
 /*
- * One executable mapping of pid, [start, end), of path with that build id.
+ * One executable mapping of pid, [start, end), of path.  When the process
+ * sees another file there than we do, returns 1 with its build id in
+ * id/size (and keeps a copy unless the cache is off or full); else 0.
  * Never fails the recording: what cannot be read is counted.
  */
-void buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
-			 const __u8 *id, __u8 size);
+int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
+			__u8 id[20], __u8 *size);
+
+/* pid exec'd: it may have entered another mount namespace before (unshare -m; exec). */
+void buildid_cache__exec(struct buildid_cache *c, __u32 pid);
 
 /* With -v: how many files were kept, were already there, or could not be. */
 void buildid_cache__report(const struct buildid_cache *c);

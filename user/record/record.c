@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -22,6 +23,7 @@
 #include "kernel_features.h"
 #include "host.h"
 #include "libbpf_setup.h"
+#include "offcpu.h"
 #include "options.h"
 #include "perf_data.h"
 #include "perf_events.h"
@@ -54,8 +56,8 @@ struct recorder {
 	int nr_rings;
 	struct pd_writer *w;
 	struct dso_set *dsos;
-	struct buildid_cache *bcache; /* NULL with -N */
-	bool mmap_build_id;	      /* the tracking event's MMAP2 records carry build ids */
+	struct buildid_cache *bcache;
+	struct sbuf pending;	      /* records of ours to follow the ring's chunk: see buildid_cache.h */
 	struct run run;
 	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
@@ -69,11 +71,13 @@ struct recorder {
 	struct span_set *spans;
 	struct perf_event_attr span_attr;
 	__u64 nr_spans;
+	struct offcpu_set *oc; /* --off-cpu */
 };
 
 static void recorder_free(struct recorder *r)
 {
 	run__stop(&r->run);
+	offcpu__free(r->oc);
 	span_set__free(r->spans);
 	counters__free(r->cs);
 	free(r->specs);
@@ -89,10 +93,11 @@ static void recorder_free(struct recorder *r)
 	pd_writer__free(r->w);
 	dso_set__free(r->dsos);
 	buildid_cache__free(r->bcache);
+	sbuf_free(&r->pending);
 }
 
 /* The sample layout every sampling event shares; side-band bits on the first. */
-static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking, bool build_id,
+static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking,
 		       struct perf_event_attr *a)
 {
 	*a = ev->attr;
@@ -126,8 +131,6 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
 	if (tracking) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
-		/* Which file a mapping was, even in a container: see buildid_cache.h. */
-		a->build_id = build_id;
 		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
 		a->mmap_data = !!o->dwarf_stack;
 	}
@@ -182,7 +185,7 @@ static int resolve_events(struct recorder *r, int test_cpu)
 				event_cpu_clock(ev);
 			}
 		}
-		build_attr(o, ev, false, false, &a);
+		build_attr(o, ev, false, &a);
 		e = pe_try_open(&a, test_cpu);
 		if (e) {
 			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
@@ -234,7 +237,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	for (int i = 0; i < r->nr_evs; i++) {
 		struct perf_event_attr a;
 
-		build_attr(o, &r->evs[i], i == 0, r->mmap_build_id, &a);
+		build_attr(o, &r->evs[i], i == 0, &a);
 		e = pe_set__open(&r->sets[i], &a, cpus);
 		if (e) {
 			pr_err("cannot open event '%s' on every CPU: %s", r->evs[i].name, strerror(-e));
@@ -243,7 +246,7 @@ static int open_events(struct recorder *r, const struct int_list *cpus)
 	}
 	/* One ring per CPU, on the first event; the others write into it. */
 	r->rings = calloc(r->sets[0]->nr, sizeof(*r->rings));
-	r->pfds = calloc(r->sets[0]->nr + 1, sizeof(*r->pfds)); /* + the span ring */
+	r->pfds = calloc(r->sets[0]->nr + 2, sizeof(*r->pfds)); /* + the span and off-CPU rings */
 	if (!r->rings || !r->pfds)
 		return -ENOMEM;
 	for (int j = 0; j < r->sets[0]->nr; j++) {
@@ -349,6 +352,13 @@ static int add_attrs(struct recorder *r)
 	}
 	if (!e && r->o->nr_spans)
 		e = add_span_attrs(r);
+	if (!e && r->oc) {
+		struct perf_event_attr a;
+		__u64 id = OFFCPU_ID;
+
+		offcpu__attr(&a);
+		e = pd_writer__add_attr(r->w, &a, OFFCPU_EVENT_NAME, &id, 1);
+	}
 	return e ?: pd_writer__begin(r->w);
 }
 
@@ -368,9 +378,35 @@ static int on_span(void *ctx, const struct sp_span *sp)
 	return pd_writer__write(r->w, buf, n);
 }
 
+/*
+ * A container's (or a deleted) file: now, while the process lives, its build
+ * id and a copy; then the same mapping once more in the build-id form, right
+ * after the ring's chunk, so that both perf and report know which file it
+ * was.  Failures are counted by the cache, never fatal.
+ */
+static void note_foreign(struct recorder *r, const struct perf_event_header *h, const struct pd_mmap *m)
+{
+	const struct perf_event_attr *attr = &r->sets[0]->attr;
+	struct pd_mmap2_info info = { .prot = m->prot, .flags = m->flags };
+	struct pd_sample ts = {};
+	char buf[PATH_MAX + 256];
+	long n;
+
+	if (!buildid_cache__note(r->bcache, m->pid, m->start, m->start + m->len, m->filename, info.build_id,
+				 &info.build_id_size))
+		return;
+	if (pd_trailer_parse(attr, h, h->size, &ts))
+		return;
+	n = pd_build_mmap2(buf, sizeof(buf), attr, &ts, PERF_RECORD_MISC_USER, m->pid, m->tid, m->start, m->len,
+			   m->pgoff, &info, m->filename);
+	if (n > 0)
+		sbuf_add(&r->pending, buf, n);
+}
+
 static int on_record(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *r = ctx;
+	struct pd_comm c;
 	struct pd_mmap m;
 	__u64 v, id;
 
@@ -389,14 +425,17 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		if (!pd_parse_lost(h, h->size, &id, &v))
 			r->lost += v;
 		break;
+	case PERF_RECORD_COMM:
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
+			buildid_cache__exec(r->bcache, c.pid);
+		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
 		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
 		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
 			break;
-		/* Now, while the process lives: its files may be gone by the end. */
-		buildid_cache__note(r->bcache, m.pid, m.start, m.start + m.len, m.filename, m.build_id,
-				    m.build_id_size);
+		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC))
+			note_foreign(r, h, &m);
 		return dso_set__add(r->dsos, m.filename);
 	}
 	return 0;
@@ -409,11 +448,22 @@ static int on_chunk(void *ctx, const void *p, size_t n)
 	return pd_writer__write(r->w, p, n);
 }
 
+/* The switch-in stamps each off-CPU block, before now: it belongs to this round too. */
+static int drain_offcpu(struct recorder *r, bool *any)
+{
+	__u64 n = 0;
+	int e = r->oc ? offcpu__consume(r->oc, on_chunk, r, &n) : 0;
+
+	*any |= n > 0;
+	return e;
+}
+
 /* One pass over every ring, then FINISHED_ROUND so perf can sort in rounds. */
 static int drain_all(struct recorder *r)
 {
 	__u64 spans = r->nr_spans;
 	bool any = false;
+	int e;
 
 	for (int i = 0; i < r->nr_rings; i++) {
 		long n = pe_ring__drain(&r->rings[i], on_record, on_chunk, r);
@@ -421,15 +471,25 @@ static int drain_all(struct recorder *r)
 		if (n < 0)
 			return n;
 		any |= n > 0;
+		if (r->pending.len) {
+			int e = r->pending.err ?: pd_writer__write(r->w, r->pending.p, r->pending.len);
+
+			r->pending.len = 0;
+			if (e)
+				return e;
+		}
 	}
 	/* Spans are stamped with their end, before now: they belong to this round. */
 	if (r->spans) {
-		int e = span_set__consume(r->spans, on_span, r);
+		e = span_set__consume(r->spans, on_span, r);
 
 		if (e)
 			return e;
 		any |= r->nr_spans > spans;
 	}
+	e = drain_offcpu(r, &any);
+	if (e)
+		return e;
 	if (any) {
 		char buf[8];
 		long n = pd_build_finished_round(buf, sizeof(buf));
@@ -464,7 +524,6 @@ static int synthesize(struct recorder *r)
 		.time = r->start_ns,
 		.dsos = r->dsos,
 		.bcache = r->bcache,
-		.build_ids = r->mmap_build_id,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
 		.data_maps = o->dwarf_stack,
@@ -552,6 +611,35 @@ static void print_threads(struct recorder *r)
 	free(all);
 }
 
+/* What the off-CPU program could not time or name, said once each. */
+static void offcpu_report(struct recorder *r)
+{
+	struct offcpu_stats st;
+
+	offcpu__stats(r->oc, &st);
+	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
+		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
+		(unsigned long long)st.open_at_end, st.ns / 1e9);
+	if (st.lost)
+		pr_warn("%llu off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)",
+			(unsigned long long)st.lost);
+	if (st.noslot)
+		pr_warn("%llu off-CPU blocks not timed: the per-thread map was full (raise --max-threads)",
+			(unsigned long long)st.noslot);
+	if (st.agg_full)
+		pr_warn("%llu short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)",
+			(unsigned long long)st.agg_full);
+	if (st.kstack || st.ustack)
+		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
+			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.unseen)
+		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
+			(unsigned long long)st.unseen);
+	if (st.stale || st.exited)
+		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
+			(unsigned long long)(st.stale + st.exited));
+}
+
 static int finish(struct recorder *r, int argc, char **argv)
 {
 	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
@@ -613,6 +701,8 @@ static int finish(struct recorder *r, int argc, char **argv)
 			pr_debug("%llu spans shorter than --span-min-us were dropped in BPF",
 				 (unsigned long long)st.short_dropped);
 	}
+	if (r->oc)
+		offcpu_report(r);
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)r->o->max_threads);
@@ -667,6 +757,28 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 	counters__map_fds(r->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
 	so.threads_fd = bpf_map__fd(r->skel->maps.threads);
 	e = span_set__open(&r->spans, &so, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+static int setup_offcpu(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	/* Spans need each block's time; sums have none. */
+	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans ? 0 : OFFCPU_DEFAULT_THRESH_MS;
+	struct offcpu_opts oo = {
+		.cpus = o->cpus.n ? &o->cpus : NULL,
+		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
+		.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+		.max_threads = o->max_threads,
+		.entries = o->offcpu_entries,
+		.thresh_ns = ms * 1000000ull,
+		.prefer_raw_tp = o->raw_tp,
+	};
+	char err[512];
+	int e = offcpu__open(&r->oc, &oo, err, sizeof(err));
+
 	if (e)
 		pr_err("%s", err);
 	return e;
@@ -755,8 +867,7 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
 		goto cleanup;
 	}
-	r.mmap_build_id = features_mmap_build_id(online.v[0]);
-	r.bcache = buildid_cache__new(!o.no_buildid_cache && r.mmap_build_id, BUILDID_CACHE_MAX);
+	r.bcache = buildid_cache__new(!o.no_buildid_cache, BUILDID_CACHE_MAX);
 	if ((o.cpus.n && check_cpus(&o.cpus, &online)) || run_check_targets(&o.pids, &o.tids))
 		goto cleanup;
 	if (o.nr_spans) {
@@ -771,6 +882,8 @@ int cmd_record(int argc, char **argv)
 	} else if (resolve_events(&r, o.cpus.n ? o.cpus.v[0] : online.v[0]) || load_bpf(&r)) {
 		goto cleanup;
 	}
+	if (o.offcpu && setup_offcpu(&r))
+		goto cleanup;
 	if (open_events(&r, o.cpus.n ? &o.cpus : &online) || add_attrs(&r))
 		goto cleanup;
 	if (run__prepare(&r.run, o.cmd))
@@ -794,6 +907,13 @@ int cmd_record(int argc, char **argv)
 		/* The span ring wakes the loop when it fills. */
 		r.pfds[r.nr_rings] = (struct pollfd){ .fd = span_set__ring_fd(r.spans), .events = POLLIN };
 	}
+	if (r.oc) {
+		if (offcpu__attach(r.oc, err, sizeof(err))) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+		r.pfds[r.nr_rings + !!r.spans] = (struct pollfd){ .fd = offcpu__ring_fd(r.oc), .events = POLLIN };
+	}
 	if (start_events(&r))
 		goto cleanup;
 	e = synthesize(&r);
@@ -803,7 +923,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans, POLL_MS)) {
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
@@ -816,6 +936,9 @@ int cmd_record(int argc, char **argv)
 	if (r.cs)
 		counters__stop(r.cs);
 	e = drain_all(&r);
+	/* The sums and the blocks still going, stamped now: after every other record. */
+	if (!e && r.oc)
+		e = offcpu__finish(r.oc, now_ns(CLOCK_MONOTONIC), on_chunk, &r);
 	if (e) {
 		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;

@@ -131,21 +131,6 @@ static int emit_comm(struct sideband *sb, __u32 pid, __u32 tid)
 	return pd_writer__write(sb->w, buf, n);
 }
 
-/*
- * The mapped file's build id, as the kernel puts it in MMAP2 for attr.build_id:
- * read through /proc/PID/map_files, so that a container's file is its own
- * and a deleted one still reads.  Left out (size 0) where unreadable.
- */
-static void mapped_build_id(__u32 pid, const struct procmap *m, struct pd_mmap2_info *info)
-{
-	char path[96];
-
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
-	if (m->path[0] != '/' || buildid_from_file(path, info->build_id, &info->build_id_size))
-		info->build_id_size = 0;
-}
-
 static int emit_maps(struct sideband *sb, __u32 pid)
 {
 	char path[64], line[PATH_MAX + 128];
@@ -183,8 +168,10 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 			misc |= PERF_RECORD_MISC_MMAP_DATA;
 		}
 		info = (struct pd_mmap2_info){ .maj = m->maj, .min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags };
-		if (sb->build_ids && (m->prot & PROT_EXEC))
-			mapped_build_id(pid, m, &info);
+		/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
+		if (m->prot & PROT_EXEC)
+			buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
+					    &info.build_id_size);
 		n = pd_build_mmap2(buf, PATH_MAX + 256, sb->attr, &ts, misc, pid, pid,
 				   m->start, m->end - m->start, m->pgoff, &info, m->path);
 		if (n < 0)
@@ -192,9 +179,6 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		err = pd_writer__write(sb->w, buf, n);
 		if (!err && sb->dsos && (m->prot & PROT_EXEC))
 			err = dso_set__add(sb->dsos, m->path);
-		if (!err && (m->prot & PROT_EXEC))
-			buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
-					    info.build_id_size);
 		if (err)
 			goto cleanup;
 		sb->nr_mmap++;

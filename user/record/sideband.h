@@ -30,8 +30,7 @@ struct sideband {
 	__u64 id;			    /* an id of that event */
 	__u64 time;			    /* stamp of every synthesized record */
 	struct dso_set *dsos;		    /* collects mapped files for BUILD_ID */
-	struct buildid_cache *bcache;	    /* copies of files not found by their path, or NULL */
-	bool build_ids;			    /* MMAP2 with build ids, as the kernel's own */
+	struct buildid_cache *bcache;	    /* containers' files: build ids and copies; or NULL */
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
 	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;

@@ -20,8 +20,8 @@ struct builder {
 	struct profile *p;
 	struct resolved_ip *ips;
 	size_t nr_ips, cap_ips;
-	struct hindex ip_idx, func_idx, stack_idx;
-	size_t cap_funcs, cap_stacks;
+	struct hindex ip_idx, func_idx, stack_idx, off_idx;
+	size_t cap_funcs, cap_stacks, cap_off;
 	struct pframe *scratch; /* the sample being folded */
 	size_t cap_scratch;
 	__u64 user_ips[UNWIND_MAX_FRAMES];
@@ -123,7 +123,7 @@ struct stack_key {
 static bool stack_eq(const void *ctx, size_t idx)
 {
 	const struct stack_key *k = ((const void *const *)ctx)[1];
-	const struct pstack *s = &((const struct profile *)((const void *const *)ctx)[0])->stacks[idx];
+	const struct pstack *s = &(*(struct pstack *const *)((const void *const *)ctx)[0])[idx];
 	__u32 i;
 
 	if (s->tid != k->tid || s->comm != k->comm || s->nr != k->nr)
@@ -133,33 +133,36 @@ static bool stack_eq(const void *ctx, size_t idx)
 	return i == k->nr;
 }
 
-/* Identical (thread, comm, functions) samples fold into one stack. */
-static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period)
+/* Identical (thread, comm, functions) samples fold into one stack; off-CPU ones apart. */
+static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off)
 {
 	struct profile *p = b->p;
-	const void *ctx[2] = { p, k };
+	struct pstack **stacks = off ? &p->off_stacks : &p->stacks;
+	size_t *nr = off ? &p->nr_off_stacks : &p->nr_stacks;
+	struct hindex *idx = off ? &b->off_idx : &b->stack_idx;
+	const void *ctx[2] = { stacks, k };
 	__u64 h = hash_mix(hash_mix(hash_mix(0, k->tid), (__u64)(uintptr_t)k->comm), k->nr);
 	struct pstack *s;
 	long i;
 
 	for (__u32 j = 0; j < k->nr; j++)
 		h = hash_mix(h, k->f[j].func);
-	i = hindex_find(&b->stack_idx, h, stack_eq, ctx);
+	i = hindex_find(idx, h, stack_eq, ctx);
 	if (i >= 0) {
-		p->stacks[i].count++;
-		p->stacks[i].period += period;
+		(*stacks)[i].count++;
+		(*stacks)[i].period += period;
 		return 0;
 	}
-	if (array_reserve((void **)&p->stacks, &b->cap_stacks, p->nr_stacks, sizeof(*p->stacks)))
+	if (array_reserve((void **)stacks, off ? &b->cap_off : &b->cap_stacks, *nr, sizeof(**stacks)))
 		return -ENOMEM;
-	s = &p->stacks[p->nr_stacks];
+	s = &(*stacks)[*nr];
 	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period };
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
-	if (hindex_add(&b->stack_idx, h, p->nr_stacks))
+	if (hindex_add(idx, h, *nr))
 		return -ENOMEM;
-	p->nr_stacks++;
+	(*nr)++;
 	return 0;
 }
 
@@ -171,7 +174,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct stack_key k = { .tid = s->tid, .comm = ss->comm };
 	int e;
 
-	if (ss->kind != SESS_SAMPLING)
+	if (ss->kind != SESS_SAMPLING && ss->kind != SESS_OFFCPU)
 		return 0;
 	if (b->cap_scratch < s->callchain_nr + 1 + UNWIND_MAX_FRAMES) {
 		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1 + UNWIND_MAX_FRAMES) * sizeof(*n));
@@ -220,13 +223,18 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		b->scratch[k.nr++].ip = s->ip;
 	}
 	k.f = b->scratch;
+	if (ss->kind == SESS_OFFCPU) {
+		p->off_samples++;
+		p->off_period += s->period;
+		return add_stack(b, s->pid, &k, s->period, true);
+	}
 	p->samples++;
 	p->period += s->period;
 	if (!p->first_ns || s->time < p->first_ns)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	return add_stack(b, s->pid, &k, s->period);
+	return add_stack(b, s->pid, &k, s->period, false);
 }
 
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
@@ -270,6 +278,7 @@ cleanup:
 	hindex_free(&b.ip_idx);
 	hindex_free(&b.func_idx);
 	hindex_free(&b.stack_idx);
+	hindex_free(&b.off_idx);
 	profile__free(p);
 	return e;
 }
@@ -281,6 +290,9 @@ void profile__free(struct profile *p)
 	for (size_t i = 0; i < p->nr_stacks; i++)
 		free(p->stacks[i].frames);
 	free(p->stacks);
+	for (size_t i = 0; i < p->nr_off_stacks; i++)
+		free(p->off_stacks[i].frames);
+	free(p->off_stacks);
 	free(p->funcs);
 	unwinder__free(p->unwinder);
 	session__free(p->sess);

@@ -55,9 +55,13 @@ struct pstack {
 struct profile {
 	struct pfunc *funcs;
 	size_t nr_funcs;
-	struct pstack *stacks;
+	struct pstack *stacks;	/* on-CPU: the sampling events */
 	size_t nr_stacks;
 	__u64 samples, period;
+	/* Off-CPU (offcpu-time samples, period = ns blocked); offcpu_view.h shows them. */
+	struct pstack *off_stacks;
+	size_t nr_off_stacks;
+	__u64 off_samples, off_period;
 	__u64 lost;	       /* from LOST records */
 	bool callchains;       /* any sample carried one */
 	const char *event;     /* the sampling event's name */

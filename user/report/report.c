@@ -8,6 +8,7 @@
 
 #include "atomic_file.h"
 #include "commands.h"
+#include "offcpu_view.h"
 #include "profile.h"
 #include "report_out.h"
 #include "report_spans.h"
@@ -27,6 +28,9 @@ static void usage(FILE *out)
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
 		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
+		"      --event EV         on-cpu, off-cpu (record --off-cpu's offcpu-time) or wall\n"
+		"                         (both, in ns; blocked stacks end in [off-cpu]); the table\n"
+		"                         shows one section per event without it\n"
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
@@ -70,9 +74,28 @@ static int pprof_fn(const struct profile *p, FILE *f, const void *arg)
 	return report_pprof(p, f);
 }
 
+/* As perf report: one section per event, on-CPU first; or the one --event chose. */
+static int report_tables(const struct profile *p, bool ev_set, enum pview ev, const struct table_opts *to)
+{
+	struct profile v;
+	int e;
+
+	if (!ev_set || ev == PV_ON_CPU) {
+		e = report_table(p, to, stdout);
+		if (e || ev_set || !p->nr_off_stacks)
+			return e;
+		if (!to->json)
+			fputc('\n', stdout);
+		ev = PV_OFF_CPU;
+	}
+	e = profile_view(p, ev, false, &v) ?: report_table(&v, to, stdout);
+	profile_view_free(&v);
+	return e;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT };
+	enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT, OPT_EVENT };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
@@ -82,6 +105,7 @@ int cmd_report(int argc, char **argv)
 		{ "folded", no_argument, NULL, OPT_FOLDED },
 		{ "flamegraph", required_argument, NULL, OPT_FLAME },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "event", required_argument, NULL, OPT_EVENT },
 		{ "spans", no_argument, NULL, OPT_SPANS },
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
@@ -91,7 +115,10 @@ int cmd_report(int argc, char **argv)
 		{}
 	};
 	struct table_opts to = {};
-	struct profile *p = NULL;
+	struct profile *p = NULL, view = {};
+	const struct profile *shown;
+	enum pview ev = PV_ON_CPU;
+	bool ev_set = false;
 	const char *input = "perf.data", *flame = NULL, *pprof = NULL;
 	bool spans = false, bpf_samples = false, folded = false;
 	char err[512], title[600];
@@ -134,6 +161,13 @@ int cmd_report(int argc, char **argv)
 		}
 		case OPT_FOLDED:
 			folded = true;
+			break;
+		case OPT_EVENT:
+			if (pview_parse(optarg, &ev)) {
+				pr_err("--event '%s' is not on-cpu, off-cpu or wall", optarg);
+				return 1;
+			}
+			ev_set = true;
 			break;
 		case OPT_FLAME:
 			flame = optarg;
@@ -194,10 +228,20 @@ int cmd_report(int argc, char **argv)
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 		unwinder__print_stats(p->unwinder, stderr);
 	}
+	/* Off-CPU and wall views weigh stacks by their nanoseconds. */
+	shown = p;
+	if (ev_set && ev != PV_ON_CPU) {
+		e = profile_view(p, ev, true, &view);
+		if (e) {
+			pr_err("cannot report %s: %s", input, strerror(-e));
+			goto cleanup;
+		}
+		shown = &view;
+	}
 	if (flame) {
-		snprintf(title, sizeof(title), "%s: %llu samples of %s", input, (unsigned long long)p->samples,
-			 p->event ? p->event : "?");
-		e = p->samples ? write_output(flame, flame_fn, p, title) : -ENODATA;
+		snprintf(title, sizeof(title), "%s: %llu samples of %s%s", input, (unsigned long long)shown->samples,
+			 shown->event ? shown->event : "?", shown == p ? "" : ", in ns");
+		e = shown->samples ? write_output(flame, flame_fn, shown, title) : -ENODATA;
 		if (e) {
 			pr_err("cannot write --flamegraph '%s': %s", flame,
 			       e == -ENODATA ? "the file has no samples" : strerror(-e));
@@ -212,9 +256,9 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (folded)
-		e = report_folded(p, stdout);
+		e = report_folded(shown, stdout);
 	else if (!flame && !pprof)
-		e = report_table(p, &to, stdout);
+		e = report_tables(p, ev_set, ev, &to);
 	if (e) {
 		pr_err("cannot report %s: %s", input, strerror(-e));
 		goto cleanup;
@@ -225,6 +269,7 @@ int cmd_report(int argc, char **argv)
 	}
 	ret = 0;
 cleanup:
+	profile_view_free(&view);
 	profile__free(p);
 	return ret;
 }

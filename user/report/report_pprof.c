@@ -118,9 +118,13 @@ int report_pprof(const struct profile *p, FILE *out)
 	str_id(&t, "");
 	value_type(&b, P_SAMPLE_TYPE, &t, "samples", "count");
 	value_type(&b, P_SAMPLE_TYPE, &t, "cpu", "nanoseconds");
+	/* record --off-cpu: a third value, zero in on-CPU samples and the only one set in off-CPU ones. */
+	if (p->nr_off_stacks)
+		value_type(&b, P_SAMPLE_TYPE, &t, "off_cpu", "nanoseconds");
 	/* Samples: location ids leaf first, as pprof wants; location id = function index + 1. */
-	for (size_t i = 0; i < p->nr_stacks; i++) {
-		const struct pstack *s = &p->stacks[i];
+	for (size_t i = 0; i < p->nr_stacks + p->nr_off_stacks; i++) {
+		bool off = i >= p->nr_stacks;
+		const struct pstack *s = off ? &p->off_stacks[i - p->nr_stacks] : &p->stacks[i];
 		struct sbuf lab = {};
 
 		for (__u32 j = 0; j < s->nr; j++) {
@@ -129,9 +133,11 @@ int report_pprof(const struct profile *p, FILE *out)
 				func_addr[s->frames[j].func] = s->frames[j].ip;
 		}
 		field_msg(&m, 1, &packed);
-		varint(&packed, s->count);
+		varint(&packed, off ? 0 : s->count);
 		/* cpu-clock periods are nanoseconds; other events' time is estimated from the rate. */
-		varint(&packed, p->event_is_clock ? s->period : s->count * ns_per_sample);
+		varint(&packed, off ? 0 : p->event_is_clock ? s->period : s->count * ns_per_sample);
+		if (p->nr_off_stacks)
+			varint(&packed, off ? s->period : 0);
 		field_msg(&m, 2, &packed);
 		field_varint(&lab, 1, str_id(&t, "thread"));
 		field_varint(&lab, 2, str_id(&t, s->comm));

@@ -14,6 +14,7 @@
 #include "correlate.h"
 #include "report_spans.h"
 #include "session.h"
+#include "span_wall.h"
 #include "spans_jsonl.h"
 #include "util.h"
 
@@ -51,6 +52,7 @@ struct span_report {
 	struct span_row *sp;
 	size_t nsp, cap_sp;
 	struct corr_sample *sorted; /* the join's sample order */
+	struct span_wall *wall;	    /* off-CPU time per span */
 };
 
 static int name_index(struct span_report *r, const char *name)
@@ -65,6 +67,8 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct span_report *r = ctx;
 	const struct pd_sample *s = &ss->ev->sample;
 
+	if (ss->kind == SESS_OFFCPU)
+		return span_wall__add(r->wall, ss);
 	if (ss->kind != SESS_SAMPLING)
 		return 0;
 	if (array_reserve((void **)&r->s, &r->cap_s, r->ns, sizeof(*r->s)))
@@ -190,6 +194,17 @@ static bool ctr_is_clock(const char *name)
 	return !strcmp(name, "task-clock") || !strcmp(name, "cpu-clock");
 }
 
+/* The span's time on CPU from its task-clock counter, -1 where it has none. */
+static __s64 on_cpu_ns(const struct span_report *r, const struct span_row *sp)
+{
+	if (sp->source == SP_SRC_EXTERNAL)
+		return -1;
+	for (int k = 0; k < r->nr_ctr; k++)
+		if (!strcmp(r->ctr_names[k], "task-clock"))
+			return sp->counters[k];
+	return -1;
+}
+
 static void json_span(struct span_report *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
 {
 	sbuf_printf(b, "{\"name\":");
@@ -214,6 +229,7 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)top[k].n);
 	}
 	sbuf_printf(b, "]");
+	span_wall__json(r->wall, sp->tid, sp->start, sp->end, on_cpu_ns(r, sp), b);
 	if (sp->ext && sp->ext->trace_id[0])
 		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
 	if (sp->ext && sp->ext->span_id[0])
@@ -265,10 +281,13 @@ static int print_table(struct span_report *r, FILE *out)
 		"max ms", "samples");
 	for (int k = 0; k < r->nr_ctr; k++)
 		fprintf(out, " %14s", r->ctr_names[k]);
+	if (span_wall__recorded(r->wall))
+		fprintf(out, " %12s  %-24s", "off-CPU ms", "blocked in");
 	fprintf(out, "  top functions inside\n");
 	for (size_t n = 0; n < r->names.n; n++) {
 		size_t cnt = 0, samples = 0, first = 0;
-		__u64 ctr[SP_MAX_COUNTERS] = {};
+		__u64 ctr[SP_MAX_COUNTERS] = {}, off = 0;
+		const char *blocked = NULL;
 		int src = 0, ntop;
 		/* All samples of all spans of this name, pooled for the top list. */
 		struct topc *pool = NULL;
@@ -281,6 +300,11 @@ static int print_table(struct span_report *r, FILE *out)
 				continue;
 			dur[cnt++] = sp->end - sp->start;
 			samples += sp->count;
+			if (span_wall__recorded(r->wall)) {
+				off += span_wall__off_ns(r->wall, sp->tid, sp->start, sp->end);
+				if (!blocked)
+					blocked = span_wall__top_frame(r->wall, sp->tid, sp->start, sp->end);
+			}
 			src = sp->source;
 			for (int k = 0; k < r->nr_ctr; k++)
 				ctr[k] += sp->counters[k];
@@ -312,6 +336,8 @@ static int print_table(struct span_report *r, FILE *out)
 			else
 				fprintf(out, " %14.1f", v);
 		}
+		if (span_wall__recorded(r->wall))
+			fprintf(out, " %9.3f ms  %-24.24s", cnt ? off / 1e6 / cnt : 0, blocked ? blocked : "-");
 		fprintf(out, " ");
 		for (size_t t = 0; t < npool && t < 3; t++)
 			fprintf(out, " %s %.0f%%", pool[t].name, samples ? 100.0 * pool[t].n / samples : 0);
@@ -320,6 +346,9 @@ static int print_table(struct span_report *r, FILE *out)
 	}
 	if (r->nr_ctr)
 		fprintf(out, "#\n# counters are means per span; samples are those of the span's thread inside it\n");
+	if (span_wall__recorded(r->wall))
+		fprintf(out, "# off-CPU ms: mean time blocked per span; blocked in: the first span's heaviest blocking stack%s\n",
+			span_wall__unjoinable(r->wall) ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");
 	free(top);
 	free(dur);
 	return 0;
@@ -376,9 +405,12 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 		goto cleanup;
 	r.ctr_names = r.sess->span_counters;
 	r.nr_ctr = r.sess->nr_span_counters;
+	if (span_wall__new(&r.wall, r.sess))
+		goto oom;
 	e = session__process(r.sess, &ops, &r, err, errlen);
 	if (e)
 		goto cleanup;
+	span_wall__finish(r.wall);
 	if (o->external && add_external(&r, ext, next))
 		goto oom;
 	sort_n(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
@@ -401,6 +433,7 @@ cleanup:
 	free(r.s);
 	free(r.sp);
 	free(r.sorted);
+	span_wall__free(r.wall);
 	free(ext);
 	free(text);
 	session__free(r.sess);

@@ -167,7 +167,7 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 			;
 		if (k == n)
 			c[n++] = (struct chain){ s, 0 };
-		c[k].count += s->count;
+		c[k].count += s->period; /* perf weighs chains by period: off-CPU ones by ns */
 	}
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0 && c[j].count > c[j - 1].count; j--) {
@@ -181,7 +181,7 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 		const struct pstack *s = c[i].s;
 
 		fprintf(out, "            %s--%.2f%%--%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
-			100.0 * c[i].count / (p->samples ? p->samples : 1), p->funcs[s->frames[0].func].name);
+			100.0 * c[i].count / (p->period ? p->period : 1), p->funcs[s->frames[0].func].name);
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
 			fprintf(out, "            %s          %s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
 				p->funcs[s->frames[j].func].name);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * record --off-cpu: time threads spend blocked, with the stack that blocked
+ * (bpf/offcpu.bpf.c on sched_switch), written as perf writes it: samples
+ * of an event named "offcpu-time" whose period is the nanoseconds off CPU,
+ * with a kernel + user CALLCHAIN, in the form perf 6.1 reads.
+ *
+ * Blocks at or above the threshold become one sample each, stamped with the
+ * switch-in; shorter ones are summed in BPF per (thread, stacks, state) and
+ * written at the end, one sample per sum, stamped with the end.
+ */
+#ifndef SP_OFFCPU_H
+#define SP_OFFCPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+
+#include "util.h"
+#include "spanperf.h"
+
+#define OFFCPU_EVENT_NAME "offcpu-time"
+/* Past the span attrs' ids (span_codec.h), far above the kernel's. */
+#define OFFCPU_ID ((1ull << 62) + SP_MAX_SPANS + 1)
+/*
+ * In the reserved half of the sample's CPU field, which perf ignores: this
+ * sample sums several blocks, so its [time - period, time] is no interval a
+ * span can be joined with.
+ */
+#define OFFCPU_RES_SUM 1
+/* perf's default --off-cpu-thresh. */
+#define OFFCPU_DEFAULT_THRESH_MS 500
+
+struct offcpu_opts {
+	const struct int_list *cpus;	/* -C, or NULL for every CPU */
+	const struct int_list *filter;	/* -p pids or -t tids, or NULL */
+	enum sp_filter_mode filter_mode;
+	__u64 max_threads;		/* threads off CPU at once */
+	__u64 entries;			/* stacks and sums kept in BPF; the ring holds as many blocks */
+	__u64 thresh_ns;
+	bool prefer_raw_tp;
+};
+
+struct offcpu_stats {
+	__u64 samples;	   /* written, one by one */
+	__u64 sums;	   /* written at the end, one per (thread, stacks, state) */
+	__u64 summed;	   /* blocks in those sums */
+	__u64 open_at_end; /* blocks still going at the end, written up to the end */
+	__u64 exited;	   /* starts of threads gone at the end: dropped */
+	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, nostack_ids;
+	__u64 ns;	   /* every sample's period summed */
+};
+
+/* Writes a finished record to the file. */
+typedef int (*offcpu_write_fn)(void *ctx, const void *rec, size_t n);
+
+struct offcpu_set;
+
+int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err, size_t errlen);
+int offcpu__attach(struct offcpu_set *s, char *err, size_t errlen);
+/* The attr every off-CPU sample has. */
+void offcpu__attr(struct perf_event_attr *a);
+/* For poll(): readable when the ring is half full. */
+int offcpu__ring_fd(const struct offcpu_set *s);
+/* Writes the blocks in the ring; *n is how many. */
+int offcpu__consume(struct offcpu_set *s, offcpu_write_fn fn, void *ctx, __u64 *n);
+/*
+ * Detaches, then writes what is left: the ring, the sums (stamped end_ns)
+ * and the blocks still going (cut at end_ns).
+ */
+int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void *ctx);
+void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st);
+/* "tp_btf" or "raw_tp". */
+const char *offcpu__hook(const struct offcpu_set *s);
+/* Cumulative BPF run time and runs of the switch program (bpf_stats, for bench). */
+int offcpu__prog_fd(const struct offcpu_set *s);
+void offcpu__free(struct offcpu_set *s);
+
+#endif

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "offcpu.h"
+#include "perf_sample.h"
+#include "span_wall.h"
+#include "symbols.h"
+
+#define TOP_STACKS 3
+#define MAX_FRAMES 64 /* per stack in the JSON */
+
+struct block {
+	__u32 tid;
+	__s32 pid;
+	__u64 start, end;
+	__u64 *chain; /* the callchain as recorded, markers included */
+	__u32 nr;
+	bool kernel;  /* the first frames are kernel ones (no marker) */
+};
+
+struct span_wall {
+	struct session *sess;
+	struct block *b;
+	size_t nr, cap;
+	bool recorded;
+	__u64 sums;
+};
+
+int span_wall__new(struct span_wall **out, struct session *s)
+{
+	struct span_wall *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w->sess = s;
+	for (int i = 0; i < s->rd->nr_attrs; i++)
+		w->recorded |= s->kind[i] == SESS_OFFCPU;
+	*out = w;
+	return 0;
+}
+
+int span_wall__add(struct span_wall *w, const struct sess_sample *ss)
+{
+	const struct pd_sample *s = &ss->ev->sample;
+	struct block *b;
+
+	if (ss->kind != SESS_OFFCPU)
+		return 0;
+	if (s->cpu_res & OFFCPU_RES_SUM) {
+		w->sums++;
+		return 0;
+	}
+	if (s->period > s->time || array_reserve((void **)&w->b, &w->cap, w->nr, sizeof(*w->b)))
+		return s->period > s->time ? 0 : -ENOMEM;
+	b = &w->b[w->nr];
+	*b = (struct block){ .tid = s->tid, .pid = s->pid, .start = s->time - s->period, .end = s->time,
+			     .nr = s->callchain_nr, .kernel = ss->kernel };
+	b->chain = malloc((b->nr ? b->nr : 1) * sizeof(*b->chain));
+	if (!b->chain)
+		return -ENOMEM;
+	memcpy(b->chain, s->callchain, b->nr * sizeof(*b->chain));
+	w->nr++;
+	return 0;
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	const struct block *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+int span_wall__finish(struct span_wall *w)
+{
+	sort_n(w->b, w->nr, sizeof(*w->b), cmp_block);
+	return 0;
+}
+
+bool span_wall__recorded(const struct span_wall *w)
+{
+	return w && w->recorded;
+}
+
+__u64 span_wall__unjoinable(const struct span_wall *w)
+{
+	return w ? w->sums : 0;
+}
+
+/* The first block of tid that ends after start: a thread's blocks do not overlap, so they follow in order. */
+static size_t first_block(const struct span_wall *w, __u32 tid, __u64 start)
+{
+	size_t lo = 0, hi = w->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct block *b = &w->b[mid];
+
+		if (b->tid < tid || (b->tid == tid && b->end <= start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static __u64 overlap(const struct block *b, __u64 start, __u64 end)
+{
+	__u64 s = SP_MAX(b->start, start), e = SP_MIN(b->end, end);
+
+	return e > s ? e - s : 0;
+}
+
+__u64 span_wall__off_ns(struct span_wall *w, __u32 tid, __u64 start, __u64 end)
+{
+	__u64 ns = 0;
+
+	for (size_t i = first_block(w, tid, start); i < w->nr && w->b[i].tid == tid && w->b[i].start < end; i++)
+		ns += overlap(&w->b[i], start, end);
+	return ns;
+}
+
+struct top {
+	const struct block *b;
+	__u64 ns;
+};
+
+static bool same_chain(const struct block *x, const struct block *y)
+{
+	return x->pid == y->pid && x->nr == y->nr && !memcmp(x->chain, y->chain, x->nr * sizeof(*x->chain));
+}
+
+/* The span's blocking stacks, heaviest first; how many (at most TOP_STACKS kept). */
+static int tops(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct top *t)
+{
+	int n = 0;
+
+	for (size_t i = first_block(w, tid, start); i < w->nr && w->b[i].tid == tid && w->b[i].start < end; i++) {
+		__u64 ns = overlap(&w->b[i], start, end);
+		int k;
+
+		if (!ns)
+			continue;
+		for (k = 0; k < n && !same_chain(t[k].b, &w->b[i]); k++)
+			;
+		if (k == n) {
+			if (n == 16)
+				continue; /* a span that blocked in more than 16 places: the first 16 compete */
+			t[n++] = (struct top){ &w->b[i], 0 };
+		}
+		t[k].ns += ns;
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && t[j].ns > t[j - 1].ns; j--) {
+			struct top x = t[j];
+
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	return n;
+}
+
+/* Frame i of a block's chain by name, or NULL for a context marker; *user: it is user code. */
+static const char *frame_name(struct span_wall *w, const struct block *b, __u32 i, bool *kernel)
+{
+	__u64 ip = b->chain[i];
+	struct sym s;
+
+	if (ip >= PD_CONTEXT_MAX) {
+		*kernel = ip == PD_CONTEXT_KERNEL;
+		return NULL;
+	}
+	symbolizer__resolve(w->sess->sym, b->pid, ip, b->end, *kernel, &s);
+	return s.name;
+}
+
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b)
+{
+	struct top t[16];
+	int n;
+
+	if (on_ns >= 0)
+		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)on_ns);
+	else
+		sbuf_printf(b, ",\"on_cpu_ns\":null");
+	/* Run-queue waits are not recorded: a woken thread's wait is inside its off-CPU block. */
+	if (!span_wall__recorded(w)) {
+		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"off_cpu_top\":[]");
+		return b->err;
+	}
+	sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"off_cpu_top\":[",
+		    (unsigned long long)span_wall__off_ns(w, tid, start, end));
+	n = tops(w, tid, start, end, t);
+	for (int k = 0; k < n && k < TOP_STACKS; k++) {
+		bool kernel = t[k].b->kernel;
+		int shown = 0;
+
+		sbuf_printf(b, "%s{\"stack\":[", k ? "," : "");
+		for (__u32 i = 0; i < t[k].b->nr && shown < MAX_FRAMES; i++) {
+			const char *name = frame_name(w, t[k].b, i, &kernel);
+
+			if (!name)
+				continue;
+			sbuf_printf(b, "%s", shown++ ? "," : "");
+			sbuf_json_str(b, name);
+		}
+		sbuf_printf(b, "],\"ns\":%llu}", (unsigned long long)t[k].ns);
+	}
+	sbuf_printf(b, "]");
+	return b->err;
+}
+
+const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end)
+{
+	struct top t[16];
+	const char *leaf = NULL;
+	bool kernel;
+	int n = tops(w, tid, start, end, t);
+
+	if (!n)
+		return NULL;
+	kernel = t[0].b->kernel;
+	for (__u32 i = 0; i < t[0].b->nr; i++) {
+		const char *name = frame_name(w, t[0].b, i, &kernel);
+
+		if (!name)
+			continue;
+		if (!kernel)
+			return name;
+		if (!leaf)
+			leaf = name;
+	}
+	return leaf;
+}
+
+void span_wall__free(struct span_wall *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nr; i++)
+		free(w->b[i].chain);
+	free(w->b);
+	free(w);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where a span's wall time went: on CPU (its task-clock), off CPU (the
+ * offcpu-time blocks of its thread that overlap it, clipped to it), and the
+ * stacks it blocked in, heaviest first.  A consumer of the session beside
+ * the span join (report --spans, annotate).
+ *
+ * Only blocks written one by one carry their interval ([time - period,
+ * time]); sums of short blocks (marked by the writer, see offcpu.h) have
+ * none and are left out, counted.  record --off-cpu with --span writes
+ * every block one by one.
+ */
+#ifndef SP_SPAN_WALL_H
+#define SP_SPAN_WALL_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+#include "session.h"
+#include "util.h"
+
+struct span_wall;
+
+int span_wall__new(struct span_wall **out, struct session *s);
+/* Takes an offcpu-time sample; others are ignored. */
+int span_wall__add(struct span_wall *w, const struct sess_sample *ss);
+/* After the last sample: sorts the blocks by thread and time. */
+int span_wall__finish(struct span_wall *w);
+/* The file has offcpu-time samples at all (else off-CPU fields are null). */
+bool span_wall__recorded(const struct span_wall *w);
+/* Nanoseconds tid spent off CPU inside [start, end]. */
+__u64 span_wall__off_ns(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
+/*
+ * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":null,"off_cpu_top":[..]
+ * for one span; on_ns < 0 means not recorded.
+ */
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b);
+/* The heaviest blocking stack's first frame in user code (else its leaf), or NULL. */
+const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
+/* Sums of short blocks that no span could be given. */
+__u64 span_wall__unjoinable(const struct span_wall *w);
+void span_wall__free(struct span_wall *w);
+
+#endif
