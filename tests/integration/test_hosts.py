@@ -131,8 +131,6 @@ def container_script(d, body):
     the workload copied there as /mnt/ctr-wl; then body."""
     if not shutil.which("unshare"):
         raise Skip("unshare is not installed")
-    if "build ids in MMAP2         yes" not in spanperf("probe").stdout:
-        raise Skip("this kernel writes no build ids in MMAP2 records (Linux 5.12+)")
     script = os.path.join(d, "ctr.sh")
     with open(script, "w") as f:
         f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\n' + body + "\n")
@@ -213,7 +211,7 @@ def test_container_cache_unwritable_or_full():
 def test_container_short_process_then_server():
     """Processes of one binary that exit at once, then a long one: the file
     is kept from whichever is still there when its mapping is read (a
-    process already gone leaves the build id to try again), and the long
+    process already gone does not stop a later one's try), and the long
     one's frames are named."""
     need_bpf()
     d = tmpdir()
@@ -223,7 +221,7 @@ def test_container_short_process_then_server():
     path = os.path.join(d, "short.data")
     p = spanperf("record", "-v", "-o", path, "--", *cmd, env=env, check=True)
     line = cache_line(p.stderr)
-    assert "1 files kept" in line and "0 could not be reached" in line, line
+    assert "1 files kept" in line, line
     rows = ctr_rows(path, env)
     assert rows.get("spin_0", 0) > 0.8 * 0.4 * 999, rows
 

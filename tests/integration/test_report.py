@@ -32,6 +32,12 @@ def perf_leaf_counts(path):
     return collections.Counter(s["frames"][0].split("+")[0] for s in perf_script_samples(path) if s["frames"])
 
 
+def frameless(path):
+    """Samples perf script prints no frame for (an empty call chain, seen on the host's other
+    processes), where perf report and our table take the sample's ip: they may be anywhere."""
+    return sum(1 for s in perf_script_samples(path) if not s["frames"])
+
+
 def strip_offset(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
@@ -45,10 +51,11 @@ def test_table_agrees_with_perf_script():
     for r in rows:
         # perf report prints an address no symbol covers; perf script says [unknown].
         mine["[unknown]" if re.match(r"^0x[0-9a-f]{16}$", r["sym"]) else r["sym"]] += r["samples"]
-    assert sum(mine.values()) == sum(theirs.values()), (sum(mine.values()), sum(theirs.values()))
+    nf = frameless(path)
+    assert sum(mine.values()) == sum(theirs.values()) + nf, (sum(mine.values()), sum(theirs.values()), nf)
     for sym, n in theirs.items():
         if n * 100 >= sum(theirs.values()):  # every function of 1% or more
-            assert mine.get(sym) == n, "%s: spanperf %s, perf script %d" % (sym, mine.get(sym), n)
+            assert n <= mine.get(sym, 0) <= n + nf, "%s: spanperf %s, perf script %d" % (sym, mine.get(sym), n)
     assert mine["spin_0"] > 300 and mine["spin_1"] > 180
 
 
@@ -131,9 +138,10 @@ def test_folded_stacks():
             assert frames[-2].startswith("caller_"), line
     assert total == len(samples), "folded counts sum to %d, the file has %d samples" % (total, len(samples))
     theirs = collections.Counter(strip_offset(s["frames"][0]) for s in samples if s["frames"])
+    nf = sum(1 for s in samples if not s["frames"])
     for sym, n in theirs.items():
         if not sym.startswith("[unknown]"):
-            assert leaf[sym] == n, "%s: folded %d, perf script %d" % (sym, leaf[sym], n)
+            assert n <= leaf[sym] <= n + nf, "%s: folded %d, perf script %d (%d frameless)" % (sym, leaf[sym], n, nf)
 
 
 @test
