@@ -35,9 +35,23 @@ def folded(path, comm="workload_dwarf"):
     return stacks
 
 
+def perf_aborts(p):
+    """perf 6.1 aborts now and then in its build-id code on this host
+    (util/build-id.c:1010, then a stack smash) once workload_dwarf's library
+    is in its build-id cache: such runs are retried."""
+    return p.returncode in (-6, 134) and "build-id.c" in p.stderr
+
+
 def perf_chains(path, comm="workload_dwarf"):
     """perf script's chains (real frames only, as --no-inline) as a Counter, leaf first."""
-    out = perf_clean(["script", "--no-inline", "-F", "comm,tid,ip,sym"], path)
+    for _ in range(5):
+        p = run(["perf", "script", "--no-inline", "-F", "comm,tid,ip,sym", "-i", path])
+        if not perf_aborts(p):
+            break
+    if perf_aborts(p):
+        raise Skip("perf script aborts in its build-id code: %s" % p.stderr[-200:])
+    out = perf_clean(["script", "--no-inline", "-F", "comm,tid,ip,sym"], path) if p.returncode else p.stdout
+    assert p.stderr.strip() == "", p.stderr[-1500:]
     chains = collections.Counter()
     for block in out.split("\n\n"):
         lines = [l for l in block.split("\n") if l.strip()]
@@ -114,7 +128,13 @@ def test_dwarf_perf_report_agrees():
     perf 6.1 unwinds a chain (its libunwind stops in libc on system-wide
     files, its own included), the same frames as ours, which go on."""
     path, _ = recording()
-    theirs = perf_chains(path)
+    # Where libunwind fails, perf falls back to a frame-pointer guess: its
+    # [unknown] frames past that point are not frames, and ours never are.
+    theirs = collections.Counter()
+    for st, n in perf_chains(path).items():
+        while len(st) > 1 and st[-1] == "[unknown]":
+            st = st[:-1]
+        theirs[st] += n
     mine = folded(path)
     assert sum(theirs.values()) == sum(mine.values()), (sum(theirs.values()), sum(mine.values()))
     leaves_t = collections.Counter()
@@ -124,10 +144,11 @@ def test_dwarf_perf_report_agrees():
     for st, n in mine.items():
         leaves_m[st[0] if st else ""] += n
     assert leaves_t == leaves_m, (leaves_t - leaves_m, leaves_m - leaves_t)
-    # Every perf chain is a prefix of one of ours with as many samples.
+    # Every perf chain is a prefix of one of ours with as many samples.  Prefix
+    # sets are nested or apart, so matching the longest chains first is optimal.
     mine_left = mine.copy()
     matched = 0
-    for st, n in theirs.most_common():
+    for st, n in sorted(theirs.items(), key=lambda kv: -len(kv[0])):
         for ours in sorted(mine_left, key=lambda s: -mine_left[s]):
             if ours[:len(st)] == st and mine_left[ours]:
                 take = min(n, mine_left[ours])
@@ -137,7 +158,8 @@ def test_dwarf_perf_report_agrees():
                 if not n:
                     break
     total = sum(theirs.values())
-    assert matched * 100 >= 99 * total, "%d of %d perf chains are a prefix of ours" % (matched, total)
+    assert matched * 100 >= 99 * total, "%d of %d perf chains are a prefix of ours; perf only: %s" % (
+        matched, total, (theirs - mine).most_common(3))
     out = perf_clean(["report", "--stdio", "--no-children", "--sort", "sym", "-g", "none"], path)
     assert "cmp_ints" in out and "cb_work" in out
 
@@ -148,7 +170,9 @@ def test_dwarf_chains_equal_perfs_on_perfs_file():
     chains and perf script's, frame by frame, sample for sample."""
     need_perf()
     path = os.path.join(tmpdir(), "perf-dwarf.data")
-    p = run(["perf", "record", "-q", "--call-graph", "dwarf", "-F", "999", "-o", path, "--", DWARF_WORKLOAD, "1000"])
+    # --buildid-mmap: the build ids come with the maps, and perf skips the pass that aborts.
+    p = run(["perf", "record", "-q", "--buildid-mmap", "--call-graph", "dwarf", "-F", "999", "-o", path, "--",
+             DWARF_WORKLOAD, "1000"])
     if p.returncode != 0:
         raise Skip("perf record --call-graph dwarf failed here: %s" % p.stderr[-300:])
     theirs = perf_chains(path)

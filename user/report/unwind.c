@@ -51,6 +51,7 @@ struct uproc {
 	__u64 epoch;
 	Dwfl *dwfl;
 	bool attached, broken;
+	__u64 used; /* when last unwound, for ending the least recently used Dwfl */
 	struct unwinder *u;
 	/* The sample being unwound. */
 	const struct unwind_sample *s;
@@ -63,7 +64,14 @@ struct uproc {
 	const char *stop; /* the dso where the chain was cut, NULL if it was not */
 	const char *why;  /* and why */
 	bool short_read;  /* the step from the latest frame wanted memory past the copy */
+	__u64 reach;	  /* bytes above SP this unwind read */
 };
+
+/* Open Dwfls at most: each holds its modules' files (and descriptors) open. */
+#define LIVE_DWFLS 32
+
+/* How many bytes of stack complete unwinds needed, in 64-byte steps up to 64 KiB. */
+#define NEED_STEPS 1024
 
 struct unwinder {
 	char root[PATH_MAX];
@@ -74,11 +82,14 @@ struct unwinder {
 	struct uproc **procs;
 	size_t nr_procs, cap_procs;
 	struct hindex proc_idx;
+	size_t live; /* procs with a Dwfl open */
+	__u64 tick;
 	struct udso *dsos; /* by the symbolizer's dso id */
 	size_t cap_dsos;
 	struct unwind_cut *cuts;
 	size_t nr_cuts, cap_cuts;
 	struct unwind_stats st;
+	__u64 need[NEED_STEPS];
 };
 
 struct unwinder *unwinder__new(const char *root)
@@ -204,6 +215,34 @@ static bool proc_eq(const void *ctx, size_t idx)
 	return p->pid == s->pid && p->epoch == s->epoch;
 }
 
+/*
+ * A Dwfl for p, the least recently used one ended first when LIVE_DWFLS are
+ * open: each holds its modules' files open, and a fork-heavy host has
+ * thousands of processes against a limit of 1024 descriptors.
+ */
+static void ensure_dwfl(struct unwinder *u, struct uproc *p)
+{
+	p->used = ++u->tick;
+	if (p->dwfl || p->broken)
+		return;
+	if (u->live >= LIVE_DWFLS) {
+		struct uproc *old = NULL;
+
+		for (size_t i = 0; i < u->nr_procs; i++)
+			if (u->procs[i]->dwfl && (!old || u->procs[i]->used < old->used))
+				old = u->procs[i];
+		if (old) {
+			dwfl_end(old->dwfl);
+			old->dwfl = NULL;
+			old->attached = false;
+			u->live--;
+		}
+	}
+	p->dwfl = dwfl_begin(&u->cb);
+	p->broken = !p->dwfl;
+	u->live += !!p->dwfl;
+}
+
 static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 {
 	__u64 h = hash_mix(hash_mix(0, s->pid), s->epoch);
@@ -211,8 +250,10 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 	long i = hindex_find(&u->proc_idx, h, proc_eq, ctx);
 	struct uproc *p;
 
-	if (i >= 0)
+	if (i >= 0) {
+		ensure_dwfl(u, u->procs[i]);
 		return u->procs[i];
+	}
 	if (array_reserve((void **)&u->procs, &u->cap_procs, u->nr_procs, sizeof(*u->procs)))
 		return NULL;
 	p = calloc(1, sizeof(*p));
@@ -221,15 +262,12 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 	p->pid = s->pid;
 	p->epoch = s->epoch;
 	p->u = u;
-	p->dwfl = dwfl_begin(&u->cb);
-	p->broken = !p->dwfl;
 	if (hindex_add(&u->proc_idx, h, u->nr_procs)) {
-		if (p->dwfl)
-			dwfl_end(p->dwfl);
 		free(p);
 		return NULL;
 	}
 	u->procs[u->nr_procs++] = p;
+	ensure_dwfl(u, p);
 	return p;
 }
 
@@ -421,6 +459,8 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 		return false;
 	}
 	memcpy(result, (const char *)p->s->stack + (addr - p->sp), sizeof(*result));
+	if (addr - p->sp + sizeof(*result) > p->reach)
+		p->reach = addr - p->sp + sizeof(*result);
 	return true;
 }
 
@@ -503,6 +543,7 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 	p->stop = NULL;
 	p->why = NULL;
 	p->short_read = false;
+	p->reach = 0;
 	if (!load_regs(p, s)) {
 		count_cut(u, "[unknown]", "registers of another ABI");
 		return 0;
@@ -536,10 +577,12 @@ int unwinder__unwind(struct unwinder *u, const struct unwind_sample *s, unwind_m
 		if (p->n && !map(ctx, ips[p->n - 1], &m))
 			p->stop = m.dso;
 	}
-	if (p->stop)
+	if (p->stop) {
 		count_cut(u, p->stop, p->why);
-	else
+	} else {
 		u->st.complete++;
+		u->need[(p->reach + 63) / 64 < NEED_STEPS ? (p->reach + 63) / 64 : NEED_STEPS - 1]++;
+	}
 	u->st.frames += p->n;
 	u->st.ns += unwind_now_ns() - t0;
 	return p->n;
@@ -556,7 +599,20 @@ static int cmp_cut(const void *a, const void *b)
 
 void unwinder__stats(struct unwinder *u, struct unwind_stats *out)
 {
+	__u64 seen = 0;
+
 	sort_n(u->cuts, u->nr_cuts, sizeof(*u->cuts), cmp_cut);
+	u->st.need_p50 = u->st.need_p99 = u->st.need_max = 0;
+	for (int i = 0; i < NEED_STEPS; i++) {
+		if (!u->need[i])
+			continue;
+		seen += u->need[i];
+		u->st.need_max = i * 64;
+		if (!u->st.need_p50 && seen * 2 >= u->st.complete)
+			u->st.need_p50 = i * 64;
+		if (!u->st.need_p99 && seen * 100 >= u->st.complete * 99)
+			u->st.need_p99 = i * 64;
+	}
 	*out = u->st;
 	out->cuts = u->cuts;
 	out->nr_cuts = u->nr_cuts;
@@ -634,6 +690,10 @@ void unwinder__print_stats(struct unwinder *u, FILE *out)
 	fprintf(out, "dwarf unwind: %llu user stacks, %llu complete, %llu cut short; %llu frames, %.1f us a stack\n",
 		(unsigned long long)st.samples, (unsigned long long)st.complete, (unsigned long long)st.cut,
 		(unsigned long long)st.frames, st.samples ? st.ns / 1e3 / st.samples : 0.0);
+	if (st.complete)
+		fprintf(out, "  complete chains read up to %llu bytes of the stack copy (half of them), %llu (99%%), "
+			"%llu (all)\n", (unsigned long long)st.need_p50, (unsigned long long)st.need_p99,
+			(unsigned long long)st.need_max);
 	for (size_t i = 0; i < st.nr_cuts; i++)
 		fprintf(out, "  cut short in %s (%s): %llu\n", st.cuts[i].dso, st.cuts[i].reason,
 			(unsigned long long)st.cuts[i].count);

@@ -56,6 +56,8 @@ struct unwind_stats {
 	__u64 cut;	 /* stopped early */
 	__u64 frames;	 /* user frames produced */
 	__u64 ns;	 /* time spent unwinding */
+	/* Of complete chains: how far above SP the unwind read, by 64-byte steps (the copy a chain needs). */
+	__u64 need_p50, need_p99, need_max;
 	const struct unwind_cut *cuts; /* by dso, most first */
 	size_t nr_cuts;
 };
