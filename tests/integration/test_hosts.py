@@ -171,6 +171,23 @@ def test_container_started_before_the_recording():
     theirs = perf_rows_home(path, "comm,dso,sym", d)
     assert theirs.get(("ctr-wl", "ctr-wl", "spin_0")) == rows["spin_0"], \
         (rows, {k: n for k, n in theirs.items() if k[0] == "ctr-wl"})
+    header_lists_container_file(path)
+
+
+def workload_build_id():
+    out = subprocess.run(["readelf", "-n", WORKLOAD], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    if not m:
+        raise Skip("readelf finds no build id in the workload")
+    return m.group(1)
+
+
+def header_lists_container_file(path):
+    """The BUILD_ID feature (perf buildid-list without -H reads only it) has the file the
+    container saw, by the build id it had there: what perf archive and buildid-list want."""
+    from harness import perf_clean
+    out = perf_clean(["buildid-list"], path)
+    assert "%s /mnt/ctr-wl" % workload_build_id() in out, out
 
 
 def addresses_only(rows):
@@ -224,6 +241,7 @@ def test_container_short_process_then_server():
     assert "1 files kept" in line, line
     rows = ctr_rows(path, env)
     assert rows.get("spin_0", 0) > 0.8 * 0.4 * 999, rows
+    header_lists_container_file(path)
 
 
 LABELS_C = r"""
