@@ -42,7 +42,8 @@ LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
-WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf
+WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
+	$(OUTPUT)/examples/otel_ctx_example
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -91,9 +92,16 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
 
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
-$(OUTPUT)/tests/workload: tests/integration/workload.c | $(OUTPUT)/tests
+$(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra $< -o $@ -lpthread
+	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra -iquote include $< -o $@ -lpthread \
+		-Wl,--export-dynamic-symbol=otel_thread_ctx_v1
+
+# The OTEP 4947 writer's example, built as its comment tells users to.
+$(OUTPUT)/examples/otel_ctx_example: examples/otel_ctx_example.c include/otel_thread_ctx.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -Wall -Wextra -iquote include $< -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 -o $@
 
 # --call-graph dwarf's ground truth: no frame pointers anywhere, hot code
 # reached through libc (qsort, bsearch) and through a library of its own.

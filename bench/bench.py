@@ -9,7 +9,7 @@ the ratios with the machine's description.
 
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
-    sections: inkernel recorder stolen parts rss stat spans report forks dwarf offcpu (default: all)
+    sections: inkernel recorder stolen parts rss stat spans report forks dwarf offcpu otel (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg.
 """
@@ -559,6 +559,116 @@ def bench_dwarf(res):
 
 # ---------------------------------------------------------------- output
 
+# ---------------------------------------------------------------- otel: OTEP 4947 thread context
+
+def otel_load(kind, secs):
+    """One workload process per CPU: publishing nothing (kind "none": the variable is there, NULL),
+    one long span each ("ctx"), or a span switch every 100 us ("switch": 10,000 a second)."""
+    procs = []
+    for _ in range(CPUS):
+        if kind == "none":
+            cmd = [WORKLOAD, "spin", str(int(secs * 1000))]
+        elif kind == "ctx":
+            cmd = [WORKLOAD, "otel", "1", str(int(secs * 1e6))]
+        else:
+            cmd = [WORKLOAD, "otel", str(int(secs * 10000)), "100"]
+        procs.append(spawn(cmd, stdout=DEVNULL))
+    return procs
+
+
+def otel_cost(otel, kind, hz):
+    """ns per sample in the sampling program while the load runs, as record -v reports its own
+    program's bpf_stats (other recorders on a shared machine load programs of the same name)."""
+    out = os.path.join(TMP, "otel.data")
+    err = os.path.join(TMP, "otel.stderr")
+    load = otel_load(kind, 10)
+    time.sleep(0.2)
+    cmd = [SPANPERF, "record", "-v", "-a", "-F", str(hz), "-d", "8", "-o", out] + (["--otel"] if otel else [])
+    with open(err, "w") as f:
+        p = spawn(cmd, stdout=DEVNULL, stderr=f)
+        p.wait()
+    for w in load:
+        w.kill()
+        w.wait()
+    m = re.search(r"sampling program: \d+ runs, (\d+) ns each", open(err).read())
+    return float(m.group(1)) if m else float("nan")
+
+
+def otel_spans_of(path):
+    p = subprocess.run([SPANPERF, "report", "-i", path, "--spans", "--format", "json"],
+                       capture_output=True, text=True)
+    return sum(1 for l in p.stdout.splitlines() if '"source":"otel"' in l)
+
+
+def gen_otlp(path, n, tid, pid, t0, t1):
+    """n OTLP spans on one thread spread over [t0, t1] (unix ns), as the file exporter writes them."""
+    step = max((t1 - t0) // n, 2)
+    with open(path, "w") as f:
+        f.write('{"resourceSpans":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"%d"}}]},'
+                '"scopeSpans":[{"scope":{"name":"bench"},"spans":[' % pid)
+        for i in range(n):
+            s = t0 + i * step
+            f.write('%s{"traceId":"%032x","spanId":"%016x","parentSpanId":"","name":"op","kind":1,'
+                    '"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"thread.id",'
+                    '"value":{"intValue":"%d"}}],"status":{}}' % ("," if i else "", i // 10 + 1, i + 1, s,
+                                                                  s + step - 1, tid))
+        f.write("]}]}]}\n")
+
+
+def bench_otel(res):
+    """The cost of reading the thread context in BPF, the context-change rate, and annotate on 1M OTLP spans."""
+    hz = 4999
+    cost = {"off": [], "no context": [], "context": []}
+    for r in range(ROUNDS):
+        for label, otel, kind in (("off", False, "ctx"), ("no context", True, "none"), ("context", True, "ctx")):
+            cost[label].append(otel_cost(otel, kind, hz))
+            log("otel cost round %d %s: %.0f ns/sample" % (r, label, cost[label][-1]))
+    out = {"hz": hz, "ns_per_sample": {k: median(v) for k, v in cost.items()},
+           "added_ns": {k: median([x - y for x, y in zip(cost[k], cost["off"])]) for k in ("no context", "context")},
+           "raw": cost}
+    # 10,000 span switches a second on each CPU: each sample sees a new context.
+    rates = {}
+    for rate_hz in (999, 4999):
+        rows = []
+        for r in range(ROUNDS):
+            path = os.path.join(TMP, "sw.data")
+            secs = 5
+            load = otel_load("switch", secs + 1)
+            time.sleep(0.2)
+            p = spawn([SPANPERF, "record", "-q", "-a", "--otel", "-F", str(rate_hz), "-d", str(secs), "-o", path],
+                      stdout=DEVNULL, stderr=DEVNULL)
+            _, _, ru = os.wait4(p.pid, 0)
+            for w in load:
+                w.kill()
+                w.wait()
+            n = otel_spans_of(path)
+            # On a shared machine the load gets what CPU it gets: a record per sample of it is the ceiling.
+            pids = {w.pid for w in load}
+            rep_ = subprocess.run([SPANPERF, "report", "-i", path, "--sort", "pid", "--format", "json"],
+                                  capture_output=True, text=True).stdout
+            samples = sum(json.loads(l)["samples"] for l in rep_.splitlines() if json.loads(l)["pid"] in pids)
+            rows.append({"records_per_s": n / secs, "recorder_cpu_s": ru.ru_utime + ru.ru_stime,
+                         "per_sample": n / samples if samples else float("nan")})
+            log("otel switches -F %d round %d: %.0f records/s, %.3f per sample of the load" % (
+                rate_hz, r, rows[-1]["records_per_s"], rows[-1]["per_sample"]))
+        rates[rate_hz] = {"records_per_s": median([x["records_per_s"] for x in rows]),
+                          "per_sample": median([x["per_sample"] for x in rows]),
+                          "recorder_cpu_s": median([x["recorder_cpu_s"] for x in rows]), "seconds": 5}
+    out["switches"] = rates
+    # annotate: 1M OTLP spans against a recording of the thread they name.
+    data = os.path.join(TMP, "ann.data")
+    truth = os.path.join(TMP, "ann.jsonl")
+    subprocess.run([SPANPERF, "record", "-q", "-F", "999", "-o", data, "--", WORKLOAD, "calls", "400", "5", truth],
+                   check=True, stdout=DEVNULL, stderr=DEVNULL)
+    calls = [json.loads(l) for l in open(truth)]
+    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    big = os.path.join(TMP, "1m.json")
+    gen_otlp(big, 1000000, calls[0]["tid"], calls[0]["pid"], calls[0]["start_ns"] + off, calls[-1]["end_ns"] + off)
+    runs = [timed([SPANPERF, "annotate", "--spans", big, "-i", data, "--format", "json"]) for _ in range(ROUNDS)]
+    out["annotate_1m"] = {"seconds": min(r[0] for r in runs), "max_rss_kib": max(r[1] for r in runs),
+                          "file_mb": os.path.getsize(big) / 1e6, "raw": [r[0] for r in runs]}
+    log("otel annotate 1M OTLP spans: %.2f s" % out["annotate_1m"]["seconds"])
+    res["otel"] = out
 # ---------------------------------------------------------------- off-CPU
 
 # bcc offcputime's design in bpftrace: on every switch, the sleeping thread's start
@@ -799,6 +909,27 @@ def markdown(res):
         lines += ["## Recorder peak RSS with 1,000 live threads (`-a -g -F 999`, 5 s)", "",
                   "| spanperf | perf record | ratio |", "|---|---|---|",
                   "| %.1f MiB | %.1f MiB | %.2f |" % (v["spanperf_kib"] / 1024, v["perf_kib"] / 1024, v["ratio"]), ""]
+    if "otel" in res:
+        v = res["otel"]
+        ns, add = v["ns_per_sample"], v["added_ns"]
+        lines += ["## OpenTelemetry thread context (`record --otel`, OTEP 4947)", "",
+                  "The sampling program's cost per sample (bpf_stats, `-a -F %s`, no call chains), one "
+                  "workload process per CPU: without --otel; with --otel on processes that export "
+                  "otel_thread_ctx_v1 but have no context set; with a context set." % v["hz"], "",
+                  "| without --otel | --otel, no context | --otel, context | added, no context | added, context | target |",
+                  "|---|---|---|---|---|---|",
+                  "| %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | <= 100 ns added |" % (
+                      ns["off"], ns["no context"], ns["context"], add["no context"], add["context"]), "",
+                  "Context-change records with each CPU's thread switching span 10,000 times a second "
+                  "(a record per sample that sees a new span, so at most the sampling rate):", "",
+                  "| -F | records/s | records per sample of the load | recorder CPU (s, of 5 s) |", "|---|---|---|---|"]
+        for hz, row in v["switches"].items():
+            lines.append("| %s | %.0f | %.3f | %.2f |" % (hz, row["records_per_s"], row.get("per_sample", float("nan")),
+                                                       row["recorder_cpu_s"]))
+        a = v["annotate_1m"]
+        lines += ["", "`annotate` of 1,000,000 OTLP JSON spans (%.0f MB, the Collector file exporter's form) on one "
+                  "thread of a recording: %.2f s, peak RSS %.0f MiB." % (a["file_mb"], a["seconds"],
+                                                                        a["max_rss_kib"] / 1024), ""]
     return "\n".join(lines)
 
 
@@ -818,10 +949,10 @@ def update_readme(md):
 SECTIONS = {"inkernel": bench_inkernel, "recorder": bench_recorder,
             "rss": bench_rss, "stat": bench_stat, "spans": bench_spans, "report": bench_report,
             "stolen": bench_stolen, "parts": bench_parts, "forks": bench_forks, "dwarf": bench_dwarf,
-            "offcpu": bench_offcpu}
+            "offcpu": bench_offcpu, "otel": bench_otel}
 
 
-BPF_STATS_SECTIONS = ("inkernel", "stat", "offcpu")
+BPF_STATS_SECTIONS = ("inkernel", "stat", "offcpu", "otel")
 
 
 def preconditions():

@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
@@ -18,6 +19,120 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 filter_mode = SP_FILTER_NONE;
+
+/*
+ * OTEP 4947 thread context.  Where to find otel_thread_ctx_v1, per process
+ * (user space fills it from the ELF and the GOT); sized from user space, 1
+ * entry when record runs without --otel, so the lookup below misses.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_otel_recipe);
+} otel_recipes SEC(".maps");
+
+/* Per thread: the context seen last; LRU, since nothing tells us of exits here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_otel_state);
+} otel_state SEC(".maps");
+
+/* Contexts that ended, for user space; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+} otel_events SEC(".maps");
+
+/*
+ * The interrupted thread's published context into *c: 0, or -1 when it
+ * cannot be read now (counted); no context is all zero.  The thread is
+ * stopped on this CPU while we read, which is what the writer protocol
+ * relies on.
+ */
+static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_otel_ctx *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), addr, ptr = 0;
+	__u8 hdr[SP_OTEL_HEADER];
+
+	if (r->kind == SP_OTEL_TP) {
+		addr = fsbase + r->off;
+	} else {
+		__u64 dtv = 0, block = 0;
+
+		/* glibc's tcbhead_t { tcb, dtv, ... }; dtv entries are { val, to_free }. */
+		if (bpf_probe_read_user(&dtv, 8, (void *)(fsbase + 8)) ||
+		    bpf_probe_read_user(&block, 8, (void *)(dtv + r->modid * 16)))
+			goto fault;
+		if (block == ~0ull) /* TLS_DTV_UNALLOCATED: the thread never touched it, so NULL */
+			return 0;
+		addr = block + r->off;
+	}
+	if (bpf_probe_read_user(&ptr, 8, (void *)addr))
+		goto fault;
+	if (!ptr)
+		return 0;
+	if (bpf_probe_read_user(hdr, sizeof(hdr), (void *)ptr))
+		goto fault;
+	if (hdr[24] != 1) {
+		stat_inc(SP_STAT_OTEL_INVALID);
+		return -1;
+	}
+	__builtin_memcpy(c, hdr, 24);
+	c->flags = hdr[25];
+	return 0;
+fault:
+	stat_inc(SP_STAT_OTEL_FAULT);
+	return -1;
+}
+
+static __always_inline bool ctx_equal(const struct sp_otel_ctx *a, const struct sp_otel_ctx *b)
+{
+	return a->span_id == b->span_id && a->trace_id[0] == b->trace_id[0] && a->trace_id[1] == b->trace_id[1];
+}
+
+static __always_inline void otel_sample(__u32 pid, __u32 tid)
+{
+	struct sp_otel_recipe *r = bpf_map_lookup_elem(&otel_recipes, &pid);
+	struct sp_otel_ctx c = {};
+	struct sp_otel_state *st;
+	__u64 now;
+
+	if (!r)
+		return;
+	if (otel_read(r, &c))
+		return;
+	now = bpf_ktime_get_ns();
+	st = bpf_map_lookup_elem(&otel_state, &tid);
+	if (st && ctx_equal(&st->ctx, &c)) {
+		st->last_ns = now;
+		st->samples++;
+		return;
+	}
+	if (st && (st->ctx.span_id || st->ctx.trace_id[0] || st->ctx.trace_id[1])) {
+		struct sp_otel_event *e = bpf_ringbuf_reserve(&otel_events, sizeof(*e), 0);
+
+		if (e) {
+			e->time = now;
+			e->prev = *st;
+			e->tid = tid;
+			e->cpu = bpf_get_smp_processor_id();
+			bpf_ringbuf_submit(e, 0);
+		} else {
+			stat_inc(SP_STAT_OTEL_LOST);
+		}
+	}
+	if (st) {
+		st->ctx = c;
+		st->pid = pid;
+		st->start_ns = st->last_ns = now;
+		st->samples = 1;
+	} else if (c.span_id || c.trace_id[0] || c.trace_id[1]) {
+		struct sp_otel_state fresh = { .ctx = c, .start_ns = now, .last_ns = now, .samples = 1, .pid = pid };
+
+		bpf_map_update_elem(&otel_state, &tid, &fresh, BPF_ANY);
+	}
+}
 
 static __always_inline struct sp_thread *thread_get(__u32 pid, __u32 tid)
 {
@@ -51,6 +166,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			return 0;
 		}
 	}
+	if (tid)
+		otel_sample(pid, tid);
 	t = thread_get(pid, tid);
 	if (!t)
 		return 1;

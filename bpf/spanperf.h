@@ -79,6 +79,7 @@ enum sp_span_source {
 	SP_SRC_SYSCALL,
 	SP_SRC_TRACEPOINT,
 	SP_SRC_EXTERNAL,
+	SP_SRC_OTEL, /* OTEP 4947 thread context, read at each sample */
 };
 
 #define SP_SPAN_UNFINISHED 1 /* the thread exited inside the span */
@@ -114,6 +115,57 @@ struct sp_span {
 	__u8 pad[7];
 };
 
+/* ---- OTEP 4947 thread context ---- */
+
+/*
+ * How the sampling program finds a process's otel_thread_ctx_v1 from the
+ * interrupted thread's fsbase (x86-64 TLS variant II), the value of the
+ * `otel_recipes` map keyed by pid.  User space works it out from the ELF
+ * and the process's relocated GOT (user/record/otel_tls.c).
+ */
+enum sp_otel_kind {
+	SP_OTEL_TP = 1,	 /* the variable is at fsbase + off (off < 0: static TLS) */
+	SP_OTEL_DTV = 2, /* at dtv[modid].val + off, dtv at fsbase + 8 (glibc's tcbhead_t) */
+};
+
+struct sp_otel_recipe {
+	__u64 off; /* signed for SP_OTEL_TP */
+	__u64 modid;
+	__u32 kind;
+	__u32 pad;
+};
+
+#define SP_OTEL_HEADER 28 /* trace-id 16, span-id 8, valid, flags, attrs size u16 */
+
+/* A thread's published context; all zero: none. */
+struct sp_otel_ctx {
+	__u64 trace_id[2]; /* the W3C bytes, as published */
+	__u64 span_id;
+	__u8 flags;
+	__u8 pad[7];
+};
+
+/*
+ * Per thread (the `otel_state` LRU map keyed by tid): the context its
+ * samples saw last, since when, and how many samples saw it.
+ */
+struct sp_otel_state {
+	struct sp_otel_ctx ctx;
+	__u64 start_ns, last_ns, samples;
+	__u32 pid;
+	__u32 pad;
+};
+
+/*
+ * The thread's context changed at `time` (bpf_ktime_get_ns): the context
+ * that ended, from the `otel_events` ring.  User space makes it a span.
+ */
+struct sp_otel_event {
+	__u64 time;
+	struct sp_otel_state prev;
+	__u32 tid, cpu;
+};
+
 /* Indexes into the per-CPU `stats` array: events user space must report. */
 enum sp_stat {
 	SP_STAT_FILTERED = 0,	  /* samples dropped by -p/-t */
@@ -127,6 +179,9 @@ enum sp_stat {
 	SP_STAT_SPANS_SHORT,	  /* dropped by --span-min-us */
 	SP_STAT_SPANS_NOSTACK,	  /* task storage busy or full */
 	SP_STAT_SPANS_UNFINISHED, /* threads exited inside a span */
+	SP_STAT_OTEL_FAULT,	  /* otel: the TLS pointer or the record could not be read */
+	SP_STAT_OTEL_INVALID,	  /* otel: the record's valid byte was not 1 (being written) */
+	SP_STAT_OTEL_LOST,	  /* otel: the event ring was full */
 	SP_STAT_OFFCPU_LOST,	  /* an off-CPU block lost: its ring buffer was full */
 	SP_STAT_OFFCPU_NOSLOT,	  /* a block not timed: the per-thread start map was full */
 	SP_STAT_OFFCPU_AGG_FULL,  /* a short block written alone: the aggregation map was full */

@@ -7,6 +7,10 @@ set -eu
 build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev pkg-config"
 # Go and the pprof sources: the tests check profiles with the real pprof tool.
 test="libcmocka-dev linux-perf python3 binutils libxml2-utils golang-go golang-github-google-pprof-dev libclang-rt-14-dev valgrind"
+# The OpenTelemetry tests run the real Node SDK from npm.  Debian's npm only
+# where npm is missing: a nodejs from elsewhere may bundle its own.
+test="$test nodejs"
+command -v npm >/dev/null 2>&1 || test="$test npm"
 vm="qemu-system-x86 busybox-static cpio"
 bench="bpftrace linux-perf"
 

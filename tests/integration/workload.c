@@ -32,6 +32,10 @@
  *                                prints the gaps (time stolen from it) per CPU
  *   workload direct DEV N        N O_DIRECT reads of 64 KiB from DEV (a ram
  *                                disk: the kernel time is in the brd module)
+ *   workload otel N US [FILE]    N spans of US microseconds of CPU each, in a
+ *                                new thread, published as OTEP 4947 thread
+ *                                context (include/otel_thread_ctx.h); FILE
+ *                                gets each span with its ids (JSON lines)
  *   workload offcpu N MS M PMS SPIN [FILE]
  *                                three threads at once: one sleeps N x MS in
  *                                nap_sleep(), one blocks in pipe_wait() on a
@@ -57,6 +61,9 @@
 #include <sys/wait.h>
 
 #define NOINLINE __attribute__((noinline))
+
+#define OTEL_THREAD_CTX_DEFINE
+#include "otel_thread_ctx.h"
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -358,6 +365,62 @@ static int mode_calls(const char *n, const char *ms, const char *file)
 	pthread_create(&th, NULL, caller_thread, &c);
 	pthread_join(th, NULL);
 	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"cpu_ns\":%llu}\n", getpid(), c.tid, c.n,
+	       (unsigned long long)c.cpu_ns);
+	return 0;
+}
+
+NOINLINE void otel_work(uint64_t ns)
+{
+	burn_ns(ns);
+	sink++;
+}
+
+static void *otel_thread(void *arg)
+{
+	struct calls *c = arg;
+	FILE *f = c->file ? fopen(c->file, "w") : NULL;
+	/* A trace per 10 spans; ids never all zero, as W3C requires. */
+	uint8_t trace[16] = { 0x5f, 0x0e, 0x1a }, span[8] = { 0x0b };
+
+	c->tid = syscall(SYS_gettid);
+	for (long i = 0; i < c->n; i++) {
+		uint64_t t0, c0, t1, c1;
+
+		memcpy(&trace[8], &(uint64_t){ (uint64_t)(i / 10 + 1) }, 8);
+		memcpy(&span[1], &(uint64_t){ (uint64_t)(i + 1) }, 7);
+		t0 = mono_ns();
+		c0 = thread_cpu_ns();
+		otel_thread_ctx_enter(trace, span, 1);
+		otel_work(c->ns);
+		otel_thread_ctx_leave();
+		c1 = thread_cpu_ns();
+		t1 = mono_ns();
+		c->cpu_ns += c1 - c0;
+		if (f) {
+			fprintf(f, "{\"name\":\"otel_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
+				   "\"cpu_ns\":%llu,\"trace_id\":\"", getpid(), c->tid, (unsigned long long)t0,
+				(unsigned long long)t1, (unsigned long long)(c1 - c0));
+			for (int k = 0; k < 16; k++)
+				fprintf(f, "%02x", trace[k]);
+			fprintf(f, "\",\"span_id\":\"");
+			for (int k = 0; k < 8; k++)
+				fprintf(f, "%02x", span[k]);
+			fprintf(f, "\"}\n");
+		}
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+static int mode_otel(const char *n, const char *us, const char *file)
+{
+	struct calls c = { atol(n), strtoull(us, NULL, 10) * 1000ull, file, 0, 0 };
+	pthread_t th;
+
+	pthread_create(&th, NULL, otel_thread, &c);
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"spans\":%ld,\"cpu_ns\":%llu}\n", getpid(), c.tid, c.n,
 	       (unsigned long long)c.cpu_ns);
 	return 0;
 }
@@ -781,6 +844,8 @@ int main(int argc, char **argv)
 		r = mode_counted(toucher, "pages", argv[2], NULL);
 	else if (!strcmp(argv[1], "calls") && argc > 3)
 		r = mode_calls(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
+	else if (!strcmp(argv[1], "otel") && argc > 3)
+		r = mode_otel(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "nest"))
 		r = mode_nest(argv[2]);
 	else if (!strcmp(argv[1], "exit-inside"))

@@ -103,6 +103,8 @@ void record_usage(FILE *out)
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
 		"                         context-switches: both counted without counter reads)\n"
 		"      --span-buffer KB   the span ring buffer (default 8192)\n"
+		"      --otel             spans from the OpenTelemetry thread context that\n"
+		"                         processes publish (otel_thread_ctx_v1, OTEP 4947)\n"
 		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
 		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
 		"      --off-cpu          also record time blocked, with the stack that blocked, as\n"
@@ -161,7 +163,7 @@ static int opt_call_graph(const char *arg, struct record_opts *o, char *err, siz
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
 {
 	enum { OPT_SPAN = 256, OPT_CALL_GRAPH, OPT_SPAN_MIN, OPT_MAX_THREADS, OPT_SPAN_COUNTERS, OPT_SPAN_BUFFER, OPT_RAW_TP,
-	       OPT_OFFCPU, OPT_OFFCPU_THRESH, OPT_OFFCPU_ENTRIES };
+	       OPT_OFFCPU, OPT_OFFCPU_THRESH, OPT_OFFCPU_ENTRIES, OPT_OTEL };
 	static const struct option longopts[] = {
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -176,6 +178,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 		{ "span-counters", required_argument, NULL, OPT_SPAN_COUNTERS },
 		{ "span-buffer", required_argument, NULL, OPT_SPAN_BUFFER },
 		{ "raw-tp", no_argument, NULL, OPT_RAW_TP },
+		{ "otel", no_argument, NULL, OPT_OTEL },
 		{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 		{ "off-cpu-thresh", required_argument, NULL, OPT_OFFCPU_THRESH },
 		{ "off-cpu-entries", required_argument, NULL, OPT_OFFCPU_ENTRIES },
@@ -242,6 +245,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 			r = opt_call_graph(optarg, o, err, errlen);
 			if (r)
 				return r;
+			break;
+		case OPT_OTEL:
+			o->otel = true;
 			break;
 		case OPT_SPAN: {
 			const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));

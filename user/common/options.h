@@ -30,6 +30,7 @@ struct record_opts {
 	const char *span_counters; /* what spans carry; task-clock,context-switches by default */
 	uint64_t span_buffer_kb;   /* the span ring, a power of two */
 	bool raw_tp;		   /* --raw-tp: raw tracepoints where there is a choice */
+	bool otel;		   /* --otel: read OTEP 4947 thread context at each sample */
 	bool offcpu;		   /* --off-cpu */
 	int64_t offcpu_thresh_ms;  /* --off-cpu-thresh, -1 when not given */
 	uint64_t offcpu_entries;   /* --off-cpu-entries: stacks and sums kept in BPF */

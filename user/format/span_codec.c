@@ -41,6 +41,7 @@ const char *span_source_name(int source)
 	case SP_SRC_SYSCALL: return "syscall";
 	case SP_SRC_TRACEPOINT: return "tracepoint";
 	case SP_SRC_EXTERNAL: return "external";
+	case SP_SRC_OTEL: return "otel";
 	default: return "unknown";
 	}
 }

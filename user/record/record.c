@@ -25,6 +25,7 @@
 #include "libbpf_setup.h"
 #include "offcpu.h"
 #include "options.h"
+#include "otel_record.h"
 #include "perf_data.h"
 #include "perf_events.h"
 #include "sideband.h"
@@ -71,12 +72,14 @@ struct recorder {
 	struct span_set *spans;
 	struct perf_event_attr span_attr;
 	__u64 nr_spans;
+	struct otel_record *otel; /* --otel */
 	struct offcpu_set *oc; /* --off-cpu */
 };
 
 static void recorder_free(struct recorder *r)
 {
 	run__stop(&r->run);
+	otel_record__free(r->otel);
 	offcpu__free(r->oc);
 	span_set__free(r->spans);
 	counters__free(r->cs);
@@ -211,6 +214,8 @@ static int load_bpf(struct recorder *r)
 	/* Maps are sized here, between open and load. */
 	bpf_map__set_max_entries(r->skel->maps.filter, filter ? filter->n : 1);
 	bpf_map__set_max_entries(r->skel->maps.threads, o->max_threads);
+	otel_record_size_maps(r->skel->maps.otel_recipes, r->skel->maps.otel_state, r->skel->maps.otel_events, o->otel,
+			      o->max_threads);
 	e = sample_bpf__load(r->skel);
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
@@ -352,6 +357,13 @@ static int add_attrs(struct recorder *r)
 	}
 	if (!e && r->o->nr_spans)
 		e = add_span_attrs(r);
+	/* OTEP 4947 contexts: one more span source, after the --span ones. */
+	if (!e && r->o->otel) {
+		__u64 id = SPAN_ID_BASE + r->o->nr_spans;
+
+		span_codec_attr(&r->span_attr);
+		e = pd_writer__add_attr(r->w, &r->span_attr, SPAN_ATTR_PREFIX "otel", &id, 1);
+	}
 	if (!e && r->oc) {
 		struct perf_event_attr a;
 		__u64 id = OFFCPU_ID;
@@ -487,6 +499,13 @@ static int drain_all(struct recorder *r)
 		if (e)
 			return e;
 		any |= r->nr_spans > spans;
+	}
+	if (r->otel) {
+		long n = otel_record__consume(r->otel);
+
+		if (n < 0)
+			return n;
+		any |= n > 0;
 	}
 	e = drain_offcpu(r, &any);
 	if (e)
@@ -677,8 +696,8 @@ static int finish(struct recorder *r, int argc, char **argv)
 			(now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9);
 		if (r->lost)
 			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->lost);
-		if (r->spans)
-			fprintf(stderr, ", %llu spans", (unsigned long long)r->nr_spans);
+		if (r->spans || r->otel)
+			fprintf(stderr, ", %llu spans", (unsigned long long)(r->nr_spans + otel_record__spans(r->otel)));
 		fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, r->o->output);
 	}
 	if (r->spans) {
@@ -702,14 +721,23 @@ static int finish(struct recorder *r, int argc, char **argv)
 			pr_debug("%llu spans shorter than --span-min-us were dropped in BPF",
 				 (unsigned long long)st.short_dropped);
 	}
+	if (r->otel)
+		otel_record__report(r->otel);
 	if (r->oc)
 		offcpu_report(r);
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)r->o->max_threads);
 	if (sp_verbose > 0) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
 		fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
 			(unsigned long long)accepted, (unsigned long long)r->samples, (unsigned long long)r->lost);
+		/* Only with kernel.bpf_stats_enabled=1: this program's own cost, whoever else loads one. */
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_sample), &info, &len) && info.run_cnt)
+			fprintf(stderr, "sampling program: %llu runs, %.0f ns each (bpf_stats)\n",
+				(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);
 		print_threads(r);
 	}
 	buildid_cache__report(r->bcache);
@@ -792,8 +820,9 @@ static int parse_specs(struct recorder *r)
 	r->specs = calloc(r->o->nr_spans, sizeof(*r->specs));
 	if (!r->specs)
 		return -ENOMEM;
-	if (r->o->nr_spans > SP_MAX_SPANS) {
-		pr_err("%d --span given; at most %d per recording", r->o->nr_spans, SP_MAX_SPANS);
+	if (r->o->nr_spans > SP_MAX_SPANS - r->o->otel) {
+		pr_err("%d --span given; at most %d per recording%s", r->o->nr_spans, SP_MAX_SPANS - r->o->otel,
+		       r->o->otel ? " with --otel" : "");
 		return -E2BIG;
 	}
 	for (int i = 0; i < r->o->nr_spans; i++)
@@ -820,6 +849,30 @@ static int resolve_specs(struct recorder *r, const struct sp_features *f)
 				 r->o->raw_tp ? "--raw-tp" : "no syscall tracepoints");
 	}
 	return 0;
+}
+
+/* The processes that publish thread context now; the command's once it has exec'ed. */
+static int start_otel(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	struct otel_record_opts oo = {
+		.recipes_fd = bpf_map__fd(r->skel->maps.otel_recipes),
+		.state_fd = bpf_map__fd(r->skel->maps.otel_state),
+		.events_fd = bpf_map__fd(r->skel->maps.otel_events),
+		.stats_fd = bpf_map__fd(r->skel->maps.stats),
+		.pids = o->pids.n ? &o->pids : NULL,
+		.cmd_pid = r->run.have_cmd ? r->run.wl.pid : 0,
+		/* cpu-clock's period is in ns; -F is a rate. */
+		.period_ns = o->freq ? 1000000000ull / o->freq : o->period,
+		.w = r->w, .attr = &r->span_attr, .idx = o->nr_spans,
+	};
+	int e = otel_record__new(&r->otel, &oo);
+
+	if (e) {
+		pr_err("cannot read the otel context ring: %s", strerror(-e));
+		return e;
+	}
+	return otel_record__tick(r->otel, now_ns(CLOCK_MONOTONIC));
 }
 
 static int check_cpus(const struct int_list *want, const struct int_list *online)
@@ -922,14 +975,20 @@ int cmd_record(int argc, char **argv)
 		pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 		goto cleanup;
 	}
+	if (o.otel && start_otel(&r))
+		goto cleanup;
 	if (run__start(&r.run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
+	if (r.otel)
+		otel_record__await_cmd(r.otel, 100000000ull);
 	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
 			goto cleanup;
 		}
+		if (r.otel)
+			otel_record__tick(r.otel, now_ns(CLOCK_MONOTONIC));
 		progress(&r, false);
 	}
 	for (int i = 0; i < r.nr_evs; i++)
@@ -937,6 +996,11 @@ int cmd_record(int argc, char **argv)
 	if (r.cs)
 		counters__stop(r.cs);
 	e = drain_all(&r);
+	if (!e && r.otel) {
+		long n = otel_record__flush(r.otel);
+
+		e = n < 0 ? n : 0;
+	}
 	/* The sums and the blocks still going, stamped now: after every other record. */
 	if (!e && r.oc)
 		e = offcpu__finish(r.oc, now_ns(CLOCK_MONOTONIC), on_chunk, &r);

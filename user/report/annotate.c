@@ -10,14 +10,19 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: spanperf annotate --spans SPANS.jsonl [-i FILE] [--format text|json]\n\n"
+	fprintf(out, "Usage: spanperf annotate --spans SPANS [-i FILE] [--format text|json|otlp-json]\n\n"
 		     "Annotates spans written by an application or a tracer: one JSON object per\n"
 		     "line with tid, start_ns and end_ns (CLOCK_MONOTONIC, as clock_gettime gives\n"
 		     "it), and optionally name, pid, trace_id and span_id, which are kept.  Each\n"
-		     "span gets the samples of its thread inside its window and its top functions.\n\n"
-		     "  -s, --spans FILE     the spans (JSON lines)\n"
+		     "span gets the samples of its thread inside its window and its top functions.\n"
+		     "SPANS may also be OTLP JSON, as the OpenTelemetry Collector's file exporter\n"
+		     "writes it: unix-nano times are moved to the recording's clock, and a span\n"
+		     "without a thread.id attribute goes to the one thread of its process.pid\n"
+		     "with samples in its window.\n\n"
+		     "  -s, --spans FILE     the spans (JSON lines, or OTLP JSON)\n"
 		     "  -i, --input FILE     the recording (default perf.data)\n"
-		     "      --format FMT     text (default) or json: one object per span\n"
+		     "      --format FMT     text (default), json (one object per span) or\n"
+		     "                       otlp-json (the spans back as OTLP JSON, with perf.* attributes)\n"
 		     "  -h, --help\n\n"
 		     "Example:\n"
 		     "  spanperf record -g -o app.data -- ./app --spans-to spans.jsonl\n"
@@ -49,11 +54,12 @@ int cmd_annotate(int argc, char **argv)
 			o.input = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-				pr_err("--format '%s' is neither text nor json", optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json")) {
+				pr_err("--format '%s' is neither text, json nor otlp-json", optarg);
 				return 1;
 			}
 			o.json = !strcmp(optarg, "json");
+			o.otlp = !strcmp(optarg, "otlp-json");
 			break;
 		case 'h':
 			usage(stdout);

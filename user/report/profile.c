@@ -134,7 +134,7 @@ static bool stack_eq(const void *ctx, size_t idx)
 }
 
 /* Identical (thread, comm, functions) samples fold into one stack; off-CPU ones apart. */
-static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off)
+static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off, __u32 *out)
 {
 	struct profile *p = b->p;
 	struct pstack **stacks = off ? &p->off_stacks : &p->stacks;
@@ -151,18 +151,19 @@ static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __
 	if (i >= 0) {
 		(*stacks)[i].count++;
 		(*stacks)[i].period += period;
+		*out = i;
 		return 0;
 	}
 	if (array_reserve((void **)stacks, off ? &b->cap_off : &b->cap_stacks, *nr, sizeof(**stacks)))
 		return -ENOMEM;
 	s = &(*stacks)[*nr];
-	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period };
+	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {} };
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
 	if (hindex_add(idx, h, *nr))
 		return -ENOMEM;
-	(*nr)++;
+	*out = (*nr)++;
 	return 0;
 }
 
@@ -172,6 +173,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct profile *p = b->p;
 	const struct pd_sample *s = &ss->ev->sample;
 	struct stack_key k = { .tid = s->tid, .comm = ss->comm };
+	__u32 idx;
 	int e;
 
 	if (ss->kind != SESS_SAMPLING && ss->kind != SESS_OFFCPU)
@@ -226,7 +228,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	if (ss->kind == SESS_OFFCPU) {
 		p->off_samples++;
 		p->off_period += s->period;
-		return add_stack(b, s->pid, &k, s->period, true);
+		return add_stack(b, s->pid, &k, s->period, true, &idx);
 	}
 	p->samples++;
 	p->period += s->period;
@@ -234,12 +236,63 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	return add_stack(b, s->pid, &k, s->period, false);
+	e = add_stack(b, s->pid, &k, s->period, false, &idx);
+	if (e || !p->otel)
+		return e;
+	return otel_join__add_sample(p->otel, s->tid, s->time, idx, s->period);
+}
+
+static int on_span(void *ctx, const struct sess_span *ss)
+{
+	struct builder *b = ctx;
+
+	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
+}
+
+/* Each on-CPU stack split by the OTel context its samples ran in. */
+static int split_by_otel(struct profile *p)
+{
+	struct otel_fold *f;
+	struct pstack *ns;
+	size_t n;
+	int e = otel_join__fold(p->otel, &f, &n);
+
+	if (e)
+		return e;
+	ns = calloc(n ? n : 1, sizeof(*ns));
+	if (!ns) {
+		free(f);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pstack *old = &p->stacks[f[i].stack];
+
+		ns[i] = *old;
+		ns[i].count = f[i].count;
+		ns[i].period = f[i].period;
+		ns[i].otel = f[i].ids;
+		ns[i].frames = malloc((old->nr ? old->nr : 1) * sizeof(*old->frames));
+		if (!ns[i].frames) {
+			while (i--)
+				free(ns[i].frames);
+			free(ns);
+			free(f);
+			return -ENOMEM;
+		}
+		memcpy(ns[i].frames, old->frames, old->nr * sizeof(*old->frames));
+	}
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		free(p->stacks[i].frames);
+	free(p->stacks);
+	p->stacks = ns;
+	p->nr_stacks = n;
+	free(f);
+	return 0;
 }
 
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
 {
-	static const struct session_ops ops = { .sample = on_sample };
+	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
 	struct builder b = {};
 	struct profile *p;
 	int e;
@@ -267,9 +320,23 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 				     a->attr.config == PERF_COUNT_SW_TASK_CLOCK);
 		p->sample_freq = a->attr.freq ? a->attr.sample_freq : 0;
 	}
+	/* Only a file with otel spans pays for noting every sample. */
+	for (int i = 0; i < p->rd->nr_attrs; i++) {
+		const char *name = span_codec_name(&p->rd->attrs[i]);
+
+		if (name && !strcmp(name, "otel") && !p->otel && !(p->otel = otel_join__new())) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+	}
 	e = session__process(p->sess, &ops, &b, err, errlen);
 	if (e)
 		goto cleanup;
+	if (otel_join__has_spans(p->otel)) {
+		e = split_by_otel(p);
+		if (e)
+			goto cleanup;
+	}
 	*out = p;
 	p = NULL;
 cleanup:
@@ -295,6 +362,7 @@ void profile__free(struct profile *p)
 	free(p->off_stacks);
 	free(p->funcs);
 	unwinder__free(p->unwinder);
+	otel_join__free(p->otel);
 	session__free(p->sess);
 	free(p);
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "otel_join.h"
 #include "perf_data.h"
 #include "symbols.h"
 
@@ -50,6 +51,7 @@ struct pstack {
 	__u32 nr;	      /* frames, leaf first */
 	struct pframe *frames;
 	__u64 count, period;
+	struct otel_ids otel; /* the OTel context the samples ran in (record --otel); NULLs: none */
 };
 
 struct profile {
@@ -71,6 +73,7 @@ struct profile {
 	struct session *sess;
 	struct symbolizer *sym; /* the session's */
 	struct pd_reader *rd;	/* the session's */
+	struct otel_join *otel; /* owns the otel ids' strings; NULL without otel spans */
 	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
 };
 

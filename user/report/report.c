@@ -21,10 +21,12 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
-		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym (default comm,dso,sym)\n"
+		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span\n"
+		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
 		"      --percent-limit P  leave out rows under P percent (text)\n"
-		"      --format FMT       text (default) or json: one object per row (or span)\n"
+		"      --format FMT       text (default) or json: one object per row (or span);\n"
+		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
 		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
@@ -120,7 +122,7 @@ int cmd_report(int argc, char **argv)
 	enum pview ev = PV_ON_CPU;
 	bool ev_set = false;
 	const char *input = "perf.data", *flame = NULL, *pprof = NULL;
-	bool spans = false, bpf_samples = false, folded = false;
+	bool spans = false, bpf_samples = false, folded = false, otlp = false;
 	char err[512], title[600];
 	int c, e, ret = 1;
 
@@ -135,16 +137,17 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 's':
 			if (parse_sort_keys(optarg, &to)) {
-				pr_err("--sort '%s' is not a list of comm, pid, tid, dso and sym", optarg);
+				pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace and span", optarg);
 				return 1;
 			}
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-				pr_err("--format '%s' is neither text nor json", optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json")) {
+				pr_err("--format '%s' is neither text, json nor otlp-json", optarg);
 				return 1;
 			}
 			to.json = !strcmp(optarg, "json");
+			otlp = !strcmp(optarg, "otlp-json");
 			break;
 		case 'g':
 			to.callgraph = true;
@@ -204,8 +207,12 @@ int cmd_report(int argc, char **argv)
 		pr_err("unexpected argument '%s'; the input file goes after -i", argv[optind]);
 		return 1;
 	}
+	if (otlp && !spans) {
+		pr_err("--format otlp-json writes spans: use it with --spans");
+		return 1;
+	}
 	if (spans) {
-		struct spans_report_opts so = { .input = input, .json = to.json, .bpf_samples = bpf_samples };
+		struct spans_report_opts so = { .input = input, .json = to.json, .otlp = otlp, .bpf_samples = bpf_samples };
 
 		if (spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);

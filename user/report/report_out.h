@@ -8,7 +8,7 @@
 
 #include "profile.h"
 
-enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_MAX };
+enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_MAX };
 
 struct table_opts {
 	enum sort_key keys[SK_MAX];

@@ -148,6 +148,15 @@ int report_pprof(const struct profile *p, FILE *out)
 		field_varint(&lab, 1, str_id(&t, "pid"));
 		field_varint(&lab, 3, s->pid);
 		field_msg(&m, 3, &lab);
+		/* The OTel context (record --otel), as the OTel profiling signal names its link to traces. */
+		if (s->otel.trace_id) {
+			field_varint(&lab, 1, str_id(&t, "trace_id"));
+			field_varint(&lab, 2, str_id(&t, s->otel.trace_id));
+			field_msg(&m, 3, &lab);
+			field_varint(&lab, 1, str_id(&t, "span_id"));
+			field_varint(&lab, 2, str_id(&t, s->otel.span_id));
+			field_msg(&m, 3, &lab);
+		}
 		field_msg(&b, P_SAMPLE, &m);
 		sbuf_free(&lab);
 	}

@@ -13,6 +13,8 @@
 
 #include "correlate.h"
 #include "report_spans.h"
+#include "otlp_json.h"
+#include "otel_join.h"
 #include "session.h"
 #include "span_wall.h"
 #include "spans_jsonl.h"
@@ -38,6 +40,8 @@ struct span_row {
 	__u64 bpf_samples;
 	__u64 counters[SP_MAX_COUNTERS];
 	const struct ext_span *ext;
+	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	__u8 trace_id[16], span_id[8];
 	size_t first, count; /* the join's result */
 };
 
@@ -94,6 +98,11 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	if (row.name < 0)
 		return -ENOMEM;
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
+	if (sp->flags & SPAN_HAS_CONTEXT) {
+		row.has_ctx = true;
+		memcpy(row.trace_id, sp->trace_id, 16);
+		memcpy(row.span_id, sp->span_id, 8);
+	}
 	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
 	r->sp[r->nsp++] = row;
@@ -103,6 +112,8 @@ static int on_span(void *ctx, const struct sess_span *ss)
 static int add_external(struct span_report *r, const struct ext_span *ext, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (ext[i].no_tid)
+			continue; /* not placed on a thread */
 		struct span_row row = { .tid = ext[i].tid, .pid = ext[i].pid, .start = ext[i].start,
 					.end = ext[i].end, .source = SP_SRC_EXTERNAL, .ext = &ext[i] };
 		__s64 pid = session__pid_of(r->sess, ext[i].tid);
@@ -229,6 +240,15 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)top[k].n);
 	}
 	sbuf_printf(b, "]");
+	if (sp->has_ctx) {
+		sbuf_printf(b, ",\"trace_id\":\"");
+		for (int k = 0; k < 16; k++)
+			sbuf_printf(b, "%02x", sp->trace_id[k]);
+		sbuf_printf(b, "\",\"span_id\":\"");
+		for (int k = 0; k < 8; k++)
+			sbuf_printf(b, "%02x", sp->span_id[k]);
+		sbuf_printf(b, "\"");
+	}
 	span_wall__json(r->wall, sp->tid, sp->start, sp->end, on_cpu_ns(r, sp), b);
 	if (sp->ext && sp->ext->trace_id[0])
 		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
@@ -248,6 +268,96 @@ static int cmp_row_start(const void *a, const void *b)
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* OTLP spans on CLOCK_REALTIME move to the recording's clock by the offset taken at record time. */
+static int to_recording_clock(struct span_report *r, struct ext_span *ext, size_t n, char *err, size_t errlen)
+{
+	const struct pd_meta *m = &r->sess->rd->meta;
+	__s64 off = (__s64)(m->clock_tod_ns - m->clock_ref_ns);
+	size_t i;
+
+	for (i = 0; i < n && !ext[i].realtime; i++)
+		;
+	if (i == n)
+		return 0;
+	if (!m->clock_tod_ns)
+		return set_errorf(err, errlen, -EINVAL,
+				  "%s has no CLOCK_DATA (the wall-clock time of its start), so the OTLP spans' unix times cannot be placed; record it with spanperf 0.1 or later",
+				  r->o->input);
+	for (i = 0; i < n; i++)
+		if (ext[i].realtime) {
+			ext[i].start -= off;
+			ext[i].end -= off;
+		}
+	return 0;
+}
+
+struct pid_sample {
+	__u32 pid, tid;
+	__u64 time;
+};
+
+static int cmp_pid_sample(const void *a, const void *b)
+{
+	const struct pid_sample *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->time > y->time) - (x->time < y->time);
+}
+
+/*
+ * A span without thread.id goes to the one thread of its process that has
+ * samples in its window; with none or several it stays unplaced (counted).
+ */
+static size_t place_by_pid(struct span_report *r, struct ext_span *ext, size_t n)
+{
+	struct pid_sample *ps = NULL;
+	size_t unplaced = 0, np = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (ext[i].no_tid)
+			goto build;
+	return 0;
+build:
+	ps = malloc((r->ns ? r->ns : 1) * sizeof(*ps));
+	for (size_t i = 0; ps && i < r->ns; i++)
+		ps[np++] = (struct pid_sample){ (__u32)r->s[i].pid, r->s[i].tid, r->s[i].time };
+	if (ps)
+		sort_n(ps, np, sizeof(*ps), cmp_pid_sample);
+	for (size_t i = 0; i < n; i++) {
+		size_t lo = 0, hi = np;
+		__u32 tid = 0;
+		bool many = false;
+
+		if (!ext[i].no_tid)
+			continue;
+		if (!ps || !ext[i].has_pid) {
+			unplaced++;
+			continue;
+		}
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (ps[mid].pid < ext[i].pid || (ps[mid].pid == ext[i].pid && ps[mid].time < ext[i].start))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t k = lo; k < np && ps[k].pid == ext[i].pid && ps[k].time <= ext[i].end && !many; k++) {
+			many = tid && ps[k].tid != tid;
+			tid = ps[k].tid;
+		}
+		if (tid && !many) {
+			ext[i].tid = tid;
+			ext[i].no_tid = 0;
+		} else {
+			unplaced++;
+		}
+	}
+	free(ps);
+	return unplaced;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -354,6 +464,145 @@ static int print_table(struct span_report *r, FILE *out)
 	return 0;
 }
 
+static int ctr_index(const struct span_report *r, const char *name)
+{
+	for (int k = 0; k < r->nr_ctr; k++)
+		if (!strcmp(r->ctr_names[k], name))
+			return k;
+	return -1;
+}
+
+/* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up. */
+static void span_ids(const struct span_row *sp, size_t i, char trace[33], char span[17])
+{
+	const char *t = sp->ext ? sp->ext->trace_id : "", *s = sp->ext ? sp->ext->span_id : "";
+
+	if (sp->has_ctx) {
+		otel_hex(trace, sp->trace_id, 16);
+		otel_hex(span, sp->span_id, 8);
+		return;
+	}
+	if (strlen(t) == 34 && t[0] == '"')
+		snprintf(trace, 33, "%.32s", t + 1);
+	else
+		snprintf(trace, 33, "%016llx%016llx", (unsigned long long)hash_mix(sp->pid, sp->tid) | 1,
+			 (unsigned long long)hash_mix(sp->start, sp->end));
+	if (strlen(s) == 18 && s[0] == '"')
+		snprintf(span, 17, "%.16s", s + 1);
+	else
+		snprintf(span, 17, "%016llx", (unsigned long long)hash_mix(sp->start, i) | 1);
+}
+
+static int cmp_row_pid(const void *a, const void *b)
+{
+	const struct span_row *x = *(const struct span_row *const *)a, *y = *(const struct span_row *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * OTLP JSON, one ExportTraceServiceRequest: a resourceSpans per process,
+ * each span with what the recording saw inside it as perf.* attributes.
+ * Times go back to unix nanoseconds; ids are hex and int64 values strings,
+ * as the OTLP JSON mapping wants.
+ */
+static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen)
+{
+	const struct pd_meta *m = &r->sess->rd->meta;
+	__s64 off = (__s64)(m->clock_tod_ns - m->clock_ref_ns);
+	const struct span_row **rows = malloc((r->nsp ? r->nsp : 1) * sizeof(*rows));
+	int k_clock = ctr_index(r, "task-clock"), k_cs = ctr_index(r, "context-switches");
+	double ns_per_sample = 0;
+	struct topc *top = NULL;
+	size_t tcap = 0;
+	struct sbuf b = {};
+	int e = 0;
+
+	if (!rows)
+		return -ENOMEM;
+	if (!m->clock_tod_ns) {
+		free(rows);
+		return set_errorf(err, errlen, -EINVAL,
+				  "%s has no CLOCK_DATA, so its spans cannot be given unix times for OTLP",
+				  r->o->input);
+	}
+	if (r->sess->first_sampling >= 0) {
+		const struct perf_event_attr *a = &r->sess->rd->attrs[r->sess->first_sampling].attr;
+
+		if (a->type == PERF_TYPE_SOFTWARE && a->config <= PERF_COUNT_SW_TASK_CLOCK)
+			ns_per_sample = a->freq ? (a->sample_freq ? 1e9 / a->sample_freq : 0) : a->sample_period;
+	}
+	for (size_t i = 0; i < r->nsp; i++)
+		rows[i] = &r->sp[i];
+	sort_n(rows, r->nsp, sizeof(*rows), cmp_row_pid);
+	sbuf_printf(&b, "{\"resourceSpans\":[");
+	for (size_t i = 0; i < r->nsp && !e; i++) {
+		const struct span_row *sp = rows[i];
+		char trace[33], span[17];
+		bool first = true;
+		int ntop;
+
+		if (!i || rows[i - 1]->pid != sp->pid) {
+			if (i)
+				sbuf_printf(&b, "]}]},");
+			sbuf_printf(&b, "{\"resource\":{\"attributes\":[");
+			otlp_attr_int(&b, &first, "process.pid", sp->pid);
+			sbuf_printf(&b, "]},\"scopeSpans\":[{\"scope\":{\"name\":\"spanperf\",\"version\":\"%s\"},\"spans\":[",
+				    SPANPERF_VERSION);
+			first = true;
+		} else {
+			sbuf_printf(&b, ",");
+		}
+		span_ids(sp, sp - r->sp, trace, span);
+		ntop = top_of(r, sp->first, sp->count, &top, &tcap);
+		if (ntop < 0) {
+			e = ntop;
+			break;
+		}
+		sbuf_printf(&b, "{\"traceId\":\"%s\",\"spanId\":\"%s\",\"name\":", trace, span);
+		sbuf_json_str(&b, r->names.str[sp->name]);
+		sbuf_printf(&b, ",\"kind\":1,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\",\"attributes\":[",
+			    (unsigned long long)(sp->start + off), (unsigned long long)(sp->end + off));
+		first = true;
+		otlp_attr_int(&b, &first, "thread.id", sp->tid);
+		otlp_attr_str(&b, &first, "perf.span.source", span_source_name(sp->source));
+		otlp_attr_int(&b, &first, "perf.cpu.samples", sp->count);
+		if (sp->source != SP_SRC_EXTERNAL && k_clock >= 0)
+			otlp_attr_double(&b, &first, "perf.task_clock_ms", sp->counters[k_clock] / 1e6);
+		else if (ns_per_sample)
+			/* Estimated from the samples: a clock event samples every ns_per_sample of CPU. */
+			otlp_attr_double(&b, &first, "perf.task_clock_ms", sp->count * ns_per_sample / 1e6);
+		if (sp->source != SP_SRC_EXTERNAL && k_cs >= 0)
+			otlp_attr_int(&b, &first, "perf.context_switches", sp->counters[k_cs]);
+		if (ntop) {
+			sbuf_printf(&b, ",{\"key\":\"perf.top_functions\",\"value\":{\"arrayValue\":{\"values\":[");
+			for (int t = 0; t < ntop && t < TOP_N; t++) {
+				sbuf_printf(&b, "%s{\"stringValue\":", t ? "," : "");
+				sbuf_json_str(&b, top[t].name);
+				sbuf_printf(&b, "}");
+			}
+			sbuf_printf(&b, "]}}}");
+		}
+		sbuf_printf(&b, "]}");
+		if (b.len > (1 << 20)) {
+			if (b.err || fwrite(b.p, 1, b.len, out) != b.len)
+				e = b.err ?: -EIO;
+			b.len = 0;
+		}
+	}
+	if (r->nsp)
+		sbuf_printf(&b, "]}]}");
+	sbuf_printf(&b, "]}\n");
+	if (!e && (b.err || fwrite(b.p, 1, b.len, out) != b.len))
+		e = b.err ?: -EIO;
+	sbuf_free(&b);
+	free(top);
+	free(rows);
+	return e;
+}
+
 static int print_json(struct span_report *r, FILE *out)
 {
 	struct topc *top = NULL;
@@ -385,7 +634,8 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
 	struct span_report r = { .o = o };
 	struct ext_span *ext = NULL;
-	size_t next = 0;
+	size_t next = 0, unplaced;
+	struct otlp_stats ost = {};
 	char *text = NULL;
 	size_t len;
 	int e;
@@ -396,7 +646,14 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 			snprintf(err, errlen, "cannot read --spans '%s': %s", o->external, strerror(-e));
 			goto cleanup;
 		}
-		e = ext_spans_parse(text, len, o->external, &ext, &next, err, errlen);
+		if (otlp_json_detect(text, len)) {
+			e = otlp_json_parse(text, len, o->external, &ext, &next, &ost, err, errlen);
+			if (!e && ost.skipped)
+				pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
+					ost.skipped, o->external);
+		} else {
+			e = ext_spans_parse(text, len, o->external, &ext, &next, err, errlen);
+		}
 		if (e)
 			goto cleanup;
 	}
@@ -407,10 +664,14 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 	r.nr_ctr = r.sess->nr_span_counters;
 	if (span_wall__new(&r.wall, r.sess))
 		goto oom;
-	e = session__process(r.sess, &ops, &r, err, errlen);
+	e = session__process(r.sess, &ops, &r, err, errlen) ?: to_recording_clock(&r, ext, next, err, errlen);
 	if (e)
 		goto cleanup;
 	span_wall__finish(r.wall);
+	unplaced = place_by_pid(&r, ext, next);
+	if (unplaced)
+		pr_warn("%zu of %zu spans of %s have no thread.id, and their process had no single thread with samples in their window; left out",
+			unplaced, next, o->external);
 	if (o->external && add_external(&r, ext, next))
 		goto oom;
 	sort_n(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
@@ -421,7 +682,9 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 		e = -ENOENT;
 		goto cleanup;
 	}
-	e = o->json ? print_json(&r, stdout) : print_table(&r, stdout);
+	e = o->otlp ? print_otlp(&r, stdout, err, errlen) : o->json ? print_json(&r, stdout) : print_table(&r, stdout);
+	if (e == -EINVAL)
+		goto cleanup;
 	if (e == -ENOMEM)
 		goto oom;
 	goto cleanup;

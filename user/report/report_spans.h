@@ -10,6 +10,7 @@ struct spans_report_opts {
 	const char *input;     /* perf.data */
 	const char *external;  /* annotate: the spans JSONL, else NULL */
 	bool json;
+	bool otlp;	       /* --format otlp-json */
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 };
 

@@ -7,7 +7,7 @@
 #include "report_out.h"
 #include "util.h"
 
-static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym" };
+static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span" };
 
 int parse_sort_keys(const char *s, struct table_opts *o)
 {
@@ -76,6 +76,9 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		/* By content, as same_key compares it. */
 		case SK_DSO: v = hash_str(p->funcs[s->frames[0].func].dso); break;
 		case SK_SYM: v = sym_key_hash(&p->funcs[s->frames[0].func]); break;
+		/* Pooled strings: one pointer per id. */
+		case SK_TRACE: v = (uintptr_t)s->otel.trace_id; break;
+		case SK_SPAN: v = (uintptr_t)s->otel.span_id; break;
 		default: break;
 		}
 		h = hash_mix(h, v);
@@ -100,6 +103,8 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 			    !same_sym(&p->funcs[a->frames[0].func], &p->funcs[b->frames[0].func]))
 				return false;
 			break;
+		case SK_TRACE: if (a->otel.trace_id != b->otel.trace_id) return false; break;
+		case SK_SPAN: if (a->otel.span_id != b->otel.span_id) return false; break;
 		default: break;
 		}
 	}
@@ -194,6 +199,15 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 	free(c);
 }
 
+static void json_id(struct sbuf *b, const char *key, const char *id)
+{
+	sbuf_printf(b, ",\"%s\":", key);
+	if (id)
+		sbuf_printf(b, "\"%s\"", id);
+	else
+		sbuf_printf(b, "null");
+}
+
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 {
 	struct hindex idx = {};
@@ -240,8 +254,9 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
 		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
 		for (int k = 0; k < o->nr_keys; k++) {
-			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol" };
-			static const int w[SK_MAX] = { -16, 8, 8, -20, 0 };
+			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
+								 "Trace", "Span" };
+			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16 };
 
 			fprintf(out, "  %*s", w[o->keys[k]], hdr[o->keys[k]]);
 		}
@@ -269,6 +284,9 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 					sbuf_json_str(&b, pfunc_sym(f, sym, sizeof(sym)));
 					sbuf_printf(&b, ",\"kernel\":%s", f->kernel ? "true" : "false");
 					break;
+				/* null: samples outside any OTel context */
+				case SK_TRACE: json_id(&b, "trace_id", r->rep->otel.trace_id); break;
+				case SK_SPAN: json_id(&b, "span_id", r->rep->otel.span_id); break;
 				default: break;
 				}
 			}
@@ -288,6 +306,8 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			case SK_TID: fprintf(out, "  %8u", r->rep->tid); break;
 			case SK_DSO: fprintf(out, "  %-20s", f->dso); break;
 			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
+			case SK_TRACE: fprintf(out, "  %-32s", r->rep->otel.trace_id ?: "-"); break;
+			case SK_SPAN: fprintf(out, "  %-16s", r->rep->otel.span_id ?: "-"); break;
 			default: break;
 			}
 		}

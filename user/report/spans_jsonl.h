@@ -17,6 +17,8 @@ struct ext_span {
 	char name[128];
 	char trace_id[128]; /* the JSON value as written (string with quotes, or number), or "" */
 	char span_id[128];
+	/* OTLP JSON: times on CLOCK_REALTIME; tid unknown (no thread.id) until placed by pid and window */
+	__u8 realtime, no_tid;
 };
 
 /* Parses a whole file's text; on error, err says which line and why. */

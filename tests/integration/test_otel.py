@@ -1,0 +1,282 @@
+# SPDX-License-Identifier: GPL-2.0
+"""OTEP 4947 thread context read in BPF, for real: processes that publish it
+with include/otel_thread_ctx.h (the workload, and a client built here with
+each TLS model of a shared object) are recorded with --otel; the spans found
+must be the ones the process published, with its ids, and hold its samples."""
+import json
+import os
+import re
+import shutil
+import time
+
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
+from pprof_decode import decode
+
+FREQ = 999
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.path.join(HERE, "..", "..", "include")
+
+
+def record_otel(cmd, d=None):
+    d = d or tmpdir()
+    out = os.path.join(d, "otel.data")
+    p = spanperf("record", "--otel", "-F", str(FREQ), "-o", out, "--", *cmd)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
+    return out, p
+
+
+def otel_spans(path, tid):
+    p = spanperf("report", "-i", path, "--spans", "--format", "json", "--bpf-samples")
+    if p.returncode == 1 and "has no spans" in p.stderr:
+        return []
+    assert p.returncode == 0, p.stderr
+    return [s for s in json_lines(p.stdout) if s["source"] == "otel" and s["tid"] == tid]
+
+
+def check_spans(spans, truth, tolerance=0.15):
+    """Every published span found once, with its ids, its samples and its window."""
+    period = 1e9 / FREQ
+    by_id = {s["span_id"]: s for s in spans}
+    assert len(by_id) == len(spans), "a span id twice: %s" % [s["span_id"] for s in spans]
+    missing = [t["span_id"] for t in truth if t["span_id"] not in by_id]
+    # A span of a few samples may have none when the thread was preempted: allow one in 20.
+    assert len(missing) <= len(truth) // 20, "%d of %d spans not found: %s" % (len(missing), len(truth), missing[:5])
+    for t in truth:
+        s = by_id.get(t["span_id"])
+        if not s:
+            continue
+        assert s["trace_id"] == t["trace_id"], (s, t)
+        assert s["name"] == "otel", s
+        # Seen from the first sample inside to one period after the last.
+        assert t["start_ns"] - period <= s["start_ns"] and s["end_ns"] <= t["end_ns"] + period, (s, t)
+        assert abs(s["samples"] - s["bpf_samples"]) <= 1, s
+    total = sum(s["samples"] for s in spans)
+    expected = sum(t["cpu_ns"] for t in truth) / 1e9 * FREQ
+    assert abs(total - expected) <= tolerance * expected, "%d samples in spans for %.0f expected" % (total, expected)
+
+
+@test
+def test_otel_spans_from_the_workloads_thread_context():
+    need_bpf()
+    d = tmpdir()
+    truth_file = os.path.join(d, "truth.jsonl")
+    path, p = record_otel([WORKLOAD, "otel", "40", "10000", truth_file], d)
+    assert "1 processes publish thread context (1 local-exec" in p.stderr, p.stderr
+    w = json_lines(p.stdout)[0]
+    truth = json_lines(open(truth_file).read())
+    check_spans(otel_spans(path, w["tid"]), truth)
+    # perf reads the file, otel spans and all, without a word on stderr.
+    out = perf_clean(["script", "-F", "comm,tid,event"], path)
+    assert "spanperf:otel" in out
+
+
+@test
+def test_otel_sort_by_span_and_pprof_labels():
+    need_bpf()
+    d = tmpdir()
+    truth_file = os.path.join(d, "truth.jsonl")
+    path, p = record_otel([WORKLOAD, "otel", "20", "10000", truth_file], d)
+    w = json_lines(p.stdout)[0]
+    spans = {s["span_id"]: s for s in otel_spans(path, w["tid"])}
+    r = spanperf("report", "-i", path, "--sort", "tid,trace,span", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = [x for x in json_lines(r.stdout) if x["tid"] == w["tid"] and x["span_id"]]
+    # Each span's row holds exactly the samples its span joined.
+    assert {x["span_id"]: x["samples"] for x in rows} == {k: s["samples"] for k, s in spans.items()}
+    assert all(x["trace_id"] == spans[x["span_id"]]["trace_id"] for x in rows)
+    text = spanperf("report", "-i", path, "--sort", "span,sym")
+    assert text.returncode == 0 and "Span" in text.stdout, text.stderr
+    pb = os.path.join(d, "p.pb.gz")
+    assert spanperf("report", "-i", path, "--pprof", pb).returncode == 0
+    prof = decode(pb)
+    strs = prof["strings"]
+    labelled = {}
+    for smp in prof["sample"]:
+        lab = {strs[l[1]]: strs[l[2]] if 2 in l else l.get(3) for l in smp["labels"]}
+        if "span_id" in lab and lab.get("tid") == w["tid"]:
+            labelled[lab["span_id"]] = labelled.get(lab["span_id"], 0) + smp["value"][0]
+    assert labelled == {k: s["samples"] for k, s in spans.items()}, (labelled, spans)
+
+
+def build_client(d, lib_flags):
+    src = os.path.join(HERE, "otel_client.c")
+    run(["cc", "-O1", "-fno-omit-frame-pointer", "-fPIC", "-shared", "-DLIB", "-iquote", INCLUDE] + lib_flags +
+        [src, "-o", os.path.join(d, "libotelclient.so")], check=True)
+    exe = os.path.join(d, "otel_client")
+    run(["cc", "-O1", src, "-L" + d, "-lotelclient", "-Wl,-rpath," + d, "-o", exe], check=True)
+    return exe
+
+
+def client_models(lib_flags, model):
+    need_bpf()
+    d = tmpdir()
+    exe = build_client(d, lib_flags)
+    truth_file = os.path.join(d, "truth.jsonl")
+    path, p = record_otel([exe, "good", "30", "10000", truth_file], d)
+    assert "1 %s" % model in p.stderr, p.stderr
+    w = json_lines(p.stdout)[0]
+    check_spans(otel_spans(path, w["tid"]), json_lines(open(truth_file).read()))
+
+
+@test
+def test_otel_shared_object_tlsdesc():
+    client_models(["-mtls-dialect=gnu2"], "tlsdesc")
+
+
+@test
+def test_otel_shared_object_general_dynamic():
+    client_models(["-mtls-dialect=gnu", "-ftls-model=global-dynamic"], "general-dynamic")
+
+
+@test
+def test_otel_shared_object_initial_exec():
+    client_models(["-ftls-model=initial-exec"], "initial-exec")
+
+
+@test
+def test_otel_bad_records_are_counted_not_spans():
+    need_bpf()
+    d = tmpdir()
+    exe = build_client(d, ["-mtls-dialect=gnu2"])
+    for mode, what in (("invalid", "mid-update"), ("badptr", "unreadable")):
+        path, p = record_otel([exe, mode, "20", "10000"], d)
+        w = json_lines(p.stdout)[0]
+        assert otel_spans(path, w["tid"]) == [], mode
+        line = [l for l in p.stderr.splitlines() if "unreadable" in l]
+        assert line, p.stderr
+        n = int(line[0].split("found the context unreadable")[0].split()[-2]) if mode == "badptr" else \
+            int(line[0].split("mid-update")[0].split(",")[-1].split()[0])
+        assert n >= 100, "%s: %s" % (mode, line[0])
+
+
+def to_otlp(spans, offset, with_tid):
+    """spanperf JSON lines (CLOCK_MONOTONIC) as the Collector's file exporter writes OTLP JSON."""
+    out = []
+    for i, s in enumerate(spans):
+        attrs = [{"key": "thread.id", "value": {"intValue": str(s["tid"])}}] if with_tid else []
+        out.append({"traceId": "%032x" % (0xabc000 + i // 10), "spanId": "%016x" % (0x5000 + i),
+                    "parentSpanId": "", "name": s["name"], "kind": 1,
+                    "startTimeUnixNano": str(s["start_ns"] + offset), "endTimeUnixNano": str(s["end_ns"] + offset),
+                    "attributes": attrs, "status": {}})
+    pid = spans[0]["pid"]
+    req = {"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "workload"}},
+        {"key": "process.pid", "value": {"intValue": str(pid)}}]},
+        "scopeSpans": [{"scope": {"name": "test"}, "spans": out}]}]}
+    return json.dumps(req) + "\n"
+
+
+def clock_offset():
+    """CLOCK_REALTIME - CLOCK_MONOTONIC now, read back to back."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+@test
+def test_annotate_otlp_json_with_and_without_thread_id():
+    need_bpf()
+    d = tmpdir()
+    ext = os.path.join(d, "calls.jsonl")
+    data = os.path.join(d, "calls.data")
+    p = spanperf("record", "-F", str(FREQ), "-o", data, "--", WORKLOAD, "calls", "50", "5", ext)
+    assert p.returncode == 0, p.stderr
+    spans = json_lines(open(ext).read())
+    base = spanperf("annotate", "--spans", ext, "-i", data, "--format", "json")
+    assert base.returncode == 0, base.stderr
+    want = [s["samples"] for s in json_lines(base.stdout)]
+    assert sum(want) > 0
+    for with_tid in (True, False):
+        otlp = os.path.join(d, "spans-%d.json" % with_tid)
+        with open(otlp, "w") as f:
+            f.write(to_otlp(spans, clock_offset(), with_tid))
+        a = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "json")
+        assert a.returncode == 0, a.stderr
+        rows = json_lines(a.stdout)
+        assert len(rows) == len(spans), (with_tid, len(rows), a.stderr)
+        assert all(r["tid"] == spans[0]["tid"] for r in rows)
+        # The offset the test read and the one record kept differ by microseconds: a sample
+        # right on the boundary of two back-to-back spans may go to the other one.
+        got = [r["samples"] for r in rows]
+        assert all(abs(x - y) <= 1 for x, y in zip(got, want)), (with_tid, got, want)
+        assert abs(sum(got) - sum(want)) <= 2, (with_tid, got, want)
+        assert rows[0]["trace_id"] == "%032x" % 0xabc000 and rows[3]["span_id"] == "%016x" % 0x5003, rows[0]
+
+    # Back out as OTLP JSON: hex ids, int64 as strings, unix times; and in again, the same samples.
+    out = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "otlp-json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rs = doc["resourceSpans"]
+    assert len(rs) == 1 and rs[0]["resource"]["attributes"][0]["value"]["intValue"] == str(spans[0]["pid"])
+    o = rs[0]["scopeSpans"][0]["spans"]
+    assert len(o) == len(spans)
+    for s in o:
+        assert re.fullmatch(r"[0-9a-f]{32}", s["traceId"]) and re.fullmatch(r"[0-9a-f]{16}", s["spanId"]), s
+        assert isinstance(s["startTimeUnixNano"], str) and int(s["startTimeUnixNano"]) > 1.6e18, s
+        a = {x["key"]: x["value"] for x in s["attributes"]}
+        assert isinstance(a["perf.cpu.samples"]["intValue"], str)
+        assert a["thread.id"]["intValue"] == str(spans[0]["tid"])
+        assert "perf.task_clock_ms" in a and "perf.top_functions" in a, a
+    back = os.path.join(d, "back.json")
+    with open(back, "w") as f:
+        f.write(out.stdout)
+    again = spanperf("annotate", "--spans", back, "-i", data, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert [r["samples"] for r in json_lines(again.stdout)] == got
+
+
+@test
+def test_annotate_malformed_otlp_json_is_one_sentence():
+    d = tmpdir()
+    data = os.path.join(d, "x.data")
+    p = spanperf("record", "-F", "99", "-o", data, "--", "/bin/true")
+    if p.returncode != 0:
+        need_bpf()
+    for text in ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"ab"', '{"resourceSpans":[1,]}',
+                 '{"resourceSpans":' + "[" * 100000):
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write(text)
+        a = spanperf("annotate", "--spans", bad, "-i", data)
+        assert a.returncode == 1 and a.stdout == "", (text[:40], a.returncode, a.stderr)
+        assert len(a.stderr.strip().splitlines()) == 1 and "not OTLP JSON" in a.stderr, a.stderr
+
+
+NODE_DIR = os.path.join(HERE, "..", "..", "build", "otel-node")
+
+
+def node_client():
+    """The Node OpenTelemetry SDK from npm, installed once into build/otel-node."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        raise Skip("node and npm are not installed (tools/deps.sh installs them)")
+    src = os.path.join(HERE, "otel_node")
+    os.makedirs(NODE_DIR, exist_ok=True)
+    for f in ("package.json", "app.js"):
+        shutil.copyfile(os.path.join(src, f), os.path.join(NODE_DIR, f))
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "@opentelemetry", "sdk-trace-node")):
+        p = run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, timeout=600)
+        if p.returncode != 0:
+            raise Skip("npm install of the OpenTelemetry SDK failed (registry unreachable?): %s" %
+                       (p.stderr.strip().splitlines() or ["?"])[-1])
+    return os.path.join(NODE_DIR, "app.js")
+
+
+@test
+def test_real_otel_sdk_spans_annotated():
+    """Spans of the real Node SDK, annotated: samples in each match the CPU it used within 15%."""
+    need_bpf()
+    app = node_client()
+    d = tmpdir()
+    otlp = os.path.join(d, "spans.json")
+    data = os.path.join(d, "node.data")
+    p = spanperf("record", "-F", str(FREQ), "-o", data, "--", "node", app, otlp, "9", "100")
+    assert p.returncode == 0, p.stderr
+    truth = {t["span_id"]: t["cpu_ns"] for t in json_lines(p.stdout)}
+    assert len(truth) == 9, p.stdout
+    a = spanperf("annotate", "--spans", otlp, "-i", data, "--format", "json")
+    assert a.returncode == 0, a.stderr
+    rows = json_lines(a.stdout)
+    assert sorted(r["span_id"] for r in rows) == sorted(truth), rows
+    for r in rows:
+        expected = truth[r["span_id"]] / 1e9 * FREQ
+        assert abs(r["samples"] - expected) <= 0.15 * expected, "span %s: %d samples for %.0f expected" % (
+            r["span_id"], r["samples"], expected)
+        assert r["top"], r

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "libbpf_setup.h"
+#include "otel_record.h"
+#include "otel_tls.h"
+#include "span_codec.h"
+#include "spanperf.h"
+
+#define SCAN_EVERY_NS 1000000000ull
+#define CMD_WATCH_NS 2000000000ull
+#define EVENTS_RING_BYTES (1u << 20)
+#define MAX_RECIPES 4096
+
+enum proc_state { PROC_NONE, PROC_AGAIN, PROC_DONE };
+
+/* A process looked at: its executable when we did, so an exec is seen as a change. */
+struct proc {
+	int pid;
+	enum proc_state state;
+	char *exe;
+};
+
+struct otel_record {
+	struct otel_record_opts o;
+	struct ring_buffer *rb;
+	struct proc *procs;
+	size_t nprocs, cap;
+	__u64 last_scan, spans;
+	__u64 cmd_watch_until; /* the command is looked at every tick until then */
+	long write_err;
+	unsigned long found[OTEL_TLS_GD + 1], unusable, again;
+};
+
+void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
+			   __u64 max_threads)
+{
+	bpf_map__set_max_entries(recipes, on ? MAX_RECIPES : 1);
+	bpf_map__set_max_entries(state, on ? max_threads : 1);
+	/* A ring buffer is at least a page. */
+	bpf_map__set_max_entries(events, on ? EVENTS_RING_BYTES : (__u32)sysconf(_SC_PAGESIZE));
+}
+
+static void ctx_bytes(const struct sp_otel_ctx *c, struct span_rec *r)
+{
+	memcpy(r->trace_id, c->trace_id, 16);
+	memcpy(r->span_id, &c->span_id, 8);
+}
+
+static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
+{
+	struct span_rec rec = {
+		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(rec),
+		.start_ns = st->start_ns, .end_ns = end < st->start_ns ? st->start_ns : end,
+		.samples = st->samples, .pid = st->pid, .tid = tid, .cpu = cpu, .idx = r->o.idx,
+		.flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL,
+	};
+	char buf[512];
+	long n;
+
+	ctx_bytes(&st->ctx, &rec);
+	n = span_codec_write(buf, sizeof(buf), r->o.attr, &rec);
+	if (n < 0)
+		return n;
+	r->spans++;
+	return pd_writer__write(r->o.w, buf, n);
+}
+
+/* The context ended where the next one was first seen, or one period after its last sample. */
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct otel_record *r = ctx;
+	const struct sp_otel_event *e = data;
+	__u64 end;
+	int err;
+
+	if (size < sizeof(*e))
+		return 0;
+	end = e->prev.last_ns + r->o.period_ns;
+	if (end >= e->time)
+		end = e->time - 1;
+	err = write_span(r, &e->prev, e->tid, e->cpu, end);
+	if (err) {
+		r->write_err = err;
+		return err;
+	}
+	return 0;
+}
+
+int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
+{
+	struct otel_record *r = calloc(1, sizeof(*r));
+	int err;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->o = *o;
+	r->cmd_watch_until = now_ns(CLOCK_MONOTONIC) + CMD_WATCH_NS;
+	r->rb = ring_buffer__new(o->events_fd, on_event, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+static struct proc *proc_get(struct otel_record *r, int pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	if (array_reserve((void **)&r->procs, &r->cap, r->nprocs, sizeof(*r->procs)))
+		return NULL;
+	r->procs[r->nprocs] = (struct proc){ .pid = pid };
+	return &r->procs[r->nprocs++];
+}
+
+/* Looks at pid again if it is new, exec'ed since, or was not relocated yet. */
+static void visit(struct otel_record *r, int pid)
+{
+	char link[64], exe[PATH_MAX];
+	struct sp_otel_recipe recipe;
+	enum otel_tls_model model;
+	struct proc *p;
+	ssize_t n;
+	__u32 key = pid;
+	int err;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return; /* a kernel thread, or gone */
+	exe[n] = 0;
+	p = proc_get(r, pid);
+	if (!p)
+		return;
+	/*
+	 * The command is looked at every tick for its first seconds: the
+	 * dynamic linker, or a dlopen at start-up, may bring the publisher in.
+	 */
+	if (p->exe && !strcmp(p->exe, exe) && p->state != PROC_AGAIN &&
+	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until))
+		return;
+	free(p->exe);
+	p->exe = strdup(exe);
+	err = otel_tls_recipe(pid, &recipe, &model);
+	if (err == -EAGAIN) {
+		p->state = PROC_AGAIN;
+		r->again++;
+		return;
+	}
+	p->state = err ? PROC_NONE : PROC_DONE;
+	if (err) {
+		/* An exec away from a publisher, or a publisher no reader can follow. */
+		bpf_map_delete_elem(r->o.recipes_fd, &key);
+		if (err != -ENOENT && err != -ESRCH) {
+			r->unusable++;
+			pr_warn("otel: process %d (%s) exports %s but its thread context cannot be read (%s%s%s)", pid,
+				exe, OTEL_TLS_SYMBOL, model ? otel_tls_model_name(model) : "", model ? ": " : "",
+				strerror(-err));
+		}
+		return;
+	}
+	if (bpf_map_update_elem(r->o.recipes_fd, &key, &recipe, BPF_ANY)) {
+		pr_warn("otel: no room for process %d's recipe (%d processes at most)", pid, MAX_RECIPES);
+		return;
+	}
+	r->found[model]++;
+	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
+		 recipe.kind == SP_OTEL_TP ? "tp" : "dtv", (long long)recipe.off, (unsigned long long)recipe.modid);
+}
+
+int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns)
+{
+	__u64 until = now_ns(CLOCK_MONOTONIC) + timeout_ns;
+	struct proc *p;
+
+	if (!r->o.cmd_pid)
+		return 0;
+	/*
+	 * Until it publishes, or the time is up: the dynamic linker maps and
+	 * relocates a publishing library some time after the exec.
+	 */
+	do {
+		visit(r, r->o.cmd_pid);
+		p = proc_get(r, r->o.cmd_pid);
+		if (!p || p->state == PROC_DONE)
+			return 0;
+		usleep(500);
+	} while (now_ns(CLOCK_MONOTONIC) < until);
+	return -ETIMEDOUT;
+}
+
+int otel_record__tick(struct otel_record *r, __u64 now)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (r->o.cmd_pid && now < r->cmd_watch_until)
+		visit(r, r->o.cmd_pid);
+	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
+		return 0;
+	r->last_scan = now;
+	if (r->o.pids) {
+		for (int i = 0; i < r->o.pids->n; i++)
+			visit(r, r->o.pids->v[i]);
+		return 0;
+	}
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (!*end && pid > 0)
+			visit(r, pid);
+	}
+	closedir(d);
+	return 0;
+}
+
+long otel_record__consume(struct otel_record *r)
+{
+	__u64 before = r->spans;
+	int n = ring_buffer__consume(r->rb);
+
+	if (r->write_err)
+		return r->write_err;
+	return n < 0 ? n : (long)(r->spans - before);
+}
+
+long otel_record__flush(struct otel_record *r)
+{
+	__u32 key, next, *prev = NULL;
+	__u64 before;
+	long n = otel_record__consume(r);
+
+	if (n < 0)
+		return n;
+	before = r->spans;
+	while (!bpf_map_get_next_key(r->o.state_fd, prev, &next)) {
+		struct sp_otel_state st;
+		int err;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(r->o.state_fd, &key, &st) ||
+		    !(st.ctx.span_id || st.ctx.trace_id[0] || st.ctx.trace_id[1]))
+			continue;
+		err = write_span(r, &st, key, 0, st.last_ns + r->o.period_ns);
+		if (err)
+			return err;
+	}
+	return r->spans - before;
+}
+
+void otel_record__report(struct otel_record *r)
+{
+	__u64 fault = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_FAULT);
+	__u64 invalid = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_INVALID);
+	__u64 lost = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_LOST);
+	unsigned long procs = 0;
+
+	for (int m = 0; m <= OTEL_TLS_GD; m++)
+		procs += r->found[m];
+	pr_info("otel: %lu processes publish thread context (%lu local-exec, %lu initial-exec, %lu tlsdesc, %lu general-dynamic); "
+		"%llu spans",
+		procs, r->found[OTEL_TLS_EXEC], r->found[OTEL_TLS_IE], r->found[OTEL_TLS_DESC], r->found[OTEL_TLS_GD],
+		(unsigned long long)r->spans);
+	if (fault || invalid)
+		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
+			"those samples kept the thread's previous context",
+			(unsigned long long)fault, (unsigned long long)invalid);
+	if (lost)
+		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
+}
+
+__u64 otel_record__spans(const struct otel_record *r)
+{
+	return r ? r->spans : 0;
+}
+
+void otel_record__free(struct otel_record *r)
+{
+	if (!r)
+		return;
+	ring_buffer__free(r->rb);
+	for (size_t i = 0; i < r->nprocs; i++)
+		free(r->procs[i].exe);
+	free(r->procs);
+	free(r);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * record --otel: the user-space half of reading OTEP 4947 thread context.
+ * It finds the processes that publish otel_thread_ctx_v1 (at start, then
+ * new and exec'ed ones on each tick), hands the sampling program a recipe
+ * per process, and turns the contexts BPF saw end into spans of the source
+ * `otel` in the perf.data: one span per run of samples with the same
+ * context on a thread, from its first sample to its last plus one period.
+ */
+#ifndef SP_OTEL_RECORD_H
+#define SP_OTEL_RECORD_H
+
+#include <stdbool.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+
+#include "perf_data.h"
+#include "util.h"
+
+struct bpf_map;
+struct otel_record;
+
+/* Sizes the sampling program's otel maps, between open and load: 1 entry each when off. */
+void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
+			   __u64 max_threads);
+
+struct otel_record_opts {
+	int recipes_fd, state_fd, events_fd, stats_fd;
+	const struct int_list *pids; /* -p: only these; NULL: every process */
+	int cmd_pid;		     /* -- CMD's pid, watched at every tick; 0 if none */
+	__u64 period_ns;	     /* the sampling interval: a span ends one after its last sample */
+	struct pd_writer *w;
+	const struct perf_event_attr *attr; /* the span attr layout */
+	__u16 idx;			    /* the otel span attr's index (id SPAN_ID_BASE + idx) */
+};
+
+int otel_record__new(struct otel_record **out, const struct otel_record_opts *o);
+/* Finds processes new since the last full scan (one a second) and the command's. */
+int otel_record__tick(struct otel_record *r, __u64 now);
+/*
+ * Right after the command was let go: waits, up to timeout_ns, until it
+ * publishes and its recipe is in place, so that its first spans are not
+ * missed.  -ETIMEDOUT if not by then (later ticks go on looking).
+ */
+int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns);
+/* Writes the spans whose context ended; how many, or -errno. */
+long otel_record__consume(struct otel_record *r);
+/* At the end: the contexts still open become spans too. */
+long otel_record__flush(struct otel_record *r);
+/* What was found and what could not be read, for the record summary. */
+void otel_record__report(struct otel_record *r);
+__u64 otel_record__spans(const struct otel_record *r);
+void otel_record__free(struct otel_record *r);
+
+#endif

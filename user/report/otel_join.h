@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Samples grouped by the OpenTelemetry context they ran in.  record --otel
+ * writes each run of a thread's samples under one context as a span of the
+ * source `otel`, stamped with its end, so a reader meets a span after its
+ * samples: the profile notes each sample (thread, time, stack) as it goes,
+ * and this join gives every sample the trace and span ids of the otel span
+ * around it once all spans are read.
+ */
+#ifndef SP_OTEL_JOIN_H
+#define SP_OTEL_JOIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "span_codec.h"
+#include "util.h"
+
+/* What a sample ran in; the ids are lower-case hex, pooled: compare pointers. */
+struct otel_ids {
+	const char *trace_id, *span_id;
+};
+
+struct otel_join;
+
+struct otel_join *otel_join__new(void);
+/* Keeps an otel span (other sources are ignored); 0 or -ENOMEM. */
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r);
+/* Notes a sample of stack `stack` (the caller's index); 0 or -ENOMEM. */
+int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stack, __u64 period);
+bool otel_join__has_spans(const struct otel_join *j);
+
+/* One (stack, context) pair of the join's result, with its samples. */
+struct otel_fold {
+	__u32 stack;
+	struct otel_ids ids; /* NULL ids: no context */
+	__u64 count, period;
+};
+
+/*
+ * Every sample noted, given its context, folded by (stack, context) in
+ * stack order: an array the caller frees, and its length in *n.
+ */
+int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n);
+void otel_join__free(struct otel_join *j);
+
+/* Lower-case hex of n bytes into buf (2n + 1 bytes). */
+void otel_hex(char *buf, const __u8 *p, size_t n);
+
+#endif
