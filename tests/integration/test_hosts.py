@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from harness import WORKLOAD, Skip, json_lines, need_bpf, perf_script_samples, spanperf, test, tmpdir
+from harness import ROOT, WORKLOAD, Skip, json_lines, need_bpf, perf_script_samples, spanperf, test, tmpdir
 from test_session import perf_rows, perf_rows_home, plt_folded, spanperf_rows
 
 
@@ -319,8 +319,8 @@ def test_two_builds_of_one_program_are_rows_as_in_perf():
              "c": ["-O0", "-Wl,--build-id=0x3333aaaa"]}
     for name, extra in flags.items():
         os.makedirs(os.path.join(d, name))
-        subprocess.run(["cc", "-g", "-fno-omit-frame-pointer", "-fno-inline"] + extra +
-                       [src, "-o", os.path.join(d, name, "wl"), "-lpthread"], check=True)
+        subprocess.run(["cc", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-iquote", os.path.join(ROOT, "include")]
+                       + extra + [src, "-o", os.path.join(d, name, "wl"), "-lpthread"], check=True)
     path = os.path.join(d, "two.data")
     spanperf("record", "-F", "999", "-o", path, "--", "sh", "-c",
              "cd %s && a/wl spin 300 & cd %s && b/wl spin 300 & cd %s && c/wl spin 300 & wait" % (d, d, d),
