@@ -16,6 +16,7 @@ import test_session  # noqa: E402,F401
 import test_otel  # noqa: E402,F401
 import test_offcpu  # noqa: E402,F401
 import test_dwarf  # noqa: E402,F401
+import test_hosts  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv))

@@ -32,6 +32,12 @@ def perf_leaf_counts(path):
     return collections.Counter(s["frames"][0].split("+")[0] for s in perf_script_samples(path) if s["frames"])
 
 
+def frameless(path):
+    """Samples perf script prints no frame for (an empty call chain, seen on the host's other
+    processes), where perf report and our table take the sample's ip: they may be anywhere."""
+    return sum(1 for s in perf_script_samples(path) if not s["frames"])
+
+
 def strip_offset(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
@@ -45,10 +51,11 @@ def test_table_agrees_with_perf_script():
     for r in rows:
         # perf report prints an address no symbol covers; perf script says [unknown].
         mine["[unknown]" if re.match(r"^0x[0-9a-f]{16}$", r["sym"]) else r["sym"]] += r["samples"]
-    assert sum(mine.values()) == sum(theirs.values()), (sum(mine.values()), sum(theirs.values()))
+    nf = frameless(path)
+    assert sum(mine.values()) == sum(theirs.values()) + nf, (sum(mine.values()), sum(theirs.values()), nf)
     for sym, n in theirs.items():
         if n * 100 >= sum(theirs.values()):  # every function of 1% or more
-            assert mine.get(sym) == n, "%s: spanperf %s, perf script %d" % (sym, mine.get(sym), n)
+            assert n <= mine.get(sym, 0) <= n + nf, "%s: spanperf %s, perf script %d" % (sym, mine.get(sym), n)
     assert mine["spin_0"] > 300 and mine["spin_1"] > 180
 
 
@@ -125,13 +132,16 @@ def test_folded_stacks():
         frames = stack.split(";")
         total += int(n)
         leaf[frames[-1]] += int(n)
-        if frames[-1] in ("spin_0", "spin_1"):
-            assert frames[0] == "workload" and frames[-2].startswith("caller_"), line
+        # Only the workload's own: the recording is of the whole host, where another copy may spin
+        # (a container's ctr-wl, named from the build-id cache).
+        if frames[-1] in ("spin_0", "spin_1") and frames[0] == "workload":
+            assert frames[-2].startswith("caller_"), line
     assert total == len(samples), "folded counts sum to %d, the file has %d samples" % (total, len(samples))
     theirs = collections.Counter(strip_offset(s["frames"][0]) for s in samples if s["frames"])
+    nf = sum(1 for s in samples if not s["frames"])
     for sym, n in theirs.items():
         if not sym.startswith("[unknown]"):
-            assert leaf[sym] == n, "%s: folded %d, perf script %d" % (sym, leaf[sym], n)
+            assert n <= leaf[sym] <= n + nf, "%s: folded %d, perf script %d (%d frameless)" % (sym, leaf[sym], n, nf)
 
 
 @test
@@ -195,12 +205,24 @@ def test_jit_frames_from_perf_map():
     need_bpf()
     path = os.path.join(tmpdir(), "j.data")
     p = spanperf("record", "-o", path, "--", WORKLOAD, "jit", "300", check=True)
+    perf_map = json_lines(p.stdout)[0]["map"]
+    pid = int(re.search(r"perf-(\d+)\.map", perf_map).group(1))
     try:
         rows = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+        theirs = perf_clean(["report", "--stdio", "--no-children", "-n", "-t", "\t", "--sort", "comm,dso,sym",
+                             "--comm", "workload"], path)
     finally:
-        os.unlink(json_lines(p.stdout)[0]["map"])
+        os.unlink(perf_map)
+    # perf's name for the perf map's dso, found or not (dsos.c's dso__set_basename).
     jit = [r for r in rows if r["sym"] == "jitted_loop"]
-    assert jit and jit[0]["samples"] > 200 and jit[0]["dso"].startswith("perf-"), rows[:3]
+    dso = "[JIT] tid %d" % pid
+    assert jit and jit[0]["samples"] > 200 and jit[0]["dso"] == dso, rows[:3]
+    perf_rows = [[f.strip() for f in l.split("\t")] for l in theirs.splitlines() if not l.startswith("#")]
+    assert [str(jit[0]["samples"]), dso, "[.] jitted_loop"] in [r[1:] for r in perf_rows], theirs[-800:]
+    # Once the map is gone: the same dso, each address its own row, as perf prints it.
+    rows_gone = json_lines(spanperf("report", "-i", path, "--format", "json", check=True).stdout)
+    gone = [r for r in rows_gone if r["dso"] == dso]
+    assert gone and all(re.match(r"^0x[0-9a-f]{16}$", r["sym"]) for r in gone), gone[:3]
 
 
 def copy_workload(d, name="wl"):
@@ -215,8 +237,9 @@ def test_changed_binary_is_not_mis_symbolized():
     d = tmpdir()
     wl = copy_workload(d)
     path = os.path.join(d, "c.data")
-    # A cache of its own: a copy of this build id kept by another test would name it (rightly).
-    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    # Caches of its own (spanperf's, and perf's $HOME/.debug): a copy of this build id kept by
+    # another run would name it (rightly).
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"), HOME=d)
     spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
     before = json_lines(spanperf("report", "-i", path, "--format", "json", env=env, check=True).stdout)
     assert any(r["sym"] == "spin_0" for r in before)

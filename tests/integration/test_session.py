@@ -29,6 +29,16 @@ def perf_rows(path, keys):
     return rows
 
 
+def perf_rows_home(path, keys, home):
+    """perf_rows with $HOME/.debug, perf's build-id cache, under home."""
+    old = os.environ.get("HOME")
+    os.environ["HOME"] = home
+    try:
+        return perf_rows(path, keys)
+    finally:
+        os.environ["HOME"] = old or "/root"
+
+
 def spanperf_rows(path, keys, env=None):
     rows = collections.Counter()
     out = spanperf("report", "-i", path, "--sort", keys, "--format", "json", env=env, check=True).stdout
@@ -144,13 +154,15 @@ def test_real_programs_agree_with_perf():
 @test
 def test_container_binary_named_from_the_build_id_cache():
     """A binary that exists only in its own mount namespace (unshare -m, a
-    tmpfs on /mnt): perf cannot name its frames, spanperf names them from
-    the copy record kept by build id; with -N it keeps none."""
+    tmpfs on /mnt): alone, perf cannot name its frames; spanperf names them
+    from the copy record kept by build id, and so does perf once record has
+    entered that copy in perf's ~/.debug; with -N neither."""
     need_bpf()
     if not shutil.which("unshare"):
         raise Skip("unshare is not installed")
     d = tmpdir()
-    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    # HOME too: record enters its copies in $HOME/.debug, which is the machine's otherwise.
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"), HOME=d)
     script = os.path.join(d, "ctr.sh")
     with open(script, "w") as f:
         f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\nexec /mnt/ctr-wl spin 400\n')
@@ -160,20 +172,18 @@ def test_container_binary_named_from_the_build_id_cache():
     rows = spanperf_rows(path, "comm,dso,sym", env)
     mine = rows.get(("ctr-wl", "ctr-wl", "spin_0"), 0)
     assert mine > 0.8 * 0.4 * 999, rows.most_common(5)
-    # perf with an empty build-id cache ($HOME/.debug: perf record elsewhere may have cached this build).
-    home = os.environ.get("HOME")
-    os.environ["HOME"] = d
-    try:
-        theirs = perf_rows(path, "comm,dso,sym")
-    finally:
-        os.environ["HOME"] = home or "/root"
-    assert not theirs.get(("ctr-wl", "ctr-wl", "spin_0")), "perf names it too now: %s" % theirs.most_common(3)
+    # perf with record's ~/.debug: the same count; with an empty one: no name.
+    theirs = perf_rows_home(path, "comm,dso,sym", d)
+    assert theirs.get(("ctr-wl", "ctr-wl", "spin_0")) == mine, (mine, theirs.most_common(3))
+    theirs = perf_rows_home(path, "comm,dso,sym", os.path.join(d, "cache"))
+    assert not theirs.get(("ctr-wl", "ctr-wl", "spin_0")), "perf names it alone: %s" % theirs.most_common(3)
     p = spanperf("report", "-v", "-i", path, env=env, check=True)
     assert "1 dsos read from the build-id cache" in p.stderr, p.stderr[-500:]
     # With -N nothing is kept, and the frames are addresses, never another file's names.
-    env["XDG_CACHE_HOME"] = os.path.join(d, "cache2")
+    env["XDG_CACHE_HOME"] = env["HOME"] = os.path.join(d, "cache2")
     path2 = os.path.join(d, "ctr2.data")
     spanperf("record", "-N", "-o", path2, "--", "unshare", "-m", "sh", script, WORKLOAD, env=env, check=True)
     assert not os.path.exists(os.path.join(d, "cache2", "spanperf", "buildid"))
+    assert not os.path.exists(os.path.join(d, "cache2", ".debug"))
     rows = spanperf_rows(path2, "comm,dso,sym", env)
     assert not rows.get(("ctr-wl", "ctr-wl", "spin_0")), rows.most_common(3)

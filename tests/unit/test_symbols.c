@@ -22,6 +22,20 @@ __attribute__((noinline)) int fixture_function_alpha(int x)
 	return x * 3 + 1;
 }
 
+/*
+ * A label in .text, as hand-written assembly leaves its entry points
+ * (NOTYPE, size 0): perf 6.1 names code by it, so must we.  And a data
+ * object, which perf reads too but which is no function to find by name.
+ */
+__asm__(".text\n"
+	".globl fixture_label_entry\n"
+	"fixture_label_entry:\n"
+	"	nop\n"
+	"	nop\n"
+	"	ret\n");
+extern char fixture_label_entry[];
+int fixture_data_object[16] = { 1 };
+
 /* Feeds this process's executable mappings as MMAP records would. */
 static void add_self_maps(struct symbolizer *s)
 {
@@ -101,6 +115,11 @@ static void test_resolve_self(void **state)
 	assert_string_equal(out.name, "fixture_function_alpha");
 	assert_int_equal(out.offset, 2);
 	assert_string_equal(out.dso, "test_symbols");
+	/* a label names the code after it, not the function before */
+	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_label_entry + 1, 1, false, &out);
+	assert_true(out.known);
+	assert_string_equal(out.name, "fixture_label_entry");
+	assert_int_equal(out.offset, 1);
 	/* libc through the same maps */
 	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fopen + 1, 1, false, &out);
 	assert_true(out.known);
@@ -153,6 +172,9 @@ static void test_find_function(void **state)
 	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_function_alpha", &off, NULL, 0), 0);
 	assert_true(off > 0);
 	assert_int_equal(symbols_find_function("/proc/self/exe", "no_such_function_here", &off, NULL, 0), -ENOENT);
+	/* read for perf's sake, but a variable is no place for a uprobe */
+	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_data_object", &off, NULL, 0), -ENOENT);
+	fixture_data_object[1] = fixture_data_object[0]; /* referenced, so kept */
 	assert_int_equal(symbols_find_function("/etc/hostname", "x", &off, NULL, 0), -ENOEXEC);
 	assert_true(symbols_load_elf_count("/proc/self/exe") > 10);
 }

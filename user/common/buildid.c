@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,6 +109,7 @@ void buildid_hex(const __u8 *id, __u8 size, char *out)
 /* Interned names: whole-host runs map the same libc thousands of times. */
 struct dso_set {
 	struct strpool names;
+	struct strpool foreign; /* "HEX NAME" of files seen in other mount namespaces */
 };
 
 struct dso_set *dso_set__new(void)
@@ -119,6 +122,7 @@ void dso_set__free(struct dso_set *s)
 	if (!s)
 		return;
 	strpool_free(&s->names);
+	strpool_free(&s->foreign);
 	free(s);
 }
 
@@ -128,6 +132,37 @@ int dso_set__add(struct dso_set *s, const char *filename)
 	if (filename[0] != '/' || filename[1] == '/' || !strncmp(filename, "/memfd:", 7))
 		return 0;
 	return strpool_intern(&s->names, filename, NULL) ? 0 : -ENOMEM;
+}
+
+int dso_set__add_foreign(struct dso_set *s, const char *filename, const __u8 *id, __u8 size)
+{
+	char key[2 * BUILD_ID_MAX + 2 + PATH_MAX];
+
+	if (!size || size > BUILD_ID_MAX || filename[0] != '/')
+		return 0;
+	buildid_hex(id, size, key);
+	snprintf(key + 2 * size, sizeof(key) - 2 * size, " %s", filename);
+	return strpool_intern(&s->foreign, key, NULL) ? 0 : -ENOMEM;
+}
+
+/* "HEX NAME" back to the id: 0, or -EINVAL for a key not of dso_set__add_foreign's making. */
+static int parse_foreign(const char *key, __u8 *id, __u8 *size, const char **name)
+{
+	const char *sp = strchr(key, ' ');
+	size_t n = sp ? (size_t)(sp - key) : 0;
+
+	if (!n || n % 2 || n / 2 > BUILD_ID_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(key + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		id[i] = v;
+	}
+	*size = n / 2;
+	*name = sp + 1;
+	return 0;
 }
 
 int dso_set__count(const struct dso_set *s)
@@ -169,6 +204,25 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 		if (strstr(name, " (deleted)"))
 			continue;
 		if (!buildid_from_file(name, id, &size))
+			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
+	}
+	/*
+	 * Containers' files: the build id the process saw, which perf
+	 * buildid-list and archive want; but only for a name the host has no
+	 * file of.  perf gives a name's dso the last build id listed for it,
+	 * and the host's processes map that dso: the container's id there
+	 * would have perf read the container's copy for the host's file.  Their
+	 * MMAP2 records carry the container's id either way.
+	 */
+	for (size_t i = 0; s && i < s->foreign.n && !err; i++) {
+		const char *name;
+		bool listed = false;
+
+		if (parse_foreign(s->foreign.str[i], id, &size, &name))
+			continue;
+		for (int k = 0; k < m->nr_build_ids && !listed; k++)
+			listed = !strcmp(m->build_ids[k].filename, name);
+		if (!listed)
 			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
 	}
 	return err;

@@ -33,6 +33,12 @@ struct dso_set;
 struct dso_set *dso_set__new(void);
 void dso_set__free(struct dso_set *s);
 int dso_set__add(struct dso_set *s, const char *filename);
+/*
+ * A file as a process in another mount namespace saw it: its build id, read
+ * while it ran, goes to the BUILD_ID feature too (the host's file of that
+ * name, if any, is another build).  Once per name and build id.
+ */
+int dso_set__add_foreign(struct dso_set *s, const char *filename, const __u8 *id, __u8 size);
 int dso_set__count(const struct dso_set *s);
 /* Appends the kernel's and each readable file's build id to m->build_ids. */
 int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m);

@@ -12,6 +12,7 @@
 #include "atomic_file.h"
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "perf_buildid.h"
 #include "util.h"
 
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
@@ -24,6 +25,7 @@ struct buildid_cache {
 	__u64 used, max;	/* bytes in the cache directory */
 	bool keep, measured;
 	unsigned kept, present, gone, denied, full, failed;
+	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
 struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes)
@@ -147,6 +149,15 @@ static int copy(struct buildid_cache *c, int in, const char *dest)
 	return e;
 }
 
+/* perf report finds the copy too (perf_buildid.h); perf's cache is a courtesy, never a failure. */
+static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy)
+{
+	if (perf_buildid_link(hex, path, copy))
+		c->unlinked++;
+	else
+		c->linked++;
+}
+
 void buildid_cache__exec(struct buildid_cache *c, __u32 pid)
 {
 	uint64_t *v = c ? u64_map_get(&c->ns, pid, false) : NULL;
@@ -190,6 +201,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	}
 	if (!access(dest, R_OK)) {
 		c->present++;
+		link_for_perf(c, hex, path, dest);
 		return 1;
 	}
 	fd = open_mapped(pid, start, end, path);
@@ -202,12 +214,14 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	}
 	e = copy(c, fd, dest);
 	close(fd);
-	if (!e)
+	if (!e) {
 		c->kept++;
-	else if (e == -ENOSPC || e == -EFBIG)
+		link_for_perf(c, hex, path, dest);
+	} else if (e == -ENOSPC || e == -EFBIG) {
 		c->full++;
-	else
+	} else {
 		c->failed++;
+	}
 	return 1;
 }
 
@@ -217,6 +231,6 @@ void buildid_cache__report(const struct buildid_cache *c)
 		return;
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
 		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
-		 "cache's bound, %u failed to write",
-		 c->kept, c->present, c->gone, c->denied, c->full, c->failed);
+		 "cache's bound, %u failed to write; %u entered in perf's ~/.debug, %u could not be",
+		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->linked, c->unlinked);
 }

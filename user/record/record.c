@@ -407,6 +407,7 @@ static void note_foreign(struct recorder *r, const struct perf_event_header *h, 
 	if (!buildid_cache__note(r->bcache, m->pid, m->start, m->start + m->len, m->filename, info.build_id,
 				 &info.build_id_size))
 		return;
+	dso_set__add_foreign(r->dsos, m->filename, info.build_id, info.build_id_size);
 	if (pd_trailer_parse(attr, h, h->size, &ts))
 		return;
 	n = pd_build_mmap2(buf, sizeof(buf), attr, &ts, PERF_RECORD_MISC_USER, m->pid, m->tid, m->start, m->len,

@@ -169,9 +169,10 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		}
 		info = (struct pd_mmap2_info){ .maj = m->maj, .min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags };
 		/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
-		if (m->prot & PROT_EXEC)
-			buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
-					    &info.build_id_size);
+		if ((m->prot & PROT_EXEC) &&
+		    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
+					&info.build_id_size) && sb->dsos)
+			dso_set__add_foreign(sb->dsos, m->path, info.build_id, info.build_id_size);
 		n = pd_build_mmap2(buf, PATH_MAX + 256, sb->attr, &ts, misc, pid, pid,
 				   m->start, m->end - m->start, m->pgoff, &info, m->path);
 		if (n < 0)

@@ -68,7 +68,8 @@ static int func_of(struct builder *b, const struct sym *s, __u64 ip, __u32 *out)
 	}
 	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
-	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel, addr };
+	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel, addr,
+						s->sym_start, s->sym_end };
 	if (hindex_add(&b->func_idx, h, p->nr_funcs))
 		return -ENOMEM;
 	*out = p->nr_funcs++;

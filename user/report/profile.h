@@ -33,6 +33,7 @@ struct pfunc {
 	 * that each such address is its own row, as there; 0 otherwise.
 	 */
 	__u64 unknown_addr;
+	__u64 start, end; /* the symbol's extent in its file, when named (perf's sym sort compares these) */
 };
 
 /* The sym column's text: the name, or "0x%016llx" of an unknown address, as perf report prints it. */

@@ -41,6 +41,27 @@ struct row {
 	size_t nr_stacks, cap_stacks;
 };
 
+/*
+ * One sym row, as perf report's sort__sym_cmp makes it: two functions of
+ * different dsos (another build of a program, a container's copy of a
+ * library) are one row when the dsos' short names and the symbols' extents
+ * agree, and two unnamed frames when their (dso-relative) addresses do.  So
+ * a row's count is perf's even where two dsos print alike.
+ */
+static bool same_sym(const struct pfunc *a, const struct pfunc *b)
+{
+	if (a->unknown_addr || b->unknown_addr)
+		return a->unknown_addr == b->unknown_addr;
+	return a->start == b->start && a->end == b->end && !strcmp(a->dso, b->dso);
+}
+
+static __u64 sym_key_hash(const struct pfunc *f)
+{
+	if (f->unknown_addr)
+		return f->unknown_addr;
+	return hash_mix(hash_mix(hash_str(f->dso), f->start), f->end);
+}
+
 static __u64 key_hash(const struct profile *p, const struct pstack *s, const struct table_opts *o)
 {
 	__u64 h = 0;
@@ -54,7 +75,7 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		case SK_TID: v = s->tid; break;
 		/* By content, as same_key compares it. */
 		case SK_DSO: v = hash_str(p->funcs[s->frames[0].func].dso); break;
-		case SK_SYM: v = s->frames[0].func; break;
+		case SK_SYM: v = sym_key_hash(&p->funcs[s->frames[0].func]); break;
 		/* Pooled strings: one pointer per id. */
 		case SK_TRACE: v = (uintptr_t)s->otel.trace_id; break;
 		case SK_SPAN: v = (uintptr_t)s->otel.span_id; break;
@@ -77,7 +98,11 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 			if (strcmp(p->funcs[a->frames[0].func].dso, p->funcs[b->frames[0].func].dso))
 				return false;
 			break;
-		case SK_SYM: if (a->frames[0].func != b->frames[0].func) return false; break;
+		case SK_SYM:
+			if (a->frames[0].func != b->frames[0].func &&
+			    !same_sym(&p->funcs[a->frames[0].func], &p->funcs[b->frames[0].func]))
+				return false;
+			break;
 		case SK_TRACE: if (a->otel.trace_id != b->otel.trace_id) return false; break;
 		case SK_SPAN: if (a->otel.span_id != b->otel.span_id) return false; break;
 		default: break;

@@ -310,7 +310,7 @@ static const char *unnamed(struct timeline *tl, __u32 tid)
 	if (tid == 0)
 		snprintf(name, sizeof(name), "swapper");
 	else
-		snprintf(name, sizeof(name), ":%u", tid);
+		snprintf(name, sizeof(name), ":%d", (int)tid); /* perf's pid_t: tid -1 is ":-1" */
 	return strpool_intern(&tl->names, name, NULL);
 }
 

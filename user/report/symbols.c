@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include "buildid.h"
 #include "demangle.h"
@@ -21,6 +22,7 @@ struct symbol {
 	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
 	int binding;	 /* STB_*, for choosing among aliases */
 	bool demangled; /* name is final (see sym_name) */
+	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
 };
 
 struct segment {
@@ -71,6 +73,7 @@ struct proc_maps {
 	struct bounds forks, execs;
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
 	bool jit_tried;
+	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 };
 
 struct symbolizer {
@@ -162,10 +165,14 @@ static void finish_symbols(struct dso *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
-	/* The last one, and aliases that stayed sizeless: up to the next symbol, or a page. */
+	/*
+	 * Aliases that stayed sizeless: up to the next symbol; the last one to
+	 * the end of the page after its own, as perf's fixup_end does.
+	 */
 	for (int i = 0; i < d->nr_syms; i++)
 		if (d->syms[i].end <= d->syms[i].start)
-			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start : d->syms[i].start + 4096;
+			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start
+							     : ((d->syms[i].start + 4095) & ~4095ull) + 4096;
 }
 
 static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, int binding)
@@ -179,6 +186,7 @@ static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, 
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
 	d->syms[d->nr_syms].demangled = false;
+	d->syms[d->nr_syms].object = false;
 	d->syms[d->nr_syms].seq = d->nr_syms;
 	d->nr_syms++;
 	return 0;
@@ -260,6 +268,36 @@ static int add_plt_syms(struct dso *d, Elf *elf)
 	return 0;
 }
 
+/*
+ * The symbols perf 6.1 reads from a symbol table (symbol-elf.c's
+ * dso__load_sym): functions and data objects, and labels (NOTYPE: ld.so's
+ * _start, hand-written assembly's entry points) in a section whose name
+ * says text or data.  Objects name no code, but they close the sizeless
+ * symbol before them and take part in the choice among aliases, so they
+ * are kept for perf's sake.  Symbols of sections that are not loaded
+ * (SHF_ALLOC clear: .gnu.warning.*) are left out, as perf does.
+ */
+static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
+{
+	int type = GELF_ST_TYPE(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
+	bool label = type == STT_NOTYPE && vis != STV_HIDDEN && vis != STV_INTERNAL;
+	const char *sec;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (!sym->st_name || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE || !sym->st_value)
+		return false;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && !label)
+		return false;
+	scn = elf_getscn(elf, sym->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return false;
+	if (!label)
+		return true;
+	sec = elf_strptr(elf, shstrndx, sh.sh_name);
+	return sec && (strstr(sec, "text") || strstr(sec, "data"));
+}
+
 static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
 {
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
@@ -291,28 +329,34 @@ static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_alias
 	if (scn) {
 		GElf_Shdr sh;
 		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t n;
+		size_t n, shstrndx = 0;
 
 		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
 			return -EINVAL;
 		n = sh.sh_size / sh.sh_entsize;
+		elf_getshdrstrndx(elf, &shstrndx);
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
 			const char *name;
-			int type;
 
 			if (!gelf_getsym(data, i, &sym))
 				break;
-			type = GELF_ST_TYPE(sym.st_info);
-			if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			if (!elf_sym_kept(elf, shstrndx, &sym))
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
 			err = add_symbol(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			if (!err)
+				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
 		}
 	}
-	if (!err)
+	/*
+	 * perf synthesizes the PLT only when the symbol table gave it a symbol
+	 * (dso__load: "if (ret > 0)"): a stripped PIE whose .dynsym holds only
+	 * imports has no names at all there, PLT included.
+	 */
+	if (!err && d->nr_syms)
 		err = add_plt_syms(d, elf);
 	if (!all_aliases)
 		finish_symbols(d);
@@ -476,6 +520,27 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
 		load_elf_mem(d, (void *)base, size);
 }
 
+/*
+ * perf's own copy of a file by build id ($HOME/.debug, which perf record
+ * fills, and record's perf_buildid.c too): LINK/elf, or LINK itself in
+ * perf's older layout.  Not with a --root of fixtures.
+ */
+static int perf_cache_path(const struct symbolizer *s, const char *hex, char *out, size_t len)
+{
+	const char *home = getenv("HOME");
+	struct stat st;
+	int n;
+
+	if (s->root[0] || !home || !*home || strlen(hex) < 3)
+		return -ENOENT;
+	n = snprintf(out, len, "%s/.debug/.build-id/%.2s/%s", home, hex, hex + 2);
+	if (n < 0 || (size_t)n + 4 >= len || stat(out, &st))
+		return -ENOENT;
+	if (S_ISDIR(st.st_mode))
+		strcat(out, "/elf");
+	return access(out, R_OK) ? -ENOENT : 0;
+}
+
 static void load_user_dso(struct symbolizer *s, struct dso *d)
 {
 	char file[PATH_MAX * 2], dbg[PATH_MAX * 3], link[256], dir[PATH_MAX];
@@ -501,8 +566,9 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			 * container's): the copy record kept by build id, if any;
 			 * never the file that is there now.
 			 */
-			if (!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
-			    !load_elf(d, dbg, true))
+			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
+			     !load_elf(d, dbg, true)) ||
+			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && !load_elf(d, dbg, true)))
 				s->from_cache++;
 			return;
 		}
@@ -590,6 +656,12 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	finish_symbols(d);
 }
 
+/* What perf 6.1 takes for anonymous memory (map.c's is_anon_memory): its code is a JIT's. */
+static bool perf_anon(const char *path)
+{
+	return !strcmp(path, "//anon") || !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/anon_hugepage", 14);
+}
+
 /* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
 static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
@@ -609,7 +681,9 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	d->jit = d->loaded = true;
 	d->id = -1;
 	d->path = strdup(path + strlen(s->root));
-	d->short_name = strdup(strrchr(path, '/') + 1);
+	/* perf's name for it (dsos.c's dso__set_basename), whatever the process's comm. */
+	snprintf(line, sizeof(line), "[JIT] tid %d", pid);
+	d->short_name = strdup(line);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, size;
 		int n = 0;
@@ -1047,6 +1121,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		if (sym) {
 			out->name = sym_name(sym);
 			out->offset = ip - sym->start;
+			out->sym_start = sym->start;
+			out->sym_end = sym->end;
 			out->known = true;
 		}
 		return;
@@ -1065,12 +1141,31 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		if (sym) {
 			out->name = sym_name(sym);
 			out->offset = to_vaddr(d, out->file_offset) - sym->start;
+			out->sym_start = sym->start;
+			out->sym_end = sym->end;
 			out->known = true;
 			return;
 		}
 		/* Anonymous executable memory is where JITs put code. */
-		if (strcmp(d->path, "//anon") && strncmp(d->path, "[anon", 5) && strncmp(d->path, "/memfd:", 7))
+		if (strcmp(d->path, "//anon") && strncmp(d->path, "[anon", 5) && strncmp(d->path, "/memfd:", 7) &&
+		    !perf_anon(d->path))
 			return;
+		if (perf_anon(d->path) && p) {
+			/*
+			 * perf's map of anonymous code is the perf map, found or
+			 * not: dso "[JIT] tid PID", addresses as they are.
+			 */
+			if (!p->jit_name[0]) {
+				snprintf(p->jit_name, sizeof(p->jit_name), "[JIT] tid %d", pid);
+				snprintf(p->jit_path, sizeof(p->jit_path), "/tmp/perf-%d.map", pid);
+			}
+			out->dso = p->jit_name;
+			out->path = p->jit_path;
+			out->build_id = "";
+			out->dso_id = -1;
+			out->file_offset = 0;
+			out->offset = ip;
+		}
 	}
 	if (p && !p->jit_tried) {
 		p->jit_tried = true;
@@ -1081,6 +1176,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->dso = p->jit->short_name;
 		out->path = p->jit->path;
 		out->offset = ip - sym->start;
+		out->sym_start = sym->start;
+		out->sym_end = sym->end;
 		out->known = true;
 	}
 }
@@ -1127,9 +1224,13 @@ static bool name_matches(const char *n, const char *func, bool versioned)
 static int find_named(const struct dso *d, const char *func, bool demangled, int from)
 {
 	for (int i = from; i < d->nr_syms; i++) {
-		char *dm = demangled ? demangle(d->syms[i].name) : NULL;
-		bool match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
+		char *dm;
+		bool match;
 
+		if (d->syms[i].object)
+			continue; /* a variable is no place for a uprobe */
+		dm = demangled ? demangle(d->syms[i].name) : NULL;
+		match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
 		free(dm);
 		if (match)
 			return i;

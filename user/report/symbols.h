@@ -29,6 +29,7 @@ struct sym {
 	__u64 file_offset; /* ip - map start + pgoff */
 	bool kernel;
 	bool known;	   /* a symbol was found */
+	__u64 sym_start, sym_end; /* when known: its extent, in its file's addresses */
 	int dso_id;	   /* stable per dso within a symbolizer, -1 for none */
 };
 
