@@ -14,6 +14,7 @@ import test_report  # noqa: E402,F401
 import test_hardening  # noqa: E402,F401
 import test_session  # noqa: E402,F401
 import test_otel  # noqa: E402,F401
+import test_otel_out  # noqa: E402,F401
 import test_offcpu  # noqa: E402,F401
 import test_dwarf  # noqa: E402,F401
 import test_hosts  # noqa: E402,F401

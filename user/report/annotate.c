@@ -10,7 +10,7 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: spanperf annotate --spans SPANS [-i FILE] [--format text|json|otlp-json]\n\n"
+	fprintf(out, "Usage: spanperf annotate --spans SPANS [-i FILE] [--format text|json|otlp-json|folded]\n\n"
 		     "Annotates spans written by an application or a tracer: one JSON object per\n"
 		     "line with tid, start_ns and end_ns (CLOCK_MONOTONIC, as clock_gettime gives\n"
 		     "it), and optionally name, pid, trace_id and span_id, which are kept.  Each\n"
@@ -23,10 +23,13 @@ static void usage(FILE *out)
 		     "  -i, --input FILE     the recording (default perf.data)\n"
 		     "      --format FMT     text (default), json (one object per span) or\n"
 		     "                       otlp-json (the spans back as OTLP JSON, with perf.* attributes)\n"
+		     "                       or folded (stacks for flamegraph.pl, each starting with the\n"
+		     "                       spans it fell in, span:NAME:SPAN_ID, else [no span])\n"
 		     "  -h, --help\n\n"
 		     "Example:\n"
 		     "  spanperf record -g -o app.data -- ./app --spans-to spans.jsonl\n"
-		     "  spanperf annotate --spans spans.jsonl -i app.data --format json\n");
+		     "  spanperf annotate --spans spans.jsonl -i app.data --format json\n"
+		     "  spanperf annotate --spans spans.jsonl -i app.data --format folded | flamegraph.pl > by-span.svg\n");
 }
 
 int cmd_annotate(int argc, char **argv)
@@ -39,6 +42,7 @@ int cmd_annotate(int argc, char **argv)
 		{}
 	};
 	struct spans_report_opts o = { .input = "perf.data" };
+	bool folded = false;
 	char err[512];
 	int c;
 
@@ -54,10 +58,12 @@ int cmd_annotate(int argc, char **argv)
 			o.input = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json")) {
-				pr_err("--format '%s' is neither text, json nor otlp-json", optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json") &&
+			    strcmp(optarg, "folded")) {
+				pr_err("--format '%s' is neither text, json, otlp-json nor folded", optarg);
 				return 1;
 			}
+			folded = !strcmp(optarg, "folded");
 			o.json = !strcmp(optarg, "json");
 			o.otlp = !strcmp(optarg, "otlp-json");
 			break;
@@ -80,6 +86,8 @@ int cmd_annotate(int argc, char **argv)
 		pr_err("--spans FILE is required: the spans to annotate, as JSON lines");
 		return 1;
 	}
+	if (folded)
+		return report_folded_by_span(o.input, o.external);
 	if (spans_report(&o, err, sizeof(err))) {
 		pr_err("%s", err);
 		return 1;

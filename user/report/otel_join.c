@@ -16,6 +16,13 @@ struct osample {
 	__u32 tid, stack;
 	__u64 time, period;
 	struct otel_ids ids;
+	const char *prefix;
+};
+
+struct pspan {
+	__u32 tid;
+	__u64 start, end;
+	const char *label;
 };
 
 struct otel_join {
@@ -24,6 +31,9 @@ struct otel_join {
 	size_t nspans, cap_spans;
 	struct osample *samples;
 	size_t nsamples, cap_samples;
+	struct pspan *pspans;
+	size_t npspans, cap_pspans;
+	bool prefixes;
 };
 
 void otel_hex(char *buf, const __u8 *p, size_t n)
@@ -76,6 +86,70 @@ bool otel_join__has_spans(const struct otel_join *j)
 	return j && j->nspans;
 }
 
+int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label)
+{
+	j->prefixes = true;
+	if (array_reserve((void **)&j->pspans, &j->cap_pspans, j->npspans, sizeof(*j->pspans)) ||
+	    !(label = strpool_intern(&j->pool, label, NULL)))
+		return -ENOMEM;
+	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label };
+	return 0;
+}
+
+bool otel_join__has_prefixes(const struct otel_join *j)
+{
+	return j && j->prefixes;
+}
+
+/* Outer spans first: by thread, then start, the longer of two that start together first. */
+static int cmp_pspan(const void *a, const void *b)
+{
+	const struct pspan *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->end < y->end) - (x->end > y->end);
+}
+
+/* Each sample's chain of span labels, outermost first; those in none get SPAN_PREFIX_NONE. */
+static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct corr_span *sp)
+{
+	struct sbuf b = {};
+	const char *none = strpool_intern(&j->pool, SPAN_PREFIX_NONE, NULL);
+	int err = -ENOMEM;
+
+	if (!none)
+		return -ENOMEM;
+	sort_n(j->pspans, j->npspans, sizeof(*j->pspans), cmp_pspan);
+	for (size_t i = 0; i < j->npspans; i++)
+		sp[i] = (struct corr_span){ .tid = j->pspans[i].tid, .start = j->pspans[i].start, .end = j->pspans[i].end };
+	/* The same join report --spans makes, on the same (tid, time) keys. */
+	correlate(cs, j->nsamples, sp, j->npspans);
+	for (size_t i = 0; i < j->npspans; i++)
+		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++) {
+			struct osample *s = &j->samples[cs[k].idx];
+
+			if (!s->prefix) {
+				s->prefix = j->pspans[i].label;
+				continue;
+			}
+			b.len = 0;
+			sbuf_printf(&b, "%s;%s", s->prefix, j->pspans[i].label);
+			sbuf_zero(&b, 1);
+			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, NULL)))
+				goto cleanup;
+		}
+	for (size_t i = 0; i < j->nsamples; i++)
+		if (!j->samples[i].prefix)
+			j->samples[i].prefix = none;
+	err = 0;
+cleanup:
+	sbuf_free(&b);
+	return err;
+}
+
 static int cmp_fold(const void *a, const void *b)
 {
 	const struct osample *x = a, *y = b;
@@ -87,13 +161,16 @@ static int cmp_fold(const void *a, const void *b)
 		return (uintptr_t)x->ids.span_id < (uintptr_t)y->ids.span_id ? -1 : 1;
 	if (x->ids.trace_id != y->ids.trace_id)
 		return (uintptr_t)x->ids.trace_id < (uintptr_t)y->ids.trace_id ? -1 : 1;
+	if (x->prefix != y->prefix)
+		return (uintptr_t)x->prefix < (uintptr_t)y->prefix ? -1 : 1;
 	return 0;
 }
 
 int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 {
 	struct corr_sample *cs = malloc((j->nsamples ? j->nsamples : 1) * sizeof(*cs));
-	struct corr_span *sp = malloc((j->nspans ? j->nspans : 1) * sizeof(*sp));
+	size_t nsp = j->nspans > j->npspans ? j->nspans : j->npspans;
+	struct corr_span *sp = malloc((nsp ? nsp : 1) * sizeof(*sp));
 	struct otel_fold *f = NULL;
 	size_t nf = 0, cap = 0;
 	int err = -ENOMEM;
@@ -111,6 +188,8 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 	for (size_t i = 0; i < j->nspans; i++)
 		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++)
 			j->samples[cs[k].idx].ids = j->spans[i].ids;
+	if (j->prefixes && chain_prefixes(j, cs, sp))
+		goto cleanup;
 	sort_n(j->samples, j->nsamples, sizeof(*j->samples), cmp_fold);
 	for (size_t i = 0; i < j->nsamples; i++) {
 		const struct osample *s = &j->samples[i];
@@ -118,7 +197,7 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 		if (!nf || cmp_fold(s, &j->samples[i - 1])) {
 			if (array_reserve((void **)&f, &cap, nf, sizeof(*f)))
 				goto cleanup;
-			f[nf++] = (struct otel_fold){ .stack = s->stack, .ids = s->ids };
+			f[nf++] = (struct otel_fold){ .stack = s->stack, .ids = s->ids, .prefix = s->prefix };
 		}
 		f[nf - 1].count++;
 		f[nf - 1].period += s->period;
@@ -141,5 +220,6 @@ void otel_join__free(struct otel_join *j)
 	strpool_free(&j->pool);
 	free(j->spans);
 	free(j->samples);
+	free(j->pspans);
 	free(j);
 }

@@ -31,15 +31,27 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r);
 int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stack, __u64 period);
 bool otel_join__has_spans(const struct otel_join *j);
 
+/*
+ * report --folded --span-prefix: a span of any source whose label (copied)
+ * goes before the stacks of the samples
+ * inside it.  Nested spans chain, outermost first, so that a flame graph's
+ * root frame of a span holds every sample inside it; a sample in none gets
+ * SPAN_PREFIX_NONE.  0 or -ENOMEM.
+ */
+#define SPAN_PREFIX_NONE "[no span]"
+int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label);
+bool otel_join__has_prefixes(const struct otel_join *j);
+
 /* One (stack, context) pair of the join's result, with its samples. */
 struct otel_fold {
 	__u32 stack;
 	struct otel_ids ids; /* NULL ids: no context */
+	const char *prefix;  /* with prefix spans: their labels, else NULL */
 	__u64 count, period;
 };
 
 /*
- * Every sample noted, given its context, folded by (stack, context) in
+ * Every sample noted, given its context (and prefix), folded by (stack, context, prefix) in
  * stack order: an array the caller frees, and its length in *n.
  */
 int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "report_spans.h"
 #include "session.h"
 #include "unwind.h"
 #include "util.h"
@@ -157,7 +158,7 @@ static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __
 	if (array_reserve((void **)stacks, off ? &b->cap_off : &b->cap_stacks, *nr, sizeof(**stacks)))
 		return -ENOMEM;
 	s = &(*stacks)[*nr];
-	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {} };
+	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {}, NULL };
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
@@ -249,7 +250,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
 }
 
-/* Each on-CPU stack split by the OTel context its samples ran in. */
+/* Each on-CPU stack split by the OTel context (and the spans) its samples ran in. */
 static int split_by_otel(struct profile *p)
 {
 	struct otel_fold *f;
@@ -271,6 +272,7 @@ static int split_by_otel(struct profile *p)
 		ns[i].count = f[i].count;
 		ns[i].period = f[i].period;
 		ns[i].otel = f[i].ids;
+		ns[i].span_prefix = f[i].prefix;
 		ns[i].frames = malloc((old->nr ? old->nr : 1) * sizeof(*old->frames));
 		if (!ns[i].frames) {
 			while (i--)
@@ -291,6 +293,12 @@ static int split_by_otel(struct profile *p)
 }
 
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
+{
+	return profile__load_spans(out, path, root, NULL, 0, err, errlen);
+}
+
+int profile__load_spans(struct profile **out, const char *path, const char *root, const struct span_label *spans,
+			size_t nspans, char *err, size_t errlen)
 {
 	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
 	struct builder b = {};
@@ -329,10 +337,21 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 			goto cleanup;
 		}
 	}
+	if (spans && !p->otel && !(p->otel = otel_join__new())) {
+		e = set_errorf(err, errlen, -ENOMEM, "out of memory reading %s", path);
+		goto cleanup;
+	}
+	for (size_t i = 0; spans && i < nspans; i++) {
+		e = otel_join__add_prefix_span(p->otel, spans[i].tid, spans[i].start, spans[i].end, spans[i].label);
+		if (e) {
+			set_errorf(err, errlen, e, "out of memory reading %s", path);
+			goto cleanup;
+		}
+	}
 	e = session__process(p->sess, &ops, &b, err, errlen);
 	if (e)
 		goto cleanup;
-	if (otel_join__has_spans(p->otel)) {
+	if (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel)) {
 		e = split_by_otel(p);
 		if (e)
 			goto cleanup;

@@ -52,6 +52,7 @@ struct pstack {
 	struct pframe *frames;
 	__u64 count, period;
 	struct otel_ids otel; /* the OTel context the samples ran in (record --otel); NULLs: none */
+	const char *span_prefix; /* --span-prefix: the spans around the samples, "a;b", else NULL */
 };
 
 struct profile {
@@ -82,6 +83,13 @@ struct profile {
  * root: where symbol files are looked up, NULL for /.
  */
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen);
+/*
+ * The same, with each on-CPU stack split by the spans its samples fell in
+ * (report --folded --span-prefix): spans[] as spans_collect() gives them.
+ */
+struct span_label;
+int profile__load_spans(struct profile **out, const char *path, const char *root, const struct span_label *spans,
+			size_t nspans, char *err, size_t errlen);
 void profile__free(struct profile *p);
 
 #endif

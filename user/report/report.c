@@ -28,6 +28,9 @@ static void usage(FILE *out)
 		"      --format FMT       text (default) or json: one object per row (or span);\n"
 		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
+		"      --span-prefix      with --folded: each stack starts with the spans it fell in\n"
+		"                         (--span and --otel spans, outermost first), as\n"
+		"                         span:NAME:SPAN_ID; stacks in none start with [no span]\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
 		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
 		"      --event EV         on-cpu, off-cpu (record --off-cpu's offcpu-time) or wall\n"
@@ -44,6 +47,8 @@ static void usage(FILE *out)
 		"  spanperf report --sort tid,sym --format json\n"
 		"  spanperf report --flamegraph cpu.svg --pprof cpu.pb.gz\n"
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
+		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
+		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n");
 }
 
@@ -95,9 +100,39 @@ static int report_tables(const struct profile *p, bool ev_set, enum pview ev, co
 	return e;
 }
 
+int report_folded_by_span(const char *input, const char *external)
+{
+	struct spans_report_opts so = { .input = input, .external = external };
+	struct span_label *spans = NULL;
+	struct strpool pool = {};
+	struct profile *p = NULL;
+	size_t n = 0;
+	char err[512];
+	int e, ret = 1;
+
+	/* Two reads of the file: the spans as report --spans places them, then the stacks. */
+	if (spans_collect(&so, &pool, &spans, &n, err, sizeof(err)) ||
+	    profile__load_spans(&p, input, NULL, spans, n, err, sizeof(err))) {
+		pr_err("%s", err);
+		goto cleanup;
+	}
+	pr_debug("%s: %zu spans prefix %llu samples", input, n, (unsigned long long)p->samples);
+	e = report_folded(p, stdout);
+	if (e || (fflush(stdout) && (e = -errno))) {
+		pr_err("cannot write the folded stacks of %s: %s", input, strerror(-e));
+		goto cleanup;
+	}
+	ret = 0;
+cleanup:
+	profile__free(p);
+	free(spans);
+	strpool_free(&pool);
+	return ret;
+}
+
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT, OPT_EVENT };
+	enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT, OPT_EVENT };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
@@ -105,6 +140,7 @@ int cmd_report(int argc, char **argv)
 		{ "call-graph", no_argument, NULL, 'g' },
 		{ "percent-limit", required_argument, NULL, OPT_PCT },
 		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "span-prefix", no_argument, NULL, OPT_SPAN_PREFIX },
 		{ "flamegraph", required_argument, NULL, OPT_FLAME },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "event", required_argument, NULL, OPT_EVENT },
@@ -122,7 +158,7 @@ int cmd_report(int argc, char **argv)
 	enum pview ev = PV_ON_CPU;
 	bool ev_set = false;
 	const char *input = "perf.data", *flame = NULL, *pprof = NULL;
-	bool spans = false, bpf_samples = false, folded = false, otlp = false;
+	bool spans = false, bpf_samples = false, folded = false, otlp = false, span_prefix = false;
 	char err[512], title[600];
 	int c, e, ret = 1;
 
@@ -164,6 +200,9 @@ int cmd_report(int argc, char **argv)
 		}
 		case OPT_FOLDED:
 			folded = true;
+			break;
+		case OPT_SPAN_PREFIX:
+			span_prefix = true;
 			break;
 		case OPT_EVENT:
 			if (pview_parse(optarg, &ev)) {
@@ -211,6 +250,13 @@ int cmd_report(int argc, char **argv)
 		pr_err("--format otlp-json writes spans: use it with --spans");
 		return 1;
 	}
+	if (span_prefix && (!folded || spans || (ev_set && ev != PV_ON_CPU))) {
+		pr_err("--span-prefix prefixes the on-CPU stacks of --folded: use it with --folded, without --spans or --event %s",
+		       ev_set && ev == PV_OFF_CPU ? "off-cpu" : "wall");
+		return 1;
+	}
+	if (span_prefix)
+		return report_folded_by_span(input, NULL);
 	if (spans) {
 		struct spans_report_opts so = { .input = input, .json = to.json, .otlp = otlp, .bpf_samples = bpf_samples };
 

@@ -43,6 +43,9 @@ int report_folded(const struct profile *p, FILE *out)
 		__u64 h;
 		long k;
 
+		/* --span-prefix: the spans first, so that each is a root of the graph. */
+		if (s->span_prefix)
+			sbuf_printf(&b, "%s;", s->span_prefix);
 		sbuf_printf(&b, "%s", s->comm);
 		for (__u32 j = s->nr; j-- > 0;)
 			sbuf_printf(&b, ";%s", p->funcs[s->frames[j].func].name);

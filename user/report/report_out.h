@@ -23,7 +23,10 @@ int parse_sort_keys(const char *s, struct table_opts *o);
 
 /* perf report --stdio's table, or its rows as JSON lines. */
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out);
-/* flamegraph.pl's input: "comm;root;...;leaf count" per distinct stack. */
+/*
+ * flamegraph.pl's input: "comm;root;...;leaf count" per distinct stack;
+ * stacks split by span (profile__load_spans) start with their spans' labels.
+ */
 int report_folded(const struct profile *p, FILE *out);
 /* A self-contained SVG flame graph with tooltips, zoom and search. */
 int report_flamegraph(const struct profile *p, const char *title, FILE *out);

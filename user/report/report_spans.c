@@ -629,76 +629,147 @@ static int print_json(struct span_report *r, FILE *out)
 	return e;
 }
 
-int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
+/* Spans and samples read, placed and joined: what every output of the spans prints. */
+static int spans_load(struct span_report *r, struct ext_span **ext, size_t *next, char **text, char *err,
+		      size_t errlen)
 {
 	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
-	struct span_report r = { .o = o };
-	struct ext_span *ext = NULL;
-	size_t next = 0, unplaced;
+	const struct spans_report_opts *o = r->o;
 	struct otlp_stats ost = {};
-	char *text = NULL;
-	size_t len;
+	size_t len, unplaced;
 	int e;
 
 	if (o->external) {
-		e = read_file_all(o->external, &text, &len);
-		if (e) {
-			snprintf(err, errlen, "cannot read --spans '%s': %s", o->external, strerror(-e));
-			goto cleanup;
-		}
-		if (otlp_json_detect(text, len)) {
-			e = otlp_json_parse(text, len, o->external, &ext, &next, &ost, err, errlen);
+		e = read_file_all(o->external, text, &len);
+		if (e)
+			return set_errorf(err, errlen, e, "cannot read --spans '%s': %s", o->external, strerror(-e));
+		if (otlp_json_detect(*text, len)) {
+			e = otlp_json_parse(*text, len, o->external, ext, next, &ost, err, errlen);
 			if (!e && ost.skipped)
 				pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
 					ost.skipped, o->external);
 		} else {
-			e = ext_spans_parse(text, len, o->external, &ext, &next, err, errlen);
+			e = ext_spans_parse(*text, len, o->external, ext, next, err, errlen);
 		}
 		if (e)
-			goto cleanup;
+			return e;
 	}
-	e = session__open(&r.sess, o->input, NULL, err, errlen);
+	e = session__open(&r->sess, o->input, NULL, err, errlen);
 	if (e)
-		goto cleanup;
-	r.ctr_names = r.sess->span_counters;
-	r.nr_ctr = r.sess->nr_span_counters;
-	if (span_wall__new(&r.wall, r.sess))
+		return e;
+	r->ctr_names = r->sess->span_counters;
+	r->nr_ctr = r->sess->nr_span_counters;
+	if (span_wall__new(&r->wall, r->sess))
 		goto oom;
-	e = session__process(r.sess, &ops, &r, err, errlen) ?: to_recording_clock(&r, ext, next, err, errlen);
+	e = session__process(r->sess, &ops, r, err, errlen) ?: to_recording_clock(r, *ext, *next, err, errlen);
 	if (e)
-		goto cleanup;
-	span_wall__finish(r.wall);
-	unplaced = place_by_pid(&r, ext, next);
+		return e;
+	span_wall__finish(r->wall);
+	unplaced = place_by_pid(r, *ext, *next);
 	if (unplaced)
 		pr_warn("%zu of %zu spans of %s have no thread.id, and their process had no single thread with samples in their window; left out",
-			unplaced, next, o->external);
-	if (o->external && add_external(&r, ext, next))
+			unplaced, *next, o->external);
+	if (o->external && add_external(r, *ext, *next))
 		goto oom;
-	sort_n(r.sp, r.nsp, sizeof(*r.sp), cmp_row_start);
-	if (join(&r))
+	sort_n(r->sp, r->nsp, sizeof(*r->sp), cmp_row_start);
+	if (join(r))
 		goto oom;
-	if (!r.nsp && !o->external) {
-		snprintf(err, errlen, "%s has no spans; record them with --span (see 'spanperf record --help')", o->input);
-		e = -ENOENT;
-		goto cleanup;
-	}
-	e = o->otlp ? print_otlp(&r, stdout, err, errlen) : o->json ? print_json(&r, stdout) : print_table(&r, stdout);
-	if (e == -EINVAL)
-		goto cleanup;
-	if (e == -ENOMEM)
-		goto oom;
-	goto cleanup;
+	if (!r->nsp && !o->external)
+		return set_errorf(err, errlen, -ENOENT,
+				  "%s has no spans; record them with --span or --otel (see 'spanperf record --help')",
+				  o->input);
+	return 0;
 oom:
-	e = -ENOMEM;
-	snprintf(err, errlen, "out of memory joining spans of %s", o->input);
+	return set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
+}
+
+static void span_report_free(struct span_report *r)
+{
+	strpool_free(&r->names);
+	free(r->s);
+	free(r->sp);
+	free(r->sorted);
+	span_wall__free(r->wall);
+	session__free(r->sess);
+}
+
+int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
+{
+	struct span_report r = { .o = o };
+	struct ext_span *ext = NULL;
+	size_t next = 0;
+	char *text = NULL;
+	int e = spans_load(&r, &ext, &next, &text, err, errlen);
+
+	if (e)
+		goto cleanup;
+	e = o->otlp ? print_otlp(&r, stdout, err, errlen) : o->json ? print_json(&r, stdout) : print_table(&r, stdout);
+	if (e == -ENOMEM)
+		snprintf(err, errlen, "out of memory joining spans of %s", o->input);
+	else if (e && e != -EINVAL)
+		snprintf(err, errlen, "cannot write the spans of %s: %s", o->input, strerror(-e));
 cleanup:
-	strpool_free(&r.names);
-	free(r.s);
-	free(r.sp);
-	free(r.sorted);
-	span_wall__free(r.wall);
+	span_report_free(&r);
 	free(ext);
 	free(text);
-	session__free(r.sess);
+	return e;
+}
+
+/* A name as one folded frame: ';' would split it, a line break end the line. */
+static void frame_safe(char *s)
+{
+	for (; *s; s++)
+		if (*s == ';')
+			*s = ':';
+		else if ((unsigned char)*s < ' ')
+			*s = ' ';
+}
+
+int spans_collect(const struct spans_report_opts *o, struct strpool *pool, struct span_label **out, size_t *n,
+		  char *err, size_t errlen)
+{
+	struct span_report r = { .o = o };
+	struct span_label *l = NULL;
+	struct ext_span *ext = NULL;
+	size_t next = 0;
+	char *text = NULL;
+	struct sbuf b = {};
+	int e = spans_load(&r, &ext, &next, &text, err, errlen);
+
+	*out = NULL;
+	*n = 0;
+	if (e)
+		goto cleanup;
+	l = calloc(r.nsp ? r.nsp : 1, sizeof(*l));
+	if (!l)
+		goto oom;
+	for (size_t i = 0; i < r.nsp; i++) {
+		const struct span_row *sp = &r.sp[i];
+		char trace[33], span[17];
+
+		span_ids(sp, i, trace, span);
+		b.len = 0;
+		sbuf_printf(&b, "span:%s:%s", r.names.str[sp->name], span);
+		sbuf_zero(&b, 1);
+		if (b.err)
+			goto oom;
+		frame_safe(b.p);
+		l[i] = (struct span_label){ .tid = sp->tid, .start = sp->start, .end = sp->end,
+					    .label = strpool_intern(pool, b.p, NULL) };
+		if (!l[i].label)
+			goto oom;
+	}
+	*out = l;
+	*n = r.nsp;
+	l = NULL;
+	goto cleanup;
+oom:
+	e = set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
+cleanup:
+	sbuf_free(&b);
+	free(l);
+	span_report_free(&r);
+	free(ext);
+	free(text);
 	return e;
 }

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What goes out of a recording towards tracing tools, for real (issue 14):
+folded stacks prefixed with the span each sample fell in (otel, probe and
+external spans alike, the counts checked against report --spans), the
+perf.off_cpu_ms attribute of OTLP JSON against the workload's own time
+asleep, and publishers that exec while a whole-host recording runs."""
+import collections
+import json
+import os
+import re
+import subprocess
+import time
+
+from harness import SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, run, spanperf, test, tmpdir
+import test_offcpu
+
+FREQ = 999
+PREFIX = re.compile(r"^(span:[^;]*:[0-9a-f]{16}|\[no span\])$")
+
+
+def record(args, cmd, d=None):
+    d = d or tmpdir()
+    out = os.path.join(d, "rec.data")
+    p = spanperf("record", "-F", str(FREQ), "-o", out, *args, "--", *cmd)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
+    return out, json_lines(p.stdout), p
+
+
+def folded_lines(text):
+    """flamegraph.pl's reading of folded input: the stack, a space, the count."""
+    lines = []
+    for line in text.splitlines():
+        m = re.fullmatch(r"(.+) (\d+)", line)
+        assert m, "not a folded line: %r" % line
+        frames = m.group(1).split(";")
+        assert all(frames), line
+        lines.append((frames, int(m.group(2))))
+    return lines
+
+
+def split_prefix(frames):
+    """The span frames at the root, and the rest (comm first)."""
+    k = 0
+    while k < len(frames) and PREFIX.match(frames[k]):
+        k += 1
+    return frames[:k], frames[k:]
+
+
+def per_span(lines):
+    """Samples under each span frame, as a flame graph's root box of it holds them."""
+    n = collections.Counter()
+    for frames, count in lines:
+        spans, rest = split_prefix(frames)
+        assert spans and rest, frames
+        assert spans == ["[no span]"] or "[no span]" not in spans, frames
+        for s in spans:
+            n[s] += count
+    return n
+
+
+def otlp_spans(text):
+    """span:NAME:SPAN_ID -> the OTLP span, checked against the OTLP/JSON mapping on the way."""
+    doc = json.loads(text)
+    out = {}
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                check_otlp_span(s)
+                out["span:%s:%s" % (s["name"].replace(";", ":"), s["spanId"])] = s
+    return out
+
+
+def check_otlp_span(s):
+    """opentelemetry-proto's JSON mapping: ids lower-case hex, (u)int64 as decimal strings,
+    doubles as JSON numbers, enums as integers, attribute values one-of."""
+    assert re.fullmatch(r"[0-9a-f]{32}", s["traceId"]) and s["traceId"] != "0" * 32, s
+    assert re.fullmatch(r"[0-9a-f]{16}", s["spanId"]) and s["spanId"] != "0" * 16, s
+    for k in ("startTimeUnixNano", "endTimeUnixNano"):
+        assert isinstance(s[k], str) and re.fullmatch(r"\d+", s[k]), (k, s)
+    assert int(s["startTimeUnixNano"]) <= int(s["endTimeUnixNano"])
+    assert isinstance(s["kind"], int)
+    for a in s["attributes"]:
+        assert set(a) == {"key", "value"} and len(a["value"]) == 1, a
+        (kind, v), = a["value"].items()
+        if kind == "intValue":
+            assert isinstance(v, str) and re.fullmatch(r"-?\d+", v), a
+        elif kind == "doubleValue":
+            assert isinstance(v, (int, float)) and not isinstance(v, bool), a
+        elif kind == "stringValue":
+            assert isinstance(v, str), a
+        elif kind == "arrayValue":
+            assert all(len(x) == 1 for x in v["values"]), a
+        else:
+            assert False, "unexpected value kind %s" % a
+
+
+def attrs(span):
+    out = {}
+    for a in span["attributes"]:
+        (kind, v), = a["value"].items()
+        out[a["key"]] = int(v) if kind == "intValue" else v
+    return out
+
+
+def check_prefix_counts(folded, otlp_text, tids):
+    """Each span's frame holds exactly the samples report --spans gives it, for the threads given."""
+    spans = {k: s for k, s in otlp_spans(otlp_text).items() if attrs(s)["thread.id"] in tids}
+    got = per_span(folded_lines(folded))
+    want = {k: attrs(s)["perf.cpu.samples"] for k, s in spans.items() if attrs(s)["perf.cpu.samples"]}
+    assert want, "no span with samples"
+    assert {k: got.get(k, 0) for k in want} == want, [(k, got.get(k), v) for k, v in want.items() if got.get(k) != v]
+    # Spans without samples have no frame; no frame names a span report --spans does not know.
+    assert all(k in spans for k in got if k != "[no span]"), [k for k in got if k not in spans][:3]
+    return got, want
+
+
+def check_unchanged(prefixed, plain):
+    """Without --span-prefix, the output is the prefixed one with the prefixes taken off."""
+    merged = collections.Counter()
+    for frames, count in folded_lines(prefixed):
+        merged[";".join(split_prefix(frames)[1])] += count
+    assert merged == collections.Counter({";".join(f): c for f, c in folded_lines(plain)})
+
+
+def folded(path, *extra):
+    p = spanperf("report", "-i", path, "--folded", *extra)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@test
+def test_span_prefix_of_otel_spans():
+    need_bpf()
+    d = tmpdir()
+    path, w, p = record(["--otel"], [WORKLOAD, "otel", "20", "10000", os.path.join(d, "t.jsonl")], d)
+    out = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
+    assert out.returncode == 0, out.stderr
+    pre = folded(path, "--span-prefix")
+    got, want = check_prefix_counts(pre, out.stdout, {w[0]["tid"]})
+    assert len(want) >= 15 and all(k.startswith("span:otel:") for k in want), want
+    check_unchanged(pre, folded(path))
+    # The workload's thread's stacks in a span end in its work; outside, they start the thread.
+    lines = folded_lines(pre)
+    assert any(f[0].startswith("span:otel:") and "burn_ns" in f for f, _ in lines), lines[:3]
+    assert any(f[0] == "[no span]" for f, _ in lines)
+
+
+@test
+def test_span_prefix_of_nested_probe_spans():
+    need_bpf()
+    path, w, _ = record(["--span", "uprobe:%s:outer" % WORKLOAD, "--span", "uprobe:%s:inner" % WORKLOAD],
+                        [WORKLOAD, "nest", "5"])
+    out = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
+    assert out.returncode == 0, out.stderr
+    pre = folded(path, "--span-prefix")
+    got, want = check_prefix_counts(pre, out.stdout, {w[0]["tid"]})
+    assert sum(1 for k in want if k.startswith("span:outer:")) == 5, want
+    assert sum(1 for k in want if k.startswith("span:inner:")) >= 9, want
+    # Nesting: inner under outer at the root, never the other way.
+    for frames, _ in folded_lines(pre):
+        spans, _ = split_prefix(frames)
+        if any(s.startswith("span:inner:") for s in spans):
+            assert len(spans) == 2 and spans[0].startswith("span:outer:"), frames
+    check_unchanged(pre, folded(path))
+
+
+@test
+def test_span_prefix_of_external_spans():
+    need_bpf()
+    d = tmpdir()
+    ext = os.path.join(d, "ext.jsonl")
+    path, w, _ = record([], [WORKLOAD, "calls", "30", "5", ext], d)
+    out = spanperf("annotate", "--spans", ext, "-i", path, "--format", "otlp-json")
+    assert out.returncode == 0, out.stderr
+    a = spanperf("annotate", "--spans", ext, "-i", path, "--format", "folded")
+    assert a.returncode == 0, a.stderr
+    got, want = check_prefix_counts(a.stdout, out.stdout, {w[0]["tid"]})
+    assert len(want) >= 25 and all(k.startswith("span:hidden_work:") for k in want), want
+    check_unchanged(a.stdout, folded(path))
+    # The same spans as OTLP JSON (the file exporter's form) prefix the same samples.
+    otlp = os.path.join(d, "ext.json")
+    with open(otlp, "w") as f:
+        f.write(out.stdout)
+    b = spanperf("annotate", "--spans", otlp, "-i", path, "--format", "folded")
+    assert b.returncode == 0, b.stderr
+    assert per_span(folded_lines(b.stdout)) == got
+
+
+@test
+def test_span_prefix_bad_use_is_one_sentence():
+    d = tmpdir()
+    path = os.path.join(d, "plain.data")
+    p = spanperf("record", "-F", "99", "-o", path, "--", "/bin/true")
+    if p.returncode != 0:
+        need_bpf()
+    for args in (["--span-prefix"], ["--folded", "--span-prefix", "--event", "off-cpu"],
+                 ["--folded", "--span-prefix"], ["--folded", "--span-prefix", "--spans"]):
+        r = spanperf("report", "-i", path, *args)
+        assert r.returncode == 1 and r.stdout == "", (args, r.returncode, r.stdout[:200])
+        assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    r = spanperf("report", "-i", path, "--folded", "--span-prefix")
+    assert "has no spans" in r.stderr, r.stderr
