@@ -35,7 +35,10 @@
  *   workload otel N US [FILE]    N spans of US microseconds of CPU each, in a
  *                                new thread, published as OTEP 4947 thread
  *                                context (include/otel_thread_ctx.h); FILE
- *                                gets each span with its ids (JSON lines)
+ *                                gets each span with its ids (JSON lines);
+ *                                WORKLOAD_OTEL_NAP_US=U: each span also
+ *                                sleeps U us between two halves of its work
+ *                                (nap_ns: the sleep's wall time)
  *   workload offcpu N MS M PMS SPIN [FILE]
  *                                three threads at once: one sleeps N x MS in
  *                                nap_sleep(), one blocks in pipe_wait() on a
@@ -381,25 +384,38 @@ static void *otel_thread(void *arg)
 	FILE *f = c->file ? fopen(c->file, "w") : NULL;
 	/* A trace per 10 spans; ids never all zero, as W3C requires. */
 	uint8_t trace[16] = { 0x5f, 0x0e, 0x1a }, span[8] = { 0x0b };
+	long nap_us = getenv("WORKLOAD_OTEL_NAP_US") ? atol(getenv("WORKLOAD_OTEL_NAP_US")) : 0;
 
 	c->tid = syscall(SYS_gettid);
 	for (long i = 0; i < c->n; i++) {
-		uint64_t t0, c0, t1, c1;
+		uint64_t t0, c0, t1, c1, nap_ns = 0;
 
 		memcpy(&trace[8], &(uint64_t){ (uint64_t)(i / 10 + 1) }, 8);
 		memcpy(&span[1], &(uint64_t){ (uint64_t)(i + 1) }, 7);
 		t0 = mono_ns();
 		c0 = thread_cpu_ns();
 		otel_thread_ctx_enter(trace, span, 1);
-		otel_work(c->ns);
+		if (nap_us) {
+			/* Blocked mid-span, between two halves of the work: off-CPU time inside the span. */
+			struct timespec ts = { nap_us / 1000000, nap_us % 1000000 * 1000 };
+			uint64_t n0;
+
+			otel_work(c->ns / 2);
+			n0 = mono_ns();
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+			nap_ns = mono_ns() - n0;
+			otel_work(c->ns / 2);
+		} else {
+			otel_work(c->ns);
+		}
 		otel_thread_ctx_leave();
 		c1 = thread_cpu_ns();
 		t1 = mono_ns();
 		c->cpu_ns += c1 - c0;
 		if (f) {
 			fprintf(f, "{\"name\":\"otel_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
-				   "\"cpu_ns\":%llu,\"trace_id\":\"", getpid(), c->tid, (unsigned long long)t0,
-				(unsigned long long)t1, (unsigned long long)(c1 - c0));
+				   "\"cpu_ns\":%llu,\"nap_ns\":%llu,\"trace_id\":\"", getpid(), c->tid, (unsigned long long)t0,
+				(unsigned long long)t1, (unsigned long long)(c1 - c0), (unsigned long long)nap_ns);
 			for (int k = 0; k < 16; k++)
 				fprintf(f, "%02x", trace[k]);
 			fprintf(f, "\",\"span_id\":\"");

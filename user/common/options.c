@@ -111,7 +111,7 @@ void record_usage(FILE *out)
 		"                         samples of offcpu-time (period = ns off CPU), as perf does\n"
 		"      --off-cpu-thresh MS  blocks this long or longer are written one by one,\n"
 		"                         shorter ones summed per thread and stack (default 500,\n"
-		"                         0 with --span: spans need each block's time)\n"
+		"                         0 with --span or --otel: spans need each block's time)\n"
 		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"

@@ -794,8 +794,8 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 static int setup_offcpu(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
-	/* Spans need each block's time; sums have none. */
-	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans ? 0 : OFFCPU_DEFAULT_THRESH_MS;
+	/* Spans (--otel ones too) need each block's time; sums have none. */
+	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans || o->otel ? 0 : OFFCPU_DEFAULT_THRESH_MS;
 	struct offcpu_opts oo = {
 		.cpus = o->cpus.n ? &o->cpus : NULL,
 		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,

@@ -528,6 +528,9 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 				  "%s has no CLOCK_DATA, so its spans cannot be given unix times for OTLP",
 				  r->o->input);
 	}
+	if (span_wall__unjoinable(r->wall))
+		pr_warn("%s holds sums of short off-CPU blocks that no span can be given, so perf.off_cpu_ms leaves them out; record with --off-cpu-thresh 0",
+			r->o->input);
 	if (r->sess->first_sampling >= 0) {
 		const struct perf_event_attr *a = &r->sess->rd->attrs[r->sess->first_sampling].attr;
 
@@ -576,6 +579,10 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 			otlp_attr_double(&b, &first, "perf.task_clock_ms", sp->count * ns_per_sample / 1e6);
 		if (sp->source != SP_SRC_EXTERNAL && k_cs >= 0)
 			otlp_attr_int(&b, &first, "perf.context_switches", sp->counters[k_cs]);
+		/* The same clipped sum of blocks as off_cpu_ns; absent, not 0, where --off-cpu was not given. */
+		if (span_wall__recorded(r->wall))
+			otlp_attr_double(&b, &first, "perf.off_cpu_ms",
+					 span_wall__off_ns(r->wall, sp->tid, sp->start, sp->end) / 1e6);
 		if (ntop) {
 			sbuf_printf(&b, ",{\"key\":\"perf.top_functions\",\"value\":{\"arrayValue\":{\"values\":[");
 			for (int t = 0; t < ntop && t < TOP_N; t++) {
