@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,15 @@
 
 #define SCAN_EVERY_NS 1000000000ull
 #define CMD_WATCH_NS 2000000000ull
+/*
+ * How long an exec'ed process is watched: the dynamic linker maps and
+ * relocates a publishing library within milliseconds of the exec.  The
+ * looks back off (2, 4, 8 ... ms apart, some 8 in all) so that a busy
+ * host's execs do not each cost a hundred ELF reads.
+ */
+#define EXEC_WATCH_NS 300000000ull
+#define EXEC_FIRST_WAIT_NS 2000000ull
+#define EXEC_TICK_MS 2
 #define EVENTS_RING_BYTES (1u << 20)
 #define MAX_RECIPES 4096
 
@@ -28,7 +38,13 @@ struct proc {
 	int pid;
 	enum proc_state state;
 	char *exe;
+	/* Exec'ed: looked at again at next_visit, each wait twice the last, until watch_until or it publishes. */
+	__u64 watch_until, next_visit, wait_ns;
+	bool watched; /* in the watch list */
 };
+
+/* How a publisher was found, for record -v. */
+enum otel_found_by { FOUND_SCAN, FOUND_EXEC, FOUND_CMD };
 
 struct otel_record {
 	struct otel_record_opts o;
@@ -37,8 +53,15 @@ struct otel_record {
 	size_t nprocs, cap;
 	__u64 last_scan, spans;
 	__u64 cmd_watch_until; /* the command is looked at every tick until then */
+	/* COMM-exec records seen while the rings are copied: looked at in the next tick. */
+	int *execq;
+	size_t nexecq, cap_execq;
+	/* Exec'ed processes being watched (pids; their proc holds the deadline). */
+	int *watch;
+	size_t nwatch, cap_watch;
+	__u64 execs_seen;
 	long write_err;
-	unsigned long found[OTEL_TLS_GD + 1], unusable, again;
+	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_CMD + 1], unusable, again;
 };
 
 void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
@@ -128,7 +151,7 @@ static struct proc *proc_get(struct otel_record *r, int pid)
 }
 
 /* Looks at pid again if it is new, exec'ed since, or was not relocated yet. */
-static void visit(struct otel_record *r, int pid)
+static void visit(struct otel_record *r, int pid, enum otel_found_by by)
 {
 	char link[64], exe[PATH_MAX];
 	struct sp_otel_recipe recipe;
@@ -151,7 +174,8 @@ static void visit(struct otel_record *r, int pid)
 	 * dynamic linker, or a dlopen at start-up, may bring the publisher in.
 	 */
 	if (p->exe && !strcmp(p->exe, exe) && p->state != PROC_AGAIN &&
-	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until))
+	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until) &&
+	    (by != FOUND_EXEC || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > p->watch_until))
 		return;
 	free(p->exe);
 	p->exe = strdup(exe);
@@ -178,6 +202,7 @@ static void visit(struct otel_record *r, int pid)
 		return;
 	}
 	r->found[model]++;
+	r->found_by[pid == r->o.cmd_pid ? FOUND_CMD : by]++;
 	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
 		 recipe.kind == SP_OTEL_TP ? "tp" : "dtv", (long long)recipe.off, (unsigned long long)recipe.modid);
 }
@@ -194,7 +219,7 @@ int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns)
 	 * relocates a publishing library some time after the exec.
 	 */
 	do {
-		visit(r, r->o.cmd_pid);
+		visit(r, r->o.cmd_pid, FOUND_CMD);
 		p = proc_get(r, r->o.cmd_pid);
 		if (!p || p->state == PROC_DONE)
 			return 0;
@@ -203,19 +228,91 @@ int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns)
 	return -ETIMEDOUT;
 }
 
+void otel_record__exec(struct otel_record *r, int pid)
+{
+	if (!r)
+		return;
+	r->execs_seen++;
+	/* A full queue only delays the process to the next scan. */
+	if (!array_reserve((void **)&r->execq, &r->cap_execq, r->nexecq, sizeof(*r->execq)))
+		r->execq[r->nexecq++] = pid;
+}
+
+static bool wanted(const struct otel_record *r, int pid)
+{
+	if (!r->o.pids)
+		return true;
+	for (int i = 0; i < r->o.pids->n; i++)
+		if (r->o.pids->v[i] == pid)
+			return true;
+	return false;
+}
+
+/* The exec'ed processes queued since the last tick join the watch; each watched one is looked at. */
+static void watch_execs(struct otel_record *r, __u64 now)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < r->nexecq; i++) {
+		int pid = r->execq[i];
+		struct proc *p;
+
+		if (!wanted(r, pid) || pid == r->o.cmd_pid || !(p = proc_get(r, pid)))
+			continue;
+		if (!p->watched) {
+			if (array_reserve((void **)&r->watch, &r->cap_watch, r->nwatch, sizeof(*r->watch)))
+				continue;
+			r->watch[r->nwatch++] = pid;
+			p->watched = true;
+		}
+		/* A new image: whatever was found for the old one no longer holds. */
+		p->state = PROC_NONE;
+		free(p->exe);
+		p->exe = NULL;
+		p->watch_until = now + EXEC_WATCH_NS;
+		p->next_visit = now;
+		p->wait_ns = EXEC_FIRST_WAIT_NS;
+	}
+	r->nexecq = 0;
+	for (size_t i = 0; i < r->nwatch; i++) {
+		int pid = r->watch[i];
+		struct proc *p;
+
+		p = proc_get(r, pid);
+		if (p && now >= p->next_visit) {
+			visit(r, pid, FOUND_EXEC);
+			p = proc_get(r, pid); /* visit may have moved the array */
+			p->next_visit = now + p->wait_ns;
+			p->wait_ns *= 2;
+		}
+		if (p && p->state != PROC_DONE && now < p->watch_until && !kill(pid, 0))
+			r->watch[k++] = pid;
+		else if (p)
+			p->watched = false;
+	}
+	r->nwatch = k;
+}
+
+int otel_record__tick_ms(const struct otel_record *r, int idle_ms)
+{
+	return r && (r->nwatch || r->nexecq) && idle_ms > EXEC_TICK_MS ? EXEC_TICK_MS : idle_ms;
+}
+
 int otel_record__tick(struct otel_record *r, __u64 now)
 {
 	DIR *d;
 	struct dirent *de;
 
 	if (r->o.cmd_pid && now < r->cmd_watch_until)
-		visit(r, r->o.cmd_pid);
+		visit(r, r->o.cmd_pid, FOUND_CMD);
+	if (r->nexecq || r->nwatch)
+		watch_execs(r, now);
 	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
 		return 0;
 	r->last_scan = now;
 	if (r->o.pids) {
 		for (int i = 0; i < r->o.pids->n; i++)
-			visit(r, r->o.pids->v[i]);
+			visit(r, r->o.pids->v[i], FOUND_SCAN);
 		return 0;
 	}
 	d = opendir("/proc");
@@ -226,7 +323,7 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (!*end && pid > 0)
-			visit(r, pid);
+			visit(r, pid, FOUND_SCAN);
 	}
 	closedir(d);
 	return 0;
@@ -284,6 +381,9 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
+	pr_debug("otel: publishers found by the exec record %lu, by the /proc scan %lu, as the command %lu; %llu execs seen",
+		 r->found_by[FOUND_EXEC], r->found_by[FOUND_SCAN], r->found_by[FOUND_CMD],
+		 (unsigned long long)r->execs_seen);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
 }
@@ -301,5 +401,7 @@ void otel_record__free(struct otel_record *r)
 	for (size_t i = 0; i < r->nprocs; i++)
 		free(r->procs[i].exe);
 	free(r->procs);
+	free(r->execq);
+	free(r->watch);
 	free(r);
 }

@@ -35,8 +35,17 @@ struct otel_record_opts {
 };
 
 int otel_record__new(struct otel_record **out, const struct otel_record_opts *o);
-/* Finds processes new since the last full scan (one a second) and the command's. */
+/* Finds processes new since the last full scan (one a second), exec'ed ones and the command's. */
 int otel_record__tick(struct otel_record *r, __u64 now);
+/*
+ * A COMM record with PERF_RECORD_MISC_COMM_EXEC went by as the rings were
+ * copied: pid is queued, only, and looked at from the next tick on for a
+ * short while, so that a process that execs a publisher (and may live less
+ * than a scan's second) is read from its start.  Accepts NULL.
+ */
+void otel_record__exec(struct otel_record *r, int pid);
+/* The poll timeout to use: shorter while exec'ed processes are watched. */
+int otel_record__tick_ms(const struct otel_record *r, int idle_ms);
 /*
  * Right after the command was let go: waits, up to timeout_ns, until it
  * publishes and its recipe is in place, so that its first spans are not

@@ -439,8 +439,10 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 			r->lost += v;
 		break;
 	case PERF_RECORD_COMM:
-		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c)) {
 			buildid_cache__exec(r->bcache, c.pid);
+			otel_record__exec(r->otel, c.pid);
+		}
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
@@ -981,7 +983,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	if (r.otel)
 		otel_record__await_cmd(r.otel, 100000000ull);
-	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, otel_record__tick_ms(r.otel, POLL_MS))) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
