@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "correlate.h"
+#include "otel_join.h"
 #include "span_sources.h"
 #include "spans_jsonl.h"
 
@@ -182,6 +183,40 @@ static void test_join_scales(void **state)
 	free(sp);
 }
 
+/* --span-prefix: nested spans chain outermost first, a sample in none is [no span], ties fold. */
+static void test_prefix_chain(void **state)
+{
+	struct otel_join *j = otel_join__new();
+	struct otel_fold *f;
+	size_t n;
+
+	(void)state;
+	assert_non_null(j);
+	/* Given inner first, on purpose: the join orders them. */
+	assert_int_equal(otel_join__add_prefix_span(j, 7, 20, 30, "span:inner:2"), 0);
+	assert_int_equal(otel_join__add_prefix_span(j, 7, 10, 50, "span:outer:1"), 0);
+	assert_int_equal(otel_join__add_prefix_span(j, 8, 10, 50, "span:other:3"), 0);
+	assert_int_equal(otel_join__add_sample(j, 7, 5, 0, 1), 0);  /* before: none */
+	assert_int_equal(otel_join__add_sample(j, 7, 15, 0, 1), 0); /* outer only */
+	assert_int_equal(otel_join__add_sample(j, 7, 20, 0, 1), 0); /* both, start inclusive */
+	assert_int_equal(otel_join__add_sample(j, 7, 30, 0, 1), 0); /* both, end inclusive */
+	assert_int_equal(otel_join__add_sample(j, 7, 31, 1, 1), 0); /* outer only, another stack */
+	assert_true(otel_join__has_prefixes(j));
+	assert_false(otel_join__has_spans(j));
+	assert_int_equal(otel_join__fold(j, &f, &n), 0);
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		const char *want = f[i].stack == 1 ? "span:outer:1"
+				   : f[i].count == 2 ? "span:outer:1;span:inner:2"
+				   : !strcmp(f[i].prefix, SPAN_PREFIX_NONE) ? SPAN_PREFIX_NONE : "span:outer:1";
+
+		assert_string_equal(f[i].prefix, want);
+		assert_null(f[i].ids.span_id);
+	}
+	free(f);
+	otel_join__free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_jsonl),
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_join_scales),
+		cmocka_unit_test(test_prefix_chain),
 	};
 
 	return cmocka_run_group_tests_name("spans", tests, NULL, NULL);
