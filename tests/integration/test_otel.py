@@ -61,7 +61,9 @@ def test_otel_spans_from_the_workloads_thread_context():
     d = tmpdir()
     truth_file = os.path.join(d, "truth.jsonl")
     path, p = record_otel([WORKLOAD, "otel", "40", "10000", truth_file], d)
-    assert "1 processes publish thread context (1 local-exec" in p.stderr, p.stderr
+    # Other publishers on a shared host (found at a scan, or as they exec) may count too.
+    m = re.search(r"(\d+) processes publish thread context \((\d+) local-exec", p.stderr)
+    assert m and int(m.group(2)) >= 1, p.stderr
     w = json_lines(p.stdout)[0]
     truth = json_lines(open(truth_file).read())
     check_spans(otel_spans(path, w["tid"]), truth)
