@@ -320,7 +320,7 @@ def test_otel_publisher_exec_during_whole_host_recording():
     for w, truth in runs:
         ids = {s["span_id"] for s in rows if s["tid"] == w["tid"]}
         found = [t for t in truth if t["span_id"] in ids]
-        # The exec record reaches the recorder with the ring's next drain (100 ms at most):
+        # The exec record reaches the recorder with the rings' next drain (100 ms at most):
         # the spans before it are missed, none after.  A scan once a second would miss a
         # run of 0.3 s, or catch its start in one run of 5; this holds for all three.
         assert len(found) >= len(truth) * 0.4, "pid %d: %d of %d spans" % (w["pid"], len(found), len(truth))

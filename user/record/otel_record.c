@@ -21,13 +21,14 @@
 #define CMD_WATCH_NS 2000000000ull
 /*
  * How long an exec'ed process is watched: the dynamic linker maps and
- * relocates a publishing library within milliseconds of the exec.  The
- * looks back off (2, 4, 8 ... ms apart, some 8 in all) so that a busy
- * host's execs do not each cost a hundred ELF reads.
+ * relocates a publishing library within milliseconds of the exec.  Looks
+ * happen at ticks (one per drain of the rings, 100 ms apart at most: the
+ * loop is not made to spin faster, since shorter rounds would let perf see
+ * late otel spans out of order), spaced 2, 4, 8 ... ms at least, so that a
+ * busy host's execs cost a few ELF reads each.
  */
-#define EXEC_WATCH_NS 300000000ull
+#define EXEC_WATCH_NS 500000000ull
 #define EXEC_FIRST_WAIT_NS 2000000ull
-#define EXEC_TICK_MS 2
 #define EVENTS_RING_BYTES (1u << 20)
 #define MAX_RECIPES 4096
 
@@ -291,11 +292,6 @@ static void watch_execs(struct otel_record *r, __u64 now)
 			p->watched = false;
 	}
 	r->nwatch = k;
-}
-
-int otel_record__tick_ms(const struct otel_record *r, int idle_ms)
-{
-	return r && (r->nwatch || r->nexecq) && idle_ms > EXEC_TICK_MS ? EXEC_TICK_MS : idle_ms;
 }
 
 int otel_record__tick(struct otel_record *r, __u64 now)

@@ -44,8 +44,6 @@ int otel_record__tick(struct otel_record *r, __u64 now);
  * than a scan's second) is read from its start.  Accepts NULL.
  */
 void otel_record__exec(struct otel_record *r, int pid);
-/* The poll timeout to use: shorter while exec'ed processes are watched. */
-int otel_record__tick_ms(const struct otel_record *r, int idle_ms);
 /*
  * Right after the command was let go: waits, up to timeout_ns, until it
  * publishes and its recipe is in place, so that its first spans are not

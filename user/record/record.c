@@ -983,7 +983,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	if (r.otel)
 		otel_record__await_cmd(r.otel, 100000000ull);
-	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, otel_record__tick_ms(r.otel, POLL_MS))) {
+	while (run__wait(&r.run, r.pfds, r.nr_rings + !!r.spans + !!r.oc, POLL_MS)) {
 		e = drain_all(&r);
 		if (e) {
 			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
