@@ -8,6 +8,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -192,6 +193,27 @@ def test_span_prefix_of_external_spans():
     b = spanperf("annotate", "--spans", otlp, "-i", path, "--format", "folded")
     assert b.returncode == 0, b.stderr
     assert per_span(folded_lines(b.stdout)) == got
+
+
+@test
+def test_span_prefix_read_by_flamegraph_pl():
+    """flamegraph.pl itself draws one box per span over the samples report --spans gives it."""
+    fg = os.environ.get("FLAMEGRAPH_PL") or shutil.which("flamegraph.pl")
+    if not fg:
+        raise Skip("flamegraph.pl is not on PATH (set FLAMEGRAPH_PL to Brendan Gregg's script)")
+    need_bpf()
+    d = tmpdir()
+    path, w, _ = record(["--otel"], [WORKLOAD, "otel", "20", "10000", os.path.join(d, "t.jsonl")], d)
+    pre = folded(path, "--span-prefix")
+    src = os.path.join(d, "pre.folded")
+    with open(src, "w") as f:
+        f.write(pre)
+    svg = run(["perl", fg, src], check=True).stdout
+    boxes = {m.group(1): int(m.group(2).replace(",", ""))
+             for m in re.finditer(r"<title>(span:[^ <]*|\[no span\]) \(([\d,]+) samples?,", svg)}
+    want = per_span(folded_lines(pre))
+    assert boxes == dict(want), (sorted(boxes.items())[:5], sorted(want.items())[:5])
+    assert sum(1 for k in boxes if k.startswith("span:otel:")) >= 15
 
 
 @test
