@@ -100,23 +100,38 @@ static int report_tables(const struct profile *p, bool ev_set, enum pview ev, co
 	return e;
 }
 
-int report_folded_by_span(const char *input, const char *external)
+/*
+ * The profile, its on-CPU stacks split by the spans they fell in when
+ * by_span: two reads of the file, the spans as report --spans (or
+ * annotate, with external) places them, then the stacks.
+ */
+static int load_profile(struct profile **p, const char *input, const char *external, bool by_span)
 {
 	struct spans_report_opts so = { .input = input, .external = external };
 	struct span_label *spans = NULL;
 	struct strpool pool = {};
-	struct profile *p = NULL;
 	size_t n = 0;
 	char err[512];
+	int e = by_span ? spans_collect(&so, &pool, &spans, &n, err, sizeof(err)) : 0;
+
+	if (!e)
+		e = profile__load_spans(p, input, NULL, spans, n, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	else if (by_span)
+		pr_debug("%s: %zu spans prefix the stacks of %llu samples", input, n, (unsigned long long)(*p)->samples);
+	free(spans);
+	strpool_free(&pool);
+	return e;
+}
+
+int report_folded_by_span(const char *input, const char *external)
+{
+	struct profile *p = NULL;
 	int e, ret = 1;
 
-	/* Two reads of the file: the spans as report --spans places them, then the stacks. */
-	if (spans_collect(&so, &pool, &spans, &n, err, sizeof(err)) ||
-	    profile__load_spans(&p, input, NULL, spans, n, err, sizeof(err))) {
-		pr_err("%s", err);
-		goto cleanup;
-	}
-	pr_debug("%s: %zu spans prefix %llu samples", input, n, (unsigned long long)p->samples);
+	if (load_profile(&p, input, external, true))
+		return 1;
 	e = report_folded(p, stdout);
 	if (e || (fflush(stdout) && (e = -errno))) {
 		pr_err("cannot write the folded stacks of %s: %s", input, strerror(-e));
@@ -125,8 +140,6 @@ int report_folded_by_span(const char *input, const char *external)
 	ret = 0;
 cleanup:
 	profile__free(p);
-	free(spans);
-	strpool_free(&pool);
 	return ret;
 }
 
@@ -250,13 +263,14 @@ int cmd_report(int argc, char **argv)
 		pr_err("--format otlp-json writes spans: use it with --spans");
 		return 1;
 	}
-	if (span_prefix && (!folded || spans || (ev_set && ev != PV_ON_CPU))) {
-		pr_err("--span-prefix prefixes the on-CPU stacks of --folded: use it with --folded, without --spans or --event %s",
-		       ev_set && ev == PV_OFF_CPU ? "off-cpu" : "wall");
+	if (span_prefix && (!folded || spans)) {
+		pr_err("--span-prefix prefixes the stacks of --folded: use it with --folded%s", spans ? ", not --spans" : "");
 		return 1;
 	}
-	if (span_prefix)
-		return report_folded_by_span(input, NULL);
+	if (span_prefix && ev_set && ev != PV_ON_CPU) {
+		pr_err("--span-prefix prefixes on-CPU samples only: leave out --event %s", ev == PV_OFF_CPU ? "off-cpu" : "wall");
+		return 1;
+	}
 	if (spans) {
 		struct spans_report_opts so = { .input = input, .json = to.json, .otlp = otlp, .bpf_samples = bpf_samples };
 
@@ -266,11 +280,8 @@ int cmd_report(int argc, char **argv)
 		}
 		return 0;
 	}
-	e = profile__load(&p, input, NULL, err, sizeof(err));
-	if (e) {
-		pr_err("%s", err);
+	if (load_profile(&p, input, NULL, span_prefix))
 		return 1;
-	}
 	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
 		 "(each with its parent's maps), %llu execs; %llu samples lost while recording; %d dsos read from "
 		 "the build-id cache (containers' files, or files gone from their paths)",
