@@ -86,6 +86,11 @@ bool otel_join__has_spans(const struct otel_join *j)
 	return j && j->nspans;
 }
 
+void otel_join__want_prefixes(struct otel_join *j)
+{
+	j->prefixes = true;
+}
+
 int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label)
 {
 	j->prefixes = true;

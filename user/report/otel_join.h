@@ -39,6 +39,7 @@ bool otel_join__has_spans(const struct otel_join *j);
  * SPAN_PREFIX_NONE.  0 or -ENOMEM.
  */
 #define SPAN_PREFIX_NONE "[no span]"
+void otel_join__want_prefixes(struct otel_join *j); /* even with no span at all: every sample [no span] */
 int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label);
 bool otel_join__has_prefixes(const struct otel_join *j);
 

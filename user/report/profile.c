@@ -250,7 +250,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
 }
 
-/* Each on-CPU stack split by the OTel context (and the spans) its samples ran in. */
+/* Each on-CPU stack split by the OTel context (and the spans, --span-prefix) its samples ran in. */
 static int split_by_otel(struct profile *p)
 {
 	struct otel_fold *f;
@@ -341,6 +341,8 @@ int profile__load_spans(struct profile **out, const char *path, const char *root
 		e = set_errorf(err, errlen, -ENOMEM, "out of memory reading %s", path);
 		goto cleanup;
 	}
+	if (spans)
+		otel_join__want_prefixes(p->otel);
 	for (size_t i = 0; spans && i < nspans; i++) {
 		e = otel_join__add_prefix_span(p->otel, spans[i].tid, spans[i].start, spans[i].end, spans[i].label);
 		if (e) {
