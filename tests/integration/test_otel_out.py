@@ -76,6 +76,11 @@ def otlp_spans(text, all_of_a_label=False):
     return out
 
 
+def thread_spans(text, tid):
+    """The OTLP spans of one thread (other processes on a shared host may reuse the workload's ids)."""
+    return [s for group in otlp_spans(text, True).values() for s in group if attrs(s)["thread.id"] == tid]
+
+
 def check_otlp_span(s):
     """opentelemetry-proto's JSON mapping: ids lower-case hex, (u)int64 as decimal strings,
     doubles as JSON numbers, enums as integers, attribute values one-of."""
@@ -241,16 +246,14 @@ def test_otlp_off_cpu_ms_of_sleeping_spans():
     sleeper = truth["sleeper"]
     out = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
     assert out.returncode == 0, out.stderr
-    spans = [attrs(s) for s in otlp_spans(out.stdout).values()]
-    mine = [a for a in spans if a["thread.id"] == sleeper["tid"]]
+    mine = [attrs(s) for s in thread_spans(out.stdout, sleeper["tid"])]
     assert len(mine) == 200, len(mine)
     off = [a["perf.off_cpu_ms"] for a in mine]
     # Each call blocks once, for as long as the workload's own clock saw its sleep (waking
     # late on a busy host included); a rare span misses its block (see test_offcpu): 2%.
     # The n-th span is inside the n-th sleep's window.
     windows = sorted(json_lines(open(naps).read()), key=lambda n: n["start_ns"])
-    ordered = sorted((s for s in otlp_spans(out.stdout).values() if attrs(s)["thread.id"] == sleeper["tid"]),
-                     key=lambda s: int(s["startTimeUnixNano"]))
+    ordered = sorted(thread_spans(out.stdout, sleeper["tid"]), key=lambda s: int(s["startTimeUnixNano"]))
     assert len(windows) == len(ordered) == 200
     bad = []
     for s, nap in zip(ordered, windows):
@@ -267,7 +270,7 @@ def test_otlp_off_cpu_ms_of_sleeping_spans():
     # The workload's own spans, annotated, carry it too.
     a = spanperf("annotate", "--spans", naps, "-i", path, "--format", "otlp-json")
     assert a.returncode == 0, a.stderr
-    ext = [attrs(s) for s in otlp_spans(a.stdout).values()]
+    ext = [attrs(s) for s in thread_spans(a.stdout, sleeper["tid"])]
     assert len(ext) == 200
     assert abs(sum(x["perf.off_cpu_ms"] for x in ext) * 1e6 - sleeper["off_ns"]) <= 0.05 * sleeper["off_ns"]
 
@@ -288,7 +291,7 @@ def test_otlp_off_cpu_ms_of_otel_spans():
     o = spanperf("report", "-i", out, "--spans", "--format", "otlp-json")
     assert o.returncode == 0, o.stderr
     assert "sums of short off-CPU blocks" not in o.stderr, o.stderr
-    spans = {s["spanId"]: attrs(s) for s in otlp_spans(o.stdout).values() if attrs(s)["thread.id"] == w["tid"]}
+    spans = {s["spanId"]: attrs(s) for s in thread_spans(o.stdout, w["tid"])}
     found = [k for k in truth if k in spans]
     assert len(found) >= 18, (len(found), len(truth))
     # The sleep's wall time as the workload saw it (a late wake-up is off CPU too).
@@ -304,7 +307,7 @@ def test_otlp_has_no_off_cpu_ms_without_off_cpu():
     path, w, _ = record(["--span", "uprobe:%s:hidden_work" % WORKLOAD], [WORKLOAD, "calls", "10", "2"])
     out = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
     assert out.returncode == 0, out.stderr
-    spans = [attrs(s) for s in otlp_spans(out.stdout).values()]
+    spans = [attrs(s) for group in otlp_spans(out.stdout, True).values() for s in group]
     assert spans and all("perf.off_cpu_ms" not in a and "perf.cpu.samples" in a for a in spans)
 
 
