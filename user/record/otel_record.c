@@ -60,7 +60,7 @@ struct otel_record {
 	/* Exec'ed processes being watched (pids; their proc holds the deadline). */
 	int *watch;
 	size_t nwatch, cap_watch;
-	__u64 execs_seen;
+	__u64 execs_seen, exec_looks;
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_CMD + 1], unusable, again;
 };
@@ -281,6 +281,7 @@ static void watch_execs(struct otel_record *r, __u64 now)
 
 		p = proc_get(r, pid);
 		if (p && now >= p->next_visit) {
+			r->exec_looks++;
 			visit(r, pid, FOUND_EXEC);
 			p = proc_get(r, pid); /* visit may have moved the array */
 			p->next_visit = now + p->wait_ns;
@@ -377,9 +378,10 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
-	pr_debug("otel: publishers found by the exec record %lu, by the /proc scan %lu, as the command %lu; %llu execs seen",
+	pr_debug("otel: publishers found by the exec record %lu, by the /proc scan %lu, as the command %lu; "
+		 "%llu execs seen, looked at %llu times",
 		 r->found_by[FOUND_EXEC], r->found_by[FOUND_SCAN], r->found_by[FOUND_CMD],
-		 (unsigned long long)r->execs_seen);
+		 (unsigned long long)r->execs_seen, (unsigned long long)r->exec_looks);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
 }
