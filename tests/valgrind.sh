@@ -33,4 +33,7 @@ vg report -i "$d/r.data" --flamegraph "$d/f.svg" --pprof "$d/p.pb.gz"
 vg report -i "$d/r.data" --spans --format json
 vg report -i "$d/g.data" --spans
 vg annotate --spans "$d/ext.jsonl" -i "$d/r.data" --format json
+vg report -i "$d/g.data" --folded --span-prefix
+vg annotate --spans "$d/ext.jsonl" -i "$d/r.data" --format folded
+vg annotate --spans "$d/ext.jsonl" -i "$d/r.data" --format otlp-json
 vg report -i "$d/bad.data"
