@@ -29,7 +29,8 @@ def record(args, cmd, d=None):
 
 
 def folded_lines(text):
-    """flamegraph.pl's reading of folded input: the stack, a space, the count."""
+    """Folded input as speedscope's importer reads it (src/import/bg-flamegraph.ts:
+    /^(.*) (\d+)$/, frames split at ';'), stricter: every line must match."""
     lines = []
     for line in text.splitlines():
         m = re.fullmatch(r"(.+) (\d+)", line)
