@@ -68,6 +68,15 @@ struct otel_record {
 	int *watch;
 	size_t nwatch, cap_watch;
 	__u64 execs_seen, exec_looks;
+	/*
+	 * Threads whose EXIT went by: their open context is written as a span
+	 * in the same round as the EXIT, not at the end of the recording, where
+	 * perf would find it out of order behind later rounds.  closed: tid ->
+	 * start of the context so written, so that it is not written twice.
+	 */
+	__u32 *exitq;
+	size_t nexitq, cap_exitq;
+	struct u64_map closed;
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_CMD + 1], unusable, again;
 };
@@ -140,6 +149,20 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 }
 
 /*
+ * The context was written already when its thread exited.  forget: BPF has
+ * moved on from it (a reused tid's next context), so the note goes.
+ */
+static bool closed_at_exit(struct otel_record *r, __u32 tid, const struct sp_otel_state *st, bool forget)
+{
+	uint64_t *v = u64_map_get(&r->closed, tid, false);
+	bool yes = v && *v == st->start_ns + 1;
+
+	if (v && forget)
+		*v = 0;
+	return yes;
+}
+
+/*
  * A thread's context changed.  The one that ended, if any, becomes a span:
  * it ended where the next one was first seen, or one period after its last
  * sample.  The one that began keeps its attributes until it ends too.
@@ -153,7 +176,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
-	if (!ctx_empty(&e->prev.ctx)) {
+	if (!ctx_empty(&e->prev.ctx) && !closed_at_exit(r, e->tid, &e->prev, true)) {
 		end = e->prev.last_ns + r->o.period_ns;
 		if (end >= e->time)
 			end = e->time - 1;
@@ -382,6 +405,38 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	return 0;
 }
 
+void otel_record__exit(struct otel_record *r, __u32 tid)
+{
+	/* A full queue only leaves the span to the final flush. */
+	if (r && !array_reserve((void **)&r->exitq, &r->cap_exitq, r->nexitq, sizeof(*r->exitq)))
+		r->exitq[r->nexitq++] = tid;
+}
+
+/* The open contexts of the threads that exited since the last drain, as spans. */
+static int close_exited(struct otel_record *r)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < r->nexitq && !err; i++) {
+		__u32 tid = r->exitq[i];
+		struct sp_thread t;
+		uint64_t *v;
+
+		if (bpf_map_lookup_elem(r->o.threads_fd, &tid, &t) || ctx_empty(&t.otel.st.ctx) ||
+		    closed_at_exit(r, tid, &t.otel.st, false))
+			continue;
+		err = write_span(r, &t.otel.st, tid, 0, t.otel.st.last_ns + r->o.period_ns) ?:
+		      set_open_attrs(r, tid, NULL, 0);
+		v = u64_map_get(&r->closed, tid, true);
+		if (!err && !v)
+			err = -ENOMEM;
+		if (!err)
+			*v = t.otel.st.start_ns + 1;
+	}
+	r->nexitq = 0;
+	return err;
+}
+
 long otel_record__consume(struct otel_record *r)
 {
 	__u64 before = r->spans;
@@ -389,6 +444,12 @@ long otel_record__consume(struct otel_record *r)
 
 	if (r->write_err)
 		return r->write_err;
+	if (n >= 0 && r->nexitq) {
+		int err = close_exited(r);
+
+		if (err)
+			return err;
+	}
 	return n < 0 ? n : (long)(r->spans - before);
 }
 
@@ -407,7 +468,8 @@ long otel_record__flush(struct otel_record *r)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(r->o.threads_fd, &key, &t) || ctx_empty(&t.otel.st.ctx))
+		if (bpf_map_lookup_elem(r->o.threads_fd, &key, &t) || ctx_empty(&t.otel.st.ctx) ||
+		    closed_at_exit(r, key, &t.otel.st, false))
 			continue;
 		err = write_span(r, &t.otel.st, key, 0, t.otel.st.last_ns + r->o.period_ns);
 		if (err)
@@ -464,5 +526,7 @@ void otel_record__free(struct otel_record *r)
 	free(r->procs);
 	free(r->execq);
 	free(r->watch);
+	free(r->exitq);
+	u64_map_free(&r->closed);
 	free(r);
 }

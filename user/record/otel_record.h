@@ -50,6 +50,12 @@ void otel_record__exec(struct otel_record *r, int pid);
  * missed.  -ETIMEDOUT if not by then (later ticks go on looking).
  */
 int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns);
+/*
+ * A PERF_RECORD_EXIT of tid went by as the rings were copied: queued only;
+ * the next consume writes its open context as a span, in the EXIT's round.
+ * Accepts NULL.
+ */
+void otel_record__exit(struct otel_record *r, __u32 tid);
 /* Writes the spans whose context ended; how many, or -errno. */
 long otel_record__consume(struct otel_record *r);
 /* At the end: the contexts still open become spans too. */

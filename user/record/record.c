@@ -419,6 +419,7 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 {
 	struct recorder *r = ctx;
 	struct pd_comm c;
+	struct pd_task t;
 	struct pd_mmap m;
 	__u64 v, id;
 
@@ -442,6 +443,10 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 			buildid_cache__exec(r->bcache, c.pid);
 			otel_record__exec(r->otel, c.pid);
 		}
+		break;
+	case PERF_RECORD_EXIT:
+		if (r->otel && !pd_parse_task(h, h->size, &t))
+			otel_record__exit(r->otel, t.tid);
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
