@@ -272,7 +272,7 @@ static void visit(struct otel_record *r, int pid, enum otel_found_by by)
 			r->unusable++;
 			pr_warn("otel: process %d (%s) exports %s but its thread context cannot be read (%s%s%s)", pid,
 				exe, OTEL_TLS_SYMBOL, model ? otel_tls_model_name(model) : "", model ? ": " : "",
-				strerror(-err));
+				otel_tls_why(err));
 		}
 		return;
 	}
