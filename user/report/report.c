@@ -111,13 +111,16 @@ static int load_profile(struct profile **p, const char *input, const char *exter
 	struct span_label *spans = NULL;
 	struct strpool pool = {};
 	size_t n = 0;
-	char err[512];
+	char err[512] = "";
 	int e = by_span ? spans_collect(&so, &pool, &spans, &n, err, sizeof(err)) : 0;
 
 	if (!e)
 		e = profile__load_spans(p, input, NULL, spans, n, err, sizeof(err));
-	if (e)
+	/* Some failures (out of memory) leave err unwritten. */
+	if (e && err[0])
 		pr_err("%s", err);
+	else if (e)
+		pr_err("cannot read %s: %s", input, strerror(-e));
 	else if (by_span)
 		pr_debug("%s: %zu spans prefix the stacks of %llu samples", input, n, (unsigned long long)(*p)->samples);
 	free(spans);
