@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "libbpf_setup.h"
+#include "otel_process.h"
 #include "otel_record.h"
 #include "otel_tls.h"
 #include "span_codec.h"
@@ -20,6 +21,8 @@
 #define CMD_WATCH_NS 2000000000ull
 #define EVENTS_RING_BYTES (1u << 20)
 #define MAX_RECIPES 4096
+/* A span with attributes from a process whose context was not read: read again, but not more often. */
+#define PCTX_RETRY_NS 20000000ull
 
 enum proc_state { PROC_NONE, PROC_AGAIN, PROC_DONE };
 
@@ -28,6 +31,18 @@ struct proc {
 	int pid;
 	enum proc_state state;
 	char *exe;
+	__u64 pctx_published; /* the process context's published-at when written; 0: none yet */
+	__u64 pctx_tried;     /* when it was last looked for */
+};
+
+/*
+ * A thread's context that began at `start`, with the attributes BPF read
+ * when it did: they go into the span once it ends.
+ */
+struct pending {
+	__u64 start;
+	__u16 size;
+	__u8 attrs[SPAN_ATTRS_MAX];
 };
 
 struct otel_record {
@@ -39,6 +54,9 @@ struct otel_record {
 	__u64 cmd_watch_until; /* the command is looked at every tick until then */
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], unusable, again;
+	struct u64_map pending; /* tid -> struct pending * */
+	struct otel_process_stats pst;
+	unsigned long pctx_written, attr_spans;
 };
 
 void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
@@ -56,6 +74,45 @@ static void ctx_bytes(const struct sp_otel_ctx *c, struct span_rec *r)
 	memcpy(r->span_id, &c->span_id, 8);
 }
 
+static bool has_ctx(const struct sp_otel_ctx *c)
+{
+	return c->span_id || c->trace_id[0] || c->trace_id[1];
+}
+
+/* The attributes of the context tid entered at start, as BPF read them then. */
+static int note_attrs(struct otel_record *r, __u32 tid, __u64 start, const __u8 *attrs, size_t size)
+{
+	uint64_t *v = u64_map_get(&r->pending, tid, size > 0);
+	struct pending *p;
+
+	if (!v)
+		return size ? -ENOMEM : 0;
+	p = (struct pending *)(uintptr_t)*v;
+	if (!p) {
+		p = malloc(sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*v = (uintptr_t)p;
+	}
+	p->start = start;
+	p->size = SP_MIN(size, sizeof(p->attrs));
+	memcpy(p->attrs, attrs, p->size);
+	return 0;
+}
+
+static void take_attrs(struct otel_record *r, __u32 tid, struct span_rec *rec)
+{
+	uint64_t *v = u64_map_get(&r->pending, tid, false);
+	const struct pending *p = v ? (const struct pending *)(uintptr_t)*v : NULL;
+
+	/* Only the context that began then: a lost event must not lend a span another's attributes. */
+	if (!p || p->start != rec->start_ns || !p->size)
+		return;
+	rec->attrs_size = p->size;
+	memcpy(rec->attrs, p->attrs, p->size);
+	r->attr_spans++;
+}
+
 static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
 {
 	struct span_rec rec = {
@@ -64,10 +121,11 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		.samples = st->samples, .pid = st->pid, .tid = tid, .cpu = cpu, .idx = r->o.idx,
 		.flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL,
 	};
-	char buf[512];
+	char buf[1024];
 	long n;
 
 	ctx_bytes(&st->ctx, &rec);
+	take_attrs(r, tid, &rec);
 	n = span_codec_write(buf, sizeof(buf), r->o.attr, &rec);
 	if (n < 0)
 		return n;
@@ -75,23 +133,61 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 	return pd_writer__write(r->o.w, buf, n);
 }
 
+/*
+ * The new context's attributes, as the sampling program read them at the
+ * change (struct sp_otel_event's attrs_size and attrs).  Programs built
+ * before the event carried them have none to give.
+ */
+static void event_attrs(const struct sp_otel_event *e, const __u8 **attrs, size_t *size)
+{
+#ifdef SP_OTEL_EVENT_ATTRS
+	*attrs = e->attrs;
+	*size = SP_MIN((size_t)e->attrs_size, sizeof(e->attrs));
+#else
+	(void)e;
+	*attrs = NULL;
+	*size = 0;
+#endif
+}
+
+static struct proc *proc_find(struct otel_record *r, int pid);
+static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force);
+
 /* The context ended where the next one was first seen, or one period after its last sample. */
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct otel_record *r = ctx;
 	const struct sp_otel_event *e = data;
+	const __u8 *attrs;
+	size_t nattrs;
 	__u64 end;
-	int err;
+	int err = 0;
 
 	if (size < sizeof(*e))
 		return 0;
-	end = e->prev.last_ns + r->o.period_ns;
-	if (end >= e->time)
-		end = e->time - 1;
-	err = write_span(r, &e->prev, e->tid, e->cpu, end);
+	if (has_ctx(&e->prev.ctx)) {
+		end = e->prev.last_ns + r->o.period_ns;
+		if (end >= e->time)
+			end = e->time - 1;
+		err = write_span(r, &e->prev, e->tid, e->cpu, end);
+	}
+	event_attrs(e, &attrs, &nattrs);
+	if (!err)
+		err = note_attrs(r, e->tid, e->time, attrs, nattrs);
 	if (err) {
 		r->write_err = err;
 		return err;
+	}
+	/*
+	 * Attributes from a process whose key map is not in the file yet: it
+	 * may have published its context since it was found, and may be gone
+	 * by the next scan.
+	 */
+	if (nattrs) {
+		struct proc *p = proc_find(r, e->prev.pid);
+
+		if (p && !p->pctx_published)
+			pctx_check(r, p, now_ns(CLOCK_MONOTONIC), false);
 	}
 	return 0;
 }
@@ -114,6 +210,47 @@ int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
 	}
 	*out = r;
 	return 0;
+}
+
+static struct proc *proc_find(struct otel_record *r, int pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	return NULL;
+}
+
+/*
+ * Writes p's process context to the file if it is new or changed since
+ * written; force: whatever the time since the last look.  What cannot be
+ * read is counted by otel_process_read, never fatal.
+ */
+static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force)
+{
+	struct otel_pctx pc;
+	struct sbuf b = {};
+	__u64 published;
+	int err;
+
+	if (!r->o.pctx_id || (!force && p->pctx_tried && now - p->pctx_tried < PCTX_RETRY_NS))
+		return;
+	p->pctx_tried = now;
+	if (otel_process_read(p->pid, &pc, &published, &r->pst))
+		return;
+	if (published != p->pctx_published) {
+		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, p->pid, now, &pc) ?:
+		      pd_writer__write(r->o.w, b.p, b.len);
+		if (err) {
+			r->write_err = err;
+		} else {
+			p->pctx_published = published;
+			r->pctx_written++;
+			pr_debug("otel: process %d's context: %d attribute keys, service.name %s", p->pid, pc.nkeys,
+				 pc.service_name ?: "(none)");
+		}
+	}
+	sbuf_free(&b);
+	otel_pctx_clear(&pc);
 }
 
 static struct proc *proc_get(struct otel_record *r, int pid)
@@ -178,6 +315,7 @@ static void visit(struct otel_record *r, int pid)
 		return;
 	}
 	r->found[model]++;
+	pctx_check(r, p, now_ns(CLOCK_MONOTONIC), true);
 	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
 		 recipe.kind == SP_OTEL_TP ? "tp" : "dtv", (long long)recipe.off, (unsigned long long)recipe.modid);
 }
@@ -208,11 +346,22 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	DIR *d;
 	struct dirent *de;
 
-	if (r->o.cmd_pid && now < r->cmd_watch_until)
+	if (r->o.cmd_pid && now < r->cmd_watch_until) {
+		struct proc *p;
+
 		visit(r, r->o.cmd_pid);
+		/* It publishes its process context some time after its thread-context symbol is found. */
+		p = proc_find(r, r->o.cmd_pid);
+		if (p && p->state == PROC_DONE && !p->pctx_published)
+			pctx_check(r, p, now, false);
+	}
 	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
 		return 0;
 	r->last_scan = now;
+	/* A new version of a context (the key map only grows) is written again. */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].state == PROC_DONE)
+			pctx_check(r, &r->procs[i], now, true);
 	if (r->o.pids) {
 		for (int i = 0; i < r->o.pids->n; i++)
 			visit(r, r->o.pids->v[i]);
@@ -250,6 +399,12 @@ long otel_record__flush(struct otel_record *r)
 
 	if (n < 0)
 		return n;
+	/* Last, the contexts as they are now, of the publishers still alive. */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].state == PROC_DONE)
+			pctx_check(r, &r->procs[i], now_ns(CLOCK_MONOTONIC), true);
+	if (r->write_err)
+		return r->write_err;
 	before = r->spans;
 	while (!bpf_map_get_next_key(r->o.state_fd, prev, &next)) {
 		struct sp_otel_state st;
@@ -257,8 +412,7 @@ long otel_record__flush(struct otel_record *r)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(r->o.state_fd, &key, &st) ||
-		    !(st.ctx.span_id || st.ctx.trace_id[0] || st.ctx.trace_id[1]))
+		if (bpf_map_lookup_elem(r->o.state_fd, &key, &st) || !has_ctx(&st.ctx))
 			continue;
 		err = write_span(r, &st, key, 0, st.last_ns + r->o.period_ns);
 		if (err)
@@ -286,6 +440,13 @@ void otel_record__report(struct otel_record *r)
 			(unsigned long long)fault, (unsigned long long)invalid);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
+	if (r->pctx_written || r->attr_spans)
+		pr_info("otel: %lu process contexts (OTEP 4719) written; %lu spans with attributes", r->pctx_written,
+			r->attr_spans);
+	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
+		pr_info("otel: process contexts skipped: %lu bad signature or version, %lu bad size or pointer, "
+			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attributes print as numbers",
+			r->pst.bad_header, r->pst.bad_size, r->pst.unstable, r->pst.unreadable, r->pst.malformed);
 }
 
 __u64 otel_record__spans(const struct otel_record *r)
@@ -298,6 +459,10 @@ void otel_record__free(struct otel_record *r)
 	if (!r)
 		return;
 	ring_buffer__free(r->rb);
+	for (size_t i = 0; i < r->pending.cap; i++)
+		if (r->pending.used && r->pending.used[i])
+			free((void *)(uintptr_t)r->pending.slot[i].val);
+	u64_map_free(&r->pending);
 	for (size_t i = 0; i < r->nprocs; i++)
 		free(r->procs[i].exe);
 	free(r->procs);
