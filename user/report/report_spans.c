@@ -42,6 +42,7 @@ struct span_row {
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
 	__u8 trace_id[16], span_id[8];
+	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	size_t first, count; /* the join's result */
 };
 
@@ -49,6 +50,7 @@ struct span_report {
 	const struct spans_report_opts *o;
 	struct session *sess;
 	struct strpool names; /* span names; a row's name is its id here */
+	struct strpool attrs; /* otel spans' attributes */
 	char **ctr_names;     /* the session's: what counters[k] is */
 	int nr_ctr;
 	struct sinfo *s;
@@ -102,6 +104,9 @@ static int on_span(void *ctx, const struct sess_span *ss)
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
 		memcpy(row.span_id, sp->span_id, 8);
+		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, sp->pid), sp->attrs, sp->attrs_size,
+				      &row.attrs))
+			return -ENOMEM;
 	}
 	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
@@ -216,6 +221,17 @@ static __s64 on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 	return -1;
 }
 
+static int json_attr(void *ctx, const char *key, const char *value)
+{
+	struct sbuf *b = ctx;
+
+	if (b->len && b->p[b->len - 1] != '{')
+		sbuf_add(b, ",", 1);
+	sbuf_json_str(b, key);
+	sbuf_add(b, ":", 1);
+	return sbuf_json_str(b, value);
+}
+
 static void json_span(struct span_report *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
 {
 	sbuf_printf(b, "{\"name\":");
@@ -248,6 +264,9 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		for (int k = 0; k < 8; k++)
 			sbuf_printf(b, "%02x", sp->span_id[k]);
 		sbuf_printf(b, "\"");
+		sbuf_printf(b, ",\"attributes\":{");
+		otel_attrs_split(sp->attrs, json_attr, b);
+		sbuf_printf(b, "}");
 	}
 	span_wall__json(r->wall, sp->tid, sp->start, sp->end, on_cpu_ns(r, sp), b);
 	if (sp->ext && sp->ext->trace_id[0])
@@ -502,6 +521,19 @@ static int cmp_row_pid(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
+struct otlp_ctx {
+	struct sbuf *b;
+	bool *first;
+};
+
+static int otlp_attr(void *ctx, const char *key, const char *value)
+{
+	struct otlp_ctx *c = ctx;
+
+	otlp_attr_str(c->b, c->first, key, value);
+	return 0;
+}
+
 /*
  * OTLP JSON, one ExportTraceServiceRequest: a resourceSpans per process,
  * each span with what the recording saw inside it as perf.* attributes.
@@ -540,6 +572,7 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 	sbuf_printf(&b, "{\"resourceSpans\":[");
 	for (size_t i = 0; i < r->nsp && !e; i++) {
 		const struct span_row *sp = rows[i];
+		const struct otel_pctx *pc;
 		char trace[33], span[17];
 		bool first = true;
 		int ntop;
@@ -549,6 +582,9 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 				sbuf_printf(&b, "]}]},");
 			sbuf_printf(&b, "{\"resource\":{\"attributes\":[");
 			otlp_attr_int(&b, &first, "process.pid", sp->pid);
+			pc = session__otel_process(r->sess, sp->pid);
+			if (pc && pc->service_name)
+				otlp_attr_str(&b, &first, "service.name", pc->service_name);
 			sbuf_printf(&b, "]},\"scopeSpans\":[{\"scope\":{\"name\":\"spanperf\",\"version\":\"%s\"},\"spans\":[",
 				    SPANPERF_VERSION);
 			first = true;
@@ -576,6 +612,12 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 			otlp_attr_double(&b, &first, "perf.task_clock_ms", sp->count * ns_per_sample / 1e6);
 		if (sp->source != SP_SRC_EXTERNAL && k_cs >= 0)
 			otlp_attr_int(&b, &first, "perf.context_switches", sp->counters[k_cs]);
+		/* The application's own attributes, as it published them with the context. */
+		{
+			struct otlp_ctx oc = { &b, &first };
+
+			otel_attrs_split(sp->attrs, otlp_attr, &oc);
+		}
 		if (ntop) {
 			sbuf_printf(&b, ",{\"key\":\"perf.top_functions\",\"value\":{\"arrayValue\":{\"values\":[");
 			for (int t = 0; t < ntop && t < TOP_N; t++) {
@@ -693,6 +735,7 @@ oom:
 	snprintf(err, errlen, "out of memory joining spans of %s", o->input);
 cleanup:
 	strpool_free(&r.names);
+	strpool_free(&r.attrs);
 	free(r.s);
 	free(r.sp);
 	free(r.sorted);
