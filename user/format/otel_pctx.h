@@ -25,6 +25,7 @@
 #include <linux/types.h>
 
 #include "perf_data.h"
+#include "spanperf.h"
 #include "util.h"
 
 #define OTEL_PCTX_SIGNATURE "OTEL_CTX"
@@ -65,6 +66,8 @@ void otel_pctx_clear(struct otel_pctx *p);
  * skip it, and perf script lists it as one more event.
  */
 #define OTEL_PCTX_ATTR_NAME "spanperf-otel-process"
+/* Its id: after the span attrs, spanperf-counters and offcpu-time (SPAN_ID_BASE + SP_MAX_SPANS + 0..1). */
+#define OTEL_PCTX_ID ((1ull << 62) + SP_MAX_SPANS + 2)
 #define OTEL_PCTX_REC_MAGIC 0x5843504fu /* "OPCX" in a little-endian file */
 #define OTEL_PCTX_REC_VERSION 1
 
