@@ -33,6 +33,7 @@ struct proc {
 	char *exe;
 	__u64 pctx_published; /* the process context's published-at when written; 0: none yet */
 	__u64 pctx_tried;     /* when it was last looked for */
+	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
 };
 
 /*
@@ -227,6 +228,7 @@ static struct proc *proc_find(struct otel_record *r, int pid)
  */
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force)
 {
+	struct otel_process_stats one = {};
 	struct otel_pctx pc;
 	struct sbuf b = {};
 	__u64 published;
@@ -235,7 +237,16 @@ static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool fo
 	if (!r->o.pctx_id || (!force && p->pctx_tried && now - p->pctx_tried < PCTX_RETRY_NS))
 		return;
 	p->pctx_tried = now;
-	if (otel_process_read(p->pid, &pc, &published, &r->pst))
+	err = otel_process_read(p->pid, &pc, &published, &one);
+	if (err && err != p->pctx_err) {
+		r->pst.bad_header += one.bad_header;
+		r->pst.bad_size += one.bad_size;
+		r->pst.unstable += one.unstable;
+		r->pst.unreadable += one.unreadable;
+		r->pst.malformed += one.malformed;
+	}
+	p->pctx_err = err;
+	if (err)
 		return;
 	if (published != p->pctx_published) {
 		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, p->pid, now, &pc) ?:
@@ -444,8 +455,8 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %lu process contexts (OTEP 4719) written; %lu spans with attributes", r->pctx_written,
 			r->attr_spans);
 	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
-		pr_info("otel: process contexts skipped: %lu bad signature or version, %lu bad size or pointer, "
-			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attributes print as numbers",
+		pr_info("otel: process contexts not read (processes): %lu bad signature or version, %lu bad size or pointer, "
+			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attribute keys print as numbers",
 			r->pst.bad_header, r->pst.bad_size, r->pst.unstable, r->pst.unreadable, r->pst.malformed);
 }
 
