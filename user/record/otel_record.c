@@ -31,7 +31,8 @@ struct proc {
 	int pid;
 	enum proc_state state;
 	char *exe;
-	__u64 pctx_published; /* the process context's published-at when written; 0: none yet */
+	__u64 pctx_published; /* the process context's published-at when read; 0: none yet */
+	struct otel_pctx pctx;	/* as read last: written to the file at the end */
 	__u64 pctx_tried;     /* when it was last looked for */
 	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
 };
@@ -222,15 +223,17 @@ static struct proc *proc_find(struct otel_record *r, int pid)
 }
 
 /*
- * Writes p's process context to the file if it is new or changed since
- * written; force: whatever the time since the last look.  What cannot be
- * read is counted by otel_process_read, never fatal.
+ * Reads p's process context again if it may have changed; force: whatever
+ * the time since the last look.  What cannot be read is counted by
+ * otel_process_read, never fatal.  The latest version is kept until the
+ * end (the key map only grows), when it goes into the file: a record
+ * stamped now, written now, could come after spans stamped earlier in a
+ * later round, which perf reports as out of order.
  */
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force)
 {
 	struct otel_process_stats one = {};
 	struct otel_pctx pc;
-	struct sbuf b = {};
 	__u64 published;
 	int err;
 
@@ -248,20 +251,34 @@ static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool fo
 	p->pctx_err = err;
 	if (err)
 		return;
-	if (published != p->pctx_published) {
-		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, p->pid, now, &pc) ?:
+	if (published == p->pctx_published) {
+		otel_pctx_clear(&pc);
+		return;
+	}
+	otel_pctx_clear(&p->pctx);
+	p->pctx = pc;
+	p->pctx_published = published;
+	pr_debug("otel: process %d's context: %d attribute keys, service.name %s", p->pid, pc.nkeys,
+		 pc.service_name ?: "(none)");
+}
+
+/* Every process context read, one record each, stamped now: after everything before. */
+static int write_pctx(struct otel_record *r)
+{
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+	struct sbuf b = {};
+	int err = 0;
+
+	for (size_t i = 0; i < r->nprocs && !err; i++) {
+		if (!r->procs[i].pctx_published)
+			continue;
+		b.len = 0;
+		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, r->procs[i].pid, now, &r->procs[i].pctx) ?:
 		      pd_writer__write(r->o.w, b.p, b.len);
-		if (err) {
-			r->write_err = err;
-		} else {
-			p->pctx_published = published;
-			r->pctx_written++;
-			pr_debug("otel: process %d's context: %d attribute keys, service.name %s", p->pid, pc.nkeys,
-				 pc.service_name ?: "(none)");
-		}
+		r->pctx_written += !err;
 	}
 	sbuf_free(&b);
-	otel_pctx_clear(&pc);
+	return err;
 }
 
 static struct proc *proc_get(struct otel_record *r, int pid)
@@ -301,6 +318,11 @@ static void visit(struct otel_record *r, int pid)
 	if (p->exe && !strcmp(p->exe, exe) && p->state != PROC_AGAIN &&
 	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until))
 		return;
+	/* An exec: the old image's process context is not the new one's. */
+	if (p->exe && strcmp(p->exe, exe) && p->pctx_published) {
+		otel_pctx_clear(&p->pctx);
+		p->pctx_published = 0;
+	}
 	free(p->exe);
 	p->exe = strdup(exe);
 	err = otel_tls_recipe(pid, &recipe, &model);
@@ -407,6 +429,7 @@ long otel_record__flush(struct otel_record *r)
 	__u32 key, next, *prev = NULL;
 	__u64 before;
 	long n = otel_record__consume(r);
+	int err;
 
 	if (n < 0)
 		return n;
@@ -414,12 +437,12 @@ long otel_record__flush(struct otel_record *r)
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].state == PROC_DONE)
 			pctx_check(r, &r->procs[i], now_ns(CLOCK_MONOTONIC), true);
-	if (r->write_err)
-		return r->write_err;
+	err = write_pctx(r);
+	if (err)
+		return err;
 	before = r->spans;
 	while (!bpf_map_get_next_key(r->o.state_fd, prev, &next)) {
 		struct sp_otel_state st;
-		int err;
 
 		key = next;
 		prev = &key;
@@ -451,7 +474,7 @@ void otel_record__report(struct otel_record *r)
 			(unsigned long long)fault, (unsigned long long)invalid);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
-	if (r->pctx_written || r->attr_spans)
+	if (procs)
 		pr_info("otel: %lu process contexts (OTEP 4719) written; %lu spans with attributes", r->pctx_written,
 			r->attr_spans);
 	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
@@ -474,8 +497,10 @@ void otel_record__free(struct otel_record *r)
 		if (r->pending.used && r->pending.used[i])
 			free((void *)(uintptr_t)r->pending.slot[i].val);
 	u64_map_free(&r->pending);
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].exe);
+		otel_pctx_clear(&r->procs[i].pctx);
+	}
 	free(r->procs);
 	free(r);
 }
