@@ -346,6 +346,15 @@ def test_otel_attributes_named_by_the_process_context():
         assert {k: lab[k] for k in s["attributes"]} == s["attributes"], (lab, s)
         seen += smp["value"][0]
     assert seen == sum(s["samples"] for s in spans), (seen, spans)
+    # --sort attr:NAME: the samples of each route are those of its spans.
+    r = spanperf("report", "-i", path, "--sort", "tid,attr:http.route", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = {x["attributes"]["http.route"]: x["samples"] for x in json_lines(r.stdout)
+            if x["tid"] == w["tid"] and x["attributes"]["http.route"]}
+    want = {}
+    for s in spans:
+        want[s["attributes"]["http.route"]] = want.get(s["attributes"]["http.route"], 0) + s["samples"]
+    assert rows == want, (rows, want)
     # OTLP JSON: the application's attributes as string attributes, service.name on the resource.
     o = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
     assert o.returncode == 0, o.stderr
