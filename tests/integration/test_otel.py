@@ -355,6 +355,14 @@ def test_otel_attributes_named_by_the_process_context():
     for s in spans:
         want[s["attributes"]["http.route"]] = want.get(s["attributes"]["http.route"], 0) + s["samples"]
     assert rows == want, (rows, want)
+    # The text table: spans by attribute value (other publishers on the host may add to the counts).
+    t = spanperf("report", "-i", path, "--spans")
+    assert t.returncode == 0, t.stderr
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^  http\.route\s+(\S+)\s+(\d+)", t.stdout, re.M)}
+    mine = {}
+    for s in spans:
+        mine[s["attributes"]["http.route"]] = mine.get(s["attributes"]["http.route"], 0) + 1
+    assert all(counts.get(k, 0) >= n for k, n in mine.items()), (counts, mine, t.stdout[-1500:])
     # OTLP JSON: the application's attributes as string attributes, service.name on the resource.
     o = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
     assert o.returncode == 0, o.stderr

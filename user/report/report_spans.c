@@ -393,6 +393,107 @@ static __u64 pct(const __u64 *sorted, size_t n, double p)
 	return n ? sorted[i < n ? i : n - 1] : 0;
 }
 
+/* One attribute value of otel spans, for the table: the spans' durations and samples. */
+struct attr_group {
+	const char *pair; /* "key\x1fvalue", pooled */
+	__u64 *dur;
+	size_t n, cap, samples;
+};
+
+struct attr_walk {
+	struct strpool pool;
+	struct attr_group *g;
+	size_t ng, cap;
+	const struct span_row *sp;
+	int err;
+};
+
+static int attr_add(void *ctx, const char *key, const char *value)
+{
+	struct attr_walk *w = ctx;
+	struct sbuf b = {};
+	struct attr_group *g;
+	size_t id;
+
+	sbuf_printf(&b, "%s\x1f%s", key, value);
+	if (b.err || !strpool_intern(&w->pool, b.p, &id)) {
+		sbuf_free(&b);
+		return w->err = -ENOMEM;
+	}
+	sbuf_free(&b);
+	if (id == w->ng) {
+		if (array_reserve((void **)&w->g, &w->cap, w->ng, sizeof(*w->g)))
+			return w->err = -ENOMEM;
+		w->g[w->ng++] = (struct attr_group){ .pair = w->pool.str[id] };
+	}
+	g = &w->g[id];
+	if (array_reserve((void **)&g->dur, &g->cap, g->n, sizeof(*g->dur)))
+		return w->err = -ENOMEM;
+	g->dur[g->n++] = w->sp->end - w->sp->start;
+	g->samples += w->sp->count;
+	return 0;
+}
+
+/* Keys in order, then the busiest values first. */
+static int cmp_group(const void *a, const void *b)
+{
+	const struct attr_group *x = a, *y = b;
+	size_t kx = strcspn(x->pair, "\x1f"), ky = strcspn(y->pair, "\x1f");
+	int c = strncmp(x->pair, y->pair, kx < ky ? kx : ky);
+
+	if (c || kx != ky)
+		return c ? c : kx < ky ? -1 : 1;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return strcmp(x->pair, y->pair);
+}
+
+#define ATTR_VALUES_SHOWN 10
+
+/*
+ * otel spans by the value of each of their attributes (http.route, say):
+ * which values are slow, which hold the samples.  A key with many values
+ * (user.id) shows its busiest ones.
+ */
+static int print_attrs(struct span_report *r, FILE *out)
+{
+	struct attr_walk w = {};
+	size_t shown = 0;
+
+	for (size_t i = 0; i < r->nsp && !w.err; i++) {
+		w.sp = &r->sp[i];
+		otel_attrs_split(r->sp[i].attrs, attr_add, &w);
+	}
+	if (!w.err && w.ng) {
+		sort_n(w.g, w.ng, sizeof(*w.g), cmp_group);
+		fprintf(out, "#\n# otel spans by attribute\n# %-24s %-24s %8s %10s %10s %8s\n", "attribute", "value",
+			"count", "p50 ms", "p99 ms", "samples");
+		for (size_t i = 0; i < w.ng; i++) {
+			struct attr_group *g = &w.g[i];
+			int kl = (int)strcspn(g->pair, "\x1f");
+
+			shown = i && strncmp(g->pair, w.g[i - 1].pair, kl + 1) ? 0 : shown;
+			if (shown++ == ATTR_VALUES_SHOWN) {
+				size_t more = 0;
+
+				while (i + more < w.ng && !strncmp(w.g[i + more].pair, g->pair, kl + 1))
+					more++;
+				fprintf(out, "  %-24.*s (%zu more values)\n", kl, g->pair, more);
+				i += more - 1;
+				continue;
+			}
+			sort_n(g->dur, g->n, sizeof(*g->dur), cmp_u64);
+			fprintf(out, "  %-24.*s %-24s %8zu %10.3f %10.3f %8zu\n", kl, g->pair, g->pair + kl + 1, g->n,
+				pct(g->dur, g->n, 0.5) / 1e6, pct(g->dur, g->n, 0.99) / 1e6, g->samples);
+		}
+	}
+	for (size_t i = 0; i < w.ng; i++)
+		free(w.g[i].dur);
+	free(w.g);
+	strpool_free(&w.pool);
+	return w.err;
+}
+
 /* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
 static int print_table(struct span_report *r, FILE *out)
 {
@@ -480,7 +581,7 @@ static int print_table(struct span_report *r, FILE *out)
 			span_wall__unjoinable(r->wall) ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");
 	free(top);
 	free(dur);
-	return 0;
+	return print_attrs(r, out);
 }
 
 static int ctr_index(const struct span_report *r, const char *name)
