@@ -401,3 +401,16 @@ def test_otel_process_context_stuck_mid_update_is_counted():
     except Skip:
         return
     check_attrs(otel_spans(path, w["tid"]), truth, {"0": "attr.0", "1": "attr.1"})
+
+
+@test
+def test_otel_process_context_that_lies_is_counted():
+    """A bad version, pointer, size or payload: skipped, counted once, the spans still recorded."""
+    need_bpf()
+    for mode, what in (("otel-badver", "1 bad signature or version"), ("otel-badptr", "1 unreadable"),
+                       ("otel-badsize", "1 bad size or pointer"), ("otel-badpayload", "1 malformed payloads")):
+        d, path, p, w, truth = attr_run(mode, 5)
+        line = [l for l in p.stderr.splitlines() if "process contexts not read" in l]
+        assert line and what in line[0], (mode, p.stderr)
+        assert re.search(r"otel: 0 process contexts \(OTEP 4719\) written", p.stderr), (mode, p.stderr)
+        assert otel_spans(path, w["tid"]), (mode, p.stderr)

@@ -43,6 +43,10 @@
  *   workload otel-nopctx N US [FILE]   the same attributes, no process context
  *   workload otel-stuck N US [FILE]    a process context whose published-at
  *                                stays 0, as a writer stuck mid-update
+ *   workload otel-badver|otel-badptr|otel-badsize|otel-badpayload N US [FILE]
+ *                                a process context whose header lies (version
+ *                                9, a pointer to unmapped memory, a size of
+ *                                2 MiB) or whose payload is no protobuf
  *   workload offcpu N MS M PMS SPIN [FILE]
  *                                three threads at once: one sleeps N x MS in
  *                                nap_sleep(), one blocks in pipe_wait() on a
@@ -442,6 +446,15 @@ static int mode_otel(const char *mode, const char *n, const char *us, const char
 	}
 	if (!strcmp(mode, "otel-stuck"))
 		otel_process_ctx_header()->published_at_ns = 0; /* an update that never ends */
+	else if (!strcmp(mode, "otel-badver"))
+		otel_process_ctx_header()->version = 9;
+	else if (!strcmp(mode, "otel-badptr"))
+		otel_process_ctx_header()->payload = 4096; /* the first page is never mapped */
+	else if (!strcmp(mode, "otel-badsize"))
+		otel_process_ctx_header()->payload_size = 2u << 20;
+	else if (!strcmp(mode, "otel-badpayload"))
+		memset((void *)(uintptr_t)otel_process_ctx_header()->payload, 0xff,
+		       otel_process_ctx_header()->payload_size);
 
 	pthread_create(&th, NULL, otel_thread, &c);
 	pthread_join(th, NULL);
