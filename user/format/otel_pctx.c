@@ -230,19 +230,14 @@ int otel_pctx_decode(const void *pb, size_t len, struct otel_pctx *out)
 
 	memset(out, 0, sizeof(*out));
 	r = process_context(b, out);
-	if (r == -ENOMEM)
-		goto fail;
-	if (r < 0) {
+	if (r < 0 && r != -ENOMEM) {
 		/* The OTEP's first writers: the payload is the Resource itself. */
 		otel_pctx_clear(out);
 		r = resource(b, out);
-		if (r < 0)
-			goto fail;
 	}
-	return 0;
-fail:
-	otel_pctx_clear(out);
-	return r == -ENOMEM ? r : -EINVAL;
+	if (r < 0)
+		otel_pctx_clear(out);
+	return r >= 0 ? 0 : r == -ENOMEM ? r : -EINVAL;
 }
 
 /* ---- the perf.data record ---- */
@@ -311,6 +306,7 @@ int otel_pctx_rec_decode(const void *raw, size_t len, __u32 *pid, struct otel_pc
 {
 	const __u8 *p = raw, *end = p + len;
 	struct pctx_rec_hdr h;
+	int err = -EINVAL;
 
 	memset(out, 0, sizeof(*out));
 	if (len < sizeof(h))
@@ -322,26 +318,28 @@ int otel_pctx_rec_decode(const void *raw, size_t len, __u32 *pid, struct otel_pc
 		return -EINVAL;
 	*pid = h.pid;
 	p += h.hdr_size;
-	if (h.service_len && !(out->service_name = strndup((const char *)p, h.service_len)))
-		goto oom;
+	if (h.service_len && !(out->service_name = strndup((const char *)p, h.service_len))) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	p += h.service_len;
 	for (int i = 0; i < h.nkeys; i++) {
 		__u8 l;
 
-		if (p >= end || (size_t)(end - p - 1) < *p) {
-			otel_pctx_clear(out);
-			return -EINVAL;
-		}
+		if (p >= end || (size_t)(end - p - 1) < *p)
+			goto cleanup;
 		l = *p++;
-		if (!(out->keys[i] = strndup((const char *)p, l)))
-			goto oom;
+		if (!(out->keys[i] = strndup((const char *)p, l))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
 		out->nkeys = i + 1;
 		p += l;
 	}
 	return 0;
-oom:
+cleanup:
 	otel_pctx_clear(out);
-	return -ENOMEM;
+	return err;
 }
 
 const char *otel_pctx_key(const struct otel_pctx *p, unsigned idx, char buf[16])
