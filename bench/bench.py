@@ -576,14 +576,14 @@ def otel_load(kind, secs):
     return procs
 
 
-def otel_cost(otel, kind, hz):
+def otel_cost(otel, kind, hz, secs=8):
     """ns per sample in the sampling program while the load runs, as record -v reports its own
     program's bpf_stats (other recorders on a shared machine load programs of the same name)."""
     out = os.path.join(TMP, "otel.data")
     err = os.path.join(TMP, "otel.stderr")
     load = otel_load(kind, 10)
     time.sleep(0.2)
-    cmd = [SPANPERF, "record", "-v", "-a", "-F", str(hz), "-d", "8", "-o", out] + (["--otel"] if otel else [])
+    cmd = [SPANPERF, "record", "-v", "-a", "-F", str(hz), "-d", str(secs), "-o", out] + (["--otel"] if otel else [])
     with open(err, "w") as f:
         p = spawn(cmd, stdout=DEVNULL, stderr=f)
         p.wait()
@@ -592,6 +592,23 @@ def otel_cost(otel, kind, hz):
         w.wait()
     m = re.search(r"sampling program: \d+ runs, (\d+) ns each", open(err).read())
     return float(m.group(1)) if m else float("nan")
+
+
+def tls_floor_cost(tls, hz):
+    """ns per sample of bench/floor's program on the same load: empty, or reading one word of the
+    interrupted thread's TLS (-r), the least any reader of thread context pays."""
+    load = otel_load("ctx", 10)
+    time.sleep(0.2)
+    fl = spawn([FLOOR, "-F", str(hz), "-d", "9"] + (["-r"] if tls else []), stdout=DEVNULL, stderr=DEVNULL)
+    time.sleep(2)
+    name = "floor_tls" if tls else "floor_prog"
+    a = prog_stats(name)
+    time.sleep(5)
+    b = prog_stats(name)
+    for p in [fl] + load:
+        p.kill()
+        p.wait()
+    return (b[0] - a[0]) / (b[1] - a[1]) if a and b and b[1] > a[1] else float("nan")
 
 
 def otel_spans_of(path):
@@ -623,7 +640,14 @@ def bench_otel(res):
         for label, otel, kind in (("off", False, "ctx"), ("no context", True, "none"), ("context", True, "ctx")):
             cost[label].append(otel_cost(otel, kind, hz))
             log("otel cost round %d %s: %.0f ns/sample" % (r, label, cost[label][-1]))
+    floor = {"empty": [], "tls read": []}
+    for r in range(ROUNDS):
+        for label in floor:
+            floor[label].append(tls_floor_cost(label == "tls read", hz))
+            log("otel floor round %d %s: %.0f ns/sample" % (r, label, floor[label][-1]))
     out = {"hz": hz, "ns_per_sample": {k: median(v) for k, v in cost.items()},
+           "floor_ns": {k: median(v) for k, v in floor.items()},
+           "tls_read_ns": median([t - e for t, e in zip(floor["tls read"], floor["empty"])]),
            "added_ns": {k: median([x - y for x, y in zip(cost[k], cost["off"])]) for k in ("no context", "context")},
            "raw": cost}
     # 10,000 span switches a second on each CPU: each sample sees a new context.
@@ -919,8 +943,17 @@ def markdown(res):
                   "| without --otel | --otel, no context | --otel, context | added, no context | added, context | target |",
                   "|---|---|---|---|---|---|",
                   "| %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | <= 100 ns added |" % (
-                      ns["off"], ns["no context"], ns["context"], add["no context"], add["context"]), "",
-                  "Context-change records with each CPU's thread switching span 10,000 times a second "
+                      ns["off"], ns["no context"], ns["context"], add["no context"], add["context"]), ""]
+        if "tls_read_ns" in v:
+            fl = v["floor_ns"]
+            lines += ["The floor under the same load (bench/floor): an empty program costs %.0f ns a sample, "
+                      "and %.0f ns when it reads one word of the interrupted thread's TLS, so one user-memory "
+                      "read costs %.0f ns here. No context takes one such read (the TLS pointer), a context two "
+                      "(and the record's header): %.1f and %.1f reads' worth." % (
+                          fl["empty"], fl["tls read"], v["tls_read_ns"], add["no context"] / v["tls_read_ns"],
+                          add["context"] / v["tls_read_ns"]), ""]
+        lines += [
+"Context-change records with each CPU's thread switching span 10,000 times a second "
                   "(a record per sample that sees a new span, so at most the sampling rate):", "",
                   "| -F | records/s | records per sample of the load | recorder CPU (s, of 5 s) |", "|---|---|---|---|"]
         for hz, row in v["switches"].items():

@@ -5,11 +5,15 @@
  * chain, so the kernel walks no stack: this is the cost every BPF sampler
  * pays before it does any work of its own.
  *
+ * With -r the program instead reads one word of the interrupted thread's
+ * TLS: the floor of any reader of thread context (record --otel).
+ *
  * With -t CAT:BEGIN,CAT:END or -u PATH:OFFSET it instead puts empty
  * programs on a tracepoint pair or a uprobe/uretprobe pair: the bare cost
  * that a span's programs add to.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +38,16 @@ int main(int argc, char **argv)
 	double secs = 5;
 	int hz = 999, c, ret = 1;
 	char *tp = NULL, *up = NULL;
+	bool tls = false;
 	struct bpf_link *links[2] = {};
 
-	while ((c = getopt(argc, argv, "F:d:t:u:")) != -1) {
+	while ((c = getopt(argc, argv, "F:d:rt:u:")) != -1) {
 		if (c == 'F')
 			hz = atoi(optarg);
 		else if (c == 'd')
 			secs = atof(optarg);
+		else if (c == 'r')
+			tls = true;
 		else if (c == 't')
 			tp = optarg;
 		else if (c == 'u')
@@ -81,7 +88,7 @@ int main(int argc, char **argv)
 	a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
 	skel = floor_bpf__open_and_load();
 	if (!skel || host_online_cpus(&cpus) || pe_set__open(&set, &a, &cpus) ||
-	    pe_set__attach(set, skel->progs.floor_prog) || pe_set__enable(set)) {
+	    pe_set__attach(set, tls ? skel->progs.floor_tls : skel->progs.floor_prog) || pe_set__enable(set)) {
 		fprintf(stderr, "floor: cannot set up: %s\n", strerror(errno));
 		goto cleanup;
 	}

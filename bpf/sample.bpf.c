@@ -31,28 +31,68 @@ struct {
 	__type(value, struct sp_otel_recipe);
 } otel_recipes SEC(".maps");
 
-/* Per thread: the context seen last; LRU, since nothing tells us of exits here. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u32);
-	__type(value, struct sp_otel_state);
-} otel_state SEC(".maps");
-
-/* Contexts that ended, for user space; sized from user space. */
+/* Context changes, for user space; sized from user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 } otel_events SEC(".maps");
 
 /*
- * The interrupted thread's published context into *c: 0, or -1 when it
- * cannot be read now (counted); no context is all zero.  The thread is
- * stopped on this CPU while we read, which is what the writer protocol
- * relies on.
+ * Bumped by user space after each change to otel_recipes: a thread's cached
+ * recipe (in its threads entry) of another generation is looked up again.
  */
-static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_otel_ctx *c)
+__u32 otel_gen;
+
+static __always_inline struct sp_thread *thread_get(__u32 pid, __u32 tid)
+{
+	struct sp_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct sp_thread zero = { .pid = pid };
+
+	if (t)
+		return t;
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	/* NOEXIST: two CPUs may race to create the entry; either wins. */
+	if (bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&threads, &tid)) {
+		stat_inc(SP_STAT_THREADS_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/*
+ * The thread's recipe, from its cache unless user space changed the
+ * recipes since or the tid now belongs to another process; NULL when its
+ * process does not publish.  A thread is sampled on one CPU at a time, so
+ * its entry is written by one program at a time.
+ */
+static __always_inline const struct sp_otel_recipe *otel_recipe(struct sp_otel_thread *o, __u32 pid)
+{
+	__u32 gen = *(volatile __u32 *)&otel_gen;
+	struct sp_otel_recipe *r;
+
+	if (o->gen != gen || o->pid != pid) {
+		r = bpf_map_lookup_elem(&otel_recipes, &pid);
+		if (r)
+			o->recipe = *r;
+		else
+			o->recipe.kind = 0;
+		o->gen = gen;
+		o->pid = pid;
+	}
+	return o->recipe.kind ? &o->recipe : NULL;
+}
+
+/*
+ * The interrupted thread's published context: into *c and, when asked, the
+ * record's address into *rec.  0, or -1 when it cannot be read now
+ * (counted); no context is all zero.  The thread is stopped on this CPU
+ * while we read, which is what the writer protocol relies on.
+ */
+static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_otel_ctx *c, __u64 *rec,
+				     __u16 *attrs_size)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), addr, ptr = 0;
+	__u64 fsbase = task->thread.fsbase, addr, ptr = 0;
 	__u8 hdr[SP_OTEL_HEADER];
 
 	if (r->kind == SP_OTEL_TP) {
@@ -80,10 +120,17 @@ static __always_inline int otel_read(const struct sp_otel_recipe *r, struct sp_o
 	}
 	__builtin_memcpy(c, hdr, 24);
 	c->flags = hdr[25];
+	*rec = ptr;
+	*attrs_size = hdr[26] | (__u16)hdr[27] << 8; /* x86-64: host order is little-endian */
 	return 0;
 fault:
 	stat_inc(SP_STAT_OTEL_FAULT);
 	return -1;
+}
+
+static __always_inline bool ctx_empty(const struct sp_otel_ctx *c)
+{
+	return !(c->span_id | c->trace_id[0] | c->trace_id[1]);
 }
 
 static __always_inline bool ctx_equal(const struct sp_otel_ctx *a, const struct sp_otel_ctx *b)
@@ -91,64 +138,60 @@ static __always_inline bool ctx_equal(const struct sp_otel_ctx *a, const struct 
 	return a->span_id == b->span_id && a->trace_id[0] == b->trace_id[0] && a->trace_id[1] == b->trace_id[1];
 }
 
-static __always_inline void otel_sample(__u32 pid, __u32 tid)
+/* Tells user space that the thread's context changed: the one that ended and the new one. */
+static __always_inline void otel_changed(const struct sp_otel_state *st, const struct sp_otel_ctx *c, __u64 rec,
+					 __u16 attrs_size, __u64 now, __u32 pid, __u32 tid)
 {
-	struct sp_otel_recipe *r = bpf_map_lookup_elem(&otel_recipes, &pid);
-	struct sp_otel_ctx c = {};
-	struct sp_otel_state *st;
-	__u64 now;
+	struct sp_otel_event *e = bpf_ringbuf_reserve(&otel_events, sizeof(*e), 0);
+	__u32 n = attrs_size;
 
-	if (!r)
+	if (!e) {
+		stat_inc(SP_STAT_OTEL_LOST);
 		return;
-	if (otel_read(r, &c))
+	}
+	e->time = now;
+	e->prev = *st;
+	e->ctx = *c;
+	e->tid = tid;
+	e->pid = pid;
+	e->cpu = bpf_get_smp_processor_id();
+	e->attrs_size = 0;
+	e->pad = 0;
+	/* Read now: the record may be gone or reused by the time the span ends. */
+	if (n > SP_OTEL_ATTRS_MAX) {
+		stat_inc(SP_STAT_OTEL_ATTRS_BAD);
+	} else if (n && !ctx_empty(c)) {
+		if (bpf_probe_read_user(e->attrs, n, (void *)(rec + SP_OTEL_HEADER)))
+			stat_inc(SP_STAT_OTEL_ATTRS_BAD);
+		else
+			e->attrs_size = n;
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 tid)
+{
+	const struct sp_otel_recipe *r = otel_recipe(&t->otel, pid);
+	struct sp_otel_state *st = &t->otel.st;
+	struct sp_otel_ctx c = {};
+	__u16 attrs_size = 0;
+	__u64 rec = 0, now;
+
+	if (!r || otel_read(r, &c, &rec, &attrs_size))
 		return;
+	if (ctx_empty(&c) && ctx_empty(&st->ctx))
+		return; /* no context, then or now: nothing to time */
 	now = bpf_ktime_get_ns();
-	st = bpf_map_lookup_elem(&otel_state, &tid);
-	if (st && ctx_equal(&st->ctx, &c)) {
+	if (ctx_equal(&st->ctx, &c)) {
 		st->last_ns = now;
 		st->samples++;
 		return;
 	}
-	if (st && (st->ctx.span_id || st->ctx.trace_id[0] || st->ctx.trace_id[1])) {
-		struct sp_otel_event *e = bpf_ringbuf_reserve(&otel_events, sizeof(*e), 0);
-
-		if (e) {
-			e->time = now;
-			e->prev = *st;
-			e->tid = tid;
-			e->cpu = bpf_get_smp_processor_id();
-			bpf_ringbuf_submit(e, 0);
-		} else {
-			stat_inc(SP_STAT_OTEL_LOST);
-		}
-	}
-	if (st) {
-		st->ctx = c;
-		st->pid = pid;
-		st->start_ns = st->last_ns = now;
-		st->samples = 1;
-	} else if (c.span_id || c.trace_id[0] || c.trace_id[1]) {
-		struct sp_otel_state fresh = { .ctx = c, .start_ns = now, .last_ns = now, .samples = 1, .pid = pid };
-
-		bpf_map_update_elem(&otel_state, &tid, &fresh, BPF_ANY);
-	}
-}
-
-static __always_inline struct sp_thread *thread_get(__u32 pid, __u32 tid)
-{
-	struct sp_thread *t = bpf_map_lookup_elem(&threads, &tid);
-	struct sp_thread zero = { .pid = pid };
-
-	if (t)
-		return t;
-	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-	/* NOEXIST: two CPUs may race to create the entry; either wins. */
-	if (bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&threads, &tid)) {
-		stat_inc(SP_STAT_THREADS_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&threads, &tid);
+	otel_changed(st, &c, rec, attrs_size, now, pid, tid);
+	st->ctx = c;
+	st->pid = pid;
+	st->start_ns = st->last_ns = now;
+	st->samples = 1;
 }
 
 SEC("perf_event")
@@ -166,11 +209,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			return 0;
 		}
 	}
-	if (tid)
-		otel_sample(pid, tid);
 	t = thread_get(pid, tid);
 	if (!t)
 		return 1;
+	if (tid)
+		otel_sample(t, pid, tid);
 	/*
 	 * A thread is sampled only on the CPU it runs on, one sample at a
 	 * time: plain adds.  tid 0 is every CPU's idle task at once.

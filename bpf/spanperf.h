@@ -16,18 +16,6 @@ enum sp_filter_mode {
 	SP_FILTER_TID = 2, /* match the thread id */
 };
 
-/*
- * Per-thread totals, the value of the `threads` map keyed by TID.  The
- * sampling program counts samples; the span program reads the count at span
- * boundaries, and record -v lists it.
- */
-struct sp_thread {
-	__u64 samples;
-	__u32 pid;
-	__u32 pad; /* no hole: BPF copies these from its stack, which must be all written */
-	char comm[SP_COMM_LEN];
-};
-
 /* Counters per run; the per-thread entries hold this many slots. */
 #define SP_MAX_COUNTERS 8
 /* Syscall numbers the raw_syscalls fallback of syscall spans can mark. */
@@ -145,10 +133,7 @@ struct sp_otel_ctx {
 	__u8 pad[7];
 };
 
-/*
- * Per thread (the `otel_state` LRU map keyed by tid): the context its
- * samples saw last, since when, and how many samples saw it.
- */
+/* A thread's context as its samples saw it last, since when, and how many samples saw it. */
 struct sp_otel_state {
 	struct sp_otel_ctx ctx;
 	__u64 start_ns, last_ns, samples;
@@ -157,13 +142,49 @@ struct sp_otel_state {
 };
 
 /*
- * The thread's context changed at `time` (bpf_ktime_get_ns): the context
- * that ended, from the `otel_events` ring.  User space makes it a span.
+ * A thread's otel bookkeeping, inside its `threads` entry: the sampling
+ * program looks that entry up for every sample anyway, so a publisher's
+ * recipe and context cost no lookup of their own.  The recipe is the
+ * otel_recipes entry of `pid` as of `gen` (the program's otel_gen, which
+ * user space bumps whenever it changes otel_recipes); kind 0: none.
+ */
+struct sp_otel_thread {
+	struct sp_otel_recipe recipe;
+	__u32 gen, pid;
+	struct sp_otel_state st;
+};
+
+#define SP_OTEL_ATTRS_MAX (640 - SP_OTEL_HEADER) /* a record is at most 640 bytes */
+
+/*
+ * A thread's context changed at `time` (bpf_ktime_get_ns), from the
+ * `otel_events` ring: the context that ended (`prev`, all zero if none),
+ * which user space makes a span, and the one that began with its
+ * attribute bytes as published (read here, since the record may be gone
+ * by the time it ends).
  */
 struct sp_otel_event {
 	__u64 time;
 	struct sp_otel_state prev;
-	__u32 tid, cpu;
+	struct sp_otel_ctx ctx;
+	__u32 tid, cpu, pid;
+	__u16 attrs_size;
+	__u16 pad;
+	__u8 attrs[SP_OTEL_ATTRS_MAX];
+};
+
+/*
+ * Per-thread totals, the value of the `threads` map keyed by TID.  The
+ * sampling program counts samples; the span program reads the count at span
+ * boundaries, and record -v lists it.  With --otel it also holds the
+ * thread's otel state.
+ */
+struct sp_thread {
+	__u64 samples;
+	__u32 pid;
+	__u32 pad; /* no hole: BPF copies these from its stack, which must be all written */
+	char comm[SP_COMM_LEN];
+	struct sp_otel_thread otel;
 };
 
 /* Indexes into the per-CPU `stats` array: events user space must report. */
@@ -182,6 +203,7 @@ enum sp_stat {
 	SP_STAT_OTEL_FAULT,	  /* otel: the TLS pointer or the record could not be read */
 	SP_STAT_OTEL_INVALID,	  /* otel: the record's valid byte was not 1 (being written) */
 	SP_STAT_OTEL_LOST,	  /* otel: the event ring was full */
+	SP_STAT_OTEL_ATTRS_BAD,	  /* otel: attrs-data-size past 612 bytes, or attrs unreadable: dropped */
 	SP_STAT_OFFCPU_LOST,	  /* an off-CPU block lost: its ring buffer was full */
 	SP_STAT_OFFCPU_NOSLOT,	  /* a block not timed: the per-thread start map was full */
 	SP_STAT_OFFCPU_AGG_FULL,  /* a short block written alone: the aggregation map was full */

@@ -19,7 +19,7 @@
 
 #define SCAN_EVERY_NS 1000000000ull
 #define CMD_WATCH_NS 2000000000ull
-#define EVENTS_RING_BYTES (1u << 20)
+#define EVENTS_RING_BYTES (4u << 20) /* ~5,800 changes with attributes: 0.3 s of 2 CPUs at -F 9999 */
 #define MAX_RECIPES 4096
 /* A span with attributes from a process whose context was not read: read again, but not more often. */
 #define PCTX_RETRY_NS 20000000ull
@@ -37,35 +37,29 @@ struct proc {
 	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
 };
 
-/*
- * A thread's context that began at `start`, with the attributes BPF read
- * when it did: they go into the span once it ends.
- */
-struct pending {
-	__u64 start;
+/* The attribute bytes of a thread's open context, as BPF read them when it began. */
+struct open_attrs {
 	__u16 size;
-	__u8 attrs[SPAN_ATTRS_MAX];
+	__u8 bytes[];
 };
 
 struct otel_record {
 	struct otel_record_opts o;
+	struct u64_map open; /* tid -> struct open_attrs *, for contexts with attributes */
 	struct ring_buffer *rb;
 	struct proc *procs;
 	size_t nprocs, cap;
-	__u64 last_scan, spans;
+	__u64 last_scan, spans, with_attrs;
 	__u64 cmd_watch_until; /* the command is looked at every tick until then */
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], unusable, again;
-	struct u64_map pending; /* tid -> struct pending * */
 	struct otel_process_stats pst;
-	unsigned long pctx_written, attr_spans;
+	unsigned long pctx_written;
 };
 
-void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
-			   __u64 max_threads)
+void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *events, bool on)
 {
 	bpf_map__set_max_entries(recipes, on ? MAX_RECIPES : 1);
-	bpf_map__set_max_entries(state, on ? max_threads : 1);
 	/* A ring buffer is at least a page. */
 	bpf_map__set_max_entries(events, on ? EVENTS_RING_BYTES : (__u32)sysconf(_SC_PAGESIZE));
 }
@@ -76,43 +70,37 @@ static void ctx_bytes(const struct sp_otel_ctx *c, struct span_rec *r)
 	memcpy(r->span_id, &c->span_id, 8);
 }
 
-static bool has_ctx(const struct sp_otel_ctx *c)
+static bool ctx_empty(const struct sp_otel_ctx *c)
 {
-	return c->span_id || c->trace_id[0] || c->trace_id[1];
+	return !(c->span_id | c->trace_id[0] | c->trace_id[1]);
 }
 
-/* The attributes of the context tid entered at start, as BPF read them then. */
-static int note_attrs(struct otel_record *r, __u32 tid, __u64 start, const __u8 *attrs, size_t size)
+/* The attributes of tid's open context, or NULL if it has none. */
+static const struct open_attrs *open_attrs(struct otel_record *r, __u32 tid)
 {
-	uint64_t *v = u64_map_get(&r->pending, tid, size > 0);
-	struct pending *p;
+	uint64_t *v = u64_map_get(&r->open, tid, false);
+
+	return v ? (const struct open_attrs *)(uintptr_t)*v : NULL;
+}
+
+/* tid's new context has these attributes (size 0: none); 0 or -ENOMEM. */
+static int set_open_attrs(struct otel_record *r, __u32 tid, const __u8 *bytes, __u16 size)
+{
+	uint64_t *v = u64_map_get(&r->open, tid, size > 0);
+	struct open_attrs *a = NULL;
 
 	if (!v)
 		return size ? -ENOMEM : 0;
-	p = (struct pending *)(uintptr_t)*v;
-	if (!p) {
-		p = malloc(sizeof(*p));
-		if (!p)
+	if (size) {
+		a = malloc(sizeof(*a) + size);
+		if (!a)
 			return -ENOMEM;
-		*v = (uintptr_t)p;
+		a->size = size;
+		memcpy(a->bytes, bytes, size);
 	}
-	p->start = start;
-	p->size = SP_MIN(size, sizeof(p->attrs));
-	memcpy(p->attrs, attrs, p->size);
+	free((void *)(uintptr_t)*v);
+	*v = (uintptr_t)a;
 	return 0;
-}
-
-static void take_attrs(struct otel_record *r, __u32 tid, struct span_rec *rec)
-{
-	uint64_t *v = u64_map_get(&r->pending, tid, false);
-	const struct pending *p = v ? (const struct pending *)(uintptr_t)*v : NULL;
-
-	/* Only the context that began then: a lost event must not lend a span another's attributes. */
-	if (!p || p->start != rec->start_ns || !p->size)
-		return;
-	rec->attrs_size = p->size;
-	memcpy(rec->attrs, p->attrs, p->size);
-	r->attr_spans++;
 }
 
 static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
@@ -123,11 +111,18 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		.samples = st->samples, .pid = st->pid, .tid = tid, .cpu = cpu, .idx = r->o.idx,
 		.flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL,
 	};
+	const struct open_attrs *oa;
 	char buf[1024];
 	long n;
 
 	ctx_bytes(&st->ctx, &rec);
-	take_attrs(r, tid, &rec);
+	/* The attributes of the context that ends, as BPF read them when it began. */
+	oa = open_attrs(r, tid);
+	if (oa) {
+		rec.attrs_size = SP_MIN((size_t)oa->size, sizeof(rec.attrs));
+		memcpy(rec.attrs, oa->bytes, rec.attrs_size);
+		r->with_attrs++;
+	}
 	n = span_codec_write(buf, sizeof(buf), r->o.attr, &rec);
 	if (n < 0)
 		return n;
@@ -135,47 +130,33 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 	return pd_writer__write(r->o.w, buf, n);
 }
 
-/*
- * The new context's attributes, as the sampling program read them at the
- * change (struct sp_otel_event's attrs_size and attrs).  Programs built
- * before the event carried them have none to give.
- */
-static void event_attrs(const struct sp_otel_event *e, const __u8 **attrs, size_t *size)
-{
-#ifdef SP_OTEL_EVENT_ATTRS
-	*attrs = e->attrs;
-	*size = SP_MIN((size_t)e->attrs_size, sizeof(e->attrs));
-#else
-	(void)e;
-	*attrs = NULL;
-	*size = 0;
-#endif
-}
-
 static struct proc *proc_find(struct otel_record *r, int pid);
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force);
 
-/* The context ended where the next one was first seen, or one period after its last sample. */
+/*
+ * A thread's context changed.  The one that ended, if any, becomes a span:
+ * it ended where the next one was first seen, or one period after its last
+ * sample.  The one that began keeps its attributes until it ends too.
+ */
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct otel_record *r = ctx;
 	const struct sp_otel_event *e = data;
-	const __u8 *attrs;
-	size_t nattrs;
 	__u64 end;
 	int err = 0;
 
 	if (size < sizeof(*e))
 		return 0;
-	if (has_ctx(&e->prev.ctx)) {
+	if (!ctx_empty(&e->prev.ctx)) {
 		end = e->prev.last_ns + r->o.period_ns;
 		if (end >= e->time)
 			end = e->time - 1;
 		err = write_span(r, &e->prev, e->tid, e->cpu, end);
 	}
-	event_attrs(e, &attrs, &nattrs);
 	if (!err)
-		err = note_attrs(r, e->tid, e->time, attrs, nattrs);
+		/* The size as BPF wrote it, but never past the event. */
+		err = set_open_attrs(r, e->tid, e->attrs,
+				     ctx_empty(&e->ctx) ? 0 : SP_MIN(e->attrs_size, (__u16)sizeof(e->attrs)));
 	if (err) {
 		r->write_err = err;
 		return err;
@@ -185,8 +166,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	 * may have published its context since it was found, and may be gone
 	 * by the next scan.
 	 */
-	if (nattrs) {
-		struct proc *p = proc_find(r, e->prev.pid);
+	if (e->attrs_size && !ctx_empty(&e->ctx)) {
+		struct proc *p = proc_find(r, e->pid);
 
 		if (p && !p->pctx_published)
 			pctx_check(r, p, now_ns(CLOCK_MONOTONIC), false);
@@ -292,6 +273,12 @@ static struct proc *proc_get(struct otel_record *r, int pid)
 	return &r->procs[r->nprocs++];
 }
 
+/* The recipes changed: every thread looks its own up again at its next sample. */
+static void otel_record_bump(struct otel_record *r)
+{
+	__atomic_add_fetch(r->o.gen, 1, __ATOMIC_RELEASE);
+}
+
 /* Looks at pid again if it is new, exec'ed since, or was not relocated yet. */
 static void visit(struct otel_record *r, int pid)
 {
@@ -334,7 +321,8 @@ static void visit(struct otel_record *r, int pid)
 	p->state = err ? PROC_NONE : PROC_DONE;
 	if (err) {
 		/* An exec away from a publisher, or a publisher no reader can follow. */
-		bpf_map_delete_elem(r->o.recipes_fd, &key);
+		if (!bpf_map_delete_elem(r->o.recipes_fd, &key))
+			otel_record_bump(r);
 		if (err != -ENOENT && err != -ESRCH) {
 			r->unusable++;
 			pr_warn("otel: process %d (%s) exports %s but its thread context cannot be read (%s%s%s)", pid,
@@ -347,6 +335,7 @@ static void visit(struct otel_record *r, int pid)
 		pr_warn("otel: no room for process %d's recipe (%d processes at most)", pid, MAX_RECIPES);
 		return;
 	}
+	otel_record_bump(r);
 	r->found[model]++;
 	pctx_check(r, p, now_ns(CLOCK_MONOTONIC), true);
 	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
@@ -441,14 +430,14 @@ long otel_record__flush(struct otel_record *r)
 	if (err)
 		return err;
 	before = r->spans;
-	while (!bpf_map_get_next_key(r->o.state_fd, prev, &next)) {
-		struct sp_otel_state st;
+	while (!bpf_map_get_next_key(r->o.threads_fd, prev, &next)) {
+		struct sp_thread t;
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(r->o.state_fd, &key, &st) || !has_ctx(&st.ctx))
+		if (bpf_map_lookup_elem(r->o.threads_fd, &key, &t) || ctx_empty(&t.otel.st.ctx))
 			continue;
-		err = write_span(r, &st, key, 0, st.last_ns + r->o.period_ns);
+		err = write_span(r, &t.otel.st, key, 0, t.otel.st.last_ns + r->o.period_ns);
 		if (err)
 			return err;
 	}
@@ -460,23 +449,26 @@ void otel_record__report(struct otel_record *r)
 	__u64 fault = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_FAULT);
 	__u64 invalid = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_INVALID);
 	__u64 lost = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_LOST);
+	__u64 attrs_bad = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_ATTRS_BAD);
 	unsigned long procs = 0;
 
 	for (int m = 0; m <= OTEL_TLS_GD; m++)
 		procs += r->found[m];
 	pr_info("otel: %lu processes publish thread context (%lu local-exec, %lu initial-exec, %lu tlsdesc, %lu general-dynamic); "
-		"%llu spans",
+		"%llu spans (%llu with attributes)",
 		procs, r->found[OTEL_TLS_EXEC], r->found[OTEL_TLS_IE], r->found[OTEL_TLS_DESC], r->found[OTEL_TLS_GD],
-		(unsigned long long)r->spans);
+		(unsigned long long)r->spans, (unsigned long long)r->with_attrs);
 	if (fault || invalid)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
+	if (attrs_bad)
+		pr_info("otel: %llu contexts' attributes dropped (attrs-data-size over %d bytes, or unreadable)",
+			(unsigned long long)attrs_bad, SP_OTEL_ATTRS_MAX);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
 	if (procs)
-		pr_info("otel: %lu process contexts (OTEP 4719) written; %lu spans with attributes", r->pctx_written,
-			r->attr_spans);
+		pr_info("otel: %lu process contexts (OTEP 4719) written", r->pctx_written);
 	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
 		pr_info("otel: process contexts not read (processes): %lu bad signature or version, %lu bad size or pointer, "
 			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attribute keys print as numbers",
@@ -493,10 +485,10 @@ void otel_record__free(struct otel_record *r)
 	if (!r)
 		return;
 	ring_buffer__free(r->rb);
-	for (size_t i = 0; i < r->pending.cap; i++)
-		if (r->pending.used && r->pending.used[i])
-			free((void *)(uintptr_t)r->pending.slot[i].val);
-	u64_map_free(&r->pending);
+	for (size_t i = 0; i < r->open.cap; i++)
+		if (r->open.used[i])
+			free((void *)(uintptr_t)r->open.slot[i].val);
+	u64_map_free(&r->open);
 	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].exe);
 		otel_pctx_clear(&r->procs[i].pctx);

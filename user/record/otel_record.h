@@ -20,12 +20,12 @@
 struct bpf_map;
 struct otel_record;
 
-/* Sizes the sampling program's otel maps, between open and load: 1 entry each when off. */
-void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *state, struct bpf_map *events, bool on,
-			   __u64 max_threads);
+/* Sizes the sampling program's otel maps, between open and load: the least when off. */
+void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *events, bool on);
 
 struct otel_record_opts {
-	int recipes_fd, state_fd, events_fd, stats_fd;
+	int recipes_fd, threads_fd, events_fd, stats_fd;
+	__u32 *gen; /* the sampling program's otel_gen, bumped after each change to the recipes */
 	const struct int_list *pids; /* -p: only these; NULL: every process */
 	int cmd_pid;		     /* -- CMD's pid, watched at every tick; 0 if none */
 	__u64 period_ns;	     /* the sampling interval: a span ends one after its last sample */

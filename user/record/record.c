@@ -215,8 +215,7 @@ static int load_bpf(struct recorder *r)
 	/* Maps are sized here, between open and load. */
 	bpf_map__set_max_entries(r->skel->maps.filter, filter ? filter->n : 1);
 	bpf_map__set_max_entries(r->skel->maps.threads, o->max_threads);
-	otel_record_size_maps(r->skel->maps.otel_recipes, r->skel->maps.otel_state, r->skel->maps.otel_events, o->otel,
-			      o->max_threads);
+	otel_record_size_maps(r->skel->maps.otel_recipes, r->skel->maps.otel_events, o->otel);
 	e = sample_bpf__load(r->skel);
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
@@ -862,7 +861,8 @@ static int start_otel(struct recorder *r)
 	const struct record_opts *o = r->o;
 	struct otel_record_opts oo = {
 		.recipes_fd = bpf_map__fd(r->skel->maps.otel_recipes),
-		.state_fd = bpf_map__fd(r->skel->maps.otel_state),
+		.threads_fd = bpf_map__fd(r->skel->maps.threads),
+		.gen = &r->skel->bss->otel_gen,
 		.events_fd = bpf_map__fd(r->skel->maps.otel_events),
 		.stats_fd = bpf_map__fd(r->skel->maps.stats),
 		.pids = o->pids.n ? &o->pids : NULL,
