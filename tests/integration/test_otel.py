@@ -415,3 +415,21 @@ def test_otel_process_context_that_lies_is_counted():
         assert line and what in line[0], (mode, p.stderr)
         assert re.search(r"otel: 0 process contexts \(OTEP 4719\) written", p.stderr), (mode, p.stderr)
         assert otel_spans(path, w["tid"]), (mode, p.stderr)
+
+
+@test
+def test_otel_attributes_that_lie_are_dropped_not_misread():
+    """attrs-data-size past 612: the attributes dropped and counted; an attribute running past the
+    end: the ones before it kept, it dropped."""
+    need_bpf()
+    need_attrs_in_bpf()
+    d, path, p, w, truth = attr_run("otel-badattrs", 20)
+    assert re.search(r"otel: [1-9]\d* contexts' attributes dropped", p.stderr), p.stderr
+    by_id = {s["span_id"]: s for s in otel_spans(path, w["tid"])}
+    assert len(by_id) >= len(truth) - 1, (len(by_id), p.stderr)
+    for i, t in enumerate(truth):
+        s = by_id.get(t["span_id"])
+        if not s:
+            continue
+        want = {} if i % 2 == 0 else {KEYS[k]: v for k, v in t["attributes"].items()}
+        assert s["attributes"] == want, (i, s, want)

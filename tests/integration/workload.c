@@ -47,6 +47,9 @@
  *                                a process context whose header lies (version
  *                                9, a pointer to unmapped memory, a size of
  *                                2 MiB) or whose payload is no protobuf
+ *   workload otel-badattrs N US [FILE]  records that lie: even spans claim
+ *                                700 bytes of attributes, odd ones end with
+ *                                an attribute running past attrs-data-size
  *   workload offcpu N MS M PMS SPIN [FILE]
  *                                three threads at once: one sleeps N x MS in
  *                                nap_sleep(), one blocks in pipe_wait() on a
@@ -381,6 +384,8 @@ static int mode_calls(const char *n, const char *ms, const char *file)
 	return 0;
 }
 
+static int otel_bad_attrs; /* otel-badattrs */
+
 NOINLINE void otel_work(uint64_t ns)
 {
 	burn_ns(ns);
@@ -410,6 +415,13 @@ static void *otel_thread(void *arg)
 		otel_thread_ctx_record_init(&rec, trace, span, 1);
 		otel_thread_ctx_record_add_attr(&rec, 0, route, strlen(route));
 		otel_thread_ctx_record_add_attr(&rec, 1, user, strlen(user));
+		if (otel_bad_attrs && i % 2 == 0) {
+			rec.attrs_data_size = 700; /* past the 612 bytes a record may hold */
+		} else if (otel_bad_attrs) {
+			/* key 1, 200 bytes claimed, 2 there */
+			memcpy(&rec.attrs[rec.attrs_data_size], "\x01\xc8xy", 4);
+			rec.attrs_data_size += 4;
+		}
 		otel_thread_ctx_swap(&rec);
 		otel_work(c->ns);
 		otel_thread_ctx_swap(NULL);
@@ -444,6 +456,7 @@ static int mode_otel(const char *mode, const char *n, const char *us, const char
 		perror("otel_process_ctx_publish");
 		return 1;
 	}
+	otel_bad_attrs = !strcmp(mode, "otel-badattrs");
 	if (!strcmp(mode, "otel-stuck"))
 		otel_process_ctx_header()->published_at_ns = 0; /* an update that never ends */
 	else if (!strcmp(mode, "otel-badver"))
