@@ -346,6 +346,17 @@ def test_otel_attributes_named_by_the_process_context():
         assert {k: lab[k] for k in s["attributes"]} == s["attributes"], (lab, s)
         seen += smp["value"][0]
     assert seen == sum(s["samples"] for s in spans), (seen, spans)
+    # The real pprof filters by them: -tagfocus on one route keeps that route's samples only.
+    try:
+        from test_report import pprof_tool
+        tool = pprof_tool()
+    except Skip as e:
+        print("  (real pprof not checked: %s)" % e)
+    else:
+        tags = run([tool, "-tags", pb])
+        assert tags.returncode == 0 and "http.route" in tags.stdout, tags.stdout + tags.stderr
+        for route in {s["attributes"]["http.route"] for s in spans}:
+            assert "): %s\n" % route in tags.stdout, (route, tags.stdout)
     # --sort attr:NAME: the samples of each route are those of its spans.
     r = spanperf("report", "-i", path, "--sort", "tid,attr:http.route", "--format", "json")
     assert r.returncode == 0, r.stderr
