@@ -43,6 +43,10 @@ static const char lib_src[] =
 static const char unused_src[] = "#define OTEL_THREAD_CTX_DEFINE\n#include \"otel_thread_ctx.h\"\n"
 				 "void *lib_addr(void) { return 0; }\n";
 
+/* Exports the name as a plain global: one per process, so no thread context to read. */
+static const char notls_src[] = "void *otel_thread_ctx_v1;\n"
+				"void *lib_addr(void) { otel_thread_ctx_v1 = (void *)0x1234; return 0; }\n";
+
 static void write_file(const char *name, const char *text)
 {
 	char path[256];
@@ -75,6 +79,7 @@ static int setup(void **state)
 	write_file("prog.c", prog_src);
 	write_file("lib.c", lib_src);
 	write_file("unused.c", unused_src);
+	write_file("notls.c", notls_src);
 	return 0;
 }
 
@@ -204,6 +209,13 @@ static void test_so_unreferenced(void **state)
 	check("unused", "unused.c", "-L. -lunused -Wl,-rpath,$PWD", 0, -EPROTO);
 }
 
+/* Exported with the wrong model: not thread-local at all. */
+static void test_so_not_tls(void **state)
+{
+	(void)state;
+	check("notls", "notls.c", "-L. -lnotls -Wl,-rpath,$PWD", 0, -ENOEXEC);
+}
+
 /* No variable at all. */
 static void test_none(void **state)
 {
@@ -227,7 +239,7 @@ int main(void)
 		cmocka_unit_test(test_exe_static),     cmocka_unit_test(test_exe_static_pie),
 		cmocka_unit_test(test_so_tlsdesc),     cmocka_unit_test(test_so_gd),
 		cmocka_unit_test(test_so_ie),	       cmocka_unit_test(test_dlopen_gd),
-		cmocka_unit_test(test_dlopen_tlsdesc), cmocka_unit_test(test_so_unreferenced),
+		cmocka_unit_test(test_dlopen_tlsdesc), cmocka_unit_test(test_so_unreferenced), cmocka_unit_test(test_so_not_tls),
 		cmocka_unit_test(test_none),	       cmocka_unit_test(test_elf_bad),
 	};
 

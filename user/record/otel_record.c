@@ -327,7 +327,7 @@ static void visit(struct otel_record *r, int pid)
 			r->unusable++;
 			pr_warn("otel: process %d (%s) exports %s but its thread context cannot be read (%s%s%s)", pid,
 				exe, OTEL_TLS_SYMBOL, model ? otel_tls_model_name(model) : "", model ? ": " : "",
-				strerror(-err));
+				otel_tls_why(err));
 		}
 		return;
 	}

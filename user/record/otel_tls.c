@@ -30,6 +30,18 @@
 #include "otel_tls.h"
 #include "sideband.h"
 
+const char *otel_tls_why(int err)
+{
+	switch (err) {
+	case -ENOEXEC:
+		return "it is not a thread-local (STT_TLS) variable";
+	case -EPROTO:
+		return "no relocation reaches it by a TLS model a reader can follow";
+	default:
+		return strerror(-err);
+	}
+}
+
 const char *otel_tls_model_name(enum otel_tls_model m)
 {
 	switch (m) {
@@ -41,8 +53,11 @@ const char *otel_tls_model_name(enum otel_tls_model m)
 	return "unknown";
 }
 
-/* The defined STT_TLS symbol in the table of section scn; its index, or -1. */
-static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out)
+/*
+ * The defined STT_TLS symbol in the table of section scn; its index, or -1
+ * (with *not_tls set if the name is defined there as something else).
+ */
+static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
@@ -54,12 +69,14 @@ static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out)
 	for (size_t i = 1; i < n; i++) {
 		const char *name;
 
-		if (!gelf_getsym(data, i, out) || GELF_ST_TYPE(out->st_info) != STT_TLS ||
-		    out->st_shndx == SHN_UNDEF)
+		if (!gelf_getsym(data, i, out) || out->st_shndx == SHN_UNDEF)
 			continue;
 		name = elf_strptr(elf, sh.sh_link, out->st_name);
-		if (name && !strcmp(name, OTEL_TLS_SYMBOL))
+		if (!name || strcmp(name, OTEL_TLS_SYMBOL))
+			continue;
+		if (GELF_ST_TYPE(out->st_info) == STT_TLS)
 			return i;
+		*not_tls = true;
 	}
 	return -1;
 }
@@ -117,7 +134,7 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL;
 	GElf_Phdr tls = { 0 };
 	GElf_Sym sym;
-	bool have_tls = false, have_load = false;
+	bool have_tls = false, have_load = false, not_tls = false;
 	size_t nph;
 	long idx = -1;
 	int fd, err = -EINVAL;
@@ -157,9 +174,11 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 	err = -ENOENT;
 	/* The OTEP exports it in .dynsym; a static executable may have it only in .symtab. */
 	if (dynsym)
-		idx = find_sym(elf, dynsym, &sym);
-	if (idx < 0 && main_exe && symtab && find_sym(elf, symtab, &sym) >= 0)
+		idx = find_sym(elf, dynsym, &sym, &not_tls);
+	if (idx < 0 && main_exe && symtab && find_sym(elf, symtab, &sym, &not_tls) >= 0)
 		idx = 0;
+	if (idx < 0 && not_tls)
+		err = -ENOEXEC; /* a plain global: one per process, not per thread; nothing to follow */
 	if (idx < 0 || !have_tls)
 		goto cleanup;
 	out->sym_value = sym.st_value;

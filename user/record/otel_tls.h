@@ -26,6 +26,8 @@ enum otel_tls_model {
 };
 
 const char *otel_tls_model_name(enum otel_tls_model m);
+/* Why a module's otel_thread_ctx_v1 cannot be followed, for an error from the calls below. */
+const char *otel_tls_why(int err);
 
 /* What the ELF file alone tells. */
 struct otel_tls_elf {
@@ -39,7 +41,8 @@ struct otel_tls_elf {
 /*
  * Reads PATH.  main_exe: the module is the process's executable (module 1,
  * whose TLS block sits right below the thread pointer).  -ENOENT if the file
- * defines no TLS otel_thread_ctx_v1; -EPROTO if it defines one that nothing
+ * defines no otel_thread_ctx_v1; -ENOEXEC if it defines one that is not
+ * thread-local; -EPROTO if it defines one that nothing
  * reaches by a model a reader can follow (local-dynamic, or never
  * referenced in a shared object); -EINVAL if the file is not a usable ELF.
  */
