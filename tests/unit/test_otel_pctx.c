@@ -16,6 +16,7 @@
 
 #include "../../include/otel_process_ctx.h"
 #include "otel_pctx.h"
+#include "otel_process.h"
 #include "perf_sample.h"
 #include "span_codec.h"
 
@@ -189,6 +190,72 @@ static void test_publish_and_update(void **state)
 	assert_null(otel_process_ctx_header());
 }
 
+/*
+ * The reader, on this process, as record reads any other: the writer's
+ * memfd mapping (/memfd:OTEL_CTX), then an anonymous one named by prctl
+ * ([anon:OTEL_CTX], Linux 5.17 with CONFIG_ANON_VMA_NAME), then a header
+ * stuck mid-update and one whose pointer goes nowhere.
+ */
+static void test_read_live(void **state)
+{
+	struct otel_process_stats st = { 0 };
+	struct otel_process_ctx_header *h;
+	struct otel_pctx p;
+	__u64 published = 0, payload;
+	char *pb;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -ENOENT);
+	assert_int_equal(otel_process_ctx_publish(resource, keys), 0);
+	h = otel_process_ctx_header();
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), 0);
+	assert_true(published == h->published_at_ns && st.read == 1);
+	assert_string_equal(p.service_name, "checkout");
+	assert_int_equal(p.nkeys, 2);
+	otel_pctx_clear(&p);
+	/* Each lie is one failed read, counted by kind. */
+	published = h->published_at_ns;
+	h->published_at_ns = 0;
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EAGAIN);
+	assert_int_equal(st.unstable, 1);
+	h->published_at_ns = published;
+	payload = h->payload;
+	h->payload = 4096; /* the first page is never mapped */
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EFAULT);
+	assert_int_equal(st.unreadable, 1);
+	h->payload = 0;
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -E2BIG);
+	assert_int_equal(st.bad_size, 1);
+	h->payload = payload;
+	h->version = 3;
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EPROTONOSUPPORT);
+	assert_int_equal(st.bad_header, 1);
+	h->version = 2;
+	memset((void *)(uintptr_t)payload, 0xff, h->payload_size);
+	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EINVAL);
+	assert_int_equal(st.malformed, 1);
+	assert_int_equal(otel_process_ctx_drop(), 0);
+
+	/* An anonymous mapping named by prctl, where the kernel names them. */
+	encode(resource, keys, &pb, &n);
+	h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(h != MAP_FAILED);
+	*h = (struct otel_process_ctx_header){ .version = 2, .payload_size = (uint32_t)n, .published_at_ns = 42,
+					       .payload = (uintptr_t)pb };
+	memcpy(h->signature, "OTEL_CTX", 8);
+	if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)h, 4096, (unsigned long)"OTEL_CTX") == 0) {
+		assert_int_equal(otel_process_read(getpid(), &p, &published, &st), 0);
+		assert_true(published == 42 && p.nkeys == 2);
+		otel_pctx_clear(&p);
+	} else {
+		print_message("[anon:OTEL_CTX] not tested: anonymous mappings cannot be named here "
+			      "(Linux < 5.17 or no CONFIG_ANON_VMA_NAME)\n");
+	}
+	munmap(h, 4096);
+	free(pb);
+}
+
 static void test_record(void **state)
 {
 	struct perf_event_attr a;
@@ -244,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_header),
 		cmocka_unit_test(test_publish_and_update),
+		cmocka_unit_test(test_read_live),
 		cmocka_unit_test(test_record),
 		cmocka_unit_test(test_value),
 	};
