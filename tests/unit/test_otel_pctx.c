@@ -196,44 +196,60 @@ static void test_publish_and_update(void **state)
  * ([anon:OTEL_CTX], Linux 5.17 with CONFIG_ANON_VMA_NAME), then a header
  * stuck mid-update and one whose pointer goes nowhere.
  */
+/* Each read as a first look: published 0, so that an unchanged context reads again. */
+static int read_live(__u64 *addr, __u64 *published, struct otel_pctx *p, struct otel_process_stats *st)
+{
+	*published = 0;
+	return otel_process_read(getpid(), addr, published, p, st);
+}
+
 static void test_read_live(void **state)
 {
 	struct otel_process_stats st = { 0 };
 	struct otel_process_ctx_header *h;
 	struct otel_pctx p;
-	__u64 published = 0, payload;
+	__u64 published = 0, payload, addr = 0, saved;
 	char *pb;
 	size_t n;
 
 	(void)state;
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -ENOENT);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -ENOENT);
 	assert_int_equal(otel_process_ctx_publish(resource, keys), 0);
 	h = otel_process_ctx_header();
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), 0);
+	assert_int_equal(read_live(&addr, &published, &p, &st), 0);
 	assert_true(published == h->published_at_ns && st.read == 1);
 	assert_string_equal(p.service_name, "checkout");
 	assert_int_equal(p.nkeys, 2);
 	otel_pctx_clear(&p);
+	/* The same version again: one header read, nothing decoded. */
+	assert_true(addr == (uintptr_t)h);
+	assert_int_equal(otel_process_read(getpid(), &addr, &published, &p, &st), -EALREADY);
+	assert_int_equal(p.nkeys, 0);
+	/* A stale cached address is looked up again. */
+	addr = 4096;
+	assert_int_equal(read_live(&addr, &published, &p, &st), 0);
+	assert_true(addr == (uintptr_t)h);
+	otel_pctx_clear(&p);
 	/* Each lie is one failed read, counted by kind. */
-	published = h->published_at_ns;
+	saved = h->published_at_ns;
 	h->published_at_ns = 0;
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EAGAIN);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -EAGAIN);
 	assert_int_equal(st.unstable, 1);
-	h->published_at_ns = published;
+	h->published_at_ns = saved;
 	payload = h->payload;
 	h->payload = 4096; /* the first page is never mapped */
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EFAULT);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -EFAULT);
 	assert_int_equal(st.unreadable, 1);
 	h->payload = 0;
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -E2BIG);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -E2BIG);
 	assert_int_equal(st.bad_size, 1);
 	h->payload = payload;
 	h->version = 3;
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EPROTONOSUPPORT);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -EPROTONOSUPPORT);
 	assert_int_equal(st.bad_header, 1);
 	h->version = 2;
 	memset((void *)(uintptr_t)payload, 0xff, h->payload_size);
-	assert_int_equal(otel_process_read(getpid(), &p, &published, &st), -EINVAL);
+	assert_int_equal(read_live(&addr, &published, &p, &st), -EINVAL);
 	assert_int_equal(st.malformed, 1);
 	assert_int_equal(otel_process_ctx_drop(), 0);
 
@@ -245,7 +261,7 @@ static void test_read_live(void **state)
 					       .payload = (uintptr_t)pb };
 	memcpy(h->signature, "OTEL_CTX", 8);
 	if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)h, 4096, (unsigned long)"OTEL_CTX") == 0) {
-		assert_int_equal(otel_process_read(getpid(), &p, &published, &st), 0);
+		assert_int_equal(read_live(&addr, &published, &p, &st), 0);
 		assert_true(published == 42 && p.nkeys == 2);
 		otel_pctx_clear(&p);
 	} else {

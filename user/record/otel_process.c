@@ -53,18 +53,24 @@ static int peek(int pid, __u64 addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-int otel_process_read(int pid, struct otel_pctx *out, __u64 *published, struct otel_process_stats *st)
+int otel_process_read(int pid, __u64 *addrp, __u64 *published, struct otel_pctx *out,
+		      struct otel_process_stats *st)
 {
 	__u8 hdr[OTEL_PCTX_HEADER], again[OTEL_PCTX_HEADER];
 	struct otel_pctx_header h;
 	__u8 *payload = NULL;
-	__u64 addr;
+	__u64 addr = *addrp;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = find_mapping(pid, &addr);
-	if (err)
+	/* The cached mapping, if it still holds a header; else where maps says it is now. */
+	if (addr && (peek(pid, addr, hdr, sizeof(hdr)) || memcmp(hdr, OTEL_PCTX_SIGNATURE, 8)))
+		addr = 0;
+	if (!addr && (err = find_mapping(pid, &addr))) {
+		*addrp = 0;
 		return err;
+	}
+	*addrp = addr;
 	for (int i = 0; i < TRIES; i++) {
 		if (i)
 			usleep(RETRY_US);
@@ -74,6 +80,10 @@ int otel_process_read(int pid, struct otel_pctx *out, __u64 *published, struct o
 		err = otel_pctx_header_parse(hdr, sizeof(hdr), &h);
 		if (err == -EAGAIN)
 			continue; /* an update under way: the OTEP says read again */
+		if (!err && *published && h.published_at == *published) {
+			free(payload);
+			return -EALREADY;
+		}
 		if (err == -EINVAL || err == -EPROTONOSUPPORT) {
 			st->bad_header++;
 			return err;

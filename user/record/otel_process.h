@@ -25,10 +25,14 @@ struct otel_process_stats {
 };
 
 /*
- * pid's context into *out, and its published-at (to tell a new version) in
- * *published: 0; -ENOENT if pid publishes none (not counted); another
- * -errno, counted in *st, when it publishes one that cannot be read.
+ * pid's context into *out: 0, with its published-at (which tells a new
+ * version) in *published; -EALREADY if *published already names it (out
+ * left empty: a look costs one 32-byte read then); -ENOENT if pid
+ * publishes none; another -errno, counted in *st, when it publishes one
+ * that cannot be read.  *addr caches where the mapping is (0: look in
+ * /proc/PID/maps); a stale one is looked up again.
  */
-int otel_process_read(int pid, struct otel_pctx *out, __u64 *published, struct otel_process_stats *st);
+int otel_process_read(int pid, __u64 *addr, __u64 *published, struct otel_pctx *out,
+		      struct otel_process_stats *st);
 
 #endif

@@ -34,6 +34,7 @@ struct proc {
 	__u64 pctx_published; /* the process context's published-at when read; 0: none yet */
 	struct otel_pctx pctx;	/* as read last: written to the file at the end */
 	__u64 pctx_tried;     /* when it was last looked for */
+	__u64 pctx_addr;      /* where its OTEL_CTX mapping was */
 	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
 };
 
@@ -221,7 +222,10 @@ static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool fo
 	if (!r->o.pctx_id || (!force && p->pctx_tried && now - p->pctx_tried < PCTX_RETRY_NS))
 		return;
 	p->pctx_tried = now;
-	err = otel_process_read(p->pid, &pc, &published, &one);
+	published = p->pctx_published;
+	err = otel_process_read(p->pid, &p->pctx_addr, &published, &pc, &one);
+	if (err == -EALREADY)
+		return; /* the version already kept */
 	if (err && err != p->pctx_err) {
 		r->pst.bad_header += one.bad_header;
 		r->pst.bad_size += one.bad_size;
@@ -232,10 +236,6 @@ static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool fo
 	p->pctx_err = err;
 	if (err)
 		return;
-	if (published == p->pctx_published) {
-		otel_pctx_clear(&pc);
-		return;
-	}
 	otel_pctx_clear(&p->pctx);
 	p->pctx = pc;
 	p->pctx_published = published;
@@ -306,9 +306,9 @@ static void visit(struct otel_record *r, int pid)
 	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until))
 		return;
 	/* An exec: the old image's process context is not the new one's. */
-	if (p->exe && strcmp(p->exe, exe) && p->pctx_published) {
+	if (p->exe && strcmp(p->exe, exe)) {
 		otel_pctx_clear(&p->pctx);
-		p->pctx_published = 0;
+		p->pctx_published = p->pctx_addr = 0;
 	}
 	free(p->exe);
 	p->exe = strdup(exe);
