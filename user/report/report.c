@@ -45,7 +45,8 @@ static void usage(FILE *out)
 		"  spanperf report --sort tid,sym --format json\n"
 		"  spanperf report --flamegraph cpu.svg --pprof cpu.pb.gz\n"
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
-		"  spanperf report --spans --format json | jq .\n");
+		"  spanperf report --spans --format json | jq .\n"
+		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
 }
 
 /* Writes a file through a temporary name, so that a failure leaves nothing half-written. */
