@@ -92,13 +92,13 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
 	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
 
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
-$(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h include/otel_process_ctx.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra -iquote include $< -o $@ -lpthread \
 		-Wl,--export-dynamic-symbol=otel_thread_ctx_v1
 
 # The OTEP 4947 writer's example, built as its comment tells users to.
-$(OUTPUT)/examples/otel_ctx_example: examples/otel_ctx_example.c include/otel_thread_ctx.h
+$(OUTPUT)/examples/otel_ctx_example: examples/otel_ctx_example.c include/otel_thread_ctx.h include/otel_process_ctx.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -Wall -Wextra -iquote include $< -Wl,--export-dynamic-symbol=otel_thread_ctx_v1 -o $@

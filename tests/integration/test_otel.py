@@ -282,3 +282,167 @@ def test_real_otel_sdk_spans_annotated():
         assert abs(r["samples"] - expected) <= 0.15 * expected, "span %s: %d samples for %.0f expected" % (
             r["span_id"], r["samples"], expected)
         assert r["top"], r
+
+
+# ---- attributes (OTEP 4947) named through the process context (OTEP 4719) ----
+
+KEYS = {"0": "http.route", "1": "user.id"}  # what the workload publishes in its key map
+
+
+def need_attrs_in_bpf():
+    """The sampling program sends each new context's attributes only once struct sp_otel_event has them."""
+    with open(os.path.join(HERE, "..", "..", "bpf", "spanperf.h")) as f:
+        if "SP_OTEL_ATTRS_MAX" not in f.read():
+            raise Skip("the sampling program does not send the attributes yet "
+                       "(struct sp_otel_event in bpf/spanperf.h has no attrs)")
+
+
+def attr_run(mode, n=30):
+    d = tmpdir()
+    truth_file = os.path.join(d, "truth.jsonl")
+    path, p = record_otel([WORKLOAD, mode, str(n), "10000", truth_file], d)
+    w = json_lines(p.stdout)[0]
+    truth = json_lines(open(truth_file).read())
+    return d, path, p, w, truth
+
+
+def check_attrs(spans, truth, names):
+    by_id = {s["span_id"]: s for s in spans}
+    found = [t for t in truth if t["span_id"] in by_id]
+    assert len(found) >= len(truth) - len(truth) // 20, "%d of %d spans found" % (len(found), len(truth))
+    for t in found:
+        want = {names[k]: v for k, v in t["attributes"].items()}
+        assert by_id[t["span_id"]]["attributes"] == want, (by_id[t["span_id"]], want)
+
+
+@test
+def test_otel_process_context_recorded():
+    """Each publisher's process context goes into the file; perf reads the file as before."""
+    need_bpf()
+    d, path, p, w, truth = attr_run("otel", 20)
+    assert re.search(r"otel: [1-9]\d* process contexts \(OTEP 4719\) written", p.stderr), p.stderr
+    out = perf_clean(["script", "-F", "pid,event"], path)
+    assert re.search(r"%d\s+spanperf-otel-process" % w["pid"], out), out[:2000]
+
+
+@test
+def test_otel_attributes_named_by_the_process_context():
+    need_bpf()
+    need_attrs_in_bpf()
+    d, path, p, w, truth = attr_run("otel")
+    spans = otel_spans(path, w["tid"])
+    check_spans(spans, truth)
+    check_attrs(spans, truth, KEYS)
+    by_id = {s["span_id"]: s for s in spans}
+    # pprof: each sample of a span carries its attributes as labels, as it carries its ids.
+    pb = os.path.join(d, "p.pb.gz")
+    assert spanperf("report", "-i", path, "--pprof", pb).returncode == 0
+    prof = decode(pb)
+    strs = prof["strings"]
+    seen = 0
+    for smp in prof["sample"]:
+        lab = {strs[l[1]]: strs[l[2]] if 2 in l else l.get(3) for l in smp["labels"]}
+        if lab.get("tid") != w["tid"] or "span_id" not in lab:
+            continue
+        s = by_id[lab["span_id"]]
+        assert {k: lab[k] for k in s["attributes"]} == s["attributes"], (lab, s)
+        seen += smp["value"][0]
+    assert seen == sum(s["samples"] for s in spans), (seen, spans)
+    # The real pprof filters by them: -tagfocus on one route keeps that route's samples only.
+    try:
+        from test_report import pprof_tool
+        tool = pprof_tool()
+    except Skip as e:
+        print("  (real pprof not checked: %s)" % e)
+    else:
+        tags = run([tool, "-tags", pb])
+        assert tags.returncode == 0 and "http.route" in tags.stdout, tags.stdout + tags.stderr
+        for route in {s["attributes"]["http.route"] for s in spans}:
+            assert "): %s\n" % route in tags.stdout, (route, tags.stdout)
+    # --sort attr:NAME: the samples of each route are those of its spans.
+    r = spanperf("report", "-i", path, "--sort", "tid,attr:http.route", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = {x["attributes"]["http.route"]: x["samples"] for x in json_lines(r.stdout)
+            if x["tid"] == w["tid"] and x["attributes"]["http.route"]}
+    want = {}
+    for s in spans:
+        want[s["attributes"]["http.route"]] = want.get(s["attributes"]["http.route"], 0) + s["samples"]
+    assert rows == want, (rows, want)
+    # The text table: spans by attribute value (other publishers on the host may add to the counts).
+    t = spanperf("report", "-i", path, "--spans")
+    assert t.returncode == 0, t.stderr
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^  http\.route\s+(\S+)\s+(\d+)", t.stdout, re.M)}
+    mine = {}
+    for s in spans:
+        mine[s["attributes"]["http.route"]] = mine.get(s["attributes"]["http.route"], 0) + 1
+    assert all(counts.get(k, 0) >= n for k, n in mine.items()), (counts, mine, t.stdout[-1500:])
+    # OTLP JSON: the application's attributes as string attributes, service.name on the resource.
+    o = spanperf("report", "-i", path, "--spans", "--format", "otlp-json")
+    assert o.returncode == 0, o.stderr
+    for rs in json.loads(o.stdout)["resourceSpans"]:
+        res = {a["key"]: a["value"] for a in rs["resource"]["attributes"]}
+        if res["process.pid"]["intValue"] != str(w["pid"]):
+            continue
+        assert res["service.name"] == {"stringValue": "spanperf-workload"}, res
+        for s in rs["scopeSpans"][0]["spans"]:
+            a = {x["key"]: x["value"] for x in s["attributes"]}
+            if s["spanId"] in by_id:
+                for k, v in by_id[s["spanId"]]["attributes"].items():
+                    assert a[k] == {"stringValue": v}, (s, k)
+
+
+@test
+def test_otel_attributes_without_process_context_print_as_numbers():
+    need_bpf()
+    need_attrs_in_bpf()
+    d, path, p, w, truth = attr_run("otel-nopctx")
+    assert "process contexts (OTEP 4719) written" not in p.stderr or " 0 process contexts" in p.stderr, p.stderr
+    spans = otel_spans(path, w["tid"])
+    check_attrs(spans, truth, {"0": "attr.0", "1": "attr.1"})
+
+
+@test
+def test_otel_process_context_stuck_mid_update_is_counted():
+    """published-at 0 forever: the context is skipped after a few reads, counted once, keys print as numbers."""
+    need_bpf()
+    d, path, p, w, truth = attr_run("otel-stuck", 20)
+    line = [l for l in p.stderr.splitlines() if "always mid-update" in l]
+    assert line and re.search(r"\b1 always mid-update", line[0]), p.stderr
+    assert re.search(r"otel: 0 process contexts \(OTEP 4719\) written", p.stderr), p.stderr
+    try:
+        need_attrs_in_bpf()
+    except Skip:
+        return
+    check_attrs(otel_spans(path, w["tid"]), truth, {"0": "attr.0", "1": "attr.1"})
+
+
+@test
+def test_otel_process_context_that_lies_is_counted():
+    """A bad version, pointer, size or payload: skipped, counted once, the spans still recorded."""
+    need_bpf()
+    for mode, what in (("otel-badver", "1 bad signature or version"), ("otel-badptr", "1 unreadable"),
+                       ("otel-badsize", "1 bad size or pointer"), ("otel-badpayload", "1 malformed payloads")):
+        # 200 ms: the recorder looks at the command's context on its ticks, 100 ms apart at most.
+        d, path, p, w, truth = attr_run(mode, 20)
+        line = [l for l in p.stderr.splitlines() if "process contexts not read" in l]
+        assert line and what in line[0], (mode, p.stderr)
+        assert re.search(r"otel: 0 process contexts \(OTEP 4719\) written", p.stderr), (mode, p.stderr)
+        assert otel_spans(path, w["tid"]), (mode, p.stderr)
+
+
+@test
+def test_otel_attributes_that_lie_are_dropped_not_misread():
+    """attrs-data-size past 612: the attributes dropped and counted; an attribute running past the
+    end: the ones before it kept, it dropped."""
+    need_bpf()
+    need_attrs_in_bpf()
+    d, path, p, w, truth = attr_run("otel-badattrs", 20)
+    assert re.search(r"otel: [1-9]\d* contexts' attributes dropped", p.stderr), p.stderr
+    by_id = {s["span_id"]: s for s in otel_spans(path, w["tid"])}
+    assert len(by_id) >= len(truth) - 1, (len(by_id), p.stderr)
+    for i, t in enumerate(truth):
+        s = by_id.get(t["span_id"])
+        if not s:
+            continue
+        want = {} if i % 2 == 0 else {KEYS[k]: v for k, v in t["attributes"].items()}
+        assert s["attributes"] == want, (i, s, want)

@@ -34,11 +34,24 @@
  *                                disk: the kernel time is in the brd module)
  *   workload otel N US [FILE]    N spans of US microseconds of CPU each, in a
  *                                new thread, published as OTEP 4947 thread
- *                                context (include/otel_thread_ctx.h); FILE
- *                                gets each span with its ids (JSON lines);
- *                                WORKLOAD_OTEL_NAP_US=U: each span also
- *                                sleeps U us between two halves of its work
- *                                (nap_ns: the sleep's wall time)
+ *                                context (include/otel_thread_ctx.h) with two
+ *                                attributes, http.route (key 0) and user.id
+ *                                (key 1), named by an OTEP 4719 process
+ *                                context (include/otel_process_ctx.h); FILE
+ *                                gets each span with its ids and attributes
+ *                                (JSON lines); WORKLOAD_OTEL_NAP_US=U: each
+ *                                span also sleeps U us between two halves of
+ *                                its work (nap_ns: the sleep's wall time)
+ *   workload otel-nopctx N US [FILE]   the same attributes, no process context
+ *   workload otel-stuck N US [FILE]    a process context whose published-at
+ *                                stays 0, as a writer stuck mid-update
+ *   workload otel-badver|otel-badptr|otel-badsize|otel-badpayload N US [FILE]
+ *                                a process context whose header lies (version
+ *                                9, a pointer to unmapped memory, a size of
+ *                                2 MiB) or whose payload is no protobuf
+ *   workload otel-badattrs N US [FILE]  records that lie: even spans claim
+ *                                700 bytes of attributes, odd ones end with
+ *                                an attribute running past attrs-data-size
  *   workload offcpu N MS M PMS SPIN [FILE]
  *                                three threads at once: one sleeps N x MS in
  *                                nap_sleep(), one blocks in pipe_wait() on a
@@ -67,6 +80,7 @@
 
 #define OTEL_THREAD_CTX_DEFINE
 #include "otel_thread_ctx.h"
+#include "otel_process_ctx.h"
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -372,6 +386,8 @@ static int mode_calls(const char *n, const char *ms, const char *file)
 	return 0;
 }
 
+static int otel_bad_attrs; /* otel-badattrs */
+
 NOINLINE void otel_work(uint64_t ns)
 {
 	burn_ns(ns);
@@ -389,12 +405,27 @@ static void *otel_thread(void *arg)
 	c->tid = syscall(SYS_gettid);
 	for (long i = 0; i < c->n; i++) {
 		uint64_t t0, c0, t1, c1, nap_ns = 0;
+		struct otel_thread_ctx_record rec;
+		char route[32], user[32];
 
 		memcpy(&trace[8], &(uint64_t){ (uint64_t)(i / 10 + 1) }, 8);
 		memcpy(&span[1], &(uint64_t){ (uint64_t)(i + 1) }, 7);
+		snprintf(route, sizeof(route), "/route/%ld", i % 3);
+		snprintf(user, sizeof(user), "u%ld", 1000 + i);
 		t0 = mono_ns();
 		c0 = thread_cpu_ns();
-		otel_thread_ctx_enter(trace, span, 1);
+		/* Attributes in before the record is published: BPF reads them once, at the change. */
+		otel_thread_ctx_record_init(&rec, trace, span, 1);
+		otel_thread_ctx_record_add_attr(&rec, 0, route, strlen(route));
+		otel_thread_ctx_record_add_attr(&rec, 1, user, strlen(user));
+		if (otel_bad_attrs && i % 2 == 0) {
+			rec.attrs_data_size = 700; /* past the 612 bytes a record may hold */
+		} else if (otel_bad_attrs) {
+			/* key 1, 200 bytes claimed, 2 there */
+			memcpy(&rec.attrs[rec.attrs_data_size], "\x01\xc8xy", 4);
+			rec.attrs_data_size += 4;
+		}
+		otel_thread_ctx_swap(&rec);
 		if (nap_us) {
 			/* Blocked mid-span, between two halves of the work: off-CPU time inside the span. */
 			struct timespec ts = { nap_us / 1000000, nap_us % 1000000 * 1000 };
@@ -408,7 +439,7 @@ static void *otel_thread(void *arg)
 		} else {
 			otel_work(c->ns);
 		}
-		otel_thread_ctx_leave();
+		otel_thread_ctx_swap(NULL);
 		c1 = thread_cpu_ns();
 		t1 = mono_ns();
 		c->cpu_ns += c1 - c0;
@@ -421,7 +452,7 @@ static void *otel_thread(void *arg)
 			fprintf(f, "\",\"span_id\":\"");
 			for (int k = 0; k < 8; k++)
 				fprintf(f, "%02x", span[k]);
-			fprintf(f, "\"}\n");
+			fprintf(f, "\",\"attributes\":{\"0\":\"%s\",\"1\":\"%s\"}}\n", route, user);
 		}
 	}
 	if (f)
@@ -429,10 +460,29 @@ static void *otel_thread(void *arg)
 	return NULL;
 }
 
-static int mode_otel(const char *n, const char *us, const char *file)
+static int mode_otel(const char *mode, const char *n, const char *us, const char *file)
 {
 	struct calls c = { atol(n), strtoull(us, NULL, 10) * 1000ull, file, 0, 0 };
+	static const char *const resource[] = { "service.name", "spanperf-workload", NULL };
+	static const char *const keys[] = { "http.route", "user.id", NULL };
 	pthread_t th;
+
+	if (strcmp(mode, "otel-nopctx") && otel_process_ctx_publish(resource, keys)) {
+		perror("otel_process_ctx_publish");
+		return 1;
+	}
+	otel_bad_attrs = !strcmp(mode, "otel-badattrs");
+	if (!strcmp(mode, "otel-stuck"))
+		otel_process_ctx_header()->published_at_ns = 0; /* an update that never ends */
+	else if (!strcmp(mode, "otel-badver"))
+		otel_process_ctx_header()->version = 9;
+	else if (!strcmp(mode, "otel-badptr"))
+		otel_process_ctx_header()->payload = 4096; /* the first page is never mapped */
+	else if (!strcmp(mode, "otel-badsize"))
+		otel_process_ctx_header()->payload_size = 2u << 20;
+	else if (!strcmp(mode, "otel-badpayload"))
+		memset((void *)(uintptr_t)otel_process_ctx_header()->payload, 0xff,
+		       otel_process_ctx_header()->payload_size);
 
 	pthread_create(&th, NULL, otel_thread, &c);
 	pthread_join(th, NULL);
@@ -860,8 +910,8 @@ int main(int argc, char **argv)
 		r = mode_counted(toucher, "pages", argv[2], NULL);
 	else if (!strcmp(argv[1], "calls") && argc > 3)
 		r = mode_calls(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
-	else if (!strcmp(argv[1], "otel") && argc > 3)
-		r = mode_otel(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
+	else if (!strncmp(argv[1], "otel", 4) && argc > 3)
+		r = mode_otel(argv[1], argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(argv[1], "nest"))
 		r = mode_nest(argv[2]);
 	else if (!strcmp(argv[1], "exit-inside"))

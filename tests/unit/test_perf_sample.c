@@ -377,6 +377,61 @@ static void test_span_codec(void **state)
 	assert_string_equal(span_source_name(SP_SRC_SYSCALL), "syscall");
 }
 
+/* Version 2: an otel span's attributes ride along; version 1 records and lying sizes read without them. */
+static void test_span_codec_attrs(void **state)
+{
+	struct perf_event_attr a;
+	struct span_rec in = { .magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .start_ns = 10, .end_ns = 20,
+			       .pid = 5, .tid = 6, .flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL };
+	struct span_rec out, lie;
+	struct pd_sample s;
+	unsigned char buf[1024];
+	long n, small;
+
+	(void)state;
+	span_codec_attr(&a);
+	n = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(n > 0);
+	small = n;
+	memcpy(in.attrs, "\x00\x03" "abc" "\x01\x00", 7);
+	in.attrs_size = 7;
+	n = span_codec_write(buf, sizeof(buf), &a, &in);
+	/* Only the attributes' bytes are added, rounded up to 8. */
+	assert_true(n % 8 == 0 && n >= small + 7 && n < small + 7 + 8);
+	assert_int_equal(pd_sample_parse(&a, buf, n, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.attrs_size, 7);
+	assert_memory_equal(out.attrs, in.attrs, 7);
+	assert_int_equal(out.size, SPAN_REC_SIZE(7));
+	/* A version 1 record ends before attrs_size. */
+	lie = in;
+	lie.version = 1;
+	lie.size = SPAN_REC_V1_SIZE;
+	s.raw = &lie;
+	s.raw_size = SPAN_REC_V1_SIZE;
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.attrs_size, 0);
+	assert_true(out.start_ns == 10 && (out.flags & SPAN_HAS_CONTEXT));
+	/* attrs_size past the record's end, or past the array: the span stays, its attributes go. */
+	lie = in;
+	lie.size = SPAN_REC_SIZE(7);
+	lie.attrs_size = 500;
+	s.raw_size = sizeof(lie);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.attrs_size, 0);
+	lie.size = sizeof(lie);
+	lie.attrs_size = 0xffff;
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.attrs_size, 0);
+	/* The writer, too, writes no more than the array holds. */
+	in.attrs_size = 0xffff;
+	n = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(n > 0);
+	assert_int_equal(pd_sample_parse(&a, buf, n, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.attrs_size, SPAN_ATTRS_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_sideband_sizes),
 		cmocka_unit_test(test_sideband_parsers),
 		cmocka_unit_test(test_span_codec),
+		cmocka_unit_test(test_span_codec_attrs),
 	};
 
 	return cmocka_run_group_tests_name("perf_sample", tests, NULL, NULL);

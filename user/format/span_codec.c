@@ -10,7 +10,7 @@
 #include "util.h"
 
 /* RAW is a u32 size and the payload, padded so that the record stays 8-byte aligned. */
-#define RAW_SIZE ((((sizeof(struct span_rec) + 4) + 7) & ~7ul) - 4)
+#define RAW_SIZE(n) (((((n) + 4) + 7) & ~7ul) - 4)
 
 _Static_assert(sizeof(struct sp_span) == 120, "files before the version field hold this layout");
 
@@ -49,7 +49,7 @@ const char *span_source_name(int source)
 void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp)
 {
 	*r = (struct span_rec){
-		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(*r),
+		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = SPAN_REC_SIZE(0),
 		.start_ns = sp->start_ns, .end_ns = sp->end_ns, .ip = sp->ip, .samples = sp->samples,
 		.pid = sp->pid, .tid = sp->tid, .cpu = sp->cpu, .idx = sp->idx, .depth = sp->depth,
 		.flags = sp->flags & SP_SPAN_UNFINISHED, .source = sp->source,
@@ -59,15 +59,19 @@ void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp)
 
 long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r)
 {
-	char raw[RAW_SIZE] = {};
+	char raw[RAW_SIZE(sizeof(struct span_rec))] = {};
+	size_t attrs = SP_MIN((size_t)r->attrs_size, sizeof(r->attrs)), n = SPAN_REC_SIZE(attrs);
 	struct pd_sample s = {
 		.id = SPAN_ID_BASE + (r->idx < SP_MAX_SPANS ? r->idx : 0), .ip = r->ip, .pid = r->pid,
 		.tid = r->tid, .time = r->end_ns, .cpu = r->cpu, .period = r->end_ns - r->start_ns,
-		.raw_size = sizeof(raw), .raw = raw,
+		.raw_size = RAW_SIZE(n), .raw = raw,
 	};
 	bool kernel = r->source == SP_SRC_KPROBE || r->source == SP_SRC_FENTRY;
 
-	memcpy(raw, r, sizeof(*r));
+	memcpy(raw, r, n);
+	/* What is written is what size says, whatever the caller left there. */
+	memcpy(raw + offsetof(struct span_rec, size), &(__u16){ n }, 2);
+	memcpy(raw + offsetof(struct span_rec, attrs_size), &(__u16){ attrs }, 2);
 	return pd_sample_write(buf, bufsz, attr, kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &s);
 }
 
@@ -124,6 +128,10 @@ int span_codec_decode(const struct pd_sample *s, struct span_rec *out)
 			return -EINVAL;
 		/* A newer writer's longer record: the part this reader knows. */
 		memcpy(out, s->raw, SP_MIN((size_t)hdr.size, sizeof(*out)));
+		/* Version 1 ends before attrs_size, which memset left 0; a size that lies drops the attributes. */
+		if (hdr.size < SPAN_REC_SIZE(0) || out->attrs_size > hdr.size - SPAN_REC_SIZE(0) ||
+		    out->attrs_size > sizeof(out->attrs))
+			out->attrs_size = 0;
 		return 0;
 	}
 	if (s->raw_size < sizeof(old))

@@ -28,11 +28,13 @@
 #define SPAN_COUNTERS_ID (SPAN_ID_BASE + SP_MAX_SPANS)
 
 #define SPAN_REC_MAGIC 0x4e505353u /* "SSPN" in a little-endian file */
-#define SPAN_REC_VERSION 1
+/* 2: otel spans carry their OTEP 4947 attributes (attrs_size, attrs); 1: up to span_id. */
+#define SPAN_REC_VERSION 2
+#define SPAN_ATTRS_MAX 612 /* OTEP 4947: a record of at most 640 bytes, 28 of them the header */
 
 #define SPAN_HAS_CONTEXT 2 /* flags: trace_id and span_id are set (SP_SPAN_UNFINISHED is 1) */
 
-/* The RAW payload, version 1, host byte order. */
+/* The RAW payload, version 2, host byte order; `size` says how much of it a record holds. */
 struct span_rec {
 	__u32 magic;
 	__u16 version;
@@ -48,7 +50,18 @@ struct span_rec {
 	__u8 source;  /* enum sp_span_source */
 	__u8 pad[7];
 	__u8 trace_id[16], span_id[8]; /* W3C trace context, when SPAN_HAS_CONTEXT */
+	/*
+	 * Version 2: the attributes the process published with the context,
+	 * { u8 key_index, u8 len, u8 val[len] }..., as it wrote them.  Records
+	 * end after attrs[attrs_size], so spans without any stay small.
+	 */
+	__u16 attrs_size;
+	__u8 attrs[SPAN_ATTRS_MAX];
 };
+
+/* The bytes of r up to its last attribute: what r->size should be. */
+#define SPAN_REC_SIZE(attrs_size) (offsetof(struct span_rec, attrs) + (attrs_size))
+#define SPAN_REC_V1_SIZE offsetof(struct span_rec, attrs_size)
 
 /* The attr every span source shares. */
 void span_codec_attr(struct perf_event_attr *a);
@@ -67,7 +80,11 @@ const char *span_codec_name(const struct pd_attr *a);
 bool span_codec_is_counters(const struct pd_attr *a);
 /* The counter names a counters attr lists, strdup'd into names; how many, or -ENOMEM. */
 int span_codec_counter_names(const struct pd_attr *a, char **names, int max);
-/* A span sample's RAW into out: 0, or -EINVAL when it holds no span this reader knows. */
+/*
+ * A span sample's RAW into out: 0, or -EINVAL when it holds no span this
+ * reader knows.  Attributes that claim more bytes than the record holds are
+ * dropped (attrs_size 0), the span kept.
+ */
 int span_codec_decode(const struct pd_sample *s, struct span_rec *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "libbpf_setup.h"
+#include "otel_process.h"
 #include "otel_record.h"
 #include "otel_tls.h"
 #include "span_codec.h"
@@ -31,6 +32,8 @@
 #define EXEC_FIRST_WAIT_NS 2000000ull
 #define EVENTS_RING_BYTES (4u << 20) /* ~5,800 changes with attributes: 0.3 s of 2 CPUs at -F 9999 */
 #define MAX_RECIPES 4096
+/* A span with attributes from a process whose context was not read: read again, but not more often. */
+#define PCTX_RETRY_NS 20000000ull
 
 enum proc_state { PROC_NONE, PROC_AGAIN, PROC_DONE };
 
@@ -42,6 +45,11 @@ struct proc {
 	/* Exec'ed: looked at again at next_visit, each wait twice the last, until watch_until or it publishes. */
 	__u64 watch_until, next_visit, wait_ns;
 	bool watched; /* in the watch list */
+	__u64 pctx_published; /* the process context's published-at when read; 0: none yet */
+	struct otel_pctx pctx;	/* as read last: written to the file at the end */
+	__u64 pctx_tried;     /* when it was last looked for */
+	__u64 pctx_addr;      /* where its OTEL_CTX mapping was */
+	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
 };
 
 /* How a publisher was found, for record -v. */
@@ -79,6 +87,8 @@ struct otel_record {
 	struct u64_map closed;
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_CMD + 1], unusable, again;
+	struct otel_process_stats pst;
+	unsigned long pctx_written;
 };
 
 void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *events, bool on)
@@ -135,18 +145,27 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		.samples = st->samples, .pid = st->pid, .tid = tid, .cpu = cpu, .idx = r->o.idx,
 		.flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL,
 	};
-	char buf[512];
+	const struct open_attrs *oa;
+	char buf[1024];
 	long n;
 
 	ctx_bytes(&st->ctx, &rec);
-	if (open_attrs(r, tid))
+	/* The attributes of the context that ends, as BPF read them when it began. */
+	oa = open_attrs(r, tid);
+	if (oa) {
+		rec.attrs_size = SP_MIN((size_t)oa->size, sizeof(rec.attrs));
+		memcpy(rec.attrs, oa->bytes, rec.attrs_size);
 		r->with_attrs++;
+	}
 	n = span_codec_write(buf, sizeof(buf), r->o.attr, &rec);
 	if (n < 0)
 		return n;
 	r->spans++;
 	return pd_writer__write(r->o.w, buf, n);
 }
+
+static struct proc *proc_find(struct otel_record *r, int pid);
+static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force);
 
 /*
  * The context was written already when its thread exited.  forget: BPF has
@@ -183,10 +202,23 @@ static int on_event(void *ctx, void *data, size_t size)
 		err = write_span(r, &e->prev, e->tid, e->cpu, end);
 	}
 	if (!err)
-		err = set_open_attrs(r, e->tid, e->attrs, ctx_empty(&e->ctx) ? 0 : e->attrs_size);
+		/* The size as BPF wrote it, but never past the event. */
+		err = set_open_attrs(r, e->tid, e->attrs,
+				     ctx_empty(&e->ctx) ? 0 : SP_MIN(e->attrs_size, (__u16)sizeof(e->attrs)));
 	if (err) {
 		r->write_err = err;
 		return err;
+	}
+	/*
+	 * Attributes from a process whose key map is not in the file yet: it
+	 * may have published its context since it was found, and may be gone
+	 * by the next scan.
+	 */
+	if (e->attrs_size && !ctx_empty(&e->ctx)) {
+		struct proc *p = proc_find(r, e->pid);
+
+		if (p && !p->pctx_published)
+			pctx_check(r, p, now_ns(CLOCK_MONOTONIC), false);
 	}
 	return 0;
 }
@@ -209,6 +241,72 @@ int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
 	}
 	*out = r;
 	return 0;
+}
+
+static struct proc *proc_find(struct otel_record *r, int pid)
+{
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid)
+			return &r->procs[i];
+	return NULL;
+}
+
+/*
+ * Reads p's process context again if it may have changed; force: whatever
+ * the time since the last look.  What cannot be read is counted by
+ * otel_process_read, never fatal.  The latest version is kept until the
+ * end (the key map only grows), when it goes into the file: a record
+ * stamped now, written now, could come after spans stamped earlier in a
+ * later round, which perf reports as out of order.
+ */
+static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force)
+{
+	struct otel_process_stats one = {};
+	struct otel_pctx pc;
+	__u64 published;
+	int err;
+
+	if (!r->o.pctx_id || (!force && p->pctx_tried && now - p->pctx_tried < PCTX_RETRY_NS))
+		return;
+	p->pctx_tried = now;
+	published = p->pctx_published;
+	err = otel_process_read(p->pid, &p->pctx_addr, &published, &pc, &one);
+	if (err == -EALREADY)
+		return; /* the version already kept */
+	if (err && err != p->pctx_err) {
+		r->pst.bad_header += one.bad_header;
+		r->pst.bad_size += one.bad_size;
+		r->pst.unstable += one.unstable;
+		r->pst.unreadable += one.unreadable;
+		r->pst.malformed += one.malformed;
+	}
+	p->pctx_err = err;
+	if (err)
+		return;
+	otel_pctx_clear(&p->pctx);
+	p->pctx = pc;
+	p->pctx_published = published;
+	pr_debug("otel: process %d's context: %d attribute keys, service.name %s", p->pid, pc.nkeys,
+		 pc.service_name ?: "(none)");
+}
+
+/* Every process context read, one record each, stamped now: after everything before. */
+static int write_pctx(struct otel_record *r)
+{
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+	struct sbuf b = {};
+	int err = 0;
+
+	for (size_t i = 0; i < r->nprocs && !err; i++) {
+		if (!r->procs[i].pctx_published)
+			continue;
+		b.len = 0;
+		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, r->procs[i].pid, now, &r->procs[i].pctx) ?:
+		      pd_writer__write(r->o.w, b.p, b.len);
+		r->pctx_written += !err;
+	}
+	sbuf_free(&b);
+	return err;
 }
 
 static struct proc *proc_get(struct otel_record *r, int pid)
@@ -255,6 +353,11 @@ static void visit(struct otel_record *r, int pid, enum otel_found_by by)
 	    (pid != r->o.cmd_pid || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > r->cmd_watch_until) &&
 	    (by != FOUND_EXEC || p->state == PROC_DONE || now_ns(CLOCK_MONOTONIC) > p->watch_until))
 		return;
+	/* An exec: the old image's process context is not the new one's. */
+	if (p->exe && strcmp(p->exe, exe)) {
+		otel_pctx_clear(&p->pctx);
+		p->pctx_published = p->pctx_addr = 0;
+	}
 	free(p->exe);
 	p->exe = strdup(exe);
 	err = otel_tls_recipe(pid, &recipe, &model);
@@ -283,6 +386,7 @@ static void visit(struct otel_record *r, int pid, enum otel_found_by by)
 	otel_record_bump(r);
 	r->found[model]++;
 	r->found_by[pid == r->o.cmd_pid ? FOUND_CMD : by]++;
+	pctx_check(r, p, now_ns(CLOCK_MONOTONIC), true);
 	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
 		 recipe.kind == SP_OTEL_TP ? "tp" : "dtv", (long long)recipe.off, (unsigned long long)recipe.modid);
 }
@@ -379,13 +483,24 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	DIR *d;
 	struct dirent *de;
 
-	if (r->o.cmd_pid && now < r->cmd_watch_until)
+	if (r->o.cmd_pid && now < r->cmd_watch_until) {
+		struct proc *p;
+
 		visit(r, r->o.cmd_pid, FOUND_CMD);
+		/* It publishes its process context some time after its thread-context symbol is found. */
+		p = proc_find(r, r->o.cmd_pid);
+		if (p && p->state == PROC_DONE && !p->pctx_published)
+			pctx_check(r, p, now, false);
+	}
 	if (r->nexecq || r->nwatch)
 		watch_execs(r, now);
 	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
 		return 0;
 	r->last_scan = now;
+	/* A new version of a context (the key map only grows) is written again. */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].state == PROC_DONE)
+			pctx_check(r, &r->procs[i], now, true);
 	if (r->o.pids) {
 		for (int i = 0; i < r->o.pids->n; i++)
 			visit(r, r->o.pids->v[i], FOUND_SCAN);
@@ -458,13 +573,20 @@ long otel_record__flush(struct otel_record *r)
 	__u32 key, next, *prev = NULL;
 	__u64 before;
 	long n = otel_record__consume(r);
+	int err;
 
 	if (n < 0)
 		return n;
+	/* Last, the contexts as they are now, of the publishers still alive. */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].state == PROC_DONE)
+			pctx_check(r, &r->procs[i], now_ns(CLOCK_MONOTONIC), true);
+	err = write_pctx(r);
+	if (err)
+		return err;
 	before = r->spans;
 	while (!bpf_map_get_next_key(r->o.threads_fd, prev, &next)) {
 		struct sp_thread t;
-		int err;
 
 		key = next;
 		prev = &key;
@@ -505,6 +627,12 @@ void otel_record__report(struct otel_record *r)
 			(unsigned long long)attrs_bad, SP_OTEL_ATTRS_MAX);
 	if (lost)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
+	if (procs)
+		pr_info("otel: %lu process contexts (OTEP 4719) written", r->pctx_written);
+	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
+		pr_info("otel: process contexts not read (processes): %lu bad signature or version, %lu bad size or pointer, "
+			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attribute keys print as numbers",
+			r->pst.bad_header, r->pst.bad_size, r->pst.unstable, r->pst.unreadable, r->pst.malformed);
 }
 
 __u64 otel_record__spans(const struct otel_record *r)
@@ -521,8 +649,10 @@ void otel_record__free(struct otel_record *r)
 		if (r->open.used[i])
 			free((void *)(uintptr_t)r->open.slot[i].val);
 	u64_map_free(&r->open);
-	for (size_t i = 0; i < r->nprocs; i++)
+	for (size_t i = 0; i < r->nprocs; i++) {
 		free(r->procs[i].exe);
+		otel_pctx_clear(&r->procs[i].pctx);
+	}
 	free(r->procs);
 	free(r->execq);
 	free(r->watch);

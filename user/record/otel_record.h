@@ -32,6 +32,7 @@ struct otel_record_opts {
 	struct pd_writer *w;
 	const struct perf_event_attr *attr; /* the span attr layout */
 	__u16 idx;			    /* the otel span attr's index (id SPAN_ID_BASE + idx) */
+	__u64 pctx_id;			    /* the spanperf-otel-process attr's id (same layout as attr) */
 };
 
 int otel_record__new(struct otel_record **out, const struct otel_record_opts *o);

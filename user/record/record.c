@@ -25,6 +25,7 @@
 #include "libbpf_setup.h"
 #include "offcpu.h"
 #include "options.h"
+#include "otel_pctx.h"
 #include "otel_record.h"
 #include "perf_data.h"
 #include "perf_events.h"
@@ -362,6 +363,10 @@ static int add_attrs(struct recorder *r)
 
 		span_codec_attr(&r->span_attr);
 		e = pd_writer__add_attr(r->w, &r->span_attr, SPAN_ATTR_PREFIX "otel", &id, 1);
+		/* The processes' OTEP 4719 contexts: what names the spans' attribute keys. */
+		id = OTEL_PCTX_ID;
+		if (!e)
+			e = pd_writer__add_attr(r->w, &r->span_attr, OTEL_PCTX_ATTR_NAME, &id, 1);
 	}
 	if (!e && r->oc) {
 		struct perf_event_attr a;
@@ -871,7 +876,7 @@ static int start_otel(struct recorder *r)
 		.cmd_pid = r->run.have_cmd ? r->run.wl.pid : 0,
 		/* cpu-clock's period is in ns; -F is a rate. */
 		.period_ns = o->freq ? 1000000000ull / o->freq : o->period,
-		.w = r->w, .attr = &r->span_attr, .idx = o->nr_spans,
+		.w = r->w, .attr = &r->span_attr, .idx = o->nr_spans, .pctx_id = OTEL_PCTX_ID,
 	};
 	int e = otel_record__new(&r->otel, &oo);
 

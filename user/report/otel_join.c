@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "correlate.h"
+#include "otel_ctx.h"
 #include "otel_join.h"
 
 struct ospan {
@@ -47,12 +48,105 @@ void otel_hex(char *buf, const __u8 *p, size_t n)
 	buf[2 * n] = 0;
 }
 
+int otel_attrs_each(const struct otel_pctx *pc, const __u8 *attrs, size_t n, otel_attr_fn fn, void *ctx)
+{
+	struct otel_ctx c = { .attrs_size = n, .attrs = attrs };
+	struct otel_ctx_attr a;
+	size_t pos = 0;
+	char kbuf[16], vbuf[OTEL_ATTR_VALUE_MAX];
+	int e;
+
+	while (otel_ctx_next_attr(&c, &pos, &a))
+		if ((e = fn(ctx, otel_pctx_key(pc, a.key_index, kbuf), otel_attr_value(a.val, a.len, vbuf))))
+			return e;
+	return 0;
+}
+
+int otel_attrs_split(const char *p, otel_attr_fn fn, void *ctx)
+{
+	char key[512], val[OTEL_ATTR_VALUE_MAX];
+	int e;
+
+	while (p && *p) {
+		size_t kl = strcspn(p, "\x1f"), vl;
+
+		if (p[kl] != '\x1f')
+			return 0;
+		vl = strcspn(p + kl + 1, "\x1e");
+		snprintf(key, sizeof(key), "%.*s", (int)kl, p);
+		snprintf(val, sizeof(val), "%.*s", (int)vl, p + kl + 1);
+		if ((e = fn(ctx, key, val)))
+			return e;
+		p += kl + 1 + vl;
+		p += *p == '\x1e';
+	}
+	return 0;
+}
+
+struct get_ctx {
+	const char *key;
+	char *buf;
+	size_t len;
+	bool found;
+};
+
+static int get_one(void *ctx, const char *key, const char *value)
+{
+	struct get_ctx *g = ctx;
+
+	if (strcmp(key, g->key))
+		return 0;
+	snprintf(g->buf, g->len, "%s", value);
+	g->found = true;
+	return 1;
+}
+
+const char *otel_attrs_get(const char *pooled, const char *key, char *buf, size_t len)
+{
+	struct get_ctx g = { key, buf, len, false };
+
+	otel_attrs_split(pooled, get_one, &g);
+	return g.found ? buf : NULL;
+}
+
+/* The separators of the pooled form must not appear inside a key or value. */
+static void add_clean(struct sbuf *b, const char *s)
+{
+	for (; *s; s++)
+		sbuf_add(b, *s == '\x1e' || *s == '\x1f' ? "?" : s, 1);
+}
+
+static int pool_one(void *ctx, const char *key, const char *value)
+{
+	struct sbuf *b = ctx;
+
+	add_clean(b, key);
+	sbuf_add(b, "\x1f", 1);
+	add_clean(b, value);
+	return sbuf_add(b, "\x1e", 1);
+}
+
+int otel_attrs_intern(struct strpool *pool, const struct otel_pctx *pc, const __u8 *attrs, size_t n,
+		      const char **out)
+{
+	struct sbuf b = {};
+
+	*out = NULL;
+	otel_attrs_each(pc, attrs, n, pool_one, &b);
+	if (!b.len)
+		return 0;
+	sbuf_zero(&b, 1);
+	*out = b.err ? NULL : strpool_intern(pool, b.p, NULL);
+	sbuf_free(&b);
+	return *out ? 0 : -ENOMEM;
+}
+
 struct otel_join *otel_join__new(void)
 {
 	return calloc(1, sizeof(struct otel_join));
 }
 
-int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const struct otel_pctx *pc)
 {
 	char trace[33], span[17];
 	struct ospan *s;
@@ -68,6 +162,8 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 	s->ids.trace_id = strpool_intern(&j->pool, trace, NULL);
 	s->ids.span_id = strpool_intern(&j->pool, span, NULL);
 	if (!s->ids.trace_id || !s->ids.span_id)
+		return -ENOMEM;
+	if (otel_attrs_intern(&j->pool, pc, r->attrs, r->attrs_size, &s->ids.attrs))
 		return -ENOMEM;
 	j->nspans++;
 	return 0;
@@ -166,6 +262,8 @@ static int cmp_fold(const void *a, const void *b)
 		return (uintptr_t)x->ids.span_id < (uintptr_t)y->ids.span_id ? -1 : 1;
 	if (x->ids.trace_id != y->ids.trace_id)
 		return (uintptr_t)x->ids.trace_id < (uintptr_t)y->ids.trace_id ? -1 : 1;
+	if (x->ids.attrs != y->ids.attrs)
+		return (uintptr_t)x->ids.attrs < (uintptr_t)y->ids.attrs ? -1 : 1;
 	if (x->prefix != y->prefix)
 		return (uintptr_t)x->prefix < (uintptr_t)y->prefix ? -1 : 1;
 	return 0;

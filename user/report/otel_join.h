@@ -14,19 +14,38 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "otel_pctx.h"
 #include "span_codec.h"
 #include "util.h"
 
 /* What a sample ran in; the ids are lower-case hex, pooled: compare pointers. */
 struct otel_ids {
 	const char *trace_id, *span_id;
+	/* The span's attributes, "key\x1fvalue\x1e..." (otel_attrs_split), pooled; NULL: none. */
+	const char *attrs;
 };
+
+/*
+ * Each attribute of a span's OTEP 4947 bytes, its key named through the
+ * process context pc (NULL: "attr.N"), in the order the process wrote them;
+ * stops at an attribute that runs past the end.  fn's non-zero return stops
+ * it and is returned.
+ */
+typedef int (*otel_attr_fn)(void *ctx, const char *key, const char *value);
+int otel_attrs_each(const struct otel_pctx *pc, const __u8 *attrs, size_t n, otel_attr_fn fn, void *ctx);
+/* The pooled form of a span's attributes into *out (NULL when it has none); 0 or -ENOMEM. */
+int otel_attrs_intern(struct strpool *pool, const struct otel_pctx *pc, const __u8 *attrs, size_t n,
+		      const char **out);
+/* The same, from the pooled form of struct otel_ids. */
+int otel_attrs_split(const char *pooled, otel_attr_fn fn, void *ctx);
+/* The value of attribute key in the pooled form into buf, or NULL. */
+const char *otel_attrs_get(const char *pooled, const char *key, char *buf, size_t len);
 
 struct otel_join;
 
 struct otel_join *otel_join__new(void);
-/* Keeps an otel span (other sources are ignored); 0 or -ENOMEM. */
-int otel_join__add_span(struct otel_join *j, const struct span_rec *r);
+/* Keeps an otel span (other sources are ignored), its attributes named through pc; 0 or -ENOMEM. */
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const struct otel_pctx *pc);
 /* Notes a sample of stack `stack` (the caller's index); 0 or -ENOMEM. */
 int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stack, __u64 period);
 bool otel_join__has_spans(const struct otel_join *j);

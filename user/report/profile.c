@@ -247,7 +247,9 @@ static int on_span(void *ctx, const struct sess_span *ss)
 {
 	struct builder *b = ctx;
 
-	return b->p->otel ? otel_join__add_span(b->p->otel, &ss->rec) : 0;
+	if (!b->p->otel)
+		return 0;
+	return otel_join__add_span(b->p->otel, &ss->rec, session__otel_process(b->p->sess, ss->rec.pid));
 }
 
 /* Each on-CPU stack split by the OTel context (and the spans, --span-prefix) its samples ran in. */

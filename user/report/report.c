@@ -21,7 +21,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
-		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span\n"
+		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span,\n"
+		"                         attr:NAME (an OTel span attribute, record --otel)\n"
 		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
 		"      --percent-limit P  leave out rows under P percent (text)\n"
@@ -49,7 +50,8 @@ static void usage(FILE *out)
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
 		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
-		"  spanperf report --spans --format json | jq .\n");
+		"  spanperf report --spans --format json | jq .\n"
+		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
 }
 
 /* Writes a file through a temporary name, so that a failure leaves nothing half-written. */
@@ -189,7 +191,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 's':
 			if (parse_sort_keys(optarg, &to)) {
-				pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace and span", optarg);
+				pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace, span and attr:NAME", optarg);
 				return 1;
 			}
 			break;

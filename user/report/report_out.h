@@ -8,7 +8,8 @@
 
 #include "profile.h"
 
-enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_MAX };
+/* SK_ATTR: attr:NAME, the value of the OTel context's attribute NAME (record --otel). */
+enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_ATTR, SK_MAX };
 
 struct table_opts {
 	enum sort_key keys[SK_MAX];
@@ -16,9 +17,10 @@ struct table_opts {
 	bool json;
 	bool callgraph;
 	double min_pct; /* rows under this share are left out of the text table */
+	char attr[128];	/* SK_ATTR's attribute name */
 };
 
-/* "comm,dso,sym" into keys; -EINVAL on an unknown or repeated key. */
+/* "comm,dso,sym" (or attr:NAME, once) into keys; -EINVAL on an unknown or repeated key. */
 int parse_sort_keys(const char *s, struct table_opts *o);
 
 /* perf report --stdio's table, or its rows as JSON lines. */

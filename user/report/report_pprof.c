@@ -56,6 +56,23 @@ struct strtab {
 	struct strpool pool;
 };
 
+static __u64 str_id(struct strtab *t, const char *s);
+
+struct label_ctx {
+	struct strtab *t;
+	struct sbuf *m, *lab;
+};
+
+static int attr_label(void *ctx, const char *key, const char *value)
+{
+	struct label_ctx *c = ctx;
+
+	field_varint(c->lab, 1, str_id(c->t, key));
+	field_varint(c->lab, 2, str_id(c->t, value));
+	field_msg(c->m, 3, c->lab);
+	return 0;
+}
+
 static __u64 str_id(struct strtab *t, const char *s)
 {
 	size_t n = t->pool.n, id;
@@ -156,6 +173,12 @@ int report_pprof(const struct profile *p, FILE *out)
 			field_varint(&lab, 1, str_id(&t, "span_id"));
 			field_varint(&lab, 2, str_id(&t, s->otel.span_id));
 			field_msg(&m, 3, &lab);
+		}
+		/* The span's OTEP 4947 attributes, one string label each (pprof -tagfocus=http.route=...). */
+		if (s->otel.attrs) {
+			struct label_ctx lc = { &t, &m, &lab };
+
+			otel_attrs_split(s->otel.attrs, attr_label, &lc);
 		}
 		field_msg(&b, P_SAMPLE, &m);
 		sbuf_free(&lab);

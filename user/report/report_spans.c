@@ -42,6 +42,7 @@ struct span_row {
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
 	__u8 trace_id[16], span_id[8];
+	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	size_t first, count; /* the join's result */
 };
 
@@ -49,6 +50,7 @@ struct span_report {
 	const struct spans_report_opts *o;
 	struct session *sess;
 	struct strpool names; /* span names; a row's name is its id here */
+	struct strpool attrs; /* otel spans' attributes */
 	char **ctr_names;     /* the session's: what counters[k] is */
 	int nr_ctr;
 	struct sinfo *s;
@@ -102,6 +104,9 @@ static int on_span(void *ctx, const struct sess_span *ss)
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
 		memcpy(row.span_id, sp->span_id, 8);
+		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, sp->pid), sp->attrs, sp->attrs_size,
+				      &row.attrs))
+			return -ENOMEM;
 	}
 	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
@@ -216,6 +221,17 @@ static __s64 on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 	return -1;
 }
 
+static int json_attr(void *ctx, const char *key, const char *value)
+{
+	struct sbuf *b = ctx;
+
+	if (b->len && b->p[b->len - 1] != '{')
+		sbuf_add(b, ",", 1);
+	sbuf_json_str(b, key);
+	sbuf_add(b, ":", 1);
+	return sbuf_json_str(b, value);
+}
+
 static void json_span(struct span_report *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
 {
 	sbuf_printf(b, "{\"name\":");
@@ -248,6 +264,9 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		for (int k = 0; k < 8; k++)
 			sbuf_printf(b, "%02x", sp->span_id[k]);
 		sbuf_printf(b, "\"");
+		sbuf_printf(b, ",\"attributes\":{");
+		otel_attrs_split(sp->attrs, json_attr, b);
+		sbuf_printf(b, "}");
 	}
 	span_wall__json(r->wall, sp->tid, sp->start, sp->end, on_cpu_ns(r, sp), b);
 	if (sp->ext && sp->ext->trace_id[0])
@@ -374,6 +393,107 @@ static __u64 pct(const __u64 *sorted, size_t n, double p)
 	return n ? sorted[i < n ? i : n - 1] : 0;
 }
 
+/* One attribute value of otel spans, for the table: the spans' durations and samples. */
+struct attr_group {
+	const char *pair; /* "key\x1fvalue", pooled */
+	__u64 *dur;
+	size_t n, cap, samples;
+};
+
+struct attr_walk {
+	struct strpool pool;
+	struct attr_group *g;
+	size_t ng, cap;
+	const struct span_row *sp;
+	int err;
+};
+
+static int attr_add(void *ctx, const char *key, const char *value)
+{
+	struct attr_walk *w = ctx;
+	struct sbuf b = {};
+	struct attr_group *g;
+	size_t id;
+
+	sbuf_printf(&b, "%s\x1f%s", key, value);
+	if (b.err || !strpool_intern(&w->pool, b.p, &id)) {
+		sbuf_free(&b);
+		return w->err = -ENOMEM;
+	}
+	sbuf_free(&b);
+	if (id == w->ng) {
+		if (array_reserve((void **)&w->g, &w->cap, w->ng, sizeof(*w->g)))
+			return w->err = -ENOMEM;
+		w->g[w->ng++] = (struct attr_group){ .pair = w->pool.str[id] };
+	}
+	g = &w->g[id];
+	if (array_reserve((void **)&g->dur, &g->cap, g->n, sizeof(*g->dur)))
+		return w->err = -ENOMEM;
+	g->dur[g->n++] = w->sp->end - w->sp->start;
+	g->samples += w->sp->count;
+	return 0;
+}
+
+/* Keys in order, then the busiest values first. */
+static int cmp_group(const void *a, const void *b)
+{
+	const struct attr_group *x = a, *y = b;
+	size_t kx = strcspn(x->pair, "\x1f"), ky = strcspn(y->pair, "\x1f");
+	int c = strncmp(x->pair, y->pair, kx < ky ? kx : ky);
+
+	if (c || kx != ky)
+		return c ? c : kx < ky ? -1 : 1;
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return strcmp(x->pair, y->pair);
+}
+
+#define ATTR_VALUES_SHOWN 10
+
+/*
+ * otel spans by the value of each of their attributes (http.route, say):
+ * which values are slow, which hold the samples.  A key with many values
+ * (user.id) shows its busiest ones.
+ */
+static int print_attrs(struct span_report *r, FILE *out)
+{
+	struct attr_walk w = {};
+	size_t shown = 0;
+
+	for (size_t i = 0; i < r->nsp && !w.err; i++) {
+		w.sp = &r->sp[i];
+		otel_attrs_split(r->sp[i].attrs, attr_add, &w);
+	}
+	if (!w.err && w.ng) {
+		sort_n(w.g, w.ng, sizeof(*w.g), cmp_group);
+		fprintf(out, "#\n# otel spans by attribute\n# %-24s %-24s %8s %10s %10s %8s\n", "attribute", "value",
+			"count", "p50 ms", "p99 ms", "samples");
+		for (size_t i = 0; i < w.ng; i++) {
+			struct attr_group *g = &w.g[i];
+			int kl = (int)strcspn(g->pair, "\x1f");
+
+			shown = i && strncmp(g->pair, w.g[i - 1].pair, kl + 1) ? 0 : shown;
+			if (shown++ == ATTR_VALUES_SHOWN) {
+				size_t more = 0;
+
+				while (i + more < w.ng && !strncmp(w.g[i + more].pair, g->pair, kl + 1))
+					more++;
+				fprintf(out, "  %-24.*s (%zu more values)\n", kl, g->pair, more);
+				i += more - 1;
+				continue;
+			}
+			sort_n(g->dur, g->n, sizeof(*g->dur), cmp_u64);
+			fprintf(out, "  %-24.*s %-24s %8zu %10.3f %10.3f %8zu\n", kl, g->pair, g->pair + kl + 1, g->n,
+				pct(g->dur, g->n, 0.5) / 1e6, pct(g->dur, g->n, 0.99) / 1e6, g->samples);
+		}
+	}
+	for (size_t i = 0; i < w.ng; i++)
+		free(w.g[i].dur);
+	free(w.g);
+	strpool_free(&w.pool);
+	return w.err;
+}
+
 /* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
 static int print_table(struct span_report *r, FILE *out)
 {
@@ -461,7 +581,7 @@ static int print_table(struct span_report *r, FILE *out)
 			span_wall__unjoinable(r->wall) ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");
 	free(top);
 	free(dur);
-	return 0;
+	return print_attrs(r, out);
 }
 
 static int ctr_index(const struct span_report *r, const char *name)
@@ -500,6 +620,19 @@ static int cmp_row_pid(const void *a, const void *b)
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return (x->start > y->start) - (x->start < y->start);
+}
+
+struct otlp_ctx {
+	struct sbuf *b;
+	bool *first;
+};
+
+static int otlp_attr(void *ctx, const char *key, const char *value)
+{
+	struct otlp_ctx *c = ctx;
+
+	otlp_attr_str(c->b, c->first, key, value);
+	return 0;
 }
 
 /*
@@ -543,6 +676,7 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 	sbuf_printf(&b, "{\"resourceSpans\":[");
 	for (size_t i = 0; i < r->nsp && !e; i++) {
 		const struct span_row *sp = rows[i];
+		const struct otel_pctx *pc;
 		char trace[33], span[17];
 		bool first = true;
 		int ntop;
@@ -552,6 +686,9 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 				sbuf_printf(&b, "]}]},");
 			sbuf_printf(&b, "{\"resource\":{\"attributes\":[");
 			otlp_attr_int(&b, &first, "process.pid", sp->pid);
+			pc = session__otel_process(r->sess, sp->pid);
+			if (pc && pc->service_name)
+				otlp_attr_str(&b, &first, "service.name", pc->service_name);
 			sbuf_printf(&b, "]},\"scopeSpans\":[{\"scope\":{\"name\":\"spanperf\",\"version\":\"%s\"},\"spans\":[",
 				    SPANPERF_VERSION);
 			first = true;
@@ -583,6 +720,12 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 		if (span_wall__recorded(r->wall))
 			otlp_attr_double(&b, &first, "perf.off_cpu_ms",
 					 span_wall__off_ns(r->wall, sp->tid, sp->start, sp->end) / 1e6);
+		/* The application's own attributes, as it published them with the context. */
+		{
+			struct otlp_ctx oc = { &b, &first };
+
+			otel_attrs_split(sp->attrs, otlp_attr, &oc);
+		}
 		if (ntop) {
 			sbuf_printf(&b, ",{\"key\":\"perf.top_functions\",\"value\":{\"arrayValue\":{\"values\":[");
 			for (int t = 0; t < ntop && t < TOP_N; t++) {
@@ -693,6 +836,7 @@ oom:
 static void span_report_free(struct span_report *r)
 {
 	strpool_free(&r->names);
+	strpool_free(&r->attrs);
 	free(r->s);
 	free(r->sp);
 	free(r->sorted);

@@ -7,7 +7,7 @@
 #include "report_out.h"
 #include "util.h"
 
-static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span" };
+static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr" };
 
 int parse_sort_keys(const char *s, struct table_opts *o)
 {
@@ -21,6 +21,13 @@ int parse_sort_keys(const char *s, struct table_opts *o)
 		for (k = 0; k < SK_MAX; k++)
 			if (strlen(key_names[k]) == l && !strncmp(p, key_names[k], l))
 				break;
+		/* attr:NAME: samples by the value their span's attribute NAME had. */
+		if (l > 5 && !strncmp(p, "attr:", 5) && l - 5 < sizeof(o->attr)) {
+			k = SK_ATTR;
+			snprintf(o->attr, sizeof(o->attr), "%.*s", (int)(l - 5), p + 5);
+		} else if (k == SK_ATTR) {
+			return -EINVAL;
+		}
 		if (k == SK_MAX || o->nr_keys == SK_MAX)
 			return -EINVAL;
 		for (int i = 0; i < o->nr_keys; i++)
@@ -62,9 +69,17 @@ static __u64 sym_key_hash(const struct pfunc *f)
 	return hash_mix(hash_mix(hash_str(f->dso), f->start), f->end);
 }
 
+/* The value of the sort attribute in s's OTel context, or NULL. */
+static const char *attr_of(const struct pstack *s, const struct table_opts *o, char *buf, size_t len)
+{
+	return otel_attrs_get(s->otel.attrs, o->attr, buf, len);
+}
+
 static __u64 key_hash(const struct profile *p, const struct pstack *s, const struct table_opts *o)
 {
 	__u64 h = 0;
+	char buf[OTEL_ATTR_VALUE_MAX];
+	const char *a;
 
 	for (int i = 0; i < o->nr_keys; i++) {
 		__u64 v = 0;
@@ -79,6 +94,7 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		/* Pooled strings: one pointer per id. */
 		case SK_TRACE: v = (uintptr_t)s->otel.trace_id; break;
 		case SK_SPAN: v = (uintptr_t)s->otel.span_id; break;
+		case SK_ATTR: a = attr_of(s, o, buf, sizeof(buf)); v = a ? hash_str(a) : 0; break;
 		default: break;
 		}
 		h = hash_mix(h, v);
@@ -105,6 +121,14 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 			break;
 		case SK_TRACE: if (a->otel.trace_id != b->otel.trace_id) return false; break;
 		case SK_SPAN: if (a->otel.span_id != b->otel.span_id) return false; break;
+		case SK_ATTR: {
+			char x[OTEL_ATTR_VALUE_MAX], y[OTEL_ATTR_VALUE_MAX];
+			const char *va = attr_of(a, o, x, sizeof(x)), *vb = attr_of(b, o, y, sizeof(y));
+
+			if (!va != !vb || (va && strcmp(va, vb)))
+				return false;
+			break;
+		}
 		default: break;
 		}
 	}
@@ -255,10 +279,10 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
 		for (int k = 0; k < o->nr_keys; k++) {
 			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
-								 "Trace", "Span" };
-			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16 };
+								 "Trace", "Span", "" };
+			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24 };
 
-			fprintf(out, "  %*s", w[o->keys[k]], hdr[o->keys[k]]);
+			fprintf(out, "  %*s", w[o->keys[k]], o->keys[k] == SK_ATTR ? o->attr : hdr[o->keys[k]]);
 		}
 		fprintf(out, "\n#\n");
 	}
@@ -287,6 +311,19 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 				/* null: samples outside any OTel context */
 				case SK_TRACE: json_id(&b, "trace_id", r->rep->otel.trace_id); break;
 				case SK_SPAN: json_id(&b, "span_id", r->rep->otel.span_id); break;
+				case SK_ATTR: {
+					const char *v = attr_of(r->rep, o, sym, sizeof(sym));
+
+					sbuf_printf(&b, ",\"attributes\":{");
+					sbuf_json_str(&b, o->attr);
+					sbuf_printf(&b, ":");
+					if (v)
+						sbuf_json_str(&b, v);
+					else
+						sbuf_printf(&b, "null");
+					sbuf_printf(&b, "}");
+					break;
+				}
 				default: break;
 				}
 			}
@@ -308,6 +345,12 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
 			case SK_TRACE: fprintf(out, "  %-32s", r->rep->otel.trace_id ?: "-"); break;
 			case SK_SPAN: fprintf(out, "  %-16s", r->rep->otel.span_id ?: "-"); break;
+			case SK_ATTR: {
+				const char *v = attr_of(r->rep, o, sym, sizeof(sym));
+
+				fprintf(out, "  %-24s", v ? v : "-");
+				break;
+			}
 			default: break;
 			}
 		}

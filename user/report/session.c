@@ -128,6 +128,44 @@ static int apply_proc_events(struct session *s, struct timeline *tl)
 	return e;
 }
 
+/* A process context, before any span needs it; one that does not decode is counted and skipped. */
+static int otel_process(struct session *s, const struct pd_event *ev)
+{
+	struct otel_pctx pc;
+	uint64_t *v;
+	__u32 pid;
+	int e = otel_pctx_rec_decode(ev->sample.raw, ev->sample.raw_size, &pid, &pc);
+
+	if (e == -EINVAL)
+		s->pctx_bad++;
+	if (e)
+		return e == -ENOMEM ? e : 0;
+	v = u64_map_get(&s->pctx_idx, pid, true);
+	if (!v)
+		goto oom;
+	/* Later records are newer versions: the key map only grows. */
+	if (*v) {
+		otel_pctx_clear(&s->pctx[*v - 1]);
+		s->pctx[*v - 1] = pc;
+		return 0;
+	}
+	if (array_reserve((void **)&s->pctx, &s->cap_pctx, s->nr_pctx, sizeof(*s->pctx)))
+		goto oom;
+	s->pctx[s->nr_pctx++] = pc;
+	*v = s->nr_pctx;
+	return 0;
+oom:
+	otel_pctx_clear(&pc);
+	return -ENOMEM;
+}
+
+const struct otel_pctx *session__otel_process(struct session *s, __u32 pid)
+{
+	uint64_t *v = s->nr_pctx ? u64_map_get(&s->pctx_idx, pid, false) : NULL;
+
+	return v && *v ? &s->pctx[*v - 1] : NULL;
+}
+
 static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 {
 	if (span_codec_name(a))
@@ -142,6 +180,8 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 	}
 	if (a->name && !strcmp(a->name, "offcpu-time"))
 		return SESS_OFFCPU;
+	if (a->name && !strcmp(a->name, OTEL_PCTX_ATTR_NAME) && (a->attr.sample_type & PERF_SAMPLE_RAW))
+		return SESS_OTEL_PROCESS;
 	/* Other attrs of ours carry no samples this reader knows. */
 	if (a->name && !strncmp(a->name, "spanperf", 8))
 		return SESS_OTHER;
@@ -225,9 +265,14 @@ int session__open(struct session **out, const char *path, const char *root, char
 		if (s->kind[i] == SESS_SAMPLING && s->first_sampling < 0)
 			s->first_sampling = i;
 	}
-	while ((e = pd_reader__next(s->rd, &it, &ev)) > 0)
-		if (ev.hdr->type != PERF_RECORD_SAMPLE && sideband(s, tl, &ev))
+	while ((e = pd_reader__next(s->rd, &it, &ev)) > 0) {
+		if (ev.hdr->type != PERF_RECORD_SAMPLE) {
+			if (sideband(s, tl, &ev))
+				goto oom;
+		} else if (ev.attr && s->kind[ev.attr - s->rd->attrs] == SESS_OTEL_PROCESS && otel_process(s, &ev)) {
 			goto oom;
+		}
+	}
 	if (e < 0) {
 		snprintf(err, errlen, "%s", s->rd->err);
 		e = -EINVAL;
@@ -262,6 +307,10 @@ void session__free(struct session *s)
 	}
 	for (int i = 0; i < s->nr_span_counters; i++)
 		free(s->span_counters[i]);
+	for (size_t i = 0; i < s->nr_pctx; i++)
+		otel_pctx_clear(&s->pctx[i]);
+	free(s->pctx);
+	u64_map_free(&s->pctx_idx);
 	free(s->kind);
 	symbolizer__free(s->sym);
 	pd_reader__free(s->rd);

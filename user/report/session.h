@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "otel_pctx.h"
 #include "perf_data.h"
 #include "span_codec.h"
 #include "symbols.h"
@@ -30,6 +31,7 @@ enum sess_kind {
 	SESS_OFFCPU,	   /* offcpu-time: period is ns off CPU */
 	SESS_SPAN,	   /* spanperf:NAME: one span per record */
 	SESS_SPAN_COUNTERS, /* names the spans' counters; no records */
+	SESS_OTEL_PROCESS, /* spanperf-otel-process: a process's OTEP 4719 context, read at open */
 	SESS_OTHER,	   /* ours, of a kind this reader does not know: skipped */
 };
 
@@ -61,6 +63,10 @@ struct session {
 	int nr_span_counters;
 	__u64 lost;	      /* from LOST and LOST_SAMPLES records */
 	__u64 forks, execs;   /* new processes and execs seen */
+	struct otel_pctx *pctx; /* process contexts, the latest of each pid */
+	size_t nr_pctx, cap_pctx;
+	struct u64_map pctx_idx; /* pid -> index + 1 */
+	__u64 pctx_bad;		 /* records that did not decode */
 	void *priv;
 };
 
@@ -78,5 +84,7 @@ int session__process(struct session *s, const struct session_ops *ops, void *ctx
 const char *session__comm(struct session *s, __u32 tid, __u64 t);
 /* The process of tid (its latest), or -1. */
 __s64 session__pid_of(struct session *s, __u32 tid);
+/* pid's OTEP 4719 context as recorded (the latest), or NULL: its attribute keys print as numbers. */
+const struct otel_pctx *session__otel_process(struct session *s, __u32 pid);
 
 #endif
