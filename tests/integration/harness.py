@@ -60,6 +60,24 @@ def json_lines(text):
     return [json.loads(l) for l in text.splitlines() if l.strip().startswith("{")]
 
 
+def steal_ticks():
+    """USER_HZ ticks the hypervisor took from this VM's CPUs so far, all CPUs summed (/proc/stat)."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8])
+
+
+def steal_ns_since(before):
+    """An upper bound of the time any one thread lost to the hypervisor since steal_ticks() gave
+    `before`: every CPU's steal, plus a tick per CPU for the counters' rounding; 0 if none.
+
+    A VM's thread loses that time while it runs: wall-clock stamps (switch stamps, perf's
+    task-clock) count it, CLOCK_THREAD_CPUTIME_ID does not (paravirt steal accounting), so a
+    figure compared with the thread's own clock may be off by it and no more."""
+    d = steal_ticks() - before
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    return (d + os.cpu_count()) * tick if d > 0 else 0.0
+
+
 def need_root():
     if os.geteuid() != 0:
         raise Skip("needs root (BPF programs and system-wide perf events)")
