@@ -939,7 +939,8 @@ def markdown(res):
         lines += ["## OpenTelemetry thread context (`record --otel`, OTEP 4947)", "",
                   "The sampling program's cost per sample (bpf_stats, `-a -F %s`, no call chains), one "
                   "workload process per CPU: without --otel; with --otel on processes that export "
-                  "otel_thread_ctx_v1 but have no context set; with a context set." % v["hz"], "",
+                  "otel_thread_ctx_v1 but have no context set; with a context set (the workload's record, with two "
+                  "attributes, lives on the thread's stack: another page than its TLS)." % v["hz"], "",
                   "| without --otel | --otel, no context | --otel, context | added, no context | added, context | target |",
                   "|---|---|---|---|---|---|",
                   "| %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | <= 100 ns added |" % (
