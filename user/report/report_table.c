@@ -300,8 +300,9 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			for (int k = 0; k < o->nr_keys; k++) {
 				switch (o->keys[k]) {
 				case SK_COMM: sbuf_printf(&b, ",\"comm\":"); sbuf_json_str(&b, r->rep->comm); break;
-				case SK_PID: sbuf_printf(&b, ",\"pid\":%u", r->rep->pid); break;
-				case SK_TID: sbuf_printf(&b, ",\"tid\":%u", r->rep->tid); break;
+				/* Signed, as perf's pid_t: a thread sampled in its exit, its pid detached, is -1. */
+				case SK_PID: sbuf_printf(&b, ",\"pid\":%d", (int)r->rep->pid); break;
+				case SK_TID: sbuf_printf(&b, ",\"tid\":%d", (int)r->rep->tid); break;
 				case SK_DSO: sbuf_printf(&b, ",\"dso\":"); sbuf_json_str(&b, f->dso); break;
 				case SK_SYM:
 					sbuf_printf(&b, ",\"sym\":");
@@ -339,8 +340,8 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 		for (int k = 0; k < o->nr_keys; k++) {
 			switch (o->keys[k]) {
 			case SK_COMM: fprintf(out, "  %-16s", r->rep->comm); break;
-			case SK_PID: fprintf(out, "  %8u", r->rep->pid); break;
-			case SK_TID: fprintf(out, "  %8u", r->rep->tid); break;
+			case SK_PID: fprintf(out, "  %8d", (int)r->rep->pid); break;
+			case SK_TID: fprintf(out, "  %8d", (int)r->rep->tid); break;
 			case SK_DSO: fprintf(out, "  %-20s", f->dso); break;
 			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
 			case SK_TRACE: fprintf(out, "  %-32s", r->rep->otel.trace_id ?: "-"); break;
