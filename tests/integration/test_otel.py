@@ -73,6 +73,25 @@ def test_otel_spans_from_the_workloads_thread_context():
 
 
 @test
+def test_otel_span_known_late_is_in_order_for_perf():
+    """A span whose thread idles after it is known to have ended only at the next span's first sample,
+    rounds later: its record must not be older than what perf has already sorted, and its RAW end
+    stays exact."""
+    need_bpf()
+    d = tmpdir()
+    truth_file = os.path.join(d, "truth.jsonl")
+    env = dict(os.environ, WORKLOAD_OTEL_GAP_US="400000")
+    out = os.path.join(d, "otel.data")
+    p = spanperf("record", "--otel", "-F", str(FREQ), "-o", out, "--", WORKLOAD, "otel", "4", "30000", truth_file,
+                 env=env)
+    assert p.returncode == 0, p.stderr
+    w = json_lines(p.stdout)[0]
+    truth = json_lines(open(truth_file).read())
+    check_spans(otel_spans(out, w["tid"]), truth)
+    perf_clean(["script", "-F", "tid,time,event"], out)
+
+
+@test
 def test_otel_sort_by_span_and_pprof_labels():
     need_bpf()
     d = tmpdir()

@@ -41,7 +41,9 @@
  *                                gets each span with its ids and attributes
  *                                (JSON lines); WORKLOAD_OTEL_NAP_US=U: each
  *                                span also sleeps U us between two halves of
- *                                its work (nap_ns: the sleep's wall time)
+ *                                its work (nap_ns: the sleep's wall time);
+ *                                WORKLOAD_OTEL_GAP_US=U: sleeps U us with no
+ *                                context after each span
  *   workload otel-nopctx N US [FILE]   the same attributes, no process context
  *   workload otel-stuck N US [FILE]    a process context whose published-at
  *                                stays 0, as a writer stuck mid-update
@@ -401,6 +403,7 @@ static void *otel_thread(void *arg)
 	/* A trace per 10 spans; ids never all zero, as W3C requires. */
 	uint8_t trace[16] = { 0x5f, 0x0e, 0x1a }, span[8] = { 0x0b };
 	long nap_us = getenv("WORKLOAD_OTEL_NAP_US") ? atol(getenv("WORKLOAD_OTEL_NAP_US")) : 0;
+	long gap_us = getenv("WORKLOAD_OTEL_GAP_US") ? atol(getenv("WORKLOAD_OTEL_GAP_US")) : 0;
 
 	c->tid = syscall(SYS_gettid);
 	for (long i = 0; i < c->n; i++) {
@@ -443,6 +446,12 @@ static void *otel_thread(void *arg)
 		c1 = thread_cpu_ns();
 		t1 = mono_ns();
 		c->cpu_ns += c1 - c0;
+		if (gap_us) {
+			/* Idle with no context: no sample sees the span end until the next one begins. */
+			struct timespec ts = { gap_us / 1000000, gap_us % 1000000 * 1000 };
+
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		}
 		if (f) {
 			fprintf(f, "{\"name\":\"otel_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
 				   "\"cpu_ns\":%llu,\"nap_ns\":%llu,\"trace_id\":\"", getpid(), c->tid, (unsigned long long)t0,

@@ -59,11 +59,17 @@ void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp)
 
 long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r)
 {
+	return span_codec_write_at(buf, bufsz, attr, r, r->end_ns);
+}
+
+long span_codec_write_at(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r,
+			 __u64 time)
+{
 	char raw[RAW_SIZE(sizeof(struct span_rec))] = {};
 	size_t attrs = SP_MIN((size_t)r->attrs_size, sizeof(r->attrs)), n = SPAN_REC_SIZE(attrs);
 	struct pd_sample s = {
 		.id = SPAN_ID_BASE + (r->idx < SP_MAX_SPANS ? r->idx : 0), .ip = r->ip, .pid = r->pid,
-		.tid = r->tid, .time = r->end_ns, .cpu = r->cpu, .period = r->end_ns - r->start_ns,
+		.tid = r->tid, .time = time > r->end_ns ? time : r->end_ns, .cpu = r->cpu, .period = r->end_ns - r->start_ns,
 		.raw_size = RAW_SIZE(n), .raw = raw,
 	};
 	bool kernel = r->source == SP_SRC_KPROBE || r->source == SP_SRC_FENTRY;

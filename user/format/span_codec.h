@@ -74,6 +74,14 @@ const char *span_source_name(int source);
 void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp);
 /* The SAMPLE record of a span; its size, or -ENOSPC/-EINVAL. */
 long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r);
+/*
+ * The same, stamped `time` (not before the end) rather than at the end: for
+ * spans known to have ended only later, which perf, sorting records in
+ * rounds, would find out of order behind the rounds it has flushed.  The
+ * span's own start and end stay exact in RAW.
+ */
+long span_codec_write_at(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r,
+			 __u64 time);
 
 /* The span source's name if a is a span attr, else NULL. */
 const char *span_codec_name(const struct pd_attr *a);

@@ -157,7 +157,7 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		memcpy(rec.attrs, oa->bytes, rec.attrs_size);
 		r->with_attrs++;
 	}
-	n = span_codec_write(buf, sizeof(buf), r->o.attr, &rec);
+	n = span_codec_write_at(buf, sizeof(buf), r->o.attr, &rec, r->o.round_ns ? *r->o.round_ns : 0);
 	if (n < 0)
 		return n;
 	r->spans++;

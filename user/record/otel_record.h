@@ -26,6 +26,12 @@ void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *events, bool
 struct otel_record_opts {
 	int recipes_fd, threads_fd, events_fd, stats_fd;
 	__u32 *gen; /* the sampling program's otel_gen, bumped after each change to the recipes */
+	/*
+	 * CLOCK_MONOTONIC when the recorder last ended a round: perf may have
+	 * sorted and let go of everything older, so a span that ended before
+	 * it (its thread idle since its last sample) is stamped then instead.
+	 */
+	const __u64 *round_ns;
 	const struct int_list *pids; /* -p: only these; NULL: every process */
 	int cmd_pid;		     /* -- CMD's pid, watched at every tick; 0 if none */
 	__u64 period_ns;	     /* the sampling interval: a span ends one after its last sample */

@@ -63,6 +63,7 @@ struct recorder {
 	struct run run;
 	long time_off; /* offset of TIME in our SAMPLE records, -1 if none */
 	__u64 samples, lost, first_ns, last_ns, start_ns, start_tod_ns;
+	__u64 round_ns; /* CLOCK_MONOTONIC at the last FINISHED_ROUND: every record before it is older */
 	__u64 ktext_start, ktext_end;
 	int ktext_err;
 	__u64 last_progress_ns;
@@ -525,6 +526,7 @@ static int drain_all(struct recorder *r)
 		char buf[8];
 		long n = pd_build_finished_round(buf, sizeof(buf));
 
+		r->round_ns = now_ns(CLOCK_MONOTONIC);
 		return pd_writer__write(r->w, buf, n);
 	}
 	return 0;
@@ -870,6 +872,7 @@ static int start_otel(struct recorder *r)
 		.recipes_fd = bpf_map__fd(r->skel->maps.otel_recipes),
 		.threads_fd = bpf_map__fd(r->skel->maps.threads),
 		.gen = &r->skel->bss->otel_gen,
+		.round_ns = &r->round_ns,
 		.events_fd = bpf_map__fd(r->skel->maps.otel_events),
 		.stats_fd = bpf_map__fd(r->skel->maps.stats),
 		.pids = o->pids.n ? &o->pids : NULL,
