@@ -9,6 +9,10 @@
  *   otel_client invalid N US     the record's valid byte stays 0 (a writer
  *                                forever mid-update)
  *   otel_client badptr N US      the pointer aims at unmapped memory
+ *
+ * Built with -DDLOPEN=\"PATH\" the program is not linked to the library: it
+ * idles OTEL_CLIENT_DLOPEN_MS (default 1000) first, then dlopens PATH, as
+ * a process that loads a publishing plugin late does.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -80,7 +84,35 @@ void lib_run(const char *mode, long n, uint64_t ns, FILE *f)
 #include <unistd.h>
 #include <sys/syscall.h>
 
+#ifdef DLOPEN
+#include <dlfcn.h>
+
+static void (*lib_run)(const char *mode, long n, uint64_t ns, FILE *f);
+
+static int load(void)
+{
+	const char *ms = getenv("OTEL_CLIENT_DLOPEN_MS");
+	struct timespec ts = { 0, 0 };
+	long v = ms ? atol(ms) : 1000;
+	void *h;
+
+	ts.tv_sec = v / 1000;
+	ts.tv_nsec = v % 1000 * 1000000;
+	nanosleep(&ts, NULL);
+	h = dlopen(DLOPEN, RTLD_NOW);
+	lib_run = h ? (void (*)(const char *, long, uint64_t, FILE *))dlsym(h, "lib_run") : NULL;
+	if (!lib_run)
+		fprintf(stderr, "otel_client: %s\n", dlerror());
+	return lib_run ? 0 : -1;
+}
+#else
 void lib_run(const char *mode, long n, uint64_t ns, FILE *f);
+
+static int load(void)
+{
+	return 0;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -90,6 +122,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: otel_client good|invalid|badptr N US [FILE]\n");
 		return 2;
 	}
+	if (load())
+		return 1;
 	f = argc > 4 ? fopen(argv[4], "w") : NULL;
 	lib_run(argv[1], atol(argv[2]), strtoull(argv[3], NULL, 10) * 1000, f);
 	if (f)

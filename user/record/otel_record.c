@@ -45,6 +45,7 @@ struct proc {
 	/* Exec'ed: looked at again at next_visit, each wait twice the last, until watch_until or it publishes. */
 	__u64 watch_until, next_visit, wait_ns;
 	bool watched; /* in the watch list */
+	bool by_mmap; /* watched since it mapped a file that defines the variable */
 	__u64 pctx_published; /* the process context's published-at when read; 0: none yet */
 	struct otel_pctx pctx;	/* as read last: written to the file at the end */
 	__u64 pctx_tried;     /* when it was last looked for */
@@ -53,7 +54,13 @@ struct proc {
 };
 
 /* How a publisher was found, for record -v. */
-enum otel_found_by { FOUND_SCAN, FOUND_EXEC, FOUND_CMD };
+enum otel_found_by { FOUND_SCAN, FOUND_EXEC, FOUND_CMD, FOUND_MMAP };
+
+/* A file mapped executable into a process, as the rings' MMAP2 record told. */
+struct mapped {
+	int pid;
+	char *path;
+};
 
 /* The attribute bytes of a thread's open context, as BPF read them when it began. */
 struct open_attrs {
@@ -77,6 +84,17 @@ struct otel_record {
 	size_t nwatch, cap_watch;
 	__u64 execs_seen, exec_looks;
 	/*
+	 * Executable mappings seen since the last tick, and, per file path ever
+	 * seen (files' ids), whether it defines the variable: a process that
+	 * dlopens a publisher late is looked at as an exec'ed one is.
+	 */
+	struct mapped *mmapq;
+	size_t nmmapq, cap_mmapq;
+	struct strpool files;
+	bool *defines; /* by the files' ids */
+	size_t ndefines, cap_defines;
+	__u64 mmaps_seen, mmaps_matched;
+	/*
 	 * Threads whose EXIT went by: their open context is written as a span
 	 * in the same round as the EXIT, not at the end of the recording, where
 	 * perf would find it out of order behind later rounds.  closed: tid ->
@@ -86,7 +104,7 @@ struct otel_record {
 	size_t nexitq, cap_exitq;
 	struct u64_map closed;
 	long write_err;
-	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_CMD + 1], unusable, again;
+	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_MMAP + 1], unusable, again;
 	struct otel_process_stats pst;
 	unsigned long pctx_written;
 };
@@ -385,7 +403,7 @@ static void visit(struct otel_record *r, int pid, enum otel_found_by by)
 	}
 	otel_record_bump(r);
 	r->found[model]++;
-	r->found_by[pid == r->o.cmd_pid ? FOUND_CMD : by]++;
+	r->found_by[pid == r->o.cmd_pid ? FOUND_CMD : p->by_mmap ? FOUND_MMAP : by]++;
 	pctx_check(r, p, now_ns(CLOCK_MONOTONIC), true);
 	pr_debug("otel: process %d (%s): %s, %s offset %lld module %llu", pid, exe, otel_tls_model_name(model),
 		 recipe.kind == SP_OTEL_TP ? "tp" : "dtv", (long long)recipe.off, (unsigned long long)recipe.modid);
@@ -420,6 +438,79 @@ void otel_record__exec(struct otel_record *r, int pid)
 	/* A full queue only delays the process to the next scan. */
 	if (!array_reserve((void **)&r->execq, &r->cap_execq, r->nexecq, sizeof(*r->execq)))
 		r->execq[r->nexecq++] = pid;
+}
+
+void otel_record__mmap(struct otel_record *r, int pid, const char *path)
+{
+	struct mapped m = { pid, NULL };
+
+	if (!r || path[0] != '/')
+		return;
+	r->mmaps_seen++;
+	/* A full queue only leaves the process to the scan. */
+	if (array_reserve((void **)&r->mmapq, &r->cap_mmapq, r->nmmapq, sizeof(*r->mmapq)) || !(m.path = strdup(path)))
+		return;
+	r->mmapq[r->nmmapq++] = m;
+}
+
+/* Whether the file at path defines otel_thread_ctx_v1, usable or not; read once per path. */
+static bool file_defines(struct otel_record *r, const char *path)
+{
+	struct otel_tls_elf e;
+	size_t id;
+	int err;
+
+	if (!strpool_intern(&r->files, path, &id))
+		return false;
+	if (id < r->ndefines)
+		return r->defines[id];
+	/* Ids are dense, in order of arrival: this path is the next one. */
+	if (array_reserve((void **)&r->defines, &r->cap_defines, r->ndefines, sizeof(*r->defines)))
+		return false;
+	err = otel_tls_elf_find(path, false, &e);
+	r->defines[r->ndefines++] = !err || err == -EPROTO || err == -ENOEXEC;
+	return r->defines[id];
+}
+
+static bool wanted(const struct otel_record *r, int pid);
+
+/* pid exec'ed lately: already queued or watched, and counted as found by the exec. */
+static bool exec_watched(const struct otel_record *r, const struct proc *p, int pid)
+{
+	if (p && p->watched)
+		return true;
+	for (size_t i = 0; i < r->nexecq; i++)
+		if (r->execq[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * The processes that mapped a file defining the variable (a dlopen, or the
+ * exec'ed image and its libraries): watched as exec'ed ones are, since the
+ * dynamic linker relocates the file's GOT right after; the command's watch
+ * is lengthened instead.
+ */
+static void check_mmaps(struct otel_record *r, __u64 now)
+{
+	for (size_t i = 0; i < r->nmmapq; i++) {
+		struct mapped *m = &r->mmapq[i];
+		struct proc *p = proc_find(r, m->pid);
+
+		if (wanted(r, m->pid) && (!p || p->state != PROC_DONE) && !exec_watched(r, p, m->pid) &&
+		    file_defines(r, m->path)) {
+			r->mmaps_matched++;
+			if (m->pid == r->o.cmd_pid) {
+				r->cmd_watch_until = now + EXEC_WATCH_NS;
+			} else if ((p = proc_get(r, m->pid)) &&
+				   !array_reserve((void **)&r->execq, &r->cap_execq, r->nexecq, sizeof(*r->execq))) {
+				p->by_mmap = true;
+				r->execq[r->nexecq++] = m->pid;
+			}
+		}
+		free(m->path);
+	}
+	r->nmmapq = 0;
 }
 
 static bool wanted(const struct otel_record *r, int pid)
@@ -492,6 +583,8 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 		if (p && p->state == PROC_DONE && !p->pctx_published)
 			pctx_check(r, p, now, false);
 	}
+	if (r->nmmapq)
+		check_mmaps(r, now);
 	if (r->nexecq || r->nwatch)
 		watch_execs(r, now);
 	if (r->last_scan && now - r->last_scan < SCAN_EVERY_NS)
@@ -618,10 +711,12 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
-	pr_debug("otel: publishers found by the exec record %lu, by the /proc scan %lu, as the command %lu; "
-		 "%llu execs seen, looked at %llu times",
-		 r->found_by[FOUND_EXEC], r->found_by[FOUND_SCAN], r->found_by[FOUND_CMD],
-		 (unsigned long long)r->execs_seen, (unsigned long long)r->exec_looks);
+	pr_debug("otel: publishers found by the exec record %lu, by the mmap record %lu, by the /proc scan %lu, "
+		 "as the command %lu; %llu execs seen, looked at %llu times; %llu executable mappings seen, %llu of "
+		 "files that define " OTEL_TLS_SYMBOL " (%zu files read)",
+		 r->found_by[FOUND_EXEC], r->found_by[FOUND_MMAP], r->found_by[FOUND_SCAN], r->found_by[FOUND_CMD],
+		 (unsigned long long)r->execs_seen, (unsigned long long)r->exec_looks,
+		 (unsigned long long)r->mmaps_seen, (unsigned long long)r->mmaps_matched, r->ndefines);
 	if (attrs_bad)
 		pr_info("otel: %llu contexts' attributes dropped (attrs-data-size over %d bytes, or unreadable)",
 			(unsigned long long)attrs_bad, SP_OTEL_ATTRS_MAX);
@@ -655,6 +750,11 @@ void otel_record__free(struct otel_record *r)
 	}
 	free(r->procs);
 	free(r->execq);
+	for (size_t i = 0; i < r->nmmapq; i++)
+		free(r->mmapq[i].path);
+	free(r->mmapq);
+	strpool_free(&r->files);
+	free(r->defines);
 	free(r->watch);
 	free(r->exitq);
 	u64_map_free(&r->closed);

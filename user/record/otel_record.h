@@ -52,6 +52,12 @@ int otel_record__tick(struct otel_record *r, __u64 now);
  */
 void otel_record__exec(struct otel_record *r, int pid);
 /*
+ * An MMAP2 record of an executable file mapping went by: queued, and in the
+ * next tick, if the file defines otel_thread_ctx_v1 (each path is read
+ * once), pid is watched as an exec'ed one is.  Accepts NULL.
+ */
+void otel_record__mmap(struct otel_record *r, int pid, const char *path);
+/*
  * Right after the command was let go: waits, up to timeout_ns, until it
  * publishes and its recipe is in place, so that its first spans are not
  * missed.  -ETIMEDOUT if not by then (later ticks go on looking).

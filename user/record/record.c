@@ -459,8 +459,10 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
 		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
 			break;
-		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC))
+		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC)) {
 			note_foreign(r, h, &m);
+			otel_record__mmap(r->otel, m.pid, m.filename);
+		}
 		return dso_set__add(r->dsos, m.filename);
 	}
 	return 0;
