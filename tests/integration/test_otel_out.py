@@ -397,3 +397,40 @@ def test_otel_publisher_dlopened_late_during_whole_host_recording():
     # Seen at the rings' next drain (100 ms at most) after the dlopen: the spans before are missed.
     assert len(found) >= len(spans) * 0.4, "%d of %d spans" % (len(found), len(spans))
     print("dlopen: %d of %d spans found" % (len(found), len(spans)))
+
+
+@test
+def test_otel_publisher_in_a_container():
+    """A publisher in a mount namespace of its own, its binary at a path the host does not have
+    (/mnt/ctr-wl on the container's tmpfs), exec'ed while record -a --otel runs: its ELF is read
+    through /proc/PID/root, and its spans are recorded."""
+    need_bpf()
+    if not shutil.which("unshare"):
+        raise Skip("unshare is not installed")
+    d = tmpdir()
+    truth = os.path.join(d, "t.jsonl")
+    script = os.path.join(d, "ctr.sh")
+    with open(script, "w") as f:
+        f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\nsleep 1.5\n'
+                'exec /mnt/ctr-wl otel 30 10000 "$2"\n')
+    out = os.path.join(d, "ctr.data")
+    ctr = subprocess.Popen(["unshare", "-m", "sh", script, WORKLOAD, truth], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        p = spanperf("record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", "3", "-o", out)
+        stdout, stderr = ctr.communicate(timeout=30)
+    finally:
+        if ctr.poll() is None:
+            ctr.kill()
+            ctr.wait()
+    assert ctr.returncode == 0, stderr
+    assert p.returncode == 0, p.stderr
+    assert not os.path.exists("/mnt/ctr-wl"), "the host has the container's path: the test proves nothing"
+    w = json_lines(stdout)[0]
+    r = spanperf("report", "-i", out, "--spans", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    ids = {s["span_id"] for s in json_lines(r.stdout) if s["source"] == "otel" and s["tid"] == w["tid"]}
+    spans = json_lines(open(truth).read())
+    found = [t for t in spans if t["span_id"] in ids]
+    assert len(found) >= len(spans) * 0.4, "%d of %d spans: %s" % (len(found), len(spans), p.stderr[-600:])
+    print("container: %d of %d spans found" % (len(found), len(spans)))

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -453,21 +454,31 @@ void otel_record__mmap(struct otel_record *r, int pid, const char *path)
 	r->mmapq[r->nmmapq++] = m;
 }
 
-/* Whether the file at path defines otel_thread_ctx_v1, usable or not; read once per path. */
-static bool file_defines(struct otel_record *r, const char *path)
+/*
+ * Whether the file pid mapped at path defines otel_thread_ctx_v1, usable or
+ * not.  Opened through the process's root, since a container's path names
+ * its own file; known by device and inode, so each file is read once.
+ */
+static bool file_defines(struct otel_record *r, int pid, const char *path)
 {
+	char in_ns[PATH_MAX + 32], key[48];
 	struct otel_tls_elf e;
+	struct stat st;
 	size_t id;
 	int err;
 
-	if (!strpool_intern(&r->files, path, &id))
+	snprintf(in_ns, sizeof(in_ns), "/proc/%d/root%s", pid, path);
+	if (stat(in_ns, &st))
+		return false; /* gone already: nothing to read there */
+	snprintf(key, sizeof(key), "%llx:%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	if (!strpool_intern(&r->files, key, &id))
 		return false;
 	if (id < r->ndefines)
 		return r->defines[id];
 	/* Ids are dense, in order of arrival: this path is the next one. */
 	if (array_reserve((void **)&r->defines, &r->cap_defines, r->ndefines, sizeof(*r->defines)))
 		return false;
-	err = otel_tls_elf_find(path, false, &e);
+	err = otel_tls_elf_find(in_ns, false, &e);
 	r->defines[r->ndefines++] = !err || err == -EPROTO || err == -ENOEXEC;
 	return r->defines[id];
 }
@@ -498,7 +509,7 @@ static void check_mmaps(struct otel_record *r, __u64 now)
 		struct proc *p = proc_find(r, m->pid);
 
 		if (wanted(r, m->pid) && (!p || p->state != PROC_DONE) && !exec_watched(r, p, m->pid) &&
-		    file_defines(r, m->path)) {
+		    file_defines(r, m->pid, m->path)) {
 			r->mmaps_matched++;
 			if (m->pid == r->o.cmd_pid) {
 				r->cmd_watch_until = now + EXEC_WATCH_NS;

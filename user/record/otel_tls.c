@@ -299,6 +299,7 @@ int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *mo
 		rewind(maps);
 		last[0] = 0;
 		while (getline(&line, &cap, maps) > 0) {
+			char in_ns[PATH_MAX + 32];
 			struct otel_tls_elf e;
 			bool is_exe;
 
@@ -309,7 +310,12 @@ int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *mo
 			if (is_exe != (pass == 0) || (is_exe && exe_done))
 				continue;
 			exe_done |= is_exe;
-			err = otel_tls_elf_find(m.path, is_exe, &e);
+			/*
+			 * The path is the process's: through its root, so that a
+			 * container's (another mount namespace) is its own file.
+			 */
+			snprintf(in_ns, sizeof(in_ns), "/proc/%d/root%s", pid, m.path);
+			err = otel_tls_elf_find(in_ns, is_exe, &e);
 			if (err == -ENOENT || err == -EINVAL)
 				continue;
 			*model = e.model;
