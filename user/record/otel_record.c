@@ -75,6 +75,7 @@ struct otel_record {
 	struct ring_buffer *rb;
 	struct proc *procs;
 	size_t nprocs, cap;
+	struct u64_map by_pid; /* pid -> index in procs + 1: the scan looks up every pid each second */
 	__u64 last_scan, spans, with_attrs;
 	__u64 cmd_watch_until; /* the command is looked at every tick until then */
 	/* COMM-exec records seen while the rings are copied: looked at in the next tick. */
@@ -264,10 +265,9 @@ int otel_record__new(struct otel_record **out, const struct otel_record_opts *o)
 
 static struct proc *proc_find(struct otel_record *r, int pid)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid)
-			return &r->procs[i];
-	return NULL;
+	uint64_t *v = u64_map_get(&r->by_pid, (__u32)pid, false);
+
+	return v && *v ? &r->procs[*v - 1] : NULL;
 }
 
 /*
@@ -330,11 +330,15 @@ static int write_pctx(struct otel_record *r)
 
 static struct proc *proc_get(struct otel_record *r, int pid)
 {
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid)
-			return &r->procs[i];
-	if (array_reserve((void **)&r->procs, &r->cap, r->nprocs, sizeof(*r->procs)))
+	struct proc *p = proc_find(r, pid);
+	uint64_t *v;
+
+	if (p)
+		return p;
+	if (array_reserve((void **)&r->procs, &r->cap, r->nprocs, sizeof(*r->procs)) ||
+	    !(v = u64_map_get(&r->by_pid, (__u32)pid, true)))
 		return NULL;
+	*v = r->nprocs + 1;
 	r->procs[r->nprocs] = (struct proc){ .pid = pid };
 	return &r->procs[r->nprocs++];
 }
@@ -760,6 +764,7 @@ void otel_record__free(struct otel_record *r)
 		otel_pctx_clear(&r->procs[i].pctx);
 	}
 	free(r->procs);
+	u64_map_free(&r->by_pid);
 	free(r->execq);
 	for (size_t i = 0; i < r->nmmapq; i++)
 		free(r->mmapq[i].path);
