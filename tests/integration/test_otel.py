@@ -25,6 +25,14 @@ def record_otel(cmd, d=None):
     return out, p
 
 
+def tiny_recording(d, name):
+    """A recording of /bin/true, for tests of bad input; skipped (why) where BPF cannot record."""
+    path = os.path.join(d, name)
+    if spanperf("record", "-F", "99", "-o", path, "--", "/bin/true").returncode != 0:
+        need_bpf()
+    return path
+
+
 def otel_spans(path, tid):
     p = spanperf("report", "-i", path, "--spans", "--format", "json", "--bpf-samples")
     if p.returncode == 1 and "has no spans" in p.stderr:
@@ -247,10 +255,7 @@ def test_annotate_otlp_json_with_and_without_thread_id():
 @test
 def test_annotate_malformed_otlp_json_is_one_sentence():
     d = tmpdir()
-    data = os.path.join(d, "x.data")
-    p = spanperf("record", "-F", "99", "-o", data, "--", "/bin/true")
-    if p.returncode != 0:
-        need_bpf()
+    data = tiny_recording(d, "x.data")
     for text in ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"ab"', '{"resourceSpans":[1,]}',
                  '{"resourceSpans":' + "[" * 100000):
         bad = os.path.join(d, "bad.json")

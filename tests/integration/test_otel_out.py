@@ -226,10 +226,7 @@ def test_span_prefix_read_by_flamegraph_pl():
 @test
 def test_span_prefix_bad_use_is_one_sentence():
     d = tmpdir()
-    path = os.path.join(d, "plain.data")
-    p = spanperf("record", "-F", "99", "-o", path, "--", "/bin/true")
-    if p.returncode != 0:
-        need_bpf()
+    path = test_otel.tiny_recording(d, "plain.data")
     for args in (["--span-prefix"], ["--folded", "--span-prefix", "--event", "off-cpu"],
                  ["--folded", "--span-prefix"], ["--folded", "--span-prefix", "--spans"]):
         r = spanperf("report", "-i", path, *args)
@@ -313,6 +310,29 @@ def test_otlp_has_no_off_cpu_ms_without_off_cpu():
     assert spans and all("perf.off_cpu_ms" not in a and "perf.cpu.samples" in a for a in spans)
 
 
+def whole_host_otel(out, secs, during):
+    """record -a --otel -v for secs seconds while during() runs on this side; record's stderr."""
+    rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", str(secs), "-o", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        during()
+        _, stderr = rec.communicate(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    assert rec.returncode == 0, stderr
+    return stderr
+
+
+def found_spans(out, tid, truth):
+    """The spans of truth (the publisher's own list) that the recording has on thread tid."""
+    r = spanperf("report", "-i", out, "--spans", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    ids = {s["span_id"] for s in json_lines(r.stdout) if s["source"] == "otel" and s["tid"] == tid}
+    return [t for t in truth if t["span_id"] in ids]
+
+
 @test
 def test_otel_publisher_exec_during_whole_host_recording():
     """Short publishers started by another process while record -a --otel runs are read from their start."""
@@ -320,11 +340,10 @@ def test_otel_publisher_exec_during_whole_host_recording():
     d = tmpdir()
     client = test_otel.build_client(d, ["-mtls-dialect=gnu2"])
     out = os.path.join(d, "host.data")
-    rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", "4", "-o", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    runs = []
+
+    def publishers():
         time.sleep(1.5)  # past the first scan; the publishers start between scans
-        runs = []
         for i, prog in enumerate([[WORKLOAD, "otel"], [WORKLOAD, "otel"], [client, "good"]]):
             truth = os.path.join(d, "t%d.jsonl" % i)
             # 30 spans of 10 ms: 0.3 s, less than one scan apart.  The client publishes from a
@@ -334,28 +353,20 @@ def test_otel_publisher_exec_during_whole_host_recording():
             assert p.returncode == 0, p.stderr
             runs.append((json_lines(p.stdout)[0], json_lines(open(truth).read())))
             time.sleep(0.2)
-        stdout, stderr = rec.communicate(timeout=60)
-    finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
-    assert rec.returncode == 0, stderr
+
+    stderr = whole_host_otel(out, 4, publishers)
     m = re.search(r"publishers found by the exec record (\d+), by the mmap record \d+, by the /proc scan (\d+)", stderr)
     assert m, stderr
     assert int(m.group(1)) >= 3, stderr
-    r = spanperf("report", "-i", out, "--spans", "--format", "json")
-    assert r.returncode == 0, r.stderr
-    rows = [s for s in json_lines(r.stdout) if s["source"] == "otel"]
+    counts = []
     for w, truth in runs:
-        ids = {s["span_id"] for s in rows if s["tid"] == w["tid"]}
-        found = [t for t in truth if t["span_id"] in ids]
+        found = found_spans(out, w["tid"], truth)
+        counts.append(len(found))
         # The exec record reaches the recorder with the rings' next drain (100 ms at most):
         # the spans before it are missed, none after.  A scan once a second would miss a
         # run of 0.3 s, or catch its start in one run of 5; this holds for all three.
         assert len(found) >= len(truth) * 0.4, "pid %d: %d of %d spans" % (w["pid"], len(found), len(truth))
-    print("exec %s, scan %s; spans found per run: %s" % (m.group(1), m.group(2), [
-        sum(1 for t in truth if t["span_id"] in {s["span_id"] for s in rows if s["tid"] == w["tid"]})
-        for w, truth in runs]))
+    print("exec %s, scan %s; spans found per run: %s" % (m.group(1), m.group(2), counts))
 
 
 @test
@@ -372,28 +383,21 @@ def test_otel_publisher_dlopened_late_during_whole_host_recording():
         check=True)
     truth = os.path.join(d, "t.jsonl")
     out = os.path.join(d, "host.data")
-    rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", "5", "-o", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    client = {}
+
+    def late_loader():
         time.sleep(1.2)
         # Idle 1.5 s first: a scan (once a second) sees it publish nothing, then it loads the library.
-        p = subprocess.run([exe, "good", "30", "10000", truth], capture_output=True, text=True, timeout=30,
-                           env=dict(os.environ, OTEL_CLIENT_DLOPEN_MS="1500"))
-        assert p.returncode == 0, p.stderr
-        stdout, stderr = rec.communicate(timeout=60)
-    finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
-    assert rec.returncode == 0, stderr
+        client["p"] = subprocess.run([exe, "good", "30", "10000", truth], capture_output=True, text=True, timeout=30,
+                                     env=dict(os.environ, OTEL_CLIENT_DLOPEN_MS="1500"))
+        assert client["p"].returncode == 0, client["p"].stderr
+
+    stderr = whole_host_otel(out, 5, late_loader)
     m = re.search(r"by the mmap record (\d+)", stderr)
     assert m and int(m.group(1)) >= 1, stderr
-    w = json_lines(p.stdout)[0]
-    r = spanperf("report", "-i", out, "--spans", "--format", "json")
-    assert r.returncode == 0, r.stderr
-    ids = {s["span_id"] for s in json_lines(r.stdout) if s["source"] == "otel" and s["tid"] == w["tid"]}
+    w = json_lines(client["p"].stdout)[0]
     spans = json_lines(open(truth).read())
-    found = [t for t in spans if t["span_id"] in ids]
+    found = found_spans(out, w["tid"], spans)
     # Seen at the rings' next drain (100 ms at most) after the dlopen: the spans before are missed.
     assert len(found) >= len(spans) * 0.4, "%d of %d spans" % (len(found), len(spans))
     print("dlopen: %d of %d spans found" % (len(found), len(spans)))
@@ -417,20 +421,16 @@ def test_otel_publisher_in_a_container():
     ctr = subprocess.Popen(["unshare", "-m", "sh", script, WORKLOAD, truth], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        p = spanperf("record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", "3", "-o", out)
+        rec_stderr = whole_host_otel(out, 3, lambda: None)
         stdout, stderr = ctr.communicate(timeout=30)
     finally:
         if ctr.poll() is None:
             ctr.kill()
             ctr.wait()
     assert ctr.returncode == 0, stderr
-    assert p.returncode == 0, p.stderr
     assert not os.path.exists("/mnt/ctr-wl"), "the host has the container's path: the test proves nothing"
     w = json_lines(stdout)[0]
-    r = spanperf("report", "-i", out, "--spans", "--format", "json")
-    assert r.returncode == 0, r.stderr
-    ids = {s["span_id"] for s in json_lines(r.stdout) if s["source"] == "otel" and s["tid"] == w["tid"]}
     spans = json_lines(open(truth).read())
-    found = [t for t in spans if t["span_id"] in ids]
-    assert len(found) >= len(spans) * 0.4, "%d of %d spans: %s" % (len(found), len(spans), p.stderr[-600:])
+    found = found_spans(out, w["tid"], spans)
+    assert len(found) >= len(spans) * 0.4, "%d of %d spans: %s" % (len(found), len(spans), rec_stderr[-600:])
     print("container: %d of %d spans found" % (len(found), len(spans)))
