@@ -1,13 +1,18 @@
 #!/bin/sh
 # Runs each cmocka binary; prints one line per binary and fails if any fails.
 failed=0
+skipped=0
 for t in "$@"; do
 	if out=$("$t" 2>&1); then
 		echo "  PASS  $(basename "$t") ($(printf '%s\n' "$out" | grep -c '^\[       OK \]') cases)"
+		# A case that cannot run here says why (a line "SKIP: why") and is counted as skipped.
+		printf '%s\n' "$out" | grep '^SKIP: ' | sed "s/^SKIP: /  SKIP  $(basename "$t"): /"
+		skipped=$((skipped + $(printf '%s\n' "$out" | grep '^\[  SKIPPED \]' | grep -v 'test(s)' | sort -u | wc -l)))
 	else
 		echo "  FAIL  $(basename "$t")"
 		printf '%s\n' "$out" | grep -E 'FAIL|ERROR|error|Assert|\.c:[0-9]+' | head -20 | sed 's/^/        /'
 		failed=$((failed + 1))
 	fi
 done
+[ $skipped -eq 0 ] || echo "unit: $skipped cases skipped"
 [ $failed -eq 0 ] || { echo "unit: $failed binaries failed"; exit 1; }
