@@ -32,6 +32,8 @@ const volatile __u32 filter_mode = SP_FILTER_NONE;
 const volatile bool cpu_filter = false;
 const volatile __u64 thresh_ns = 0;
 const volatile __u64 ring_size = 0;
+/* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
+const volatile bool has_prev_state = false;
 
 /* TID -> how it left; sized with --max-threads. */
 struct {
@@ -119,26 +121,16 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	bpf_ringbuf_submit(ev, wakeup_flag());
 }
 
-static __always_inline void switch_in(__u32 tid, __u32 pid)
+/* Ends the block `st` of thread `tid` at `end`: written alone if long, else summed. */
+static __always_inline void block_end(const struct sp_offcpu_start *st, __u32 tid, __u32 pid, __u64 end)
 {
-	struct sp_offcpu_start *st = bpf_map_lookup_elem(&offstart, &tid);
 	struct sp_offcpu_key key;
 	struct sp_offcpu_val *v, fresh;
-	__u64 now, dur;
+	__u64 dur = end - st->ts;
 
-	if (!st)
-		return;
-	now = bpf_ktime_get_ns();
-	/* A TID reused by another process cannot inherit a start: never a wrong duration. */
-	if (st->pid != pid || now < st->ts) {
-		stat_inc(SP_STAT_OFFCPU_STALE);
-		bpf_map_delete_elem(&offstart, &tid);
-		return;
-	}
-	dur = now - st->ts;
 	if (dur >= thresh_ns) {
-		emit(st, tid, now, dur);
-		goto out;
+		emit(st, tid, end, dur);
+		return;
 	}
 	key = (struct sp_offcpu_key){ .pid = pid, .tid = tid, .kstack = st->kstack, .ustack = st->ustack,
 				      .state = st->state };
@@ -147,7 +139,7 @@ static __always_inline void switch_in(__u32 tid, __u32 pid)
 		/* Another CPU may add to the same thread's key only after this switch-in: no race, but cheap. */
 		__sync_fetch_and_add(&v->ns, dur);
 		__sync_fetch_and_add(&v->count, 1);
-		goto out;
+		return;
 	}
 	fresh = (struct sp_offcpu_val){ .ns = dur, .count = 1 };
 	if (bpf_map_update_elem(&offagg, &key, &fresh, BPF_NOEXIST)) {
@@ -157,20 +149,57 @@ static __always_inline void switch_in(__u32 tid, __u32 pid)
 			__sync_fetch_and_add(&v->count, 1);
 		} else {
 			stat_inc(SP_STAT_OFFCPU_AGG_FULL);
-			emit(st, tid, now, dur);
+			emit(st, tid, end, dur);
 		}
 	}
-out:
+}
+
+static __always_inline void switch_in(__u32 tid, __u32 pid, __u64 now)
+{
+	struct sp_offcpu_start *st = bpf_map_lookup_elem(&offstart, &tid);
+
+	if (!st)
+		return;
+	/* A TID reused by another process cannot inherit a start: never a wrong duration. */
+	if (st->pid != pid || now < st->ts)
+		stat_inc(SP_STAT_OFFCPU_STALE);
+	else
+		block_end(st, tid, pid, now);
+	bpf_map_delete_elem(&offstart, &tid);
+}
+
+/*
+ * A thread leaving the CPU while its start is still in the map came back
+ * without the tracepoint showing it: seen here a few times a minute under
+ * load, with bpftrace's tracepoint missing the same switch-ins while the
+ * thread's sched_info.pcount shows they happened.  The block ended when the
+ * thread last began to run: now less the CPU time it has had since it was
+ * picked (the scheduler sets prev_sum_exec_runtime at each pick, and brought
+ * sum_exec_runtime up to date before this tracepoint).  That end is late by
+ * the interrupt and steal time of that run, microseconds, where dropping the
+ * block lost all of it.  Returns after removing the start.
+ */
+static __always_inline void hidden_return(__u32 tid, __u32 pid, __u64 ran, __u64 now)
+{
+	struct sp_offcpu_start *st = bpf_map_lookup_elem(&offstart, &tid);
+
+	if (!st)
+		return;
+	/* An RT thread's prev_sum_exec_runtime is not kept: a run longer than the gap means no estimate. */
+	if (st->pid != pid || now < st->ts || ran > now - st->ts) {
+		stat_inc(SP_STAT_OFFCPU_UNSEEN);
+	} else {
+		stat_inc(SP_STAT_OFFCPU_HIDDEN);
+		block_end(st, tid, pid, now - ran);
+	}
 	bpf_map_delete_elem(&offstart, &tid);
 }
 
 /* Runs as prev: the stacks taken here are the sleeping thread's. */
-static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u32 flags)
+static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 now)
 {
 	struct sp_offcpu_start st;
 
-	if (!tid || (flags & PF_KTHREAD) || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)))
-		return;
 	if (!wanted(pid, tid))
 		return;
 	st.pid = pid;
@@ -183,37 +212,58 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	st.ustack = bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
 	if (st.ustack < 0)
 		stat_inc(SP_STAT_OFFCPU_USTACK);
-	st.ts = bpf_ktime_get_ns();
-	if (!bpf_map_update_elem(&offstart, &tid, &st, BPF_NOEXIST))
-		return;
-	/*
-	 * A start is still there: the tracepoint never showed this thread
-	 * coming back (switches it hides), so the old block's length is
-	 * unknown.  It is dropped, counted, and this one replaces it.
-	 */
-	if (bpf_map_lookup_elem(&offstart, &tid))
-		stat_inc(SP_STAT_OFFCPU_UNSEEN);
+	st.ts = now;
 	if (bpf_map_update_elem(&offstart, &tid, &st, BPF_ANY))
 		stat_inc(SP_STAT_OFFCPU_NOSLOT);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(offcpu_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+/*
+ * One switch: prev's block, if it blocks, and next's end of block.  `state`
+ * is the tracepoint's prev_state where the kernel passes it (5.18+): read
+ * from the task instead, it can already be TASK_WAKING when a waker on
+ * another CPU got in between the dequeue and this tracepoint, and the block
+ * would be missed (seen here twice in 25 s under load).
+ */
+static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, __u32 prev_pid, __u32 flags,
+				      __u32 state, __u64 ran, __u32 next_tid, __u32 next_pid)
 {
-	/* A preempted thread is runnable whatever its state says: not a block. */
-	if (!preempt)
-		switch_out(ctx, prev->pid, prev->tgid, task_state(prev), prev->flags);
-	switch_in(next->pid, next->tgid);
+	/*
+	 * One stamp for both ends: taken after prev's stacks, next's block
+	 * would end late by the stack walk (about 10 us here), and each block
+	 * would be that much too long.
+	 */
+	__u64 now = bpf_ktime_get_ns();
+
+	if (prev_tid && !(flags & PF_KTHREAD)) {
+		hidden_return(prev_tid, prev_pid, ran, now);
+		/* A preempted thread is runnable whatever its state says: not a block. */
+		if (!preempt && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)))
+			switch_out(ctx, prev_tid, prev_pid, state, now);
+	}
+	switch_in(next_tid, next_pid, now);
+}
+
+SEC("tp_btf/sched_switch")
+int offcpu_btf(__u64 *ctx)
+{
+	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
+	/* Dead code, removed at load, where the kernel has no fourth argument. */
+	__u32 state = has_prev_state ? (__u32)ctx[3] : task_state(prev);
+
+	on_switch(ctx, ctx[0], prev->pid, prev->tgid, prev->flags, state,
+		  prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, next->pid, next->tgid);
 	return 0;
 }
 
 /* The raw_tp twin for kernels without tp_btf (before 5.5). */
 SEC("raw_tp/sched_switch")
-int BPF_PROG(offcpu_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+int offcpu_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	if (!preempt)
-		switch_out(ctx, BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), task_state(prev),
-			   BPF_CORE_READ(prev, flags));
-	switch_in(BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
+	__u32 state = has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
+
+	on_switch(ctx, ctx->args[0], BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, flags),
+		  state, BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
+		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
 	return 0;
 }

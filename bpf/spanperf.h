@@ -210,7 +210,8 @@ enum sp_stat {
 	SP_STAT_OFFCPU_KSTACK,	  /* a block whose kernel stack could not be taken */
 	SP_STAT_OFFCPU_USTACK,	  /* a block whose user stack could not be taken */
 	SP_STAT_OFFCPU_STALE,	  /* a start that was not this thread's (pid changed): dropped */
-	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen: that block dropped */
+	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen, and no run time to end it by: dropped */
+	SP_STAT_OFFCPU_HIDDEN,	  /* a thread left again with no switch-in seen: ended by its run time */
 	SP_STAT_MAX,
 };
 
@@ -223,7 +224,7 @@ struct sp_offcpu_start {
 	__u64 ts;	     /* bpf_ktime_get_ns() at the switch-out */
 	__s32 kstack, ustack; /* stack map ids, negative errno when not taken */
 	__u32 pid;
-	__u32 state;	     /* prev->__state: 1 interruptible (S), 2 uninterruptible (D) */
+	__u32 state;	     /* prev_state: 1 interruptible (S), 2 uninterruptible (D) */
 	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
 	__u32 pad;
 };

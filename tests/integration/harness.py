@@ -78,6 +78,17 @@ def steal_ns_since(before):
     return (d + os.cpu_count()) * tick if d > 0 else 0.0
 
 
+def off_near_truth(got, t, frac):
+    """Whether `got` ns off CPU agrees with the workload's truth `t` (its off_ns, preempted_ns,
+    and, when known, steal_ns), within `frac` of it.
+
+    The truth is wall less CPU time in each call.  A call in which the thread was also preempted
+    holds run-queue time that is no block: the figure may be short by that call's whole time,
+    never more (one 10 ms tick, a few times in a hundred runs on a busy 2-CPU host)."""
+    tol = frac * t["off_ns"] + t.get("steal_ns", 0)
+    return t["off_ns"] - t["preempted_ns"] - tol <= got <= t["off_ns"] + tol
+
+
 def need_root():
     if os.geteuid() != 0:
         raise Skip("needs root (BPF programs and system-wide perf events)")

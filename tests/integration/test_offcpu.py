@@ -10,8 +10,8 @@ import subprocess
 import threading
 
 import pprof_decode
-from harness import (WORKLOAD, Skip, json_lines, need_bpf, perf_clean, spanperf, steal_ns_since, steal_ticks, test,
-                     tmpdir)
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, perf_clean, spanperf, steal_ns_since,
+                     steal_ticks, test, tmpdir)
 
 ARGS = ["offcpu", "200", "5", "50", "10", "300"]
 
@@ -67,8 +67,8 @@ def check_truth(path, truth):
     perf = perf_offcpu_by_tid(path)
     for role in ("sleeper", "piper"):
         t = truth[role]
-        assert abs(ours.get(t["tid"], 0) - t["off_ns"]) <= 0.02 * t["off_ns"] + t["steal_ns"], \
-            "%s: %d ns off CPU recorded, %d true" % (role, ours.get(t["tid"], 0), t["off_ns"])
+        assert off_near_truth(ours.get(t["tid"], 0), t, 0.02), "%s: %d ns off CPU recorded, %d true (%d in preempted calls)" \
+            % (role, ours.get(t["tid"], 0), t["off_ns"], t["preempted_ns"])
         assert perf[t["tid"]] == ours[t["tid"]], "%s: perf %d, spanperf %d" % (role, perf[t["tid"]], ours[t["tid"]])
     spin = truth["spinner"]
     # Preemption is not blocking: the spinner is (almost) never off CPU.
@@ -104,6 +104,43 @@ def test_offcpu_one_by_one_with_stacks():
 
 
 @test
+def test_offcpu_every_sleep_has_its_block():
+    """One block per sleep, none missing: with --off-cpu-thresh 0 each block is a sample of its
+    own, and each of the 200 sleeps' own windows holds its block.  Under load the tracepoint
+    here hides a thread's switch-in a few times a minute (bpftrace's misses the same ones);
+    such a block is ended by the thread's run time, where it was dropped before.  Only a sleep
+    in which the thread was also preempted may come up short: its run-queue time is no block."""
+    naps = os.path.join(tmpdir(), "naps.jsonl")
+    path, truth, p = record(["--off-cpu-thresh", "0"], [naps])
+    t = truth["sleeper"]
+    out = perf_clean(["script", "-F", "tid,time,period,event", "--ns"], path)
+    ends = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[3].startswith("offcpu-time") and int(f[0]) == t["tid"]:
+            sec, ns = f[1].rstrip(":").split(".")
+            ends.append((int(sec) * 10**9 + int(ns), int(f[2])))
+    windows = json_lines(open(naps).read())
+    assert len(windows) == 200, len(windows)
+    short = []
+    for w in windows:
+        got = sum(ns for end, ns in ends if w["start_ns"] <= end <= w["end_ns"])
+        want = w["end_ns"] - w["start_ns"]
+        if got < want * 0.97 - 200000:
+            short.append((w["start_ns"], want, got))
+    hidden = [line for line in p.stderr.splitlines() if "ended by their thread's run time" in line]
+    assert len(short) <= t["preempted_calls"], (short[:5], t["preempted_calls"], hidden)
+
+
+@test
+def test_offcpu_raw_tp_twin_matches_truth():
+    # The raw_tp program (kernels before tp_btf) is the same code on other reads: same truth.
+    path, truth, p = record(["-v", "--raw-tp", "--off-cpu-thresh", "0"])
+    assert "off-CPU on raw_tp/sched_switch" in p.stderr, p.stderr
+    check_truth(path, truth)
+
+
+@test
 def test_offcpu_spans_split_wall_time():
     d = tmpdir()
     naps = os.path.join(d, "naps.jsonl")
@@ -125,7 +162,7 @@ def test_offcpu_spans_split_wall_time():
     wall = sum(s["duration_ns"] for s in spans)
     assert abs(split - wall) <= 0.02 * wall, (split, wall)
     off = sum(s["off_cpu_ns"] for s in spans)
-    assert abs(off - truth["sleeper"]["off_ns"]) <= 0.02 * truth["sleeper"]["off_ns"], (off, truth["sleeper"])
+    assert off_near_truth(off, truth["sleeper"], 0.02), (off, truth["sleeper"])
     # The workload's own spans: the same blocks, joined by annotate.
     ext = json_lines(spanperf("annotate", "--spans", naps, "-i", path, "--format", "json", check=True).stdout)
     assert len(ext) == 200 and all(s["on_cpu_ns"] is None for s in ext)

@@ -46,6 +46,22 @@ $S stat --raw-tp -e task-clock,page-faults -o /tmp/s.txt -- $W pages 1000 > /dev
 	grep -q "page-faults" /tmp/s.txt && ok "counters.bpf (raw_tp twin) loads and counts" ||
 	ko "counters.bpf (raw_tp twin) loads and counts" "$(tail -2 /tmp/err.txt)"
 
+# offcpu.bpf on both hooks; 6.1's sched_switch passes prev_state (5.18+), which the program reads.
+offcpu_case() {
+	if $S record -v ${2:-} --off-cpu --off-cpu-thresh 0 -o /tmp/o.data -- $W sleeps 20 10000 > /dev/null 2> /tmp/err.txt &&
+		grep -q "off-CPU on $1/sched_switch, the block's state from the tracepoint's prev_state" /tmp/err.txt; then
+		ms=$($S report -i /tmp/o.data --event off-cpu --sort tid --format json |
+			grep -o '"period": *[0-9]*' | awk -F: '{ s += $2 } END { printf "%d", s / 1e6 }')
+		# 20 sleeps of 10 ms: at least 200 ms off CPU in the sleeping thread alone.
+		[ "${ms:-0}" -ge 200 ] && ok "offcpu.bpf ($1) loads and times blocks" ||
+			ko "offcpu.bpf ($1) loads and times blocks" "${ms:-0} ms off CPU"
+	else
+		ko "offcpu.bpf ($1) loads and times blocks" "$(tail -3 /tmp/err.txt)"
+	fi
+}
+offcpu_case tp_btf
+offcpu_case raw_tp --raw-tp
+
 span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
 span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe

@@ -9,6 +9,7 @@
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "events.h"
@@ -93,6 +94,27 @@ cleanup:
 int features_try_attach(const char *prog)
 {
 	return try_prog(prog);
+}
+
+int features_tp_nargs(const char *tp)
+{
+	char name[128];
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, n = -ENOENT;
+
+	if (!btf)
+		return -errno;
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	/* typedef void (*btf_trace_<tp>)(void *__data, <the tracepoint's arguments>); */
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	t = t ? btf__type_by_id(btf, t->type) : NULL;
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (t && btf_is_func_proto(t) && btf_vlen(t) > 0)
+		n = btf_vlen(t) - 1;
+	btf__free(btf);
+	return n;
 }
 
 void features_probe(struct sp_features *f)

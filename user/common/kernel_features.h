@@ -32,6 +32,8 @@ struct sp_features {
 void features_probe(struct sp_features *f);
 /* Loads and attaches one program of bpf/calibrate.bpf.c by name: 0 or -errno. */
 int features_try_attach(const char *prog);
+/* How many arguments the tracepoint passes to BPF, from the kernel's BTF: n or -errno. */
+int features_tp_nargs(const char *tp);
 /* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */
 int features_tracefs(char *path, size_t len, bool *mounted);
 /* The `spanperf probe` report: each feature and the choice per need. */

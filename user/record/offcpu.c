@@ -190,6 +190,8 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	s->skel->rodata->cpu_filter = o->cpus && o->cpus->n;
 	s->skel->rodata->thresh_ns = o->thresh_ns;
 	s->skel->rodata->ring_size = ring;
+	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
+	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.offcpu_rb, ring);
 	bpf_map__set_max_entries(s->skel->maps.offstart, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.offstacks, o->entries);
@@ -336,11 +338,17 @@ void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st)
 	st->ustack = bpf_percpu_sum(fd, SP_STAT_OFFCPU_USTACK);
 	st->stale = bpf_percpu_sum(fd, SP_STAT_OFFCPU_STALE);
 	st->unseen = bpf_percpu_sum(fd, SP_STAT_OFFCPU_UNSEEN);
+	st->hidden = bpf_percpu_sum(fd, SP_STAT_OFFCPU_HIDDEN);
 }
 
 const char *offcpu__hook(const struct offcpu_set *s)
 {
 	return s->hook;
+}
+
+bool offcpu__has_prev_state(const struct offcpu_set *s)
+{
+	return s->skel->rodata->has_prev_state;
 }
 
 int offcpu__prog_fd(const struct offcpu_set *s)

@@ -48,7 +48,7 @@ struct offcpu_stats {
 	__u64 summed;	   /* blocks in those sums */
 	__u64 open_at_end; /* blocks still going at the end, written up to the end */
 	__u64 exited;	   /* starts of threads gone at the end: dropped */
-	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, nostack_ids;
+	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, hidden, nostack_ids;
 	__u64 ns;	   /* every sample's period summed */
 };
 
@@ -73,6 +73,8 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st);
 /* "tp_btf" or "raw_tp". */
 const char *offcpu__hook(const struct offcpu_set *s);
+/* Whether the kernel's sched_switch passes prev_state, which the program then uses. */
+bool offcpu__has_prev_state(const struct offcpu_set *s);
 /* Cumulative BPF run time and runs of the switch program (bpf_stats, for bench). */
 int offcpu__prog_fd(const struct offcpu_set *s);
 void offcpu__free(struct offcpu_set *s);

@@ -667,6 +667,9 @@ static void offcpu_report(struct recorder *r)
 	if (st.kstack || st.ustack)
 		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.hidden)
+		pr_info("%llu off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back",
+			(unsigned long long)st.hidden);
 	if (st.unseen)
 		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
 			(unsigned long long)st.unseen);
@@ -983,6 +986,8 @@ int cmd_record(int argc, char **argv)
 			pr_err("%s", err);
 			goto cleanup;
 		}
+		pr_debug("off-CPU on %s/sched_switch, the block's state from %s", offcpu__hook(r.oc),
+			 offcpu__has_prev_state(r.oc) ? "the tracepoint's prev_state" : "the task");
 		r.pfds[r.nr_rings + !!r.spans] = (struct pollfd){ .fd = offcpu__ring_fd(r.oc), .events = POLLIN };
 	}
 	if (start_events(&r))
