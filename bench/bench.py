@@ -806,6 +806,9 @@ def markdown(res):
              "%s; %s, %d CPUs, kernel %s, PMU: %s; %d rounds per figure, medians; ratios are "
              "medians of per-round ratios." % (m["date"], m["cpu"], m["nproc"], m["kernel"], m["pmu"],
                                               res["rounds"]), ""]
+    if res.get("partial"):
+        lines[-1:] = ["Sections run again since, alone: %s." % ", ".join(
+            "%s at %s" % (sec, date) for sec, date in sorted(res["partial"].items())), ""]
     if "inkernel" in res:
         lines += ["## In-kernel cost per sample (bpf_stats, steady state, `-a -g`)", "",
                   "| rate | spanperf ns | bpftrace ns | ratio | target |", "|---|---|---|---|---|"]
@@ -1054,7 +1057,10 @@ def main(argv):
         for sec in ("stolen",):
             if sec in old:
                 old[sec]["rates"] = {int(k): v for k, v in old[sec]["rates"].items()}
-        res = dict(old, machine=res["machine"], rounds=ROUNDS)
+        # The header's date is the whole run's: a partial run keeps it and dates its own sections.
+        now = res["machine"]["date"]
+        res = dict(old, rounds=ROUNDS)
+        res["partial"] = dict(old.get("partial", {}), **{a: now for a in args})
     try:
         # The kernel lowers the rate limit after slow interrupts; with max_percent 0 it
         # does not, for any tool.  The rate must be written first: the kernel refuses
