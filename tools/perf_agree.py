@@ -6,8 +6,9 @@
 
 Prints the samples whose dso is [unknown] in perf report and in spanperf
 report (in all and per COMM), the (comm, dso, sym) rows whose counts differ,
-and the leaf symbols perf script names with another count in spanperf's
-folded stacks (a sample perf script shows no frame for counts as [unknown]).
+and, per event, the leaf symbols perf script names with another count in
+spanperf's folded stacks (a sample perf script shows no frame for counts as
+[unknown]); off-CPU leaves are compared in ns, the period both tools sum.
 Run it with the HOME the recording had: both tools read $HOME/.debug.
 """
 import collections
@@ -63,18 +64,33 @@ def main(argv):
         len(theirs), len(diff), sum(1 for d in diff if max(d[1], d[2]) * 1000 >= total)))
     for k, t, m in diff[:20]:
         print("    perf %6d  spanperf %6d  %s" % (t, m, k))
-    samples = harness.perf_script_samples(path)
-    script = collections.Counter(re.sub(r"\+0x[0-9a-f]+$", "", s["frames"][0]) if s["frames"] else "[unknown]"
-                                 for s in samples)
-    folded = collections.Counter()
-    for line in subprocess.run([sp, "report", "-i", path, "--folded"], capture_output=True, text=True,
-                               check=True).stdout.splitlines():
-        stack, n = line.rsplit(" ", 1)
-        folded[stack.split(";")[-1]] += int(n)
-    named = [s for s in script if s != "[unknown]"]
-    bad = [(s, script[s], folded.get(s, 0)) for s in named if script[s] != folded.get(s, 0)]
-    print("leaf symbols perf script names: %d; with another count in spanperf's folded stacks: %d %s" % (
-        len(named), len(bad), bad[:10]))
+    # Leaves per event: perf script shows every event's samples, spanperf's --folded one event each,
+    # in samples for on-CPU and in ns (the period) for off-CPU.
+    script = collections.defaultdict(collections.Counter)
+    head, leaf = None, None
+    for line in harness.perf_clean(["script", "-F", "period,event,ip,sym"], path).splitlines() + [""]:
+        if line.startswith("\t"):
+            if leaf is None:
+                f = line.split(None, 1)
+                leaf = re.sub(r"\+0x[0-9a-f]+$", "", f[1].strip()) if len(f) > 1 else "[unknown]"
+            continue
+        if head:
+            period, ev = head
+            script[ev][leaf or "[unknown]"] += period if ev == "offcpu-time" else 1
+        f = line.split()
+        head, leaf = ((int(f[0]), f[1].rstrip(":")) if len(f) >= 2 else None), None
+    for ev, kind in (("cpu-clock", "on-cpu"), ("cycles", "on-cpu"), ("offcpu-time", "off-cpu")):
+        if ev not in script:
+            continue
+        folded = collections.Counter()
+        for line in subprocess.run([sp, "report", "-i", path, "--folded", "--event", kind],
+                                   capture_output=True, text=True, check=True).stdout.splitlines():
+            stack, n = line.rsplit(" ", 1)
+            folded[stack.split(";")[-1]] += int(n)
+        named = [s for s in script[ev] if s != "[unknown]"]
+        bad = [(s, script[ev][s], folded.get(s, 0)) for s in named if script[ev][s] != folded.get(s, 0)]
+        print("%s: leaf symbols perf script names: %d; with another %s in spanperf's folded stacks: %d %s" % (
+            ev, len(named), "ns total" if ev == "offcpu-time" else "count", len(bad), bad[:10]))
     return 0
 
 
