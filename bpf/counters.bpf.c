@@ -29,6 +29,8 @@ const volatile __u32 nr_cpus = 1;
 const volatile __u32 filter_mode = SP_FILTER_NONE;
 /* Bit i: counter i may be multiplexed, so read it with its times. */
 const volatile __u32 times_mask = 0;
+/* Bit i: counter i counts ns (cpu-clock): after untraced switches, the slice's own figure. */
+const volatile __u32 clock_mask = 0;
 
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
@@ -38,27 +40,28 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 }
 
 /* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
-static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm,
-				     bool direct, __u32 next_tid)
+static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
+				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, __u32 next_tid, __u64 next_nsw,
+				     __u64 next_sum)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	__u64 ts = bpf_ktime_get_ns();
 	struct bpf_perf_event_value now;
 	struct sp_counts *c = NULL;
 	struct sp_snap *s;
+	bool odd = false;
+	__u64 slice = 0;
 
 	s = bpf_map_lookup_elem(&snap, &zero);
 	if (!s)
 		return 0;
 	/*
-	 * Close the outgoing slice.  The snapshot should name prev; where it
-	 * does not, a switch into prev went untraced (seen on a kernel that
-	 * hides its own agent's switches from tracepoints).  The time since the
-	 * last switch seen here is then the best estimate of prev's slice, and
-	 * far better than dropping it; the gap is counted and reported.
+	 * Close the outgoing slice, by the stamps or, where switches went
+	 * untraced, by the scheduler's account (oncpu_since_snap); such
+	 * slices are counted and reported.  Counters of ns (cpu-clock) follow
+	 * the same figure; the others have no such account and keep the
+	 * CPU's delta since the snapshot.
 	 */
-	if (s->valid && s->tid != prev_tid)
-		stat_inc(SP_STAT_SWITCH_GAP);
 	if (s->valid && wanted(prev_pid, prev_tid)) {
 		c = bpf_map_lookup_elem(&counts, &prev_tid);
 		if (!c) {
@@ -70,12 +73,16 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 			c = bpf_map_lookup_elem(&counts, &prev_tid);
 		}
 		if (c) {
+			slice = oncpu_since_snap(s, c, prev_tid, prev_nsw - 1, prev_sum, prev_ran, ts, &odd);
+			if (odd)
+				stat_inc(SP_STAT_SWITCH_GAP);
 			/* exec renames a thread: keep the latest name. */
 			if (direct)
 				__builtin_memcpy(c->comm, prev_comm, SP_COMM_LEN);
 			else
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
-			c->oncpu_ns += ts - s->ts;
+			c->oncpu_ns += slice;
+			c->sum_seen = prev_sum;
 			c->switches++;
 		}
 	}
@@ -103,12 +110,17 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				continue;
 			}
 		}
-		if (c)
-			c->value[i] += now.counter - s->value[i];
+		if (c) {
+			__u64 d = now.counter - s->value[i];
+
+			c->value[i] += odd && (clock_mask & (1u << i)) ? slice : d;
+		}
 		s->value[i] = now.counter;
 	}
 	s->ts = ts;
 	s->tid = next_tid;
+	s->nsw = next_nsw;
+	s->sum = next_sum;
 	s->valid = 1;
 	return 0;
 }
@@ -116,7 +128,9 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(prev->pid, prev->tgid, prev->comm, true, next->pid);
+	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
+			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, next->pid,
+			 next->nvcsw + next->nivcsw, next->se.sum_exec_runtime);
 }
 
 /* The raw_tp twin for kernels without tp_btf (before 5.5). */
@@ -124,5 +138,8 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
-			 BPF_CORE_READ(next, pid));
+			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
+			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
+			 BPF_CORE_READ(next, pid), BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw),
+			 BPF_CORE_READ(next, se.sum_exec_runtime));
 }

@@ -41,6 +41,47 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sp_counts);
 } counts SEC(".maps");
+
+/*
+ * The thread's time on CPU since its snapshot: what a switch-out adds to
+ * oncpu_ns, and what a span adds while the thread runs.
+ *
+ * Normally it is the time since the snapshot (`now - s->ts`).  But this
+ * VM's kernel hides one task's switches from tracepoints (bpftrace's miss
+ * them too): a thread can leave and come back, on this CPU or another,
+ * between two traced switches.  The time since the snapshot then holds its
+ * sleep or another task's run, and a run of its own elsewhere is never
+ * closed.  Its switch count tells (`nsw`, nvcsw + nivcsw as of its
+ * switch-in; the kernel raises it before the switch-out's tracepoint), or
+ * the snapshot names another thread.  Then the scheduler's own account is
+ * used: its sum_exec_runtime (`sum`) since the last time oncpu_ns was added
+ * to (c->sum_seen), which closes every run in between wherever it was.
+ * Without that mark (the thread's first slice), its CPU time since the
+ * snapshot if the snapshot is its own, else since its last pick (`ran`).
+ * Where nothing was hidden but the account exceeds the stamps by more than
+ * SP_UNCLOSED_NS, a run went unclosed, and the account is taken.  (The two
+ * differ by a few us a slice anyway: a woken thread is charged from the
+ * start of the __schedule that picks it, before the tracepoint.)  `*odd`
+ * says the stamps were not used.
+ */
+#define SP_UNCLOSED_NS 50000
+static __always_inline __u64 oncpu_since_snap(const struct sp_snap *s, const struct sp_counts *c, __u32 tid,
+					      __u64 nsw, __u64 sum, __u64 ran, __u64 now, bool *odd)
+{
+	__u64 gap = now > s->ts ? now - s->ts : 0, est;
+	bool hidden = s->tid != tid || nsw != s->nsw;
+
+	if (c && c->sum_seen && sum >= c->sum_seen) {
+		est = sum - c->sum_seen;
+		*odd = hidden || est > gap + SP_UNCLOSED_NS;
+		return *odd ? est : gap;
+	}
+	*odd = hidden;
+	if (!hidden)
+		return gap;
+	est = s->tid == tid ? sum - s->sum : ran;
+	return est < gap ? est : gap;
+}
 #endif
 
 #ifdef SP_WANT_FILTER_MAP

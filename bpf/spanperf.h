@@ -32,6 +32,7 @@ struct sp_counts {
 	__u64 running[SP_MAX_COUNTERS];
 	__u64 oncpu_ns;			/* the thread's time on CPU, from switch stamps */
 	__u64 switches;			/* time slices ended (switched out) */
+	__u64 sum_seen;			/* its se.sum_exec_runtime when oncpu_ns was last added to */
 	__u32 pid;
 	__u32 pad; /* no hole, as in sp_thread */
 	char comm[SP_COMM_LEN];
@@ -43,6 +44,8 @@ struct sp_snap {
 	__u64 enabled[SP_MAX_COUNTERS];
 	__u64 running[SP_MAX_COUNTERS];
 	__u64 ts;   /* bpf_ktime_get_ns() at the switch */
+	__u64 nsw;  /* the thread's nvcsw + nivcsw then: one less than at its next switch-out */
+	__u64 sum;  /* the thread's se.sum_exec_runtime then */
 	__u32 tid;  /* the thread on this CPU since the snapshot */
 	__u32 valid;
 };
@@ -58,6 +61,7 @@ enum sp_span_ctr {
 	SP_CTR_ONCPU,	 /* task-clock: oncpu_ns plus the open slice */
 	SP_CTR_SWITCHES, /* context switches: the switches count */
 	SP_CTR_COUNTER,	 /* counts.value[slot] plus the open slice's counter delta */
+	SP_CTR_CLOCK,	 /* the same, for a counter of ns: the delta no more than the slice */
 };
 
 enum sp_span_source {
@@ -193,7 +197,7 @@ enum sp_stat {
 	SP_STAT_THREADS_FULL,	  /* a new thread found the threads map full */
 	SP_STAT_COUNTS_FULL,	  /* a time slice lost: the counts map was full */
 	SP_STAT_READ_ERR,	  /* bpf_perf_event_read_value failed */
-	SP_STAT_SWITCH_GAP,	  /* a switch-in was never traced (the CPU's snapshot names another thread) */
+	SP_STAT_SWITCH_GAP,	  /* switches never traced: the snapshot names another thread, or its switch count moved */
 	SP_STAT_SPANS_LOST,	  /* the span ring buffer was full */
 	SP_STAT_SPANS_TOO_DEEP,	  /* nested deeper than SP_SPAN_DEPTH */
 	SP_STAT_SPANS_UNMATCHED,  /* an end without its begin (or a lost return) */

@@ -50,11 +50,14 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 	struct sp_snap *s = bpf_map_lookup_elem(&snap, &zero);
 	struct sp_thread *t = bpf_map_lookup_elem(&threads, &tid);
 	/*
-	 * This thread runs now, so the CPU's open slice is its own, even when
-	 * the snapshot names another thread (an untraced switch): the counters
-	 * program will charge that slice to it at its switch-out too.
+	 * This thread runs now, so the CPU's open slice is its own, as the
+	 * counters program will close it at its switch-out (oncpu_since_snap).
 	 */
-	bool cur = s && s->valid;
+	bool cur = s && s->valid, odd = false;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 slice = cur ? oncpu_since_snap(s, c, tid, task->nvcsw + task->nivcsw, task->se.sum_exec_runtime,
+					     task->se.sum_exec_runtime - task->se.prev_sum_exec_runtime, now, &odd)
+			  : 0;
 
 	for (__u32 k = 0; k < SP_MAX_COUNTERS; k++) {
 		__u8 kind = span_ctr_kind[k];
@@ -64,18 +67,19 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 		if (k >= nr_span_counters)
 			break;
 		if (kind == SP_CTR_ONCPU) {
-			v = c ? c->oncpu_ns : 0;
-			if (cur && now > s->ts)
-				v += now - s->ts;
+			v = (c ? c->oncpu_ns : 0) + slice;
 		} else if (kind == SP_CTR_SWITCHES) {
 			v = c ? c->switches : 0;
-		} else if (kind == SP_CTR_COUNTER) {
+		} else if (kind == SP_CTR_COUNTER || kind == SP_CTR_CLOCK) {
 			v = c ? c->value[slot] : 0;
 			if (cur) {
 				__u64 x = bpf_perf_event_read(&counters, slot * nr_cpus + cpu);
 
-				if (x < (__u64)-4095 && x >= s->value[slot])
-					v += x - s->value[slot];
+				if (x < (__u64)-4095 && x >= s->value[slot]) {
+					__u64 d = x - s->value[slot];
+
+					v += kind == SP_CTR_CLOCK && odd ? slice : d;
+				}
 			}
 		}
 		out[k] = v;

@@ -28,6 +28,7 @@ struct counter_set {
 	struct int_list filter;
 	__u64 stop_ns;		/* CLOCK_MONOTONIC at counters__stop, 0 while running */
 	__u32 times_mask;
+	__u32 clock_mask;
 };
 
 static int *fd_at(struct counter_set *s, int slot, int cpu_idx)
@@ -106,6 +107,11 @@ static int open_event(struct counter_set *s, struct counter_event *e, const stru
 	e->slot = slot;
 	if (e->with_times)
 		s->times_mask |= 1u << slot;
+	/* Clocks count time, so untraced switches can be taken out of them (oncpu_since_snap). */
+	e->is_clock = a.type == PERF_TYPE_SOFTWARE &&
+		      (a.config == PERF_COUNT_SW_CPU_CLOCK || a.config == PERF_COUNT_SW_TASK_CLOCK);
+	if (e->is_clock)
+		s->clock_mask |= 1u << slot;
 	s->nr_slots++;
 	return 0;
 }
@@ -168,6 +174,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->skel->rodata->nr_cpus = s->nr_cpus;
 	s->skel->rodata->filter_mode = o->filter_mode;
 	s->skel->rodata->times_mask = s->times_mask;
+	s->skel->rodata->clock_mask = s->clock_mask;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
 	bpf_map__set_max_entries(s->skel->maps.counts, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);

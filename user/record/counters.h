@@ -39,6 +39,7 @@ struct counter_event {
 	struct event_spec spec;
 	int slot;	       /* index in the BPF arrays, or one of the two above */
 	bool with_times;       /* may be multiplexed: read with enabled/running */
+	bool is_clock;	       /* cpu-clock or task-clock read as a counter: counts ns */
 	int err;	       /* -errno of perf_event_open when unsupported */
 	char why[160];	       /* one sentence when unsupported */
 };
@@ -73,7 +74,8 @@ int counters__read_totals(struct counter_set *s, const struct thread_counts *t, 
 const struct counter_event *counters__events(const struct counter_set *s, int *n);
 /*
  * Time slices lost to a full map, failed reads, and switches the
- * tracepoint never showed (their time went to the next thread seen leaving).
+ * tracepoint never showed (the thread seen leaving is given its run since its
+ * last pick, by the scheduler's account: see oncpu_since_snap in bpf/maps.bpf.h).
  */
 void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps);
 /* "tp_btf" or "raw_tp": which switch hook was attached. */

@@ -792,7 +792,7 @@ static int setup_spans(struct recorder *r, const struct int_list *online, const 
 	for (int k = 0; k < n; k++) {
 		__u8 kind = ev[k].slot == COUNTER_NATIVE ? SP_CTR_ONCPU
 			    : ev[k].slot == COUNTER_NATIVE_SWITCHES ? SP_CTR_SWITCHES
-			    : ev[k].slot >= 0 ? SP_CTR_COUNTER : SP_CTR_NONE;
+			    : ev[k].slot >= 0 ? (ev[k].is_clock ? SP_CTR_CLOCK : SP_CTR_COUNTER) : SP_CTR_NONE;
 
 		if (kind == SP_CTR_NONE) {
 			pr_warn("%s; spans will not carry it", ev[k].why);

@@ -412,7 +412,7 @@ int cmd_stat(int argc, char **argv)
 	counters__losses(r.cs, &full, &rerr, &gaps);
 	if (gaps)
 		pr_debug("%llu switches into a thread were never traced (tasks hidden from tracepoints); "
-			 "their time went to the thread seen leaving", (unsigned long long)gaps);
+			 "the thread seen leaving was given its CPU time by the scheduler's account", (unsigned long long)gaps);
 	if (full)
 		pr_warn("%llu time slices went uncounted: the per-thread map was full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)o.max_threads);
