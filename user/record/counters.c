@@ -334,6 +334,43 @@ static int raw_room(struct sp_counts **raw, int cap)
 	return 0;
 }
 
+/*
+ * The scheduler's account of a thread, from /proc: its sum_exec_runtime
+ * (schedstat's first field) and, with nsw, its nvcsw + nivcsw.  0, or -errno
+ * once the thread is gone.
+ */
+static int thread_sched(__u32 tid, __u64 *sum, __u64 *nsw)
+{
+	char path[64], line[128];
+	unsigned long long v, a = 0, b = 0;
+	FILE *f;
+	int got = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/schedstat", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	got = fscanf(f, "%llu", &v) == 1;
+	fclose(f);
+	if (!got)
+		return -EINVAL;
+	*sum = v;
+	if (!nsw)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	got = 0;
+	while (fgets(line, sizeof(line), f)) {
+		got += sscanf(line, "voluntary_ctxt_switches: %llu", &a) == 1;
+		got += sscanf(line, "nonvoluntary_ctxt_switches: %llu", &b) == 1;
+	}
+	fclose(f);
+	*nsw = a + b;
+	return got == 2 ? 0 : -EINVAL;
+}
+
 int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 {
 	int mfd = bpf_map__fd(s->skel->maps.counts), cap = 64, cnt = 0, e = 0;
@@ -343,11 +380,14 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 	struct u64_map idx = {};
 	__u32 key, next, *prev = NULL, zero = 0;
 	char *snaps = malloc(snap_sz * s->nr_cpus);
-	__u64 now = s->stop_ns ?: now_ns(CLOCK_MONOTONIC);
+	__u64 now = s->stop_ns ?: now_ns(CLOCK_MONOTONIC), sum, nsw;
+	/* Per online CPU: the open slice added, and to whom (0: none). */
+	__u64 *open = calloc(s->cpus.n, sizeof(*open));
+	__u32 *open_tid = calloc(s->cpus.n, sizeof(*open_tid));
 
 	*out = NULL;
 	*n = 0;
-	if (!v || !snaps || !raw) {
+	if (!v || !snaps || !raw || !open || !open_tid) {
 		e = -ENOMEM;
 		goto cleanup;
 	}
@@ -401,8 +441,18 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 			v[t].pid = fresh.pid;
 			memcpy(v[t].comm, fresh.comm, SP_COMM_LEN);
 		}
-		if (now > sn->ts)
-			v[t].oncpu_ns += now - sn->ts;
+		/*
+		 * The snapshot's thread may have left through a switch the
+		 * tracepoint hid: its switch count moved.  This CPU's open
+		 * slice is then someone else's, whom the account below finds.
+		 */
+		if (!thread_sched(sn->tid, &sum, &nsw) && nsw != sn->nsw)
+			continue;
+		if (now > sn->ts) {
+			open[i] = now - sn->ts;
+			open_tid[i] = sn->tid;
+		}
+		v[t].oncpu_ns += open[i];
 		for (int k = 0; k < s->nr_slots; k++) {
 			struct reading r;
 
@@ -417,6 +467,27 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 				raw[t].running[k] += r.running - sn->running[k];
 		}
 	}
+	/*
+	 * A thread that came in through a hidden switch runs, or ran, with no
+	 * slice open for it: the scheduler's account since its last credited
+	 * slice says how long (oncpu_since_snap, bpf/maps.bpf.h, with the same
+	 * 50 us of slack).  The cpu-clock counters take the same figure.
+	 */
+	for (int i = 0; i < cnt; i++) {
+		__u64 run, seen = 0;
+
+		if (!raw[i].sum_seen || thread_sched(v[i].tid, &sum, NULL) || sum < raw[i].sum_seen)
+			continue;
+		for (int c = 0; c < s->cpus.n; c++)
+			seen += open_tid[c] == v[i].tid ? open[c] : 0;
+		run = sum - raw[i].sum_seen;
+		if (run <= seen + 50000)
+			continue;
+		v[i].oncpu_ns += run - seen;
+		for (int k = 0; k < s->nr_slots; k++)
+			if (s->clock_mask & (1u << k))
+				raw[i].value[k] += run - seen;
+	}
 	for (int i = 0; i < cnt; i++)
 		to_events(s, &v[i], raw[i].value, raw[i].enabled, raw[i].running);
 	*out = v;
@@ -426,6 +497,8 @@ cleanup:
 	free(v);
 	free(raw);
 	free(snaps);
+	free(open);
+	free(open_tid);
 	u64_map_free(&idx);
 	return e;
 }
