@@ -14,6 +14,7 @@
 
 #include "buildid.h"
 #include "kallsyms.h"
+#include "profile.h"
 #include "sideband.h"
 #include "symbols.h"
 
@@ -277,10 +278,26 @@ static void test_module_frames(void **state)
 	assert_int_equal(kmodule_parse_line("garbage\n", &km), -EINVAL);
 }
 
+/* A frame no symbol covers is named by its address as perf report's sym column prints it. */
+static void test_unknown_frames_print_as_perf(void **state)
+{
+	struct pfunc f = { .name = "[unknown]" };
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(pfunc_sym(&f, buf, sizeof(buf)), "[unknown]");
+	f.unknown_addr = 0x4a26;
+	assert_string_equal(pfunc_sym(&f, buf, sizeof(buf)), "0x0000000000004a26");
+	/* perf's "%#llx" adds no 0x to zero: a sample with no frame at all. */
+	f.unknown_addr = PFUNC_UNKNOWN_AT_ZERO;
+	assert_string_equal(pfunc_sym(&f, buf, sizeof(buf)), "0000000000000000");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_unknown_frames_print_as_perf),
 		cmocka_unit_test(test_fork_exec_timeline),
 		cmocka_unit_test(test_build_id_mismatch),
 		cmocka_unit_test(test_find_function),

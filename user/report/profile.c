@@ -31,16 +31,23 @@ struct builder {
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
 static __u64 unknown_addr(const struct sym *s, __u64 ip)
 {
+	__u64 addr;
+
 	if (s->known)
 		return 0;
-	return !s->kernel && s->dso_id >= 0 && s->file_offset ? s->file_offset : ip;
+	addr = !s->kernel && s->dso_id >= 0 && s->file_offset ? s->file_offset : ip;
+	return addr ? addr : PFUNC_UNKNOWN_AT_ZERO;
 }
 
 const char *pfunc_sym(const struct pfunc *f, char *buf, size_t len)
 {
 	if (!f->unknown_addr)
 		return f->name;
-	snprintf(buf, len, "0x%016llx", (unsigned long long)f->unknown_addr);
+	/* perf's "%#llx" gives 0 no 0x: a sample with no frame at all (ip 0) prints as 0000000000000000. */
+	if (f->unknown_addr == PFUNC_UNKNOWN_AT_ZERO)
+		snprintf(buf, len, "%016llx", 0ull);
+	else
+		snprintf(buf, len, "0x%016llx", (unsigned long long)f->unknown_addr);
 	return buf;
 }
 

@@ -20,6 +20,9 @@
 struct session;
 
 /* One function of one dso: the unit of every output. */
+/* An unnamed frame at address 0 (a sample with no frame), kept apart from 0, "named". */
+#define PFUNC_UNKNOWN_AT_ZERO (~0ull)
+
 struct pfunc {
 	const char *name; /* "[unknown]" when unresolved */
 	const char *dso;  /* short name */
@@ -32,7 +35,7 @@ struct pfunc {
 	 * it in the sym column (dso-relative in a file, else as sampled), so
 	 * that each such address is its own row, as there; 0 otherwise.
 	 */
-	__u64 unknown_addr;
+	__u64 unknown_addr;	/* PFUNC_UNKNOWN_AT_ZERO for address 0 */
 	__u64 start, end; /* the symbol's extent in its file, when named (perf's sym sort compares these) */
 };
 
