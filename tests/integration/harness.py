@@ -78,6 +78,13 @@ def steal_ns_since(before):
     return (d + os.cpu_count()) * tick if d > 0 else 0.0
 
 
+def reap(p):
+    """Kills p if it still runs, and waits for it: the finally of every test that starts one."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def off_near_truth(got, t, frac):
     """Whether `got` ns off CPU agrees with the workload's truth `t` (its off_ns, preempted_ns,
     and, when known, steal_ns), within `frac` of it.

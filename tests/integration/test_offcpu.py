@@ -10,7 +10,7 @@ import subprocess
 import threading
 
 import pprof_decode
-from harness import (WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, perf_clean, spanperf, steal_ns_since,
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, perf_clean, reap, spanperf, steal_ns_since,
                      steal_ticks, test, tmpdir)
 
 ARGS = ["offcpu", "200", "5", "50", "10", "300"]
@@ -37,9 +37,7 @@ def record(extra=(), workload_extra=()):
         stdout = res.get("out", "")
     finally:
         wl.stdin.close()
-        if wl.poll() is None:
-            wl.kill()
-            wl.wait()
+        reap(wl)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
     truth = {t["role"]: t for t in json_lines(stdout)}
     # The workload's truth is wall time less its own CPU clock: time stolen from a running thread counts
@@ -67,8 +65,9 @@ def check_truth(path, truth):
     perf = perf_offcpu_by_tid(path)
     for role in ("sleeper", "piper"):
         t = truth[role]
-        assert off_near_truth(ours.get(t["tid"], 0), t, 0.02), "%s: %d ns off CPU recorded, %d true (%d in preempted calls)" \
-            % (role, ours.get(t["tid"], 0), t["off_ns"], t["preempted_ns"])
+        got = ours.get(t["tid"], 0)
+        assert off_near_truth(got, t, 0.02), "%s: %d ns off CPU recorded, %d true (%d in preempted calls)" % (
+            role, got, t["off_ns"], t["preempted_ns"])
         assert perf[t["tid"]] == ours[t["tid"]], "%s: perf %d, spanperf %d" % (role, perf[t["tid"]], ours[t["tid"]])
     spin = truth["spinner"]
     # Preemption is not blocking: the spinner is (almost) never off CPU.

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 
-from harness import SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, run, spanperf, test, tmpdir
+from harness import SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, reap, run, spanperf, test, tmpdir
 import test_offcpu
 import test_otel
 
@@ -318,9 +318,7 @@ def whole_host_otel(out, secs, during):
         during()
         _, stderr = rec.communicate(timeout=60)
     finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
+        reap(rec)
     assert rec.returncode == 0, stderr
     return stderr
 
@@ -424,9 +422,7 @@ def test_otel_publisher_in_a_container():
         rec_stderr = whole_host_otel(out, 3, lambda: None)
         stdout, stderr = ctr.communicate(timeout=30)
     finally:
-        if ctr.poll() is None:
-            ctr.kill()
-            ctr.wait()
+        reap(ctr)
     assert ctr.returncode == 0, stderr
     assert not os.path.exists("/mnt/ctr-wl"), "the host has the container's path: the test proves nothing"
     w = json_lines(stdout)[0]
