@@ -64,7 +64,6 @@ struct {
  * start of the __schedule that picks it, before the tracepoint.)  `*odd`
  * says the stamps were not used.
  */
-#define SP_UNCLOSED_NS 50000
 static __always_inline __u64 oncpu_since_snap(const struct sp_snap *s, const struct sp_counts *c, __u32 tid,
 					      __u64 nsw, __u64 sum, __u64 ran, __u64 now, bool *odd)
 {

@@ -38,6 +38,14 @@ struct sp_counts {
 	char comm[SP_COMM_LEN];
 };
 
+/*
+ * How far the scheduler's account of a thread may run past its switch
+ * stamps before a run is taken to have gone unclosed (a switch the
+ * tracepoint hid): the two differ by a few us a slice anyway.  Used by the
+ * counters and spans programs and by counters__read alike.
+ */
+#define SP_UNCLOSED_NS 50000
+
 /* Per CPU: the counters as they were when the running thread came in. */
 struct sp_snap {
 	__u64 value[SP_MAX_COUNTERS];
