@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buildid.h"
+#include "names.h"
 #include "perf_sample.h"
 #include "session.h"
 #include "util.h"
@@ -178,7 +179,7 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 		}
 		return SESS_SPAN_COUNTERS;
 	}
-	if (a->name && !strcmp(a->name, "offcpu-time"))
+	if (a->name && !strcmp(a->name, OFFCPU_EVENT_NAME))
 		return SESS_OFFCPU;
 	if (a->name && !strcmp(a->name, OTEL_PCTX_ATTR_NAME) && (a->attr.sample_type & PERF_SAMPLE_RAW))
 		return SESS_OTEL_PROCESS;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "offcpu.h"
+#include "names.h"
 #include "perf_sample.h"
 #include "span_wall.h"
 #include "symbols.h"

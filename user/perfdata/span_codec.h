@@ -18,14 +18,10 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
+#include "names.h"
 #include "perf_data.h"
 #include "spanperf.h"
 
-#define SPAN_ATTR_PREFIX "spanperf:"
-#define SPAN_COUNTERS_PREFIX "spanperf-counters:"
-/* Far above the kernel's event ids, which count up from 1. */
-#define SPAN_ID_BASE (1ull << 62)
-#define SPAN_COUNTERS_ID (SPAN_ID_BASE + SP_MAX_SPANS)
 
 #define SPAN_REC_MAGIC 0x4e505353u /* "SSPN" in a little-endian file */
 /* 2: otel spans carry their OTEP 4947 attributes (attrs_size, attrs); 1: up to span_id. */

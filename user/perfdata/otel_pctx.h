@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "names.h"
 #include "perf_data.h"
 #include "spanperf.h"
 #include "util.h"
@@ -65,9 +66,6 @@ void otel_pctx_clear(struct otel_pctx *p);
  * as span records are).  Named spanperf-*, so readers that do not know it
  * skip it, and perf script lists it as one more event.
  */
-#define OTEL_PCTX_ATTR_NAME "spanperf-otel-process"
-/* Its id: after the span attrs, spanperf-counters and offcpu-time (SPAN_ID_BASE + SP_MAX_SPANS + 0..1). */
-#define OTEL_PCTX_ID ((1ull << 62) + SP_MAX_SPANS + 2)
 #define OTEL_PCTX_REC_MAGIC 0x5843504fu /* "OPCX" in a little-endian file */
 #define OTEL_PCTX_REC_VERSION 1
 
