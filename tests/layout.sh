@@ -15,7 +15,7 @@ hdr_report=symbols.h hdr_cmd=commands.h
 
 # Prints the include flags the Makefile gives a file of folder $1.
 flags() {
-	$MAKE --no-print-directory -s -f Makefile -f - print-inc DIR="$1" <<'MK'
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $MAKE --no-print-directory -s -f Makefile -f - print-inc DIR="$1" <<'MK'
 print-inc:
 	@echo '$(call user_inc,$(DIR))'
 MK

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-#include "util.h"
+#include "fileio.h"
 
 /* The input as a file the real code opens by path: /proc/self/fd/N of a memfd. */
 static inline int fuzz_file(const uint8_t *data, size_t size, char *path, size_t len)

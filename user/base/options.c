@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "options.h"
 
 #define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */

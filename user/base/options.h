@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "parse.h"
 
 /* Returned by the parsers when --help was asked for and printed. */
 #define OPT_HELP 1

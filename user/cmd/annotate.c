@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "log.h"
 #include "report_spans.h"
-#include "util.h"
 
 static void usage(FILE *out)
 {

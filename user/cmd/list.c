@@ -13,10 +13,13 @@
 
 #include "commands.h"
 #include "events.h"
-#include "kernel_features.h"
 #include "host.h"
+#include "kernel_features.h"
 #include "libbpf_setup.h"
+#include "log.h"
+#include "parse.h"
 #include "perf_events.h"
+#include "util.h"
 
 static const char *kind_name[] = {
 	[EV_HW] = "Hardware event", [EV_CACHE] = "Hardware cache event", [EV_SW] = "Software event",

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "log.h"
 #include "util.h"
 
 static const struct cmd {

@@ -4,9 +4,10 @@
 #include <string.h>
 
 #include "commands.h"
+#include "host.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
-#include "util.h"
+#include "log.h"
 
 int cmd_probe(int argc, char **argv)
 {

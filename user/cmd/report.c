@@ -8,13 +8,14 @@
 
 #include "atomic_file.h"
 #include "commands.h"
+#include "hash.h"
+#include "log.h"
 #include "offcpu_view.h"
 #include "profile.h"
 #include "report_out.h"
 #include "report_spans.h"
 #include "session.h"
 #include "unwind.h"
-#include "util.h"
 
 static void usage(FILE *out)
 {

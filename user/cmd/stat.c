@@ -12,10 +12,15 @@
 
 #include "commands.h"
 #include "counters.h"
+#include "hash.h"
 #include "host.h"
 #include "libbpf_setup.h"
+#include "log.h"
 #include "options.h"
+#include "parse.h"
 #include "run.h"
+#include "sbuf.h"
+#include "util.h"
 
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";

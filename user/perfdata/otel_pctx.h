@@ -26,8 +26,8 @@
 
 #include "names.h"
 #include "perf_data.h"
+#include "sbuf.h"
 #include "spanperf.h"
-#include "util.h"
 
 #define OTEL_PCTX_SIGNATURE "OTEL_CTX"
 #define OTEL_PCTX_HEADER 32

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,7 +13,9 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "perf_data.h"
+#include "sbuf.h"
 #include "util.h"
 
 #define PD_MAGIC 0x32454c4946524550ull /* "PERFILE2" */

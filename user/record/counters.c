@@ -10,10 +10,14 @@
 #include <bpf/libbpf.h>
 
 #include "counters.h"
+#include "counters.skel.h"
+#include "fileio.h"
+#include "hash.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
+#include "parse.h"
 #include "perf_events.h"
-#include "counters.skel.h"
+#include "util.h"
 
 struct counter_set {
 	struct counters_bpf *skel;

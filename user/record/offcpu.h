@@ -18,7 +18,7 @@
 #include <linux/types.h>
 
 #include "names.h"
-#include "util.h"
+#include "parse.h"
 #include "spanperf.h"
 
 /* perf's default --off-cpu-thresh. */

@@ -12,12 +12,16 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "hash.h"
 #include "libbpf_setup.h"
+#include "log.h"
 #include "otel_process.h"
 #include "otel_record.h"
 #include "otel_tls.h"
+#include "sbuf.h"
 #include "span_codec.h"
 #include "spanperf.h"
+#include "util.h"
 
 #define SCAN_EVERY_NS 1000000000ull
 #define CMD_WATCH_NS 2000000000ull

@@ -14,8 +14,8 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
+#include "parse.h"
 #include "perf_data.h"
-#include "util.h"
 
 struct bpf_map;
 struct otel_record;

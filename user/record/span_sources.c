@@ -15,6 +15,7 @@
 #include "span_codec.h"
 #include "span_sources.h"
 #include "elf_syms.h"
+#include "log.h"
 #include "util.h"
 #include "spans.skel.h"
 

@@ -6,6 +6,7 @@
 #include "correlate.h"
 #include "otel_ctx.h"
 #include "otel_join.h"
+#include "util.h"
 
 struct ospan {
 	__u32 tid;

@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "hash.h"
 #include "otel_pctx.h"
 #include "span_codec.h"
-#include "util.h"
 
 /* What a sample ran in; the ids are lower-case hex, pooled: compare pointers. */
 struct otel_ids {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+#include "log.h"
 #include "profile.h"
 #include "report_spans.h"
 #include "session.h"

@@ -12,8 +12,9 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "report_out.h"
-#include "util.h"
+#include "sbuf.h"
 
 /* Field numbers of profile.proto. */
 enum { P_SAMPLE_TYPE = 1, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION, P_STRING_TABLE, P_TIME_NANOS = 9,

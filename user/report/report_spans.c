@@ -12,9 +12,13 @@
 #include <string.h>
 
 #include "correlate.h"
-#include "report_spans.h"
-#include "otlp_json.h"
+#include "fileio.h"
+#include "hash.h"
+#include "log.h"
 #include "otel_join.h"
+#include "otlp_json.h"
+#include "report_spans.h"
+#include "sbuf.h"
 #include "session.h"
 #include "span_wall.h"
 #include "spans_jsonl.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buildid.h"
+#include "hash.h"
 #include "names.h"
 #include "perf_sample.h"
 #include "session.h"

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "hash.h"
 #include "otel_pctx.h"
 #include "perf_data.h"
 #include "span_codec.h"

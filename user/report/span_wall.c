@@ -7,6 +7,7 @@
 #include "perf_sample.h"
 #include "span_wall.h"
 #include "symbols.h"
+#include "util.h"
 
 #define TOP_STACKS 3
 #define MAX_FRAMES 64 /* per stack in the JSON */

@@ -12,6 +12,8 @@
 
 #include "buildid.h"
 #include "elf_syms.h"
+#include "fileio.h"
+#include "hash.h"
 #include "kallsyms.h"
 #include "symbols.h"
 #include "util.h"

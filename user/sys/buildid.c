@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "buildid.h"
+#include "fileio.h"
+#include "hash.h"
 #include "util.h"
 
 #ifndef NT_GNU_BUILD_ID

@@ -16,6 +16,7 @@
 
 #include "demangle.h"
 #include "elf_syms.h"
+#include "fileio.h"
 #include "util.h"
 
 static int cmp_sym(const void *a, const void *b)

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "fileio.h"
+#include "log.h"
+#include "parse.h"
 #include "util.h"
 
 static const char *pmu_root = "/sys/bus/event_source/devices";

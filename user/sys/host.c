@@ -4,12 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <linux/capability.h>
 
 #include "buildid.h"
+#include "fileio.h"
 #include "host.h"
 #include "kallsyms.h"
-#include "util.h"
+#include "parse.h"
 
 /* The value of "key<tabs>: value" from /proc/cpuinfo, first CPU only. */
 static char *cpuinfo_field(const char *text, const char *key)
@@ -127,4 +130,24 @@ cleanup:
 	free(text);
 	free(modules);
 	return e;
+}
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+
+bool have_bpf_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {};
+	uint64_t eff;
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	eff = data[0].effective | ((uint64_t)data[1].effective << 32);
+	if (eff & (1ull << CAP_SYS_ADMIN))
+		return true;
+	return (eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON));
 }

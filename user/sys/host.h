@@ -5,8 +5,8 @@
 
 #include <linux/types.h>
 
+#include "parse.h"
 #include "perf_data.h"
-#include "util.h"
 
 /* Hostname, release, arch, CPUs, CPU description and id, memory. */
 int host_fill_meta(struct pd_meta *m);
@@ -14,5 +14,8 @@ int host_fill_meta(struct pd_meta *m);
 int host_kernel_text(__u64 *start, __u64 *end);
 /* The CPUs that are online now. */
 int host_online_cpus(struct int_list *cpus);
+
+/* True for root or CAP_BPF+CAP_PERFMON (or CAP_SYS_ADMIN on older kernels). */
+bool have_bpf_privileges(void);
 
 #endif

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "kallsyms.h"
-#include "util.h"
 
 struct range {
 	__u64 start, end;

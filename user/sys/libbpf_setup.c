@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +7,7 @@
 #include <bpf/libbpf.h>
 
 #include "libbpf_setup.h"
-#include "util.h"
+#include "log.h"
 
 static bool quiet;
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stdbool.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -6,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "perf_buildid.h"
-#include "util.h"
 
 /* A path that stays under the cache directory once appended: absolute, no "." or ".." part. */
 static bool plain_path(const char *path)

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "perf_events.h"
+#include "util.h"
 
 int sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd,
 			unsigned long flags)

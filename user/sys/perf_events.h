@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <linux/perf_event.h>
 
-#include "util.h"
+#include "parse.h"
 
 struct bpf_program;
 struct bpf_link;

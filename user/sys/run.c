@@ -9,7 +9,10 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "host.h"
+#include "log.h"
 #include "run.h"
+#include "util.h"
 
 static volatile sig_atomic_t stop_sig;
 static sigset_t orig_mask;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "parse.h"
 
 struct workload {
 	pid_t pid;
