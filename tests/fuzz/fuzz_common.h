@@ -3,6 +3,7 @@
 #ifndef SP_FUZZ_COMMON_H
 #define SP_FUZZ_COMMON_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
