@@ -59,6 +59,8 @@ def preconditions():
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        return print(__doc__)
     if "--render" in argv:
         # The markdown, the chart and the README from latest.json, measuring nothing.
         return render.write(render.load(os.path.join(RESULTS, "latest.json")))
