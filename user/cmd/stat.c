@@ -10,17 +10,83 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd_opts.h"
 #include "commands.h"
 #include "counters.h"
 #include "hash.h"
 #include "host.h"
 #include "libbpf_setup.h"
 #include "log.h"
-#include "options.h"
 #include "parse.h"
 #include "run.h"
 #include "sbuf.h"
 #include "util.h"
+
+void stat_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf stat [options] [-- CMD [ARGS...]]\n"
+		"\n"
+		"Counts events per thread: each counter is read by a BPF program at every\n"
+		"context switch and added to the outgoing thread's entry in a BPF map.\n"
+		"\n"
+		"  -a, --all-cpus         count the whole host (the default)\n"
+		"  -p, --pid PID,..       only these processes\n"
+		"  -t, --tid TID,..       only these threads\n"
+		"  -e, --event EVENT,..   events (default: task-clock, context-switches,\n"
+		"                         cpu-migrations, page-faults, cycles, instructions,\n"
+		"                         branches, branch-misses); at most 8\n"
+		"      --per-thread       one row per thread instead of totals\n"
+		"  -I, --interval-print MS  print every MS milliseconds\n"
+		"  -j, --json             JSON lines, one per thread and event\n"
+		"  -o, --output FILE      write the results to FILE (default: stderr, as perf)\n"
+		"  -d, --duration SECS    stop after SECS seconds\n"
+		"      --max-threads N    size of the per-thread map (default 32768)\n"
+		"      --raw-tp           use the raw_tp switch hook even where tp_btf works\n"
+		"  -q, --quiet / -v, --verbose\n"
+		"  -h, --help\n"
+		"\n"
+		"It stops after -d seconds, when CMD exits, or on SIGINT/SIGTERM.\n"
+		"\n"
+		"Examples:\n"
+		"  spanperf stat -d 5                              # whole host, 5 s\n"
+		"  spanperf stat --per-thread -e task-clock,cs -- make -j8\n"
+		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
+		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n");
+}
+
+#define S(f) offsetof(struct stat_opts, f)
+static const struct opt_def stat_defs[] = {
+	OPT_DEFS_RUN(struct stat_opts),
+	{ .name = "event", .letter = 'e', .type = OPT_T_STR, .off = S(events),
+	  .bad = "needs an event name; see 'spanperf list'" },
+	{ .name = "per-thread", .type = OPT_T_FLAG, .off = S(per_thread) },
+	{ .name = "interval-print", .letter = 'I', .type = OPT_T_U64, .off = S(interval_ms), .lo = 10,
+	  .hi = 3600 * 1000, .bad = "is not an interval in milliseconds from 10 to 3600000" },
+	{ .name = "json", .letter = 'j', .type = OPT_T_FLAG, .off = S(json) },
+	OPT_DEFS_OUTPUT(struct stat_opts),
+	OPT_DEFS_VERBOSITY(struct stat_opts),
+	{}
+};
+#undef S
+
+int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen)
+{
+	uint64_t seen;
+
+	memset(o, 0, sizeof(*o));
+	o->max_threads = 32768;
+	return opts_parse(stat_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, stat_usage, err, errlen) ?:
+	       opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+}
+
+void stat_opts_free(struct stat_opts *o)
+{
+	if (!o)
+		return;
+	int_list_free(&o->pids);
+	int_list_free(&o->tids);
+}
 
 static const char *const default_events =
 	"task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
@@ -330,10 +396,8 @@ int cmd_stat(int argc, char **argv)
 
 	sp_prog = "spanperf stat";
 	e = stat_parse_args(argc, argv, &o, err, sizeof(err));
-	if (e == OPT_HELP)
-		return 0;
 	if (e) {
-		pr_err("%s", err);
+		ret = cmd_parse_failed(e, err);
 		goto cleanup;
 	}
 	sp_verbose = o.verbose;

@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The recorder: one loop over the sources of source.h.  It opens the
+ * writer, loads the sampling program (whose per-thread map every source
+ * shares), makes the sources the options ask for, writes their attrs and
+ * the side-band synthesized from /proc, then drains every source into the
+ * writer until the run is over, one FINISHED_ROUND per pass.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "buildid.h"
+#include "buildid_cache.h"
+#include "host.h"
+#include "kernel_features.h"
+#include "libbpf_setup.h"
+#include "log.h"
+#include "otel_record.h"
+#include "parse.h"
+#include "perf_data.h"
+#include "run.h"
+#include "sideband.h"
+#include "source.h"
+#include "util.h"
+#include "sample.skel.h"
+#include "spanperf.h"
+
+/*
+ * How often the sources are drained when they do not fill: a mapping's
+ * record must be read while its process lives for the build-id cache to
+ * reach a container's file (ten wakeups a second cost nothing measurable).
+ */
+#define POLL_MS 100
+/* What copies of containers' files may take in the cache directory. */
+#define BUILDID_CACHE_MAX (2ull << 30)
+/* The most fds a source may poll: one per CPU's ring, and then some. */
+#define MAX_FDS_PER_SOURCE 4096
+
+/*
+ * The sources, in the order of their attrs in the file, of each pass of
+ * the loop, and of their stats.  Counters come before the spans that read
+ * them; the samples first, since their records tell OTel of execs.
+ */
+static const rec_source_new_fn source_list[] = {
+	samples_source__new,
+	counters_source__new,
+	spans_source__new,
+	otel_source__new,
+	offcpu_source__new,
+};
+#define NR_SOURCES (sizeof(source_list) / sizeof(source_list[0]))
+
+struct recorder {
+	struct rec_ctx ctx;
+	struct rec_source *src[NR_SOURCES];
+	struct pollfd *pfds;
+	int nr_pfds;
+	struct pd_writer *w;
+	struct run run;
+	struct int_list online;
+	struct sp_features feat;
+	struct span_spec *specs;
+	__u64 start_ns, start_tod_ns;
+	__u64 ktext_start, ktext_end;
+	int ktext_err;
+	__u64 last_progress_ns;
+	bool progress_shown;
+};
+
+struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
+{
+	struct rec_source *s = calloc(1, sizeof(*s) + priv_size);
+
+	if (!s)
+		return NULL;
+	s->name = name;
+	s->priv = priv_size ? s + 1 : NULL;
+	return s;
+}
+
+void rec_source__free(struct rec_source *s)
+{
+	if (!s)
+		return;
+	if (s->free)
+		s->free(s);
+	free(s);
+}
+
+void record_opts_free(struct record_opts *o)
+{
+	if (!o)
+		return;
+	int_list_free(&o->pids);
+	int_list_free(&o->tids);
+	int_list_free(&o->cpus);
+	free(o->spans);
+	o->spans = NULL;
+	free(o->specs);
+	o->specs = NULL;
+}
+
+#define for_each_source(r, s)                                                                 \
+	for (struct rec_source **s##_p = (r)->src, *s; s##_p < (r)->src + NR_SOURCES; s##_p++) \
+		if ((s = *s##_p))
+
+static void recorder_free(struct recorder *r)
+{
+	run__stop(&r->run);
+	/* Backwards: a source may use what an earlier one made (the counters, the skeleton). */
+	for (int i = NR_SOURCES - 1; i >= 0; i--)
+		rec_source__free(r->src[i]);
+	free(r->pfds);
+	free(r->specs);
+	sample_bpf__destroy(r->ctx.skel);
+	pd_writer__free(r->w);
+	dso_set__free(r->ctx.dsos);
+	buildid_cache__free(r->ctx.bcache);
+	int_list_free(&r->online);
+}
+
+/* The sampling program; its maps are sized here, between open and load. */
+static int load_bpf(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
+	struct sample_bpf *skel = sample_bpf__open();
+	int e;
+
+	if (!skel) {
+		e = -errno;
+		pr_err("cannot open the sampling BPF object: %s", strerror(-e));
+		return e;
+	}
+	r->ctx.skel = skel;
+	skel->rodata->filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE;
+	bpf_map__set_max_entries(skel->maps.filter, filter ? filter->n : 1);
+	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
+	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
+	e = sample_bpf__load(skel);
+	if (e) {
+		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
+		return e;
+	}
+	for (int i = 0; filter && i < filter->n; i++) {
+		__u32 key = filter->v[i];
+		__u8 one = 1;
+
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.filter), &key, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int check_cpus(const struct int_list *want, const struct int_list *online)
+{
+	for (int i = 0; i < want->n; i++)
+		if (!int_list_has(online, want->v[i])) {
+			pr_err("-C: CPU %d is not online (online: %d-%d)", want->v[i], online->v[0],
+			       online->v[online->n - 1]);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+/* The --span specs, resolved against this kernel and these files. */
+static int resolve_specs(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	char err[512];
+
+	features_probe(&r->feat);
+	r->ctx.feat = &r->feat;
+	r->specs = calloc(o->nr_spans, sizeof(*r->specs));
+	if (!r->specs)
+		return -ENOMEM;
+	memcpy(r->specs, o->specs, o->nr_spans * sizeof(*r->specs));
+	r->ctx.specs = r->specs;
+	for (int i = 0; i < o->nr_spans; i++) {
+		const struct span_spec *sp = &r->specs[i];
+
+		if (span_spec_resolve(&r->specs[i], &r->feat, o->raw_tp, err, sizeof(err))) {
+			pr_err("%s", err);
+			return -EINVAL;
+		}
+		if (sp->raw_syscall)
+			pr_debug("--span '%s': on raw_syscalls, syscall number %d (%s)", sp->text, sp->sysnr,
+				 o->raw_tp ? "--raw-tp" : "no syscall tracepoints");
+	}
+	return 0;
+}
+
+/* What the options ask for, made and loaded; nothing runs yet. */
+static int open_sources(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	int e;
+
+	/* Before anything else: an unwritable -o must not cost a recording. */
+	e = pd_writer__open(&r->w, o->output);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		return e;
+	}
+	r->ctx.dsos = dso_set__new();
+	if (!r->ctx.dsos || host_online_cpus(&r->online)) {
+		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
+		return -ENOENT;
+	}
+	r->ctx.online = &r->online;
+	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, BUILDID_CACHE_MAX);
+	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
+	e = e ?: run_check_targets(&o->pids, &o->tids);
+	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
+	e = e ?: load_bpf(r);
+	for (size_t i = 0; i < NR_SOURCES && !e; i++)
+		e = source_list[i](&r->src[i], &r->ctx);
+	return e;
+}
+
+static int write_attrs(struct recorder *r)
+{
+	int e = 0;
+
+	for_each_source(r, s)
+		if (s->attrs && !e)
+			e = s->attrs(s, r->w);
+	return e ?: pd_writer__begin(r->w);
+}
+
+/* The pollfd set, from what each source says wakes it. */
+static int build_pollfds(struct recorder *r)
+{
+	int cap = 0, fds[MAX_FDS_PER_SOURCE];
+
+	for_each_source(r, s) {
+		int n = s->fds ? s->fds(s, fds, MAX_FDS_PER_SOURCE) : 0;
+		struct pollfd *p;
+
+		if (n < 0)
+			return n;
+		if (r->nr_pfds + n > cap) {
+			cap = r->nr_pfds + n;
+			p = realloc(r->pfds, cap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			r->pfds = p;
+		}
+		for (int i = 0; i < n; i++)
+			r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	}
+	return 0;
+}
+
+static int synthesize(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	struct sideband sb = {
+		.w = r->w,
+		.attr = r->ctx.track_attr,
+		.id = r->ctx.track_id,
+		.time = r->start_ns,
+		.dsos = r->ctx.dsos,
+		.bcache = r->ctx.bcache,
+		.ktext_start = r->ktext_start,
+		.ktext_end = r->ktext_end,
+		.data_maps = o->dwarf_stack,
+	};
+	int e = sideband_kernel_mmap(&sb);
+
+	if (e)
+		pr_warn("no kernel map (cannot read _text from /proc/kallsyms: %s); kernel frames will show as [unknown]",
+			strerror(-r->ktext_err));
+	e = sideband_module_mmaps(&sb);
+	if (e)
+		pr_warn("no module maps (/proc/modules: %s); perf report will not place module frames", strerror(-e));
+	if (o->tids.n)
+		e = sideband_synthesize_tids(&sb, &o->tids);
+	else
+		e = sideband_synthesize(&sb, o->pids.n ? &o->pids : NULL);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		return e;
+	}
+	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2; %lu module MMAPs", sb.nr_procs, sb.nr_comm,
+		 sb.nr_mmap, sb.nr_modules);
+	return 0;
+}
+
+/* Every source attached and running, after the start stamp; then the side-band. */
+static int start_sources(struct recorder *r)
+{
+	int e = 0;
+
+	if (run__prepare(&r->run, r->ctx.o->cmd))
+		return -EINVAL;
+	r->ctx.run = &r->run;
+	/* Slow (all of /proc/kallsyms), so done before the sources run. */
+	r->ktext_err = host_kernel_text(&r->ktext_start, &r->ktext_end);
+	/* Every sample comes after this stamp, which the synthesized records carry. */
+	r->start_tod_ns = now_ns(CLOCK_REALTIME);
+	r->start_ns = now_ns(CLOCK_MONOTONIC);
+	r->last_progress_ns = r->start_ns;
+	for_each_source(r, s)
+		if (s->start && !e)
+			e = s->start(s);
+	return e ?: synthesize(r) ?: build_pollfds(r);
+}
+
+/* One pass over every source, then FINISHED_ROUND so perf can sort in rounds. */
+static int drain_all(struct recorder *r)
+{
+	bool any = false;
+
+	for_each_source(r, s) {
+		long n = s->drain ? s->drain(s, r->w) : 0;
+
+		if (n < 0)
+			return n;
+		any |= n > 0;
+	}
+	if (any) {
+		char buf[8];
+		long n = pd_build_finished_round(buf, sizeof(buf));
+
+		r->ctx.round_ns = now_ns(CLOCK_MONOTONIC);
+		return pd_writer__write(r->w, buf, n);
+	}
+	return 0;
+}
+
+static void progress(struct recorder *r, bool final)
+{
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+
+	if (sp_verbose < 0 || !isatty(STDERR_FILENO))
+		return;
+	if (!final && now - r->last_progress_ns < 1000000000ull)
+		return;
+	r->last_progress_ns = now;
+	fprintf(stderr, "\r[ recording: %.1f s, %llu samples, %.1f MB ]%s",
+		(now - r->start_ns) / 1e9, (unsigned long long)r->ctx.samples,
+		pd_writer__data_size(r->w) / 1e6, final ? "\n" : "");
+	r->progress_shown = !final;
+}
+
+/* Until -d, CMD's exit or a signal; then every source stopped, drained and finished. */
+static int loop(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	int e;
+
+	if (run__start(&r->run, o->cmd, r->start_ns, o->duration))
+		return -EINVAL;
+	if (r->ctx.otel)
+		otel_record__await_cmd(r->ctx.otel, 100000000ull);
+	while (run__wait(&r->run, r->pfds, r->nr_pfds, POLL_MS)) {
+		e = drain_all(r);
+		if (e)
+			goto out;
+		progress(r, false);
+	}
+	for_each_source(r, s)
+		if (s->stop)
+			s->stop(s);
+	e = drain_all(r);
+	if (!e) {
+		/* Stamped now: after every other record. */
+		__u64 end = now_ns(CLOCK_MONOTONIC);
+
+		for_each_source(r, s)
+			if (s->finish && !e)
+				e = s->finish(s, r->w, end);
+	}
+out:
+	if (e)
+		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+	return e;
+}
+
+/*
+ * What BPF saw: the samples it passed (summed over the threads map, which
+ * nothing deletes from, plus those refused because it was full), so that -v
+ * can compare them with what the rings delivered.
+ */
+static void bpf_counts(struct recorder *r, __u64 *accepted, __u64 *threads_full, int *threads)
+{
+	int fd = bpf_map__fd(r->ctx.skel->maps.threads);
+	__u32 key, next, *prev = NULL;
+	struct sp_thread t;
+
+	*threads = 0;
+	*threads_full = bpf_percpu_sum(bpf_map__fd(r->ctx.skel->maps.stats), SP_STAT_THREADS_FULL);
+	*accepted = *threads_full;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		(*threads)++;
+		if (!bpf_map_lookup_elem(fd, &key, &t))
+			*accepted += t.samples;
+	}
+}
+
+struct tid_thread {
+	__u32 tid;
+	struct sp_thread t;
+};
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct tid_thread *x = a, *y = b;
+
+	return (x->t.samples < y->t.samples) - (x->t.samples > y->t.samples);
+}
+
+/* -v: the per-thread map as BPF counted it, busiest first. */
+static void print_threads(struct recorder *r)
+{
+	int fd = bpf_map__fd(r->ctx.skel->maps.threads), n = 0, cap = 0;
+	struct tid_thread *all = NULL, *na;
+	__u32 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			na = realloc(all, cap * sizeof(*all));
+			if (!na)
+				break;
+			all = na;
+		}
+		all[n].tid = key;
+		if (!bpf_map_lookup_elem(fd, &key, &all[n].t))
+			n++;
+	}
+	sort_n(all, n, sizeof(*all), cmp_thread);
+	fprintf(stderr, "per-thread samples (BPF map):\n%8s %8s %-16s %10s\n", "tid", "pid", "comm", "samples");
+	for (int i = 0; i < n && (i < 20 || sp_verbose > 1); i++)
+		fprintf(stderr, "%8u %8u %-16.16s %10llu\n", all[i].tid, all[i].t.pid, all[i].t.comm,
+			(unsigned long long)all[i].t.samples);
+	free(all);
+}
+
+/* The header: the host, the command line, the clock and the build ids of the files seen. */
+static int write_header(struct recorder *r, int argc, char **argv)
+{
+	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
+	struct timespec res;
+	int e;
+
+	host_fill_meta(&meta);
+	meta.cmdline_argc = argc;
+	meta.cmdline_argv = calloc(argc + 1, sizeof(char *));
+	for (int i = 0; meta.cmdline_argv && i < argc; i++)
+		meta.cmdline_argv[i] = strdup(argv[i]);
+	if (!meta.cmdline_argv)
+		meta.cmdline_argc = 0;
+	if (!clock_getres(CLOCK_MONOTONIC, &res))
+		meta.clockid_res_ns = res.tv_sec * 1000000000ull + res.tv_nsec;
+	meta.clock_tod_ns = r->start_tod_ns;
+	meta.clock_ref_ns = r->start_ns;
+	meta.first_sample_ns = r->ctx.first_ns;
+	meta.last_sample_ns = r->ctx.last_ns;
+	e = dso_set__build_ids(r->ctx.dsos, &meta);
+	if (e)
+		pr_warn("build ids incomplete: %s", strerror(-e));
+	e = pd_writer__finish(r->w, &meta);
+	pd_meta_free(&meta);
+	if (e)
+		pr_err("cannot write -o '%s': %s", r->ctx.o->output, strerror(-e));
+	return e;
+}
+
+/* The one line of figures, then each source's losses, then the sampling program's. */
+static void summary(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	__u64 accepted, full, spans = 0;
+	bool makes_spans = false;
+	int threads;
+
+	bpf_counts(r, &accepted, &full, &threads);
+	for_each_source(r, s) {
+		makes_spans |= s->makes_spans;
+		spans += s->spans;
+	}
+	if (sp_verbose >= 0) {
+		fprintf(stderr, "[ spanperf record: %llu samples from %d threads in %.1f s",
+			(unsigned long long)r->ctx.samples, threads, (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9);
+		if (r->ctx.lost)
+			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->ctx.lost);
+		if (makes_spans)
+			fprintf(stderr, ", %llu spans", (unsigned long long)spans);
+		fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, o->output);
+	}
+	for_each_source(r, s)
+		if (s->stats)
+			s->stats(s);
+	if (full)
+		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
+			(unsigned long long)full, (unsigned long long)o->max_threads);
+	if (sp_verbose > 0) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
+			(unsigned long long)accepted, (unsigned long long)r->ctx.samples,
+			(unsigned long long)r->ctx.lost);
+		/* Only with kernel.bpf_stats_enabled=1: this program's own cost, whoever else loads one. */
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->ctx.skel->progs.on_sample), &info, &len) &&
+		    info.run_cnt)
+			fprintf(stderr, "sampling program: %llu runs, %.0f ns each (bpf_stats)\n",
+				(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);
+		print_threads(r);
+	}
+	buildid_cache__report(r->ctx.bcache);
+}
+
+int record__run(const struct record_opts *o, int argc, char **argv, int *exit_code)
+{
+	struct recorder r = { .ctx.o = o };
+	int e;
+
+	*exit_code = 1;
+	e = run_check_privileges();
+	if (e)
+		return e;
+	runctl_init();
+	libbpf_setup_init();
+	e = open_sources(&r) ?: write_attrs(&r) ?: start_sources(&r) ?: loop(&r);
+	if (e)
+		goto cleanup;
+	if (r.progress_shown)
+		progress(&r, true);
+	run__stop(&r.run);
+	e = write_header(&r, argc, argv);
+	if (e)
+		goto cleanup;
+	summary(&r);
+	*exit_code = run__exit_code(&r.run);
+cleanup:
+	recorder_free(&r);
+	return e;
+}
