@@ -248,151 +248,309 @@ static void sums_since(struct event_sums *now, struct event_sums *prev)
 	}
 }
 
-/* One report: totals or per-thread, text or JSON; interval < 0 for the final one. */
-static int report(struct stat_run *r, double interval, double elapsed_s)
+/* One reading: per thread, and the sums; deltas since the last one with -I (interval >= 0). */
+struct reading {
+	struct thread_counts *t;   /* sorted, busiest first */
+	struct thread_counts *cur; /* -I: the absolute readings, for the next interval */
+	int n;
+	struct event_sums tot;
+};
+
+static void reading_free(struct reading *rd)
+{
+	free(rd->t);
+	free(rd->cur);
+}
+
+static int take_reading(struct stat_run *r, double interval, struct reading *rd)
 {
 	const struct stat_opts *o = r->o;
-	struct thread_counts *t = NULL, *cur = NULL;
-	struct event_sums tot = {};
-	int n = 0, e;
-	char prefix[32] = "";
-	double task_ms = 0;
+	int e = counters__read(r->cs, &rd->t, &rd->n);
 
-	e = counters__read(r->cs, &t, &n);
 	if (e)
 		return e;
 	/* Keep the absolute readings for the next interval before turning them into deltas. */
 	if (interval >= 0) {
-		cur = malloc((n ? n : 1) * sizeof(*cur));
-		if (!cur) {
-			free(t);
+		rd->cur = malloc((rd->n ? rd->n : 1) * sizeof(*rd->cur));
+		if (!rd->cur)
 			return -ENOMEM;
-		}
-		memcpy(cur, t, n * sizeof(*t));
-		for (int i = 0; i < n; i++)
-			delta_from_prev(r, &t[i]);
-		snprintf(prefix, sizeof(prefix), "%16.9f ", interval);
+		memcpy(rd->cur, rd->t, rd->n * sizeof(*rd->t));
+		for (int i = 0; i < rd->n; i++)
+			delta_from_prev(r, &rd->t[i]);
 	}
 	if (!o->pids.n && !o->tids.n) {
 		/* Whole host: the counters' own sums, as perf stat -a reads them. */
-		e = counters__read_totals(r->cs, cur ? cur : t, n, tot.value, tot.enabled, tot.running);
+		e = counters__read_totals(r->cs, rd->cur ? rd->cur : rd->t, rd->n, rd->tot.value, rd->tot.enabled,
+					  rd->tot.running);
 		if (e)
-			goto cleanup;
+			return e;
 		if (interval >= 0)
-			sums_since(&tot, &r->prev_tot);
+			sums_since(&rd->tot, &r->prev_tot);
 	} else {
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < rd->n; i++)
 			for (int k = 0; k < SP_MAX_COUNTERS; k++) {
-				tot.value[k] += t[i].value[k];
-				tot.enabled[k] += t[i].enabled[k];
-				tot.running[k] += t[i].running[k];
+				rd->tot.value[k] += rd->t[i].value[k];
+				rd->tot.enabled[k] += rd->t[i].enabled[k];
+				rd->tot.running[k] += rd->t[i].running[k];
 			}
 	}
-	sort_n(t, n, sizeof(*t), cmp_threads);
-	if (o->json) {
-		for (int i = 0; i < n; i++) {
-			if (!any_count(&t[i], SP_MAX_COUNTERS))
-				continue;
-			for (int k = 0; k < r->nr_ev; k++) {
-				if (r->ev[k].slot == COUNTER_UNSUPPORTED)
-					continue;
-				print_json(r->out, &t[i], &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
-					   t[i].enabled[k], t[i].running[k], interval);
-			}
-		}
-		for (int k = 0; k < r->nr_ev; k++)
-			if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
-				struct thread_counts none = { .tid = -1, .pid = -1 };
+	sort_n(rd->t, rd->n, sizeof(*rd->t), cmp_threads);
+	return 0;
+}
 
-				print_json(r->out, &none, &r->ev[k], 0, 0, 0, interval);
-			}
-		goto done;
+/* -I: this reading becomes the one the next interval subtracts. */
+static void keep_reading(struct stat_run *r, struct reading *rd)
+{
+	free(r->prev);
+	r->prev = rd->cur;
+	rd->cur = NULL;
+	u64_map_free(&r->prev_idx);
+	for (int i = 0; i < rd->n; i++) {
+		uint64_t *slot = u64_map_get(&r->prev_idx, r->prev[i].tid, true);
+
+		if (slot)
+			*slot = i;
 	}
-	if (interval < 0) {
-		char what[128];
+}
 
-		if (o->cmd) {
-			struct sbuf b = {};
+/* perf stat -j's lines: one per thread and event, then one per event not supported. */
+static void print_json_reading(struct stat_run *r, const struct reading *rd, double interval)
+{
+	const struct thread_counts *t = rd->t;
 
-			for (char **a = o->cmd; *a; a++)
-				sbuf_printf(&b, "%s%s", a == o->cmd ? "" : " ", *a);
-			sbuf_zero(&b, 1);
-			fprintf(r->out, "\n Performance counter stats for '%s' (%s):\n\n", b.err ? "?" : b.p,
-				o->pids.n || o->tids.n ? "filtered" : "system wide");
-			sbuf_free(&b);
-		} else {
-			target_desc(o, what, sizeof(what));
-			fprintf(r->out, "\n Performance counter stats for %s:\n\n", what);
-		}
-	}
-	if (o->per_thread) {
-		for (int i = 0; i < n; i++) {
-			char who[64];
-			double ms = 0;
-
-			if (!any_count(&t[i], SP_MAX_COUNTERS))
-				continue;
-			snprintf(who, sizeof(who), "%s%16s-%-8d", prefix, t[i].comm, (int)t[i].tid);
-			for (int k = 0; k < r->nr_ev; k++)
-				if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
-					ms = t[i].value[k] / 1e6;
-			for (int k = 0; k < r->nr_ev; k++) {
-				if (r->ev[k].slot == COUNTER_UNSUPPORTED)
-					continue;
-				print_value(r->out, who, &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
-					    t[i].enabled[k], t[i].running[k], 0, is_clock(&r->ev[k]) ? 0 : ms);
-			}
-		}
-	} else {
-		for (int k = 0; k < r->nr_ev; k++)
-			if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
-				task_ms = tot.value[k] / 1e6;
+	for (int i = 0; i < rd->n; i++) {
+		if (!any_count(&t[i], SP_MAX_COUNTERS))
+			continue;
 		for (int k = 0; k < r->nr_ev; k++) {
-			if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
-				fprintf(r->out, "%s%18s      %s\n", prefix, "<not supported>", r->ev[k].spec.name);
-				continue;
-			}
-			print_value(r->out, prefix, &r->ev[k], scaled(tot.value[k], tot.enabled[k], tot.running[k]),
-				    tot.enabled[k], tot.running[k], interval >= 0 ? 0 : elapsed_s,
-				    is_clock(&r->ev[k]) ? 0 : task_ms);
-		}
-	}
-	if (interval < 0) {
-		fprintf(r->out, "\n%18.9f seconds time elapsed\n\n", elapsed_s);
-		for (int k = 0; k < r->nr_ev; k++)
 			if (r->ev[k].slot == COUNTER_UNSUPPORTED)
-				fprintf(r->out, "%s\n", r->ev[k].why);
-	}
-done:
-	if (interval >= 0) {
-		free(r->prev);
-		r->prev = cur;
-		cur = NULL;
-		u64_map_free(&r->prev_idx);
-		for (int i = 0; i < n; i++) {
-			uint64_t *slot = u64_map_get(&r->prev_idx, r->prev[i].tid, true);
-
-			if (slot)
-				*slot = i;
+				continue;
+			print_json(r->out, &t[i], &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
+				   t[i].enabled[k], t[i].running[k], interval);
 		}
 	}
+	for (int k = 0; k < r->nr_ev; k++)
+		if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
+			struct thread_counts none = { .tid = -1, .pid = -1 };
+
+			print_json(r->out, &none, &r->ev[k], 0, 0, 0, interval);
+		}
+}
+
+static void print_title(struct stat_run *r)
+{
+	const struct stat_opts *o = r->o;
+	char what[128];
+
+	if (o->cmd) {
+		struct sbuf b = {};
+
+		for (char **a = o->cmd; *a; a++)
+			sbuf_printf(&b, "%s%s", a == o->cmd ? "" : " ", *a);
+		sbuf_zero(&b, 1);
+		fprintf(r->out, "\n Performance counter stats for '%s' (%s):\n\n", b.err ? "?" : b.p,
+			o->pids.n || o->tids.n ? "filtered" : "system wide");
+		sbuf_free(&b);
+	} else {
+		target_desc(o, what, sizeof(what));
+		fprintf(r->out, "\n Performance counter stats for %s:\n\n", what);
+	}
+}
+
+/* The task-clock of a row, in ms, for the K/sec of the others; 0 without one. */
+static double task_clock_ms(const struct stat_run *r, const __u64 *value)
+{
+	double ms = 0;
+
+	for (int k = 0; k < r->nr_ev; k++)
+		if (r->ev[k].slot != COUNTER_UNSUPPORTED && !strcmp(r->ev[k].spec.name, "task-clock"))
+			ms = value[k] / 1e6;
+	return ms;
+}
+
+static void print_per_thread(struct stat_run *r, const struct reading *rd, const char *prefix)
+{
+	const struct thread_counts *t = rd->t;
+
+	for (int i = 0; i < rd->n; i++) {
+		char who[64];
+		double ms;
+
+		if (!any_count(&t[i], SP_MAX_COUNTERS))
+			continue;
+		snprintf(who, sizeof(who), "%s%16s-%-8d", prefix, t[i].comm, (int)t[i].tid);
+		ms = task_clock_ms(r, t[i].value);
+		for (int k = 0; k < r->nr_ev; k++) {
+			if (r->ev[k].slot == COUNTER_UNSUPPORTED)
+				continue;
+			print_value(r->out, who, &r->ev[k], scaled(t[i].value[k], t[i].enabled[k], t[i].running[k]),
+				    t[i].enabled[k], t[i].running[k], 0, is_clock(&r->ev[k]) ? 0 : ms);
+		}
+	}
+}
+
+static void print_totals(struct stat_run *r, const struct event_sums *tot, const char *prefix, double elapsed_s)
+{
+	double task_ms = task_clock_ms(r, tot->value);
+
+	for (int k = 0; k < r->nr_ev; k++) {
+		if (r->ev[k].slot == COUNTER_UNSUPPORTED) {
+			fprintf(r->out, "%s%18s      %s\n", prefix, "<not supported>", r->ev[k].spec.name);
+			continue;
+		}
+		print_value(r->out, prefix, &r->ev[k], scaled(tot->value[k], tot->enabled[k], tot->running[k]),
+			    tot->enabled[k], tot->running[k], elapsed_s, is_clock(&r->ev[k]) ? 0 : task_ms);
+	}
+}
+
+/* One report: totals or per-thread, text or JSON; interval < 0 for the final one. */
+static int report(struct stat_run *r, double interval, double elapsed_s)
+{
+	const struct stat_opts *o = r->o;
+	struct reading rd = {};
+	char prefix[32] = "";
+	int e = take_reading(r, interval, &rd);
+
+	if (e)
+		goto cleanup;
+	if (interval >= 0)
+		snprintf(prefix, sizeof(prefix), "%16.9f ", interval);
+	if (o->json) {
+		print_json_reading(r, &rd, interval);
+	} else {
+		if (interval < 0)
+			print_title(r);
+		if (o->per_thread)
+			print_per_thread(r, &rd, prefix);
+		else
+			print_totals(r, &rd.tot, prefix, interval >= 0 ? 0 : elapsed_s);
+		if (interval < 0) {
+			fprintf(r->out, "\n%18.9f seconds time elapsed\n\n", elapsed_s);
+			for (int k = 0; k < r->nr_ev; k++)
+				if (r->ev[k].slot == COUNTER_UNSUPPORTED)
+					fprintf(r->out, "%s\n", r->ev[k].why);
+		}
+	}
+	if (interval >= 0)
+		keep_reading(r, &rd);
 	fflush(r->out);
 cleanup:
-	free(cur);
-	free(t);
+	reading_free(&rd);
 	return e;
+}
+
+/* The events, the output and the counters, opened; nothing runs yet.  Says why not. */
+static int stat_open(struct stat_run *r, struct int_list *online)
+{
+	const struct stat_opts *o = r->o;
+	struct event_spec *evs = NULL;
+	char err[512];
+	int nr = 0, e;
+
+	e = event_list_parse(o->events ? o->events : default_events, &evs, &nr, err, sizeof(err));
+	if (e) {
+		pr_err("%s", err);
+		return e;
+	}
+	if (nr > SP_MAX_COUNTERS) {
+		pr_err("-e names %d events; at most %d can be counted in one run", nr, SP_MAX_COUNTERS);
+		e = -E2BIG;
+		goto cleanup;
+	}
+	e = run_check_privileges();
+	if (e)
+		goto cleanup;
+	r->out = stderr;
+	if (o->output) {
+		r->out = fopen(o->output, "we");
+		if (!r->out) {
+			e = -errno;
+			pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+			goto cleanup;
+		}
+	}
+	runctl_init();
+	libbpf_setup_init();
+	if (host_online_cpus(online)) {
+		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
+		e = -ENOENT;
+		goto cleanup;
+	}
+	e = run_check_targets(&o->pids, &o->tids);
+	if (e)
+		goto cleanup;
+	{
+		struct counters_opts co = {
+			.evs = evs, .nr_evs = nr, .cpus = online,
+			.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
+			.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+			.max_threads = o->max_threads, .prefer_raw_tp = o->raw_tp,
+		};
+
+		e = counters__open(&r->cs, &co, err, sizeof(err));
+		if (e) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+	}
+	r->ev = counters__events(r->cs, &r->nr_ev);
+cleanup:
+	free(evs);
+	return e;
+}
+
+/* Until -d, CMD's exit or a signal, with -I's reports on the way; then the last one. */
+static void stat_loop(struct stat_run *r, struct run *run)
+{
+	const struct stat_opts *o = r->o;
+	__u64 next_interval = 0;
+
+	if (o->interval_ms)
+		next_interval = r->start_ns + o->interval_ms * 1000000ull;
+	for (int timeout = 0; run__wait(run, NULL, 0, timeout);) {
+		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + 500000000ull;
+
+		if (next_interval && now >= next_interval) {
+			report(r, (now - r->start_ns) / 1e9, 0);
+			next_interval += o->interval_ms * 1000000ull;
+		}
+		if (next_interval)
+			wake = SP_MIN(wake, next_interval);
+		timeout = wake > now ? (wake - now) / 1000000 + 1 : 0;
+	}
+	counters__stop(r->cs);
+	run__stop(run);
+	if (!o->interval_ms || o->json) {
+		/* JSON intervals already hold every figure; the text mode ends with the totals. */
+		if (!o->interval_ms)
+			report(r, -1, (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9);
+	} else {
+		report(r, (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1e9, 0);
+	}
+}
+
+static void stat_losses(struct stat_run *r)
+{
+	__u64 full, rerr, gaps;
+
+	counters__losses(r->cs, &full, &rerr, &gaps);
+	if (gaps)
+		pr_debug("%llu switches into a thread were never traced (tasks hidden from tracepoints); "
+			 "the thread seen leaving was given its CPU time by the scheduler's account", (unsigned long long)gaps);
+	if (full)
+		pr_warn("%llu time slices went uncounted: the per-thread map was full; raise --max-threads above %llu",
+			(unsigned long long)full, (unsigned long long)r->o->max_threads);
+	if (rerr)
+		pr_warn("%llu counter reads failed in BPF", (unsigned long long)rerr);
 }
 
 int cmd_stat(int argc, char **argv)
 {
 	struct stat_opts o;
-	struct stat_run r = {};
-	struct event_spec *evs = NULL;
+	struct stat_run r = { .o = &o };
 	struct int_list online = {};
 	struct run run = {};
 	char err[512];
-	__u64 next_interval = 0, full, rerr, gaps;
-	int nr = 0, e, ret = 1;
+	int e, ret = 1;
 
 	sp_prog = "spanperf stat";
 	e = stat_parse_args(argc, argv, &o, err, sizeof(err));
@@ -401,50 +559,7 @@ int cmd_stat(int argc, char **argv)
 		goto cleanup;
 	}
 	sp_verbose = o.verbose;
-	r.o = &o;
-	e = event_list_parse(o.events ? o.events : default_events, &evs, &nr, err, sizeof(err));
-	if (e) {
-		pr_err("%s", err);
-		goto cleanup;
-	}
-	if (nr > SP_MAX_COUNTERS) {
-		pr_err("-e names %d events; at most %d can be counted in one run", nr, SP_MAX_COUNTERS);
-		goto cleanup;
-	}
-	if (run_check_privileges())
-		goto cleanup;
-	r.out = stderr;
-	if (o.output) {
-		r.out = fopen(o.output, "we");
-		if (!r.out) {
-			pr_err("cannot write -o '%s': %s", o.output, strerror(errno));
-			goto cleanup;
-		}
-	}
-	runctl_init();
-	libbpf_setup_init();
-	if (host_online_cpus(&online)) {
-		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
-		goto cleanup;
-	}
-	if (run_check_targets(&o.pids, &o.tids))
-		goto cleanup;
-	{
-		struct counters_opts co = {
-			.evs = evs, .nr_evs = nr, .cpus = &online,
-			.filter = o.pids.n ? &o.pids : o.tids.n ? &o.tids : NULL,
-			.filter_mode = o.pids.n ? SP_FILTER_PID : o.tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
-			.max_threads = o.max_threads, .prefer_raw_tp = o.raw_tp,
-		};
-
-		e = counters__open(&r.cs, &co, err, sizeof(err));
-		if (e) {
-			pr_err("%s", err);
-			goto cleanup;
-		}
-	}
-	r.ev = counters__events(r.cs, &r.nr_ev);
-	if (run__prepare(&run, o.cmd))
+	if (stat_open(&r, &online) || run__prepare(&run, o.cmd))
 		goto cleanup;
 	e = counters__start(r.cs);
 	if (e) {
@@ -456,37 +571,8 @@ int cmd_stat(int argc, char **argv)
 		 (unsigned long long)counters__bytes_per_thread(r.cs));
 	if (run__start(&run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	if (o.interval_ms)
-		next_interval = r.start_ns + o.interval_ms * 1000000ull;
-	for (int timeout = 0; run__wait(&run, NULL, 0, timeout);) {
-		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + 500000000ull;
-
-		if (next_interval && now >= next_interval) {
-			report(&r, (now - r.start_ns) / 1e9, 0);
-			next_interval += o.interval_ms * 1000000ull;
-		}
-		if (next_interval)
-			wake = SP_MIN(wake, next_interval);
-		timeout = wake > now ? (wake - now) / 1000000 + 1 : 0;
-	}
-	counters__stop(r.cs);
-	run__stop(&run);
-	if (!o.interval_ms || o.json) {
-		/* JSON intervals already hold every figure; the text mode ends with the totals. */
-		if (!o.interval_ms)
-			report(&r, -1, (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9);
-	} else {
-		report(&r, (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9, 0);
-	}
-	counters__losses(r.cs, &full, &rerr, &gaps);
-	if (gaps)
-		pr_debug("%llu switches into a thread were never traced (tasks hidden from tracepoints); "
-			 "the thread seen leaving was given its CPU time by the scheduler's account", (unsigned long long)gaps);
-	if (full)
-		pr_warn("%llu time slices went uncounted: the per-thread map was full; raise --max-threads above %llu",
-			(unsigned long long)full, (unsigned long long)o.max_threads);
-	if (rerr)
-		pr_warn("%llu counter reads failed in BPF", (unsigned long long)rerr);
+	stat_loop(&r, &run);
+	stat_losses(&r);
 	ret = run__exit_code(&run);
 cleanup:
 	run__stop(&run);
@@ -495,7 +581,6 @@ cleanup:
 	counters__free(r.cs);
 	free(r.prev);
 	u64_map_free(&r.prev_idx);
-	free(evs);
 	int_list_free(&online);
 	stat_opts_free(&o);
 	return ret;
