@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "log.h"
+#include "report.h"
 #include "report_spans.h"
 
 static void usage(FILE *out)
@@ -86,8 +87,11 @@ int cmd_annotate(int argc, char **argv)
 		pr_err("--spans FILE is required: the spans to annotate, as JSON lines");
 		return 1;
 	}
-	if (folded)
-		return report_folded_by_span(o.input, o.external);
+	if (folded) {
+		struct report_opts ro = { .input = o.input, .external = o.external, .folded = true, .span_prefix = true };
+
+		return report_run(&ro);
+	}
 	if (spans_report(&o, err, sizeof(err))) {
 		pr_err("%s", err);
 		return 1;

@@ -13,11 +13,4 @@ int cmd_stat(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 
-/*
- * report --folded --span-prefix and annotate --format folded: the on-CPU
- * stacks of input, each prefixed with the spans it fell in (the recorded
- * ones, or those of the external spans file); 0 or 1.
- */
-int report_folded_by_span(const char *input, const char *external);
-
 #endif

@@ -9,9 +9,11 @@
 #include "util.h"
 
 struct ospan {
-	__u32 tid;
+	__u32 tid, pid;
 	__u64 start, end;
 	struct otel_ids ids;
+	__u8 *raw_attrs; /* until otel_join__name_attrs: the process context comes at the end */
+	__u16 raw_size;
 };
 
 struct osample {
@@ -147,7 +149,7 @@ struct otel_join *otel_join__new(void)
 	return calloc(1, sizeof(struct otel_join));
 }
 
-int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const struct otel_pctx *pc)
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 {
 	char trace[33], span[17];
 	struct ospan *s;
@@ -159,14 +161,34 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const str
 	otel_hex(trace, r->trace_id, 16);
 	otel_hex(span, r->span_id, 8);
 	s = &j->spans[j->nspans];
-	*s = (struct ospan){ .tid = r->tid, .start = r->start_ns, .end = r->end_ns };
+	*s = (struct ospan){ .tid = r->tid, .pid = r->pid, .start = r->start_ns, .end = r->end_ns };
 	s->ids.trace_id = strpool_intern(&j->pool, trace, NULL);
 	s->ids.span_id = strpool_intern(&j->pool, span, NULL);
 	if (!s->ids.trace_id || !s->ids.span_id)
 		return -ENOMEM;
-	if (otel_attrs_intern(&j->pool, pc, r->attrs, r->attrs_size, &s->ids.attrs))
-		return -ENOMEM;
+	if (r->attrs_size) {
+		s->raw_attrs = malloc(r->attrs_size);
+		if (!s->raw_attrs)
+			return -ENOMEM;
+		memcpy(s->raw_attrs, r->attrs, r->attrs_size);
+		s->raw_size = r->attrs_size;
+	}
 	j->nspans++;
+	return 0;
+}
+
+int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx)
+{
+	for (size_t i = 0; i < j->nspans; i++) {
+		struct ospan *s = &j->spans[i];
+
+		if (!s->raw_attrs)
+			continue;
+		if (otel_attrs_intern(&j->pool, pc_of(ctx, s->pid), s->raw_attrs, s->raw_size, &s->ids.attrs))
+			return -ENOMEM;
+		free(s->raw_attrs);
+		s->raw_attrs = NULL;
+	}
 	return 0;
 }
 
@@ -322,6 +344,8 @@ void otel_join__free(struct otel_join *j)
 	if (!j)
 		return;
 	strpool_free(&j->pool);
+	for (size_t i = 0; i < j->nspans; i++)
+		free(j->spans[i].raw_attrs);
 	free(j->spans);
 	free(j->samples);
 	free(j->pspans);

@@ -47,11 +47,16 @@ struct span_row {
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
+	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
+	__u16 raw_size;
 	size_t first, count; /* the join's result */
 };
 
 struct span_report {
-	const struct spans_report_opts *o;
+	struct spans_report_opts o;
+	struct ext_span *ext; /* annotate's spans, and the text they point into */
+	size_t next;
+	char *text;
 	struct session *sess;
 	struct strpool names; /* span names; a row's name is its id here */
 	struct strpool attrs; /* otel spans' attributes */
@@ -98,7 +103,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 		.unfinished = sp->flags & SP_SPAN_UNFINISHED, .bpf_samples = sp->samples,
 	};
 
-	if (r->o->external)
+	if (r->o.external)
 		return 0;
 	row.name = name_index(r, ss->name);
 	if (row.name < 0)
@@ -108,14 +113,39 @@ static int on_span(void *ctx, const struct sess_span *ss)
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
 		memcpy(row.span_id, sp->span_id, 8);
-		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, sp->pid), sp->attrs, sp->attrs_size,
-				      &row.attrs))
-			return -ENOMEM;
+		if (sp->attrs_size) {
+			row.raw_attrs = malloc(sp->attrs_size);
+			if (!row.raw_attrs)
+				return -ENOMEM;
+			memcpy(row.raw_attrs, sp->attrs, sp->attrs_size);
+			row.raw_size = sp->attrs_size;
+		}
 	}
-	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp))) {
+		free(row.raw_attrs);
 		return -ENOMEM;
+	}
 	r->sp[r->nsp++] = row;
 	return 0;
+}
+
+/* The otel spans' attributes, named through their process's context, read by now. */
+static int on_finish(void *ctx)
+{
+	struct span_report *r = ctx;
+
+	for (size_t i = 0; i < r->nsp; i++) {
+		struct span_row *row = &r->sp[i];
+
+		if (!row->raw_attrs)
+			continue;
+		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, row->pid), row->raw_attrs,
+				      row->raw_size, &row->attrs))
+			return -ENOMEM;
+		free(row->raw_attrs);
+		row->raw_attrs = NULL;
+	}
+	return span_wall__finish(r->wall);
 }
 
 static int add_external(struct span_report *r, const struct ext_span *ext, size_t n)
@@ -279,7 +309,7 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		sbuf_printf(b, ",\"span_id\":%s", sp->ext->span_id);
 	if (sp->unfinished)
 		sbuf_printf(b, ",\"unfinished\":true");
-	if (r->o->bpf_samples && sp->source != SP_SRC_EXTERNAL)
+	if (r->o.bpf_samples && sp->source != SP_SRC_EXTERNAL)
 		sbuf_printf(b, ",\"bpf_samples\":%llu", (unsigned long long)sp->bpf_samples);
 	sbuf_printf(b, "}\n");
 }
@@ -307,7 +337,7 @@ static int to_recording_clock(struct span_report *r, struct ext_span *ext, size_
 	if (!m->clock_tod_ns)
 		return set_errorf(err, errlen, -EINVAL,
 				  "%s has no CLOCK_DATA (the wall-clock time of its start), so the OTLP spans' unix times cannot be placed; record it with spanperf 0.1 or later",
-				  r->o->input);
+				  r->o.input);
 	for (i = 0; i < n; i++)
 		if (ext[i].realtime) {
 			ext[i].start -= off;
@@ -508,7 +538,7 @@ static int print_table(struct span_report *r, FILE *out)
 	if (!dur)
 		return -ENOMEM;
 	/* External spans carry no counters: no columns for them. */
-	if (r->o->external)
+	if (r->o.external)
 		r->nr_ctr = 0;
 	fprintf(out, "# %zu spans of %zu kinds, %zu samples\n#\n", r->nsp, r->names.n, r->ns);
 	fprintf(out, "# %-20s %-10s %8s %10s %10s %10s %8s", "name", "source", "count", "p50 ms", "p99 ms",
@@ -663,11 +693,11 @@ static int print_otlp(struct span_report *r, FILE *out, char *err, size_t errlen
 		free(rows);
 		return set_errorf(err, errlen, -EINVAL,
 				  "%s has no CLOCK_DATA, so its spans cannot be given unix times for OTLP",
-				  r->o->input);
+				  r->o.input);
 	}
 	if (span_wall__unjoinable(r->wall))
 		pr_warn("%s holds sums of short off-CPU blocks that no span can be given, so perf.off_cpu_ms leaves them out; record with --off-cpu-thresh 0",
-			r->o->input);
+			r->o.input);
 	if (r->sess->first_sampling >= 0) {
 		const struct perf_event_attr *a = &r->sess->rd->attrs[r->sess->first_sampling].attr;
 
@@ -783,47 +813,64 @@ static int print_json(struct span_report *r, FILE *out)
 	return e;
 }
 
-/* Spans and samples read, placed and joined: what every output of the spans prints. */
-static int spans_load(struct span_report *r, struct ext_span **ext, size_t *next, char **text, char *err,
-		      size_t errlen)
+/* annotate's spans, read before the pass. */
+static int read_external(struct span_report *r, char *err, size_t errlen)
 {
-	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
-	const struct spans_report_opts *o = r->o;
+	const char *path = r->o.external;
 	struct otlp_stats ost = {};
-	size_t len, unplaced;
+	size_t len;
+	int e = read_file_all(path, &r->text, &len);
+
+	if (e)
+		return set_errorf(err, errlen, e, "cannot read --spans '%s': %s", path, strerror(-e));
+	if (otlp_json_detect(r->text, len)) {
+		e = otlp_json_parse(r->text, len, path, &r->ext, &r->next, &ost, err, errlen);
+		if (!e && ost.skipped)
+			pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
+				ost.skipped, path);
+		return e;
+	}
+	return ext_spans_parse(r->text, len, path, &r->ext, &r->next, err, errlen);
+}
+
+int span_report__new(struct span_report **out, struct session *sess, const struct spans_report_opts *o, char *err,
+		     size_t errlen)
+{
+	static const struct session_ops ops = { .sample = on_sample, .span = on_span, .finish = on_finish };
+	struct span_report *r = calloc(1, sizeof(*r));
 	int e;
 
-	if (o->external) {
-		e = read_file_all(o->external, text, &len);
-		if (e)
-			return set_errorf(err, errlen, e, "cannot read --spans '%s': %s", o->external, strerror(-e));
-		if (otlp_json_detect(*text, len)) {
-			e = otlp_json_parse(*text, len, o->external, ext, next, &ost, err, errlen);
-			if (!e && ost.skipped)
-				pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
-					ost.skipped, o->external);
-		} else {
-			e = ext_spans_parse(*text, len, o->external, ext, next, err, errlen);
-		}
-		if (e)
-			return e;
+	*out = NULL;
+	if (!r)
+		return set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
+	r->o = *o;
+	r->sess = sess;
+	r->ctr_names = sess->span_counters;
+	r->nr_ctr = sess->nr_span_counters;
+	e = o->external ? read_external(r, err, errlen) : 0;
+	if (!e && (span_wall__new(&r->wall, sess) || session__add_consumer(sess, &ops, r)))
+		e = set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
+	if (e) {
+		span_report__free(r);
+		return e;
 	}
-	e = session__open(&r->sess, o->input, NULL, err, errlen);
+	*out = r;
+	return 0;
+}
+
+int span_report__finish(struct span_report *r, char *err, size_t errlen)
+{
+	const struct spans_report_opts *o = &r->o;
+	size_t unplaced;
+	int e = to_recording_clock(r, r->ext, r->next, err, errlen);
+
 	if (e)
 		return e;
-	r->ctr_names = r->sess->span_counters;
-	r->nr_ctr = r->sess->nr_span_counters;
-	if (span_wall__new(&r->wall, r->sess))
-		goto oom;
-	e = session__process(r->sess, &ops, r, err, errlen) ?: to_recording_clock(r, *ext, *next, err, errlen);
-	if (e)
-		return e;
-	span_wall__finish(r->wall);
-	unplaced = place_by_pid(r, *ext, *next);
+	unplaced = place_by_pid(r, r->ext, r->next);
 	if (unplaced)
 		pr_warn("%zu of %zu spans of %s have no thread.id, and their process had no single thread with samples in their window; left out",
-			unplaced, *next, o->external);
-	if (o->external && add_external(r, *ext, *next))
+			unplaced, r->next, o->external);
+	if (o->external && add_external(r, r->ext, r->next))
 		goto oom;
 	sort_n(r->sp, r->nsp, sizeof(*r->sp), cmp_row_start);
 	if (join(r))
@@ -837,36 +884,51 @@ oom:
 	return set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
 }
 
-static void span_report_free(struct span_report *r)
+void span_report__free(struct span_report *r)
 {
+	if (!r)
+		return;
 	strpool_free(&r->names);
 	strpool_free(&r->attrs);
 	free(r->s);
+	for (size_t i = 0; i < r->nsp; i++)
+		free(r->sp[i].raw_attrs);
 	free(r->sp);
 	free(r->sorted);
 	span_wall__free(r->wall);
-	session__free(r->sess);
+	free(r->ext);
+	free(r->text);
+	free(r);
 }
 
-int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
+int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen)
 {
-	struct span_report r = { .o = o };
-	struct ext_span *ext = NULL;
-	size_t next = 0;
-	char *text = NULL;
-	int e = spans_load(&r, &ext, &next, &text, err, errlen);
+	const struct spans_report_opts *o = &r->o;
+	int e = o->otlp ? print_otlp(r, out, err, errlen) : o->json ? print_json(r, out) : print_table(r, out);
 
-	if (e)
-		goto cleanup;
-	e = o->otlp ? print_otlp(&r, stdout, err, errlen) : o->json ? print_json(&r, stdout) : print_table(&r, stdout);
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining spans of %s", o->input);
 	else if (e && e != -EINVAL)
 		snprintf(err, errlen, "cannot write the spans of %s: %s", o->input, strerror(-e));
-cleanup:
-	span_report_free(&r);
-	free(ext);
-	free(text);
+	return e;
+}
+
+int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
+{
+	struct session *sess = NULL;
+	struct span_report *r = NULL;
+	int e = session__open(&sess, o->input, NULL, err, errlen);
+
+	if (!e)
+		e = span_report__new(&r, sess, o, err, errlen);
+	if (!e)
+		e = session__run(sess, err, errlen);
+	if (!e)
+		e = span_report__finish(r, err, errlen);
+	if (!e)
+		e = span_report__print(r, stdout, err, errlen);
+	span_report__free(r);
+	session__free(sess);
 	return e;
 }
 
@@ -880,51 +942,38 @@ static void frame_safe(char *s)
 			*s = ' ';
 }
 
-int spans_collect(const struct spans_report_opts *o, struct strpool *pool, struct span_label **out, size_t *n,
-		  char *err, size_t errlen)
+int span_report__labels(struct span_report *r, struct strpool *pool, struct span_label **out, size_t *n)
 {
-	struct span_report r = { .o = o };
-	struct span_label *l = NULL;
-	struct ext_span *ext = NULL;
-	size_t next = 0;
-	char *text = NULL;
+	struct span_label *l = calloc(r->nsp ? r->nsp : 1, sizeof(*l));
 	struct sbuf b = {};
-	int e = spans_load(&r, &ext, &next, &text, err, errlen);
+	int e = -ENOMEM;
 
 	*out = NULL;
 	*n = 0;
-	if (e)
-		goto cleanup;
-	l = calloc(r.nsp ? r.nsp : 1, sizeof(*l));
 	if (!l)
-		goto oom;
-	for (size_t i = 0; i < r.nsp; i++) {
-		const struct span_row *sp = &r.sp[i];
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nsp; i++) {
+		const struct span_row *sp = &r->sp[i];
 		char trace[33], span[17];
 
 		span_ids(sp, i, trace, span);
 		b.len = 0;
-		sbuf_printf(&b, "span:%s:%s", r.names.str[sp->name], span);
+		sbuf_printf(&b, "span:%s:%s", r->names.str[sp->name], span);
 		sbuf_zero(&b, 1);
 		if (b.err)
-			goto oom;
+			goto cleanup;
 		frame_safe(b.p);
 		l[i] = (struct span_label){ .tid = sp->tid, .start = sp->start, .end = sp->end,
 					    .label = strpool_intern(pool, b.p, NULL) };
 		if (!l[i].label)
-			goto oom;
+			goto cleanup;
 	}
 	*out = l;
-	*n = r.nsp;
+	*n = r->nsp;
 	l = NULL;
-	goto cleanup;
-oom:
-	e = set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
+	e = 0;
 cleanup:
 	sbuf_free(&b);
 	free(l);
-	span_report_free(&r);
-	free(ext);
-	free(text);
 	return e;
 }

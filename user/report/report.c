@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The report engine: the consumers the options need, one pass, then the outputs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "hash.h"
+#include "log.h"
+#include "report.h"
+#include "report_spans.h"
+#include "session.h"
+#include "unwind.h"
+#include "util.h"
+
+/* Writes a file through a temporary name, so that a failure leaves nothing half-written. */
+static int write_output(const char *path, int (*fn)(const struct profile *, FILE *, const void *),
+			const struct profile *p, const void *arg)
+{
+	struct atomic_file af;
+	FILE *f;
+	int e = atomic_file__open(&af, path, 0644, false);
+
+	if (e)
+		return e;
+	f = atomic_file__stdio(&af);
+	e = f ? fn(p, f, arg) : -errno;
+	if (!e)
+		e = atomic_file__commit(&af);
+	atomic_file__release(&af);
+	return e;
+}
+
+static int flame_fn(const struct profile *p, FILE *f, const void *title)
+{
+	return report_flamegraph(p, title, f);
+}
+
+static int pprof_fn(const struct profile *p, FILE *f, const void *arg)
+{
+	(void)arg;
+	return report_pprof(p, f);
+}
+
+/* As perf report: one section per event, on-CPU first; or the one --event chose. */
+static int report_tables(const struct profile *p, bool ev_set, enum pview ev, const struct table_opts *to)
+{
+	struct profile v;
+	int e;
+
+	if (!ev_set || ev == PV_ON_CPU) {
+		e = report_table(p, to, stdout);
+		if (e || ev_set || !p->nr_off_stacks)
+			return e;
+		if (!to->json)
+			fputc('\n', stdout);
+		ev = PV_OFF_CPU;
+	}
+	e = profile_view(p, ev, false, &v) ?: report_table(&v, to, stdout);
+	profile_view_free(&v);
+	return e;
+}
+
+/* --span-prefix: the spans as report --spans (or annotate) places them, before the stacks in them. */
+static int add_prefixes(struct profile *p, struct span_report *sr, char *err, size_t errlen)
+{
+	struct span_label *l = NULL;
+	struct strpool pool = {};
+	size_t n = 0;
+	int e = span_report__finish(sr, err, errlen);
+
+	if (!e && (e = span_report__labels(sr, &pool, &l, &n)))
+		set_errorf(err, errlen, e, "out of memory joining spans of %s", p->rd->path);
+	for (size_t i = 0; !e && i < n; i++)
+		if ((e = profile__add_prefix_span(p, l[i].tid, l[i].start, l[i].end, l[i].label)))
+			set_errorf(err, errlen, e, "out of memory reading %s", p->rd->path);
+	if (!e)
+		pr_debug("%s: %zu spans prefix the stacks of %llu samples", p->rd->path, n,
+			 (unsigned long long)p->samples);
+	free(l);
+	strpool_free(&pool);
+	return e;
+}
+
+/*
+ * The profile in one pass; with span_prefix the span join rides the same
+ * pass (and the same symbolizer), and its spans split the stacks after it.
+ */
+static int load_profile(struct session *sess, struct profile **p, const struct report_opts *o, char *err,
+			size_t errlen)
+{
+	struct profile_opts po = { .span_prefix = o->span_prefix };
+	struct spans_report_opts so = { .input = o->input, .external = o->external };
+	struct span_report *sr = NULL;
+	int e = profile__new(p, sess, &po);
+
+	if (e)
+		return set_errorf(err, errlen, e, "cannot read %s: %s", o->input, strerror(-e));
+	e = o->span_prefix ? span_report__new(&sr, sess, &so, err, errlen) : 0;
+	if (!e)
+		e = session__run(sess, err, errlen);
+	if (!e && sr)
+		e = add_prefixes(*p, sr, err, errlen);
+	if (!e && (e = profile__finish(*p)))
+		set_errorf(err, errlen, e, "out of memory reading %s", o->input);
+	span_report__free(sr);
+	return e;
+}
+
+static void say_what_was_read(const char *input, const struct profile *p)
+{
+	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
+		 "(each with its parent's maps), %llu execs; %llu samples lost while recording; %d dsos read from "
+		 "the build-id cache (containers' files, or files gone from their paths)",
+		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
+		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
+		 symbolizer__from_cache(p->sym));
+	if (sp_verbose >= 1) {
+		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
+		unwinder__print_stats(p->unwinder, stderr);
+	}
+}
+
+static int write_flamegraph(const struct report_opts *o, const struct profile *shown, bool ns)
+{
+	char title[600];
+	int e;
+
+	snprintf(title, sizeof(title), "%s: %llu samples of %s%s", o->input, (unsigned long long)shown->samples,
+		 shown->event ? shown->event : "?", ns ? ", in ns" : "");
+	e = shown->samples ? write_output(o->flame, flame_fn, shown, title) : -ENODATA;
+	if (e)
+		pr_err("cannot write --flamegraph '%s': %s", o->flame,
+		       e == -ENODATA ? "the file has no samples" : strerror(-e));
+	return e;
+}
+
+/* Every output of the profile the options ask for; 0, or 1 after saying why. */
+static int profile_outputs(const struct report_opts *o, const struct profile *p)
+{
+	struct profile view = {};
+	const struct profile *shown = p;
+	int e = 0, ret = 1;
+
+	/* Off-CPU and wall views weigh stacks by their nanoseconds. */
+	if (o->ev_set && o->ev != PV_ON_CPU) {
+		e = profile_view(p, o->ev, true, &view);
+		if (e) {
+			pr_err("cannot report %s: %s", o->input, strerror(-e));
+			goto cleanup;
+		}
+		shown = &view;
+	}
+	if (o->flame && write_flamegraph(o, shown, shown != p))
+		goto cleanup;
+	if (o->pprof && (e = write_output(o->pprof, pprof_fn, p, NULL))) {
+		pr_err("cannot write --pprof '%s': %s", o->pprof, strerror(-e));
+		goto cleanup;
+	}
+	if (o->folded)
+		e = report_folded(shown, stdout);
+	else if (!o->flame && !o->pprof)
+		e = report_tables(p, o->ev_set, o->ev, &o->table);
+	if (e) {
+		pr_err("%s %s: %s", o->external ? "cannot write the folded stacks of" : "cannot report", o->input,
+		       strerror(-e));
+		goto cleanup;
+	}
+	if (fflush(stdout)) {
+		if (o->external)
+			pr_err("cannot write the folded stacks of %s: %s", o->input, strerror(errno));
+		else
+			pr_err("cannot write the report: %s", strerror(errno));
+		goto cleanup;
+	}
+	ret = 0;
+cleanup:
+	profile_view_free(&view);
+	return ret;
+}
+
+int report_run(const struct report_opts *o)
+{
+	struct session *sess = NULL;
+	struct profile *p = NULL;
+	char err[512] = "";
+	int ret = 1, e;
+
+	if (o->spans) {
+		struct spans_report_opts so = { .input = o->input, .json = o->table.json, .otlp = o->otlp,
+						.bpf_samples = o->bpf_samples };
+
+		if (spans_report(&so, err, sizeof(err))) {
+			pr_err("%s", err);
+			return 1;
+		}
+		return 0;
+	}
+	e = session__open(&sess, o->input, NULL, err, sizeof(err));
+	if (!e)
+		e = load_profile(sess, &p, o, err, sizeof(err));
+	if (e) {
+		/* Some failures (out of memory) leave err unwritten. */
+		if (err[0])
+			pr_err("%s", err);
+		else
+			pr_err("cannot read %s: %s", o->input, strerror(-e));
+		goto cleanup;
+	}
+	say_what_was_read(o->input, p);
+	ret = profile_outputs(o, p);
+cleanup:
+	profile__free(p);
+	session__free(sess);
+	return ret;
+}
