@@ -67,8 +67,8 @@ struct symbolizer {
 	struct dso **dsos;
 	int nr_dsos;
 	struct hindex dso_idx; /* over dsos, by path */
-	struct proc_maps *procs;
-	int nr_procs, cap_procs;
+	struct proc_maps **procs; /* each apart: outputs keep pointers to its names while processes come */
+	size_t nr_procs, cap_procs;
 	struct u64_map proc_by_pid;
 	struct dso *kernel;
 	struct sym_dso_info *infos;
@@ -414,11 +414,12 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	for (int i = 0; i < s->nr_dsos; i++)
 		dso_free(s->dsos[i]);
-	for (int i = 0; i < s->nr_procs; i++) {
-		free(s->procs[i].maps);
-		free(s->procs[i].forks.t);
-		free(s->procs[i].execs.t);
-		dso_free(s->procs[i].jit);
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		free(s->procs[i]->maps);
+		free(s->procs[i]->forks.t);
+		free(s->procs[i]->execs.t);
+		dso_free(s->procs[i]->jit);
+		free(s->procs[i]);
 	}
 	free(s->dsos);
 	free(s->procs);
@@ -435,18 +436,18 @@ static struct proc_maps *proc_get(struct symbolizer *s, __s32 pid, bool create)
 	if (!v)
 		return NULL;
 	if (!*v) {
-		if (s->nr_procs == s->cap_procs) {
-			struct proc_maps *n = realloc(s->procs, (s->cap_procs = s->cap_procs ? s->cap_procs * 2 : 64) * sizeof(*n));
+		struct proc_maps *p;
 
-			if (!n)
-				return NULL;
-			s->procs = n;
-		}
-		memset(&s->procs[s->nr_procs], 0, sizeof(s->procs[0]));
-		s->procs[s->nr_procs].pid = pid;
+		if (array_reserve((void **)&s->procs, &s->cap_procs, s->nr_procs, sizeof(*s->procs)))
+			return NULL;
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->pid = pid;
+		s->procs[s->nr_procs] = p;
 		*v = ++s->nr_procs;
 	}
-	return &s->procs[*v - 1];
+	return s->procs[*v - 1];
 }
 
 static bool is_module(const char *f)
@@ -574,7 +575,6 @@ int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
 	child = proc_get(s, pid, true);
 	if (!child || add_bound(&child->forks, time))
 		return -ENOMEM;
-	/* proc_get may move the array: look the parent up after the child. */
 	parent = proc_get(s, ppid, false);
 	if (!parent)
 		return 0;
