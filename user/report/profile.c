@@ -290,27 +290,16 @@ static int split_by_otel(struct profile *p)
 		free(f);
 		return -ENOMEM;
 	}
+	/* The split stacks share their frames with the stacks as sampled, which keep them. */
 	for (size_t i = 0; i < n; i++) {
-		const struct pstack *old = &p->stacks[f[i].stack];
-
-		ns[i] = *old;
+		ns[i] = p->stacks[f[i].stack];
 		ns[i].count = f[i].count;
 		ns[i].period = f[i].period;
 		ns[i].otel = f[i].ids;
 		ns[i].span_prefix = f[i].prefix;
-		ns[i].frames = malloc((old->nr ? old->nr : 1) * sizeof(*old->frames));
-		if (!ns[i].frames) {
-			while (i--)
-				free(ns[i].frames);
-			free(ns);
-			free(f);
-			return -ENOMEM;
-		}
-		memcpy(ns[i].frames, old->frames, old->nr * sizeof(*old->frames));
 	}
-	for (size_t i = 0; i < p->nr_stacks; i++)
-		free(p->stacks[i].frames);
-	free(p->stacks);
+	p->sampled = p->stacks;
+	p->nr_sampled = p->nr_stacks;
 	p->stacks = ns;
 	p->nr_stacks = n;
 	free(f);
@@ -427,8 +416,10 @@ void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->nr_stacks; i++)
-		free(p->stacks[i].frames);
+	/* Split stacks borrow the frames of the stacks as sampled. */
+	for (size_t i = 0; i < (p->sampled ? p->nr_sampled : p->nr_stacks); i++)
+		free((p->sampled ? p->sampled : p->stacks)[i].frames);
+	free(p->sampled);
 	free(p->stacks);
 	for (size_t i = 0; i < p->nr_off_stacks; i++)
 		free(p->off_stacks[i].frames);

@@ -64,6 +64,9 @@ struct profile {
 	size_t nr_funcs;
 	struct pstack *stacks;	/* on-CPU: the sampling events */
 	size_t nr_stacks;
+	/* When the stacks are split by OTel context or span: the stacks as sampled, owning the frames */
+	struct pstack *sampled;
+	size_t nr_sampled;
 	__u64 samples, period;
 	/* Off-CPU (offcpu-time samples, period = ns blocked); offcpu_view.h shows them. */
 	struct pstack *off_stacks;

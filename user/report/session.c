@@ -157,7 +157,11 @@ static int apply_proc_events(struct session *s, struct timeline *tl, __u64 upto)
 	return e;
 }
 
-/* A process context, before any span needs it; one that does not decode is counted and skipped. */
+/*
+ * A process context, taken as it comes: a recording writes them at its end,
+ * so consumers look them up in their finish.  One that does not decode is
+ * counted and skipped.
+ */
 static int otel_process(struct session *s, const struct pd_event *ev)
 {
 	struct otel_pctx pc;

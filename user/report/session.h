@@ -74,8 +74,8 @@ struct session {
 	int first_sampling;   /* the first sampling attr, -1 if none */
 	char *span_counters[SP_MAX_COUNTERS]; /* what a span's counters[k] is */
 	int nr_span_counters;
-	__u64 lost;	      /* from LOST and LOST_SAMPLES records */
-	__u64 forks, execs;   /* new processes and execs seen */
+	__u64 lost;	      /* from LOST and LOST_SAMPLES records (all of them once the pass is done) */
+	__u64 forks, execs;   /* new processes and execs seen (likewise) */
 	struct otel_pctx *pctx; /* process contexts, the latest of each pid */
 	size_t nr_pctx, cap_pctx;
 	struct u64_map pctx_idx; /* pid -> index + 1 */
@@ -105,7 +105,11 @@ int session__process(struct session *s, const struct session_ops *ops, void *ctx
 const char *session__comm(struct session *s, __u32 tid, __u64 t);
 /* The process of tid (its latest), or -1. */
 __s64 session__pid_of(struct session *s, __u32 tid);
-/* pid's OTEP 4719 context as recorded (the latest), or NULL: its attribute keys print as numbers. */
+/*
+ * pid's OTEP 4719 context as recorded (the latest), or NULL: its attribute
+ * keys print as numbers.  Complete only in a consumer's finish and after:
+ * a recording writes them at its end.
+ */
 const struct otel_pctx *session__otel_process(struct session *s, __u32 pid);
 
 #endif
