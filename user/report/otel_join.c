@@ -8,10 +8,14 @@
 #include "otel_join.h"
 #include "util.h"
 
+/* Where a pooled string arrived in the pool: the order the fold groups by. */
+enum { ORD_SPAN, ORD_TRACE, ORD_ATTRS, ORD_PREFIX, NR_ORD };
+
 struct ospan {
 	__u32 tid, pid;
 	__u64 start, end;
 	struct otel_ids ids;
+	size_t ord[NR_ORD];
 	__u8 *raw_attrs; /* until otel_join__name_attrs: the process context comes at the end */
 	__u16 raw_size;
 };
@@ -21,12 +25,14 @@ struct osample {
 	__u64 time, period;
 	struct otel_ids ids;
 	const char *prefix;
+	size_t ord[NR_ORD]; /* 0 for none: pool ids are kept + 1 */
 };
 
 struct pspan {
 	__u32 tid;
 	__u64 start, end;
 	const char *label;
+	size_t ord;
 };
 
 struct otel_join {
@@ -162,10 +168,12 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 	otel_hex(span, r->span_id, 8);
 	s = &j->spans[j->nspans];
 	*s = (struct ospan){ .tid = r->tid, .pid = r->pid, .start = r->start_ns, .end = r->end_ns };
-	s->ids.trace_id = strpool_intern(&j->pool, trace, NULL);
-	s->ids.span_id = strpool_intern(&j->pool, span, NULL);
+	s->ids.trace_id = strpool_intern(&j->pool, trace, &s->ord[ORD_TRACE]);
+	s->ids.span_id = strpool_intern(&j->pool, span, &s->ord[ORD_SPAN]);
 	if (!s->ids.trace_id || !s->ids.span_id)
 		return -ENOMEM;
+	s->ord[ORD_TRACE]++;
+	s->ord[ORD_SPAN]++;
 	if (r->attrs_size) {
 		s->raw_attrs = malloc(r->attrs_size);
 		if (!s->raw_attrs)
@@ -177,6 +185,15 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 	return 0;
 }
 
+/* s's pool id + 1 (s is in the pool). */
+static size_t arrival(struct otel_join *j, const char *s)
+{
+	size_t id = 0;
+
+	strpool_intern(&j->pool, s, &id);
+	return id + 1;
+}
+
 int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx)
 {
 	for (size_t i = 0; i < j->nspans; i++) {
@@ -186,6 +203,7 @@ int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx)
 			continue;
 		if (otel_attrs_intern(&j->pool, pc_of(ctx, s->pid), s->raw_attrs, s->raw_size, &s->ids.attrs))
 			return -ENOMEM;
+		s->ord[ORD_ATTRS] = s->ids.attrs ? arrival(j, s->ids.attrs) : 0;
 		free(s->raw_attrs);
 		s->raw_attrs = NULL;
 	}
@@ -213,10 +231,12 @@ void otel_join__want_prefixes(struct otel_join *j)
 int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label)
 {
 	j->prefixes = true;
+	size_t id;
+
 	if (array_reserve((void **)&j->pspans, &j->cap_pspans, j->npspans, sizeof(*j->pspans)) ||
-	    !(label = strpool_intern(&j->pool, label, NULL)))
+	    !(label = strpool_intern(&j->pool, label, &id)))
 		return -ENOMEM;
-	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label };
+	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label, id + 1 };
 	return 0;
 }
 
@@ -241,7 +261,8 @@ static int cmp_pspan(const void *a, const void *b)
 static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct corr_span *sp)
 {
 	struct sbuf b = {};
-	const char *none = strpool_intern(&j->pool, SPAN_PREFIX_NONE, NULL);
+	size_t none_id;
+	const char *none = strpool_intern(&j->pool, SPAN_PREFIX_NONE, &none_id);
 	int err = -ENOMEM;
 
 	if (!none)
@@ -257,17 +278,21 @@ static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct co
 
 			if (!s->prefix) {
 				s->prefix = j->pspans[i].label;
+				s->ord[ORD_PREFIX] = j->pspans[i].ord;
 				continue;
 			}
 			b.len = 0;
 			sbuf_printf(&b, "%s;%s", s->prefix, j->pspans[i].label);
 			sbuf_zero(&b, 1);
-			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, NULL)))
+			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, &s->ord[ORD_PREFIX])))
 				goto cleanup;
+			s->ord[ORD_PREFIX]++;
 		}
 	for (size_t i = 0; i < j->nsamples; i++)
-		if (!j->samples[i].prefix)
+		if (!j->samples[i].prefix) {
 			j->samples[i].prefix = none;
+			j->samples[i].ord[ORD_PREFIX] = none_id + 1;
+		}
 	err = 0;
 cleanup:
 	sbuf_free(&b);
@@ -280,15 +305,10 @@ static int cmp_fold(const void *a, const void *b)
 
 	if (x->stack != y->stack)
 		return x->stack < y->stack ? -1 : 1;
-	/* Pooled strings: their addresses order them well enough to group. */
-	if (x->ids.span_id != y->ids.span_id)
-		return (uintptr_t)x->ids.span_id < (uintptr_t)y->ids.span_id ? -1 : 1;
-	if (x->ids.trace_id != y->ids.trace_id)
-		return (uintptr_t)x->ids.trace_id < (uintptr_t)y->ids.trace_id ? -1 : 1;
-	if (x->ids.attrs != y->ids.attrs)
-		return (uintptr_t)x->ids.attrs < (uintptr_t)y->ids.attrs ? -1 : 1;
-	if (x->prefix != y->prefix)
-		return (uintptr_t)x->prefix < (uintptr_t)y->prefix ? -1 : 1;
+	/* Pooled strings, in the order they arrived: not their addresses, which depend on the heap. */
+	for (int k = 0; k < NR_ORD; k++)
+		if (x->ord[k] != y->ord[k])
+			return x->ord[k] < y->ord[k] ? -1 : 1;
 	return 0;
 }
 
@@ -312,8 +332,12 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 	correlate(cs, j->nsamples, sp, j->nspans);
 	/* A thread's otel spans never overlap: each sample takes at most one. */
 	for (size_t i = 0; i < j->nspans; i++)
-		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++)
-			j->samples[cs[k].idx].ids = j->spans[i].ids;
+		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++) {
+			struct osample *s = &j->samples[cs[k].idx];
+
+			s->ids = j->spans[i].ids;
+			memcpy(s->ord, j->spans[i].ord, ORD_PREFIX * sizeof(s->ord[0]));
+		}
 	if (j->prefixes && chain_prefixes(j, cs, sp))
 		goto cleanup;
 	sort_n(j->samples, j->nsamples, sizeof(*j->samples), cmp_fold);
