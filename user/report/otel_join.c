@@ -15,7 +15,7 @@ struct ospan {
 	__u32 tid, pid;
 	__u64 start, end;
 	struct otel_ids ids;
-	size_t ord[NR_ORD];
+	__u32 ord[NR_ORD];
 	__u8 *raw_attrs; /* until otel_join__name_attrs: the process context comes at the end */
 	__u16 raw_size;
 };
@@ -23,16 +23,16 @@ struct ospan {
 struct osample {
 	__u32 tid, stack;
 	__u64 time, period;
-	struct otel_ids ids;
 	const char *prefix;
-	size_t ord[NR_ORD]; /* 0 for none: pool ids are kept + 1 */
+	__u32 ord[NR_ORD]; /* 0 for none: pool ids are kept + 1 */
+	__s32 span;	   /* the otel span it ran in, -1 for none */
 };
 
 struct pspan {
 	__u32 tid;
 	__u64 start, end;
 	const char *label;
-	size_t ord;
+	__u32 ord;
 };
 
 struct otel_join {
@@ -155,6 +155,15 @@ struct otel_join *otel_join__new(void)
 	return calloc(1, sizeof(struct otel_join));
 }
 
+/* s's pool id + 1 (s is in the pool). */
+static size_t arrival(struct otel_join *j, const char *s)
+{
+	size_t id = 0;
+
+	strpool_intern(&j->pool, s, &id);
+	return id + 1;
+}
+
 int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 {
 	char trace[33], span[17];
@@ -168,12 +177,12 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 	otel_hex(span, r->span_id, 8);
 	s = &j->spans[j->nspans];
 	*s = (struct ospan){ .tid = r->tid, .pid = r->pid, .start = r->start_ns, .end = r->end_ns };
-	s->ids.trace_id = strpool_intern(&j->pool, trace, &s->ord[ORD_TRACE]);
-	s->ids.span_id = strpool_intern(&j->pool, span, &s->ord[ORD_SPAN]);
+	s->ids.trace_id = strpool_intern(&j->pool, trace, NULL);
+	s->ids.span_id = strpool_intern(&j->pool, span, NULL);
 	if (!s->ids.trace_id || !s->ids.span_id)
 		return -ENOMEM;
-	s->ord[ORD_TRACE]++;
-	s->ord[ORD_SPAN]++;
+	s->ord[ORD_TRACE] = arrival(j, s->ids.trace_id);
+	s->ord[ORD_SPAN] = arrival(j, s->ids.span_id);
 	if (r->attrs_size) {
 		s->raw_attrs = malloc(r->attrs_size);
 		if (!s->raw_attrs)
@@ -183,15 +192,6 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 	}
 	j->nspans++;
 	return 0;
-}
-
-/* s's pool id + 1 (s is in the pool). */
-static size_t arrival(struct otel_join *j, const char *s)
-{
-	size_t id = 0;
-
-	strpool_intern(&j->pool, s, &id);
-	return id + 1;
 }
 
 int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx)
@@ -214,7 +214,8 @@ int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stac
 {
 	if (array_reserve((void **)&j->samples, &j->cap_samples, j->nsamples, sizeof(*j->samples)))
 		return -ENOMEM;
-	j->samples[j->nsamples++] = (struct osample){ .tid = tid, .stack = stack, .time = time, .period = period };
+	j->samples[j->nsamples++] = (struct osample){ .tid = tid, .stack = stack, .time = time, .period = period,
+						      .span = -1 };
 	return 0;
 }
 
@@ -231,12 +232,10 @@ void otel_join__want_prefixes(struct otel_join *j)
 int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u64 end, const char *label)
 {
 	j->prefixes = true;
-	size_t id;
-
 	if (array_reserve((void **)&j->pspans, &j->cap_pspans, j->npspans, sizeof(*j->pspans)) ||
-	    !(label = strpool_intern(&j->pool, label, &id)))
+	    !(label = strpool_intern(&j->pool, label, NULL)))
 		return -ENOMEM;
-	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label, id + 1 };
+	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label, arrival(j, label) };
 	return 0;
 }
 
@@ -261,8 +260,7 @@ static int cmp_pspan(const void *a, const void *b)
 static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct corr_span *sp)
 {
 	struct sbuf b = {};
-	size_t none_id;
-	const char *none = strpool_intern(&j->pool, SPAN_PREFIX_NONE, &none_id);
+	const char *none = strpool_intern(&j->pool, SPAN_PREFIX_NONE, NULL);
 	int err = -ENOMEM;
 
 	if (!none)
@@ -284,14 +282,14 @@ static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct co
 			b.len = 0;
 			sbuf_printf(&b, "%s;%s", s->prefix, j->pspans[i].label);
 			sbuf_zero(&b, 1);
-			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, &s->ord[ORD_PREFIX])))
+			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, NULL)))
 				goto cleanup;
-			s->ord[ORD_PREFIX]++;
+			s->ord[ORD_PREFIX] = arrival(j, s->prefix);
 		}
-	for (size_t i = 0; i < j->nsamples; i++)
+	for (size_t i = 0, none_ord = arrival(j, none); i < j->nsamples; i++)
 		if (!j->samples[i].prefix) {
 			j->samples[i].prefix = none;
-			j->samples[i].ord[ORD_PREFIX] = none_id + 1;
+			j->samples[i].ord[ORD_PREFIX] = none_ord;
 		}
 	err = 0;
 cleanup:
@@ -335,7 +333,7 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++) {
 			struct osample *s = &j->samples[cs[k].idx];
 
-			s->ids = j->spans[i].ids;
+			s->span = i;
 			memcpy(s->ord, j->spans[i].ord, ORD_PREFIX * sizeof(s->ord[0]));
 		}
 	if (j->prefixes && chain_prefixes(j, cs, sp))
@@ -347,7 +345,9 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 		if (!nf || cmp_fold(s, &j->samples[i - 1])) {
 			if (array_reserve((void **)&f, &cap, nf, sizeof(*f)))
 				goto cleanup;
-			f[nf++] = (struct otel_fold){ .stack = s->stack, .ids = s->ids, .prefix = s->prefix };
+			f[nf++] = (struct otel_fold){ .stack = s->stack, .prefix = s->prefix };
+			if (s->span >= 0)
+				f[nf - 1].ids = j->spans[s->span].ids;
 		}
 		f[nf - 1].count++;
 		f[nf - 1].period += s->period;
