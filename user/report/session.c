@@ -437,13 +437,10 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 			continue;
 		e = deliver(s, tl, &ev);
 	}
-	if (tl->qhead == tl->nr_q) {
-		tl->qhead = tl->nr_q = 0;
-	} else if (tl->qhead > tl->nr_q / 2) {
-		memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
-		tl->nr_q -= tl->qhead;
-		tl->qhead = 0;
-	}
+	/* What waits is about a round: moving it down keeps the queue that size. */
+	memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
+	tl->nr_q -= tl->qhead;
+	tl->qhead = 0;
 	return e;
 }
 
