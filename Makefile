@@ -21,10 +21,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 CFLAGS ?= -g -O2
-USER_INC = $(addprefix -iquote ,$(USER_DIRS))
 # Frame pointers: spanperf profiles itself in the benchmarks.
 override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE \
-	-DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) $(USER_INC) -iquote bpf
+	-DSPANPERF_VERSION='"$(VERSION)"'
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
 # libdw: the DWARF unwinder for --call-graph dwarf recordings.
@@ -33,12 +32,35 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-# user/: common/ (shared by all), record/ (BPF and the file writer), format/
-# (perf.data and its records), report/ (reading back); main.c on top.
-USER_DIRS := user user/common user/record user/format user/report
-USER_SRCS := $(wildcard $(addsuffix /*.c,$(USER_DIRS)))
+
+# user/ in the order data flows, each folder allowed only the headers below it;
+# a wrong-way include does not compile (docs/HACKING.md):
+#   base      helpers with no project includes
+#   perfdata  the perf.data format: records, features, names and ids spanperf writes
+#   sys       this machine: events, perf_event_open, kernel features, kallsyms, build ids, ELF symbols
+#   record    the recorder: BPF sources and the loop that drains them into the writer
+#   report    reading a file back: the session, symbols, unwinding, profiles, outputs
+#   cmd       the subcommands and their options; the only folder that sees every other
+USER_DIRS := base perfdata sys record report cmd
+INC_base := base
+INC_perfdata := base perfdata
+INC_sys := base perfdata sys
+INC_record := base perfdata sys record
+INC_report := base perfdata sys report
+INC_cmd := $(USER_DIRS)
+# Only the folders that load BPF see the skeletons and the generated tables in $(OUTPUT).
+GEN_sys := -I$(OUTPUT)
+GEN_record := -I$(OUTPUT)
+GEN_cmd := -I$(OUTPUT)
+# -iquote: "x.h" is looked up in the file's own folder, then in these, never elsewhere.
+user_inc = $(addprefix -iquote user/,$(INC_$(1))) -iquote bpf $(GEN_$(1))
+# Tests and fuzzers see everything, as cmd does.
+ALL_INC := $(call user_inc,cmd)
+USER_SRCS := $(wildcard $(addprefix user/,$(addsuffix /*.c,$(USER_DIRS))))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(OUTPUT)/cmd/%.o,$(USER_OBJS))
+# The commands' objects, less main(), for the unit tests of option parsing.
+CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_OBJS)))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -74,10 +96,12 @@ $(OUTPUT)/syscall_table.h: | $(OUTPUT)
 		sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/{ "\1", \2 },/p' | sort > $@.tmp && \
 		test -s $@.tmp && mv $@.tmp $@
 
+# The folder is the first path component under user/: it picks the include set.
+user_dir = $(firstword $(subst /, ,$(patsubst user/%,%,$(1))))
 $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(call user_inc,$(call user_dir,$<)) -c $< -o $@
 
 # BIN: `make check` links a sanitized binary under its own OUTPUT.
 BIN ?= spanperf
@@ -87,9 +111,9 @@ $(BIN): $(USER_OBJS)
 
 # ---- tests ----
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(CMD_OBJS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(CMD_OBJS) $(LDLIBS) -lcmocka -o $@
 
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
 $(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h include/otel_process_ctx.h | $(OUTPUT)/tests
@@ -131,19 +155,19 @@ $(OUTPUT)/bench/%.skel.h: $(OUTPUT)/bench/%.bpf.o
 
 $(OUTPUT)/bench/floor: bench/floor.c $(OUTPUT)/bench/floor.skel.h $(LIB_OBJS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/bench $< $(LIB_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(ALL_INC) -I$(OUTPUT)/bench $< $(LIB_OBJS) $(LDLIBS) -o $@
 
 $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/bench
-	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
 # ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
-	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -I$(OUTPUT) $(USER_INC) -iquote bpf -iquote tests/fuzz \
+	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -iquote tests/fuzz \
 	-DFUZZ_ROOT='"$(CURDIR)/tests/fuzz/root"'
-FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/cmd/main.c,$(USER_SRCS)))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
@@ -152,11 +176,11 @@ $(FUZZ_OBJS): | $(SKELS)
 $(OUTPUT)/fuzz/%.o: user/%.c
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(call user_inc,$(call user_dir,$<)) -MMD -MP -c $< -o $@
 
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(ALL_INC) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS)
@@ -190,6 +214,7 @@ deps:
 	$(Q)tools/deps.sh
 
 unit: $(UNIT_BINS)
+	$(Q)tests/layout.sh
 	$(Q)tests/run-unit.sh $(UNIT_BINS)
 
 integration: spanperf $(WORKLOADS)

@@ -25,6 +25,7 @@
 #include "host.h"
 #include "perf_events.h"
 #include "run.h"
+#include "util.h"
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
 

@@ -166,7 +166,15 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 		else
 			e->attrs_size = n;
 	}
-	bpf_ringbuf_submit(e, 0);
+	/*
+	 * Wake the reader only when the ring is half full, as the span and
+	 * off-CPU rings do: the loop's 100 ms poll reads the rest, and a wakeup
+	 * per context change would cost more than the change.
+	 */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&otel_events, BPF_RB_AVAIL_DATA) >
+				      bpf_ringbuf_query(&otel_events, BPF_RB_RING_SIZE) / 2
+			      ? BPF_RB_FORCE_WAKEUP
+			      : BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 tid)

@@ -3,13 +3,14 @@
 #ifndef SP_FUZZ_COMMON_H
 #define SP_FUZZ_COMMON_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
-#include "util.h"
+#include "fileio.h"
 
 /* The input as a file the real code opens by path: /proc/self/fd/N of a memfd. */
 static inline int fuzz_file(const uint8_t *data, size_t size, char *path, size_t len)

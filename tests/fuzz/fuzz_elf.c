@@ -2,7 +2,7 @@
 /* The ELF symbol and build-id readers, on any bytes. */
 #include "buildid.h"
 #include "fuzz_common.h"
-#include "symbols.h"
+#include "elf_syms.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fd < 0)
 		return 0;
-	symbols_load_elf_count(path);
-	symbols_find_function(path, "main", &off, NULL, 0);
+	elf_syms_count(path);
+	elf_find_function(path, "main", &off, NULL, 0);
 	buildid_from_file(path, id, &len);
 	buildid_from_notes(data, size, id, &len);
 	close(fd);

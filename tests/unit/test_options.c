@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "options.h"
+#include "cmd_opts.h"
 
 #define ARGV(...) ((char *[]){ "record", __VA_ARGS__, NULL })
 

@@ -16,6 +16,7 @@
 #include "kallsyms.h"
 #include "profile.h"
 #include "sideband.h"
+#include "elf_syms.h"
 #include "symbols.h"
 
 __attribute__((noinline)) int fixture_function_alpha(int x)
@@ -170,14 +171,14 @@ static void test_find_function(void **state)
 	__u64 off;
 
 	(void)state;
-	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_function_alpha", &off, NULL, 0), 0);
+	assert_int_equal(elf_find_function("/proc/self/exe", "fixture_function_alpha", &off, NULL, 0), 0);
 	assert_true(off > 0);
-	assert_int_equal(symbols_find_function("/proc/self/exe", "no_such_function_here", &off, NULL, 0), -ENOENT);
+	assert_int_equal(elf_find_function("/proc/self/exe", "no_such_function_here", &off, NULL, 0), -ENOENT);
 	/* read for perf's sake, but a variable is no place for a uprobe */
-	assert_int_equal(symbols_find_function("/proc/self/exe", "fixture_data_object", &off, NULL, 0), -ENOENT);
+	assert_int_equal(elf_find_function("/proc/self/exe", "fixture_data_object", &off, NULL, 0), -ENOENT);
 	fixture_data_object[1] = fixture_data_object[0]; /* referenced, so kept */
-	assert_int_equal(symbols_find_function("/etc/hostname", "x", &off, NULL, 0), -ENOEXEC);
-	assert_true(symbols_load_elf_count("/proc/self/exe") > 10);
+	assert_int_equal(elf_find_function("/etc/hostname", "x", &off, NULL, 0), -ENOEXEC);
+	assert_true(elf_syms_count("/proc/self/exe") > 10);
 }
 
 struct got {

@@ -16,8 +16,10 @@
 
 #include "atomic_file.h"
 #include "buildid.h"
+#include "hash.h"
+#include "parse.h"
+#include "sbuf.h"
 #include "sideband.h"
-#include "util.h"
 
 static void test_int_list(void **state)
 {

@@ -12,8 +12,10 @@
 #include "atomic_file.h"
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "fileio.h"
+#include "hash.h"
+#include "log.h"
 #include "perf_buildid.h"
-#include "util.h"
 
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
 #define MAX_FILE_BYTES (512ull << 20)

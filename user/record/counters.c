@@ -10,10 +10,14 @@
 #include <bpf/libbpf.h>
 
 #include "counters.h"
+#include "counters.skel.h"
+#include "fileio.h"
+#include "hash.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
+#include "parse.h"
 #include "perf_events.h"
-#include "counters.skel.h"
+#include "util.h"
 
 struct counter_set {
 	struct counters_bpf *skel;
@@ -371,27 +375,43 @@ static int thread_sched(__u32 tid, __u64 *sum, __u64 *nsw)
 	return got == 2 ? 0 : -EINVAL;
 }
 
-int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
-{
-	int mfd = bpf_map__fd(s->skel->maps.counts), cap = 64, cnt = 0, e = 0;
-	size_t snap_sz = (sizeof(struct sp_snap) + 7) & ~7ul;
-	struct thread_counts *v = malloc(cap * sizeof(*v));
-	struct sp_counts *raw = malloc(cap * sizeof(*raw)); /* per-slot sums, parallel to v */
-	struct u64_map idx = {};
-	__u32 key, next, *prev = NULL, zero = 0;
-	char *snaps = malloc(snap_sz * s->nr_cpus);
-	__u64 now = s->stop_ns ?: now_ns(CLOCK_MONOTONIC), sum, nsw;
-	/* Per online CPU: the open slice added, and to whom (0: none). */
-	__u64 *open = calloc(s->cpus.n, sizeof(*open));
-	__u32 *open_tid = calloc(s->cpus.n, sizeof(*open_tid));
-	bool stale = false;
+/* A reading of every thread in progress: the map's closed slices, then what is still open. */
+struct readout {
+	struct thread_counts *v;
+	struct sp_counts *raw; /* per-slot sums, parallel to v */
+	int cnt, cap;
+	struct u64_map idx;    /* tid -> index in v */
+	__u64 *open;	       /* per online CPU: the open slice added, and to whom (0: none) */
+	__u32 *open_tid;
+	bool stale;	       /* a CPU's snapshot was of a thread that left unseen */
+};
 
-	*out = NULL;
-	*n = 0;
-	if (!v || !snaps || !raw || !open || !open_tid) {
-		e = -ENOMEM;
-		goto cleanup;
-	}
+static void readout_free(struct readout *ro)
+{
+	free(ro->v);
+	free(ro->raw);
+	free(ro->open);
+	free(ro->open_tid);
+	u64_map_free(&ro->idx);
+}
+
+/* A row for tid, its sums zeroed; its index, or -ENOMEM. */
+static int readout_add(struct readout *ro, __u32 tid)
+{
+	int i = add_thread(&ro->v, &ro->cnt, &ro->cap, &ro->idx, tid);
+
+	if (i < 0 || raw_room(&ro->raw, ro->cap))
+		return -ENOMEM;
+	memset(&ro->raw[i], 0, sizeof(ro->raw[i]));
+	return i;
+}
+
+/* The slices the switch program closed: one row per thread in the map. */
+static int read_closed(struct counter_set *s, struct readout *ro)
+{
+	int mfd = bpf_map__fd(s->skel->maps.counts);
+	__u32 key, next, *prev = NULL;
+
 	while (!bpf_map_get_next_key(mfd, prev, &next)) {
 		struct sp_counts c;
 		int i;
@@ -400,47 +420,63 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 		prev = &key;
 		if (bpf_map_lookup_elem(mfd, &key, &c))
 			continue;
-		i = add_thread(&v, &cnt, &cap, &idx, key);
-		if (i < 0 || raw_room(&raw, cap)) {
-			e = -ENOMEM;
-			goto cleanup;
-		}
-		raw[i] = c;
-		v[i].pid = c.pid;
-		v[i].oncpu_ns = c.oncpu_ns;
-		v[i].switches = c.switches;
-		memcpy(v[i].comm, c.comm, SP_COMM_LEN);
-		v[i].comm[SP_COMM_LEN - 1] = 0;
+		i = readout_add(ro, key);
+		if (i < 0)
+			return i;
+		ro->raw[i] = c;
+		ro->v[i].pid = c.pid;
+		ro->v[i].oncpu_ns = c.oncpu_ns;
+		ro->v[i].switches = c.switches;
+		memcpy(ro->v[i].comm, c.comm, SP_COMM_LEN);
+		ro->v[i].comm[SP_COMM_LEN - 1] = 0;
 	}
-	/* Add each CPU's open time slice: the map only learns of it at the next switch. */
+	return 0;
+}
+
+/* The row of the thread a CPU's snapshot names: -ENOENT if the filter does not want it. */
+static int snap_thread(const struct counter_set *s, struct readout *ro, __u32 tid)
+{
+	uint64_t *slot = u64_map_get(&ro->idx, tid, false);
+	struct thread_counts fresh = { .tid = tid };
+	int t;
+
+	if (slot)
+		return *slot;
+	thread_identity(&fresh);
+	if (!user_wanted(s, &fresh))
+		return -ENOENT;
+	t = readout_add(ro, tid);
+	if (t < 0)
+		return t;
+	ro->v[t].pid = fresh.pid;
+	memcpy(ro->v[t].comm, fresh.comm, SP_COMM_LEN);
+	return t;
+}
+
+/* Each CPU's open time slice: the map only learns of it at the next switch. */
+static int read_open(struct counter_set *s, struct readout *ro, __u64 now)
+{
+	size_t snap_sz = (sizeof(struct sp_snap) + 7) & ~7ul;
+	char *snaps = malloc(snap_sz * s->nr_cpus);
+	__u32 zero = 0;
+	__u64 sum, nsw;
+	int e = 0;
+
+	if (!snaps)
+		return -ENOMEM;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.snap), &zero, snaps)) {
 		e = -errno;
 		goto cleanup;
 	}
 	for (int i = 0; i < s->cpus.n; i++) {
 		const struct sp_snap *sn = (const void *)(snaps + snap_sz * s->cpus.v[i]);
-		uint64_t *slot;
-		int t;
+		int t = sn->valid ? snap_thread(s, ro, sn->tid) : -ENOENT;
 
-		if (!sn->valid)
+		if (t == -ENOENT)
 			continue;
-		slot = u64_map_get(&idx, sn->tid, false);
-		if (slot) {
-			t = *slot;
-		} else {
-			struct thread_counts fresh = { .tid = sn->tid };
-
-			thread_identity(&fresh);
-			if (!user_wanted(s, &fresh))
-				continue;
-			t = add_thread(&v, &cnt, &cap, &idx, sn->tid);
-			if (t < 0 || raw_room(&raw, cap)) {
-				e = -ENOMEM;
-				goto cleanup;
-			}
-			memset(&raw[t], 0, sizeof(raw[t]));
-			v[t].pid = fresh.pid;
-			memcpy(v[t].comm, fresh.comm, SP_COMM_LEN);
+		if (t < 0) {
+			e = t;
+			goto cleanup;
 		}
 		/*
 		 * The snapshot's thread may have left through a switch the
@@ -448,14 +484,14 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 		 * slice is then someone else's, whom the account below finds.
 		 */
 		if (!thread_sched(sn->tid, &sum, &nsw) && nsw != sn->nsw) {
-			stale = true;
+			ro->stale = true;
 			continue;
 		}
 		if (now > sn->ts) {
-			open[i] = now - sn->ts;
-			open_tid[i] = sn->tid;
+			ro->open[i] = now - sn->ts;
+			ro->open_tid[i] = sn->tid;
 		}
-		v[t].oncpu_ns += open[i];
+		ro->v[t].oncpu_ns += ro->open[i];
 		for (int k = 0; k < s->nr_slots; k++) {
 			struct reading r;
 
@@ -463,50 +499,76 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 				continue;
 			/* A slice that started before the snapshot was taken reads as 0. */
 			if (r.value >= sn->value[k])
-				raw[t].value[k] += r.value - sn->value[k];
+				ro->raw[t].value[k] += r.value - sn->value[k];
 			if (r.enabled >= sn->enabled[k])
-				raw[t].enabled[k] += r.enabled - sn->enabled[k];
+				ro->raw[t].enabled[k] += r.enabled - sn->enabled[k];
 			if (r.running >= sn->running[k])
-				raw[t].running[k] += r.running - sn->running[k];
+				ro->raw[t].running[k] += r.running - sn->running[k];
 		}
 	}
-	/*
-	 * A thread that came in through a hidden switch runs, or ran, with no
-	 * slice open for it: the scheduler's account since its last credited
-	 * slice says how long (oncpu_since_snap, bpf/maps.bpf.h, with the same
-	 * SP_UNCLOSED_NS of slack).  The cpu-clock counters take the same figure.
-	 * A /proc read per thread costs about 9 us: it is done where a snapshot
-	 * was stale, and for the totals at the end.  Elsewhere a hidden run is
-	 * credited by the program at the thread's next traced switch-out, so
-	 * an interval may show it late but never loses it.
-	 */
-	for (int i = 0; i < cnt && (stale || s->stop_ns); i++) {
+cleanup:
+	free(snaps);
+	return e;
+}
+
+/*
+ * A thread that came in through a hidden switch runs, or ran, with no
+ * slice open for it: the scheduler's account since its last credited
+ * slice says how long (oncpu_since_snap, bpf/maps.bpf.h, with the same
+ * SP_UNCLOSED_NS of slack).  The cpu-clock counters take the same figure.
+ * A /proc read per thread costs about 9 us: it is done where a snapshot
+ * was stale, and for the totals at the end.  Elsewhere a hidden run is
+ * credited by the program at the thread's next traced switch-out, so
+ * an interval may show it late but never loses it.
+ */
+static void add_hidden_runs(const struct counter_set *s, struct readout *ro)
+{
+	__u64 sum;
+
+	for (int i = 0; i < ro->cnt && (ro->stale || s->stop_ns); i++) {
 		__u64 run, seen = 0;
 
-		if (!raw[i].sum_seen || thread_sched(v[i].tid, &sum, NULL) || sum < raw[i].sum_seen)
+		if (!ro->raw[i].sum_seen || thread_sched(ro->v[i].tid, &sum, NULL) || sum < ro->raw[i].sum_seen)
 			continue;
 		for (int c = 0; c < s->cpus.n; c++)
-			seen += open_tid[c] == v[i].tid ? open[c] : 0;
-		run = sum - raw[i].sum_seen;
+			seen += ro->open_tid[c] == ro->v[i].tid ? ro->open[c] : 0;
+		run = sum - ro->raw[i].sum_seen;
 		if (run <= seen + SP_UNCLOSED_NS)
 			continue;
-		v[i].oncpu_ns += run - seen;
+		ro->v[i].oncpu_ns += run - seen;
 		for (int k = 0; k < s->nr_slots; k++)
 			if (s->clock_mask & (1u << k))
-				raw[i].value[k] += run - seen;
+				ro->raw[i].value[k] += run - seen;
 	}
-	for (int i = 0; i < cnt; i++)
-		to_events(s, &v[i], raw[i].value, raw[i].enabled, raw[i].running);
-	*out = v;
-	*n = cnt;
-	v = NULL;
+}
+
+int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
+{
+	struct readout ro = { .cap = 64 };
+	__u64 now = s->stop_ns ?: now_ns(CLOCK_MONOTONIC);
+	int e;
+
+	*out = NULL;
+	*n = 0;
+	ro.v = malloc(ro.cap * sizeof(*ro.v));
+	ro.raw = malloc(ro.cap * sizeof(*ro.raw));
+	ro.open = calloc(s->cpus.n, sizeof(*ro.open));
+	ro.open_tid = calloc(s->cpus.n, sizeof(*ro.open_tid));
+	if (!ro.v || !ro.raw || !ro.open || !ro.open_tid) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	e = read_closed(s, &ro) ?: read_open(s, &ro, now);
+	if (e)
+		goto cleanup;
+	add_hidden_runs(s, &ro);
+	for (int i = 0; i < ro.cnt; i++)
+		to_events(s, &ro.v[i], ro.raw[i].value, ro.raw[i].enabled, ro.raw[i].running);
+	*out = ro.v;
+	*n = ro.cnt;
+	ro.v = NULL;
 cleanup:
-	free(v);
-	free(raw);
-	free(snaps);
-	free(open);
-	free(open_tid);
-	u64_map_free(&idx);
+	readout_free(&ro);
 	return e;
 }
 

@@ -15,7 +15,7 @@
 #include <linux/types.h>
 
 #include "events.h"
-#include "util.h"
+#include "parse.h"
 #include "spanperf.h"
 
 struct counters_opts {

@@ -11,9 +11,10 @@
 #include "kallsyms.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
+#include "log.h"
 #include "offcpu.h"
-#include "perf_sample.h"
 #include "offcpu.skel.h"
+#include "perf_sample.h"
 
 struct offcpu_set {
 	struct offcpu_bpf *skel;

@@ -17,18 +17,10 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
-#include "util.h"
+#include "names.h"
+#include "parse.h"
 #include "spanperf.h"
 
-#define OFFCPU_EVENT_NAME "offcpu-time"
-/* Past the span attrs' ids (span_codec.h), far above the kernel's. */
-#define OFFCPU_ID ((1ull << 62) + SP_MAX_SPANS + 1)
-/*
- * In the reserved half of the sample's CPU field, which perf ignores: this
- * sample sums several blocks, so its [time - period, time] is no interval a
- * span can be joined with.
- */
-#define OFFCPU_RES_SUM 1
 /* perf's default --off-cpu-thresh. */
 #define OFFCPU_DEFAULT_THRESH_MS 500
 

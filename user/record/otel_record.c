@@ -12,12 +12,16 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "hash.h"
 #include "libbpf_setup.h"
+#include "log.h"
 #include "otel_process.h"
 #include "otel_record.h"
 #include "otel_tls.h"
+#include "sbuf.h"
 #include "span_codec.h"
 #include "spanperf.h"
+#include "util.h"
 
 #define SCAN_EVERY_NS 1000000000ull
 #define CMD_WATCH_NS 2000000000ull
@@ -71,6 +75,7 @@ struct open_attrs {
 
 struct otel_record {
 	struct otel_record_opts o;
+	struct pd_writer *w; /* the writer of the drain in progress */
 	struct u64_map open; /* tid -> struct open_attrs *, for contexts with attributes */
 	struct ring_buffer *rb;
 	struct proc *procs;
@@ -181,7 +186,7 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 	if (n < 0)
 		return n;
 	r->spans++;
-	return pd_writer__write(r->o.w, buf, n);
+	return pd_writer__write(r->w, buf, n);
 }
 
 static struct proc *proc_find(struct otel_record *r, int pid);
@@ -321,7 +326,7 @@ static int write_pctx(struct otel_record *r)
 			continue;
 		b.len = 0;
 		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, r->procs[i].pid, now, &r->procs[i].pctx) ?:
-		      pd_writer__write(r->o.w, b.p, b.len);
+		      pd_writer__write(r->w, b.p, b.len);
 		r->pctx_written += !err;
 	}
 	sbuf_free(&b);
@@ -660,10 +665,18 @@ static int close_exited(struct otel_record *r)
 	return err;
 }
 
-long otel_record__consume(struct otel_record *r)
+int otel_record__ring_fd(const struct otel_record *r)
+{
+	return ring_buffer__epoll_fd(r->rb);
+}
+
+long otel_record__consume(struct otel_record *r, struct pd_writer *w)
 {
 	__u64 before = r->spans;
-	int n = ring_buffer__consume(r->rb);
+	int n;
+
+	r->w = w;
+	n = ring_buffer__consume(r->rb);
 
 	if (r->write_err)
 		return r->write_err;
@@ -676,11 +689,11 @@ long otel_record__consume(struct otel_record *r)
 	return n < 0 ? n : (long)(r->spans - before);
 }
 
-long otel_record__flush(struct otel_record *r)
+long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 {
 	__u32 key, next, *prev = NULL;
 	__u64 before;
-	long n = otel_record__consume(r);
+	long n = otel_record__consume(r, w);
 	int err;
 
 	if (n < 0)

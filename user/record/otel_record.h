@@ -14,8 +14,8 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
+#include "parse.h"
 #include "perf_data.h"
-#include "util.h"
 
 struct bpf_map;
 struct otel_record;
@@ -35,7 +35,6 @@ struct otel_record_opts {
 	const struct int_list *pids; /* -p: only these; NULL: every process */
 	int cmd_pid;		     /* -- CMD's pid, watched at every tick; 0 if none */
 	__u64 period_ns;	     /* the sampling interval: a span ends one after its last sample */
-	struct pd_writer *w;
 	const struct perf_event_attr *attr; /* the span attr layout */
 	__u16 idx;			    /* the otel span attr's index (id SPAN_ID_BASE + idx) */
 	__u64 pctx_id;			    /* the spanperf-otel-process attr's id (same layout as attr) */
@@ -69,10 +68,12 @@ int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns);
  * Accepts NULL.
  */
 void otel_record__exit(struct otel_record *r, __u32 tid);
-/* Writes the spans whose context ended; how many, or -errno. */
-long otel_record__consume(struct otel_record *r);
+/* The context ring's fd: it wakes the reader when the ring is half full. */
+int otel_record__ring_fd(const struct otel_record *r);
+/* Writes to w the spans whose context ended; how many, or -errno. */
+long otel_record__consume(struct otel_record *r, struct pd_writer *w);
 /* At the end: the contexts still open become spans too. */
-long otel_record__flush(struct otel_record *r);
+long otel_record__flush(struct otel_record *r, struct pd_writer *w);
 /* What was found and what could not be read, for the record summary. */
 void otel_record__report(struct otel_record *r);
 __u64 otel_record__spans(const struct otel_record *r);

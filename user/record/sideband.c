@@ -7,9 +7,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "host.h"
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "fileio.h"
+#include "host.h"
 #include "sideband.h"
 
 /* "start-end perms offset maj:min inode   path" */

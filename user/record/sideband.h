@@ -12,8 +12,8 @@
 #include <linux/types.h>
 
 #include "buildid.h"
+#include "parse.h"
 #include "perf_data.h"
-#include "util.h"
 
 struct procmap {
 	__u64 start, end, pgoff, ino;

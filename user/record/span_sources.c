@@ -14,7 +14,8 @@
 #include "libbpf_setup.h"
 #include "span_codec.h"
 #include "span_sources.h"
-#include "symbols.h"
+#include "elf_syms.h"
+#include "log.h"
 #include "util.h"
 #include "spans.skel.h"
 
@@ -211,7 +212,7 @@ int span_spec_resolve(struct span_spec *sp, const struct sp_features *f, bool ra
 		if (e)
 			return fail(err, errlen, "--span '%s': cannot find '%s'%s", sp->text, sp->path,
 				    strchr(sp->path, '/') ? "" : " in the library directories or $PATH");
-		e = symbols_find_function(path, sp->func, &sp->offset, candidates, sizeof(candidates));
+		e = elf_find_function(path, sp->func, &sp->offset, candidates, sizeof(candidates));
 		if (e == -ENOEXEC)
 			return fail(err, errlen, "--span '%s': %s is not an ELF file", sp->text, path);
 		if (e == -ENOTUNIQ)

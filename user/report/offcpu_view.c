@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "offcpu_view.h"
 
 int pview_parse(const char *s, enum pview *out)
@@ -52,7 +53,7 @@ int profile_view(const struct profile *p, enum pview which, bool ns_weights, str
 		v->event_is_clock = true;
 	} else if (which == PV_OFF_CPU) {
 		v->funcs = p->funcs;
-		v->event = "offcpu-time";
+		v->event = OFFCPU_EVENT_NAME;
 		v->event_is_clock = true;
 	} else {
 		v->funcs = p->funcs;

@@ -6,24 +6,33 @@
 #include "correlate.h"
 #include "otel_ctx.h"
 #include "otel_join.h"
+#include "util.h"
+
+/* Where a pooled string arrived in the pool: the order the fold groups by. */
+enum { ORD_SPAN, ORD_TRACE, ORD_ATTRS, ORD_PREFIX, NR_ORD };
 
 struct ospan {
-	__u32 tid;
+	__u32 tid, pid;
 	__u64 start, end;
 	struct otel_ids ids;
+	__u32 ord[NR_ORD];
+	__u8 *raw_attrs; /* until otel_join__name_attrs: the process context comes at the end */
+	__u16 raw_size;
 };
 
 struct osample {
 	__u32 tid, stack;
 	__u64 time, period;
-	struct otel_ids ids;
 	const char *prefix;
+	__u32 ord[NR_ORD]; /* 0 for none: pool ids are kept + 1 */
+	__s32 span;	   /* the otel span it ran in, -1 for none */
 };
 
 struct pspan {
 	__u32 tid;
 	__u64 start, end;
 	const char *label;
+	__u32 ord;
 };
 
 struct otel_join {
@@ -146,7 +155,16 @@ struct otel_join *otel_join__new(void)
 	return calloc(1, sizeof(struct otel_join));
 }
 
-int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const struct otel_pctx *pc)
+/* s's pool id + 1 (s is in the pool). */
+static size_t arrival(struct otel_join *j, const char *s)
+{
+	size_t id = 0;
+
+	strpool_intern(&j->pool, s, &id);
+	return id + 1;
+}
+
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r)
 {
 	char trace[33], span[17];
 	struct ospan *s;
@@ -158,14 +176,37 @@ int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const str
 	otel_hex(trace, r->trace_id, 16);
 	otel_hex(span, r->span_id, 8);
 	s = &j->spans[j->nspans];
-	*s = (struct ospan){ .tid = r->tid, .start = r->start_ns, .end = r->end_ns };
+	*s = (struct ospan){ .tid = r->tid, .pid = r->pid, .start = r->start_ns, .end = r->end_ns };
 	s->ids.trace_id = strpool_intern(&j->pool, trace, NULL);
 	s->ids.span_id = strpool_intern(&j->pool, span, NULL);
 	if (!s->ids.trace_id || !s->ids.span_id)
 		return -ENOMEM;
-	if (otel_attrs_intern(&j->pool, pc, r->attrs, r->attrs_size, &s->ids.attrs))
-		return -ENOMEM;
+	s->ord[ORD_TRACE] = arrival(j, s->ids.trace_id);
+	s->ord[ORD_SPAN] = arrival(j, s->ids.span_id);
+	if (r->attrs_size) {
+		s->raw_attrs = malloc(r->attrs_size);
+		if (!s->raw_attrs)
+			return -ENOMEM;
+		memcpy(s->raw_attrs, r->attrs, r->attrs_size);
+		s->raw_size = r->attrs_size;
+	}
 	j->nspans++;
+	return 0;
+}
+
+int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx)
+{
+	for (size_t i = 0; i < j->nspans; i++) {
+		struct ospan *s = &j->spans[i];
+
+		if (!s->raw_attrs)
+			continue;
+		if (otel_attrs_intern(&j->pool, pc_of(ctx, s->pid), s->raw_attrs, s->raw_size, &s->ids.attrs))
+			return -ENOMEM;
+		s->ord[ORD_ATTRS] = s->ids.attrs ? arrival(j, s->ids.attrs) : 0;
+		free(s->raw_attrs);
+		s->raw_attrs = NULL;
+	}
 	return 0;
 }
 
@@ -173,7 +214,8 @@ int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stac
 {
 	if (array_reserve((void **)&j->samples, &j->cap_samples, j->nsamples, sizeof(*j->samples)))
 		return -ENOMEM;
-	j->samples[j->nsamples++] = (struct osample){ .tid = tid, .stack = stack, .time = time, .period = period };
+	j->samples[j->nsamples++] = (struct osample){ .tid = tid, .stack = stack, .time = time, .period = period,
+						      .span = -1 };
 	return 0;
 }
 
@@ -193,7 +235,7 @@ int otel_join__add_prefix_span(struct otel_join *j, __u32 tid, __u64 start, __u6
 	if (array_reserve((void **)&j->pspans, &j->cap_pspans, j->npspans, sizeof(*j->pspans)) ||
 	    !(label = strpool_intern(&j->pool, label, NULL)))
 		return -ENOMEM;
-	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label };
+	j->pspans[j->npspans++] = (struct pspan){ tid, start, end, label, arrival(j, label) };
 	return 0;
 }
 
@@ -234,6 +276,7 @@ static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct co
 
 			if (!s->prefix) {
 				s->prefix = j->pspans[i].label;
+				s->ord[ORD_PREFIX] = j->pspans[i].ord;
 				continue;
 			}
 			b.len = 0;
@@ -241,10 +284,13 @@ static int chain_prefixes(struct otel_join *j, struct corr_sample *cs, struct co
 			sbuf_zero(&b, 1);
 			if (b.err || !(s->prefix = strpool_intern(&j->pool, b.p, NULL)))
 				goto cleanup;
+			s->ord[ORD_PREFIX] = arrival(j, s->prefix);
 		}
-	for (size_t i = 0; i < j->nsamples; i++)
-		if (!j->samples[i].prefix)
+	for (size_t i = 0, none_ord = arrival(j, none); i < j->nsamples; i++)
+		if (!j->samples[i].prefix) {
 			j->samples[i].prefix = none;
+			j->samples[i].ord[ORD_PREFIX] = none_ord;
+		}
 	err = 0;
 cleanup:
 	sbuf_free(&b);
@@ -257,15 +303,10 @@ static int cmp_fold(const void *a, const void *b)
 
 	if (x->stack != y->stack)
 		return x->stack < y->stack ? -1 : 1;
-	/* Pooled strings: their addresses order them well enough to group. */
-	if (x->ids.span_id != y->ids.span_id)
-		return (uintptr_t)x->ids.span_id < (uintptr_t)y->ids.span_id ? -1 : 1;
-	if (x->ids.trace_id != y->ids.trace_id)
-		return (uintptr_t)x->ids.trace_id < (uintptr_t)y->ids.trace_id ? -1 : 1;
-	if (x->ids.attrs != y->ids.attrs)
-		return (uintptr_t)x->ids.attrs < (uintptr_t)y->ids.attrs ? -1 : 1;
-	if (x->prefix != y->prefix)
-		return (uintptr_t)x->prefix < (uintptr_t)y->prefix ? -1 : 1;
+	/* Pooled strings, in the order they arrived: not their addresses, which depend on the heap. */
+	for (int k = 0; k < NR_ORD; k++)
+		if (x->ord[k] != y->ord[k])
+			return x->ord[k] < y->ord[k] ? -1 : 1;
 	return 0;
 }
 
@@ -289,8 +330,12 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 	correlate(cs, j->nsamples, sp, j->nspans);
 	/* A thread's otel spans never overlap: each sample takes at most one. */
 	for (size_t i = 0; i < j->nspans; i++)
-		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++)
-			j->samples[cs[k].idx].ids = j->spans[i].ids;
+		for (size_t k = sp[i].first; k < sp[i].first + sp[i].count; k++) {
+			struct osample *s = &j->samples[cs[k].idx];
+
+			s->span = i;
+			memcpy(s->ord, j->spans[i].ord, ORD_PREFIX * sizeof(s->ord[0]));
+		}
 	if (j->prefixes && chain_prefixes(j, cs, sp))
 		goto cleanup;
 	sort_n(j->samples, j->nsamples, sizeof(*j->samples), cmp_fold);
@@ -300,7 +345,9 @@ int otel_join__fold(struct otel_join *j, struct otel_fold **out, size_t *n)
 		if (!nf || cmp_fold(s, &j->samples[i - 1])) {
 			if (array_reserve((void **)&f, &cap, nf, sizeof(*f)))
 				goto cleanup;
-			f[nf++] = (struct otel_fold){ .stack = s->stack, .ids = s->ids, .prefix = s->prefix };
+			f[nf++] = (struct otel_fold){ .stack = s->stack, .prefix = s->prefix };
+			if (s->span >= 0)
+				f[nf - 1].ids = j->spans[s->span].ids;
 		}
 		f[nf - 1].count++;
 		f[nf - 1].period += s->period;
@@ -321,6 +368,8 @@ void otel_join__free(struct otel_join *j)
 	if (!j)
 		return;
 	strpool_free(&j->pool);
+	for (size_t i = 0; i < j->nspans; i++)
+		free(j->spans[i].raw_attrs);
 	free(j->spans);
 	free(j->samples);
 	free(j->pspans);

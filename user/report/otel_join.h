@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "hash.h"
 #include "otel_pctx.h"
 #include "span_codec.h"
-#include "util.h"
 
 /* What a sample ran in; the ids are lower-case hex, pooled: compare pointers. */
 struct otel_ids {
@@ -44,8 +44,16 @@ const char *otel_attrs_get(const char *pooled, const char *key, char *buf, size_
 struct otel_join;
 
 struct otel_join *otel_join__new(void);
-/* Keeps an otel span (other sources are ignored), its attributes named through pc; 0 or -ENOMEM. */
-int otel_join__add_span(struct otel_join *j, const struct span_rec *r, const struct otel_pctx *pc);
+/*
+ * Keeps an otel span (other sources are ignored); 0 or -ENOMEM.  Its
+ * attributes are named later, by otel_join__name_attrs: a recording writes
+ * its process contexts at the end, after the spans.
+ */
+int otel_join__add_span(struct otel_join *j, const struct span_rec *r);
+/* The process context of pid, or NULL. */
+typedef const struct otel_pctx *(*otel_pctx_fn)(void *ctx, __u32 pid);
+/* Names every kept span's attributes through its process's context; 0 or -ENOMEM. */
+int otel_join__name_attrs(struct otel_join *j, otel_pctx_fn pc_of, void *ctx);
 /* Notes a sample of stack `stack` (the caller's index); 0 or -ENOMEM. */
 int otel_join__add_sample(struct otel_join *j, __u32 tid, __u64 time, __u32 stack, __u64 period);
 bool otel_join__has_spans(const struct otel_join *j);

@@ -6,7 +6,10 @@
 #include <string.h>
 
 #include "json_scan.h"
+#include "log.h"
 #include "otlp_json.h"
+#include "sbuf.h"
+#include "util.h"
 
 #define MAX_DEPTH 64
 

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "sbuf.h"
 #include "spans_jsonl.h"
-#include "util.h"
 
 /* True if text looks like OTLP JSON rather than spanperf's JSON lines. */
 bool otlp_json_detect(const char *text, size_t len);

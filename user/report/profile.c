@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+#include "log.h"
 #include "profile.h"
-#include "report_spans.h"
 #include "session.h"
 #include "unwind.h"
 #include "util.h"
@@ -17,7 +18,7 @@ struct resolved_ip {
 	__u32 func;
 };
 
-struct builder {
+struct profile_builder {
 	struct profile *p;
 	struct resolved_ip *ips;
 	size_t nr_ips, cap_ips;
@@ -62,7 +63,7 @@ static bool func_eq(const void *ctx, size_t idx)
 	       f->unknown_addr == unknown_addr(s, *(const __u64 *)c[2]) && (s->dso_id >= 0 || !strcmp(f->dso, s->dso));
 }
 
-static int func_of(struct builder *b, const struct sym *s, __u64 ip, __u32 *out)
+static int func_of(struct profile_builder *b, const struct sym *s, __u64 ip, __u32 *out)
 {
 	struct profile *p = b->p;
 	__u64 addr = unknown_addr(s, ip);
@@ -87,13 +88,13 @@ static int func_of(struct builder *b, const struct sym *s, __u64 ip, __u32 *out)
 static bool ip_eq(const void *ctx, size_t idx)
 {
 	const struct resolved_ip *k = ((const void *const *)ctx)[1];
-	const struct resolved_ip *r = &((const struct builder *)((const void *const *)ctx)[0])->ips[idx];
+	const struct resolved_ip *r = &((const struct profile_builder *)((const void *const *)ctx)[0])->ips[idx];
 
 	return r->ip == k->ip && r->pid == k->pid && r->epoch == k->epoch;
 }
 
 /* Each distinct address of each address space is symbolized once. */
-static int resolve_ip(struct builder *b, __u32 pid, __u64 ip, __u64 t, bool kernel, __u32 *func)
+static int resolve_ip(struct profile_builder *b, __u32 pid, __u64 ip, __u64 t, bool kernel, __u32 *func)
 {
 	struct symbolizer *sym = b->p->sym;
 	struct resolved_ip key = { .ip = ip, .pid = kernel ? (__u32)-1 : pid };
@@ -142,7 +143,7 @@ static bool stack_eq(const void *ctx, size_t idx)
 }
 
 /* Identical (thread, comm, functions) samples fold into one stack; off-CPU ones apart. */
-static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off, __u32 *out)
+static int add_stack(struct profile_builder *b, __u32 pid, const struct stack_key *k, __u64 period, bool off, __u32 *out)
 {
 	struct profile *p = b->p;
 	struct pstack **stacks = off ? &p->off_stacks : &p->stacks;
@@ -177,7 +178,7 @@ static int add_stack(struct builder *b, __u32 pid, const struct stack_key *k, __
 
 static int on_sample(void *ctx, const struct sess_sample *ss)
 {
-	struct builder *b = ctx;
+	struct profile_builder *b = ctx;
 	struct profile *p = b->p;
 	const struct pd_sample *s = &ss->ev->sample;
 	struct stack_key k = { .tid = s->tid, .comm = ss->comm };
@@ -252,11 +253,26 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 
 static int on_span(void *ctx, const struct sess_span *ss)
 {
-	struct builder *b = ctx;
+	struct profile_builder *b = ctx;
 
 	if (!b->p->otel)
 		return 0;
-	return otel_join__add_span(b->p->otel, &ss->rec, session__otel_process(b->p->sess, ss->rec.pid));
+	return otel_join__add_span(b->p->otel, &ss->rec);
+}
+
+static const struct otel_pctx *pctx_of(void *sess, __u32 pid)
+{
+	return session__otel_process(sess, pid);
+}
+
+/* After the pass: what the session counted, and the otel spans' attributes named. */
+static int on_finish(void *ctx)
+{
+	struct profile_builder *b = ctx;
+	struct profile *p = b->p;
+
+	p->lost = p->sess->lost;
+	return p->otel ? otel_join__name_attrs(p->otel, pctx_of, p->sess) : 0;
 }
 
 /* Each on-CPU stack split by the OTel context (and the spans, --span-prefix) its samples ran in. */
@@ -274,62 +290,53 @@ static int split_by_otel(struct profile *p)
 		free(f);
 		return -ENOMEM;
 	}
+	/* The split stacks share their frames with the stacks as sampled, which keep them. */
 	for (size_t i = 0; i < n; i++) {
-		const struct pstack *old = &p->stacks[f[i].stack];
-
-		ns[i] = *old;
+		ns[i] = p->stacks[f[i].stack];
 		ns[i].count = f[i].count;
 		ns[i].period = f[i].period;
 		ns[i].otel = f[i].ids;
 		ns[i].span_prefix = f[i].prefix;
-		ns[i].frames = malloc((old->nr ? old->nr : 1) * sizeof(*old->frames));
-		if (!ns[i].frames) {
-			while (i--)
-				free(ns[i].frames);
-			free(ns);
-			free(f);
-			return -ENOMEM;
-		}
-		memcpy(ns[i].frames, old->frames, old->nr * sizeof(*old->frames));
 	}
-	for (size_t i = 0; i < p->nr_stacks; i++)
-		free(p->stacks[i].frames);
-	free(p->stacks);
+	p->sampled = p->stacks;
+	p->nr_sampled = p->nr_stacks;
 	p->stacks = ns;
 	p->nr_stacks = n;
 	free(f);
 	return 0;
 }
 
-int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
+static void builder_free(struct profile_builder *b)
 {
-	return profile__load_spans(out, path, root, NULL, 0, err, errlen);
+	if (!b)
+		return;
+	free(b->ips);
+	free(b->scratch);
+	hindex_free(&b->ip_idx);
+	hindex_free(&b->func_idx);
+	hindex_free(&b->stack_idx);
+	hindex_free(&b->off_idx);
+	free(b);
 }
 
-int profile__load_spans(struct profile **out, const char *path, const char *root, const struct span_label *spans,
-			size_t nspans, char *err, size_t errlen)
+int profile__new(struct profile **out, struct session *sess, const struct profile_opts *o)
 {
-	static const struct session_ops ops = { .sample = on_sample, .span = on_span };
-	struct builder b = {};
-	struct profile *p;
-	int e;
+	static const struct session_ops ops = { .sample = on_sample, .span = on_span, .finish = on_finish };
+	struct profile *p = calloc(1, sizeof(*p));
+	int e = -ENOMEM;
 
 	*out = NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	b.p = p;
-	e = session__open(&p->sess, path, root, err, errlen);
+	if (!p || !(p->b = calloc(1, sizeof(*p->b))))
+		goto cleanup;
+	p->b->p = p;
+	p->sess = sess;
+	p->sym = sess->sym;
+	p->rd = sess->rd;
+	e = unwinder__for_file(p->rd, o->root, &p->unwinder);
 	if (e)
 		goto cleanup;
-	p->sym = p->sess->sym;
-	p->rd = p->sess->rd;
-	e = unwinder__for_file(p->rd, root, &p->unwinder);
-	if (e)
-		goto cleanup;
-	p->lost = p->sess->lost;
-	if (p->sess->first_sampling >= 0) {
-		const struct pd_attr *a = &p->rd->attrs[p->sess->first_sampling];
+	if (sess->first_sampling >= 0) {
+		const struct pd_attr *a = &p->rd->attrs[sess->first_sampling];
 
 		p->event = a->name ? a->name : "cycles";
 		p->event_is_clock = a->attr.type == PERF_TYPE_SOFTWARE &&
@@ -337,55 +344,82 @@ int profile__load_spans(struct profile **out, const char *path, const char *root
 				     a->attr.config == PERF_COUNT_SW_TASK_CLOCK);
 		p->sample_freq = a->attr.freq ? a->attr.sample_freq : 0;
 	}
-	/* Only a file with otel spans pays for noting every sample. */
-	for (int i = 0; i < p->rd->nr_attrs; i++) {
+	/* Only a file with otel spans (or --span-prefix) pays for noting every sample. */
+	for (int i = 0; i < p->rd->nr_attrs && !p->otel; i++) {
 		const char *name = span_codec_name(&p->rd->attrs[i]);
 
-		if (name && !strcmp(name, "otel") && !p->otel && !(p->otel = otel_join__new())) {
-			e = -ENOMEM;
-			goto cleanup;
-		}
+		if (name && !strcmp(name, "otel") && !(p->otel = otel_join__new()))
+			goto oom;
 	}
-	if (spans && !p->otel && !(p->otel = otel_join__new())) {
-		e = set_errorf(err, errlen, -ENOMEM, "out of memory reading %s", path);
-		goto cleanup;
-	}
-	if (spans)
+	if (o->span_prefix) {
+		if (!p->otel && !(p->otel = otel_join__new()))
+			goto oom;
 		otel_join__want_prefixes(p->otel);
-	for (size_t i = 0; spans && i < nspans; i++) {
-		e = otel_join__add_prefix_span(p->otel, spans[i].tid, spans[i].start, spans[i].end, spans[i].label);
-		if (e) {
-			set_errorf(err, errlen, e, "out of memory reading %s", path);
-			goto cleanup;
-		}
 	}
-	e = session__process(p->sess, &ops, &b, err, errlen);
+	e = session__add_consumer(sess, &ops, p->b);
 	if (e)
 		goto cleanup;
-	if (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel)) {
-		e = split_by_otel(p);
-		if (e)
-			goto cleanup;
-	}
 	*out = p;
-	p = NULL;
+	return 0;
+oom:
+	e = -ENOMEM;
 cleanup:
-	free(b.ips);
-	free(b.scratch);
-	hindex_free(&b.ip_idx);
-	hindex_free(&b.func_idx);
-	hindex_free(&b.stack_idx);
-	hindex_free(&b.off_idx);
 	profile__free(p);
 	return e;
+}
+
+int profile__add_prefix_span(struct profile *p, __u32 tid, __u64 start, __u64 end, const char *label)
+{
+	return otel_join__add_prefix_span(p->otel, tid, start, end, label);
+}
+
+int profile__finish(struct profile *p)
+{
+	int e = 0;
+
+	if (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel))
+		e = split_by_otel(p);
+	builder_free(p->b);
+	p->b = NULL;
+	return e;
+}
+
+int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)
+{
+	struct profile_opts o = { .root = root };
+	struct session *sess = NULL;
+	struct profile *p = NULL;
+	int e = session__open(&sess, path, root, err, errlen);
+
+	*out = NULL;
+	if (e)
+		return e;
+	e = profile__new(&p, sess, &o);
+	if (e) {
+		set_errorf(err, errlen, e, "cannot read %s: %s", path, strerror(-e));
+		session__free(sess);
+		return e;
+	}
+	p->own_sess = true;
+	e = session__run(sess, err, errlen);
+	if (!e && (e = profile__finish(p)))
+		set_errorf(err, errlen, e, "out of memory reading %s", path);
+	if (e) {
+		profile__free(p);
+		return e;
+	}
+	*out = p;
+	return 0;
 }
 
 void profile__free(struct profile *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->nr_stacks; i++)
-		free(p->stacks[i].frames);
+	/* Split stacks borrow the frames of the stacks as sampled. */
+	for (size_t i = 0; i < (p->sampled ? p->nr_sampled : p->nr_stacks); i++)
+		free((p->sampled ? p->sampled : p->stacks)[i].frames);
+	free(p->sampled);
 	free(p->stacks);
 	for (size_t i = 0; i < p->nr_off_stacks; i++)
 		free(p->off_stacks[i].frames);
@@ -393,6 +427,8 @@ void profile__free(struct profile *p)
 	free(p->funcs);
 	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);
-	session__free(p->sess);
+	builder_free(p->b);
+	if (p->own_sess)
+		session__free(p->sess);
 	free(p);
 }

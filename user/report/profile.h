@@ -18,6 +18,7 @@
 #include "symbols.h"
 
 struct session;
+struct profile_builder;
 
 /* One function of one dso: the unit of every output. */
 /* An unnamed frame at address 0 (a sample with no frame), kept apart from 0, "named". */
@@ -63,6 +64,9 @@ struct profile {
 	size_t nr_funcs;
 	struct pstack *stacks;	/* on-CPU: the sampling events */
 	size_t nr_stacks;
+	/* When the stacks are split by OTel context or span: the stacks as sampled, owning the frames */
+	struct pstack *sampled;
+	size_t nr_sampled;
 	__u64 samples, period;
 	/* Off-CPU (offcpu-time samples, period = ns blocked); offcpu_view.h shows them. */
 	struct pstack *off_stacks;
@@ -79,20 +83,33 @@ struct profile {
 	struct pd_reader *rd;	/* the session's */
 	struct otel_join *otel; /* owns the otel ids' strings; NULL without otel spans */
 	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
+	struct profile_builder *b; /* while the pass runs */
+	bool own_sess;		   /* profile__load's: freed with the profile */
+};
+
+struct profile_opts {
+	const char *root; /* where symbol files are looked up, NULL for / */
+	/* report --folded --span-prefix: on-CPU stacks split by the spans given by profile__add_prefix_span */
+	bool span_prefix;
 };
 
 /*
- * Reads every sample of the file; on error err names the file and record.
- * root: where symbol files are looked up, NULL for /.
+ * A profile built by the session's one pass: registers itself as a
+ * consumer of sess (which must outlive it), before session__run.  0 or -errno.
+ */
+int profile__new(struct profile **out, struct session *sess, const struct profile_opts *o);
+/*
+ * With span_prefix, after the pass: a span whose label (copied) goes before
+ * the stacks of the samples of tid inside [start, end]; 0 or -ENOMEM.
+ */
+int profile__add_prefix_span(struct profile *p, __u32 tid, __u64 start, __u64 end, const char *label);
+/* After the pass (and the prefix spans): each on-CPU stack split by its OTel context and spans. 0 or -ENOMEM. */
+int profile__finish(struct profile *p);
+/*
+ * Opens path, reads every sample in one pass; on error err names the file
+ * and record.  root: where symbol files are looked up, NULL for /.
  */
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen);
-/*
- * The same, with each on-CPU stack split by the spans its samples fell in
- * (report --folded --span-prefix): spans[] as spans_collect() gives them.
- */
-struct span_label;
-int profile__load_spans(struct profile **out, const char *path, const char *root, const struct span_label *spans,
-			size_t nspans, char *err, size_t errlen);
 void profile__free(struct profile *p);
 
 #endif

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "report_out.h"
+#include "sbuf.h"
 #include "util.h"
 
 struct fline {

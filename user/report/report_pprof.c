@@ -12,8 +12,9 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "report_out.h"
-#include "util.h"
+#include "sbuf.h"
 
 /* Field numbers of profile.proto. */
 enum { P_SAMPLE_TYPE = 1, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION, P_STRING_TABLE, P_TIME_NANOS = 9,
@@ -120,79 +121,82 @@ static int gzip_write(const struct sbuf *b, FILE *out)
 	return r == Z_STREAM_END ? 0 : -EIO;
 }
 
-int report_pprof(const struct profile *p, FILE *out)
+/* What the sections below write into: the message, scratch buffers, the string table. */
+struct pprof_w {
+	const struct profile *p;
+	struct sbuf b, m, packed;
+	struct strtab t;
+	__u64 ns_per_sample;
+	__u64 *func_addr; /* each function's first address seen, for its location */
+};
+
+static void label_str(struct pprof_w *w, struct sbuf *lab, const char *key, const char *value)
 {
-	struct sbuf b = {}, m = {}, packed = {};
-	struct strtab t = {};
-	const struct sym_dso_info *dsos;
-	int nr_dsos, e, *order = NULL;
-	__u64 *hits = NULL;
-	__u64 ns_per_sample = p->sample_freq ? 1000000000ull / p->sample_freq : 1000000;
-	__u64 *func_addr = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof(*func_addr));
+	field_varint(lab, 1, str_id(&w->t, key));
+	field_varint(lab, 2, str_id(&w->t, value));
+	field_msg(&w->m, 3, lab);
+}
 
-	if (!func_addr)
-		return -ENOMEM;
-	str_id(&t, "");
-	value_type(&b, P_SAMPLE_TYPE, &t, "samples", "count");
-	value_type(&b, P_SAMPLE_TYPE, &t, "cpu", "nanoseconds");
-	/* record --off-cpu: a third value, zero in on-CPU samples and the only one set in off-CPU ones. */
-	if (p->nr_off_stacks)
-		value_type(&b, P_SAMPLE_TYPE, &t, "off_cpu", "nanoseconds");
-	/* Samples: location ids leaf first, as pprof wants; location id = function index + 1. */
-	for (size_t i = 0; i < p->nr_stacks + p->nr_off_stacks; i++) {
-		bool off = i >= p->nr_stacks;
-		const struct pstack *s = off ? &p->off_stacks[i - p->nr_stacks] : &p->stacks[i];
-		struct sbuf lab = {};
+static void label_num(struct pprof_w *w, struct sbuf *lab, const char *key, __u64 value)
+{
+	field_varint(lab, 1, str_id(&w->t, key));
+	field_varint(lab, 3, value);
+	field_msg(&w->m, 3, lab);
+}
 
-		for (__u32 j = 0; j < s->nr; j++) {
-			varint(&packed, s->frames[j].func + 1);
-			if (!func_addr[s->frames[j].func])
-				func_addr[s->frames[j].func] = s->frames[j].ip;
-		}
-		field_msg(&m, 1, &packed);
-		varint(&packed, off ? 0 : s->count);
-		/* cpu-clock periods are nanoseconds; other events' time is estimated from the rate. */
-		varint(&packed, off ? 0 : p->event_is_clock ? s->period : s->count * ns_per_sample);
-		if (p->nr_off_stacks)
-			varint(&packed, off ? s->period : 0);
-		field_msg(&m, 2, &packed);
-		field_varint(&lab, 1, str_id(&t, "thread"));
-		field_varint(&lab, 2, str_id(&t, s->comm));
-		field_msg(&m, 3, &lab);
-		field_varint(&lab, 1, str_id(&t, "tid"));
-		field_varint(&lab, 3, s->tid);
-		field_msg(&m, 3, &lab);
-		field_varint(&lab, 1, str_id(&t, "pid"));
-		field_varint(&lab, 3, s->pid);
-		field_msg(&m, 3, &lab);
-		/* The OTel context (record --otel), as the OTel profiling signal names its link to traces. */
-		if (s->otel.trace_id) {
-			field_varint(&lab, 1, str_id(&t, "trace_id"));
-			field_varint(&lab, 2, str_id(&t, s->otel.trace_id));
-			field_msg(&m, 3, &lab);
-			field_varint(&lab, 1, str_id(&t, "span_id"));
-			field_varint(&lab, 2, str_id(&t, s->otel.span_id));
-			field_msg(&m, 3, &lab);
-		}
-		/* The span's OTEP 4947 attributes, one string label each (pprof -tagfocus=http.route=...). */
-		if (s->otel.attrs) {
-			struct label_ctx lc = { &t, &m, &lab };
+/* One Sample: location ids leaf first, as pprof wants; location id = function index + 1. */
+static void write_sample(struct pprof_w *w, const struct pstack *s, bool off)
+{
+	const struct profile *p = w->p;
+	struct sbuf lab = {};
 
-			otel_attrs_split(s->otel.attrs, attr_label, &lc);
-		}
-		field_msg(&b, P_SAMPLE, &m);
-		sbuf_free(&lab);
+	for (__u32 j = 0; j < s->nr; j++) {
+		varint(&w->packed, s->frames[j].func + 1);
+		if (!w->func_addr[s->frames[j].func])
+			w->func_addr[s->frames[j].func] = s->frames[j].ip;
 	}
-	/*
-	 * Mappings: mapping id = dso id + 1, with the build id pprof uses to find
-	 * symbols.  pprof calls the first one the profile's main file: busiest first.
-	 */
-	nr_dsos = symbolizer__dsos(p->sym, &dsos);
-	order = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*order));
-	hits = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*hits));
-	if (!order || !hits) {
-		e = -ENOMEM;
-		goto cleanup;
+	field_msg(&w->m, 1, &w->packed);
+	varint(&w->packed, off ? 0 : s->count);
+	/* cpu-clock periods are nanoseconds; other events' time is estimated from the rate. */
+	varint(&w->packed, off ? 0 : p->event_is_clock ? s->period : s->count * w->ns_per_sample);
+	if (p->nr_off_stacks)
+		varint(&w->packed, off ? s->period : 0);
+	field_msg(&w->m, 2, &w->packed);
+	label_str(w, &lab, "thread", s->comm);
+	label_num(w, &lab, "tid", s->tid);
+	label_num(w, &lab, "pid", s->pid);
+	/* The OTel context (record --otel), as the OTel profiling signal names its link to traces. */
+	if (s->otel.trace_id) {
+		label_str(w, &lab, "trace_id", s->otel.trace_id);
+		label_str(w, &lab, "span_id", s->otel.span_id);
+	}
+	/* The span's OTEP 4947 attributes, one string label each (pprof -tagfocus=http.route=...). */
+	if (s->otel.attrs) {
+		struct label_ctx lc = { &w->t, &w->m, &lab };
+
+		otel_attrs_split(s->otel.attrs, attr_label, &lc);
+	}
+	field_msg(&w->b, P_SAMPLE, &w->m);
+	sbuf_free(&lab);
+}
+
+/*
+ * Mappings: mapping id = dso id + 1, with the build id pprof uses to find
+ * symbols.  pprof calls the first one the profile's main file: busiest
+ * first.  Returns how many dsos there are, or -ENOMEM.
+ */
+static int write_mappings(struct pprof_w *w)
+{
+	const struct profile *p = w->p;
+	const struct sym_dso_info *dsos;
+	int nr_dsos = symbolizer__dsos(p->sym, &dsos);
+	int *order = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*order));
+	__u64 *hits = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*hits));
+
+	if (nr_dsos < 0 || !order || !hits) {
+		free(order);
+		free(hits);
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < p->nr_stacks; i++) {
 		int d = p->funcs[p->stacks[i].frames[0].func].dso_id;
@@ -211,54 +215,87 @@ int report_pprof(const struct profile *p, FILE *out)
 	for (int k = 0; k < nr_dsos; k++) {
 		int i = order[k];
 
-		field_varint(&m, 1, i + 1);
-		field_varint(&m, 2, dsos[i].start);
-		field_varint(&m, 3, dsos[i].limit);
-		field_varint(&m, 4, dsos[i].pgoff);
-		field_varint(&m, 5, str_id(&t, dsos[i].path));
-		field_varint(&m, 6, str_id(&t, dsos[i].build_id ? dsos[i].build_id : ""));
-		field_varint(&m, 7, 1); /* has_functions: symbolized already */
-		field_msg(&b, P_MAPPING, &m);
+		field_varint(&w->m, 1, i + 1);
+		field_varint(&w->m, 2, dsos[i].start);
+		field_varint(&w->m, 3, dsos[i].limit);
+		field_varint(&w->m, 4, dsos[i].pgoff);
+		field_varint(&w->m, 5, str_id(&w->t, dsos[i].path));
+		field_varint(&w->m, 6, str_id(&w->t, dsos[i].build_id ? dsos[i].build_id : ""));
+		field_varint(&w->m, 7, 1); /* has_functions: symbolized already */
+		field_msg(&w->b, P_MAPPING, &w->m);
 	}
+	free(order);
+	free(hits);
+	return nr_dsos;
+}
+
+/* A Location and a Function per function of the profile, both with id = index + 1. */
+static void write_functions(struct pprof_w *w, int nr_dsos)
+{
+	const struct profile *p = w->p;
+
 	for (size_t f = 0; f < p->nr_funcs; f++) {
 		struct sbuf line = {};
 
-		field_varint(&m, 1, f + 1);
+		field_varint(&w->m, 1, f + 1);
 		if (p->funcs[f].dso_id >= 0 && p->funcs[f].dso_id < nr_dsos)
-			field_varint(&m, 2, p->funcs[f].dso_id + 1);
-		field_varint(&m, 3, func_addr[f]);
+			field_varint(&w->m, 2, p->funcs[f].dso_id + 1);
+		field_varint(&w->m, 3, w->func_addr[f]);
 		field_varint(&line, 1, f + 1);
-		field_msg(&m, 4, &line);
-		field_msg(&b, P_LOCATION, &m);
+		field_msg(&w->m, 4, &line);
+		field_msg(&w->b, P_LOCATION, &w->m);
 		sbuf_free(&line);
 	}
 	for (size_t f = 0; f < p->nr_funcs; f++) {
-		field_varint(&m, 1, f + 1);
-		field_varint(&m, 2, str_id(&t, p->funcs[f].name));
-		field_varint(&m, 3, str_id(&t, p->funcs[f].name));
-		field_varint(&m, 4, str_id(&t, p->funcs[f].path ? p->funcs[f].path : ""));
-		field_msg(&b, P_FUNCTION, &m);
+		field_varint(&w->m, 1, f + 1);
+		field_varint(&w->m, 2, str_id(&w->t, p->funcs[f].name));
+		field_varint(&w->m, 3, str_id(&w->t, p->funcs[f].name));
+		field_varint(&w->m, 4, str_id(&w->t, p->funcs[f].path ? p->funcs[f].path : ""));
+		field_msg(&w->b, P_FUNCTION, &w->m);
 	}
-	if (p->rd->meta.clock_tod_ns && p->first_ns >= p->rd->meta.clock_ref_ns)
-		field_varint(&b, P_TIME_NANOS, p->rd->meta.clock_tod_ns + (p->first_ns - p->rd->meta.clock_ref_ns));
-	field_varint(&b, P_DURATION_NANOS, p->last_ns - p->first_ns);
-	value_type(&b, P_PERIOD_TYPE, &t, "cpu", "nanoseconds");
-	field_varint(&b, P_PERIOD, ns_per_sample);
-	field_varint(&b, P_COMMENT, str_id(&t, p->event ? p->event : "samples"));
-	field_varint(&b, P_DEFAULT_SAMPLE_TYPE, str_id(&t, "cpu"));
+}
+
+int report_pprof(const struct profile *p, FILE *out)
+{
+	struct pprof_w w = { .p = p, .ns_per_sample = p->sample_freq ? 1000000000ull / p->sample_freq : 1000000 };
+	const struct pd_meta *meta = p->rd ? &p->rd->meta : NULL;
+	int e = -ENOMEM;
+
+	w.func_addr = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof(*w.func_addr));
+	if (!w.func_addr)
+		return -ENOMEM;
+	str_id(&w.t, "");
+	value_type(&w.b, P_SAMPLE_TYPE, &w.t, "samples", "count");
+	value_type(&w.b, P_SAMPLE_TYPE, &w.t, "cpu", "nanoseconds");
+	/* record --off-cpu: a third value, zero in on-CPU samples and the only one set in off-CPU ones. */
+	if (p->nr_off_stacks)
+		value_type(&w.b, P_SAMPLE_TYPE, &w.t, "off_cpu", "nanoseconds");
+	for (size_t i = 0; i < p->nr_stacks; i++)
+		write_sample(&w, &p->stacks[i], false);
+	for (size_t i = 0; i < p->nr_off_stacks; i++)
+		write_sample(&w, &p->off_stacks[i], true);
+	e = write_mappings(&w);
+	if (e < 0)
+		goto cleanup;
+	write_functions(&w, e);
+	if (meta && meta->clock_tod_ns && p->first_ns >= meta->clock_ref_ns)
+		field_varint(&w.b, P_TIME_NANOS, meta->clock_tod_ns + (p->first_ns - meta->clock_ref_ns));
+	field_varint(&w.b, P_DURATION_NANOS, p->last_ns - p->first_ns);
+	value_type(&w.b, P_PERIOD_TYPE, &w.t, "cpu", "nanoseconds");
+	field_varint(&w.b, P_PERIOD, w.ns_per_sample);
+	field_varint(&w.b, P_COMMENT, str_id(&w.t, p->event ? p->event : "samples"));
+	field_varint(&w.b, P_DEFAULT_SAMPLE_TYPE, str_id(&w.t, "cpu"));
 	/* The string table last: every id above has been handed out by now. */
-	sbuf_add(&b, t.out.p, t.out.len);
-	e = b.err ?: m.err ?: packed.err ?: t.out.err;
+	sbuf_add(&w.b, w.t.out.p, w.t.out.len);
+	e = w.b.err ?: w.m.err ?: w.packed.err ?: w.t.out.err;
 	if (!e)
-		e = gzip_write(&b, out);
+		e = gzip_write(&w.b, out);
 cleanup:
-	free(order);
-	free(hits);
-	sbuf_free(&b);
-	sbuf_free(&m);
-	sbuf_free(&packed);
-	sbuf_free(&t.out);
-	strpool_free(&t.pool);
-	free(func_addr);
+	sbuf_free(&w.b);
+	sbuf_free(&w.m);
+	sbuf_free(&w.packed);
+	sbuf_free(&w.t.out);
+	strpool_free(&w.t.pool);
+	free(w.func_addr);
 	return e;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 struct strpool;
@@ -17,7 +18,22 @@ struct spans_report_opts {
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 };
 
+/* The whole of report --spans and annotate: one pass, the join, the output to stdout. */
 int spans_report(const struct spans_report_opts *o, char *err, size_t errlen);
+
+/*
+ * The join as a consumer of a session shared with others: new (reads
+ * annotate's spans; registers on sess, which must outlive it) before
+ * session__run, finish (places and joins) after it, then print or labels.
+ * On error, err says what and where.
+ */
+struct session;
+struct span_report;
+int span_report__new(struct span_report **out, struct session *sess, const struct spans_report_opts *o, char *err,
+		     size_t errlen);
+int span_report__finish(struct span_report *r, char *err, size_t errlen);
+int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen);
+void span_report__free(struct span_report *r);
 
 /*
  * Every span report --spans (or annotate) would print, as a label for
@@ -31,7 +47,7 @@ struct span_label {
 	const char *label; /* in the caller's pool */
 };
 
-int spans_collect(const struct spans_report_opts *o, struct strpool *pool, struct span_label **out, size_t *n,
-		  char *err, size_t errlen);
+/* After span_report__finish: the labels (an array the caller frees) in *out; 0 or -ENOMEM. */
+int span_report__labels(struct span_report *r, struct strpool *pool, struct span_label **out, size_t *n);
 
 #endif

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "report_out.h"
+#include "sbuf.h"
 #include "util.h"
 
 static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr" };

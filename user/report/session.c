@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "buildid.h"
+#include "hash.h"
+#include "names.h"
 #include "perf_sample.h"
 #include "session.h"
 #include "util.h"
@@ -12,33 +14,74 @@
 /* A thread's name from `time` on; a FORK's name comes from its creator. */
 struct name_event {
 	__u64 time;
-	__u32 tid, ptid; /* ptid: the creator, for a fork */
-	const char *comm; /* NULL for a fork until resolved */
-	bool fork;
+	const char *comm; /* NULL for a fork whose creator had no name then */
 };
 
-/* A change to a process's address space, applied in time order. */
+/* One thread's names, in time order. */
+struct thread_names {
+	struct name_event *v;
+	size_t n, cap;
+};
+
+/* A fork or an exec, applied in time order once every record up to its time is read. */
 struct proc_event {
 	__u64 time;
-	__u32 pid, ppid;
+	__u32 pid, tid, ppid, ptid;
 	bool exec;
 	size_t seq; /* file order, for equal times */
 };
 
-struct timeline {
-	struct strpool names;
-	struct name_event *ne;
-	size_t nr_ne, cap_ne;
-	struct proc_event *pe;
-	size_t nr_pe, cap_pe;
-	struct u64_map tid_pid; /* tid -> pid + 1 */
+/* A sample or span waiting for the side-band up to its time: where it is in the file. */
+struct queued {
+	__u64 time, pos;
 };
 
-static int add_name(struct timeline *tl, struct name_event e)
+struct consumer {
+	const struct session_ops *ops;
+	void *ctx;
+};
+
+struct timeline {
+	struct strpool names;
+	struct thread_names *tn;
+	size_t nr_tn, cap_tn;
+	struct u64_map tn_idx;	/* tid -> index into tn + 1 */
+	struct proc_event *pe;	/* pending, in file order */
+	size_t nr_pe, cap_pe, seq_pe;
+	struct u64_map tid_pid; /* tid -> pid + 1 */
+	struct queued *q;	/* pending, in file order; q[qhead..nr_q) */
+	size_t qhead, nr_q, cap_q;
+	struct consumer *cons;
+	size_t nr_cons, cap_cons;
+};
+
+static struct thread_names *names_of(struct timeline *tl, __u32 tid, bool create)
 {
-	if (array_reserve((void **)&tl->ne, &tl->cap_ne, tl->nr_ne, sizeof(*tl->ne)))
+	uint64_t *v = u64_map_get(&tl->tn_idx, tid, create);
+
+	if (!v)
+		return NULL;
+	if (!*v) {
+		if (array_reserve((void **)&tl->tn, &tl->cap_tn, tl->nr_tn, sizeof(*tl->tn)))
+			return NULL;
+		tl->tn[tl->nr_tn++] = (struct thread_names){};
+		*v = tl->nr_tn;
+	}
+	return &tl->tn[*v - 1];
+}
+
+/* Names arrive almost in time order: insert from the back. */
+static int add_name(struct timeline *tl, __u32 tid, struct name_event e)
+{
+	struct thread_names *t = names_of(tl, tid, true);
+	size_t i;
+
+	if (!t || array_reserve((void **)&t->v, &t->cap, t->n, sizeof(*t->v)))
 		return -ENOMEM;
-	tl->ne[tl->nr_ne++] = e;
+	for (i = t->n; i > 0 && t->v[i - 1].time > e.time; i--)
+		t->v[i] = t->v[i - 1];
+	t->v[i] = e;
+	t->n++;
 	return 0;
 }
 
@@ -46,7 +89,7 @@ static int add_proc(struct timeline *tl, struct proc_event e)
 {
 	if (array_reserve((void **)&tl->pe, &tl->cap_pe, tl->nr_pe, sizeof(*tl->pe)))
 		return -ENOMEM;
-	e.seq = tl->nr_pe;
+	e.seq = tl->seq_pe++;
 	tl->pe[tl->nr_pe++] = e;
 	return 0;
 }
@@ -61,22 +104,6 @@ static int set_pid(struct timeline *tl, __u32 tid, __u32 pid)
 	return 0;
 }
 
-static int cmp_ne_time(const void *a, const void *b)
-{
-	const struct name_event *x = a, *y = b;
-
-	return (x->time > y->time) - (x->time < y->time);
-}
-
-static int cmp_ne_tid(const void *a, const void *b)
-{
-	const struct name_event *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return (x->time > y->time) - (x->time < y->time);
-}
-
 static int cmp_pe(const void *a, const void *b)
 {
 	const struct proc_event *x = a, *y = b;
@@ -86,49 +113,55 @@ static int cmp_pe(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Threads and processes created during the run take their creator's name at the fork. */
-static void resolve_fork_names(struct timeline *tl)
+/* tid's latest name at or before t, NULL if none (a fork's name: its creator's then). */
+static const char *name_at(struct timeline *tl, __u32 tid, __u64 t)
 {
-	struct u64_map cur = {}; /* tid -> name */
+	struct thread_names *n = names_of(tl, tid, false);
+	const char *best = NULL;
 
-	/* qsort is not stable; equal times keep no order, as the kernel gives none. */
-	sort_n(tl->ne, tl->nr_ne, sizeof(*tl->ne), cmp_ne_time);
-	for (size_t i = 0; i < tl->nr_ne; i++) {
-		struct name_event *e = &tl->ne[i];
-		uint64_t *v;
-
-		if (e->fork) {
-			v = u64_map_get(&cur, e->ptid, false);
-			e->comm = v ? (const char *)(uintptr_t)*v : NULL;
-		}
-		if (e->comm && (v = u64_map_get(&cur, e->tid, true)))
-			*v = (uintptr_t)e->comm;
-	}
-	u64_map_free(&cur);
-	sort_n(tl->ne, tl->nr_ne, sizeof(*tl->ne), cmp_ne_tid);
+	for (size_t i = 0; n && i < n->n && n->v[i].time <= t; i++)
+		if (n->v[i].comm)
+			best = n->v[i].comm;
+	return best;
 }
 
-/* Forks and execs, oldest first, so that a child copies maps its parent inherited. */
-static int apply_proc_events(struct session *s, struct timeline *tl)
+/*
+ * Forks and execs up to time `upto`, oldest first: every map and name up
+ * to then is read (the writer's rounds promise it), so a child copies the
+ * maps its parent had at the fork, and takes its creator's name then.
+ */
+static int apply_proc_events(struct session *s, struct timeline *tl, __u64 upto)
 {
+	size_t i, k = 0;
 	int e = 0;
 
 	sort_n(tl->pe, tl->nr_pe, sizeof(*tl->pe), cmp_pe);
-	for (size_t i = 0; i < tl->nr_pe && !e; i++) {
+	for (i = 0; i < tl->nr_pe && tl->pe[i].time <= upto && !e; i++) {
 		const struct proc_event *p = &tl->pe[i];
 
 		if (p->exec) {
 			e = symbolizer__exec(s->sym, p->pid, p->time);
 			s->execs++;
-		} else {
+			continue;
+		}
+		e = add_name(tl, p->tid, (struct name_event){ .time = p->time, .comm = name_at(tl, p->ptid, p->time) });
+		if (!e && p->pid != p->ppid) {
 			e = symbolizer__fork(s->sym, p->ppid, p->pid, p->time);
 			s->forks++;
 		}
 	}
+	/* The rest wait, in file order (seq keeps equal times as they came). */
+	for (; i < tl->nr_pe; i++)
+		tl->pe[k++] = tl->pe[i];
+	tl->nr_pe = k;
 	return e;
 }
 
-/* A process context, before any span needs it; one that does not decode is counted and skipped. */
+/*
+ * A process context, taken as it comes: a recording writes them at its end,
+ * so consumers look them up in their finish.  One that does not decode is
+ * counted and skipped.
+ */
 static int otel_process(struct session *s, const struct pd_event *ev)
 {
 	struct otel_pctx pc;
@@ -178,7 +211,7 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 		}
 		return SESS_SPAN_COUNTERS;
 	}
-	if (a->name && !strcmp(a->name, "offcpu-time"))
+	if (a->name && !strcmp(a->name, OFFCPU_EVENT_NAME))
 		return SESS_OFFCPU;
 	if (a->name && !strcmp(a->name, OTEL_PCTX_ATTR_NAME) && (a->attr.sample_type & PERF_SAMPLE_RAW))
 		return SESS_OTEL_PROCESS;
@@ -203,7 +236,7 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 		if (pd_parse_comm(h, h->size, &c))
 			return 0;
 		c.comm = strpool_intern(&tl->names, c.comm, NULL);
-		if (!c.comm || add_name(tl, (struct name_event){ .time = ev->sample.time, .tid = c.tid, .comm = c.comm }) ||
+		if (!c.comm || add_name(tl, c.tid, (struct name_event){ .time = ev->sample.time, .comm = c.comm }) ||
 		    set_pid(tl, c.tid, c.pid))
 			return -ENOMEM;
 		if (c.exec)
@@ -212,12 +245,10 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 	case PERF_RECORD_FORK:
 		if (pd_parse_task(h, h->size, &t))
 			return 0;
-		if (add_name(tl, (struct name_event){ .time = t.time, .tid = t.tid, .ptid = t.ptid, .fork = true }) ||
-		    set_pid(tl, t.tid, t.pid))
+		if (set_pid(tl, t.tid, t.pid))
 			return -ENOMEM;
-		if (t.pid != t.ppid)
-			return add_proc(tl, (struct proc_event){ .time = t.time, .pid = t.pid, .ppid = t.ppid });
-		return 0;
+		return add_proc(tl, (struct proc_event){ .time = t.time, .pid = t.pid, .tid = t.tid, .ppid = t.ppid,
+							 .ptid = t.ptid });
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
 		/* Data maps (--call-graph dwarf records them, for perf): no code there. */
@@ -225,6 +256,7 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 			return 0;
 		if (m.build_id_size)
 			buildid_hex(m.build_id, m.build_id_size, bid);
+		/* Maps are looked up by time: they may go in as they come. */
 		return symbolizer__add_map(s->sym, m.pid, m.start, m.len, m.pgoff, m.filename, ev->sample.time,
 					   m.kernel, m.build_id_size ? bid : NULL);
 	case PERF_RECORD_LOST:
@@ -240,8 +272,6 @@ int session__open(struct session **out, const char *path, const char *root, char
 {
 	struct session *s = calloc(1, sizeof(*s));
 	struct timeline *tl = calloc(1, sizeof(*tl));
-	struct pd_iter it = {};
-	struct pd_event ev;
 	int e;
 
 	*out = NULL;
@@ -258,34 +288,18 @@ int session__open(struct session **out, const char *path, const char *root, char
 		goto cleanup;
 	s->kind = calloc(s->rd->nr_attrs ? s->rd->nr_attrs : 1, sizeof(*s->kind));
 	s->sym = symbolizer__new(&s->rd->meta, root);
-	if (!s->kind || !s->sym)
-		goto oom;
+	if (!s->kind || !s->sym) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		e = -ENOMEM;
+		goto cleanup;
+	}
 	for (int i = 0; i < s->rd->nr_attrs; i++) {
 		s->kind[i] = classify(s, &s->rd->attrs[i]);
 		if (s->kind[i] == SESS_SAMPLING && s->first_sampling < 0)
 			s->first_sampling = i;
 	}
-	while ((e = pd_reader__next(s->rd, &it, &ev)) > 0) {
-		if (ev.hdr->type != PERF_RECORD_SAMPLE) {
-			if (sideband(s, tl, &ev))
-				goto oom;
-		} else if (ev.attr && s->kind[ev.attr - s->rd->attrs] == SESS_OTEL_PROCESS && otel_process(s, &ev)) {
-			goto oom;
-		}
-	}
-	if (e < 0) {
-		snprintf(err, errlen, "%s", s->rd->err);
-		e = -EINVAL;
-		goto cleanup;
-	}
-	resolve_fork_names(tl);
-	if (apply_proc_events(s, tl))
-		goto oom;
 	*out = s;
 	return 0;
-oom:
-	snprintf(err, errlen, "out of memory reading %s", path);
-	e = -ENOMEM;
 cleanup:
 	session__free(s);
 	return e;
@@ -300,9 +314,14 @@ void session__free(struct session *s)
 	tl = s->priv;
 	if (tl) {
 		strpool_free(&tl->names);
-		free(tl->ne);
+		for (size_t i = 0; i < tl->nr_tn; i++)
+			free(tl->tn[i].v);
+		free(tl->tn);
+		u64_map_free(&tl->tn_idx);
 		free(tl->pe);
 		u64_map_free(&tl->tid_pid);
+		free(tl->q);
+		free(tl->cons);
 		free(tl);
 	}
 	for (int i = 0; i < s->nr_span_counters; i++)
@@ -319,25 +338,16 @@ void session__free(struct session *s)
 
 const char *session__comm(struct session *s, __u32 tid, __u64 t)
 {
-	struct timeline *tl = s->priv;
-	size_t lo = 0, hi = tl->nr_ne;
+	struct thread_names *n = names_of(s->priv, tid, false);
 	const char *best = NULL;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (tl->ne[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* Its latest name by then, else its first (a sample before its COMM). */
-	for (size_t i = lo; i < tl->nr_ne && tl->ne[i].tid == tid; i++) {
-		if (!tl->ne[i].comm)
+	for (size_t i = 0; n && i < n->n; i++) {
+		if (!n->v[i].comm)
 			continue;
-		if (!best || tl->ne[i].time <= t)
-			best = tl->ne[i].comm;
-		if (tl->ne[i].time > t)
+		if (!best || n->v[i].time <= t)
+			best = n->v[i].comm;
+		if (n->v[i].time > t)
 			break;
 	}
 	return best;
@@ -363,60 +373,155 @@ static const char *unnamed(struct timeline *tl, __u32 tid)
 	return strpool_intern(&tl->names, name, NULL);
 }
 
-int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen)
+int session__add_consumer(struct session *s, const struct session_ops *ops, void *ctx)
+{
+	struct timeline *tl = s->priv;
+
+	if (array_reserve((void **)&tl->cons, &tl->cap_cons, tl->nr_cons, sizeof(*tl->cons)))
+		return -ENOMEM;
+	tl->cons[tl->nr_cons++] = (struct consumer){ ops, ctx };
+	return 0;
+}
+
+/* One sample or span to every consumer, in the order they were added. */
+static int deliver(struct session *s, struct timeline *tl, const struct pd_event *ev)
+{
+	int ai = ev->attr - s->rd->attrs, e = 0;
+
+	switch (s->kind[ai]) {
+	case SESS_SAMPLING:
+	case SESS_OFFCPU: {
+		struct sess_sample ss = {
+			.ev = ev, .kind = s->kind[ai], .attr = ai,
+			.kernel = (ev->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
+		};
+
+		ss.comm = session__comm(s, ev->sample.tid, ev->sample.time);
+		if (!ss.comm && !(ss.comm = unnamed(tl, ev->sample.tid)))
+			return -ENOMEM;
+		for (size_t i = 0; i < tl->nr_cons && !e; i++)
+			if (tl->cons[i].ops->sample)
+				e = tl->cons[i].ops->sample(tl->cons[i].ctx, &ss);
+		return e;
+	}
+	case SESS_SPAN: {
+		struct sess_span sp = { .ev = ev, .name = span_codec_name(ev->attr) };
+
+		if (span_codec_decode(&ev->sample, &sp.rec))
+			return 0; /* a layout this reader does not know */
+		for (size_t i = 0; i < tl->nr_cons && !e; i++)
+			if (tl->cons[i].ops->span)
+				e = tl->cons[i].ops->span(tl->cons[i].ctx, &sp);
+		return e;
+	}
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Everything up to time `upto`: the forks and execs first, then the
+ * samples and spans waiting, in file order, until one is later (it waits
+ * for the next round: its side-band may still come).
+ */
+static int flush(struct session *s, struct timeline *tl, __u64 upto)
+{
+	struct pd_event ev;
+	int e = apply_proc_events(s, tl, upto);
+
+	for (; !e && tl->qhead < tl->nr_q && tl->q[tl->qhead].time <= upto; tl->qhead++) {
+		struct pd_iter it = { tl->q[tl->qhead].pos };
+
+		/* Read and checked once already: it decodes again from the mapping. */
+		if (pd_reader__next(s->rd, &it, &ev) <= 0)
+			continue;
+		e = deliver(s, tl, &ev);
+	}
+	/* What waits is about a round: moving it down keeps the queue that size. */
+	memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
+	tl->nr_q -= tl->qhead;
+	tl->qhead = 0;
+	return e;
+}
+
+/* Samples and spans wait in the queue; side-band goes into the timeline as it comes. */
+static int take(struct session *s, struct timeline *tl, const struct pd_event *ev, __u64 pos)
+{
+	enum sess_kind k;
+
+	if (ev->hdr->type != PERF_RECORD_SAMPLE)
+		return sideband(s, tl, ev);
+	if (!ev->attr)
+		return 0;
+	k = s->kind[ev->attr - s->rd->attrs];
+	if (k == SESS_OTEL_PROCESS)
+		return otel_process(s, ev);
+	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_SPAN)
+		return 0;
+	if (array_reserve((void **)&tl->q, &tl->cap_q, tl->nr_q, sizeof(*tl->q)))
+		return -ENOMEM;
+	tl->q[tl->nr_q++] = (struct queued){ ev->sample.time, pos };
+	return 0;
+}
+
+/* A record's time: a FORK's is in its body. */
+static __u64 rec_time(const struct pd_event *ev)
+{
+	struct pd_task t;
+
+	if (ev->hdr->type == PERF_RECORD_FORK && !pd_parse_task(ev->hdr, ev->hdr->size, &t))
+		return SP_MAX(t.time, ev->sample.time);
+	return ev->sample.time;
+}
+
+/*
+ * One pass in file order.  As perf's ordered events: at each
+ * FINISHED_ROUND every record up to the latest time seen before the
+ * previous one has been read, so what is queued up to then can go.  Files
+ * without rounds wait to the end, as the whole file is one round.
+ */
+int session__run(struct session *s, char *err, size_t errlen)
 {
 	struct timeline *tl = s->priv;
 	struct pd_iter it = {};
 	struct pd_event ev;
-	int e;
+	__u64 seen = 0, safe = 0, pos = 0;
+	int e, r;
 
-	while ((e = pd_reader__next(s->rd, &it, &ev)) > 0) {
-		int ai;
-
-		if (ev.hdr->type != PERF_RECORD_SAMPLE || !ev.attr)
-			continue;
-		ai = ev.attr - s->rd->attrs;
-		switch (s->kind[ai]) {
-		case SESS_SAMPLING:
-		case SESS_OFFCPU: {
-			struct sess_sample ss = {
-				.ev = &ev, .kind = s->kind[ai], .attr = ai,
-				.kernel = (ev.hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
-			};
-
-			if (!ops->sample)
-				break;
-			ss.comm = session__comm(s, ev.sample.tid, ev.sample.time);
-			if (!ss.comm && !(ss.comm = unnamed(tl, ev.sample.tid)))
-				goto oom;
-			e = ops->sample(ctx, &ss);
-			if (e)
-				goto consumer;
-			break;
+	while ((r = pd_reader__next(s->rd, &it, &ev)) > 0) {
+		if (ev.hdr->type == PD_RECORD_FINISHED_ROUND) {
+			e = flush(s, tl, safe);
+			safe = seen;
+		} else {
+			e = take(s, tl, &ev, pos);
+			seen = SP_MAX(seen, rec_time(&ev));
 		}
-		case SESS_SPAN: {
-			struct sess_span sp = { .ev = &ev, .name = span_codec_name(ev.attr) };
-
-			if (!ops->span || span_codec_decode(&ev.sample, &sp.rec))
-				break; /* a layout this reader does not know */
-			e = ops->span(ctx, &sp);
-			if (e)
-				goto consumer;
-			break;
-		}
-		default:
-			break;
-		}
+		if (e)
+			goto consumer;
+		pos = it.pos;
 	}
-	if (e < 0) {
+	if (r < 0) {
 		snprintf(err, errlen, "%s", s->rd->err);
 		return -EINVAL;
 	}
-	return 0;
+	e = flush(s, tl, ~0ull);
+	for (size_t i = 0; i < tl->nr_cons && !e; i++)
+		if (tl->cons[i].ops->finish)
+			e = tl->cons[i].ops->finish(tl->cons[i].ctx);
+	if (!e)
+		return 0;
 consumer:
 	if (e != -ENOMEM)
 		return e;
-oom:
 	snprintf(err, errlen, "out of memory reading %s", s->rd->path);
 	return -ENOMEM;
+}
+
+int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen)
+{
+	if (session__add_consumer(s, ops, ctx)) {
+		snprintf(err, errlen, "out of memory reading %s", s->rd->path);
+		return -ENOMEM;
+	}
+	return session__run(s, err, errlen);
 }

@@ -4,14 +4,20 @@
  * attrs classified by what their records carry, one timeline of threads and
  * processes, and every sample and span handed, decoded, to a consumer.
  *
- * The timeline comes from the side-band: COMM (names, and exec), FORK and
- * EXIT, MMAP and MMAP2.  A thread takes its creator's name at the fork; a
+ * The file is read once, in file order.  The timeline comes from the
+ * side-band: COMM (names, and exec), FORK and EXIT, MMAP and MMAP2, taken
+ * as they come.  A thread takes its creator's name at the fork; a
  * process forked without exec starts with a copy of its parent's maps (the
  * symbolizer keeps them); an exec ends both.  Lookups are by time, so pid
  * reuse and samples that come before their side-band resolve as perf would.
+ * Samples and spans wait, as perf's ordered events do, until the writer's
+ * FINISHED_ROUNDs say every record up to their time is read (forks and
+ * execs are applied then, in time order), and go to the consumers in file
+ * order.
  *
- * The profile (report's tables, folded stacks, flame graphs and pprof) and
- * the span join (report --spans, annotate) are consumers.
+ * The profile (report's tables, folded stacks, flame graphs and pprof), the
+ * span join (report --spans, annotate) and the off-CPU time per span are
+ * consumers; several share one pass and one symbolizer.
  */
 #ifndef SP_SESSION_H
 #define SP_SESSION_H
@@ -20,6 +26,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "hash.h"
 #include "otel_pctx.h"
 #include "perf_data.h"
 #include "span_codec.h"
@@ -49,9 +56,15 @@ struct sess_span {
 	struct span_rec rec;
 };
 
+/*
+ * A consumer: each callback may be NULL.  finish comes after the last
+ * record, when every process context (written at the end of a recording)
+ * and every name is known.  A non-zero return stops the pass and is returned.
+ */
 struct session_ops {
 	int (*sample)(void *ctx, const struct sess_sample *s);
 	int (*span)(void *ctx, const struct sess_span *s);
+	int (*finish)(void *ctx);
 };
 
 struct session {
@@ -61,8 +74,8 @@ struct session {
 	int first_sampling;   /* the first sampling attr, -1 if none */
 	char *span_counters[SP_MAX_COUNTERS]; /* what a span's counters[k] is */
 	int nr_span_counters;
-	__u64 lost;	      /* from LOST and LOST_SAMPLES records */
-	__u64 forks, execs;   /* new processes and execs seen */
+	__u64 lost;	      /* from LOST and LOST_SAMPLES records (all of them once the pass is done) */
+	__u64 forks, execs;   /* new processes and execs seen (likewise) */
 	struct otel_pctx *pctx; /* process contexts, the latest of each pid */
 	size_t nr_pctx, cap_pctx;
 	struct u64_map pctx_idx; /* pid -> index + 1 */
@@ -71,20 +84,32 @@ struct session {
 };
 
 /*
- * Opens the file and reads its side-band.  root: where symbol files are
- * looked up, NULL for /.  On error, err names the file (and record).
+ * Opens the file and classifies its attrs; no record is read yet.  root:
+ * where symbol files are looked up, NULL for /.  On error, err names the file.
  */
 int session__open(struct session **out, const char *path, const char *root, char *err, size_t errlen);
 void session__free(struct session *s);
 
-/* Hands every sample and span, in file order, to ops; stops at a consumer's error. */
+/* Adds a consumer (before session__run; ops must outlive the session); 0 or -ENOMEM. */
+int session__add_consumer(struct session *s, const struct session_ops *ops, void *ctx);
+/*
+ * The one pass: every sample and span, in file order, to every consumer in
+ * the order they were added, then their finish.  Stops at a consumer's
+ * error; on the file's (or memory's), err names the file and record.
+ */
+int session__run(struct session *s, char *err, size_t errlen);
+/* One consumer and the pass, for readers with one consumer. */
 int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen);
 
 /* The name of tid at time t, NULL if the file never named it. */
 const char *session__comm(struct session *s, __u32 tid, __u64 t);
 /* The process of tid (its latest), or -1. */
 __s64 session__pid_of(struct session *s, __u32 tid);
-/* pid's OTEP 4719 context as recorded (the latest), or NULL: its attribute keys print as numbers. */
+/*
+ * pid's OTEP 4719 context as recorded (the latest), or NULL: its attribute
+ * keys print as numbers.  Complete only in a consumer's finish and after:
+ * a recording writes them at its end.
+ */
 const struct otel_pctx *session__otel_process(struct session *s, __u32 pid);
 
 #endif

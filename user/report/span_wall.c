@@ -3,10 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "offcpu.h"
+#include "names.h"
 #include "perf_sample.h"
 #include "span_wall.h"
 #include "symbols.h"
+#include "util.h"
 
 #define TOP_STACKS 3
 #define MAX_FRAMES 64 /* per stack in the JSON */

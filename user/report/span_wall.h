@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "sbuf.h"
 #include "session.h"
-#include "util.h"
 
 struct span_wall;
 

@@ -11,33 +11,18 @@
 #include <sys/stat.h>
 
 #include "buildid.h"
-#include "demangle.h"
+#include "elf_syms.h"
+#include "fileio.h"
+#include "hash.h"
 #include "kallsyms.h"
 #include "symbols.h"
 #include "util.h"
-
-struct symbol {
-	__u64 start, end;
-	char *name;
-	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
-	int binding;	 /* STB_*, for choosing among aliases */
-	bool demangled; /* name is final (see sym_name) */
-	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
-};
-
-struct segment {
-	__u64 off, vaddr, filesz;
-};
 
 struct dso {
 	char *path, *short_name;
 	char build_id[2 * BUILD_ID_MAX + 1]; /* as recorded */
 	bool kernel, jit, loaded;
-	struct symbol *syms;
-	int nr_syms;
-	size_t cap_syms;
-	struct segment *segs;
-	int nr_segs;
+	struct elf_syms tab;
 	struct sym_dso_info info;
 	int id;
 };
@@ -82,322 +67,31 @@ struct symbolizer {
 	struct dso **dsos;
 	int nr_dsos;
 	struct hindex dso_idx; /* over dsos, by path */
-	struct proc_maps *procs;
-	int nr_procs, cap_procs;
+	struct proc_maps **procs; /* each apart: outputs keep pointers to its names while processes come */
+	size_t nr_procs, cap_procs;
 	struct u64_map proc_by_pid;
 	struct dso *kernel;
 	struct sym_dso_info *infos;
 	int from_cache; /* dsos read from record's build-id cache */
 };
 
-static int cmp_sym(const void *a, const void *b)
-{
-	const struct symbol *x = a, *y = b;
-
-	if (x->start != y->start)
-		return (x->start > y->start) - (x->start < y->start);
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-static int underscores(const char *s)
-{
-	int n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
-/*
- * Of two aliases at one address, the one perf shows (util/symbol.c's
- * choose_best_symbol), so that both tools name a frame alike: sized, then
- * not weak, then global, then fewer leading underscores, then longer, then
- * the first listed (pthread_rwlock_rdlock@GLIBC_2.2.5 before @@GLIBC_2.34).
- */
-static bool better(const struct symbol *a, const struct symbol *b)
-{
-	bool asz = a->end > a->start, bsz = b->end > b->start;
-	size_t al, bl;
-
-	if (asz != bsz)
-		return asz;
-	if ((a->binding == STB_WEAK) != (b->binding == STB_WEAK))
-		return b->binding == STB_WEAK;
-	if ((a->binding == STB_GLOBAL) != (b->binding == STB_GLOBAL))
-		return a->binding == STB_GLOBAL;
-	if (underscores(a->name) != underscores(b->name))
-		return underscores(a->name) < underscores(b->name);
-	al = strlen(a->name);
-	bl = strlen(b->name);
-	if (al != bl)
-		return al > bl;
-	/* perf keeps the first in its tree, which is the file's order. */
-	return a->seq < b->seq;
-}
-
-/*
- * Sorts, closes sizeless symbols at the next one, then keeps one of the
- * aliases at each address: perf's symbols__fixup_end, then
- * symbols__fixup_duplicate, in that order.  So of sizeless aliases (kallsyms
- * lists memcpy, __memcpy, __pi_memcpy at one address) the last listed takes
- * the size and wins, as perf shows __pi_memcpy.
- */
-static void finish_symbols(struct dso *d)
-{
-	int j = 0;
-
-	if (!d->nr_syms)
-		return; /* sort_n(NULL, 0) is undefined */
-	sort_n(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
-	for (int i = 0; i + 1 < d->nr_syms; i++)
-		if (d->syms[i].end <= d->syms[i].start)
-			d->syms[i].end = d->syms[i + 1].start;
-	for (int i = 0; i < d->nr_syms; i++) {
-		if (j && d->syms[j - 1].start == d->syms[i].start) {
-			if (better(&d->syms[i], &d->syms[j - 1])) {
-				free(d->syms[j - 1].name);
-				d->syms[j - 1] = d->syms[i];
-			} else {
-				free(d->syms[i].name);
-			}
-			continue;
-		}
-		d->syms[j++] = d->syms[i];
-	}
-	d->nr_syms = j;
-	/*
-	 * Aliases that stayed sizeless: up to the next symbol; the last one to
-	 * the end of the page after its own, as perf's fixup_end does.
-	 */
-	for (int i = 0; i < d->nr_syms; i++)
-		if (d->syms[i].end <= d->syms[i].start)
-			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start
-							     : ((d->syms[i].start + 4095) & ~4095ull) + 4096;
-}
-
-static int add_symbol(struct dso *d, __u64 start, __u64 size, const char *name, int binding)
-{
-	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
-		return -ENOMEM;
-	d->syms[d->nr_syms].name = strdup(name);
-	if (!d->syms[d->nr_syms].name)
-		return -ENOMEM;
-	d->syms[d->nr_syms].start = start;
-	d->syms[d->nr_syms].end = start + size;
-	d->syms[d->nr_syms].binding = binding;
-	d->syms[d->nr_syms].demangled = false;
-	d->syms[d->nr_syms].object = false;
-	d->syms[d->nr_syms].seq = d->nr_syms;
-	d->nr_syms++;
-	return 0;
-}
-
-/*
- * Function symbols from .symtab, else .dynsym; segments from the program
- * headers.  For naming addresses one alias per address is kept; a lookup by
- * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
- */
-static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
-			return scn;
-	}
-	return NULL;
-}
-
-/*
- * The PLT's entries as perf 6.1 names them (symbol-elf.c's
- * dso__synthesize_plt_symbols): NAME@plt for the i-th .rela.plt
- * relocation at .plt + (i + 1) * entsize, the first entry being the PLT's
- * header, and "@plt" where the relocation names no symbol (IRELATIVE).
- * Without them a call through the PLT counted as _init, or whatever
- * sizeless symbol came before.  A debug file's .plt is NOBITS: nothing.
- */
-static int add_plt_syms(struct dso *d, Elf *elf)
-{
-	GElf_Shdr rel_sh, plt_sh, dyn_sh;
-	Elf_Scn *rel = section_named(elf, ".rela.plt", &rel_sh);
-	Elf_Scn *plt = section_named(elf, ".plt", &plt_sh), *dyn;
-	Elf_Data *rels, *syms;
-	char name[512];
-	__u64 entsize = plt_sh.sh_entsize, addr;
-	size_t n;
-
-	if (!rel || !plt || plt_sh.sh_type != SHT_PROGBITS || rel_sh.sh_type != SHT_RELA || !rel_sh.sh_entsize ||
-	    !entsize)
-		return 0;
-	dyn = elf_getscn(elf, rel_sh.sh_link);
-	if (!dyn || !gelf_getshdr(dyn, &dyn_sh) || dyn_sh.sh_type != SHT_DYNSYM)
-		return 0;
-	rels = elf_getdata(rel, NULL);
-	syms = elf_getdata(dyn, NULL);
-	if (!rels || !syms)
-		return 0;
-	n = rel_sh.sh_size / rel_sh.sh_entsize;
-	addr = plt_sh.sh_addr + entsize;
-	for (size_t i = 0; i < n; i++, addr += entsize) {
-		GElf_Rela r;
-		GElf_Sym sym;
-		const char *sname = "";
-		char *demangled;
-		int e;
-
-		if (!gelf_getrela(rels, i, &r))
-			break;
-		if (addr + entsize > plt_sh.sh_addr + plt_sh.sh_size)
-			break; /* a relocation count the section cannot hold */
-		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
-			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
-		/* perf demangles the name, then adds @plt: "operator delete@plt". */
-		demangled = demangle(sname);
-		snprintf(name, sizeof(name), "%s@plt", demangled ? demangled : sname);
-		free(demangled);
-		e = add_symbol(d, addr, entsize, name, STB_GLOBAL);
-		if (e)
-			return e;
-		d->syms[d->nr_syms - 1].demangled = true;
-	}
-	return 0;
-}
-
-/*
- * The symbols perf 6.1 reads from a symbol table (symbol-elf.c's
- * dso__load_sym): functions and data objects, and labels (NOTYPE: ld.so's
- * _start, hand-written assembly's entry points) in a section whose name
- * says text or data.  Objects name no code, but they close the sizeless
- * symbol before them and take part in the choice among aliases, so they
- * are kept for perf's sake.  Symbols of sections that are not loaded
- * (SHF_ALLOC clear: .gnu.warning.*) are left out, as perf does.
- */
-static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
-{
-	int type = GELF_ST_TYPE(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
-	bool label = type == STT_NOTYPE && vis != STV_HIDDEN && vis != STV_INTERNAL;
-	const char *sec;
-	Elf_Scn *scn;
-	GElf_Shdr sh;
-
-	if (!sym->st_name || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE || !sym->st_value)
-		return false;
-	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && !label)
-		return false;
-	scn = elf_getscn(elf, sym->st_shndx);
-	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-		return false;
-	if (!label)
-		return true;
-	sec = elf_strptr(elf, shstrndx, sh.sh_name);
-	return sec && (strstr(sec, "text") || strstr(sec, "data"));
-}
-
-static int load_elf_syms(struct dso *d, Elf *elf, bool want_segs, bool all_aliases)
-{
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	size_t phnum = 0;
-	int err = 0;
-
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		return -EINVAL;
-	if (want_segs && !elf_getphdrnum(elf, &phnum) && phnum < 4096) {
-		d->segs = calloc(phnum ? phnum : 1, sizeof(*d->segs));
-		for (size_t i = 0; d->segs && i < phnum; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
-				d->segs[d->nr_segs++] = (struct segment){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
-		}
-	}
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			symtab = scn;
-		else if (sh.sh_type == SHT_DYNSYM)
-			dynsym = scn;
-	}
-	scn = symtab ? symtab : dynsym;
-	if (scn) {
-		GElf_Shdr sh;
-		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t n, shstrndx = 0;
-
-		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
-			return -EINVAL;
-		n = sh.sh_size / sh.sh_entsize;
-		elf_getshdrstrndx(elf, &shstrndx);
-		for (size_t i = 0; i < n && !err; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, i, &sym))
-				break;
-			if (!elf_sym_kept(elf, shstrndx, &sym))
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || !*name)
-				continue;
-			err = add_symbol(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
-			if (!err)
-				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
-		}
-	}
-	/*
-	 * perf synthesizes the PLT only when the symbol table gave it a symbol
-	 * (dso__load: "if (ret > 0)"): a stripped PIE whose .dynsym holds only
-	 * imports has no names at all there, PLT included.
-	 */
-	if (!err && d->nr_syms)
-		err = add_plt_syms(d, elf);
-	if (!all_aliases)
-		finish_symbols(d);
-	return err;
-}
-
-static int load_elf_file(struct dso *d, const char *file, bool want_segs, bool all_aliases)
-{
-	int fd, err;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open_regular(file);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = load_elf_syms(d, elf, want_segs, all_aliases);
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return err;
-}
-
 /*
  * The PLT of the mapped file itself, for symbols read from a debug file
  * (whose .plt is NOBITS); not if the file changed since the recording.
  * The caller finishes the symbols.
  */
-static void add_plt_of(struct dso *d, const char *file)
+static void add_plt_of(struct elf_syms *t, const char *build_id, const char *file)
 {
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
 	int fd;
 	Elf *elf;
 
-	if (d->build_id[0]) {
+	if (build_id[0]) {
 		if (buildid_from_file(file, id, &size))
 			return;
 		buildid_hex(id, size, hex);
-		if (strcmp(hex, d->build_id))
+		if (strcmp(hex, build_id))
 			return;
 	}
 	fd = open_regular(file);
@@ -405,87 +99,10 @@ static void add_plt_of(struct dso *d, const char *file)
 		return;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
-		add_plt_syms(d, elf);
+		elf_syms__add_plt(t, elf);
 	if (elf)
 		elf_end(elf);
 	close(fd);
-}
-
-static int load_elf(struct dso *d, const char *file, bool want_segs)
-{
-	return load_elf_file(d, file, want_segs, false);
-}
-
-static int load_elf_mem(struct dso *d, void *image, size_t size)
-{
-	Elf *elf = elf_memory(image, size);
-	int err = load_elf_syms(d, elf, true, false);
-
-	if (elf)
-		elf_end(elf);
-	return err;
-}
-
-/* The .gnu_debuglink name of a file, where stripped binaries point at their symbols. */
-static int debuglink(const char *file, char *out, size_t len)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	int fd, err = -ENOENT;
-	Elf *elf;
-
-	fd = open_regular(file);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			Elf_Data *d;
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (!name || strcmp(name, ".gnu_debuglink"))
-				continue;
-			d = elf_getdata(scn, NULL);
-			if (d && d->d_buf && d->d_size > 1 && memchr(d->d_buf, 0, d->d_size)) {
-				snprintf(out, len, "%s", (const char *)d->d_buf);
-				err = 0;
-			}
-			break;
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return err;
-}
-
-static bool has_symtab(const char *file)
-{
-	bool yes;
-	int fd = open_regular(file);
-	Elf *elf;
-	Elf_Scn *scn = NULL;
-
-	if (fd < 0)
-		return false;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	yes = false;
-	while (elf && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
-			yes = true;
-			break;
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return yes;
 }
 
 static void ensure_loaded(struct symbolizer *s, struct dso *d);
@@ -505,7 +122,7 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
 		return;
 	/* Only this kernel's vdso is ours to read: the kernel's build id must match. */
 	ensure_loaded(s, s->kernel);
-	if (s->kernel->build_id[0] && !s->kernel->nr_syms)
+	if (s->kernel->build_id[0] && !s->kernel->tab.nr_syms)
 		return;
 	f = fopen("/proc/self/maps", "re");
 	while (f && fgets(line, sizeof(line), f)) {
@@ -517,7 +134,7 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
 	if (f)
 		fclose(f);
 	if (size)
-		load_elf_mem(d, (void *)base, size);
+		elf_syms__load_mem(&d->tab, (void *)base, size);
 }
 
 /*
@@ -552,9 +169,9 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (d->build_id[0]) {
 		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, d->build_id,
 			 d->build_id + 2);
-		if (!access(dbg, R_OK) && !load_elf_file(d, dbg, true, true) && d->nr_syms) {
-			add_plt_of(d, file);
-			finish_symbols(d);
+		if (!access(dbg, R_OK) && !elf_syms__load_file(&d->tab, dbg, true, true) && d->tab.nr_syms) {
+			add_plt_of(&d->tab, d->build_id, file);
+			elf_syms__finish(&d->tab);
 			return;
 		}
 		hex[0] = 0;
@@ -567,15 +184,15 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			 * never the file that is there now.
 			 */
 			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
-			     !load_elf(d, dbg, true)) ||
-			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && !load_elf(d, dbg, true)))
+			     !elf_syms__load_file(&d->tab, dbg, true, false)) ||
+			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && !elf_syms__load_file(&d->tab, dbg, true, false)))
 				s->from_cache++;
 			return;
 		}
 	}
-	if (load_elf(d, file, true))
+	if (elf_syms__load_file(&d->tab, file, true, false))
 		return;
-	if (has_symtab(file) || debuglink(file, link, sizeof(link)))
+	if (elf_has_symtab(file) || elf_debuglink(file, link, sizeof(link)))
 		return;
 	/* Stripped: follow .gnu_debuglink to /usr/lib/debug/DIR/NAME or DIR/.debug/NAME. */
 	snprintf(dir, sizeof(dir), "%s", d->path);
@@ -585,21 +202,19 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	if (access(dbg, R_OK))
 		snprintf(dbg, sizeof(dbg), "%s%s/.debug/%s", s->root, dir, link);
 	if (!access(dbg, R_OK)) {
-		struct dso tmp = {};
+		struct elf_syms tmp = {};
 
-		if (!load_elf_file(&tmp, dbg, false, true) && tmp.nr_syms > d->nr_syms) {
-			add_plt_of(&tmp, file);
-			finish_symbols(&tmp);
-			for (int i = 0; i < d->nr_syms; i++)
-				free(d->syms[i].name);
-			free(d->syms);
-			d->syms = tmp.syms;
-			d->nr_syms = tmp.nr_syms;
-			d->cap_syms = tmp.cap_syms;
+		if (!elf_syms__load_file(&tmp, dbg, false, true) && tmp.nr_syms > d->tab.nr_syms) {
+			add_plt_of(&tmp, d->build_id, file);
+			elf_syms__finish(&tmp);
+			/* The debug file has no segments: keep the mapped file's. */
+			tmp.segs = d->tab.segs;
+			tmp.nr_segs = d->tab.nr_segs;
+			d->tab.segs = NULL;
+			elf_syms__clear(&d->tab);
+			d->tab = tmp;
 		} else {
-			for (int i = 0; i < tmp.nr_syms; i++)
-				free(tmp.syms[i].name);
-			free(tmp.syms);
+			elf_syms__clear(&tmp);
 		}
 	}
 }
@@ -617,7 +232,7 @@ static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n
 		return 0;
 	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
 	/* kallsyms: T is global, t local, W/w weak. */
-	return add_symbol(k->d, addr, 0, buf,
+	return elf_syms__add(&k->d->tab, addr, 0, buf,
 			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
 }
 
@@ -653,7 +268,7 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	}
 	kallsyms_parse(text, len, add_ksym, &k);
 	free(text);
-	finish_symbols(d);
+	elf_syms__finish(&d->tab);
 }
 
 /* What perf 6.1 takes for anonymous memory (map.c's is_anon_memory): its code is a JIT's. */
@@ -691,11 +306,11 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		if (add_symbol(d, start, size ? size : 1, line + n, STB_GLOBAL))
+		if (elf_syms__add(&d->tab, start, size ? size : 1, line + n, STB_GLOBAL))
 			break;
 	}
 	fclose(f);
-	finish_symbols(d);
+	elf_syms__finish(&d->tab);
 	return d;
 }
 
@@ -718,10 +333,7 @@ static void dso_free(struct dso *d)
 {
 	if (!d)
 		return;
-	for (int i = 0; i < d->nr_syms; i++)
-		free(d->syms[i].name);
-	free(d->syms);
-	free(d->segs);
+	elf_syms__clear(&d->tab);
 	free(d->path);
 	free(d->short_name);
 	free(d);
@@ -802,11 +414,12 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	for (int i = 0; i < s->nr_dsos; i++)
 		dso_free(s->dsos[i]);
-	for (int i = 0; i < s->nr_procs; i++) {
-		free(s->procs[i].maps);
-		free(s->procs[i].forks.t);
-		free(s->procs[i].execs.t);
-		dso_free(s->procs[i].jit);
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		free(s->procs[i]->maps);
+		free(s->procs[i]->forks.t);
+		free(s->procs[i]->execs.t);
+		dso_free(s->procs[i]->jit);
+		free(s->procs[i]);
 	}
 	free(s->dsos);
 	free(s->procs);
@@ -823,18 +436,18 @@ static struct proc_maps *proc_get(struct symbolizer *s, __s32 pid, bool create)
 	if (!v)
 		return NULL;
 	if (!*v) {
-		if (s->nr_procs == s->cap_procs) {
-			struct proc_maps *n = realloc(s->procs, (s->cap_procs = s->cap_procs ? s->cap_procs * 2 : 64) * sizeof(*n));
+		struct proc_maps *p;
 
-			if (!n)
-				return NULL;
-			s->procs = n;
-		}
-		memset(&s->procs[s->nr_procs], 0, sizeof(s->procs[0]));
-		s->procs[s->nr_procs].pid = pid;
+		if (array_reserve((void **)&s->procs, &s->cap_procs, s->nr_procs, sizeof(*s->procs)))
+			return NULL;
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->pid = pid;
+		s->procs[s->nr_procs] = p;
 		*v = ++s->nr_procs;
 	}
-	return &s->procs[*v - 1];
+	return s->procs[*v - 1];
 }
 
 static bool is_module(const char *f)
@@ -962,7 +575,6 @@ int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time)
 	child = proc_get(s, pid, true);
 	if (!child || add_bound(&child->forks, time))
 		return -ENOMEM;
-	/* proc_get may move the array: look the parent up after the child. */
 	parent = proc_get(s, ppid, false);
 	if (!parent)
 		return 0;
@@ -1031,33 +643,6 @@ static struct map *find_map(struct proc_maps *p, __u64 ip, __u64 t)
 	return best ? best : later;
 }
 
-static struct symbol *find_sym(const struct dso *d, __u64 addr)
-{
-	int lo = 0, hi = d->nr_syms - 1;
-
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (d->syms[mid].start <= addr) {
-			if (addr < d->syms[mid].end)
-				return &d->syms[mid];
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return NULL;
-}
-
-/* File offset to ELF virtual address, through the PT_LOAD segments. */
-static __u64 to_vaddr(const struct dso *d, __u64 off)
-{
-	for (int i = 0; i < d->nr_segs; i++)
-		if (off >= d->segs[i].off && off < d->segs[i].off + d->segs[i].filesz)
-			return off - d->segs[i].off + d->segs[i].vaddr;
-	return off;
-}
-
 static void ensure_loaded(struct symbolizer *s, struct dso *d)
 {
 	if (d->loaded)
@@ -1071,30 +656,11 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 		load_user_dso(s, d);
 }
 
-/*
- * C++ and Rust names are demangled the first time a sample lands in them: a
- * libstdc++ holds thousands, of which a profile touches a few.
- */
-static const char *sym_name(struct symbol *sym)
-{
-	char *d;
-
-	if (!sym->demangled) {
-		sym->demangled = true;
-		d = demangle(sym->name);
-		if (d) {
-			free(sym->name);
-			sym->name = d;
-		}
-	}
-	return sym->name;
-}
-
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel, struct sym *out)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, false);
 	struct map *m = p ? find_map(p, ip, t) : NULL;
-	struct symbol *sym;
+	struct elf_sym *sym;
 
 	memset(out, 0, sizeof(*out));
 	out->name = "[unknown]";
@@ -1117,9 +683,9 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->path = named->path;
 		out->build_id = named->build_id;
 		out->dso_id = named->id;
-		sym = find_sym(s->kernel, ip);
+		sym = elf_syms__find(&s->kernel->tab, ip);
 		if (sym) {
-			out->name = sym_name(sym);
+			out->name = elf_sym__name(sym);
 			out->offset = ip - sym->start;
 			out->sym_start = sym->start;
 			out->sym_end = sym->end;
@@ -1137,10 +703,10 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->build_id = d->build_id;
 		out->dso_id = d->id;
 		ensure_loaded(s, d);
-		sym = find_sym(d, to_vaddr(d, out->file_offset));
+		sym = elf_syms__find(&d->tab, elf_syms__to_vaddr(&d->tab, out->file_offset));
 		if (sym) {
-			out->name = sym_name(sym);
-			out->offset = to_vaddr(d, out->file_offset) - sym->start;
+			out->name = elf_sym__name(sym);
+			out->offset = elf_syms__to_vaddr(&d->tab, out->file_offset) - sym->start;
 			out->sym_start = sym->start;
 			out->sym_end = sym->end;
 			out->known = true;
@@ -1171,8 +737,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		p->jit_tried = true;
 		p->jit = load_perf_map(s, pid);
 	}
-	if (p && p->jit && (sym = find_sym(p->jit, ip))) {
-		out->name = sym_name(sym);
+	if (p && p->jit && (sym = elf_syms__find(&p->jit->tab, ip))) {
+		out->name = elf_sym__name(sym);
 		out->dso = p->jit->short_name;
 		out->path = p->jit->path;
 		out->offset = ip - sym->start;
@@ -1210,105 +776,4 @@ int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)
 			      : (struct sym_dso_info){ s->dsos[i]->path, s->dsos[i]->build_id, 0, 0, 0, s->dsos[i]->kernel };
 	*out = s->infos;
 	return s->nr_dsos;
-}
-
-/* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
-static bool name_matches(const char *n, const char *func, bool versioned)
-{
-	size_t l = strlen(func);
-
-	return !strncmp(n, func, l) && (!n[l] || (versioned && n[l] == '@'));
-}
-
-/* Index of the symbol named func in d, or -1; demangled: compare C++ names as perf shows them. */
-static int find_named(const struct dso *d, const char *func, bool demangled, int from)
-{
-	for (int i = from; i < d->nr_syms; i++) {
-		char *dm;
-		bool match;
-
-		if (d->syms[i].object)
-			continue; /* a variable is no place for a uprobe */
-		dm = demangled ? demangle(d->syms[i].name) : NULL;
-		match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
-		free(dm);
-		if (match)
-			return i;
-	}
-	return -1;
-}
-
-/*
- * Overloads share their demangled name: attaching to the first one found
- * would be a guess, so the caller gets their mangled names to choose from.
- * Aliases (one address, several names) are one function.
- */
-static int check_unique(const struct dso *d, const char *func, int idx, char *out, size_t len)
-{
-	__u64 starts[16];
-	size_t used = 0;
-	int n = 0;
-
-	/* One pass on from the first match: each name is demangled once. */
-	for (int i = idx; i >= 0 && n < (int)ARRAY_SIZE(starts); i = find_named(d, func, true, i + 1)) {
-		bool seen = false;
-
-		for (int k = 0; k < n && !seen; k++)
-			seen = starts[k] == d->syms[i].start;
-		if (seen)
-			continue;
-		starts[n] = d->syms[i].start;
-		if (out && len && used < len)
-			used += snprintf(out + used, len - used, "%s%s", n ? ", " : "", d->syms[i].name);
-		n++;
-	}
-	return n > 1 ? -ENOTUNIQ : 0;
-}
-
-int symbols_find_function(const char *path, const char *func, __u64 *file_offset, char *candidates,
-			  size_t candidates_len)
-{
-	struct dso d = {};
-	int idx, e = load_elf_file(&d, path, true, true);
-
-	if (candidates && candidates_len)
-		candidates[0] = 0;
-	if (!e) {
-		/* Mangled or plain names first, then "ns::Foo::get". */
-		idx = find_named(&d, func, false, 0);
-		if (idx < 0) {
-			idx = find_named(&d, func, true, 0);
-			if (idx >= 0)
-				e = check_unique(&d, func, idx, candidates, candidates_len);
-		}
-		if (!e && idx < 0)
-			e = -ENOENT;
-		if (!e) {
-			__u64 va = d.syms[idx].start;
-
-			*file_offset = va;
-			for (int k = 0; k < d.nr_segs; k++)
-				if (va >= d.segs[k].vaddr && va < d.segs[k].vaddr + d.segs[k].filesz)
-					*file_offset = va - d.segs[k].vaddr + d.segs[k].off;
-		}
-	} else if (e == -EINVAL) {
-		e = -ENOEXEC;
-	}
-	for (int i = 0; i < d.nr_syms; i++)
-		free(d.syms[i].name);
-	free(d.syms);
-	free(d.segs);
-	return e;
-}
-
-int symbols_load_elf_count(const char *path)
-{
-	struct dso d = {};
-	int e = load_elf(&d, path, true), n = d.nr_syms;
-
-	for (int i = 0; i < d.nr_syms; i++)
-		free(d.syms[i].name);
-	free(d.syms);
-	free(d.segs);
-	return e ? e : n;
 }

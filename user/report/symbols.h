@@ -76,17 +76,4 @@ struct sym_dso_info {
 };
 int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out);
 
-/*
- * A function's file offset in an ELF file, for a uprobe: its symbol's
- * address turned into an offset through the PT_LOAD segments.  -ENOENT if
- * no function by that name, -ENOEXEC if not an ELF file, -ENOTUNIQ if a C++
- * name ("over") names several functions (overloads), whose mangled names
- * are then listed in candidates.
- */
-int symbols_find_function(const char *path, const char *func, __u64 *file_offset, char *candidates,
-			  size_t candidates_len);
-
-/* Loads a file's function symbols directly (tests, fuzzing): count or -errno. */
-int symbols_load_elf_count(const char *path);
-
 #endif

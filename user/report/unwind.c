@@ -17,6 +17,8 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "fileio.h"
+#include "hash.h"
 #include "unwind.h"
 #include "util.h"
 

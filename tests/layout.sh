@@ -1,0 +1,51 @@
+#!/bin/sh
+# The include rules of user/ (Makefile: INC_*) must bite: for each folder,
+# a file there that includes a header of a folder it may not see must fail
+# to compile, and one of a folder it may see must compile.  Run by `make unit`.
+set -u
+cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0 n=0
+
+# A header from each folder, to include.
+hdr_base=util.h hdr_perfdata=perf_data.h hdr_sys=events.h hdr_record=counters.h
+hdr_report=symbols.h hdr_cmd=commands.h
+
+# Prints the include flags the Makefile gives a file of folder $1.
+flags() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $MAKE --no-print-directory -s -f Makefile -f - print-inc DIR="$1" <<'MK'
+print-inc:
+	@echo '$(call user_inc,$(DIR))'
+MK
+}
+
+try() { # folder header expect(ok|fail)
+	n=$((n + 1))
+	printf '#include "%s"\nint layout_probe;\n' "$2" > "$tmp/probe.c"
+	if ${CC:-cc} -D_GNU_SOURCE -fsyntax-only $(flags "$1") -Ibuild "$tmp/probe.c" 2>/dev/null; then got=ok; else got=fail; fi
+	if [ "$got" != "$3" ]; then
+		echo "  FAIL  layout: user/$1/ including $2 should $3 but did $got"
+		fail=$((fail + 1))
+	fi
+}
+
+# May see (ok) and may not (fail), as the Makefile states them.
+for h in perf_data.h events.h counters.h symbols.h commands.h; do try base $h fail; done
+try perfdata util.h ok
+for h in events.h counters.h symbols.h commands.h; do try perfdata $h fail; done
+try sys perf_data.h ok
+for h in counters.h symbols.h commands.h; do try sys $h fail; done
+try record events.h ok
+for h in symbols.h commands.h; do try record $h fail; done
+try report events.h ok
+for h in counters.h commands.h; do try report $h fail; done
+for d in base perfdata sys record report cmd; do eval "try cmd \$hdr_$d ok"; done
+
+if [ $fail -eq 0 ]; then
+	echo "  PASS  layout ($n include rules)"
+else
+	echo "  FAIL  layout: $fail of $n include rules broken"
+	exit 1
+fi

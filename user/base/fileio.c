@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "sbuf.h"
+
+int read_file_str(const char *path, char *buf, size_t size)
+{
+	int fd, err = 0;
+	ssize_t n;
+
+	if (!size)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		err = -errno;
+		n = 0;
+	}
+	buf[n] = 0;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	close(fd);
+	return err;
+}
+
+int read_file_all(const char *path, char **out, size_t *len)
+{
+	struct sbuf b = {};
+	char tmp[65536];
+	int fd, err = 0;
+	ssize_t n;
+
+	*out = NULL;
+	*len = 0;
+	fd = open_regular(path);
+	if (fd < 0)
+		return fd;
+	while ((n = read(fd, tmp, sizeof(tmp))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto cleanup;
+		}
+		err = sbuf_add(&b, tmp, n);
+		if (err)
+			goto cleanup;
+	}
+	err = sbuf_zero(&b, 1); /* NUL-terminate text files for the caller */
+	if (err)
+		goto cleanup;
+	*out = b.p;
+	*len = b.len - 1;
+	b.p = NULL;
+cleanup:
+	close(fd);
+	sbuf_free(&b);
+	return err;
+}
+
+int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		c += w;
+		n -= w;
+	}
+	return 0;
+}
+
+int mkdir_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return 0;
+}

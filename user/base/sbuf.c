@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbuf.h"
+
+static int sbuf_grow(struct sbuf *b, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (b->err)
+		return b->err;
+	if (b->len + n <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p)
+		return b->err = -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int sbuf_add(struct sbuf *b, const void *p, size_t n)
+{
+	int err = sbuf_grow(b, n);
+
+	if (err)
+		return err;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int sbuf_zero(struct sbuf *b, size_t n)
+{
+	int err = sbuf_grow(b, n);
+
+	if (err)
+		return err;
+	memset(b->p + b->len, 0, n);
+	b->len += n;
+	return 0;
+}
+
+int sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n, err;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return b->err = -EINVAL;
+	err = sbuf_grow(b, n + 1);
+	if (err)
+		return err;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, n + 1, fmt, ap);
+	va_end(ap);
+	b->len += n;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+int sbuf_json_str(struct sbuf *b, const char *s)
+{
+	const unsigned char *c = (const unsigned char *)s;
+
+	sbuf_add(b, "\"", 1);
+	while (*c) {
+		int n = *c >= 0x80 ? utf8_len(c) : 1;
+
+		if (*c == '"' || *c == '\\')
+			sbuf_printf(b, "\\%c", *c);
+		else if (*c < 0x20 || *c == 0x7f)
+			sbuf_printf(b, "\\u%04x", *c);
+		else if (!n)
+			sbuf_add(b, "\\ufffd", 6); /* names come from files: a stray byte must not break JSON */
+		else
+			sbuf_add(b, c, n);
+		c += n ? n : 1;
+	}
+	return sbuf_add(b, "\"", 1);
+}
+
+void sbuf_free(struct sbuf *b)
+{
+	if (!b)
+		return;
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+	b->err = 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A growable byte buffer: records and text are built in one before they are written. */
+#ifndef SP_SBUF_H
+#define SP_SBUF_H
+
+#include <stddef.h>
+
+/* On allocation failure it latches `err`: callers check once at the end. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+int sbuf_add(struct sbuf *b, const void *p, size_t n);
+int sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sbuf_zero(struct sbuf *b, size_t n);
+/* JSON string with quotes and escapes. */
+int sbuf_json_str(struct sbuf *b, const char *s);
+void sbuf_free(struct sbuf *b);
+
+#endif

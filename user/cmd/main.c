@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log.h"
+#include "util.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data" },
+	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches" },
+	{ "report", cmd_report, "summarize a perf.data: tables and JSON" },
+	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples" },
+	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach" },
+	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: spanperf COMMAND [options]\n\n"
+		     "A whole-host profiler on BPF whose files perf report and perf script read.\n\n"
+		     "Commands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+		fprintf(out, "  %-9s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(out, "\nRun 'spanperf COMMAND --help' for a command's options.\n\n"
+		     "Examples:\n"
+		     "  spanperf record -g -d 5 && spanperf report\n"
+		     "  spanperf probe\n");
+}
+
+int main(int argc, char **argv)
+{
+	sigset_t stop;
+
+	/*
+	 * First thing: a SIGINT or SIGTERM that arrives while the run is set up
+	 * waits for it (runctl_wait takes it), so that the file is complete.
+	 */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop, NULL);
+	sp_argc = argc;
+	sp_argv = argv;
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("spanperf %s\n", SPANPERF_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1); /* an exit status */
+	fprintf(stderr, "spanperf: '%s' is not a command; see 'spanperf --help'\n", argv[1]);
+	return 1;
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spanperf record: argv to struct record_opts, the --span texts parsed;
+ * the recorder (record/record.c) does the rest.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_opts.h"
+#include "commands.h"
+#include "log.h"
+#include "parse.h"
+#include "record.h"
+#include "span_sources.h"
+#include "spanperf.h"
+
+#define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */
+/* --off-cpu-entries, unless given: --off-cpu's BPF maps. */
+#define OFFCPU_ENTRIES_DEFAULT 16384
+
+void record_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf record [options] [-- CMD [ARGS...]]\n"
+		"\n"
+		"Samples every CPU with a BPF program on each sampling event and writes a\n"
+		"perf.data that perf report and perf script read.\n"
+		"\n"
+		"  -a, --all-cpus         sample the whole host (the default)\n"
+		"  -p, --pid PID,..       keep only samples of these processes (BPF filter)\n"
+		"  -t, --tid TID,..       keep only samples of these threads (BPF filter)\n"
+		"  -C, --cpu CPUS         sample only these CPUs, e.g. 0-3,8\n"
+		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
+		"  -c, --count PERIOD     sample every PERIOD events instead of -F\n"
+		"  -e, --event EVENT,..   sampling event (default cycles, else cpu-clock)\n"
+		"  -g                     record kernel and user call chains (frame pointers)\n"
+		"  --call-graph fp|dwarf[,SIZE]\n"
+		"                         fp: as -g; dwarf: copy SIZE bytes of user stack (default 8192)\n"
+		"                         and the registers, unwound by report with the files' CFI\n"
+		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
+		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
+		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
+		"                         context-switches: both counted without counter reads)\n"
+		"      --span-buffer KB   the span ring buffer (default 8192)\n"
+		"      --otel             spans from the OpenTelemetry thread context that\n"
+		"                         processes publish (otel_thread_ctx_v1, OTEP 4947)\n"
+		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
+		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
+		"      --off-cpu          also record time blocked, with the stack that blocked, as\n"
+		"                         samples of offcpu-time (period = ns off CPU), as perf does\n"
+		"      --off-cpu-thresh MS  blocks this long or longer are written one by one,\n"
+		"                         shorter ones summed per thread and stack (default 500,\n"
+		"                         0 with --span or --otel: spans need each block's time)\n"
+		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
+		"  -d, --duration SECS    stop after SECS seconds\n"
+		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
+		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
+		"      --max-threads N    size of the per-thread map (default 32768)\n"
+		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
+		"  -q, --quiet            print errors only\n"
+		"  -v, --verbose          more detail; -vv adds libbpf's debug output\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"It stops after -d seconds, when CMD exits, or on SIGINT/SIGTERM; the file is\n"
+		"complete either way.\n"
+		"\n"
+		"Examples:\n"
+		"  spanperf record -g -d 10                  # whole host for 10 s, with stacks\n"
+		"  spanperf record -F 4999 -p 1234 -d 5      # one process, 4999 Hz\n"
+		"  spanperf record -g -- make -j8            # whole host while make runs\n"
+		"  spanperf record -e page-faults -c 1 -d 2  # every page fault\n"
+		"  spanperf record -g --span syscall:read -d 5   # read() calls as spans\n"
+		"  spanperf record --span uprobe:libc.so.6:malloc -- ./app\n"
+		"  spanperf record --span kprobe:vfs_read@auto -d 5\n"
+		"\n"
+		"Span sources: kprobe:FUNC[@kprobe|fentry|auto], uprobe:PATH:FUNC, syscall:NAME,\n"
+		"tracepoint:CAT:BEGIN,CAT:END.  See them with: spanperf report --spans\n");
+}
+
+/*
+ * perf's spelling: fp, or dwarf with an optional stack size in bytes, which
+ * the kernel takes in u64 words below 64 KiB (perf rounds it up to 8).
+ */
+static int opt_call_graph(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct record_opts *o = opts;
+	uint64_t size = 8192;
+
+	if (!arg || !strcmp(arg, "fp")) { /* -g, or --call-graph fp */
+		o->callgraph = true;
+		o->dwarf_stack = 0;
+		return 0;
+	}
+	if (strncmp(arg, "dwarf", 5) || (arg[5] && arg[5] != ','))
+		return set_errorf(err, errlen, -EINVAL, "--call-graph '%s' is not fp or dwarf[,SIZE]", arg);
+	if (arg[5] == ',' && parse_u64(arg + 6, &size, 8, 65528))
+		return set_errorf(err, errlen, -EINVAL, "--call-graph '%s': SIZE is not a byte count from 8 to 65528",
+				  arg);
+	o->callgraph = true;
+	o->dwarf_stack = (size + 7) & ~7ULL;
+	return 0;
+}
+
+static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct record_opts *o = opts;
+	const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
+
+	(void)err;
+	(void)errlen;
+	if (!ns)
+		return -ENOMEM;
+	o->spans = ns;
+	o->spans[o->nr_spans++] = arg;
+	return 0;
+}
+
+static int opt_offcpu_thresh(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct record_opts *o = opts;
+	uint64_t ms;
+
+	if (parse_u64(arg, &ms, 0, 1ull << 40))
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh '%s' is not a number of milliseconds", arg);
+	o->offcpu_thresh_ms = ms;
+	return 0;
+}
+
+#define R(f) offsetof(struct record_opts, f)
+static const struct opt_def record_defs[] = {
+	OPT_DEFS_RUN(struct record_opts),
+	{ .name = "cpu", .letter = 'C', .type = OPT_T_CPUS, .off = R(cpus), .bad = "is not a CPU list like 0-3,8" },
+	{ .name = "freq", .letter = 'F', .type = OPT_T_U64, .off = R(freq), .lo = 1, .hi = MAX_FREQ,
+	  .bad = "is not a frequency in Hz from 1 to 1000000" },
+	{ .name = "count", .letter = 'c', .type = OPT_T_U64, .off = R(period), .lo = 1, .hi = UINT64_MAX >> 1,
+	  .bad = "is not a positive event count" },
+	{ .name = "event", .letter = 'e', .type = OPT_T_STR, .off = R(events),
+	  .bad = "needs an event name; see 'spanperf list'" },
+	{ .name = "call-graph", .type = OPT_T_FN, .fn = opt_call_graph },
+	{ .letter = 'g', .type = OPT_T_FN_FLAG, .fn = opt_call_graph },
+	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
+	{ .name = "span-min-us", .type = OPT_T_U64, .off = R(span_min_us), .hi = UINT64_MAX / 1000,
+	  .bad = "is not a number of microseconds" },
+	{ .name = "span-counters", .type = OPT_T_STR, .off = R(span_counters), .bad = "needs event names" },
+	{ .name = "span-buffer", .type = OPT_T_POW2, .off = R(span_buffer_kb), .lo = 4, .hi = 1 << 20,
+	  .bad = "is not a power of two from 4 to 1048576 KiB" },
+	{ .name = "otel", .type = OPT_T_FLAG, .off = R(otel) },
+	{ .name = "off-cpu", .type = OPT_T_FLAG, .off = R(offcpu) },
+	{ .name = "off-cpu-thresh", .type = OPT_T_FN, .fn = opt_offcpu_thresh },
+	{ .name = "off-cpu-entries", .type = OPT_T_U64, .off = R(offcpu_entries), .lo = 16, .hi = 1 << 24,
+	  .bad = "is not a number from 16 to 16777216" },
+	OPT_DEFS_OUTPUT(struct record_opts),
+	{ .name = "mmap-pages", .letter = 'm', .type = OPT_T_POW2, .off = R(mmap_pages), .lo = 1, .hi = 1 << 20,
+	  .bad = "is not a power of two from 1 to 1048576 pages" },
+	{ .name = "no-buildid-cache", .letter = 'N', .type = OPT_T_FLAG, .off = R(no_buildid_cache) },
+	OPT_DEFS_VERBOSITY(struct record_opts),
+	{}
+};
+#undef R
+
+/* What no single flag can check: the pairs, and the defaults that follow from others. */
+static int record_check(struct record_opts *o, uint64_t seen, int argc, char **argv, char *err, size_t errlen)
+{
+	bool freq_set = seen & (1ull << opts_index(record_defs, "freq"));
+	bool period_set = seen & (1ull << opts_index(record_defs, "count"));
+
+	if (freq_set && period_set)
+		return set_errorf(err, errlen, -EINVAL, "-F and -c both set the sampling rate; give one of them");
+	if (period_set)
+		o->freq = 0;
+	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT))
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
+	/*
+	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
+	 * CPU, which a 1 MiB ring cannot hold through one slow write.
+	 */
+	if (o->dwarf_stack && !(seen & (1ull << opts_index(record_defs, "mmap-pages"))))
+		o->mmap_pages = 1024;
+	return opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen)
+{
+	uint64_t seen;
+	int e;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 999;
+	o->output = "perf.data";
+	o->mmap_pages = 256;
+	o->max_threads = 32768;
+	o->span_buffer_kb = 8192;
+	o->offcpu_thresh_ms = -1;
+	o->offcpu_entries = OFFCPU_ENTRIES_DEFAULT;
+	e = opts_parse(record_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, record_usage, err, errlen);
+	return e ?: record_check(o, seen, argc, argv, err, errlen);
+}
+
+/* The --span texts, parsed: a wrong one is a usage error, said before anything runs. */
+static int parse_specs(struct record_opts *o, char *err, size_t errlen)
+{
+	int max = SP_MAX_SPANS - o->otel;
+
+	if (!o->nr_spans)
+		return 0;
+	if (o->nr_spans > max)
+		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
+				  o->otel ? " with --otel" : "");
+	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
+	if (!o->specs)
+		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	for (int i = 0; i < o->nr_spans; i++)
+		if (span_spec_parse(o->spans[i], &o->specs[i], err, errlen))
+			return -EINVAL;
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	char err[512];
+	int e, ret = 1;
+
+	sp_prog = "spanperf record";
+	e = record_parse_args(argc, argv, &o, err, sizeof(err));
+	if (!e)
+		e = parse_specs(&o, err, sizeof(err));
+	if (e) {
+		ret = cmd_parse_failed(e, err);
+		goto cleanup;
+	}
+	sp_verbose = o.verbose;
+	if (record__run(&o, sp_argc, sp_argv, &ret))
+		ret = 1;
+cleanup:
+	record_opts_free(&o);
+	return ret;
+}

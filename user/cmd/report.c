@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/* spanperf report: a perf.data read back as tables, folded stacks, flame graphs and pprof. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "log.h"
+#include "report.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf report [-i FILE] [options]\n\n"
+		"  -i, --input FILE       perf.data to read (default perf.data)\n"
+		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span,\n"
+		"                         attr:NAME (an OTel span attribute, record --otel)\n"
+		"                         (default comm,dso,sym; trace and span: record --otel)\n"
+		"  -g, --call-graph       show the call chains under each row\n"
+		"      --percent-limit P  leave out rows under P percent (text)\n"
+		"      --format FMT       text (default) or json: one object per row (or span);\n"
+		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
+		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
+		"      --span-prefix      with --folded: each stack starts with the spans it fell in\n"
+		"                         (--span and --otel spans, outermost first), as\n"
+		"                         span:NAME:SPAN_ID; stacks in none start with [no span]\n"
+		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
+		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
+		"      --event EV         on-cpu, off-cpu (record --off-cpu's offcpu-time) or wall\n"
+		"                         (both, in ns; blocked stacks end in [off-cpu]); the table\n"
+		"                         shows one section per event without it\n"
+		"      --spans            spans recorded with --span, joined with their samples\n"
+		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
+		"      --stdio            accepted for perf's sake; text is the default\n"
+		"  -v, --verbose          say what the file held: forks, execs, lost samples...\n"
+		"  -q, --quiet            errors only\n"
+		"  -h, --help             this text\n\n"
+		"Examples:\n"
+		"  spanperf report                              # perf report --stdio's table\n"
+		"  spanperf report --sort tid,sym --format json\n"
+		"  spanperf report --flamegraph cpu.svg --pprof cpu.pb.gz\n"
+		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
+		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
+		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
+		"  spanperf report --spans --format json | jq .\n"
+		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
+}
+
+/* Usage errors, said here; the report itself is report_run's. */
+static int check_combinations(const struct report_opts *o)
+{
+	if (o->otlp && !o->spans) {
+		pr_err("--format otlp-json writes spans: use it with --spans");
+		return -EINVAL;
+	}
+	if (o->span_prefix && (!o->folded || o->spans)) {
+		pr_err("--span-prefix prefixes the stacks of --folded: use it with --folded%s",
+		       o->spans ? ", not --spans" : "");
+		return -EINVAL;
+	}
+	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU) {
+		pr_err("--span-prefix prefixes on-CPU samples only: leave out --event %s",
+		       o->ev == PV_OFF_CPU ? "off-cpu" : "wall");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT, OPT_EVENT };
+
+/* One option with a value into o; -EINVAL after saying why. */
+static int parse_value(int c, const char *arg, struct report_opts *o)
+{
+	struct table_opts *to = &o->table;
+	char *end;
+
+	switch (c) {
+	case 's':
+		if (parse_sort_keys(arg, to)) {
+			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace, span and attr:NAME", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'f':
+		if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json")) {
+			pr_err("--format '%s' is neither text, json nor otlp-json", arg);
+			return -EINVAL;
+		}
+		to->json = !strcmp(arg, "json");
+		o->otlp = !strcmp(arg, "otlp-json");
+		return 0;
+	case OPT_PCT:
+		to->min_pct = strtod(arg, &end);
+		if (*end || end == arg || !(to->min_pct >= 0 && to->min_pct <= 100)) {
+			pr_err("--percent-limit '%s' is not a percentage", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_EVENT:
+		if (pview_parse(arg, &o->ev)) {
+			pr_err("--event '%s' is not on-cpu, off-cpu or wall", arg);
+			return -EINVAL;
+		}
+		o->ev_set = true;
+		return 0;
+	}
+	return 0;
+}
+
+/* argv into o: 0, 1 for --help (printed), or -EINVAL after saying why. */
+static int parse_args(int argc, char **argv, struct report_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "call-graph", no_argument, NULL, 'g' },
+		{ "percent-limit", required_argument, NULL, OPT_PCT },
+		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "span-prefix", no_argument, NULL, OPT_SPAN_PREFIX },
+		{ "flamegraph", required_argument, NULL, OPT_FLAME },
+		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "event", required_argument, NULL, OPT_EVENT },
+		{ "spans", no_argument, NULL, OPT_SPANS },
+		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":i:s:ghvq", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i': o->input = optarg; break;
+		case 'g': o->table.callgraph = true; break;
+		case OPT_FOLDED: o->folded = true; break;
+		case OPT_SPAN_PREFIX: o->span_prefix = true; break;
+		case OPT_FLAME: o->flame = optarg; break;
+		case OPT_PPROF: o->pprof = optarg; break;
+		case OPT_SPANS: o->spans = true; break;
+		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
+		case OPT_STDIO: break;
+		case 'v': sp_verbose++; break;
+		case 'q': sp_verbose = -1; break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		case ':':
+			pr_err("option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
+		case '?':
+			pr_err("unknown option '%s'; see --help", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			if (parse_value(c, optarg, o))
+				return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'; the input file goes after -i", argv[optind]);
+		return -EINVAL;
+	}
+	return check_combinations(o);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { .input = "perf.data" };
+	int e;
+
+	sp_prog = "spanperf report";
+	parse_sort_keys("comm,dso,sym", &o.table);
+	e = parse_args(argc, argv, &o);
+	if (e)
+		return e > 0 ? 0 : 1;
+	return report_run(&o);
+}

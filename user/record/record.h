@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The recorder: what `spanperf record` asks for (struct record_opts, filled
+ * from argv by cmd/), and the one call that records it.  The recording is
+ * a list of sources (source.h) drained by one loop into one writer.
+ */
+#ifndef SP_RECORD_H
+#define SP_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "span_sources.h"
+#include "parse.h"
+
+struct record_opts {
+	struct int_list pids, tids, cpus;
+	uint64_t freq, period;	/* one of them; freq defaults to 999 */
+	const char *events;	/* -e, NULL: cycles with cpu-clock fallback */
+	bool callgraph;		/* -g or --call-graph */
+	/* --call-graph dwarf[,SIZE]: user registers and SIZE bytes of user stack, 0 for fp */
+	uint32_t dwarf_stack;
+	const char **spans;	/* --span, repeatable, as given */
+	int nr_spans;
+	struct span_spec *specs; /* the --span texts parsed, nr_spans of them */
+	uint64_t span_min_us;
+	const char *span_counters; /* what spans carry; task-clock,context-switches by default */
+	uint64_t span_buffer_kb;   /* the span ring, a power of two */
+	bool raw_tp;		   /* --raw-tp: raw tracepoints where there is a choice */
+	bool otel;		   /* --otel: read OTEP 4947 thread context at each sample */
+	bool offcpu;		   /* --off-cpu */
+	int64_t offcpu_thresh_ms;  /* --off-cpu-thresh, -1 when not given */
+	uint64_t offcpu_entries;   /* --off-cpu-entries: stacks and sums kept in BPF */
+	double duration;	/* -d, 0: until CMD exits or a signal */
+	const char *output;	/* -o */
+	uint64_t mmap_pages;	/* -m, per CPU */
+	uint64_t max_threads;
+	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
+	char **cmd;		/* after --, NULL-terminated */
+	int verbose;
+};
+
+void record_opts_free(struct record_opts *o);
+
+/*
+ * Records as o says until -d, CMD's exit or a signal, and completes the
+ * file; argc/argv are the command line the file's header keeps.  Returns
+ * 0 and the exit code to pass on in *exit_code, or -errno once said why.
+ */
+int record__run(const struct record_opts *o, int argc, char **argv, int *exit_code);
+
+#endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A source of records for the recorder's one loop (record.c): the perf
+ * rings' samples, the spans, off-CPU blocks, OTel contexts, span counters.
+ *
+ * Each source is made by its constructor from the recording's context
+ * (struct rec_ctx), which leaves *out NULL when the options do not ask for
+ * it.  The recorder then calls, in the order of its list:
+ *
+ *   attrs    declare the attrs of the source's records (before the header)
+ *   start    attach and enable (after every attrs, before the side-band)
+ *   fds      the fds that wake the loop when the source has records
+ *   drain    write what is ready; a round ends after every source drained
+ *   stop     stop producing (every stop, then the last drain)
+ *   finish   write what remains, stamped end_ns or earlier
+ *   stats    say, once, what was lost or skipped
+ *   free     accepts NULL
+ *
+ * Every hook but free may be NULL.  Records reach the writer one way: the
+ * source writes whole perf records with pd_writer__write().  A new source
+ * is one file with its constructor and one line in record.c's list.
+ */
+#ifndef SP_REC_SOURCE_H
+#define SP_REC_SOURCE_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+#include "record.h"
+
+struct pd_writer;
+struct sample_bpf;
+struct dso_set;
+struct buildid_cache;
+struct counter_set;
+struct otel_record;
+struct sp_features;
+struct run;
+struct perf_event_attr;
+
+struct rec_source {
+	const char *name;
+	int (*attrs)(struct rec_source *s, struct pd_writer *w);
+	int (*start)(struct rec_source *s);
+	int (*fds)(struct rec_source *s, int *fds, int max);
+	/* Records written (a count, or any positive number when it does not count), or -errno. */
+	long (*drain)(struct rec_source *s, struct pd_writer *w);
+	void (*stop)(struct rec_source *s);
+	int (*finish)(struct rec_source *s, struct pd_writer *w, __u64 end_ns);
+	void (*stats)(struct rec_source *s);
+	void (*free)(struct rec_source *s);
+	void *priv;
+	__u64 spans; /* spans written, for the summary; makes_spans says the source writes any */
+	bool makes_spans;
+};
+
+/* What the sources of one recording share. */
+struct rec_ctx {
+	const struct record_opts *o;
+	const struct int_list *online;	 /* the online CPUs */
+	const struct sp_features *feat;	 /* probed when something needs it (spans), else NULL */
+	const struct span_spec *specs;	 /* --span, resolved on this machine */
+	struct sample_bpf *skel;	 /* the sampling program: its threads map is everyone's */
+	struct dso_set *dsos;		 /* files mapped, for the build ids at the end */
+	struct buildid_cache *bcache;	 /* containers' files */
+	struct run *run;		 /* -- CMD */
+	struct counter_set *cs;		 /* span counters, from the counters source */
+	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */
+	/* The tracking event (the first sampling event): side-band records take its layout. */
+	const struct perf_event_attr *track_attr;
+	__u64 track_id;
+	__u64 round_ns;			 /* CLOCK_MONOTONIC at the last FINISHED_ROUND */
+	/* The rings' figures, for the summary and the header. */
+	__u64 samples, lost, first_ns, last_ns;
+};
+
+typedef int (*rec_source_new_fn)(struct rec_source **out, struct rec_ctx *ctx);
+
+/* One allocation for a source and its private part; NULL and errno on failure. */
+struct rec_source *rec_source__alloc(const char *name, size_t priv_size);
+void rec_source__free(struct rec_source *s);
+
+/* The sources, one file each (source_*.c). */
+int counters_source__new(struct rec_source **out, struct rec_ctx *ctx);
+int samples_source__new(struct rec_source **out, struct rec_ctx *ctx);
+int spans_source__new(struct rec_source **out, struct rec_ctx *ctx);
+int otel_source__new(struct rec_source **out, struct rec_ctx *ctx);
+int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx);
+
+#endif

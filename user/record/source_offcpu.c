@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The off-CPU source (--off-cpu): time blocked, with the stack that
+ * blocked, as samples of offcpu-time (offcpu.c), as perf writes them.
+ */
+#include <errno.h>
+
+#include "log.h"
+#include "names.h"
+#include "offcpu.h"
+#include "perf_data.h"
+#include "source.h"
+
+static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
+{
+	struct perf_event_attr a;
+	__u64 id = OFFCPU_ID;
+
+	(void)src;
+	offcpu__attr(&a);
+	return pd_writer__add_attr(w, &a, OFFCPU_EVENT_NAME, &id, 1);
+}
+
+static int offcpu_start(struct rec_source *src)
+{
+	struct offcpu_set *oc = src->priv;
+	char err[512];
+
+	if (offcpu__attach(oc, err, sizeof(err))) {
+		pr_err("%s", err);
+		return -EINVAL;
+	}
+	pr_debug("off-CPU on %s/sched_switch, the block's state from %s", offcpu__hook(oc),
+		 offcpu__has_prev_state(oc) ? "the tracepoint's prev_state" : "the task");
+	return 0;
+}
+
+static int offcpu_fds(struct rec_source *src, int *fds, int max)
+{
+	if (max < 1)
+		return 0;
+	fds[0] = offcpu__ring_fd(src->priv);
+	return 1;
+}
+
+static int write_rec(void *w, const void *p, size_t n)
+{
+	return pd_writer__write(w, p, n);
+}
+
+/* The switch-in stamps each off-CPU block, before now: it belongs to this round too. */
+static long offcpu_drain(struct rec_source *src, struct pd_writer *w)
+{
+	__u64 n = 0;
+	int e = offcpu__consume(src->priv, write_rec, w, &n);
+
+	return e ?: (long)n;
+}
+
+/* The sums and the blocks still going, stamped end_ns: after every other record. */
+static int offcpu_finish(struct rec_source *src, struct pd_writer *w, __u64 end_ns)
+{
+	return offcpu__finish(src->priv, end_ns, write_rec, w);
+}
+
+/* What the off-CPU program could not time or name, said once each. */
+static void offcpu_stats(struct rec_source *src)
+{
+	struct offcpu_stats st;
+
+	offcpu__stats(src->priv, &st);
+	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
+		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
+		(unsigned long long)st.open_at_end, st.ns / 1e9);
+	if (st.lost)
+		pr_warn("%llu off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)",
+			(unsigned long long)st.lost);
+	if (st.noslot)
+		pr_warn("%llu off-CPU blocks not timed: the per-thread map was full (raise --max-threads)",
+			(unsigned long long)st.noslot);
+	if (st.agg_full)
+		pr_warn("%llu short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)",
+			(unsigned long long)st.agg_full);
+	if (st.kstack || st.ustack)
+		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
+			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.hidden)
+		pr_info("%llu off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back",
+			(unsigned long long)st.hidden);
+	if (st.unseen)
+		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
+			(unsigned long long)st.unseen);
+	if (st.stale || st.exited)
+		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
+			(unsigned long long)(st.stale + st.exited));
+}
+
+static void offcpu_free(struct rec_source *src)
+{
+	offcpu__free(src->priv);
+}
+
+int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
+{
+	const struct record_opts *o = ctx->o;
+	/* Spans (--otel ones too) need each block's time; sums have none. */
+	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans || o->otel ? 0 : OFFCPU_DEFAULT_THRESH_MS;
+	struct offcpu_opts oo = {
+		.cpus = o->cpus.n ? &o->cpus : NULL,
+		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
+		.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+		.max_threads = o->max_threads,
+		.entries = o->offcpu_entries,
+		.thresh_ns = ms * 1000000ull,
+		.prefer_raw_tp = o->raw_tp,
+	};
+	struct rec_source *src;
+	struct offcpu_set *oc = NULL;
+	char err[512];
+	int e;
+
+	*out = NULL;
+	if (!o->offcpu)
+		return 0;
+	src = rec_source__alloc("off-cpu", 0);
+	if (!src)
+		return -ENOMEM;
+	*out = src;
+	src->attrs = offcpu_attrs;
+	src->start = offcpu_start;
+	src->fds = offcpu_fds;
+	src->drain = offcpu_drain;
+	src->finish = offcpu_finish;
+	src->stats = offcpu_stats;
+	src->free = offcpu_free;
+	e = offcpu__open(&oc, &oo, err, sizeof(err));
+	src->priv = oc;
+	if (e)
+		pr_err("%s", err);
+	return e;
+}

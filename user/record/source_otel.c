@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The OTel source (--otel): OTEP 4947 thread contexts, read by the
+ * sampling program at each sample; a context that ends is written as a span
+ * of the attr spanperf:otel (otel_record.c).  Its ring wakes the loop when
+ * half full; each drain first looks at the processes the rings showed
+ * exec'ing or mapping a publisher, then writes the spans that ended.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "names.h"
+#include "otel_pctx.h"
+#include "otel_record.h"
+#include "perf_data.h"
+#include "run.h"
+#include "source.h"
+#include "span_codec.h"
+#include "util.h"
+#include "sample.skel.h"
+
+struct otel {
+	struct rec_ctx *ctx;
+	struct perf_event_attr attr;
+};
+
+/* OTEP 4947 contexts: one more span source, after the --span ones; then the processes' OTEP 4719 contexts. */
+static int otel_attrs(struct rec_source *src, struct pd_writer *w)
+{
+	struct otel *s = src->priv;
+	__u64 id = SPAN_ID_BASE + s->ctx->o->nr_spans;
+	int e = pd_writer__add_attr(w, &s->attr, SPAN_ATTR_PREFIX "otel", &id, 1);
+
+	/* The processes' OTEP 4719 contexts: what names the spans' attribute keys. */
+	id = OTEL_PCTX_ID;
+	return e ?: pd_writer__add_attr(w, &s->attr, OTEL_PCTX_ATTR_NAME, &id, 1);
+}
+
+/* The processes that publish thread context now; the command's once it has exec'ed. */
+static int otel_start(struct rec_source *src)
+{
+	struct otel *s = src->priv;
+	struct rec_ctx *ctx = s->ctx;
+	const struct record_opts *o = ctx->o;
+	struct otel_record_opts oo = {
+		.recipes_fd = bpf_map__fd(ctx->skel->maps.otel_recipes),
+		.threads_fd = bpf_map__fd(ctx->skel->maps.threads),
+		.gen = &ctx->skel->bss->otel_gen,
+		.round_ns = &ctx->round_ns,
+		.events_fd = bpf_map__fd(ctx->skel->maps.otel_events),
+		.stats_fd = bpf_map__fd(ctx->skel->maps.stats),
+		.pids = o->pids.n ? &o->pids : NULL,
+		.cmd_pid = ctx->run->have_cmd ? ctx->run->wl.pid : 0,
+		/* cpu-clock's period is in ns; -F is a rate. */
+		.period_ns = o->freq ? 1000000000ull / o->freq : o->period,
+		.attr = &s->attr, .idx = o->nr_spans, .pctx_id = OTEL_PCTX_ID,
+	};
+	int e = otel_record__new(&ctx->otel, &oo);
+
+	if (e) {
+		pr_err("cannot read the otel context ring: %s", strerror(-e));
+		return e;
+	}
+	return otel_record__tick(ctx->otel, now_ns(CLOCK_MONOTONIC));
+}
+
+static int otel_fds(struct rec_source *src, int *fds, int max)
+{
+	struct otel *s = src->priv;
+
+	if (max < 1)
+		return 0;
+	fds[0] = otel_record__ring_fd(s->ctx->otel);
+	return 1;
+}
+
+/*
+ * The processes the rings just showed exec'ing or mapping a publisher are
+ * looked at before their spans are read; the ring's spans ended before
+ * now: they belong to this round.
+ */
+static long otel_drain(struct rec_source *src, struct pd_writer *w)
+{
+	struct otel *s = src->priv;
+	long n;
+
+	otel_record__tick(s->ctx->otel, now_ns(CLOCK_MONOTONIC));
+	n = otel_record__consume(s->ctx->otel, w);
+	src->spans = otel_record__spans(s->ctx->otel);
+	return n;
+}
+
+/* The contexts still open at the end, and the processes' contexts as they are now. */
+static int otel_finish(struct rec_source *src, struct pd_writer *w, __u64 end_ns)
+{
+	struct otel *s = src->priv;
+	long n = otel_record__flush(s->ctx->otel, w);
+
+	(void)end_ns;
+	src->spans = otel_record__spans(s->ctx->otel);
+	return n < 0 ? n : 0;
+}
+
+static void otel_stats(struct rec_source *src)
+{
+	struct otel *s = src->priv;
+
+	otel_record__report(s->ctx->otel);
+}
+
+static void otel_free(struct rec_source *src)
+{
+	struct otel *s = src->priv;
+
+	otel_record__free(s->ctx->otel);
+	s->ctx->otel = NULL;
+}
+
+int otel_source__new(struct rec_source **out, struct rec_ctx *ctx)
+{
+	struct rec_source *src;
+	struct otel *s;
+
+	*out = NULL;
+	if (!ctx->o->otel)
+		return 0;
+	src = rec_source__alloc("otel", sizeof(struct otel));
+	if (!src)
+		return -ENOMEM;
+	*out = src;
+	s = src->priv;
+	s->ctx = ctx;
+	span_codec_attr(&s->attr);
+	src->makes_spans = true;
+	src->attrs = otel_attrs;
+	src->start = otel_start;
+	src->fds = otel_fds;
+	src->drain = otel_drain;
+	src->finish = otel_finish;
+	src->stats = otel_stats;
+	src->free = otel_free;
+	return 0;
+}

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The samples source: per-CPU sampling events, each with the sampling
+ * program as a filter in front of perf's ring; the rings' records are
+ * copied to the perf.data as they are (the zero-copy ring path), with what
+ * they tell (execs, mappings, exits) passed to the build-id cache and OTel.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/libbpf.h>
+
+#include "buildid.h"
+#include "buildid_cache.h"
+#include "events.h"
+#include "fileio.h"
+#include "libbpf_setup.h"
+#include "log.h"
+#include "otel_record.h"
+#include "parse.h"
+#include "perf_data.h"
+#include "perf_events.h"
+#include "sbuf.h"
+#include "source.h"
+#include "util.h"
+#include "sample.skel.h"
+
+struct samples {
+	struct rec_ctx *ctx;
+	struct event_spec *evs;
+	int nr_evs;
+	struct pe_set **sets;
+	struct pe_ring *rings;
+	int nr_rings;
+	struct pd_writer *w;  /* during a drain */
+	struct sbuf pending;  /* records of ours to follow the ring's chunk: see buildid_cache.h */
+	long time_off;	      /* offset of TIME in our SAMPLE records, -1 if none */
+};
+
+/* The sample layout every sampling event shares; side-band bits on the first. */
+static void build_attr(const struct record_opts *o, const struct event_spec *ev, bool tracking,
+		       struct perf_event_attr *a)
+{
+	*a = ev->attr;
+	a->size = sizeof(*a);
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	if (o->callgraph)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (o->dwarf_stack) {
+		/*
+		 * As perf: the kernel part of the chain from the kernel, the user
+		 * part unwound later from the registers and the stack copy.
+		 */
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->exclude_callchain_user = 1;
+		a->sample_regs_user = PD_X86_64_DWARF_REGS;
+		a->sample_stack_user = o->dwarf_stack;
+	}
+	if (o->freq) {
+		a->freq = 1;
+		a->sample_freq = o->freq;
+	} else {
+		a->sample_period = o->period;
+	}
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	/* One clock with bpf_ktime_get_ns and the spans applications write. */
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
+	if (tracking) {
+		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
+		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
+		a->mmap_data = !!o->dwarf_stack;
+	}
+}
+
+static int max_sample_rate(void)
+{
+	char buf[32];
+	uint64_t v;
+
+	if (read_file_str("/proc/sys/kernel/perf_event_max_sample_rate", buf, sizeof(buf)) ||
+	    parse_u64(buf, &v, 1, 1 << 30))
+		return 0;
+	return v;
+}
+
+static int parse_events(struct samples *s)
+{
+	const struct record_opts *o = s->ctx->o;
+	char err[256];
+	int e;
+
+	if (!o->events) {
+		s->evs = calloc(1, sizeof(*s->evs));
+		if (!s->evs)
+			return -ENOMEM;
+		s->nr_evs = 1;
+		event_default_cycles(&s->evs[0]);
+		return 0;
+	}
+	e = event_list_parse(o->events, &s->evs, &s->nr_evs, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+/* Each event as it will be opened, tried on one CPU: what cannot be sampled is said by name. */
+static int resolve_events(struct samples *s, int test_cpu)
+{
+	const struct record_opts *o = s->ctx->o;
+	int e = parse_events(s);
+
+	if (e)
+		return e;
+	/* The kernel's rate limit gives EINVAL, which would read as "no PMU". */
+	if (o->freq && max_sample_rate() && o->freq > (uint64_t)max_sample_rate()) {
+		pr_err("-F %llu is above the kernel's limit kernel.perf_event_max_sample_rate=%d",
+		       (unsigned long long)o->freq, max_sample_rate());
+		return -EINVAL;
+	}
+	for (int i = 0; i < s->nr_evs; i++) {
+		struct event_spec *ev = &s->evs[i];
+		struct perf_event_attr a;
+
+		/* cycles falls back to cpu-clock where the PMU is hidden, as in most VMs. */
+		if (ev->attr.type == PERF_TYPE_HARDWARE && ev->attr.config == PERF_COUNT_HW_CPU_CYCLES) {
+			e = pe_try_open(&ev->attr, test_cpu);
+			if (e && event_errno_means_no_pmu(e)) {
+				pr_info("%s is not available here (%s: no hardware PMU, as in most VMs); sampling cpu-clock instead",
+					ev->name, strerror(-e));
+				event_cpu_clock(ev);
+			}
+		}
+		build_attr(o, ev, false, &a);
+		e = pe_try_open(&a, test_cpu);
+		if (e) {
+			pr_err("cannot sample event '%s': %s", ev->name, strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+/* One ring per CPU, on the first event; the others write into it. */
+static int map_rings(struct samples *s)
+{
+	const struct record_opts *o = s->ctx->o;
+	int e;
+
+	s->rings = calloc(s->sets[0]->nr, sizeof(*s->rings));
+	if (!s->rings)
+		return -ENOMEM;
+	for (int j = 0; j < s->sets[0]->nr; j++) {
+		struct pe_cpu *c = &s->sets[0]->ev[j];
+
+		e = pe_ring__map(&s->rings[j], c->fd, c->cpu, o->mmap_pages);
+		if (e) {
+			pr_err("cannot map a %llu-page ring on CPU %d: %s (try a smaller -m)",
+			       (unsigned long long)o->mmap_pages, c->cpu, strerror(-e));
+			return e;
+		}
+		s->nr_rings++;
+		for (int i = 1; i < s->nr_evs; i++)
+			for (int k = 0; k < s->sets[i]->nr; k++)
+				if (s->sets[i]->ev[k].cpu == c->cpu) {
+					e = pe_ring__redirect(&s->rings[j], s->sets[i]->ev[k].fd);
+					if (e)
+						return e;
+				}
+	}
+	return 0;
+}
+
+static int open_events(struct samples *s, const struct int_list *cpus)
+{
+	const struct record_opts *o = s->ctx->o;
+	int e;
+
+	s->sets = calloc(s->nr_evs, sizeof(*s->sets));
+	if (!s->sets)
+		return -ENOMEM;
+	for (int i = 0; i < s->nr_evs; i++) {
+		struct perf_event_attr a;
+
+		build_attr(o, &s->evs[i], i == 0, &a);
+		e = pe_set__open(&s->sets[i], &a, cpus);
+		if (e) {
+			pr_err("cannot open event '%s' on every CPU: %s", s->evs[i].name, strerror(-e));
+			return e;
+		}
+	}
+	e = map_rings(s);
+	if (e)
+		return e;
+	/* on_record peeks at each sample's time; the codec knows where it is. */
+	s->time_off = pd_sample_offset(&s->sets[0]->attr, PERF_SAMPLE_TIME);
+	s->ctx->track_attr = &s->sets[0]->attr;
+	s->ctx->track_id = s->sets[0]->ev[0].id;
+	return 0;
+}
+
+static int samples_attrs(struct rec_source *src, struct pd_writer *w)
+{
+	struct samples *s = src->priv;
+	int e = 0;
+
+	for (int i = 0; i < s->nr_evs && !e; i++) {
+		__u64 *ids;
+
+		e = pe_set__ids(s->sets[i], &ids);
+		if (e)
+			return e;
+		e = pd_writer__add_attr(w, &s->sets[i]->attr, s->evs[i].name, ids, s->sets[i]->nr);
+		free(ids);
+	}
+	return e;
+}
+
+/*
+ * Attach, then enable.  libbpf's attach already enables each event (after
+ * the program is on it, which is the order that matters); the explicit
+ * enable keeps that true for any attach path that does not.
+ */
+static int samples_start(struct rec_source *src)
+{
+	struct samples *s = src->priv;
+	int e;
+
+	for (int i = 0; i < s->nr_evs; i++) {
+		e = pe_set__attach(s->sets[i], s->ctx->skel->progs.on_sample);
+		if (e) {
+			pr_err("cannot attach the sampling program to '%s': %s", s->evs[i].name,
+			       libbpf_explain(e));
+			return e;
+		}
+		e = pe_set__enable(s->sets[i]);
+		if (e) {
+			pr_err("cannot enable '%s': %s", s->evs[i].name, strerror(-e));
+			return e;
+		}
+	}
+	return 0;
+}
+
+static int samples_fds(struct rec_source *src, int *fds, int max)
+{
+	struct samples *s = src->priv;
+	int n = 0;
+
+	for (int i = 0; i < s->nr_rings && n < max; i++)
+		fds[n++] = s->sets[0]->ev[i].fd;
+	return n;
+}
+
+/*
+ * A container's (or a deleted) file: now, while the process lives, its build
+ * id and a copy; then the same mapping once more in the build-id form, right
+ * after the ring's chunk, so that both perf and report know which file it
+ * was.  Failures are counted by the cache, never fatal.
+ */
+static void note_foreign(struct samples *s, const struct perf_event_header *h, const struct pd_mmap *m)
+{
+	const struct perf_event_attr *attr = &s->sets[0]->attr;
+	struct pd_mmap2_info info = { .prot = m->prot, .flags = m->flags };
+	struct pd_sample ts = {};
+	char buf[PATH_MAX + 256];
+	long n;
+
+	if (!buildid_cache__note(s->ctx->bcache, m->pid, m->start, m->start + m->len, m->filename, info.build_id,
+				 &info.build_id_size))
+		return;
+	dso_set__add_foreign(s->ctx->dsos, m->filename, info.build_id, info.build_id_size);
+	if (pd_trailer_parse(attr, h, h->size, &ts))
+		return;
+	n = pd_build_mmap2(buf, sizeof(buf), attr, &ts, PERF_RECORD_MISC_USER, m->pid, m->tid, m->start, m->len,
+			   m->pgoff, &info, m->filename);
+	if (n > 0)
+		sbuf_add(&s->pending, buf, n);
+}
+
+static void note_sample(struct rec_ctx *ctx, __u64 t)
+{
+	if (!ctx->samples++ || t < ctx->first_ns)
+		ctx->first_ns = t;
+	if (t > ctx->last_ns)
+		ctx->last_ns = t;
+}
+
+/* What a record tells before it is copied as it is. */
+static int on_record(void *priv, const struct perf_event_header *h)
+{
+	struct samples *s = priv;
+	struct rec_ctx *ctx = s->ctx;
+	struct pd_comm c;
+	struct pd_task t;
+	struct pd_mmap m;
+	__u64 v, id;
+
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (s->time_off < 0 || h->size < s->time_off + 8)
+			break;
+		memcpy(&v, (const char *)h + s->time_off, 8);
+		note_sample(ctx, v);
+		break;
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES:
+		if (!pd_parse_lost(h, h->size, &id, &v))
+			ctx->lost += v;
+		break;
+	case PERF_RECORD_COMM:
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c)) {
+			buildid_cache__exec(ctx->bcache, c.pid);
+			otel_record__exec(ctx->otel, c.pid);
+		}
+		break;
+	case PERF_RECORD_EXIT:
+		if (ctx->otel && !pd_parse_task(h, h->size, &t))
+			otel_record__exit(ctx->otel, t.tid);
+		break;
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_MMAP:
+		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
+		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
+			break;
+		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC)) {
+			note_foreign(s, h, &m);
+			otel_record__mmap(ctx->otel, m.pid, m.filename);
+		}
+		return dso_set__add(ctx->dsos, m.filename);
+	}
+	return 0;
+}
+
+static int on_chunk(void *priv, const void *p, size_t n)
+{
+	struct samples *s = priv;
+
+	return pd_writer__write(s->w, p, n);
+}
+
+static long samples_drain(struct rec_source *src, struct pd_writer *w)
+{
+	struct samples *s = src->priv;
+	long any = 0;
+
+	s->w = w;
+	for (int i = 0; i < s->nr_rings; i++) {
+		long n = pe_ring__drain(&s->rings[i], on_record, on_chunk, s);
+
+		if (n < 0)
+			return n;
+		any += n;
+		if (s->pending.len) {
+			int e = s->pending.err ?: pd_writer__write(w, s->pending.p, s->pending.len);
+
+			s->pending.len = 0;
+			if (e)
+				return e;
+		}
+	}
+	return any;
+}
+
+static void samples_stop(struct rec_source *src)
+{
+	struct samples *s = src->priv;
+
+	for (int i = 0; i < s->nr_evs; i++)
+		pe_set__disable(s->sets[i]);
+}
+
+static void samples_free(struct rec_source *src)
+{
+	struct samples *s = src->priv;
+
+	for (int i = 0; i < s->nr_evs && s->sets; i++)
+		pe_set__free(s->sets[i]);
+	for (int i = 0; i < s->nr_rings; i++)
+		pe_ring__unmap(&s->rings[i]);
+	free(s->rings);
+	free(s->sets);
+	free(s->evs);
+	sbuf_free(&s->pending);
+}
+
+int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
+{
+	const struct record_opts *o = ctx->o;
+	struct rec_source *src = rec_source__alloc("samples", sizeof(struct samples));
+	struct samples *s;
+	int e;
+
+	*out = src;
+	if (!src)
+		return -ENOMEM;
+	s = src->priv;
+	s->ctx = ctx;
+	src->attrs = samples_attrs;
+	src->start = samples_start;
+	src->fds = samples_fds;
+	src->drain = samples_drain;
+	src->stop = samples_stop;
+	src->free = samples_free;
+	e = resolve_events(s, o->cpus.n ? o->cpus.v[0] : ctx->online->v[0]);
+	return e ?: open_events(s, o->cpus.n ? &o->cpus : ctx->online);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * spanperf report and annotate --format folded, once their options are
+ * parsed (cmd/report.c, cmd/annotate.c fill report_opts from argv): one
+ * session, one pass over the file, one symbolizer, whatever the outputs.
+ * The consumers are chosen from the options before the pass: the profile
+ * for the tables, folded stacks, flame graph and pprof, the span join for
+ * --spans and --span-prefix (both at once for the latter).
+ */
+#ifndef SP_REPORT_H
+#define SP_REPORT_H
+
+#include <stdbool.h>
+
+#include "offcpu_view.h"
+#include "report_out.h"
+
+struct report_opts {
+	const char *input;	/* perf.data */
+	const char *external;	/* annotate: its spans (JSONL or OTLP JSON), for span_prefix */
+	struct table_opts table; /* the table's sort keys, format, call graph, percent limit */
+	bool ev_set;		/* --event given */
+	enum pview ev;
+	const char *flame, *pprof; /* files to write, or NULL */
+	bool folded, span_prefix;
+	bool spans, bpf_samples, otlp; /* --spans and its json/otlp-json outputs */
+};
+
+/* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */
+int report_run(const struct report_opts *o);
+
+#endif

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "fileio.h"
+#include "hash.h"
+#include "util.h"
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+static __u32 align4(__u32 x)
+{
+	return (x + 3) & ~3u;
+}
+
+int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	const unsigned char *p = buf, *end = p + len;
+
+	while (end - p >= 12) {
+		__u32 namesz, descsz, type;
+		size_t need;
+
+		memcpy(&namesz, p, 4);
+		memcpy(&descsz, p + 4, 4);
+		memcpy(&type, p + 8, 4);
+		if (namesz > len || descsz > len)
+			return -EINVAL;
+		need = 12 + (size_t)align4(namesz) + align4(descsz);
+		if (need > (size_t)(end - p))
+			return -EINVAL;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(p + 12, "GNU", 4) && descsz) {
+			*size = SP_MIN(descsz, BUILD_ID_MAX);
+			memset(id, 0, BUILD_ID_MAX);
+			memcpy(id, p + 12 + align4(namesz), *size);
+			return 0;
+		}
+		p += need;
+	}
+	return -ENOENT;
+}
+
+int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	Elf_Scn *scn = NULL;
+	int fd, err = -ENOENT;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open_regular(path);
+	if (fd < 0)
+		return fd;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && !buildid_from_notes(d->d_buf, d->d_size, id, size)) {
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+int buildid_kernel(__u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	char *buf;
+	size_t len;
+	int err = read_file_all("/sys/kernel/notes", &buf, &len);
+
+	if (err)
+		return err;
+	err = buildid_from_notes(buf, len, id, size);
+	free(buf);
+	return err;
+}
+
+void buildid_hex(const __u8 *id, __u8 size, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < size && i < BUILD_ID_MAX; i++) {
+		*out++ = hex[id[i] >> 4];
+		*out++ = hex[id[i] & 15];
+	}
+	*out = 0;
+}
+
+/* Interned names: whole-host runs map the same libc thousands of times. */
+struct dso_set {
+	struct strpool names;
+	struct strpool foreign; /* "HEX NAME" of files seen in other mount namespaces */
+};
+
+struct dso_set *dso_set__new(void)
+{
+	return calloc(1, sizeof(struct dso_set));
+}
+
+void dso_set__free(struct dso_set *s)
+{
+	if (!s)
+		return;
+	strpool_free(&s->names);
+	strpool_free(&s->foreign);
+	free(s);
+}
+
+int dso_set__add(struct dso_set *s, const char *filename)
+{
+	/* Only real files have build ids: skip [vdso], //anon, /memfd: and friends. */
+	if (filename[0] != '/' || filename[1] == '/' || !strncmp(filename, "/memfd:", 7))
+		return 0;
+	return strpool_intern(&s->names, filename, NULL) ? 0 : -ENOMEM;
+}
+
+int dso_set__add_foreign(struct dso_set *s, const char *filename, const __u8 *id, __u8 size)
+{
+	char key[2 * BUILD_ID_MAX + 2 + PATH_MAX];
+
+	if (!size || size > BUILD_ID_MAX || filename[0] != '/')
+		return 0;
+	buildid_hex(id, size, key);
+	snprintf(key + 2 * size, sizeof(key) - 2 * size, " %s", filename);
+	return strpool_intern(&s->foreign, key, NULL) ? 0 : -ENOMEM;
+}
+
+/* "HEX NAME" back to the id: 0, or -EINVAL for a key not of dso_set__add_foreign's making. */
+static int parse_foreign(const char *key, __u8 *id, __u8 *size, const char **name)
+{
+	const char *sp = strchr(key, ' ');
+	size_t n = sp ? (size_t)(sp - key) : 0;
+
+	if (!n || n % 2 || n / 2 > BUILD_ID_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(key + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		id[i] = v;
+	}
+	*size = n / 2;
+	*name = sp + 1;
+	return 0;
+}
+
+int dso_set__count(const struct dso_set *s)
+{
+	return s ? (int)s->names.n : 0;
+}
+
+static int append(struct pd_meta *m, __u16 misc, const char *name, const __u8 *id, __u8 size)
+{
+	struct pd_build_id *nb = realloc(m->build_ids, (m->nr_build_ids + 1) * sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	m->build_ids = nb;
+	nb += m->nr_build_ids;
+	memset(nb, 0, sizeof(*nb));
+	nb->pid = -1;
+	nb->misc = misc;
+	nb->size = size;
+	memcpy(nb->id, id, size);
+	nb->filename = strdup(name);
+	if (!nb->filename)
+		return -ENOMEM;
+	m->nr_build_ids++;
+	return 0;
+}
+
+int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	int err = 0;
+
+	if (!buildid_kernel(id, &size))
+		err = append(m, PERF_RECORD_MISC_KERNEL, "[kernel.kallsyms]", id, size);
+	for (size_t i = 0; s && i < s->names.n && !err; i++) {
+		const char *name = s->names.str[i];
+
+		/* " (deleted)" files are gone; their old build id cannot be read. */
+		if (strstr(name, " (deleted)"))
+			continue;
+		if (!buildid_from_file(name, id, &size))
+			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
+	}
+	/*
+	 * Containers' files: the build id the process saw, which perf
+	 * buildid-list and archive want; but only for a name the host has no
+	 * file of.  perf gives a name's dso the last build id listed for it,
+	 * and the host's processes map that dso: the container's id there
+	 * would have perf read the container's copy for the host's file.  Their
+	 * MMAP2 records carry the container's id either way.
+	 */
+	for (size_t i = 0; s && i < s->foreign.n && !err; i++) {
+		const char *name;
+		bool listed = false;
+
+		if (parse_foreign(s->foreign.str[i], id, &size, &name))
+			continue;
+		for (int k = 0; k < m->nr_build_ids && !listed; k++)
+			listed = !strcmp(m->build_ids[k].filename, name);
+		if (!listed)
+			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
+	}
+	return err;
+}
+
+int buildid_cache_path(const char *hex, char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (!hex || !*hex || strspn(hex, "0123456789abcdef") != strlen(hex))
+		return -EINVAL;
+	if (xdg && *xdg)
+		n = snprintf(out, len, "%s/spanperf/buildid/%s", xdg, hex);
+	else if (home && *home)
+		n = snprintf(out, len, "%s/.cache/spanperf/buildid/%s", home, hex);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}

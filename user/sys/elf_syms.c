@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An ELF file's symbols as perf 6.1 reads them (util/symbol-elf.c): the
+ * symbol table, else the dynamic one, the PLT's entries, one alias per
+ * address chosen as perf chooses, and the PT_LOAD segments that turn file
+ * offsets into addresses.  The report's symbolizer and record's uprobe
+ * lookup share it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demangle.h"
+#include "elf_syms.h"
+#include "fileio.h"
+#include "util.h"
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int underscores(const char *s)
+{
+	int n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * Of two aliases at one address, the one perf shows (util/symbol.c's
+ * choose_best_symbol), so that both tools name a frame alike: sized, then
+ * not weak, then global, then fewer leading underscores, then longer, then
+ * the first listed (pthread_rwlock_rdlock@GLIBC_2.2.5 before @@GLIBC_2.34).
+ */
+static bool better(const struct elf_sym *a, const struct elf_sym *b)
+{
+	bool asz = a->end > a->start, bsz = b->end > b->start;
+	size_t al, bl;
+
+	if (asz != bsz)
+		return asz;
+	if ((a->binding == STB_WEAK) != (b->binding == STB_WEAK))
+		return b->binding == STB_WEAK;
+	if ((a->binding == STB_GLOBAL) != (b->binding == STB_GLOBAL))
+		return a->binding == STB_GLOBAL;
+	if (underscores(a->name) != underscores(b->name))
+		return underscores(a->name) < underscores(b->name);
+	al = strlen(a->name);
+	bl = strlen(b->name);
+	if (al != bl)
+		return al > bl;
+	/* perf keeps the first in its tree, which is the file's order. */
+	return a->seq < b->seq;
+}
+
+/*
+ * Sorts, closes sizeless symbols at the next one, then keeps one of the
+ * aliases at each address: perf's symbols__fixup_end, then
+ * symbols__fixup_duplicate, in that order.  So of sizeless aliases (kallsyms
+ * lists memcpy, __memcpy, __pi_memcpy at one address) the last listed takes
+ * the size and wins, as perf shows __pi_memcpy.
+ */
+void elf_syms__finish(struct elf_syms *d)
+{
+	int j = 0;
+
+	if (!d->nr_syms)
+		return; /* sort_n(NULL, 0) is undefined */
+	sort_n(d->syms, d->nr_syms, sizeof(*d->syms), cmp_sym);
+	for (int i = 0; i + 1 < d->nr_syms; i++)
+		if (d->syms[i].end <= d->syms[i].start)
+			d->syms[i].end = d->syms[i + 1].start;
+	for (int i = 0; i < d->nr_syms; i++) {
+		if (j && d->syms[j - 1].start == d->syms[i].start) {
+			if (better(&d->syms[i], &d->syms[j - 1])) {
+				free(d->syms[j - 1].name);
+				d->syms[j - 1] = d->syms[i];
+			} else {
+				free(d->syms[i].name);
+			}
+			continue;
+		}
+		d->syms[j++] = d->syms[i];
+	}
+	d->nr_syms = j;
+	/*
+	 * Aliases that stayed sizeless: up to the next symbol; the last one to
+	 * the end of the page after its own, as perf's fixup_end does.
+	 */
+	for (int i = 0; i < d->nr_syms; i++)
+		if (d->syms[i].end <= d->syms[i].start)
+			d->syms[i].end = i + 1 < d->nr_syms ? d->syms[i + 1].start
+							     : ((d->syms[i].start + 4095) & ~4095ull) + 4096;
+}
+
+int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
+{
+	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
+		return -ENOMEM;
+	d->syms[d->nr_syms].name = strdup(name);
+	if (!d->syms[d->nr_syms].name)
+		return -ENOMEM;
+	d->syms[d->nr_syms].start = start;
+	d->syms[d->nr_syms].end = start + size;
+	d->syms[d->nr_syms].binding = binding;
+	d->syms[d->nr_syms].demangled = false;
+	d->syms[d->nr_syms].object = false;
+	d->syms[d->nr_syms].seq = d->nr_syms;
+	d->nr_syms++;
+	return 0;
+}
+
+/*
+ * Function symbols from .symtab, else .dynsym; segments from the program
+ * headers.  For naming addresses one alias per address is kept; a lookup by
+ * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
+ */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * The PLT's entries as perf 6.1 names them (symbol-elf.c's
+ * dso__synthesize_plt_symbols): NAME@plt for the i-th .rela.plt
+ * relocation at .plt + (i + 1) * entsize, the first entry being the PLT's
+ * header, and "@plt" where the relocation names no symbol (IRELATIVE).
+ * Without them a call through the PLT counted as _init, or whatever
+ * sizeless symbol came before.  A debug file's .plt is NOBITS: nothing.
+ */
+int elf_syms__add_plt(struct elf_syms *d, Elf *elf)
+{
+	GElf_Shdr rel_sh, plt_sh, dyn_sh;
+	Elf_Scn *rel = section_named(elf, ".rela.plt", &rel_sh);
+	Elf_Scn *plt = section_named(elf, ".plt", &plt_sh), *dyn;
+	Elf_Data *rels, *syms;
+	char name[512];
+	__u64 entsize = plt_sh.sh_entsize, addr;
+	size_t n;
+
+	if (!rel || !plt || plt_sh.sh_type != SHT_PROGBITS || rel_sh.sh_type != SHT_RELA || !rel_sh.sh_entsize ||
+	    !entsize)
+		return 0;
+	dyn = elf_getscn(elf, rel_sh.sh_link);
+	if (!dyn || !gelf_getshdr(dyn, &dyn_sh) || dyn_sh.sh_type != SHT_DYNSYM)
+		return 0;
+	rels = elf_getdata(rel, NULL);
+	syms = elf_getdata(dyn, NULL);
+	if (!rels || !syms)
+		return 0;
+	n = rel_sh.sh_size / rel_sh.sh_entsize;
+	addr = plt_sh.sh_addr + entsize;
+	for (size_t i = 0; i < n; i++, addr += entsize) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *sname = "";
+		char *demangled;
+		int e;
+
+		if (!gelf_getrela(rels, i, &r))
+			break;
+		if (addr + entsize > plt_sh.sh_addr + plt_sh.sh_size)
+			break; /* a relocation count the section cannot hold */
+		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
+			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
+		/* perf demangles the name, then adds @plt: "operator delete@plt". */
+		demangled = demangle(sname);
+		snprintf(name, sizeof(name), "%s@plt", demangled ? demangled : sname);
+		free(demangled);
+		e = elf_syms__add(d, addr, entsize, name, STB_GLOBAL);
+		if (e)
+			return e;
+		d->syms[d->nr_syms - 1].demangled = true;
+	}
+	return 0;
+}
+
+/*
+ * The symbols perf 6.1 reads from a symbol table (symbol-elf.c's
+ * dso__load_sym): functions and data objects, and labels (NOTYPE: ld.so's
+ * _start, hand-written assembly's entry points) in a section whose name
+ * says text or data.  Objects name no code, but they close the sizeless
+ * symbol before them and take part in the choice among aliases, so they
+ * are kept for perf's sake.  Symbols of sections that are not loaded
+ * (SHF_ALLOC clear: .gnu.warning.*) are left out, as perf does.
+ */
+static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
+{
+	int type = GELF_ST_TYPE(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
+	bool label = type == STT_NOTYPE && vis != STV_HIDDEN && vis != STV_INTERNAL;
+	const char *sec;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (!sym->st_name || sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE || !sym->st_value)
+		return false;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && !label)
+		return false;
+	scn = elf_getscn(elf, sym->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return false;
+	if (!label)
+		return true;
+	sec = elf_strptr(elf, shstrndx, sh.sh_name);
+	return sec && (strstr(sec, "text") || strstr(sec, "data"));
+}
+
+static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_aliases)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	size_t phnum = 0;
+	int err = 0;
+
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -EINVAL;
+	if (want_segs && !elf_getphdrnum(elf, &phnum) && phnum < 4096) {
+		d->segs = calloc(phnum ? phnum : 1, sizeof(*d->segs));
+		for (size_t i = 0; d->segs && i < phnum; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+				d->segs[d->nr_segs++] = (struct elf_seg){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
+	}
+	scn = symtab ? symtab : dynsym;
+	if (scn) {
+		GElf_Shdr sh;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		size_t n, shstrndx = 0;
+
+		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
+			return -EINVAL;
+		n = sh.sh_size / sh.sh_entsize;
+		elf_getshdrstrndx(elf, &shstrndx);
+		for (size_t i = 0; i < n && !err; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(data, i, &sym))
+				break;
+			if (!elf_sym_kept(elf, shstrndx, &sym))
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || !*name)
+				continue;
+			err = elf_syms__add(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			if (!err)
+				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
+		}
+	}
+	/*
+	 * perf synthesizes the PLT only when the symbol table gave it a symbol
+	 * (dso__load: "if (ret > 0)"): a stripped PIE whose .dynsym holds only
+	 * imports has no names at all there, PLT included.
+	 */
+	if (!err && d->nr_syms)
+		err = elf_syms__add_plt(d, elf);
+	if (!all_aliases)
+		elf_syms__finish(d);
+	return err;
+}
+
+int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bool all_aliases)
+{
+	int fd, err;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open_regular(file);
+	if (fd < 0)
+		return fd;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = load_elf_syms(d, elf, want_segs, all_aliases);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+
+int elf_syms__load_mem(struct elf_syms *d, void *image, size_t size)
+{
+	Elf *elf = elf_memory(image, size);
+	int err = load_elf_syms(d, elf, true, false);
+
+	if (elf)
+		elf_end(elf);
+	return err;
+}
+
+/* The .gnu_debuglink name of a file, where stripped binaries point at their symbols. */
+int elf_debuglink(const char *file, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int fd, err = -ENOENT;
+	Elf *elf;
+
+	fd = open_regular(file);
+	if (fd < 0)
+		return fd;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			const char *name;
+
+			if (!gelf_getshdr(scn, &sh))
+				continue;
+			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (!name || strcmp(name, ".gnu_debuglink"))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf && d->d_size > 1 && memchr(d->d_buf, 0, d->d_size)) {
+				snprintf(out, len, "%s", (const char *)d->d_buf);
+				err = 0;
+			}
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+bool elf_has_symtab(const char *file)
+{
+	bool yes;
+	int fd = open_regular(file);
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+
+	if (fd < 0)
+		return false;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	yes = false;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB) {
+			yes = true;
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return yes;
+}
+
+
+struct elf_sym *elf_syms__find(const struct elf_syms *d, __u64 addr)
+{
+	int lo = 0, hi = d->nr_syms - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (d->syms[mid].start <= addr) {
+			if (addr < d->syms[mid].end)
+				return &d->syms[mid];
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return NULL;
+}
+
+/* File offset to ELF virtual address, through the PT_LOAD segments. */
+__u64 elf_syms__to_vaddr(const struct elf_syms *d, __u64 off)
+{
+	for (int i = 0; i < d->nr_segs; i++)
+		if (off >= d->segs[i].off && off < d->segs[i].off + d->segs[i].filesz)
+			return off - d->segs[i].off + d->segs[i].vaddr;
+	return off;
+}
+
+/*
+ * C++ and Rust names are demangled the first time a sample lands in them: a
+ * libstdc++ holds thousands, of which a profile touches a few.
+ */
+const char *elf_sym__name(struct elf_sym *sym)
+{
+	char *d;
+
+	if (!sym->demangled) {
+		sym->demangled = true;
+		d = demangle(sym->name);
+		if (d) {
+			free(sym->name);
+			sym->name = d;
+		}
+	}
+	return sym->name;
+}
+
+/* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
+static bool name_matches(const char *n, const char *func, bool versioned)
+{
+	size_t l = strlen(func);
+
+	return !strncmp(n, func, l) && (!n[l] || (versioned && n[l] == '@'));
+}
+
+/* Index of the symbol named func in d, or -1; demangled: compare C++ names as perf shows them. */
+static int find_named(const struct elf_syms *d, const char *func, bool demangled, int from)
+{
+	for (int i = from; i < d->nr_syms; i++) {
+		char *dm;
+		bool match;
+
+		if (d->syms[i].object)
+			continue; /* a variable is no place for a uprobe */
+		dm = demangled ? demangle(d->syms[i].name) : NULL;
+		match = demangled ? dm && name_matches(dm, func, false) : name_matches(d->syms[i].name, func, true);
+		free(dm);
+		if (match)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Overloads share their demangled name: attaching to the first one found
+ * would be a guess, so the caller gets their mangled names to choose from.
+ * Aliases (one address, several names) are one function.
+ */
+static int check_unique(const struct elf_syms *d, const char *func, int idx, char *out, size_t len)
+{
+	__u64 starts[16];
+	size_t used = 0;
+	int n = 0;
+
+	/* One pass on from the first match: each name is demangled once. */
+	for (int i = idx; i >= 0 && n < (int)ARRAY_SIZE(starts); i = find_named(d, func, true, i + 1)) {
+		bool seen = false;
+
+		for (int k = 0; k < n && !seen; k++)
+			seen = starts[k] == d->syms[i].start;
+		if (seen)
+			continue;
+		starts[n] = d->syms[i].start;
+		if (out && len && used < len)
+			used += snprintf(out + used, len - used, "%s%s", n ? ", " : "", d->syms[i].name);
+		n++;
+	}
+	return n > 1 ? -ENOTUNIQ : 0;
+}
+
+int elf_find_function(const char *path, const char *func, __u64 *file_offset, char *candidates,
+			  size_t candidates_len)
+{
+	struct elf_syms d = {};
+	int idx, e = elf_syms__load_file(&d, path, true, true);
+
+	if (candidates && candidates_len)
+		candidates[0] = 0;
+	if (!e) {
+		/* Mangled or plain names first, then "ns::Foo::get". */
+		idx = find_named(&d, func, false, 0);
+		if (idx < 0) {
+			idx = find_named(&d, func, true, 0);
+			if (idx >= 0)
+				e = check_unique(&d, func, idx, candidates, candidates_len);
+		}
+		if (!e && idx < 0)
+			e = -ENOENT;
+		if (!e) {
+			__u64 va = d.syms[idx].start;
+
+			*file_offset = va;
+			for (int k = 0; k < d.nr_segs; k++)
+				if (va >= d.segs[k].vaddr && va < d.segs[k].vaddr + d.segs[k].filesz)
+					*file_offset = va - d.segs[k].vaddr + d.segs[k].off;
+		}
+	} else if (e == -EINVAL) {
+		e = -ENOEXEC;
+	}
+	elf_syms__clear(&d);
+	return e;
+}
+
+int elf_syms_count(const char *path)
+{
+	struct elf_syms d = {};
+	int e = elf_syms__load_file(&d, path, true, false), n = d.nr_syms;
+
+	elf_syms__clear(&d);
+	return e ? e : n;
+}
+
+void elf_syms__clear(struct elf_syms *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < d->nr_syms; i++)
+		free(d->syms[i].name);
+	free(d->syms);
+	free(d->segs);
+	*d = (struct elf_syms){};
+}

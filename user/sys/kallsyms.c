@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
+#include "fileio.h"
+#include "kallsyms.h"
+
+struct range {
+	__u64 start, end;
+};
+
+static int find_text(void *ctx, __u64 addr, char type, const char *name, size_t n);
+
+int kallsyms_read_proc(char **text, size_t *len)
+{
+	return read_file_all("/proc/kallsyms", text, len);
+}
+
+/*
+ * A copy is only good for the layout it was read in.  KASLR moves the kernel
+ * at every boot without changing its build id, so the key holds _text too;
+ * and the modules loaded when it was read are kept beside it, so that record
+ * can tell when they changed and read the kernel's list anew.
+ */
+static int cache_path(const char *build_id, __u64 text, const char *suffix, char *out, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+
+	if (!build_id || !*build_id || strchr(build_id, '/') || !text)
+		return -EINVAL;
+	if (xdg && *xdg)
+		n = snprintf(out, len, "%s/spanperf/kallsyms/%s-%llx%s", xdg, build_id,
+			     (unsigned long long)text, suffix);
+	else if (home && *home)
+		n = snprintf(out, len, "%s/.cache/spanperf/kallsyms/%s-%llx%s", home, build_id,
+			     (unsigned long long)text, suffix);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size_t *len)
+{
+	char path[PATH_MAX];
+	int e = cache_path(build_id, text_addr, "", path, sizeof(path));
+
+	*text = NULL;
+	*len = 0;
+	return e ? e : read_file_all(path, text, len);
+}
+
+/* An atomic_file: a reader never sees half a copy. */
+static int store(const char *path, const char *text, size_t len)
+{
+	struct atomic_file af;
+	/* Kernel addresses are not for everyone: the copy is the owner's only. */
+	int e = atomic_file__open(&af, path, 0600, false);
+
+	if (e)
+		return e;
+	e = write_all(af.fd, text, len) ?: atomic_file__commit(&af);
+	atomic_file__release(&af);
+	return e;
+}
+
+int kallsyms_store_cache(const char *build_id, __u64 text_addr, const char *text, size_t len,
+			 const char *modules, size_t modules_len)
+{
+	char path[PATH_MAX], mpath[PATH_MAX];
+	int e = cache_path(build_id, text_addr, "", path, sizeof(path));
+
+	if (!e)
+		e = cache_path(build_id, text_addr, ".modules", mpath, sizeof(mpath));
+	if (!e)
+		e = mkdir_parents(path);
+	/* The copy, then its modules: a list never vouches for a copy older than itself. */
+	if (!e)
+		e = store(path, text, len);
+	if (!e)
+		e = store(mpath, modules ? modules : "", modules ? modules_len : 0);
+	return e;
+}
+
+bool kallsyms_cache_fresh(const char *build_id, __u64 text_addr, const char *modules, size_t modules_len)
+{
+	char path[PATH_MAX], *old;
+	size_t len;
+	bool fresh;
+
+	if (cache_path(build_id, text_addr, ".modules", path, sizeof(path)) ||
+	    read_file_all(path, &old, &len))
+		return false;
+	fresh = len == modules_len && (!len || !memcmp(old, modules, len));
+	free(old);
+	return fresh;
+}
+
+int kallsyms_text_start(__u64 *start)
+{
+	char buf[16384];
+	size_t used = 0;
+	ssize_t n;
+	int fd, e = -ENOENT;
+
+	*start = 0;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* _text is among the first lines; the kernel formats only what is read. */
+	while (used < sizeof(buf) - 1 && (n = read(fd, buf + used, sizeof(buf) - 1 - used)) > 0)
+		used += n;
+	close(fd);
+	if (used) {
+		char *last = memrchr(buf, '\n', used);
+		struct range r = {};
+
+		if (last) {
+			kallsyms_parse(buf, last - buf + 1, find_text, &r);
+			*start = r.start;
+			e = r.start ? 0 : -ENOENT;
+		}
+	}
+	return e;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int kallsyms_parse(const char *text, size_t len, kallsyms_fn fn, void *ctx)
+{
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end, *name;
+		__u64 addr = 0;
+		int digits = 0, h, r;
+		char type;
+
+		/* "ffffffff81000000 T _text\t[module]" */
+		while (p < le && (h = hexval(*p)) >= 0 && digits < 16) {
+			addr = addr << 4 | h;
+			p++;
+			digits++;
+		}
+		if (digits && p + 2 < le && p[0] == ' ' && p[2] == ' ') {
+			type = p[1];
+			name = p + 3;
+			r = fn(ctx, addr, type, name, strcspn(name, "\t \n") < (size_t)(le - name)
+							? strcspn(name, "\t \n")
+							: (size_t)(le - name));
+			if (r)
+				return r;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static int find_text(void *ctx, __u64 addr, char type, const char *name, size_t n)
+{
+	struct range *r = ctx;
+
+	(void)type;
+	if (n == 5 && !memcmp(name, "_text", 5))
+		r->start = addr;
+	else if (n == 6 && !memcmp(name, "_etext", 6))
+		r->end = addr;
+	return r->start && r->end;
+}
+
+int kallsyms_text_range(const char *text, size_t len, __u64 *start, __u64 *end)
+{
+	struct range r = {};
+
+	kallsyms_parse(text, len, find_text, &r);
+	*start = r.start;
+	*end = r.end;
+	/* kptr_restrict hides addresses as zeros from the unprivileged. */
+	return r.start && r.end > r.start ? 0 : -EPERM;
+}

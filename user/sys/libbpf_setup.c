@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "libbpf_setup.h"
+#include "log.h"
+
+static bool quiet;
+
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (quiet || sp_verbose < 1 || (level == LIBBPF_DEBUG && sp_verbose < 2))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void libbpf_setup_init(void)
+{
+	libbpf_set_print(print_fn);
+}
+
+void libbpf_setup_quiet(bool q)
+{
+	quiet = q;
+}
+
+const char *libbpf_explain(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case EPERM:
+	case EACCES:
+		return "permission denied: run as root, or with CAP_BPF and CAP_PERFMON";
+	case ENOENT:
+		return "the kernel lacks the function, tracepoint or feature asked for";
+	case EOPNOTSUPP:
+		return "the kernel does not support this kind of program or attach";
+	case E2BIG:
+		return "a map or program is larger than the kernel allows";
+	case ENOMEM:
+		return "out of memory (a map too large for the memlock or memcg limit?)";
+	case EINVAL:
+		return "the kernel rejected an argument (too old a kernel?)";
+	default:
+		return "see -v for libbpf's own messages";
+	}
+}
+
+uint64_t bpf_percpu_sum(int map_fd, uint32_t key)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum = 0, *vals;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (vals && !bpf_map_lookup_elem(map_fd, &key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
+}

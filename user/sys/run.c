@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "host.h"
+#include "log.h"
+#include "run.h"
+#include "util.h"
+
+static volatile sig_atomic_t stop_sig;
+static sigset_t orig_mask;
+
+static void on_signal(int sig)
+{
+	if (sig != SIGCHLD)
+		stop_sig = sig;
+}
+
+void runctl_init(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block;
+
+	/* No SA_RESTART: the wait must return when a signal arrives. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGCHLD);
+	/* Blocked outside the wait, so a signal during set-up is only deferred. */
+	sigprocmask(SIG_BLOCK, &block, &orig_mask);
+}
+
+int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	sigset_t unblocked = orig_mask;
+
+	sigdelset(&unblocked, SIGINT);
+	sigdelset(&unblocked, SIGTERM);
+	sigdelset(&unblocked, SIGHUP);
+	sigdelset(&unblocked, SIGCHLD);
+	return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &unblocked);
+}
+
+bool runctl_stop_requested(void)
+{
+	return stop_sig != 0;
+}
+
+int workload__prepare(struct workload *w, char **argv)
+{
+	int go[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int err;
+
+	memset(w, 0, sizeof(*w));
+	w->go_fd = w->err_fd = -1;
+	if (pipe2(go, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+		err = -errno;
+		goto cleanup;
+	}
+	w->pid = fork();
+	if (w->pid < 0) {
+		err = -errno;
+		w->pid = 0;
+		goto cleanup;
+	}
+	if (w->pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(errp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		{
+			sigset_t none;
+
+			/* The command starts with no signal blocked, whatever spanperf blocks. */
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+		}
+		/* EOF without a byte: the parent gave up; do not run. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(errp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(errp[1]);
+	w->go_fd = go[1];
+	w->err_fd = errp[0];
+	return 0;
+cleanup:
+	for (int i = 0; i < 2; i++) {
+		if (go[i] >= 0)
+			close(go[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	return err;
+}
+
+int workload__start(struct workload *w, char **argv, char *err, size_t errlen)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(w->go_fd, "g", 1) != 1) {
+		snprintf(err, errlen, "cannot start '%s': %s", argv[0], strerror(errno));
+		return -errno;
+	}
+	close(w->go_fd);
+	w->go_fd = -1;
+	do
+		n = read(w->err_fd, &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(w->err_fd);
+	w->err_fd = -1;
+	if (n == sizeof(e)) {
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(e));
+		while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+			;
+		w->exited = true;
+		return -e;
+	}
+	return 0;
+}
+
+bool workload__done(struct workload *w)
+{
+	if (!w->pid)
+		return true;
+	if (w->exited)
+		return true;
+	if (waitpid(w->pid, &w->status, WNOHANG) == w->pid)
+		w->exited = true;
+	return w->exited;
+}
+
+void workload__stop(struct workload *w)
+{
+	if (w->go_fd >= 0) {
+		close(w->go_fd); /* an unstarted child sees EOF and exits */
+		w->go_fd = -1;
+	}
+	if (w->err_fd >= 0) {
+		close(w->err_fd);
+		w->err_fd = -1;
+	}
+	if (!w->pid || w->exited)
+		return;
+	if (!workload__done(w)) {
+		kill(w->pid, SIGTERM);
+		while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+			;
+		w->exited = true;
+	}
+}
+
+int workload__exit_code(const struct workload *w)
+{
+	if (!w->pid || !w->exited)
+		return 0;
+	if (WIFEXITED(w->status))
+		return WEXITSTATUS(w->status);
+	if (WIFSIGNALED(w->status))
+		return 128 + WTERMSIG(w->status);
+	return 1;
+}
+
+int run_check_privileges(void)
+{
+	if (have_bpf_privileges())
+		return 0;
+	pr_err("needs root, or CAP_BPF and CAP_PERFMON, to load BPF programs and open system-wide events");
+	return -EPERM;
+}
+
+int run_check_targets(const struct int_list *pids, const struct int_list *tids)
+{
+	const struct int_list *l = pids->n ? pids : tids;
+
+	for (int i = 0; i < l->n; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", l->v[i]);
+		if (access(path, F_OK)) {
+			pr_err("%s %d: no such %s", pids->n ? "-p" : "-t", l->v[i], pids->n ? "process" : "thread");
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+int run__prepare(struct run *r, char **cmd)
+{
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	if (!cmd)
+		return 0;
+	e = workload__prepare(&r->wl, cmd);
+	if (e) {
+		pr_err("cannot fork for '%s': %s", cmd[0], strerror(-e));
+		return e;
+	}
+	r->have_cmd = true;
+	return 0;
+}
+
+int run__start(struct run *r, char **cmd, uint64_t start_ns, double duration)
+{
+	char err[512];
+	int e;
+
+	if (duration)
+		r->deadline_ns = start_ns + (uint64_t)(duration * 1e9);
+	if (!r->have_cmd)
+		return 0;
+	e = workload__start(&r->wl, cmd, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+bool run__wait(struct run *r, struct pollfd *fds, int nfds, int timeout_ms)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (runctl_stop_requested() || (r->deadline_ns && now >= r->deadline_ns) ||
+	    (r->have_cmd && workload__done(&r->wl)))
+		return false;
+	if (r->deadline_ns)
+		timeout_ms = SP_MIN((uint64_t)timeout_ms, (r->deadline_ns - now) / 1000000 + 1);
+	runctl_wait(fds, nfds, timeout_ms);
+	return true;
+}
+
+void run__stop(struct run *r)
+{
+	/* A zeroed workload's fds read as 0: only a prepared one is stopped. */
+	if (r->have_cmd)
+		workload__stop(&r->wl);
+}
+
+int run__exit_code(const struct run *r)
+{
+	return r->have_cmd ? workload__exit_code(&r->wl) : 0;
+}
