@@ -63,6 +63,17 @@
  *                                minus its own CPU); FILE gets each sleep as an
  *                                external span named nap.  With WORKLOAD_WAIT set
  *                                it starts on a line from stdin
+ *   workload runq N MS           the process pinned to one CPU with two spinning
+ *                                threads; a third calls queued_work() N times, MS
+ *                                of its own CPU each; each call prints the run_delay
+ *                                and sum_exec_runtime deltas /proc/thread-self/schedstat
+ *                                showed around it
+ *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
+ *                                from tom_writes() every MS; another blocks for
+ *                                each in pipe_wait(), N times
+ *   workload dwait N MS          vfork_wait() N times: vfork, the child sleeps MS
+ *                                and execs /bin/true, the parent waits in D state
+ *                                until it does
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -924,6 +935,179 @@ static int mode_offcpu(char **argv, int argc)
 	return 0;
 }
 
+/* The thread's own scheduler accounts: sum_exec_runtime, run_delay (ns), as /proc shows them. */
+static int schedstat(uint64_t *sum, uint64_t *delay)
+{
+	char buf[128];
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	unsigned long long a, b;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+		return -1;
+	*sum = a;
+	*delay = b;
+	return 0;
+}
+
+struct runq_call {
+	uint64_t ns, start, end, sum, delay;
+	int ok;
+};
+
+/*
+ * Spins ns of its own CPU behind two spinners on the same CPU: most of its
+ * wall time it waits for the CPU.  It reads its schedstat first and last
+ * thing, so that the truth is as close to the span's edges as it can be.
+ */
+NOINLINE void queued_work(struct runq_call *c)
+{
+	uint64_t s0 = 0, d0 = 0, s1 = 0, d1 = 0;
+
+	c->ok = !schedstat(&s0, &d0);
+	c->start = mono_ns();
+	burn_ns(c->ns);
+	c->end = mono_ns();
+	c->ok &= !schedstat(&s1, &d1);
+	c->sum = s1 - s0;
+	c->delay = d1 - d0;
+}
+
+static volatile int spinners_stop;
+
+static void *queue_spinner(void *arg)
+{
+	(void)arg;
+	while (!spinners_stop)
+		sink++;
+	return NULL;
+}
+
+static int mode_runq(const char *n, const char *ms)
+{
+	struct runq_call c = { .ns = strtoull(ms, NULL, 10) * 1000000ull };
+	pthread_t th[2];
+	cpu_set_t set;
+	int cpu = -1;
+
+	/* The last CPU allowed: the whole process on it, as taskset -c CPU would. */
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			cpu = i;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return 1;
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, queue_spinner, NULL);
+	for (long i = 0; i < atol(n); i++) {
+		queued_work(&c);
+		printf("{\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"call\":%ld,\"ok\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
+		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu}\n",
+		       getpid(), (int)syscall(SYS_gettid), cpu, i, c.ok, (unsigned long long)c.start,
+		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay);
+	}
+	spinners_stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+struct wakes {
+	long n;
+	uint64_t ms;
+	int fd[2];
+	pid_t tom;
+};
+
+/* The writer the test looks for on the waker's stack. */
+NOINLINE void tom_writes(int fd)
+{
+	if (write(fd, "t", 1) != 1)
+		sink++;
+	sink++;
+}
+
+static void *waker_tom(void *arg)
+{
+	struct wakes *w = arg;
+
+	pthread_setname_np(pthread_self(), "waker_tom");
+	w->tom = syscall(SYS_gettid);
+	for (long i = 0; i < w->n; i++) {
+		struct timespec ts = { 0, w->ms * 1000000 };
+
+		nanosleep(&ts, NULL);
+		tom_writes(w->fd[1]);
+	}
+	return NULL;
+}
+
+static int mode_wakes(const char *n, const char *ms)
+{
+	struct wakes w = { .n = atol(n), .ms = strtoull(ms, NULL, 10) };
+	uint64_t t0, off = 0, c0;
+	pthread_t th;
+
+	if (pipe(w.fd))
+		return 1;
+	pthread_create(&th, NULL, waker_tom, &w);
+	for (long i = 0; i < w.n; i++) {
+		t0 = mono_ns();
+		c0 = thread_cpu_ns();
+		pipe_wait(w.fd[0]);
+		off += mono_ns() - t0 - (thread_cpu_ns() - c0);
+	}
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"waker_tid\":%d,\"calls\":%ld,\"off_ns\":%llu}\n", getpid(),
+	       (int)syscall(SYS_gettid), w.tom, w.n, (unsigned long long)off);
+	return 0;
+}
+
+/*
+ * vfork's parent waits for the child's exec or exit in an uninterruptible
+ * (killable) sleep: a D-state wait as long as the child takes to exec.
+ */
+NOINLINE pid_t vfork_wait(uint64_t ms)
+{
+	static char *const args[] = { "true", NULL };
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+		syscall(SYS_nanosleep, &ts, NULL);
+		execv("/bin/true", args);
+		_exit(127);
+	}
+	sink++;
+	return pid;
+}
+
+static int mode_dwait(const char *n, const char *ms)
+{
+	uint64_t d = strtoull(ms, NULL, 10), wall = 0;
+
+	for (long i = 0; i < atol(n); i++) {
+		uint64_t t0 = mono_ns();
+		pid_t pid = vfork_wait(d);
+
+		wall += mono_ns() - t0;
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return 1;
+	}
+	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"wall_ns\":%llu}\n", getpid(), (int)syscall(SYS_gettid),
+	       atol(n), (unsigned long long)wall);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -957,6 +1141,12 @@ int main(int argc, char **argv)
 		r = mode_exit_inside();
 	else if (!strcmp(argv[1], "offcpu") && argc > 6)
 		r = mode_offcpu(argv, argc);
+	else if (!strcmp(argv[1], "runq") && argc > 3)
+		r = mode_runq(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "wakes") && argc > 3)
+		r = mode_wakes(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "dwait") && argc > 3)
+		r = mode_dwait(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))

@@ -179,6 +179,9 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->skel->rodata->filter_mode = o->filter_mode;
 	s->skel->rodata->times_mask = s->times_mask;
 	s->skel->rodata->clock_mask = s->clock_mask;
+	s->skel->rodata->sched_split = o->sched_split;
+	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
+	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
 	bpf_map__set_max_entries(s->skel->maps.counts, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);

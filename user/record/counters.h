@@ -28,6 +28,7 @@ struct counters_opts {
 	enum sp_filter_mode filter_mode;
 	__u64 max_threads;
 	bool prefer_raw_tp;		 /* force the raw_tp twin (tests) */
+	bool sched_split;		 /* keep each thread's time in S and D (spans, stat's sleep/blocked) */
 };
 
 #define COUNTER_UNSUPPORTED (-1)

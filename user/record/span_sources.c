@@ -324,7 +324,7 @@ static int on_ring(void *ctx, void *data, size_t size)
 {
 	struct span_set *s = ctx;
 
-	if (size < sizeof(struct sp_span))
+	if (size < sizeof(struct sp_span_ev))
 		return 0;
 	return s->fn ? s->fn(s->ctx, data) : 0;
 }

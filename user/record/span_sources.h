@@ -68,7 +68,7 @@ struct span_stats {
 };
 
 struct span_set;
-typedef int (*span_fn)(void *ctx, const struct sp_span *sp);
+typedef int (*span_fn)(void *ctx, const struct sp_span_ev *ev);
 
 int span_set__open(struct span_set **out, const struct span_set_opts *o, char *err, size_t errlen);
 int span_set__attach(struct span_set *s, char *err, size_t errlen);

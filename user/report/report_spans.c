@@ -63,6 +63,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	if (row.name < 0)
 		return -ENOMEM;
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
+	row.sched = sp->sched;
 	if (sp->flags & SPAN_HAS_CONTEXT) {
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
@@ -198,10 +199,22 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
+	/* Without sched_info (SP_SCHED_STAMPS) BPF's on_ns is the switch stamps' own figure. */
+	if (sp->sched.how == SP_SCHED_STAMPS)
+		return sp->sched.on_ns;
 	for (int k = 0; k < r->nr_ctr; k++)
 		if (!strcmp(r->ctr_names[k], "task-clock"))
 			return sp->counters[k];
 	return -1;
+}
+
+const char *spans_split_name(__u32 how)
+{
+	switch (how) {
+	case SP_SCHED_ACCOUNTS: return "sched_info";
+	case SP_SCHED_STAMPS: return "switch-stamps";
+	default: return NULL;
+	}
 }
 
 static int cmp_row_start(const void *a, const void *b)

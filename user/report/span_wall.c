@@ -178,22 +178,54 @@ static const char *frame_name(struct span_wall *w, const struct block *b, __u32 
 	return s.name;
 }
 
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b)
+bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x)
+{
+	if (sched->how != SP_SCHED_ACCOUNTS)
+		return false;
+	/*
+	 * BPF's stamps and the scheduler's clock may disagree by a few us at
+	 * the edges: clip, so that the parts never exceed the wall time.
+	 */
+	x->on = SP_MIN(sched->on_ns, wall);
+	x->runq = SP_MIN(sched->runq_ns, wall - x->on);
+	x->off = wall - x->on - x->runq;
+	x->blocked = SP_MIN(sched->blocked_ns, x->off);
+	x->sleep = x->off - x->blocked;
+	return true;
+}
+
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
+		    const char *split_how, struct sbuf *b)
 {
 	struct top t[16];
 	int n;
 
+	if (x)
+		on_ns = x->on;
 	if (on_ns >= 0)
 		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)on_ns);
 	else
 		sbuf_printf(b, ",\"on_cpu_ns\":null");
-	/* Run-queue waits are not recorded: a woken thread's wait is inside its off-CPU block. */
+	if (x)
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":%llu,\"sleep_ns\":%llu,\"blocked_ns\":%llu",
+			    (unsigned long long)x->off, (unsigned long long)x->runq, (unsigned long long)x->sleep,
+			    (unsigned long long)x->blocked);
+	else if (span_wall__recorded(w))
+		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null",
+			    (unsigned long long)span_wall__off_ns(w, tid, start, end));
+	else
+		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
+	sbuf_printf(b, ",\"split\":");
+	if (split_how)
+		sbuf_json_str(b, split_how);
+	else
+		sbuf_printf(b, "null");
 	if (!span_wall__recorded(w)) {
-		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"off_cpu_top\":[]");
+		sbuf_printf(b, ",\"off_cpu_top\":[]");
 		return b->err;
 	}
-	sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"off_cpu_top\":[",
-		    (unsigned long long)span_wall__off_ns(w, tid, start, end));
+	sbuf_printf(b, ",\"off_cpu_top\":[");
 	n = tops(w, tid, start, end, t);
 	for (int k = 0; k < n && k < TOP_STACKS; k++) {
 		bool kernel = t[k].b->kernel;

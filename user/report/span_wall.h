@@ -18,6 +18,7 @@
 
 #include "sbuf.h"
 #include "session.h"
+#include "span_codec.h"
 
 struct span_wall;
 
@@ -31,10 +32,22 @@ bool span_wall__recorded(const struct span_wall *w);
 /* Nanoseconds tid spent off CPU inside [start, end]. */
 __u64 span_wall__off_ns(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /*
- * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":null,"off_cpu_top":[..]
- * for one span; on_ns < 0 means not recorded.
+ * Where a span's wall time went, from the scheduler's accounts its record
+ * carries (struct span_sched): the four parts sum to its duration.
  */
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b);
+struct span_split {
+	__u64 on, runq, off, sleep, blocked;
+};
+/* The split of a span of `wall` ns; false where the record has none (then *x is untouched). */
+bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x);
+/*
+ * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":..,"sleep_ns":..,
+ * "blocked_ns":..,"split":..,"off_cpu_top":[..] for one span.  With a split
+ * (x) the times are its own; without, on_ns (< 0: not recorded) and the
+ * off-CPU blocks, if recorded, and the rest null.
+ */
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
+		    const char *split_how, struct sbuf *b);
 /* The heaviest blocking stack's first frame in user code (else its leaf), or NULL. */
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /* Sums of short blocks that no span could be given. */
