@@ -238,7 +238,8 @@ def test_span_prefix_bad_use_is_one_sentence():
 
 @test
 def test_otlp_off_cpu_ms_of_sleeping_spans():
-    """Spans around 200 sleeps of 5 ms: perf.off_cpu_ms of each is its time asleep."""
+    """Spans around 200 sleeps of 5 ms: perf.off_cpu_ms of each is its time asleep, and
+    perf.runq_ms its wait for a CPU after the wakeup; the two are its time off CPU."""
     d = tmpdir()
     naps = os.path.join(d, "naps.jsonl")
     path, truth, _ = test_offcpu.record(["--span", "uprobe:%s:nap_sleep" % WORKLOAD], [naps])
@@ -247,7 +248,10 @@ def test_otlp_off_cpu_ms_of_sleeping_spans():
     assert out.returncode == 0, out.stderr
     mine = [attrs(s) for s in thread_spans(out.stdout, sleeper["tid"])]
     assert len(mine) == 200, len(mine)
-    off = [a["perf.off_cpu_ms"] for a in mine]
+    off = [a["perf.off_cpu_ms"] + a["perf.runq_ms"] for a in mine]
+    assert all(abs(a["perf.off_cpu_ms"] - a["perf.sleep_ms"] - a["perf.blocked_ms"]) < 1e-5 for a in mine), \
+        [a for a in mine if abs(a["perf.off_cpu_ms"] - a["perf.sleep_ms"] - a["perf.blocked_ms"]) >= 1e-5][:3]
+    assert all(a["perf.sleep_ms"] >= 4.95 for a in mine), [a for a in mine if a["perf.sleep_ms"] < 4.95][:3]
     # Each call blocks once, for as long as the workload's own clock saw its sleep (waking
     # late on a busy host included); a rare span misses its block (see test_offcpu): 2%.
     # The n-th span is inside the n-th sleep's window.
@@ -257,15 +261,17 @@ def test_otlp_off_cpu_ms_of_sleeping_spans():
     bad = []
     for s, nap in zip(ordered, windows):
         want = (nap["end_ns"] - nap["start_ns"]) / 1e6
-        if not want * 0.97 - 0.2 <= attrs(s)["perf.off_cpu_ms"] <= want:
-            bad.append((attrs(s)["perf.off_cpu_ms"], want))
+        a = attrs(s)
+        if not want * 0.97 - 0.2 <= a["perf.off_cpu_ms"] + a["perf.runq_ms"] <= want:
+            bad.append((a["perf.off_cpu_ms"], a["perf.runq_ms"], want))
     assert len(bad) <= 4, bad[:5]
     total = sum(off) * 1e6
     assert off_near_truth(total, sleeper, 0.02), (total, sleeper)
     # The JSON lines and the OTLP attribute are one figure.
     rows = [r for r in json_lines(spanperf("report", "-i", path, "--spans", "--format", "json").stdout)
             if r["tid"] == sleeper["tid"]]
-    assert all(abs(x - y) < 1e-6 for x, y in zip(sorted(r["off_cpu_ns"] / 1e6 for r in rows), sorted(off)))
+    assert all(abs(x - y) < 1e-6 for x, y in zip(sorted((r["off_cpu_ns"] + r["runq_ns"]) / 1e6 for r in rows),
+                                                 sorted(off)))
     # The workload's own spans, annotated, carry it too.
     a = spanperf("annotate", "--spans", naps, "-i", path, "--format", "otlp-json")
     assert a.returncode == 0, a.stderr
