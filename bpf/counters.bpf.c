@@ -39,6 +39,8 @@ const volatile __u32 clock_mask = 0;
 const volatile bool sched_split = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
+/* bpf_ktime_get_ns() when counting began, set by user space: threads born since wait from 0. */
+__u64 t0_ns = 0;
 
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
@@ -103,7 +105,7 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 /* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
 static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
 				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, bool preempt, __u32 prev_state,
-				     __u64 prev_rd, __u32 next_tid, __u64 next_nsw, __u64 next_sum)
+				     __u64 prev_rd, __u64 prev_born, __u32 next_tid, __u64 next_nsw, __u64 next_sum)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	__u64 ts = bpf_ktime_get_ns();
@@ -126,7 +128,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	if (s->valid && wanted(prev_pid, prev_tid)) {
 		c = bpf_map_lookup_elem(&counts, &prev_tid);
 		if (!c) {
-			struct sp_counts fresh = { .pid = prev_pid, .run_delay0 = prev_rd };
+			/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
+			struct sp_counts fresh = { .pid = prev_pid, .run_delay0 = prev_born >= t0_ns ? 0 : prev_rd };
 
 			if (bpf_map_update_elem(&counts, &prev_tid, &fresh, BPF_NOEXIST) &&
 			    !bpf_map_lookup_elem(&counts, &prev_tid))
@@ -198,7 +201,7 @@ int switch_btf(__u64 *ctx)
 
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
-			 sched_split ? task_run_delay(prev) : 0, next->pid, next->nvcsw + next->nivcsw,
+			 sched_split ? task_run_delay(prev) : 0, prev->start_time, next->pid, next->nvcsw + next->nivcsw,
 			 next->se.sum_exec_runtime);
 }
 
@@ -212,6 +215,7 @@ int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
 			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
 			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-			 ctx->args[0], state, sched_split ? task_run_delay(prev) : 0, BPF_CORE_READ(next, pid),
+			 ctx->args[0], state, sched_split ? task_run_delay(prev) : 0, BPF_CORE_READ(prev, start_time),
+			 BPF_CORE_READ(next, pid),
 			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime));
 }

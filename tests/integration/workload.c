@@ -991,6 +991,7 @@ static void *queue_spinner(void *arg)
 static int mode_runq(const char *n, const char *ms)
 {
 	struct runq_call c = { .ns = strtoull(ms, NULL, 10) * 1000000ull };
+	uint64_t sum0 = 0, delay0 = 0, sum1 = 0, delay1 = 0;
 	pthread_t th[2];
 	cpu_set_t set;
 	int cpu = -1;
@@ -1005,6 +1006,7 @@ static int mode_runq(const char *n, const char *ms)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return 1;
+	schedstat(&sum0, &delay0);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, queue_spinner, NULL);
 	for (long i = 0; i < atol(n); i++) {
@@ -1017,6 +1019,10 @@ static int mode_runq(const char *n, const char *ms)
 	spinners_stop = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
+	schedstat(&sum1, &delay1);
+	/* The thread's whole wait for the CPU, from before the spinners to after them. */
+	printf("{\"role\":\"total\",\"pid\":%d,\"tid\":%d,\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu}\n", getpid(),
+	       (int)syscall(SYS_gettid), (unsigned long long)(sum1 - sum0), (unsigned long long)(delay1 - delay0));
 	return 0;
 }
 

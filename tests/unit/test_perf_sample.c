@@ -377,6 +377,54 @@ static void test_span_codec(void **state)
 	assert_string_equal(span_source_name(SP_SRC_SYSCALL), "syscall");
 }
 
+/*
+ * Version 3: the split of the wall time follows the attributes, only when
+ * recorded; a version 2 record (no trailer) reads with none, and so does a
+ * trailer a version 2 writer never wrote.
+ */
+static void test_span_codec_sched(void **state)
+{
+	struct perf_event_attr a;
+	struct sp_span sp = { .start_ns = 100, .end_ns = 1100, .pid = 5, .tid = 6, .source = SP_SRC_UPROBE };
+	struct sp_sched_split split = { .on_ns = 400, .runq_ns = 250, .blocked_ns = 100, .how = SP_SCHED_ACCOUNTS };
+	struct span_rec in, out;
+	struct pd_sample s;
+	unsigned char buf[1024], raw[1024];
+	long n, bare;
+
+	(void)state;
+	span_codec_attr(&a);
+	span_rec_from_bpf(&in, &sp);
+	bare = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(bare > 0);
+	assert_int_equal(pd_sample_parse(&a, buf, bare, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.sched.how, 0);
+	memcpy(in.attrs, "\x00\x03" "abc", 5);
+	in.attrs_size = 5;
+	span_rec_set_sched(&in, &split);
+	n = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(n > bare && n % 8 == 0);
+	assert_int_equal(pd_sample_parse(&a, buf, n, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.size, SPAN_REC_SIZE(5) + sizeof(struct span_sched));
+	assert_true(out.sched.on_ns == 400 && out.sched.runq_ns == 250 && out.sched.blocked_ns == 100 &&
+		    out.sched.how == SP_SCHED_ACCOUNTS);
+	assert_int_equal(out.attrs_size, 5);
+	assert_memory_equal(out.attrs, "\x00\x03" "abc", 5);
+	/* The same bytes under version 2: trailing bytes it does not know, no split. */
+	memcpy(raw, s.raw, s.raw_size);
+	memcpy(raw + offsetof(struct span_rec, version), &(__u16){ 2 }, 2);
+	s.raw = raw;
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_true(out.sched.how == 0 && out.attrs_size == 5 && out.end_ns == 1100);
+	/* A size that stops inside the trailer: no split either. */
+	memcpy(raw + offsetof(struct span_rec, version), &(__u16){ 3 }, 2);
+	memcpy(raw + offsetof(struct span_rec, size), &(__u16){ SPAN_REC_SIZE(5) + 8 }, 2);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.sched.how, 0);
+}
+
 /* Version 2: an otel span's attributes ride along; version 1 records and lying sizes read without them. */
 static void test_span_codec_attrs(void **state)
 {
@@ -444,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_sideband_parsers),
 		cmocka_unit_test(test_span_codec),
 		cmocka_unit_test(test_span_codec_attrs),
+		cmocka_unit_test(test_span_codec_sched),
 	};
 
 	return cmocka_run_group_tests_name("perf_sample", tests, NULL, NULL);
