@@ -276,12 +276,33 @@ enum sp_stat {
 	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen, and no run time to end it by: dropped */
 	SP_STAT_OFFCPU_HIDDEN,	  /* a thread left again with no switch-in seen: ended by its run time */
 	SP_STAT_SPLIT_HIDDEN,	  /* a block's end estimated: switches between went untraced */
+	SP_STAT_WAKER_KSTACK,	  /* a waker whose kernel stack could not be taken */
+	SP_STAT_WAKER_USTACK,	  /* a waker whose user stack could not be taken */
 	SP_STAT_MAX,
 };
 
 /* ---- off-CPU time (record --off-cpu) ---- */
 
 #define SP_OFFCPU_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH: the stack map's value is this many u64 */
+
+/* Where a wakeup came from (struct sp_waker.ctx). */
+enum sp_waker_ctx {
+	SP_WAKER_NONE = 0, /* no sched_waking seen for the block */
+	SP_WAKER_TASK,	   /* BPF: seen, with the current task's ids and stacks; user space: a thread's */
+	SP_WAKER_HARDIRQ,  /* user space, from the kernel stack: an interrupt handler, no thread */
+	SP_WAKER_SOFTIRQ,  /* a softirq (ksoftirqd's too): the same */
+	SP_WAKER_NMI,
+};
+
+/* Who woke a blocked thread, taken at sched_waking in the waker's context. */
+struct sp_waker {
+	__u64 ts;	      /* bpf_ktime_get_ns() at the waking */
+	__s32 kstack, ustack; /* ids in the off-CPU stack map, negative errno when not taken */
+	__u32 pid, tid;	      /* 0 for interrupts */
+	__u32 ctx;	      /* enum sp_waker_ctx */
+	__u32 pad;
+	char comm[SP_COMM_LEN];
+};
 
 /* Per thread (keyed by TID, never by CPU: a thread may wake elsewhere): how it left. */
 struct sp_offcpu_start {
@@ -291,6 +312,7 @@ struct sp_offcpu_start {
 	__u32 state;	     /* prev_state: 1 interruptible (S), 2 uninterruptible (D) */
 	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
 	__u32 pad;
+	struct sp_waker waker; /* filled by the first sched_waking of the block (--off-cpu's waker program) */
 };
 
 /* Short blocks are summed in BPF per this key, as perf does. */
@@ -314,6 +336,7 @@ struct sp_offcpu_event {
 	__u32 cpu;	/* where it blocked */
 	__u32 state;
 	__s32 kstack, ustack;
+	struct sp_waker waker;
 };
 
 #endif /* SPANPERF_H */

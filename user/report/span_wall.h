@@ -23,7 +23,13 @@
 struct span_wall;
 
 int span_wall__new(struct span_wall **out, struct session *s);
-/* Takes an offcpu-time sample; others are ignored. */
+/*
+ * The trace and span ids (lower-case hex) of the span thread tid was in at
+ * time, where it has them; false if none.
+ */
+typedef bool (*span_wall_ids_fn)(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17]);
+void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx);
+/* Takes an offcpu-time or spanperf:waker sample; others are ignored. */
 int span_wall__add(struct span_wall *w, const struct sess_sample *ss);
 /* After the last sample: sorts the blocks by thread and time. */
 int span_wall__finish(struct span_wall *w);
@@ -48,6 +54,14 @@ bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split
  */
 int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
 		    const char *split_how, struct sbuf *b);
+/* The file names each block's waker (spanperf:waker samples). */
+bool span_wall__has_wakers(const struct span_wall *w);
+/*
+ * Appends ,"woken_by":[{"comm","tid","stack","span_id","trace_id","ns"},..]:
+ * who ended the span's blocks, by the time of those blocks inside it,
+ * heaviest first (3 at most); nothing where the file has no wakers.
+ */
+int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b);
 /* The heaviest blocking stack's first frame in user code (else its leaf), or NULL. */
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /* Sums of short blocks that no span could be given. */
