@@ -235,6 +235,23 @@ def test_offcpu_woken_by_names_the_waker():
         assert [w["ns"] for w in s["woken_by"]] == sorted((w["ns"] for w in s["woken_by"]), reverse=True), s
     out = perf_clean(["script", "-F", "comm,tid,event,period,ip,sym"], path)
     assert "waker_tom" in out and "spanperf:waker" in out and "tom_writes" in out
+    perf_clean(["report", "--stdio"], path)
+    # The off-CPU table by waker: the blocked thread's time, given to waker_tom.
+    rows = json_lines(spanperf("report", "-i", path, "--event", "off-cpu", "--sort", "waker,tid", "--format", "json",
+                               check=True).stdout)
+    mine = [r for r in rows if r["tid"] == t["tid"]]
+    by = collections.Counter()
+    for r in mine:
+        by[r["waker"]] += r["period"]
+    assert by.most_common(1)[0][0] == "waker_tom" and by["waker_tom"] >= 0.95 * off, by
+    # offwaketime's folded form: the blocked stack, --, the waker's stack leaf first, its name.
+    folded = spanperf("report", "-i", path, "--folded", "--event", "wall", "--waker", check=True).stdout
+    ns = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines()
+             if "pipe_wait;" in l and ";[off-cpu];--;" in l and l.split(" ")[0].endswith(";waker_tom")
+             and "tom_writes" in l.split(";--;")[1])
+    assert ns >= 0.95 * off, (ns, off)
+    p = spanperf("report", "-i", path, "--folded", "--waker")
+    assert p.returncode == 1 and "--waker" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 @test
