@@ -105,7 +105,8 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 /* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
 static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
 				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, bool preempt, __u32 prev_state,
-				     __u64 prev_rd, __u64 prev_born, __u32 next_tid, __u64 next_nsw, __u64 next_sum)
+				     __u64 prev_rd, __u64 prev_born, __u32 next_tid, __u64 next_nsw, __u64 next_sum,
+				     __u64 next_exec_start)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	__u64 ts = bpf_ktime_get_ns();
@@ -188,6 +189,7 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	s->tid = next_tid;
 	s->nsw = next_nsw;
 	s->sum = next_sum;
+	s->xoff = ts - next_exec_start;
 	s->valid = 1;
 	return 0;
 }
@@ -202,7 +204,7 @@ int switch_btf(__u64 *ctx)
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
 			 sched_split ? task_run_delay(prev) : 0, prev->start_time, next->pid, next->nvcsw + next->nivcsw,
-			 next->se.sum_exec_runtime);
+			 next->se.sum_exec_runtime, next->se.exec_start);
 }
 
 /* The raw_tp twin for kernels without tp_btf (before 5.5). */
@@ -217,5 +219,6 @@ int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
 			 ctx->args[0], state, sched_split ? task_run_delay(prev) : 0, BPF_CORE_READ(prev, start_time),
 			 BPF_CORE_READ(next, pid),
-			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime));
+			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime),
+			 BPF_CORE_READ(next, se.exec_start));
 }

@@ -75,6 +75,13 @@ struct sp_snap {
 	__u64 ts;   /* bpf_ktime_get_ns() at the switch */
 	__u64 nsw;  /* the thread's nvcsw + nivcsw then: one less than at its next switch-out */
 	__u64 sum;  /* the thread's se.sum_exec_runtime then */
+	/*
+	 * ts less the incoming thread's se.exec_start, which the pick set to
+	 * the runqueue's task clock: what to subtract from bpf_ktime_get_ns()
+	 * for this CPU's task clock now (to a few us), as the scheduler's
+	 * accounts are kept in it (spans.bpf.c, read_sched).
+	 */
+	__u64 xoff;
 	__u32 tid;  /* the thread on this CPU since the snapshot */
 	__u32 valid;
 };

@@ -30,6 +30,8 @@ const volatile __u8 span_source[SP_MAX_SPANS] = {};
 const volatile __u8 sys_span[SP_MAX_SYSCALLS] = {};
 const volatile __u64 min_ns = 0;
 const volatile __u64 ring_size = 0;
+/* Spans carry the split of their wall time (read_sched); off: record --no-sched-split. */
+const volatile bool sched_split = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -50,15 +52,23 @@ struct {
  * the rest asleep.
  *
  * The scheduler's sum_exec_runtime is brought up to date only at switches
- * and ticks: mid-slice it lags by up to a tick (4 ms at HZ=250).  So the
- * CPU time is the account as of the thread's switch-in (the CPU's snapshot,
- * when it is the thread's own and nothing was hidden since) plus the time
- * since; failing that, the account as it stands.  run_delay is exact here:
+ * and ticks: mid-slice it lags by up to a tick (4 ms at HZ=250).  The time
+ * since, on the task clock it is kept in, is that clock now less the
+ * thread's se.exec_start, as the kernel's own task_sched_runtime() adds it.
+ * The clock now is bpf_ktime_get_ns() less this CPU's offset to it, which
+ * the counters program takes at each switch (sp_snap.xoff); the offset
+ * moves only with steal and irq time, so it is good to a few us.  (The
+ * runqueue's own clock is a per-CPU variable that BPF reaches only through
+ * kallsyms, which holds no variables without CONFIG_KALLSYMS_ALL.)  Without
+ * a snapshot, the account as it stands.  run_delay is exact here:
  * the scheduler adds each wait when the thread arrives, and it is running.
  * Time in D is the counters program's, plus the block it last left if it
  * has not switched out since (block_settle).  Without CONFIG_SCHED_INFO
  * there is no run_delay: CPU time from the switch stamps, run queue unknown.
  */
+/* How far sum_exec_runtime may lag at an edge: two ticks at HZ=100. */
+#define SP_ACCOUNT_LAG_MAX 20000000ull
+
 static __always_inline void read_sched(struct task_struct *task, const struct sp_counts *c, const struct sp_snap *s,
 				       __u32 tid, __u64 nsw, __u64 oncpu_stamps, __u64 now, struct sp_sched_split *out)
 {
@@ -69,10 +79,12 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 		out->how = SP_SCHED_STAMPS;
 		out->on_ns = oncpu_stamps;
 	} else {
+		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start;
+
 		rd = BPF_CORE_READ(task, sched_info.run_delay);
 		out->how = SP_SCHED_ACCOUNTS;
-		out->on_ns = s && s->valid && s->tid == tid && s->nsw == nsw && now >= s->ts ? s->sum + (now - s->ts)
-											   : sum;
+		/* A figure beyond a few ticks is no lag: an offset gone stale. */
+		out->on_ns = sum + (clk > exec && clk - exec < SP_ACCOUNT_LAG_MAX ? clk - exec : 0);
 	}
 	out->runq_ns = rd;
 	out->blocked_ns = 0;
@@ -129,7 +141,10 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 		out[k] = v;
 	}
 	*samples = t ? t->samples : 0;
-	read_sched(task, c, s, tid, nsw, (c ? c->oncpu_ns : 0) + slice, now, sched);
+	if (sched_split)
+		read_sched(task, c, s, tid, nsw, (c ? c->oncpu_ns : 0) + slice, now, sched);
+	else
+		*sched = (struct sp_sched_split){};
 }
 
 static __always_inline int span_begin(__u32 idx, __u64 ip)

@@ -74,6 +74,8 @@
  *   workload dwait N MS          vfork_wait() N times: vfork, the child sleeps MS
  *                                and execs /bin/true, the parent waits in D state
  *                                until it does
+ *   workload pingpong SECS       two threads passing a byte back and forth over two
+ *                                pipes for SECS; prints the round trips per second
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -1114,6 +1116,49 @@ static int mode_dwait(const char *n, const char *ms)
 	return 0;
 }
 
+struct pong {
+	int a[2], b[2];
+	volatile int stop;
+};
+
+static void *ponger(void *arg)
+{
+	struct pong *p = arg;
+	char c;
+
+	while (read(p->a[0], &c, 1) == 1 && c)
+		if (write(p->b[1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+/* A wakeup-heavy load: every byte wakes the other thread. */
+static int mode_pingpong(const char *secs)
+{
+	struct pong p = {};
+	uint64_t end, t0, n = 0;
+	pthread_t th;
+	char c = 1;
+
+	if (pipe(p.a) || pipe(p.b))
+		return 1;
+	pthread_create(&th, NULL, ponger, &p);
+	t0 = mono_ns();
+	end = t0 + (uint64_t)(atof(secs) * 1e9);
+	while (mono_ns() < end) {
+		if (write(p.a[1], &c, 1) != 1 || read(p.b[0], &c, 1) != 1)
+			return 1;
+		n++;
+	}
+	c = 0;
+	if (write(p.a[1], &c, 1) != 1)
+		return 1;
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"round_trips\":%llu,\"per_s\":%.0f}\n", getpid(), (unsigned long long)n,
+	       n / ((mono_ns() - t0) / 1e9));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -1153,6 +1198,8 @@ int main(int argc, char **argv)
 		r = mode_wakes(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "dwait") && argc > 3)
 		r = mode_dwait(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "pingpong"))
+		r = mode_pingpong(argv[2]);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))

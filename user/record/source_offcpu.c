@@ -125,6 +125,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.entries = o->offcpu_entries,
 		.thresh_ns = ms * 1000000ull,
 		.prefer_raw_tp = o->raw_tp,
+		.no_wakers = o->no_wakers,
 	};
 	struct rec_source *src;
 	struct offcpu_set *oc = NULL;

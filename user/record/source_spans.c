@@ -35,7 +35,7 @@ static int open_set(struct spans *s)
 {
 	const struct record_opts *o = s->ctx->o;
 	struct span_set_opts so = { .specs = s->specs, .nr = s->nr, .min_ns = o->span_min_us * 1000,
-				    .ring_bytes = o->span_buffer_kb * 1024 };
+				    .ring_bytes = o->span_buffer_kb * 1024, .sched_split = !o->no_sched_split };
 	const struct counter_event *ev;
 	char err[512];
 	int n, e;

@@ -61,6 +61,7 @@ struct span_set_opts {
 	int counters_fd, snap_fd, counts_fd; /* from the counters program */
 	int threads_fd;			      /* from the sampling program */
 	__u64 ring_bytes;
+	bool sched_split;		      /* each span carries the split of its wall time */
 };
 
 struct span_stats {
