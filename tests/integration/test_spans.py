@@ -291,3 +291,28 @@ def test_span_split_sleep_is_not_blocked():
     for s in spans:
         split_ok(s)
         assert s["sleep_ns"] >= 0.95 * us * 1000 and s["blocked_ns"] == 0, s
+
+
+@test
+def test_span_split_of_a_thread_that_migrates_while_blocked():
+    """A thread that goes to sleep on one CPU and is moved to another before it wakes: its
+    split is the scheduler's own, so nothing counts twice (peers that stamp per CPU inflate it)."""
+    need_bpf()
+    if (os.cpu_count() or 1) < 2:
+        raise Skip("migration needs two CPUs")
+    n, ms = 20, 10
+    path, truth, _ = record_spans(["uprobe:%s:migr_sleep" % WORKLOAD], ["migrate", str(n), str(ms)],
+                                  extra=["--off-cpu"])
+    assert len(truth) == n, truth
+    moved = sum(1 for t in truth if t["cpu_before"] != t["cpu_after"])
+    assert moved >= n // 2, truth
+    spans = sorted((s for s in spans_json(path) if s["tid"] == truth[0]["tid"]), key=lambda s: s["start_ns"])
+    assert len(spans) == n, spans
+    for s, t in zip(spans, truth):
+        split_ok(s)
+        # The workload's window holds the span: its wall and CPU time bound the span's.
+        assert s["duration_ns"] <= t["wall_ns"] and s["sleep_ns"] >= ms * 1e6 * 0.99, (s, t)
+        assert s["on_cpu_ns"] <= t["cpu_ns"] + 20000, (s, t)
+        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after.
+        blocks = sum(b["ns"] for b in s["off_cpu_top"])
+        assert abs(blocks - s["off_cpu_ns"] - s["runq_ns"]) <= 0.02 * s["duration_ns"] + 50000, (s, t)

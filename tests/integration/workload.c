@@ -76,6 +76,10 @@
  *                                until it does
  *   workload pingpong SECS       two threads passing a byte back and forth over two
  *                                pipes for SECS; prints the round trips per second
+ *   workload migrate N MS        a thread sleeps N x MS in migr_sleep() while another
+ *                                moves it to the other CPU (sched_setaffinity) halfway
+ *                                through each sleep; prints each call's wall and CPU
+ *                                time and the CPUs it went to sleep and woke on
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -1159,6 +1163,71 @@ static int mode_pingpong(const char *secs)
 	return 0;
 }
 
+NOINLINE void migr_sleep(uint64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sink++;
+}
+
+struct migr {
+	long n;
+	uint64_t ms;
+	volatile pid_t tid;
+	volatile long call; /* the call in progress, -1 before the first */
+	volatile int cpu;   /* where it went to sleep */
+};
+
+static void *migr_thread(void *arg)
+{
+	struct migr *m = arg;
+
+	m->tid = syscall(SYS_gettid);
+	for (long i = 0; i < m->n; i++) {
+		int cpu0 = sched_getcpu();
+		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns();
+
+		m->cpu = cpu0;
+		m->call = i;
+		migr_sleep(m->ms);
+		printf("{\"tid\":%d,\"call\":%ld,\"wall_ns\":%llu,\"cpu_ns\":%llu,\"cpu_before\":%d,\"cpu_after\":%d}\n",
+		       m->tid, i, (unsigned long long)(mono_ns() - t0), (unsigned long long)(thread_cpu_ns() - c0), cpu0,
+		       sched_getcpu());
+	}
+	m->call = m->n;
+	return NULL;
+}
+
+/* A thread that blocks on one CPU and wakes on another: its times must not double. */
+static int mode_migrate(const char *n, const char *ms)
+{
+	struct migr m = { .n = atol(n), .ms = strtoull(ms, NULL, 10), .call = -1 };
+	struct timespec half, poll = { 0, 100000 };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), seen = -1;
+	pthread_t th;
+
+	if (ncpu < 2)
+		return 3;
+	half = (struct timespec){ m.ms / 2000, (m.ms % 2000) * 500000 };
+	pthread_create(&th, NULL, migr_thread, &m);
+	while (m.call < m.n) {
+		if (m.call != seen && m.call >= 0) {
+			cpu_set_t set;
+
+			seen = m.call;
+			nanosleep(&half, NULL);
+			/* Another CPU than the one it went to sleep on: it wakes there. */
+			CPU_ZERO(&set);
+			CPU_SET((m.cpu + 1) % ncpu, &set);
+			sched_setaffinity(m.tid, sizeof(set), &set);
+		}
+		nanosleep(&poll, NULL);
+	}
+	pthread_join(th, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -1200,6 +1269,8 @@ int main(int argc, char **argv)
 		r = mode_dwait(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "pingpong"))
 		r = mode_pingpong(argv[2]);
+	else if (!strcmp(argv[1], "migrate") && argc > 3)
+		r = mode_migrate(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))
