@@ -32,11 +32,15 @@ const volatile __u32 times_mask = 0;
 /* Bit i: counter i counts ns (cpu-clock): after untraced switches, the slice's own figure. */
 const volatile __u32 clock_mask = 0;
 /*
- * Spans, or stat's run-delay, sleep and blocked: keep each thread's time
- * in S and D (struct sp_counts, block_settle).  A few loads and stores on
- * the entry this program updates anyway; off, the code is removed at load.
+ * Spans, or stat's run-delay, sleep and blocked: keep threads' time in S
+ * and D (struct sp_counts, block_settle).  A few loads and stores on the
+ * entry this program updates anyway; off, the code is removed at load.
+ * For spans only the threads inside one (sp_counts.in_span, which the
+ * spans program keeps) pay even that; stat's columns want every thread
+ * (split_all).
  */
 const volatile bool sched_split = false;
+const volatile bool split_all = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
 /* bpf_ktime_get_ns() when counting began, set by user space: threads born since wait from 0. */
@@ -146,9 +150,11 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				__builtin_memcpy(c->comm, prev_comm, SP_COMM_LEN);
 			else
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
-			if (sched_split)
+			if (sched_split && (split_all || c->in_span))
 				split_switch(c, s, prev_tid, prev_nsw - 1, preempt, prev_state, prev_rd, prev_sum,
 					     prev_ran, ts);
+			else if (sched_split)
+				c->out_ts = 0; /* a block of a span that has ended: its edge settled it */
 			c->oncpu_ns += slice;
 			c->sum_seen = prev_sum;
 			c->switches++;
@@ -203,7 +209,8 @@ int switch_btf(__u64 *ctx)
 
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
-			 sched_split ? task_run_delay(prev) : 0, prev->start_time, next->pid, next->nvcsw + next->nivcsw,
+			 sched_split && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
+			 prev->start_time, next->pid, next->nvcsw + next->nivcsw,
 			 next->se.sum_exec_runtime, next->se.exec_start);
 }
 

@@ -50,7 +50,7 @@ struct sp_counts {
 	__u64 run_delay;   /* its sched_info.run_delay at its last switch-out */
 	__u64 run_delay0;  /* the same, when first seen */
 	__u32 out_state;   /* SP_BLOCK_SLEEP or SP_BLOCK_D */
-	__u32 pad2;
+	__u32 in_span;	   /* spans open on the thread (spans program): only then are its blocks kept */
 };
 
 /* How a thread left the CPU, for the scheduler split. */

@@ -147,6 +147,30 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 		*sched = (struct sp_sched_split){};
 }
 
+/*
+ * Tells the counters program how many spans the thread has open: it keeps
+ * time in S and D only for threads inside one.  The thread's entry is made
+ * here if it has not switched out yet (its fields all 0 but the pid).
+ */
+static __always_inline void mark_in_span(__u32 depth)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct sp_counts *c;
+
+	if (!sched_split)
+		return;
+	c = bpf_map_lookup_elem(&counts, &tid);
+	if (!c && depth) {
+		struct sp_counts fresh = { .pid = id >> 32 };
+
+		bpf_map_update_elem(&counts, &tid, &fresh, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&counts, &tid);
+	}
+	if (c)
+		c->in_span = depth;
+}
+
 static __always_inline int span_begin(__u32 idx, __u64 ip)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -169,6 +193,7 @@ static __always_inline int span_begin(__u32 idx, __u64 ip)
 	f->ip = ip;
 	f->start = bpf_ktime_get_ns();
 	read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples, &f->sched);
+	mark_in_span(d + 1);
 	return 0;
 }
 
@@ -255,9 +280,11 @@ static __always_inline int span_end(__u32 idx)
 	now = bpf_ktime_get_ns();
 	if (now - f->start < min_ns) {
 		stat_inc(SP_STAT_SPANS_SHORT);
+		mark_in_span(d);
 		return 0;
 	}
 	emit(f, now, d, 0);
+	mark_in_span(d);
 	return 0;
 }
 

@@ -193,7 +193,8 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->skel->rodata->clock_mask = s->clock_mask;
 	s->skel->rodata->sched_split = o->sched_split;
 	for (int i = 0; i < s->nr_ev; i++)
-		s->skel->rodata->sched_split |= s->ev[i].spec.kind == EV_SCHED;
+		s->skel->rodata->split_all |= s->ev[i].spec.kind == EV_SCHED;
+	s->skel->rodata->sched_split |= s->skel->rodata->split_all;
 	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
 	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));

@@ -33,6 +33,15 @@ struct offcpu_set {
 	__u64 iter_start, iter_end; /* __traceiter_sched_switch, when found */
 	struct irq_range *irq;	    /* interrupt entry points, by address (classify_waker) */
 	size_t nr_irq, cap_irq;
+	/*
+	 * The stack map's entries as read, by id.  An id names one stack for
+	 * good: the map hashes a stack to its bucket and, without
+	 * BPF_F_REUSE_STACKID, never replaces it, and nothing deletes.  Each
+	 * block and its waker take up to four stacks, mostly the same ones
+	 * again: a lookup each fell behind a ring of 40,000 blocks a second.
+	 */
+	struct cached_stack *cache;
+	__u32 cache_n;
 	struct offcpu_stats st;
 };
 
@@ -185,17 +194,32 @@ void offcpu__waker_attr(struct perf_event_attr *a)
 	a->sample_type |= PERF_SAMPLE_RAW;
 }
 
+struct cached_stack {
+	__u64 *ips; /* NULL: not read yet */
+	__u32 n;
+};
+
 /* A stack map entry into chain[n..]; how many frames. */
 static __u32 read_stack(struct offcpu_set *s, __s32 id, __u64 *out)
 {
 	__u64 ips[SP_OFFCPU_STACK_DEPTH];
 	__u32 key = id, n = 0;
+	struct cached_stack *c = id >= 0 && (__u32)id < s->cache_n ? &s->cache[id] : NULL;
 
+	if (c && c->ips) {
+		memcpy(out, c->ips, c->n * sizeof(*out));
+		return c->n;
+	}
 	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offstacks), &key, ips))
 		return 0;
 	while (n < SP_OFFCPU_STACK_DEPTH && ips[n])
 		n++;
 	memcpy(out, ips, n * sizeof(*out));
+	/* Out of memory only costs the next lookup. */
+	if (c && n && (c->ips = malloc(n * sizeof(*c->ips)))) {
+		memcpy(c->ips, ips, n * sizeof(*c->ips));
+		c->n = n;
+	}
 	return n;
 }
 
@@ -280,14 +304,13 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
 		s->st.waker_none++;
 		return 0;
 	}
-	n = build_chain(s, w->kstack, -1, &kernel);
+	n = build_chain(s, w->kstack, w->ustack, &kernel);
 	if (!kernel)
 		s->st.waker_unclassified++;
 	else
 		rec.ctx = classify_waker(s, s->chain, &n);
 	if (rec.ctx == SP_WAKER_TASK) {
-		/* A thread's: its user stack too, and who it is. */
-		n = build_chain(s, w->kstack, w->ustack, &kernel);
+		/* A thread's: who it is. */
 		memcpy(rec.comm, w->comm, sizeof(rec.comm));
 		rec.comm[sizeof(rec.comm) - 1] = 0;
 	} else {
@@ -375,6 +398,14 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	bpf_map__set_max_entries(s->skel->maps.offcpu_rb, ring);
 	bpf_map__set_max_entries(s->skel->maps.offstart, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.offstacks, o->entries);
+	/* The kernel rounds a stack map's buckets up to a power of two: ids go that far. */
+	for (s->cache_n = 1; s->cache_n < o->entries && s->cache_n < (1u << 30); s->cache_n <<= 1)
+		;
+	s->cache = calloc(s->cache_n, sizeof(*s->cache));
+	if (!s->cache) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
 	bpf_map__set_max_entries(s->skel->maps.offagg, o->entries);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
@@ -568,5 +599,8 @@ void offcpu__free(struct offcpu_set *s)
 	ring_buffer__free(s->rb);
 	offcpu_bpf__destroy(s->skel);
 	free(s->irq);
+	for (__u32 i = 0; s->cache && i < s->cache_n; i++)
+		free(s->cache[i].ips);
+	free(s->cache);
 	free(s);
 }
