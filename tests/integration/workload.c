@@ -341,6 +341,13 @@ static int mode_counted(void *(*fn)(void *), const char *what, const char *n, co
 	struct counted c = { atol(n), us ? atol(us) : 0, 0 };
 	pthread_t th;
 
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th, NULL, fn, &c);
 	pthread_join(th, NULL);
 	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld}\n", getpid(), c.tid, what, c.n);
@@ -1070,6 +1077,13 @@ static int mode_wakes(const char *n, const char *ms)
 
 	if (pipe(w.fd))
 		return 1;
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th, NULL, waker_tom, &w);
 	for (long i = 0; i < w.n; i++) {
 		t0 = mono_ns();
