@@ -81,7 +81,7 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 	} else {
 		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start;
 
-		rd = BPF_CORE_READ(task, sched_info.run_delay);
+		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */
 		out->how = SP_SCHED_ACCOUNTS;
 		/* A figure beyond a few ticks is no lag: an offset gone stale. */
 		out->on_ns = sum + (clk > exec && clk - exec < SP_ACCOUNT_LAG_MAX ? clk - exec : 0);
@@ -96,9 +96,9 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 	out->pad = 0;
 }
 
-/* The thread's running totals now: what the map holds plus the open slice. */
-static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples,
-					struct sp_sched_split *sched)
+/* The thread's running totals now: what the map holds plus the open slice; its counts entry, if any. */
+static __always_inline struct sp_counts *read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples,
+						     struct sp_sched_split *sched)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
@@ -145,22 +145,22 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 		read_sched(task, c, s, tid, nsw, (c ? c->oncpu_ns : 0) + slice, now, sched);
 	else
 		*sched = (struct sp_sched_split){};
+	return c;
 }
 
 /*
  * Tells the counters program how many spans the thread has open: it keeps
- * time in S and D only for threads inside one.  The thread's entry is made
- * here if it has not switched out yet (its fields all 0 but the pid).
+ * time in S and D only for threads inside one.  c is the thread's entry as
+ * read_totals found it; it is made here if the thread has not switched out
+ * yet (its fields all 0 but the pid).
  */
-static __always_inline void mark_in_span(__u32 depth)
+static __always_inline void mark_in_span(struct sp_counts *c, __u32 depth)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct sp_counts *c;
 
 	if (!sched_split)
 		return;
-	c = bpf_map_lookup_elem(&counts, &tid);
 	if (!c && depth) {
 		struct sp_counts fresh = { .pid = id >> 32 };
 
@@ -192,8 +192,8 @@ static __always_inline int span_begin(__u32 idx, __u64 ip)
 	f->idx = idx;
 	f->ip = ip;
 	f->start = bpf_ktime_get_ns();
-	read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples, &f->sched);
-	mark_in_span(d + 1);
+	mark_in_span(read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples, &f->sched),
+		     d + 1);
 	return 0;
 }
 
@@ -204,18 +204,20 @@ static __always_inline __u64 wakeup_flag(void)
 									       : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
+/* Sends the span of frame f ending now; the thread's counts entry, if any. */
+static __always_inline struct sp_counts *emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
 {
 	__u64 id = bpf_get_current_pid_tgid(), samples, cur[SP_MAX_COUNTERS] = {};
 	struct sp_sched_split sched;
 	struct sp_span_ev *ev;
+	struct sp_counts *c;
 	struct sp_span *out;
 
-	read_totals((__u32)id, now, cur, &samples, &sched);
+	c = read_totals((__u32)id, now, cur, &samples, &sched);
 	ev = bpf_ringbuf_reserve(&spans_rb, sizeof(*ev), 0);
 	if (!ev) {
 		stat_inc(SP_STAT_SPANS_LOST);
-		return;
+		return c;
 	}
 	/* Totals that went backwards (a frame from before the thread's entry was made) give 0, not 2^64. */
 	ev->sched.on_ns = sched.on_ns > f->sched.on_ns ? sched.on_ns - f->sched.on_ns : 0;
@@ -239,6 +241,7 @@ static __always_inline void emit(struct sp_frame *f, __u64 now, __u32 depth, __u
 	out->source = span_source[f->idx & (SP_MAX_SPANS - 1)];
 	__builtin_memset(out->pad, 0, sizeof(out->pad));
 	bpf_ringbuf_submit(ev, wakeup_flag());
+	return c;
 }
 
 static __always_inline int span_end(__u32 idx)
@@ -279,12 +282,13 @@ static __always_inline int span_end(__u32 idx)
 	}
 	now = bpf_ktime_get_ns();
 	if (now - f->start < min_ns) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
 		stat_inc(SP_STAT_SPANS_SHORT);
-		mark_in_span(d);
+		mark_in_span(bpf_map_lookup_elem(&counts, &tid), d);
 		return 0;
 	}
-	emit(f, now, d, 0);
-	mark_in_span(d);
+	mark_in_span(emit(f, now, d, 0), d);
 	return 0;
 }
 

@@ -67,7 +67,7 @@ def run(res):
                            "-d", "6", "-o", out], stdout=DEVNULL, stderr=open(err, "w"))
                 names = ["waking_btf", "offcpu_btf"]
             p.tool = tool
-            wait_ready(tool, 2.5 if tool == "bpftrace" else 1.0)
+            wait_ready(tool, 4.0 if tool == "bpftrace" else 1.0)
             c = prog_costs(names, 3)
             if tool == "spanperf":
                 p.wait()
