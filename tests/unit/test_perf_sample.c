@@ -15,6 +15,7 @@
 
 #include "perf_sample.h"
 #include "span_codec.h"
+#include "waker_codec.h"
 
 #define REGS_USER_MASK 0x3ull  /* two registers */
 #define REGS_INTR_MASK 0x70ull /* three registers */
@@ -425,6 +426,37 @@ static void test_span_codec_sched(void **state)
 	assert_int_equal(out.sched.how, 0);
 }
 
+/* A waker record read back; one another process wrote wrong (magic, sizes) is refused, its comm always ends. */
+static void test_waker_codec(void **state)
+{
+	struct waker_rec in = { .magic = WAKER_REC_MAGIC, .version = 1, .size = sizeof(in), .wakee_pid = 5,
+				.wakee_tid = 6, .block_end_ns = 1000, .wake_ns = 900, .ctx = SP_WAKER_TASK };
+	struct waker_rec out;
+	unsigned char raw[sizeof(in) + 8] = {};
+
+	(void)state;
+	memset(in.comm, 'x', sizeof(in.comm)); /* no terminator, as a hostile comm could leave it */
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), 0);
+	assert_true(out.wakee_tid == 6 && out.block_end_ns == 1000 && out.wake_ns == 900 && out.ctx == SP_WAKER_TASK);
+	assert_int_equal(strlen(out.comm), sizeof(out.comm) - 1);
+	assert_int_equal(waker_rec_decode(raw, sizeof(in) - 1, &out), -EINVAL); /* size past the RAW */
+	assert_int_equal(waker_rec_decode(raw, 4, &out), -EINVAL);
+	assert_int_equal(waker_rec_decode(NULL, 0, &out), -EINVAL);
+	in.size = offsetof(struct waker_rec, comm); /* an older, shorter writer: no comm */
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), 0);
+	assert_true(out.comm[0] == 0 && out.wakee_tid == 6);
+	in.size = 8;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+	in.magic = 0;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+	assert_string_equal(waker_ctx_name(SP_WAKER_HARDIRQ), "[hardirq]");
+	assert_null(waker_ctx_name(SP_WAKER_TASK));
+}
+
 /* Version 2: an otel span's attributes ride along; version 1 records and lying sizes read without them. */
 static void test_span_codec_attrs(void **state)
 {
@@ -493,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_span_codec),
 		cmocka_unit_test(test_span_codec_attrs),
 		cmocka_unit_test(test_span_codec_sched),
+		cmocka_unit_test(test_waker_codec),
 	};
 
 	return cmocka_run_group_tests_name("perf_sample", tests, NULL, NULL);
