@@ -105,6 +105,9 @@ static void offcpu_stats(struct rec_source *src)
 	if (st.waker_kstack || st.waker_ustack)
 		pr_info("waker stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.waker_kstack, (unsigned long long)st.waker_ustack);
+	if (st.waker_unclassified)
+		pr_info("%llu wakers with no kernel stack: taken for threads, since no interrupt entry could be seen",
+			(unsigned long long)st.waker_unclassified);
 }
 
 static void offcpu_free(struct rec_source *src)
