@@ -31,6 +31,73 @@ const volatile __u32 filter_mode = SP_FILTER_NONE;
 const volatile __u32 times_mask = 0;
 /* Bit i: counter i counts ns (cpu-clock): after untraced switches, the slice's own figure. */
 const volatile __u32 clock_mask = 0;
+/*
+ * Spans, or stat's run-delay, sleep and blocked: keep threads' time in S
+ * and D (struct sp_counts, block_settle).  A few loads and stores on the
+ * entry this program updates anyway; off, the code is removed at load.
+ * For spans only the threads inside one (sp_counts.in_span, which the
+ * spans program keeps) pay even that; stat's columns want every thread
+ * (split_all).
+ */
+const volatile bool sched_split = false;
+const volatile bool split_all = false;
+/* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
+const volatile bool has_prev_state = false;
+/* bpf_ktime_get_ns() when counting began, set by user space: threads born since wait from 0. */
+__u64 t0_ns = 0;
+
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_NOLOAD 0x400
+
+/* Compiled against kernels before 5.14, where the field was `state`. */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/* sched_info.run_delay, 0 on kernels without CONFIG_SCHED_INFO. */
+static __always_inline __u64 task_run_delay(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->sched_info))
+		return BPF_CORE_READ(t, sched_info.run_delay);
+	return 0;
+}
+
+/*
+ * The outgoing thread's last block ends here (it ran since), and a new one
+ * begins if it leaves to sleep: preempted, it is runnable, and its wait is
+ * the run queue's (run_delay), whatever its state says.
+ */
+static __always_inline void split_switch(struct sp_counts *c, const struct sp_snap *s, __u32 tid, __u64 nsw,
+					 bool preempt, __u32 state, __u64 rd, __u64 sum, __u64 ran, __u64 now)
+{
+	bool est;
+	__u64 b = block_settle(c, s, tid, nsw, rd, sum, ran, now, &est);
+
+	if (c->out_ts) {
+		if (est)
+			stat_inc(SP_STAT_SPLIT_HIDDEN);
+		if (c->out_state == SP_BLOCK_D)
+			c->blocked_ns += b;
+		else
+			c->slept_ns += b;
+	}
+	c->run_delay = rd;
+	c->out_ts = 0;
+	if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)))
+		return;
+	c->out_ts = now;
+	c->out_rd = rd;
+	c->out_sum = sum;
+	c->out_state = (state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD) ? SP_BLOCK_D : SP_BLOCK_SLEEP;
+}
 
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
@@ -41,8 +108,9 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 
 /* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
 static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
-				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, __u32 next_tid, __u64 next_nsw,
-				     __u64 next_sum)
+				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, bool preempt, __u32 prev_state,
+				     __u64 prev_rd, __u64 prev_born, __u32 next_tid, __u64 next_nsw, __u64 next_sum,
+				     __u64 next_exec_start)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	__u64 ts = bpf_ktime_get_ns();
@@ -65,7 +133,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	if (s->valid && wanted(prev_pid, prev_tid)) {
 		c = bpf_map_lookup_elem(&counts, &prev_tid);
 		if (!c) {
-			struct sp_counts fresh = { .pid = prev_pid };
+			/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
+			struct sp_counts fresh = { .pid = prev_pid, .run_delay0 = prev_born >= t0_ns ? 0 : prev_rd };
 
 			if (bpf_map_update_elem(&counts, &prev_tid, &fresh, BPF_NOEXIST) &&
 			    !bpf_map_lookup_elem(&counts, &prev_tid))
@@ -81,6 +150,11 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				__builtin_memcpy(c->comm, prev_comm, SP_COMM_LEN);
 			else
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
+			if (sched_split && (split_all || c->in_span))
+				split_switch(c, s, prev_tid, prev_nsw - 1, preempt, prev_state, prev_rd, prev_sum,
+					     prev_ran, ts);
+			else if (sched_split)
+				c->out_ts = 0; /* a block of a span that has ended: its edge settled it */
 			c->oncpu_ns += slice;
 			c->sum_seen = prev_sum;
 			c->switches++;
@@ -121,25 +195,37 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	s->tid = next_tid;
 	s->nsw = next_nsw;
 	s->sum = next_sum;
+	s->xoff = ts - next_exec_start;
 	s->valid = 1;
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+int switch_btf(__u64 *ctx)
 {
+	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
+	/* Dead code, removed at load, where the kernel has no fourth argument or no split is wanted. */
+	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx[3] : task_state(prev);
+
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
-			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, next->pid,
-			 next->nvcsw + next->nivcsw, next->se.sum_exec_runtime);
+			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
+			 sched_split && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
+			 prev->start_time, next->pid, next->nvcsw + next->nivcsw,
+			 next->se.sum_exec_runtime, next->se.exec_start);
 }
 
 /* The raw_tp twin for kernels without tp_btf (before 5.5). */
 SEC("raw_tp/sched_switch")
-int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
+	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
+	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
+
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
 			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
 			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-			 BPF_CORE_READ(next, pid), BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw),
-			 BPF_CORE_READ(next, se.sum_exec_runtime));
+			 ctx->args[0], state, sched_split ? task_run_delay(prev) : 0, BPF_CORE_READ(prev, start_time),
+			 BPF_CORE_READ(next, pid),
+			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime),
+			 BPF_CORE_READ(next, se.exec_start));
 }

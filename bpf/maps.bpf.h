@@ -81,6 +81,39 @@ static __always_inline __u64 oncpu_since_snap(const struct sp_snap *s, const str
 	est = s->tid == tid ? sum - s->sum : ran;
 	return est < gap ? est : gap;
 }
+
+/*
+ * The length of the block (S or D) thread `tid` last left the CPU for,
+ * without its wait on the run queue, once the thread runs again (at its
+ * next switch-out, or at a span edge).  From the switch-out the block and
+ * the wait together last until the thread's switch-in, the CPU's snapshot
+ * if it is the thread's own (s->ts); the wait is what the scheduler added
+ * to its run_delay since (one arrival).  If switches went untraced in
+ * between, several arrivals and runs are in there: the CPU time it had
+ * since (sum less this run less out_sum) comes off too, the switch-in is
+ * taken as now less this run (`ran`), and *est says so.  Where clocks
+ * disagree by a few us the block is clipped at 0.
+ */
+static __always_inline __u64 block_settle(const struct sp_counts *c, const struct sp_snap *s, __u32 tid, __u64 nsw,
+					  __u64 rd, __u64 sum, __u64 ran, __u64 now, bool *est)
+{
+	__u64 in, off, wait, runs = 0;
+
+	*est = false;
+	if (!c->out_ts)
+		return 0;
+	if (s && s->valid && s->tid == tid && s->nsw == nsw && s->ts >= c->out_ts) {
+		in = s->ts;
+	} else {
+		*est = true;
+		in = now - ran;
+		if (sum - ran > c->out_sum)
+			runs = sum - ran - c->out_sum;
+	}
+	off = in > c->out_ts ? in - c->out_ts : 0;
+	wait = (rd > c->out_rd ? rd - c->out_rd : 0) + runs;
+	return off > wait ? off - wait : 0;
+}
 #endif
 
 #ifdef SP_WANT_FILTER_MAP

@@ -118,6 +118,7 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	ev->state = st->state;
 	ev->kstack = st->kstack;
 	ev->ustack = st->ustack;
+	ev->waker = st->waker;
 	bpf_ringbuf_submit(ev, wakeup_flag());
 }
 
@@ -202,6 +203,7 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 
 	if (!wanted(pid, tid))
 		return;
+	__builtin_memset(&st.waker, 0, sizeof(st.waker));
 	st.pid = pid;
 	st.cpu = bpf_get_smp_processor_id();
 	st.pad = 0;
@@ -265,5 +267,65 @@ int offcpu_raw(struct bpf_raw_tracepoint_args *ctx)
 	on_switch(ctx, ctx->args[0], BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, flags),
 		  state, BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
 		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+	return 0;
+}
+
+/* ---- who woke it (sched_waking, in the waker's context) ---- */
+
+/* This program and bpf_trace_run1 sit on top of the waker's kernel stack. */
+#define WAKE_KSTACK_SKIP 2
+
+/*
+ * The first waking of a block the switch program is timing: only threads
+ * it keeps a start for (so -p, -t and -C apply), and no new map entries,
+ * so a wakeup storm cannot fill anything.
+ *
+ * An interrupt's waking runs on whatever task it interrupted.  In_interrupt()
+ * needs the per-CPU preempt_count, which BPF reaches only as a typed ksym,
+ * and the verifier finds its address through kallsyms: not on kernels
+ * without CONFIG_KALLSYMS_ALL, this VM's among them.  So both stacks and the
+ * current task are taken in every context, and user space, which knows
+ * the interrupt entry points, tells an interrupt from the kernel stack and
+ * drops the rest (offcpu.c, classify_waker).
+ */
+static __always_inline void on_waking(void *ctx, __u32 wakee)
+{
+	struct sp_offcpu_start *st = bpf_map_lookup_elem(&offstart, &wakee);
+	struct sp_waker *w;
+	__u64 id;
+
+	if (!st || st->waker.ctx)
+		return;
+	w = &st->waker;
+	w->ts = bpf_ktime_get_ns();
+	w->ctx = SP_WAKER_TASK;
+	w->kstack = bpf_get_stackid(ctx, &offstacks, WAKE_KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
+	if (w->kstack < 0)
+		stat_inc(SP_STAT_WAKER_KSTACK);
+	id = bpf_get_current_pid_tgid();
+	w->pid = id >> 32;
+	w->tid = (__u32)id;
+	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	w->ustack = bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
+	if (w->ustack < 0)
+		stat_inc(SP_STAT_WAKER_USTACK);
+}
+
+SEC("tp_btf/sched_waking")
+int waking_btf(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+
+	on_waking(ctx, p->pid);
+	return 0;
+}
+
+/* The raw_tp twin for kernels without tp_btf (before 5.5). */
+SEC("raw_tp/sched_waking")
+int waking_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+
+	on_waking(ctx, BPF_CORE_READ(p, pid));
 	return 0;
 }

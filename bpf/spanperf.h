@@ -36,6 +36,27 @@ struct sp_counts {
 	__u32 pid;
 	__u32 pad; /* no hole, as in sp_thread */
 	char comm[SP_COMM_LEN];
+	/*
+	 * The scheduler split (counters program, with sched_split set): time
+	 * asleep (S) and blocked (D) up to the thread's last switch-in, and
+	 * the block it is in or last left, settled at its next switch-out
+	 * (struct sp_block; out_ts 0: none pending).  run_delay0 is its
+	 * sched_info.run_delay when first seen, for stat's run-delay.
+	 */
+	__u64 slept_ns, blocked_ns;
+	__u64 out_ts;	   /* bpf_ktime_get_ns() at the switch-out to S or D */
+	__u64 out_rd;	   /* its sched_info.run_delay then */
+	__u64 out_sum;	   /* its se.sum_exec_runtime then */
+	__u64 run_delay;   /* its sched_info.run_delay at its last switch-out */
+	__u64 run_delay0;  /* the same, when first seen */
+	__u32 out_state;   /* SP_BLOCK_SLEEP or SP_BLOCK_D */
+	__u32 in_span;	   /* spans open on the thread (spans program): only then are its blocks kept */
+};
+
+/* How a thread left the CPU, for the scheduler split. */
+enum sp_block_state {
+	SP_BLOCK_SLEEP = 1, /* S, or D with TASK_NOLOAD (idle waits, not blocked work) */
+	SP_BLOCK_D = 2,	    /* D: uninterruptible, I/O included */
 };
 
 /*
@@ -54,6 +75,13 @@ struct sp_snap {
 	__u64 ts;   /* bpf_ktime_get_ns() at the switch */
 	__u64 nsw;  /* the thread's nvcsw + nivcsw then: one less than at its next switch-out */
 	__u64 sum;  /* the thread's se.sum_exec_runtime then */
+	/*
+	 * ts less the incoming thread's se.exec_start, which the pick set to
+	 * the runqueue's task clock: what to subtract from bpf_ktime_get_ns()
+	 * for this CPU's task clock now (to a few us), as the scheduler's
+	 * accounts are kept in it (spans.bpf.c, read_sched).
+	 */
+	__u64 xoff;
 	__u32 tid;  /* the thread on this CPU since the snapshot */
 	__u32 valid;
 };
@@ -84,11 +112,31 @@ enum sp_span_source {
 
 #define SP_SPAN_UNFINISHED 1 /* the thread exited inside the span */
 
+/*
+ * How a span's wall time was split between on CPU, the run queue and off
+ * CPU (struct sp_sched_split.how).
+ */
+enum sp_sched_how {
+	SP_SCHED_NONE = 0,     /* not recorded */
+	SP_SCHED_ACCOUNTS = 1, /* se.sum_exec_runtime and sched_info.run_delay (CONFIG_SCHED_INFO) */
+	SP_SCHED_STAMPS = 2,   /* no sched_info: on CPU from switch stamps, run queue unknown */
+};
+
+/* A thread's running scheduler totals at a span edge; a span carries their deltas. */
+struct sp_sched_split {
+	__u64 on_ns;	  /* se.sum_exec_runtime, brought up to the edge */
+	__u64 runq_ns;	  /* sched_info.run_delay */
+	__u64 blocked_ns; /* time in D, from switch stamps (counters program) */
+	__u32 how;	  /* enum sp_sched_how */
+	__u32 pad;
+};
+
 struct sp_frame {
 	__u64 start;
 	__u64 ip;
 	__u64 samples;
 	__u64 counters[SP_MAX_COUNTERS];
+	struct sp_sched_split sched;
 	__u32 idx;
 	__u32 pad;
 };
@@ -113,6 +161,16 @@ struct sp_span {
 	__u8 flags;
 	__u8 source;		/* enum sp_span_source */
 	__u8 pad[7];
+};
+
+/*
+ * What the span ring carries: the span, and the split of its wall time
+ * (deltas of struct sp_sched_split).  struct sp_span alone stays the
+ * layout of the oldest files.
+ */
+struct sp_span_ev {
+	struct sp_span span;
+	struct sp_sched_split sched;
 };
 
 /* ---- OTEP 4947 thread context ---- */
@@ -224,12 +282,34 @@ enum sp_stat {
 	SP_STAT_OFFCPU_STALE,	  /* a start that was not this thread's (pid changed): dropped */
 	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen, and no run time to end it by: dropped */
 	SP_STAT_OFFCPU_HIDDEN,	  /* a thread left again with no switch-in seen: ended by its run time */
+	SP_STAT_SPLIT_HIDDEN,	  /* a block's end estimated: switches between went untraced */
+	SP_STAT_WAKER_KSTACK,	  /* a waker whose kernel stack could not be taken */
+	SP_STAT_WAKER_USTACK,	  /* a waker whose user stack could not be taken */
 	SP_STAT_MAX,
 };
 
 /* ---- off-CPU time (record --off-cpu) ---- */
 
 #define SP_OFFCPU_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH: the stack map's value is this many u64 */
+
+/* Where a wakeup came from (struct sp_waker.ctx). */
+enum sp_waker_ctx {
+	SP_WAKER_NONE = 0, /* no sched_waking seen for the block */
+	SP_WAKER_TASK,	   /* BPF: seen, with the current task's ids and stacks; user space: a thread's */
+	SP_WAKER_HARDIRQ,  /* user space, from the kernel stack: an interrupt handler, no thread */
+	SP_WAKER_SOFTIRQ,  /* a softirq (ksoftirqd's too): the same */
+	SP_WAKER_NMI,
+};
+
+/* Who woke a blocked thread, taken at sched_waking in the waker's context. */
+struct sp_waker {
+	__u64 ts;	      /* bpf_ktime_get_ns() at the waking */
+	__s32 kstack, ustack; /* ids in the off-CPU stack map, negative errno when not taken */
+	__u32 pid, tid;	      /* 0 for interrupts */
+	__u32 ctx;	      /* enum sp_waker_ctx */
+	__u32 pad;
+	char comm[SP_COMM_LEN];
+};
 
 /* Per thread (keyed by TID, never by CPU: a thread may wake elsewhere): how it left. */
 struct sp_offcpu_start {
@@ -239,6 +319,7 @@ struct sp_offcpu_start {
 	__u32 state;	     /* prev_state: 1 interruptible (S), 2 uninterruptible (D) */
 	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
 	__u32 pad;
+	struct sp_waker waker; /* filled by the first sched_waking of the block (--off-cpu's waker program) */
 };
 
 /* Short blocks are summed in BPF per this key, as perf does. */
@@ -262,6 +343,7 @@ struct sp_offcpu_event {
 	__u32 cpu;	/* where it blocked */
 	__u32 state;
 	__s32 kstack, ustack;
+	struct sp_waker waker;
 };
 
 #endif /* SPANPERF_H */

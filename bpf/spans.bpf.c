@@ -12,6 +12,7 @@
  * the index is a constant in each, so no attach cookie (5.15+) is needed.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_THREADS_MAP
@@ -29,6 +30,8 @@ const volatile __u8 span_source[SP_MAX_SPANS] = {};
 const volatile __u8 sys_span[SP_MAX_SYSCALLS] = {};
 const volatile __u64 min_ns = 0;
 const volatile __u64 ring_size = 0;
+/* Spans carry the split of their wall time (read_sched); off: record --no-sched-split. */
+const volatile bool sched_split = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -42,8 +45,60 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 } spans_rb SEC(".maps");
 
-/* The thread's running totals now: what the map holds plus the open slice. */
-static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples)
+/*
+ * Where the thread's time went, as running totals at `now` (a span takes
+ * their deltas): its CPU time, its waits on the run queue and its time in
+ * D.  The wall time less the first two is off CPU, the D part blocked and
+ * the rest asleep.
+ *
+ * The scheduler's sum_exec_runtime is brought up to date only at switches
+ * and ticks: mid-slice it lags by up to a tick (4 ms at HZ=250).  The time
+ * since, on the task clock it is kept in, is that clock now less the
+ * thread's se.exec_start, as the kernel's own task_sched_runtime() adds it.
+ * The clock now is bpf_ktime_get_ns() less this CPU's offset to it, which
+ * the counters program takes at each switch (sp_snap.xoff); the offset
+ * moves only with steal and irq time, so it is good to a few us.  (The
+ * runqueue's own clock is a per-CPU variable that BPF reaches only through
+ * kallsyms, which holds no variables without CONFIG_KALLSYMS_ALL.)  Without
+ * a snapshot, the account as it stands.  run_delay is exact here:
+ * the scheduler adds each wait when the thread arrives, and it is running.
+ * Time in D is the counters program's, plus the block it last left if it
+ * has not switched out since (block_settle).  Without CONFIG_SCHED_INFO
+ * there is no run_delay: CPU time from the switch stamps, run queue unknown.
+ */
+/* How far sum_exec_runtime may lag at an edge: two ticks at HZ=100. */
+#define SP_ACCOUNT_LAG_MAX 20000000ull
+
+static __always_inline void read_sched(struct task_struct *task, const struct sp_counts *c, const struct sp_snap *s,
+				       __u32 tid, __u64 nsw, __u64 oncpu_stamps, __u64 now, struct sp_sched_split *out)
+{
+	__u64 sum = task->se.sum_exec_runtime, ran = sum - task->se.prev_sum_exec_runtime, rd = 0;
+	bool est;
+
+	if (!bpf_core_field_exists(task->sched_info)) {
+		out->how = SP_SCHED_STAMPS;
+		out->on_ns = oncpu_stamps;
+	} else {
+		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start;
+
+		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */
+		out->how = SP_SCHED_ACCOUNTS;
+		/* A figure beyond a few ticks is no lag: an offset gone stale. */
+		out->on_ns = sum + (clk > exec && clk - exec < SP_ACCOUNT_LAG_MAX ? clk - exec : 0);
+	}
+	out->runq_ns = rd;
+	out->blocked_ns = 0;
+	if (c) {
+		out->blocked_ns = c->blocked_ns;
+		if (c->out_ts && c->out_state == SP_BLOCK_D)
+			out->blocked_ns += block_settle(c, s, tid, nsw, rd, sum, ran, now, &est);
+	}
+	out->pad = 0;
+}
+
+/* The thread's running totals now: what the map holds plus the open slice; its counts entry, if any. */
+static __always_inline struct sp_counts *read_totals(__u32 tid, __u64 now, __u64 *out, __u64 *samples,
+						     struct sp_sched_split *sched)
 {
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
@@ -55,7 +110,8 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 	 */
 	bool cur = s && s->valid, odd = false;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 slice = cur ? oncpu_since_snap(s, c, tid, task->nvcsw + task->nivcsw, task->se.sum_exec_runtime,
+	__u64 nsw = task->nvcsw + task->nivcsw;
+	__u64 slice = cur ? oncpu_since_snap(s, c, tid, nsw, task->se.sum_exec_runtime,
 					     task->se.sum_exec_runtime - task->se.prev_sum_exec_runtime, now, &odd)
 			  : 0;
 
@@ -85,6 +141,34 @@ static __always_inline void read_totals(__u32 tid, __u64 now, __u64 *out, __u64 
 		out[k] = v;
 	}
 	*samples = t ? t->samples : 0;
+	if (sched_split)
+		read_sched(task, c, s, tid, nsw, (c ? c->oncpu_ns : 0) + slice, now, sched);
+	else
+		*sched = (struct sp_sched_split){};
+	return c;
+}
+
+/*
+ * Tells the counters program how many spans the thread has open: it keeps
+ * time in S and D only for threads inside one.  c is the thread's entry as
+ * read_totals found it; it is made here if the thread has not switched out
+ * yet (its fields all 0 but the pid).
+ */
+static __always_inline void mark_in_span(struct sp_counts *c, __u32 depth)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+
+	if (!sched_split)
+		return;
+	if (!c && depth) {
+		struct sp_counts fresh = { .pid = id >> 32 };
+
+		bpf_map_update_elem(&counts, &tid, &fresh, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&counts, &tid);
+	}
+	if (c)
+		c->in_span = depth;
 }
 
 static __always_inline int span_begin(__u32 idx, __u64 ip)
@@ -108,7 +192,8 @@ static __always_inline int span_begin(__u32 idx, __u64 ip)
 	f->idx = idx;
 	f->ip = ip;
 	f->start = bpf_ktime_get_ns();
-	read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples);
+	mark_in_span(read_totals((__u32)bpf_get_current_pid_tgid(), f->start, f->counters, &f->samples, &f->sched),
+		     d + 1);
 	return 0;
 }
 
@@ -119,17 +204,28 @@ static __always_inline __u64 wakeup_flag(void)
 									       : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
+/* Sends the span of frame f ending now; the thread's counts entry, if any. */
+static __always_inline struct sp_counts *emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
 {
 	__u64 id = bpf_get_current_pid_tgid(), samples, cur[SP_MAX_COUNTERS] = {};
+	struct sp_sched_split sched;
+	struct sp_span_ev *ev;
+	struct sp_counts *c;
 	struct sp_span *out;
 
-	read_totals((__u32)id, now, cur, &samples);
-	out = bpf_ringbuf_reserve(&spans_rb, sizeof(*out), 0);
-	if (!out) {
+	c = read_totals((__u32)id, now, cur, &samples, &sched);
+	ev = bpf_ringbuf_reserve(&spans_rb, sizeof(*ev), 0);
+	if (!ev) {
 		stat_inc(SP_STAT_SPANS_LOST);
-		return;
+		return c;
 	}
+	/* Totals that went backwards (a frame from before the thread's entry was made) give 0, not 2^64. */
+	ev->sched.on_ns = sched.on_ns > f->sched.on_ns ? sched.on_ns - f->sched.on_ns : 0;
+	ev->sched.runq_ns = sched.runq_ns > f->sched.runq_ns ? sched.runq_ns - f->sched.runq_ns : 0;
+	ev->sched.blocked_ns = sched.blocked_ns > f->sched.blocked_ns ? sched.blocked_ns - f->sched.blocked_ns : 0;
+	ev->sched.how = sched.how;
+	ev->sched.pad = 0;
+	out = &ev->span;
 	out->start_ns = f->start;
 	out->end_ns = now;
 	out->ip = f->ip;
@@ -144,7 +240,8 @@ static __always_inline void emit(struct sp_frame *f, __u64 now, __u32 depth, __u
 	out->flags = flags;
 	out->source = span_source[f->idx & (SP_MAX_SPANS - 1)];
 	__builtin_memset(out->pad, 0, sizeof(out->pad));
-	bpf_ringbuf_submit(out, wakeup_flag());
+	bpf_ringbuf_submit(ev, wakeup_flag());
+	return c;
 }
 
 static __always_inline int span_end(__u32 idx)
@@ -185,10 +282,13 @@ static __always_inline int span_end(__u32 idx)
 	}
 	now = bpf_ktime_get_ns();
 	if (now - f->start < min_ns) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
 		stat_inc(SP_STAT_SPANS_SHORT);
+		mark_in_span(bpf_map_lookup_elem(&counts, &tid), d);
 		return 0;
 	}
-	emit(f, now, d, 0);
+	mark_in_span(emit(f, now, d, 0), d);
 	return 0;
 }
 

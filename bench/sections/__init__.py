@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import dwarf, forks, inkernel, offcpu, otel, parts, recorder, report, rss, spans, stat, stolen
+from . import dwarf, forks, inkernel, offcpu, otel, parts, recorder, report, rss, spans, split, stat, stolen, wakers
 
 TABLE = [
     inkernel,
     recorder,
     stat,
     spans,
+    split,
     report,
     offcpu,
+    wakers,
     forks,
     stolen,
     parts,

@@ -234,3 +234,85 @@ def test_bad_span_specs():
     assert not os.path.exists("/tmp/never.data")
     if kprobes or fentry:
         raise Skip("the kprobe/fentry error cases need a kernel without both; tests/vm covers them")
+
+
+def split_ok(s):
+    """The four parts of a span's wall time, as the JSON row gives them, sum to it (within 1%)."""
+    parts = s["on_cpu_ns"] + s["runq_ns"] + s["sleep_ns"] + s["blocked_ns"]
+    assert abs(parts - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
+    assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"] and s["split"] == "sched_info", s
+
+
+@test
+def test_span_split_run_queue_matches_schedstat():
+    """A span pinned to one CPU behind two spinners there waits for the CPU most of its
+    wall time: its runq_ns is the thread's own run_delay delta, as /proc showed it
+    around the call."""
+    need_bpf()
+    n, ms = 8, 20
+    path, truth, _ = record_spans(["uprobe:%s:queued_work" % WORKLOAD], ["runq", str(n), str(ms)])
+    truth = [t for t in truth if "call" in t]
+    assert len(truth) == n and all(t["ok"] for t in truth), truth
+    spans = sorted((s for s in spans_json(path) if s["tid"] == truth[0]["tid"]), key=lambda s: s["start_ns"])
+    assert len(spans) == n, spans
+    for s, t in zip(spans, truth):
+        # The workload's window lies inside the span's.
+        assert s["start_ns"] <= t["start_ns"] and t["end_ns"] <= s["end_ns"], (s, t)
+        assert t["run_delay_ns"] > 0.5 * s["duration_ns"], ("no queue to wait in", t)
+        assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
+        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        split_ok(s)
+    table = spanperf("report", "-i", path, "--spans", check=True).stdout
+    bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
+    assert bar and bar.group(1).count("r") >= 10, table
+
+
+@test
+def test_span_split_d_state_is_blocked():
+    """vfork's parent waits for the child's exec in D: blocked_ns, not sleep_ns."""
+    need_bpf()
+    n, ms = 6, 20
+    path, truth, _ = record_spans(["uprobe:%s:vfork_wait" % WORKLOAD], ["dwait", str(n), str(ms)])
+    spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
+    assert len(spans) == n, spans
+    for s in spans:
+        split_ok(s)
+        assert s["blocked_ns"] >= 0.95 * ms * 1e6 and s["sleep_ns"] < 0.05 * s["blocked_ns"], s
+
+
+@test
+def test_span_split_sleep_is_not_blocked():
+    """clock_nanosleep sleeps in S: sleep_ns, and the run queue's share is run_delay's."""
+    need_bpf()
+    n, us = 20, 5000
+    path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", str(n), str(us)])
+    spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
+    assert len(spans) == n
+    for s in spans:
+        split_ok(s)
+        assert s["sleep_ns"] >= 0.95 * us * 1000 and s["blocked_ns"] == 0, s
+
+
+@test
+def test_span_split_of_a_thread_that_migrates_while_blocked():
+    """A thread that goes to sleep on one CPU and is moved to another before it wakes: its
+    split is the scheduler's own, so nothing counts twice (peers that stamp per CPU inflate it)."""
+    need_bpf()
+    if (os.cpu_count() or 1) < 2:
+        raise Skip("migration needs two CPUs")
+    n, ms = 20, 10
+    path, truth, _ = record_spans(["uprobe:%s:migr_sleep" % WORKLOAD], ["migrate", str(n), str(ms)],
+                                  extra=["--off-cpu"])
+    assert len(truth) == n, truth
+    moved = sum(1 for t in truth if t["cpu_before"] != t["cpu_after"])
+    assert moved >= n // 2, truth
+    spans = sorted((s for s in spans_json(path) if s["tid"] == truth[0]["tid"]), key=lambda s: s["start_ns"])
+    assert len(spans) == n, spans
+    for s, t in zip(spans, truth):
+        split_ok(s)
+        # The workload's window holds the span: its wall and CPU time bound the span's.
+        assert s["duration_ns"] <= t["wall_ns"] and s["sleep_ns"] >= ms * 1e6 * 0.99, (s, t)
+        assert s["on_cpu_ns"] <= t["cpu_ns"] + 20000, (s, t)
+        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after.
+        blocks = sum(b["ns"] for b in s["off_cpu_top"])
+        assert abs(blocks - s["off_cpu_ns"] - s["runq_ns"]) <= 0.02 * s["duration_ns"] + 50000, (s, t)

@@ -252,3 +252,29 @@ def test_exit_status_and_bad_input():
         assert p.returncode == 1, "%s: rc %d" % (args, p.returncode)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], "%s: %r" % (args, p.stderr)
+
+
+@test
+def test_run_delay_sleep_and_blocked_per_thread():
+    """-e run-delay,sleep,blocked: where each thread's time off CPU went, per thread.
+    run-delay against the thread's own schedstat around its run (pinned behind two
+    spinners); sleep for nanosleep, blocked for vfork's D wait."""
+    need_bpf()
+    ev = "task-clock,run-delay,sleep,blocked"
+    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["runq", "5", "20"])
+    total = [t for t in truth if t.get("role") == "total"][0]
+    rd = value(rows, total["tid"], "run-delay") * 1e6
+    assert abs(rd - total["run_delay_ns"]) <= 0.05 * total["run_delay_ns"], (rd, total)
+    assert all(r["unit"] == "msec" for r in rows if r["event"] in ("run-delay", "sleep", "blocked"))
+    n, us = 50, 2000
+    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["sleeps", str(n), str(us)])
+    tid = truth[0]["tid"]
+    assert value(rows, tid, "sleep") >= 0.95 * n * us / 1000, rows
+    assert value(rows, tid, "blocked") < 0.05 * n * us / 1000
+    n, ms = 5, 20
+    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["dwait", str(n), str(ms)])
+    tid = truth[0]["tid"]
+    assert value(rows, tid, "blocked") >= 0.95 * n * ms, [r for r in rows if r["tid"] == tid]
+    assert value(rows, tid, "sleep") < 0.2 * n * ms, [r for r in rows if r["tid"] == tid]
+    p = spanperf("record", "-e", "run-delay", "-d", "1", "-o", os.path.join(tmpdir(), "x.data"))
+    assert p.returncode == 1 and "cannot be sampled" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -63,6 +63,23 @@
  *                                minus its own CPU); FILE gets each sleep as an
  *                                external span named nap.  With WORKLOAD_WAIT set
  *                                it starts on a line from stdin
+ *   workload runq N MS           the process pinned to one CPU with two spinning
+ *                                threads; a third calls queued_work() N times, MS
+ *                                of its own CPU each; each call prints the run_delay
+ *                                and sum_exec_runtime deltas /proc/thread-self/schedstat
+ *                                showed around it
+ *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
+ *                                from tom_writes() every MS; another blocks for
+ *                                each in pipe_wait(), N times
+ *   workload dwait N MS          vfork_wait() N times: vfork, the child sleeps MS
+ *                                and execs /bin/true, the parent waits in D state
+ *                                until it does
+ *   workload pingpong SECS       two threads passing a byte back and forth over two
+ *                                pipes for SECS; prints the round trips per second
+ *   workload migrate N MS        a thread sleeps N x MS in migr_sleep() while another
+ *                                moves it to the other CPU (sched_setaffinity) halfway
+ *                                through each sleep; prints each call's wall and CPU
+ *                                time and the CPUs it went to sleep and woke on
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -324,6 +341,13 @@ static int mode_counted(void *(*fn)(void *), const char *what, const char *n, co
 	struct counted c = { atol(n), us ? atol(us) : 0, 0 };
 	pthread_t th;
 
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th, NULL, fn, &c);
 	pthread_join(th, NULL);
 	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld}\n", getpid(), c.tid, what, c.n);
@@ -924,6 +948,300 @@ static int mode_offcpu(char **argv, int argc)
 	return 0;
 }
 
+/* The thread's own scheduler accounts: sum_exec_runtime, run_delay (ns), as /proc shows them. */
+static int schedstat(uint64_t *sum, uint64_t *delay)
+{
+	char buf[128];
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	unsigned long long a, b;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+		return -1;
+	*sum = a;
+	*delay = b;
+	return 0;
+}
+
+struct runq_call {
+	uint64_t ns, start, end, sum, delay;
+	int ok;
+};
+
+/*
+ * Spins ns of its own CPU behind two spinners on the same CPU: most of its
+ * wall time it waits for the CPU.  It reads its schedstat first and last
+ * thing, so that the truth is as close to the span's edges as it can be.
+ */
+NOINLINE void queued_work(struct runq_call *c)
+{
+	uint64_t s0 = 0, d0 = 0, s1 = 0, d1 = 0;
+
+	c->ok = !schedstat(&s0, &d0);
+	c->start = mono_ns();
+	burn_ns(c->ns);
+	c->end = mono_ns();
+	c->ok &= !schedstat(&s1, &d1);
+	c->sum = s1 - s0;
+	c->delay = d1 - d0;
+}
+
+static volatile int spinners_stop;
+
+static void *queue_spinner(void *arg)
+{
+	(void)arg;
+	while (!spinners_stop)
+		sink++;
+	return NULL;
+}
+
+static int mode_runq(const char *n, const char *ms)
+{
+	struct runq_call c = { .ns = strtoull(ms, NULL, 10) * 1000000ull };
+	uint64_t sum0 = 0, delay0 = 0, sum1 = 0, delay1 = 0;
+	pthread_t th[2];
+	cpu_set_t set;
+	int cpu = -1;
+
+	/* The last CPU allowed: the whole process on it, as taskset -c CPU would. */
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			cpu = i;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return 1;
+	schedstat(&sum0, &delay0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, queue_spinner, NULL);
+	for (long i = 0; i < atol(n); i++) {
+		queued_work(&c);
+		printf("{\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"call\":%ld,\"ok\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
+		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu}\n",
+		       getpid(), (int)syscall(SYS_gettid), cpu, i, c.ok, (unsigned long long)c.start,
+		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay);
+	}
+	spinners_stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	schedstat(&sum1, &delay1);
+	/* The thread's whole wait for the CPU, from before the spinners to after them. */
+	printf("{\"role\":\"total\",\"pid\":%d,\"tid\":%d,\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu}\n", getpid(),
+	       (int)syscall(SYS_gettid), (unsigned long long)(sum1 - sum0), (unsigned long long)(delay1 - delay0));
+	return 0;
+}
+
+struct wakes {
+	long n;
+	uint64_t ms;
+	int fd[2];
+	pid_t tom;
+};
+
+/* The writer the test looks for on the waker's stack: the syscall inline, as in pipe_wait(). */
+NOINLINE void tom_writes(int fd)
+{
+	if (raw_syscall3(SYS_write, fd, (long)"t", 1) != 1)
+		sink++;
+	sink++;
+}
+
+static void *waker_tom(void *arg)
+{
+	struct wakes *w = arg;
+
+	pthread_setname_np(pthread_self(), "waker_tom");
+	w->tom = syscall(SYS_gettid);
+	for (long i = 0; i < w->n; i++) {
+		struct timespec ts = { 0, w->ms * 1000000 };
+
+		nanosleep(&ts, NULL);
+		tom_writes(w->fd[1]);
+	}
+	return NULL;
+}
+
+static int mode_wakes(const char *n, const char *ms)
+{
+	struct wakes w = { .n = atol(n), .ms = strtoull(ms, NULL, 10) };
+	uint64_t t0, off = 0, c0;
+	pthread_t th;
+
+	if (pipe(w.fd))
+		return 1;
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	pthread_create(&th, NULL, waker_tom, &w);
+	for (long i = 0; i < w.n; i++) {
+		t0 = mono_ns();
+		c0 = thread_cpu_ns();
+		pipe_wait(w.fd[0]);
+		off += mono_ns() - t0 - (thread_cpu_ns() - c0);
+	}
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"tid\":%d,\"waker_tid\":%d,\"calls\":%ld,\"off_ns\":%llu}\n", getpid(),
+	       (int)syscall(SYS_gettid), w.tom, w.n, (unsigned long long)off);
+	return 0;
+}
+
+/*
+ * vfork's parent waits for the child's exec or exit in an uninterruptible
+ * (killable) sleep: a D-state wait as long as the child takes to exec.
+ */
+NOINLINE pid_t vfork_wait(uint64_t ms)
+{
+	static char *const args[] = { "true", NULL };
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+		syscall(SYS_nanosleep, &ts, NULL);
+		execv("/bin/true", args);
+		_exit(127);
+	}
+	sink++;
+	return pid;
+}
+
+static int mode_dwait(const char *n, const char *ms)
+{
+	uint64_t d = strtoull(ms, NULL, 10), wall = 0;
+
+	for (long i = 0; i < atol(n); i++) {
+		uint64_t t0 = mono_ns();
+		pid_t pid = vfork_wait(d);
+
+		wall += mono_ns() - t0;
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			return 1;
+	}
+	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"wall_ns\":%llu}\n", getpid(), (int)syscall(SYS_gettid),
+	       atol(n), (unsigned long long)wall);
+	return 0;
+}
+
+struct pong {
+	int a[2], b[2];
+	volatile int stop;
+};
+
+static void *ponger(void *arg)
+{
+	struct pong *p = arg;
+	char c;
+
+	while (read(p->a[0], &c, 1) == 1 && c)
+		if (write(p->b[1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+/* A wakeup-heavy load: every byte wakes the other thread. */
+static int mode_pingpong(const char *secs)
+{
+	struct pong p = {};
+	uint64_t end, t0, n = 0;
+	pthread_t th;
+	char c = 1;
+
+	if (pipe(p.a) || pipe(p.b))
+		return 1;
+	pthread_create(&th, NULL, ponger, &p);
+	t0 = mono_ns();
+	end = t0 + (uint64_t)(atof(secs) * 1e9);
+	while (mono_ns() < end) {
+		if (write(p.a[1], &c, 1) != 1 || read(p.b[0], &c, 1) != 1)
+			return 1;
+		n++;
+	}
+	c = 0;
+	if (write(p.a[1], &c, 1) != 1)
+		return 1;
+	pthread_join(th, NULL);
+	printf("{\"pid\":%d,\"round_trips\":%llu,\"per_s\":%.0f}\n", getpid(), (unsigned long long)n,
+	       n / ((mono_ns() - t0) / 1e9));
+	return 0;
+}
+
+NOINLINE void migr_sleep(uint64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+	sink++;
+}
+
+struct migr {
+	long n;
+	uint64_t ms;
+	volatile pid_t tid;
+	volatile long call; /* the call in progress, -1 before the first */
+	volatile int cpu;   /* where it went to sleep */
+};
+
+static void *migr_thread(void *arg)
+{
+	struct migr *m = arg;
+
+	m->tid = syscall(SYS_gettid);
+	for (long i = 0; i < m->n; i++) {
+		int cpu0 = sched_getcpu();
+		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns();
+
+		m->cpu = cpu0;
+		m->call = i;
+		migr_sleep(m->ms);
+		printf("{\"tid\":%d,\"call\":%ld,\"wall_ns\":%llu,\"cpu_ns\":%llu,\"cpu_before\":%d,\"cpu_after\":%d}\n",
+		       m->tid, i, (unsigned long long)(mono_ns() - t0), (unsigned long long)(thread_cpu_ns() - c0), cpu0,
+		       sched_getcpu());
+	}
+	m->call = m->n;
+	return NULL;
+}
+
+/* A thread that blocks on one CPU and wakes on another: its times must not double. */
+static int mode_migrate(const char *n, const char *ms)
+{
+	struct migr m = { .n = atol(n), .ms = strtoull(ms, NULL, 10), .call = -1 };
+	struct timespec half, poll = { 0, 100000 };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), seen = -1;
+	pthread_t th;
+
+	if (ncpu < 2)
+		return 3;
+	half = (struct timespec){ m.ms / 2000, (m.ms % 2000) * 500000 };
+	pthread_create(&th, NULL, migr_thread, &m);
+	while (m.call < m.n) {
+		if (m.call != seen && m.call >= 0) {
+			cpu_set_t set;
+
+			seen = m.call;
+			nanosleep(&half, NULL);
+			/* Another CPU than the one it went to sleep on: it wakes there. */
+			CPU_ZERO(&set);
+			CPU_SET((m.cpu + 1) % ncpu, &set);
+			sched_setaffinity(m.tid, sizeof(set), &set);
+		}
+		nanosleep(&poll, NULL);
+	}
+	pthread_join(th, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
@@ -957,6 +1275,16 @@ int main(int argc, char **argv)
 		r = mode_exit_inside();
 	else if (!strcmp(argv[1], "offcpu") && argc > 6)
 		r = mode_offcpu(argv, argc);
+	else if (!strcmp(argv[1], "runq") && argc > 3)
+		r = mode_runq(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "wakes") && argc > 3)
+		r = mode_wakes(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "dwait") && argc > 3)
+		r = mode_dwait(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "pingpong"))
+		r = mode_pingpong(argv[2]);
+	else if (!strcmp(argv[1], "migrate") && argc > 3)
+		r = mode_migrate(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))

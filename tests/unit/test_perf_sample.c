@@ -15,6 +15,7 @@
 
 #include "perf_sample.h"
 #include "span_codec.h"
+#include "waker_codec.h"
 
 #define REGS_USER_MASK 0x3ull  /* two registers */
 #define REGS_INTR_MASK 0x70ull /* three registers */
@@ -377,6 +378,85 @@ static void test_span_codec(void **state)
 	assert_string_equal(span_source_name(SP_SRC_SYSCALL), "syscall");
 }
 
+/*
+ * Version 3: the split of the wall time follows the attributes, only when
+ * recorded; a version 2 record (no trailer) reads with none, and so does a
+ * trailer a version 2 writer never wrote.
+ */
+static void test_span_codec_sched(void **state)
+{
+	struct perf_event_attr a;
+	struct sp_span sp = { .start_ns = 100, .end_ns = 1100, .pid = 5, .tid = 6, .source = SP_SRC_UPROBE };
+	struct sp_sched_split split = { .on_ns = 400, .runq_ns = 250, .blocked_ns = 100, .how = SP_SCHED_ACCOUNTS };
+	struct span_rec in, out;
+	struct pd_sample s;
+	unsigned char buf[1024], raw[1024];
+	long n, bare;
+
+	(void)state;
+	span_codec_attr(&a);
+	span_rec_from_bpf(&in, &sp);
+	bare = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(bare > 0);
+	assert_int_equal(pd_sample_parse(&a, buf, bare, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.sched.how, 0);
+	memcpy(in.attrs, "\x00\x03" "abc", 5);
+	in.attrs_size = 5;
+	span_rec_set_sched(&in, &split);
+	n = span_codec_write(buf, sizeof(buf), &a, &in);
+	assert_true(n > bare && n % 8 == 0);
+	assert_int_equal(pd_sample_parse(&a, buf, n, &s), 0);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.size, SPAN_REC_SIZE(5) + sizeof(struct span_sched));
+	assert_true(out.sched.on_ns == 400 && out.sched.runq_ns == 250 && out.sched.blocked_ns == 100 &&
+		    out.sched.how == SP_SCHED_ACCOUNTS);
+	assert_int_equal(out.attrs_size, 5);
+	assert_memory_equal(out.attrs, "\x00\x03" "abc", 5);
+	/* The same bytes under version 2: trailing bytes it does not know, no split. */
+	memcpy(raw, s.raw, s.raw_size);
+	memcpy(raw + offsetof(struct span_rec, version), &(__u16){ 2 }, 2);
+	s.raw = raw;
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_true(out.sched.how == 0 && out.attrs_size == 5 && out.end_ns == 1100);
+	/* A size that stops inside the trailer: no split either. */
+	memcpy(raw + offsetof(struct span_rec, version), &(__u16){ 3 }, 2);
+	memcpy(raw + offsetof(struct span_rec, size), &(__u16){ SPAN_REC_SIZE(5) + 8 }, 2);
+	assert_int_equal(span_codec_decode(&s, &out), 0);
+	assert_int_equal(out.sched.how, 0);
+}
+
+/* A waker record read back; one another process wrote wrong (magic, sizes) is refused, its comm always ends. */
+static void test_waker_codec(void **state)
+{
+	struct waker_rec in = { .magic = WAKER_REC_MAGIC, .version = 1, .size = sizeof(in), .wakee_pid = 5,
+				.wakee_tid = 6, .block_end_ns = 1000, .wake_ns = 900, .ctx = SP_WAKER_TASK };
+	struct waker_rec out;
+	unsigned char raw[sizeof(in) + 8] = {};
+
+	(void)state;
+	memset(in.comm, 'x', sizeof(in.comm)); /* no terminator, as a hostile comm could leave it */
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), 0);
+	assert_true(out.wakee_tid == 6 && out.block_end_ns == 1000 && out.wake_ns == 900 && out.ctx == SP_WAKER_TASK);
+	assert_int_equal(strlen(out.comm), sizeof(out.comm) - 1);
+	assert_int_equal(waker_rec_decode(raw, sizeof(in) - 1, &out), -EINVAL); /* size past the RAW */
+	assert_int_equal(waker_rec_decode(raw, 4, &out), -EINVAL);
+	assert_int_equal(waker_rec_decode(NULL, 0, &out), -EINVAL);
+	in.size = offsetof(struct waker_rec, comm); /* an older, shorter writer: no comm */
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), 0);
+	assert_true(out.comm[0] == 0 && out.wakee_tid == 6);
+	in.size = 8;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+	in.magic = 0;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(waker_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+	assert_string_equal(waker_ctx_name(SP_WAKER_HARDIRQ), "[hardirq]");
+	assert_null(waker_ctx_name(SP_WAKER_TASK));
+}
+
 /* Version 2: an otel span's attributes ride along; version 1 records and lying sizes read without them. */
 static void test_span_codec_attrs(void **state)
 {
@@ -444,6 +524,8 @@ int main(void)
 		cmocka_unit_test(test_sideband_parsers),
 		cmocka_unit_test(test_span_codec),
 		cmocka_unit_test(test_span_codec_attrs),
+		cmocka_unit_test(test_span_codec_sched),
+		cmocka_unit_test(test_waker_codec),
 	};
 
 	return cmocka_run_group_tests_name("perf_sample", tests, NULL, NULL);

@@ -71,7 +71,7 @@ static char *render(int (*fn)(FILE *, const void *), const void *arg, size_t *le
 static int do_folded(FILE *f, const void *arg)
 {
 	(void)arg;
-	return report_folded(&prof, f);
+	return report_folded(&prof, f, false);
 }
 
 static int do_table(FILE *f, const void *arg)

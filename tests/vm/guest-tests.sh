@@ -96,6 +96,33 @@ else
 	ko "uprobe spans (5 calls, 5 spans)" "$(tail -2 /tmp/err.txt)"
 fi
 
+# The split of a span's wall time and the wakers, CO-RE-relocated on this kernel: 20 sleeps of
+# 5 ms are asleep (S), and each is ended by the timer interrupt; vfork's parent waits in D.
+if $S record -q --off-cpu --span syscall:clock_nanosleep -o /tmp/w.data -- $W sleeps 20 5000 > /tmp/wl.json 2> /tmp/err.txt &&
+	$S report -i /tmp/w.data --spans --format json > /tmp/w.json 2> /tmp/err.txt; then
+	tid=$(sed 's/.*"tid":\([0-9]*\).*/\1/' /tmp/wl.json)
+	n=$(grep "\"tid\":$tid," /tmp/w.json | grep '"split":"sched_info"' | grep -c '"sleep_ns":[45][0-9]\{6\},')
+	irq=$(grep "\"tid\":$tid," /tmp/w.json | grep -c '"woken_by":\[{"comm":"\[hardirq\]"')
+	[ "$n" -ge 19 ] && [ "$irq" -ge 15 ] && ok "span split and wakers ($n of 20 sleeps asleep 4-6 ms, $irq woken by [hardirq])" ||
+		ko "span split and wakers" "$n asleep, $irq by [hardirq]; $(head -c 400 /tmp/w.json)"
+else
+	ko "span split and wakers" "$(tail -2 /tmp/err.txt)"
+fi
+if $S record -q --raw-tp --off-cpu --off-cpu-thresh 0 -o /tmp/w.data -- $W sleeps 5 5000 > /dev/null 2> /tmp/err.txt &&
+	$S report -i /tmp/w.data --event off-cpu --sort waker --format json | grep -q '"waker":"\[hardirq\]"'; then
+	ok "waker program (raw_tp twin) loads and names the timer interrupt"
+else
+	ko "waker program (raw_tp twin) loads and names the timer interrupt" "$(tail -2 /tmp/err.txt)"
+fi
+if $S stat --per-thread -e task-clock,run-delay,sleep,blocked -o /tmp/s.txt -- $W dwait 5 20 > /tmp/wl.json 2> /tmp/err.txt; then
+	tid=$(sed 's/.*"tid":\([0-9]*\).*/\1/' /tmp/wl.json)
+	ms=$(grep -- "-$tid " /tmp/s.txt | grep " blocked" | awk '{ printf "%d", $2 }')
+	[ "${ms:-0}" -ge 95 ] && ok "stat -e blocked: vfork's parent $ms ms in D (5 x 20 ms)" ||
+		ko "stat -e blocked" "${ms:-0} ms; $(cat /tmp/s.txt | head -20)"
+else
+	ko "stat -e blocked" "$(tail -2 /tmp/err.txt)"
+fi
+
 # Span cost per read() with kprobe and fentry spans on vfs_read: measured,
 # not asserted, and emulated (TCG), so only the difference means anything.
 per_call() { sed 's/.*"cpu_ns_per_call":\([0-9.]*\).*/\1/'; }

@@ -24,6 +24,7 @@
 static const char *kind_name[] = {
 	[EV_HW] = "Hardware event", [EV_CACHE] = "Hardware cache event", [EV_SW] = "Software event",
 	[EV_RAW] = "Raw event", [EV_PMU] = "Kernel PMU event", [EV_TRACEPOINT] = "Tracepoint event",
+	[EV_SCHED] = "Scheduler account, stat only",
 };
 
 static void try_one(const char *name, int cpu, bool all)
@@ -33,7 +34,8 @@ static void try_one(const char *name, int cpu, bool all)
 
 	if (event_parse(name, &ev, NULL, 0))
 		return;
-	e = pe_try_open(&ev.attr, cpu);
+	/* Counted by the switch program from the task's own accounts: no perf event to try. */
+	e = ev.kind == EV_SCHED ? 0 : pe_try_open(&ev.attr, cpu);
 	if (!e)
 		printf("  %-44s [%s]\n", name, kind_name[ev.kind]);
 	else if (all)

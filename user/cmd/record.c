@@ -53,6 +53,9 @@ void record_usage(FILE *out)
 		"                         shorter ones summed per thread and stack (default 500,\n"
 		"                         0 with --span or --otel: spans need each block's time)\n"
 		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
+		"      --no-wakers        off-CPU blocks without who woke them (no sched_waking program)\n"
+		"      --no-sched-split   spans without the split of their wall time (runq, sleep,\n"
+		"                         blocked): what the split costs, for comparison\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
@@ -147,6 +150,8 @@ static const struct opt_def record_defs[] = {
 	  .bad = "is not a power of two from 4 to 1048576 KiB" },
 	{ .name = "otel", .type = OPT_T_FLAG, .off = R(otel) },
 	{ .name = "off-cpu", .type = OPT_T_FLAG, .off = R(offcpu) },
+	{ .name = "no-wakers", .type = OPT_T_FLAG, .off = R(no_wakers) },
+	{ .name = "no-sched-split", .type = OPT_T_FLAG, .off = R(no_sched_split) },
 	{ .name = "off-cpu-thresh", .type = OPT_T_FN, .fn = opt_offcpu_thresh },
 	{ .name = "off-cpu-entries", .type = OPT_T_U64, .off = R(offcpu_entries), .lo = 16, .hi = 1 << 24,
 	  .bad = "is not a number from 16 to 16777216" },
@@ -169,8 +174,10 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		return set_errorf(err, errlen, -EINVAL, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
-	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT))
-		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
+	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT || o->no_wakers))
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh, --off-cpu-entries and --no-wakers need --off-cpu");
+	if (o->no_sched_split && !o->nr_spans)
+		return set_errorf(err, errlen, -EINVAL, "--no-sched-split needs --span");
 	/*
 	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
 	 * CPU, which a 1 MiB ring cannot hold through one slow write.

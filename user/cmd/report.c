@@ -16,7 +16,8 @@ static void usage(FILE *out)
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
 		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span,\n"
-		"                         attr:NAME (an OTel span attribute, record --otel)\n"
+		"                         attr:NAME (an OTel span attribute, record --otel),\n"
+		"                         waker (off-CPU: who ended the blocks, record --off-cpu)\n"
 		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
 		"      --percent-limit P  leave out rows under P percent (text)\n"
@@ -24,6 +25,8 @@ static void usage(FILE *out)
 		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
 		"      --span-prefix      with --folded: each stack starts with the spans it fell in\n"
+		"      --waker            with --folded --event off-cpu|wall: each blocked stack goes on\n"
+		"                         with ;--; and its waker's stack, leaf first (record --off-cpu)\n"
 		"                         (--span and --otel spans, outermost first), as\n"
 		"                         span:NAME:SPAN_ID; stacks in none start with [no span]\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
@@ -43,6 +46,7 @@ static void usage(FILE *out)
 		"  spanperf report --flamegraph cpu.svg --pprof cpu.pb.gz\n"
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
 		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
+		"  spanperf report --folded --event wall --waker | flamegraph.pl > wakers.svg\n"
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
 		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
@@ -60,6 +64,10 @@ static int check_combinations(const struct report_opts *o)
 		       o->spans ? ", not --spans" : "");
 		return -EINVAL;
 	}
+	if (o->wakers && (!o->folded || o->spans || !o->ev_set || o->ev == PV_ON_CPU)) {
+		pr_err("--waker appends the waker to off-CPU stacks of --folded: use it with --folded and --event off-cpu or wall");
+		return -EINVAL;
+	}
 	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU) {
 		pr_err("--span-prefix prefixes on-CPU samples only: leave out --event %s",
 		       o->ev == PV_OFF_CPU ? "off-cpu" : "wall");
@@ -68,7 +76,8 @@ static int check_combinations(const struct report_opts *o)
 	return 0;
 }
 
-enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT, OPT_EVENT };
+enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
+       OPT_EVENT };
 
 /* One option with a value into o; -EINVAL after saying why. */
 static int parse_value(int c, const char *arg, struct report_opts *o)
@@ -79,7 +88,7 @@ static int parse_value(int c, const char *arg, struct report_opts *o)
 	switch (c) {
 	case 's':
 		if (parse_sort_keys(arg, to)) {
-			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace, span and attr:NAME", arg);
+			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace, span, waker and attr:NAME", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -120,6 +129,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		{ "percent-limit", required_argument, NULL, OPT_PCT },
 		{ "folded", no_argument, NULL, OPT_FOLDED },
 		{ "span-prefix", no_argument, NULL, OPT_SPAN_PREFIX },
+		{ "waker", no_argument, NULL, OPT_WAKER },
 		{ "flamegraph", required_argument, NULL, OPT_FLAME },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
 		{ "event", required_argument, NULL, OPT_EVENT },
@@ -141,6 +151,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case 'g': o->table.callgraph = true; break;
 		case OPT_FOLDED: o->folded = true; break;
 		case OPT_SPAN_PREFIX: o->span_prefix = true; break;
+		case OPT_WAKER: o->wakers = true; break;
 		case OPT_FLAME: o->flame = optarg; break;
 		case OPT_PPROF: o->pprof = optarg; break;
 		case OPT_SPANS: o->spans = true; break;

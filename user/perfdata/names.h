@@ -29,6 +29,13 @@
 /* OTEP 4719 process context records (record --otel): see otel_pctx.h. */
 #define OTEL_PCTX_ID (SPAN_ID_BASE + SP_MAX_SPANS + 2)
 #define OTEL_PCTX_ATTR_NAME "spanperf-otel-process"
+/*
+ * record --off-cpu's wakers (waker_codec.h): who ended each block.  Named as
+ * a span source would be, as the issue asked; the id tells them apart from a
+ * span source called "waker".
+ */
+#define OFFCPU_WAKER_ID (SPAN_ID_BASE + SP_MAX_SPANS + 3)
+#define OFFCPU_WAKER_EVENT_NAME "spanperf:waker"
 
 /*
  * In the reserved half of the sample's CPU field, which perf ignores: this

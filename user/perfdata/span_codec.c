@@ -57,6 +57,12 @@ void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp)
 	memcpy(r->counters, sp->counters, sizeof(r->counters));
 }
 
+void span_rec_set_sched(struct span_rec *r, const struct sp_sched_split *sched)
+{
+	r->sched = (struct span_sched){ .on_ns = sched->on_ns, .runq_ns = sched->runq_ns,
+					.blocked_ns = sched->blocked_ns, .how = sched->how };
+}
+
 long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r)
 {
 	return span_codec_write_at(buf, bufsz, attr, r, r->end_ns);
@@ -67,16 +73,20 @@ long span_codec_write_at(void *buf, size_t bufsz, const struct perf_event_attr *
 {
 	char raw[RAW_SIZE(sizeof(struct span_rec))] = {};
 	size_t attrs = SP_MIN((size_t)r->attrs_size, sizeof(r->attrs)), n = SPAN_REC_SIZE(attrs);
+	size_t total = n + (r->sched.how ? sizeof(r->sched) : 0);
 	struct pd_sample s = {
 		.id = SPAN_ID_BASE + (r->idx < SP_MAX_SPANS ? r->idx : 0), .ip = r->ip, .pid = r->pid,
 		.tid = r->tid, .time = time > r->end_ns ? time : r->end_ns, .cpu = r->cpu, .period = r->end_ns - r->start_ns,
-		.raw_size = RAW_SIZE(n), .raw = raw,
+		.raw_size = RAW_SIZE(total), .raw = raw,
 	};
 	bool kernel = r->source == SP_SRC_KPROBE || r->source == SP_SRC_FENTRY;
 
 	memcpy(raw, r, n);
+	if (r->sched.how)
+		memcpy(raw + n, &r->sched, sizeof(r->sched));
 	/* What is written is what size says, whatever the caller left there. */
-	memcpy(raw + offsetof(struct span_rec, size), &(__u16){ n }, 2);
+	memcpy(raw + offsetof(struct span_rec, version), &(__u16){ SPAN_REC_VERSION }, 2);
+	memcpy(raw + offsetof(struct span_rec, size), &(__u16){ total }, 2);
 	memcpy(raw + offsetof(struct span_rec, attrs_size), &(__u16){ attrs }, 2);
 	return pd_sample_write(buf, bufsz, attr, kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &s);
 }
@@ -138,6 +148,10 @@ int span_codec_decode(const struct pd_sample *s, struct span_rec *out)
 		if (hdr.size < SPAN_REC_SIZE(0) || out->attrs_size > hdr.size - SPAN_REC_SIZE(0) ||
 		    out->attrs_size > sizeof(out->attrs))
 			out->attrs_size = 0;
+		/* Version 3's split follows the attributes; the copy above may have put bytes of it anywhere. */
+		memset(&out->sched, 0, sizeof(out->sched));
+		if (hdr.version >= 3 && hdr.size >= SPAN_REC_SIZE(out->attrs_size) + sizeof(out->sched))
+			memcpy(&out->sched, (const char *)s->raw + SPAN_REC_SIZE(out->attrs_size), sizeof(out->sched));
 		return 0;
 	}
 	if (s->raw_size < sizeof(old))

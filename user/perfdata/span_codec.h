@@ -24,11 +24,26 @@
 
 
 #define SPAN_REC_MAGIC 0x4e505353u /* "SSPN" in a little-endian file */
-/* 2: otel spans carry their OTEP 4947 attributes (attrs_size, attrs); 1: up to span_id. */
-#define SPAN_REC_VERSION 2
+/*
+ * 3: the split of the span's wall time (struct span_sched) after the attributes;
+ * 2: otel spans carry their OTEP 4947 attributes (attrs_size, attrs); 1: up to span_id.
+ */
+#define SPAN_REC_VERSION 3
 #define SPAN_ATTRS_MAX 612 /* OTEP 4947: a record of at most 640 bytes, 28 of them the header */
 
 #define SPAN_HAS_CONTEXT 2 /* flags: trace_id and span_id are set (SP_SPAN_UNFINISHED is 1) */
+
+/*
+ * Where the span's wall time went, from the thread's scheduler accounts
+ * (bpf/spans.bpf.c): CPU time, run-queue wait, time in D.  The rest of the
+ * wall time is asleep.  how 0: not recorded (otel and external spans, older
+ * files).
+ */
+struct span_sched {
+	__u64 on_ns, runq_ns, blocked_ns;
+	__u32 how; /* enum sp_sched_how */
+	__u32 pad;
+};
 
 /* The RAW payload, version 2, host byte order; `size` says how much of it a record holds. */
 struct span_rec {
@@ -53,6 +68,12 @@ struct span_rec {
 	 */
 	__u16 attrs_size;
 	__u8 attrs[SPAN_ATTRS_MAX];
+	/*
+	 * Version 3: in the file right after attrs[attrs_size], when how is
+	 * set (size says), so that version 2 readers take the record as one
+	 * with trailing bytes they do not know.
+	 */
+	struct span_sched sched;
 };
 
 /* The bytes of r up to its last attribute: what r->size should be. */
@@ -68,6 +89,8 @@ int span_codec_attr_name(char *buf, size_t len, const char *name);
 const char *span_source_name(int source);
 
 void span_rec_from_bpf(struct span_rec *r, const struct sp_span *sp);
+/* The split BPF measured (deltas of struct sp_sched_split). */
+void span_rec_set_sched(struct span_rec *r, const struct sp_sched_split *sched);
 /* The SAMPLE record of a span; its size, or -ENOSPC/-EINVAL. */
 long span_codec_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct span_rec *r);
 /*

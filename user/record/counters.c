@@ -67,6 +67,18 @@ static int open_event(struct counter_set *s, struct counter_event *e, const stru
 	int slot = s->nr_slots;
 	bool no_native = o->no_native;
 
+	if (e->spec.kind == EV_SCHED) {
+		static const int slot_of[] = { [EV_SCHED_RUN_DELAY] = COUNTER_NATIVE_RUN_DELAY,
+					       [EV_SCHED_SLEEP] = COUNTER_NATIVE_SLEEP,
+					       [EV_SCHED_BLOCKED] = COUNTER_NATIVE_BLOCKED };
+
+		e->slot = slot_of[a.config < ARRAY_SIZE(slot_of) ? a.config : 0];
+		e->is_clock = true;
+		/* Only spans read slots; theirs is the split in every record (runq_ns, sleep_ns, blocked_ns). */
+		snprintf(e->why, sizeof(e->why), "%s: spans carry it as their runq_ns, sleep_ns and blocked_ns",
+			 e->spec.name);
+		return 0;
+	}
 	if (o->native_switches && a.type == PERF_TYPE_SOFTWARE && a.config == PERF_COUNT_SW_CONTEXT_SWITCHES &&
 	    !a.exclude_user && !a.exclude_kernel) {
 		e->slot = COUNTER_NATIVE_SWITCHES;
@@ -179,6 +191,12 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->skel->rodata->filter_mode = o->filter_mode;
 	s->skel->rodata->times_mask = s->times_mask;
 	s->skel->rodata->clock_mask = s->clock_mask;
+	s->skel->rodata->sched_split = o->sched_split;
+	for (int i = 0; i < s->nr_ev; i++)
+		s->skel->rodata->split_all |= s->ev[i].spec.kind == EV_SCHED;
+	s->skel->rodata->sched_split |= s->skel->rodata->split_all;
+	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
+	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
 	bpf_map__set_max_entries(s->skel->maps.counts, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
@@ -225,6 +243,7 @@ int counters__start(struct counter_set *s)
 {
 	struct bpf_program *p = strcmp(s->hook, "tp_btf") ? s->skel->progs.switch_raw : s->skel->progs.switch_btf;
 
+	s->skel->bss->t0_ns = now_ns(CLOCK_MONOTONIC);
 	s->link = bpf_program__attach(p);
 	if (!s->link)
 		return -errno;
@@ -316,6 +335,11 @@ static void to_events(const struct counter_set *s, struct thread_counts *t, cons
 			t->value[k] = t->enabled[k] = t->running[k] = t->oncpu_ns;
 		} else if (e->slot == COUNTER_NATIVE_SWITCHES) {
 			t->value[k] = t->switches;
+			t->enabled[k] = t->running[k] = t->oncpu_ns;
+		} else if (e->slot <= COUNTER_NATIVE_RUN_DELAY && e->slot >= COUNTER_NATIVE_BLOCKED) {
+			t->value[k] = e->slot == COUNTER_NATIVE_RUN_DELAY ? t->run_delay_ns
+				      : e->slot == COUNTER_NATIVE_SLEEP	   ? t->sleep_ns
+									   : t->blocked_ns;
 			t->enabled[k] = t->running[k] = t->oncpu_ns;
 		} else if (e->slot >= 0) {
 			t->value[k] = val[e->slot];
@@ -427,6 +451,10 @@ static int read_closed(struct counter_set *s, struct readout *ro)
 		ro->v[i].pid = c.pid;
 		ro->v[i].oncpu_ns = c.oncpu_ns;
 		ro->v[i].switches = c.switches;
+		/* run_delay as of its last switch-out, since the thread was first seen: the wait it arrived with counts in. */
+		ro->v[i].run_delay_ns = c.run_delay > c.run_delay0 ? c.run_delay - c.run_delay0 : 0;
+		ro->v[i].sleep_ns = c.slept_ns;
+		ro->v[i].blocked_ns = c.blocked_ns;
 		memcpy(ro->v[i].comm, c.comm, SP_COMM_LEN);
 		ro->v[i].comm[SP_COMM_LEN - 1] = 0;
 	}
@@ -542,6 +570,28 @@ static void add_hidden_runs(const struct counter_set *s, struct readout *ro)
 	}
 }
 
+/*
+ * At the end, a thread still off CPU has been since its switch-out (its
+ * wait for a CPU, if woken, included): the program settles a block only at
+ * the thread's next switch-out.  Only at the end, so that -I's intervals
+ * never go backwards when the block settles.
+ */
+static void add_open_blocks(const struct counter_set *s, struct readout *ro, __u64 now)
+{
+	for (int i = 0; i < ro->cnt && s->stop_ns; i++) {
+		bool running = false;
+
+		for (int c = 0; c < s->cpus.n; c++)
+			running |= ro->open_tid[c] == ro->v[i].tid;
+		if (!ro->raw[i].out_ts || running || now < ro->raw[i].out_ts)
+			continue;
+		if (ro->raw[i].out_state == SP_BLOCK_D)
+			ro->v[i].blocked_ns += now - ro->raw[i].out_ts;
+		else
+			ro->v[i].sleep_ns += now - ro->raw[i].out_ts;
+	}
+}
+
 int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 {
 	struct readout ro = { .cap = 64 };
@@ -562,6 +612,7 @@ int counters__read(struct counter_set *s, struct thread_counts **out, int *n)
 	if (e)
 		goto cleanup;
 	add_hidden_runs(s, &ro);
+	add_open_blocks(s, &ro, now);
 	for (int i = 0; i < ro.cnt; i++)
 		to_events(s, &ro.v[i], ro.raw[i].value, ro.raw[i].enabled, ro.raw[i].running);
 	*out = ro.v;
@@ -592,6 +643,9 @@ int counters__read_totals(struct counter_set *s, const struct thread_counts *t, 
 	for (int i = 0; i < n; i++) {
 		all.oncpu_ns += t[i].oncpu_ns;
 		all.switches += t[i].switches;
+		all.run_delay_ns += t[i].run_delay_ns;
+		all.sleep_ns += t[i].sleep_ns;
+		all.blocked_ns += t[i].blocked_ns;
 	}
 	to_events(s, &all, val, ena, run);
 	/* A whole-host counter runs all the time on every CPU: its own times are the truth. */

@@ -28,11 +28,15 @@ struct counters_opts {
 	enum sp_filter_mode filter_mode;
 	__u64 max_threads;
 	bool prefer_raw_tp;		 /* force the raw_tp twin (tests) */
+	bool sched_split;		 /* keep each thread's time in S and D (spans, stat's sleep/blocked) */
 };
 
 #define COUNTER_UNSUPPORTED (-1)
 #define COUNTER_NATIVE (-2) /* task-clock: the thread's time on CPU, no counter read */
 #define COUNTER_NATIVE_SWITCHES (-3) /* context-switches: slices ended, counted in BPF */
+#define COUNTER_NATIVE_RUN_DELAY (-4) /* run-delay: sched_info.run_delay, read at switches */
+#define COUNTER_NATIVE_SLEEP (-5)     /* sleep: time in S, from switch-outs (struct sp_counts) */
+#define COUNTER_NATIVE_BLOCKED (-6)   /* blocked: time in D, the same way */
 
 /* One event: where its values are, or why it cannot be counted here. */
 struct counter_event {
@@ -49,6 +53,7 @@ struct thread_counts {
 	__u32 tid, pid;
 	char comm[SP_COMM_LEN];
 	__u64 oncpu_ns, switches;
+	__u64 run_delay_ns, sleep_ns, blocked_ns; /* with sched_split */
 	__u64 value[SP_MAX_COUNTERS], enabled[SP_MAX_COUNTERS], running[SP_MAX_COUNTERS];
 };
 

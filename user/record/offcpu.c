@@ -15,20 +15,166 @@
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "perf_sample.h"
+#include "util.h"
+#include "waker_codec.h"
 
 struct offcpu_set {
 	struct offcpu_bpf *skel;
 	struct bpf_link *link;
 	struct ring_buffer *rb;
 	const char *hook;
-	struct perf_event_attr attr;
+	struct perf_event_attr attr, waker_attr;
+	struct bpf_link *waking;
+	bool wakers;		/* the waking program is loaded: each block names its waker */
 	offcpu_write_fn fn;
 	void *ctx;
 	int err;		/* the first write error inside the ring callback */
 	__u64 chain[2 * SP_OFFCPU_STACK_DEPTH + 2];
 	__u64 iter_start, iter_end; /* __traceiter_sched_switch, when found */
+	struct irq_range *irq;	    /* interrupt entry points, by address (classify_waker) */
+	size_t nr_irq, cap_irq;
+	/*
+	 * The stack map's entries as read, by id.  An id names one stack for
+	 * good: the map hashes a stack to its bucket and, without
+	 * BPF_F_REUSE_STACKID, never replaces it, and nothing deletes.  Each
+	 * block and its waker take up to four stacks, mostly the same ones
+	 * again: a lookup each fell behind a ring of 40,000 blocks a second.
+	 */
+	struct cached_stack *cache;
+	__u32 cache_n;
 	struct offcpu_stats st;
 };
+
+/*
+ * The functions through which an interrupt enters (x86), and so what a
+ * waker's kernel stack says about the context it woke in: a softirq's
+ * frames sit above the hardirq exit that ran it, so the first match from
+ * the top decides.
+ */
+static const struct {
+	const char *name;
+	bool prefix;
+	__u8 ctx;
+} irq_entries[] = {
+	{ "handle_softirqs", false, SP_WAKER_SOFTIRQ }, { "__do_softirq", false, SP_WAKER_SOFTIRQ },
+	{ "do_softirq", false, SP_WAKER_SOFTIRQ },	 { "run_ksoftirqd", false, SP_WAKER_SOFTIRQ },
+	{ "asm_sysvec_", true, SP_WAKER_HARDIRQ },	 { "sysvec_", true, SP_WAKER_HARDIRQ },
+	{ "__sysvec_", true, SP_WAKER_HARDIRQ },	 { "asm_common_interrupt", false, SP_WAKER_HARDIRQ },
+	{ "common_interrupt", false, SP_WAKER_HARDIRQ }, { "__common_interrupt", false, SP_WAKER_HARDIRQ },
+	{ "irq_exit_rcu", false, SP_WAKER_HARDIRQ },	 { "__irq_exit_rcu", false, SP_WAKER_HARDIRQ },
+	{ "asm_exc_nmi", false, SP_WAKER_NMI },		 { "exc_nmi", false, SP_WAKER_NMI },
+	{ "default_do_nmi", false, SP_WAKER_NMI },
+};
+
+struct irq_range {
+	__u64 start, end;
+	__u8 ctx;
+};
+
+struct ksym_find {
+	struct offcpu_set *s;
+	__u64 start, end;
+	bool next;	  /* the symbol after __traceiter_sched_switch ends it */
+	size_t open_irq;  /* irq ranges from here on still wait for their end */
+	int err;
+};
+
+static int find_syms(void *ctx, __u64 addr, char type, const char *name, size_t len)
+{
+	static const char want[] = "__traceiter_sched_switch";
+	struct ksym_find *f = ctx;
+	struct offcpu_set *s = f->s;
+
+	if (f->next && addr > f->start) {
+		f->end = addr;
+		f->next = false;
+	}
+	for (; f->open_irq < s->nr_irq && addr > s->irq[f->open_irq].start; f->open_irq++)
+		s->irq[f->open_irq].end = addr;
+	if (len == sizeof(want) - 1 && !memcmp(name, want, len)) {
+		f->start = addr;
+		f->next = true;
+	}
+	if (type != 't' && type != 'T')
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(irq_entries); i++) {
+		size_t n = strlen(irq_entries[i].name);
+
+		if (irq_entries[i].prefix ? len < n || memcmp(name, irq_entries[i].name, n)
+					  : len != n || memcmp(name, irq_entries[i].name, n))
+			continue;
+		if (array_reserve((void **)&s->irq, &s->cap_irq, s->nr_irq, sizeof(*s->irq))) {
+			f->err = -ENOMEM;
+			return -ENOMEM;
+		}
+		s->irq[s->nr_irq++] = (struct irq_range){ .start = addr, .end = addr, .ctx = irq_entries[i].ctx };
+		break;
+	}
+	return 0;
+}
+
+static int cmp_irq(const void *a, const void *b)
+{
+	const struct irq_range *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/*
+ * Where the tracepoint iterator and the interrupt entries are; nothing is
+ * stripped, and no waker taken for an interrupt, if kallsyms hides them.
+ */
+static void locate_syms(struct offcpu_set *s)
+{
+	struct ksym_find f = { .s = s };
+	char *text = NULL;
+	size_t len;
+
+	if (!kallsyms_read_proc(&text, &len))
+		kallsyms_parse(text, len, find_syms, &f);
+	free(text);
+	if (f.start && f.end > f.start) {
+		s->iter_start = f.start;
+		s->iter_end = f.end;
+	}
+	sort_n(s->irq, s->nr_irq, sizeof(*s->irq), cmp_irq);
+}
+
+/* The interrupt context ip is the entry of, 0 if none. */
+static __u8 irq_ctx_of(const struct offcpu_set *s, __u64 ip)
+{
+	size_t lo = 0, hi = s->nr_irq;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->irq[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && ip < s->irq[lo - 1].end ? s->irq[lo - 1].ctx : 0;
+}
+
+/*
+ * A waker's context from its kernel chain (chain[1..n-1] after the kernel
+ * marker): an interrupt if an entry point is on it, and then the frames
+ * from past the entry on (the interrupted task's) are cut, *n shortened.
+ */
+static __u32 classify_waker(const struct offcpu_set *s, const __u64 *chain, __u32 *n)
+{
+	__u32 i, ctx = 0;
+
+	for (i = 1; i < *n && chain[i] < PD_CONTEXT_MAX && !ctx; i++)
+		ctx = irq_ctx_of(s, chain[i]);
+	if (!ctx)
+		return SP_WAKER_TASK;
+	/* i is past the first entry frame: the entry's own callers are entries too. */
+	while (i < *n && chain[i] < PD_CONTEXT_MAX && irq_ctx_of(s, chain[i]))
+		i++;
+	*n = i;
+	return ctx;
+}
 
 void offcpu__attr(struct perf_event_attr *a)
 {
@@ -42,31 +188,51 @@ void offcpu__attr(struct perf_event_attr *a)
 	};
 }
 
+void offcpu__waker_attr(struct perf_event_attr *a)
+{
+	offcpu__attr(a);
+	a->sample_type |= PERF_SAMPLE_RAW;
+}
+
+struct cached_stack {
+	__u64 *ips; /* NULL: not read yet */
+	__u32 n;
+};
+
 /* A stack map entry into chain[n..]; how many frames. */
 static __u32 read_stack(struct offcpu_set *s, __s32 id, __u64 *out)
 {
 	__u64 ips[SP_OFFCPU_STACK_DEPTH];
 	__u32 key = id, n = 0;
+	struct cached_stack *c = id >= 0 && (__u32)id < s->cache_n ? &s->cache[id] : NULL;
 
+	if (c && c->ips) {
+		memcpy(out, c->ips, c->n * sizeof(*out));
+		return c->n;
+	}
 	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offstacks), &key, ips))
 		return 0;
 	while (n < SP_OFFCPU_STACK_DEPTH && ips[n])
 		n++;
 	memcpy(out, ips, n * sizeof(*out));
+	/* Out of memory only costs the next lookup. */
+	if (c && n && (c->ips = malloc(n * sizeof(*c->ips)))) {
+		memcpy(c->ips, ips, n * sizeof(*c->ips));
+		c->n = n;
+	}
 	return n;
 }
 
-/* One offcpu-time sample: period = ns off CPU, the kernel chain then the user chain. */
-static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, __u64 time, __u64 ns,
-			__s32 kstack, __s32 ustack, bool sum)
+/*
+ * The kernel chain then the user chain of two stack map ids into s->chain,
+ * with perf's context markers; how many entries.  *kernel: it starts with
+ * kernel frames.
+ */
+static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool *kernel)
 {
-	struct pd_sample smp = { .id = OFFCPU_ID, .pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = ns,
-				 .cpu_res = sum ? OFFCPU_RES_SUM : 0 };
-	char buf[sizeof(struct perf_event_header) + 128 + sizeof(s->chain)];
 	__u32 n = 0, k;
-	__u16 misc = PERF_RECORD_MISC_USER;
-	long len;
 
+	*kernel = false;
 	k = read_stack(s, kstack, s->chain + 1);
 	/*
 	 * With more than one program on sched_switch the kernel goes through
@@ -77,7 +243,7 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 	if (k) {
 		s->chain[0] = PD_CONTEXT_KERNEL;
 		n = k + 1;
-		misc = PERF_RECORD_MISC_KERNEL;
+		*kernel = true;
 	}
 	k = read_stack(s, ustack, s->chain + n + 1);
 	/*
@@ -91,16 +257,83 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 		s->chain[n] = PD_CONTEXT_USER;
 		n += k + 1;
 	}
+	return n;
+}
+
+/* One offcpu-time sample: period = ns off CPU, the kernel chain then the user chain. */
+static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, __u64 time, __u64 ns,
+			__s32 kstack, __s32 ustack, bool sum)
+{
+	struct pd_sample smp = { .id = OFFCPU_ID, .pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = ns,
+				 .cpu_res = sum ? OFFCPU_RES_SUM : 0 };
+	char buf[sizeof(struct perf_event_header) + 128 + sizeof(s->chain)];
+	bool kernel;
+	__u32 n = build_chain(s, kstack, ustack, &kernel);
+	long len;
+
 	if (!n)
 		s->st.nostack_ids++;
 	/* perf takes the sample ip as the chain's first frame. */
 	smp.ip = n ? s->chain[1] : 0;
 	smp.callchain_nr = n;
 	smp.callchain = s->chain;
-	len = pd_sample_write(buf, sizeof(buf), &s->attr, misc, &smp);
+	len = pd_sample_write(buf, sizeof(buf), &s->attr, kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER,
+			      &smp);
 	if (len < 0)
 		return len;
 	s->st.ns += ns;
+	return s->fn(s->ctx, buf, len);
+}
+
+/* The waker sample of the block `ev` just written: see offcpu.h. */
+static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
+{
+	const struct sp_waker *w = &ev->waker;
+	struct waker_rec rec = {
+		.magic = WAKER_REC_MAGIC, .version = 1, .size = sizeof(rec), .wakee_pid = ev->pid,
+		.wakee_tid = ev->tid, .block_end_ns = ev->end_ns, .wake_ns = w->ts, .ctx = w->ctx,
+	};
+	struct pd_sample smp = { .id = OFFCPU_WAKER_ID, .pid = w->pid, .tid = w->tid, .cpu = ev->cpu,
+				 .time = ev->end_ns, .period = ev->dur_ns, .raw = &rec };
+	char buf[sizeof(struct perf_event_header) + 192 + sizeof(rec) + sizeof(s->chain)];
+	bool kernel;
+	__u32 n;
+	long len;
+
+	if (!w->ctx) {
+		s->st.waker_none++;
+		return 0;
+	}
+	n = build_chain(s, w->kstack, w->ustack, &kernel);
+	if (!kernel)
+		s->st.waker_unclassified++;
+	else
+		rec.ctx = classify_waker(s, s->chain, &n);
+	if (rec.ctx == SP_WAKER_TASK) {
+		/* A thread's: who it is. */
+		memcpy(rec.comm, w->comm, sizeof(rec.comm));
+		rec.comm[sizeof(rec.comm) - 1] = 0;
+	} else {
+		/* An interrupt has no thread: the task it interrupted is not the waker. */
+		smp.pid = smp.tid = 0;
+		s->st.waker_irq++;
+	}
+	smp.ip = n ? s->chain[1] : 0;
+	smp.callchain_nr = n;
+	smp.callchain = s->chain;
+	/* RAW is a u32 size and the payload, padded so that the record stays 8-byte aligned. */
+	smp.raw_size = sizeof(rec) + 4;
+	{
+		char raw[sizeof(rec) + 4] = {};
+
+		memcpy(raw, &rec, sizeof(rec));
+		smp.raw = raw;
+		len = pd_sample_write(buf, sizeof(buf), &s->waker_attr,
+				      kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER, &smp);
+	}
+	if (len < 0)
+		return len;
+	s->st.wakers++;
 	return s->fn(s->ctx, buf, len);
 }
 
@@ -113,6 +346,8 @@ static int on_ring(void *ctx, void *data, size_t size)
 	if (size < sizeof(*ev) || s->err)
 		return 0;
 	e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
+	if (!e && s->wakers)
+		e = write_waker(s, ev);
 	if (e)
 		s->err = e;
 	else
@@ -120,43 +355,6 @@ static int on_ring(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-struct iter_find {
-	__u64 start, end;
-	bool next; /* the symbol after it ends it */
-};
-
-static int find_iter(void *ctx, __u64 addr, char type, const char *name, size_t len)
-{
-	static const char want[] = "__traceiter_sched_switch";
-	struct iter_find *f = ctx;
-
-	(void)type;
-	if (f->next && addr > f->start) {
-		f->end = addr;
-		f->next = false;
-	}
-	if (len == sizeof(want) - 1 && !memcmp(name, want, len)) {
-		f->start = addr;
-		f->next = true;
-	}
-	return 0;
-}
-
-/* Where the tracepoint iterator is; nothing is stripped if kallsyms hides it. */
-static void locate_iter(struct offcpu_set *s)
-{
-	struct iter_find f = {};
-	char *text = NULL;
-	size_t len;
-
-	if (!kallsyms_read_proc(&text, &len))
-		kallsyms_parse(text, len, find_iter, &f);
-	free(text);
-	if (f.start && f.end > f.start) {
-		s->iter_start = f.start;
-		s->iter_end = f.end;
-	}
-}
 
 int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err, size_t errlen)
 {
@@ -172,7 +370,8 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	if (!s)
 		return -ENOMEM;
 	offcpu__attr(&s->attr);
-	locate_iter(s);
+	offcpu__waker_attr(&s->waker_attr);
+	locate_syms(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
 	s->skel = offcpu_bpf__open();
@@ -183,6 +382,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	}
 	bpf_program__set_autoload(s->skel->progs.offcpu_btf, !raw_tp);
 	bpf_program__set_autoload(s->skel->progs.offcpu_raw, raw_tp);
+	s->wakers = !o->no_wakers;
+	bpf_program__set_autoload(s->skel->progs.waking_btf, s->wakers && !raw_tp);
+	bpf_program__set_autoload(s->skel->progs.waking_raw, s->wakers && raw_tp);
 	s->hook = raw_tp ? "raw_tp" : "tp_btf";
 	/* The ring holds at least `entries` blocks: a power of two of pages. */
 	while (ring < o->entries * (sizeof(struct sp_offcpu_event) + 8))
@@ -196,6 +398,14 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	bpf_map__set_max_entries(s->skel->maps.offcpu_rb, ring);
 	bpf_map__set_max_entries(s->skel->maps.offstart, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.offstacks, o->entries);
+	/* The kernel rounds a stack map's buckets up to a power of two: ids go that far. */
+	for (s->cache_n = 1; s->cache_n < o->entries && s->cache_n < (1u << 30); s->cache_n <<= 1)
+		;
+	s->cache = calloc(s->cache_n, sizeof(*s->cache));
+	if (!s->cache) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
 	bpf_map__set_max_entries(s->skel->maps.offagg, o->entries);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
@@ -246,6 +456,13 @@ int offcpu__attach(struct offcpu_set *s, char *err, size_t errlen)
 	if (!s->link)
 		return set_errorf(err, errlen, -errno, "cannot attach the off-CPU program (%s sched_switch): %s",
 				  s->hook, strerror(errno));
+	if (!s->wakers)
+		return 0;
+	p = strcmp(s->hook, "tp_btf") ? s->skel->progs.waking_raw : s->skel->progs.waking_btf;
+	s->waking = bpf_program__attach(p);
+	if (!s->waking)
+		return set_errorf(err, errlen, -errno, "cannot attach the waker program (%s sched_waking): %s",
+				  s->hook, strerror(errno));
 	return 0;
 }
 
@@ -285,6 +502,8 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 	int e;
 
 	/* Detached first, so that the maps hold still while they are read. */
+	bpf_link__destroy(s->waking);
+	s->waking = NULL;
 	bpf_link__destroy(s->link);
 	s->link = NULL;
 	e = offcpu__consume(s, fn, ctx, &n);
@@ -340,6 +559,20 @@ void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st)
 	st->stale = bpf_percpu_sum(fd, SP_STAT_OFFCPU_STALE);
 	st->unseen = bpf_percpu_sum(fd, SP_STAT_OFFCPU_UNSEEN);
 	st->hidden = bpf_percpu_sum(fd, SP_STAT_OFFCPU_HIDDEN);
+	st->waker_kstack = bpf_percpu_sum(fd, SP_STAT_WAKER_KSTACK);
+	st->waker_ustack = bpf_percpu_sum(fd, SP_STAT_WAKER_USTACK);
+}
+
+bool offcpu__wakers(const struct offcpu_set *s)
+{
+	return s->wakers;
+}
+
+int offcpu__waking_prog_fd(const struct offcpu_set *s)
+{
+	if (!s->wakers)
+		return -ENOENT;
+	return bpf_program__fd(strcmp(s->hook, "tp_btf") ? s->skel->progs.waking_raw : s->skel->progs.waking_btf);
 }
 
 const char *offcpu__hook(const struct offcpu_set *s)
@@ -361,8 +594,13 @@ void offcpu__free(struct offcpu_set *s)
 {
 	if (!s)
 		return;
+	bpf_link__destroy(s->waking);
 	bpf_link__destroy(s->link);
 	ring_buffer__free(s->rb);
 	offcpu_bpf__destroy(s->skel);
+	free(s->irq);
+	for (__u32 i = 0; s->cache && i < s->cache_n; i++)
+		free(s->cache[i].ips);
+	free(s->cache);
 	free(s);
 }

@@ -32,6 +32,7 @@ struct offcpu_opts {
 	__u64 entries;			/* stacks and sums kept in BPF; the ring holds as many blocks */
 	__u64 thresh_ns;
 	bool prefer_raw_tp;
+	bool no_wakers;			/* leave out the sched_waking program (bench: its cost alone) */
 };
 
 struct offcpu_stats {
@@ -42,6 +43,7 @@ struct offcpu_stats {
 	__u64 exited;	   /* starts of threads gone at the end: dropped */
 	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, hidden, nostack_ids;
 	__u64 ns;	   /* every sample's period summed */
+	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
 };
 
 /* Writes a finished record to the file. */
@@ -53,6 +55,8 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 int offcpu__attach(struct offcpu_set *s, char *err, size_t errlen);
 /* The attr every off-CPU sample has. */
 void offcpu__attr(struct perf_event_attr *a);
+/* The waker samples' attr (waker_codec.h). */
+void offcpu__waker_attr(struct perf_event_attr *a);
 /* For poll(): readable when the ring is half full. */
 int offcpu__ring_fd(const struct offcpu_set *s);
 /* Writes the blocks in the ring; *n is how many. */
@@ -69,6 +73,10 @@ const char *offcpu__hook(const struct offcpu_set *s);
 bool offcpu__has_prev_state(const struct offcpu_set *s);
 /* Cumulative BPF run time and runs of the switch program (bpf_stats, for bench). */
 int offcpu__prog_fd(const struct offcpu_set *s);
+/* Each block names its waker (the sched_waking program is loaded). */
+bool offcpu__wakers(const struct offcpu_set *s);
+/* The sched_waking program's fd (bpf_stats), -ENOENT without it. */
+int offcpu__waking_prog_fd(const struct offcpu_set *s);
 void offcpu__free(struct offcpu_set *s);
 
 #endif

@@ -31,6 +31,8 @@ struct record_opts {
 	bool offcpu;		   /* --off-cpu */
 	int64_t offcpu_thresh_ms;  /* --off-cpu-thresh, -1 when not given */
 	uint64_t offcpu_entries;   /* --off-cpu-entries: stacks and sums kept in BPF */
+	bool no_sched_split;	   /* --no-sched-split: spans without runq/sleep/blocked (bench's baseline) */
+	bool no_wakers;		   /* --no-wakers: off-CPU blocks without their wakers */
 	double duration;	/* -d, 0: until CMD exits or a signal */
 	const char *output;	/* -o */
 	uint64_t mmap_pages;	/* -m, per CPU */

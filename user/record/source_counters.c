@@ -45,7 +45,9 @@ static void counters_free(struct rec_source *src)
 int counters_source__new(struct rec_source **out, struct rec_ctx *ctx)
 {
 	const struct record_opts *o = ctx->o;
-	struct counters_opts co = { .cpus = ctx->online, .max_threads = o->max_threads, .native_switches = true };
+	/* Spans carry the split of their wall time: the switch program keeps S and D time for them. */
+	struct counters_opts co = { .cpus = ctx->online, .max_threads = o->max_threads, .native_switches = true,
+				    .sched_split = !o->no_sched_split };
 	struct rec_source *src;
 	struct event_spec *evs = NULL;
 	char err[512];

@@ -11,14 +11,20 @@
 #include "perf_data.h"
 #include "source.h"
 
+/* offcpu-time, and the wakers' samples that follow its blocks (waker_codec.h). */
 static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
 {
 	struct perf_event_attr a;
 	__u64 id = OFFCPU_ID;
+	int e;
 
-	(void)src;
 	offcpu__attr(&a);
-	return pd_writer__add_attr(w, &a, OFFCPU_EVENT_NAME, &id, 1);
+	e = pd_writer__add_attr(w, &a, OFFCPU_EVENT_NAME, &id, 1);
+	if (e || !offcpu__wakers(src->priv))
+		return e;
+	id = OFFCPU_WAKER_ID;
+	offcpu__waker_attr(&a);
+	return pd_writer__add_attr(w, &a, OFFCPU_WAKER_EVENT_NAME, &id, 1);
 }
 
 static int offcpu_start(struct rec_source *src)
@@ -93,6 +99,15 @@ static void offcpu_stats(struct rec_source *src)
 	if (st.stale || st.exited)
 		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
 			(unsigned long long)(st.stale + st.exited));
+	if (offcpu__wakers(src->priv))
+		pr_info("wakers: %llu blocks named theirs, %llu wakings from interrupts, %llu blocks ended with no waking seen",
+			(unsigned long long)st.wakers, (unsigned long long)st.waker_irq, (unsigned long long)st.waker_none);
+	if (st.waker_kstack || st.waker_ustack)
+		pr_info("waker stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
+			(unsigned long long)st.waker_kstack, (unsigned long long)st.waker_ustack);
+	if (st.waker_unclassified)
+		pr_info("%llu wakers with no kernel stack: taken for threads, since no interrupt entry could be seen",
+			(unsigned long long)st.waker_unclassified);
 }
 
 static void offcpu_free(struct rec_source *src)
@@ -113,6 +128,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.entries = o->offcpu_entries,
 		.thresh_ns = ms * 1000000ull,
 		.prefer_raw_tp = o->raw_tp,
+		.no_wakers = o->no_wakers,
 	};
 	struct rec_source *src;
 	struct offcpu_set *oc = NULL;

@@ -129,6 +129,10 @@ static int resolve_events(struct samples *s, int test_cpu)
 		struct event_spec *ev = &s->evs[i];
 		struct perf_event_attr a;
 
+		if (ev->kind == EV_SCHED) {
+			pr_err("-e %s: a thread's scheduler account, counted by 'spanperf stat', cannot be sampled", ev->name);
+			return -EINVAL;
+		}
 		/* cycles falls back to cpu-clock where the PMU is hidden, as in most VMs. */
 		if (ev->attr.type == PERF_TYPE_HARDWARE && ev->attr.config == PERF_COUNT_HW_CPU_CYCLES) {
 			e = pe_try_open(&ev->attr, test_cpu);

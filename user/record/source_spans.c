@@ -35,7 +35,7 @@ static int open_set(struct spans *s)
 {
 	const struct record_opts *o = s->ctx->o;
 	struct span_set_opts so = { .specs = s->specs, .nr = s->nr, .min_ns = o->span_min_us * 1000,
-				    .ring_bytes = o->span_buffer_kb * 1024 };
+				    .ring_bytes = o->span_buffer_kb * 1024, .sched_split = !o->no_sched_split };
 	const struct counter_event *ev;
 	char err[512];
 	int n, e;
@@ -122,14 +122,15 @@ static int spans_fds(struct rec_source *src, int *fds, int max)
 }
 
 /* A finished span becomes a sample of its attr: time = end, period = duration. */
-static int on_span(void *priv, const struct sp_span *sp)
+static int on_span(void *priv, const struct sp_span_ev *ev)
 {
 	struct spans *s = priv;
 	struct span_rec rec;
 	char buf[512];
 	long n;
 
-	span_rec_from_bpf(&rec, sp);
+	span_rec_from_bpf(&rec, &ev->span);
+	span_rec_set_sched(&rec, &ev->sched);
 	n = span_codec_write(buf, sizeof(buf), &s->attr, &rec);
 	if (n < 0)
 		return n;

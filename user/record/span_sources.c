@@ -324,7 +324,7 @@ static int on_ring(void *ctx, void *data, size_t size)
 {
 	struct span_set *s = ctx;
 
-	if (size < sizeof(struct sp_span))
+	if (size < sizeof(struct sp_span_ev))
 		return 0;
 	return s->fn ? s->fn(s->ctx, data) : 0;
 }
@@ -357,6 +357,7 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 		s->skel->rodata->span_ctr_slot[k] = o->ctr_slot[k];
 	}
 	s->skel->rodata->min_ns = o->min_ns;
+	s->skel->rodata->sched_split = o->sched_split;
 	s->skel->rodata->ring_size = o->ring_bytes;
 	bpf_map__set_max_entries(s->skel->maps.spans_rb, o->ring_bytes);
 	/* The counters' and the sampler's maps, shared: the spans read what those write. */

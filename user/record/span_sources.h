@@ -61,6 +61,7 @@ struct span_set_opts {
 	int counters_fd, snap_fd, counts_fd; /* from the counters program */
 	int threads_fd;			      /* from the sampling program */
 	__u64 ring_bytes;
+	bool sched_split;		      /* each span carries the split of its wall time */
 };
 
 struct span_stats {
@@ -68,7 +69,7 @@ struct span_stats {
 };
 
 struct span_set;
-typedef int (*span_fn)(void *ctx, const struct sp_span *sp);
+typedef int (*span_fn)(void *ctx, const struct sp_span_ev *ev);
 
 int span_set__open(struct span_set **out, const struct span_set_opts *o, char *err, size_t errlen);
 int span_set__attach(struct span_set *s, char *err, size_t errlen);

@@ -6,10 +6,12 @@
 
 #include "hash.h"
 #include "log.h"
+#include "names.h"
 #include "profile.h"
 #include "session.h"
 #include "unwind.h"
 #include "util.h"
+#include "waker_codec.h"
 
 /* An address already symbolized: key (ip, pid, address space) -> function. */
 struct resolved_ip {
@@ -27,6 +29,20 @@ struct profile_builder {
 	struct pframe *scratch; /* the sample being folded */
 	size_t cap_scratch;
 	__u64 user_ips[UNWIND_MAX_FRAMES];
+	/*
+	 * With wakers: an off-CPU block waits here for the spanperf:waker
+	 * sample that follows it in the file (offcpu.h) before it is folded.
+	 */
+	struct {
+		bool on;
+		__u32 pid, tid, nr;
+		const char *comm;
+		__u64 time, period;
+		struct pframe *f;
+		size_t cap;
+	} pend;
+	struct pframe *wscratch; /* a waker's frames */
+	size_t cap_wscratch;
 };
 
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
@@ -127,6 +143,9 @@ struct stack_key {
 	__u32 tid, nr;
 	const char *comm;
 	const struct pframe *f;
+	const char *waker;
+	__u32 nr_waker;
+	const struct pframe *wf;
 };
 
 static bool stack_eq(const void *ctx, size_t idx)
@@ -135,11 +154,16 @@ static bool stack_eq(const void *ctx, size_t idx)
 	const struct pstack *s = &(*(struct pstack *const *)((const void *const *)ctx)[0])[idx];
 	__u32 i;
 
-	if (s->tid != k->tid || s->comm != k->comm || s->nr != k->nr)
+	if (s->tid != k->tid || s->comm != k->comm || s->nr != k->nr || s->waker != k->waker ||
+	    s->nr_waker != k->nr_waker)
 		return false;
 	for (i = 0; i < k->nr && s->frames[i].func == k->f[i].func; i++)
 		;
-	return i == k->nr;
+	if (i != k->nr)
+		return false;
+	for (i = 0; i < k->nr_waker && s->waker_frames[i].func == k->wf[i].func; i++)
+		;
+	return i == k->nr_waker;
 }
 
 /* Identical (thread, comm, functions) samples fold into one stack; off-CPU ones apart. */
@@ -156,6 +180,9 @@ static int add_stack(struct profile_builder *b, __u32 pid, const struct stack_ke
 
 	for (__u32 j = 0; j < k->nr; j++)
 		h = hash_mix(h, k->f[j].func);
+	h = hash_mix(h, (__u64)(uintptr_t)k->waker);
+	for (__u32 j = 0; j < k->nr_waker; j++)
+		h = hash_mix(h, k->wf[j].func);
 	i = hindex_find(idx, h, stack_eq, ctx);
 	if (i >= 0) {
 		(*stacks)[i].count++;
@@ -166,13 +193,101 @@ static int add_stack(struct profile_builder *b, __u32 pid, const struct stack_ke
 	if (array_reserve((void **)stacks, off ? &b->cap_off : &b->cap_stacks, *nr, sizeof(**stacks)))
 		return -ENOMEM;
 	s = &(*stacks)[*nr];
-	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {}, NULL };
+	*s = (struct pstack){ pid, k->tid, k->comm, k->nr, malloc((k->nr ? k->nr : 1) * sizeof(*k->f)), 1, period, {}, NULL,
+			      k->waker, k->nr_waker, NULL };
 	if (!s->frames)
 		return -ENOMEM;
+	if (k->nr_waker) {
+		s->waker_frames = malloc(k->nr_waker * sizeof(*k->wf));
+		if (!s->waker_frames) {
+			free(s->frames);
+			return -ENOMEM;
+		}
+		memcpy(s->waker_frames, k->wf, k->nr_waker * sizeof(*k->wf));
+	}
 	memcpy(s->frames, k->f, k->nr * sizeof(*k->f));
 	if (hindex_add(idx, h, *nr))
 		return -ENOMEM;
 	*out = (*nr)++;
+	return 0;
+}
+
+/* Resolves a chain's frames (markers skipped) into *out, grown as needed; how many, or -errno. */
+static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, bool kernel, struct pframe **out, size_t *cap)
+{
+	long n = 0;
+	int e;
+
+	if (*cap < s->callchain_nr) {
+		struct pframe *f = realloc(*out, s->callchain_nr * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		*out = f;
+		*cap = s->callchain_nr;
+	}
+	for (__u64 i = 0; i < s->callchain_nr; i++) {
+		__u64 ip = s->callchain[i];
+
+		if (ip >= PD_CONTEXT_MAX) {
+			kernel = ip == PD_CONTEXT_KERNEL;
+			if (ip != PD_CONTEXT_KERNEL && ip != PD_CONTEXT_USER)
+				break;
+			continue;
+		}
+		e = resolve_ip(b, s->pid, ip, s->time, kernel, &(*out)[n].func);
+		if (e)
+			return e;
+		(*out)[n++].ip = ip;
+	}
+	return n;
+}
+
+/*
+ * Folds the off-CPU block waiting in b->pend, with its waker if `w` is the
+ * spanperf:waker sample that names it (else with none).
+ */
+static int flush_pending(struct profile_builder *b, const struct sess_sample *w)
+{
+	struct stack_key k = { .tid = b->pend.tid, .comm = b->pend.comm, .nr = b->pend.nr, .f = b->pend.f };
+	struct waker_rec rec;
+	__u32 idx;
+
+	b->pend.on = false;
+	if (w && !waker_rec_decode(w->ev->sample.raw, w->ev->sample.raw_size, &rec) &&
+	    rec.wakee_tid == b->pend.tid && rec.block_end_ns == b->pend.time) {
+		const char *name = waker_ctx_name(rec.ctx);
+		long n = resolve_chain(b, &w->ev->sample, w->kernel, &b->wscratch, &b->cap_wscratch);
+
+		if (n < 0)
+			return n;
+		k.waker = strpool_intern(&b->p->wakers, name ? name : rec.comm[0] ? rec.comm : w->comm, NULL);
+		if (!k.waker)
+			return -ENOMEM;
+		k.nr_waker = n;
+		k.wf = b->wscratch;
+	}
+	return add_stack(b, b->pend.pid, &k, b->pend.period, true, &idx);
+}
+
+static int stash_pending(struct profile_builder *b, const struct pd_sample *s, const char *comm, const struct stack_key *k)
+{
+	if (b->pend.cap < k->nr) {
+		struct pframe *f = realloc(b->pend.f, k->nr * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		b->pend.f = f;
+		b->pend.cap = k->nr;
+	}
+	memcpy(b->pend.f, k->f, k->nr * sizeof(*k->f));
+	b->pend.nr = k->nr;
+	b->pend.pid = s->pid;
+	b->pend.tid = s->tid;
+	b->pend.comm = comm;
+	b->pend.time = s->time;
+	b->pend.period = s->period;
+	b->pend.on = true;
 	return 0;
 }
 
@@ -185,6 +300,11 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	__u32 idx;
 	int e;
 
+	if (b->pend.on) {
+		e = flush_pending(b, ss->kind == SESS_WAKER ? ss : NULL);
+		if (e || ss->kind == SESS_WAKER)
+			return e;
+	}
 	if (ss->kind != SESS_SAMPLING && ss->kind != SESS_OFFCPU)
 		return 0;
 	if (b->cap_scratch < s->callchain_nr + 1 + UNWIND_MAX_FRAMES) {
@@ -237,6 +357,9 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	if (ss->kind == SESS_OFFCPU) {
 		p->off_samples++;
 		p->off_period += s->period;
+		/* Sums of short blocks have no one waker: none is written for them. */
+		if (p->has_wakers && !(s->cpu_res & OFFCPU_RES_SUM))
+			return stash_pending(b, s, ss->comm, &k);
 		return add_stack(b, s->pid, &k, s->period, true, &idx);
 	}
 	p->samples++;
@@ -270,7 +393,10 @@ static int on_finish(void *ctx)
 {
 	struct profile_builder *b = ctx;
 	struct profile *p = b->p;
+	int e = b->pend.on ? flush_pending(b, NULL) : 0;
 
+	if (e)
+		return e;
 	p->lost = p->sess->lost;
 	return p->otel ? otel_join__name_attrs(p->otel, pctx_of, p->sess) : 0;
 }
@@ -312,6 +438,8 @@ static void builder_free(struct profile_builder *b)
 		return;
 	free(b->ips);
 	free(b->scratch);
+	free(b->pend.f);
+	free(b->wscratch);
 	hindex_free(&b->ip_idx);
 	hindex_free(&b->func_idx);
 	hindex_free(&b->stack_idx);
@@ -356,6 +484,8 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 			goto oom;
 		otel_join__want_prefixes(p->otel);
 	}
+	for (int i = 0; i < sess->rd->nr_attrs; i++)
+		p->has_wakers |= sess->kind[i] == SESS_WAKER;
 	e = session__add_consumer(sess, &ops, p->b);
 	if (e)
 		goto cleanup;
@@ -421,9 +551,12 @@ void profile__free(struct profile *p)
 		free((p->sampled ? p->sampled : p->stacks)[i].frames);
 	free(p->sampled);
 	free(p->stacks);
-	for (size_t i = 0; i < p->nr_off_stacks; i++)
+	for (size_t i = 0; i < p->nr_off_stacks; i++) {
 		free(p->off_stacks[i].frames);
+		free(p->off_stacks[i].waker_frames);
+	}
 	free(p->off_stacks);
+	strpool_free(&p->wakers);
 	free(p->funcs);
 	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);

@@ -16,6 +16,7 @@
 #include "otel_join.h"
 #include "perf_data.h"
 #include "symbols.h"
+#include "util.h"
 
 struct session;
 struct profile_builder;
@@ -57,6 +58,14 @@ struct pstack {
 	__u64 count, period;
 	struct otel_ids otel; /* the OTel context the samples ran in (record --otel); NULLs: none */
 	const char *span_prefix; /* --span-prefix: the spans around the samples, "a;b", else NULL */
+	/*
+	 * Off-CPU stacks of files with spanperf:waker samples: who ended the
+	 * blocks (its comm, or "[hardirq]"...) and its stack, leaf first;
+	 * NULL and 0 where not known.
+	 */
+	const char *waker;
+	__u32 nr_waker;
+	struct pframe *waker_frames;
 };
 
 struct profile {
@@ -85,6 +94,8 @@ struct profile {
 	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
 	struct profile_builder *b; /* while the pass runs */
 	bool own_sess;		   /* profile__load's: freed with the profile */
+	struct strpool wakers;	   /* the stacks' waker names */
+	bool has_wakers;	   /* the file names the wakers of its off-CPU blocks */
 };
 
 struct profile_opts {

@@ -159,7 +159,7 @@ static int profile_outputs(const struct report_opts *o, const struct profile *p)
 		goto cleanup;
 	}
 	if (o->folded)
-		e = report_folded(shown, stdout);
+		e = report_folded(shown, stdout, o->wakers);
 	else if (!o->flame && !o->pprof)
 		e = report_tables(p, o->ev_set, o->ev, &o->table);
 	if (e) {

@@ -23,6 +23,7 @@ struct report_opts {
 	enum pview ev;
 	const char *flame, *pprof; /* files to write, or NULL */
 	bool folded, span_prefix;
+	bool wakers;		/* --waker: --folded off-CPU stacks go on with their waker's */
 	bool spans, bpf_samples, otlp; /* --spans and its json/otlp-json outputs */
 };
 

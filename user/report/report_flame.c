@@ -31,7 +31,7 @@ static bool fline_eq(const void *ctx, size_t idx)
 	return !strcmp(((const struct fline *)c[0])[idx].text, c[1]);
 }
 
-int report_folded(const struct profile *p, FILE *out)
+int report_folded(const struct profile *p, FILE *out, bool wakers)
 {
 	struct hindex idx = {};
 	struct fline *lines = NULL;
@@ -51,6 +51,12 @@ int report_folded(const struct profile *p, FILE *out)
 		sbuf_printf(&b, "%s", s->comm);
 		for (__u32 j = s->nr; j-- > 0;)
 			sbuf_printf(&b, ";%s", p->funcs[s->frames[j].func].name);
+		if (wakers && s->waker) {
+			sbuf_printf(&b, ";--");
+			for (__u32 j = 0; j < s->nr_waker; j++)
+				sbuf_printf(&b, ";%s", p->funcs[s->waker_frames[j].func].name);
+			sbuf_printf(&b, ";%s", s->waker);
+		}
 		sbuf_zero(&b, 1);
 		if (b.err) {
 			e = b.err;

@@ -9,7 +9,8 @@
 #include "profile.h"
 
 /* SK_ATTR: attr:NAME, the value of the OTel context's attribute NAME (record --otel). */
-enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_ATTR, SK_MAX };
+/* SK_WAKER: who ended an off-CPU block (record --off-cpu: spanperf:waker samples); on-CPU rows have none. */
+enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_ATTR, SK_WAKER, SK_MAX };
 
 struct table_opts {
 	enum sort_key keys[SK_MAX];
@@ -29,7 +30,13 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
  * flamegraph.pl's input: "comm;root;...;leaf count" per distinct stack;
  * stacks split by span (profile__load_spans) start with their spans' labels.
  */
-int report_folded(const struct profile *p, FILE *out);
+/*
+ * wakers: each off-CPU stack that names its waker goes on with ";--;", the
+ * waker's frames from the leaf back to the root, and its name: bcc
+ * offwaketime's form, so that the waker stands upside down on the blocked
+ * stack in a flame graph.
+ */
+int report_folded(const struct profile *p, FILE *out, bool wakers);
 /* A self-contained SVG flame graph with tooltips, zoom and search. */
 int report_flamegraph(const struct profile *p, const char *title, FILE *out);
 /* A gzipped pprof Profile protobuf. */

@@ -36,7 +36,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct span_report *r = ctx;
 	const struct pd_sample *s = &ss->ev->sample;
 
-	if (ss->kind == SESS_OFFCPU)
+	if (ss->kind == SESS_OFFCPU || ss->kind == SESS_WAKER)
 		return span_wall__add(r->wall, ss);
 	if (ss->kind != SESS_SAMPLING)
 		return 0;
@@ -63,6 +63,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	if (row.name < 0)
 		return -ENOMEM;
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
+	row.sched = sp->sched;
 	if (sp->flags & SPAN_HAS_CONTEXT) {
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
@@ -198,10 +199,43 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
+	/* Without sched_info (SP_SCHED_STAMPS) BPF's on_ns is the switch stamps' own figure. */
+	if (sp->sched.how == SP_SCHED_STAMPS)
+		return sp->sched.on_ns;
 	for (int k = 0; k < r->nr_ctr; k++)
 		if (!strcmp(r->ctr_names[k], "task-clock"))
 			return sp->counters[k];
 	return -1;
+}
+
+/* The innermost span with ids (OTel context) that thread tid was in at time: a waker's, for woken_by. */
+static bool ids_at(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17])
+{
+	const struct span_report *r = ctx;
+	const struct span_row *best = NULL;
+
+	for (size_t i = 0; i < r->nsp && r->sp[i].start <= time; i++) {
+		const struct span_row *sp = &r->sp[i];
+
+		if (sp->tid == tid && sp->has_ctx && time <= sp->end && (!best || sp->start >= best->start))
+			best = sp;
+	}
+	if (!best)
+		return false;
+	for (int k = 0; k < 16; k++)
+		snprintf(trace + 2 * k, 3, "%02x", best->trace_id[k]);
+	for (int k = 0; k < 8; k++)
+		snprintf(span + 2 * k, 3, "%02x", best->span_id[k]);
+	return true;
+}
+
+const char *spans_split_name(__u32 how)
+{
+	switch (how) {
+	case SP_SCHED_ACCOUNTS: return "sched_info";
+	case SP_SCHED_STAMPS: return "switch-stamps";
+	default: return NULL;
+	}
 }
 
 static int cmp_row_start(const void *a, const void *b)
@@ -359,7 +393,9 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
 	r->ctr_names = sess->span_counters;
 	r->nr_ctr = sess->nr_span_counters;
 	e = o->external ? read_external(r, err, errlen) : 0;
-	if (!e && (span_wall__new(&r->wall, sess) || session__add_consumer(sess, &ops, r)))
+	if (!e && !span_wall__new(&r->wall, sess))
+		span_wall__set_ids(r->wall, ids_at, r);
+	if (!e && (!r->wall || session__add_consumer(sess, &ops, r)))
 		e = set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
 	if (e) {
 		span_report__free(r);

@@ -9,7 +9,7 @@
 #include "sbuf.h"
 #include "util.h"
 
-static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr" };
+static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr", "waker" };
 
 int parse_sort_keys(const char *s, struct table_opts *o)
 {
@@ -97,6 +97,7 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		case SK_TRACE: v = (uintptr_t)s->otel.trace_id; break;
 		case SK_SPAN: v = (uintptr_t)s->otel.span_id; break;
 		case SK_ATTR: a = attr_of(s, o, buf, sizeof(buf)); v = a ? hash_str(a) : 0; break;
+		case SK_WAKER: v = (uintptr_t)s->waker; break; /* pooled: one pointer per name */
 		default: break;
 		}
 		h = hash_mix(h, v);
@@ -123,6 +124,7 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 			break;
 		case SK_TRACE: if (a->otel.trace_id != b->otel.trace_id) return false; break;
 		case SK_SPAN: if (a->otel.span_id != b->otel.span_id) return false; break;
+		case SK_WAKER: if (a->waker != b->waker) return false; break;
 		case SK_ATTR: {
 			char x[OTEL_ATTR_VALUE_MAX], y[OTEL_ATTR_VALUE_MAX];
 			const char *va = attr_of(a, o, x, sizeof(x)), *vb = attr_of(b, o, y, sizeof(y));
@@ -281,8 +283,8 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
 		for (int k = 0; k < o->nr_keys; k++) {
 			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
-								 "Trace", "Span", "" };
-			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24 };
+								 "Trace", "Span", "", "Waker" };
+			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24, -16 };
 
 			fprintf(out, "  %*s", w[o->keys[k]], o->keys[k] == SK_ATTR ? o->attr : hdr[o->keys[k]]);
 		}
@@ -314,6 +316,14 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 				/* null: samples outside any OTel context */
 				case SK_TRACE: json_id(&b, "trace_id", r->rep->otel.trace_id); break;
 				case SK_SPAN: json_id(&b, "span_id", r->rep->otel.span_id); break;
+				/* null: not known (on-CPU rows, sums of short blocks, files without wakers) */
+				case SK_WAKER:
+					sbuf_printf(&b, ",\"waker\":");
+					if (r->rep->waker)
+						sbuf_json_str(&b, r->rep->waker); /* a comm: any bytes another process chose */
+					else
+						sbuf_printf(&b, "null");
+					break;
 				case SK_ATTR: {
 					const char *v = attr_of(r->rep, o, sym, sizeof(sym));
 
@@ -348,6 +358,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
 			case SK_TRACE: fprintf(out, "  %-32s", r->rep->otel.trace_id ?: "-"); break;
 			case SK_SPAN: fprintf(out, "  %-16s", r->rep->otel.span_id ?: "-"); break;
+			case SK_WAKER: fprintf(out, "  %-16s", r->rep->waker ?: "-"); break;
 			case SK_ATTR: {
 				const char *v = attr_of(r->rep, o, sym, sizeof(sym));
 

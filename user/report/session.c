@@ -201,6 +201,10 @@ const struct otel_pctx *session__otel_process(struct session *s, __u32 pid)
 
 static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 {
+	/* Named as a span attr would be: its id tells it from a span source called "waker". */
+	if (a->name && !strcmp(a->name, OFFCPU_WAKER_EVENT_NAME) && a->nr_ids == 1 && a->ids[0] == OFFCPU_WAKER_ID &&
+	    (a->attr.sample_type & PERF_SAMPLE_RAW))
+		return SESS_WAKER;
 	if (span_codec_name(a))
 		return SESS_SPAN;
 	if (span_codec_is_counters(a)) {
@@ -390,7 +394,8 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 
 	switch (s->kind[ai]) {
 	case SESS_SAMPLING:
-	case SESS_OFFCPU: {
+	case SESS_OFFCPU:
+	case SESS_WAKER: {
 		struct sess_sample ss = {
 			.ev = ev, .kind = s->kind[ai], .attr = ai,
 			.kernel = (ev->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
@@ -456,7 +461,8 @@ static int take(struct session *s, struct timeline *tl, const struct pd_event *e
 	k = s->kind[ev->attr - s->rd->attrs];
 	if (k == SESS_OTEL_PROCESS)
 		return otel_process(s, ev);
-	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_SPAN)
+	/* A waker sample waits with the offcpu-time sample it follows: both are stamped alike. */
+	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SPAN)
 		return 0;
 	if (array_reserve((void **)&tl->q, &tl->cap_q, tl->nr_q, sizeof(*tl->q)))
 		return -ENOMEM;

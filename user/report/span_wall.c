@@ -8,6 +8,7 @@
 #include "span_wall.h"
 #include "symbols.h"
 #include "util.h"
+#include "waker_codec.h"
 
 #define TOP_STACKS 3
 #define MAX_FRAMES 64 /* per stack in the JSON */
@@ -21,12 +22,30 @@ struct block {
 	bool kernel;  /* the first frames are kernel ones (no marker) */
 };
 
+/* Who ended a block (a spanperf:waker sample), found by the block's tid and end. */
+struct waker {
+	__u32 wakee_tid;
+	__u64 block_end, wake_ns;
+	__u32 tid;
+	__s32 pid;
+	__u32 ctx;	   /* enum sp_waker_ctx */
+	const char *comm;  /* pooled */
+	__u64 *chain;
+	__u32 nr;
+	bool kernel;
+};
+
 struct span_wall {
 	struct session *sess;
 	struct block *b;
 	size_t nr, cap;
-	bool recorded;
+	struct waker *wk;
+	size_t nwk, cap_wk;
+	struct strpool comms;
+	bool recorded, wakers;
 	__u64 sums;
+	span_wall_ids_fn ids;
+	void *ids_ctx;
 };
 
 int span_wall__new(struct span_wall **out, struct session *s)
@@ -36,9 +55,46 @@ int span_wall__new(struct span_wall **out, struct session *s)
 	if (!w)
 		return -ENOMEM;
 	w->sess = s;
-	for (int i = 0; i < s->rd->nr_attrs; i++)
+	for (int i = 0; i < s->rd->nr_attrs; i++) {
 		w->recorded |= s->kind[i] == SESS_OFFCPU;
+		w->wakers |= s->kind[i] == SESS_WAKER;
+	}
 	*out = w;
+	return 0;
+}
+
+void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx)
+{
+	w->ids = fn;
+	w->ids_ctx = ctx;
+}
+
+static int add_waker(struct span_wall *w, const struct sess_sample *ss)
+{
+	const struct pd_sample *s = &ss->ev->sample;
+	struct waker_rec rec;
+	const char *name;
+	struct waker *k;
+	size_t id;
+
+	if (waker_rec_decode(s->raw, s->raw_size, &rec))
+		return 0; /* a layout this reader does not know */
+	if (array_reserve((void **)&w->wk, &w->cap_wk, w->nwk, sizeof(*w->wk)))
+		return -ENOMEM;
+	name = waker_ctx_name(rec.ctx);
+	if (!name)
+		name = rec.comm[0] ? rec.comm : ss->comm;
+	if (!strpool_intern(&w->comms, name, &id))
+		return -ENOMEM;
+	k = &w->wk[w->nwk];
+	*k = (struct waker){ .wakee_tid = rec.wakee_tid, .block_end = rec.block_end_ns, .wake_ns = rec.wake_ns,
+			     .tid = s->tid, .pid = s->pid, .ctx = rec.ctx, .comm = w->comms.str[id],
+			     .nr = s->callchain_nr, .kernel = ss->kernel };
+	k->chain = malloc((k->nr ? k->nr : 1) * sizeof(*k->chain));
+	if (!k->chain)
+		return -ENOMEM;
+	memcpy(k->chain, s->callchain, k->nr * sizeof(*k->chain));
+	w->nwk++;
 	return 0;
 }
 
@@ -47,6 +103,8 @@ int span_wall__add(struct span_wall *w, const struct sess_sample *ss)
 	const struct pd_sample *s = &ss->ev->sample;
 	struct block *b;
 
+	if (ss->kind == SESS_WAKER)
+		return add_waker(w, ss);
 	if (ss->kind != SESS_OFFCPU)
 		return 0;
 	if (s->cpu_res & OFFCPU_RES_SUM) {
@@ -75,10 +133,42 @@ static int cmp_block(const void *a, const void *b)
 	return (x->end > y->end) - (x->end < y->end);
 }
 
+static int cmp_waker(const void *a, const void *b)
+{
+	const struct waker *x = a, *y = b;
+
+	if (x->wakee_tid != y->wakee_tid)
+		return x->wakee_tid < y->wakee_tid ? -1 : 1;
+	return (x->block_end > y->block_end) - (x->block_end < y->block_end);
+}
+
 int span_wall__finish(struct span_wall *w)
 {
 	sort_n(w->b, w->nr, sizeof(*w->b), cmp_block);
+	sort_n(w->wk, w->nwk, sizeof(*w->wk), cmp_waker);
 	return 0;
+}
+
+bool span_wall__has_wakers(const struct span_wall *w)
+{
+	return w && w->wakers;
+}
+
+/* The waker of tid's block that ended at end, or NULL. */
+static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
+{
+	size_t lo = 0, hi = w->nwk;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct waker *k = &w->wk[mid];
+
+		if (k->wakee_tid < tid || (k->wakee_tid == tid && k->block_end < end))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
 }
 
 bool span_wall__recorded(const struct span_wall *w)
@@ -178,22 +268,54 @@ static const char *frame_name(struct span_wall *w, const struct block *b, __u32 
 	return s.name;
 }
 
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b)
+bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x)
+{
+	if (sched->how != SP_SCHED_ACCOUNTS)
+		return false;
+	/*
+	 * BPF's stamps and the scheduler's clock may disagree by a few us at
+	 * the edges: clip, so that the parts never exceed the wall time.
+	 */
+	x->on = SP_MIN(sched->on_ns, wall);
+	x->runq = SP_MIN(sched->runq_ns, wall - x->on);
+	x->off = wall - x->on - x->runq;
+	x->blocked = SP_MIN(sched->blocked_ns, x->off);
+	x->sleep = x->off - x->blocked;
+	return true;
+}
+
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
+		    const char *split_how, struct sbuf *b)
 {
 	struct top t[16];
 	int n;
 
+	if (x)
+		on_ns = x->on;
 	if (on_ns >= 0)
 		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)on_ns);
 	else
 		sbuf_printf(b, ",\"on_cpu_ns\":null");
-	/* Run-queue waits are not recorded: a woken thread's wait is inside its off-CPU block. */
+	if (x)
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":%llu,\"sleep_ns\":%llu,\"blocked_ns\":%llu",
+			    (unsigned long long)x->off, (unsigned long long)x->runq, (unsigned long long)x->sleep,
+			    (unsigned long long)x->blocked);
+	else if (span_wall__recorded(w))
+		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null",
+			    (unsigned long long)span_wall__off_ns(w, tid, start, end));
+	else
+		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
+	sbuf_printf(b, ",\"split\":");
+	if (split_how)
+		sbuf_json_str(b, split_how);
+	else
+		sbuf_printf(b, "null");
 	if (!span_wall__recorded(w)) {
-		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"off_cpu_top\":[]");
+		sbuf_printf(b, ",\"off_cpu_top\":[]");
 		return b->err;
 	}
-	sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"off_cpu_top\":[",
-		    (unsigned long long)span_wall__off_ns(w, tid, start, end));
+	sbuf_printf(b, ",\"off_cpu_top\":[");
 	n = tops(w, tid, start, end, t);
 	for (int k = 0; k < n && k < TOP_STACKS; k++) {
 		bool kernel = t[k].b->kernel;
@@ -209,6 +331,100 @@ int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s6
 			sbuf_json_str(b, name);
 		}
 		sbuf_printf(b, "],\"ns\":%llu}", (unsigned long long)t[k].ns);
+	}
+	sbuf_printf(b, "]");
+	return b->err;
+}
+
+struct wtop {
+	const struct waker *k;
+	__u64 ns;
+};
+
+static bool same_waker(const struct waker *x, const struct waker *y)
+{
+	return x->tid == y->tid && x->pid == y->pid && x->comm == y->comm && x->nr == y->nr &&
+	       !memcmp(x->chain, y->chain, x->nr * sizeof(*x->chain));
+}
+
+/* The span's wakers by the time of the blocks they ended, heaviest first; how many (16 at most). */
+static int wtops(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct wtop *t)
+{
+	int n = 0;
+
+	for (size_t i = first_block(w, tid, start); i < w->nr && w->b[i].tid == tid && w->b[i].start < end; i++) {
+		__u64 ns = overlap(&w->b[i], start, end);
+		const struct waker *k = ns ? waker_of(w, tid, w->b[i].end) : NULL;
+		int j;
+
+		if (!k)
+			continue;
+		for (j = 0; j < n && !same_waker(t[j].k, k); j++)
+			;
+		if (j == n) {
+			if (n == 16)
+				continue;
+			t[n++] = (struct wtop){ k, 0 };
+		}
+		t[j].ns += ns;
+	}
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && t[j].ns > t[j - 1].ns; j--) {
+			struct wtop x = t[j];
+
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	return n;
+}
+
+/* Frame i of a waker's chain by name, or NULL for a context marker. */
+static const char *waker_frame(struct span_wall *w, const struct waker *k, __u32 i, bool *kernel)
+{
+	__u64 ip = k->chain[i];
+	struct sym s;
+
+	if (ip >= PD_CONTEXT_MAX) {
+		*kernel = ip == PD_CONTEXT_KERNEL;
+		return NULL;
+	}
+	symbolizer__resolve(w->sess->sym, k->pid, ip, k->block_end, *kernel, &s);
+	return s.name;
+}
+
+int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b)
+{
+	struct wtop t[16];
+	int n;
+
+	if (!span_wall__has_wakers(w))
+		return b->err;
+	n = wtops(w, tid, start, end, t);
+	sbuf_printf(b, ",\"woken_by\":[");
+	for (int k = 0; k < n && k < TOP_STACKS; k++) {
+		const struct waker *wk = t[k].k;
+		bool kernel = wk->kernel;
+		char trace[33] = "", span[17] = "";
+		int shown = 0;
+
+		sbuf_printf(b, "%s{\"comm\":", k ? "," : "");
+		sbuf_json_str(b, wk->comm);
+		sbuf_printf(b, ",\"tid\":%u,\"stack\":[", wk->tid);
+		for (__u32 i = 0; i < wk->nr && shown < MAX_FRAMES; i++) {
+			const char *name = waker_frame(w, wk, i, &kernel);
+
+			if (!name)
+				continue;
+			sbuf_printf(b, "%s", shown++ ? "," : "");
+			sbuf_json_str(b, name);
+		}
+		sbuf_printf(b, "]");
+		/* The span the waker was in when it woke this one, where it has ids (OTel context). */
+		if (wk->ctx == SP_WAKER_TASK && w->ids && w->ids(w->ids_ctx, wk->tid, wk->wake_ns, trace, span))
+			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", span, trace);
+		else
+			sbuf_printf(b, ",\"span_id\":null,\"trace_id\":null");
+		sbuf_printf(b, ",\"ns\":%llu}", (unsigned long long)t[k].ns);
 	}
 	sbuf_printf(b, "]");
 	return b->err;
@@ -243,6 +459,10 @@ void span_wall__free(struct span_wall *w)
 		return;
 	for (size_t i = 0; i < w->nr; i++)
 		free(w->b[i].chain);
+	for (size_t i = 0; i < w->nwk; i++)
+		free(w->wk[i].chain);
 	free(w->b);
+	free(w->wk);
+	strpool_free(&w->comms);
 	free(w);
 }

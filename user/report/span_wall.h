@@ -18,11 +18,18 @@
 
 #include "sbuf.h"
 #include "session.h"
+#include "span_codec.h"
 
 struct span_wall;
 
 int span_wall__new(struct span_wall **out, struct session *s);
-/* Takes an offcpu-time sample; others are ignored. */
+/*
+ * The trace and span ids (lower-case hex) of the span thread tid was in at
+ * time, where it has them; false if none.
+ */
+typedef bool (*span_wall_ids_fn)(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17]);
+void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx);
+/* Takes an offcpu-time or spanperf:waker sample; others are ignored. */
 int span_wall__add(struct span_wall *w, const struct sess_sample *ss);
 /* After the last sample: sorts the blocks by thread and time. */
 int span_wall__finish(struct span_wall *w);
@@ -31,10 +38,30 @@ bool span_wall__recorded(const struct span_wall *w);
 /* Nanoseconds tid spent off CPU inside [start, end]. */
 __u64 span_wall__off_ns(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /*
- * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":null,"off_cpu_top":[..]
- * for one span; on_ns < 0 means not recorded.
+ * Where a span's wall time went, from the scheduler's accounts its record
+ * carries (struct span_sched): the four parts sum to its duration.
  */
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, struct sbuf *b);
+struct span_split {
+	__u64 on, runq, off, sleep, blocked;
+};
+/* The split of a span of `wall` ns; false where the record has none (then *x is untouched). */
+bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x);
+/*
+ * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":..,"sleep_ns":..,
+ * "blocked_ns":..,"split":..,"off_cpu_top":[..] for one span.  With a split
+ * (x) the times are its own; without, on_ns (< 0: not recorded) and the
+ * off-CPU blocks, if recorded, and the rest null.
+ */
+int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
+		    const char *split_how, struct sbuf *b);
+/* The file names each block's waker (spanperf:waker samples). */
+bool span_wall__has_wakers(const struct span_wall *w);
+/*
+ * Appends ,"woken_by":[{"comm","tid","stack","span_id","trace_id","ns"},..]:
+ * who ended the span's blocks, by the time of those blocks inside it,
+ * heaviest first (3 at most); nothing where the file has no wakers.
+ */
+int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b);
 /* The heaviest blocking stack's first frame in user code (else its leaf), or NULL. */
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /* Sums of short blocks that no span could be given. */

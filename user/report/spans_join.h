@@ -44,6 +44,7 @@ struct span_row {
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
 	__u16 raw_size;
+	struct span_sched sched; /* where its wall time went, as recorded (how 0: not) */
 	size_t first, count; /* the join's result */
 };
 
@@ -76,8 +77,10 @@ int spans_top_of(struct span_report *r, size_t first, size_t count, struct topc 
 int spans_cmp_top(const void *a, const void *b);
 /* The counter is a clock (task-clock, cpu-clock): in ns, printed in ms. */
 bool spans_ctr_is_clock(const char *name);
-/* The span's time on CPU from its task-clock counter, -1 where it has none. */
+/* The span's time on CPU from its task-clock counter (or its switch stamps), -1 where it has none. */
 __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp);
+/* How the span's split was measured, as the JSON rows' "split" says (enum sp_sched_how); NULL: none. */
+const char *spans_split_name(__u32 how);
 /* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
 void spans_ids(const struct span_row *sp, size_t i, char trace[33], char span[17]);
 

@@ -54,7 +54,14 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		otel_attrs_split(sp->attrs, json_attr, b);
 		sbuf_printf(b, "}");
 	}
-	span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), b);
+	{
+		struct span_split x;
+		bool split = span_split_of(&sp->sched, sp->end - sp->start, &x);
+
+		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
+				spans_split_name(sp->sched.how), b);
+		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, b);
+	}
 	if (sp->ext && sp->ext->trace_id[0])
 		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
 	if (sp->ext && sp->ext->span_id[0])

@@ -69,6 +69,7 @@ static void perf_attrs(struct otlp_w *w, const struct span_row *sp, bool *first)
 {
 	struct span_report *r = w->r;
 	struct sbuf *b = &w->b;
+	struct span_split x;
 
 	otlp_attr_int(b, first, "thread.id", sp->tid);
 	otlp_attr_str(b, first, "perf.span.source", span_source_name(sp->source));
@@ -80,9 +81,19 @@ static void perf_attrs(struct otlp_w *w, const struct span_row *sp, bool *first)
 		otlp_attr_double(b, first, "perf.task_clock_ms", sp->count * w->ns_per_sample / 1e6);
 	if (sp->source != SP_SRC_EXTERNAL && w->k_cs >= 0)
 		otlp_attr_int(b, first, "perf.context_switches", sp->counters[w->k_cs]);
-	/* The same clipped sum of blocks as off_cpu_ns; absent, not 0, where --off-cpu was not given. */
-	if (span_wall__recorded(r->wall))
+	/*
+	 * The same figures as the JSON rows: the split where the span has one,
+	 * else the clipped sum of blocks; absent, not 0, where neither was
+	 * recorded.
+	 */
+	if (span_split_of(&sp->sched, sp->end - sp->start, &x)) {
+		otlp_attr_double(b, first, "perf.off_cpu_ms", x.off / 1e6);
+		otlp_attr_double(b, first, "perf.runq_ms", x.runq / 1e6);
+		otlp_attr_double(b, first, "perf.sleep_ms", x.sleep / 1e6);
+		otlp_attr_double(b, first, "perf.blocked_ms", x.blocked / 1e6);
+	} else if (span_wall__recorded(r->wall)) {
 		otlp_attr_double(b, first, "perf.off_cpu_ms", span_wall__off_ns(r->wall, sp->tid, sp->start, sp->end) / 1e6);
+	}
 }
 
 /* One span; 0 or -ENOMEM. */

@@ -122,6 +122,62 @@ static int print_attrs(struct span_report *r, FILE *out)
 	return w.err;
 }
 
+#define SPLIT_BAR 20
+
+static bool any_split(const struct span_report *r)
+{
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS)
+			return true;
+	return false;
+}
+
+/*
+ * [####rr....DD      ]: the summed split of a name's spans, SPLIT_BAR cells,
+ * each part rounded by the largest remainder so that the cells add up.
+ */
+static void split_bar(FILE *out, const struct span_split *x)
+{
+	static const char mark[4] = { '#', 'r', '.', 'D' };
+	__u64 part[4] = { x->on, x->runq, x->sleep, x->blocked }, total = 0;
+	int cells[4], used = 0;
+	bool spent[4] = {};
+	char bar[SPLIT_BAR + 1];
+
+	for (int i = 0; i < 4; i++)
+		total += part[i];
+	if (!total) {
+		fprintf(out, "  %-*s", SPLIT_BAR + 2, "-");
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		cells[i] = part[i] * SPLIT_BAR / total;
+		used += cells[i];
+	}
+	while (used < SPLIT_BAR) {
+		int best = -1;
+		__u64 rem = 0;
+
+		for (int i = 0; i < 4; i++) {
+			__u64 rm = part[i] * SPLIT_BAR - (__u64)cells[i] * total;
+
+			if (!spent[i] && (best < 0 || rm > rem)) {
+				rem = rm;
+				best = i;
+			}
+		}
+		cells[best]++;
+		spent[best] = true;
+		used++;
+	}
+	used = 0;
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < cells[i]; k++)
+			bar[used++] = mark[i];
+	bar[used] = 0;
+	fprintf(out, "  [%s]", bar);
+}
+
 /* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
 int spans_print_table(struct span_report *r, FILE *out)
 {
@@ -141,10 +197,13 @@ int spans_print_table(struct span_report *r, FILE *out)
 		fprintf(out, " %14s", r->ctr_names[k]);
 	if (span_wall__recorded(r->wall))
 		fprintf(out, " %12s  %-24s", "off-CPU ms", "blocked in");
+	if (any_split(r))
+		fprintf(out, "  %-*s", SPLIT_BAR + 2, "wall: on|runq|sleep|D");
 	fprintf(out, "  top functions inside\n");
 	for (size_t n = 0; n < r->names.n; n++) {
 		size_t cnt = 0, samples = 0, first = 0;
 		__u64 ctr[SP_MAX_COUNTERS] = {}, off = 0;
+		struct span_split sum = {}, x;
 		const char *blocked = NULL;
 		int src = 0, ntop;
 		/* All samples of all spans of this name, pooled for the top list. */
@@ -164,6 +223,12 @@ int spans_print_table(struct span_report *r, FILE *out)
 					blocked = span_wall__top_frame(r->wall, sp->tid, sp->start, sp->end);
 			}
 			src = sp->source;
+			if (span_split_of(&sp->sched, sp->end - sp->start, &x)) {
+				sum.on += x.on;
+				sum.runq += x.runq;
+				sum.sleep += x.sleep;
+				sum.blocked += x.blocked;
+			}
 			for (int k = 0; k < r->nr_ctr; k++)
 				ctr[k] += sp->counters[k];
 			ntop = spans_top_of(r, sp->first, sp->count, &top, &tcap);
@@ -196,6 +261,8 @@ int spans_print_table(struct span_report *r, FILE *out)
 		}
 		if (span_wall__recorded(r->wall))
 			fprintf(out, " %9.3f ms  %-24.24s", cnt ? off / 1e6 / cnt : 0, blocked ? blocked : "-");
+		if (any_split(r))
+			split_bar(out, &sum);
 		fprintf(out, " ");
 		for (size_t t = 0; t < npool && t < 3; t++)
 			fprintf(out, " %s %.0f%%", pool[t].name, samples ? 100.0 * pool[t].n / samples : 0);
@@ -204,6 +271,8 @@ int spans_print_table(struct span_report *r, FILE *out)
 	}
 	if (r->nr_ctr)
 		fprintf(out, "#\n# counters are means per span; samples are those of the span's thread inside it\n");
+	if (any_split(r))
+		fprintf(out, "# wall: where the spans' time went, from the scheduler's accounts: # on CPU, r waiting for a CPU, . asleep, D blocked (uninterruptible, I/O)\n");
 	if (span_wall__recorded(r->wall))
 		fprintf(out, "# off-CPU ms: mean time blocked per span; blocked in: the first span's heaviest blocking stack%s\n",
 			span_wall__unjoinable(r->wall) ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");

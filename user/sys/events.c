@@ -61,6 +61,10 @@ static const struct named builtin[] = {
 	{ "alignment-faults", EV_SW, PERF_COUNT_SW_ALIGNMENT_FAULTS, NULL },
 	{ "emulation-faults", EV_SW, PERF_COUNT_SW_EMULATION_FAULTS, NULL },
 	{ "dummy", EV_SW, PERF_COUNT_SW_DUMMY, NULL },
+	/* Not perf's: where a thread's time off CPU went (stat --per-thread). */
+	{ "run-delay", EV_SCHED, EV_SCHED_RUN_DELAY, "msec" },
+	{ "sleep", EV_SCHED, EV_SCHED_SLEEP, "msec" },
+	{ "blocked", EV_SCHED, EV_SCHED_BLOCKED, "msec" },
 };
 
 static const char *const cache_ids[] = {
@@ -389,7 +393,10 @@ static int parse_base(const char *s, struct event_spec *ev, char *err, size_t er
 	for (size_t i = 0; i < ARRAY_SIZE(builtin); i++)
 		if (!strcmp(s, builtin[i].name)) {
 			ev->kind = builtin[i].kind;
-			ev->attr.type = builtin[i].kind == EV_HW ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+			/* EV_SCHED is no perf event: a type the kernel refuses, should anything open it. */
+			ev->attr.type = builtin[i].kind == EV_HW	   ? PERF_TYPE_HARDWARE
+					: builtin[i].kind == EV_SCHED ? PERF_TYPE_MAX
+								      : PERF_TYPE_SOFTWARE;
 			ev->attr.config = builtin[i].config;
 			ev->unit = builtin[i].unit;
 			return 0;

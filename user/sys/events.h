@@ -21,6 +21,14 @@ enum ev_kind {
 	EV_RAW,
 	EV_PMU,
 	EV_TRACEPOINT,
+	EV_SCHED, /* a thread's scheduler account, counted in BPF at switches: stat only, never opened */
+};
+
+/* EV_SCHED's configs. */
+enum {
+	EV_SCHED_RUN_DELAY, /* time runnable, waiting for a CPU (sched_info.run_delay) */
+	EV_SCHED_SLEEP,	    /* time asleep (S) */
+	EV_SCHED_BLOCKED,   /* time blocked (D, uninterruptible, I/O included) */
 };
 
 struct event_spec {

@@ -145,6 +145,9 @@ void features_probe(struct sp_features *f)
 		snprintf(path, sizeof(path), "%s/events/syscalls", f->tracefs_path);
 		f->syscall_tps = access(path, F_OK) == 0;
 	}
+	/* The file is there exactly when the kernel keeps sched_info (CONFIG_SCHED_INFO). */
+	f->sched_info = access("/proc/self/schedstat", R_OK) == 0;
+	f->sched_waking = features_tp_nargs("sched_waking") >= 1;
 	f->kprobe_err = try_prog("calib_kprobe");
 	f->fentry_err = f->btf ? try_prog("calib_fentry") : -ENOENT;
 	f->tp_btf_err = f->btf ? try_prog("calib_tp_btf") : -ENOENT;
@@ -181,6 +184,7 @@ void features_print(const struct sp_features *f, FILE *out)
 	else
 		fprintf(out, "  %-26s %s\n", "tracefs", yes(f->tracefs_err, b1, sizeof(b1)));
 	fprintf(out, "  %-26s %s\n", "syscall tracepoints", f->syscall_tps ? "yes" : "no");
+	fprintf(out, "  %-26s %s\n", "sched_info (run_delay)", f->sched_info ? "yes" : "no (CONFIG_SCHED_INFO off)");
 
 	fprintf(out, "\nChoices\n");
 	fprintf(out, "  %-26s %s\n", "sampling event",
@@ -207,4 +211,11 @@ void features_print(const struct sp_features *f, FILE *out)
 		 : !f->raw_tp_err ? "raw_tp sys_enter/sys_exit filtered by id"
 				  : "none");
 	fprintf(out, "  %-26s %s\n", "syscall spans", b2);
+	fprintf(out, "  %-26s %s\n", "span wall-time split",
+		f->sched_info ? "scheduler accounts: sum_exec_runtime and run_delay at the edges, D time at switches"
+			      : "switch stamps: on CPU only, run queue, sleep and D unknown (no CONFIG_SCHED_INFO)");
+	fprintf(out, "  %-26s %s\n", "off-CPU wakers",
+		f->sched_waking && (!f->tp_btf_err || !f->raw_tp_err)
+			? "sched_waking; interrupts told by the entry on the waker's kernel stack"
+			: "none: no sched_waking tracepoint");
 }

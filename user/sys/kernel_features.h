@@ -25,6 +25,8 @@ struct sp_features {
 	int tracefs_err;    /* 0: tracefs is usable at tracefs_path */
 	bool tracefs_mounted; /* we mounted it */
 	bool syscall_tps;   /* events/syscalls exists in tracefs */
+	bool sched_info;    /* CONFIG_SCHED_INFO: threads' run_delay (/proc/self/schedstat) */
+	bool sched_waking;  /* the sched_waking tracepoint is in the kernel's BTF (who woke a block) */
 	char tracefs_path[64];
 };
 
