@@ -6,6 +6,7 @@
 
 #include "hash.h"
 #include "log.h"
+#include "names.h"
 #include "profile.h"
 #include "session.h"
 #include "unwind.h"
@@ -27,7 +28,22 @@ struct profile_builder {
 	struct pframe *scratch; /* the sample being folded */
 	size_t cap_scratch;
 	__u64 user_ips[UNWIND_MAX_FRAMES];
+	bool timeline; /* keep every sample's time in p->ticks */
+	size_t cap_ticks;
 };
+
+static int add_tick(struct profile_builder *b, const struct pd_sample *s, __u32 stack, bool off)
+{
+	struct profile *p = b->p;
+
+	if (!b->timeline)
+		return 0;
+	if (array_reserve((void **)&p->ticks, &b->cap_ticks, p->nr_ticks, sizeof(*p->ticks)))
+		return -ENOMEM;
+	p->ticks[p->nr_ticks++] = (struct ptick){ .time = s->time, .period = s->period, .tid = s->tid, .stack = stack,
+						  .off = off, .sum = off && (s->cpu_res & OFFCPU_RES_SUM) };
+	return 0;
+}
 
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
 static __u64 unknown_addr(const struct sym *s, __u64 ip)
@@ -237,7 +253,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	if (ss->kind == SESS_OFFCPU) {
 		p->off_samples++;
 		p->off_period += s->period;
-		return add_stack(b, s->pid, &k, s->period, true, &idx);
+		return add_stack(b, s->pid, &k, s->period, true, &idx) ?: add_tick(b, s, idx, true);
 	}
 	p->samples++;
 	p->period += s->period;
@@ -245,8 +261,8 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	e = add_stack(b, s->pid, &k, s->period, false, &idx);
-	if (e || !p->otel)
+	e = add_stack(b, s->pid, &k, s->period, false, &idx) ?: add_tick(b, s, idx, false);
+	if (e || !p->otel || b->timeline)
 		return e;
 	return otel_join__add_sample(p->otel, s->tid, s->time, idx, s->period);
 }
@@ -329,6 +345,7 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	if (!p || !(p->b = calloc(1, sizeof(*p->b))))
 		goto cleanup;
 	p->b->p = p;
+	p->b->timeline = o->timeline;
 	p->sess = sess;
 	p->sym = sess->sym;
 	p->rd = sess->rd;
@@ -377,7 +394,8 @@ int profile__finish(struct profile *p)
 {
 	int e = 0;
 
-	if (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel))
+	/* A timeline's ticks name the stacks as sampled. */
+	if (!p->b->timeline && (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel)))
 		e = split_by_otel(p);
 	builder_free(p->b);
 	p->b = NULL;
@@ -425,6 +443,7 @@ void profile__free(struct profile *p)
 		free(p->off_stacks[i].frames);
 	free(p->off_stacks);
 	free(p->funcs);
+	free(p->ticks);
 	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);
 	builder_free(p->b);
