@@ -115,16 +115,6 @@ $(OUTPUT)/report/html_assets.o: $(OUTPUT)/report/html_assets.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(OUTPUT)/report/html_assets.c: $(HTML_ASSETS) tools/embed.sh | $(OUTPUT)
-	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)tools/embed.sh $@ html_page_css user/report/html/page.css html_page_js user/report/html/page.js \
-		html_page_body user/report/html/page.html
-
-$(OUTPUT)/report/html_assets.o: $(OUTPUT)/report/html_assets.c
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
-
 # BIN: `make check` links a sanitized binary under its own OUTPUT.
 BIN ?= spanperf
 $(BIN): $(USER_OBJS)
@@ -190,7 +180,6 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,
 	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -iquote tests/fuzz \
 	-DFUZZ_ROOT='"$(CURDIR)/tests/fuzz/root"'
 FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/cmd/main.c,$(USER_SRCS))) \
-	$(OUTPUT)/fuzz/report/html_assets.o \
 	$(OUTPUT)/fuzz/report/html_assets.o
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
@@ -201,11 +190,6 @@ $(OUTPUT)/fuzz/%.o: user/%.c
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(call user_inc,$(call user_dir,$<)) -MMD -MP -c $< -o $@
-
-$(OUTPUT)/fuzz/report/html_assets.o: $(OUTPUT)/report/html_assets.c
-	$(call msg,FUZZ-CC,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/fuzz/report/html_assets.o: $(OUTPUT)/report/html_assets.c
 	$(call msg,FUZZ-CC,$@)
