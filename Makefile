@@ -57,7 +57,9 @@ user_inc = $(addprefix -iquote user/,$(INC_$(1))) -iquote bpf $(GEN_$(1))
 # Tests and fuzzers see everything, as cmd does.
 ALL_INC := $(call user_inc,cmd)
 USER_SRCS := $(wildcard $(addprefix user/,$(addsuffix /*.c,$(USER_DIRS))))
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+# The page of report --html: its script, styles and markup, compiled in as strings.
+HTML_ASSETS := user/report/html/page.css user/report/html/page.js user/report/html/page.html
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS)) $(OUTPUT)/report/html_assets.o
 LIB_OBJS := $(filter-out $(OUTPUT)/cmd/%.o,$(USER_OBJS))
 # The commands' objects, less main(), for the unit tests of option parsing.
 CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_OBJS)))
@@ -102,6 +104,16 @@ $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(call user_inc,$(call user_dir,$<)) -c $< -o $@
+
+$(OUTPUT)/report/html_assets.c: $(HTML_ASSETS) tools/embed.sh | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)tools/embed.sh $@ html_page_css user/report/html/page.css html_page_js user/report/html/page.js \
+		html_page_body user/report/html/page.html
+
+$(OUTPUT)/report/html_assets.o: $(OUTPUT)/report/html_assets.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 # BIN: `make check` links a sanitized binary under its own OUTPUT.
 BIN ?= spanperf
@@ -167,7 +179,8 @@ FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
 	-D_GNU_SOURCE -DSPANPERF_VERSION='"$(VERSION)"' -iquote tests/fuzz \
 	-DFUZZ_ROOT='"$(CURDIR)/tests/fuzz/root"'
-FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/cmd/main.c,$(USER_SRCS)))
+FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/cmd/main.c,$(USER_SRCS))) \
+	$(OUTPUT)/fuzz/report/html_assets.o
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
@@ -177,6 +190,11 @@ $(OUTPUT)/fuzz/%.o: user/%.c
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(call user_inc,$(call user_dir,$<)) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/fuzz/report/html_assets.o: $(OUTPUT)/report/html_assets.c
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
@@ -217,7 +235,7 @@ unit: $(UNIT_BINS)
 	$(Q)tests/layout.sh
 	$(Q)tests/run-unit.sh $(UNIT_BINS)
 
-integration: spanperf $(WORKLOADS)
+integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans
 	$(Q)python3 tests/integration/run.py
 
 vmtest: spanperf $(WORKLOADS)
@@ -227,13 +245,14 @@ vmtest: spanperf $(WORKLOADS)
 # that pkg-config sees the freshly installed libraries.  The kernel matrix
 # runs where QEMU can, and says so where it cannot.
 test: deps
+	$(Q)tools/deps.sh browser
 	$(Q)$(MAKE) --no-print-directory unit integration fuzz-replay
 	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
 	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
 bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans
-	$(Q)tools/deps.sh build test bench
+	$(Q)tools/deps.sh build test bench browser
 	$(Q)python3 bench/bench.py $(BENCH_ARGS)
 
 demo: deps

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the Debian 12 packages spanperf needs that are missing, and
-# nothing when all are present.  Usage: tools/deps.sh [build|test|vm|bench]...
+# nothing when all are present.  Usage: tools/deps.sh [build|test|browser|vm|bench]...
 # (default: build and test).  Needs root (or sudo) only when it installs.
 set -eu
 
@@ -11,6 +11,11 @@ test="libcmocka-dev linux-perf python3 binutils libxml2-utils golang-go golang-g
 # where npm is missing: a nodejs from elsewhere may bundle its own.
 test="$test nodejs"
 command -v npm >/dev/null 2>&1 || test="$test npm"
+# The page tests: Debian's chromium, driven headless by playwright-core from
+# npm (the tests install it and speedscope into build/browser-node; never
+# `npx playwright install`).  Only make test needs them, not make demo.
+browser="chromium nodejs"
+command -v npm >/dev/null 2>&1 || browser="$browser npm"
 vm="qemu-system-x86 busybox-static cpio"
 bench="bpftrace linux-perf"
 
@@ -20,9 +25,10 @@ for profile in "$@"; do
 	case $profile in
 	build) want="$want $build" ;;
 	test) want="$want $build $test" ;;
+	browser) want="$want $browser" ;;
 	vm) want="$want $vm" ;;
 	bench) want="$want $bench" ;;
-	*) echo "deps.sh: unknown profile '$profile' (build, test, vm, bench)" >&2; exit 1 ;;
+	*) echo "deps.sh: unknown profile '$profile' (build, test, browser, vm, bench)" >&2; exit 1 ;;
 	esac
 done
 

@@ -92,6 +92,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1242,12 +1243,69 @@ static int mode_migrate(const char *n, const char *ms)
 	return 0;
 }
 
+/* page N MS A B: the page's ground truth, two named threads with uprobe-able spans. */
+NOINLINE void page_work(uint64_t ns)
+{
+	burn_ns(ns);
+	sink++;
+}
+
+/* Half of its time on CPU, then asleep as long: a span that sleeps inside. */
+NOINLINE void page_nap(uint64_t ns)
+{
+	struct timespec ts = { 0, ns };
+
+	burn_ns(ns / 2);
+	nanosleep(&ts, NULL);
+	sink++;
+}
+
+struct pager {
+	long n;
+	uint64_t ns;
+	const char *name;
+	void (*fn)(uint64_t);
+	pid_t tid;
+	uint64_t cpu_ns;
+};
+
+static void *pager_thread(void *arg)
+{
+	struct pager *p = arg;
+	uint64_t c0 = thread_cpu_ns();
+
+	p->tid = syscall(SYS_gettid);
+	/* The name as given, hostile bytes and all (the kernel keeps 15). */
+	prctl(PR_SET_NAME, p->name);
+	for (long i = 0; i < p->n; i++)
+		p->fn(p->ns);
+	p->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+static int mode_page(char **argv)
+{
+	uint64_t ns = strtoull(argv[3], NULL, 10) * 1000000ull;
+	struct pager pg[2] = { { .n = atol(argv[2]), .ns = ns, .name = argv[4], .fn = page_work },
+			       { .n = atol(argv[2]), .ns = ns, .name = argv[5], .fn = page_nap } };
+	pthread_t th[2];
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, pager_thread, &pg[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 2; i++)
+		printf("{\"role\":\"%s\",\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"cpu_ns\":%llu}\n", i ? "napper" : "worker",
+		       getpid(), pg[i].tid, pg[i].n, (unsigned long long)pg[i].cpu_ns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r = 2;
 
 	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "exit-inside"))) {
-		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | forkspin N MS | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS | direct DEV N\n");
+		fprintf(stderr, "usage: workload spin MS[,MS..] | syscalls MS | fork N | forkspin N MS | work THREADS ITERS | threads N SECS | sleeps N US | pages N | calls N MS [FILE] | nest N | exit-inside | reads N | getppid N | tiny N | readloop N | jit MS | churn SECS | gaps SECS | direct DEV N | page N MS NAME NAME\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1285,6 +1343,8 @@ int main(int argc, char **argv)
 		r = mode_pingpong(argv[2]);
 	else if (!strcmp(argv[1], "migrate") && argc > 3)
 		r = mode_migrate(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "page") && argc > 5)
+		r = mode_page(argv);
 	else if (!strcmp(argv[1], "direct") && argc > 3)
 		r = mode_direct(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "reads"))

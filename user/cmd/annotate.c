@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "log.h"
 #include "report.h"
+#include "report_html.h"
 #include "report_spans.h"
 
 static void usage(FILE *out)
@@ -26,6 +27,7 @@ static void usage(FILE *out)
 		     "                       otlp-json (the spans back as OTLP JSON, with perf.* attributes)\n"
 		     "                       or folded (stacks for flamegraph.pl, each starting with the\n"
 		     "                       spans it fell in, span:NAME:SPAN_ID, else [no span])\n"
+		     "      --html FILE      write the page report --html writes, with these spans\n"
 		     "  -h, --help\n\n"
 		     "Example:\n"
 		     "  spanperf record -g -o app.data -- ./app --spans-to spans.jsonl\n"
@@ -39,10 +41,12 @@ int cmd_annotate(int argc, char **argv)
 		{ "spans", required_argument, NULL, 's' },
 		{ "input", required_argument, NULL, 'i' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct spans_report_opts o = { .input = "perf.data" };
+	const char *html = NULL;
 	bool folded = false;
 	char err[512];
 	int c;
@@ -68,6 +72,9 @@ int cmd_annotate(int argc, char **argv)
 			o.json = !strcmp(optarg, "json");
 			o.otlp = !strcmp(optarg, "otlp-json");
 			break;
+		case 'H':
+			html = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -86,6 +93,12 @@ int cmd_annotate(int argc, char **argv)
 	if (!o.external) {
 		pr_err("--spans FILE is required: the spans to annotate, as JSON lines");
 		return 1;
+	}
+	if (html) {
+		struct report_opts ro = { .input = o.input, .external = o.external, .html = html,
+					  .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS };
+
+		return report_run(&ro);
 	}
 	if (folded) {
 		struct report_opts ro = { .input = o.input, .external = o.external, .folded = true, .span_prefix = true };

@@ -8,7 +8,9 @@
 
 #include "commands.h"
 #include "log.h"
+#include "parse.h"
 #include "report.h"
+#include "report_html.h"
 
 static void usage(FILE *out)
 {
@@ -31,6 +33,15 @@ static void usage(FILE *out)
 		"                         span:NAME:SPAN_ID; stacks in none start with [no span]\n"
 		"      --flamegraph SVG   write a flame graph (click to zoom, Search to highlight)\n"
 		"      --pprof FILE       write a gzipped pprof profile (go tool pprof, Pyroscope...)\n"
+		"      --html FILE        write one self-contained page: a lane per thread with its\n"
+		"                         spans, samples and off-CPU blocks, span and selection\n"
+		"                         panels with flame graphs (opens from file://, no network)\n"
+		"      --speedscope FILE  write speedscope's format: an evented profile per thread,\n"
+		"                         spans as frames around the stacks (--format speedscope:\n"
+		"                         to stdout)\n"
+		"      --max-samples N    --html, --speedscope: above N samples keep every k-th of\n"
+		"                         each thread, and say so (default 2000000; 0: all)\n"
+		"      --max-spans N      likewise keep the N longest spans (default 200000; 0: all)\n"
 		"      --event EV         on-cpu, off-cpu (record --off-cpu's offcpu-time) or wall\n"
 		"                         (both, in ns; blocked stacks end in [off-cpu]); the table\n"
 		"                         shows one section per event without it\n"
@@ -49,6 +60,7 @@ static void usage(FILE *out)
 		"  spanperf report --folded --event wall --waker | flamegraph.pl > wakers.svg\n"
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
+		"  spanperf report --html report.html           # open it in a browser\n"
 		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
 }
 
@@ -68,6 +80,10 @@ static int check_combinations(const struct report_opts *o)
 		pr_err("--waker appends the waker to off-CPU stacks of --folded: use it with --folded and --event off-cpu or wall");
 		return -EINVAL;
 	}
+	if ((o->html || o->speedscope) && (o->spans || o->folded || o->flame || o->pprof || o->ev_set)) {
+		pr_err("--html and --speedscope show everything the file holds: use them without --spans, --folded, --flamegraph, --pprof and --event");
+		return -EINVAL;
+	}
 	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU) {
 		pr_err("--span-prefix prefixes on-CPU samples only: leave out --event %s",
 		       o->ev == PV_OFF_CPU ? "off-cpu" : "wall");
@@ -77,7 +93,7 @@ static int check_combinations(const struct report_opts *o)
 }
 
 enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
-       OPT_EVENT };
+       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS };
 
 /* One option with a value into o; -EINVAL after saying why. */
 static int parse_value(int c, const char *arg, struct report_opts *o)
@@ -93,10 +109,12 @@ static int parse_value(int c, const char *arg, struct report_opts *o)
 		}
 		return 0;
 	case 'f':
-		if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json")) {
-			pr_err("--format '%s' is neither text, json nor otlp-json", arg);
+		if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json") && strcmp(arg, "speedscope")) {
+			pr_err("--format '%s' is neither text, json, otlp-json nor speedscope", arg);
 			return -EINVAL;
 		}
+		if (!strcmp(arg, "speedscope"))
+			o->speedscope = "-";
 		to->json = !strcmp(arg, "json");
 		o->otlp = !strcmp(arg, "otlp-json");
 		return 0;
@@ -107,6 +125,17 @@ static int parse_value(int c, const char *arg, struct report_opts *o)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_MAX_SAMPLES:
+	case OPT_MAX_SPANS: {
+		uint64_t v;
+
+		if (parse_u64(arg, &v, 0, UINT64_MAX)) {
+			pr_err("%s '%s' is not a count", c == OPT_MAX_SAMPLES ? "--max-samples" : "--max-spans", arg);
+			return -EINVAL;
+		}
+		*(c == OPT_MAX_SAMPLES ? &o->max_samples : &o->max_spans) = v;
+		return 0;
+	}
 	case OPT_EVENT:
 		if (pview_parse(arg, &o->ev)) {
 			pr_err("--event '%s' is not on-cpu, off-cpu or wall", arg);
@@ -132,6 +161,10 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		{ "waker", no_argument, NULL, OPT_WAKER },
 		{ "flamegraph", required_argument, NULL, OPT_FLAME },
 		{ "pprof", required_argument, NULL, OPT_PPROF },
+		{ "html", required_argument, NULL, OPT_HTML },
+		{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
+		{ "max-samples", required_argument, NULL, OPT_MAX_SAMPLES },
+		{ "max-spans", required_argument, NULL, OPT_MAX_SPANS },
 		{ "event", required_argument, NULL, OPT_EVENT },
 		{ "spans", no_argument, NULL, OPT_SPANS },
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
@@ -154,6 +187,8 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_WAKER: o->wakers = true; break;
 		case OPT_FLAME: o->flame = optarg; break;
 		case OPT_PPROF: o->pprof = optarg; break;
+		case OPT_HTML: o->html = optarg; break;
+		case OPT_SPEEDSCOPE: o->speedscope = optarg; break;
 		case OPT_SPANS: o->spans = true; break;
 		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
 		case OPT_STDIO: break;
@@ -182,7 +217,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_opts o = { .input = "perf.data" };
+	struct report_opts o = { .input = "perf.data", .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS };
 	int e;
 
 	sp_prog = "spanperf report";

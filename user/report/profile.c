@@ -43,7 +43,22 @@ struct profile_builder {
 	} pend;
 	struct pframe *wscratch; /* a waker's frames */
 	size_t cap_wscratch;
+	bool timeline; /* keep every sample's time in p->ticks */
+	size_t cap_ticks;
 };
+
+static int add_tick(struct profile_builder *b, const struct pd_sample *s, __u32 stack, bool off)
+{
+	struct profile *p = b->p;
+
+	if (!b->timeline)
+		return 0;
+	if (array_reserve((void **)&p->ticks, &b->cap_ticks, p->nr_ticks, sizeof(*p->ticks)))
+		return -ENOMEM;
+	p->ticks[p->nr_ticks++] = (struct ptick){ .time = s->time, .period = s->period, .tid = s->tid, .stack = stack,
+						  .off = off, .sum = off && (s->cpu_res & OFFCPU_RES_SUM) };
+	return 0;
+}
 
 /* perf report's al->addr: map-relative in a file (ip - start + pgoff), the address itself elsewhere. */
 static __u64 unknown_addr(const struct sym *s, __u64 ip)
@@ -250,6 +265,8 @@ static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, 
 static int flush_pending(struct profile_builder *b, const struct sess_sample *w)
 {
 	struct stack_key k = { .tid = b->pend.tid, .comm = b->pend.comm, .nr = b->pend.nr, .f = b->pend.f };
+	/* The block's place in the timeline, as its own sample gave it (a held block is never a sum). */
+	struct pd_sample tick = { .time = b->pend.time, .period = b->pend.period, .tid = b->pend.tid };
 	struct waker_rec rec;
 	__u32 idx;
 
@@ -267,7 +284,7 @@ static int flush_pending(struct profile_builder *b, const struct sess_sample *w)
 		k.nr_waker = n;
 		k.wf = b->wscratch;
 	}
-	return add_stack(b, b->pend.pid, &k, b->pend.period, true, &idx);
+	return add_stack(b, b->pend.pid, &k, b->pend.period, true, &idx) ?: add_tick(b, &tick, idx, true);
 }
 
 static int stash_pending(struct profile_builder *b, const struct pd_sample *s, const char *comm, const struct stack_key *k)
@@ -360,7 +377,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		/* Sums of short blocks have no one waker: none is written for them. */
 		if (p->has_wakers && !(s->cpu_res & OFFCPU_RES_SUM))
 			return stash_pending(b, s, ss->comm, &k);
-		return add_stack(b, s->pid, &k, s->period, true, &idx);
+		return add_stack(b, s->pid, &k, s->period, true, &idx) ?: add_tick(b, s, idx, true);
 	}
 	p->samples++;
 	p->period += s->period;
@@ -368,8 +385,8 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 		p->first_ns = s->time;
 	if (s->time > p->last_ns)
 		p->last_ns = s->time;
-	e = add_stack(b, s->pid, &k, s->period, false, &idx);
-	if (e || !p->otel)
+	e = add_stack(b, s->pid, &k, s->period, false, &idx) ?: add_tick(b, s, idx, false);
+	if (e || !p->otel || b->timeline)
 		return e;
 	return otel_join__add_sample(p->otel, s->tid, s->time, idx, s->period);
 }
@@ -457,6 +474,7 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	if (!p || !(p->b = calloc(1, sizeof(*p->b))))
 		goto cleanup;
 	p->b->p = p;
+	p->b->timeline = o->timeline;
 	p->sess = sess;
 	p->sym = sess->sym;
 	p->rd = sess->rd;
@@ -507,7 +525,8 @@ int profile__finish(struct profile *p)
 {
 	int e = 0;
 
-	if (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel))
+	/* A timeline's ticks name the stacks as sampled. */
+	if (!p->b->timeline && (otel_join__has_spans(p->otel) || otel_join__has_prefixes(p->otel)))
 		e = split_by_otel(p);
 	builder_free(p->b);
 	p->b = NULL;
@@ -558,6 +577,7 @@ void profile__free(struct profile *p)
 	free(p->off_stacks);
 	strpool_free(&p->wakers);
 	free(p->funcs);
+	free(p->ticks);
 	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);
 	builder_free(p->b);

@@ -93,13 +93,31 @@ struct profile {
 	struct otel_join *otel; /* owns the otel ids' strings; NULL without otel spans */
 	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */
 	struct profile_builder *b; /* while the pass runs */
+	/* profile_opts.timeline: every sample in file order, with its time; else NULL. */
+	struct ptick *ticks;
+	size_t nr_ticks;
 	bool own_sess;		   /* profile__load's: freed with the profile */
 	struct strpool wakers;	   /* the stacks' waker names */
 	bool has_wakers;	   /* the file names the wakers of its off-CPU blocks */
 };
 
+/* A sample on the timeline (report --html, speedscope): its stack, and when. */
+struct ptick {
+	__u64 time;
+	__u64 period; /* off-CPU: ns blocked, ending at time */
+	__u32 tid;
+	__u32 stack;  /* into stacks, or off_stacks when off */
+	bool off;
+	bool sum;     /* off-CPU: a sum of short blocks, with no interval of its own */
+};
+
 struct profile_opts {
 	const char *root; /* where symbol files are looked up, NULL for / */
+	/*
+	 * report --html, speedscope: keep each sample's time and stack in ticks;
+	 * the stacks are then not split by OTel context, so that each tick names one.
+	 */
+	bool timeline;
 	/* report --folded --span-prefix: on-CPU stacks split by the spans given by profile__add_prefix_span */
 	bool span_prefix;
 };

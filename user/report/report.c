@@ -9,6 +9,7 @@
 #include "hash.h"
 #include "log.h"
 #include "report.h"
+#include "report_html.h"
 #include "report_spans.h"
 #include "session.h"
 #include "unwind.h"
@@ -180,6 +181,88 @@ cleanup:
 	return ret;
 }
 
+static int html_fn(const struct timeline *t, FILE *f, const char *input)
+{
+	return report_html(t, input, f);
+}
+
+static int speedscope_fn(const struct timeline *t, FILE *f, const char *input)
+{
+	return report_speedscope(t, input, f);
+}
+
+/* As write_output, for the outputs over a timeline; "-" is stdout. */
+static int write_timeline(const char *path, int (*fn)(const struct timeline *, FILE *, const char *),
+			  const struct timeline *t, const char *input)
+{
+	struct atomic_file af;
+	FILE *f;
+	int e;
+
+	if (!strcmp(path, "-"))
+		return fn(t, stdout, input) ?: (fflush(stdout) ? -errno : 0);
+	e = atomic_file__open(&af, path, 0644, false);
+	if (e)
+		return e;
+	f = atomic_file__stdio(&af);
+	e = f ? fn(t, f, input) : -errno;
+	if (!e)
+		e = atomic_file__commit(&af);
+	atomic_file__release(&af);
+	return e;
+}
+
+/*
+ * --html and --speedscope: the profile (keeping each sample's time) and the
+ * span join (annotate's spans, or the recorded ones; none is no error) in
+ * the one pass, then the timeline they make together.
+ */
+static int report_visual(const struct report_opts *o)
+{
+	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true };
+	struct profile_opts po = { .timeline = true };
+	struct tl_limits lim = { o->max_samples, o->max_spans };
+	struct session *sess = NULL;
+	struct span_report *sr = NULL;
+	struct profile *p = NULL;
+	struct timeline t = {};
+	char err[512] = "";
+	int e = session__open(&sess, o->input, NULL, err, sizeof(err)), ret = 1;
+
+	if (!e && (e = profile__new(&p, sess, &po)))
+		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
+	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
+	e = e ?: session__run(sess, err, sizeof(err));
+	e = e ?: span_report__finish(sr, err, sizeof(err));
+	if (!e && (e = profile__finish(p) ?: timeline__build(&t, p, sr, &lim)))
+		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
+	if (e) {
+		/* Some failures (out of memory) leave err unwritten. */
+		if (err[0])
+			pr_err("%s", err);
+		else
+			pr_err("cannot read %s: %s", o->input, strerror(-e));
+		goto cleanup;
+	}
+	say_what_was_read(o->input, p);
+	if (t.sample_every > 1 || t.nr_spans < t.spans_total)
+		pr_warn("%s: %llu samples and %llu spans; the %s keeps 1 sample in %llu of each thread and the %zu longest spans (--max-samples, --max-spans)",
+			o->input, (unsigned long long)p->samples, (unsigned long long)t.spans_total,
+			o->html ? "page" : "profile", (unsigned long long)t.sample_every, t.nr_spans);
+	if (o->html && (e = write_timeline(o->html, html_fn, &t, o->input)))
+		pr_err("cannot write --html '%s': %s", o->html, strerror(-e));
+	else if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, &t, o->input)))
+		pr_err("cannot write --speedscope '%s': %s", o->speedscope, strerror(-e));
+	else
+		ret = 0;
+cleanup:
+	timeline__free(&t);
+	span_report__free(sr);
+	profile__free(p);
+	session__free(sess);
+	return ret;
+}
+
 int report_run(const struct report_opts *o)
 {
 	struct session *sess = NULL;
@@ -187,6 +270,8 @@ int report_run(const struct report_opts *o)
 	char err[512] = "";
 	int ret = 1, e;
 
+	if (o->html || o->speedscope)
+		return report_visual(o);
 	if (o->spans) {
 		struct spans_report_opts so = { .input = o->input, .json = o->table.json, .otlp = o->otlp,
 						.bpf_samples = o->bpf_samples };

@@ -5,12 +5,14 @@
  * session, one pass over the file, one symbolizer, whatever the outputs.
  * The consumers are chosen from the options before the pass: the profile
  * for the tables, folded stacks, flame graph and pprof, the span join for
- * --spans and --span-prefix (both at once for the latter).
+ * --spans and --span-prefix (both at once for the latter), and both, the
+ * profile keeping every sample's time, for --html and --speedscope.
  */
 #ifndef SP_REPORT_H
 #define SP_REPORT_H
 
 #include <stdbool.h>
+#include <linux/types.h>
 
 #include "offcpu_view.h"
 #include "report_out.h"
@@ -25,6 +27,9 @@ struct report_opts {
 	bool folded, span_prefix;
 	bool wakers;		/* --waker: --folded off-CPU stacks go on with their waker's */
 	bool spans, bpf_samples, otlp; /* --spans and its json/otlp-json outputs */
+	/* --html, --speedscope: files to write ("-": stdout), or NULL; above the limits they thin (0: none) */
+	const char *html, *speedscope;
+	__u64 max_samples, max_spans;
 };
 
 /* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */

@@ -422,7 +422,7 @@ int span_report__finish(struct span_report *r, char *err, size_t errlen)
 	sort_n(r->sp, r->nsp, sizeof(*r->sp), cmp_row_start);
 	if (join(r))
 		goto oom;
-	if (!r->nsp && !o->external)
+	if (!r->nsp && !o->external && !o->none_ok)
 		return set_errorf(err, errlen, -ENOENT,
 				  "%s has no spans; record them with --span or --otel (see 'spanperf record --help')",
 				  o->input);

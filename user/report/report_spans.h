@@ -16,6 +16,7 @@ struct spans_report_opts {
 	bool json;
 	bool otlp;	       /* --format otlp-json */
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
+	bool none_ok;	       /* a file without spans is not an error (report --html) */
 };
 
 /* The whole of report --spans and annotate: one pass, the join, the output to stdout. */
