@@ -138,10 +138,11 @@ LIB_USER_SRCS := user/sys/events.c user/sys/perf_open.c user/base/fileio.c user/
 	user/base/sbuf.c user/base/util.c
 LIB_PIC_OBJS := $(patsubst lib/%.c,$(OUTPUT)/lib/%.o,$(wildcard lib/*.c)) \
 	$(patsubst user/%.c,$(OUTPUT)/lib/user/%.o,$(LIB_USER_SRCS))
-# lib/ may see base and sys (the files above), include/ (the public header, OTEP 4947/4719).
+# lib/ may see base and sys (the files above), perfdata's names.h (with the bpf/ ABI header it
+# includes), and include/ (the public header, OTEP 4947/4719).
 # TLSDESC: the TLS model OTEP 4947 asks of shared objects, and the cheap one for the library's own.
 LIB_CFLAGS = $(CFLAGS) -fPIC -mtls-dialect=gnu2 -Iinclude -iquote lib -iquote include \
-	-iquote user/base -iquote user/sys
+	-iquote user/base -iquote user/sys -iquote user/perfdata -iquote bpf
 LIB_OUT := $(OUTPUT)/lib/$(LIB_REAL) $(OUTPUT)/lib/libspanperf.a $(OUTPUT)/lib/spanperf.pc
 
 lib: $(LIB_OUT)

@@ -24,10 +24,11 @@
 #include "otel_process_ctx.h"
 
 #include "lib_internal.h"
+#include "names.h"
 
 #define MAX_DEPTH 64
 #define DEFAULT_EVENTS "task-clock,context-switches,page-faults"
-/* key_index of span.name in the key map this library publishes (OTEP 4719). */
+/* key_index of OTEL_SPAN_NAME_KEY in the key map this library publishes (OTEP 4719). */
 #define NAME_KEY 0
 
 struct frame {
@@ -163,7 +164,7 @@ static bool pctx_off; /* SPANPERF_PROCESS_CTX=0, read once */
 
 static void publish_process_ctx(void)
 {
-	static const char *const keys[] = { "span.name", NULL };
+	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, NULL };
 	const char *resource[] = { "service.name", service, NULL };
 
 	/* Once per process: every span after the first pays one compare. */
