@@ -3,7 +3,7 @@
 #   make          build ./spanperf
 #   make demo     install what is missing, record the host for a few seconds, report
 #   make test     install what is missing, then every test (unit, integration, vm)
-#   make lib      libspanperf (.so, .a, spanperf.pc) in build/lib
+#   make lib      libspanperf (.so.0, .a) in build/lib
 #   make install  spanperf and libspanperf under PREFIX (/usr/local), DESTDIR honoured
 #   make V=1      show the full commands
 #
@@ -143,7 +143,7 @@ LIB_PIC_OBJS := $(patsubst lib/%.c,$(OUTPUT)/lib/%.o,$(wildcard lib/*.c)) \
 # TLSDESC: the TLS model OTEP 4947 asks of shared objects, and the cheap one for the library's own.
 LIB_CFLAGS = $(CFLAGS) -fPIC -mtls-dialect=gnu2 -Iinclude -iquote lib -iquote include \
 	-iquote user/base -iquote user/sys -iquote user/perfdata -iquote bpf
-LIB_OUT := $(OUTPUT)/lib/$(LIB_REAL) $(OUTPUT)/lib/libspanperf.a $(OUTPUT)/lib/spanperf.pc
+LIB_OUT := $(OUTPUT)/lib/$(LIB_REAL) $(OUTPUT)/lib/libspanperf.a $(OUTPUT)/lib/spanperf-uninstalled.pc
 
 lib: $(LIB_OUT)
 
@@ -175,11 +175,14 @@ $(OUTPUT)/lib/libspanperf.a: $(LIB_PIC_OBJS)
 		$(OUTPUT)/lib/libspanperf.o
 	$(Q)rm -f $@ && $(AR) rcs $@ $(OUTPUT)/lib/libspanperf.o
 
-$(OUTPUT)/lib/spanperf.pc: lib/spanperf.pc.in Makefile
+# In the build tree, the -uninstalled variant pkg-config prefers (the Go binding's
+# tests use it); `install-lib` writes spanperf.pc for PREFIX and LIBDIR.
+$(OUTPUT)/lib/spanperf-uninstalled.pc: lib/spanperf.pc.in Makefile
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(Q)sed -e 's|@PREFIX@|$(CURDIR)|' -e 's|@LIBDIR@|$(CURDIR)/$(OUTPUT)/lib|' \
+		-e 's|@INCLUDEDIR@|$(CURDIR)/include|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
 
 install-lib: $(LIB_OUT)
 	$(Q)install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/spanperf
@@ -188,7 +191,8 @@ install-lib: $(LIB_OUT)
 	$(Q)ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libspanperf.so
 	$(Q)install -m 0644 $(OUTPUT)/lib/libspanperf.a $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 0644 include/spanperf/spanperf.h $(DESTDIR)$(INCLUDEDIR)/spanperf/
-	$(Q)install -m 0644 $(OUTPUT)/lib/spanperf.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' lib/spanperf.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/spanperf.pc
 
 install: spanperf install-lib
 	$(Q)install -d $(DESTDIR)$(BINDIR)
@@ -295,7 +299,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
 		CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 		build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) build-check/tests/workload
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) lib
 	$(Q)rm -rf build-check/san && mkdir -p build-check/san
 	$(Q)$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
 	$(Q)$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
@@ -313,7 +317,7 @@ unit: $(UNIT_BINS)
 	$(Q)tests/layout.sh
 	$(Q)tests/run-unit.sh $(UNIT_BINS)
 
-integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans
+integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
 	$(Q)python3 tests/integration/run.py
 
 vmtest: spanperf $(WORKLOADS)
