@@ -320,6 +320,10 @@ unit: $(UNIT_BINS)
 integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
 	$(Q)python3 tests/integration/run.py
 
+# The Go binding against the real OpenTelemetry SDK (skipped, saying why, without Go or the SDK).
+gotest: lib
+	$(Q)tests/gotest.sh
+
 vmtest: spanperf $(WORKLOADS)
 	$(Q)tests/vm/run.sh
 
@@ -328,7 +332,7 @@ vmtest: spanperf $(WORKLOADS)
 # runs where QEMU can, and says so where it cannot.
 test: deps
 	$(Q)tools/deps.sh browser
-	$(Q)$(MAKE) --no-print-directory unit integration fuzz-replay
+	$(Q)$(MAKE) --no-print-directory unit integration gotest fuzz-replay
 	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
 	$(Q)tests/vm/run.sh --if-able
 
