@@ -256,6 +256,13 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 	$(Q)mkdir -p $(OUTPUT)/bench
 	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+# libspanperf against read(2) and PAPI; PAPI where libpapi-dev is installed, else its column says why.
+PAPI_FLAGS = $(shell test -f /usr/include/papi.h && echo -DHAVE_PAPI -lpapi)
+$(OUTPUT)/bench/bench_lib: bench/bench_lib.c $(OUTPUT)/lib/libspanperf.a
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread $(PAPI_FLAGS) -o $@
+
 # ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
@@ -339,6 +346,8 @@ test: deps
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
 bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans
 	$(Q)tools/deps.sh build test bench browser
+	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench/bench_lib lib
+	$(Q)tests/gotest.sh -c $(OUTPUT)/bench/spanperf_go.test
 	$(Q)python3 bench/bench.py $(BENCH_ARGS)
 
 demo: deps
