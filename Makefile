@@ -209,6 +209,11 @@ $(OUTPUT)/tests/test_libspanperf: tests/unit/test_libspanperf.c $(OUTPUT)/lib/li
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Iinclude -iquote include -iquote lib $< $(OUTPUT)/lib/libspanperf.a -pthread -lcmocka -o $@
 
+# libspanperf's no-syscall task-clock against read(2), in the QEMU guest (static: the initramfs has no libc of its own).
+$(OUTPUT)/tests/libspanperf_mmap: tests/vm/libspanperf_mmap.c $(OUTPUT)/lib/libspanperf.a | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread -o $@
+
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
 $(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h include/otel_process_ctx.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -331,7 +336,7 @@ integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
 gotest: lib
 	$(Q)tests/gotest.sh
 
-vmtest: spanperf $(WORKLOADS)
+vmtest: spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
 	$(Q)tests/vm/run.sh
 
 # `make test` installs what is missing first, then builds in a second make so
@@ -340,7 +345,7 @@ vmtest: spanperf $(WORKLOADS)
 test: deps
 	$(Q)tools/deps.sh browser
 	$(Q)$(MAKE) --no-print-directory unit integration gotest fuzz-replay
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
 	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
