@@ -6,7 +6,6 @@
  * OTLP JSON line when it ends.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,6 +24,7 @@
 
 #include "lib_internal.h"
 #include "names.h"
+#include "sbuf.h"
 
 #define MAX_DEPTH 64
 #define DEFAULT_EVENTS "task-clock,context-switches,page-faults"
@@ -50,6 +50,7 @@ struct thread_state {
 	int tid;
 	uint64_t rng;
 	struct frame *frames[MAX_DEPTH]; /* allocated once each: a published record never moves */
+	struct sbuf line;		 /* the export's line, reused */
 };
 
 static __thread struct thread_state *self;
@@ -86,6 +87,7 @@ static void thread_gone(void *p)
 	spanperf_counters_close(st->ctr);
 	for (int i = 0; i < MAX_DEPTH; i++)
 		free(st->frames[i]);
+	sbuf_free(&st->line);
 	free(st);
 	self = NULL;
 }
@@ -321,41 +323,6 @@ static void hex(char *out, const uint8_t *p, size_t n)
 	out[2 * n] = 0;
 }
 
-struct line {
-	char *p;
-	size_t n, cap;
-};
-
-static void put(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct line *l, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (l->n >= l->cap)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(l->p + l->n, l->cap - l->n, fmt, ap);
-	va_end(ap);
-	l->n = k < 0 ? l->cap : l->n + (size_t)k;
-}
-
-static void put_json_str(struct line *l, const char *s)
-{
-	put(l, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			put(l, "\\%c", ch);
-		else if (ch < 0x20)
-			put(l, "\\u%04x", ch);
-		else
-			put(l, "%c", ch);
-	}
-	put(l, "\"");
-}
-
 /*
  * The attribute name `spanperf report --format otlp-json` gives a counter:
  * perf.task_clock_ms, perf.context_switches; other events the same way.
@@ -375,11 +342,12 @@ static void attr_name(char *out, size_t len, const char *ev, bool clock)
 	out[k] = 0;
 }
 
-static void export_span(const struct thread_state *st, const struct spanperf_span *s,
+static void export_span(struct thread_state *st, const struct spanperf_span *s,
 			const struct spanperf_counters *ctr)
 {
-	char buf[8192], trace[33], span[17], parent[17], key[160];
-	struct line l = { buf, 0, sizeof(buf) - 1 };
+	char trace[33], span[17], parent[17], key[160];
+	struct sbuf *b = &st->line;
+	bool root = true;
 	int64_t off;
 	ssize_t w;
 
@@ -390,35 +358,41 @@ static void export_span(const struct thread_state *st, const struct spanperf_spa
 	hex(trace, s->trace_id, 16);
 	hex(span, s->span_id, 8);
 	hex(parent, s->parent_span_id, 8);
-	put(&l, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":");
-	put_json_str(&l, service);
-	put(&l, "}},{\"key\":\"process.pid\",\"value\":{\"intValue\":\"%d\"}}]},", (int)proc_pid);
-	put(&l, "\"scopeSpans\":[{\"scope\":{\"name\":\"libspanperf\",\"version\":\"%d.%d\"},\"spans\":[",
-	    SPANPERF_VERSION_MAJOR, SPANPERF_VERSION_MINOR);
-	put(&l, "{\"traceId\":\"%s\",\"spanId\":\"%s\",\"parentSpanId\":\"%s\",\"name\":", trace, span,
-	    s->parent_span_id[0] || memcmp(s->parent_span_id, s->parent_span_id + 1, 7) ? parent : "");
-	put_json_str(&l, s->name);
-	put(&l, ",\"kind\":1,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\",\"attributes\":[",
-	    (unsigned long long)((int64_t)s->start_ns + off), (unsigned long long)((int64_t)s->end_ns + off));
-	put(&l, "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"%d\"}}", st->tid);
+	for (int i = 0; i < 8; i++)
+		root &= !s->parent_span_id[i];
+	/* The thread's buffer, emptied: it stops growing at the longest line. */
+	b->len = 0;
+	b->err = 0;
+	sbuf_printf(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":");
+	sbuf_json_str(b, service);
+	sbuf_printf(b, "}},{\"key\":\"process.pid\",\"value\":{\"intValue\":\"%d\"}}]},", (int)proc_pid);
+	sbuf_printf(b, "\"scopeSpans\":[{\"scope\":{\"name\":\"libspanperf\",\"version\":\"%d.%d\"},\"spans\":[",
+		    SPANPERF_VERSION_MAJOR, SPANPERF_VERSION_MINOR);
+	sbuf_printf(b, "{\"traceId\":\"%s\",\"spanId\":\"%s\",\"parentSpanId\":\"%s\",\"name\":", trace, span,
+		    root ? "" : parent);
+	sbuf_json_str(b, s->name);
+	sbuf_printf(b, ",\"kind\":1,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\",\"attributes\":[",
+		    (unsigned long long)((int64_t)s->start_ns + off), (unsigned long long)((int64_t)s->end_ns + off));
+	sbuf_printf(b, "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"%d\"}}", st->tid);
 	for (int i = 0; i < s->nr_counters; i++) {
 		bool clock = !strcmp(spanperf_counters_unit(ctr, i), "msec");
 
 		attr_name(key, sizeof(key), s->counter_names[i], clock);
+		/* The OTLP JSON mapping: int64 as a string; the clocks in ms as the OTLP writer gives them. */
 		if (clock)
-			put(&l, ",{\"key\":\"%s\",\"value\":{\"doubleValue\":%.6f}}", key, s->deltas[i] / 1e6);
+			sbuf_printf(b, ",{\"key\":\"%s\",\"value\":{\"doubleValue\":%.6f}}", key, s->deltas[i] / 1e6);
 		else
-			put(&l, ",{\"key\":\"%s\",\"value\":{\"intValue\":\"%llu\"}}", key,
-			    (unsigned long long)s->deltas[i]);
+			sbuf_printf(b, ",{\"key\":\"%s\",\"value\":{\"intValue\":\"%llu\"}}", key,
+				    (unsigned long long)s->deltas[i]);
 	}
-	put(&l, "]}]}]}]}\n");
-	if (l.n >= l.cap) {
-		sp_fail(-ENOBUFS, "span '%.60s' does not fit one line of the spans file", s->name);
+	sbuf_printf(b, "]}]}]}]}\n");
+	if (b->err) {
+		sp_fail(b->err, "out of memory writing span '%.60s' to the spans file", s->name);
 		goto out;
 	}
 	/* One write per line: O_APPEND keeps lines of threads and processes whole. */
-	w = write(exp_fd, buf, l.n);
-	if (w != (ssize_t)l.n)
+	w = write(exp_fd, b->p, b->len);
+	if (w != (ssize_t)b->len)
 		sp_fail(w < 0 ? -errno : -EIO, "span '%.60s' could not be written to the spans file: %s", s->name,
 			w < 0 ? strerror(errno) : "short write");
 out:
