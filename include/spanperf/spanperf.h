@@ -31,6 +31,9 @@
  *		 getrusage(RUSAGE_THREAD)'s nvcsw + nivcsw, the same switches.
  * Virtual machines often show neither cap_user_rdpmc (no PMU) nor
  * cap_user_time (a paravirtual sched_clock): there every read is "read".
+ * With SPANPERF_INHERIT a read is one read(2) per event: group reads of
+ * inherited events left the children out on older kernels, a single event's
+ * read sums them on all.
  * Multiplexed events (time_running < time_enabled) are scaled by
  * enabled / running; an event that never ran since open makes the read fail
  * (-ENODATA) rather than report 0.
