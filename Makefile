@@ -158,11 +158,13 @@ $(OUTPUT)/lib/user/%.o: user/%.c
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 # Only the API and otel_thread_ctx_v1 are exported (lib/libspanperf.map); calls
-# inside bind locally (-Bsymbolic-functions); -z defs: nothing left unresolved.
+# inside bind locally (-Bsymbolic-functions); -z defs: nothing left unresolved;
+# -z nodelete: a dlclose must not unmap the code that thread-exit destructors and
+# the fork handler still call.
 $(OUTPUT)/lib/$(LIB_REAL): $(LIB_PIC_OBJS) lib/libspanperf.map
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libspanperf.map \
-		-Wl,-z,defs -Wl,-Bsymbolic-functions $(LIB_PIC_OBJS) -pthread -lm -o $@
+		-Wl,-z,defs -Wl,-z,nodelete -Wl,-Bsymbolic-functions $(LIB_PIC_OBJS) -pthread -lm -o $@
 	$(Q)ln -sf $(LIB_REAL) $(OUTPUT)/lib/$(LIB_SONAME)
 	$(Q)ln -sf $(LIB_SONAME) $(OUTPUT)/lib/libspanperf.so
 
