@@ -134,7 +134,7 @@ done
 
 # libspanperf's task-clock with no syscall: this guest's event pages have
 # cap_user_time (the host's paravirtual clock gives none), so the mmap path is
-# taken and must agree with read(2) across sleeps.
+# taken and every read must fall between two read(2)s around it, across sleeps.
 if out=$(/libspanperf_mmap 2>&1); then
 	ok "libspanperf reads task-clock from the event page ($out)"
 else
