@@ -3,6 +3,8 @@
 #   make          build ./spanperf
 #   make demo     install what is missing, record the host for a few seconds, report
 #   make test     install what is missing, then every test (unit, integration, vm)
+#   make lib      libspanperf (.so.0, .a) in build/lib
+#   make install  spanperf and libspanperf under PREFIX (/usr/local), DESTDIR honoured
 #   make V=1      show the full commands
 #
 VERSION := 0.1.0
@@ -72,7 +74,8 @@ WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tes
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS)) $(OUTPUT)/bench/floor.bpf.o
-.PHONY: all clean deps demo test unit integration vmtest bench check fuzz fuzz-replay soak
+.PHONY: all clean deps demo test unit integration vmtest bench check fuzz fuzz-replay soak lib install \
+	install-lib gotest
 
 all: spanperf
 
@@ -121,11 +124,97 @@ $(BIN): $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
+# ---- libspanperf: counters and spans inside an application (lib/) ----
+# Built from lib/ and the parts of user/ that need no libbpf: the event parser
+# `stat -e` uses (sys/events.c), perf_event_open (sys/perf_open.c) and the base
+# helpers they call.  Position-independent copies, under $(OUTPUT)/lib/.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIB_SONAME := libspanperf.so.0
+LIB_REAL := libspanperf.so.$(VERSION)
+LIB_USER_SRCS := user/sys/events.c user/sys/perf_open.c user/base/fileio.c user/base/log.c user/base/parse.c \
+	user/base/sbuf.c user/base/util.c
+LIB_PIC_OBJS := $(patsubst lib/%.c,$(OUTPUT)/lib/%.o,$(wildcard lib/*.c)) \
+	$(patsubst user/%.c,$(OUTPUT)/lib/user/%.o,$(LIB_USER_SRCS))
+# lib/ may see base and sys (the files above), perfdata's names.h (with the bpf/ ABI header it
+# includes), and include/ (the public header, OTEP 4947/4719).
+# TLSDESC: the TLS model OTEP 4947 asks of shared objects, and the cheap one for the library's own.
+LIB_CFLAGS = $(CFLAGS) -fPIC -mtls-dialect=gnu2 -Iinclude -iquote lib -iquote include \
+	-iquote user/base -iquote user/sys -iquote user/perfdata -iquote bpf
+LIB_OUT := $(OUTPUT)/lib/$(LIB_REAL) $(OUTPUT)/lib/libspanperf.a $(OUTPUT)/lib/spanperf-uninstalled.pc
+
+lib: $(LIB_OUT)
+
+$(OUTPUT)/lib/%.o: lib/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/lib/user/%.o: user/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# Only the API and otel_thread_ctx_v1 are exported (lib/libspanperf.map); calls
+# inside bind locally (-Bsymbolic-functions); -z defs: nothing left unresolved;
+# -z nodelete: a dlclose must not unmap the code that thread-exit destructors and
+# the fork handler still call.
+$(OUTPUT)/lib/$(LIB_REAL): $(LIB_PIC_OBJS) lib/libspanperf.map
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) -Wl,--version-script=lib/libspanperf.map \
+		-Wl,-z,defs -Wl,-z,nodelete -Wl,-Bsymbolic-functions $(LIB_PIC_OBJS) -pthread -lm -o $@
+	$(Q)ln -sf $(LIB_REAL) $(OUTPUT)/lib/$(LIB_SONAME)
+	$(Q)ln -sf $(LIB_SONAME) $(OUTPUT)/lib/libspanperf.so
+
+# One relocatable object with only the API global: the parser's and the helpers'
+# names cannot collide with an application's.
+$(OUTPUT)/lib/libspanperf.a: $(LIB_PIC_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(LD) -r -o $(OUTPUT)/lib/libspanperf.o $(LIB_PIC_OBJS)
+	$(Q)objcopy -w --keep-global-symbol='spanperf_*' --keep-global-symbol=otel_thread_ctx_v1 \
+		$(OUTPUT)/lib/libspanperf.o
+	$(Q)rm -f $@ && $(AR) rcs $@ $(OUTPUT)/lib/libspanperf.o
+
+# In the build tree, the -uninstalled variant pkg-config prefers (the Go binding's
+# tests use it); `install-lib` writes spanperf.pc for PREFIX and LIBDIR.
+$(OUTPUT)/lib/spanperf-uninstalled.pc: lib/spanperf.pc.in Makefile
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(CURDIR)|' -e 's|@LIBDIR@|$(CURDIR)/$(OUTPUT)/lib|' \
+		-e 's|@INCLUDEDIR@|$(CURDIR)/include|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|^Libs: .*|& -Wl,-rpath,$${libdir}|' $< > $@
+
+install-lib: $(LIB_OUT)
+	$(Q)install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/spanperf
+	$(Q)install -m 0755 $(OUTPUT)/lib/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/
+	$(Q)ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	$(Q)ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libspanperf.so
+	$(Q)install -m 0644 $(OUTPUT)/lib/libspanperf.a $(DESTDIR)$(LIBDIR)/
+	$(Q)install -m 0644 include/spanperf/spanperf.h $(DESTDIR)$(INCLUDEDIR)/spanperf/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' lib/spanperf.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/spanperf.pc
+
+install: spanperf install-lib
+	$(Q)install -d $(DESTDIR)$(BINDIR)
+	$(Q)install -m 0755 spanperf $(DESTDIR)$(BINDIR)/
+
 # ---- tests ----
 
 $(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) $(CMD_OBJS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(CMD_OBJS) $(LDLIBS) -lcmocka -o $@
+
+# The library's tests link it as an application does, and see its page reader (lib/page.h).
+$(OUTPUT)/tests/test_libspanperf: tests/unit/test_libspanperf.c $(OUTPUT)/lib/libspanperf.a | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Iinclude -iquote include -iquote lib $< $(OUTPUT)/lib/libspanperf.a -pthread -lcmocka -o $@
+
+# libspanperf's no-syscall task-clock against read(2), in the QEMU guest (static: the initramfs has no libc of its own).
+$(OUTPUT)/tests/libspanperf_mmap: tests/vm/libspanperf_mmap.c $(OUTPUT)/lib/libspanperf.a | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread -o $@
 
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
 $(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h include/otel_process_ctx.h | $(OUTPUT)/tests
@@ -174,6 +263,13 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 	$(Q)mkdir -p $(OUTPUT)/bench
 	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+# libspanperf against read(2) and PAPI; PAPI where libpapi-dev is installed, else its column says why.
+PAPI_FLAGS = $(shell test -f /usr/include/papi.h && echo -DHAVE_PAPI -lpapi)
+$(OUTPUT)/bench/bench_lib: bench/bench_lib.c $(OUTPUT)/lib/libspanperf.a
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread $(PAPI_FLAGS) -o $@
+
 # ---- fuzzing: libFuzzer targets over the parsers, with ASan and UBSan ----
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
@@ -217,7 +313,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
 		CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 		build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) build-check/tests/workload
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) lib
 	$(Q)rm -rf build-check/san && mkdir -p build-check/san
 	$(Q)$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
 	$(Q)$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
@@ -235,10 +331,14 @@ unit: $(UNIT_BINS)
 	$(Q)tests/layout.sh
 	$(Q)tests/run-unit.sh $(UNIT_BINS)
 
-integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans
+integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
 	$(Q)python3 tests/integration/run.py
 
-vmtest: spanperf $(WORKLOADS)
+# The Go binding against the real OpenTelemetry SDK (skipped, saying why, without Go or the SDK).
+gotest: lib
+	$(Q)tests/gotest.sh
+
+vmtest: spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
 	$(Q)tests/vm/run.sh
 
 # `make test` installs what is missing first, then builds in a second make so
@@ -246,13 +346,15 @@ vmtest: spanperf $(WORKLOADS)
 # runs where QEMU can, and says so where it cannot.
 test: deps
 	$(Q)tools/deps.sh browser
-	$(Q)$(MAKE) --no-print-directory unit integration fuzz-replay
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS)
+	$(Q)$(MAKE) --no-print-directory unit integration gotest fuzz-replay
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
 	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
 bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans
 	$(Q)tools/deps.sh build test bench browser
+	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench/bench_lib lib
+	$(Q)tests/gotest.sh -c $(OUTPUT)/bench/spanperf_go.test
 	$(Q)python3 bench/bench.py $(BENCH_ARGS)
 
 demo: deps
@@ -263,4 +365,4 @@ clean:
 	$(call msg,CLEAN,)
 	$(Q)rm -rf $(OUTPUT) build-check spanperf
 
--include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/*/*.d)
+-include $(wildcard $(OUTPUT)/*.d $(OUTPUT)/*/*.d $(OUTPUT)/lib/user/*/*.d $(OUTPUT)/tests/*.d $(OUTPUT)/bench/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/*/*.d)

@@ -10,6 +10,8 @@ test="libcmocka-dev linux-perf python3 binutils libxml2-utils golang-go golang-g
 # The OpenTelemetry tests run the real Node SDK from npm.  Debian's npm only
 # where npm is missing: a nodejs from elsewhere may bundle its own.
 test="$test nodejs"
+# libspanperf's Go binding is tested against Debian's Go OpenTelemetry SDK (GOPATH mode).
+test="$test golang-opentelemetry-otel-dev"
 command -v npm >/dev/null 2>&1 || test="$test npm"
 # The page tests: Debian's chromium, driven headless by playwright-core from
 # npm (the tests install it and speedscope into build/browser-node; never
@@ -17,7 +19,8 @@ command -v npm >/dev/null 2>&1 || test="$test npm"
 browser="chromium nodejs"
 command -v npm >/dev/null 2>&1 || browser="$browser npm"
 vm="qemu-system-x86 busybox-static cpio"
-bench="bpftrace linux-perf"
+# PAPI: the peer of libspanperf's counter reads.
+bench="bpftrace linux-perf libpapi-dev papi-tools"
 
 want=""
 [ $# -eq 0 ] && set -- build test

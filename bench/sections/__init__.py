@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import dwarf, forks, inkernel, offcpu, otel, page, parts, recorder, report, rss, spans, split, stat, stolen, wakers
+from . import dwarf, forks, inkernel, lib, offcpu, otel, page, parts, recorder, report, rss, spans, split, stat, stolen, wakers
 
 TABLE = [
     inkernel,
@@ -19,6 +19,7 @@ TABLE = [
     rss,
     otel,
     page,
+    lib,
 ]
 
 SECTIONS = {m.__name__.rsplit(".", 1)[1]: m for m in TABLE}

@@ -132,4 +132,13 @@ for mode in kprobe fentry; do
 	echo "INFO $mode span on vfs_read: $(awk "BEGIN{printf \"%.0f\", $with - $base}") ns per span beyond a bare read() of $base ns (emulated: TCG)"
 done
 
+# libspanperf's task-clock with no syscall: this guest's event pages have
+# cap_user_time (the host's paravirtual clock gives none), so the mmap path is
+# taken and every read must fall between two read(2)s around it, across sleeps.
+if out=$(/libspanperf_mmap 2>&1); then
+	ok "libspanperf reads task-clock from the event page ($out)"
+else
+	ko "libspanperf reads task-clock from the event page" "$out"
+fi
+
 echo "$pass passed, $fail failed"

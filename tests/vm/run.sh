@@ -38,13 +38,14 @@ if [ ! -s "$cache/vmlinuz" ] || [ ! -s "$cache/brd.ko" ]; then
 	rm -rf "$cache/deb"
 fi
 
-# The initramfs: busybox, spanperf, the workload, and the libraries ldd names.
+# The initramfs: busybox, spanperf, the workload, libspanperf's page check, and the libraries ldd names.
 root=$(mktemp -d /tmp/spanperf-vm.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
 cp /bin/busybox "$root/bin/busybox"
 cp spanperf "$root/spanperf"
 cp build/tests/workload "$root/workload"
+cp build/tests/libspanperf_mmap "$root/libspanperf_mmap"	# static
 cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
 cp "$cache/brd.ko" "$root/brd.ko"
 for lib in $( (ldd spanperf; ldd build/tests/workload) | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do

@@ -36,6 +36,12 @@
  */
 #define OFFCPU_WAKER_ID (SPAN_ID_BASE + SP_MAX_SPANS + 3)
 #define OFFCPU_WAKER_EVENT_NAME "spanperf:waker"
+/*
+ * The OTEP 4947 attribute (keyed through the process context) that names a
+ * thread context's span: libspanperf writes it, `report --spans` shows the
+ * span under that name.
+ */
+#define OTEL_SPAN_NAME_KEY "span.name"
 
 /*
  * In the reserved half of the sample's CPU field, which perf ignores: this

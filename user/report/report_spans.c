@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "log.h"
+#include "names.h"
 #include "otel_join.h"
 #include "otlp_json.h"
 #include "report_spans.h"
@@ -59,9 +60,14 @@ static int on_span(void *ctx, const struct sess_span *ss)
 
 	if (r->o.external)
 		return 0;
-	row.name = name_index(r, ss->name);
-	if (row.name < 0)
-		return -ENOMEM;
+	/* With attributes, the name waits for them (on_finish): span.name may give it. */
+	if ((sp->flags & SPAN_HAS_CONTEXT) && sp->attrs_size) {
+		row.kind = ss->name;
+	} else {
+		row.name = name_index(r, ss->name);
+		if (row.name < 0)
+			return -ENOMEM;
+	}
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
 	row.sched = sp->sched;
 	if (sp->flags & SPAN_HAS_CONTEXT) {
@@ -84,10 +90,15 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	return 0;
 }
 
-/* The otel spans' attributes, named through their process's context, read by now. */
+/*
+ * The otel spans' attributes, named through their process's context, read by
+ * now; a context that names its span (libspanperf's span.name) gives the row
+ * that name.
+ */
 static int on_finish(void *ctx)
 {
 	struct span_report *r = ctx;
+	char sname[128]; /* as long as an external span's name */
 
 	for (size_t i = 0; i < r->nsp; i++) {
 		struct span_row *row = &r->sp[i];
@@ -99,6 +110,10 @@ static int on_finish(void *ctx)
 			return -ENOMEM;
 		free(row->raw_attrs);
 		row->raw_attrs = NULL;
+		row->name = name_index(r, row->attrs && otel_attrs_get(row->attrs, OTEL_SPAN_NAME_KEY, sname,
+									  sizeof(sname)) && sname[0] ? sname : row->kind);
+		if (row->name < 0)
+			return -ENOMEM;
 	}
 	return span_wall__finish(r->wall);
 }

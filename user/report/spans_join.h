@@ -43,6 +43,7 @@ struct span_row {
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
+	const char *kind;  /* with raw_attrs: the name to take where no span.name names it */
 	__u16 raw_size;
 	struct span_sched sched; /* where its wall time went, as recorded (how 0: not) */
 	size_t first, count; /* the join's result */

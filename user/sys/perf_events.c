@@ -5,30 +5,10 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <bpf/libbpf.h>
 
 #include "perf_events.h"
 #include "util.h"
-
-int sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd,
-			unsigned long flags)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
-}
-
-int pe_try_open(const struct perf_event_attr *attr, int cpu)
-{
-	struct perf_event_attr a = *attr;
-	int fd;
-
-	a.disabled = 1;
-	fd = sys_perf_event_open(&a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
 
 int pe_set__open(struct pe_set **out, const struct perf_event_attr *attr, const struct int_list *cpus)
 {

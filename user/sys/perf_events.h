@@ -14,12 +14,10 @@
 #include <linux/perf_event.h>
 
 #include "parse.h"
+#include "perf_open.h"
 
 struct bpf_program;
 struct bpf_link;
-
-int sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd,
-			unsigned long flags);
 
 struct pe_cpu {
 	int cpu;
@@ -44,11 +42,6 @@ int pe_set__ids(const struct pe_set *s, __u64 **ids);
 /* Closes links, then fds; accepts NULL. */
 void pe_set__free(struct pe_set *s);
 
-/*
- * Whether attr can be opened on one CPU, without keeping it:
- * 0 or the negative errno of perf_event_open.
- */
-int pe_try_open(const struct perf_event_attr *attr, int cpu);
 
 /* A perf mmap ring: one per CPU; other events on that CPU redirect into it. */
 struct pe_ring {

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+
+package spanperf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+const events = "task-clock,context-switches,page-faults"
+
+// threadCPU is the calling thread's CPU clock: the truth the counters are held to.
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	// CLOCK_THREAD_CPUTIME_ID = 3
+	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
+	return time.Duration(ts.Nano())
+}
+
+var sink uint64
+
+func spin(d time.Duration) time.Duration {
+	t0 := threadCPU()
+	for threadCPU()-t0 < d {
+		for i := 0; i < 1000; i++ {
+			sink += uint64(i)
+		}
+	}
+	return threadCPU() - t0
+}
+
+// touch writes one byte in each of n fresh pages of memory mapped outside Go's heap.
+func touch(t *testing.T, n int) {
+	ps := os.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, n*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Madvise(m, 15) // MADV_NOHUGEPAGE: one fault per page
+	for i := 0; i < n; i++ {
+		m[i*ps] = 1
+	}
+	syscall.Munmap(m)
+}
+
+func sleeps(k int) {
+	for i := 0; i < k; i++ {
+		ts := syscall.Timespec{Nsec: 500000}
+		syscall.Nanosleep(&ts, nil)
+	}
+}
+
+func TestCountersAgainstTruth(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, err := CountersOpen(events, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := c.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := spin(100 * time.Millisecond)
+	touch(t, 500)
+	m, _ := c.Read()
+	// Switches around the sleeps alone: a spin on a shared host is preempted by others' work.
+	sleeps(20)
+	b, _ := c.Read()
+	tc, cs, pf := m[0]-a[0], b[1]-m[1], m[2]-a[2]
+	t.Logf("task-clock %.3f ms (thread CPU %.3f ms), %d switches for 20 sleeps, %d faults for 500 pages; paths %v",
+		float64(tc)/1e6, float64(truth)/1e6, cs, pf, c.Paths())
+	if float64(tc) < 0.98*float64(truth) {
+		t.Errorf("task-clock %d ns below the thread's %d ns", tc, truth)
+	}
+	if cs < 20 || cs > 22 {
+		t.Errorf("context-switches %d for 20 sleeps", cs)
+	}
+	if pf < 500 || pf > 516 {
+		t.Errorf("page-faults %d for 500 fresh pages", pf)
+	}
+	c.Close()
+	if err := c.ReadInto(make([]uint64, 3)); err == nil {
+		t.Error("a closed handle read")
+	}
+}
+
+func TestUncountableEvent(t *testing.T) {
+	if _, err := os.Stat("/sys/bus/event_source/devices/cpu"); err == nil {
+		t.Skip("this machine has a hardware PMU: cycles can be counted")
+	}
+	_, err := CountersOpen("cycles", 0)
+	if err == nil || !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("cycles with no PMU: %v", err)
+	}
+	t.Log(err)
+	if _, err := CountersOpen("no-such-event", 0); err == nil {
+		t.Fatal("a bad event name opened")
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	var truth time.Duration
+	v, err := Measure("task-clock", func() { truth = spin(20 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(v[0]) < 0.98*float64(truth) || float64(v[0]) > 1.5*float64(truth) {
+		t.Errorf("Measure: task-clock %d ns for %d ns of thread CPU", v[0], truth)
+	}
+}
+
+// show prints attributes as their values, not the Value struct.
+func show(m map[attribute.Key]attribute.Value) string {
+	out := ""
+	for k, v := range m {
+		out += fmt.Sprintf(" %s=%s", k, v.Emit())
+	}
+	return out
+}
+
+func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// Spans made by the real SDK come out with counter attributes that match what the work measured of itself.
+func TestSpanProcessorWithTheSDK(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(NewSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp))))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("spanperf-test")
+
+	var spinCPU time.Duration
+	ctx, outer := tr.Start(context.Background(), "outer")
+	_, inner := tr.Start(ctx, "inner")
+	spinCPU = spin(50 * time.Millisecond)
+	touch(t, 300)
+	inner.End()
+	_, sl := tr.Start(ctx, "sleeper")
+	sleeps(10)
+	sl.End()
+	outer.End()
+
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans exported", len(spans))
+	}
+	by := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		by[s.Name] = s
+	}
+	in, o, s := attrs(by["inner"]), attrs(by["outer"]), attrs(by["sleeper"])
+	t.Logf("inner:%s\nsleeper:%s\nouter:%s", show(in), show(s), show(o))
+	tc := in["perf.task_clock_ms"].AsFloat64()
+	if tc < 0.98*float64(spinCPU)/1e6 || tc > 1.2*float64(spinCPU)/1e6+5 {
+		t.Errorf("inner: perf.task_clock_ms %.3f for %.3f ms of thread CPU", tc, float64(spinCPU)/1e6)
+	}
+	if pf := in["perf.page_faults"].AsInt64(); pf < 300 || pf > 316 {
+		t.Errorf("inner: perf.page_faults %d for 300 fresh pages", pf)
+	}
+	if cs := s["perf.context_switches"].AsInt64(); cs < 10 || cs > 12 {
+		t.Errorf("sleeper: perf.context_switches %d for 10 sleeps", cs)
+	}
+	// Nested spans add up.
+	for _, k := range []attribute.Key{"perf.page_faults", "perf.context_switches"} {
+		if o[k].AsInt64() < in[k].AsInt64()+s[k].AsInt64() {
+			t.Errorf("outer %s %d < inner %d + sleeper %d", k, o[k].AsInt64(), in[k].AsInt64(), s[k].AsInt64())
+		}
+	}
+	if o["perf.task_clock_ms"].AsFloat64() < tc {
+		t.Errorf("outer task-clock below inner's")
+	}
+	if by["inner"].Parent.SpanID() != by["outer"].SpanContext.SpanID() {
+		t.Errorf("inner's parent is not outer")
+	}
+}
+
+// A span ended on another goroutine passes through without counters, and the rest still works.
+func TestSpanEndedElsewhere(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(NewSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp))))
+	tr := tp.Tracer("spanperf-test")
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		_, s := tr.Start(context.Background(), "handed-off")
+		close(started)
+		<-done
+		_ = s
+	}()
+	<-started
+	close(done)
+	_, s := tr.Start(context.Background(), "normal")
+	s.End()
+	spans := exp.GetSpans()
+	if len(spans) != 1 || attrs(spans[0])["perf.task_clock_ms"].Type() != attribute.FLOAT64 {
+		t.Fatalf("normal span after a hand-off: %v", spans)
+	}
+}
+
+func noopProvider(with bool) *sdktrace.TracerProvider {
+	var p sdktrace.SpanProcessor = sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter())
+	if with {
+		p = NewSpanProcessor(p)
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+}
+
+func benchSpans(b *testing.B, with bool) {
+	tr := noopProvider(with).Tracer("bench")
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, s := tr.Start(ctx, "bench")
+		s.End()
+	}
+}
+
+// The SDK's own cost per span (simple processor, no-op exporter).
+func BenchmarkSDKSpan(b *testing.B) { benchSpans(b, false) }
+
+// The same with the spanperf processor: the difference is what it adds.
+func BenchmarkSDKSpanWithSpanperf(b *testing.B) { benchSpans(b, true) }
+
+// One Read of task-clock, context-switches and page-faults from Go.
+func BenchmarkCountersRead(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, err := CountersOpen(events, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	v := make([]uint64, 3)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.ReadInto(v)
+	}
+}

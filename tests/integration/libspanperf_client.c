@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A program that marks its work with libspanperf, for the integration test:
+ *
+ *   libspanperf_client N US TRUTH
+ *
+ * N spans "request", each burning US/2 µs of CPU itself and then holding one
+ * span "work-a" or "work-b" that burns US µs.  TRUTH gets one JSON line per
+ * span with what the library and the thread measured of it: its ids, window
+ * (CLOCK_MONOTONIC), the CPU time spent in its own context and the counter
+ * deltas.  The first line on stdout gives the pid and tid.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "spanperf/spanperf.h"
+
+static volatile uint64_t sink;
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((noinline)) static uint64_t burn(uint64_t ns)
+{
+	uint64_t t0 = thread_cpu_ns(), end = t0 + ns;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * i;
+	return thread_cpu_ns() - t0;
+}
+
+static void hex(FILE *f, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", p[i]);
+}
+
+static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu)
+{
+	fprintf(f, "{\"name\":\"%s\",\"trace_id\":\"", s->name);
+	hex(f, s->trace_id, 16);
+	fprintf(f, "\",\"span_id\":\"");
+	hex(f, s->span_id, 8);
+	fprintf(f, "\",\"parent_span_id\":\"");
+	hex(f, s->parent_span_id, 8);
+	fprintf(f, "\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"counters\":{", s->start_ns,
+		s->end_ns, own_cpu);
+	for (int i = 0; i < s->nr_counters; i++)
+		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", s->counter_names[i], s->deltas[i]);
+	fprintf(f, "}}\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct spanperf_span inner, outer;
+	uint64_t us, c_out, c_in;
+	long n;
+	FILE *f;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: libspanperf_client N US TRUTH\n");
+		return 1;
+	}
+	n = atol(argv[1]);
+	us = strtoull(argv[2], NULL, 10);
+	f = fopen(argv[3], "w");
+	if (!f) {
+		perror(argv[3]);
+		return 1;
+	}
+	printf("{\"pid\":%d,\"tid\":%ld}\n", getpid(), (long)syscall(SYS_gettid));
+	fflush(stdout);
+	/* Give a whole-host recorder a tick to find this process's context (at most 100 ms). */
+	usleep(300000);
+	for (long i = 0; i < n; i++) {
+		if (spanperf_span_begin("request")) {
+			fprintf(stderr, "span_begin: %s\n", spanperf_strerror());
+			return 1;
+		}
+		c_out = burn(us * 500);
+		spanperf_span_begin(i % 2 ? "work-b" : "work-a");
+		c_in = burn(us * 1000);
+		spanperf_span_end(&inner);
+		spanperf_span_end(&outer);
+		truth(f, &inner, c_in);
+		truth(f, &outer, c_out);
+	}
+	fclose(f);
+	return 0;
+}
