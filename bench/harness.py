@@ -130,6 +130,9 @@ def start_profiler(tool, hz, out):
         cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-o", out]
     elif tool == "perf-dwarf":
         cmd = ["perf", "record", "-q", "-a", "--call-graph", "dwarf", "-F", str(hz), "-o", out]
+    # --call-graph ehframe: user chains unwound in BPF from the unwind tables (the ehframe section).
+    elif tool == "spanperf-ehframe":
+        cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "ehframe", "-F", str(hz), "-o", out]
     elif tool == "bpftrace-nostack":
         cmd = ["bpftrace", "-e", "profile:hz:%d { @[tid] = count(); }" % hz]
     else:
@@ -170,8 +173,10 @@ def stop_profiler(p):
 
 
 def wait_ready(tool, seconds=None):
-    # bpftrace needs about a second to compile and attach; the others less.
-    time.sleep(seconds if seconds is not None else (2.0 if tool.startswith("bpftrace") else 1.0))
+    # bpftrace needs about a second to compile and attach, ehframe as long to build the
+    # host's unwind tables; the others less.
+    time.sleep(seconds if seconds is not None else
+               (2.0 if tool.startswith("bpftrace") else 3.0 if tool.endswith("ehframe") else 1.0))
 
 
 def record_cmd(tool, opts, secs, out):

@@ -19,6 +19,7 @@
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -32,6 +33,8 @@ const volatile __u32 filter_mode = SP_FILTER_NONE;
 const volatile bool cpu_filter = false;
 const volatile __u64 thresh_ns = 0;
 const volatile __u64 ring_size = 0;
+/* --call-graph ehframe: user chains unwound by the tables, which the sampling program's maps hold. */
+const volatile bool eh_user = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
 
@@ -48,6 +51,21 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, SP_OFFCPU_STACK_DEPTH * sizeof(__u64));
 } offstacks SEC(".maps");
+
+/* User chains unwound by the tables (eh_user); sized with --off-cpu-entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_eh_chain);
+} offustacks SEC(".maps");
+
+/* Per CPU: the chain being stored (too large for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_eh_chain);
+} offustack_scratch SEC(".maps");
 
 /* Short blocks summed; sized with --off-cpu-entries. */
 struct {
@@ -196,6 +214,54 @@ static __always_inline void hidden_return(__u32 tid, __u32 pid, __u64 ran, __u64
 	bpf_map_delete_elem(&offstart, &tid);
 }
 
+/* FNV-1a over the chain, a frame a step. */
+static long chain_hash_step(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct sp_eh_chain *c = bpf_map_lookup_elem(&offustack_scratch, &zero);
+
+	if (!c || i >= c->nr)
+		return 1;
+	/* Bounded where the verifier sees it: the compiler may merge it with the check above. */
+	barrier_var(i);
+	if (i >= SP_EH_MAX_FRAMES)
+		return 1;
+	c->hash = (c->hash ^ c->ips[i]) * 0x100000001b3ull;
+	return 0;
+}
+
+/*
+ * The user chain of the thread leaving, unwound by the tables, as an id of
+ * offustacks (like bpf_get_stackid's); negative when none.  Equal chains
+ * get one id: the first free or equal of four slots from the hash.
+ */
+static __always_inline __s32 eh_stackid(void)
+{
+	__u32 zero = 0, id, n;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct sp_eh_chain *c = bpf_map_lookup_elem(&offustack_scratch, &zero), *old;
+
+	if (!s || !c)
+		return -1;
+	n = eh_unwind_user(s, 0, NULL);
+	if (n < 2)
+		return -1;
+	c->nr = n - 1;
+	c->pad = 0;
+	c->hash = 0xcbf29ce484222325ull;
+	__builtin_memcpy(c->ips, &s->ips[1], sizeof(c->ips));
+	bpf_loop(SP_EH_MAX_FRAMES, chain_hash_step, NULL, 0);
+	for (int k = 0; k < 4; k++) {
+		id = (__u32)(c->hash + k) & 0x7fffffff;
+		if (!bpf_map_update_elem(&offustacks, &id, c, BPF_NOEXIST))
+			return id;
+		old = bpf_map_lookup_elem(&offustacks, &id);
+		if (old && old->hash == c->hash && old->nr == c->nr)
+			return id;
+	}
+	return -1;
+}
+
 /* Runs as prev: the stacks taken here are the sleeping thread's. */
 static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 now)
 {
@@ -211,7 +277,7 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 	if (st.kstack < 0)
 		stat_inc(SP_STAT_OFFCPU_KSTACK);
-	st.ustack = bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
+	st.ustack = eh_user ? eh_stackid() : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
 	if (st.ustack < 0)
 		stat_inc(SP_STAT_OFFCPU_USTACK);
 	st.ts = now;

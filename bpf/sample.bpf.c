@@ -15,6 +15,7 @@
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -231,4 +232,109 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	else
 		__sync_fetch_and_add(&t->samples, 1);
 	return 1;
+}
+
+/* --call-graph ehframe: the samples, with user chains unwound here; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+} eh_rb SEC(".maps");
+
+const volatile __u64 eh_ring_size = 0;
+const volatile bool eh_fp_only = false;
+const volatile bool eh_timing = false; /* -v: time the user chains */
+/* The perf event ids of the sampling events per CPU, when attach cookies are missing (before 5.15). */
+const volatile bool eh_have_cookie = true;
+
+/* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's. */
+#define EH_KSTACK 127
+
+/*
+ * --call-graph ehframe: the same bookkeeping as on_sample, then the whole
+ * sample built here (the kernel chain by bpf_get_stack, the user chain by
+ * the tables) and sent through eh_rb in perf.data's own layout.  Returns 0:
+ * perf's ring gets no sample of its own, only the side-band.
+ */
+SEC("perf_event")
+int on_sample_eh(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id, zero = 0, nk = 0, nu;
+	struct sp_eh_sample *s;
+	struct sp_thread *t;
+	/* ctx->regs is read in whole words only: cs is the low half of pt_regs' 18th. */
+	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
+	long n, size;
+
+	if (filter_mode != SP_FILTER_NONE) {
+		__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
+
+		if (!bpf_map_lookup_elem(&filter, &key)) {
+			stat_inc(SP_STAT_FILTERED);
+			return 0;
+		}
+	}
+	t = thread_get(pid, tid);
+	if (t) {
+		if (tid)
+			otel_sample(t, pid, tid);
+		if (tid)
+			t->samples++;
+		else
+			__sync_fetch_and_add(&t->samples, 1);
+	}
+	s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	if (!s)
+		return 0;
+	s->type = 9; /* PERF_RECORD_SAMPLE */
+	s->misc = user ? 2 : 1; /* PERF_RECORD_MISC_USER : _KERNEL */
+	s->id = bpf_get_attach_cookie(ctx);
+	s->ip = ctx->regs.ip;
+	s->pid = pid;
+	s->tid = tid;
+	s->time = bpf_ktime_get_ns();
+	s->cpu = bpf_get_smp_processor_id();
+	s->res = 0;
+	s->period = ctx->sample_period;
+	if (!user) {
+		n = bpf_get_stack(ctx, &s->ips[1], EH_KSTACK * 8, 0);
+		if (n > 0) {
+			s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
+			nk = (__u64)n / 8 + 1;
+		}
+	}
+	if (nk > EH_KSTACK + 1)
+		nk = EH_KSTACK + 1;
+	if (tid) {
+		__u64 ur[4] = { ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ((volatile __u64 *)&ctx->regs)[17] };
+		__u64 t0 = eh_timing ? bpf_ktime_get_ns() : 0;
+
+		if (eh_fp_only) {
+			/* For measuring only: the kernel's frame-pointer walk through the same path. */
+			n = bpf_get_stack(ctx, &s->ips[(nk + 1) & (EH_IPS - 1)], SP_EH_MAX_FRAMES * 8, BPF_F_USER_STACK);
+			nu = n > 0 ? (__u64)n / 8 + 1 : 0;
+			s->ips[nk & (EH_IPS - 1)] = (__u64)-512;
+		} else {
+			nu = eh_unwind_user(s, nk, user ? ur : NULL);
+		}
+		if (eh_timing) {
+			__u32 k = SP_EH_USER_NS;
+			__u64 *v = bpf_map_lookup_elem(&eh_stats, &k);
+
+			if (v)
+				*v += bpf_ktime_get_ns() - t0;
+			eh_stat(SP_EH_USER_RUNS);
+		}
+	} else {
+		nu = 0;
+	}
+	s->nr = nk + nu;
+	size = (64 + s->nr * 8) & 0xfff;
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	s->size = size;
+	if (bpf_ringbuf_output(&eh_rb, s, size,
+			       bpf_ringbuf_query(&eh_rb, BPF_RB_AVAIL_DATA) > eh_ring_size / 2 ? BPF_RB_FORCE_WAKEUP
+											 : BPF_RB_NO_WAKEUP))
+		eh_stat(SP_EH_LOST);
+	return 0;
 }

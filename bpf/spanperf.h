@@ -346,4 +346,133 @@ struct sp_offcpu_event {
 	struct sp_waker waker;
 };
 
+
+/* ---- user stacks unwound in BPF from .eh_frame (--call-graph ehframe) ---- */
+
+/* What a pc's row says about its frame. */
+enum sp_eh_kind {
+	SP_EH_GAP = 0,	/* no CFI covers the pc: frame pointers, if rbp looks like one */
+	SP_EH_RSP,	/* CFA = rsp + cfa_off */
+	SP_EH_RBP,	/* CFA = rbp + cfa_off */
+	SP_EH_PLT,	/* a PLT entry: CFA = rsp + 8, + 8 when (pc & 15) >= cfa_off (its CFA expression) */
+	SP_EH_END,	/* the return address is undefined: the outermost frame (_start, clone3) */
+	SP_EH_SIGNAL,	/* a signal trampoline (__restore_rt): registers from the ucontext at rsp */
+	SP_EH_CANNOT,	/* CFI a row cannot express (a CFA expression, the RA elsewhere): the chain stops */
+};
+
+#define SP_EH_RBP_LOST (-128) /* rbp's caller value cannot be found from this frame */
+
+/*
+ * One row: from file offset pc up to the next row's.  The return address is
+ * at CFA - 8 in every row that has one (others are SP_EH_CANNOT).  rbp was
+ * saved at CFA + 8 * rbp (0: rbp is unchanged, SP_EH_RBP_LOST: unknown).
+ */
+struct sp_eh_row {
+	__u32 pc;
+	__u8 kind;
+	__s8 rbp;
+	__u16 cfa_off;
+};
+
+/* The `eh_files` key: the file as the kernel knows it (vm_file's inode). */
+struct sp_eh_file_key {
+	__u64 dev;	/* the kernel's dev_t (MKDEV: major << 20 | minor), as in /proc/PID/maps */
+	__u64 ino;
+};
+
+enum sp_eh_file_state {
+	SP_EH_FILE_OK = 0,	 /* rows [first, first + nr) of eh_rows */
+	SP_EH_FILE_NOCFI,	 /* no CFI in the file (or none readable): frame pointers */
+	SP_EH_FILE_TOO_LARGE,	 /* more rows than the table may hold: frame pointers */
+};
+
+/*
+ * A file's rows, and its page index: eh_pages[pages + p - page0] holds the
+ * number of the file's rows below page p (file offset p << 12) and below
+ * page p + 1, for p in [page0, page0 + npages), so that a search looks at
+ * one page's rows.
+ */
+struct sp_eh_page {
+	__u32 lo, hi;
+};
+
+struct sp_eh_file {
+	__u32 first, nr;
+	__u32 state;
+	__u32 pages, page0, npages;
+};
+
+/* What a mapping's code has for unwinding. */
+enum sp_eh_table {
+	SP_EH_T_ANON = 0,	/* anonymous (JIT): frame pointers */
+	SP_EH_T_ROWS,		/* rows [first, first + nr) of eh_rows */
+	SP_EH_T_MISSING,	/* a file whose table could not be built (unreadable): frame pointers */
+	SP_EH_T_TOO_LARGE,	/* a file with more rows than the table may hold: frame pointers */
+	SP_EH_T_NOCFI,		/* a file without CFI: frame pointers */
+};
+
+/*
+ * One executable mapping of a process.  A process's mappings are a slice of
+ * the eh_maps array sorted by start, which user space writes whole and
+ * never changes: a new slice replaces it, so BPF never reads one half made.
+ */
+struct sp_eh_map {
+	__u64 start, end;
+	__u64 pgoff;	/* the file offset at start, in bytes */
+	__u32 first, nr; /* the file's rows */
+	__u32 table;	/* enum sp_eh_table */
+	__u32 pages, page0, npages; /* its page index (struct sp_eh_file) */
+};
+
+/* The `eh_procs` value, keyed by process id. */
+struct sp_eh_proc {
+	__u64 start_stack; /* mm->start_stack when the slice was made: another after exec or pid reuse */
+	__u32 first, nr;   /* its slice of eh_maps */
+	__u32 gen;	   /* which slice: never the same twice, where first may be (eh_maps is reused) */
+	__u32 pad;
+};
+
+#define SP_EH_MAX_FRAMES 127 /* PERF_MAX_STACK_DEPTH */
+
+/*
+ * An off-CPU user chain unwound by the tables (record --off-cpu with
+ * --call-graph ehframe), the value of `offustacks`: keyed by 31 bits of its
+ * 64-bit hash (the next id on a collision), which it keeps to tell.
+ */
+struct sp_eh_chain {
+	__u64 hash;
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[SP_EH_MAX_FRAMES];
+};
+#define SP_EH_SEARCH_STEPS 24 /* binary search steps: up to 16M rows in one page or process */
+#define SP_EH_PAGE_SHIFT 12
+
+/* Why a user chain ended, or fell back to frame pointers (the per-CPU `eh_stats` array). */
+enum sp_eh_stat {
+	SP_EH_CHAINS = 0,	/* user chains walked */
+	SP_EH_STOP_END,		/* reached a frame whose return address is undefined: complete */
+	SP_EH_STOP_FP_END,	/* a frame-pointer step found rbp 0 or a return address 0 */
+	SP_EH_STOP_NOT_EXEC,	/* a return address outside every executable mapping: not kept */
+	SP_EH_STOP_READ,	/* the stack could not be read (not resident, or garbage) */
+	SP_EH_STOP_DEPTH,	/* SP_EH_MAX_FRAMES reached */
+	SP_EH_STOP_CANNOT,	/* a row marked SP_EH_CANNOT */
+	SP_EH_STOP_NOT_UP,	/* the CFA did not move up the stack */
+	SP_EH_STOP_RBP,		/* the CFA is at rbp, whose value an inner frame lost */
+	SP_EH_STOP_STALE,	/* the process's mappings are another image's (exec, pid reuse) and no frame pointer */
+	SP_EH_STOP_NO_FP,	/* frame pointers wanted, rbp is not one */
+	SP_EH_FP_ANON,		/* steps by frame pointer: anonymous code (JIT) */
+	SP_EH_FP_NO_TABLE,	/* steps by frame pointer: the file's table is not loaded */
+	SP_EH_FP_NO_PROC,	/* steps by frame pointer: the process's mappings are not known (yet) */
+	SP_EH_FP_TOO_LARGE,	/* steps by frame pointer: the file's table was too large */
+	SP_EH_FP_NO_ROW,	/* steps by frame pointer: no row covers the pc */
+	SP_EH_FRAMES,		/* user frames written */
+	SP_EH_KTHREAD,		/* samples of kernel threads: no user chain */
+	SP_EH_COMPAT,		/* samples of 32-bit tasks: no user chain */
+	SP_EH_LOST,		/* samples lost: the ring buffer was full */
+	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
+	SP_EH_USER_RUNS,	/* with -v: user chains timed */
+	SP_EH_STAT_MAX,
+};
+
 #endif /* SPANPERF_H */

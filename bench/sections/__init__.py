@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import dwarf, forks, inkernel, lib, offcpu, otel, page, parts, recorder, report, rss, spans, split, stat, stolen, wakers
+from . import (dwarf, ehframe, forks, inkernel, lib, offcpu, otel, page, parts, recorder, report, rss, spans,
+               split, stat, stolen, wakers)
 
 TABLE = [
     inkernel,
@@ -16,6 +17,7 @@ TABLE = [
     stolen,
     parts,
     dwarf,
+    ehframe,
     rss,
     otel,
     page,

@@ -17,6 +17,7 @@ import test_otel  # noqa: E402,F401
 import test_otel_out  # noqa: E402,F401
 import test_offcpu  # noqa: E402,F401
 import test_dwarf  # noqa: E402,F401
+import test_ehframe  # noqa: E402,F401
 import test_hosts  # noqa: E402,F401
 import test_page  # noqa: E402,F401
 import test_libspanperf  # noqa: E402,F401

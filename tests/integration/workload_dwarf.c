@@ -7,16 +7,30 @@
  *
  *   workload_dwarf MS    sorts and searches for MS of CPU, then calls
  *                        through the library for MS/4; prints the counts
+ *   workload_dwarf block N MS
+ *                        off-CPU ground truth: a thread blocks N times in
+ *                        read() of a pipe inside inbox_wait() and N times
+ *                        in nanosleep() inside nap(), MS each; prints the
+ *                        ns it measured blocked in each and its tid
+ *   workload_dwarf jit MS
+ *                        JIT-like: for MS of CPU, jit_round() calls code
+ *                        in an anonymous executable mapping (with a frame
+ *                        pointer, as V8's) that calls back jit_leaf()
  *
  * Each named function is noinline so that it is one frame in every chain:
  * main -> worker -> sort_round -> qsort -> ... -> cmp_ints
  *              \-> search_round -> bsearch -> cmp_ints
  *              \-> lib_round -> dwarfcb_each (lib) -> cb_work
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 int dwarfcb_each(int *v, int n, int (*fn)(int *, int));
 
@@ -91,9 +105,135 @@ __attribute__((noinline)) long worker(double ms)
 	return rounds + (sink & 1);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct block_args {
+	int fd, n;
+	long ms;
+	uint64_t read_ns, sleep_ns;
+	long tid;
+};
+
+/* Blocked in read() until the main thread writes: libc's read() keeps no frame of its own. */
+__attribute__((noinline)) int inbox_wait(int fd)
+{
+	char c;
+
+	return read(fd, &c, 1) == 1 ? c : -1;
+}
+
+__attribute__((noinline)) void nap(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *blocker(void *p)
+{
+	struct block_args *a = p;
+
+	a->tid = syscall(SYS_gettid);
+	for (int i = 0; i < a->n; i++) {
+		uint64_t t0 = mono_ns();
+
+		if (inbox_wait(a->fd) < 0)
+			break;
+		a->read_ns += mono_ns() - t0;
+		t0 = mono_ns();
+		nap(a->ms);
+		a->sleep_ns += mono_ns() - t0;
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) long jit_leaf(long x)
+{
+	for (int k = 0; k < 256; k++)
+		x = x * 2654435761u + k;
+	return x;
+}
+
+/* stub(fn, x): a frame with a frame pointer, then fn(x), as JIT code that calls back into C. */
+static const unsigned char jit_code[] = {
+	0x55,		  /* push %rbp */
+	0x48, 0x89, 0xe5, /* mov %rsp,%rbp */
+	0x48, 0x89, 0xf8, /* mov %rdi,%rax */
+	0x48, 0x89, 0xf7, /* mov %rsi,%rdi */
+	0xff, 0xd0,	  /* call *%rax */
+	0x5d,		  /* pop %rbp */
+	0xc3,		  /* ret */
+};
+
+__attribute__((noinline)) long jit_round(long (*stub)(long (*)(long), long), long x)
+{
+	for (int i = 0; i < 1024; i++)
+		x = stub(jit_leaf, x);
+	return x;
+}
+
+static int jit_main(double ms)
+{
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long (*stub)(long (*)(long), long);
+	long x = 1, rounds = 0;
+	double t0;
+
+	if (code == MAP_FAILED)
+		return 1;
+	memcpy(code, jit_code, sizeof(jit_code));
+	if (mprotect(code, 4096, PROT_READ | PROT_EXEC))
+		return 1;
+	stub = (long (*)(long (*)(long), long))code;
+	t0 = cpu_ms();
+	while (cpu_ms() - t0 < ms) {
+		x = jit_round(stub, x);
+		rounds++;
+	}
+	printf("{\"rounds\": %ld, \"jit\": \"%p\", \"sink\": %ld}\n", rounds, code, x & 1);
+	return 0;
+}
+
+static int block_main(int n, long ms)
+{
+	struct block_args a = { .n = n, .ms = ms };
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	pthread_t th;
+	int fds[2];
+
+	if (pipe(fds))
+		return 1;
+	a.fd = fds[0];
+	if (pthread_create(&th, NULL, blocker, &a))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		nanosleep(&ts, NULL);
+		/* After the thread's nap too: it is in read() for about MS each time. */
+		nanosleep(&ts, NULL);
+		if (write(fds[1], "x", 1) != 1)
+			return 1;
+	}
+	pthread_join(th, NULL);
+	printf("{\"tid\": %ld, \"read_ns\": %llu, \"sleep_ns\": %llu}\n", a.tid, (unsigned long long)a.read_ns,
+	       (unsigned long long)a.sleep_ns);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	double ms = argc > 1 ? atof(argv[1]) : 1000;
+	double ms;
+
+	if (argc > 3 && !strcmp(argv[1], "block"))
+		return block_main(atoi(argv[2]), atol(argv[3]));
+	if (argc > 2 && !strcmp(argv[1], "jit"))
+		return jit_main(atof(argv[2]));
+	ms = argc > 1 ? atof(argv[1]) : 1000;
 	long rounds = worker(ms);
 
 	printf("{\"rounds\": %ld, \"compares\": %ld}\n", rounds, compares);

@@ -62,6 +62,30 @@ offcpu_case() {
 offcpu_case tp_btf
 offcpu_case raw_tp --raw-tp
 
+# --call-graph ehframe on this kernel: bpf_loop, attach cookies, the tables; chains of code without
+# frame pointers (qsort's comparator through libc) reach main, on-CPU and off-CPU alike.  The
+# samples before the new process's tables are read (slow here: emulated) go by frame pointer.
+if $S record -v --call-graph ehframe -F 999 -o /tmp/e.data -- /workload_dwarf 1500 > /dev/null 2> /tmp/err.txt; then
+	$S report -i /tmp/e.data --folded > /tmp/e.folded 2> /dev/null
+	n=$(grep '^workload_dwarf;.*;cmp_ints ' /tmp/e.folded | awk '{ s += $NF } END { print s + 0 }')
+	m=$(grep '^workload_dwarf;.*;main;.*;cmp_ints ' /tmp/e.folded | awk '{ s += $NF } END { print s + 0 }')
+	if [ "$n" -ge 30 ] && [ $((m * 100)) -ge $((n * 90)) ]; then
+		ok "--call-graph ehframe: $m of $n comparator samples reach main"
+	else
+		ko "--call-graph ehframe" "$m of $n comparator samples reach main; $(grep -E '^  (user chains|complete|stopped)' /tmp/err.txt | tr '\n' ';')"
+	fi
+else
+	ko "--call-graph ehframe" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
+if $S record --call-graph ehframe --off-cpu --off-cpu-thresh 0 -F 99 -o /tmp/eo.data -- /workload_dwarf block 10 20 \
+	> /tmp/wl.json 2> /tmp/err.txt; then
+	n=$($S report -i /tmp/eo.data --event off-cpu --folded 2> /dev/null | grep -c 'nap')
+	[ "$n" -gt 0 ] && ok "--call-graph ehframe --off-cpu names nap()" ||
+		ko "--call-graph ehframe --off-cpu names nap()" "$(head -c 300 /tmp/wl.json)"
+else
+	ko "--call-graph ehframe --off-cpu" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
+
 span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
 span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe

@@ -46,9 +46,11 @@ cp /bin/busybox "$root/bin/busybox"
 cp spanperf "$root/spanperf"
 cp build/tests/workload "$root/workload"
 cp build/tests/libspanperf_mmap "$root/libspanperf_mmap"	# static
+# Without frame pointers, for --call-graph ehframe (its library beside it: rpath $ORIGIN).
+cp build/tests/workload_dwarf build/tests/libdwarfcb.so "$root/"
 cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
 cp "$cache/brd.ko" "$root/brd.ko"
-for lib in $( (ldd spanperf; ldd build/tests/workload) | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
+for lib in $( (ldd spanperf; ldd build/tests/workload; ldd build/tests/workload_dwarf) | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done

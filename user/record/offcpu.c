@@ -42,6 +42,7 @@ struct offcpu_set {
 	 */
 	struct cached_stack *cache;
 	__u32 cache_n;
+	bool eh;		    /* user chains in offustacks */
 	struct offcpu_stats st;
 };
 
@@ -198,6 +199,17 @@ struct cached_stack {
 	__u64 *ips; /* NULL: not read yet */
 	__u32 n;
 };
+/* An offustacks entry into out; how many frames. */
+static __u32 read_eh_stack(struct offcpu_set *s, __s32 id, __u64 *out)
+{
+	struct sp_eh_chain c;
+	__u32 key = id;
+
+	if (id < 0 || bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offustacks), &key, &c) || c.nr > SP_EH_MAX_FRAMES)
+		return 0;
+	memcpy(out, c.ips, c.nr * sizeof(*out));
+	return c.nr;
+}
 
 /* A stack map entry into chain[n..]; how many frames. */
 static __u32 read_stack(struct offcpu_set *s, __s32 id, __u64 *out)
@@ -245,7 +257,7 @@ static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool 
 		n = k + 1;
 		*kernel = true;
 	}
-	k = read_stack(s, ustack, s->chain + n + 1);
+	k = s->eh ? read_eh_stack(s, ustack, s->chain + n + 1) : read_stack(s, ustack, s->chain + n + 1);
 	/*
 	 * As the kernel's own chains: at most 127 frames in all (the markers
 	 * apart).  perf 6.1 overruns a stack buffer on longer ones, which a
@@ -407,6 +419,27 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		goto cleanup;
 	}
 	bpf_map__set_max_entries(s->skel->maps.offagg, o->entries);
+	bpf_map__set_max_entries(s->skel->maps.offustacks, o->eh ? o->entries : 1);
+	s->skel->rodata->eh_user = !!o->eh;
+	s->eh = !!o->eh;
+	if (o->eh) {
+		e = bpf_map__reuse_fd(s->skel->maps.eh_rows, o->eh->rows) ?:
+		    bpf_map__reuse_fd(s->skel->maps.eh_pages, o->eh->pages) ?:
+		    bpf_map__reuse_fd(s->skel->maps.eh_maps, o->eh->maps) ?:
+		    bpf_map__reuse_fd(s->skel->maps.eh_procs, o->eh->procs) ?:
+		    bpf_map__reuse_fd(s->skel->maps.eh_files, o->eh->files);
+		if (e) {
+			set_errorf(err, errlen, e, "cannot share the unwind tables with the off-CPU program: %s",
+				   strerror(-e));
+			goto cleanup;
+		}
+	} else {
+		bpf_map__set_max_entries(s->skel->maps.eh_rows, 1);
+		bpf_map__set_max_entries(s->skel->maps.eh_pages, 1);
+		bpf_map__set_max_entries(s->skel->maps.eh_maps, 1);
+		bpf_map__set_max_entries(s->skel->maps.eh_procs, 1);
+		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
+	}
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
 	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
 	e = offcpu_bpf__load(s->skel);
@@ -556,6 +589,8 @@ void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st)
 	st->agg_full = bpf_percpu_sum(fd, SP_STAT_OFFCPU_AGG_FULL);
 	st->kstack = bpf_percpu_sum(fd, SP_STAT_OFFCPU_KSTACK);
 	st->ustack = bpf_percpu_sum(fd, SP_STAT_OFFCPU_USTACK);
+	st->eh_chains = bpf_percpu_sum(bpf_map__fd(s->skel->maps.eh_stats), SP_EH_CHAINS);
+	st->eh_complete = bpf_percpu_sum(bpf_map__fd(s->skel->maps.eh_stats), SP_EH_STOP_END);
 	st->stale = bpf_percpu_sum(fd, SP_STAT_OFFCPU_STALE);
 	st->unseen = bpf_percpu_sum(fd, SP_STAT_OFFCPU_UNSEEN);
 	st->hidden = bpf_percpu_sum(fd, SP_STAT_OFFCPU_HIDDEN);

@@ -24,6 +24,11 @@
 /* perf's default --off-cpu-thresh. */
 #define OFFCPU_DEFAULT_THRESH_MS 500
 
+/* --call-graph ehframe: the sampling program's unwind tables, which the off-CPU program shares. */
+struct offcpu_eh_fds {
+	int rows, pages, maps, procs, files;
+};
+
 struct offcpu_opts {
 	const struct int_list *cpus;	/* -C, or NULL for every CPU */
 	const struct int_list *filter;	/* -p pids or -t tids, or NULL */
@@ -33,6 +38,7 @@ struct offcpu_opts {
 	__u64 thresh_ns;
 	bool prefer_raw_tp;
 	bool no_wakers;			/* leave out the sched_waking program (bench: its cost alone) */
+	const struct offcpu_eh_fds *eh; /* user chains by the tables, else NULL (the kernel's frame pointers) */
 };
 
 struct offcpu_stats {
@@ -44,6 +50,7 @@ struct offcpu_stats {
 	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, hidden, nostack_ids;
 	__u64 ns;	   /* every sample's period summed */
 	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
+	__u64 eh_chains, eh_complete; /* ehframe: user chains unwound, and those that reached the outermost frame */
 };
 
 /* Writes a finished record to the file. */

@@ -17,6 +17,7 @@
 
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "ehsource.h"
 #include "host.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
@@ -130,9 +131,12 @@ static int load_bpf(struct recorder *r)
 {
 	const struct record_opts *o = r->ctx.o;
 	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
-	struct sample_bpf *skel = sample_bpf__open();
+	struct sample_bpf *skel;
 	int e;
 
+	if (o->ehframe && (e = eh_source_check()))
+		return e;
+	skel = sample_bpf__open();
 	if (!skel) {
 		e = -errno;
 		pr_err("cannot open the sampling BPF object: %s", strerror(-e));
@@ -143,6 +147,7 @@ static int load_bpf(struct recorder *r)
 	bpf_map__set_max_entries(skel->maps.filter, filter ? filter->n : 1);
 	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
+	eh_source_size(skel, o->ehframe, o->verbose > 0);
 	e = sample_bpf__load(skel);
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
@@ -360,7 +365,7 @@ static int loop(struct recorder *r)
 		return -EINVAL;
 	if (r->ctx.otel)
 		otel_record__await_cmd(r->ctx.otel, 100000000ull);
-	while (run__wait(&r->run, r->pfds, r->nr_pfds, POLL_MS)) {
+	while (run__wait(&r->run, r->pfds, r->nr_pfds, o->ehframe ? EH_SOURCE_POLL_MS : POLL_MS)) {
 		e = drain_all(r);
 		if (e)
 			goto out;
@@ -514,7 +519,9 @@ static void summary(struct recorder *r)
 			(unsigned long long)accepted, (unsigned long long)r->ctx.samples,
 			(unsigned long long)r->ctx.lost);
 		/* Only with kernel.bpf_stats_enabled=1: this program's own cost, whoever else loads one. */
-		if (!bpf_obj_get_info_by_fd(bpf_program__fd(r->ctx.skel->progs.on_sample), &info, &len) &&
+		struct bpf_program *prog = o->ehframe ? r->ctx.skel->progs.on_sample_eh : r->ctx.skel->progs.on_sample;
+
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) &&
 		    info.run_cnt)
 			fprintf(stderr, "sampling program: %llu runs, %.0f ns each (bpf_stats)\n",
 				(unsigned long long)info.run_cnt, (double)info.run_time_ns / info.run_cnt);

@@ -20,6 +20,7 @@ struct record_opts {
 	bool callgraph;		/* -g or --call-graph */
 	/* --call-graph dwarf[,SIZE]: user registers and SIZE bytes of user stack, 0 for fp */
 	uint32_t dwarf_stack;
+	bool ehframe;		/* --call-graph ehframe: user chains unwound in BPF from .eh_frame tables */
 	const char **spans;	/* --span, repeatable, as given */
 	int nr_spans;
 	struct span_spec *specs; /* the --span texts parsed, nr_spans of them */

@@ -4,12 +4,14 @@
  * blocked, as samples of offcpu-time (offcpu.c), as perf writes them.
  */
 #include <errno.h>
+#include <bpf/libbpf.h>
 
 #include "log.h"
 #include "names.h"
 #include "offcpu.h"
 #include "perf_data.h"
 #include "source.h"
+#include "sample.skel.h"
 
 /* offcpu-time, and the wakers' samples that follow its blocks (waker_codec.h). */
 static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
@@ -130,6 +132,12 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.prefer_raw_tp = o->raw_tp,
 		.no_wakers = o->no_wakers,
 	};
+	/* With ehframe, the off-CPU user chains are unwound as the samples are: the same tables and maps. */
+	struct offcpu_eh_fds eh = {
+		.rows = bpf_map__fd(ctx->skel->maps.eh_rows), .pages = bpf_map__fd(ctx->skel->maps.eh_pages),
+		.maps = bpf_map__fd(ctx->skel->maps.eh_maps), .procs = bpf_map__fd(ctx->skel->maps.eh_procs),
+		.files = bpf_map__fd(ctx->skel->maps.eh_files),
+	};
 	struct rec_source *src;
 	struct offcpu_set *oc = NULL;
 	char err[512];
@@ -138,6 +146,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	*out = NULL;
 	if (!o->offcpu)
 		return 0;
+	if (o->ehframe)
+		oo.eh = &eh;
 	src = rec_source__alloc("off-cpu", 0);
 	if (!src)
 		return -ENOMEM;

@@ -4,6 +4,9 @@
  * program as a filter in front of perf's ring; the rings' records are
  * copied to the perf.data as they are (the zero-copy ring path), with what
  * they tell (execs, mappings, exits) passed to the build-id cache and OTel.
+ * With --call-graph ehframe the program builds the samples itself, user
+ * chains unwound from the unwind tables (ehsource.h), and perf's rings
+ * carry only the side-band, which also keeps those tables current.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "ehsource.h"
 #include "events.h"
 #include "fileio.h"
 #include "libbpf_setup.h"
@@ -38,6 +42,7 @@ struct samples {
 	struct pd_writer *w;  /* during a drain */
 	struct sbuf pending;  /* records of ours to follow the ring's chunk: see buildid_cache.h */
 	long time_off;	      /* offset of TIME in our SAMPLE records, -1 if none */
+	struct eh_source *eh; /* --call-graph ehframe */
 };
 
 /* The sample layout every sampling event shares; side-band bits on the first. */
@@ -48,7 +53,8 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->size = sizeof(*a);
 	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
-	if (o->callgraph)
+	/* ehframe: BPF writes the samples, chains and all; the kernel's are never written. */
+	if (o->callgraph && !o->ehframe)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	if (o->dwarf_stack) {
 		/*
@@ -221,7 +227,12 @@ static int samples_attrs(struct rec_source *src, struct pd_writer *w)
 		e = pe_set__ids(s->sets[i], &ids);
 		if (e)
 			return e;
-		e = pd_writer__add_attr(w, &s->sets[i]->attr, s->evs[i].name, ids, s->sets[i]->nr);
+		struct perf_event_attr a = s->sets[i]->attr;
+
+		/* ehframe: the samples BPF writes carry the chain that the kernel's attr does not ask for. */
+		if (s->eh)
+			a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		e = pd_writer__add_attr(w, &a, s->evs[i].name, ids, s->sets[i]->nr);
 		free(ids);
 	}
 	return e;
@@ -238,7 +249,8 @@ static int samples_start(struct rec_source *src)
 	int e;
 
 	for (int i = 0; i < s->nr_evs; i++) {
-		e = pe_set__attach(s->sets[i], s->ctx->skel->progs.on_sample);
+		e = s->eh ? eh_source_attach(s->sets[i], s->ctx->skel)
+			  : pe_set__attach(s->sets[i], s->ctx->skel->progs.on_sample);
 		if (e) {
 			pr_err("cannot attach the sampling program to '%s': %s", s->evs[i].name,
 			       libbpf_explain(e));
@@ -260,6 +272,8 @@ static int samples_fds(struct rec_source *src, int *fds, int max)
 
 	for (int i = 0; i < s->nr_rings && n < max; i++)
 		fds[n++] = s->sets[0]->ev[i].fd;
+	if (s->eh && n < max)
+		fds[n++] = eh_source__fd(s->eh);
 	return n;
 }
 
@@ -307,6 +321,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	struct pd_mmap m;
 	__u64 v, id;
 
+	eh_source__sideband(s->eh, h);
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		if (s->time_off < 0 || h->size < s->time_off + 8)
@@ -350,6 +365,17 @@ static int on_chunk(void *priv, const void *p, size_t n)
 	return pd_writer__write(s->w, p, n);
 }
 
+/* An ehframe sample, in the file's layout already. */
+static int on_eh_sample(void *priv, const struct perf_event_header *h)
+{
+	struct samples *s = priv;
+	__u64 t;
+
+	memcpy(&t, (const char *)h + s->time_off, 8);
+	note_sample(s->ctx, t);
+	return pd_writer__write(s->w, h, h->size);
+}
+
 static long samples_drain(struct rec_source *src, struct pd_writer *w)
 {
 	struct samples *s = src->priv;
@@ -370,7 +396,22 @@ static long samples_drain(struct rec_source *src, struct pd_writer *w)
 				return e;
 		}
 	}
+	/* After the side-band that may have changed the tables; stamped before now, as the rings' are. */
+	if (s->eh) {
+		long n = eh_source__drain(s->eh);
+
+		if (n < 0)
+			return n;
+		any += n;
+	}
 	return any;
+}
+
+static void samples_stats(struct rec_source *src)
+{
+	struct samples *s = src->priv;
+
+	eh_source__report(s->eh, sp_verbose);
 }
 
 static void samples_stop(struct rec_source *src)
@@ -393,6 +434,7 @@ static void samples_free(struct rec_source *src)
 	free(s->sets);
 	free(s->evs);
 	sbuf_free(&s->pending);
+	eh_source__free(s->eh);
 }
 
 int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
@@ -412,7 +454,12 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->fds = samples_fds;
 	src->drain = samples_drain;
 	src->stop = samples_stop;
+	src->stats = samples_stats;
 	src->free = samples_free;
 	e = resolve_events(s, o->cpus.n ? o->cpus.v[0] : ctx->online->v[0]);
-	return e ?: open_events(s, o->cpus.n ? &o->cpus : ctx->online);
+	e = e ?: open_events(s, o->cpus.n ? &o->cpus : ctx->online);
+	/* The tables of what runs now, before the first sample. */
+	if (!e && o->ehframe)
+		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : NULL, on_eh_sample, s);
+	return e;
 }

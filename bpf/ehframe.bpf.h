@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * User stacks unwound in BPF from .eh_frame rows (--call-graph ehframe).
+ *
+ * User space turns each file's CFI into sorted rows (user/sys/ehframe.c) in
+ * one array, `eh_rows`, once per file however many processes map it, and
+ * gives each process a sorted slice of its executable mappings in `eh_maps`
+ * (user/record/ehtables.c).  Each frame's pc is found in the slice (the
+ * mapping gives the file's rows and the pc's file offset), then among the
+ * rows of its page, which give the CFA rule; the return address is read at
+ * CFA - 8.  The mappings are not looked up with bpf_find_vma: in the
+ * sampling interrupt it works once per run (its mmap-lock release is an
+ * irq_work that is then busy), and a chain needs one lookup per file.
+ *
+ * Where no row covers the pc (JIT and other anonymous code, a process whose
+ * mappings are not read yet, a gap in the CFI) the step is by frame pointer,
+ * as perf's.  Guards: the CFA must move up the stack and each return address
+ * must lie in an executable mapping, else the chain ends there; a wrong frame
+ * is worse than a short chain.  The walk is one bpf_loop (5.17+) of at most
+ * SP_EH_MAX_FRAMES steps, so the verifier checks one step, whatever the depth.
+ */
+#ifndef SP_EHFRAME_BPF_H
+#define SP_EHFRAME_BPF_H
+
+#include "spanperf.h"
+
+#define EH_PF_KTHREAD 0x00200000
+#define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */
+#define EH_IPS 256 /* kernel marker + 127 + user marker + 127 */
+#define EH_VMAS 4 /* mappings remembered during one walk: a chain goes back and forth between few files */
+
+/* The rows of every file; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sp_eh_row);
+} eh_rows SEC(".maps");
+
+/* Every file's page index (struct sp_eh_file); sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sp_eh_page);
+} eh_pages SEC(".maps");
+
+/* Every process's executable mappings, a sorted slice each; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sp_eh_map);
+} eh_maps SEC(".maps");
+
+/* Process id -> its slice of eh_maps; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_eh_proc);
+} eh_procs SEC(".maps");
+
+/* (device, inode) -> its rows: user space's index, so one file's rows serve every process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct sp_eh_file_key);
+	__type(value, struct sp_eh_file);
+} eh_files SEC(".maps");
+
+/* Why chains ended (enum sp_eh_stat). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_EH_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} eh_stats SEC(".maps");
+
+/* A perf sample as perf.data holds it: IDENTIFIER|IP|TID|TIME|CPU|PERIOD|CALLCHAIN. */
+struct sp_eh_sample {
+	__u32 type;
+	__u16 misc, size;
+	__u64 id, ip;
+	__u32 pid, tid;
+	__u64 time;
+	__u32 cpu, res;
+	__u64 period;
+	__u64 nr;
+	__u64 ips[EH_IPS];
+};
+
+/* Per CPU: the sample being built (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_eh_sample);
+} eh_scratch SEC(".maps");
+
+static __always_inline void eh_stat(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&eh_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+#define EH_CACHE 256 /* per CPU: pcs whose rule is known; hot code returns to few places */
+
+/* A pc's rule, as the searches found it in the process slice gen (slices never change). */
+struct eh_cached {
+	__u64 pc;
+	__u32 gen;
+	__u8 kind;
+	__s8 rbp;
+	__u16 cfa_off;
+	__u32 fp_why;
+	__u32 pad;
+};
+
+/*
+ * The walk's state, per CPU in a map rather than on the stack: the verifier
+ * tracks no value kept in a map, so every step of the loop looks the same
+ * to it and one step is verified, where stack values (the frame count,
+ * the stop reason) would make each of the 127 steps a state of its own.
+ */
+struct eh_walk {
+	__u64 ip, sp, bp;
+	__u32 n, base;	 /* user frames written; where they start in ips[] */
+	__u32 bp_ok;	 /* bp holds the frame's rbp */
+	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
+	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
+	__u32 next_vma;	 /* the cache slot the next lookup fills */
+	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
+	__u32 gen, pad;		   /* the slice's generation: what the rule cache is keyed by */
+	struct sp_eh_map v[EH_VMAS]; /* the mappings this walk looked up */
+	struct eh_cached cache[EH_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct eh_walk);
+} eh_walks SEC(".maps");
+
+/* A binary search's bounds, as bpf_loop steps it: one step verified, whatever the table's size. */
+struct eh_search {
+	__u64 key;
+	__u32 lo, hi;
+};
+
+/* Finds the first entry whose start is above key: the search is over when lo == hi. */
+static long eh_map_search_step(__u32 i, struct eh_search *q)
+{
+	struct sp_eh_map *m;
+	__u32 mid;
+
+	if (q->lo >= q->hi)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	m = bpf_map_lookup_elem(&eh_maps, &mid);
+	if (!m) {
+		q->lo = q->hi = 0;
+		return 1;
+	}
+	if (m->start <= q->key)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+static long eh_row_search_step(__u32 i, struct eh_search *q)
+{
+	struct sp_eh_row *row;
+	__u32 mid;
+
+	if (q->lo >= q->hi)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	row = bpf_map_lookup_elem(&eh_rows, &mid);
+	if (!row) {
+		q->lo = q->hi = 0;
+		return 1;
+	}
+	if (row->pc <= q->key)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+}
+
+/* The executable mapping that holds pc, from the walk's cache or the process's slice; NULL if none. */
+static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
+{
+	struct eh_search q = { .key = pc, .lo = w->maps_first, .hi = w->maps_first + w->maps_nr };
+	struct sp_eh_map *m;
+	__u32 slot = EH_VMAS, idx;
+
+	for (int i = 0; i < EH_VMAS; i++)
+		if (i < w->next_vma && pc >= w->v[i].start && pc < w->v[i].end) {
+			slot = i;
+			break;
+		}
+	if (slot < EH_VMAS)
+		return &w->v[slot];
+	bpf_loop(SP_EH_SEARCH_STEPS, eh_map_search_step, &q, 0);
+	if (q.lo <= w->maps_first || q.lo < q.hi)
+		return NULL;
+	idx = q.lo - 1;
+	m = bpf_map_lookup_elem(&eh_maps, &idx);
+	if (!m || pc >= m->end)
+		return NULL;
+	slot = w->next_vma++ & (EH_VMAS - 1);
+	w->v[slot] = *m;
+	return &w->v[slot];
+}
+
+/* The last row at or below off among the mapping's file's rows, or NULL. */
+static __always_inline struct sp_eh_row *eh_row_of(const struct sp_eh_map *v, __u64 off)
+{
+	struct eh_search q = { .key = off };
+	__u32 page = off >> SP_EH_PAGE_SHIFT, idx;
+	struct sp_eh_page *pg;
+
+	if (off > 0xffffffffull || page < v->page0)
+		return NULL;
+	if (page - v->page0 >= v->npages) {
+		q.lo = q.hi = v->first + v->nr; /* past the last page: the last row */
+	} else {
+		idx = v->pages + page - v->page0;
+		pg = bpf_map_lookup_elem(&eh_pages, &idx);
+		if (!pg)
+			return NULL;
+		q.lo = v->first + pg->lo;
+		q.hi = v->first + pg->hi;
+	}
+	bpf_loop(SP_EH_SEARCH_STEPS, eh_row_search_step, &q, 0);
+	if (q.lo <= v->first || q.lo < q.hi)
+		return NULL; /* before the first row, a fault, or a table too large to search */
+	idx = q.lo - 1;
+	return bpf_map_lookup_elem(&eh_rows, &idx);
+}
+
+static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
+{
+	if (bpf_probe_read_user(dst, 8, (void *)addr)) {
+		w->stop = SP_EH_STOP_READ;
+		return -1;
+	}
+	return 0;
+}
+
+/* One frame: write pc, then find the caller's registers.  1 ends the loop. */
+static long eh_step(__u32 i, void *unused)
+{
+	__u32 zero = 0, kind = SP_EH_GAP, fp_why = 0, slot;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct eh_cached *ce;
+	struct sp_eh_row *row;
+	struct sp_eh_map *v;
+	__u64 pc, look, cfa, ra, bp;
+	__s8 rbp_slot = 0;
+	__u16 cfa_off = 0;
+
+	if (!s || !w)
+		return 1;
+	pc = w->ip;
+	/* A return address is after its call: the call's own row is the one before it. */
+	look = w->exact ? pc : pc - 1;
+	slot = (look ^ (look >> 9)) & (EH_CACHE - 1);
+	ce = &w->cache[slot];
+	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
+		kind = ce->kind;
+		rbp_slot = ce->rbp;
+		cfa_off = ce->cfa_off;
+		fp_why = ce->fp_why;
+	} else if (w->maps_nr) {
+		v = eh_map_of(w, look);
+		if (!v) {
+			w->stop = SP_EH_STOP_NOT_EXEC;
+			return 1;
+		}
+		if (v->table == SP_EH_T_ROWS) {
+			row = eh_row_of(v, look - v->start + v->pgoff);
+			if (row) {
+				kind = row->kind;
+				rbp_slot = row->rbp;
+				cfa_off = row->cfa_off;
+			} else {
+				fp_why = SP_EH_FP_NO_ROW;
+			}
+		} else {
+			fp_why = v->table == SP_EH_T_ANON	 ? SP_EH_FP_ANON
+				 : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
+								 : SP_EH_FP_NO_TABLE;
+		}
+		ce->pc = look;
+		ce->gen = w->gen;
+		ce->kind = kind;
+		ce->rbp = rbp_slot;
+		ce->cfa_off = cfa_off;
+		ce->fp_why = fp_why;
+	} else {
+		fp_why = SP_EH_FP_NO_PROC;
+	}
+	s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
+	w->n++;
+	switch (kind) {
+	case SP_EH_RSP:
+		cfa = w->sp + cfa_off;
+		break;
+	case SP_EH_RBP:
+		if (!w->bp_ok) {
+			w->stop = SP_EH_STOP_RBP;
+			return 1;
+		}
+		cfa = w->bp + cfa_off;
+		break;
+	case SP_EH_PLT:
+		cfa = w->sp + 8 + ((pc & 15) >= cfa_off ? 8 : 0);
+		rbp_slot = 0;
+		break;
+	case SP_EH_END:
+		w->stop = SP_EH_STOP_END;
+		return 1;
+	case SP_EH_SIGNAL:
+		/* rsp is at the ucontext; its uc_mcontext (struct sigcontext) starts 40 bytes in. */
+		if (eh_read(&bp, w->sp + 40 + 80, w) || eh_read(&cfa, w->sp + 40 + 120, w) ||
+		    eh_read(&ra, w->sp + 40 + 128, w))
+			return 1;
+		w->bp = bp;
+		w->bp_ok = 1;
+		w->sp = cfa;
+		w->ip = ra;
+		w->exact = 1;
+		goto next;
+	case SP_EH_CANNOT:
+		w->stop = SP_EH_STOP_CANNOT;
+		return 1;
+	default: /* SP_EH_GAP, or no row: frame pointers */
+		if (!fp_why)
+			fp_why = SP_EH_FP_NO_ROW;
+		eh_stat(fp_why);
+		if (!w->bp_ok || w->bp < w->sp || !w->bp) {
+			w->stop = w->bp ? SP_EH_STOP_NO_FP : SP_EH_STOP_FP_END;
+			return 1;
+		}
+		cfa = w->bp + 16;
+		rbp_slot = -2;
+		break;
+	}
+	if (cfa <= w->sp) {
+		w->stop = SP_EH_STOP_NOT_UP;
+		return 1;
+	}
+	if (rbp_slot == -2) {
+		/* rbp saved right below the return address (push %rbp first): one read for both. */
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, 16, (void *)(cfa - 16))) {
+			w->stop = SP_EH_STOP_READ;
+			return 1;
+		}
+		w->bp = pair[0];
+		w->bp_ok = 1;
+		ra = pair[1];
+	} else {
+		if (eh_read(&ra, cfa - 8, w))
+			return 1;
+		if (rbp_slot == SP_EH_RBP_LOST) {
+			w->bp_ok = 0;
+		} else if (rbp_slot) {
+			if (eh_read(&bp, cfa + (__s64)rbp_slot * 8, w))
+				return 1;
+			w->bp = bp;
+			w->bp_ok = 1;
+		}
+	}
+	w->sp = cfa;
+	w->ip = ra;
+	w->exact = 0;
+	if (!ra) {
+		w->stop = SP_EH_STOP_FP_END;
+		return 1;
+	}
+	/* Without the process's mappings, at least a user address: rbp may be any data in code without frame pointers. */
+	if (!w->maps_nr && (ra < 4096 || ra >= (1ull << 47))) {
+		w->stop = SP_EH_STOP_NOT_EXEC;
+		return 1;
+	}
+next:
+	if (w->n >= SP_EH_MAX_FRAMES) {
+		w->stop = SP_EH_STOP_DEPTH;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The user chain of the current task into s->ips from index base (the
+ * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
+ * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs) if they are
+ * the user's, else NULL (the task's saved user registers are taken).
+ */
+static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, const __u64 *ur)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, n, pid = task->tgid;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct sp_eh_proc *p = bpf_map_lookup_elem(&eh_procs, &pid);
+	struct pt_regs *regs;
+	__u64 cs;
+
+	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
+		eh_stat(SP_EH_KTHREAD);
+		return 0;
+	}
+	if (!w)
+		return 0;
+	if (ur) {
+		w->ip = ur[0];
+		w->sp = ur[1];
+		w->bp = ur[2];
+		cs = ur[3];
+	} else {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (!regs)
+			return 0;
+		w->ip = BPF_CORE_READ(regs, ip);
+		w->sp = BPF_CORE_READ(regs, sp);
+		w->bp = BPF_CORE_READ(regs, bp);
+		cs = BPF_CORE_READ(regs, cs);
+	}
+	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
+	if ((cs & 0xffff) != EH_USER_CS) {
+		eh_stat(SP_EH_COMPAT);
+		return 0;
+	}
+	w->bp_ok = 1;
+	w->exact = 1;
+	w->n = 0;
+	w->stop = 0;
+	w->next_vma = 0;
+	w->base = base + 1;
+	w->maps_first = w->maps_nr = 0;
+	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
+	if (p && p->start_stack == task->mm->start_stack) {
+		w->maps_first = p->first;
+		w->maps_nr = p->nr;
+		w->gen = p->gen;
+	} else if (p) {
+		eh_stat(SP_EH_STOP_STALE);
+	}
+	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
+	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
+	eh_stat(SP_EH_CHAINS);
+	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
+	n = w->n;
+	if (n > SP_EH_MAX_FRAMES)
+		n = SP_EH_MAX_FRAMES;
+	__u64 *f = bpf_map_lookup_elem(&eh_stats, &(__u32){ SP_EH_FRAMES });
+	if (f)
+		*f += n;
+	return n ? n + 1 : 0;
+}
+
+#endif

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: GPL-2.0
+"""--call-graph ehframe: user chains unwound in BPF from the files' .eh_frame,
+written as ordinary call chains.  Ground truth is a program without frame
+pointers (workload_dwarf): its chains through libc's qsort and bsearch and
+through a library of its own reach main, in our report and in perf script
+on the same file, and equal perf's --call-graph dwarf chains of the same
+process frame by frame; its blocked thread's off-CPU time is charged to the
+function that blocked; JIT-like code reached by frame pointer is crossed."""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from test_dwarf import DWARF_WORKLOAD, folded, perf_chains
+
+_cache = {}
+
+
+def recording():
+    """One ehframe recording of the workload, started by record itself, shared."""
+    if "path" not in _cache:
+        need_bpf()
+        path = os.path.join(tmpdir(), "ehframe.data")
+        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", DWARF_WORKLOAD,
+                     "1500", check=True)
+        _cache["path"], _cache["stderr"] = path, p.stderr
+    return _cache["path"], _cache["stderr"]
+
+
+def hot_reach_main(stacks, leaves=("cmp_ints", "cb_work")):
+    """(samples whose leaf is one of ours, of them those whose chain reaches main)."""
+    n = sum(c for st, c in stacks.items() if st and st[0] in leaves)
+    m = sum(c for st, c in stacks.items() if st and st[0] in leaves and "main" in st)
+    return n, m
+
+
+def up_to_main(st):
+    return st[:st.index("main") + 1] if "main" in st else st
+
+
+@test
+def test_ehframe_chains_reach_main():
+    """Through qsort, bsearch and a library callback, in our report and in perf's."""
+    path, err = recording()
+    stacks = folded(path)
+    n, m = hot_reach_main(stacks)
+    assert n >= 300 and m * 100 >= 98 * n, "report: %d of %d hot samples reach main" % (m, n)
+    for via in ("msort_with_tmp.part.0", "dwarfcb_each"):
+        assert any(via in st and "main" in st for st in stacks), via
+    need_perf()
+    theirs = perf_chains(path)
+    n2, m2 = hot_reach_main(theirs)
+    assert n2 == n and m2 * 100 >= 98 * n2, "perf script: %d of %d hot samples reach main" % (m2, n2)
+    # -g on the same program: its chains stop in libc, which is what this is for.
+    fp = os.path.join(tmpdir(), "fp.data")
+    spanperf("record", "-g", "-o", fp, "--", DWARF_WORKLOAD, "300", check=True)
+    n3, m3 = hot_reach_main(folded(fp), ("cmp_ints",))
+    assert m3 * 2 < n3, "-g reached main in %d of %d comparator samples" % (m3, n3)
+
+
+@test
+def test_ehframe_file_is_perfs():
+    """An ordinary CALLCHAIN that perf 6.1 reads with nothing on stderr, no stack copies."""
+    path, _ = recording()
+    need_perf()
+    out = perf_clean(["evlist", "-v"], path)
+    assert "CALLCHAIN" in out and "STACK_USER" not in out and "REGS_USER" not in out, out
+    p = run(["perf", "script", "-i", path, "-F", "comm,tid,ip,sym"])
+    assert p.returncode == 0 and p.stderr.strip() == "", p.stderr[-1500:]
+    ours = sum(folded(path, comm="workload_dwarf").values())
+    theirs = sum(1 for b in p.stdout.split("\n\n") if b.strip().startswith("workload_dwarf"))
+    assert ours == theirs, (ours, theirs)
+
+
+@test
+def test_ehframe_verbose_counts_every_chain():
+    """record -v: every user chain ends for one counted reason; most here are complete."""
+    _, err = recording()
+    total = int(re.search(r"^  user chains +(\d+)$", err, re.M).group(1))
+    stops = 0
+    for name, v in re.findall(r"^  ((?:complete|ended|stopped)[^\n]*?) +(\d+)$", err, re.M):
+        stops += int(v)
+    complete = int(re.search(r"^  complete \(reached the outermost frame\) +(\d+)$", err, re.M).group(1))
+    assert total > 0 and stops == total, err[-3000:]
+    assert complete * 2 > total, err[-3000:]
+    assert re.search(r"ehframe tables: \d+ files, \d+ rows", err), err[-3000:]
+
+
+@test
+def test_ehframe_equals_dwarf():
+    """The same process recorded at once by us (ehframe) and by perf --call-graph
+    dwarf: our chains are perf's, frame by frame (inline frames aside)."""
+    need_bpf()
+    need_perf()
+    d = tmpdir()
+    wl = subprocess.Popen([DWARF_WORKLOAD, "3000"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        ours, theirs = os.path.join(d, "eh.data"), os.path.join(d, "dwarf.data")
+        rec = subprocess.Popen([SPANPERF, "record",
+                                "--call-graph", "ehframe", "-F", "999", "-p", str(wl.pid), "-d", "2", "-o", ours],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        p = run(["perf", "record", "-q", "--buildid-mmap", "--call-graph", "dwarf", "-F", "999", "-p", str(wl.pid),
+                 "-o", theirs, "--", "sleep", "2"])
+        err = rec.communicate(timeout=60)[1]
+        assert rec.returncode == 0, err[-1500:]
+        if p.returncode != 0:
+            raise Skip("perf record --call-graph dwarf failed here: %s" % p.stderr[-300:])
+    finally:
+        reap(wl)
+    mine = collections.Counter()
+    for st, n in perf_chains(ours).items():
+        mine[up_to_main(st)] += n
+    ref = collections.Counter()
+    for st, n in perf_chains(theirs).items():
+        ref[up_to_main(st)] += n
+    total = sum(mine.values())
+    found = sum(n for st, n in mine.items() if st in ref)
+    assert total >= 300 and found * 100 >= 95 * total, "%d of %d chains are among perf's; ours only: %s" % (
+        found, total, [(" <- ".join(st), n) for st, n in (mine - ref).most_common(3)])
+
+
+@test
+def test_ehframe_offcpu_names_the_blocking_function():
+    """A thread blocked in read() inside inbox_wait() and in nanosleep() inside nap(),
+    code without frame pointers: those functions are on its off-CPU time, which
+    matches what it measured of itself."""
+    need_bpf()
+    need_perf()
+    path = os.path.join(tmpdir(), "off.data")
+    wl = subprocess.Popen([DWARF_WORKLOAD, "block", "40", "25"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)  # the tables of a running process are built before the recording starts
+        spanperf("record", "--call-graph", "ehframe", "--off-cpu", "--off-cpu-thresh", "0", "-F", "99", "-p",
+                 str(wl.pid), "-d", "1.5", "-o", path, check=True)
+        truth = json_lines(wl.communicate(timeout=60)[0])[0]
+    finally:
+        reap(wl)
+    p = run(["perf", "script", "--no-inline", "-i", path, "-F", "tid,event,period,ip,sym"])
+    assert p.returncode == 0 and p.stderr.strip() == "", p.stderr[-1500:]
+    total, named = collections.Counter(), collections.Counter()
+    for block in p.stdout.split("\n\n"):
+        lines = block.strip().splitlines()
+        if not lines or "offcpu-time" not in lines[0] or int(lines[0].split()[0]) != truth["tid"]:
+            continue
+        period = int(lines[0].split()[1])
+        syms = [l.split()[1] for l in lines[1:] if len(l.split()) > 1]
+        kind = "read" if any("pipe_read" in s or "vfs_read" in s for s in syms) else \
+            "sleep" if any("nanosleep" in s for s in syms) else "other"
+        total[kind] += period
+        if (kind, {"read": "inbox_wait", "sleep": "nap"}.get(kind)) in ((kind, s) for s in syms):
+            named[kind] += period
+    for kind in ("read", "sleep"):
+        assert total[kind] > 0.3e9, (kind, total, truth)
+        assert named[kind] * 100 >= 95 * total[kind], (kind, named, total)
+    # Recorded for 1.5 s of its 2 s or so: never more than it measured itself.
+    assert total["read"] <= truth["read_ns"] * 1.02 and total["sleep"] <= truth["sleep_ns"] * 1.02, (total, truth)
+
+
+@test
+def test_ehframe_jit_code_by_frame_pointer():
+    """Code in an anonymous executable mapping with a frame pointer, between
+    native frames without one: the walk crosses it to main."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "jit.data")
+    spanperf("record", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", DWARF_WORKLOAD, "jit", "1000",
+             check=True)
+    stacks = folded(path)
+    n, m = hot_reach_main(stacks, ("jit_leaf",))
+    assert n >= 300 and m * 100 >= 95 * n, "%d of %d jit_leaf samples reach main" % (m, n)
+    assert any(st[:3] == ("jit_leaf", "[unknown]", "jit_round") for st in stacks), stacks.most_common(3)
+
+
+@test
+def test_ehframe_garbage_cfi_gives_short_chains():
+    """A copy of the program whose .eh_frame is garbage, and a library replaced
+    on disk while it runs: chains are cut, counted, never made up, and the
+    recording is whole."""
+    need_bpf()
+    d = tmpdir()
+    exe = os.path.join(d, "workload_dwarf")
+    shutil.copy(DWARF_WORKLOAD, exe)
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    out = run(["readelf", "-SW", exe], check=True).stdout
+    m = re.search(r"\] \.eh_frame +PROGBITS +[0-9a-f]+ ([0-9a-f]+) ([0-9a-f]+)", out)
+    off, size = int(m.group(1), 16), int(m.group(2), 16)
+    with open(exe, "r+b") as f:
+        f.seek(off + 64)  # past the first CIE: its FDEs point to garbage
+        f.write(bytes((i * 37 + 11) & 0xff for i in range(size - 64)))
+    path = os.path.join(d, "bad.data")
+    wl = subprocess.Popen([exe, "1500"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)
+        # Replaced while it runs: a new file renamed over the old; the mapped one is still read.
+        shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), os.path.join(d, "new.so"))
+        os.rename(os.path.join(d, "new.so"), os.path.join(d, "libdwarfcb.so"))
+        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid), "-d", "1",
+                     "-o", path, check=True)
+    finally:
+        reap(wl)
+    stacks = folded(path)
+    assert sum(stacks.values()) > 100
+    need_perf()
+    q = run(["perf", "script", "-i", path, "-F", "comm,tid,ip,sym"])
+    assert q.returncode == 0 and q.stderr.strip() == "", q.stderr[-1500:]
+    # What the garbage gives is counted: a table refused, pcs without a row, or rows no walk may
+    # use; and the program's chains end there, short of main.
+    counted = 0
+    for pat in (r"(\d+) files without CFI", r"(\d+) failed$", r"^  frame-pointer steps: no row for the pc +(\d+)$",
+                r"^  stopped: CFI a row cannot express +(\d+)$"):
+        m = re.search(pat, p.stderr, re.M)
+        counted += int(m.group(1)) if m else 0
+    assert counted > 0, p.stderr[-2000:]
+    n, reach = hot_reach_main(stacks, ("cmp_ints",))
+    assert n > 50 and reach * 10 < n, (n, reach)

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "ehsource.h"
+#include "ehtables.h"
+#include "libbpf_setup.h"
+#include "log.h"
+#include "perf_events.h"
+#include "perf_sample.h"
+#include "sample.skel.h"
+#include "spanperf.h"
+
+/* Rows for every file (8 bytes each), their page indexes, files, mappings, processes, and the ring. */
+/*
+ * Sized for a host like this one with room to spare (it used up to 5M rows,
+ * 44K page entries, 6K mappings in one pass): about 45 MiB of kernel memory
+ * in all, which BPF_F_MMAPABLE arrays take whole at creation.
+ */
+#define EH_MAX_ROWS (5u << 20)
+#define EH_MAX_PAGES (256u << 10)
+#define EH_MAX_FILES 16384
+#define EH_MAX_MAPS (64u << 10) /* two halves, see ehtables.c */
+#define EH_MAX_PROCS 32768
+#define EH_RING_BYTES (16u << 20)
+
+struct eh_source {
+	struct sample_bpf *skel;
+	const struct int_list *pids; /* -p: only these processes' tables are kept current */
+	struct eh_tables *tables;
+	struct ring_buffer *rb;
+	eh_sample_fn fn;
+	void *ctx;
+	long n;
+	int err;
+};
+
+void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
+{
+	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
+	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
+	bpf_map__set_max_entries(skel->maps.eh_pages, on ? EH_MAX_PAGES : 1);
+	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
+	bpf_map__set_max_entries(skel->maps.eh_maps, on ? EH_MAX_MAPS : 1);
+	bpf_map__set_max_entries(skel->maps.eh_procs, on ? EH_MAX_PROCS : 1);
+	bpf_map__set_max_entries(skel->maps.eh_rb, on ? EH_RING_BYTES : sysconf(_SC_PAGESIZE));
+	/* Written from user space without a syscall per row (5.5+, as bpf_loop needs 5.17 anyway). */
+	bpf_map__set_map_flags(skel->maps.eh_rows, BPF_F_MMAPABLE);
+	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
+	bpf_map__set_map_flags(skel->maps.eh_maps, BPF_F_MMAPABLE);
+	skel->rodata->eh_ring_size = on ? EH_RING_BYTES : 0;
+	skel->rodata->eh_timing = timing;
+	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
+	skel->rodata->eh_fp_only = on && getenv("SPANPERF_BENCH_EH_FP");
+}
+
+int eh_source_check(void)
+{
+	static const struct {
+		enum bpf_func_id id;
+		const char *name, *since;
+	} need[] = {
+		{ BPF_FUNC_loop, "bpf_loop", "5.17" },
+		{ BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie", "5.15" },
+		{ BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15" },
+	};
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, need[i].id, NULL) != 1) {
+			pr_err("--call-graph ehframe needs %s (Linux %s+), which this kernel does not offer; --call-graph dwarf works without it",
+			       need[i].name, need[i].since);
+			return -EOPNOTSUPP;
+		}
+	return 0;
+}
+
+static int on_ring(void *ctx, void *data, size_t size)
+{
+	struct eh_source *s = ctx;
+	const struct perf_event_header *h = data;
+
+	if (size < sizeof(*h) || h->size > size || h->size < 64)
+		return 0;
+	s->n++;
+	return s->fn(s->ctx, h);
+}
+
+int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, eh_sample_fn fn,
+		   void *ctx)
+{
+	struct eh_tables_fds fds = {
+		.rows_fd = bpf_map__fd(skel->maps.eh_rows), .max_rows = EH_MAX_ROWS,
+		.maps_fd = bpf_map__fd(skel->maps.eh_maps), .max_maps = EH_MAX_MAPS,
+		.pages_fd = bpf_map__fd(skel->maps.eh_pages), .max_pages = EH_MAX_PAGES,
+		.files_fd = bpf_map__fd(skel->maps.eh_files), .procs_fd = bpf_map__fd(skel->maps.eh_procs),
+	};
+	struct eh_tables_stats st;
+	struct eh_source *s;
+	int e;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->skel = skel;
+	s->pids = pids;
+	s->fn = fn;
+	s->ctx = ctx;
+	e = eh_tables__new(&s->tables, &fds);
+	if (e) {
+		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
+		goto cleanup;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.eh_rb), on_ring, s, NULL);
+	if (!s->rb) {
+		e = -errno;
+		pr_err("cannot map the ehframe sample ring: %s", strerror(-e));
+		goto cleanup;
+	}
+	eh_tables__scan(s->tables, pids);
+	eh_tables__stats(s->tables, &st);
+	pr_debug("ehframe: %llu files, %llu rows (%.1f MB) for %llu processes in %.0f ms", (unsigned long long)st.files,
+		 (unsigned long long)st.rows, st.rows * 8 / 1e6, (unsigned long long)st.procs, st.build_ns / 1e6);
+	*out = s;
+	return 0;
+cleanup:
+	eh_source__free(s);
+	return e;
+}
+
+int eh_source_attach(struct pe_set *set, struct sample_bpf *skel)
+{
+	for (int i = 0; i < set->nr; i++) {
+		/* BPF cannot read its event's id otherwise (bpf_get_attach_cookie, 5.15+). */
+		LIBBPF_OPTS(bpf_perf_event_opts, po, .bpf_cookie = set->ev[i].id);
+
+		set->ev[i].link = bpf_program__attach_perf_event_opts(skel->progs.on_sample_eh, set->ev[i].fd, &po);
+		if (!set->ev[i].link)
+			return -errno;
+	}
+	return 0;
+}
+
+void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
+{
+	struct pd_mmap m;
+	struct pd_comm c;
+	struct pd_task t;
+
+	if (!s)
+		return;
+	/* With -p, the side-band is still the whole host's: the others' tables would be built for nothing. */
+	if (s->pids && (h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_FORK ||
+			h->type == PERF_RECORD_EXIT) && h->size >= 12) {
+		__u32 pid;
+
+		memcpy(&pid, (const char *)h + 8, 4); /* pid comes first in each of them */
+		if (!int_list_has(s->pids, pid))
+			return;
+	}
+	switch (h->type) {
+	case PERF_RECORD_MMAP2:
+		if (!(h->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_parse_mmap(h, h->size, &m) && !m.kernel &&
+		    (m.prot & PROT_EXEC))
+			eh_tables__mark(s->tables, m.pid);
+		break;
+	case PERF_RECORD_COMM:
+		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
+			eh_tables__mark(s->tables, c.pid);
+		break;
+	case PERF_RECORD_FORK:
+		if (!pd_parse_task(h, h->size, &t) && t.pid != t.ppid)
+			eh_tables__fork(s->tables, t.ppid, t.pid);
+		break;
+	case PERF_RECORD_EXIT:
+		if (!pd_parse_task(h, h->size, &t) && t.pid == t.tid)
+			eh_tables__exit(s->tables, t.pid);
+		break;
+	}
+}
+
+long eh_source__drain(struct eh_source *s)
+{
+	int e;
+
+	if (!s)
+		return 0;
+	/* Processes that mapped code since the last pass: before their next samples. */
+	eh_tables__flush(s->tables);
+	s->n = 0;
+	e = ring_buffer__consume(s->rb);
+	return e < 0 ? e : s->n;
+}
+
+int eh_source__fd(const struct eh_source *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+void eh_source__report(struct eh_source *s, int verbose)
+{
+	static const char *const names[SP_EH_STAT_MAX] = {
+		[SP_EH_CHAINS] = "user chains",
+		[SP_EH_STOP_END] = "complete (reached the outermost frame)",
+		[SP_EH_STOP_FP_END] = "ended at a zero frame pointer or return address",
+		[SP_EH_STOP_NOT_EXEC] = "stopped: return address outside executable mappings",
+		[SP_EH_STOP_READ] = "stopped: stack unreadable",
+		[SP_EH_STOP_DEPTH] = "stopped: 127 frames",
+		[SP_EH_STOP_CANNOT] = "stopped: CFI a row cannot express",
+		[SP_EH_STOP_NOT_UP] = "stopped: the CFA did not move up",
+		[SP_EH_STOP_RBP] = "stopped: CFA at rbp, whose value was lost",
+		[SP_EH_STOP_STALE] = "frame pointers: the process's mappings are another image's",
+		[SP_EH_STOP_NO_FP] = "stopped: no frame pointer where one was needed",
+		[SP_EH_FP_ANON] = "frame-pointer steps: anonymous code",
+		[SP_EH_FP_NO_TABLE] = "frame-pointer steps: file without a table",
+		[SP_EH_FP_NO_PROC] = "frame-pointer steps: process mappings not known yet",
+		[SP_EH_FP_TOO_LARGE] = "frame-pointer steps: table too large",
+		[SP_EH_FP_NO_ROW] = "frame-pointer steps: no row for the pc",
+		[SP_EH_FRAMES] = "user frames",
+		[SP_EH_KTHREAD] = "kernel-thread samples (no user chain)",
+		[SP_EH_COMPAT] = "32-bit task samples (no user chain)",
+		[SP_EH_LOST] = "samples LOST (ring full)",
+	};
+	struct eh_tables_stats st;
+	int fd;
+
+	if (!s)
+		return;
+	fd = bpf_map__fd(s->skel->maps.eh_stats);
+	eh_tables__stats(s->tables, &st);
+	if (bpf_percpu_sum(fd, SP_EH_LOST))
+		pr_warn("%llu samples LOST: the ehframe sample ring was full",
+			(unsigned long long)bpf_percpu_sum(fd, SP_EH_LOST));
+	if (st.too_large || st.maps_full || st.procs_full)
+		pr_warn("unwind tables full: %llu files too large, %llu processes without room for their mappings; those unwind by frame pointer",
+			(unsigned long long)st.too_large, (unsigned long long)(st.maps_full + st.procs_full));
+	if (verbose <= 0)
+		return;
+	fprintf(stderr, "ehframe tables: %llu files, %llu rows (%.1f MB), %zu page entries; %llu process builds, %zu mappings; built in %.0f ms; %llu files without CFI, %llu unreadable, %llu failed\n",
+		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
+		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
+		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	if (st.half_switches)
+		fprintf(stderr, "  mapping table reused %llu times (every live process's mappings made again)\n",
+			(unsigned long long)st.half_switches);
+	for (int i = 0; i < SP_EH_STAT_MAX; i++) {
+		__u64 v = bpf_percpu_sum(fd, i);
+
+		if (names[i] && (v || i <= SP_EH_STOP_END))
+			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
+	}
+	if (bpf_percpu_sum(fd, SP_EH_USER_RUNS))
+		fprintf(stderr, "  user chains took %.0f ns each in BPF, %.1f frames each\n",
+			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),
+			(double)bpf_percpu_sum(fd, SP_EH_FRAMES) / (bpf_percpu_sum(fd, SP_EH_CHAINS) ?: 1));
+}
+
+void eh_source__free(struct eh_source *s)
+{
+	if (!s)
+		return;
+	ring_buffer__free(s->rb);
+	eh_tables__free(s->tables);
+	free(s);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --call-graph ehframe as a source of samples: the sampling program
+ * (on_sample_eh) builds each sample whole, its user chain unwound from the
+ * unwind tables (ehtables.h), and sends it through a BPF ring in
+ * perf.data's own layout; perf's rings then carry only the side-band, which
+ * this source reads to keep the tables current (MMAP2, exec, fork, exit).
+ */
+#ifndef SP_EHSOURCE_H
+#define SP_EHSOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/perf_event.h>
+
+#include "parse.h"
+
+struct sample_bpf;
+struct pe_set;
+struct eh_source;
+
+/*
+ * Whether this kernel has what the walk needs: bpf_loop (5.17+), attach
+ * cookies and bpf_task_pt_regs (5.15+); 0, or -EOPNOTSUPP after saying
+ * which is missing.
+ */
+int eh_source_check(void);
+/* Between open and load: the maps sized (to nothing when off) and on_sample_eh loaded only when on. */
+void eh_source_size(struct sample_bpf *skel, bool on, bool timing);
+/* Called with each sample as the file will hold it; a negative return aborts the drain. */
+typedef int (*eh_sample_fn)(void *ctx, const struct perf_event_header *h);
+/* After load: the tables of every process in pids (NULL: all) built, then the ring opened. */
+int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, eh_sample_fn fn,
+		   void *ctx);
+/* on_sample_eh on each event of s, with the event's id as its cookie (the samples' IDENTIFIER). */
+int eh_source_attach(struct pe_set *s, struct sample_bpf *skel);
+/* A side-band record from perf's rings: what changes a process's mappings. */
+void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h);
+/* The tables of processes that changed, then the samples in the ring; samples or -errno. */
+long eh_source__drain(struct eh_source *s);
+int eh_source__fd(const struct eh_source *s);
+/* A process that starts while recording unwinds by frame pointer until its mappings are read: drain this often. */
+#define EH_SOURCE_POLL_MS 10
+/* What the tables hold and why chains ended: warnings always, the counts with -v. */
+void eh_source__report(struct eh_source *s, int verbose);
+void eh_source__free(struct eh_source *s);
+
+#endif

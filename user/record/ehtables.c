@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+
+#include "ehframe.h"
+#include "ehtables.h"
+#include "fileio.h"
+#include "hash.h"
+#include "sideband.h"
+#include "spanperf.h"
+#include "util.h"
+
+struct eh_tables {
+	struct sp_eh_row *rows; /* the mmap'ed eh_rows */
+	size_t max_rows, used;
+	struct sp_eh_page *pages; /* the mmap'ed eh_pages */
+	size_t max_pages, pages_used;
+	/*
+	 * The mmap'ed eh_maps, in two halves: slices are added to one until it
+	 * is full, then every live process's slice is made again in the other,
+	 * whose old slices no walk can still be reading by then.
+	 */
+	struct sp_eh_map *maps;
+	size_t max_maps, maps_used, half;
+	__u32 gen;
+	int files_fd, procs_fd;
+	bool switching;
+	struct u64_map dirty;	   /* pids whose mappings changed since their last build */
+	struct u64_map next_build; /* pid -> when it may be built again (ns) */
+	struct sp_eh_map *scratch; /* one process's mappings being gathered */
+	size_t scratch_cap;
+	struct eh_tables_stats st;
+};
+
+int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
+{
+	struct eh_tables *t = calloc(1, sizeof(*t));
+	int e;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->rows = mmap(NULL, fds->max_rows * sizeof(*t->rows), PROT_READ | PROT_WRITE, MAP_SHARED, fds->rows_fd, 0);
+	t->maps = mmap(NULL, fds->max_maps * sizeof(*t->maps), PROT_READ | PROT_WRITE, MAP_SHARED, fds->maps_fd, 0);
+	t->pages = mmap(NULL, fds->max_pages * sizeof(*t->pages), PROT_READ | PROT_WRITE, MAP_SHARED, fds->pages_fd, 0);
+	if (t->rows == MAP_FAILED || t->maps == MAP_FAILED || t->pages == MAP_FAILED) {
+		e = -errno;
+		if (t->rows != MAP_FAILED)
+			munmap(t->rows, fds->max_rows * sizeof(*t->rows));
+		if (t->maps != MAP_FAILED)
+			munmap(t->maps, fds->max_maps * sizeof(*t->maps));
+		if (t->pages != MAP_FAILED)
+			munmap(t->pages, fds->max_pages * sizeof(*t->pages));
+		free(t);
+		return e;
+	}
+	t->max_rows = fds->max_rows;
+	t->max_maps = fds->max_maps;
+	t->max_pages = fds->max_pages;
+	t->files_fd = fds->files_fd;
+	t->procs_fd = fds->procs_fd;
+	*out = t;
+	return 0;
+}
+
+/* Linux's MKDEV, as vm_file->f_inode->i_sb->s_dev holds it. */
+static __u64 kernel_dev(__u32 maj, __u32 min)
+{
+	return ((__u64)maj << 20) | min;
+}
+
+/*
+ * The file behind the mapping, checked to be the inode the kernel maps.
+ * map_files (root only) gives that very inode whatever the mount namespace,
+ * but needs the mapping to still exist.  The path is the fallback for an
+ * MMAP2 read after its process went, and a path is whatever the process
+ * made it: it counts only if it names a regular file of the same device and
+ * inode, checked before the open (no device or FIFO is ever opened) and
+ * again on what was opened.
+ */
+static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino, const char *path)
+{
+	char mf[64];
+	struct stat st;
+	int fd;
+
+	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0) {
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino) {
+			close(fd);
+			return -ESTALE;
+		}
+		return fd;
+	}
+	if (!path || path[0] != '/' || stat(path, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
+	    major(st.st_dev) != maj || minor(st.st_dev) != min)
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino || major(st.st_dev) != maj ||
+	    minor(st.st_dev) != min) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
+static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
+		      const char *path, struct sp_eh_file *file_out)
+{
+	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
+	struct sp_eh_file file = {};
+	struct ehtab tab;
+	__u64 t0;
+	size_t room;
+	int fd, e;
+
+	/* The map itself says whether the file was tried: exact, and one syscall. */
+	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
+		*file_out = file;
+		return 0;
+	}
+	memset(&file, 0, sizeof(file));
+	t0 = now_ns(CLOCK_MONOTONIC);
+	fd = open_mapped(pid, start, end, maj, min, ino, path);
+	if (fd < 0) {
+		/* Not remembered: another process's mapping of it may be readable. */
+		t->st.unreadable++;
+		return -1;
+	}
+	room = t->max_rows - t->used;
+	e = ehtab_from_fd(fd, room, &tab);
+	close(fd);
+	if (!e) {
+		/* The page index: the rows below each page of the file's code and below the next. */
+		__u32 page0 = tab.rows[0].pc >> SP_EH_PAGE_SHIFT, last = tab.rows[tab.nr - 1].pc >> SP_EH_PAGE_SHIFT;
+		size_t np = (size_t)last - page0 + 1, k = 0;
+
+		if (np > t->max_pages - t->pages_used) {
+			e = -E2BIG;
+			ehtab_free(&tab);
+			goto done;
+		}
+		for (size_t i = 0; i <= np; i++) {
+			__u64 start = (__u64)(page0 + i) << SP_EH_PAGE_SHIFT;
+
+			while (k < tab.nr && tab.rows[k].pc < start)
+				k++;
+			if (i < np)
+				t->pages[t->pages_used + i].lo = k;
+			if (i)
+				t->pages[t->pages_used + i - 1].hi = k;
+		}
+		file.pages = t->pages_used;
+		file.page0 = page0;
+		file.npages = np;
+		t->pages_used += np;
+		memcpy(t->rows + t->used, tab.rows, tab.nr * sizeof(*tab.rows));
+		file.first = t->used;
+		file.nr = tab.nr;
+		file.state = SP_EH_FILE_OK;
+		t->used += tab.nr;
+		t->st.rows += tab.nr;
+		t->st.files++;
+		ehtab_free(&tab);
+	}
+done:
+	if (e == -E2BIG) {
+		file.state = SP_EH_FILE_TOO_LARGE;
+		t->st.too_large++;
+	} else if (e == -ENOENT) {
+		file.state = SP_EH_FILE_NOCFI;
+		t->st.nocfi++;
+	} else if (e) {
+		file.state = SP_EH_FILE_NOCFI;
+		t->st.failed++;
+	}
+	/* After the rows: the sampling program never sees a file whose rows are not all there. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (bpf_map_update_elem(t->files_fd, &key, &file, BPF_ANY))
+		t->st.failed++;
+	t->st.build_ns += now_ns(CLOCK_MONOTONIC) - t0;
+	*file_out = file;
+	return 0;
+}
+
+/* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
+static int start_stack(__u32 pid, __u64 *out)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	int field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (read_file_str(path, buf, sizeof(buf)))
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	for (p++; *p && field < 28; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 28 || sscanf(p, "%llu", &v) != 1)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct sp_eh_map *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static int proc_build(struct eh_tables *t, __u32 pid);
+
+static size_t half_end(const struct eh_tables *t)
+{
+	return (t->half + 1) * (t->max_maps / 2);
+}
+
+/* The other half: every process that has a slice gets a new one there. */
+static void switch_half(struct eh_tables *t)
+{
+	__u32 key, next, *prev = NULL;
+	__u32 *pids = NULL;
+	size_t n = 0, cap = 0;
+
+	t->half ^= 1;
+	t->maps_used = t->half * (t->max_maps / 2);
+	t->st.half_switches++;
+	while (!bpf_map_get_next_key(t->procs_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (array_reserve((void **)&pids, &cap, n, sizeof(*pids)))
+			break;
+		pids[n++] = key;
+	}
+	t->switching = true;
+	/* One left pointing into the half being reused would read other slices: gone instead. */
+	for (size_t i = 0; i < n; i++)
+		if (proc_build(t, pids[i]))
+			bpf_map_delete_elem(t->procs_fd, &pids[i]);
+	t->switching = false;
+	free(pids);
+}
+
+/* 0, or -1 when the process could not be read or its slice found no room. */
+static int proc_build(struct eh_tables *t, __u32 pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct sp_eh_proc proc = {};
+	struct procmap m;
+	size_t n = 0;
+	__u64 t0;
+	FILE *f;
+
+	if (!pid)
+		return -1;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
+	if (start_stack(pid, &proc.start_stack))
+		return -1;
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		struct sp_eh_map *e;
+		struct sp_eh_file file;
+
+		if (procmaps_parse_line(line, &m) || !(m.prot & PROT_EXEC))
+			continue;
+		if (array_reserve((void **)&t->scratch, &t->scratch_cap, n, sizeof(*t->scratch)))
+			break;
+		e = &t->scratch[n];
+		*e = (struct sp_eh_map){ .start = m.start, .end = m.end, .pgoff = m.pgoff, .table = SP_EH_T_ANON };
+		if (m.ino) {
+			e->table = SP_EH_T_MISSING;
+			if (!file_table(t, pid, m.start, m.end, m.maj, m.min, m.ino, m.path, &file)) {
+				e->table = file.state == SP_EH_FILE_OK	      ? SP_EH_T_ROWS
+					   : file.state == SP_EH_FILE_TOO_LARGE ? SP_EH_T_TOO_LARGE
+										: SP_EH_T_NOCFI;
+				e->first = file.first;
+				e->nr = file.nr;
+				e->pages = file.pages;
+				e->page0 = file.page0;
+				e->npages = file.npages;
+			}
+		} else if (m.path[0] == '[') {
+			continue; /* [vdso], [vsyscall]: the kernel's, with CFI we do not read */
+		}
+		n++;
+	}
+	fclose(f);
+	if (n > half_end(t) - t->maps_used && !t->switching) {
+		switch_half(t);
+		if (n > half_end(t) - t->maps_used)
+			n = 0; /* still no room */
+	}
+	if (!n)
+		return -1; /* no code mapped (a kernel thread, or gone): nothing to keep */
+	if (n > half_end(t) - t->maps_used) {
+		t->st.maps_full++;
+		return -1;
+	}
+	sort_n(t->scratch, n, sizeof(*t->scratch), cmp_map);
+	memcpy(t->maps + t->maps_used, t->scratch, n * sizeof(*t->scratch));
+	proc.first = t->maps_used;
+	proc.nr = n;
+	proc.gen = ++t->gen;
+	t->maps_used += n;
+	/* The slice is whole before the process points at it. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (bpf_map_update_elem(t->procs_fd, &pid, &proc, BPF_ANY)) {
+		t->st.procs_full++;
+		return -1;
+	}
+	t->st.procs++;
+	t->st.build_ns += now_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+}
+
+void eh_tables__proc(struct eh_tables *t, __u32 pid)
+{
+	if (t)
+		proc_build(t, pid);
+}
+
+
+
+void eh_tables__mark(struct eh_tables *t, __u32 pid)
+{
+	uint64_t *v;
+
+	if (!t)
+		return;
+	v = u64_map_get(&t->dirty, pid, true);
+	if (v)
+		*v = 1;
+}
+
+/*
+ * A process that maps code again and again (dlopen in a loop, a JIT) would
+ * have its whole slice made again at every drain, /proc/PID/maps read each
+ * time: quadratic in its mappings.  So a process waits ten times what its
+ * last build took before the next, and a flush stops after FLUSH_BUDGET_NS
+ * (the rest stay marked): the recording's drain is never held up for long.
+ */
+#define FLUSH_BUDGET_NS 20000000ull
+
+void eh_tables__flush(struct eh_tables *t)
+{
+	struct u64_map keep = {};
+	__u64 start, now, b0;
+
+	if (!t || !t->dirty.n)
+		return;
+	start = now = now_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < t->dirty.cap; i++) {
+		__u32 pid = t->dirty.slot[i].key;
+		uint64_t *next, *k;
+
+		if (!t->dirty.used[i])
+			continue;
+		next = u64_map_get(&t->next_build, pid, true);
+		if (now - start > FLUSH_BUDGET_NS || (next && now < *next)) {
+			k = u64_map_get(&keep, pid, true);
+			if (k)
+				*k = 1;
+			continue;
+		}
+		b0 = now;
+		proc_build(t, pid);
+		t->st.flush_builds++;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (next)
+			*next = now + 10 * (now - b0);
+	}
+	u64_map_free(&t->dirty);
+	t->dirty = keep;
+}
+
+void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid)
+{
+	struct sp_eh_proc proc;
+
+	/* Slices never change: the child shares its parent's until it maps something of its own. */
+	if (t && !bpf_map_lookup_elem(t->procs_fd, &ppid, &proc))
+		bpf_map_update_elem(t->procs_fd, &pid, &proc, BPF_ANY);
+}
+
+void eh_tables__exit(struct eh_tables *t, __u32 pid)
+{
+	if (t)
+		bpf_map_delete_elem(t->procs_fd, &pid);
+}
+
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (!t)
+		return;
+	if (pids) {
+		for (int i = 0; i < pids->n; i++)
+			eh_tables__proc(t, pids->v[i]);
+		return;
+	}
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid)
+			continue;
+		eh_tables__proc(t, pid);
+	}
+	closedir(d);
+}
+
+void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!t)
+		return;
+	*st = t->st;
+	st->max_rows = t->max_rows;
+	st->maps = t->maps_used;
+	st->max_maps = t->max_maps;
+	st->pages = t->pages_used;
+}
+
+void eh_tables__free(struct eh_tables *t)
+{
+	if (!t)
+		return;
+	munmap(t->rows, t->max_rows * sizeof(*t->rows));
+	munmap(t->maps, t->max_maps * sizeof(*t->maps));
+	munmap(t->pages, t->max_pages * sizeof(*t->pages));
+	u64_map_free(&t->dirty);
+	u64_map_free(&t->next_build);
+	free(t->scratch);
+	free(t);
+}

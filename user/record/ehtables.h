@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The unwind tables of --call-graph ehframe: each executable file mapped
+ * by a recorded process, turned into rows (ehframe.h) once, however many
+ * processes map it, and placed in the BPF maps the sampling program
+ * searches.  Rows go into an mmap'ed array (no syscall per row); a file's
+ * eh_files entry is written after its rows, so BPF never sees half a table.
+ */
+#ifndef SP_EHTABLES_H
+#define SP_EHTABLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "parse.h"
+
+struct eh_tables;
+
+struct eh_tables_stats {
+	__u64 files, rows, nocfi, too_large, failed, unreadable;
+	__u64 procs, procs_full, maps_full, half_switches, flush_builds;
+	__u64 build_ns;
+	size_t max_rows, maps, max_maps, pages;
+};
+
+struct eh_tables_fds {
+	int rows_fd, maps_fd, pages_fd; /* the mmapable eh_rows, eh_maps and eh_pages arrays */
+	size_t max_rows, max_maps, max_pages;
+	int files_fd, procs_fd;
+};
+
+int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds);
+/*
+ * A process's executable mappings, read from /proc/PID/maps now, each
+ * file's table built unless the file (device, inode) has one: opened
+ * through /proc/PID/map_files (the very inode mapped, whatever the mount
+ * namespace), else by path when its inode matches.  Failures are counted,
+ * never fatal; the process then unwinds by frame pointer.
+ */
+void eh_tables__proc(struct eh_tables *t, __u32 pid);
+/* A process mapped something new (MMAP2, exec): rebuilt at the next flush, once however many. */
+void eh_tables__mark(struct eh_tables *t, __u32 pid);
+void eh_tables__flush(struct eh_tables *t);
+/* A new process shares its parent's mappings until it maps its own. */
+void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid);
+void eh_tables__exit(struct eh_tables *t, __u32 pid);
+/* Every process in pids (NULL: all of /proc). */
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids);
+void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st);
+void eh_tables__free(struct eh_tables *t);
+
+#endif
