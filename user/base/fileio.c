@@ -68,18 +68,42 @@ cleanup:
 	return err;
 }
 
-int open_regular(const char *path)
+int open_regular_fd(int pathfd)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st, now;
+	char self[64];
+	int fd;
 
+	if (fstat(pathfd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* The inode the O_PATH descriptor holds, whatever its name leads to by now. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &now) || now.st_dev != st.st_dev || now.st_ino != st.st_ino || !S_ISREG(now.st_mode)) {
 		close(fd);
 		return -EINVAL;
 	}
 	return fd;
+}
+
+int open_regular_at(int dirfd, const char *path, bool nofollow)
+{
+	int pfd = openat(dirfd, path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)), fd;
+
+	if (pfd < 0)
+		return -errno;
+	fd = open_regular_fd(pfd);
+	close(pfd);
+	return fd;
+}
+
+int open_regular(const char *path)
+{
+	return open_regular_at(AT_FDCWD, path, false);
 }
 
 int write_all(int fd, const void *p, size_t n)
