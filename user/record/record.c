@@ -56,6 +56,8 @@ static const rec_source_new_fn source_list[] = {
 	offcpu_source__new,
 };
 #define NR_SOURCES (sizeof(source_list) / sizeof(source_list[0]))
+/* The end of a recording waits this long at most for copies of files (buildid_cache.h). */
+#define BUILDID_COPY_BUDGET_NS (5ull * 1000000000)
 
 struct recorder {
 	struct rec_ctx ctx;
@@ -295,6 +297,8 @@ static int synthesize(struct recorder *r)
 	}
 	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2; %lu module MMAPs", sb.nr_procs, sb.nr_comm,
 		 sb.nr_mmap, sb.nr_modules);
+	if (sb.nr_cut)
+		pr_warn("%lu /proc/PID/maps lines came without their newline (cut short) and were dropped", sb.nr_cut);
 	return 0;
 }
 
@@ -473,6 +477,7 @@ static int write_header(struct recorder *r, int argc, char **argv)
 	meta.clock_ref_ns = r->start_ns;
 	meta.first_sample_ns = r->ctx.first_ns;
 	meta.last_sample_ns = r->ctx.last_ns;
+	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS);
 	e = dso_set__build_ids(r->ctx.dsos, &meta);
 	if (e)
 		pr_warn("build ids incomplete: %s", strerror(-e));

@@ -49,18 +49,19 @@ int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 
 	return -ENOENT;
 }
 
-int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+/* A build-id note is a few dozen bytes: a larger note section is not read (it may be sparse and huge). */
+#define MAX_NOTES_BYTES (1u << 20)
+
+int buildid_from_fd(int fd, __u8 id[BUILD_ID_MAX], __u8 *size)
 {
 	Elf_Scn *scn = NULL;
-	int fd, err = -ENOENT;
+	int err = -ENOENT;
 	Elf *elf;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open_regular(path);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file another process truncates meanwhile must not SIGBUS us. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -EINVAL;
 		goto cleanup;
@@ -69,7 +70,7 @@ int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > MAX_NOTES_BYTES)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (d && d->d_buf && !buildid_from_notes(d->d_buf, d->d_size, id, size)) {
@@ -80,6 +81,16 @@ int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
 cleanup:
 	if (elf)
 		elf_end(elf);
+	return err;
+}
+
+int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	int fd = open_regular(path), err;
+
+	if (fd < 0)
+		return fd;
+	err = buildid_from_fd(fd, id, size);
 	close(fd);
 	return err;
 }
