@@ -34,6 +34,7 @@ struct sideband {
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
 	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;
+	unsigned long nr_cut; /* maps lines without their newline (cut short), dropped */
 };
 
 /* The kernel MMAP from ktext_start/end; -ENOENT if they are unknown. */
