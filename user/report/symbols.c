@@ -277,6 +277,37 @@ static bool perf_anon(const char *path)
 	return !strcmp(path, "//anon") || !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/anon_hugepage", 14);
 }
 
+static bool any_perf_map_owner;
+
+void symbols_allow_any_perf_map_owner(bool yes)
+{
+	any_perf_map_owner = yes;
+}
+
+/*
+ * perf's rule for /tmp/perf-PID.map (anyone may create it): a regular file,
+ * not a symlink, owned by us or root, opened without blocking; names from
+ * another user's file would be theirs to choose.
+ */
+static FILE *open_perf_map(const char *path)
+{
+	struct stat st;
+	int fd = open_regular_at(AT_FDCWD, path, true);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || (!any_perf_map_owner && st.st_uid != geteuid() && st.st_uid != 0)) {
+		pr_debug("%s: not used, owned by uid %u (--force uses it)", path, (unsigned)st.st_uid);
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
 static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
@@ -285,7 +316,7 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
-	f = fopen(path, "re");
+	f = open_perf_map(path);
 	if (!f)
 		return NULL;
 	d = calloc(1, sizeof(*d));
