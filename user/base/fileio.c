@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "fileio.h"
@@ -139,4 +140,92 @@ int mkdir_parents(char *path)
 		*p = '/';
 	}
 	return 0;
+}
+
+/* Made by root (or us), and writable by no one else but in a sticky directory of root's (/tmp). */
+static bool stat_is_ours(const struct stat *st)
+{
+	bool mine = st->st_uid == 0 || st->st_uid == geteuid();
+	bool shared = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && st->st_uid == 0;
+
+	return mine && (S_ISLNK(st->st_mode) || !(st->st_mode & 022) || shared);
+}
+
+/*
+ * Whether root may write under dir: every part of it that exists, and what
+ * a symlink there leads to, is ours (stat_is_ours).  What is not a
+ * directory is ours too if so: writing under it fails, and says so.
+ */
+static bool dir_is_ours(const char *dir)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (dir[0] != '/' || n >= sizeof(p))
+		return false;
+	memcpy(p, dir, n + 1);
+	while (n > 0) {
+		struct stat st, target;
+
+		if (!lstat(p, &st)) {
+			if (!stat_is_ours(&st) || (S_ISLNK(st.st_mode) && !stat(p, &target) && !stat_is_ours(&target)))
+				return false;
+		} else if (errno != ENOENT) {
+			return false;
+		}
+		while (n > 0 && p[n - 1] != '/')
+			n--;
+		while (n > 1 && p[n - 1] == '/')
+			n--;
+		if (n <= 1)
+			break;
+		p[n] = 0;
+	}
+	return true;
+}
+
+/* The environment's directory, if it is ours to write in as root (sudo -E keeps a user's). */
+static const char *env_dir(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return NULL;
+	return geteuid() != 0 || dir_is_ours(v) ? v : NULL;
+}
+
+static const char *own_home(void)
+{
+	const char *home = env_dir("HOME");
+	struct passwd *pw;
+
+	if (home)
+		return home;
+	pw = getpwuid(geteuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+int cache_home(char *out, size_t len)
+{
+	const char *xdg = env_dir("XDG_CACHE_HOME"), *home = own_home();
+	int n;
+
+	if (xdg)
+		n = snprintf(out, len, "%s", xdg);
+	else if (home)
+		n = snprintf(out, len, "%s/.cache", home);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int home_dir(char *out, size_t len)
+{
+	const char *home = own_home();
+	int n;
+
+	if (!home)
+		return -ENOENT;
+	n = snprintf(out, len, "%s", home);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -25,6 +25,16 @@ int open_regular_at(int dirfd, const char *path, bool nofollow);
 /* The file an O_PATH descriptor holds, opened for reading if it is regular; pathfd stays open. */
 int open_regular_fd(int pathfd);
 
+/*
+ * Where caches go: $XDG_CACHE_HOME, else $HOME/.cache; and $HOME (perf's
+ * ~/.debug).  As root, the environment's directory only if it is root's own
+ * and no one else can write it or a directory above it (sudo -E keeps a
+ * user's $HOME: root would write where the user's symlinks lead); else
+ * root's home from the password database.  0 or -errno.
+ */
+int cache_home(char *out, size_t len);
+int home_dir(char *out, size_t len);
+
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);
 

@@ -144,11 +144,11 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
  */
 static int perf_cache_path(const struct symbolizer *s, const char *hex, char *out, size_t len)
 {
-	const char *home = getenv("HOME");
+	char home[PATH_MAX];
 	struct stat st;
 	int n;
 
-	if (s->root[0] || !home || !*home || strlen(hex) < 3)
+	if (s->root[0] || home_dir(home, sizeof(home)) || strlen(hex) < 3)
 		return -ENOENT;
 	n = snprintf(out, len, "%s/.debug/.build-id/%.2s/%s", home, hex, hex + 2);
 	if (n < 0 || (size_t)n + 4 >= len || stat(out, &st))

@@ -243,16 +243,14 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 
 int buildid_cache_path(const char *hex, char *out, size_t len)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
 	int n;
 
 	if (!hex || !*hex || strspn(hex, "0123456789abcdef") != strlen(hex))
 		return -EINVAL;
-	if (xdg && *xdg)
-		n = snprintf(out, len, "%s/spanperf/buildid/%s", xdg, hex);
-	else if (home && *home)
-		n = snprintf(out, len, "%s/.cache/spanperf/buildid/%s", home, hex);
-	else
-		return -ENOENT;
+	n = cache_home(dir, sizeof(dir));
+	if (n)
+		return n;
+	n = snprintf(out, len, "%s/spanperf/buildid/%s", dir, hex);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
