@@ -82,7 +82,7 @@ def test_package_install_agrees_with_perf():
         f.write(HOST_WORK)
     path = os.path.join(d, "host.data")
     env = dict(os.environ, HOME=d)  # record's copies of files not found by their path stay here
-    spanperf("record", "-a", "-g", "-F", "999", "-o", path, "--", "sh", script, d, deb, pkg, env=env,
+    spanperf("record", "--perf-cache", "-a", "-g", "-F", "999", "-o", path, "--", "sh", script, d, deb, pkg, env=env,
              check=True, timeout=300)
     mine = spanperf_rows(path, "comm,dso,sym", env)
     theirs = perf_rows_home(path, "comm,dso,sym", d)
@@ -160,7 +160,7 @@ def test_container_started_before_the_recording():
     try:
         time.sleep(0.5)
         path = os.path.join(d, "pre.data")
-        p = spanperf("record", "-a", "-v", "-F", "999", "-d", "1", "-o", path, env=env, check=True)
+        p = spanperf("record", "--perf-cache", "-a", "-v", "-F", "999", "-d", "1", "-o", path, env=env, check=True)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -349,7 +349,7 @@ def test_changed_binary_named_from_perfs_build_id_cache():
     shutil.copy(WORKLOAD, wl)
     env = dict(os.environ, HOME=d, XDG_CACHE_HOME=os.path.join(d, "cache"))
     path = os.path.join(d, "w.data")
-    spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
+    spanperf("record", "--perf-cache", "-o", path, "--", wl, "spin", "300", env=env, check=True)
     p = run(["perf", "buildid-cache", "-a", wl], env=env)
     assert p.returncode == 0, p.stderr
     os.unlink(wl)

@@ -42,12 +42,12 @@ struct buildid_cache {
 	struct u64_map ns;	/* pid -> 1 + whether its mount namespace is ours */
 	char our_ns[64];
 	__u64 used, max;	/* bytes in the cache directory */
-	bool keep, measured;
-	unsigned kept, present, gone, denied, full, failed, late;
+	bool keep, measured, link_perf;
+	unsigned kept, present, gone, denied, full, failed, late, claimed;
 	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
-struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes)
+struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_bytes)
 {
 	struct buildid_cache *c = calloc(1, sizeof(*c));
 	ssize_t n;
@@ -55,6 +55,7 @@ struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes)
 	if (!c)
 		return NULL;
 	c->keep = keep;
+	c->link_perf = link_perf;
 	c->max = max_bytes;
 	n = readlink("/proc/self/ns/mnt", c->our_ns, sizeof(c->our_ns) - 1);
 	c->our_ns[n > 0 ? n : 0] = 0;
@@ -179,9 +180,35 @@ static int copy(struct buildid_cache *c, const struct pending *p, const char *de
 	return e;
 }
 
-/* perf report finds the copy too (perf_buildid.h); perf's cache is a courtesy, never a failure. */
-static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy)
+/*
+ * perf report finds the copy too (perf_buildid.h), with --perf-cache only:
+ * ~/.debug is global, and an entry there decides what perf reads for every
+ * file of that build id.  So never under the id of a file the host has
+ * under another name (a container's file claiming libc's id is not libc).
+ * perf's cache is a courtesy, never a failure.
+ */
+/* Whether the recording lists a host file of build id hex under another name than path. */
+static bool hosts_id(const struct pd_meta *host, const char *hex, const char *path)
 {
+	char other[2 * BUILD_ID_MAX + 1];
+
+	for (int i = 0; host && i < host->nr_build_ids; i++) {
+		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, other);
+		if (!strcmp(other, hex) && strcmp(host->build_ids[i].filename, path))
+			return true;
+	}
+	return false;
+}
+
+static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy,
+			  const struct pd_meta *host)
+{
+	if (!c->link_perf)
+		return;
+	if (hosts_id(host, hex, path)) {
+		c->unlinked++;
+		return;
+	}
 	if (perf_buildid_link(hex, path, copy))
 		c->unlinked++;
 	else
@@ -243,9 +270,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	}
 	if (!access(dest, R_OK)) {
 		close(fd);
-		c->present++;
-		link_for_perf(c, hex, path, dest);
-		return 1;
+		fd = -1; /* there already: only perf's link to make at the end */
 	}
 	/* Copied at the end, off the ring-drain path, from the inode held open now. */
 	if (c->nr_pending >= MAX_PENDING ||
@@ -266,7 +291,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	return 1;
 }
 
-void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns)
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host)
 {
 	__u64 deadline = now_ns(CLOCK_MONOTONIC) + budget_ns;
 	char dest[PATH_MAX];
@@ -275,18 +300,30 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns)
 		struct pending *p = &c->pending[i];
 		int e = -ETIME;
 
-		if (!stop_requested() && now_ns(CLOCK_MONOTONIC) < deadline) {
+		if (p->fd < 0) {
+			c->present++;
+			if (!buildid_cache_path(p->hex, dest, sizeof(dest)))
+				link_for_perf(c, p->hex, p->path, dest, host);
+			free(p->path);
+			continue;
+		}
+		/* A container's file that claims a host file's build id: that id's entry is the host's. */
+		if (hosts_id(host, p->hex, p->path)) {
+			e = -EEXIST;
+		} else if (!stop_requested() && now_ns(CLOCK_MONOTONIC) < deadline) {
 			e = buildid_cache_path(p->hex, dest, sizeof(dest));
 			if (!e)
 				e = copy(c, p, dest, deadline);
 		}
 		if (!e) {
 			c->kept++;
-			link_for_perf(c, p->hex, p->path, dest);
+			link_for_perf(c, p->hex, p->path, dest, host);
 		} else if (e == -ENOSPC || e == -EFBIG) {
 			c->full++;
 		} else if (e == -ETIME) {
 			c->late++;
+		} else if (e == -EEXIST) {
+			c->claimed++;
 		} else {
 			c->failed++;
 		}
@@ -299,11 +336,12 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns)
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
-	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late))
+	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late + c->claimed))
 		return;
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
 		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
-		 "cache's bound, %u failed to write or changed while copied, %u left for lack of time; "
-		 "%u entered in perf's ~/.debug, %u could not be",
-		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->linked, c->unlinked);
+		 "cache's bound, %u failed to write or changed while copied, %u left for lack of time, %u not "
+		 "kept as they claim a host file's build id; %u entered in perf's ~/.debug, %u could not be",
+		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->claimed, c->linked,
+		 c->unlinked);
 }

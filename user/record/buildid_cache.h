@@ -20,13 +20,16 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "perf_data.h"
+
 struct buildid_cache;
 
 /*
  * max_bytes bounds what the cache directory may hold; keep false (-N) still
- * finds foreign files' build ids but copies nothing.
+ * finds foreign files' build ids but copies nothing; link_perf
+ * (--perf-cache) enters the copies in perf's ~/.debug too.
  */
-struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes);
+struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_bytes);
 void buildid_cache__free(struct buildid_cache *c);
 
 /*
@@ -41,9 +44,11 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 /*
  * Makes the copies noted, each of at most the size the file had when noted
  * (and the bound), verified by its build id, until budget_ns has passed or
- * a stop signal came: off the ring-drain path.
+ * a stop signal came: off the ring-drain path.  host: the build ids the
+ * recording lists (dso_set__build_ids), which perf's ~/.debug never gets a
+ * container's file under.
  */
-void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns);
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host);
 
 /* pid exec'd: it may have entered another mount namespace before (unshare -m; exec). */
 void buildid_cache__exec(struct buildid_cache *c, __u32 pid);

@@ -221,7 +221,7 @@ static int open_sources(struct recorder *r)
 		return -ENOENT;
 	}
 	r->ctx.online = &r->online;
-	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, BUILDID_CACHE_MAX);
+	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, o->perf_cache, BUILDID_CACHE_MAX);
 	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
 	e = e ?: run_check_targets(&o->pids, &o->tids);
 	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
@@ -477,10 +477,10 @@ static int write_header(struct recorder *r, int argc, char **argv)
 	meta.clock_ref_ns = r->start_ns;
 	meta.first_sample_ns = r->ctx.first_ns;
 	meta.last_sample_ns = r->ctx.last_ns;
-	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS);
 	e = dso_set__build_ids(r->ctx.dsos, &meta);
 	if (e)
 		pr_warn("build ids incomplete: %s", strerror(-e));
+	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS, &meta);
 	e = pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
 	if (e)
