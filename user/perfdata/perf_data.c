@@ -815,7 +815,7 @@ static int cmp_idx(const void *a, const void *b)
 
 static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 {
-	__u64 nr;
+	__u64 nr, id_bytes = 0;
 
 	if (h->attr_size < 64 + 16 || h->attr_size > 4096 + 16)
 		return rerr(r, -EINVAL, "attr size %llu is not that of a perf_event_attr", (unsigned long long)h->attr_size);
@@ -845,6 +845,14 @@ static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 		memcpy(&ids, p + asz, sizeof(ids));
 		if (ids.size % 8 || !in_file(r, ids.offset, ids.size) || ids.size / 8 > (1u << 24))
 			return rerr(r, -EINVAL, "event %llu has its ids outside the file", (unsigned long long)i);
+		/*
+		 * perf gives each event ids of its own: sections that share bytes
+		 * (0.7 MB of file made 2.6 GB of index) hold more ids than the file.
+		 */
+		id_bytes += ids.size;
+		if (id_bytes > r->size)
+			return rerr(r, -EINVAL, "the events' id sections overlap: %llu bytes of ids in a file of %zu",
+				    (unsigned long long)id_bytes, r->size);
 		a->nr_ids = ids.size / 8;
 		a->ids = malloc(ids.size ? ids.size : 8);
 		if (!a->ids)
@@ -990,20 +998,20 @@ void pd_reader__free(struct pd_reader *r)
 
 const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id)
 {
-	int lo = 0, hi = r->nr_idx - 1;
+	size_t lo = 0, hi = r->nr_idx; /* [lo, hi) */
 
 	/* Single-event files from older tools carry no ids at all. */
 	if (r->nr_attrs == 1 && r->nr_idx == 0)
 		return &r->attrs[0];
-	while (lo <= hi) {
-		int mid = lo + (hi - lo) / 2;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
 		if (r->idx[mid].id == id)
 			return &r->attrs[r->idx[mid].attr];
 		if (r->idx[mid].id < id)
 			lo = mid + 1;
 		else
-			hi = mid - 1;
+			hi = mid;
 	}
 	return NULL;
 }

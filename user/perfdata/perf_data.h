@@ -112,7 +112,7 @@ struct pd_reader {
 	bool have_sample_time;
 	/* id -> attr, sorted for bsearch */
 	struct { __u64 id; int attr; } *idx;
-	int nr_idx;
+	size_t nr_idx; /* bounded by the file's size / 8 */
 	char err[256];
 };
 
