@@ -566,6 +566,34 @@ def test_attrs_sharing_one_id_section():
                                                                            time.monotonic() - t)
 
 
+@test
+def test_forks_of_a_process_with_many_maps():
+    """report copied every map a parent ever had into each fork, overlapped ones too: a process
+    that maps one page 100000 times over, then forks 400 times, took gigabytes."""
+    need_bpf()
+    d = tmpdir()
+    lib = os.path.join(d, "lib")
+    shutil.copy(SLEEP, lib)
+    # ctypes' mmap: Python's dups the descriptor for each mapping.
+    code = ("import ctypes,os\n"
+            "l=ctypes.CDLL(None); l.mmap.restype=ctypes.c_void_p\n"
+            "l.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,ctypes.c_int,ctypes.c_long]\n"
+            "fd=os.open('%s',os.O_RDONLY); a=l.mmap(None,4096,5,2,fd,0)\n"
+            "for i in range(100000): l.mmap(a,4096,5,2|0x10,fd,0)\n"
+            "for i in range(400):\n"
+            "    p=os.fork()\n"
+            "    if p==0: os._exit(0)\n"
+            "    os.waitpid(p,0)\n") % lib
+    out = os.path.join(d, "f.data")
+    spanperf("record", "-q", "-F", "99", "-o", out, "--", PY, "-c", code, check=True, timeout=120)
+    try:
+        rc, kb = max_rss_kb([SPANPERF, "report", "-i", out, "--sort", "pid,dso"], timeout=120)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report ran 120 s on %d KB" % (os.path.getsize(out) >> 10))
+    assert rc == 0, rc
+    assert kb < 256 * 1024, "report took %d MB on a %d KB file" % (kb >> 10, os.path.getsize(out) >> 10)
+
+
 # ---- 9. smaller: names escaped in text outputs, $HOME as root ----
 
 @test
