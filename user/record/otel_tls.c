@@ -316,12 +316,12 @@ int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *mo
 	for (int pass = 0; pass < 2 && found == -ENOENT; pass++) {
 		rewind(maps);
 		last[0] = 0;
-		while (getline(&line, &cap, maps) > 0) {
+		while (procmaps_next(maps, &line, &cap, &m, NULL)) {
 			struct otel_tls_elf e;
 			bool is_exe;
 			int fd;
 
-			if (procmaps_parse_line(line, &m) || m.path[0] != '/' || !strcmp(m.path, last))
+			if (m.path[0] != '/' || !strcmp(m.path, last))
 				continue;
 			snprintf(last, sizeof(last), "%s", m.path);
 			is_exe = !strcmp(m.path, exe);

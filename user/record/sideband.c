@@ -51,6 +51,28 @@ int procmaps_parse_line(const char *line, struct procmap *m)
 	return 0;
 }
 
+int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut)
+{
+	ssize_t len;
+
+	/*
+	 * Whole lines, whatever their length: a path of escaped newlines (\012,
+	 * four bytes each) made lines longer than a fixed buffer, and the tail,
+	 * which the process wrote, read as a mapping of its own.  A line without
+	 * its newline is cut: dropped and counted.
+	 */
+	while ((len = getline(line, cap, f)) > 0) {
+		if ((*line)[len - 1] != '\n') {
+			if (cut)
+				(*cut)++;
+			continue;
+		}
+		if (!procmaps_parse_line(*line, m))
+			return 1;
+	}
+	return 0;
+}
+
 static struct pd_sample trailer(const struct sideband *sb, __u32 pid, __u32 tid)
 {
 	return (struct pd_sample){ .pid = pid, .tid = tid, .time = sb->time, .id = sb->id };
@@ -137,7 +159,6 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0;
-	ssize_t len;
 	char *buf = NULL;
 	struct procmap *m = NULL;
 	FILE *f;
@@ -153,24 +174,12 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/*
-	 * Whole lines, whatever their length: a path of escaped newlines (\012,
-	 * four bytes each) made lines longer than a fixed buffer, and the tail,
-	 * which the process wrote, read as a mapping of its own.  A line without
-	 * its newline is cut: dropped and counted.
-	 */
-	while ((len = getline(&line, &cap, f)) > 0) {
+	while (procmaps_next(f, &line, &cap, m, &sb->nr_cut)) {
 		struct pd_sample ts = trailer(sb, pid, pid);
 		struct pd_mmap2_info info;
 		__u16 misc = PERF_RECORD_MISC_USER;
 		long n;
 
-		if (line[len - 1] != '\n') {
-			sb->nr_cut++;
-			continue;
-		}
-		if (procmaps_parse_line(line, m))
-			continue;
 		/*
 		 * perf's DWARF unwinder reads a binary's read-only segments
 		 * (.eh_frame_hdr) through the maps: with mmap_data, file-backed
