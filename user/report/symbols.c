@@ -68,6 +68,8 @@ struct symbolizer {
 	struct dso **dsos;
 	int nr_dsos;
 	struct hindex dso_idx; /* over dsos, by path */
+	struct hindex bid_idx; /* over recorded->build_ids, by file name (the first of each) */
+	bool bid_indexed;
 	struct proc_maps **procs; /* each apart: outputs keep pointers to its names while processes come */
 	size_t nr_procs, cap_procs;
 	struct u64_map proc_by_pid;
@@ -346,19 +348,38 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	return d;
 }
 
-static const char *recorded_build_id(const struct pd_meta *m, const char *path, bool kernel)
+static bool bid_eq(const void *ctx, size_t idx)
 {
-	for (int i = 0; m && i < m->nr_build_ids; i++) {
-		const struct pd_build_id *b = &m->build_ids[i];
+	const void *const *c = ctx;
 
-		if (kernel ? !strcmp(b->filename, "[kernel.kallsyms]") : !strcmp(b->filename, path)) {
-			static char hex[2 * BUILD_ID_MAX + 1];
+	return !strcmp(((const struct pd_meta *)c[0])->build_ids[idx].filename, c[1]);
+}
 
-			buildid_hex(b->id, b->size, hex);
-			return hex;
+/* The BUILD_ID feature's id for a file name: indexed once, not scanned for every mapping. */
+static const char *recorded_build_id(struct symbolizer *s, const char *name)
+{
+	static char hex[2 * BUILD_ID_MAX + 1];
+	const struct pd_meta *m = s->recorded;
+	const void *ctx[2] = { m, name };
+	long i;
+
+	if (!m)
+		return "";
+	if (!s->bid_indexed) {
+		s->bid_indexed = true;
+		for (int k = 0; k < m->nr_build_ids; k++) {
+			const void *c[2] = { m, m->build_ids[k].filename };
+			__u64 h = hash_str(m->build_ids[k].filename);
+
+			if (hindex_find(&s->bid_idx, h, bid_eq, c) < 0 && hindex_add(&s->bid_idx, h, k))
+				break; /* out of memory: the names not indexed have no build id */
 		}
 	}
-	return "";
+	i = hindex_find(&s->bid_idx, hash_str(name), bid_eq, ctx);
+	if (i < 0)
+		return "";
+	buildid_hex(m->build_ids[i].id, m->build_ids[i].size, hex);
+	return hex;
 }
 
 static void dso_free(struct dso *d)
@@ -387,7 +408,7 @@ static bool dso_eq(const void *ctx, size_t idx)
 static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel, const char *build_id)
 {
 	const char *key = kernel ? "[kernel.kallsyms]" : path;
-	const char *bid = build_id ? build_id : recorded_build_id(s->recorded, key, kernel);
+	const char *bid = build_id ? build_id : recorded_build_id(s, key);
 	__u64 h = hash_mix(hash_str(key), hash_str(bid));
 	const void *ctx[3] = { s, key, bid };
 	long i = hindex_find(&s->dso_idx, h, dso_eq, ctx);
@@ -459,6 +480,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->procs);
 	free(s->infos);
 	hindex_free(&s->dso_idx);
+	hindex_free(&s->bid_idx);
 	u64_map_free(&s->proc_by_pid);
 	free(s);
 }
