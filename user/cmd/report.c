@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "log.h"
 #include "parse.h"
+#include "perf_data.h"
 #include "report.h"
 #include "report_html.h"
 #include "symbols.h"
@@ -49,8 +50,8 @@ static void usage(FILE *out)
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
-		"      --force            read /tmp/perf-PID.map files of any owner (by default, as\n"
-		"                         perf: only yours or root's)\n"
+		"      --force            read a perf.data and /tmp/perf-PID.map files of any owner\n"
+		"                         (by default, as perf: only yours or root's)\n"
 		"  -v, --verbose          say what the file held: forks, execs, lost samples...\n"
 		"  -q, --quiet            errors only\n"
 		"  -h, --help             this text\n\n"
@@ -196,7 +197,10 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_SPANS: o->spans = true; break;
 		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
 		case OPT_STDIO: break;
-		case OPT_FORCE: symbols_allow_any_perf_map_owner(true); break;
+		case OPT_FORCE:
+			symbols_allow_any_perf_map_owner(true);
+			pd_reader_allow_any_owner(true);
+			break;
 		case 'v': sp_verbose++; break;
 		case 'q': sp_verbose = -1; break;
 		case 'h':

@@ -876,6 +876,13 @@ static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 	return 0;
 }
 
+static bool any_owner;
+
+void pd_reader_allow_any_owner(bool yes)
+{
+	any_owner = yes;
+}
+
 int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t errlen)
 {
 	struct pd_reader *r;
@@ -919,12 +926,45 @@ int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t 
 		e = rerr(r, -EINVAL, "is too short (%lld bytes) to be a perf.data file", (long long)st.st_size);
 		goto cleanup;
 	}
-	r->size = st.st_size;
-	r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (r->map == MAP_FAILED) {
-		r->map = NULL;
-		e = rerr(r, -errno, "cannot map: %s", strerror(errno));
+	/* perf's rule (perf report -f overrides it): a profile another user made is theirs to craft. */
+	if (st.st_uid != geteuid() && st.st_uid != 0 && !any_owner) {
+		e = rerr(r, -EPERM, "is owned by uid %u, not by you or root (--force reads it)", (unsigned)st.st_uid);
 		goto cleanup;
+	}
+	r->size = st.st_size;
+	/*
+	 * Mapped only if no one else can truncate it under us (a SIGBUS
+	 * mid-report); a file others may write is read into memory.
+	 */
+	if ((st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & 022)) {
+		r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (r->map == MAP_FAILED) {
+			r->map = NULL;
+			e = rerr(r, -errno, "cannot map: %s", strerror(errno));
+			goto cleanup;
+		}
+	} else {
+		unsigned char *copy = malloc(r->size);
+		size_t got = 0;
+
+		if (!copy) {
+			e = rerr(r, -ENOMEM, "out of memory for a copy of %zu bytes", r->size);
+			goto cleanup;
+		}
+		while (got < r->size) {
+			ssize_t n = pread(fd, copy + got, r->size - got, got);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				free(copy);
+				e = rerr(r, n < 0 ? -errno : -EIO, "shrank while read");
+				goto cleanup;
+			}
+			got += n;
+		}
+		r->map = copy;
+		r->map_copied = true;
 	}
 	memcpy(&h, r->map, sizeof(h));
 	if (h.magic != PD_MAGIC) {
@@ -982,7 +1022,9 @@ void pd_reader__free(struct pd_reader *r)
 {
 	if (!r)
 		return;
-	if (r->map)
+	if (r->map && r->map_copied)
+		free((void *)r->map);
+	else if (r->map)
 		munmap((void *)r->map, r->size);
 	free(r->data_copy);
 	for (int i = 0; i < r->nr_attrs; i++) {
