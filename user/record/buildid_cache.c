@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "atomic_file.h"
@@ -32,12 +33,16 @@ struct pending {
 	char *path;
 };
 
-/* Files held open for a copy: each costs a descriptor until the end of the recording. */
-#define MAX_PENDING 256
+/*
+ * Files held open for a copy: each costs a descriptor until the end of the
+ * recording, so at most half of what RLIMIT_NOFILE allows (the rest are
+ * counted as over the bound), and never more than this.
+ */
+#define MAX_PENDING 16384
 
 struct buildid_cache {
 	struct pending *pending;
-	size_t nr_pending, cap_pending;
+	size_t nr_pending, cap_pending, max_pending;
 	struct strpool seen;	/* build ids handled, hex */
 	struct u64_map ns;	/* pid -> 1 + whether its mount namespace is ours */
 	char our_ns[64];
@@ -50,12 +55,16 @@ struct buildid_cache {
 struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_bytes)
 {
 	struct buildid_cache *c = calloc(1, sizeof(*c));
+	struct rlimit lim;
 	ssize_t n;
 
 	if (!c)
 		return NULL;
 	c->keep = keep;
 	c->link_perf = link_perf;
+	c->max_pending = MAX_PENDING;
+	if (!getrlimit(RLIMIT_NOFILE, &lim) && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur / 2 < MAX_PENDING)
+		c->max_pending = lim.rlim_cur / 2;
 	c->max = max_bytes;
 	n = readlink("/proc/self/ns/mnt", c->our_ns, sizeof(c->our_ns) - 1);
 	c->our_ns[n > 0 ? n : 0] = 0;
@@ -273,7 +282,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 		fd = -1; /* there already: only perf's link to make at the end */
 	}
 	/* Copied at the end, off the ring-drain path, from the inode held open now. */
-	if (c->nr_pending >= MAX_PENDING ||
+	if (c->nr_pending >= c->max_pending ||
 	    array_reserve((void **)&c->pending, &c->cap_pending, c->nr_pending, sizeof(*c->pending))) {
 		close(fd);
 		c->full++;
