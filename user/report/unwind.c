@@ -85,6 +85,7 @@ struct unwinder {
 	size_t nr_procs, cap_procs;
 	struct hindex proc_idx;
 	size_t live; /* procs with a Dwfl open */
+	struct uproc *open[LIVE_DWFLS]; /* those procs: the eviction scans these, not every process */
 	__u64 tick;
 	struct udso *dsos; /* by the symbolizer's dso id */
 	size_t cap_dsos;
@@ -228,21 +229,20 @@ static void ensure_dwfl(struct unwinder *u, struct uproc *p)
 	if (p->dwfl || p->broken)
 		return;
 	if (u->live >= LIVE_DWFLS) {
-		struct uproc *old = NULL;
+		size_t old = 0;
 
-		for (size_t i = 0; i < u->nr_procs; i++)
-			if (u->procs[i]->dwfl && (!old || u->procs[i]->used < old->used))
-				old = u->procs[i];
-		if (old) {
-			dwfl_end(old->dwfl);
-			old->dwfl = NULL;
-			old->attached = false;
-			u->live--;
-		}
+		for (size_t i = 1; i < u->live; i++)
+			if (u->open[i]->used < u->open[old]->used)
+				old = i;
+		dwfl_end(u->open[old]->dwfl);
+		u->open[old]->dwfl = NULL;
+		u->open[old]->attached = false;
+		u->open[old] = u->open[--u->live];
 	}
 	p->dwfl = dwfl_begin(&u->cb);
 	p->broken = !p->dwfl;
-	u->live += !!p->dwfl;
+	if (p->dwfl)
+		u->open[u->live++] = p;
 }
 
 static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
