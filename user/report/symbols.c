@@ -55,6 +55,7 @@ struct proc_maps {
 	__s32 pid;
 	struct map *maps;
 	int nr, cap;
+	unsigned long dropped; /* maps past MAX_MAPS_PER_PROC */
 	bool sorted;
 	struct bounds forks, execs;
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
@@ -535,8 +536,18 @@ static struct dso *module_dso(struct symbolizer *s, const char *filename)
 	return dso_get(s, name, false, NULL);
 }
 
+/*
+ * Maps one process may hold: a live process has at most vm.max_map_count
+ * (65530 by default) at a time; a file may claim any number over time.
+ */
+#define MAX_MAPS_PER_PROC (1 << 22)
+
 static int push_map(struct proc_maps *p, struct map m)
 {
+	if (p->nr >= MAX_MAPS_PER_PROC) {
+		p->dropped++;
+		return 0;
+	}
 	if (p->nr == p->cap) {
 		struct map *n = realloc(p->maps, (p->cap ? p->cap * 2 : 16) * sizeof(*n));
 

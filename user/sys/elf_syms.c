@@ -258,11 +258,12 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 	if (scn) {
 		GElf_Shdr sh;
 		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t n, shstrndx = 0;
+		size_t n, shstrndx = 0, es = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 
-		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize || !es)
 			return -EINVAL;
-		n = sh.sh_size / sh.sh_entsize;
+		/* Counted from the data read, whatever sh_entsize claims. */
+		n = data->d_size / es;
 		elf_getshdrstrndx(elf, &shstrndx);
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
