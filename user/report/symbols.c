@@ -101,7 +101,7 @@ static void add_plt_of(struct elf_syms *t, const char *build_id, const char *fil
 	fd = open_regular(file);
 	if (fd < 0)
 		return;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
 		elf_syms__add_plt(t, elf);
 	if (elf)

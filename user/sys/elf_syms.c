@@ -13,11 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "demangle.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "util.h"
+
+Elf *elf_open_read(int fd)
+{
+	struct stat st;
+	bool ours = !fstat(fd, &st) && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022);
+
+	return elf_begin(fd, ours ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -303,7 +312,7 @@ int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bo
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	err = load_elf_syms(d, elf, want_segs, all_aliases);
 	if (elf)
 		elf_end(elf);
@@ -333,7 +342,7 @@ int elf_debuglink(const char *file, char *out, size_t len)
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
@@ -368,7 +377,7 @@ bool elf_has_symtab(const char *file)
 
 	if (fd < 0)
 		return false;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	yes = false;
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
