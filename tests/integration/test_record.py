@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from harness import (BUILD, SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, need_perf, need_root,
+from harness import (BUILD, SPANPERF, WORKLOAD, Skip, cpu_ns, json_lines, need_bpf, need_perf, need_root,
                      perf_clean, perf_script_samples, run, spanperf, test, tmpdir)
 
 FREQ = 999
@@ -135,12 +135,6 @@ def background_spinner(ms):
     p = subprocess.Popen([WORKLOAD, "spin", ms], stdout=subprocess.PIPE, text=True)
     time.sleep(0.2)
     return p
-
-
-def cpu_ns(pid, tid=None):
-    """CPU time a process (or one thread) has run, as its own clock counts it (schedstat)."""
-    tids = [tid] if tid else os.listdir("/proc/%d/task" % pid)
-    return sum(int(open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[0]) for t in tids)
 
 
 def recorded_while(fn, pid, tid=None):
