@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "otel_tls.h"
 #include "proc_file.h"
 #include "sideband.h"

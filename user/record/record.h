@@ -40,7 +40,6 @@ struct record_opts {
 	uint64_t max_threads;
 	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
 	bool perf_cache;	/* --perf-cache: enter the copies in perf's ~/.debug too */
-	bool perf_cache;	/* --perf-cache: enter the copies in perf's ~/.debug too */
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };

@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "kallsyms.h"
+#include "log.h"
 #include "symbols.h"
 #include "util.h"
 
