@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -21,7 +22,7 @@
 #include <cmocka.h>
 
 #include "proc_file.h"
-#include "util.h"
+#include "fileio.h"
 
 static char dir[64]; /* a mkdtemp name */
 
