@@ -169,7 +169,9 @@ def test_container_binary_named_from_the_build_id_cache():
     path = os.path.join(d, "ctr.data")
     p = spanperf("record", "--perf-cache", "-v", "-o", path, "--", "unshare", "-m", "sh", script, WORKLOAD, env=env,
                  check=True)
-    assert "1 files kept" in p.stderr, p.stderr[-800:]
+    # At least the container's: a whole-host recording on a shared host may keep others' too.
+    m = re.search(r"(\d+) files kept", p.stderr)
+    assert m and int(m.group(1)) >= 1, p.stderr[-800:]
     rows = spanperf_rows(path, "comm,dso,sym", env)
     mine = rows.get(("ctr-wl", "ctr-wl", "spin_0"), 0)
     assert mine > 0.8 * 0.4 * 999, rows.most_common(5)
