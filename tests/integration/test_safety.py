@@ -446,6 +446,39 @@ def test_planted_cache_entry_not_used():
         stop(p)
 
 
+@test
+def test_swapped_cache_entry_not_read():
+    """report read whatever file sat under a build id in the cache, its bytes never checked:
+    swapped for another binary, it named a container's frames from that binary."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    p = in_container(d, "cp %s %s/ctr-wl && exec %s/ctr-wl spin 3000" % (WORKLOAD, ns, ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"/ns/ctr-wl") for c in children(p.pid))), "no mapping"
+        out = os.path.join(tmpdir(), "s.data")
+        r, _ = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(p)
+    entry = os.path.join(home, "cache", "spanperf", "buildid", build_id(WORKLOAD))
+    assert os.path.exists(entry), "record kept no copy"
+    named = lambda: [l for l in spanperf("report", "-i", out, "--sort", "comm,sym", env=env, check=True).stdout
+                     .splitlines() if " ctr-wl " in l and "spin_" in l]
+    assert named(), "the kept copy does not name the container's frames"
+    other = os.path.join(os.path.dirname(WORKLOAD), "workload_cxx")
+    if not os.path.exists(other):
+        raise Skip("no second binary to swap in (build/tests/workload_cxx)")
+    shutil.copyfile(other, entry)
+    rows = spanperf("report", "-i", out, "--sort", "comm,sym", env=env, check=True).stdout.splitlines()
+    wrong = [l for l in rows if " ctr-wl " in l and "[.]" in l and
+             not re.search(r"\[\.\] (0x[0-9a-f]+|\[unknown\])\s*$", l)]
+    assert not wrong, "frames named from a file swapped in under the build id: %s" % wrong[:5]
+
+
 # ---- 6. /tmp/perf-PID.map: perf's owner rule, never a blocking open ----
 
 @test

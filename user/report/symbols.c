@@ -163,6 +163,29 @@ static int perf_cache_path(const struct symbolizer *s, const char *hex, char *ou
 	return access(out, R_OK) ? -ENOENT : 0;
 }
 
+/*
+ * A cache entry is used only if it is what it is kept as: its own build id
+ * is the one asked for, and no one but root or us could have put it there
+ * (a user's file in a cache root reads would name root's frames).
+ */
+static bool cached_is(const char *path, const char *build_id)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	struct stat st;
+	int fd = open_regular(path);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !fstat(fd, &st) && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022) &&
+	     !buildid_from_fd(fd, id, &size);
+	close(fd);
+	if (ok)
+		buildid_hex(id, size, hex);
+	return ok && !strcmp(hex, build_id);
+}
+
 static void load_user_dso(struct symbolizer *s, struct dso *d)
 {
 	char file[PATH_MAX * 2], dbg[PATH_MAX * 3], link[256], dir[PATH_MAX];
@@ -188,9 +211,10 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			 * container's): the copy record kept by build id, if any;
 			 * never the file that is there now.
 			 */
-			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && !access(dbg, R_OK) &&
+			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
 			     !elf_syms__load_file(&d->tab, dbg, true, false)) ||
-			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && !elf_syms__load_file(&d->tab, dbg, true, false)))
+			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
+			     !elf_syms__load_file(&d->tab, dbg, true, false)))
 				s->from_cache++;
 			return;
 		}
