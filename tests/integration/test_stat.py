@@ -191,7 +191,9 @@ def test_interval_printing():
         if r["tid"] == truth["tid"]:
             mine[r["interval"]] = mine.get(r["interval"], 0) + r["counter-value"] * 1e6
     got = sum(mine.values())
-    assert abs(got - truth["cpu_ns"]) <= 0.03 * truth["cpu_ns"] + steal, \
+    # JSON intervals end at the last whole one: the tail after it (less than an interval) is not
+    # printed, so the sum may be short by up to one interval, never long.
+    assert truth["cpu_ns"] - 0.2e9 - steal <= got <= 1.03 * truth["cpu_ns"] + steal, \
         "the spinning thread's intervals sum to %.1f ms; it measured %.1f ms (steal %.1f ms)" % (
             got / 1e6, truth["cpu_ns"] / 1e6, steal / 1e6)
     prev = 0.0
