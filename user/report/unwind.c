@@ -17,6 +17,7 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
 #include "unwind.h"
@@ -286,7 +287,7 @@ static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *
 	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd); /* not mapped if others may truncate it */
 	if (elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph && d->nr_segs < (int)(sizeof(d->seg) / sizeof(d->seg[0])); i++) {
