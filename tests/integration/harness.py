@@ -78,6 +78,12 @@ def steal_ns_since(before):
     return (d + os.cpu_count()) * tick if d > 0 else 0.0
 
 
+def cpu_ns(pid, tid=None):
+    """CPU time a process (or one thread) has run so far, as its own clock counts it (schedstat)."""
+    tids = [tid] if tid else os.listdir("/proc/%d/task" % pid)
+    return sum(int(open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[0]) for t in tids)
+
+
 def reap(p):
     """Kills p if it still runs, and waits for it: the finally of every test that starts one."""
     if p.poll() is None:

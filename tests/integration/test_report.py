@@ -240,7 +240,7 @@ def test_changed_binary_is_not_mis_symbolized():
     # Caches of its own (spanperf's, and perf's $HOME/.debug): a copy of this build id kept by
     # another run would name it (rightly).
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"), HOME=d)
-    spanperf("record", "-o", path, "--", wl, "spin", "300", env=env, check=True)
+    spanperf("record", "--perf-cache", "-o", path, "--", wl, "spin", "300", env=env, check=True)
     before = json_lines(spanperf("report", "-i", path, "--format", "json", env=env, check=True).stdout)
     assert any(r["sym"] == "spin_0" for r in before)
     # Another program under the same name: its symbols must not be trusted.

@@ -89,9 +89,7 @@ static void test_paths_refused(void **state)
 	assert_int_equal(perf_buildid_link("9a/b", "/x", copy), -EINVAL);
 	/* A name that merely holds dots is a name. */
 	assert_int_equal(perf_buildid_link(HEX, "/usr/lib/libx.so.1..2", copy), 0);
-	unsetenv("HOME");
-	assert_int_equal(perf_buildid_link(HEX, "/x", copy), -ENOENT);
-	setenv("HOME", home, 1);
+	/* Without $HOME it is the password database's (util.h's home_dir): test_safety.py plays that as root. */
 }
 
 int main(void)

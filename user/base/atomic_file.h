@@ -16,13 +16,18 @@ struct atomic_file {
 	int fd;	  /* the temporary, open for writing */
 	FILE *fp; /* set by atomic_file__stdio, which then owns fd */
 	bool keep_old, done;
+	bool in_place; /* a device, FIFO or socket (or a symlink to one): written into, tmp is NULL */
 };
 
 /*
- * Creates "<path>.tmp-XXXXXX" with the given mode: in path's own directory,
- * since rename is atomic within one file system only, and now, so that an
- * unwritable directory is reported before any work is done.  With keep_old,
- * commit keeps an existing file as "<path>.old", as perf record does.
+ * Creates "<path>.tmp-XXXXXX" with the given mode less the umask: in path's
+ * own directory, since rename is atomic within one file system only, and
+ * now, so that an unwritable directory is reported before any work is done.
+ * With keep_old, commit keeps an existing file as "<path>.old", as perf
+ * record does.  Only a regular file or an absent one is replaced so (a
+ * symlink is replaced, never written through); an existing device, FIFO or
+ * socket, or a symlink to one (-o /dev/null, --pprof /dev/stdout), is
+ * written in place, and a directory is -EISDIR.
  * 0 or -errno; on failure *f is zeroed and needs no release.
  */
 int atomic_file__open(struct atomic_file *f, const char *path, mode_t mode, bool keep_old);
@@ -35,5 +40,7 @@ FILE *atomic_file__stdio(struct atomic_file *f);
 int atomic_file__commit(struct atomic_file *f);
 /* Closes and removes the temporary unless committed; accepts NULL and a zeroed struct. */
 void atomic_file__release(struct atomic_file *f);
+/* Removes every temporary not yet committed: async-signal-safe, for a dying process. */
+void atomic_file__unlink_all(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "fileio.h"
@@ -68,18 +69,42 @@ cleanup:
 	return err;
 }
 
-int open_regular(const char *path)
+int open_regular_fd(int pathfd)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st, now;
+	char self[64];
+	int fd;
 
+	if (fstat(pathfd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* The inode the O_PATH descriptor holds, whatever its name leads to by now. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &now) || now.st_dev != st.st_dev || now.st_ino != st.st_ino || !S_ISREG(now.st_mode)) {
 		close(fd);
 		return -EINVAL;
 	}
 	return fd;
+}
+
+int open_regular_at(int dirfd, const char *path, bool nofollow)
+{
+	int pfd = openat(dirfd, path, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)), fd;
+
+	if (pfd < 0)
+		return -errno;
+	fd = open_regular_fd(pfd);
+	close(pfd);
+	return fd;
+}
+
+int open_regular(const char *path)
+{
+	return open_regular_at(AT_FDCWD, path, false);
 }
 
 int write_all(int fd, const void *p, size_t n)
@@ -115,4 +140,92 @@ int mkdir_parents(char *path)
 		*p = '/';
 	}
 	return 0;
+}
+
+/* Made by root (or us), and writable by no one else but in a sticky directory of root's (/tmp). */
+static bool stat_is_ours(const struct stat *st)
+{
+	bool mine = st->st_uid == 0 || st->st_uid == geteuid();
+	bool shared = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && st->st_uid == 0;
+
+	return mine && (S_ISLNK(st->st_mode) || !(st->st_mode & 022) || shared);
+}
+
+/*
+ * Whether root may write under dir: every part of it that exists, and what
+ * a symlink there leads to, is ours (stat_is_ours).  What is not a
+ * directory is ours too if so: writing under it fails, and says so.
+ */
+static bool dir_is_ours(const char *dir)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (dir[0] != '/' || n >= sizeof(p))
+		return false;
+	memcpy(p, dir, n + 1);
+	while (n > 0) {
+		struct stat st, target;
+
+		if (!lstat(p, &st)) {
+			if (!stat_is_ours(&st) || (S_ISLNK(st.st_mode) && !stat(p, &target) && !stat_is_ours(&target)))
+				return false;
+		} else if (errno != ENOENT) {
+			return false;
+		}
+		while (n > 0 && p[n - 1] != '/')
+			n--;
+		while (n > 1 && p[n - 1] == '/')
+			n--;
+		if (n <= 1)
+			break;
+		p[n] = 0;
+	}
+	return true;
+}
+
+/* The environment's directory, if it is ours to write in as root (sudo -E keeps a user's). */
+static const char *env_dir(const char *name)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return NULL;
+	return geteuid() != 0 || dir_is_ours(v) ? v : NULL;
+}
+
+static const char *own_home(void)
+{
+	const char *home = env_dir("HOME");
+	struct passwd *pw;
+
+	if (home)
+		return home;
+	pw = getpwuid(geteuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+}
+
+int cache_home(char *out, size_t len)
+{
+	const char *xdg = env_dir("XDG_CACHE_HOME"), *home = own_home();
+	int n;
+
+	if (xdg)
+		n = snprintf(out, len, "%s", xdg);
+	else if (home)
+		n = snprintf(out, len, "%s/.cache", home);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int home_dir(char *out, size_t len)
+{
+	const char *home = own_home();
+	int n;
+
+	if (!home)
+		return -ENOENT;
+	n = snprintf(out, len, "%s", home);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -3,6 +3,7 @@
 #ifndef SP_FILEIO_H
 #define SP_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Reads a small text file (sysfs, procfs) into buf, NUL-terminated, trailing newline cut. */
@@ -12,10 +13,27 @@ int read_file_all(const char *path, char **out, size_t *len);
 
 /*
  * Opens a regular file for reading, or fails with -EINVAL: paths in a
- * perf.data are the file's to choose, and a FIFO or device there must not
- * block or be read.
+ * perf.data, in another process's maps or its container are others' to
+ * choose, and a device's open must never run (/dev/watchdog arms on open, a
+ * serial port toggles DTR), nor a FIFO's block.  So the file is looked at
+ * through an O_PATH descriptor first, which opens nothing, and opened for
+ * reading (O_NONBLOCK) only once it is known to be a regular file.
  */
 int open_regular(const char *path);
+/* The same at dirfd; nofollow: a symlink as the last component is refused. */
+int open_regular_at(int dirfd, const char *path, bool nofollow);
+/* The file an O_PATH descriptor holds, opened for reading if it is regular; pathfd stays open. */
+int open_regular_fd(int pathfd);
+
+/*
+ * Where caches go: $XDG_CACHE_HOME, else $HOME/.cache; and $HOME (perf's
+ * ~/.debug).  As root, the environment's directory only if it is root's own
+ * and no one else can write it or a directory above it (sudo -E keeps a
+ * user's $HOME: root would write where the user's symlinks lead); else
+ * root's home from the password database.  0 or -errno.
+ */
+int cache_home(char *out, size_t len);
+int home_dir(char *out, size_t len);
 
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);

@@ -110,3 +110,32 @@ void sbuf_free(struct sbuf *b)
 	b->len = b->cap = 0;
 	b->err = 0;
 }
+
+const char *text_name(const char *s, const char *also, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!s)
+		return s;
+	for (const unsigned char *c = (const unsigned char *)s;; c++) {
+		if (!*c)
+			return s;
+		if (*c < 0x20 || *c == 0x7f || *c == '\\' || (also && strchr(also, *c)))
+			break;
+	}
+	if (!len)
+		return "";
+	for (const unsigned char *c = (const unsigned char *)s; *c && o + 5 <= len; c++) {
+		if (*c < 0x20 || *c == 0x7f || *c == '\\' || (also && strchr(also, *c))) {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[*c >> 4];
+			buf[o++] = hex[*c & 15];
+		} else {
+			buf[o++] = *c;
+		}
+	}
+	buf[o] = 0;
+	return buf;
+}

@@ -16,6 +16,14 @@ int sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(prin
 int sbuf_zero(struct sbuf *b, size_t n);
 /* JSON string with quotes and escapes. */
 int sbuf_json_str(struct sbuf *b, const char *s);
+/*
+ * A name from a recording (comm, symbol, path: others' to choose) as text
+ * output may show it: s itself if it is clean, else a copy in buf with
+ * control bytes, backslashes and the bytes in also (";" for folded stacks)
+ * as \xNN, so that no newline forges a line and no escape sequence reaches
+ * a terminal.  Cut to fit len.
+ */
+const char *text_name(const char *s, const char *also, char *buf, size_t len);
 void sbuf_free(struct sbuf *b);
 
 #endif

@@ -1,23 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
 #include "log.h"
+#include "stop.h"
 #include "util.h"
 
 static const struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *help;
+	bool finish; /* a stop signal lets it finish its file (stop.h); the others die of it */
 } cmds[] = {
-	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data" },
-	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches" },
-	{ "report", cmd_report, "summarize a perf.data: tables and JSON" },
-	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples" },
-	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach" },
-	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need" },
+	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true },
+	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true },
+	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false },
+	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false },
+	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false },
+	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need", false },
 };
 
 static void usage(FILE *out)
@@ -35,17 +36,16 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	sigset_t stop;
+	const struct cmd *c = NULL;
 
+	for (size_t i = 0; argc > 1 && i < ARRAY_SIZE(cmds); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			c = &cmds[i];
 	/*
-	 * First thing: a SIGINT or SIGTERM that arrives while the run is set up
-	 * waits for it (runctl_wait takes it), so that the file is complete.
+	 * First thing: a SIGINT or SIGTERM during record's set-up is a flag
+	 * that the run sees at its first wait, so that the file is complete.
 	 */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stop, NULL);
+	stop_init(c && c->finish);
 	sp_argc = argc;
 	sp_argv = argv;
 	if (argc < 2) {
@@ -60,9 +60,8 @@ int main(int argc, char **argv)
 		printf("spanperf %s\n", SPANPERF_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1); /* an exit status */
+	if (c)
+		return c->fn(argc - 1, argv + 1); /* an exit status */
 	fprintf(stderr, "spanperf: '%s' is not a command; see 'spanperf --help'\n", argv[1]);
 	return 1;
 }

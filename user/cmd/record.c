@@ -65,6 +65,8 @@ void record_usage(FILE *out)
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
+		"      --perf-cache       also enter those copies in perf's ~/.debug, so that perf\n"
+		"                         report finds them (never under a host file's build id)\n"
 		"  -q, --quiet            print errors only\n"
 		"  -v, --verbose          more detail; -vv adds libbpf's debug output\n"
 		"  -h, --help             this text\n"
@@ -171,6 +173,7 @@ static const struct opt_def record_defs[] = {
 	{ .name = "mmap-pages", .letter = 'm', .type = OPT_T_POW2, .off = R(mmap_pages), .lo = 1, .hi = 1 << 20,
 	  .bad = "is not a power of two from 1 to 1048576 pages" },
 	{ .name = "no-buildid-cache", .letter = 'N', .type = OPT_T_FLAG, .off = R(no_buildid_cache) },
+	{ .name = "perf-cache", .type = OPT_T_FLAG, .off = R(perf_cache) },
 	OPT_DEFS_VERBOSITY(struct record_opts),
 	{}
 };

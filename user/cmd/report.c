@@ -9,8 +9,10 @@
 #include "commands.h"
 #include "log.h"
 #include "parse.h"
+#include "perf_data.h"
 #include "report.h"
 #include "report_html.h"
+#include "symbols.h"
 
 static void usage(FILE *out)
 {
@@ -48,6 +50,8 @@ static void usage(FILE *out)
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
+		"      --force            read a perf.data and /tmp/perf-PID.map files of any owner\n"
+		"                         (by default, as perf: only yours or root's)\n"
 		"  -v, --verbose          say what the file held: forks, execs, lost samples...\n"
 		"  -q, --quiet            errors only\n"
 		"  -h, --help             this text\n\n"
@@ -93,7 +97,7 @@ static int check_combinations(const struct report_opts *o)
 }
 
 enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
-       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS };
+       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS, OPT_FORCE };
 
 /* One option with a value into o; -EINVAL after saying why. */
 static int parse_value(int c, const char *arg, struct report_opts *o)
@@ -169,6 +173,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		{ "spans", no_argument, NULL, OPT_SPANS },
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -192,6 +197,10 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_SPANS: o->spans = true; break;
 		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
 		case OPT_STDIO: break;
+		case OPT_FORCE:
+			symbols_allow_any_perf_map_owner(true);
+			pd_reader_allow_any_owner(true);
+			break;
 		case 'v': sp_verbose++; break;
 		case 'q': sp_verbose = -1; break;
 		case 'h':

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cmd_opts.h"
 #include "commands.h"
 #include "counters.h"
@@ -99,6 +100,7 @@ struct event_sums {
 struct stat_run {
 	const struct stat_opts *o;
 	FILE *out;
+	struct atomic_file out_file; /* -o */
 	struct counter_set *cs;
 	const struct counter_event *ev;
 	int nr_ev;
@@ -461,9 +463,11 @@ static int stat_open(struct stat_run *r, struct int_list *online)
 		goto cleanup;
 	r->out = stderr;
 	if (o->output) {
-		r->out = fopen(o->output, "we");
-		if (!r->out) {
+		/* As record's: a symlink is replaced, never written through; readers see all or nothing. */
+		e = atomic_file__open(&r->out_file, o->output, 0644, false);
+		if (!e && !(r->out = atomic_file__stdio(&r->out_file)))
 			e = -errno;
+		if (e) {
 			pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
 			goto cleanup;
 		}
@@ -573,11 +577,17 @@ int cmd_stat(int argc, char **argv)
 		goto cleanup;
 	stat_loop(&r, &run);
 	stat_losses(&r);
+	if (o.output) {
+		e = atomic_file__commit(&r.out_file);
+		if (e) {
+			pr_err("cannot write -o '%s': %s", o.output, strerror(-e));
+			goto cleanup;
+		}
+	}
 	ret = run__exit_code(&run);
 cleanup:
 	run__stop(&run);
-	if (r.out && r.out != stderr)
-		fclose(r.out);
+	atomic_file__release(&r.out_file);
 	counters__free(r.cs);
 	free(r.prev);
 	u64_map_free(&r.prev_idx);

@@ -102,6 +102,7 @@ struct pd_reader {
 	char *path;
 	const unsigned char *map;
 	size_t size;
+	bool map_copied; /* map is a heap copy: others may write the file */
 	struct pd_attr *attrs;
 	int nr_attrs;
 	__u64 data_offset, data_size;
@@ -112,7 +113,7 @@ struct pd_reader {
 	bool have_sample_time;
 	/* id -> attr, sorted for bsearch */
 	struct { __u64 id; int attr; } *idx;
-	int nr_idx;
+	size_t nr_idx; /* bounded by the file's size / 8 */
 	char err[256];
 };
 
@@ -124,6 +125,8 @@ struct pd_event {
 };
 
 /* On error, returns -errno and writes one sentence naming the file to err. */
+/* report --force: files owned by other users than us and root are read too (perf's -f). */
+void pd_reader_allow_any_owner(bool yes);
 int pd_reader__open(struct pd_reader **r, const char *path, char *err, size_t errlen);
 void pd_reader__free(struct pd_reader *r);
 const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id);

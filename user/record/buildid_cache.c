@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "atomic_file.h"
@@ -16,28 +18,53 @@
 #include "hash.h"
 #include "log.h"
 #include "perf_buildid.h"
+#include "proc_file.h"
+#include "stop.h"
+#include "util.h"
 
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
 #define MAX_FILE_BYTES (512ull << 20)
 
+/* A copy to make at the end: the mapped inode, held open, and the size it had then. */
+struct pending {
+	int fd;
+	__u64 size;
+	char hex[2 * BUILD_ID_MAX + 1];
+	char *path;
+};
+
+/*
+ * Files held open for a copy: each costs a descriptor until the end of the
+ * recording, so at most half of what RLIMIT_NOFILE allows (the rest are
+ * counted as over the bound), and never more than this.
+ */
+#define MAX_PENDING 16384
+
 struct buildid_cache {
+	struct pending *pending;
+	size_t nr_pending, cap_pending, max_pending;
 	struct strpool seen;	/* build ids handled, hex */
 	struct u64_map ns;	/* pid -> 1 + whether its mount namespace is ours */
 	char our_ns[64];
 	__u64 used, max;	/* bytes in the cache directory */
-	bool keep, measured;
-	unsigned kept, present, gone, denied, full, failed;
+	bool keep, measured, link_perf;
+	unsigned kept, present, gone, denied, full, failed, late, claimed;
 	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
-struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes)
+struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_bytes)
 {
 	struct buildid_cache *c = calloc(1, sizeof(*c));
+	struct rlimit lim;
 	ssize_t n;
 
 	if (!c)
 		return NULL;
 	c->keep = keep;
+	c->link_perf = link_perf;
+	c->max_pending = MAX_PENDING;
+	if (!getrlimit(RLIMIT_NOFILE, &lim) && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur / 2 < MAX_PENDING)
+		c->max_pending = lim.rlim_cur / 2;
 	c->max = max_bytes;
 	n = readlink("/proc/self/ns/mnt", c->our_ns, sizeof(c->our_ns) - 1);
 	c->our_ns[n > 0 ? n : 0] = 0;
@@ -48,6 +75,11 @@ void buildid_cache__free(struct buildid_cache *c)
 {
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->nr_pending; i++) {
+		close(c->pending[i].fd);
+		free(c->pending[i].path);
+	}
+	free(c->pending);
 	strpool_free(&c->seen);
 	u64_map_free(&c->ns);
 	free(c);
@@ -100,36 +132,24 @@ static void measure(struct buildid_cache *c, const char *some_entry)
 	closedir(d);
 }
 
-/* The mapped file as the process sees it: its map_files link, else its root's path. */
-static int open_mapped(__u32 pid, __u64 start, __u64 end, const char *path)
+/*
+ * Copies at most min(size at open, MAX_FILE_BYTES) bytes: the file may grow
+ * meanwhile (its owner maps it, deletes it and grows it).  The copy is
+ * entered only if its own build id is the one it is kept under.
+ */
+static int copy(struct buildid_cache *c, const struct pending *p, const char *dest, __u64 deadline)
 {
-	char p[PATH_MAX + 64];
-	int fd;
-
-	snprintf(p, sizeof(p), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 || errno == ENOENT)
-		return fd >= 0 ? fd : -ENOENT;
-	snprintf(p, sizeof(p), "/proc/%u/root%s", pid, path);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
-}
-
-static int copy(struct buildid_cache *c, int in, const char *dest)
-{
-	char tmp[PATH_MAX];
+	char tmp[PATH_MAX], buf[65536], hex[2 * BUILD_ID_MAX + 1];
+	__u8 id[BUILD_ID_MAX], size;
 	struct atomic_file af;
-	struct stat st;
-	char buf[65536];
-	ssize_t n;
+	__u64 done = 0, limit = p->size;
 	int e;
 
-	if (fstat(in, &st) || !S_ISREG(st.st_mode) || (__u64)st.st_size > MAX_FILE_BYTES)
+	if (limit > MAX_FILE_BYTES)
 		return -EFBIG;
 	if (!c->measured)
 		measure(c, dest);
-	if (c->used + st.st_size > c->max)
+	if (c->used + limit > c->max)
 		return -ENOSPC;
 	snprintf(tmp, sizeof(tmp), "%s", dest);
 	e = mkdir_parents(tmp);
@@ -139,21 +159,65 @@ static int copy(struct buildid_cache *c, int in, const char *dest)
 	e = atomic_file__open(&af, dest, 0600, false);
 	if (e)
 		return e;
-	while ((n = read(in, buf, sizeof(buf))) > 0 && !e)
+	while (!e && done < limit) {
+		ssize_t n = pread(p->fd, buf, SP_MIN(sizeof(buf), limit - done), done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? -errno : -EIO; /* shrunk meanwhile: not the file it was */
+			break;
+		}
 		e = write_all(af.fd, buf, n);
-	if (n < 0 && !e)
-		e = -errno;
+		done += n;
+		if (!e && (stop_requested() || now_ns(CLOCK_MONOTONIC) > deadline))
+			e = -ETIME;
+	}
+	if (!e) {
+		e = buildid_from_fd(af.fd, id, &size);
+		if (!e) {
+			buildid_hex(id, size, hex);
+			if (strcmp(hex, p->hex))
+				e = -EBADMSG;
+		}
+	}
 	if (!e)
 		e = atomic_file__commit(&af);
 	atomic_file__release(&af);
 	if (!e)
-		c->used += st.st_size;
+		c->used += done;
 	return e;
 }
 
-/* perf report finds the copy too (perf_buildid.h); perf's cache is a courtesy, never a failure. */
-static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy)
+/*
+ * perf report finds the copy too (perf_buildid.h), with --perf-cache only:
+ * ~/.debug is global, and an entry there decides what perf reads for every
+ * file of that build id.  So never under the id of a file the host has
+ * under another name (a container's file claiming libc's id is not libc).
+ * perf's cache is a courtesy, never a failure.
+ */
+/* Whether the recording lists a host file of build id hex under another name than path. */
+static bool hosts_id(const struct pd_meta *host, const char *hex, const char *path)
 {
+	char other[2 * BUILD_ID_MAX + 1];
+
+	for (int i = 0; host && i < host->nr_build_ids; i++) {
+		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, other);
+		if (!strcmp(other, hex) && strcmp(host->build_ids[i].filename, path))
+			return true;
+	}
+	return false;
+}
+
+static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy,
+			  const struct pd_meta *host)
+{
+	if (!c->link_perf)
+		return;
+	if (hosts_id(host, hex, path)) {
+		c->unlinked++;
+		return;
+	}
 	if (perf_buildid_link(hex, path, copy))
 		c->unlinked++;
 	else
@@ -171,68 +235,122 @@ void buildid_cache__exec(struct buildid_cache *c, __u32 pid)
 int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
 			__u8 id[20], __u8 *size)
 {
-	char hex[2 * BUILD_ID_MAX + 1], here[2 * BUILD_ID_MAX + 1], dest[PATH_MAX], mapped[96];
-	__u8 hid[BUILD_ID_MAX], hsize;
+	char hex[2 * BUILD_ID_MAX + 1], dest[PATH_MAX];
+	struct stat st, here;
+	struct pending *p;
 	bool deleted;
 	size_t before;
-	int fd, e;
+	int fd;
 
 	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7))
 		return 0;
 	deleted = strstr(path, " (deleted)") != NULL;
 	if (!deleted && same_ns(c, pid))
 		return 0;
-	snprintf(mapped, sizeof(mapped), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
-	if (buildid_from_file(mapped, id, size)) {
-		c->gone++;
-		return 0;
-	}
-	buildid_hex(id, *size, hex);
-	here[0] = 0;
-	if (!deleted && !buildid_from_file(path, hid, &hsize))
-		buildid_hex(hid, hsize, here);
-	if (!strcmp(here, hex))
-		return 0; /* the same file as ours: a bind mount, a shared image */
-	before = c->seen.n;
-	if (!c->keep || !strpool_intern(&c->seen, hex, NULL) || c->seen.n == before)
-		return 1; /* its build id in the file; the copy made already, or not wanted */
-	if (buildid_cache_path(hex, dest, sizeof(dest))) {
-		c->failed++;
-		return 1;
-	}
-	if (!access(dest, R_OK)) {
-		c->present++;
-		link_for_perf(c, hex, path, dest);
-		return 1;
-	}
-	fd = open_mapped(pid, start, end, path);
+	/* The mapped inode itself: its name on the host is never opened (proc_file.h). */
+	fd = proc_open_mapped(pid, start, end, path);
 	if (fd < 0) {
 		if (fd == -ENOENT || fd == -ESRCH)
 			c->gone++;
 		else
 			c->denied++;
+		return 0;
+	}
+	if (fstat(fd, &st) || buildid_from_fd(fd, id, size)) {
+		close(fd);
+		c->gone++;
+		return 0;
+	}
+	/* The same inode as the host's at that name (a bind mount, a shared image): looked at, not opened. */
+	if (!deleted && !stat(path, &here) && here.st_dev == st.st_dev && here.st_ino == st.st_ino) {
+		close(fd);
+		return 0;
+	}
+	buildid_hex(id, *size, hex);
+	before = c->seen.n;
+	if (!c->keep || !strpool_intern(&c->seen, hex, NULL) || c->seen.n == before) {
+		close(fd);
+		return 1; /* its build id in the file; the copy made already, or not wanted */
+	}
+	if (buildid_cache_path(hex, dest, sizeof(dest))) {
+		close(fd);
+		c->failed++;
 		return 1;
 	}
-	e = copy(c, fd, dest);
-	close(fd);
-	if (!e) {
-		c->kept++;
-		link_for_perf(c, hex, path, dest);
-	} else if (e == -ENOSPC || e == -EFBIG) {
-		c->full++;
-	} else {
-		c->failed++;
+	if (!access(dest, R_OK)) {
+		close(fd);
+		fd = -1; /* there already: only perf's link to make at the end */
 	}
+	/* Copied at the end, off the ring-drain path, from the inode held open now. */
+	if (c->nr_pending >= c->max_pending ||
+	    array_reserve((void **)&c->pending, &c->cap_pending, c->nr_pending, sizeof(*c->pending))) {
+		close(fd);
+		c->full++;
+		return 1;
+	}
+	p = &c->pending[c->nr_pending];
+	*p = (struct pending){ .fd = fd, .size = st.st_size, .path = strdup(path) };
+	snprintf(p->hex, sizeof(p->hex), "%s", hex);
+	if (!p->path) {
+		close(fd);
+		c->failed++;
+		return 1;
+	}
+	c->nr_pending++;
 	return 1;
+}
+
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host)
+{
+	__u64 deadline = now_ns(CLOCK_MONOTONIC) + budget_ns;
+	char dest[PATH_MAX];
+
+	for (size_t i = 0; c && i < c->nr_pending; i++) {
+		struct pending *p = &c->pending[i];
+		int e = -ETIME;
+
+		if (p->fd < 0) {
+			c->present++;
+			if (!buildid_cache_path(p->hex, dest, sizeof(dest)))
+				link_for_perf(c, p->hex, p->path, dest, host);
+			free(p->path);
+			continue;
+		}
+		/* A container's file that claims a host file's build id: that id's entry is the host's. */
+		if (hosts_id(host, p->hex, p->path)) {
+			e = -EEXIST;
+		} else if (!stop_requested() && now_ns(CLOCK_MONOTONIC) < deadline) {
+			e = buildid_cache_path(p->hex, dest, sizeof(dest));
+			if (!e)
+				e = copy(c, p, dest, deadline);
+		}
+		if (!e) {
+			c->kept++;
+			link_for_perf(c, p->hex, p->path, dest, host);
+		} else if (e == -ENOSPC || e == -EFBIG) {
+			c->full++;
+		} else if (e == -ETIME) {
+			c->late++;
+		} else if (e == -EEXIST) {
+			c->claimed++;
+		} else {
+			c->failed++;
+		}
+		close(p->fd);
+		free(p->path);
+	}
+	if (c)
+		c->nr_pending = 0;
 }
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
-	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed))
+	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late + c->claimed))
 		return;
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
 		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
-		 "cache's bound, %u failed to write; %u entered in perf's ~/.debug, %u could not be",
-		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->linked, c->unlinked);
+		 "cache's bound, %u failed to write or changed while copied, %u left for lack of time, %u not "
+		 "kept as they claim a host file's build id; %u entered in perf's ~/.debug, %u could not be",
+		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->claimed, c->linked,
+		 c->unlinked);
 }

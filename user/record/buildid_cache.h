@@ -2,10 +2,11 @@
 /*
  * Copies of mapped files that the report could not find by their path:
  * files of processes in another mount namespace (containers), and files
- * deleted while they ran.  For such a mapping the file is read now, while
- * the process lives, through /proc/PID/map_files (or /proc/PID/root); its
- * build id goes into an MMAP2 record of its own (the build-id form), and
- * the file is kept by build id, as perf keeps ~/.debug.  The report finds
+ * deleted while they ran.  For such a mapping the file is opened now, while
+ * the process lives, through /proc/PID/map_files (or /proc/PID/root, see
+ * proc_file.h); its build id goes into an MMAP2 record of its own (the
+ * build-id form), and the inode is held open and copied at the end of the
+ * recording, kept by build id as perf keeps ~/.debug.  The report finds
  * it there.
  *
  * Why not the kernel's attr.build_id: Linux sets the MMAP_BUILD_ID flag on
@@ -19,13 +20,16 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "perf_data.h"
+
 struct buildid_cache;
 
 /*
  * max_bytes bounds what the cache directory may hold; keep false (-N) still
- * finds foreign files' build ids but copies nothing.
+ * finds foreign files' build ids but copies nothing; link_perf
+ * (--perf-cache) enters the copies in perf's ~/.debug too.
  */
-struct buildid_cache *buildid_cache__new(bool keep, __u64 max_bytes);
+struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_bytes);
 void buildid_cache__free(struct buildid_cache *c);
 
 /*
@@ -36,6 +40,15 @@ void buildid_cache__free(struct buildid_cache *c);
  */
 int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
 			__u8 id[20], __u8 *size);
+
+/*
+ * Makes the copies noted, each of at most the size the file had when noted
+ * (and the bound), verified by its build id, until budget_ns has passed or
+ * a stop signal came: off the ring-drain path.  host: the build ids the
+ * recording lists (dso_set__build_ids), which perf's ~/.debug never gets a
+ * container's file under.
+ */
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host);
 
 /* pid exec'd: it may have entered another mount namespace before (unshare -m; exec). */
 void buildid_cache__exec(struct buildid_cache *c, __u32 pid);

@@ -31,8 +31,8 @@ static int find_mapping(int pid, __u64 *addr)
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (getline(&line, &cap, f) > 0) {
-		if (procmaps_parse_line(line, &m) || !ctx_mapping(m.path) || m.end - m.start < OTEL_PCTX_HEADER)
+	while (procmaps_next(f, &line, &cap, &m, NULL)) {
+		if (!ctx_mapping(m.path) || m.end - m.start < OTEL_PCTX_HEADER)
 			continue;
 		*addr = m.start;
 		err = 0;

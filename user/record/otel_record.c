@@ -17,6 +17,7 @@
 #include "log.h"
 #include "otel_process.h"
 #include "otel_record.h"
+#include "proc_file.h"
 #include "otel_tls.h"
 #include "sbuf.h"
 #include "span_codec.h"
@@ -470,24 +471,36 @@ void otel_record__mmap(struct otel_record *r, int pid, const char *path)
  */
 static bool file_defines(struct otel_record *r, int pid, const char *path)
 {
-	char in_ns[PATH_MAX + 32], key[48];
+	char key[48];
 	struct otel_tls_elf e;
 	struct stat st;
 	size_t id;
-	int err;
+	int err, fd;
 
-	snprintf(in_ns, sizeof(in_ns), "/proc/%d/root%s", pid, path);
-	if (stat(in_ns, &st))
-		return false; /* gone already: nothing to read there */
+	/* Under the process's root, never on the host by that name (proc_file.h). */
+	fd = proc_open_in_root(pid, path);
+	if (fd < 0)
+		return false; /* gone already, or not a regular file of the container's */
+	if (fstat(fd, &st)) {
+		close(fd);
+		return false;
+	}
 	snprintf(key, sizeof(key), "%llx:%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-	if (!strpool_intern(&r->files, key, &id))
+	if (!strpool_intern(&r->files, key, &id)) {
+		close(fd);
 		return false;
-	if (id < r->ndefines)
+	}
+	if (id < r->ndefines) {
+		close(fd);
 		return r->defines[id];
+	}
 	/* Ids are dense, in order of arrival: this path is the next one. */
-	if (array_reserve((void **)&r->defines, &r->cap_defines, r->ndefines, sizeof(*r->defines)))
+	if (array_reserve((void **)&r->defines, &r->cap_defines, r->ndefines, sizeof(*r->defines))) {
+		close(fd);
 		return false;
-	err = otel_tls_elf_find(in_ns, false, &e);
+	}
+	err = otel_tls_elf_find_fd(fd, false, &e);
+	close(fd);
 	r->defines[r->ndefines++] = !err || err == -EPROTO || err == -ENOEXEC;
 	return r->defines[id];
 }

@@ -27,7 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "otel_tls.h"
+#include "proc_file.h"
 #include "sideband.h"
 
 const char *otel_tls_why(int err)
@@ -57,19 +59,26 @@ const char *otel_tls_model_name(enum otel_tls_model m)
  * The defined STT_TLS symbol in the table of section scn; its index, or -1
  * (with *not_tls set if the name is defined there as something else).
  */
+/* Larger symbol or relocation tables are not a library's: not read (they may be sparse and huge). */
+#define MAX_TABLE_BYTES (64u << 20)
+
 static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
 	size_t n;
 
-	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+	/* Entries of the ELF's own size, counted from the data read, not the header's claim. */
+	if (!gelf_getshdr(scn, &sh) || sh.sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) ||
+	    sh.sh_size > MAX_TABLE_BYTES || !(data = elf_getdata(scn, NULL)))
 		return -1;
-	n = sh.sh_size / sh.sh_entsize;
+	n = data->d_size / sh.sh_entsize;
 	for (size_t i = 1; i < n; i++) {
 		const char *name;
 
-		if (!gelf_getsym(data, i, out) || out->st_shndx == SHN_UNDEF)
+		if (!gelf_getsym(data, i, out))
+			break; /* a read failure ends the scan: it would fail the same way for every entry */
+		if (out->st_shndx == SHN_UNDEF)
 			continue;
 		name = elf_strptr(elf, sh.sh_link, out->st_name);
 		if (!name || strcmp(name, OTEL_TLS_SYMBOL))
@@ -96,9 +105,10 @@ static int find_reloc(Elf *elf, size_t dynsym_ndx, long symidx, __u64 value, str
 		Elf_Data *data;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_link != dynsym_ndx ||
-		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+		    sh.sh_entsize != gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT) || sh.sh_size > MAX_TABLE_BYTES ||
+		    !(data = elf_getdata(scn, NULL)))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 0; i < data->d_size / sh.sh_entsize; i++) {
 			GElf_Rela r;
 			long sym;
 			int type, rank = 0;
@@ -130,6 +140,18 @@ static int find_reloc(Elf *elf, size_t dynsym_ndx, long symidx, __u64 value, str
 
 int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 {
+	int fd = open_regular(path), err;
+
+	memset(out, 0, sizeof(*out));
+	if (fd < 0)
+		return fd;
+	err = otel_tls_elf_find_fd(fd, main_exe, out);
+	close(fd);
+	return err;
+}
+
+int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out)
+{
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL;
 	GElf_Phdr tls = { 0 };
@@ -137,15 +159,13 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 	bool have_tls = false, have_load = false, not_tls = false;
 	size_t nph;
 	long idx = -1;
-	int fd, err = -EINVAL;
+	int err = -EINVAL;
 
 	memset(out, 0, sizeof(*out));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: another process's file, truncated meanwhile, must not SIGBUS us. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || elf_getphdrnum(elf, &nph))
 		goto cleanup;
 	for (size_t i = 0; i < nph; i++) {
@@ -200,7 +220,6 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 	err = find_reloc(elf, elf_ndxscn(dynsym), idx, sym.st_value, out);
 cleanup:
 	elf_end(elf);
-	close(fd);
 	return err;
 }
 
@@ -298,24 +317,24 @@ int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *mo
 	for (int pass = 0; pass < 2 && found == -ENOENT; pass++) {
 		rewind(maps);
 		last[0] = 0;
-		while (getline(&line, &cap, maps) > 0) {
-			char in_ns[PATH_MAX + 32];
+		while (procmaps_next(maps, &line, &cap, &m, NULL)) {
 			struct otel_tls_elf e;
 			bool is_exe;
+			int fd;
 
-			if (procmaps_parse_line(line, &m) || m.path[0] != '/' || !strcmp(m.path, last))
+			if (m.path[0] != '/' || !strcmp(m.path, last))
 				continue;
 			snprintf(last, sizeof(last), "%s", m.path);
 			is_exe = !strcmp(m.path, exe);
 			if (is_exe != (pass == 0) || (is_exe && exe_done))
 				continue;
 			exe_done |= is_exe;
-			/*
-			 * The path is the process's: through its root, so that a
-			 * container's (another mount namespace) is its own file.
-			 */
-			snprintf(in_ns, sizeof(in_ns), "/proc/%d/root%s", pid, m.path);
-			err = otel_tls_elf_find(in_ns, is_exe, &e);
+			/* The mapped inode itself, never the name on the host (proc_file.h). */
+			fd = proc_open_mapped(pid, m.start, m.end, m.path);
+			if (fd < 0)
+				continue;
+			err = otel_tls_elf_find_fd(fd, is_exe, &e);
+			close(fd);
 			if (err == -ENOENT || err == -EINVAL)
 				continue;
 			*model = e.model;

@@ -47,6 +47,8 @@ struct otel_tls_elf {
  * referenced in a shared object); -EINVAL if the file is not a usable ELF.
  */
 int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out);
+/* The same from a descriptor open for reading (read, never mapped); fd stays open. */
+int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out);
 
 /*
  * The recipe for process pid: its executable first, then its shared objects

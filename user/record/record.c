@@ -56,6 +56,8 @@ static const rec_source_new_fn source_list[] = {
 	offcpu_source__new,
 };
 #define NR_SOURCES (sizeof(source_list) / sizeof(source_list[0]))
+/* The end of a recording waits this long at most for copies of files (buildid_cache.h). */
+#define BUILDID_COPY_BUDGET_NS (5ull * 1000000000)
 
 struct recorder {
 	struct rec_ctx ctx;
@@ -219,7 +221,7 @@ static int open_sources(struct recorder *r)
 		return -ENOENT;
 	}
 	r->ctx.online = &r->online;
-	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, BUILDID_CACHE_MAX);
+	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, o->perf_cache, BUILDID_CACHE_MAX);
 	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
 	e = e ?: run_check_targets(&o->pids, &o->tids);
 	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
@@ -295,6 +297,8 @@ static int synthesize(struct recorder *r)
 	}
 	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2; %lu module MMAPs", sb.nr_procs, sb.nr_comm,
 		 sb.nr_mmap, sb.nr_modules);
+	if (sb.nr_cut)
+		pr_warn("%lu /proc/PID/maps lines came without their newline (cut short) and were dropped", sb.nr_cut);
 	return 0;
 }
 
@@ -476,6 +480,7 @@ static int write_header(struct recorder *r, int argc, char **argv)
 	e = dso_set__build_ids(r->ctx.dsos, &meta);
 	if (e)
 		pr_warn("build ids incomplete: %s", strerror(-e));
+	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS, &meta);
 	e = pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
 	if (e)

@@ -39,6 +39,7 @@ struct record_opts {
 	uint64_t mmap_pages;	/* -m, per CPU */
 	uint64_t max_threads;
 	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
+	bool perf_cache;	/* --perf-cache: enter the copies in perf's ~/.debug too */
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };

@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "host.h"
 #include "sideband.h"
+#include "stop.h"
 
 /* "start-end perms offset maj:min inode   path" */
 int procmaps_parse_line(const char *line, struct procmap *m)
@@ -47,6 +48,28 @@ int procmaps_parse_line(const char *line, struct procmap *m)
 	/* perf's name for anonymous executable memory, where JITs put code. */
 	if (!len)
 		strcpy(m->path, "//anon");
+	return 0;
+}
+
+int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut)
+{
+	ssize_t len;
+
+	/*
+	 * Whole lines, whatever their length: a path of escaped newlines (\012,
+	 * four bytes each) made lines longer than a fixed buffer, and the tail,
+	 * which the process wrote, read as a mapping of its own.  A line without
+	 * its newline is cut: dropped and counted.
+	 */
+	while ((len = getline(line, cap, f)) > 0) {
+		if ((*line)[len - 1] != '\n') {
+			if (cut)
+				(*cut)++;
+			continue;
+		}
+		if (!procmaps_parse_line(*line, m))
+			return 1;
+	}
 	return 0;
 }
 
@@ -134,7 +157,8 @@ static int emit_comm(struct sideband *sb, __u32 pid, __u32 tid)
 
 static int emit_maps(struct sideband *sb, __u32 pid)
 {
-	char path[64], line[PATH_MAX + 128];
+	char path[64], *line = NULL;
+	size_t cap = 0;
 	char *buf = NULL;
 	struct procmap *m = NULL;
 	FILE *f;
@@ -150,14 +174,12 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while (procmaps_next(f, &line, &cap, m, &sb->nr_cut)) {
 		struct pd_sample ts = trailer(sb, pid, pid);
 		struct pd_mmap2_info info;
 		__u16 misc = PERF_RECORD_MISC_USER;
 		long n;
 
-		if (procmaps_parse_line(line, m))
-			continue;
 		/*
 		 * perf's DWARF unwinder reads a binary's read-only segments
 		 * (.eh_frame_hdr) through the maps: with mmap_data, file-backed
@@ -187,6 +209,7 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 	}
 cleanup:
 	fclose(f);
+	free(line);
 	free(m);
 	free(buf);
 	return err;
@@ -242,7 +265,8 @@ int sideband_synthesize(struct sideband *sb, const struct int_list *pids)
 	d = opendir("/proc");
 	if (!d)
 		return -errno;
-	while ((de = readdir(d)) && !err)
+	/* A stop signal ends the scan: the file gets what was read so far. */
+	while ((de = readdir(d)) && !err && !stop_requested())
 		if (all_digits(de->d_name))
 			err = synth_process(sb, strtoul(de->d_name, NULL, 10), -1);
 	closedir(d);

@@ -9,6 +9,7 @@
 #define SP_SIDEBAND_H
 
 #include <limits.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 #include "buildid.h"
@@ -23,6 +24,13 @@ struct procmap {
 
 /* Parses one /proc/PID/maps line; -EINVAL if it is not one. */
 int procmaps_parse_line(const char *line, struct procmap *m);
+/*
+ * The next mapping of a /proc/PID/maps stream: 1, or 0 at the end.  Lines of
+ * any length are read whole (getline: *line and *cap as it keeps them, the
+ * caller frees *line); one without its newline was cut short, and is
+ * dropped and counted in *cut (if not NULL); unparsable ones are skipped.
+ */
+int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut);
 
 struct sideband {
 	struct pd_writer *w;
@@ -34,6 +42,7 @@ struct sideband {
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
 	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;
+	unsigned long nr_cut; /* maps lines without their newline (cut short), dropped */
 };
 
 /* The kernel MMAP from ktext_start/end; -ENOENT if they are unknown. */

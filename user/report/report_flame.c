@@ -42,20 +42,22 @@ int report_folded(const struct profile *p, FILE *out, bool wakers)
 		const struct pstack *s = &p->stacks[i];
 		struct sbuf b = {};
 		const void *ctx[2];
+		char esc[1024];
 		__u64 h;
 		long k;
 
 		/* --span-prefix: the spans first, so that each is a root of the graph. */
 		if (s->span_prefix)
 			sbuf_printf(&b, "%s;", s->span_prefix);
-		sbuf_printf(&b, "%s", s->comm);
+		/* A newline or ';' in a comm or a name must not forge a line or a frame. */
+		sbuf_printf(&b, "%s", text_name(s->comm, ";", esc, sizeof(esc)));
 		for (__u32 j = s->nr; j-- > 0;)
-			sbuf_printf(&b, ";%s", p->funcs[s->frames[j].func].name);
+			sbuf_printf(&b, ";%s", text_name(p->funcs[s->frames[j].func].name, ";", esc, sizeof(esc)));
 		if (wakers && s->waker) {
 			sbuf_printf(&b, ";--");
 			for (__u32 j = 0; j < s->nr_waker; j++)
-				sbuf_printf(&b, ";%s", p->funcs[s->waker_frames[j].func].name);
-			sbuf_printf(&b, ";%s", s->waker);
+				sbuf_printf(&b, ";%s", text_name(p->funcs[s->waker_frames[j].func].name, ";", esc, sizeof(esc)));
+			sbuf_printf(&b, ";%s", text_name(s->waker, ";", esc, sizeof(esc)));
 		}
 		sbuf_zero(&b, 1);
 		if (b.err) {

@@ -213,11 +213,14 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 	for (size_t i = 0; i < n && i < 8; i++) {
 		const struct pstack *s = c[i].s;
 
+		char esc[1024];
+
 		fprintf(out, "            %s--%.2f%%--%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
-			100.0 * c[i].count / (p->period ? p->period : 1), p->funcs[s->frames[0].func].name);
+			100.0 * c[i].count / (p->period ? p->period : 1),
+			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)));
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
 			fprintf(out, "            %s          %s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
-				p->funcs[s->frames[j].func].name);
+				text_name(p->funcs[s->frames[j].func].name, NULL, esc, sizeof(esc)));
 		if (i + 1 < SP_MIN(n, 8))
 			fprintf(out, "            |\n");
 	}
@@ -350,19 +353,22 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			continue;
 		fprintf(out, "  %7.2f%% %10llu", pct, (unsigned long long)r->count);
 		for (int k = 0; k < o->nr_keys; k++) {
+			char esc[1024];
+
+			/* Names are the recorded processes' to choose: escaped (text_name). */
 			switch (o->keys[k]) {
-			case SK_COMM: fprintf(out, "  %-16s", r->rep->comm); break;
+			case SK_COMM: fprintf(out, "  %-16s", text_name(r->rep->comm, NULL, esc, sizeof(esc))); break;
 			case SK_PID: fprintf(out, "  %8d", (int)r->rep->pid); break;
 			case SK_TID: fprintf(out, "  %8d", (int)r->rep->tid); break;
-			case SK_DSO: fprintf(out, "  %-20s", f->dso); break;
-			case SK_SYM: fprintf(out, "  %s", sym_text(f, sym, sizeof(sym))); break;
-			case SK_TRACE: fprintf(out, "  %-32s", r->rep->otel.trace_id ?: "-"); break;
-			case SK_SPAN: fprintf(out, "  %-16s", r->rep->otel.span_id ?: "-"); break;
-			case SK_WAKER: fprintf(out, "  %-16s", r->rep->waker ?: "-"); break;
+			case SK_DSO: fprintf(out, "  %-20s", text_name(f->dso, NULL, esc, sizeof(esc))); break;
+			case SK_SYM: fprintf(out, "  %s", text_name(sym_text(f, sym, sizeof(sym)), NULL, esc, sizeof(esc))); break;
+			case SK_TRACE: fprintf(out, "  %-32s", text_name(r->rep->otel.trace_id ?: "-", NULL, esc, sizeof(esc))); break;
+			case SK_SPAN: fprintf(out, "  %-16s", text_name(r->rep->otel.span_id ?: "-", NULL, esc, sizeof(esc))); break;
+			case SK_WAKER: fprintf(out, "  %-16s", text_name(r->rep->waker ?: "-", NULL, esc, sizeof(esc))); break;
 			case SK_ATTR: {
 				const char *v = attr_of(r->rep, o, sym, sizeof(sym));
 
-				fprintf(out, "  %-24s", v ? v : "-");
+				fprintf(out, "  %-24s", v ? text_name(v, NULL, esc, sizeof(esc)) : "-");
 				break;
 			}
 			default: break;

@@ -182,7 +182,7 @@ static void split_bar(FILE *out, const struct span_split *x)
 int spans_print_table(struct span_report *r, FILE *out)
 {
 	struct topc *top = NULL;
-	size_t tcap = 0;
+	size_t tcap = 0, *by_name, *order;
 	__u64 *dur = malloc((r->nsp ? r->nsp : 1) * sizeof(*dur));
 
 	if (!dur)
@@ -200,6 +200,34 @@ int spans_print_table(struct span_report *r, FILE *out)
 	if (any_split(r))
 		fprintf(out, "  %-*s", SPLIT_BAR + 2, "wall: on|runq|sleep|D");
 	fprintf(out, "  top functions inside\n");
+	/* The spans of each name, in order: a bucket each, not a pass over all spans per name. */
+	by_name = calloc(r->names.n + 1, sizeof(*by_name));
+	order = malloc((r->nsp ? r->nsp : 1) * sizeof(*order));
+	if (!by_name || !order) {
+		free(by_name);
+		free(order);
+		free(dur);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
+			by_name[r->sp[i].name + 1]++;
+	for (size_t n = 0; n < r->names.n; n++)
+		by_name[n + 1] += by_name[n];
+	{
+		size_t *at = calloc(r->names.n + 1, sizeof(*at));
+
+		if (!at) {
+			free(by_name);
+			free(order);
+			free(dur);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < r->nsp; i++)
+			if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
+				order[by_name[r->sp[i].name] + at[r->sp[i].name]++] = i;
+		free(at);
+	}
 	for (size_t n = 0; n < r->names.n; n++) {
 		size_t cnt = 0, samples = 0, first = 0;
 		__u64 ctr[SP_MAX_COUNTERS] = {}, off = 0;
@@ -210,11 +238,9 @@ int spans_print_table(struct span_report *r, FILE *out)
 		struct topc *pool = NULL;
 		size_t npool = 0, pcap = 0;
 
-		for (size_t i = 0; i < r->nsp; i++) {
-			const struct span_row *sp = &r->sp[i];
+		for (size_t o = by_name[n]; o < by_name[n + 1]; o++) {
+			const struct span_row *sp = &r->sp[order[o]];
 
-			if (sp->name != (int)n)
-				continue;
 			dur[cnt++] = sp->end - sp->start;
 			samples += sp->count;
 			if (span_wall__recorded(r->wall)) {
@@ -278,5 +304,7 @@ int spans_print_table(struct span_report *r, FILE *out)
 			span_wall__unjoinable(r->wall) ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");
 	free(top);
 	free(dur);
+	free(by_name);
+	free(order);
 	return print_attrs(r, out);
 }

@@ -36,6 +36,8 @@ struct sym {
 /* root: where to find files ("" for /); tests point it at fixtures. */
 struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root);
 void symbolizer__free(struct symbolizer *s);
+/* report --force: /tmp/perf-PID.map files of any owner are read (perf's -f). */
+void symbols_allow_any_perf_map_owner(bool yes);
 
 /*
  * Feed the file's MMAP, MMAP2 records (in any order).  build_id: the

@@ -17,6 +17,7 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
 #include "unwind.h"
@@ -85,6 +86,7 @@ struct unwinder {
 	size_t nr_procs, cap_procs;
 	struct hindex proc_idx;
 	size_t live; /* procs with a Dwfl open */
+	struct uproc *open[LIVE_DWFLS]; /* those procs: the eviction scans these, not every process */
 	__u64 tick;
 	struct udso *dsos; /* by the symbolizer's dso id */
 	size_t cap_dsos;
@@ -228,21 +230,20 @@ static void ensure_dwfl(struct unwinder *u, struct uproc *p)
 	if (p->dwfl || p->broken)
 		return;
 	if (u->live >= LIVE_DWFLS) {
-		struct uproc *old = NULL;
+		size_t old = 0;
 
-		for (size_t i = 0; i < u->nr_procs; i++)
-			if (u->procs[i]->dwfl && (!old || u->procs[i]->used < old->used))
-				old = u->procs[i];
-		if (old) {
-			dwfl_end(old->dwfl);
-			old->dwfl = NULL;
-			old->attached = false;
-			u->live--;
-		}
+		for (size_t i = 1; i < u->live; i++)
+			if (u->open[i]->used < u->open[old]->used)
+				old = i;
+		dwfl_end(u->open[old]->dwfl);
+		u->open[old]->dwfl = NULL;
+		u->open[old]->attached = false;
+		u->open[old] = u->open[--u->live];
 	}
 	p->dwfl = dwfl_begin(&u->cb);
 	p->broken = !p->dwfl;
-	u->live += !!p->dwfl;
+	if (p->dwfl)
+		u->open[u->live++] = p;
 }
 
 static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
@@ -286,7 +287,7 @@ static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *
 	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd); /* not mapped if others may truncate it */
 	if (elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph && d->nr_segs < (int)(sizeof(d->seg) / sizeof(d->seg[0])); i++) {

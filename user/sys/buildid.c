@@ -49,18 +49,19 @@ int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 
 	return -ENOENT;
 }
 
-int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+/* A build-id note is a few dozen bytes: a larger note section is not read (it may be sparse and huge). */
+#define MAX_NOTES_BYTES (1u << 20)
+
+int buildid_from_fd(int fd, __u8 id[BUILD_ID_MAX], __u8 *size)
 {
 	Elf_Scn *scn = NULL;
-	int fd, err = -ENOENT;
+	int err = -ENOENT;
 	Elf *elf;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open_regular(path);
-	if (fd < 0)
-		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file another process truncates meanwhile must not SIGBUS us. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -EINVAL;
 		goto cleanup;
@@ -69,7 +70,7 @@ int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > MAX_NOTES_BYTES)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (d && d->d_buf && !buildid_from_notes(d->d_buf, d->d_size, id, size)) {
@@ -80,6 +81,16 @@ int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
 cleanup:
 	if (elf)
 		elf_end(elf);
+	return err;
+}
+
+int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	int fd = open_regular(path), err;
+
+	if (fd < 0)
+		return fd;
+	err = buildid_from_fd(fd, id, size);
 	close(fd);
 	return err;
 }
@@ -194,6 +205,7 @@ static int append(struct pd_meta *m, __u16 misc, const char *name, const __u8 *i
 
 int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 {
+	struct strpool listed = {};
 	__u8 id[BUILD_ID_MAX], size;
 	int err = 0;
 
@@ -214,34 +226,37 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 	 * file of.  perf gives a name's dso the last build id listed for it,
 	 * and the host's processes map that dso: the container's id there
 	 * would have perf read the container's copy for the host's file.  Their
-	 * MMAP2 records carry the container's id either way.
+	 * MMAP2 records carry the container's id either way.  The names listed
+	 * are asked in constant time: 40k foreign names took 1.8 s scanned.
 	 */
+	for (int k = 0; k < m->nr_build_ids && !err; k++)
+		if (!strpool_intern(&listed, m->build_ids[k].filename, NULL))
+			err = -ENOMEM;
 	for (size_t i = 0; s && i < s->foreign.n && !err; i++) {
 		const char *name;
-		bool listed = false;
+		size_t before = listed.n;
 
 		if (parse_foreign(s->foreign.str[i], id, &size, &name))
 			continue;
-		for (int k = 0; k < m->nr_build_ids && !listed; k++)
-			listed = !strcmp(m->build_ids[k].filename, name);
-		if (!listed)
+		if (!strpool_intern(&listed, name, NULL))
+			err = -ENOMEM;
+		else if (listed.n > before)
 			err = append(m, PERF_RECORD_MISC_USER, name, id, size);
 	}
+	strpool_free(&listed);
 	return err;
 }
 
 int buildid_cache_path(const char *hex, char *out, size_t len)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
 	int n;
 
 	if (!hex || !*hex || strspn(hex, "0123456789abcdef") != strlen(hex))
 		return -EINVAL;
-	if (xdg && *xdg)
-		n = snprintf(out, len, "%s/spanperf/buildid/%s", xdg, hex);
-	else if (home && *home)
-		n = snprintf(out, len, "%s/.cache/spanperf/buildid/%s", home, hex);
-	else
-		return -ENOENT;
+	n = cache_home(dir, sizeof(dir));
+	if (n)
+		return n;
+	n = snprintf(out, len, "%s/spanperf/buildid/%s", dir, hex);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

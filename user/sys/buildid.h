@@ -18,6 +18,8 @@
 int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 *size);
 /* Reads an ELF file's build id; -ENOENT when it has none. */
 int buildid_from_file(const char *path, __u8 id[BUILD_ID_MAX], __u8 *size);
+/* The same from a descriptor open for reading (read with pread, never mapped); fd stays open. */
+int buildid_from_fd(int fd, __u8 id[BUILD_ID_MAX], __u8 *size);
 int buildid_kernel(__u8 id[BUILD_ID_MAX], __u8 *size);
 /* Lower-case hex, as perf prints it. */
 void buildid_hex(const __u8 *id, __u8 size, char *out /* 2*BUILD_ID_MAX+1 */);

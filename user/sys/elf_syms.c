@@ -13,11 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "demangle.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "util.h"
+
+Elf *elf_open_read(int fd)
+{
+	struct stat st;
+	bool ours = !fstat(fd, &st) && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022);
+
+	return elf_begin(fd, ours ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -258,11 +267,12 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 	if (scn) {
 		GElf_Shdr sh;
 		Elf_Data *data = elf_getdata(scn, NULL);
-		size_t n, shstrndx = 0;
+		size_t n, shstrndx = 0, es = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 
-		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize || !es)
 			return -EINVAL;
-		n = sh.sh_size / sh.sh_entsize;
+		/* Counted from the data read, whatever sh_entsize claims. */
+		n = data->d_size / es;
 		elf_getshdrstrndx(elf, &shstrndx);
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
@@ -302,7 +312,7 @@ int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bo
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	err = load_elf_syms(d, elf, want_segs, all_aliases);
 	if (elf)
 		elf_end(elf);
@@ -332,7 +342,7 @@ int elf_debuglink(const char *file, char *out, size_t len)
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
@@ -367,7 +377,7 @@ bool elf_has_symtab(const char *file)
 
 	if (fd < 0)
 		return false;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_open_read(fd);
 	yes = false;
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;

@@ -40,6 +40,12 @@ struct elf_syms {
  * leave the table unfinished (a lookup by name); else finished.
  * 0, or -errno (-EINVAL: not ELF).
  */
+/*
+ * elf_begin for reading: mapped only if no one else can truncate the file
+ * under us (a SIGBUS mid-report); a file of another user's, or one others
+ * may write, is read instead.
+ */
+Elf *elf_open_read(int fd);
 int elf_syms__load_file(struct elf_syms *t, const char *file, bool want_segs, bool all_aliases);
 /* The same from an image in memory (the vdso); finished. */
 int elf_syms__load_mem(struct elf_syms *t, void *image, size_t size);

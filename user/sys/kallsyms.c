@@ -31,19 +31,15 @@ int kallsyms_read_proc(char **text, size_t *len)
  */
 static int cache_path(const char *build_id, __u64 text, const char *suffix, char *out, size_t len)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[PATH_MAX];
 	int n;
 
 	if (!build_id || !*build_id || strchr(build_id, '/') || !text)
 		return -EINVAL;
-	if (xdg && *xdg)
-		n = snprintf(out, len, "%s/spanperf/kallsyms/%s-%llx%s", xdg, build_id,
-			     (unsigned long long)text, suffix);
-	else if (home && *home)
-		n = snprintf(out, len, "%s/.cache/spanperf/kallsyms/%s-%llx%s", home, build_id,
-			     (unsigned long long)text, suffix);
-	else
-		return -ENOENT;
+	n = cache_home(dir, sizeof(dir));
+	if (n)
+		return n;
+	n = snprintf(out, len, "%s/spanperf/kallsyms/%s-%llx%s", dir, build_id, (unsigned long long)text, suffix);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 

@@ -23,11 +23,10 @@ static bool plain_path(const char *path)
 
 int perf_buildid_link(const char *hex, const char *path, const char *copy)
 {
-	const char *home = getenv("HOME");
-	char elf[PATH_MAX], lnk[PATH_MAX], target[PATH_MAX], abs[PATH_MAX];
+	char home[PATH_MAX], elf[PATH_MAX], lnk[PATH_MAX], target[PATH_MAX], abs[PATH_MAX];
 	int n, e;
 
-	if (!home || !*home)
+	if (home_dir(home, sizeof(home)))
 		return -ENOENT;
 	if (!plain_path(path) || strlen(hex) < 3 || strchr(hex, '/'))
 		return -EINVAL;

@@ -12,52 +12,48 @@
 #include "host.h"
 #include "log.h"
 #include "run.h"
+#include "stop.h"
 #include "util.h"
 
-static volatile sig_atomic_t stop_sig;
-static sigset_t orig_mask;
-
-static void on_signal(int sig)
+static void on_child(int sig)
 {
-	if (sig != SIGCHLD)
-		stop_sig = sig;
+	(void)sig; /* only to end the wait's ppoll */
 }
 
 void runctl_init(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t block;
+	struct sigaction sa = { .sa_handler = on_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP };
 
-	/* No SA_RESTART: the wait must return when a signal arrives. */
+	/* INT, TERM and HUP are stop.c's: a flag, never blocked (a hung set-up must stay stoppable). */
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGCHLD);
-	/* Blocked outside the wait, so a signal during set-up is only deferred. */
-	sigprocmask(SIG_BLOCK, &block, &orig_mask);
 }
 
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
 {
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
-	sigset_t unblocked = orig_mask;
+	sigset_t block, orig;
+	int n = 0;
 
-	sigdelset(&unblocked, SIGINT);
-	sigdelset(&unblocked, SIGTERM);
-	sigdelset(&unblocked, SIGHUP);
-	sigdelset(&unblocked, SIGCHLD);
-	return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &unblocked);
+	/*
+	 * Blocked from the check to the ppoll, which unblocks them while it
+	 * sleeps: a signal in between ends the sleep instead of being missed.
+	 */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	if (!stop_requested())
+		n = ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &orig);
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	return n;
 }
 
 bool runctl_stop_requested(void)
 {
-	return stop_sig != 0;
+	return stop_requested();
 }
 
 int workload__prepare(struct workload *w, char **argv)
@@ -87,6 +83,7 @@ int workload__prepare(struct workload *w, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
 		{
 			sigset_t none;
 

@@ -2,8 +2,8 @@
 /*
  * The run, as record and stat share it: the checks before anything is
  * opened, a command started after the events are enabled (forked first,
- * held at a pipe, as perf does), SIGINT/SIGTERM/SIGCHLD turned into flags
- * that a ppoll() wait observes without races, the -d deadline, and the
+ * held at a pipe, as perf does), stop signals (stop.h) and SIGCHLD observed
+ * by a ppoll() wait without races, the -d deadline, and the
  * exit status passed on.
  */
 #ifndef SP_RUN_H
@@ -25,7 +25,7 @@ struct workload {
 	bool exited;
 };
 
-/* Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD; runctl_wait unblocks them while it sleeps. */
+/* SIGCHLD ends the wait; INT, TERM and HUP are stop.h's flag, which the wait sees too. */
 void runctl_init(void);
 /* Polls fds for up to timeout_ms; returns as soon as a signal arrives. */
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms);

@@ -1,0 +1,737 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Root must not be steered (issue 21): each test plays the attack of one finding, as an
+unprivileged user (setpriv to nobody) or from a container (a private mount namespace with a
+tmpfs), against files it makes at test time, and checks what root did: which files it opened
+(inotify sees every open, and a FIFO or device stands in for /dev/watchdog), what it wrote,
+how long it took to stop."""
+import ctypes
+import os
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+
+from harness import (SPANPERF, WORKLOAD, Skip, need_bpf, need_root, run, spanperf, test, tmpdir)
+
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+SLEEP = shutil.which("sleep")
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+IN_OPEN = 0x20
+
+
+FAN_CLASS_NOTIF, FAN_NONBLOCK, FAN_REPORT_FID, FAN_MARK_ADD, FAN_OPEN = 0, 2, 0x200, 1, 0x20
+
+
+class OpenWatch:
+    """Every open of a file and who made it (fanotify): FIFOs and device nodes included, and
+    never triggered by an O_PATH look at it.  By pid, since other recorders on a shared host
+    may open it too."""
+
+    def __init__(self, path):
+        self.fd = _libc.fanotify_init(FAN_CLASS_NOTIF | FAN_NONBLOCK | FAN_REPORT_FID, os.O_RDONLY)
+        assert self.fd >= 0, "fanotify_init: %s" % os.strerror(ctypes.get_errno())
+        _libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+        assert _libc.fanotify_mark(self.fd, FAN_MARK_ADD, FAN_OPEN, -100, path.encode()) == 0, path
+        self.path = path
+        self.pids = []
+
+    def _read(self):
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+            off = 0
+            while off + 24 <= len(buf):
+                ln, _, _, _, _, _, pid = struct.unpack_from("<IBBHQii", buf, off)
+                self.pids.append(pid)
+                off += ln or 24
+
+    def opened(self, by=None):
+        """Whether pid by (or anyone, by None) opened it since the watch began."""
+        self._read()
+        return any(by is None or p == by for p in self.pids)
+
+    def close(self):
+        os.close(self.fd)
+
+
+def world_dir():
+    d = tmpdir()
+    os.chmod(d, 0o755)
+    return d
+
+
+def wait_for(pred, timeout=10):
+    t = time.monotonic() + timeout
+    while time.monotonic() < t:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def stop(p):
+    if p.poll() is None:
+        p.kill()
+    p.wait()
+
+
+def record_host(out, *extra, env=None, timeout=60):
+    """record -d 0.5 of the whole host: (CompletedProcess-like, its pid)."""
+    p = subprocess.Popen([SPANPERF, "record", "-q", "-d", "0.5", "-o", out] + list(extra), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out_, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(p.args, p.returncode, out_, err), p.pid
+
+
+def report_pid(*args, env=None, timeout=60):
+    p = subprocess.Popen([SPANPERF, "report"] + list(args), env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    p.wait(timeout)
+    return p.pid
+
+
+def mapped_by(pid, needle):
+    try:
+        return needle in open("/proc/%d/maps" % pid, "rb").read()
+    except OSError:
+        return False
+
+
+# ---- 1. a mapping's name never opens a device on the host ----
+
+@test
+def test_maps_line_split_by_escaped_newlines():
+    """A path of escaped newlines (\\012, 4 bytes each) made /proc/PID/maps lines longer than
+    record's buffer; the tail, which the user wrote, was read as a mapping of its own and root
+    opened what it named (here a FIFO standing in for /dev/watchdog)."""
+    need_bpf()
+    d = world_dir()
+    target = os.path.join(d, "watchdog")
+    os.mkfifo(target, 0o600)
+    forged = "\n7f0000000000-7f0000010000 r-xp 00000000 00:00 4242 "
+    base = os.path.join(d, "u")
+    os.mkdir(base)
+    deep = [base] + ["\n" * 250] * 4
+    dirs = deep + ["pad", forged] + target.lstrip("/").split("/")[:-1]
+    path = os.path.join(*dirs)
+    os.makedirs(path)
+    exe = os.path.join(path, os.path.basename(target))
+    shutil.copy(SLEEP, exe)
+    run(["chown", "-R", "nobody:nogroup", base])
+    watch = OpenWatch(target)
+    p = subprocess.Popen(NOBODY + [exe, "30"], cwd="/")
+    try:
+        assert wait_for(lambda: mapped_by(p.pid, b"4242 /")), "the mapping did not show"
+        # Place the forged line where a PATH_MAX + 128 buffer ends: rename the pad directory.
+        maps = open("/proc/%d/maps" % p.pid, "rb").read().split(b"\n")
+        line = [l for l in maps if b"4242 /" in l and b"r-xp" in l[:40]][0]
+        at = line.index(b"\\0127f0000000000") + 4
+        want = 4096 + 128 - 1
+        pad_old = os.path.join(*deep, "pad")
+        grow = want - at
+        assert grow > -2, "the line is too long already (%d)" % at
+        os.rename(pad_old, os.path.join(*deep, "p" * (3 + grow)))
+        out = os.path.join(tmpdir(), "m.data")
+        r, rec = record_host(out)
+        assert r.returncode == 0, r.stderr
+        rep = report_pid("-i", out, "--sort", "dso")
+        assert not watch.opened(rec), "record opened %s, named by a forged maps line" % target
+        assert not watch.opened(rep), "report opened %s, named by a forged maps line" % target
+        assert target.encode() not in open(out, "rb").read(), "the forged mapping is in the recording"
+    finally:
+        stop(p)
+        watch.close()
+
+
+def in_container(d, script, *args):
+    """Runs sh script in a private mount namespace with a fresh tmpfs on d/ns (the host sees
+    what lies under it, the process what lies in it), as nobody after the mounts."""
+    ns = os.path.join(d, "ns")
+    return subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                             "mount -t tmpfs -o mode=0755 c %s && chown nobody:nogroup %s && %s"
+                             % (ns, ns, script)] + list(args), cwd="/")
+
+
+@test
+def test_container_name_is_a_host_fifo():
+    """A container's process maps /ns/lib.so; on the host that name is a FIFO (a device
+    stands in the same way).  record, at start and at finish, and report opened the host's."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    host = os.path.join(ns, "lib.so")
+    os.mkfifo(host, 0o600)
+    watch = OpenWatch(host)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    p = in_container(d, 'cp %s %s/lib.so && exec setpriv --reuid=nobody --regid=nogroup --clear-groups '
+                     '%s/lib.so 30' % (SLEEP, ns, ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, host.encode()) for c in children(p.pid))), "no mapping"
+        out = os.path.join(tmpdir(), "c.data")
+        r, rec = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+        rep = report_pid("-i", out, "--sort", "dso", env=env)
+        assert not watch.opened(rec), "record opened the host's %s, named by a container's mapping" % host
+        assert not watch.opened(rep), "report opened the host's %s, named by a container's mapping" % host
+    finally:
+        stop(p)
+        watch.close()
+
+
+def children(pid):
+    """pid and its descendants (unshare forks the shell that execs the target)."""
+    out = [pid]
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            for c in open("/proc/%d/task/%s/children" % (pid, t)).read().split():
+                out += children(int(c))
+    except OSError:
+        pass
+    return out
+
+
+# ---- 2. record --otel: a container's symlink never leads to the host ----
+
+@test
+def test_otel_deleted_symlink_to_host_fifo():
+    """A container maps lib.so, deletes it and puts a symlink named "lib.so (deleted)" in its
+    place, pointing at a path only the host has (a FIFO).  record --otel opened
+    /proc/PID/root + that name with a blocking open: the recording hung and was lost."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    hostonly = os.path.join(d, "hostonly")
+    os.mkdir(hostonly)
+    fifo = os.path.join(hostonly, "fifo")
+    os.mkfifo(fifo, 0o600)
+    watch = OpenWatch(fifo)
+    code = ("import mmap,os,time\n"
+            "p='%s/lib.so'\n"
+            "f=open(p,'rb'); m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ|mmap.PROT_EXEC)\n"
+            "os.unlink(p); os.symlink('%s', p+' (deleted)')\n"
+            "time.sleep(30)\n") % (ns, fifo)
+    # The container hides the host's hostonly/ under a tmpfs of its own.
+    p = in_container(d, "mount -t tmpfs h %s && cp %s %s/lib.so && exec %s /usr/bin/python3 -c \"$0\""
+                     % (hostonly, SLEEP, ns, " ".join(NOBODY)), code)
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"lib.so (deleted)") for c in children(p.pid))), "no mapping"
+        out = os.path.join(tmpdir(), "o.data")
+        try:
+            r, rec = record_host(out, "--otel", timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("record --otel hung on a container's symlink to a host FIFO")
+        assert r.returncode == 0, r.stderr
+        assert not watch.opened(rec), "record opened the host's %s through a container's symlink" % fifo
+    finally:
+        stop(p)
+        watch.close()
+
+
+# ---- 3. the copy of a deleted, growing executable is bounded ----
+
+@test
+def test_deleted_growing_executable_copy_bounded():
+    """A process maps an executable, deletes it and grows it (sparse, so it costs nothing):
+    record's cache copy read to EOF, far past its 512 MiB bound, while the rings overflowed."""
+    need_bpf()
+    d = world_dir()
+    cache = tmpdir()
+    if run(["mount", "-t", "tmpfs", "-o", "size=900m", "tmpfs", cache]).returncode:
+        raise Skip("cannot mount a tmpfs for the cache")
+    exe = os.path.join(d, "grow")
+    shutil.copy(SLEEP, exe)
+    os.chown(exe, 65534, 65534)
+    os.chown(d, 65534, 65534)
+    code = ("import mmap,os,time\n"
+            "p='%s'\n"
+            "f=open(p,'r+b'); n=200<<20; os.ftruncate(f.fileno(),n)\n"
+            "m=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ|mmap.PROT_EXEC); os.unlink(p)\n"
+            "print('ready',flush=True); input()\n"
+            "for i in range(4000):\n"
+            "    n+=16<<20; os.ftruncate(f.fileno(),n)\n"
+            "time.sleep(30)\n") % exe
+    # It grows the file once the copy has begun (the test tells it: the cache is root's).
+    p = subprocess.Popen(NOBODY + [PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         cwd="/")
+    biggest = [0]
+    told = False
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        env = dict(os.environ, HOME=cache, XDG_CACHE_HOME=cache)
+        out = os.path.join(tmpdir(), "g.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-q", "-d", "1", "-o", out], env=env,
+                               stderr=subprocess.PIPE, text=True)
+        t = time.monotonic()
+        while rec.poll() is None and time.monotonic() - t < 60:
+            for root, _, files in os.walk(cache):
+                for f in files:
+                    try:
+                        biggest[0] = max(biggest[0], os.stat(os.path.join(root, f)).st_size)
+                    except OSError:
+                        pass
+                    if "buildid" in root and not told:
+                        p.stdin.write("go\n")
+                        p.stdin.flush()
+                        told = True
+            time.sleep(0.002)
+        if rec.poll() is None:
+            rec.send_signal(signal.SIGINT)
+            try:
+                rec.wait(5)
+            except subprocess.TimeoutExpired:
+                stop(rec)
+                raise AssertionError("record copied for 60 s and ignored SIGINT (%d bytes)" % biggest[0])
+        assert biggest[0] <= 512 << 20, "the cache copy reached %d MiB" % (biggest[0] >> 20)
+        assert rec.returncode == 0, rec.stderr.read()
+    finally:
+        stop(p)
+        run(["umount", "-l", cache])
+
+
+# ---- 4. outputs: special files are written in place, directories refused ----
+
+@test
+def test_output_char_device_kept():
+    """record -o /dev/null moved /dev/null to /dev/null.old and left a root-only regular file
+    there.  Played on a null device node of our own, on a tmpfs that allows devices."""
+    need_bpf()
+    d = tmpdir()
+    if run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", d]).returncode:
+        raise Skip("cannot mount a tmpfs")
+    try:
+        null = os.path.join(d, "null")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        r = spanperf("record", "-q", "-d", "0.2", "-o", null, timeout=60)
+        assert r.returncode == 0, r.stderr
+        st = os.lstat(null)
+        assert stat.S_ISCHR(st.st_mode), "-o %s replaced the device with mode %o" % (null, st.st_mode)
+        assert sorted(os.listdir(d)) == ["null"], os.listdir(d)
+    finally:
+        run(["umount", "-l", d])
+
+
+def base_recording():
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "b.data")
+    spanperf("record", "-q", "-g", "-o", out, "--", WORKLOAD, "spin", "200", check=True)
+    return out
+
+
+@test
+def test_output_symlink_to_pipe_written_in_place():
+    """--pprof /dev/stdout replaced the symlink and sent nothing down the pipe (a symlink of
+    our own to /proc/self/fd/1 stands in for /dev/stdout)."""
+    data = base_recording()
+    d = tmpdir()
+    link = os.path.join(d, "stdout")
+    os.symlink("/proc/self/fd/1", link)
+    p = subprocess.run([SPANPERF, "report", "-i", data, "--pprof", link, "-q"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert os.path.islink(link), "the symlink was replaced"
+    assert len(p.stdout) > 100 and p.stdout[:1] == b"\x1f", "nothing came down the pipe (%d bytes)" % len(p.stdout)
+
+
+@test
+def test_output_directory_refused():
+    """-o DIR moved the directory to DIR.old."""
+    need_bpf()
+    d = tmpdir()
+    target = os.path.join(d, "dir")
+    os.mkdir(target)
+    open(os.path.join(target, "keep"), "w").write("x")
+    r = spanperf("record", "-q", "-d", "0.2", "-o", target, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and target in lines[0], (r.returncode, r.stderr)
+    assert os.path.isdir(target) and os.listdir(target) == ["keep"] and sorted(os.listdir(d)) == ["dir"], \
+        os.listdir(d)
+    data = base_recording()
+    r = spanperf("report", "-i", data, "--pprof", target)
+    assert r.returncode == 1 and target in r.stderr and os.listdir(target) == ["keep"], r.stderr
+
+
+@test
+def test_outputs_honour_umask():
+    """Report outputs were forced to 0644 whatever the umask."""
+    data = base_recording()
+    d = tmpdir()
+    out = os.path.join(d, "p.pb.gz")
+    p = subprocess.run([SPANPERF, "report", "-i", data, "--pprof", out, "-q"], capture_output=True,
+                       preexec_fn=lambda: os.umask(0o077), timeout=60)
+    assert p.returncode == 0, p.stderr
+    mode = stat.S_IMODE(os.stat(out).st_mode)
+    assert mode & 0o077 == 0, "umask 077 gave mode %o" % mode
+
+
+@test
+def test_stat_output_symlink_not_followed():
+    """stat -o wrote through a symlink, in place: a symlink planted at the output's name
+    steered root's write to any file."""
+    need_bpf()
+    d = tmpdir()
+    victim = os.path.join(d, "victim")
+    open(victim, "w").write("precious\n")
+    link = os.path.join(d, "out.txt")
+    os.symlink(victim, link)
+    r = spanperf("stat", "-e", "task-clock", "-d", "0.2", "-o", link, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert open(victim).read() == "precious\n", "stat -o wrote through the symlink"
+    assert "task-clock" in open(link).read()
+
+
+# ---- 5. the cache: a planted file is never used, perf's ~/.debug is opt-in ----
+
+def libc_path():
+    for l in open("/proc/self/maps"):
+        f = l.split()
+        if len(f) >= 6 and "/libc.so" in f[5] and "x" in f[1]:
+            return f[5]
+    raise Skip("no libc mapped")
+
+
+def build_id(path):
+    out = run(["readelf", "-n", path]).stdout
+    for l in out.splitlines():
+        if "Build ID:" in l:
+            return l.split(":")[1].strip()
+    raise Skip("%s has no build id" % path)
+
+
+@test
+def test_planted_cache_entry_not_used():
+    """A file planted under host libc's build id in perf's ~/.debug and in spanperf's cache
+    replaced libc's symbols in later reports; the first file under an id won forever and its
+    bytes were never checked.  Here a container's file carries a forged note with libc's id."""
+    need_bpf()
+    libc = libc_path()
+    hexid = build_id(libc)
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    # sleep with its build-id note rewritten to libc's id.
+    img = bytearray(open(SLEEP, "rb").read())
+    mine = bytes.fromhex(build_id(SLEEP))
+    at = img.find(mine)
+    assert at > 0 and len(mine) == len(bytes.fromhex(hexid))
+    img[at:at + len(mine)] = bytes.fromhex(hexid)
+    forged = os.path.join(d, "forged")
+    open(forged, "wb").write(bytes(img))
+    os.chmod(forged, 0o755)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    p = in_container(d, "cp %s %s/lib.so && exec %s %s/lib.so 30" % (forged, ns, " ".join(NOBODY), ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"/ns/lib.so") for c in children(p.pid))), "no mapping"
+        out = os.path.join(tmpdir(), "p.data")
+        r, _ = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+        link = os.path.join(home, ".debug", ".build-id", hexid[:2], hexid[2:])
+        assert not os.path.lexists(link), "a container's file entered perf's ~/.debug under libc's id"
+        entry = os.path.join(home, "cache", "spanperf", "buildid", hexid)
+        assert not os.path.exists(entry) or open(entry, "rb").read() == open(libc, "rb").read(), \
+            "a container's file is kept under host libc's build id"
+    finally:
+        stop(p)
+
+
+@test
+def test_swapped_cache_entry_not_read():
+    """report read whatever file sat under a build id in the cache, its bytes never checked:
+    swapped for another binary, it named a container's frames from that binary."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    p = in_container(d, "cp %s %s/ctr-wl && exec %s/ctr-wl spin 3000" % (WORKLOAD, ns, ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"/ns/ctr-wl") for c in children(p.pid))), "no mapping"
+        out = os.path.join(tmpdir(), "s.data")
+        r, _ = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(p)
+    entry = os.path.join(home, "cache", "spanperf", "buildid", build_id(WORKLOAD))
+    assert os.path.exists(entry), "record kept no copy"
+    named = lambda: [l for l in spanperf("report", "-i", out, "--sort", "comm,sym", env=env, check=True).stdout
+                     .splitlines() if " ctr-wl " in l and "spin_" in l]
+    assert named(), "the kept copy does not name the container's frames"
+    other = os.path.join(os.path.dirname(WORKLOAD), "workload_cxx")
+    if not os.path.exists(other):
+        raise Skip("no second binary to swap in (build/tests/workload_cxx)")
+    shutil.copyfile(other, entry)
+    rows = spanperf("report", "-i", out, "--sort", "comm,dso,sym", env=env, check=True).stdout.splitlines()
+    wrong = [l for l in rows if re.search(r"\sctr-wl\s+ctr-wl\s+\[\.\]", l) and
+             not re.search(r"\[\.\] (0x[0-9a-f]+|\[unknown\])\s*$", l)]
+    assert not wrong, "frames named from a file swapped in under the build id: %s" % wrong[:5]
+
+
+# ---- 6. /tmp/perf-PID.map: perf's owner rule, never a blocking open ----
+
+@test
+def test_perf_map_of_another_user_or_fifo():
+    """/tmp/perf-PID.map had no owner check (perf ignores files not the user's or root's) and
+    a blocking open: a FIFO there hung report for over 10 minutes."""
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "j.data")
+    r = spanperf("record", "-q", "-o", out, "--", WORKLOAD, "jit", "300", timeout=60)
+    assert r.returncode == 0, r.stderr
+    pids = set(int(m.group(1)) for m in re.finditer(r"/tmp/perf-(\d+)\.map", r.stdout))
+    if not pids:
+        raise Skip("the jit workload named no perf map")
+    pid = pids.pop()
+    mp = "/tmp/perf-%d.map" % pid
+    saved = open(mp).read() if os.path.exists(mp) else None
+    try:
+        if os.path.lexists(mp):
+            os.unlink(mp)
+        # Another user's file: its names are not used.
+        assert saved, "the workload left no %s" % mp
+        open(mp, "w").write("".join(" ".join(l.split()[:2]) + " INJECTED_BY_NOBODY\n"
+                                    for l in saved.splitlines() if len(l.split()) >= 3))
+        assert "INJECTED_BY_NOBODY" in spanperf("report", "-i", out, "--sort", "sym", check=True).stdout, \
+            "the file's names are not used even when it is root's"
+        os.chown(mp, 65534, 65534)
+        r = spanperf("report", "-i", out, "--sort", "sym", timeout=30)
+        assert r.returncode == 0 and "INJECTED_BY_NOBODY" not in r.stdout, "names from a %s of nobody's were used" % mp
+        os.unlink(mp)
+        os.mkfifo(mp, 0o666)
+        try:
+            r = spanperf("report", "-i", out, "--sort", "sym", timeout=10)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("a FIFO at %s hung report" % mp)
+        assert r.returncode == 0, r.stderr
+    finally:
+        if os.path.lexists(mp):
+            os.unlink(mp)
+        if saved is not None:
+            open(mp, "w").write(saved)
+
+
+# ---- 7. INT, TERM and HUP stop every command within about a second ----
+
+def full_pipe():
+    """A pipe whose buffer is full already: the first write to it blocks."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+@test
+def test_signals_stop_report_blocked_in_write():
+    """main() blocked INT, TERM and HUP for every command: a report stuck writing (here to a
+    full pipe) ignored Ctrl-C and timeout(1).  It stops, and leaves no temporary file."""
+    data = base_recording()
+    d = tmpdir()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        r, w = full_pipe()
+        p = subprocess.Popen([SPANPERF, "report", "-i", data, "-g", "--folded"], stdout=w,
+                             stderr=subprocess.DEVNULL)
+        os.close(w)
+        try:
+            time.sleep(1.0)
+            assert p.poll() is None, "report finished without writing"
+            p.send_signal(sig)
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("report ignored %s for 2 s" % sig.name)
+            assert [f for f in os.listdir(d) if "tmp" in f] == [], os.listdir(d)
+        finally:
+            stop(p)
+            os.close(r)
+
+
+@test
+def test_signal_stops_record_outside_the_wait():
+    """record unblocked its signals only in its wait: stuck elsewhere (here writing its first
+    warning to a full stderr), it ignored Ctrl-C and timeout(1).  A stuck record has 5 s to
+    finish its file (stop.h's STOP_GRACE_S), then dies of the signal, leaving no temporary."""
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "r.data")
+    r, w = full_pipe()
+    p = subprocess.Popen([SPANPERF, "record", "-d", "30", "-o", out], stdout=subprocess.DEVNULL, stderr=w)
+    os.close(w)
+    try:
+        time.sleep(2)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("record ignored SIGTERM for 8 s")
+        assert [f for f in os.listdir(d) if "tmp" in f] == [], os.listdir(d)
+    finally:
+        stop(p)
+        os.close(r)
+
+
+# ---- 8. hostile perf.data: bounded time and memory ----
+
+def _attr_section(data):
+    h = struct.unpack_from("<8Q", data, 0)
+    return h[2], h[3], h[4]  # attr_size, attrs offset, attrs size
+
+
+def max_rss_kb(cmd, timeout=60):
+    """Runs cmd; its exit status and peak RSS in KiB (a wrapper of its own, so no other child counts)."""
+    w = ("import resource,subprocess,sys\n"
+         "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL)\n"
+         "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    p = run(["python3", "-c", w] + cmd, timeout=timeout)
+    rc, kb = p.stdout.split()
+    return int(rc), int(kb)
+
+
+@test
+def test_attrs_sharing_one_id_section():
+    """A file whose attrs all point at one id section: 0.7 MB took 2.6 GB and 9 s."""
+    data = open(base_recording(), "rb").read()
+    attr_size, off, size = _attr_section(data)
+    b = bytearray(data)
+    nids, nattrs = 1 << 15, 2000
+    ids_off = len(b)
+    b += struct.pack("<Q", 1) * nids
+    first = bytearray(data[off:off + attr_size])
+    struct.pack_into("<QQ", first, attr_size - 16, ids_off, nids * 8)
+    new_off = len(b)
+    b += bytes(first) * nattrs
+    struct.pack_into("<QQ", b, 24, new_off, nattrs * attr_size)
+    d = tmpdir()
+    path = os.path.join(d, "ids.data")
+    open(path, "wb").write(bytes(b))
+    t = time.monotonic()
+    try:
+        rc, kb = max_rss_kb([SPANPERF, "report", "-i", path], timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report ran 60 s on a %d KB file" % (len(b) >> 10))
+    assert rc in (0, 1), rc
+    assert kb < 256 * 1024, "report took %d MB on a %d KB file (%.1f s)" % (kb >> 10, len(b) >> 10,
+                                                                           time.monotonic() - t)
+
+
+@test
+def test_forks_of_a_process_with_many_maps():
+    """report copied every map a parent ever had into each fork, overlapped ones too: a process
+    that maps one page 100000 times over, then forks 400 times, took gigabytes."""
+    need_bpf()
+    d = tmpdir()
+    lib = os.path.join(d, "lib")
+    shutil.copy(SLEEP, lib)
+    # ctypes' mmap: Python's dups the descriptor for each mapping.
+    code = ("import ctypes,os\n"
+            "l=ctypes.CDLL(None); l.mmap.restype=ctypes.c_void_p\n"
+            "l.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,ctypes.c_int,ctypes.c_long]\n"
+            "fd=os.open('%s',os.O_RDONLY); a=l.mmap(None,4096,5,2,fd,0)\n"
+            "for i in range(100000): l.mmap(a,4096,5,2|0x10,fd,0)\n"
+            "for i in range(400):\n"
+            "    p=os.fork()\n"
+            "    if p==0: os._exit(0)\n"
+            "    os.waitpid(p,0)\n") % lib
+    out = os.path.join(d, "f.data")
+    spanperf("record", "-q", "-F", "99", "-o", out, "--", PY, "-c", code, check=True, timeout=120)
+    try:
+        rc, kb = max_rss_kb([SPANPERF, "report", "-i", out, "--sort", "pid,dso"], timeout=120)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report ran 120 s on %d KB" % (os.path.getsize(out) >> 10))
+    assert rc == 0, rc
+    assert kb < 256 * 1024, "report took %d MB on a %d KB file" % (kb >> 10, os.path.getsize(out) >> 10)
+
+
+# ---- 9. smaller: names escaped in text outputs, $HOME as root ----
+
+@test
+def test_folded_names_escaped():
+    """A newline in a comm forged a stack line in --folded; escape sequences reached the
+    terminal."""
+    need_bpf()
+    d = tmpdir()
+    out = os.path.join(d, "n.data")
+    code = ("import ctypes,time\n"
+            "l=ctypes.CDLL(None); l.prctl(15, b'ab\\nevil 999999\\x1b[2J', 0, 0, 0)\n"
+            "t=time.time()\n"
+            "while time.time()-t<0.5: pass\n")
+    spanperf("record", "-q", "-o", out, "--", "python3", "-c", code, check=True, timeout=60)
+    r = spanperf("report", "-i", out, "--folded", check=True)
+    for l in r.stdout.splitlines():
+        assert not l.startswith("evil"), "a comm forged a folded line: %r" % l
+        assert "\x1b" not in l, "an escape sequence reached the output: %r" % l
+    r = spanperf("report", "-i", out, "--sort", "comm", check=True)
+    assert "\x1b" not in r.stdout, "an escape sequence reached the table"
+
+
+@test
+def test_report_input_of_another_user():
+    """report read any user's file (perf refuses one not yours or root's without -f), and
+    mapped it, so that its owner could truncate it mid-report: SIGBUS."""
+    data = base_recording()
+    d = world_dir()
+    theirs = os.path.join(d, "theirs.data")
+    shutil.copy(data, theirs)
+    os.chown(theirs, 65534, 65534)
+    r = spanperf("report", "-i", theirs)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and theirs in lines[0], (r.returncode, r.stderr)
+    r = spanperf("report", "--force", "-i", theirs)
+    assert r.returncode == 0 and "Samples" in r.stdout, r.stderr
+    # A file others may write is read, not mapped: cut while reported, it gives one sentence or the
+    # old figures, never SIGBUS.
+    os.chown(theirs, 0, 0)
+    os.chmod(theirs, 0o666)
+    for cut in (0.001, 0.01, 0.05):
+        shutil.copyfile(data, theirs)
+        p = subprocess.Popen([SPANPERF, "report", "-g", "-i", theirs], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(cut)
+        os.truncate(theirs, 4096)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode in (0, 1), "report died of signal %d" % -p.returncode
+
+
+@test
+def test_root_cache_not_from_a_users_home():
+    """As root, $HOME and $XDG_CACHE_HOME were trusted (sudo -E): root wrote its build-id
+    cache through a directory another user owns."""
+    need_bpf()
+    d = world_dir()
+    home = os.path.join(d, "home")
+    os.mkdir(home)
+    os.chown(home, 65534, 65534)
+    cache = os.path.join(home, "cache")
+    os.mkdir(cache)
+    os.chown(cache, 65534, 65534)
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=cache)
+    out = os.path.join(tmpdir(), "h.data")
+    # A deleted file's mapping makes record keep a copy.
+    exe = os.path.join(d, "del")
+    shutil.copy(SLEEP, exe)
+    p = subprocess.Popen(["sh", "-c", "exec %s 30" % exe])
+    try:
+        assert wait_for(lambda: mapped_by(p.pid, exe.encode()))
+        os.unlink(exe)
+        r, _ = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+        made = [os.path.join(a, f) for a, _, fs in os.walk(home) for f in fs]
+        assert made == [], "root wrote into another user's directory: %s" % made
+    finally:
+        stop(p)

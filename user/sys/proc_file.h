@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Files that another process names (its mappings, its container's paths),
+ * opened by root without being steered by them.  A name from maps or an
+ * MMAP2 record is the process's, resolved in its mount namespace and under
+ * its root; on the host it may be anything (a device, a FIFO, a symlink out
+ * of the container).  So such a file is reached only through
+ * /proc/PID/map_files (the mapped inode itself), or by openat2() from
+ * /proc/PID/root with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, never by its
+ * name on the host; every open is O_PATH first and becomes a read only for
+ * a regular file (open_regular_fd).
+ */
+#ifndef SP_PROC_FILE_H
+#define SP_PROC_FILE_H
+
+#include <linux/types.h>
+
+/*
+ * The file pid has mapped at [start, end): its map_files entry; failing
+ * that (map_files needs CAP_SYS_ADMIN), path under its root, unless the
+ * name is a deleted file's (" (deleted)": another file may have it now).
+ * A read-only descriptor of a regular file, or -errno (-ENOENT: gone).
+ */
+int proc_open_mapped(int pid, __u64 start, __u64 end, const char *path);
+/*
+ * path as pid sees it, resolved inside its root: absolute symlinks and ".."
+ * stay in the container, a symlink as the last component is refused.
+ * Where openat2 is missing (before Linux 5.6), proc_open_in_root_forked.
+ */
+int proc_open_in_root(int pid, const char *path);
+/* The same by a forked child that chroots into pid's root (about a millisecond an open). */
+int proc_open_in_root_forked(int pid, const char *path);
+
+#endif
