@@ -92,30 +92,30 @@ static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, 
 {
 	char mf[64];
 	struct stat st;
-	int fd;
+	int pfd, fd;
 
+	/*
+	 * O_PATH first, as everywhere a name is another process's (fileio.h):
+	 * a mapping of a device must not have its driver's open run.
+	 */
 	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
 		 (unsigned long long)end);
-	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0) {
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino) {
-			close(fd);
-			return -ESTALE;
-		}
-		return fd;
+	pfd = open(mf, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		if (!path || path[0] != '/')
+			return -ENOENT;
+		pfd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (pfd < 0)
+			return -ENOENT;
 	}
-	if (!path || path[0] != '/' || stat(path, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
-	    major(st.st_dev) != maj || minor(st.st_dev) != min)
-		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino || major(st.st_dev) != maj ||
+	if (fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino || major(st.st_dev) != maj ||
 	    minor(st.st_dev) != min) {
-		close(fd);
+		close(pfd);
 		return -ESTALE;
 	}
-	return fd;
+	fd = open_regular_fd(pfd);
+	close(pfd);
+	return fd < 0 ? -ESTALE : fd;
 }
 
 /* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */

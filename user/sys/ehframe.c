@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "ehframe.h"
+#include "fileio.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBP 6
@@ -746,17 +747,13 @@ cleanup:
 
 int ehtab_from_path(const char *path, size_t max_rows, struct ehtab *t)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e;
-	struct stat st;
+	/* Only a regular file, looked at before it is opened: a device's open must not run. */
+	int fd = open_regular(path), e;
 
 	memset(t, 0, sizeof(*t));
 	if (fd < 0)
-		return -errno;
-	/* A FIFO or a device would block or read forever: only regular files. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		e = -EINVAL;
-	else
-		e = ehtab_from_fd(fd, max_rows, t);
+		return fd;
+	e = ehtab_from_fd(fd, max_rows, t);
 	close(fd);
 	return e;
 }
