@@ -28,8 +28,9 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 	-DSPANPERF_VERSION='"$(VERSION)"'
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
-# libdw: the DWARF unwinder for --call-graph dwarf recordings.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib 2>/dev/null || echo -lbpf -ldw -lelf -lz) -lm -lstdc++
+# libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
+# libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
