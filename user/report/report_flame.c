@@ -50,11 +50,11 @@ int report_folded(const struct profile *p, FILE *out, bool wakers)
 			sbuf_printf(&b, "%s;", s->span_prefix);
 		sbuf_printf(&b, "%s", s->comm);
 		for (__u32 j = s->nr; j-- > 0;)
-			sbuf_printf(&b, ";%s", p->funcs[s->frames[j].func].name);
+			sbuf_printf(&b, ";%s", pfunc_text(&p->funcs[s->frames[j].func]));
 		if (wakers && s->waker) {
 			sbuf_printf(&b, ";--");
 			for (__u32 j = 0; j < s->nr_waker; j++)
-				sbuf_printf(&b, ";%s", p->funcs[s->waker_frames[j].func].name);
+				sbuf_printf(&b, ";%s", pfunc_text(&p->funcs[s->waker_frames[j].func]));
 			sbuf_printf(&b, ";%s", s->waker);
 		}
 		sbuf_zero(&b, 1);
@@ -267,7 +267,7 @@ int report_flamegraph(const struct profile *p, const char *title, FILE *out)
 			const struct pfunc *f = &p->funcs[s->frames[j].func];
 			enum fkind k = f->kernel ? FK_KERNEL : strcmp(f->name, "[unknown]") ? FK_USER : FK_UNKNOWN;
 
-			at = fchild(&t, at, f->name, f->dso, k);
+			at = fchild(&t, at, pfunc_text(f), f->dso, k);
 			if (at < 0) {
 				e = at;
 				goto cleanup;
