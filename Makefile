@@ -70,7 +70,7 @@ CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
-	$(OUTPUT)/examples/otel_ctx_example
+	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -239,6 +239,11 @@ $(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -L$(OUTPUT)/tests -ldwarfcb \
 		-Wl,-rpath,'$$ORIGIN'
+
+# Inlined frames' ground truth: static inline hot code at -O2 -g, unwound with DWARF.
+$(OUTPUT)/tests/workload_inline: tests/integration/workload_inline.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra $< -o $@
 
 # -O0: nothing is inlined but spin(), so each C++ name keeps its samples.
 $(OUTPUT)/tests/workload_cxx: tests/integration/workload_cxx.cpp | $(OUTPUT)/tests
