@@ -28,8 +28,9 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 	-DSPANPERF_VERSION='"$(VERSION)"'
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
-# libdw: the DWARF unwinder for --call-graph dwarf recordings.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib 2>/dev/null || echo -lbpf -ldw -lelf -lz) -lm -lstdc++
+# libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
+# libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -69,7 +70,7 @@ CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
-	$(OUTPUT)/examples/otel_ctx_example
+	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -238,6 +239,11 @@ $(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -L$(OUTPUT)/tests -ldwarfcb \
 		-Wl,-rpath,'$$ORIGIN'
+
+# Inlined frames' ground truth: static inline hot code at -O2 -g, unwound with DWARF.
+$(OUTPUT)/tests/workload_inline: tests/integration/workload_inline.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra $< -o $@
 
 # -O0: nothing is inlined but spin(), so each C++ name keeps its samples.
 $(OUTPUT)/tests/workload_cxx: tests/integration/workload_cxx.cpp | $(OUTPUT)/tests

@@ -2,7 +2,7 @@
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
 from . import (dwarf, ehframe, forks, inkernel, lib, offcpu, otel, page, parts, recorder, report, rss, spans,
-               split, stat, stolen, wakers)
+               split, srcline, stat, stolen, wakers)
 
 TABLE = [
     inkernel,
@@ -11,6 +11,7 @@ TABLE = [
     spans,
     split,
     report,
+    srcline,
     offcpu,
     wakers,
     forks,

@@ -25,9 +25,10 @@ def recording():
 
 
 def folded(path, comm="workload_dwarf"):
-    """report --folded as a Counter of frame tuples, leaf first, for one comm."""
+    """report --folded as a Counter of frame tuples, leaf first, for one comm; real frames
+    only (--no-inline), as perf_chains takes perf's."""
     stacks = collections.Counter()
-    for line in spanperf("report", "-i", path, "--folded", check=True).stdout.splitlines():
+    for line in spanperf("report", "-i", path, "--folded", "--no-inline", check=True).stdout.splitlines():
         st, n = line.rsplit(" ", 1)
         fr = st.split(";")
         if fr[0] == comm:

@@ -25,16 +25,16 @@
 enum { F_MAIN, F_WORK, F_TICK, F_UNK };
 
 static struct pfunc funcs[] = {
-	[F_MAIN] = { "main", "app", "/usr/bin/app", "", 1, false, 0, 0x1000, 0x1100 },
-	[F_WORK] = { "work", "app", "/usr/bin/app", "", 1, false, 0, 0x1100, 0x1200 },
-	[F_TICK] = { "tick", "[kernel.kallsyms]", "[kernel.kallsyms]", "", 0, true, 0, 0xffff0000, 0xffff0100 },
-	[F_UNK] = { "[unknown]", "[unknown]", "", "", -1, false, 0x1234, 0, 0 },
+	[F_MAIN] = { "main", "app", "/usr/bin/app", "", 1, false, 0, 0x1000, 0x1100, false, NULL },
+	[F_WORK] = { "work", "app", "/usr/bin/app", "", 1, false, 0, 0x1100, 0x1200, false, NULL },
+	[F_TICK] = { "tick", "[kernel.kallsyms]", "[kernel.kallsyms]", "", 0, true, 0, 0xffff0000, 0xffff0100, false, NULL },
+	[F_UNK] = { "[unknown]", "[unknown]", "", "", -1, false, 0x1234, 0, 0, false, NULL },
 };
 
 /* Leaf first, as the profile keeps them. */
-static struct pframe s_work[] = { { F_WORK, 0x1150 }, { F_MAIN, 0x1050 } };
-static struct pframe s_tick[] = { { F_TICK, 0xffff0010 }, { F_WORK, 0x1160 }, { F_MAIN, 0x1050 } };
-static struct pframe s_unk[] = { { F_UNK, 0x1234 } };
+static struct pframe s_work[] = { { F_WORK, 0x1150, NULL }, { F_MAIN, 0x1050, NULL } };
+static struct pframe s_tick[] = { { F_TICK, 0xffff0010, NULL }, { F_WORK, 0x1160, NULL }, { F_MAIN, 0x1050, NULL } };
+static struct pframe s_unk[] = { { F_UNK, 0x1234, NULL } };
 
 static struct pstack stacks[] = {
 	{ 10, 10, "app", 2, s_work, 3, 3000000, {}, NULL },
@@ -283,6 +283,60 @@ static void test_pprof(void **state)
 	free(out);
 }
 
+/*
+ * Inlined frames (profile_opts.inline_frames): "mix" inlined into work at
+ * 0x1150 is a frame of its own before work, with its source line.
+ */
+enum { I_MAIN, I_WORK, I_MIX };
+
+static struct pfunc ifuncs[] = {
+	[I_MAIN] = { "main", "app", "/usr/bin/app", "", 1, false, 0, 0x1000, 0x1100, false, NULL },
+	[I_WORK] = { "work", "app", "/usr/bin/app", "", 1, false, 0, 0x1100, 0x1200, false, NULL },
+	[I_MIX] = { "mix", "app", "/usr/bin/app", "", 1, false, 0, 0x1100, 0x1200, true, "mix (inlined)" },
+};
+static struct pframe i_frames[] = { { I_MIX, 0x1150, "app.c:3" }, { I_WORK, 0x1150, "app.c:9" },
+				     { I_MAIN, 0x1050, "app.c:20" } };
+static struct pstack i_stacks[] = { { 10, 10, "app", 3, i_frames, 2, 2000000, {}, NULL, NULL, 0, NULL } };
+static struct profile iprof = {
+	.funcs = ifuncs, .nr_funcs = 3, .stacks = i_stacks, .nr_stacks = 1, .samples = 2, .period = 2000000,
+	.callchains = true, .event = "cpu-clock", .event_is_clock = true, .sample_freq = 1000,
+};
+
+static int do_ifolded(FILE *f, const void *arg)
+{
+	(void)arg;
+	return report_folded(&iprof, f, false);
+}
+
+static int do_itable(FILE *f, const void *arg)
+{
+	return report_table(&iprof, arg, f);
+}
+
+/* Folded stacks name it as perf script does; the sym column is the real function, srcline the address's line. */
+static void test_inlined(void **state)
+{
+	struct table_opts o = {};
+	char *out = render(do_ifolded, NULL, NULL);
+
+	(void)state;
+	assert_string_equal(out, "app;main;work;mix (inlined) 2\n");
+	free(out);
+	assert_int_equal(parse_sort_keys("sym,srcline", &o), 0);
+	o.callgraph = true;
+	out = render(do_itable, &o, NULL);
+	assert_non_null(strstr(out, "[.] work  app.c:3"));
+	assert_non_null(strstr(out, "--100.00%--mix (inlined)\n"));
+	assert_non_null(strstr(out, "work\n"));
+	free(out);
+	o.json = true;
+	o.callgraph = false;
+	out = render(do_itable, &o, NULL);
+	assert_string_equal(out, "{\"overhead\":100.0000,\"samples\":2,\"period\":2000000,\"sym\":\"work\","
+				 "\"kernel\":false,\"srcline\":\"app.c:3\"}\n");
+	free(out);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -304,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_flamegraph),
 		cmocka_unit_test(test_pprof),
+		cmocka_unit_test(test_inlined),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

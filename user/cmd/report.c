@@ -19,8 +19,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
-		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, trace, span,\n"
-		"                         attr:NAME (an OTel span attribute, record --otel),\n"
+		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, srcline, trace,\n"
+		"                         span, attr:NAME (an OTel span attribute, record --otel),\n"
 		"                         waker (off-CPU: who ended the blocks, record --off-cpu)\n"
 		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
@@ -52,6 +52,16 @@ static void usage(FILE *out)
 		"      --stdio            accepted for perf's sake; text is the default\n"
 		"      --force            read a perf.data and /tmp/perf-PID.map files of any owner\n"
 		"                         (by default, as perf: only yours or root's)\n"
+		"      --inline           functions inlined at each user address as frames of their\n"
+		"                         own, NAME (inlined), from DWARF; by default only in\n"
+		"                         --call-graph dwarf chains, as perf 6.1 shows them\n"
+		"      --no-inline        real frames only\n"
+		"      --full-source-path srclines with the whole path, not the file's name\n"
+		"      --debuginfod URLS  fetch the debug files of stripped files from these\n"
+		"                         debuginfod servers (default: $DEBUGINFOD_URLS)\n"
+		"      --offline          never the network: debug files already here only\n"
+		"      --unknown-offsets  unnamed user frames as DSO+0xOFFSET in folded stacks,\n"
+		"                         flame graphs and pprof, to symbolize elsewhere\n"
 		"  -v, --verbose          say what the file held: forks, execs, lost samples...\n"
 		"  -q, --quiet            errors only\n"
 		"  -h, --help             this text\n\n"
@@ -62,6 +72,8 @@ static void usage(FILE *out)
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
 		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
 		"  spanperf report --folded --event wall --waker | flamegraph.pl > wakers.svg\n"
+		"  spanperf report -g --sort sym,srcline         # inlined frames and source lines\n"
+		"  DEBUGINFOD_URLS=https://debuginfod.debian.net spanperf report  # stripped files named\n"
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
 		"  spanperf report --html report.html           # open it in a browser\n"
@@ -97,7 +109,8 @@ static int check_combinations(const struct report_opts *o)
 }
 
 enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
-       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS, OPT_FORCE };
+       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS, OPT_FORCE, OPT_INLINE, OPT_NO_INLINE,
+       OPT_FULL_SRC, OPT_DEBUGINFOD, OPT_OFFLINE, OPT_UNKNOWN_OFFSETS };
 
 /* One option with a value into o; -EINVAL after saying why. */
 static int parse_value(int c, const char *arg, struct report_opts *o)
@@ -108,7 +121,8 @@ static int parse_value(int c, const char *arg, struct report_opts *o)
 	switch (c) {
 	case 's':
 		if (parse_sort_keys(arg, to)) {
-			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, trace, span, waker and attr:NAME", arg);
+			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, srcline, trace, span, waker and "
+			       "attr:NAME", arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -174,6 +188,12 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "inline", no_argument, NULL, OPT_INLINE },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+		{ "full-source-path", no_argument, NULL, OPT_FULL_SRC },
+		{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+		{ "offline", no_argument, NULL, OPT_OFFLINE },
+		{ "unknown-offsets", no_argument, NULL, OPT_UNKNOWN_OFFSETS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -201,6 +221,12 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 			symbols_allow_any_perf_map_owner(true);
 			pd_reader_allow_any_owner(true);
 			break;
+		case OPT_INLINE: o->inline_frames = INLINE_ALL; break;
+		case OPT_NO_INLINE: o->inline_frames = INLINE_NONE; break;
+		case OPT_FULL_SRC: o->full_srcline = true; break;
+		case OPT_DEBUGINFOD: o->debuginfod.urls = optarg; break;
+		case OPT_OFFLINE: o->debuginfod.offline = true; break;
+		case OPT_UNKNOWN_OFFSETS: o->unknown_offsets = true; break;
 		case 'v': sp_verbose++; break;
 		case 'q': sp_verbose = -1; break;
 		case 'h':
@@ -226,7 +252,9 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_opts o = { .input = "perf.data", .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS };
+	/* perf 6.1 shows inlined functions in DWARF-unwound chains unless --no-inline. */
+	struct report_opts o = { .input = "perf.data", .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS,
+				 .inline_frames = INLINE_DWARF, .debuginfod.progress = true };
 	int e;
 
 	sp_prog = "spanperf report";

@@ -9,15 +9,25 @@
 #include "names.h"
 #include "profile.h"
 #include "session.h"
+#include "srclines.h"
 #include "unwind.h"
 #include "util.h"
 #include "waker_codec.h"
 
-/* An address already symbolized: key (ip, pid, address space) -> function. */
+/*
+ * An address already symbolized: key (ip, pid, address space) -> its
+ * frames, exp[first .. first + nr), innermost inlined function first.
+ */
 struct resolved_ip {
 	__u64 ip, epoch;
 	__u32 pid; /* (u32)-1 for kernel addresses */
+	__u32 first, nr;
+	bool inl; /* with its inlined functions */
+};
+
+struct exp_frame {
 	__u32 func;
+	const char *srcline;
 };
 
 struct profile_builder {
@@ -27,7 +37,9 @@ struct profile_builder {
 	struct hindex ip_idx, func_idx, stack_idx, off_idx;
 	size_t cap_funcs, cap_stacks, cap_off;
 	struct pframe *scratch; /* the sample being folded */
-	size_t cap_scratch;
+	size_t nr_scratch, cap_scratch;
+	struct exp_frame *exp; /* resolved addresses' frames */
+	size_t nr_exp, cap_exp;
 	__u64 user_ips[UNWIND_MAX_FRAMES];
 	/*
 	 * With wakers: an off-CPU block waits here for the spanperf:waker
@@ -90,7 +102,7 @@ static bool func_eq(const void *ctx, size_t idx)
 	const struct sym *s = c[1];
 
 	/* Names are the symbolizer's: one pointer per symbol of a dso. */
-	return f->name == s->name && f->dso_id == s->dso_id && f->kernel == s->kernel &&
+	return f->name == s->name && f->dso_id == s->dso_id && f->kernel == s->kernel && !f->inlined &&
 	       f->unknown_addr == unknown_addr(s, *(const __u64 *)c[2]) && (s->dso_id >= 0 || !strcmp(f->dso, s->dso));
 }
 
@@ -109,11 +121,107 @@ static int func_of(struct profile_builder *b, const struct sym *s, __u64 ip, __u
 	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
 	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel, addr,
-						s->sym_start, s->sym_end };
+						s->sym_start, s->sym_end, false, NULL };
+	/* Unnamed in a file: where, so that it can be symbolized elsewhere (perf script users do it by hand). */
+	if (p->opts.unknown_offsets && addr && addr != PFUNC_UNKNOWN_AT_ZERO && !s->kernel && s->dso_id >= 0) {
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%s+0x%llx", s->dso, (unsigned long long)addr);
+		if (!(p->funcs[p->nr_funcs].label = strpool_intern(&p->labels, buf, NULL)))
+			return -ENOMEM;
+	}
 	if (hindex_add(&b->func_idx, h, p->nr_funcs))
 		return -ENOMEM;
 	*out = p->nr_funcs++;
 	return 0;
+}
+
+static bool inl_eq(const void *ctx, size_t idx)
+{
+	const void *const *c = ctx;
+	const struct pfunc *f = &((const struct profile *)c[0])->funcs[idx];
+
+	return f->inlined && f->name == c[1] && f->dso_id == *(const int *)c[2];
+}
+
+/* A function inlined in dso: one pfunc per (DWARF name, dso), with the real symbol's dso fields. */
+static int inl_func_of(struct profile_builder *b, const struct sym *s, const char *name, __u32 *out)
+{
+	struct profile *p = b->p;
+	__u64 h = hash_mix(hash_mix(hash_mix(0, (__u64)(uintptr_t)name), (__u64)(s->dso_id + 2)), 0x1a1);
+	const void *ctx[3] = { p, name, &s->dso_id };
+	long i = hindex_find(&b->func_idx, h, inl_eq, ctx);
+
+	if (i >= 0) {
+		*out = i;
+		return 0;
+	}
+	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
+		return -ENOMEM;
+	p->funcs[p->nr_funcs] = (struct pfunc){ name, s->dso, s->path, s->build_id, s->dso_id, false, 0,
+						s->sym_start, s->sym_end, true, NULL };
+	{
+		char buf[1024];
+
+		snprintf(buf, sizeof(buf), "%s (inlined)", name);
+		if (!(p->funcs[p->nr_funcs].label = strpool_intern(&p->labels, buf, NULL)))
+			return -ENOMEM;
+	}
+	if (hindex_add(&b->func_idx, h, p->nr_funcs))
+		return -ENOMEM;
+	*out = p->nr_funcs++;
+	return 0;
+}
+
+static int push_exp(struct profile_builder *b, __u32 func, const char *srcline)
+{
+	if (array_reserve((void **)&b->exp, &b->cap_exp, b->nr_exp, sizeof(*b->exp)))
+		return -ENOMEM;
+	b->exp[b->nr_exp++] = (struct exp_frame){ func, srcline };
+	return 0;
+}
+
+/*
+ * The frames of one symbolized address: the function, and with DWARF the
+ * functions inlined there (innermost first) and the source lines, as
+ * perf's addr2line gives them.  The last DWARF function is the symbol's
+ * own frame, named by the symbol table (a clone's "f.part.0" stays so).
+ */
+static int expand(struct profile_builder *b, const struct sym *s, __u64 ip, __u32 func, bool inl)
+{
+	struct profile *p = b->p;
+	struct src_info si = {};
+	int e;
+
+	if (p->src && s->known && !s->kernel && s->dso_id >= 0) {
+		e = srclines__lookup(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), &si);
+		if (e)
+			return e;
+	}
+	if (p->src && p->opts.srclines && !si.srcline) {
+		/* perf's srcline where DWARF has none: the symbol and the offset in it (decimal), else dso[addr]. */
+		char buf[600];
+
+		if (s->known)
+			snprintf(buf, sizeof(buf), "%s+%llu", s->name, (unsigned long long)s->offset);
+		else
+			snprintf(buf, sizeof(buf), "%s[%llx]", s->dso,
+				 (unsigned long long)(s->kernel || s->dso_id < 0 ? ip : s->file_offset));
+		si.srcline = srclines__intern(p->src, buf);
+		if (!si.srcline)
+			return -ENOMEM;
+	}
+	if (inl && si.nr > 1) {
+		for (int i = 0; i < si.nr - 1; i++) {
+			__u32 f;
+
+			e = inl_func_of(b, s, si.frames[i].name, &f);
+			if (e || (e = push_exp(b, f, p->opts.srclines ? si.frames[i].srcline : NULL)))
+				return e;
+		}
+		return push_exp(b, func, p->opts.srclines ? si.frames[si.nr - 1].srcline : NULL);
+	}
+	return push_exp(b, func, p->opts.srclines ? si.srcline : NULL);
 }
 
 static bool ip_eq(const void *ctx, size_t idx)
@@ -121,36 +229,46 @@ static bool ip_eq(const void *ctx, size_t idx)
 	const struct resolved_ip *k = ((const void *const *)ctx)[1];
 	const struct resolved_ip *r = &((const struct profile_builder *)((const void *const *)ctx)[0])->ips[idx];
 
-	return r->ip == k->ip && r->pid == k->pid && r->epoch == k->epoch;
+	return r->ip == k->ip && r->pid == k->pid && r->epoch == k->epoch && r->inl == k->inl;
 }
 
-/* Each distinct address of each address space is symbolized once. */
-static int resolve_ip(struct profile_builder *b, __u32 pid, __u64 ip, __u64 t, bool kernel, __u32 *func)
+/* Appends ip's frames to the sample being folded; each distinct address of each address space is symbolized once. */
+static int resolve_ip(struct profile_builder *b, __u32 pid, __u64 ip, __u64 t, bool kernel, bool dwarf)
 {
 	struct symbolizer *sym = b->p->sym;
 	struct resolved_ip key = { .ip = ip, .pid = kernel ? (__u32)-1 : pid };
+	enum profile_inline mode = b->p->opts.inline_frames;
 	const void *ctx[2] = { b, &key };
 	__u64 h;
 	long i;
 	struct sym s;
+	__u32 func;
 	int e;
 
 	if (!kernel)
 		key.epoch = symbolizer__epoch(sym, pid, t);
-	h = hash_mix(hash_mix(hash_mix(0, ip), key.pid), key.epoch);
+	key.inl = !kernel && (mode == INLINE_ALL || (mode == INLINE_DWARF && dwarf));
+	h = hash_mix(hash_mix(hash_mix(hash_mix(0, ip), key.pid), key.epoch), key.inl);
 	i = hindex_find(&b->ip_idx, h, ip_eq, ctx);
-	if (i >= 0) {
-		*func = b->ips[i].func;
-		return 0;
+	if (i < 0) {
+		symbolizer__resolve(sym, pid, ip, t, kernel, &s);
+		key.first = b->nr_exp;
+		e = func_of(b, &s, ip, &func) ?: expand(b, &s, ip, func, key.inl);
+		if (e || array_reserve((void **)&b->ips, &b->cap_ips, b->nr_ips, sizeof(*b->ips)))
+			return e ?: -ENOMEM;
+		key.nr = b->nr_exp - key.first;
+		b->ips[b->nr_ips] = key;
+		if (hindex_add(&b->ip_idx, h, b->nr_ips))
+			return -ENOMEM;
+		i = b->nr_ips++;
 	}
-	symbolizer__resolve(sym, pid, ip, t, kernel, &s);
-	e = func_of(b, &s, ip, &key.func);
-	if (e || array_reserve((void **)&b->ips, &b->cap_ips, b->nr_ips, sizeof(*b->ips)))
-		return e ?: -ENOMEM;
-	b->ips[b->nr_ips] = key;
-	if (hindex_add(&b->ip_idx, h, b->nr_ips++))
+	if (array_reserve((void **)&b->scratch, &b->cap_scratch, b->nr_scratch + b->ips[i].nr, sizeof(*b->scratch)))
 		return -ENOMEM;
-	*func = key.func;
+	for (__u32 j = 0; j < b->ips[i].nr; j++) {
+		const struct exp_frame *x = &b->exp[b->ips[i].first + j];
+
+		b->scratch[b->nr_scratch++] = (struct pframe){ x->func, ip, x->srcline };
+	}
 	return 0;
 }
 
@@ -172,7 +290,7 @@ static bool stack_eq(const void *ctx, size_t idx)
 	if (s->tid != k->tid || s->comm != k->comm || s->nr != k->nr || s->waker != k->waker ||
 	    s->nr_waker != k->nr_waker)
 		return false;
-	for (i = 0; i < k->nr && s->frames[i].func == k->f[i].func; i++)
+	for (i = 0; i < k->nr && s->frames[i].func == k->f[i].func && s->frames[i].srcline == k->f[i].srcline; i++)
 		;
 	if (i != k->nr)
 		return false;
@@ -194,7 +312,7 @@ static int add_stack(struct profile_builder *b, __u32 pid, const struct stack_ke
 	long i;
 
 	for (__u32 j = 0; j < k->nr; j++)
-		h = hash_mix(h, k->f[j].func);
+		h = hash_mix(hash_mix(h, k->f[j].func), (__u64)(uintptr_t)k->f[j].srcline);
 	h = hash_mix(h, (__u64)(uintptr_t)k->waker);
 	for (__u32 j = 0; j < k->nr_waker; j++)
 		h = hash_mix(h, k->wf[j].func);
@@ -227,20 +345,17 @@ static int add_stack(struct profile_builder *b, __u32 pid, const struct stack_ke
 	return 0;
 }
 
-/* Resolves a chain's frames (markers skipped) into *out, grown as needed; how many, or -errno. */
-static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, bool kernel, struct pframe **out, size_t *cap)
+/*
+ * Resolves a chain's frames (markers skipped) into *out, grown as needed;
+ * how many, or -errno.  They are made past the sample being folded, in
+ * b->scratch, and copied out.
+ */
+static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, bool kernel, struct pframe **out,
+			  size_t *cap)
 {
-	long n = 0;
+	size_t base = b->nr_scratch, n;
 	int e;
 
-	if (*cap < s->callchain_nr) {
-		struct pframe *f = realloc(*out, s->callchain_nr * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		*out = f;
-		*cap = s->callchain_nr;
-	}
 	for (__u64 i = 0; i < s->callchain_nr; i++) {
 		__u64 ip = s->callchain[i];
 
@@ -250,11 +365,23 @@ static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, 
 				break;
 			continue;
 		}
-		e = resolve_ip(b, s->pid, ip, s->time, kernel, &(*out)[n].func);
-		if (e)
+		e = resolve_ip(b, s->pid, ip, s->time, kernel, false);
+		if (e) {
+			b->nr_scratch = base;
 			return e;
-		(*out)[n++].ip = ip;
+		}
 	}
+	n = b->nr_scratch - base;
+	b->nr_scratch = base;
+	if (*cap < n) {
+		struct pframe *f = realloc(*out, n * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		*out = f;
+		*cap = n;
+	}
+	memcpy(*out, b->scratch + base, n * sizeof(**out));
 	return n;
 }
 
@@ -324,15 +451,10 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	}
 	if (ss->kind != SESS_SAMPLING && ss->kind != SESS_OFFCPU)
 		return 0;
-	if (b->cap_scratch < s->callchain_nr + 1 + UNWIND_MAX_FRAMES) {
-		struct pframe *n = realloc(b->scratch, (s->callchain_nr + 1 + UNWIND_MAX_FRAMES) * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		b->scratch = n;
-		b->cap_scratch = s->callchain_nr + 1 + UNWIND_MAX_FRAMES;
-	}
-	if (s->callchain_nr) {
+	b->nr_scratch = 0;
+	if (p->opts.leaf_only) {
+		p->callchains |= s->callchain_nr || (p->unwinder && s->regs_user);
+	} else if (s->callchain_nr) {
 		bool kernel = ss->kernel;
 
 		p->callchains = true;
@@ -346,30 +468,28 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 					break; /* guest or hypervisor frames: not ours to name */
 				continue;
 			}
-			e = resolve_ip(b, s->pid, ip, s->time, kernel, &b->scratch[k.nr].func);
+			e = resolve_ip(b, s->pid, ip, s->time, kernel, false);
 			if (e)
 				return e;
-			b->scratch[k.nr++].ip = ip;
 		}
 	}
 	/* --call-graph dwarf: the user part, unwound from the registers and the stack copy. */
-	if (p->unwinder && s->regs_user) {
+	if (p->unwinder && s->regs_user && !p->opts.leaf_only) {
 		int n = unwinder__sample(p->unwinder, p->sym, ss->ev, b->user_ips, UNWIND_MAX_FRAMES);
 
 		p->callchains = true;
 		for (int i = 0; i < n; i++) {
-			e = resolve_ip(b, s->pid, b->user_ips[i], s->time, false, &b->scratch[k.nr].func);
+			e = resolve_ip(b, s->pid, b->user_ips[i], s->time, false, true);
 			if (e)
 				return e;
-			b->scratch[k.nr++].ip = b->user_ips[i];
 		}
 	}
-	if (!k.nr) {
-		e = resolve_ip(b, s->pid, s->ip, s->time, ss->kernel, &b->scratch[0].func);
+	if (!b->nr_scratch) {
+		e = resolve_ip(b, s->pid, s->ip, s->time, ss->kernel, false);
 		if (e)
 			return e;
-		b->scratch[k.nr++].ip = s->ip;
 	}
+	k.nr = b->nr_scratch;
 	k.f = b->scratch;
 	if (ss->kind == SESS_OFFCPU) {
 		p->off_samples++;
@@ -454,6 +574,7 @@ static void builder_free(struct profile_builder *b)
 	if (!b)
 		return;
 	free(b->ips);
+	free(b->exp);
 	free(b->scratch);
 	free(b->pend.f);
 	free(b->wscratch);
@@ -473,6 +594,7 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	*out = NULL;
 	if (!p || !(p->b = calloc(1, sizeof(*p->b))))
 		goto cleanup;
+	p->opts = *o;
 	p->b->p = p;
 	p->b->timeline = o->timeline;
 	p->sess = sess;
@@ -481,6 +603,8 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	e = unwinder__for_file(p->rd, o->root, &p->unwinder);
 	if (e)
 		goto cleanup;
+	if ((o->inline_frames != INLINE_NONE || o->srclines) && !(p->src = srclines__new(p->sym, o->full_srcline)))
+		goto oom;
 	if (sess->first_sampling >= 0) {
 		const struct pd_attr *a = &p->rd->attrs[sess->first_sampling];
 
@@ -578,6 +702,8 @@ void profile__free(struct profile *p)
 	strpool_free(&p->wakers);
 	free(p->funcs);
 	free(p->ticks);
+	srclines__free(p->src);
+	strpool_free(&p->labels);
 	unwinder__free(p->unwinder);
 	otel_join__free(p->otel);
 	builder_free(p->b);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "hash.h"
 #include "otel_join.h"
 #include "perf_data.h"
 #include "symbols.h"
@@ -39,15 +40,32 @@ struct pfunc {
 	 */
 	__u64 unknown_addr;	/* PFUNC_UNKNOWN_AT_ZERO for address 0 */
 	__u64 start, end; /* the symbol's extent in its file, when named (perf's sym sort compares these) */
+	bool inlined;	  /* a function inlined at the address (profile_opts.inline_frames): name from DWARF */
+	/*
+	 * What folded stacks, flame graphs and pprof call it, when not the
+	 * name: "NAME (inlined)" as perf script prints it, or DSO+0xOFFSET
+	 * for an unnamed user frame (--unknown-offsets).  Pooled: one pointer per text.
+	 */
+	const char *label;
 };
+
+static inline const char *pfunc_text(const struct pfunc *f)
+{
+	return f->label ? f->label : f->name;
+}
 
 /* The sym column's text: the name, or "0x%016llx" of an unknown address, as perf report prints it. */
 const char *pfunc_sym(const struct pfunc *f, char *buf, size_t len);
 
-/* One resolved frame: a function, and the address it was at (for pprof). */
+/*
+ * One resolved frame: a function, and the address it was at (for pprof).
+ * Inlined functions are frames of their own at the same address, before
+ * (leafward of) the function they were inlined into, as perf 6.1 shows them.
+ */
 struct pframe {
 	__u32 func;
 	__u64 ip;
+	const char *srcline; /* "file.c:LINE" (profile_opts.srclines), else NULL; the call site for outer frames */
 };
 
 struct pstack {
@@ -66,6 +84,35 @@ struct pstack {
 	const char *waker;
 	__u32 nr_waker;
 	struct pframe *waker_frames;
+};
+
+/*
+ * Which frames get their inlined functions as frames of their own.  perf
+ * 6.1 shows them by default, but only in chains it unwound with DWARF
+ * (fp chains gained them in 6.2 and lost them in 6.5, for speed):
+ * INLINE_DWARF is that default; --inline asks for them everywhere.
+ */
+enum profile_inline { INLINE_DWARF, INLINE_NONE, INLINE_ALL };
+
+/* How stacks are read: filled by cmd/ from report's options. */
+struct profile_opts {
+	const char *root; /* where symbol files are looked up, NULL for / */
+	/*
+	 * report --html, speedscope: keep each sample's time and stack in ticks;
+	 * the stacks are then not split by OTel context, so that each tick names one.
+	 */
+	bool timeline;
+	/* report --folded --span-prefix: on-CPU stacks split by the spans given by profile__add_prefix_span */
+	bool span_prefix;
+	enum profile_inline inline_frames; /* --inline, --no-inline; perf 6.1's default */
+	bool srclines;			 /* --sort srcline, or pprof's lines */
+	bool full_srcline;		 /* srclines with the whole path */
+	bool unknown_offsets;		 /* --unknown-offsets: unnamed user frames as DSO+0xOFFSET */
+	/*
+	 * Only the sampled address of each sample, as perf report's table
+	 * without -g: no chain resolved, no stack copy unwound.
+	 */
+	bool leaf_only;
 };
 
 struct profile {
@@ -99,6 +146,9 @@ struct profile {
 	bool own_sess;		   /* profile__load's: freed with the profile */
 	struct strpool wakers;	   /* the stacks' waker names */
 	bool has_wakers;	   /* the file names the wakers of its off-CPU blocks */
+	struct srclines *src;	   /* with inline frames or srclines, else NULL */
+	struct profile_opts opts;
+	struct strpool labels;	    /* pfunc labels */
 };
 
 /* A sample on the timeline (report --html, speedscope): its stack, and when. */
@@ -109,17 +159,6 @@ struct ptick {
 	__u32 stack;  /* into stacks, or off_stacks when off */
 	bool off;
 	bool sum;     /* off-CPU: a sum of short blocks, with no interval of its own */
-};
-
-struct profile_opts {
-	const char *root; /* where symbol files are looked up, NULL for / */
-	/*
-	 * report --html, speedscope: keep each sample's time and stack in ticks;
-	 * the stacks are then not split by OTel context, so that each tick names one.
-	 */
-	bool timeline;
-	/* report --folded --span-prefix: on-CPU stacks split by the spans given by profile__add_prefix_span */
-	bool span_prefix;
 };
 
 /*

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "debuginfo.h"
 #include "hash.h"
 #include "log.h"
 #include "report.h"
@@ -91,7 +92,12 @@ static int add_prefixes(struct profile *p, struct span_report *sr, char *err, si
 static int load_profile(struct session *sess, struct profile **p, const struct report_opts *o, char *err,
 			size_t errlen)
 {
-	struct profile_opts po = { .span_prefix = o->span_prefix };
+	struct profile_opts po = { .span_prefix = o->span_prefix, .inline_frames = o->inline_frames,
+				   .srclines = has_sort_key(&o->table, SK_SRCLINE) || o->pprof,
+				   .full_srcline = o->full_srcline, .unknown_offsets = o->unknown_offsets,
+				   /* A table without -g reads the sampled address alone, as perf report -g none does. */
+				   .leaf_only = !o->table.callgraph && !o->folded && !o->flame && !o->pprof &&
+						!o->span_prefix };
 	struct spans_report_opts so = { .input = o->input, .external = o->external };
 	struct span_report *sr = NULL;
 	int e = profile__new(p, sess, &po);
@@ -227,8 +233,11 @@ static int report_visual(const struct report_opts *o)
 	struct profile *p = NULL;
 	struct timeline t = {};
 	char err[512] = "";
-	int e = session__open(&sess, o->input, NULL, err, sizeof(err)), ret = 1;
+	int e, ret = 1;
 
+	/* Not fetched here: but libdw's own debuginfod hook stays off all the same (--offline). */
+	debuginfo_no_network();
+	e = session__open(&sess, o->input, NULL, err, sizeof(err));
 	if (!e && (e = profile__new(&p, sess, &po)))
 		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
@@ -263,6 +272,56 @@ cleanup:
 	return ret;
 }
 
+/* The session and its profile in one pass. */
+static int read_file(const struct report_opts *o, struct session **sess, struct profile **p, char *err, size_t errlen)
+{
+	int e = session__open(sess, o->input, NULL, err, errlen);
+
+	return e ?: load_profile(*sess, p, o, err, errlen);
+}
+
+/*
+ * One pass names what the host can; the files it could not (stripped, no
+ * debug file here) are then asked of debuginfod, all at once, and if any
+ * came the file is read again with them.  A later report finds them kept
+ * by build id and needs one pass and no network.
+ */
+static int read_with_debuginfod(const struct report_opts *o, struct session **sess, struct profile **p, char *err,
+				size_t errlen)
+{
+	struct debuginfo_opts dopts = o->debuginfod;
+	struct debuginfo_stats st = {};
+	const char **want = NULL;
+	size_t n = 0;
+	int e;
+
+	/*
+	 * libdw's own debuginfod hook reads DEBUGINFOD_URLS and would fetch one
+	 * file at a time, without a deadline, while unwinding: off.  glibc never
+	 * frees an environment string, so the pointer outlives unsetenv.
+	 */
+	if (!dopts.urls)
+		dopts.urls = getenv("DEBUGINFOD_URLS");
+	debuginfo_no_network();
+	e = read_file(o, sess, p, err, errlen);
+	if (e || !debuginfo_enabled(&dopts))
+		return e;
+	e = symbolizer__wanting((*p)->sym, &want, &n);
+	if (!e && n)
+		e = debuginfo_fetch(&dopts, want, n, &st);
+	free(want);
+	if (e)
+		return set_errorf(err, errlen, e, "out of memory fetching the debug files of %s", o->input);
+	debuginfo_say(&dopts, &st);
+	if (!(st.fetched + st.cached))
+		return 0;
+	profile__free(*p);
+	session__free(*sess);
+	*p = NULL;
+	*sess = NULL;
+	return read_file(o, sess, p, err, errlen);
+}
+
 int report_run(const struct report_opts *o)
 {
 	struct session *sess = NULL;
@@ -282,9 +341,7 @@ int report_run(const struct report_opts *o)
 		}
 		return 0;
 	}
-	e = session__open(&sess, o->input, NULL, err, sizeof(err));
-	if (!e)
-		e = load_profile(sess, &p, o, err, sizeof(err));
+	e = read_with_debuginfod(o, &sess, &p, err, sizeof(err));
 	if (e) {
 		/* Some failures (out of memory) leave err unwritten. */
 		if (err[0])

@@ -14,7 +14,9 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
+#include "debuginfo.h"
 #include "offcpu_view.h"
+#include "profile.h"
 #include "report_out.h"
 
 struct report_opts {
@@ -30,6 +32,11 @@ struct report_opts {
 	/* --html, --speedscope: files to write ("-": stdout), or NULL; above the limits they thin (0: none) */
 	const char *html, *speedscope;
 	__u64 max_samples, max_spans;
+	enum profile_inline inline_frames; /* --inline, --no-inline */
+	bool full_srcline;		   /* --full-source-path */
+	bool unknown_offsets;		   /* --unknown-offsets */
+	/* urls: --debuginfod, else DEBUGINFOD_URLS; offline: --offline */
+	struct debuginfo_opts debuginfod;
 };
 
 /* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */

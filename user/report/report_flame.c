@@ -52,11 +52,12 @@ int report_folded(const struct profile *p, FILE *out, bool wakers)
 		/* A newline or ';' in a comm or a name must not forge a line or a frame. */
 		sbuf_printf(&b, "%s", text_name(s->comm, ";", esc, sizeof(esc)));
 		for (__u32 j = s->nr; j-- > 0;)
-			sbuf_printf(&b, ";%s", text_name(p->funcs[s->frames[j].func].name, ";", esc, sizeof(esc)));
+			sbuf_printf(&b, ";%s", text_name(pfunc_text(&p->funcs[s->frames[j].func]), ";", esc, sizeof(esc)));
 		if (wakers && s->waker) {
 			sbuf_printf(&b, ";--");
 			for (__u32 j = 0; j < s->nr_waker; j++)
-				sbuf_printf(&b, ";%s", text_name(p->funcs[s->waker_frames[j].func].name, ";", esc, sizeof(esc)));
+				sbuf_printf(&b, ";%s", text_name(pfunc_text(&p->funcs[s->waker_frames[j].func]), ";", esc,
+								  sizeof(esc)));
 			sbuf_printf(&b, ";%s", text_name(s->waker, ";", esc, sizeof(esc)));
 		}
 		sbuf_zero(&b, 1);
@@ -269,7 +270,7 @@ int report_flamegraph(const struct profile *p, const char *title, FILE *out)
 			const struct pfunc *f = &p->funcs[s->frames[j].func];
 			enum fkind k = f->kernel ? FK_KERNEL : strcmp(f->name, "[unknown]") ? FK_USER : FK_UNKNOWN;
 
-			at = fchild(&t, at, f->name, f->dso, k);
+			at = fchild(&t, at, pfunc_text(f), f->dso, k);
 			if (at < 0) {
 				e = at;
 				goto cleanup;

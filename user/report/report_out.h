@@ -9,8 +9,11 @@
 #include "profile.h"
 
 /* SK_ATTR: attr:NAME, the value of the OTel context's attribute NAME (record --otel). */
-/* SK_WAKER: who ended an off-CPU block (record --off-cpu: spanperf:waker samples); on-CPU rows have none. */
-enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_ATTR, SK_WAKER, SK_MAX };
+/*
+ * SK_WAKER: who ended an off-CPU block (record --off-cpu: spanperf:waker samples); on-CPU rows have none.
+ * SK_SRCLINE: file:line of the sampled address, as perf's srcline (profile_opts.srclines).
+ */
+enum sort_key { SK_COMM, SK_PID, SK_TID, SK_DSO, SK_SYM, SK_TRACE, SK_SPAN, SK_ATTR, SK_WAKER, SK_SRCLINE, SK_MAX };
 
 struct table_opts {
 	enum sort_key keys[SK_MAX];
@@ -23,6 +26,8 @@ struct table_opts {
 
 /* "comm,dso,sym" (or attr:NAME, once) into keys; -EINVAL on an unknown or repeated key. */
 int parse_sort_keys(const char *s, struct table_opts *o);
+/* Whether a key is asked for. */
+bool has_sort_key(const struct table_opts *o, enum sort_key k);
 
 /* perf report --stdio's table, or its rows as JSON lines. */
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out);

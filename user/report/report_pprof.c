@@ -4,8 +4,12 @@
  * hand: the wire format is varints, and length-prefixed bytes for strings,
  * packed arrays and nested messages.  Gzipped, as pprof writes it.
  *
- * Sample types are samples/count and cpu/nanoseconds; each function gets one
- * location (at the first address it was seen at) in the mapping of its dso.
+ * Sample types are samples/count and cpu/nanoseconds.  Without source
+ * lines each function gets one location (at the first address it was seen
+ * at) in the mapping of its dso; with them (inlined frames, srclines) each
+ * address is a location whose Lines are the functions inlined there,
+ * innermost first, then the function itself, each with its line, as pprof
+ * expects.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include "hash.h"
 #include "report_out.h"
 #include "sbuf.h"
+#include "util.h"
 
 /* Field numbers of profile.proto. */
 enum { P_SAMPLE_TYPE = 1, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION, P_STRING_TABLE, P_TIME_NANOS = 9,
@@ -121,14 +126,68 @@ static int gzip_write(const struct sbuf *b, FILE *out)
 	return r == Z_STREAM_END ? 0 : -EIO;
 }
 
+/* A location: frames[0 .. nr) of some stack, inlined ones first, ending with a real function. */
+struct ploc {
+	const struct pframe *f;
+	__u32 nr;
+};
+
 /* What the sections below write into: the message, scratch buffers, the string table. */
 struct pprof_w {
 	const struct profile *p;
 	struct sbuf b, m, packed;
 	struct strtab t;
 	__u64 ns_per_sample;
-	__u64 *func_addr; /* each function's first address seen, for its location */
+	struct ploc *locs; /* id = index + 1 */
+	size_t nr_locs, cap_locs;
+	struct hindex loc_idx;
+	int err;
 };
+
+static bool loc_eq(const void *ctx, size_t idx)
+{
+	const void *const *c = ctx;
+	const struct pprof_w *w = c[0];
+	const struct ploc *a = &w->locs[idx], *b = c[1];
+
+	/* Without lines a function is one location wherever it was; with them each address is. */
+	if (a->nr != b->nr || (w->p->src && a->f[0].ip != b->f[0].ip))
+		return false;
+	for (__u32 i = 0; i < a->nr; i++)
+		if (a->f[i].func != b->f[i].func || a->f[i].srcline != b->f[i].srcline)
+			return false;
+	return true;
+}
+
+/* The location id of frames f[0 .. nr); 0 and w->err on ENOMEM. */
+static __u64 loc_id(struct pprof_w *w, const struct pframe *f, __u32 nr)
+{
+	struct ploc k = { f, nr };
+	const void *ctx[2] = { w, &k };
+	__u64 h = w->p->src ? f[0].ip : 0;
+	long i;
+
+	for (__u32 j = 0; j < nr; j++)
+		h = hash_mix(hash_mix(h, f[j].func), (__u64)(uintptr_t)f[j].srcline);
+	i = hindex_find(&w->loc_idx, h, loc_eq, ctx);
+	if (i >= 0)
+		return i + 1;
+	if (array_reserve((void **)&w->locs, &w->cap_locs, w->nr_locs, sizeof(*w->locs)) ||
+	    hindex_add(&w->loc_idx, h, w->nr_locs)) {
+		w->err = -ENOMEM;
+		return 0;
+	}
+	w->locs[w->nr_locs++] = k;
+	return w->nr_locs;
+}
+
+/* The line number of "file.c:LINE", 0 without one. */
+static __u64 line_of(const char *srcline)
+{
+	const char *c = srcline ? strrchr(srcline, ':') : NULL;
+
+	return c ? strtoull(c + 1, NULL, 10) : 0;
+}
 
 static void label_str(struct pprof_w *w, struct sbuf *lab, const char *key, const char *value)
 {
@@ -144,16 +203,17 @@ static void label_num(struct pprof_w *w, struct sbuf *lab, const char *key, __u6
 	field_msg(&w->m, 3, lab);
 }
 
-/* One Sample: location ids leaf first, as pprof wants; location id = function index + 1. */
+/* One Sample: location ids leaf first, as pprof wants. */
 static void write_sample(struct pprof_w *w, const struct pstack *s, bool off)
 {
 	const struct profile *p = w->p;
 	struct sbuf lab = {};
 
-	for (__u32 j = 0; j < s->nr; j++) {
-		varint(&w->packed, s->frames[j].func + 1);
-		if (!w->func_addr[s->frames[j].func])
-			w->func_addr[s->frames[j].func] = s->frames[j].ip;
+	for (__u32 j = 0, n; j < s->nr; j += n) {
+		/* A function's inlined callees are Lines of its location. */
+		for (n = 1; j + n < s->nr && p->funcs[s->frames[j + n - 1].func].inlined; n++)
+			;
+		varint(&w->packed, loc_id(w, &s->frames[j], n));
 	}
 	field_msg(&w->m, 1, &w->packed);
 	varint(&w->packed, off ? 0 : s->count);
@@ -229,41 +289,64 @@ static int write_mappings(struct pprof_w *w)
 	return nr_dsos;
 }
 
-/* A Location and a Function per function of the profile, both with id = index + 1. */
-static void write_functions(struct pprof_w *w, int nr_dsos)
+/*
+ * The Locations, and a Function per function of the profile (id = index +
+ * 1), in its source file where its lines say which (pprof -lines prints
+ * FILE:LINE from it), else in its dso.  0 or -ENOMEM.
+ */
+static int write_functions(struct pprof_w *w, int nr_dsos)
 {
 	const struct profile *p = w->p;
+	const char **file = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof(*file));
 
-	for (size_t f = 0; f < p->nr_funcs; f++) {
+	if (!file)
+		return -ENOMEM;
+	for (size_t l = 0; l < w->nr_locs; l++) {
+		const struct ploc *lc = &w->locs[l];
+		const struct pfunc *real = &p->funcs[lc->f[lc->nr - 1].func];
 		struct sbuf line = {};
 
-		field_varint(&w->m, 1, f + 1);
-		if (p->funcs[f].dso_id >= 0 && p->funcs[f].dso_id < nr_dsos)
-			field_varint(&w->m, 2, p->funcs[f].dso_id + 1);
-		field_varint(&w->m, 3, w->func_addr[f]);
-		field_varint(&line, 1, f + 1);
-		field_msg(&w->m, 4, &line);
+		field_varint(&w->m, 1, l + 1);
+		if (real->dso_id >= 0 && real->dso_id < nr_dsos)
+			field_varint(&w->m, 2, real->dso_id + 1);
+		field_varint(&w->m, 3, lc->f[0].ip);
+		for (__u32 i = 0; i < lc->nr; i++) {
+			field_varint(&line, 1, lc->f[i].func + 1);
+			if (line_of(lc->f[i].srcline))
+				field_varint(&line, 2, line_of(lc->f[i].srcline));
+			field_msg(&w->m, 4, &line);
+			if (!file[lc->f[i].func])
+				file[lc->f[i].func] = lc->f[i].srcline;
+		}
 		field_msg(&w->b, P_LOCATION, &w->m);
 		sbuf_free(&line);
 	}
 	for (size_t f = 0; f < p->nr_funcs; f++) {
+		/* An inlined function by its name: pprof marks inlining itself. */
+		const char *name = p->funcs[f].inlined ? p->funcs[f].name : pfunc_text(&p->funcs[f]);
+		const char *colon = file[f] ? strrchr(file[f], ':') : NULL;
+		char src[512];
+
+		if (colon && colon > file[f])
+			snprintf(src, sizeof(src), "%.*s", (int)(colon - file[f]), file[f]);
+		else
+			snprintf(src, sizeof(src), "%s", p->funcs[f].path ? p->funcs[f].path : "");
 		field_varint(&w->m, 1, f + 1);
-		field_varint(&w->m, 2, str_id(&w->t, p->funcs[f].name));
-		field_varint(&w->m, 3, str_id(&w->t, p->funcs[f].name));
-		field_varint(&w->m, 4, str_id(&w->t, p->funcs[f].path ? p->funcs[f].path : ""));
+		field_varint(&w->m, 2, str_id(&w->t, name));
+		field_varint(&w->m, 3, str_id(&w->t, name));
+		field_varint(&w->m, 4, str_id(&w->t, src));
 		field_msg(&w->b, P_FUNCTION, &w->m);
 	}
+	free(file);
+	return 0;
 }
 
 int report_pprof(const struct profile *p, FILE *out)
 {
 	struct pprof_w w = { .p = p, .ns_per_sample = p->sample_freq ? 1000000000ull / p->sample_freq : 1000000 };
 	const struct pd_meta *meta = p->rd ? &p->rd->meta : NULL;
-	int e = -ENOMEM;
+	int e;
 
-	w.func_addr = calloc(p->nr_funcs ? p->nr_funcs : 1, sizeof(*w.func_addr));
-	if (!w.func_addr)
-		return -ENOMEM;
 	str_id(&w.t, "");
 	value_type(&w.b, P_SAMPLE_TYPE, &w.t, "samples", "count");
 	value_type(&w.b, P_SAMPLE_TYPE, &w.t, "cpu", "nanoseconds");
@@ -274,10 +357,9 @@ int report_pprof(const struct profile *p, FILE *out)
 		write_sample(&w, &p->stacks[i], false);
 	for (size_t i = 0; i < p->nr_off_stacks; i++)
 		write_sample(&w, &p->off_stacks[i], true);
-	e = write_mappings(&w);
-	if (e < 0)
+	e = w.err ?: write_mappings(&w);
+	if (e < 0 || (e = write_functions(&w, e)))
 		goto cleanup;
-	write_functions(&w, e);
 	if (meta && meta->clock_tod_ns && p->first_ns >= meta->clock_ref_ns)
 		field_varint(&w.b, P_TIME_NANOS, meta->clock_tod_ns + (p->first_ns - meta->clock_ref_ns));
 	field_varint(&w.b, P_DURATION_NANOS, p->last_ns - p->first_ns);
@@ -296,6 +378,7 @@ cleanup:
 	sbuf_free(&w.packed);
 	sbuf_free(&w.t.out);
 	strpool_free(&w.t.pool);
-	free(w.func_addr);
+	free(w.locs);
+	hindex_free(&w.loc_idx);
 	return e;
 }

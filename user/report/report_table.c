@@ -9,7 +9,33 @@
 #include "sbuf.h"
 #include "util.h"
 
-static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr", "waker" };
+static const char *const key_names[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace", "span", "attr",
+						"waker", "srcline" };
+
+bool has_sort_key(const struct table_opts *o, enum sort_key k)
+{
+	for (int i = 0; i < o->nr_keys; i++)
+		if (o->keys[i] == k)
+			return true;
+	return false;
+}
+
+/*
+ * The sampled function: the first frame not inlined, as perf report's sym
+ * column shows it (the inlined ones are the chain's); frames[0] otherwise.
+ */
+static const struct pfunc *leaf(const struct profile *p, const struct pstack *s)
+{
+	for (__u32 i = 0; i < s->nr; i++)
+		if (!p->funcs[s->frames[i].func].inlined)
+			return &p->funcs[s->frames[i].func];
+	return &p->funcs[s->frames[0].func];
+}
+
+static const char *srcline_of(const struct pstack *s)
+{
+	return s->nr && s->frames[0].srcline ? s->frames[0].srcline : "??:0";
+}
 
 int parse_sort_keys(const char *s, struct table_opts *o)
 {
@@ -91,8 +117,9 @@ static __u64 key_hash(const struct profile *p, const struct pstack *s, const str
 		case SK_PID: v = s->pid; break;
 		case SK_TID: v = s->tid; break;
 		/* By content, as same_key compares it. */
-		case SK_DSO: v = hash_str(p->funcs[s->frames[0].func].dso); break;
-		case SK_SYM: v = sym_key_hash(&p->funcs[s->frames[0].func]); break;
+		case SK_DSO: v = hash_str(leaf(p, s)->dso); break;
+		case SK_SYM: v = sym_key_hash(leaf(p, s)); break;
+		case SK_SRCLINE: v = hash_str(srcline_of(s)); break;
 		/* Pooled strings: one pointer per id. */
 		case SK_TRACE: v = (uintptr_t)s->otel.trace_id; break;
 		case SK_SPAN: v = (uintptr_t)s->otel.span_id; break;
@@ -114,12 +141,15 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 		case SK_PID: if (a->pid != b->pid) return false; break;
 		case SK_TID: if (a->tid != b->tid) return false; break;
 		case SK_DSO:
-			if (strcmp(p->funcs[a->frames[0].func].dso, p->funcs[b->frames[0].func].dso))
+			if (strcmp(leaf(p, a)->dso, leaf(p, b)->dso))
 				return false;
 			break;
 		case SK_SYM:
-			if (a->frames[0].func != b->frames[0].func &&
-			    !same_sym(&p->funcs[a->frames[0].func], &p->funcs[b->frames[0].func]))
+			if (leaf(p, a) != leaf(p, b) && !same_sym(leaf(p, a), leaf(p, b)))
+				return false;
+			break;
+		case SK_SRCLINE:
+			if (strcmp(srcline_of(a), srcline_of(b)))
 				return false;
 			break;
 		case SK_TRACE: if (a->otel.trace_id != b->otel.trace_id) return false; break;
@@ -215,12 +245,14 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 
 		char esc[1024];
 
-		fprintf(out, "            %s--%.2f%%--%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
+		fprintf(out, "            %s--%.2f%%--%s%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
 			100.0 * c[i].count / (p->period ? p->period : 1),
-			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)));
+			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)),
+			p->funcs[s->frames[0].func].inlined ? " (inlined)" : "");
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
-			fprintf(out, "            %s          %s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
-				text_name(p->funcs[s->frames[j].func].name, NULL, esc, sizeof(esc)));
+			fprintf(out, "            %s          %s%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
+				text_name(p->funcs[s->frames[j].func].name, NULL, esc, sizeof(esc)),
+				p->funcs[s->frames[j].func].inlined ? " (inlined)" : "");
 		if (i + 1 < SP_MIN(n, 8))
 			fprintf(out, "            |\n");
 	}
@@ -286,8 +318,8 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
 		for (int k = 0; k < o->nr_keys; k++) {
 			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
-								 "Trace", "Span", "", "Waker" };
-			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24, -16 };
+								 "Trace", "Span", "", "Waker", "Source:Line" };
+			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24, -16, -24 };
 
 			fprintf(out, "  %*s", w[o->keys[k]], o->keys[k] == SK_ATTR ? o->attr : hdr[o->keys[k]]);
 		}
@@ -295,7 +327,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 	}
 	for (size_t i = 0; i < nr; i++) {
 		const struct row *r = &rows[i];
-		const struct pfunc *f = &p->funcs[r->rep->frames[0].func];
+		const struct pfunc *f = leaf(p, r->rep);
 		double pct = p->period ? 100.0 * r->period / p->period : 0;
 		char sym[512];
 
@@ -311,6 +343,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 				case SK_PID: sbuf_printf(&b, ",\"pid\":%d", (int)r->rep->pid); break;
 				case SK_TID: sbuf_printf(&b, ",\"tid\":%d", (int)r->rep->tid); break;
 				case SK_DSO: sbuf_printf(&b, ",\"dso\":"); sbuf_json_str(&b, f->dso); break;
+				case SK_SRCLINE: sbuf_printf(&b, ",\"srcline\":"); sbuf_json_str(&b, srcline_of(r->rep)); break;
 				case SK_SYM:
 					sbuf_printf(&b, ",\"sym\":");
 					sbuf_json_str(&b, pfunc_sym(f, sym, sizeof(sym)));
@@ -362,6 +395,7 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 			case SK_TID: fprintf(out, "  %8d", (int)r->rep->tid); break;
 			case SK_DSO: fprintf(out, "  %-20s", text_name(f->dso, NULL, esc, sizeof(esc))); break;
 			case SK_SYM: fprintf(out, "  %s", text_name(sym_text(f, sym, sizeof(sym)), NULL, esc, sizeof(esc))); break;
+			case SK_SRCLINE: fprintf(out, "  %-24s", text_name(srcline_of(r->rep), NULL, esc, sizeof(esc))); break;
 			case SK_TRACE: fprintf(out, "  %-32s", text_name(r->rep->otel.trace_id ?: "-", NULL, esc, sizeof(esc))); break;
 			case SK_SPAN: fprintf(out, "  %-16s", text_name(r->rep->otel.span_id ?: "-", NULL, esc, sizeof(esc))); break;
 			case SK_WAKER: fprintf(out, "  %-16s", text_name(r->rep->waker ?: "-", NULL, esc, sizeof(esc))); break;

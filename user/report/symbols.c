@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "buildid.h"
+#include "debuginfo.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
@@ -23,6 +24,9 @@ struct dso {
 	char *path, *short_name;
 	char build_id[2 * BUILD_ID_MAX + 1]; /* as recorded */
 	bool kernel, jit, loaded;
+	bool full;   /* a full symbol table was found (.symtab, its own or a debug file's) */
+	bool sampled; /* an address was resolved in it: its debug file is worth fetching */
+	char *elf;   /* the ELF file read for it (the file, record's copy or a debug file), for DWARF */
 	struct elf_syms tab;
 	struct sym_dso_info info;
 	int id;
@@ -193,13 +197,27 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 	char hex[2 * BUILD_ID_MAX + 1];
 
 	snprintf(file, sizeof(file), "%s%s", s->root, d->path);
-	/* A build id recorded for the file: its debug file first, then the file if it still matches. */
+	/*
+	 * A build id recorded for the file: its debug file first (the
+	 * distribution's, else one debuginfod served, kept by build id), then
+	 * the file if it still matches.
+	 */
 	if (d->build_id[0]) {
 		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, d->build_id,
 			 d->build_id + 2);
-		if (!access(dbg, R_OK) && !elf_syms__load_file(&d->tab, dbg, true, true) && d->tab.nr_syms) {
+		if ((!access(dbg, R_OK) || (!s->root[0] && !debuginfo_path(d->build_id, dbg, sizeof(dbg)))) &&
+		    !elf_syms__load_file(&d->tab, dbg, true, true) && d->tab.nr_syms) {
+			hex[0] = 0;
+			if (!buildid_from_file(file, id, &size))
+				buildid_hex(id, size, hex);
+			/* The PLT, and DWARF's fallback, from the mapped file or record's copy of it. */
+			if (strcmp(hex, d->build_id) && !buildid_cache_path(d->build_id, file, sizeof(file)) &&
+			    !access(file, R_OK))
+				s->from_cache++;
 			add_plt_of(&d->tab, d->build_id, file);
 			elf_syms__finish(&d->tab);
+			d->full = true;
+			d->elf = strdup(dbg);
 			return;
 		}
 		hex[0] = 0;
@@ -214,26 +232,46 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
 			     !elf_syms__load_file(&d->tab, dbg, true, false)) ||
 			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
-			     !elf_syms__load_file(&d->tab, dbg, true, false)))
+			     !elf_syms__load_file(&d->tab, dbg, true, false))) {
 				s->from_cache++;
+				d->full = elf_has_symtab(dbg);
+				d->elf = strdup(dbg);
+			}
 			return;
 		}
 	}
 	if (elf_syms__load_file(&d->tab, file, true, false))
 		return;
-	if (elf_has_symtab(file) || elf_debuglink(file, link, sizeof(link)))
+	d->elf = strdup(file);
+	d->full = elf_has_symtab(file);
+	if (d->full)
 		return;
-	/* Stripped: follow .gnu_debuglink to /usr/lib/debug/DIR/NAME or DIR/.debug/NAME. */
-	snprintf(dir, sizeof(dir), "%s", d->path);
-	if (strrchr(dir, '/'))
-		*strrchr(dir, '/') = 0;
-	snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug%s/%s", s->root, dir, link);
-	if (access(dbg, R_OK))
-		snprintf(dbg, sizeof(dbg), "%s%s/.debug/%s", s->root, dir, link);
-	if (!access(dbg, R_OK)) {
+	/*
+	 * Stripped: its debug file by the file's own build id where none was
+	 * recorded (perf records only the files samples fell in, not those of
+	 * their chains), else by .gnu_debuglink, in /usr/lib/debug/DIR/NAME or
+	 * DIR/.debug/NAME.
+	 */
+	dbg[0] = 0;
+	if (!d->build_id[0] && !buildid_from_file(file, id, &size)) {
+		buildid_hex(id, size, hex);
+		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->root, hex, hex + 2);
+		if (access(dbg, R_OK) && (s->root[0] || debuginfo_path(hex, dbg, sizeof(dbg))))
+			dbg[0] = 0;
+	}
+	if (!dbg[0] && !elf_debuglink(file, link, sizeof(link))) {
+		snprintf(dir, sizeof(dir), "%s", d->path);
+		if (strrchr(dir, '/'))
+			*strrchr(dir, '/') = 0;
+		snprintf(dbg, sizeof(dbg), "%s/usr/lib/debug%s/%s", s->root, dir, link);
+		if (access(dbg, R_OK))
+			snprintf(dbg, sizeof(dbg), "%s%s/.debug/%s", s->root, dir, link);
+	}
+	if (dbg[0] && !access(dbg, R_OK)) {
 		struct elf_syms tmp = {};
 
 		if (!elf_syms__load_file(&tmp, dbg, false, true) && tmp.nr_syms > d->tab.nr_syms) {
+			d->full = true;
 			add_plt_of(&tmp, d->build_id, file);
 			elf_syms__finish(&tmp);
 			/* The debug file has no segments: keep the mapped file's. */
@@ -413,6 +451,7 @@ static void dso_free(struct dso *d)
 	if (!d)
 		return;
 	elf_syms__clear(&d->tab);
+	free(d->elf);
 	free(d->path);
 	free(d->short_name);
 	free(d);
@@ -822,6 +861,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->build_id = d->build_id;
 		out->dso_id = d->id;
 		ensure_loaded(s, d);
+		d->sampled = true;
 		sym = elf_syms__find(&d->tab, elf_syms__to_vaddr(&d->tab, out->file_offset));
 		if (sym) {
 			out->name = elf_sym__name(sym);
@@ -895,4 +935,36 @@ int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out)
 			      : (struct sym_dso_info){ s->dsos[i]->path, s->dsos[i]->build_id, 0, 0, 0, s->dsos[i]->kernel };
 	*out = s->infos;
 	return s->nr_dsos;
+}
+
+int symbolizer__wanting(struct symbolizer *s, const char ***out, size_t *n)
+{
+	const char **v = calloc(s->nr_dsos ? s->nr_dsos : 1, sizeof(*v));
+
+	*n = 0;
+	*out = v;
+	if (!v)
+		return -ENOMEM;
+	/* Files with frames but no full symbol table, that a build id can ask for. */
+	for (int i = 0; i < s->nr_dsos; i++) {
+		const struct dso *d = s->dsos[i];
+
+		if (d->sampled && !d->kernel && !d->jit && !d->full && d->build_id[0] && d->path[0] == '/')
+			v[(*n)++] = d->build_id;
+	}
+	return 0;
+}
+
+const char *symbolizer__elf_file(const struct symbolizer *s, int dso_id)
+{
+	if (dso_id < 0 || dso_id >= s->nr_dsos || !s->dsos[dso_id]->loaded)
+		return NULL;
+	return s->dsos[dso_id]->elf;
+}
+
+__u64 symbolizer__vaddr(const struct symbolizer *s, int dso_id, __u64 file_offset)
+{
+	if (dso_id < 0 || dso_id >= s->nr_dsos)
+		return file_offset;
+	return elf_syms__to_vaddr(&s->dsos[dso_id]->tab, file_offset);
 }

@@ -78,4 +78,15 @@ struct sym_dso_info {
 };
 int symbolizer__dsos(struct symbolizer *s, const struct sym_dso_info **out);
 
+/*
+ * The build ids (hex, the symbolizer's strings) of user files that frames
+ * fell in but that have no full symbol table here: what debuginfod may
+ * name.  The caller frees the array.
+ */
+int symbolizer__wanting(struct symbolizer *s, const char ***out, size_t *n);
+/* The ELF file read for a dso (its debug file when there is one), NULL if none: for DWARF lines. */
+const char *symbolizer__elf_file(const struct symbolizer *s, int dso_id);
+/* A file offset of a dso as its ELF virtual address (what DWARF speaks). */
+__u64 symbolizer__vaddr(const struct symbolizer *s, int dso_id, __u64 file_offset);
+
 #endif

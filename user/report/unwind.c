@@ -17,6 +17,7 @@
 #include <linux/perf_event.h>
 
 #include "buildid.h"
+#include "debuginfo.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
@@ -96,6 +97,37 @@ struct unwinder {
 	__u64 need[NEED_STEPS];
 };
 
+/*
+ * A module's separate debug file (its CFI when the stripped file kept
+ * none, as with -fno-asynchronous-unwind-tables): the one debuginfod served,
+ * kept by build id, else libdw's usual places (/usr/lib/debug, debuglink).
+ * libdw's own debuginfod hook stays off: the report fetched in parallel,
+ * under its deadline, before unwinding.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+
+	if (n > 0 && n <= BUILD_ID_MAX) {
+		buildid_hex(bits, n, hex);
+		if (!debuginfo_path(hex, path, sizeof(path))) {
+			int fd = open_regular(path);
+
+			if (fd >= 0) {
+				*debuginfo_file_name = strdup(path);
+				return fd;
+			}
+		}
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					    debuginfo_file_name);
+}
+
 struct unwinder *unwinder__new(const char *root)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
@@ -110,7 +142,7 @@ struct unwinder *unwinder__new(const char *root)
 		return NULL;
 	}
 	u->cb.find_elf = dwfl_build_id_find_elf;
-	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->cb.find_debuginfo = u->root[0] ? dwfl_standard_find_debuginfo : find_debuginfo;
 	u->cb.debuginfo_path = &u->debug_path;
 	return u;
 }

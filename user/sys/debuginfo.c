@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <elfutils/debuginfod.h>
+
+#include "atomic_file.h"
+#include "buildid.h"
+#include "debuginfo.h"
+#include "fileio.h"
+#include "log.h"
+#include "util.h"
+
+#define MAX_THREADS 8
+#define DEFAULT_REQUEST_S 10.0
+#define DEFAULT_DEADLINE_S 30.0
+/* A debug file larger than this is not kept (vmlinux-sized files stay in libdebuginfod's cache). */
+#define MAX_KEEP_BYTES (1024ull << 20)
+
+enum outcome { O_NONE, O_FETCHED, O_CACHED, O_NOT_FOUND, O_UNREACHABLE, O_TIMED_OUT, O_REFUSED, O_FAILED };
+
+struct job {
+	const char *hex;
+	enum outcome out;
+};
+
+struct fetcher {
+	struct job *jobs;
+	size_t n;
+	size_t next;	  /* the next job to take, under lock */
+	unsigned done;	  /* jobs finished, under lock */
+	enum outcome give_up; /* once the servers time out or cannot be reached: the rest the same, unasked */
+	__u64 start_ns, deadline_ns, request_ns;
+	pthread_mutex_t lock;
+};
+
+/* What one thread's client is doing: its progress callback ends a request past its time. */
+struct worker {
+	struct fetcher *f;
+	__u64 req_start;
+	bool aborted;
+	bool asked; /* the library went to a server (its progress callback ran) */
+};
+
+bool debuginfo_enabled(const struct debuginfo_opts *o)
+{
+	const char *urls = o->urls ? o->urls : getenv("DEBUGINFOD_URLS");
+
+	return !o->offline && urls && *urls;
+}
+
+void debuginfo_no_network(void)
+{
+	unsetenv("DEBUGINFOD_URLS");
+}
+
+static int debug_path(const char *hex, char *out, size_t len)
+{
+	int e = buildid_cache_path(hex, out, len);
+
+	if (e)
+		return e;
+	if (strlen(out) + 7 > len)
+		return -ENAMETOOLONG;
+	strcat(out, ".debug");
+	return 0;
+}
+
+/* Whether the ELF file at fd has exactly this build id: what decides that a download is usable. */
+static int check_build_id(const char *path, const char *hex)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char got[2 * BUILD_ID_MAX + 1];
+	int e = buildid_from_file(path, id, &size);
+
+	if (e)
+		return e == -ENOENT ? -EBADMSG : e; /* no build id, or not ELF: corrupt */
+	buildid_hex(id, size, got);
+	return strcmp(got, hex) ? -EBADMSG : 0;
+}
+
+int debuginfo_path(const char *hex, char *out, size_t len)
+{
+	if (debug_path(hex, out, len) || access(out, R_OK) || check_build_id(out, hex))
+		return -ENOENT;
+	return 0;
+}
+
+/* Copies the fetched file into the build-id cache, root's only like record's copies. */
+static int keep(int in, const char *dest)
+{
+	char tmp[PATH_MAX];
+	struct atomic_file af;
+	struct stat st;
+	char buf[65536];
+	ssize_t n;
+	int e;
+
+	if (fstat(in, &st) || !S_ISREG(st.st_mode) || (__u64)st.st_size > MAX_KEEP_BYTES)
+		return -EFBIG;
+	snprintf(tmp, sizeof(tmp), "%s", dest);
+	e = mkdir_parents(tmp);
+	if (e)
+		return e;
+	e = atomic_file__open(&af, dest, 0600, false);
+	if (e)
+		return e;
+	if (lseek(in, 0, SEEK_SET) < 0)
+		e = -errno;
+	while (!e && (n = read(in, buf, sizeof(buf))) > 0)
+		e = write_all(af.fd, buf, n);
+	if (!e && n < 0)
+		e = -errno;
+	if (!e)
+		e = atomic_file__commit(&af);
+	atomic_file__release(&af);
+	return e;
+}
+
+/* libdebuginfod calls this while a transfer runs: non-zero ends it. */
+static int progress(debuginfod_client *c, long a, long b)
+{
+	struct worker *w = debuginfod_get_user_data(c);
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+
+	(void)a;
+	(void)b;
+	w->asked = true;
+	if (now - w->req_start > w->f->request_ns || now > w->f->deadline_ns) {
+		w->aborted = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * libdebuginfod caches a failed request as a miss (an empty file; 0.188
+ * makes it 0644, later versions 000), believed for cache_miss_s, 600 s by
+ * default: right for a 404, wrong for a request we cut at its time, which
+ * would then read as "not found" for ten minutes.  Its cache is where
+ * debuginfod-find(1) says; a debug file is never empty.
+ */
+static void forget_miss(const char *hex)
+{
+	const char *env = getenv("DEBUGINFOD_CACHE_PATH"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char path[PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (env && *env)
+		n = snprintf(path, sizeof(path), "%s/%s/debuginfo", env, hex);
+	else if (xdg && *xdg)
+		n = snprintf(path, sizeof(path), "%s/debuginfod_client/%s/debuginfo", xdg, hex);
+	else if (home && *home)
+		n = snprintf(path, sizeof(path), "%s/.cache/debuginfod_client/%s/debuginfo", home, hex);
+	else
+		return;
+	if (n > 0 && (size_t)n < sizeof(path) && !lstat(path, &st) && S_ISREG(st.st_mode) && !st.st_size)
+		unlink(path);
+}
+
+static enum outcome classify(int rc, bool aborted)
+{
+	if (aborted || rc == -ETIME || rc == -ETIMEDOUT || rc == -EINTR)
+		return O_TIMED_OUT;
+	switch (rc) {
+	case -ENOENT:
+		return O_NOT_FOUND;
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ECONNRESET:
+	case -EADDRNOTAVAIL:
+	case -EIO:
+	case -ENOSYS: /* no server reachable at all */
+		return O_UNREACHABLE;
+	default:
+		return O_FAILED;
+	}
+}
+
+static enum outcome fetch_one(debuginfod_client *c, struct worker *w, const char *hex)
+{
+	char dest[PATH_MAX];
+	char *path = NULL;
+	int fd, e;
+	enum outcome o;
+
+	if (debug_path(hex, dest, sizeof(dest)))
+		return O_FAILED;
+	w->req_start = now_ns(CLOCK_MONOTONIC);
+	w->aborted = w->asked = false;
+	fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &path);
+	if (fd < 0) {
+		free(path);
+		o = classify(fd, w->aborted);
+		if (o == O_TIMED_OUT || o == O_UNREACHABLE)
+			forget_miss(hex);
+		return o;
+	}
+	e = path ? check_build_id(path, hex) : -EBADMSG;
+	if (e) {
+		/*
+		 * Another build's file, or not ELF: never used, and not left in
+		 * libdebuginfod's cache, where the next report would take it
+		 * without asking the server again.
+		 */
+		if (path)
+			unlink(path);
+		o = O_REFUSED;
+	} else {
+		o = keep(fd, dest) ? O_FAILED : w->asked ? O_FETCHED : O_CACHED;
+	}
+	close(fd);
+	free(path);
+	return o;
+}
+
+static void *worker_main(void *arg)
+{
+	struct fetcher *f = arg;
+	struct worker w = { .f = f };
+	debuginfod_client *c = debuginfod_begin();
+
+	if (c) {
+		debuginfod_set_user_data(c, &w);
+		debuginfod_set_progressfn(c, progress);
+	}
+	for (;;) {
+		struct job *j = NULL;
+
+		pthread_mutex_lock(&f->lock);
+		if (f->next < f->n)
+			j = &f->jobs[f->next++];
+		pthread_mutex_unlock(&f->lock);
+		if (!j)
+			break;
+		pthread_mutex_lock(&f->lock);
+		j->out = f->give_up;
+		pthread_mutex_unlock(&f->lock);
+		if (j->out)
+			;
+		else if (!c)
+			j->out = O_FAILED;
+		else if (now_ns(CLOCK_MONOTONIC) > f->deadline_ns)
+			j->out = O_TIMED_OUT;
+		else
+			j->out = fetch_one(c, &w, j->hex);
+		pthread_mutex_lock(&f->lock);
+		f->done++;
+		/*
+		 * libdebuginfod asks every server at once and fails only when all
+		 * did: a timeout or no connection will be the same for the rest.
+		 */
+		if ((j->out == O_TIMED_OUT || j->out == O_UNREACHABLE) && !f->give_up)
+			f->give_up = j->out;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (c)
+		debuginfod_end(c);
+	return NULL;
+}
+
+static double env_seconds(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	double d;
+
+	if (!v || !*v)
+		return 0;
+	d = strtod(v, &end);
+	return *end || !(d > 0) ? 0 : d;
+}
+
+int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size_t n, struct debuginfo_stats *st)
+{
+	struct fetcher f = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t tids[MAX_THREADS];
+	int nthreads = 0, e = 0, want;
+	double req = o->request_s > 0 ? o->request_s : env_seconds("DEBUGINFOD_TIMEOUT");
+	double deadline = o->deadline_s > 0 ? o->deadline_s : DEFAULT_DEADLINE_S;
+	bool shown = false;
+	char secs[32];
+	long last = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (!debuginfo_enabled(o)) {
+		debuginfo_no_network();
+		return 0;
+	}
+	if (o->urls && setenv("DEBUGINFOD_URLS", o->urls, 1))
+		return -errno;
+	if (!(req > 0))
+		req = DEFAULT_REQUEST_S;
+	/* The library's own timeout for a server that sends nothing: no longer than ours. */
+	snprintf(secs, sizeof(secs), "%d", (int)ceil(req));
+	setenv("DEBUGINFOD_TIMEOUT", secs, 1);
+	f.jobs = calloc(n ? n : 1, sizeof(*f.jobs));
+	if (!f.jobs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char p[PATH_MAX];
+
+		/* Kept already (an earlier report): nothing to ask. */
+		if (!debuginfo_path(hex[i], p, sizeof(p)))
+			continue;
+		f.jobs[f.n++].hex = hex[i];
+	}
+	st->wanted = f.n;
+	f.start_ns = now_ns(CLOCK_MONOTONIC);
+	f.request_ns = (__u64)(req * 1e9);
+	f.deadline_ns = f.start_ns + (__u64)(deadline * 1e9);
+	pr_debug("debuginfod: %zu debug files to fetch from %s, %d at a time, %.0f s per request, %.0f s in all",
+		 f.n, getenv("DEBUGINFOD_URLS"), (int)SP_MIN(f.n, (size_t)(o->threads > 0 ? o->threads : MAX_THREADS)),
+		 req, deadline);
+	want = (int)SP_MIN(f.n, (size_t)(o->threads > 0 ? SP_MIN(o->threads, MAX_THREADS) : MAX_THREADS));
+	for (int i = 0; i < want; i++) {
+		if (pthread_create(&tids[nthreads], NULL, worker_main, &f))
+			break;
+		nthreads++;
+	}
+	if (!nthreads && f.n)
+		worker_main(&f); /* no thread to be had: one at a time, here */
+	/* Wait, and after a second say how far it got, on a terminal only. */
+	for (;;) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		unsigned done;
+		double el;
+
+		pthread_mutex_lock(&f.lock);
+		done = f.done;
+		pthread_mutex_unlock(&f.lock);
+		if (done >= f.n)
+			break;
+		el = (now_ns(CLOCK_MONOTONIC) - f.start_ns) / 1e9;
+		/* Redrawn when it changes: each job done, each second. */
+		if (o->progress && el >= 1.0 && isatty(STDERR_FILENO) && sp_verbose >= 0 && last != (long)el * 100000 + done) {
+			last = (long)el * 100000 + done;
+			fprintf(stderr, "\r%s: debuginfod: %u of %zu debug files, %.0f s of %.0f s", sp_prog, done, f.n,
+				el, deadline);
+			shown = true;
+		}
+		nanosleep(&ts, NULL);
+	}
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	if (shown)
+		fprintf(stderr, "\r\033[K");
+	for (size_t i = 0; i < f.n; i++) {
+		switch (f.jobs[i].out) {
+		case O_FETCHED: st->fetched++; break;
+		case O_CACHED: st->cached++; break;
+		case O_NOT_FOUND: st->not_found++; break;
+		case O_UNREACHABLE: st->unreachable++; break;
+		case O_TIMED_OUT: st->timed_out++; break;
+		case O_REFUSED: st->refused++; break;
+		default: st->failed++; break;
+		}
+	}
+	st->seconds = (now_ns(CLOCK_MONOTONIC) - f.start_ns) / 1e9;
+	free(f.jobs);
+	debuginfo_no_network();
+	return e;
+}
+
+void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats *st)
+{
+	unsigned bad = st->not_found + st->unreachable + st->timed_out + st->refused + st->failed;
+
+	if (!debuginfo_enabled(o) && !st->wanted)
+		return;
+	pr_debug("debuginfod: %u debug files wanted: %u fetched, %u from libdebuginfod's cache, %u not found, "
+		 "%u servers unreachable, %u timed out, %u refused (another build id, or not ELF), %u failed; %.2f s",
+		 st->wanted, st->fetched, st->cached, st->not_found, st->unreachable, st->timed_out, st->refused,
+		 st->failed, st->seconds);
+	if (bad)
+		pr_warn("debuginfod: %u of %u debug files could not be had (%u unreachable, %u timed out, "
+			"%u refused for another build id or not ELF, %u failed, %u not found); their frames stay unnamed",
+			bad, st->wanted, st->unreachable, st->timed_out, st->refused, st->failed, st->not_found);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Debug files by build id from debuginfod servers, through elfutils'
+ * libdebuginfod (its HTTP client, its servers list DEBUGINFOD_URLS, its
+ * cache ~/.cache/debuginfod_client), for the dsos a distribution stripped:
+ * their symbols, their CFI, their lines and inlined functions.
+ *
+ * A fetched file is used only when its own build id is the one asked for
+ * (a server may serve another build's file, or garbage), and is then kept
+ * beside record's copies in the build-id cache (buildid_debug_path), where
+ * later reports find it without the network.
+ */
+#ifndef SP_DEBUGINFO_H
+#define SP_DEBUGINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct debuginfo_opts {
+	const char *urls;      /* --debuginfod URLS; NULL: DEBUGINFOD_URLS */
+	bool offline;	       /* --offline: never the network */
+	double request_s;      /* per request; 0: DEBUGINFOD_TIMEOUT, else 10 s */
+	double deadline_s;     /* for all of them; 0: 30 s */
+	int threads;	       /* parallel requests; 0: up to 8 */
+	bool progress;	       /* a progress line on stderr after a second (a terminal) */
+};
+
+struct debuginfo_stats {
+	unsigned wanted, fetched, cached; /* cached: in libdebuginfod's cache already */
+	unsigned not_found;		  /* 404 from every server */
+	unsigned unreachable;		  /* connection refused, no route, server error */
+	unsigned timed_out;		  /* over the per-request time or the deadline */
+	unsigned refused;		  /* another build id, or not ELF: never used */
+	unsigned failed;		  /* anything else (keeping the copy, memory) */
+	double seconds;
+};
+
+/* Whether a report should fetch at all: servers configured and not offline. */
+bool debuginfo_enabled(const struct debuginfo_opts *o);
+
+/*
+ * Fetches the debug files of build ids (lower-case hex) that the build-id
+ * cache lacks, in parallel.  Never fails on what servers do: that is
+ * counted in st.  After it, and always when offline, DEBUGINFOD_URLS is
+ * unset so that nothing else in the process (libdw's own debuginfod hook)
+ * goes to the network behind the deadline.  0, or -errno (-ENOMEM).
+ */
+int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size_t n, struct debuginfo_stats *st);
+
+/* Unsets DEBUGINFOD_URLS: libdw fetches on its own otherwise (report --offline). */
+void debuginfo_no_network(void);
+
+/*
+ * The kept debug file of a build id, checked: 0 and its path, or -ENOENT.
+ * A file whose build id is not hex's is never returned.
+ */
+int debuginfo_path(const char *hex, char *out, size_t len);
+
+/* One line for -v and one warning for failures, once. */
+void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats *st);
+
+#endif
