@@ -319,6 +319,7 @@ struct sp_offcpu_start {
 	__u32 state;	     /* prev_state: 1 interruptible (S), 2 uninterruptible (D) */
 	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
 	__u32 pad;
+	__u64 run_delay;     /* sched_info.run_delay at the switch-out (--sched), 0 without the account */
 	struct sp_waker waker; /* filled by the first sched_waking of the block (--off-cpu's waker program) */
 };
 
@@ -343,6 +344,7 @@ struct sp_offcpu_event {
 	__u32 cpu;	/* where it blocked */
 	__u32 state;
 	__s32 kstack, ustack;
+	__u64 run_delay; /* as in sp_offcpu_start */
 	struct sp_waker waker;
 };
 
