@@ -82,6 +82,12 @@ bool spans_ctr_is_clock(const char *name);
 __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp);
 /* How the span's split was measured, as the JSON rows' "split" says (enum sp_sched_how); NULL: none. */
 const char *spans_split_name(__u32 how);
+/*
+ * The split of sp's wall time: the span's own (its record's accounts), else
+ * that of the file's spanperf-sched records over its thread and interval;
+ * *how names the one used (NULL: none).  False where there is neither.
+ */
+bool spans_split(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how);
 /* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
 void spans_ids(const struct span_row *sp, size_t i, char trace[33], char span[17]);
 

@@ -56,10 +56,11 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 	}
 	{
 		struct span_split x;
-		bool split = span_split_of(&sp->sched, sp->end - sp->start, &x);
+		const char *how;
+		bool split = spans_split(r, sp, &x, &how);
 
 		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
-				spans_split_name(sp->sched.how), b);
+				how, b);
 		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, b);
 	}
 	if (sp->ext && sp->ext->trace_id[0])
