@@ -208,8 +208,17 @@ struct sp_otel_state {
 	struct sp_otel_ctx ctx;
 	__u64 start_ns, last_ns, samples;
 	__u32 pid;
-	__u32 pad;
+	__u32 flags; /* SP_OTEL_* below */
 };
+
+/*
+ * flags of sp_otel_state.  OFF: the thread left the CPU in this context
+ * (read at its switch-out): it runs nothing of its own until it is back, so
+ * the context holds up to its switch-in.  SWITCH_END: last_ns is a switch's
+ * stamp (out, or in after one), not a sample's.
+ */
+#define SP_OTEL_OFF 1
+#define SP_OTEL_SWITCH_END 2
 
 /*
  * A thread's otel bookkeeping, inside its `threads` entry: the sampling
