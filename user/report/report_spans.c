@@ -70,6 +70,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	}
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
 	row.sched = sp->sched;
+	row.edges = sp->flags & (SPAN_EDGES_SAMPLED | SPAN_END_AT_SWITCH);
 	if (sp->flags & SPAN_HAS_CONTEXT) {
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);

@@ -40,6 +40,7 @@ struct span_row {
 	__u64 counters[SP_MAX_COUNTERS];
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	__u8 edges;   /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
