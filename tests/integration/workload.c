@@ -432,6 +432,8 @@ static void *otel_thread(void *arg)
 	uint8_t trace[16] = { 0x5f, 0x0e, 0x1a }, span[8] = { 0x0b };
 	long nap_us = getenv("WORKLOAD_OTEL_NAP_US") ? atol(getenv("WORKLOAD_OTEL_NAP_US")) : 0;
 	long gap_us = getenv("WORKLOAD_OTEL_GAP_US") ? atol(getenv("WORKLOAD_OTEL_GAP_US")) : 0;
+	/* The nap last thing before the context goes: no sample inside the span sees it end. */
+	int nap_at_end = getenv("WORKLOAD_OTEL_NAP_AT_END") != NULL;
 
 	c->tid = syscall(SYS_gettid);
 	for (long i = 0; i < c->n; i++) {
@@ -462,11 +464,12 @@ static void *otel_thread(void *arg)
 			struct timespec ts = { nap_us / 1000000, nap_us % 1000000 * 1000 };
 			uint64_t n0;
 
-			otel_work(c->ns / 2);
+			otel_work(nap_at_end ? c->ns : c->ns / 2);
 			n0 = mono_ns();
 			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 			nap_ns = mono_ns() - n0;
-			otel_work(c->ns / 2);
+			if (!nap_at_end)
+				otel_work(c->ns / 2);
 		} else {
 			otel_work(c->ns);
 		}
