@@ -65,7 +65,7 @@ struct span_rec {
 	__u32 pid, tid, cpu;
 	__u16 idx;    /* which span source (attr) */
 	__u8 depth;
-	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT */
+	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT, SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 source;  /* enum sp_span_source */
 	__u8 pad[7];
 	__u8 trace_id[16], span_id[8]; /* W3C trace context, when SPAN_HAS_CONTEXT */
