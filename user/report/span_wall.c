@@ -44,6 +44,7 @@ struct off {
 	__u64 run_delay; /* at the switch-out */
 	__u64 runq;	 /* set by span_wall__finish */
 	bool has_rd;
+	bool runq_known; /* runq is the scheduler's figure (else: no split over this record) */
 };
 
 struct span_wall {
@@ -189,7 +190,9 @@ static int cmp_off(const void *a, const void *b)
  * thread that left runnable; for a sleep, the time from its wakeup to its
  * pick, which the kernel adds to run_delay at the pick, after the switch
  * tracepoint: the next record's run_delay less this one's.  A thread's last
- * record has no next: its run-queue tail is unknown, taken as 0, counted.
+ * record has no next, and a kernel without sched_info no run_delay: their
+ * run-queue tail is unknown, and a span over them gets no split (null
+ * fields, not a wait for the CPU counted as sleep).
  */
 static void sched_runq(struct span_wall *w)
 {
@@ -197,13 +200,14 @@ static void sched_runq(struct span_wall *w)
 		struct off *o = &w->off[i], *n = i + 1 < w->noff && w->off[i + 1].tid == o->tid ? &w->off[i + 1] : NULL;
 		__u64 dur = o->end - o->start;
 
+		o->runq_known = true;
 		if (!o->state)
 			o->runq = dur;
 		else if (n && o->has_rd && n->has_rd && n->run_delay >= o->run_delay)
 			/* rq_clock and the stamps' clock may differ by a few us: never more than the block. */
 			o->runq = SP_MIN(n->run_delay - o->run_delay, dur);
 		else
-			w->runq_unknown++;
+			o->runq_known = false, w->runq_unknown++;
 	}
 }
 
@@ -231,6 +235,7 @@ static __u64 clip_len(__u64 a, __u64 b, __u64 start, __u64 end)
 
 bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x)
 {
+	struct span_split acc = {};
 	size_t lo = 0, hi;
 	__u64 wall = end > start ? end - start : 0;
 
@@ -247,22 +252,24 @@ bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 e
 		else
 			hi = mid;
 	}
-	*x = (struct span_split){};
 	for (size_t i = lo; i < w->noff && w->off[i].tid == tid && w->off[i].start < end; i++) {
 		const struct off *o = &w->off[i];
 		__u64 wake = o->end - o->runq, head = clip_len(o->start, wake, start, end);
 
-		x->runq += clip_len(wake, o->end, start, end);
+		if (!o->runq_known)
+			return false;
+		acc.runq += clip_len(wake, o->end, start, end);
 		if (o->state == 2)
-			x->blocked += head;
+			acc.blocked += head;
 		else
-			x->sleep += head;
+			acc.sleep += head;
 	}
-	x->off = SP_MIN(x->sleep + x->blocked, wall);
-	x->blocked = SP_MIN(x->blocked, x->off);
-	x->sleep = x->off - x->blocked;
-	x->runq = SP_MIN(x->runq, wall - x->off);
-	x->on = wall - x->off - x->runq;
+	acc.off = SP_MIN(acc.sleep + acc.blocked, wall);
+	acc.blocked = SP_MIN(acc.blocked, acc.off);
+	acc.sleep = acc.off - acc.blocked;
+	acc.runq = SP_MIN(acc.runq, wall - acc.off);
+	acc.on = wall - acc.off - acc.runq;
+	*x = acc;
 	return true;
 }
 

@@ -60,7 +60,9 @@ bool span_wall__has_sched(const struct span_wall *w);
  * The split of tid's [start, end] from the file's spanperf-sched records
  * (every time the thread was off CPU, how it left, and its run_delay then):
  * each record's run-queue tail, its sleep or D head, and the rest of the
- * interval on CPU.  False where the file has none of those records.
+ * interval on CPU.  False where the file has none of those records, or
+ * one inside the interval has no known run-queue tail (the thread's last,
+ * or a kernel without sched_info).
  */
 bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x);
 /* The file names each block's waker (spanperf:waker samples). */
