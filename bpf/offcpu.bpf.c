@@ -26,6 +26,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define PF_KTHREAD 0x00200000
+#define TASK_DEAD 0x80
 /* This program and bpf_trace_run4 sit on top of every kernel stack taken here; __schedule is the first frame worth naming. */
 #define KSTACK_SKIP 2
 
@@ -328,7 +329,17 @@ static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, _
 	if (prev_tid && !(flags & PF_KTHREAD)) {
 		hidden_return(prev_tid, prev_pid, ran, now);
 		/* A preempted thread is runnable whatever its state says: not a block. */
-		if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
+		if (sched_mode && (state & TASK_DEAD) && !preempt && wanted(prev_pid, prev_tid)) {
+			/*
+			 * Its last switch-out: it never comes back, so no block, but
+			 * its run_delay now is what tells the reader its previous
+			 * block's wait for the CPU.  A record of no length.
+			 */
+			struct sp_offcpu_start last = { .ts = now, .pid = prev_pid, .kstack = -2, .ustack = -2,
+							.cpu = bpf_get_smp_processor_id(), .run_delay = rd };
+
+			emit(&last, prev_tid, now, 0);
+		} else if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 			/* Runnable: in the run queue until it is picked again (--sched only). */
 			if (sched_mode)
 				switch_out(ctx, prev_tid, prev_pid, 0, rd, now);
