@@ -26,6 +26,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define PF_KTHREAD 0x00200000
+#define TASK_DEAD 0x80
 /* This program and bpf_trace_run4 sit on top of every kernel stack taken here; __schedule is the first frame worth naming. */
 #define KSTACK_SKIP 2
 
@@ -37,6 +38,14 @@ const volatile __u64 ring_size = 0;
 const volatile bool eh_user = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
+/*
+ * record --sched: every switch-out is a block, preemptions (state 0) too,
+ * each carrying the thread's run_delay then, so that user space can tell
+ * each block's run-queue tail from the next block's; --sched alone takes
+ * no stacks.
+ */
+const volatile bool sched_mode = false;
+const volatile bool want_stacks = true;
 
 /* TID -> how it left; sized with --max-threads. */
 struct {
@@ -98,6 +107,14 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/* sched_info.run_delay, 0 on kernels without CONFIG_SCHED_INFO (user space probes it). */
+static __always_inline __u64 task_run_delay(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->sched_info))
+		return BPF_CORE_READ(t, sched_info.run_delay);
+	return 0;
+}
+
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
 	__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
@@ -136,6 +153,7 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	ev->state = st->state;
 	ev->kstack = st->kstack;
 	ev->ustack = st->ustack;
+	ev->run_delay = st->run_delay;
 	ev->waker = st->waker;
 	bpf_ringbuf_submit(ev, wakeup_flag());
 }
@@ -147,7 +165,7 @@ static __always_inline void block_end(const struct sp_offcpu_start *st, __u32 ti
 	struct sp_offcpu_val *v, fresh;
 	__u64 dur = end - st->ts;
 
-	if (dur >= thresh_ns) {
+	if (sched_mode || dur >= thresh_ns) {
 		emit(st, tid, end, dur);
 		return;
 	}
@@ -263,7 +281,7 @@ static __always_inline __s32 eh_stackid(void)
 }
 
 /* Runs as prev: the stacks taken here are the sleeping thread's. */
-static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 now)
+static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 rd, __u64 now)
 {
 	struct sp_offcpu_start st;
 
@@ -274,12 +292,18 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	st.cpu = bpf_get_smp_processor_id();
 	st.pad = 0;
 	st.state = state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE);
-	st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
-	if (st.kstack < 0)
-		stat_inc(SP_STAT_OFFCPU_KSTACK);
-	st.ustack = eh_user ? eh_stackid() : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
-	if (st.ustack < 0)
-		stat_inc(SP_STAT_OFFCPU_USTACK);
+	st.run_delay = rd;
+	if (want_stacks) {
+		st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
+		if (st.kstack < 0)
+			stat_inc(SP_STAT_OFFCPU_KSTACK);
+		st.ustack = eh_user ? eh_stackid()
+				    : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
+		if (st.ustack < 0)
+			stat_inc(SP_STAT_OFFCPU_USTACK);
+	} else {
+		st.kstack = st.ustack = -2; /* -ENOENT: none taken */
+	}
 	st.ts = now;
 	if (bpf_map_update_elem(&offstart, &tid, &st, BPF_ANY))
 		stat_inc(SP_STAT_OFFCPU_NOSLOT);
@@ -293,7 +317,7 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
  * would be missed (seen here twice in 25 s under load).
  */
 static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, __u32 prev_pid, __u32 flags,
-				      __u32 state, __u64 ran, __u32 next_tid, __u32 next_pid)
+				      __u32 state, __u64 ran, __u64 rd, __u32 next_tid, __u32 next_pid)
 {
 	/*
 	 * One stamp for both ends: taken after prev's stacks, next's block
@@ -305,8 +329,23 @@ static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, _
 	if (prev_tid && !(flags & PF_KTHREAD)) {
 		hidden_return(prev_tid, prev_pid, ran, now);
 		/* A preempted thread is runnable whatever its state says: not a block. */
-		if (!preempt && (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)))
-			switch_out(ctx, prev_tid, prev_pid, state, now);
+		if (sched_mode && (state & TASK_DEAD) && !preempt && wanted(prev_pid, prev_tid)) {
+			/*
+			 * Its last switch-out: it never comes back, so no block, but
+			 * its run_delay now is what tells the reader its previous
+			 * block's wait for the CPU.  A record of no length.
+			 */
+			struct sp_offcpu_start last = { .ts = now, .pid = prev_pid, .kstack = -2, .ustack = -2,
+							.cpu = bpf_get_smp_processor_id(), .run_delay = rd };
+
+			emit(&last, prev_tid, now, 0);
+		} else if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
+			/* Runnable: in the run queue until it is picked again (--sched only). */
+			if (sched_mode)
+				switch_out(ctx, prev_tid, prev_pid, 0, rd, now);
+		} else {
+			switch_out(ctx, prev_tid, prev_pid, state, rd, now);
+		}
 	}
 	switch_in(next_tid, next_pid, now);
 }
@@ -319,7 +358,8 @@ int offcpu_btf(__u64 *ctx)
 	__u32 state = has_prev_state ? (__u32)ctx[3] : task_state(prev);
 
 	on_switch(ctx, ctx[0], prev->pid, prev->tgid, prev->flags, state,
-		  prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, next->pid, next->tgid);
+		  prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, sched_mode ? task_run_delay(prev) : 0,
+		  next->pid, next->tgid);
 	return 0;
 }
 
@@ -332,7 +372,7 @@ int offcpu_raw(struct bpf_raw_tracepoint_args *ctx)
 
 	on_switch(ctx, ctx->args[0], BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, flags),
 		  state, BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-		  BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+		  sched_mode ? task_run_delay(prev) : 0, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
 	return 0;
 }
 

@@ -178,7 +178,13 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 			      : BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 tid)
+/*
+ * The current thread's context, read at a sample or (at_switch) as it
+ * leaves the CPU.  A switch-out counts no sample; it marks the context as
+ * held while the thread is off CPU, and a change it finds is stamped there:
+ * the change happened before the switch, no later.
+ */
+static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 tid, bool at_switch)
 {
 	const struct sp_otel_recipe *r = otel_recipe(&t->otel, pid);
 	struct sp_otel_state *st = &t->otel.st;
@@ -193,14 +199,20 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	now = bpf_ktime_get_ns();
 	if (ctx_equal(&st->ctx, &c)) {
 		st->last_ns = now;
-		st->samples++;
+		if (at_switch) {
+			st->flags |= SP_OTEL_OFF | SP_OTEL_SWITCH_END;
+		} else {
+			st->flags &= ~SP_OTEL_SWITCH_END;
+			st->samples++;
+		}
 		return;
 	}
 	otel_changed(st, &c, rec, attrs_size, now, pid, tid);
 	st->ctx = c;
 	st->pid = pid;
 	st->start_ns = st->last_ns = now;
-	st->samples = 1;
+	st->samples = at_switch ? 0 : 1;
+	st->flags = at_switch ? SP_OTEL_OFF : 0;
 }
 
 SEC("perf_event")
@@ -222,7 +234,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!t)
 		return 1;
 	if (tid)
-		otel_sample(t, pid, tid);
+		otel_sample(t, pid, tid, false);
 	/*
 	 * A thread is sampled only on the CPU it runs on, one sample at a
 	 * time: plain adds.  tid 0 is every CPU's idle task at once.
@@ -276,7 +288,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	t = thread_get(pid, tid);
 	if (t) {
 		if (tid)
-			otel_sample(t, pid, tid);
+			otel_sample(t, pid, tid, false);
 		if (tid)
 			t->samples++;
 		else
@@ -336,5 +348,39 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 			       bpf_ringbuf_query(&eh_rb, BPF_RB_AVAIL_DATA) > eh_ring_size / 2 ? BPF_RB_FORCE_WAKEUP
 											 : BPF_RB_NO_WAKEUP))
 		eh_stat(SP_EH_LOST);
+	return 0;
+}
+
+/*
+ * record --otel: a publisher's context read also as it leaves the CPU, so
+ * that a block or a wait for the CPU is charged to the span it happened in,
+ * not cut off at the last sample before it.  The context is the thread's own
+ * memory, which nothing but the thread writes: it cannot change while the
+ * thread is off CPU, so at its switch-in the span is known to hold until
+ * then, without a read (which would be of another mm).  Only processes with
+ * a recipe are read: for every other thread this is a map lookup.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(otel_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 prev_tid = prev->pid, next_tid = next->pid;
+	struct sp_thread *t;
+
+	(void)preempt;
+	if (prev_tid) {
+		t = bpf_map_lookup_elem(&threads, &prev_tid);
+		if (t && t->otel.recipe.kind)
+			otel_sample(t, prev->tgid, prev_tid, true);
+	}
+	if (next_tid) {
+		t = bpf_map_lookup_elem(&threads, &next_tid);
+		if (t && (t->otel.st.flags & SP_OTEL_OFF)) {
+			t->otel.st.flags &= ~SP_OTEL_OFF;
+			if (!ctx_empty(&t->otel.st.ctx)) {
+				t->otel.st.last_ns = bpf_ktime_get_ns();
+				t->otel.st.flags |= SP_OTEL_SWITCH_END;
+			}
+		}
+	}
 	return 0;
 }

@@ -208,8 +208,17 @@ struct sp_otel_state {
 	struct sp_otel_ctx ctx;
 	__u64 start_ns, last_ns, samples;
 	__u32 pid;
-	__u32 pad;
+	__u32 flags; /* SP_OTEL_* below */
 };
+
+/*
+ * flags of sp_otel_state.  OFF: the thread left the CPU in this context
+ * (read at its switch-out): it runs nothing of its own until it is back, so
+ * the context holds up to its switch-in.  SWITCH_END: last_ns is a switch's
+ * stamp (out, or in after one), not a sample's.
+ */
+#define SP_OTEL_OFF 1
+#define SP_OTEL_SWITCH_END 2
 
 /*
  * A thread's otel bookkeeping, inside its `threads` entry: the sampling
@@ -319,6 +328,7 @@ struct sp_offcpu_start {
 	__u32 state;	     /* prev_state: 1 interruptible (S), 2 uninterruptible (D) */
 	__u32 cpu;	     /* where it blocked: -C filters on it, and samples carry it */
 	__u32 pad;
+	__u64 run_delay;     /* sched_info.run_delay at the switch-out (--sched), 0 without the account */
 	struct sp_waker waker; /* filled by the first sched_waking of the block (--off-cpu's waker program) */
 };
 
@@ -343,6 +353,7 @@ struct sp_offcpu_event {
 	__u32 cpu;	/* where it blocked */
 	__u32 state;
 	__s32 kstack, ustack;
+	__u64 run_delay; /* as in sp_offcpu_start */
 	struct sp_waker waker;
 };
 

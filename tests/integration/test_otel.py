@@ -470,3 +470,42 @@ def test_otel_attributes_that_lie_are_dropped_not_misread():
             continue
         want = {} if i % 2 == 0 else {KEYS[k]: v for k, v in t["attributes"].items()}
         assert s["attributes"] == want, (i, s, want)
+
+
+def otel_nap_at_end(extra):
+    """Each span of the workload's otel mode naps 5 ms last thing before its context goes."""
+    d = tmpdir()
+    truth_file, out = os.path.join(d, "truth.jsonl"), os.path.join(d, "otel.data")
+    env = dict(os.environ, WORKLOAD_OTEL_NAP_US="5000", WORKLOAD_OTEL_NAP_AT_END="1")
+    p = spanperf("record", "--otel", "--sched", *extra, "-F", str(FREQ), "-o", out, "--", WORKLOAD, "otel", "20",
+                 "10000", truth_file, env=env)
+    assert p.returncode == 0, p.stderr
+    w = json_lines(p.stdout)[0]
+    truth = {t["span_id"]: t for t in json_lines(open(truth_file).read())}
+    spans = {s["span_id"]: s for s in otel_spans(out, w["tid"])}
+    found = [k for k in truth if k in spans]
+    assert len(found) >= 18, (len(found), len(truth))
+    return out, [(spans[k], truth[k]) for k in found]
+
+
+@test
+def test_otel_span_keeps_its_last_block():
+    """A span that blocks last thing before its context goes: no sample sees it after the
+    nap, but its thread left the CPU in it, so it lasts to the switch-in and the nap is its
+    sleep_ns (split from record --sched's switch-outs).  With --raw-tp (no switch reading,
+    samples only) the same spans end before the nap: the control that the test can tell."""
+    need_bpf()
+    out, pairs = otel_nap_at_end([])
+    for s, t in pairs:
+        assert s["split"] == "sched-records" and s["edges"].startswith("sampled"), s
+        parts = s["on_cpu_ns"] + s["runq_ns"] + s["sleep_ns"] + s["blocked_ns"]
+        assert abs(parts - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
+        # The context goes right after the nap's switch-in: the span holds to there.
+        assert s["end_ns"] >= t["end_ns"] - 200000, (s, t)
+        assert 0.95 * 5e6 <= s["sleep_ns"] <= t["nap_ns"] * 1.01, (s, t)
+    at_switch = sum(1 for s, _ in pairs if s["edges"] == "sampled, end at a switch")
+    assert at_switch >= 0.9 * len(pairs), [s["edges"] for s, _ in pairs]
+    perf_clean(["script", "-F", "tid,time,event"], out)
+    _, pairs = otel_nap_at_end(["--raw-tp"])
+    lost = sum(1 for s, t in pairs if s["sleep_ns"] < 0.5 * 5e6)
+    assert lost >= 0.8 * len(pairs), [(s["sleep_ns"], s["edges"]) for s, _ in pairs]

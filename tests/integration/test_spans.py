@@ -275,6 +275,45 @@ def test_span_split_run_queue_matches_schedstat():
 
 
 @test
+def test_external_spans_split_from_sched_records():
+    """record --sched keeps every switch-out (state, run_delay) and no spans of its own:
+    annotate splits the spans the application wrote itself (queued_work, pinned behind two
+    spinners, sleeping SLEEP ms halfway) from those records alone.  Truth: the thread's own
+    schedstat around each call and its nanosleep's own wall time."""
+    need_bpf()
+    n, ms, sleep_ms = 6, 20, 15
+    d = tmpdir()
+    ext, out = os.path.join(d, "ext.jsonl"), os.path.join(d, "sched.data")
+    p = spanperf("record", "--sched", "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"sched: \d+ times off CPU written", p.stderr), p.stderr
+    truth = [t for t in json_lines(p.stdout) if "call" in t]
+    assert len(truth) == n and all(t["ok"] for t in truth), truth
+    a = spanperf("annotate", "--spans", ext, "-i", out, "--format", "json")
+    assert a.returncode == 0, a.stderr
+    spans = sorted(json_lines(a.stdout), key=lambda s: s["start_ns"])
+    assert len(spans) == n, spans
+    for s, t in zip(spans, truth):
+        assert s["source"] == "external" and s["split"] == "sched-records", s
+        assert (s["start_ns"], s["end_ns"]) == (t["start_ns"], t["end_ns"]), (s, t)
+        parts = s["on_cpu_ns"] + s["runq_ns"] + s["sleep_ns"] + s["blocked_ns"]
+        assert abs(parts - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
+        assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"], s
+        # schedstat is read just outside [start, end]: its run_delay is a few us wider at most.
+        assert t["run_delay_ns"] > 0.5 * s["duration_ns"], ("no queue to wait in", t)
+        assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
+        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        # The sleep itself, not the queue after it: at least what was asked, at most the
+        # nanosleep's wall time (which also holds its wait to run again).
+        assert 0.95 * sleep_ms * 1e6 <= s["sleep_ns"] <= t["slept_ns"] * 1.01, (s, t)
+        assert s["blocked_ns"] == 0, s
+    perf_clean(["script"], out)
+    table = spanperf("annotate", "--spans", ext, "-i", out, check=True).stdout
+    bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
+    assert bar and bar.group(1).count("r") >= 10, table
+
+
+@test
 def test_span_split_d_state_is_blocked():
     """vfork's parent waits for the child's exec in D: blocked_ns, not sleep_ns."""
     need_bpf()

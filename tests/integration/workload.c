@@ -63,11 +63,13 @@
  *                                minus its own CPU); FILE gets each sleep as an
  *                                external span named nap.  With WORKLOAD_WAIT set
  *                                it starts on a line from stdin
- *   workload runq N MS           the process pinned to one CPU with two spinning
+ *   workload runq N MS [FILE [SLEEP_MS]]  the process pinned to one CPU with two spinning
  *                                threads; a third calls queued_work() N times, MS
  *                                of its own CPU each; each call prints the run_delay
  *                                and sum_exec_runtime deltas /proc/thread-self/schedstat
- *                                showed around it
+ *                                showed around it; FILE gets each call as an external
+ *                                span; with SLEEP_MS each call also sleeps that long
+ *                                halfway, and prints the nanosleep's own wall time
  *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
  *                                from tom_writes() every MS; another blocks for
  *                                each in pipe_wait(), N times
@@ -430,6 +432,8 @@ static void *otel_thread(void *arg)
 	uint8_t trace[16] = { 0x5f, 0x0e, 0x1a }, span[8] = { 0x0b };
 	long nap_us = getenv("WORKLOAD_OTEL_NAP_US") ? atol(getenv("WORKLOAD_OTEL_NAP_US")) : 0;
 	long gap_us = getenv("WORKLOAD_OTEL_GAP_US") ? atol(getenv("WORKLOAD_OTEL_GAP_US")) : 0;
+	/* The nap last thing before the context goes: no sample inside the span sees it end. */
+	int nap_at_end = getenv("WORKLOAD_OTEL_NAP_AT_END") != NULL;
 
 	c->tid = syscall(SYS_gettid);
 	for (long i = 0; i < c->n; i++) {
@@ -460,11 +464,12 @@ static void *otel_thread(void *arg)
 			struct timespec ts = { nap_us / 1000000, nap_us % 1000000 * 1000 };
 			uint64_t n0;
 
-			otel_work(c->ns / 2);
+			otel_work(nap_at_end ? c->ns : c->ns / 2);
 			n0 = mono_ns();
 			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 			nap_ns = mono_ns() - n0;
-			otel_work(c->ns / 2);
+			if (!nap_at_end)
+				otel_work(c->ns / 2);
 		} else {
 			otel_work(c->ns);
 		}
@@ -971,6 +976,7 @@ static int schedstat(uint64_t *sum, uint64_t *delay)
 
 struct runq_call {
 	uint64_t ns, start, end, sum, delay;
+	uint64_t sleep_ns, slept_ns; /* runq's SLEEP_MS: asked, and the nanosleep's own wall time */
 	int ok;
 };
 
@@ -985,7 +991,18 @@ NOINLINE void queued_work(struct runq_call *c)
 
 	c->ok = !schedstat(&s0, &d0);
 	c->start = mono_ns();
-	burn_ns(c->ns);
+	if (c->sleep_ns) {
+		struct timespec ts = { c->sleep_ns / 1000000000ull, c->sleep_ns % 1000000000ull };
+		uint64_t t0;
+
+		burn_ns(c->ns / 2);
+		t0 = mono_ns();
+		nanosleep(&ts, NULL);
+		c->slept_ns = mono_ns() - t0;
+		burn_ns(c->ns - c->ns / 2);
+	} else {
+		burn_ns(c->ns);
+	}
 	c->end = mono_ns();
 	c->ok &= !schedstat(&s1, &d1);
 	c->sum = s1 - s0;
@@ -1002,9 +1019,11 @@ static void *queue_spinner(void *arg)
 	return NULL;
 }
 
-static int mode_runq(const char *n, const char *ms)
+static int mode_runq(const char *n, const char *ms, const char *file, const char *sleep_ms)
 {
-	struct runq_call c = { .ns = strtoull(ms, NULL, 10) * 1000000ull };
+	struct runq_call c = { .ns = strtoull(ms, NULL, 10) * 1000000ull,
+			       .sleep_ns = sleep_ms ? strtoull(sleep_ms, NULL, 10) * 1000000ull : 0 };
+	FILE *f = NULL;
 	uint64_t sum0 = 0, delay0 = 0, sum1 = 0, delay1 = 0;
 	pthread_t th[2];
 	cpu_set_t set;
@@ -1020,16 +1039,25 @@ static int mode_runq(const char *n, const char *ms)
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		return 1;
+	/* The spans an instrumented application would write itself (annotate --spans). */
+	if (file && !(f = fopen(file, "w")))
+		return 1;
 	schedstat(&sum0, &delay0);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, queue_spinner, NULL);
 	for (long i = 0; i < atol(n); i++) {
 		queued_work(&c);
 		printf("{\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"call\":%ld,\"ok\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
-		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu}\n",
+		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu,\"slept_ns\":%llu}\n",
 		       getpid(), (int)syscall(SYS_gettid), cpu, i, c.ok, (unsigned long long)c.start,
-		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay);
+		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay,
+		       (unsigned long long)c.slept_ns);
+		if (f)
+			fprintf(f, "{\"name\":\"queued_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+				getpid(), (int)syscall(SYS_gettid), (unsigned long long)c.start, (unsigned long long)c.end);
 	}
+	if (f)
+		fclose(f);
 	spinners_stop = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
@@ -1334,7 +1362,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "offcpu") && argc > 6)
 		r = mode_offcpu(argv, argc);
 	else if (!strcmp(argv[1], "runq") && argc > 3)
-		r = mode_runq(argv[2], argv[3]);
+		r = mode_runq(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(argv[1], "wakes") && argc > 3)
 		r = mode_wakes(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "dwait") && argc > 3)

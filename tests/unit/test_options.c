@@ -182,6 +182,13 @@ static void test_off_cpu(void **state)
 	bad(ARGV("--off-cpu-thresh", "5"), 2, "need --off-cpu");
 	bad(ARGV("--off-cpu", "--off-cpu-thresh", "-1"), 3, "--off-cpu-thresh '-1'");
 	bad(ARGV("--off-cpu", "--off-cpu-entries", "8"), 3, "--off-cpu-entries '8'");
+	/* --sched alone: switch stamps, its ring sized by --off-cpu-entries. */
+	assert_int_equal(parse(ARGV("--sched", "--off-cpu-entries", "1024"), 3, &o, err), 0);
+	assert_true(o.sched && !o.offcpu);
+	record_opts_free(&o);
+	bad(ARGV("--off-cpu-entries", "1024"), 2, "needs --off-cpu or --sched");
+	bad(ARGV("--sched", "--no-wakers"), 2, "need --off-cpu");
+	bad(ARGV("--sched", "--off-cpu", "--off-cpu-thresh", "5"), 4, "--off-cpu-thresh must be 0");
 }
 
 static void test_reparse(void **state)

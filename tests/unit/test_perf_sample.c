@@ -15,6 +15,7 @@
 
 #include "perf_sample.h"
 #include "span_codec.h"
+#include "sched_codec.h"
 #include "waker_codec.h"
 
 #define REGS_USER_MASK 0x3ull  /* two registers */
@@ -457,6 +458,29 @@ static void test_waker_codec(void **state)
 	assert_null(waker_ctx_name(SP_WAKER_TASK));
 }
 
+/* A spanperf-sched record reads back; short, lying or foreign RAW is refused. */
+static void test_sched_codec(void **state)
+{
+	struct sched_rec in = { .magic = SCHED_REC_MAGIC, .version = 1, .size = sizeof(in), .state = 2,
+				.flags = SCHED_HAS_RUN_DELAY, .run_delay = 12345 }, out;
+	char raw[sizeof(in) + 4] = {};
+
+	(void)state;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(sched_rec_decode(raw, sizeof(raw), &out), 0);
+	assert_true(out.state == 2 && out.run_delay == 12345 && out.flags == SCHED_HAS_RUN_DELAY);
+	assert_int_equal(sched_rec_decode(raw, sizeof(in) - 1, &out), -EINVAL); /* size past the RAW */
+	assert_int_equal(sched_rec_decode(raw, 4, &out), -EINVAL);
+	assert_int_equal(sched_rec_decode(NULL, 0, &out), -EINVAL);
+	in.size = 8; /* no run_delay: nothing to split with */
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(sched_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+	in.size = sizeof(in);
+	in.magic = WAKER_REC_MAGIC;
+	memcpy(raw, &in, sizeof(in));
+	assert_int_equal(sched_rec_decode(raw, sizeof(raw), &out), -EINVAL);
+}
+
 /* Version 2: an otel span's attributes ride along; version 1 records and lying sizes read without them. */
 static void test_span_codec_attrs(void **state)
 {
@@ -526,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_span_codec_attrs),
 		cmocka_unit_test(test_span_codec_sched),
 		cmocka_unit_test(test_waker_codec),
+		cmocka_unit_test(test_sched_codec),
 	};
 
 	return cmocka_run_group_tests_name("perf_sample", tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "offcpu.h"
+#include "sched_codec.h"
 #include "span_wall.h"
 
 /* A session that holds one offcpu-time attr and nothing else: what span_wall reads of it. */
@@ -52,10 +53,58 @@ static void test_overlap(void **state)
 	span_wall__free(NULL);
 }
 
+static enum sess_kind sched_kinds[1] = { SESS_SCHED };
+static struct session sched_sess = { .rd = &rd, .kind = sched_kinds };
+
+/* One spanperf-sched record: tid off CPU [end - ns, end] in state, run_delay rd at its switch-out. */
+static void add_sched(struct span_wall *w, __u32 tid, __u64 end, __u64 ns, __u32 state, __u64 rd, bool has_rd)
+{
+	struct sched_rec rec = { .magic = SCHED_REC_MAGIC, .version = 1, .size = sizeof(rec), .state = state,
+				 .flags = has_rd ? SCHED_HAS_RUN_DELAY : 0, .run_delay = rd };
+	char raw[sizeof(rec) + 4] = {};
+	struct pd_event ev = { .sample = { .tid = tid, .pid = tid, .time = end, .period = ns, .raw = raw,
+					    .raw_size = sizeof(raw) } };
+	struct sess_sample ss = { .ev = &ev, .kind = SESS_SCHED };
+
+	memcpy(raw, &rec, sizeof(rec));
+	assert_int_equal(span_wall__add(w, &ss), 0);
+}
+
+/*
+ * tid 7: asleep [100, 300) of which the last 50 in the run queue (run_delay
+ * 1000 at its switch-out, 1050 at the next), preempted [400, 450), then
+ * asleep [600, 700) with no next record.
+ */
+static void test_sched_split(void **state)
+{
+	struct span_split x;
+	struct span_wall *w;
+
+	(void)state;
+	assert_int_equal(span_wall__new(&w, &sched_sess), 0);
+	assert_true(span_wall__has_sched(w) && !span_wall__recorded(w));
+	add_sched(w, 7, 450, 50, 0, 1050, true);
+	add_sched(w, 7, 300, 200, 1, 1000, true);
+	add_sched(w, 7, 700, 100, 2, 1100, true);
+	add_sched(w, 8, 300, 200, 1, 0, false); /* no sched_info */
+	span_wall__finish(w);
+	assert_true(span_wall__sched_split(w, 7, 0, 500, &x));
+	/* on [0,100) [300,400) [450,500); sleep [100,250); runq [250,300) and [400,450). */
+	assert_true(x.on == 250 && x.sleep == 150 && x.runq == 100 && x.blocked == 0 && x.off == 150);
+	assert_true(span_wall__sched_split(w, 7, 200, 275, &x)); /* clipped: 50 asleep, 25 queued */
+	assert_true(x.sleep == 50 && x.runq == 25 && x.on == 0);
+	assert_true(span_wall__sched_split(w, 7, 460, 590, &x) && x.on == 130); /* between records */
+	/* Over the last record, or one without run_delay: no split rather than a wrong one. */
+	assert_false(span_wall__sched_split(w, 7, 500, 800, &x));
+	assert_false(span_wall__sched_split(w, 8, 0, 400, &x));
+	span_wall__free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_sched_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,6 +58,9 @@ void record_usage(FILE *out)
 		"                         0 with --span or --otel: spans need each block's time)\n"
 		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
 		"      --no-wakers        off-CPU blocks without who woke them (no sched_waking program)\n"
+		"      --sched            also record every switch-out of the threads watched, with\n"
+		"                         its state and run-queue account and no stack (cheap):\n"
+		"                         what annotate --spans needs to split external spans\n"
 		"      --no-sched-split   spans without the split of their wall time (runq, sleep,\n"
 		"                         blocked): what the split costs, for comparison\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
@@ -165,6 +168,7 @@ static const struct opt_def record_defs[] = {
 	{ .name = "otel", .type = OPT_T_FLAG, .off = R(otel) },
 	{ .name = "off-cpu", .type = OPT_T_FLAG, .off = R(offcpu) },
 	{ .name = "no-wakers", .type = OPT_T_FLAG, .off = R(no_wakers) },
+	{ .name = "sched", .type = OPT_T_FLAG, .off = R(sched) },
 	{ .name = "no-sched-split", .type = OPT_T_FLAG, .off = R(no_sched_split) },
 	{ .name = "off-cpu-thresh", .type = OPT_T_FN, .fn = opt_offcpu_thresh },
 	{ .name = "off-cpu-entries", .type = OPT_T_U64, .off = R(offcpu_entries), .lo = 16, .hi = 1 << 24,
@@ -189,8 +193,12 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		return set_errorf(err, errlen, -EINVAL, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
-	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT || o->no_wakers))
-		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh, --off-cpu-entries and --no-wakers need --off-cpu");
+	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->no_wakers))
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --no-wakers need --off-cpu");
+	if (!o->offcpu && !o->sched && o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT)
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu-entries needs --off-cpu or --sched");
+	if (o->sched && o->offcpu && o->offcpu_thresh_ms > 0)
+		return set_errorf(err, errlen, -EINVAL, "--sched writes every block: --off-cpu-thresh must be 0 with it");
 	if (o->no_sched_split && !o->nr_spans)
 		return set_errorf(err, errlen, -EINVAL, "--no-sched-split needs --span");
 	/*

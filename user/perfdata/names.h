@@ -42,6 +42,13 @@
  * span under that name.
  */
 #define OTEL_SPAN_NAME_KEY "span.name"
+/*
+ * record --sched (sched_codec.h): every time a thread was off CPU, how it
+ * left, and its run-queue account then.  "spanperf-" rather than
+ * "spanperf:", so that no reader takes it for a span source.
+ */
+#define SCHED_ID (SPAN_ID_BASE + SP_MAX_SPANS + 4)
+#define SCHED_EVENT_NAME "spanperf-sched"
 
 /*
  * In the reserved half of the sample's CPU field, which perf ignores: this

@@ -32,6 +32,14 @@
 #define SPAN_ATTRS_MAX 612 /* OTEP 4947: a record of at most 640 bytes, 28 of them the header */
 
 #define SPAN_HAS_CONTEXT 2 /* flags: trace_id and span_id are set (SP_SPAN_UNFINISHED is 1) */
+/*
+ * flags: the span's edges are where samples (or switches) saw its context
+ * begin and end, not the moments it did: each is late by up to a sample
+ * period, less where a switch stamped it (otel spans).
+ */
+#define SPAN_EDGES_SAMPLED 4
+/* flags: its thread left the CPU in it, and its end is no earlier than its return (a switch's stamp). */
+#define SPAN_END_AT_SWITCH 8
 
 /*
  * Where the span's wall time went, from the thread's scheduler accounts
@@ -57,7 +65,7 @@ struct span_rec {
 	__u32 pid, tid, cpu;
 	__u16 idx;    /* which span source (attr) */
 	__u8 depth;
-	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT */
+	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT, SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 source;  /* enum sp_span_source */
 	__u8 pad[7];
 	__u8 trace_id[16], span_id[8]; /* W3C trace context, when SPAN_HAS_CONTEXT */

@@ -16,6 +16,7 @@
 #include "offcpu.skel.h"
 #include "perf_sample.h"
 #include "util.h"
+#include "sched_codec.h"
 #include "waker_codec.h"
 
 struct offcpu_set {
@@ -23,9 +24,11 @@ struct offcpu_set {
 	struct bpf_link *link;
 	struct ring_buffer *rb;
 	const char *hook;
-	struct perf_event_attr attr, waker_attr;
+	struct perf_event_attr attr, waker_attr, sched_attr;
 	struct bpf_link *waking;
 	bool wakers;		/* the waking program is loaded: each block names its waker */
+	bool offcpu, sched;	/* which records are written: offcpu-time, spanperf-sched */
+	bool run_delay;		/* the kernel keeps sched_info (CO-RE) */
 	offcpu_write_fn fn;
 	void *ctx;
 	int err;		/* the first write error inside the ring callback */
@@ -195,6 +198,12 @@ void offcpu__waker_attr(struct perf_event_attr *a)
 	a->sample_type |= PERF_SAMPLE_RAW;
 }
 
+void offcpu__sched_attr(struct perf_event_attr *a)
+{
+	offcpu__attr(a);
+	a->sample_type = (a->sample_type & ~PERF_SAMPLE_CALLCHAIN) | PERF_SAMPLE_RAW;
+}
+
 struct cached_stack {
 	__u64 *ips; /* NULL: not read yet */
 	__u32 n;
@@ -297,6 +306,26 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 	return s->fn(s->ctx, buf, len);
 }
 
+/* One spanperf-sched sample: see sched_codec.h. */
+static int write_sched(struct offcpu_set *s, const struct sp_offcpu_event *ev)
+{
+	struct sched_rec rec = { .magic = SCHED_REC_MAGIC, .version = 1, .size = sizeof(rec), .state = ev->state,
+				 .flags = s->run_delay ? SCHED_HAS_RUN_DELAY : 0, .run_delay = ev->run_delay };
+	/* RAW is a u32 size and the payload, padded so that the record stays 8-byte aligned. */
+	char raw[sizeof(rec) + 4] = {};
+	struct pd_sample smp = { .id = SCHED_ID, .pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu, .time = ev->end_ns,
+				 .period = ev->dur_ns, .raw = raw, .raw_size = sizeof(raw) };
+	char buf[sizeof(struct perf_event_header) + 128 + sizeof(raw)];
+	long len;
+
+	memcpy(raw, &rec, sizeof(rec));
+	len = pd_sample_write(buf, sizeof(buf), &s->sched_attr, PERF_RECORD_MISC_KERNEL, &smp);
+	if (len < 0)
+		return len;
+	s->st.sched++;
+	return s->fn(s->ctx, buf, len);
+}
+
 /* The waker sample of the block `ev` just written: see offcpu.h. */
 static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
 {
@@ -353,17 +382,22 @@ static int on_ring(void *ctx, void *data, size_t size)
 {
 	struct offcpu_set *s = ctx;
 	const struct sp_offcpu_event *ev = data;
-	int e;
+	int e = 0;
 
 	if (size < sizeof(*ev) || s->err)
 		return 0;
-	e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
-	if (!e && s->wakers)
-		e = write_waker(s, ev);
+	if (s->sched)
+		e = write_sched(s, ev);
+	/* A preemption (state 0) is a wait for a CPU, no block: --sched's alone. */
+	if (!e && s->offcpu && ev->state) {
+		e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
+		if (!e && s->wakers)
+			e = write_waker(s, ev);
+		if (!e)
+			s->st.samples++;
+	}
 	if (e)
 		s->err = e;
-	else
-		s->st.samples++;
 	return 0;
 }
 
@@ -383,6 +417,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		return -ENOMEM;
 	offcpu__attr(&s->attr);
 	offcpu__waker_attr(&s->waker_attr);
+	offcpu__sched_attr(&s->sched_attr);
+	s->offcpu = !o->no_offcpu;
+	s->sched = o->sched;
 	locate_syms(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
@@ -394,7 +431,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	}
 	bpf_program__set_autoload(s->skel->progs.offcpu_btf, !raw_tp);
 	bpf_program__set_autoload(s->skel->progs.offcpu_raw, raw_tp);
-	s->wakers = !o->no_wakers;
+	s->wakers = !o->no_wakers && s->offcpu;
 	bpf_program__set_autoload(s->skel->progs.waking_btf, s->wakers && !raw_tp);
 	bpf_program__set_autoload(s->skel->progs.waking_raw, s->wakers && raw_tp);
 	s->hook = raw_tp ? "raw_tp" : "tp_btf";
@@ -407,6 +444,10 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	s->skel->rodata->ring_size = ring;
 	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
 	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
+	s->skel->rodata->sched_mode = s->sched;
+	s->skel->rodata->want_stacks = s->offcpu;
+	/* The file is there exactly when the kernel keeps sched_info (CONFIG_SCHED_INFO). */
+	s->run_delay = access("/proc/self/schedstat", R_OK) == 0;
 	bpf_map__set_max_entries(s->skel->maps.offcpu_rb, ring);
 	bpf_map__set_max_entries(s->skel->maps.offstart, o->max_threads);
 	bpf_map__set_max_entries(s->skel->maps.offstacks, o->entries);
@@ -571,6 +612,16 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 			s->st.exited++;
 			continue;
 		}
+		if (s->sched) {
+			struct sp_offcpu_event ev = { .end_ns = end_ns, .dur_ns = end_ns - st.ts, .pid = st.pid, .tid = tid,
+						      .cpu = st.cpu, .state = st.state, .run_delay = st.run_delay };
+
+			e = write_sched(s, &ev);
+			if (e)
+				return e;
+		}
+		if (!s->offcpu || !st.state)
+			continue;
 		e = write_sample(s, st.pid, tid, st.cpu, end_ns, end_ns - st.ts, st.kstack, st.ustack, false);
 		if (e)
 			return e;
@@ -596,6 +647,16 @@ void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st)
 	st->hidden = bpf_percpu_sum(fd, SP_STAT_OFFCPU_HIDDEN);
 	st->waker_kstack = bpf_percpu_sum(fd, SP_STAT_WAKER_KSTACK);
 	st->waker_ustack = bpf_percpu_sum(fd, SP_STAT_WAKER_USTACK);
+}
+
+bool offcpu__sched(const struct offcpu_set *s)
+{
+	return s->sched;
+}
+
+bool offcpu__offcpu(const struct offcpu_set *s)
+{
+	return s->offcpu;
 }
 
 bool offcpu__wakers(const struct offcpu_set *s)

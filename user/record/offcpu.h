@@ -39,6 +39,8 @@ struct offcpu_opts {
 	bool prefer_raw_tp;
 	bool no_wakers;			/* leave out the sched_waking program (bench: its cost alone) */
 	const struct offcpu_eh_fds *eh; /* user chains by the tables, else NULL (the kernel's frame pointers) */
+	bool sched;			/* --sched: every switch-out as a spanperf-sched sample */
+	bool no_offcpu;			/* --sched without --off-cpu: no offcpu-time, no stacks */
 };
 
 struct offcpu_stats {
@@ -49,6 +51,7 @@ struct offcpu_stats {
 	__u64 exited;	   /* starts of threads gone at the end: dropped */
 	__u64 lost, noslot, agg_full, kstack, ustack, stale, unseen, hidden, nostack_ids;
 	__u64 ns;	   /* every sample's period summed */
+	__u64 sched;	   /* spanperf-sched samples */
 	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
 	__u64 eh_chains, eh_complete; /* ehframe: user chains unwound, and those that reached the outermost frame */
 };
@@ -64,6 +67,11 @@ int offcpu__attach(struct offcpu_set *s, char *err, size_t errlen);
 void offcpu__attr(struct perf_event_attr *a);
 /* The waker samples' attr (waker_codec.h). */
 void offcpu__waker_attr(struct perf_event_attr *a);
+/* The spanperf-sched samples' attr (sched_codec.h). */
+void offcpu__sched_attr(struct perf_event_attr *a);
+/* Which records the set writes. */
+bool offcpu__sched(const struct offcpu_set *s);
+bool offcpu__offcpu(const struct offcpu_set *s);
 /* For poll(): readable when the ring is half full. */
 int offcpu__ring_fd(const struct offcpu_set *s);
 /* Writes the blocks in the ring; *n is how many. */

@@ -169,7 +169,8 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(rec),
 		.start_ns = st->start_ns, .end_ns = end < st->start_ns ? st->start_ns : end,
 		.samples = st->samples, .pid = st->pid, .tid = tid, .cpu = cpu, .idx = r->o.idx,
-		.flags = SPAN_HAS_CONTEXT, .source = SP_SRC_OTEL,
+		.flags = SPAN_HAS_CONTEXT | SPAN_EDGES_SAMPLED | (st->flags & SP_OTEL_SWITCH_END ? SPAN_END_AT_SWITCH : 0),
+		.source = SP_SRC_OTEL,
 	};
 	const struct open_attrs *oa;
 	char buf[1024];

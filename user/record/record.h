@@ -30,6 +30,7 @@ struct record_opts {
 	bool raw_tp;		   /* --raw-tp: raw tracepoints where there is a choice */
 	bool otel;		   /* --otel: read OTEP 4947 thread context at each sample */
 	bool offcpu;		   /* --off-cpu */
+	bool sched;		   /* --sched: every switch-out of the threads watched (sched_codec.h) */
 	int64_t offcpu_thresh_ms;  /* --off-cpu-thresh, -1 when not given */
 	uint64_t offcpu_entries;   /* --off-cpu-entries: stacks and sums kept in BPF */
 	bool no_sched_split;	   /* --no-sched-split: spans without runq/sleep/blocked (bench's baseline) */

@@ -20,6 +20,14 @@ static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
 	__u64 id = OFFCPU_ID;
 	int e;
 
+	if (offcpu__sched(src->priv)) {
+		id = SCHED_ID;
+		offcpu__sched_attr(&a);
+		e = pd_writer__add_attr(w, &a, SCHED_EVENT_NAME, &id, 1);
+		if (e || !offcpu__offcpu(src->priv))
+			return e;
+		id = OFFCPU_ID;
+	}
 	offcpu__attr(&a);
 	e = pd_writer__add_attr(w, &a, OFFCPU_EVENT_NAME, &id, 1);
 	if (e || !offcpu__wakers(src->priv))
@@ -77,6 +85,15 @@ static void offcpu_stats(struct rec_source *src)
 	struct offcpu_stats st;
 
 	offcpu__stats(src->priv, &st);
+	if (offcpu__sched(src->priv))
+		pr_info("sched: %llu times off CPU written (every switch-out of the threads watched)",
+			(unsigned long long)st.sched);
+	if (!offcpu__offcpu(src->priv)) {
+		if (st.lost)
+			pr_warn("%llu switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)",
+				(unsigned long long)st.lost);
+		return;
+	}
 	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
 		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
 		(unsigned long long)st.open_at_end, st.ns / 1e9);
@@ -120,8 +137,10 @@ static void offcpu_free(struct rec_source *src)
 int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 {
 	const struct record_opts *o = ctx->o;
-	/* Spans (--otel ones too) need each block's time; sums have none. */
-	__s64 ms = o->offcpu_thresh_ms >= 0 ? o->offcpu_thresh_ms : o->nr_spans || o->otel ? 0 : OFFCPU_DEFAULT_THRESH_MS;
+	/* Spans (--otel ones too, and --sched's external ones) need each block's time; sums have none. */
+	__s64 ms = o->offcpu_thresh_ms >= 0		  ? o->offcpu_thresh_ms
+		   : o->nr_spans || o->otel || o->sched ? 0
+							  : OFFCPU_DEFAULT_THRESH_MS;
 	struct offcpu_opts oo = {
 		.cpus = o->cpus.n ? &o->cpus : NULL,
 		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
@@ -131,6 +150,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.thresh_ns = ms * 1000000ull,
 		.prefer_raw_tp = o->raw_tp,
 		.no_wakers = o->no_wakers,
+		.sched = o->sched,
+		.no_offcpu = !o->offcpu,
 	};
 	/* With ehframe, the off-CPU user chains are unwound as the samples are: the same tables and maps. */
 	struct offcpu_eh_fds eh = {
@@ -144,11 +165,11 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	int e;
 
 	*out = NULL;
-	if (!o->offcpu)
+	if (!o->offcpu && !o->sched)
 		return 0;
 	if (o->ehframe)
 		oo.eh = &eh;
-	src = rec_source__alloc("off-cpu", 0);
+	src = rec_source__alloc(o->offcpu ? "off-cpu" : "sched", 0);
 	if (!src)
 		return -ENOMEM;
 	*out = src;

@@ -25,6 +25,7 @@
 struct otel {
 	struct rec_ctx *ctx;
 	struct perf_event_attr attr;
+	struct bpf_link *sw; /* otel_switch: contexts read at switch-out too */
 };
 
 /* OTEP 4947 contexts: one more span source, after the --span ones; then the processes' OTEP 4719 contexts. */
@@ -63,6 +64,17 @@ static int otel_start(struct rec_source *src)
 	if (e) {
 		pr_err("cannot read the otel context ring: %s", strerror(-e));
 		return e;
+	}
+	if (bpf_program__fd(ctx->skel->progs.otel_switch) >= 0) {
+		s->sw = bpf_program__attach(ctx->skel->progs.otel_switch);
+		if (!s->sw) {
+			e = -errno;
+			pr_err("cannot attach the otel switch program (tp_btf sched_switch): %s", strerror(-e));
+			return e;
+		}
+		pr_debug("otel: contexts read at samples and at switch-out (tp_btf/sched_switch)");
+	} else {
+		pr_info("otel: no tp_btf here: contexts read at samples only, a span's blocks at its edges may fall outside it");
 	}
 	return otel_record__tick(ctx->otel, now_ns(CLOCK_MONOTONIC));
 }
@@ -104,6 +116,15 @@ static int otel_finish(struct rec_source *src, struct pd_writer *w, __u64 end_ns
 	return n < 0 ? n : 0;
 }
 
+/* Detached before the last drain: the contexts still open stay as they are for finish. */
+static void otel_stop(struct rec_source *src)
+{
+	struct otel *s = src->priv;
+
+	bpf_link__destroy(s->sw);
+	s->sw = NULL;
+}
+
 static void otel_stats(struct rec_source *src)
 {
 	struct otel *s = src->priv;
@@ -115,6 +136,7 @@ static void otel_free(struct rec_source *src)
 {
 	struct otel *s = src->priv;
 
+	bpf_link__destroy(s->sw);
 	otel_record__free(s->ctx->otel);
 	s->ctx->otel = NULL;
 }
@@ -137,6 +159,7 @@ int otel_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->makes_spans = true;
 	src->attrs = otel_attrs;
 	src->start = otel_start;
+	src->stop = otel_stop;
 	src->fds = otel_fds;
 	src->drain = otel_drain;
 	src->finish = otel_finish;

@@ -37,7 +37,7 @@ static int on_sample(void *ctx, const struct sess_sample *ss)
 	struct span_report *r = ctx;
 	const struct pd_sample *s = &ss->ev->sample;
 
-	if (ss->kind == SESS_OFFCPU || ss->kind == SESS_WAKER)
+	if (ss->kind == SESS_OFFCPU || ss->kind == SESS_WAKER || ss->kind == SESS_SCHED)
 		return span_wall__add(r->wall, ss);
 	if (ss->kind != SESS_SAMPLING)
 		return 0;
@@ -70,6 +70,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	}
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
 	row.sched = sp->sched;
+	row.edges = sp->flags & (SPAN_EDGES_SAMPLED | SPAN_END_AT_SWITCH);
 	if (sp->flags & SPAN_HAS_CONTEXT) {
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
@@ -242,6 +243,19 @@ static bool ids_at(void *ctx, __u32 tid, __u64 time, char trace[33], char span[1
 	for (int k = 0; k < 8; k++)
 		snprintf(span + 2 * k, 3, "%02x", best->span_id[k]);
 	return true;
+}
+
+bool spans_split(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how)
+{
+	*how = spans_split_name(sp->sched.how);
+	if (span_split_of(&sp->sched, sp->end - sp->start, x))
+		return true;
+	/* Spans that carry no split of their own (external, OTel): from the recording's switch-outs. */
+	if (span_wall__sched_split(r->wall, sp->tid, sp->start, sp->end, x)) {
+		*how = "sched-records";
+		return true;
+	}
+	return false;
 }
 
 const char *spans_split_name(__u32 how)

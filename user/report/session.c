@@ -205,6 +205,9 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 	if (a->name && !strcmp(a->name, OFFCPU_WAKER_EVENT_NAME) && a->nr_ids == 1 && a->ids[0] == OFFCPU_WAKER_ID &&
 	    (a->attr.sample_type & PERF_SAMPLE_RAW))
 		return SESS_WAKER;
+	if (a->name && !strcmp(a->name, SCHED_EVENT_NAME) && a->nr_ids == 1 && a->ids[0] == SCHED_ID &&
+	    (a->attr.sample_type & PERF_SAMPLE_RAW))
+		return SESS_SCHED;
 	if (span_codec_name(a))
 		return SESS_SPAN;
 	if (span_codec_is_counters(a)) {
@@ -395,7 +398,8 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 	switch (s->kind[ai]) {
 	case SESS_SAMPLING:
 	case SESS_OFFCPU:
-	case SESS_WAKER: {
+	case SESS_WAKER:
+	case SESS_SCHED: {
 		struct sess_sample ss = {
 			.ev = ev, .kind = s->kind[ai], .attr = ai,
 			.kernel = (ev->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
@@ -462,7 +466,7 @@ static int take(struct session *s, struct timeline *tl, const struct pd_event *e
 	if (k == SESS_OTEL_PROCESS)
 		return otel_process(s, ev);
 	/* A waker sample waits with the offcpu-time sample it follows: both are stamped alike. */
-	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SPAN)
+	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SCHED && k != SESS_SPAN)
 		return 0;
 	if (array_reserve((void **)&tl->q, &tl->cap_q, tl->nr_q, sizeof(*tl->q)))
 		return -ENOMEM;

@@ -37,6 +37,7 @@ enum sess_kind {
 	SESS_SAMPLING,	   /* on-CPU samples: cycles, cpu-clock, any -e event */
 	SESS_OFFCPU,	   /* offcpu-time: period is ns off CPU */
 	SESS_WAKER,	   /* spanperf:waker: who ended an off-CPU block (offcpu.h) */
+	SESS_SCHED,	   /* spanperf-sched: every time off CPU of a thread, and how (sched_codec.h) */
 	SESS_SPAN,	   /* spanperf:NAME: one span per record */
 	SESS_SPAN_COUNTERS, /* names the spans' counters; no records */
 	SESS_OTEL_PROCESS, /* spanperf-otel-process: a process's OTEP 4719 context, read at open */

@@ -8,6 +8,7 @@
 #include "span_wall.h"
 #include "symbols.h"
 #include "util.h"
+#include "sched_codec.h"
 #include "waker_codec.h"
 
 #define TOP_STACKS 3
@@ -35,8 +36,22 @@ struct waker {
 	bool kernel;
 };
 
+/* A spanperf-sched record: tid off CPU over [start, end], its run-queue tail runq ns. */
+struct off {
+	__u32 tid;
+	__u32 state; /* 0 runnable, 1 S, 2 D */
+	__u64 start, end;
+	__u64 run_delay; /* at the switch-out */
+	__u64 runq;	 /* set by span_wall__finish */
+	bool has_rd;
+	bool runq_known; /* runq is the scheduler's figure (else: no split over this record) */
+};
+
 struct span_wall {
 	struct session *sess;
+	struct off *off;
+	size_t noff, cap_off;
+	bool sched;
 	struct block *b;
 	size_t nr, cap;
 	struct waker *wk;
@@ -44,6 +59,7 @@ struct span_wall {
 	struct strpool comms;
 	bool recorded, wakers;
 	__u64 sums;
+	__u64 runq_unknown; /* sched records whose run-queue tail is unknown */
 	span_wall_ids_fn ids;
 	void *ids_ctx;
 };
@@ -58,6 +74,7 @@ int span_wall__new(struct span_wall **out, struct session *s)
 	for (int i = 0; i < s->rd->nr_attrs; i++) {
 		w->recorded |= s->kind[i] == SESS_OFFCPU;
 		w->wakers |= s->kind[i] == SESS_WAKER;
+		w->sched |= s->kind[i] == SESS_SCHED;
 	}
 	*out = w;
 	return 0;
@@ -98,6 +115,21 @@ static int add_waker(struct span_wall *w, const struct sess_sample *ss)
 	return 0;
 }
 
+static int add_sched(struct span_wall *w, const struct sess_sample *ss)
+{
+	const struct pd_sample *s = &ss->ev->sample;
+	struct sched_rec rec;
+
+	if (sched_rec_decode(s->raw, s->raw_size, &rec) || s->period > s->time || rec.state > 2)
+		return 0; /* a layout this reader does not know, or no interval */
+	if (array_reserve((void **)&w->off, &w->cap_off, w->noff, sizeof(*w->off)))
+		return -ENOMEM;
+	w->off[w->noff++] = (struct off){ .tid = s->tid, .state = rec.state, .start = s->time - s->period,
+					  .end = s->time, .run_delay = rec.run_delay,
+					  .has_rd = rec.flags & SCHED_HAS_RUN_DELAY };
+	return 0;
+}
+
 int span_wall__add(struct span_wall *w, const struct sess_sample *ss)
 {
 	const struct pd_sample *s = &ss->ev->sample;
@@ -105,6 +137,8 @@ int span_wall__add(struct span_wall *w, const struct sess_sample *ss)
 
 	if (ss->kind == SESS_WAKER)
 		return add_waker(w, ss);
+	if (ss->kind == SESS_SCHED)
+		return add_sched(w, ss);
 	if (ss->kind != SESS_OFFCPU)
 		return 0;
 	if (s->cpu_res & OFFCPU_RES_SUM) {
@@ -142,11 +176,101 @@ static int cmp_waker(const void *a, const void *b)
 	return (x->block_end > y->block_end) - (x->block_end < y->block_end);
 }
 
+static int cmp_off(const void *a, const void *b)
+{
+	const struct off *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+/*
+ * Each time off CPU ends with its wait in the run queue: all of it for a
+ * thread that left runnable; for a sleep, the time from its wakeup to its
+ * pick, which the kernel adds to run_delay at the pick, after the switch
+ * tracepoint: the next record's run_delay less this one's.  A thread's last
+ * record has no next, and a kernel without sched_info no run_delay: their
+ * run-queue tail is unknown, and a span over them gets no split (null
+ * fields, not a wait for the CPU counted as sleep).
+ */
+static void sched_runq(struct span_wall *w)
+{
+	for (size_t i = 0; i < w->noff; i++) {
+		struct off *o = &w->off[i], *n = i + 1 < w->noff && w->off[i + 1].tid == o->tid ? &w->off[i + 1] : NULL;
+		__u64 dur = o->end - o->start;
+
+		o->runq_known = true;
+		if (!o->state)
+			o->runq = dur;
+		else if (n && o->has_rd && n->has_rd && n->run_delay >= o->run_delay)
+			/* rq_clock and the stamps' clock may differ by a few us: never more than the block. */
+			o->runq = SP_MIN(n->run_delay - o->run_delay, dur);
+		else
+			o->runq_known = false, w->runq_unknown++;
+	}
+}
+
 int span_wall__finish(struct span_wall *w)
 {
 	sort_n(w->b, w->nr, sizeof(*w->b), cmp_block);
 	sort_n(w->wk, w->nwk, sizeof(*w->wk), cmp_waker);
+	sort_n(w->off, w->noff, sizeof(*w->off), cmp_off);
+	sched_runq(w);
 	return 0;
+}
+
+bool span_wall__has_sched(const struct span_wall *w)
+{
+	return w && w->sched;
+}
+
+/* The length of [a, b] inside [start, end]. */
+static __u64 clip_len(__u64 a, __u64 b, __u64 start, __u64 end)
+{
+	a = SP_MAX(a, start);
+	b = SP_MIN(b, end);
+	return b > a ? b - a : 0;
+}
+
+bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x)
+{
+	struct span_split acc = {};
+	size_t lo = 0, hi;
+	__u64 wall = end > start ? end - start : 0;
+
+	if (!w || !w->sched)
+		return false;
+	hi = w->noff;
+	/* The first record of tid that ends after start: a thread's records do not overlap. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct off *o = &w->off[mid];
+
+		if (o->tid < tid || (o->tid == tid && o->end <= start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < w->noff && w->off[i].tid == tid && w->off[i].start < end; i++) {
+		const struct off *o = &w->off[i];
+		__u64 wake = o->end - o->runq, head = clip_len(o->start, wake, start, end);
+
+		if (!o->runq_known)
+			return false;
+		acc.runq += clip_len(wake, o->end, start, end);
+		if (o->state == 2)
+			acc.blocked += head;
+		else
+			acc.sleep += head;
+	}
+	acc.off = SP_MIN(acc.sleep + acc.blocked, wall);
+	acc.blocked = SP_MIN(acc.blocked, acc.off);
+	acc.sleep = acc.off - acc.blocked;
+	acc.runq = SP_MIN(acc.runq, wall - acc.off);
+	acc.on = wall - acc.off - acc.runq;
+	*x = acc;
+	return true;
 }
 
 bool span_wall__has_wakers(const struct span_wall *w)
@@ -463,6 +587,7 @@ void span_wall__free(struct span_wall *w)
 		free(w->wk[i].chain);
 	free(w->b);
 	free(w->wk);
+	free(w->off);
 	strpool_free(&w->comms);
 	free(w);
 }

@@ -29,7 +29,7 @@ int span_wall__new(struct span_wall **out, struct session *s);
  */
 typedef bool (*span_wall_ids_fn)(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17]);
 void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx);
-/* Takes an offcpu-time or spanperf:waker sample; others are ignored. */
+/* Takes an offcpu-time, spanperf:waker or spanperf-sched sample; others are ignored. */
 int span_wall__add(struct span_wall *w, const struct sess_sample *ss);
 /* After the last sample: sorts the blocks by thread and time. */
 int span_wall__finish(struct span_wall *w);
@@ -54,6 +54,17 @@ bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split
  */
 int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
 		    const char *split_how, struct sbuf *b);
+/* The file has spanperf-sched records (record --sched). */
+bool span_wall__has_sched(const struct span_wall *w);
+/*
+ * The split of tid's [start, end] from the file's spanperf-sched records
+ * (every time the thread was off CPU, how it left, and its run_delay then):
+ * each record's run-queue tail, its sleep or D head, and the rest of the
+ * interval on CPU.  False where the file has none of those records, or
+ * one inside the interval has no known run-queue tail (the thread's last,
+ * or a kernel without sched_info).
+ */
+bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x);
 /* The file names each block's waker (spanperf:waker samples). */
 bool span_wall__has_wakers(const struct span_wall *w);
 /*

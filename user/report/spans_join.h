@@ -40,6 +40,7 @@ struct span_row {
 	__u64 counters[SP_MAX_COUNTERS];
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	__u8 edges;   /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
@@ -82,6 +83,12 @@ bool spans_ctr_is_clock(const char *name);
 __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp);
 /* How the span's split was measured, as the JSON rows' "split" says (enum sp_sched_how); NULL: none. */
 const char *spans_split_name(__u32 how);
+/*
+ * The split of sp's wall time: the span's own (its record's accounts), else
+ * that of the file's spanperf-sched records over its thread and interval;
+ * *how names the one used (NULL: none).  False where there is neither.
+ */
+bool spans_split(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how);
 /* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
 void spans_ids(const struct span_row *sp, size_t i, char trace[33], char span[17]);
 

@@ -56,16 +56,20 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 	}
 	{
 		struct span_split x;
-		bool split = span_split_of(&sp->sched, sp->end - sp->start, &x);
+		const char *how;
+		bool split = spans_split(r, sp, &x, &how);
 
 		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
-				spans_split_name(sp->sched.how), b);
+				how, b);
 		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, b);
 	}
 	if (sp->ext && sp->ext->trace_id[0])
 		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
 	if (sp->ext && sp->ext->span_id[0])
 		sbuf_printf(b, ",\"span_id\":%s", sp->ext->span_id);
+	/* Edges seen by samples: each up to a period late, the end no earlier than a switch where one stamped it. */
+	if (sp->edges & SPAN_EDGES_SAMPLED)
+		sbuf_printf(b, ",\"edges\":\"%s\"", sp->edges & SPAN_END_AT_SWITCH ? "sampled, end at a switch" : "sampled");
 	if (sp->unfinished)
 		sbuf_printf(b, ",\"unfinished\":true");
 	if (r->o.bpf_samples && sp->source != SP_SRC_EXTERNAL)

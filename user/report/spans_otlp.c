@@ -70,6 +70,7 @@ static void perf_attrs(struct otlp_w *w, const struct span_row *sp, bool *first)
 	struct span_report *r = w->r;
 	struct sbuf *b = &w->b;
 	struct span_split x;
+	const char *how;
 
 	otlp_attr_int(b, first, "thread.id", sp->tid);
 	otlp_attr_str(b, first, "perf.span.source", span_source_name(sp->source));
@@ -86,7 +87,7 @@ static void perf_attrs(struct otlp_w *w, const struct span_row *sp, bool *first)
 	 * else the clipped sum of blocks; absent, not 0, where neither was
 	 * recorded.
 	 */
-	if (span_split_of(&sp->sched, sp->end - sp->start, &x)) {
+	if (spans_split(r, sp, &x, &how)) {
 		otlp_attr_double(b, first, "perf.off_cpu_ms", x.off / 1e6);
 		otlp_attr_double(b, first, "perf.runq_ms", x.runq / 1e6);
 		otlp_attr_double(b, first, "perf.sleep_ms", x.sleep / 1e6);

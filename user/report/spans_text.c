@@ -129,7 +129,7 @@ static bool any_split(const struct span_report *r)
 	for (size_t i = 0; i < r->nsp; i++)
 		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS)
 			return true;
-	return false;
+	return span_wall__has_sched(r->wall);
 }
 
 /*
@@ -232,7 +232,7 @@ int spans_print_table(struct span_report *r, FILE *out)
 		size_t cnt = 0, samples = 0, first = 0;
 		__u64 ctr[SP_MAX_COUNTERS] = {}, off = 0;
 		struct span_split sum = {}, x;
-		const char *blocked = NULL;
+		const char *blocked = NULL, *how;
 		int src = 0, ntop;
 		/* All samples of all spans of this name, pooled for the top list. */
 		struct topc *pool = NULL;
@@ -249,7 +249,7 @@ int spans_print_table(struct span_report *r, FILE *out)
 					blocked = span_wall__top_frame(r->wall, sp->tid, sp->start, sp->end);
 			}
 			src = sp->source;
-			if (span_split_of(&sp->sched, sp->end - sp->start, &x)) {
+			if (spans_split(r, sp, &x, &how)) {
 				sum.on += x.on;
 				sum.runq += x.runq;
 				sum.sleep += x.sleep;

@@ -54,10 +54,11 @@ static int add_span(struct timeline *t, struct span_report *r, size_t i, struct 
 	{
 		/* The same fields, from the same functions, as the span's JSON line. */
 		struct span_split x;
-		bool split = span_split_of(&sp->sched, sp->end - sp->start, &x);
+		const char *how;
+		bool split = spans_split(r, sp, &x, &how);
 
 		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
-				spans_split_name(sp->sched.how), wall);
+				how, wall);
 		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, wall);
 	}
 	sbuf_zero(wall, 1);
