@@ -55,6 +55,11 @@ void record_usage(FILE *out)
 		"      --off-cpu-entries N  stacks and sums kept in BPF (default 16384)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
+		"      --switch-output[=signal|SIZE|TIME]\n"
+		"                         a new file on SIGUSR2 (the default), when the data reach\n"
+		"                         SIZE (B/K/M/G, e.g. 100M) or every TIME (s/m/h/d, e.g. 30s);\n"
+		"                         each is complete on its own, named FILE.YYYYMMDDHHMMSScc\n"
+		"      --switch-max-files N  keep the newest N of them, deleting the oldest\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
@@ -127,6 +132,44 @@ static int opt_offcpu_thresh(const char *arg, void *opts, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * perf's spellings: "signal", a size with its unit (B, K, M, G) or a time
+ * with its unit (s, m, h, d).  A bare number is neither, as in perf.
+ */
+static int opt_switch_output(const char *arg, void *opts, char *err, size_t errlen)
+{
+	static const struct { char unit; uint64_t size, ns; } units[] = {
+		{ 'B', 1, 0 }, { 'K', 1ull << 10, 0 }, { 'M', 1ull << 20, 0 }, { 'G', 1ull << 30, 0 },
+		{ 's', 0, 1000000000ull }, { 'm', 0, 60000000000ull }, { 'h', 0, 3600000000000ull },
+		{ 'd', 0, 86400000000000ull },
+	};
+	struct record_opts *o = opts;
+	size_t len = arg ? strlen(arg) : 0;
+	char num[32];
+	uint64_t v;
+
+	o->switch_output = true;
+	o->switch_size = o->switch_ns = 0;
+	if (!arg || !strcmp(arg, "signal"))
+		return 0;
+	if (len >= 2 && len < sizeof(num)) {
+		memcpy(num, arg, len - 1);
+		num[len - 1] = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (arg[len - 1] != units[i].unit) /* case matters: m is minutes, M MiB */
+				continue;
+			if (parse_u64(num, &v, 1, UINT64_MAX / (units[i].size | units[i].ns)))
+				break;
+			o->switch_size = v * units[i].size;
+			o->switch_ns = v * units[i].ns;
+			return 0;
+		}
+	}
+	return set_errorf(err, errlen, -EINVAL,
+			  "--switch-output '%s' is not signal, a size like 100M (B/K/M/G) or a time like 30s (s/m/h/d)",
+			  arg);
+}
+
 #define R(f) offsetof(struct record_opts, f)
 static const struct opt_def record_defs[] = {
 	OPT_DEFS_RUN(struct record_opts),
@@ -151,6 +194,9 @@ static const struct opt_def record_defs[] = {
 	{ .name = "off-cpu-entries", .type = OPT_T_U64, .off = R(offcpu_entries), .lo = 16, .hi = 1 << 24,
 	  .bad = "is not a number from 16 to 16777216" },
 	OPT_DEFS_OUTPUT(struct record_opts),
+	{ .name = "switch-output", .type = OPT_T_FN_OPTARG, .fn = opt_switch_output },
+	{ .name = "switch-max-files", .type = OPT_T_U64, .off = R(switch_max_files), .lo = 1, .hi = 1 << 20,
+	  .bad = "is not a number of files from 1 to 1048576" },
 	{ .name = "mmap-pages", .letter = 'm', .type = OPT_T_POW2, .off = R(mmap_pages), .lo = 1, .hi = 1 << 20,
 	  .bad = "is not a power of two from 1 to 1048576 pages" },
 	{ .name = "no-buildid-cache", .letter = 'N', .type = OPT_T_FLAG, .off = R(no_buildid_cache) },
@@ -169,6 +215,8 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		return set_errorf(err, errlen, -EINVAL, "-F and -c both set the sampling rate; give one of them");
 	if (period_set)
 		o->freq = 0;
+	if (o->switch_max_files && !o->switch_output)
+		return set_errorf(err, errlen, -EINVAL, "--switch-max-files needs --switch-output");
 	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT))
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
 	/*

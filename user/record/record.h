@@ -36,6 +36,14 @@ struct record_opts {
 	uint64_t mmap_pages;	/* -m, per CPU */
 	uint64_t max_threads;
 	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
+	/*
+	 * --switch-output[=signal|SIZE|TIME]: a new file on SIGUSR2, past
+	 * switch_size bytes of data or every switch_ns, each named as perf
+	 * names them (OUTPUT.YYYYMMDDHHMMSScc); --switch-max-files keeps the
+	 * newest N (0: all).
+	 */
+	bool switch_output;
+	uint64_t switch_size, switch_ns, switch_max_files;
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };

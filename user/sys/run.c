@@ -14,12 +14,14 @@
 #include "run.h"
 #include "util.h"
 
-static volatile sig_atomic_t stop_sig;
-static sigset_t orig_mask;
+static volatile sig_atomic_t stop_sig, switch_sig;
+static sigset_t orig_mask, caught;
 
 static void on_signal(int sig)
 {
-	if (sig != SIGCHLD)
+	if (sig == SIGUSR2)
+		switch_sig = 1;
+	else if (sig != SIGCHLD)
 		stop_sig = sig;
 }
 
@@ -39,8 +41,30 @@ void runctl_init(void)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGCHLD);
+	caught = block;
 	/* Blocked outside the wait, so a signal during set-up is only deferred. */
 	sigprocmask(SIG_BLOCK, &block, &orig_mask);
+}
+
+void runctl_catch_switch(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigaddset(&caught, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+}
+
+bool runctl_switch_requested(void)
+{
+	bool r = switch_sig;
+
+	switch_sig = 0;
+	return r;
 }
 
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
@@ -48,10 +72,9 @@ int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
 	sigset_t unblocked = orig_mask;
 
-	sigdelset(&unblocked, SIGINT);
-	sigdelset(&unblocked, SIGTERM);
-	sigdelset(&unblocked, SIGHUP);
-	sigdelset(&unblocked, SIGCHLD);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(&caught, sig))
+			sigdelset(&unblocked, sig);
 	return ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &unblocked);
 }
 
