@@ -83,6 +83,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
 			c->oncpu_ns += slice;
 			c->sum_seen = prev_sum;
+			/* Still prev's context at sched_switch: the cgroup it ran this slice in. */
+			c->cgroup_id = bpf_get_current_cgroup_id();
 			c->switches++;
 		}
 	}

@@ -20,6 +20,7 @@
 #include "parse.h"
 #include "run.h"
 #include "sbuf.h"
+#include "stat_serve.h"
 #include "util.h"
 
 void stat_usage(FILE *out)
@@ -43,6 +44,10 @@ void stat_usage(FILE *out)
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"      --raw-tp           use the raw_tp switch hook even where tp_btf works\n"
+		"      --serve [ADDR:]PORT  serve the counters per cgroup and comm at /metrics in\n"
+		"                         Prometheus' text format (ADDR: 127.0.0.1 unless given)\n"
+		"      --serve-top N      series per metric, by CPU time; the rest summed as\n"
+		"                         _other (default 50)\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -52,7 +57,8 @@ void stat_usage(FILE *out)
 		"  spanperf stat -d 5                              # whole host, 5 s\n"
 		"  spanperf stat --per-thread -e task-clock,cs -- make -j8\n"
 		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
-		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n");
+		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n"
+		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n");
 }
 
 #define S(f) offsetof(struct stat_opts, f)
@@ -64,6 +70,9 @@ static const struct opt_def stat_defs[] = {
 	{ .name = "interval-print", .letter = 'I', .type = OPT_T_U64, .off = S(interval_ms), .lo = 10,
 	  .hi = 3600 * 1000, .bad = "is not an interval in milliseconds from 10 to 3600000" },
 	{ .name = "json", .letter = 'j', .type = OPT_T_FLAG, .off = S(json) },
+	{ .name = "serve", .type = OPT_T_STR, .off = S(serve), .bad = "needs [ADDR:]PORT" },
+	{ .name = "serve-top", .type = OPT_T_U64, .off = S(serve_top), .lo = 1, .hi = 100000,
+	  .bad = "is not a number of series from 1 to 100000" },
 	OPT_DEFS_OUTPUT(struct stat_opts),
 	OPT_DEFS_VERBOSITY(struct stat_opts),
 	{}
@@ -74,10 +83,22 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 {
 	uint64_t seen;
 
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int e;
+
 	memset(o, 0, sizeof(*o));
 	o->max_threads = 32768;
-	return opts_parse(stat_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, stat_usage, err, errlen) ?:
-	       opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+	o->serve_top = 50;
+	e = opts_parse(stat_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, stat_usage, err, errlen) ?:
+	    opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+	if (e)
+		return e;
+	if (o->serve && o->interval_ms)
+		return set_errorf(err, errlen, -EINVAL, "--serve and -I both report as the run goes; give one of them");
+	if ((seen & (1ull << opts_index(stat_defs, "serve-top"))) && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--serve-top needs --serve");
+	return o->serve ? serve_addr_parse(o->serve, &ss, &len, err, errlen) : 0;
 }
 
 void stat_opts_free(struct stat_opts *o)
@@ -499,7 +520,7 @@ cleanup:
 }
 
 /* Until -d, CMD's exit or a signal, with -I's reports on the way; then the last one. */
-static void stat_loop(struct stat_run *r, struct run *run)
+static void stat_loop(struct stat_run *r, struct run *run, struct stat_serve **serve)
 {
 	const struct stat_opts *o = r->o;
 	__u64 next_interval = 0;
@@ -517,6 +538,9 @@ static void stat_loop(struct stat_run *r, struct run *run)
 			wake = SP_MIN(wake, next_interval);
 		timeout = wake > now ? (wake - now) / 1000000 + 1 : 0;
 	}
+	/* No scrape once the counters stop: the last reading is stat's own. */
+	stat_serve__free(*serve);
+	*serve = NULL;
 	counters__stop(r->cs);
 	run__stop(run);
 	if (!o->interval_ms || o->json) {
@@ -549,6 +573,7 @@ int cmd_stat(int argc, char **argv)
 	struct stat_run r = { .o = &o };
 	struct int_list online = {};
 	struct run run = {};
+	struct stat_serve *serve = NULL;
 	char err[512];
 	int e, ret = 1;
 
@@ -569,12 +594,15 @@ int cmd_stat(int argc, char **argv)
 	r.start_ns = now_ns(CLOCK_MONOTONIC);
 	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r.cs),
 		 (unsigned long long)counters__bytes_per_thread(r.cs));
+	if (o.serve && stat_serve__start(&serve, o.serve, r.cs, o.serve_top))
+		goto cleanup;
 	if (run__start(&run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	stat_loop(&r, &run);
+	stat_loop(&r, &run, &serve);
 	stat_losses(&r);
 	ret = run__exit_code(&run);
 cleanup:
+	stat_serve__free(serve);
 	run__stop(&run);
 	if (r.out && r.out != stderr)
 		fclose(r.out);

@@ -427,6 +427,7 @@ static int read_closed(struct counter_set *s, struct readout *ro)
 		ro->v[i].pid = c.pid;
 		ro->v[i].oncpu_ns = c.oncpu_ns;
 		ro->v[i].switches = c.switches;
+		ro->v[i].cgroup_id = c.cgroup_id;
 		memcpy(ro->v[i].comm, c.comm, SP_COMM_LEN);
 		ro->v[i].comm[SP_COMM_LEN - 1] = 0;
 	}

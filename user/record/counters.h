@@ -49,6 +49,7 @@ struct thread_counts {
 	__u32 tid, pid;
 	char comm[SP_COMM_LEN];
 	__u64 oncpu_ns, switches;
+	__u64 cgroup_id; /* v2, where it last ran */
 	__u64 value[SP_MAX_COUNTERS], enabled[SP_MAX_COUNTERS], running[SP_MAX_COUNTERS];
 };
 
