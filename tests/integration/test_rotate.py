@@ -9,8 +9,10 @@ import signal
 import subprocess
 import time
 
-from harness import (SPANPERF, WORKLOAD, json_lines, need_bpf, perf_clean, perf_script_samples, spanperf,
+import pprof_decode
+from harness import (SPANPERF, WORKLOAD, json_lines, need_bpf, perf_clean, perf_script_samples, run, spanperf,
                      test, tmpdir)
+from test_report import pprof_tool
 
 DUMP = re.compile(r"^\[ spanperf record: dump (\S+): (\d+) samples \]$")
 TOTAL = re.compile(r"^\[ spanperf record: (\d+) samples from")
@@ -104,3 +106,33 @@ def test_switch_output_bad_values():
         assert p.returncode == 1, "%s exited %d" % (args, p.returncode)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and what in lines[0], "%s said: %s" % (args, p.stderr)
+
+
+@test
+def test_pprof_dir_one_profile_per_kept_file():
+    need_bpf()
+    d, pd = tmpdir(), tmpdir()
+    p = spanperf("record", "-F", "999", "-o", os.path.join(d, "perf.data"), "--switch-output=1s",
+                 "--switch-max-files", "2", "--pprof-dir", pd, "-d", "4", "--", WORKLOAD, "spin", "60000",
+                 timeout=120)
+    assert p.returncode in (0, 143), "record exited %d: %s" % (p.returncode, p.stderr)
+    announced, total = dumps(p.stderr)
+    kept = [os.path.basename(f) for f, _ in announced[-2:]]
+    assert sorted(os.listdir(pd)) == sorted(k + ".pb.gz" for k in kept), (os.listdir(pd), kept)
+    for (f, n), k in zip(announced[-2:], kept):
+        prof = pprof_decode.decode(os.path.join(pd, k + ".pb.gz"))
+        # The profile holds exactly the file's samples, as perf counts them.
+        assert sum(s["value"][0] for s in prof["sample"]) == len(perf_script_samples(os.path.join(d, k))) == n
+    # pprof itself reads one.
+    tool = pprof_tool()
+    q = run([tool, "-top", os.path.join(pd, kept[-1] + ".pb.gz")], timeout=120)
+    assert q.returncode == 0 and "flat" in q.stdout, q.stderr
+
+
+@test
+def test_pprof_dir_needs_a_directory():
+    p = spanperf("record", "--switch-output", "--pprof-dir", "/nonexistent/x", "-d", "1")
+    assert p.returncode == 1 and p.stderr.strip().splitlines()[-1].endswith(
+        "--pprof-dir '/nonexistent/x' is not a writable directory"), p.stderr
+    p = spanperf("record", "--pprof-dir", "/tmp", "-d", "1")
+    assert p.returncode == 1 and "--pprof-dir needs --switch-output" in p.stderr, p.stderr

@@ -7,11 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
 #include "cmd_opts.h"
 #include "commands.h"
 #include "log.h"
 #include "parse.h"
+#include "profile.h"
 #include "record.h"
+#include "report_out.h"
 #include "span_sources.h"
 #include "spanperf.h"
 
@@ -60,6 +67,8 @@ void record_usage(FILE *out)
 		"                         SIZE (B/K/M/G, e.g. 100M) or every TIME (s/m/h/d, e.g. 30s);\n"
 		"                         each is complete on its own, named FILE.YYYYMMDDHHMMSScc\n"
 		"      --switch-max-files N  keep the newest N of them, deleting the oldest\n"
+		"      --pprof-dir DIR    with --switch-output: also a pprof profile of each file,\n"
+		"                         DIR/FILE.pb.gz (kept and deleted along with the files)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
@@ -197,6 +206,7 @@ static const struct opt_def record_defs[] = {
 	{ .name = "switch-output", .type = OPT_T_FN_OPTARG, .fn = opt_switch_output },
 	{ .name = "switch-max-files", .type = OPT_T_U64, .off = R(switch_max_files), .lo = 1, .hi = 1 << 20,
 	  .bad = "is not a number of files from 1 to 1048576" },
+	{ .name = "pprof-dir", .type = OPT_T_STR, .off = R(pprof_dir), .bad = "needs a directory" },
 	{ .name = "mmap-pages", .letter = 'm', .type = OPT_T_POW2, .off = R(mmap_pages), .lo = 1, .hi = 1 << 20,
 	  .bad = "is not a power of two from 1 to 1048576 pages" },
 	{ .name = "no-buildid-cache", .letter = 'N', .type = OPT_T_FLAG, .off = R(no_buildid_cache) },
@@ -217,6 +227,8 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		o->freq = 0;
 	if (o->switch_max_files && !o->switch_output)
 		return set_errorf(err, errlen, -EINVAL, "--switch-max-files needs --switch-output");
+	if (o->pprof_dir && !o->switch_output)
+		return set_errorf(err, errlen, -EINVAL, "--pprof-dir needs --switch-output");
 	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT))
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --off-cpu-entries need --off-cpu");
 	/*
@@ -264,9 +276,83 @@ static int parse_specs(struct record_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * --pprof-dir: each finished file through report's pipeline into a gzipped
+ * pprof profile beside the others, for pprof -http or an ingester watching
+ * the folder.  A file that cannot be read is said and skipped: the
+ * recording goes on.
+ */
+struct pprof_sink {
+	const char *dir;
+	uint64_t max;
+	char **kept;
+	uint64_t nr;
+};
+
+static int pprof_fn(const struct profile *p, FILE *f, const void *arg)
+{
+	(void)arg;
+	return report_pprof(p, f);
+}
+
+static int pprof_on_switch(const char *path, void *arg)
+{
+	struct pprof_sink *ps = arg;
+	const char *base = strrchr(path, '/');
+	struct profile *p = NULL;
+	char out[PATH_MAX], err[512];
+	struct atomic_file af;
+	FILE *f;
+	int e;
+
+	base = base ? base + 1 : path;
+	if ((size_t)snprintf(out, sizeof(out), "%s/%s.pb.gz", ps->dir, base) >= sizeof(out))
+		return 0;
+	e = profile__load(&p, path, NULL, err, sizeof(err));
+	if (e) {
+		pr_warn("no pprof for %s: %s", path, err);
+		return 0;
+	}
+	e = atomic_file__open(&af, out, 0600, false);
+	f = e ? NULL : atomic_file__stdio(&af);
+	e = e ?: f ? pprof_fn(p, f, NULL) : -errno;
+	e = e ?: atomic_file__commit(&af);
+	atomic_file__release(&af);
+	profile__free(p);
+	if (e) {
+		pr_warn("cannot write %s: %s", out, strerror(-e));
+		return 0;
+	}
+	if (!ps->max)
+		return 0;
+	if (ps->nr == ps->max) {
+		unlink(ps->kept[0]);
+		free(ps->kept[0]);
+		memmove(ps->kept, ps->kept + 1, (ps->nr - 1) * sizeof(*ps->kept));
+		ps->nr--;
+	}
+	ps->kept[ps->nr] = strdup(out);
+	if (ps->kept[ps->nr])
+		ps->nr++;
+	return 0;
+}
+
+/* The directory exists and takes files: said now, not after the first window. */
+static int check_pprof_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK)) {
+		pr_err("--pprof-dir '%s' is not a writable directory", dir);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
+	struct pprof_sink ps = {};
 	char err[512];
 	int e, ret = 1;
 
@@ -279,9 +365,23 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	sp_verbose = o.verbose;
+	if (o.pprof_dir) {
+		if (check_pprof_dir(o.pprof_dir))
+			goto cleanup;
+		ps.dir = o.pprof_dir;
+		ps.max = o.switch_max_files;
+		ps.kept = ps.max ? calloc(ps.max, sizeof(*ps.kept)) : NULL;
+		if (ps.max && !ps.kept)
+			goto cleanup;
+		o.on_switch = pprof_on_switch;
+		o.on_switch_arg = &ps;
+	}
 	if (record__run(&o, sp_argc, sp_argv, &ret))
 		ret = 1;
 cleanup:
+	for (uint64_t i = 0; i < ps.nr; i++)
+		free(ps.kept[i]);
+	free(ps.kept);
 	record_opts_free(&o);
 	return ret;
 }

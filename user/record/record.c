@@ -79,6 +79,7 @@ struct recorder {
 	char **kept;
 	int nr_kept;
 	char last_name[PATH_MAX];
+	bool stop; /* on_switch asked for the end */
 };
 
 struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
@@ -389,6 +390,8 @@ static int loop(struct recorder *r)
 			e = rotate(r);
 			if (e)
 				return e;
+			if (r->stop)
+				break;
 		}
 		progress(r, false);
 	}
@@ -561,6 +564,8 @@ static int write_header(struct recorder *r)
 				r->last_name, (unsigned long long)(r->ctx.samples - r->window_samples));
 		r->progress_shown = false;
 		keep_file(r, r->last_name);
+		if (r->ctx.o->on_switch && r->ctx.o->on_switch(r->last_name, r->ctx.o->on_switch_arg))
+			r->stop = true;
 	}
 	return 0;
 }

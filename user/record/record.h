@@ -44,6 +44,14 @@ struct record_opts {
 	 */
 	bool switch_output;
 	uint64_t switch_size, switch_ns, switch_max_files;
+	/*
+	 * Called with each file --switch-output completed, the last one too
+	 * (cmd/ runs report's pipeline on it: top's refresh, --pprof-dir);
+	 * nonzero ends the recording as a signal would.
+	 */
+	int (*on_switch)(const char *path, void *arg);
+	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz */
+	void *on_switch_arg;
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };
