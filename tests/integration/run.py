@@ -20,6 +20,7 @@ import test_dwarf  # noqa: E402,F401
 import test_hosts  # noqa: E402,F401
 import test_rotate  # noqa: E402,F401
 import test_serve  # noqa: E402,F401
+import test_top  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv))

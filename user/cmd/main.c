@@ -14,6 +14,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data" },
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches" },
+	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds" },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON" },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples" },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach" },

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: GPL-2.0
+"""spanperf top, for real: its tables come from the recorder's BPF sampling through report's
+symbolizer; a spinning workload leads them, --batch -n N prints N of them and exits."""
+import os
+import re
+import subprocess
+import time
+
+from harness import SPANPERF, WORKLOAD, need_bpf, spanperf, test
+
+ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+(?:(\S+)\s+)?\[(.)\]\s+(\S+)")
+
+
+def tables(text):
+    """Each refresh's rows: (pct, samples, first key, second key or None, sym), in order."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("   spanperf top:"):
+            out.append([])
+            continue
+        m = ROW.match(line)
+        if m and out:
+            out[-1].append((float(m.group(1)), int(m.group(2)), m.group(3), m.group(4), m.group(6)))
+    return out
+
+
+@test
+def test_top_batch_spinner_leads():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "3", "-d", "1", "-E", "5", "--sort", "pid,sym", timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, "top exited %d: %s" % (p.returncode, p.stderr)
+    assert p.stderr.strip() == "", p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 3, "-n 3 printed %d tables:\n%s" % (len(t), p.stdout)
+    assert all(0 < len(rows) <= 5 for rows in t), [len(r) for r in t]
+    # The whole host, shared: the spinner holds a CPU of two, so it leads at least one refresh of three.
+    lead = [rows_[0] for rows_ in t]
+    assert any(r[2] == str(wl.pid) and r[4] == "spin_0" for r in lead), "leaders %s, spinner pid %d" % (
+        lead, wl.pid)
+
+
+@test
+def test_top_batch_two_tables_with_pid_filter():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "2", "-d", "1", "-p", str(wl.pid), timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 2, p.stdout
+    for rows in t:
+        assert rows and rows[0][4] == "spin_0" and rows[0][2] == "workload", rows[:3]
+        assert all(r[2] == "workload" for r in rows), rows
+
+
+@test
+def test_top_bad_input():
+    for args, what in ((["--stdio", "--batch"], "give one of them"), (["-E", "0"], "-E '0'"),
+                       (["--sort", "nope"], "--sort 'nope'"), (["-d", "x"], "-d 'x'"),
+                       (["ls"], "top runs no command")):
+        p = spanperf("top", *args)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and what in lines[0], "%s: %d %s" % (
+            args, p.returncode, p.stderr)

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * spanperf top: perf top's refreshing table, from the recorder's own BPF
+ * sampling.  The recorder runs with --switch-output every -d seconds into
+ * a private folder; each finished window goes through report's pipeline
+ * (the symbolizer, the sort keys, the table) and is deleted.  So the table
+ * is the last window's, symbols are those report finds, and memory is one
+ * window's worth, whatever runs on the host.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd_opts.h"
+#include "commands.h"
+#include "log.h"
+#include "options.h"
+#include "parse.h"
+#include "profile.h"
+#include "record.h"
+#include "report_out.h"
+#include "util.h"
+
+struct top_opts {
+	struct int_list pids, tids, cpus;
+	uint64_t freq;
+	const char *events;
+	bool callgraph;
+	const char *sort;
+	double delay;		/* -d: seconds between refreshes */
+	uint64_t entries;	/* -E */
+	uint64_t iterations;	/* -n: refreshes, then exit (0: until q or a signal) */
+	bool stdio, batch;
+	int verbose;
+};
+
+static void top_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: spanperf top [options]\n"
+		"\n"
+		"The hottest symbols, refreshed, sampled as spanperf record samples.\n"
+		"\n"
+		"  -a, --all-cpus         the whole host (the default)\n"
+		"  -p, --pid PID,..       only these processes\n"
+		"  -t, --tid TID,..       only these threads\n"
+		"  -C, --cpu CPUS         only these CPUs, e.g. 0-3,8\n"
+		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
+		"  -e, --event EVENT      sampling event (default cycles, else cpu-clock)\n"
+		"  -g                     call chains: each row's callers under it\n"
+		"  -s, --sort KEYS        as report: comm,pid,tid,dso,sym,... (default comm,dso,sym)\n"
+		"  -d, --delay SECS       seconds between refreshes; each table is that window (default 2)\n"
+		"  -E, --entries N        rows shown (default 20)\n"
+		"  -n, --iterations N     N refreshes, then exit\n"
+		"      --stdio            print each table, clearing the terminal in between\n"
+		"      --batch            print each table after the last, for scripts (with -n)\n"
+		"  -q, --quiet / -v, --verbose\n"
+		"  -h, --help\n"
+		"\n"
+		"It stops on SIGINT/SIGTERM or after -n refreshes.\n"
+		"\n"
+		"Examples:\n"
+		"  spanperf top --stdio\n"
+		"  spanperf top --batch -n 2 -d 1 -E 5\n"
+		"  spanperf top -p 1234 -g --sort sym\n");
+}
+
+#define T(f) offsetof(struct top_opts, f)
+static const struct opt_def top_defs[] = {
+	{ .name = "all-cpus", .letter = 'a', .type = OPT_T_NONE },
+	{ .name = "pid", .letter = 'p', .type = OPT_T_IDS, .off = T(pids),
+	  .bad = "is not a comma-separated list of process ids" },
+	{ .name = "tid", .letter = 't', .type = OPT_T_IDS, .off = T(tids),
+	  .bad = "is not a comma-separated list of thread ids" },
+	{ .name = "cpu", .letter = 'C', .type = OPT_T_CPUS, .off = T(cpus), .bad = "is not a CPU list like 0-3,8" },
+	{ .name = "freq", .letter = 'F', .type = OPT_T_U64, .off = T(freq), .lo = 1, .hi = 1000000,
+	  .bad = "is not a frequency in Hz from 1 to 1000000" },
+	{ .name = "event", .letter = 'e', .type = OPT_T_STR, .off = T(events),
+	  .bad = "needs an event name; see 'spanperf list'" },
+	{ .letter = 'g', .type = OPT_T_FLAG, .off = T(callgraph) },
+	{ .name = "sort", .letter = 's', .type = OPT_T_STR, .off = T(sort), .bad = "needs sort keys" },
+	{ .name = "delay", .letter = 'd', .type = OPT_T_SECONDS, .off = T(delay),
+	  .bad = "is not a positive number of seconds" },
+	{ .name = "entries", .letter = 'E', .type = OPT_T_U64, .off = T(entries), .lo = 1, .hi = 100000,
+	  .bad = "is not a number of rows from 1 to 100000" },
+	{ .name = "iterations", .letter = 'n', .type = OPT_T_U64, .off = T(iterations), .lo = 1, .hi = 1u << 30,
+	  .bad = "is not a positive number of refreshes" },
+	{ .name = "stdio", .type = OPT_T_FLAG, .off = T(stdio) },
+	{ .name = "batch", .type = OPT_T_FLAG, .off = T(batch) },
+	OPT_DEFS_VERBOSITY(struct top_opts),
+	{}
+};
+#undef T
+
+struct top {
+	const struct top_opts *o;
+	struct table_opts to;
+	uint64_t refreshes;
+	bool clear;
+};
+
+/* The table's header and its first E rows (with their chains under -g). */
+static void print_rows(const char *text, uint64_t entries, FILE *out)
+{
+	uint64_t rows = 0;
+
+	for (const char *l = text, *nl; *l; l = nl) {
+		const char *p = l;
+
+		nl = strchr(l, '\n');
+		nl = nl ? nl + 1 : l + strlen(l);
+		while (*p == ' ')
+			p++;
+		if (*p >= '0' && *p <= '9' && ++rows > entries)
+			break;
+		fwrite(l, 1, nl - l, out);
+	}
+}
+
+static int refresh(const char *path, void *arg)
+{
+	struct top *t = arg;
+	const struct top_opts *o = t->o;
+	struct profile *p = NULL;
+	char err[512], *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int e;
+
+	if (o->iterations && t->refreshes >= o->iterations)
+		return 1;
+	e = profile__load(&p, path, NULL, err, sizeof(err));
+	unlink(path); /* read: nothing of it is kept */
+	if (e) {
+		pr_warn("a refresh was lost: %s", err);
+		return 0;
+	}
+	mem = open_memstream(&text, &len);
+	e = mem ? report_table(p, &t->to, mem) : -errno;
+	if (mem)
+		fclose(mem);
+	t->refreshes++;
+	if (!e) {
+		if (t->clear)
+			fputs("\033[H\033[2J", stdout);
+		else if (t->refreshes > 1)
+			fputc('\n', stdout);
+		printf("   spanperf top: %llu samples in %.1f s [%llu Hz], refresh %llu\n"
+		       "-------------------------------------------------------------------------------\n",
+		       (unsigned long long)p->samples, o->delay, (unsigned long long)o->freq,
+		       (unsigned long long)t->refreshes);
+		print_rows(text, o->entries, stdout);
+		fflush(stdout);
+	} else {
+		pr_warn("a refresh was lost: %s", strerror(-e));
+	}
+	free(text);
+	profile__free(p);
+	return o->iterations && t->refreshes >= o->iterations;
+}
+
+/* The folder and what is left in it: the last window, a temporary the run was cut in. */
+static void remove_windows(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+int top_parse_args(int argc, char **argv, struct top_opts *o, char *err, size_t errlen)
+{
+	uint64_t seen;
+	int e;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 999;
+	o->delay = 2;
+	o->entries = 20;
+	e = opts_parse(top_defs, 0, argc, argv, o, &seen, top_usage, err, errlen);
+	if (e)
+		return e;
+	if (optind < argc)
+		return set_errorf(err, errlen, -EINVAL, "top runs no command ('%s'); see --help", argv[optind]);
+	if (o->pids.n && o->tids.n)
+		return set_errorf(err, errlen, -EINVAL, "-p and -t both filter; give one of them");
+	if (o->stdio && o->batch)
+		return set_errorf(err, errlen, -EINVAL, "--stdio and --batch are two ways to print; give one of them");
+	return 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	char dir[] = "/tmp/spanperf-top-XXXXXX", out[sizeof(dir) + 16], err[512];
+	struct top_opts o;
+	struct record_opts ro = {};
+	struct top t = { .o = &o };
+	int e, ret = 1;
+	char *rargv[] = { "record", NULL };
+
+	sp_prog = "spanperf top";
+	e = top_parse_args(argc, argv, &o, err, sizeof(err));
+	if (e) {
+		ret = cmd_parse_failed(e, err);
+		goto cleanup_opts;
+	}
+	parse_sort_keys("comm,dso,sym", &t.to);
+	if (o.sort && parse_sort_keys(o.sort, &t.to)) {
+		pr_err("--sort '%s' has an unknown or repeated key", o.sort);
+		goto cleanup_opts;
+	}
+	t.to.callgraph = o.callgraph;
+	t.clear = o.stdio && isatty(STDOUT_FILENO);
+	/* Without --stdio or --batch: the curses screen, when there is a terminal to draw on. */
+	if (!o.stdio && !o.batch && !isatty(STDOUT_FILENO))
+		o.batch = true;
+	if (!o.stdio && !o.batch) {
+		pr_err("the full-screen view is not built in this version; use --stdio or --batch");
+		goto cleanup_opts;
+	}
+	/* record's defaults, then what top sets. */
+	e = record_parse_args(1, rargv, &ro, err, sizeof(err));
+	if (e) {
+		pr_err("%s", err);
+		goto cleanup_opts;
+	}
+	ro.pids = o.pids;
+	ro.tids = o.tids;
+	ro.cpus = o.cpus;
+	memset(&o.pids, 0, sizeof(o.pids));
+	memset(&o.tids, 0, sizeof(o.tids));
+	memset(&o.cpus, 0, sizeof(o.cpus));
+	ro.freq = o.freq;
+	ro.events = o.events;
+	ro.callgraph = o.callgraph;
+	ro.no_buildid_cache = true; /* nothing is kept: nothing to look up later */
+	ro.switch_output = true;
+	ro.switch_ns = o.delay * 1e9;
+	ro.switch_max_files = 1;
+	ro.on_switch = refresh;
+	ro.on_switch_arg = &t;
+	if (!mkdtemp(dir)) {
+		pr_err("cannot make a folder for the windows in /tmp: %s", strerror(errno));
+		goto cleanup;
+	}
+	snprintf(out, sizeof(out), "%s/top.data", dir);
+	ro.output = out;
+	/* The recorder's lines (a file dumped, the summary) are not top's: its tables are. */
+	sp_verbose = o.verbose > 0 ? o.verbose : -1;
+	if (record__run(&ro, sp_argc, sp_argv, &ret))
+		ret = 1;
+	else
+		ret = 0;
+	remove_windows(dir);
+cleanup:
+	record_opts_free(&ro);
+cleanup_opts:
+	int_list_free(&o.pids);
+	int_list_free(&o.tids);
+	int_list_free(&o.cpus);
+	return ret;
+}
