@@ -27,7 +27,7 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
 # libdw: the DWARF unwinder for --call-graph dwarf recordings.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libmicrohttpd 2>/dev/null || echo -lbpf -ldw -lelf -lz -lmicrohttpd) -lm -lstdc++ -lpthread
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libmicrohttpd ncurses 2>/dev/null || echo -lbpf -ldw -lelf -lz -lmicrohttpd -lncurses) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -2,11 +2,12 @@
 """spanperf top, for real: its tables come from the recorder's BPF sampling through report's
 symbolizer; a spinning workload leads them, --batch -n N prints N of them and exits."""
 import os
+import shutil
 import re
 import subprocess
 import time
 
-from harness import SPANPERF, WORKLOAD, need_bpf, spanperf, test
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, spanperf, test
 
 ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+(?:(\S+)\s+)?\[(.)\]\s+(\S+)")
 
@@ -72,3 +73,64 @@ def test_top_bad_input():
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 1 and len(lines) == 1 and what in lines[0], "%s: %d %s" % (
             args, p.returncode, p.stderr)
+
+
+def tmux(*args, check=True):
+    p = subprocess.run(["tmux", "-L", "spanperf-it"] + list(args), capture_output=True, text=True, timeout=30)
+    assert not check or p.returncode == 0, "tmux %s: %s" % (args, p.stderr)
+    return p.stdout
+
+
+def pane(session):
+    return tmux("capture-pane", "-t", session, "-p")
+
+
+def wait_pane(session, pred, timeout):
+    deadline, text = time.time() + timeout, ""
+    while time.time() < deadline:
+        text = pane(session)
+        if pred(text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError("the pane never showed what was awaited:\n" + text)
+
+
+@test
+def test_top_full_screen_under_tmux():
+    need_bpf()
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed (tools/deps.sh test installs it)")
+    session = "top%d" % os.getpid()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", "bash --norc --noprofile")
+    try:
+        tmux("send-keys", "-t", session, "%s top -d 1 -E 10 --sort pid,sym; echo TOP-EXIT=$?; stty -a" % SPANPERF,
+             "Enter")
+        # Within 3 refreshes the spinner leads one of them.
+        led = False
+        for n in (1, 2, 3):
+            text = wait_pane(session, lambda t: re.search(r"refresh (\d+)", t) and
+                             int(re.search(r"refresh (\d+)", t).group(1)) >= n, 30)
+            rows = [ROW.match(l) for l in text.splitlines()]
+            rows = [m for m in rows if m]
+            led |= bool(rows) and rows[0].group(3) == str(wl.pid) and rows[0].group(6) == "spin_0"
+            if led:
+                break
+        assert led, "the spinner (pid %d) led none of 3 refreshes:\n%s" % (wl.pid, text)
+        # '/' filters the rows.
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "spin_0", "Enter")
+        text = wait_pane(session, lambda t: "filter [spin_0]" in t, 10)
+        rows = [m for m in map(ROW.match, text.splitlines()) if m]
+        assert rows and all(m.group(6) == "spin_0" for m in rows), text
+        # q quits and gives the terminal back: the shell's line discipline as it was, the table gone.
+        tmux("send-keys", "-t", session, "q")
+        text = wait_pane(session, lambda t: "TOP-EXIT=" in t and "speed" in t, 30)
+        assert "TOP-EXIT=0" in text, text
+        assert re.search(r"(^|\s)icanon(\s|$)", text, re.M) and re.search(r"(^|\s)echo(\s|$)", text, re.M), text
+        assert "# Overhead" not in text, "the table is still on the screen:\n" + text
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        wl.kill()
+        wl.wait()

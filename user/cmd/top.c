@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <curses.h>
 
 #include "cmd_opts.h"
 #include "commands.h"
@@ -58,6 +59,8 @@ static void top_usage(FILE *out)
 		"  -n, --iterations N     N refreshes, then exit\n"
 		"      --stdio            print each table, clearing the terminal in between\n"
 		"      --batch            print each table after the last, for scripts (with -n)\n"
+		"                         (without either: a full screen on a terminal, keys:\n"
+		"                         q quits, s sorts, / filters rows, p pauses)\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -99,8 +102,14 @@ static const struct opt_def top_defs[] = {
 struct top {
 	const struct top_opts *o;
 	struct table_opts to;
+	char sort[128];
 	uint64_t refreshes;
 	bool clear;
+	/* The full-screen view: the last window's profile (re-sorted on 's'), its filter, pause. */
+	bool curses, paused;
+	struct profile *last;
+	char filter[64];
+	char note[128];
 };
 
 /* The table's header and its first E rows (with their chains under -g). */
@@ -121,7 +130,131 @@ static void print_rows(const char *text, uint64_t entries, FILE *out)
 	}
 }
 
-static int refresh(const char *path, void *arg)
+/* The last window's table as text; NULL on failure (said). */
+static char *table_text(struct top *t)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int e = mem ? report_table(t->last, &t->to, mem) : -errno;
+
+	if (mem)
+		fclose(mem);
+	if (e) {
+		free(text);
+		snprintf(t->note, sizeof(t->note), "cannot draw the table: %s", strerror(-e));
+		return NULL;
+	}
+	return text;
+}
+
+static bool is_row(const char *l)
+{
+	while (*l == ' ')
+		l++;
+	return *l >= '0' && *l <= '9';
+}
+
+/* The screen: title, the table's column line and rows (filtered, cut to -E and the height), the keys. */
+static void draw(struct top *t)
+{
+	char *text = t->last ? table_text(t) : NULL;
+	uint64_t rows = 0;
+	bool hide = false;
+	int y = 2;
+
+	erase();
+	mvprintw(0, 0, "   spanperf top: %llu samples in %.1f s [%llu Hz], refresh %llu%s",
+		 (unsigned long long)(t->last ? t->last->samples : 0), t->o->delay, (unsigned long long)t->o->freq,
+		 (unsigned long long)t->refreshes, t->paused ? "  [paused]" : "");
+	mvhline(1, 0, '-', COLS);
+	if (!t->last)
+		mvprintw(y, 0, "waiting %.1f s for the first window...", t->o->delay);
+	for (const char *l = text ? text : "", *nl; *l && y < LINES - 1; l = nl) {
+		int n;
+
+		nl = strchr(l, '\n');
+		nl = nl ? nl + 1 : l + strlen(l);
+		n = nl - l - (nl[-1] == '\n');
+		if (*l == '#' && strncmp(l, "# Overhead", 10))
+			continue;
+		if (is_row(l)) {
+			char line[1024];
+
+			snprintf(line, sizeof(line), "%.*s", n, l);
+			hide = t->filter[0] && !strstr(line, t->filter);
+			if (!hide && ++rows > t->o->entries)
+				break;
+		}
+		if (!hide)
+			mvaddnstr(y++, 0, l, SP_MIN(n, COLS));
+	}
+	attron(A_REVERSE);
+	mvprintw(LINES - 1, 0, " q quit  s sort [%s]  / filter [%s]  p %s  %s", t->sort, t->filter,
+		 t->paused ? "resume" : "pause", t->note);
+	attroff(A_REVERSE);
+	refresh();
+	free(text);
+}
+
+/* A line typed on the bottom row, with echo; the loop waits meanwhile (the rings hold seconds). */
+static void prompt(const char *what, char *buf, int len)
+{
+	move(LINES - 1, 0);
+	clrtoeol();
+	printw("%s", what);
+	echo();
+	curs_set(1);
+	nodelay(stdscr, FALSE);
+	getnstr(buf, len - 1);
+	nodelay(stdscr, TRUE);
+	curs_set(0);
+	noecho();
+}
+
+/* Keys, after each pass of the recorder's loop: nonzero quits. */
+static int on_keys(void *arg)
+{
+	struct top *t = arg;
+	int c;
+
+	while ((c = getch()) != ERR) {
+		char buf[128] = "";
+
+		t->note[0] = 0;
+		switch (c) {
+		case 'q':
+		case 'Q':
+			return 1;
+		case 'p':
+			t->paused = !t->paused;
+			break;
+		case 's':
+			prompt("sort keys (comm,pid,tid,dso,sym): ", buf, sizeof(buf));
+			if (buf[0]) {
+				struct table_opts to = t->to;
+
+				if (parse_sort_keys(buf, &to)) {
+					snprintf(t->note, sizeof(t->note), "unknown or repeated sort key in '%.60s'", buf);
+				} else {
+					t->to = to;
+					snprintf(t->sort, sizeof(t->sort), "%s", buf);
+				}
+			}
+			break;
+		case '/':
+			prompt("filter rows by: ", buf, sizeof(buf));
+			snprintf(t->filter, sizeof(t->filter), "%s", buf);
+			break;
+		default:
+			continue;
+		}
+		draw(t);
+	}
+	return 0;
+}
+
+static int on_window(const char *path, void *arg)
 {
 	struct top *t = arg;
 	const struct top_opts *o = t->o;
@@ -133,11 +266,25 @@ static int refresh(const char *path, void *arg)
 
 	if (o->iterations && t->refreshes >= o->iterations)
 		return 1;
+	if (t->paused) {
+		unlink(path);
+		return 0;
+	}
 	e = profile__load(&p, path, NULL, err, sizeof(err));
 	unlink(path); /* read: nothing of it is kept */
 	if (e) {
-		pr_warn("a refresh was lost: %s", err);
+		if (t->curses)
+			snprintf(t->note, sizeof(t->note), "a refresh was lost");
+		else
+			pr_warn("a refresh was lost: %s", err);
 		return 0;
+	}
+	if (t->curses) {
+		profile__free(t->last);
+		t->last = p;
+		t->refreshes++;
+		draw(t);
+		return o->iterations && t->refreshes >= o->iterations;
 	}
 	mem = open_memstream(&text, &len);
 	e = mem ? report_table(p, &t->to, mem) : -errno;
@@ -218,15 +365,13 @@ int cmd_top(int argc, char **argv)
 		pr_err("--sort '%s' has an unknown or repeated key", o.sort);
 		goto cleanup_opts;
 	}
+	snprintf(t.sort, sizeof(t.sort), "%s", o.sort ? o.sort : "comm,dso,sym");
 	t.to.callgraph = o.callgraph;
 	t.clear = o.stdio && isatty(STDOUT_FILENO);
 	/* Without --stdio or --batch: the curses screen, when there is a terminal to draw on. */
-	if (!o.stdio && !o.batch && !isatty(STDOUT_FILENO))
+	if (!o.stdio && !o.batch && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)))
 		o.batch = true;
-	if (!o.stdio && !o.batch) {
-		pr_err("the full-screen view is not built in this version; use --stdio or --batch");
-		goto cleanup_opts;
-	}
+	t.curses = !o.stdio && !o.batch;
 	/* record's defaults, then what top sets. */
 	e = record_parse_args(1, rargv, &ro, err, sizeof(err));
 	if (e) {
@@ -246,7 +391,7 @@ int cmd_top(int argc, char **argv)
 	ro.switch_output = true;
 	ro.switch_ns = o.delay * 1e9;
 	ro.switch_max_files = 1;
-	ro.on_switch = refresh;
+	ro.on_switch = on_window;
 	ro.on_switch_arg = &t;
 	if (!mkdtemp(dir)) {
 		pr_err("cannot make a folder for the windows in /tmp: %s", strerror(errno));
@@ -256,10 +401,22 @@ int cmd_top(int argc, char **argv)
 	ro.output = out;
 	/* The recorder's lines (a file dumped, the summary) are not top's: its tables are. */
 	sp_verbose = o.verbose > 0 ? o.verbose : -1;
-	if (record__run(&ro, sp_argc, sp_argv, &ret))
-		ret = 1;
-	else
-		ret = 0;
+	if (t.curses) {
+		initscr();
+		cbreak();
+		noecho();
+		nodelay(stdscr, TRUE);
+		keypad(stdscr, TRUE);
+		curs_set(0);
+		ro.on_pass = on_keys;
+		ro.wake_fd = STDIN_FILENO;
+		draw(&t);
+	}
+	e = record__run(&ro, sp_argc, sp_argv, &ret);
+	if (t.curses)
+		endwin(); /* the terminal as it was, whatever ended the run */
+	ret = e ? 1 : 0;
+	profile__free(t.last);
 	remove_windows(dir);
 cleanup:
 	record_opts_free(&ro);

@@ -249,6 +249,7 @@ static int write_attrs(struct recorder *r)
 /* The pollfd set, from what each source says wakes it. */
 static int build_pollfds(struct recorder *r)
 {
+	const struct record_opts *o = r->ctx.o;
 	int cap = 0, fds[MAX_FDS_PER_SOURCE];
 
 	for_each_source(r, s) {
@@ -266,6 +267,14 @@ static int build_pollfds(struct recorder *r)
 		}
 		for (int i = 0; i < n; i++)
 			r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	}
+	if (o->on_pass && o->wake_fd >= 0) {
+		struct pollfd *p = realloc(r->pfds, (r->nr_pfds + 1) * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->pfds = p;
+		r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = o->wake_fd, .events = POLLIN };
 	}
 	return 0;
 }
@@ -393,6 +402,8 @@ static int loop(struct recorder *r)
 			if (r->stop)
 				break;
 		}
+		if (o->on_pass && o->on_pass(o->on_switch_arg))
+			break;
 		progress(r, false);
 	}
 	for_each_source(r, s)

@@ -50,6 +50,13 @@ struct record_opts {
 	 * nonzero ends the recording as a signal would.
 	 */
 	int (*on_switch)(const char *path, void *arg);
+	/*
+	 * on_pass, if set, is called after each pass of the loop (with
+	 * on_switch_arg), and wake_fd (unless -1) wakes the loop too: top's
+	 * keys.  Nonzero ends the recording.
+	 */
+	int (*on_pass)(void *arg);
+	int wake_fd;
 	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz */
 	void *on_switch_arg;
 	char **cmd;		/* after --, NULL-terminated */
