@@ -134,3 +134,32 @@ def test_top_full_screen_under_tmux():
         tmux("kill-session", "-t", session, check=False)
         wl.kill()
         wl.wait()
+
+
+@test
+def test_top_spans_uprobe_p50():
+    need_bpf()
+    ms = 5
+    wl = subprocess.Popen([WORKLOAD, "calls", "100000", str(ms)], stdout=subprocess.DEVNULL)
+    try:
+        p = spanperf("top", "--batch", "-n", "2", "-d", "2", "--spans", "--span",
+                     "uprobe:%s:hidden_work" % WORKLOAD, timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("   spanperf top: spans of the last 2.0 s") == 2, p.stdout
+    head = None
+    rows = []
+    for line in p.stdout.splitlines():
+        if line.startswith("# name"):
+            head = line[1:].split()
+        elif head and line.startswith("  hidden_work "):
+            rows.append(dict(zip(head, line.split())))
+    assert len(rows) == 2, p.stdout
+    for r in rows:
+        assert r["source"] == "uprobe" and int(r["count"]) > 0, r
+        # Each call is ms of the thread's own CPU: its wall time is at least that, and on CPU about that.
+        p50 = float(r["p50"])
+        assert ms * 0.9 <= p50 <= ms * 20, "p50 %.3f ms for calls of %d ms of CPU" % (p50, ms)
+        assert abs(float(r["rate/s"]) - int(r["count"]) / 2.0) < 0.1, r

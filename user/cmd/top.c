@@ -24,6 +24,8 @@
 #include "profile.h"
 #include "record.h"
 #include "report_out.h"
+#include "report_spans.h"
+#include "span_sources.h"
 #include "util.h"
 
 struct top_opts {
@@ -36,6 +38,9 @@ struct top_opts {
 	uint64_t entries;	/* -E */
 	uint64_t iterations;	/* -n: refreshes, then exit (0: until q or a signal) */
 	bool stdio, batch;
+	bool spans, offcpu;	/* --spans: the span table; --off-cpu adds where spans blocked */
+	const char **span_texts; /* --span, as record's */
+	int nr_spans;
 	int verbose;
 };
 
@@ -61,6 +66,9 @@ static void top_usage(FILE *out)
 		"      --batch            print each table after the last, for scripts (with -n)\n"
 		"                         (without either: a full screen on a terminal, keys:\n"
 		"                         q quits, s sorts, / filters rows, p pauses)\n"
+		"      --spans --span SPEC  the span table instead: per span name its rate,\n"
+		"                         p50/p99, time on CPU and top functions (SPEC as record's)\n"
+		"      --off-cpu          with --spans: also time off CPU and where spans blocked\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -70,6 +78,20 @@ static void top_usage(FILE *out)
 		"  spanperf top --stdio\n"
 		"  spanperf top --batch -n 2 -d 1 -E 5\n"
 		"  spanperf top -p 1234 -g --sort sym\n");
+}
+
+static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct top_opts *o = opts;
+	const char **ns = realloc(o->span_texts, (o->nr_spans + 1) * sizeof(*ns));
+
+	(void)err;
+	(void)errlen;
+	if (!ns)
+		return -ENOMEM;
+	o->span_texts = ns;
+	o->span_texts[o->nr_spans++] = arg;
+	return 0;
 }
 
 #define T(f) offsetof(struct top_opts, f)
@@ -93,6 +115,9 @@ static const struct opt_def top_defs[] = {
 	{ .name = "iterations", .letter = 'n', .type = OPT_T_U64, .off = T(iterations), .lo = 1, .hi = 1u << 30,
 	  .bad = "is not a positive number of refreshes" },
 	{ .name = "stdio", .type = OPT_T_FLAG, .off = T(stdio) },
+	{ .name = "spans", .type = OPT_T_FLAG, .off = T(spans) },
+	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
+	{ .name = "off-cpu", .type = OPT_T_FLAG, .off = T(offcpu) },
 	{ .name = "batch", .type = OPT_T_FLAG, .off = T(batch) },
 	OPT_DEFS_VERBOSITY(struct top_opts),
 	{}
@@ -108,6 +133,7 @@ struct top {
 	/* The full-screen view: the last window's profile (re-sorted on 's'), its filter, pause. */
 	bool curses, paused;
 	struct profile *last;
+	char *text; /* --spans: the last window's table */
 	char filter[64];
 	char note[128];
 };
@@ -158,7 +184,7 @@ static bool is_row(const char *l)
 /* The screen: title, the table's column line and rows (filtered, cut to -E and the height), the keys. */
 static void draw(struct top *t)
 {
-	char *text = t->last ? table_text(t) : NULL;
+	char *text = t->o->spans ? (t->text ? strdup(t->text) : NULL) : t->last ? table_text(t) : NULL;
 	uint64_t rows = 0;
 	bool hide = false;
 	int y = 2;
@@ -168,7 +194,7 @@ static void draw(struct top *t)
 		 (unsigned long long)(t->last ? t->last->samples : 0), t->o->delay, (unsigned long long)t->o->freq,
 		 (unsigned long long)t->refreshes, t->paused ? "  [paused]" : "");
 	mvhline(1, 0, '-', COLS);
-	if (!t->last)
+	if (!t->refreshes)
 		mvprintw(y, 0, "waiting %.1f s for the first window...", t->o->delay);
 	for (const char *l = text ? text : "", *nl; *l && y < LINES - 1; l = nl) {
 		int n;
@@ -176,9 +202,9 @@ static void draw(struct top *t)
 		nl = strchr(l, '\n');
 		nl = nl ? nl + 1 : l + strlen(l);
 		n = nl - l - (nl[-1] == '\n');
-		if (*l == '#' && strncmp(l, "# Overhead", 10))
+		if (*l == '#' && strncmp(l, "# Overhead", 10) && strncmp(l, "# name", 6))
 			continue;
-		if (is_row(l)) {
+		if (is_row(l) || (t->o->spans && *l != '#')) {
 			char line[1024];
 
 			snprintf(line, sizeof(line), "%.*s", n, l);
@@ -254,15 +280,36 @@ static int on_keys(void *arg)
 	return 0;
 }
 
+/* top --spans: the window's spans as report --spans tables them, with their rate. */
+static char *spans_text(struct top *t, const char *path, char *err, size_t errlen)
+{
+	struct spans_report_opts so = { .input = path, .window_s = t->o->delay };
+	char *text = NULL;
+	size_t len = 0;
+	int e;
+
+	so.out = open_memstream(&text, &len);
+	if (!so.out) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	e = spans_report(&so, err, errlen);
+	fclose(so.out);
+	if (e) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 static int on_window(const char *path, void *arg)
 {
 	struct top *t = arg;
 	const struct top_opts *o = t->o;
 	struct profile *p = NULL;
-	char err[512], *text = NULL;
-	size_t len = 0;
-	FILE *mem;
-	int e;
+	char err[512] = "", *text = NULL;
+	__u64 samples = 0;
+	int e = 0;
 
 	if (o->iterations && t->refreshes >= o->iterations)
 		return 1;
@@ -270,7 +317,12 @@ static int on_window(const char *path, void *arg)
 		unlink(path);
 		return 0;
 	}
-	e = profile__load(&p, path, NULL, err, sizeof(err));
+	if (o->spans) {
+		text = spans_text(t, path, err, sizeof(err));
+		e = text ? 0 : -EINVAL;
+	} else {
+		e = profile__load(&p, path, NULL, err, sizeof(err));
+	}
 	unlink(path); /* read: nothing of it is kept */
 	if (e) {
 		if (t->curses)
@@ -279,34 +331,40 @@ static int on_window(const char *path, void *arg)
 			pr_warn("a refresh was lost: %s", err);
 		return 0;
 	}
+	t->refreshes++;
 	if (t->curses) {
 		profile__free(t->last);
 		t->last = p;
-		t->refreshes++;
+		free(t->text);
+		t->text = text;
 		draw(t);
 		return o->iterations && t->refreshes >= o->iterations;
 	}
-	mem = open_memstream(&text, &len);
-	e = mem ? report_table(p, &t->to, mem) : -errno;
-	if (mem)
-		fclose(mem);
-	t->refreshes++;
-	if (!e) {
+	if (p) {
+		t->last = p;
+		text = table_text(t);
+		t->last = NULL;
+		samples = p->samples;
+		profile__free(p);
+	}
+	if (text) {
 		if (t->clear)
 			fputs("\033[H\033[2J", stdout);
 		else if (t->refreshes > 1)
 			fputc('\n', stdout);
-		printf("   spanperf top: %llu samples in %.1f s [%llu Hz], refresh %llu\n"
-		       "-------------------------------------------------------------------------------\n",
-		       (unsigned long long)p->samples, o->delay, (unsigned long long)o->freq,
-		       (unsigned long long)t->refreshes);
-		print_rows(text, o->entries, stdout);
+		if (o->spans)
+			printf("   spanperf top: spans of the last %.1f s, refresh %llu\n", o->delay,
+			       (unsigned long long)t->refreshes);
+		else
+			printf("   spanperf top: %llu samples in %.1f s [%llu Hz], refresh %llu\n", (unsigned long long)samples,
+			       o->delay, (unsigned long long)o->freq, (unsigned long long)t->refreshes);
+		fputs("-------------------------------------------------------------------------------\n", stdout);
+		print_rows(text, o->spans ? UINT64_MAX : o->entries, stdout);
 		fflush(stdout);
 	} else {
-		pr_warn("a refresh was lost: %s", strerror(-e));
+		pr_warn("a refresh was lost: %s", t->note);
 	}
 	free(text);
-	profile__free(p);
 	return o->iterations && t->refreshes >= o->iterations;
 }
 
@@ -340,6 +398,10 @@ int top_parse_args(int argc, char **argv, struct top_opts *o, char *err, size_t 
 		return set_errorf(err, errlen, -EINVAL, "top runs no command ('%s'); see --help", argv[optind]);
 	if (o->pids.n && o->tids.n)
 		return set_errorf(err, errlen, -EINVAL, "-p and -t both filter; give one of them");
+	if (o->spans != (o->nr_spans > 0))
+		return set_errorf(err, errlen, -EINVAL, "--spans and --span SPEC go together: the table is of those spans");
+	if (o->offcpu && !o->spans)
+		return set_errorf(err, errlen, -EINVAL, "--off-cpu needs --spans: it shows where spans blocked");
 	if (o->stdio && o->batch)
 		return set_errorf(err, errlen, -EINVAL, "--stdio and --batch are two ways to print; give one of them");
 	return 0;
@@ -388,6 +450,24 @@ int cmd_top(int argc, char **argv)
 	ro.events = o.events;
 	ro.callgraph = o.callgraph;
 	ro.no_buildid_cache = true; /* nothing is kept: nothing to look up later */
+	if (o.spans) {
+		ro.spans = o.span_texts;
+		ro.nr_spans = o.nr_spans;
+		o.span_texts = NULL;
+		ro.offcpu = o.offcpu;
+		if (ro.nr_spans > SP_MAX_SPANS) {
+			pr_err("%d --span given; at most %d", ro.nr_spans, SP_MAX_SPANS);
+			goto cleanup;
+		}
+		ro.specs = calloc(ro.nr_spans, sizeof(*ro.specs));
+		if (!ro.specs)
+			goto cleanup;
+		for (int i = 0; i < ro.nr_spans; i++)
+			if (span_spec_parse(ro.spans[i], &ro.specs[i], err, sizeof(err))) {
+				pr_err("%s", err);
+				goto cleanup;
+			}
+	}
 	ro.switch_output = true;
 	ro.switch_ns = o.delay * 1e9;
 	ro.switch_max_files = 1;
@@ -417,10 +497,12 @@ int cmd_top(int argc, char **argv)
 		endwin(); /* the terminal as it was, whatever ended the run */
 	ret = e ? 1 : 0;
 	profile__free(t.last);
+	free(t.text);
 	remove_windows(dir);
 cleanup:
 	record_opts_free(&ro);
 cleanup_opts:
+	free(o.span_texts);
 	int_list_free(&o.pids);
 	int_list_free(&o.tids);
 	int_list_free(&o.cpus);
