@@ -89,7 +89,7 @@ def test_prometheus_scrapes_cgroup_cpu():
     cg = os.path.join(cgroup2_root(), name)
     os.mkdir(cg)
     d = tmpdir()
-    srv = Serve()
+    srv = Serve("--span", "uprobe:%s:hidden_work" % WORKLOAD)
     prom = None
     try:
         pport = free_port()
@@ -101,6 +101,8 @@ def test_prometheus_scrapes_cgroup_cpu():
                                  "--web.listen-address", "127.0.0.1:%d" % pport],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         in_cgroup(cg, [WORKLOAD, "spin", "1500,500"])
+        calls, ms = 30, 2
+        in_cgroup(cg, [WORKLOAD, "calls", str(calls), str(ms)])
         with open(os.path.join(cg, "cpu.stat")) as f:
             usage = int(re.search(r"usage_usec (\d+)", f.read()).group(1)) / 1e6
         # promtool on a scrape as Prometheus gets it.
@@ -128,6 +130,16 @@ def test_prometheus_scrapes_cgroup_cpu():
         per_comm = sum(float(r["value"][1]) for r in prom_query(
             pport, 'spanperf_cpu_seconds_total{cgroup="/%s"}' % name))
         assert abs(per_comm - got) < 1e-6 * max(got, 1), (per_comm, got)
+        # The span histogram counted each call once; its time on CPU is the calls' own.
+        count = prom_query(pport, 'spanperf_span_duration_seconds_count{span="hidden_work"}')
+        assert count and int(float(count[0]["value"][1])) == calls, count
+        inf = prom_query(pport, 'spanperf_span_duration_seconds_bucket{span="hidden_work",le="+Inf"}')
+        assert int(float(inf[0]["value"][1])) == calls, inf
+        on = float(prom_query(pport, 'spanperf_span_on_cpu_seconds_total{span="hidden_work"}')[0]["value"][1])
+        assert abs(on - calls * ms / 1e3) <= 0.2 * calls * ms / 1e3, "on CPU %.4f s for %d calls of %d ms" % (
+            on, calls, ms)
+        p50 = prom_query(pport, 'histogram_quantile(0.5, spanperf_span_duration_seconds_bucket{span="hidden_work"})')
+        assert p50 and ms / 1e3 * 0.9 <= float(p50[0]["value"][1]) <= 1.0, p50
     finally:
         if prom:
             prom.terminate()

@@ -46,8 +46,26 @@
 #define UNKNOWN_CGROUP "unknown"
 #define OTHER "_other"
 
+/*
+ * Span durations' buckets, in seconds: a microsecond syscall to a
+ * ten-second request, about three a decade (Prometheus' own defaults stop
+ * at 5 ms below).  Fixed, so that every scrape has the same series.
+ */
+static const double span_le[] = { 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+				  5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+#define NR_LE (sizeof(span_le) / sizeof(span_le[0]))
+
+struct span_hist {
+	char *name;
+	uint64_t bucket[NR_LE + 1]; /* not cumulative; the last is +Inf's own */
+	uint64_t count;
+	double sum_s, oncpu_s;
+};
+
 struct stat_serve {
 	struct MHD_Daemon *d;
+	struct span_hist *spans; /* under lock: stat's loop adds, scrapes read */
+	int nr_spans;
 	pthread_mutex_t lock; /* one scrape at a time: the caches are not shared */
 	struct counter_set *cs;
 	const struct counter_event *ev;
@@ -286,6 +304,8 @@ static void metric(struct sbuf *b, const char *name, const char *help, const str
 	}
 }
 
+static void render_spans(struct stat_serve *s, struct sbuf *b);
+
 /* One scrape's page. */
 static int render(struct stat_serve *s, struct sbuf *b)
 {
@@ -340,12 +360,92 @@ static int render(struct stat_serve *s, struct sbuf *b)
 	}
 	sbuf_printf(b, "# HELP spanperf_threads Threads in the per-thread map.\n# TYPE spanperf_threads gauge\n"
 		       "spanperf_threads %d\n", n);
+	render_spans(s, b);
 	e = b->err;
 out:
 	rows_free(&by_comm);
 	rows_free(&by_cg);
 	free(t);
 	return e;
+}
+
+int stat_serve__set_spans(struct stat_serve *s, const char *const *names, int n)
+{
+	s->spans = calloc(n ? n : 1, sizeof(*s->spans));
+	if (!s->spans)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (!(s->spans[i].name = strdup(names[i])))
+			return -ENOMEM;
+	s->nr_spans = n;
+	return 0;
+}
+
+void stat_serve__span(struct stat_serve *s, int idx, uint64_t wall_ns, uint64_t oncpu_ns)
+{
+	double wall = wall_ns / 1e9;
+	struct span_hist *h;
+	size_t b = 0;
+
+	if (!s || idx < 0 || idx >= s->nr_spans)
+		return;
+	while (b < NR_LE && wall > span_le[b])
+		b++;
+	pthread_mutex_lock(&s->lock);
+	h = &s->spans[idx];
+	h->bucket[b]++;
+	h->count++;
+	h->sum_s += wall;
+	h->oncpu_s += SP_MIN(oncpu_ns, wall_ns) / 1e9;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Per span name: the wall-time histogram, and the wall split in two
+ * counters, on CPU (task-clock inside the span) and the rest (blocked or
+ * waiting for a CPU).
+ */
+static void render_spans(struct stat_serve *s, struct sbuf *b)
+{
+	if (!s->nr_spans)
+		return;
+	sbuf_printf(b, "# HELP spanperf_span_duration_seconds Wall time of the spans of each --span.\n"
+		       "# TYPE spanperf_span_duration_seconds histogram\n");
+	for (int i = 0; i < s->nr_spans; i++) {
+		const struct span_hist *h = &s->spans[i];
+		uint64_t cum = 0;
+
+		for (size_t k = 0; k <= NR_LE; k++) {
+			cum += h->bucket[k];
+			sbuf_printf(b, "spanperf_span_duration_seconds_bucket{span=\"");
+			serve_label(b, h->name);
+			if (k < NR_LE)
+				sbuf_printf(b, "\",le=\"%g\"} %llu\n", span_le[k], (unsigned long long)cum);
+			else
+				sbuf_printf(b, "\",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+		}
+		sbuf_printf(b, "spanperf_span_duration_seconds_sum{span=\"");
+		serve_label(b, h->name);
+		sbuf_printf(b, "\"} %.9g\n", h->sum_s);
+		sbuf_printf(b, "spanperf_span_duration_seconds_count{span=\"");
+		serve_label(b, h->name);
+		sbuf_printf(b, "\"} %llu\n", (unsigned long long)h->count);
+	}
+	for (int on = 1; on >= 0; on--) {
+		const char *name = on ? "spanperf_span_on_cpu_seconds_total" : "spanperf_span_off_cpu_seconds_total";
+
+		sbuf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name,
+			    on ? "Time on CPU inside the spans of each --span (task-clock)."
+			       : "Wall time inside the spans of each --span not on CPU: blocked or waiting for a CPU.",
+			    name);
+		for (int i = 0; i < s->nr_spans; i++) {
+			const struct span_hist *h = &s->spans[i];
+
+			sbuf_printf(b, "%s{span=\"", name);
+			serve_label(b, h->name);
+			sbuf_printf(b, "\"} %.9g\n", on ? h->oncpu_s : SP_MAX(h->sum_s - h->oncpu_s, 0.0));
+		}
+	}
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *text)
@@ -459,6 +559,9 @@ void stat_serve__free(struct stat_serve *s)
 	}
 	u64_map_free(&s->cg_path);
 	strpool_free(&s->cgroups);
+	for (int i = 0; i < s->nr_spans; i++)
+		free(s->spans[i].name);
+	free(s->spans);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -26,6 +26,13 @@ int serve_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len,
  * /metrics from cs, top series per metric and the rest summed.
  */
 int stat_serve__start(struct stat_serve **out, const char *addr, struct counter_set *cs, uint64_t top);
+/*
+ * The span names (--span), before any span is added: one histogram each.
+ * 0 or -ENOMEM.
+ */
+int stat_serve__set_spans(struct stat_serve *s, const char *const *names, int n);
+/* One finished span of --span idx: its wall time and its time on CPU. */
+void stat_serve__span(struct stat_serve *s, int idx, uint64_t wall_ns, uint64_t oncpu_ns);
 /* Stops serving; accepts NULL. */
 void stat_serve__free(struct stat_serve *s);
 
