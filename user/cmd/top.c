@@ -26,7 +26,15 @@
 #include "report_out.h"
 #include "report_spans.h"
 #include "span_sources.h"
+#include "symbols.h"
 #include "util.h"
+
+/*
+ * Files whose symbols stay loaded between windows: a host's busy set, in
+ * bounded memory (a symbol is about 40 bytes and its name).
+ */
+#define TOP_KEPT_TABLES 256
+#define TOP_KEPT_SYMS (512u << 10)
 
 struct top_opts {
 	struct int_list pids, tids, cpus;
@@ -321,6 +329,9 @@ static int on_window(const char *path, void *arg)
 		text = spans_text(t, path, err, sizeof(err));
 		e = text ? 0 : -EINVAL;
 	} else {
+		/* The last window's symbolizer first: its tables go back to be found by this one. */
+		profile__free(t->last);
+		t->last = NULL;
 		e = profile__load(&p, path, NULL, err, sizeof(err));
 	}
 	unlink(path); /* read: nothing of it is kept */
@@ -479,6 +490,8 @@ int cmd_top(int argc, char **argv)
 	}
 	snprintf(out, sizeof(out), "%s/top.data", dir);
 	ro.output = out;
+	/* Each window's symbolizer finds the files the last one read, unchanged, already loaded. */
+	symbolizer_keep_tables(TOP_KEPT_TABLES, TOP_KEPT_SYMS);
 	/* The recorder's lines (a file dumped, the summary) are not top's: its tables are. */
 	sp_verbose = o.verbose > 0 ? o.verbose : -1;
 	if (t.curses) {
@@ -498,6 +511,7 @@ int cmd_top(int argc, char **argv)
 	ret = e ? 1 : 0;
 	profile__free(t.last);
 	free(t.text);
+	symbolizer_keep_tables(0, 0);
 	remove_windows(dir);
 cleanup:
 	record_opts_free(&ro);
