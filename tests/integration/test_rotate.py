@@ -67,7 +67,8 @@ def test_switch_output_time_keeps_newest_complete_files():
     assert len(announced) >= 5, "6 s at 1 s made only %d files: %s" % (len(announced), p.stderr)
     for path, samples in check_files(d, announced, total, 3):
         spin = [s for s in samples if s["pid"] == wl.pid]
-        assert len(spin) > 100, "%s: %d samples of the workload" % (path, len(spin))
+        # However little CPU a loaded host leaves it, enough to tell resolved from not.
+        assert len(spin) > 20, "%s: %d samples of the workload" % (path, len(spin))
         # Its user frames resolve (a tick's kernel frames aside): the file's own MMAP2 placed its binary.
         named = sum(1 for s in spin if s["frames"] and s["frames"][0].startswith("spin_0"))
         assert named >= 0.8 * len(spin), "%s: only %d of %d workload samples in spin_0" % (path, named, len(spin))
