@@ -137,3 +137,21 @@ def test_pprof_dir_needs_a_directory():
         "--pprof-dir '/nonexistent/x' is not a writable directory"), p.stderr
     p = spanperf("record", "--pprof-dir", "/tmp", "-d", "1")
     assert p.returncode == 1 and "--pprof-dir needs --switch-output" in p.stderr, p.stderr
+
+
+@test
+def test_switch_output_size():
+    need_bpf()
+    d = tmpdir()
+    p = spanperf("record", "-F", "999", "-o", os.path.join(d, "perf.data"), "--switch-output=64K",
+                 "--switch-max-files", "3", "-d", "3",
+                 "--", WORKLOAD, "spin", "60000", timeout=120)
+    assert p.returncode in (0, 143), "record exited %d: %s" % (p.returncode, p.stderr)
+    announced, total = dumps(p.stderr)
+    assert len(announced) >= 3, "3 s of a whole host made only %d files of 64K: %s" % (len(announced), p.stderr)
+    # Each file but the last was switched once its data passed the size (header and side-band on top).
+    for f, _ in announced[-3:-1]:
+        size = os.path.getsize(os.path.join(d, os.path.basename(f)))
+        assert size >= 64 << 10, "%s is %d bytes" % (f, size)
+    for _ in check_files(d, announced, total, 3):
+        pass

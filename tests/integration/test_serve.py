@@ -189,7 +189,7 @@ def test_serve_survives_silent_clients_and_churn():
         assert status == 200 and time.time() - t0 < 5, "a scrape took %.1f s beside silent clients" % (
             time.time() - t0)
         # A churning host: short processes while scraping; the page stays bounded by --serve-top.
-        churn = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 3000 ]; do /bin/true; i=$((i+1)); done"])
+        churn = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 10000 ]; do /bin/true; i=$((i+1)); done"])
         sizes = []
         while churn.poll() is None:
             status, page = get(srv.url())

@@ -163,3 +163,20 @@ def test_top_spans_uprobe_p50():
         p50 = float(r["p50"])
         assert ms * 0.9 <= p50 <= ms * 20, "p50 %.3f ms for calls of %d ms of CPU" % (p50, ms)
         assert abs(float(r["rate/s"]) - int(r["count"]) / 2.0) < 0.1, r
+
+
+@test
+def test_top_g_expands_callers():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "1", "-d", "2", "-g", "-E", "1", "-p", str(wl.pid), timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 1 and len(t[0]) == 1 and t[0][0][4] == "spin_0", p.stdout
+    # Under the row, its chain: spin_0 called from caller_0 (frame pointers, as record -g).
+    assert re.search(r"spin_0\s*\n\s+caller_0", p.stdout), p.stdout
