@@ -398,9 +398,10 @@ static void readout_free(struct readout *ro)
 /* A row for tid, its sums zeroed; its index, or -ENOMEM. */
 static int readout_add(struct readout *ro, __u32 tid)
 {
-	int i = add_thread(&ro->v, &ro->cnt, &ro->cap, &ro->idx, tid);
+	int cap = ro->cap, i = add_thread(&ro->v, &ro->cnt, &ro->cap, &ro->idx, tid);
 
-	if (i < 0 || raw_room(&ro->raw, ro->cap))
+	/* Only when v grew: a realloc per row is quadratic where realloc always copies (ASan). */
+	if (i < 0 || ((ro->cap != cap || !ro->raw) && raw_room(&ro->raw, ro->cap)))
 		return -ENOMEM;
 	memset(&ro->raw[i], 0, sizeof(ro->raw[i]));
 	return i;
