@@ -157,6 +157,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				c->out_ts = 0; /* a block of a span that has ended: its edge settled it */
 			c->oncpu_ns += slice;
 			c->sum_seen = prev_sum;
+			/* Still prev's context at sched_switch: the cgroup it ran this slice in. */
+			c->cgroup_id = bpf_get_current_cgroup_id();
 			c->switches++;
 		}
 	}

@@ -33,6 +33,7 @@ struct sp_counts {
 	__u64 oncpu_ns;			/* the thread's time on CPU, from switch stamps */
 	__u64 switches;			/* time slices ended (switched out) */
 	__u64 sum_seen;			/* its se.sum_exec_runtime when oncpu_ns was last added to */
+	__u64 cgroup_id;		/* the v2 cgroup it last ran in (stat --serve's label) */
 	__u32 pid;
 	__u32 pad; /* no hole, as in sp_thread */
 	char comm[SP_COMM_LEN];

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import (dwarf, ehframe, forks, inkernel, lib, offcpu, otel, page, parts, recorder, report, rss, spans,
-               split, srcline, stat, stolen, wakers)
+from . import (dwarf, ehframe, forks, inkernel, lib, live, offcpu, otel, page, parts, recorder, report, rss,
+               spans, split, srcline, stat, stolen, wakers)
 
 TABLE = [
     inkernel,
@@ -23,6 +23,7 @@ TABLE = [
     otel,
     page,
     lib,
+    live,
 ]
 
 SECTIONS = {m.__name__.rsplit(".", 1)[1]: m for m in TABLE}

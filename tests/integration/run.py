@@ -23,6 +23,9 @@ import test_page  # noqa: E402,F401
 import test_libspanperf  # noqa: E402,F401
 import test_safety  # noqa: E402,F401
 import test_debuginfo  # noqa: E402,F401
+import test_rotate  # noqa: E402,F401
+import test_serve  # noqa: E402,F401
+import test_top  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv))

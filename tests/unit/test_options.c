@@ -208,6 +208,50 @@ static void test_reparse(void **state)
 	record_opts_free(&o);
 }
 
+/* --switch-output's spellings, as perf's: none (signal), signal, SIZE and TIME with their units. */
+static void test_switch_output(void **state)
+{
+	static const struct { const char *arg; uint64_t size, ns; } ok[] = {
+		{ "--switch-output", 0, 0 },
+		{ "--switch-output=signal", 0, 0 },
+		{ "--switch-output=100M", 100ull << 20, 0 },
+		{ "--switch-output=4K", 4096, 0 },
+		{ "--switch-output=512B", 512, 0 },
+		{ "--switch-output=1G", 1ull << 30, 0 },
+		{ "--switch-output=30s", 0, 30000000000ull },
+		{ "--switch-output=2m", 0, 120000000000ull },
+		{ "--switch-output=1h", 0, 3600000000000ull },
+		{ "--switch-output=1d", 0, 86400000000000ull },
+	};
+	static const char *bad[] = { "--switch-output=10", "--switch-output=x", "--switch-output=0s",
+				     "--switch-output=", "--switch-output=5q", "--switch-output=-1s" };
+	struct record_opts o;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(parse(ARGV((char *)ok[i].arg, "--switch-max-files", "3"), 0, &o, err), 0);
+		assert_true(o.switch_output);
+		assert_int_equal(o.switch_size, ok[i].size);
+		assert_int_equal(o.switch_ns, ok[i].ns);
+		assert_int_equal(o.switch_max_files, 3);
+		record_opts_free(&o);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(ARGV((char *)bad[i]), 0, &o, err), -EINVAL);
+		assert_non_null(strstr(err, "--switch-output '"));
+		record_opts_free(&o);
+	}
+	assert_int_equal(parse(ARGV("--switch-max-files", "2"), 0, &o, err), -EINVAL);
+	assert_string_equal(err, "--switch-max-files needs --switch-output");
+	record_opts_free(&o);
+	/* Not a value of its own: the next word is CMD, as in perf. */
+	assert_int_equal(parse(ARGV("--switch-output", "sleep", "1"), 0, &o, err), 0);
+	assert_true(o.switch_output);
+	assert_string_equal(o.cmd[0], "sleep");
+	record_opts_free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_call_graph),
 		cmocka_unit_test(test_off_cpu),
 		cmocka_unit_test(test_reparse),
+		cmocka_unit_test(test_switch_output),
 	};
 
 	return cmocka_run_group_tests_name("options", tests, NULL, NULL);

@@ -135,6 +135,17 @@ FILE *atomic_file__stdio(struct atomic_file *f)
 	return f->fp;
 }
 
+int atomic_file__retarget(struct atomic_file *f, const char *path)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return -ENOMEM;
+	free(f->path);
+	f->path = p;
+	return 0;
+}
+
 int atomic_file__commit(struct atomic_file *f)
 {
 	char *old = NULL;

@@ -38,6 +38,11 @@ FILE *atomic_file__stdio(struct atomic_file *f);
  * rename still replaces whole files, and a profile is not worth the wait.
  */
 int atomic_file__commit(struct atomic_file *f);
+/*
+ * Commit to another name in the same directory (rename stays within one
+ * file system), e.g. a name stamped when the file is done; 0 or -ENOMEM.
+ */
+int atomic_file__retarget(struct atomic_file *f, const char *path);
 /* Closes and removes the temporary unless committed; accepts NULL and a zeroed struct. */
 void atomic_file__release(struct atomic_file *f);
 /* Removes every temporary not yet committed: async-signal-safe, for a dying process. */

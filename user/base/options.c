@@ -68,6 +68,7 @@ static int set_value(const struct opt_def *d, const char *arg, void *opts, char 
 		return OPT_HELP;
 	case OPT_T_FN:
 	case OPT_T_FN_FLAG:
+	case OPT_T_FN_OPTARG:
 		return d->fn(arg, opts, err, len);
 	}
 	return -EINVAL;
@@ -88,7 +89,8 @@ static int bad_option(char *err, size_t len, int argc, char **argv, int opt)
 static bool takes_value(const struct opt_def *d)
 {
 	return d->type != OPT_T_NONE && d->type != OPT_T_FLAG && d->type != OPT_T_VERBOSE &&
-	       d->type != OPT_T_QUIET && d->type != OPT_T_HELP && d->type != OPT_T_FN_FLAG;
+	       d->type != OPT_T_QUIET && d->type != OPT_T_HELP && d->type != OPT_T_FN_FLAG &&
+	       d->type != OPT_T_FN_OPTARG;
 }
 
 int opts_index(const struct opt_def *defs, const char *name)
@@ -110,7 +112,10 @@ static int getopt_tables(const struct opt_def *defs, struct option *lo, char *so
 		if (n >= MAX_DEFS || k + 3 >= solen)
 			return -E2BIG;
 		if (defs[n].name)
-			lo[l++] = (struct option){ defs[n].name, takes_value(&defs[n]) ? required_argument : no_argument,
+			lo[l++] = (struct option){ defs[n].name,
+						   defs[n].type == OPT_T_FN_OPTARG ? optional_argument :
+						   takes_value(&defs[n])	   ? required_argument :
+										     no_argument,
 						   NULL, defs[n].letter ? defs[n].letter : 256 + n };
 		if (defs[n].letter) {
 			so[k++] = defs[n].letter;

@@ -34,6 +34,7 @@ enum opt_type {
 	OPT_T_HELP,	/* no value; prints the usage to stdout, parse returns OPT_HELP */
 	OPT_T_FN,	/* fn(arg, opts, err, errlen) */
 	OPT_T_FN_FLAG,	/* no value; fn(NULL, opts, err, errlen) */
+	OPT_T_FN_OPTARG, /* long only, --name or --name=VALUE: fn(VALUE or NULL, ...), as perf's optional values */
 };
 
 struct opt_def {

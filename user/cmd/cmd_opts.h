@@ -28,6 +28,10 @@ struct stat_opts {
 	double duration;
 	uint64_t max_threads;
 	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
+	const char *serve;	/* --serve [ADDR:]PORT: Prometheus' text format at /metrics */
+	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
+	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
+	int nr_spans;
 	char **cmd;
 	int verbose;
 };

@@ -12,5 +12,6 @@ int cmd_probe(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const struct cmd {
 } cmds[] = {
 	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true },
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true },
+	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false },

@@ -7,11 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
 #include "cmd_opts.h"
 #include "commands.h"
 #include "log.h"
 #include "parse.h"
+#include "profile.h"
 #include "record.h"
+#include "report_out.h"
 #include "span_sources.h"
 #include "spanperf.h"
 
@@ -65,6 +72,13 @@ void record_usage(FILE *out)
 		"                         blocked): what the split costs, for comparison\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -o, --output FILE      output file (default perf.data; the old one becomes FILE.old)\n"
+		"      --switch-output[=signal|SIZE|TIME]\n"
+		"                         a new file on SIGUSR2 (the default), when the data reach\n"
+		"                         SIZE (B/K/M/G, e.g. 100M) or every TIME (s/m/h/d, e.g. 30s);\n"
+		"                         each is complete on its own, named FILE.YYYYMMDDHHMMSScc\n"
+		"      --switch-max-files N  keep the newest N of them, deleting the oldest\n"
+		"      --pprof-dir DIR    with --switch-output: also a pprof profile of each file,\n"
+		"                         DIR/FILE.pb.gz (kept and deleted along with the files)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
@@ -147,6 +161,44 @@ static int opt_offcpu_thresh(const char *arg, void *opts, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * perf's spellings: "signal", a size with its unit (B, K, M, G) or a time
+ * with its unit (s, m, h, d).  A bare number is neither, as in perf.
+ */
+static int opt_switch_output(const char *arg, void *opts, char *err, size_t errlen)
+{
+	static const struct { char unit; uint64_t size, ns; } units[] = {
+		{ 'B', 1, 0 }, { 'K', 1ull << 10, 0 }, { 'M', 1ull << 20, 0 }, { 'G', 1ull << 30, 0 },
+		{ 's', 0, 1000000000ull }, { 'm', 0, 60000000000ull }, { 'h', 0, 3600000000000ull },
+		{ 'd', 0, 86400000000000ull },
+	};
+	struct record_opts *o = opts;
+	size_t len = arg ? strlen(arg) : 0;
+	char num[32];
+	uint64_t v;
+
+	o->switch_output = true;
+	o->switch_size = o->switch_ns = 0;
+	if (!arg || !strcmp(arg, "signal"))
+		return 0;
+	if (len >= 2 && len < sizeof(num)) {
+		memcpy(num, arg, len - 1);
+		num[len - 1] = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			if (arg[len - 1] != units[i].unit) /* case matters: m is minutes, M MiB */
+				continue;
+			if (parse_u64(num, &v, 1, UINT64_MAX / (units[i].size | units[i].ns)))
+				break;
+			o->switch_size = v * units[i].size;
+			o->switch_ns = v * units[i].ns;
+			return 0;
+		}
+	}
+	return set_errorf(err, errlen, -EINVAL,
+			  "--switch-output '%s' is not signal, a size like 100M (B/K/M/G) or a time like 30s (s/m/h/d)",
+			  arg);
+}
+
 #define R(f) offsetof(struct record_opts, f)
 static const struct opt_def record_defs[] = {
 	OPT_DEFS_RUN(struct record_opts),
@@ -174,6 +226,10 @@ static const struct opt_def record_defs[] = {
 	{ .name = "off-cpu-entries", .type = OPT_T_U64, .off = R(offcpu_entries), .lo = 16, .hi = 1 << 24,
 	  .bad = "is not a number from 16 to 16777216" },
 	OPT_DEFS_OUTPUT(struct record_opts),
+	{ .name = "switch-output", .type = OPT_T_FN_OPTARG, .fn = opt_switch_output },
+	{ .name = "switch-max-files", .type = OPT_T_U64, .off = R(switch_max_files), .lo = 1, .hi = 1 << 20,
+	  .bad = "is not a number of files from 1 to 1048576" },
+	{ .name = "pprof-dir", .type = OPT_T_STR, .off = R(pprof_dir), .bad = "needs a directory" },
 	{ .name = "mmap-pages", .letter = 'm', .type = OPT_T_POW2, .off = R(mmap_pages), .lo = 1, .hi = 1 << 20,
 	  .bad = "is not a power of two from 1 to 1048576 pages" },
 	{ .name = "no-buildid-cache", .letter = 'N', .type = OPT_T_FLAG, .off = R(no_buildid_cache) },
@@ -201,6 +257,10 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		return set_errorf(err, errlen, -EINVAL, "--sched writes every block: --off-cpu-thresh must be 0 with it");
 	if (o->no_sched_split && !o->nr_spans)
 		return set_errorf(err, errlen, -EINVAL, "--no-sched-split needs --span");
+	if (o->switch_max_files && !o->switch_output)
+		return set_errorf(err, errlen, -EINVAL, "--switch-max-files needs --switch-output");
+	if (o->pprof_dir && !o->switch_output)
+		return set_errorf(err, errlen, -EINVAL, "--pprof-dir needs --switch-output");
 	/*
 	 * A DWARF sample carries its stack copy: 999 Hz of 8 KiB is 8 MB/s a
 	 * CPU, which a 1 MiB ring cannot hold through one slow write.
@@ -246,9 +306,83 @@ static int parse_specs(struct record_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * --pprof-dir: each finished file through report's pipeline into a gzipped
+ * pprof profile beside the others, for pprof -http or an ingester watching
+ * the folder.  A file that cannot be read is said and skipped: the
+ * recording goes on.
+ */
+struct pprof_sink {
+	const char *dir;
+	uint64_t max;
+	char **kept;
+	uint64_t nr;
+};
+
+static int pprof_fn(const struct profile *p, FILE *f, const void *arg)
+{
+	(void)arg;
+	return report_pprof(p, f);
+}
+
+static int pprof_on_switch(const char *path, void *arg)
+{
+	struct pprof_sink *ps = arg;
+	const char *base = strrchr(path, '/');
+	struct profile *p = NULL;
+	char out[PATH_MAX], err[512];
+	struct atomic_file af;
+	FILE *f;
+	int e;
+
+	base = base ? base + 1 : path;
+	if ((size_t)snprintf(out, sizeof(out), "%s/%s.pb.gz", ps->dir, base) >= sizeof(out))
+		return 0;
+	e = profile__load(&p, path, NULL, err, sizeof(err));
+	if (e) {
+		pr_warn("no pprof for %s: %s", path, err);
+		return 0;
+	}
+	e = atomic_file__open(&af, out, 0600, false);
+	f = e ? NULL : atomic_file__stdio(&af);
+	e = e ?: f ? pprof_fn(p, f, NULL) : -errno;
+	e = e ?: atomic_file__commit(&af);
+	atomic_file__release(&af);
+	profile__free(p);
+	if (e) {
+		pr_warn("cannot write %s: %s", out, strerror(-e));
+		return 0;
+	}
+	if (!ps->max)
+		return 0;
+	if (ps->nr == ps->max) {
+		unlink(ps->kept[0]);
+		free(ps->kept[0]);
+		memmove(ps->kept, ps->kept + 1, (ps->nr - 1) * sizeof(*ps->kept));
+		ps->nr--;
+	}
+	ps->kept[ps->nr] = strdup(out);
+	if (ps->kept[ps->nr])
+		ps->nr++;
+	return 0;
+}
+
+/* The directory exists and takes files: said now, not after the first window. */
+static int check_pprof_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK)) {
+		pr_err("--pprof-dir '%s' is not a writable directory", dir);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
+	struct pprof_sink ps = {};
 	char err[512];
 	int e, ret = 1;
 
@@ -261,9 +395,23 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	}
 	sp_verbose = o.verbose;
+	if (o.pprof_dir) {
+		if (check_pprof_dir(o.pprof_dir))
+			goto cleanup;
+		ps.dir = o.pprof_dir;
+		ps.max = o.switch_max_files;
+		ps.kept = ps.max ? calloc(ps.max, sizeof(*ps.kept)) : NULL;
+		if (ps.max && !ps.kept)
+			goto cleanup;
+		o.on_switch = pprof_on_switch;
+		o.on_switch_arg = &ps;
+	}
 	if (record__run(&o, sp_argc, sp_argv, &ret))
 		ret = 1;
 cleanup:
+	for (uint64_t i = 0; i < ps.nr; i++)
+		free(ps.kept[i]);
+	free(ps.kept);
 	record_opts_free(&o);
 	return ret;
 }

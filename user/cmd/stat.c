@@ -13,7 +13,11 @@
 #include "atomic_file.h"
 #include "cmd_opts.h"
 #include "commands.h"
+#include <bpf/bpf.h>
+
 #include "counters.h"
+#include "kernel_features.h"
+#include "span_sources.h"
 #include "hash.h"
 #include "host.h"
 #include "libbpf_setup.h"
@@ -21,6 +25,7 @@
 #include "parse.h"
 #include "run.h"
 #include "sbuf.h"
+#include "stat_serve.h"
 #include "util.h"
 
 void stat_usage(FILE *out)
@@ -44,6 +49,12 @@ void stat_usage(FILE *out)
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
 		"      --raw-tp           use the raw_tp switch hook even where tp_btf works\n"
+		"      --serve [ADDR:]PORT  serve the counters per cgroup and comm at /metrics in\n"
+		"                         Prometheus' text format (ADDR: 127.0.0.1 unless given)\n"
+		"      --serve-top N      series per metric, by CPU time; the rest summed as\n"
+		"                         _other (default 50)\n"
+		"      --span SPEC        with --serve: a wall-time histogram and the time on and\n"
+		"                         off CPU of these spans (SPEC as record's; repeatable)\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -53,7 +64,22 @@ void stat_usage(FILE *out)
 		"  spanperf stat -d 5                              # whole host, 5 s\n"
 		"  spanperf stat --per-thread -e task-clock,cs -- make -j8\n"
 		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
-		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n");
+		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n"
+		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n");
+}
+
+static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct stat_opts *o = opts;
+	const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
+
+	(void)err;
+	(void)errlen;
+	if (!ns)
+		return -ENOMEM;
+	o->spans = ns;
+	o->spans[o->nr_spans++] = arg;
+	return 0;
 }
 
 #define S(f) offsetof(struct stat_opts, f)
@@ -65,6 +91,10 @@ static const struct opt_def stat_defs[] = {
 	{ .name = "interval-print", .letter = 'I', .type = OPT_T_U64, .off = S(interval_ms), .lo = 10,
 	  .hi = 3600 * 1000, .bad = "is not an interval in milliseconds from 10 to 3600000" },
 	{ .name = "json", .letter = 'j', .type = OPT_T_FLAG, .off = S(json) },
+	{ .name = "serve", .type = OPT_T_STR, .off = S(serve), .bad = "needs [ADDR:]PORT" },
+	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
+	{ .name = "serve-top", .type = OPT_T_U64, .off = S(serve_top), .lo = 1, .hi = 100000,
+	  .bad = "is not a number of series from 1 to 100000" },
 	OPT_DEFS_OUTPUT(struct stat_opts),
 	OPT_DEFS_VERBOSITY(struct stat_opts),
 	{}
@@ -75,10 +105,26 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 {
 	uint64_t seen;
 
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int e;
+
 	memset(o, 0, sizeof(*o));
 	o->max_threads = 32768;
-	return opts_parse(stat_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, stat_usage, err, errlen) ?:
-	       opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+	o->serve_top = 50;
+	e = opts_parse(stat_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, stat_usage, err, errlen) ?:
+	    opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
+	if (e)
+		return e;
+	if (o->serve && o->interval_ms)
+		return set_errorf(err, errlen, -EINVAL, "--serve and -I both report as the run goes; give one of them");
+	if ((seen & (1ull << opts_index(stat_defs, "serve-top"))) && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--serve-top needs --serve");
+	if (o->nr_spans && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--span needs --serve: stat shows spans as histograms there");
+	if (o->nr_spans > SP_MAX_SPANS)
+		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d", o->nr_spans, SP_MAX_SPANS);
+	return o->serve ? serve_addr_parse(o->serve, &ss, &len, err, errlen) : 0;
 }
 
 void stat_opts_free(struct stat_opts *o)
@@ -87,6 +133,8 @@ void stat_opts_free(struct stat_opts *o)
 		return;
 	int_list_free(&o->pids);
 	int_list_free(&o->tids);
+	free(o->spans);
+	o->spans = NULL;
 }
 
 static const char *const default_events =
@@ -99,6 +147,10 @@ struct event_sums {
 
 struct stat_run {
 	const struct stat_opts *o;
+	/* --serve --span: the span programs, their specs and the stand-in for record's thread map */
+	struct span_set *spans;
+	struct span_spec *specs;
+	int threads_fd;
 	FILE *out;
 	struct atomic_file out_file; /* -o */
 	struct counter_set *cs;
@@ -502,17 +554,71 @@ cleanup:
 	return e;
 }
 
+/*
+ * --serve --span: the span programs on the counters' maps, as record sets
+ * them up, each span carrying its thread's time on CPU.  Record's sampling
+ * program is not loaded: a map of the same shape stands in for its thread
+ * map (the spans' sample counts stay 0).
+ */
+static int open_spans(struct stat_run *r)
+{
+	const struct stat_opts *o = r->o;
+	static struct sp_features feat;
+	struct span_set_opts so = { .nr = o->nr_spans, .nr_counters = 1, .ctr_kind = { SP_CTR_ONCPU },
+				    .ring_bytes = 8 << 20 };
+	char err[512];
+	int e;
+
+	r->threads_fd = -1;
+	r->specs = calloc(o->nr_spans, sizeof(*r->specs));
+	if (!r->specs)
+		return -ENOMEM;
+	features_probe(&feat);
+	for (int i = 0; i < o->nr_spans; i++)
+		if (span_spec_parse(o->spans[i], &r->specs[i], err, sizeof(err)) ||
+		    span_spec_resolve(&r->specs[i], &feat, o->raw_tp, err, sizeof(err))) {
+			pr_err("%s", err);
+			return -EINVAL;
+		}
+	r->threads_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "threads", sizeof(__u32), sizeof(struct sp_thread), 1, NULL);
+	if (r->threads_fd < 0) {
+		e = -errno;
+		pr_err("cannot make a BPF map for the span programs: %s", strerror(-e));
+		return e;
+	}
+	so.specs = r->specs;
+	so.threads_fd = r->threads_fd;
+	counters__map_fds(r->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
+	e = span_set__open(&r->spans, &so, err, sizeof(err));
+	if (e)
+		pr_err("%s", err);
+	return e;
+}
+
+static int on_span(void *ctx, const struct sp_span_ev *ev)
+{
+	const struct sp_span *sp = &ev->span;
+
+	stat_serve__span(ctx, sp->idx, sp->end_ns - sp->start_ns, sp->counters[0]);
+	return 0;
+}
+
 /* Until -d, CMD's exit or a signal, with -I's reports on the way; then the last one. */
-static void stat_loop(struct stat_run *r, struct run *run)
+static void stat_loop(struct stat_run *r, struct run *run, struct stat_serve **serve)
 {
 	const struct stat_opts *o = r->o;
 	__u64 next_interval = 0;
 
 	if (o->interval_ms)
 		next_interval = r->start_ns + o->interval_ms * 1000000ull;
-	for (int timeout = 0; run__wait(run, NULL, 0, timeout);) {
-		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + 500000000ull;
+	struct pollfd pfd = { .fd = r->spans ? span_set__ring_fd(r->spans) : -1, .events = POLLIN };
 
+	for (int timeout = 0; run__wait(run, r->spans ? &pfd : NULL, r->spans ? 1 : 0, timeout);) {
+		/* Spans are read ten times a second: their ring is not woken per span. */
+		__u64 now = now_ns(CLOCK_MONOTONIC), wake = now + (r->spans ? 100000000ull : 500000000ull);
+
+		if (r->spans)
+			span_set__consume(r->spans, on_span, *serve);
 		if (next_interval && now >= next_interval) {
 			report(r, (now - r->start_ns) / 1e9, 0);
 			next_interval += o->interval_ms * 1000000ull;
@@ -521,6 +627,9 @@ static void stat_loop(struct stat_run *r, struct run *run)
 			wake = SP_MIN(wake, next_interval);
 		timeout = wake > now ? (wake - now) / 1000000 + 1 : 0;
 	}
+	/* No scrape once the counters stop: the last reading is stat's own. */
+	stat_serve__free(*serve);
+	*serve = NULL;
 	counters__stop(r->cs);
 	run__stop(run);
 	if (!o->interval_ms || o->json) {
@@ -553,6 +662,7 @@ int cmd_stat(int argc, char **argv)
 	struct stat_run r = { .o = &o };
 	struct int_list online = {};
 	struct run run = {};
+	struct stat_serve *serve = NULL;
 	char err[512];
 	int e, ret = 1;
 
@@ -573,9 +683,31 @@ int cmd_stat(int argc, char **argv)
 	r.start_ns = now_ns(CLOCK_MONOTONIC);
 	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r.cs),
 		 (unsigned long long)counters__bytes_per_thread(r.cs));
+	if (o.serve && stat_serve__start(&serve, o.serve, r.cs, o.serve_top))
+		goto cleanup;
+	if (o.nr_spans) {
+		const char *names[SP_MAX_SPANS];
+
+		if (open_spans(&r))
+			goto cleanup;
+		/* Named as report names them (the function, the syscall); the whole spec where two would clash. */
+		for (int i = 0; i < o.nr_spans; i++) {
+			names[i] = r.specs[i].name;
+			for (int j = 0; j < o.nr_spans; j++)
+				if (j != i && !strcmp(r.specs[j].name, r.specs[i].name))
+					names[i] = o.spans[i];
+		}
+		if (stat_serve__set_spans(serve, names, o.nr_spans))
+			goto cleanup;
+		e = span_set__attach(r.spans, err, sizeof(err));
+		if (e) {
+			pr_err("%s", err);
+			goto cleanup;
+		}
+	}
 	if (run__start(&run, o.cmd, r.start_ns, o.duration))
 		goto cleanup;
-	stat_loop(&r, &run);
+	stat_loop(&r, &run, &serve);
 	stat_losses(&r);
 	if (o.output) {
 		e = atomic_file__commit(&r.out_file);
@@ -586,6 +718,11 @@ int cmd_stat(int argc, char **argv)
 	}
 	ret = run__exit_code(&run);
 cleanup:
+	stat_serve__free(serve);
+	span_set__free(r.spans);
+	free(r.specs);
+	if (r.threads_fd > 0)
+		close(r.threads_fd);
 	run__stop(&run);
 	atomic_file__release(&r.out_file);
 	counters__free(r.cs);

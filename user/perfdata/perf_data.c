@@ -88,6 +88,11 @@ cleanup:
 	return err;
 }
 
+int pd_writer__retarget(struct pd_writer *w, const char *path)
+{
+	return atomic_file__retarget(&w->out, path);
+}
+
 const char *pd_writer__tmp_path(const struct pd_writer *w)
 {
 	return w ? w->out.tmp : NULL;

@@ -85,6 +85,8 @@ int pd_writer__write(struct pd_writer *w, const void *p, size_t n);
 __u64 pd_writer__data_size(const struct pd_writer *w);
 /* Writes features and the final header, then renames: path -> path.old, tmp -> path. */
 int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta);
+/* The name finish renames to, if not open's path: one in the same directory. */
+int pd_writer__retarget(struct pd_writer *w, const char *path);
 /* Removes the temporary file unless finish succeeded; accepts NULL. */
 void pd_writer__free(struct pd_writer *w);
 const char *pd_writer__tmp_path(const struct pd_writer *w);

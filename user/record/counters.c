@@ -422,9 +422,10 @@ static void readout_free(struct readout *ro)
 /* A row for tid, its sums zeroed; its index, or -ENOMEM. */
 static int readout_add(struct readout *ro, __u32 tid)
 {
-	int i = add_thread(&ro->v, &ro->cnt, &ro->cap, &ro->idx, tid);
+	int cap = ro->cap, i = add_thread(&ro->v, &ro->cnt, &ro->cap, &ro->idx, tid);
 
-	if (i < 0 || raw_room(&ro->raw, ro->cap))
+	/* Only when v grew: a realloc per row is quadratic where realloc always copies (ASan). */
+	if (i < 0 || ((ro->cap != cap || !ro->raw) && raw_room(&ro->raw, ro->cap)))
 		return -ENOMEM;
 	memset(&ro->raw[i], 0, sizeof(ro->raw[i]));
 	return i;
@@ -455,6 +456,7 @@ static int read_closed(struct counter_set *s, struct readout *ro)
 		ro->v[i].run_delay_ns = c.run_delay > c.run_delay0 ? c.run_delay - c.run_delay0 : 0;
 		ro->v[i].sleep_ns = c.slept_ns;
 		ro->v[i].blocked_ns = c.blocked_ns;
+		ro->v[i].cgroup_id = c.cgroup_id;
 		memcpy(ro->v[i].comm, c.comm, SP_COMM_LEN);
 		ro->v[i].comm[SP_COMM_LEN - 1] = 0;
 	}

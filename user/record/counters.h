@@ -54,6 +54,7 @@ struct thread_counts {
 	char comm[SP_COMM_LEN];
 	__u64 oncpu_ns, switches;
 	__u64 run_delay_ns, sleep_ns, blocked_ns; /* with sched_split */
+	__u64 cgroup_id; /* v2, where it last ran */
 	__u64 value[SP_MAX_COUNTERS], enabled[SP_MAX_COUNTERS], running[SP_MAX_COUNTERS];
 };
 

@@ -7,6 +7,7 @@
  * writer until the run is over, one FINISHED_ROUND per pass.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,14 @@ struct recorder {
 	int ktext_err;
 	__u64 last_progress_ns;
 	bool progress_shown;
+	int argc;		/* the command line, for each file's header */
+	char **argv;
+	/* --switch-output: when this file began, its samples so far, and the files kept */
+	__u64 window_ns, window_samples, prev_window_ns;
+	char **kept;
+	int nr_kept;
+	char last_name[PATH_MAX];
+	bool stop; /* on_switch asked for the end */
 };
 
 struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
@@ -126,6 +135,9 @@ static void recorder_free(struct recorder *r)
 	dso_set__free(r->ctx.dsos);
 	buildid_cache__free(r->ctx.bcache);
 	int_list_free(&r->online);
+	for (int i = 0; i < r->nr_kept; i++)
+		free(r->kept[i]);
+	free(r->kept);
 }
 
 /* The sampling program; its maps are sized here, between open and load. */
@@ -247,6 +259,7 @@ static int write_attrs(struct recorder *r)
 /* The pollfd set, from what each source says wakes it. */
 static int build_pollfds(struct recorder *r)
 {
+	const struct record_opts *o = r->ctx.o;
 	int cap = 0, fds[MAX_FDS_PER_SOURCE];
 
 	for_each_source(r, s) {
@@ -265,17 +278,30 @@ static int build_pollfds(struct recorder *r)
 		for (int i = 0; i < n; i++)
 			r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	}
+	if (o->on_pass && o->wake_fd >= 0) {
+		struct pollfd *p = realloc(r->pfds, (r->nr_pfds + 1) * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->pfds = p;
+		r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = o->wake_fd, .events = POLLIN };
+	}
 	return 0;
 }
 
-static int synthesize(struct recorder *r)
+/*
+ * The side-band from /proc, stamped time: before every sample of the file.
+ * Each --switch-output file gets its own, as perf re-synthesizes, so that
+ * it reads on its own.
+ */
+static int synthesize(struct recorder *r, __u64 time)
 {
 	const struct record_opts *o = r->ctx.o;
 	struct sideband sb = {
 		.w = r->w,
 		.attr = r->ctx.track_attr,
 		.id = r->ctx.track_id,
-		.time = r->start_ns,
+		.time = time,
 		.dsos = r->ctx.dsos,
 		.bcache = r->ctx.bcache,
 		.ktext_start = r->ktext_start,
@@ -319,10 +345,11 @@ static int start_sources(struct recorder *r)
 	r->start_tod_ns = now_ns(CLOCK_REALTIME);
 	r->start_ns = now_ns(CLOCK_MONOTONIC);
 	r->last_progress_ns = r->start_ns;
+	r->window_ns = r->prev_window_ns = r->start_ns;
 	for_each_source(r, s)
 		if (s->start && !e)
 			e = s->start(s);
-	return e ?: synthesize(r) ?: build_pollfds(r);
+	return e ?: synthesize(r, r->start_ns) ?: build_pollfds(r);
 }
 
 /* One pass over every source, then FINISHED_ROUND so perf can sort in rounds. */
@@ -362,6 +389,10 @@ static void progress(struct recorder *r, bool final)
 	r->progress_shown = !final;
 }
 
+/* --switch-output, below with the header. */
+static bool switch_due(struct recorder *r);
+static int rotate(struct recorder *r);
+
 /* Until -d, CMD's exit or a signal; then every source stopped, drained and finished. */
 static int loop(struct recorder *r)
 {
@@ -376,6 +407,15 @@ static int loop(struct recorder *r)
 		e = drain_all(r);
 		if (e)
 			goto out;
+		if (switch_due(r)) {
+			e = rotate(r);
+			if (e)
+				return e;
+			if (r->stop)
+				break;
+		}
+		if (o->on_pass && o->on_pass(o->on_switch_arg))
+			break;
 		progress(r, false);
 	}
 	for_each_source(r, s)
@@ -460,9 +500,55 @@ static void print_threads(struct recorder *r)
 	free(all);
 }
 
-/* The header: the host, the command line, the clock and the build ids of the files seen. */
-static int write_header(struct recorder *r, int argc, char **argv)
+/*
+ * perf's name for a --switch-output file: OUTPUT.YYYYMMDDHHMMSScc, local
+ * time to the hundredth of a second (perf's fetch_current_timestamp).
+ */
+static int stamped_name(const char *output, char *buf, size_t len)
 {
+	struct timespec ts;
+	struct tm tm;
+	char dt[32];
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) || !localtime_r(&ts.tv_sec, &tm) ||
+	    !strftime(dt, sizeof(dt), "%Y%m%d%H%M%S", &tm))
+		return -EINVAL;
+	if ((size_t)snprintf(buf, len, "%s.%s%02ld", output, dt, ts.tv_nsec / 10000000) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* --switch-max-files: the newest N files kept, the oldest deleted, as perf does. */
+static void keep_file(struct recorder *r, const char *name)
+{
+	const struct record_opts *o = r->ctx.o;
+	char *dup;
+
+	if (!o->switch_max_files)
+		return;
+	dup = strdup(name);
+	if (!r->kept)
+		r->kept = calloc(o->switch_max_files, sizeof(*r->kept));
+	if (!dup || !r->kept) {
+		free(dup);
+		pr_warn("out of memory: %s will not be counted against --switch-max-files", name);
+		return;
+	}
+	if ((__u64)r->nr_kept == o->switch_max_files) {
+		if (unlink(r->kept[0]) && errno != ENOENT)
+			pr_warn("cannot delete the oldest file '%s': %s", r->kept[0], strerror(errno));
+		free(r->kept[0]);
+		memmove(r->kept, r->kept + 1, (r->nr_kept - 1) * sizeof(*r->kept));
+		r->nr_kept--;
+	}
+	r->kept[r->nr_kept++] = dup;
+}
+
+/* The header: the host, the command line, the clock and the build ids of the files seen. */
+static int write_header(struct recorder *r)
+{
+	int argc = r->argc;
+	char **argv = r->argv;
 	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
 	struct timespec res;
 	int e;
@@ -480,15 +566,84 @@ static int write_header(struct recorder *r, int argc, char **argv)
 	meta.clock_ref_ns = r->start_ns;
 	meta.first_sample_ns = r->ctx.first_ns;
 	meta.last_sample_ns = r->ctx.last_ns;
+	if (meta.first_sample_ns > meta.last_sample_ns) /* a window without samples */
+		meta.first_sample_ns = meta.last_sample_ns = 0;
 	e = dso_set__build_ids(r->ctx.dsos, &meta);
 	if (e)
 		pr_warn("build ids incomplete: %s", strerror(-e));
 	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS, &meta);
-	e = pd_writer__finish(r->w, &meta);
+	snprintf(r->last_name, sizeof(r->last_name), "%s", r->ctx.o->output);
+	e = r->ctx.o->switch_output ? stamped_name(r->ctx.o->output, r->last_name, sizeof(r->last_name)) : 0;
+	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;
+	e = e ?: pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", r->last_name, strerror(-e));
+		return e;
+	}
+	if (r->ctx.o->switch_output) {
+		/* perf's "[ perf record: Dump NAME ]", with what the file holds for scripts. */
+		if (sp_verbose >= 0)
+			fprintf(stderr, "%s[ spanperf record: dump %s: %llu samples ]\n", r->progress_shown ? "\n" : "",
+				r->last_name, (unsigned long long)(r->ctx.samples - r->window_samples));
+		r->progress_shown = false;
+		keep_file(r, r->last_name);
+		if (r->ctx.o->on_switch && r->ctx.o->on_switch(r->last_name, r->ctx.o->on_switch_arg))
+			r->stop = true;
+	}
+	return 0;
+}
+
+/*
+ * --switch-output: this file completed as at the end of a run (its header,
+ * build ids, the stamped name), then a new one with the same attrs and its
+ * own side-band.  The sources keep running: what their rings hold goes to
+ * the new file.  What sources write only at finish (--off-cpu's sums and
+ * blocks still open) goes to the last file.
+ */
+static int rotate(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+	int e = write_header(r);
+
 	if (e)
-		pr_err("cannot write -o '%s': %s", r->ctx.o->output, strerror(-e));
-	return e;
+		return e;
+	pd_writer__free(r->w);
+	r->w = NULL;
+	e = pd_writer__open(&r->w, o->output);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		return e;
+	}
+	/*
+	 * Stamped at the last file's start: a sample still in a ring from
+	 * before now must find its process in this file too.
+	 */
+	r->prev_window_ns = r->window_ns;
+	r->window_ns = now;
+	r->window_samples = r->ctx.samples;
+	r->ctx.first_ns = ~0ull;
+	r->ctx.last_ns = 0;
+	e = write_attrs(r);
+	if (e) {
+		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		return e;
+	}
+	return synthesize(r, r->prev_window_ns);
+}
+
+static bool switch_due(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+
+	if (!o->switch_output)
+		return false;
+	if (runctl_switch_requested())
+		return true;
+	if (o->switch_size && pd_writer__data_size(r->w) >= o->switch_size)
+		return true;
+	return o->switch_ns && now_ns(CLOCK_MONOTONIC) - r->window_ns >= o->switch_ns;
 }
 
 /* The one line of figures, then each source's losses, then the sampling program's. */
@@ -511,7 +666,10 @@ static void summary(struct recorder *r)
 			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->ctx.lost);
 		if (makes_spans)
 			fprintf(stderr, ", %llu spans", (unsigned long long)spans);
-		fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, o->output);
+		if (o->switch_output)
+			fprintf(stderr, " ]\n");
+		else
+			fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, o->output);
 	}
 	for_each_source(r, s)
 		if (s->stats)
@@ -540,7 +698,7 @@ static void summary(struct recorder *r)
 
 int record__run(const struct record_opts *o, int argc, char **argv, int *exit_code)
 {
-	struct recorder r = { .ctx.o = o };
+	struct recorder r = { .ctx.o = o, .argc = argc, .argv = argv };
 	int e;
 
 	*exit_code = 1;
@@ -548,6 +706,8 @@ int record__run(const struct record_opts *o, int argc, char **argv, int *exit_co
 	if (e)
 		return e;
 	runctl_init();
+	if (o->switch_output)
+		runctl_catch_switch();
 	libbpf_setup_init();
 	e = open_sources(&r) ?: write_attrs(&r) ?: start_sources(&r) ?: loop(&r);
 	if (e)
@@ -555,7 +715,7 @@ int record__run(const struct record_opts *o, int argc, char **argv, int *exit_co
 	if (r.progress_shown)
 		progress(&r, true);
 	run__stop(&r.run);
-	e = write_header(&r, argc, argv);
+	e = write_header(&r);
 	if (e)
 		goto cleanup;
 	summary(&r);

@@ -41,6 +41,29 @@ struct record_opts {
 	uint64_t max_threads;
 	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
 	bool perf_cache;	/* --perf-cache: enter the copies in perf's ~/.debug too */
+	/*
+	 * --switch-output[=signal|SIZE|TIME]: a new file on SIGUSR2, past
+	 * switch_size bytes of data or every switch_ns, each named as perf
+	 * names them (OUTPUT.YYYYMMDDHHMMSScc); --switch-max-files keeps the
+	 * newest N (0: all).
+	 */
+	bool switch_output;
+	uint64_t switch_size, switch_ns, switch_max_files;
+	/*
+	 * Called with each file --switch-output completed, the last one too
+	 * (cmd/ runs report's pipeline on it: top's refresh, --pprof-dir);
+	 * nonzero ends the recording as a signal would.
+	 */
+	int (*on_switch)(const char *path, void *arg);
+	/*
+	 * on_pass, if set, is called after each pass of the loop (with
+	 * on_switch_arg), and wake_fd (unless -1) wakes the loop too: top's
+	 * keys.  Nonzero ends the recording.
+	 */
+	int (*on_pass)(void *arg);
+	int wake_fd;
+	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz */
+	void *on_switch_arg;
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };

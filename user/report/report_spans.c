@@ -502,7 +502,7 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 	if (!e)
 		e = span_report__finish(r, err, errlen);
 	if (!e)
-		e = span_report__print(r, stdout, err, errlen);
+		e = span_report__print(r, o->out ? o->out : stdout, err, errlen);
 	span_report__free(r);
 	session__free(sess);
 	return e;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 struct strpool;
@@ -17,6 +18,8 @@ struct spans_report_opts {
 	bool otlp;	       /* --format otlp-json */
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 	bool none_ok;	       /* a file without spans is not an error (report --html) */
+	FILE *out;	       /* where spans_report prints; NULL: stdout */
+	double window_s;       /* > 0 (top --spans): the table adds each name's rate, count / window_s */
 };
 
 /* The whole of report --spans and annotate: one pass, the join, the output to stdout. */

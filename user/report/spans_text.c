@@ -191,8 +191,10 @@ int spans_print_table(struct span_report *r, FILE *out)
 	if (r->o.external)
 		r->nr_ctr = 0;
 	fprintf(out, "# %zu spans of %zu kinds, %zu samples\n#\n", r->nsp, r->names.n, r->ns);
-	fprintf(out, "# %-20s %-10s %8s %10s %10s %10s %8s", "name", "source", "count", "p50 ms", "p99 ms",
-		"max ms", "samples");
+	fprintf(out, "# %-20s %-10s %8s", "name", "source", "count");
+	if (r->o.window_s > 0)
+		fprintf(out, " %9s", "rate/s");
+	fprintf(out, " %10s %10s %10s %8s", "p50 ms", "p99 ms", "max ms", "samples");
 	for (int k = 0; k < r->nr_ctr; k++)
 		fprintf(out, " %14s", r->ctr_names[k]);
 	if (span_wall__recorded(r->wall))
@@ -274,8 +276,11 @@ int spans_print_table(struct span_report *r, FILE *out)
 		}
 		sort_n(dur, cnt, sizeof(*dur), cmp_u64);
 		sort_n(pool, npool, sizeof(*pool), spans_cmp_top);
-		fprintf(out, "  %-20s %-10s %8zu %10.3f %10.3f %10.3f %8zu", r->names.str[n], span_source_name(src), cnt,
-			pct(dur, cnt, 0.5) / 1e6, pct(dur, cnt, 0.99) / 1e6, cnt ? dur[cnt - 1] / 1e6 : 0, samples);
+		fprintf(out, "  %-20s %-10s %8zu", r->names.str[n], span_source_name(src), cnt);
+		if (r->o.window_s > 0)
+			fprintf(out, " %9.1f", cnt / r->o.window_s);
+		fprintf(out, " %10.3f %10.3f %10.3f %8zu", pct(dur, cnt, 0.5) / 1e6, pct(dur, cnt, 0.99) / 1e6,
+			cnt ? dur[cnt - 1] / 1e6 : 0, samples);
 		for (int k = 0; k < r->nr_ctr; k++) {
 			/* per span: what one of them typically costs */
 			double v = cnt ? (double)ctr[k] / cnt : 0;

@@ -28,6 +28,7 @@ struct dso {
 	bool sampled; /* an address was resolved in it: its debug file is worth fetching */
 	char *elf;   /* the ELF file read for it (the file, record's copy or a debug file), for DWARF */
 	struct elf_syms tab;
+	char *tab_key; /* symbolizer_keep_tables(): what the kept table is filed under */
 	struct sym_dso_info info;
 	int id;
 };
@@ -446,10 +447,100 @@ static const char *recorded_build_id(struct symbolizer *s, const char *name)
 	return hex;
 }
 
+/*
+ * symbolizer_keep_tables(): files' symbol tables outlive their symbolizer
+ * so that the next one (top's next window) finds them loaded.  Each is
+ * filed under what names its content, moved in and out (one owner at a
+ * time), and the oldest is dropped past the limit.  Off unless asked.
+ */
+struct kept_tab {
+	char *key;
+	struct elf_syms tab;
+};
+static struct kept_tab *kept;
+static size_t nr_kept, max_kept, kept_syms, max_kept_syms;
+
+static void drop_oldest(void)
+{
+	kept_syms -= kept[0].tab.nr_syms;
+	elf_syms__clear(&kept[0].tab);
+	free(kept[0].key);
+	memmove(kept, kept + 1, --nr_kept * sizeof(*kept));
+}
+
+void symbolizer_keep_tables(size_t max, size_t max_syms)
+{
+	max_kept = max;
+	max_kept_syms = max_syms;
+	while (nr_kept > max_kept || kept_syms > max_kept_syms)
+		drop_oldest();
+	if (!max_kept) {
+		free(kept);
+		kept = NULL;
+	}
+}
+
+/* The kernel by build id and load address; a file by build id, else by device, inode, size and mtime. */
+static char *table_key(struct symbolizer *s, struct dso *d)
+{
+	char file[PATH_MAX * 2], *k = NULL;
+	struct stat st;
+	int n;
+
+	if (d->kernel) {
+		n = asprintf(&k, "k:%s:%llx", d->build_id, (unsigned long long)d->info.pgoff);
+	} else if (d->build_id[0]) {
+		n = asprintf(&k, "b:%s:%s", d->build_id, d->path);
+	} else {
+		snprintf(file, sizeof(file), "%s%s", s->root, d->path);
+		if (stat(file, &st))
+			return NULL;
+		n = asprintf(&k, "f:%s:%llx:%llx:%lld:%lld.%09ld", d->path, (unsigned long long)st.st_dev,
+			     (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			     st.st_mtim.tv_nsec);
+	}
+	return n < 0 ? NULL : k;
+}
+
+static bool take_kept(struct dso *d)
+{
+	for (size_t i = nr_kept; i-- > 0;)
+		if (!strcmp(kept[i].key, d->tab_key)) {
+			d->tab = kept[i].tab;
+			kept_syms -= d->tab.nr_syms;
+			free(kept[i].key);
+			memmove(kept + i, kept + i + 1, (--nr_kept - i) * sizeof(*kept));
+			return true;
+		}
+	return false;
+}
+
+static void give_kept(struct dso *d)
+{
+	struct kept_tab *nk;
+
+	if (!max_kept || !d->tab_key || !d->tab.nr_syms || (size_t)d->tab.nr_syms > max_kept_syms)
+		return;
+	if (!kept) {
+		nk = calloc(max_kept, sizeof(*kept));
+		if (!nk)
+			return;
+		kept = nk;
+	}
+	while (nr_kept && (nr_kept == max_kept || kept_syms + d->tab.nr_syms > max_kept_syms))
+		drop_oldest();
+	kept[nr_kept++] = (struct kept_tab){ d->tab_key, d->tab };
+	kept_syms += d->tab.nr_syms;
+	d->tab_key = NULL;
+	memset(&d->tab, 0, sizeof(d->tab));
+}
+
 static void dso_free(struct dso *d)
 {
 	if (!d)
 		return;
+	give_kept(d);
+	free(d->tab_key);
 	elf_syms__clear(&d->tab);
 	free(d->elf);
 	free(d->path);
@@ -806,6 +897,9 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 	if (d->loaded)
 		return;
 	d->loaded = true;
+	if (max_kept && !d->jit && (d->kernel || (d->path[0] == '/' && d->path[1] != '/')) &&
+	    (d->tab_key = table_key(s, d)) && take_kept(d))
+		return;
 	if (d->kernel)
 		load_kallsyms(s, d);
 	else if (!strcmp(d->path, "[vdso]"))

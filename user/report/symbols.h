@@ -33,6 +33,14 @@ struct sym {
 	int dso_id;	   /* stable per dso within a symbolizer, -1 for none */
 };
 
+/*
+ * Keep up to max files' symbol tables, max_syms symbols in all, from one
+ * symbolizer to the next (top's windows: a file is read once while it
+ * stays the same), the oldest dropped first; 0, the default, keeps none
+ * and frees those kept.
+ */
+void symbolizer_keep_tables(size_t max, size_t max_syms);
+
 /* root: where to find files ("" for /); tests point it at fixtures. */
 struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root);
 void symbolizer__free(struct symbolizer *s);

@@ -29,6 +29,31 @@ void runctl_init(void)
 	sigaction(SIGCHLD, &sa, NULL);
 }
 
+/* SIGUSR2 (record --switch-output): a flag the loop reads, like stop.c's, never blocked outside the wait. */
+static volatile sig_atomic_t switch_sig;
+
+static void on_switch(int sig)
+{
+	(void)sig;
+	switch_sig = 1;
+}
+
+void runctl_catch_switch(void)
+{
+	struct sigaction sa = { .sa_handler = on_switch, .sa_flags = SA_RESTART };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+}
+
+bool runctl_switch_requested(void)
+{
+	bool r = switch_sig;
+
+	switch_sig = 0;
+	return r;
+}
+
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
 {
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
@@ -44,8 +69,9 @@ int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &block, &orig);
-	if (!stop_requested())
+	if (!stop_requested() && !switch_sig)
 		n = ppoll(fds, nfds, timeout_ms < 0 ? NULL : &ts, &orig);
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 	return n;

@@ -30,6 +30,13 @@ void runctl_init(void);
 /* Polls fds for up to timeout_ms; returns as soon as a signal arrives. */
 int runctl_wait(struct pollfd *fds, int nfds, int timeout_ms);
 bool runctl_stop_requested(void);
+/*
+ * SIGUSR2 as perf's --switch-output takes it: a flag, as the stop signals
+ * are (it ends a wait, and is seen at the next one if it came outside),
+ * and runctl_switch_requested() says, once, that it came.
+ */
+void runctl_catch_switch(void);
+bool runctl_switch_requested(void);
 
 /* Forks CMD, which waits until workload__start. */
 int workload__prepare(struct workload *w, char **argv);

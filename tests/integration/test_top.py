@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: GPL-2.0
+"""spanperf top, for real: its tables come from the recorder's BPF sampling through report's
+symbolizer; a spinning workload leads them, --batch -n N prints N of them and exits."""
+import os
+import shutil
+import re
+import subprocess
+import time
+
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, spanperf, test
+
+ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+(?:(\S+)\s+)?\[(.)\]\s+(\S+)")
+
+
+def tables(text):
+    """Each refresh's rows: (pct, samples, first key, second key or None, sym), in order."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("   spanperf top:"):
+            out.append([])
+            continue
+        m = ROW.match(line)
+        if m and out:
+            out[-1].append((float(m.group(1)), int(m.group(2)), m.group(3), m.group(4), m.group(6)))
+    return out
+
+
+@test
+def test_top_batch_spinner_leads():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "3", "-d", "1", "-E", "5", "--sort", "pid,sym", timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, "top exited %d: %s" % (p.returncode, p.stderr)
+    assert p.stderr.strip() == "", p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 3, "-n 3 printed %d tables:\n%s" % (len(t), p.stdout)
+    assert all(0 < len(rows) <= 5 for rows in t), [len(r) for r in t]
+    # The whole host, shared: the spinner holds a CPU of two, so it leads at least one refresh of three.
+    lead = [rows_[0] for rows_ in t]
+    assert any(r[2] == str(wl.pid) and r[4] == "spin_0" for r in lead), "leaders %s, spinner pid %d" % (
+        lead, wl.pid)
+
+
+@test
+def test_top_batch_two_tables_with_pid_filter():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "2", "-d", "1", "-p", str(wl.pid), timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 2, p.stdout
+    for rows in t:
+        assert rows and rows[0][4] == "spin_0" and rows[0][2] == "workload", rows[:3]
+        assert all(r[2] == "workload" for r in rows), rows
+
+
+@test
+def test_top_bad_input():
+    for args, what in ((["--stdio", "--batch"], "give one of them"), (["-E", "0"], "-E '0'"),
+                       (["--sort", "nope"], "--sort 'nope'"), (["-d", "x"], "-d 'x'"),
+                       (["ls"], "top runs no command")):
+        p = spanperf("top", *args)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and what in lines[0], "%s: %d %s" % (
+            args, p.returncode, p.stderr)
+
+
+def tmux(*args, check=True):
+    p = subprocess.run(["tmux", "-L", "spanperf-it"] + list(args), capture_output=True, text=True, timeout=30)
+    assert not check or p.returncode == 0, "tmux %s: %s" % (args, p.stderr)
+    return p.stdout
+
+
+def pane(session):
+    return tmux("capture-pane", "-t", session, "-p")
+
+
+def wait_pane(session, pred, timeout):
+    deadline, text = time.time() + timeout, ""
+    while time.time() < deadline:
+        text = pane(session)
+        if pred(text):
+            return text
+        time.sleep(0.2)
+    raise AssertionError("the pane never showed what was awaited:\n" + text)
+
+
+@test
+def test_top_full_screen_under_tmux():
+    need_bpf()
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed (tools/deps.sh test installs it)")
+    session = "top%d" % os.getpid()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", "bash --norc --noprofile")
+    try:
+        tmux("send-keys", "-t", session, "%s top -d 1 -E 10 --sort pid,sym; echo TOP-EXIT=$?; stty -a" % SPANPERF,
+             "Enter")
+        # Within 3 refreshes the spinner leads one of them.
+        led = False
+        for n in (1, 2, 3):
+            text = wait_pane(session, lambda t: re.search(r"refresh (\d+)", t) and
+                             int(re.search(r"refresh (\d+)", t).group(1)) >= n, 30)
+            rows = [ROW.match(l) for l in text.splitlines()]
+            rows = [m for m in rows if m]
+            led |= bool(rows) and rows[0].group(3) == str(wl.pid) and rows[0].group(6) == "spin_0"
+            if led:
+                break
+        assert led, "the spinner (pid %d) led none of 3 refreshes:\n%s" % (wl.pid, text)
+        # '/' filters the rows.
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "spin_0", "Enter")
+        text = wait_pane(session, lambda t: "filter [spin_0]" in t, 10)
+        rows = [m for m in map(ROW.match, text.splitlines()) if m]
+        assert rows and all(m.group(6) == "spin_0" for m in rows), text
+        # q quits and gives the terminal back: the shell's line discipline as it was, the table gone.
+        tmux("send-keys", "-t", session, "q")
+        text = wait_pane(session, lambda t: "TOP-EXIT=" in t and "speed" in t, 30)
+        assert "TOP-EXIT=0" in text, text
+        assert re.search(r"(^|\s)icanon(\s|$)", text, re.M) and re.search(r"(^|\s)echo(\s|$)", text, re.M), text
+        assert "# Overhead" not in text, "the table is still on the screen:\n" + text
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        wl.kill()
+        wl.wait()
+
+
+@test
+def test_top_spans_uprobe_p50():
+    need_bpf()
+    ms = 5
+    wl = subprocess.Popen([WORKLOAD, "calls", "100000", str(ms)], stdout=subprocess.DEVNULL)
+    try:
+        p = spanperf("top", "--batch", "-n", "2", "-d", "2", "--spans", "--span",
+                     "uprobe:%s:hidden_work" % WORKLOAD, timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("   spanperf top: spans of the last 2.0 s") == 2, p.stdout
+    head = None
+    rows = []
+    for line in p.stdout.splitlines():
+        if line.startswith("# name"):
+            head = line[1:].split()
+        elif head and line.startswith("  hidden_work "):
+            rows.append(dict(zip(head, line.split())))
+    assert len(rows) == 2, p.stdout
+    for r in rows:
+        assert r["source"] == "uprobe" and int(r["count"]) > 0, r
+        # Each call is ms of the thread's own CPU: its wall time is at least that, and on CPU about that.
+        p50 = float(r["p50"])
+        assert ms * 0.9 <= p50 <= ms * 20, "p50 %.3f ms for calls of %d ms of CPU" % (p50, ms)
+        assert abs(float(r["rate/s"]) - int(r["count"]) / 2.0) < 0.1, r
+
+
+@test
+def test_top_g_expands_callers():
+    need_bpf()
+    wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        p = spanperf("top", "--batch", "-n", "1", "-d", "2", "-g", "-E", "1", "-p", str(wl.pid), timeout=120)
+    finally:
+        wl.kill()
+        wl.wait()
+    assert p.returncode == 0, p.stderr
+    t = tables(p.stdout)
+    assert len(t) == 1 and len(t[0]) == 1 and t[0][0][4] == "spin_0", p.stdout
+    # Under the row, its chain: spin_0 called from caller_0 (frame pointers, as record -g).
+    assert re.search(r"spin_0\s*\n\s+caller_0", p.stdout), p.stdout
