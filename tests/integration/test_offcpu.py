@@ -154,7 +154,12 @@ def test_offcpu_spans_split_wall_time():
     for s in spans:
         wall = s["on_cpu_ns"] + s["runq_ns"] + s["off_cpu_ns"]
         assert abs(wall - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
-        assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"] and s["blocked_ns"] == 0, s
+        assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"], s
+        # The nap is never D.  What D time a span has is a block of its own that is no nanosleep:
+        # the uprobe's first hit in a thread maps its XOL page and may wait in D for the mmap
+        # lock (__create_xol_area, seen once on a clean clone: 0.75 ms behind pthread_create).
+        other = sum(b["ns"] for b in s["off_cpu_top"] if "do_nanosleep" not in b["stack"])
+        assert abs(s["blocked_ns"] - min(s["blocked_ns"], other)) <= 20000, s
         if s["sleep_ns"] < 5e6 * 0.99 or not s["off_cpu_top"] or "nap_sleep" not in s["off_cpu_top"][0]["stack"]:
             bad.append(s)
     assert len(bad) <= 4, bad[:3]
