@@ -287,9 +287,13 @@ def test_run_delay_sleep_and_blocked_per_thread():
     assert value(rows, tid, "sleep") >= 0.95 * n * us / 1000, rows
     assert value(rows, tid, "blocked") < 0.05 * n * us / 1000
     n, ms = 5, 20
-    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["dwait", str(n), str(ms)])
+    rows, truth, p = stat_json(["-v", "--per-thread", "-e", ev], ["dwait", str(n), str(ms)])
     tid = truth[0]["tid"]
-    assert value(rows, tid, "blocked") >= 0.95 * n * ms, [r for r in rows if r["tid"] == tid]
+    # As for context switches (test_sleeps_are_context_switches): a wait whose switch-out this
+    # VM's kernel hid from the tracepoint is not seen, and stat -v counts such switches.
+    m = re.search(r"(\d+) switches into a thread were never traced", p.stderr)
+    hidden = int(m.group(1)) if m else 0
+    assert value(rows, tid, "blocked") >= 0.95 * (n - hidden) * ms, (hidden, [r for r in rows if r["tid"] == tid])
     assert value(rows, tid, "sleep") < 0.2 * n * ms, [r for r in rows if r["tid"] == tid]
     p = spanperf("record", "-e", "run-delay", "-d", "1", "-o", os.path.join(tmpdir(), "x.data"))
     assert p.returncode == 1 and "cannot be sampled" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
