@@ -115,6 +115,15 @@ static int load_profile(struct session *sess, struct profile **p, const struct r
 	return e;
 }
 
+/* Some failures (out of memory) leave err unwritten: then errno's words. */
+static void say_read_error(const char *input, int e, const char *err)
+{
+	if (err[0])
+		pr_err("%s", err);
+	else
+		pr_err("cannot read %s: %s", input, strerror(-e));
+}
+
 static void say_what_was_read(const char *input, const struct profile *p)
 {
 	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
@@ -246,11 +255,7 @@ static int report_visual(const struct report_opts *o)
 	if (!e && (e = profile__finish(p) ?: timeline__build(&t, p, sr, &lim)))
 		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
 	if (e) {
-		/* Some failures (out of memory) leave err unwritten. */
-		if (err[0])
-			pr_err("%s", err);
-		else
-			pr_err("cannot read %s: %s", o->input, strerror(-e));
+		say_read_error(o->input, e, err);
 		goto cleanup;
 	}
 	say_what_was_read(o->input, p);
@@ -343,11 +348,7 @@ int report_run(const struct report_opts *o)
 	}
 	e = read_with_debuginfod(o, &sess, &p, err, sizeof(err));
 	if (e) {
-		/* Some failures (out of memory) leave err unwritten. */
-		if (err[0])
-			pr_err("%s", err);
-		else
-			pr_err("cannot read %s: %s", o->input, strerror(-e));
+		say_read_error(o->input, e, err);
 		goto cleanup;
 	}
 	say_what_was_read(o->input, p);

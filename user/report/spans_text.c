@@ -178,11 +178,42 @@ static void split_bar(FILE *out, const struct span_split *x)
 	fprintf(out, "  [%s]", bar);
 }
 
+/*
+ * The spans of each name, in order: name n's spans are
+ * order[by_name[n] .. by_name[n + 1]), a bucket each, not a pass over all
+ * spans per name.  0, or -ENOMEM with nothing allocated.
+ */
+static int order_by_name(const struct span_report *r, size_t **by_name_out, size_t **order_out)
+{
+	size_t *by_name = calloc(r->names.n + 1, sizeof(*by_name));
+	size_t *at = calloc(r->names.n + 1, sizeof(*at));
+	size_t *order = malloc((r->nsp ? r->nsp : 1) * sizeof(*order));
+
+	if (!by_name || !at || !order) {
+		free(by_name);
+		free(at);
+		free(order);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
+			by_name[r->sp[i].name + 1]++;
+	for (size_t n = 0; n < r->names.n; n++)
+		by_name[n + 1] += by_name[n];
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
+			order[by_name[r->sp[i].name] + at[r->sp[i].name]++] = i;
+	free(at);
+	*by_name_out = by_name;
+	*order_out = order;
+	return 0;
+}
+
 /* Text: one row per span name, with percentiles, samples, counters per span and top functions. */
 int spans_print_table(struct span_report *r, FILE *out)
 {
 	struct topc *top = NULL;
-	size_t tcap = 0, *by_name, *order;
+	size_t tcap = 0, *by_name = NULL, *order = NULL;
 	__u64 *dur = malloc((r->nsp ? r->nsp : 1) * sizeof(*dur));
 
 	if (!dur)
@@ -202,36 +233,12 @@ int spans_print_table(struct span_report *r, FILE *out)
 	if (any_split(r))
 		fprintf(out, "  %-*s", SPLIT_BAR + 2, "wall: on|runq|sleep|D");
 	fprintf(out, "  top functions inside\n");
-	/* The spans of each name, in order: a bucket each, not a pass over all spans per name. */
-	by_name = calloc(r->names.n + 1, sizeof(*by_name));
-	order = malloc((r->nsp ? r->nsp : 1) * sizeof(*order));
-	if (!by_name || !order) {
-		free(by_name);
-		free(order);
+	if (order_by_name(r, &by_name, &order)) {
 		free(dur);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < r->nsp; i++)
-		if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
-			by_name[r->sp[i].name + 1]++;
-	for (size_t n = 0; n < r->names.n; n++)
-		by_name[n + 1] += by_name[n];
-	{
-		size_t *at = calloc(r->names.n + 1, sizeof(*at));
-
-		if (!at) {
-			free(by_name);
-			free(order);
-			free(dur);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < r->nsp; i++)
-			if (r->sp[i].name >= 0 && (size_t)r->sp[i].name < r->names.n)
-				order[by_name[r->sp[i].name] + at[r->sp[i].name]++] = i;
-		free(at);
-	}
 	for (size_t n = 0; n < r->names.n; n++) {
-		size_t cnt = 0, samples = 0, first = 0;
+		size_t cnt = 0, samples = 0;
 		__u64 ctr[SP_MAX_COUNTERS] = {}, off = 0;
 		struct span_split sum = {}, x;
 		const char *blocked = NULL, *how;
@@ -272,7 +279,6 @@ int spans_print_table(struct span_report *r, FILE *out)
 				}
 				pool[k].n += top[t].n;
 			}
-			(void)first;
 		}
 		sort_n(dur, cnt, sizeof(*dur), cmp_u64);
 		sort_n(pool, npool, sizeof(*pool), spans_cmp_top);

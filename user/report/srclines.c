@@ -49,31 +49,6 @@ struct srclines {
 
 static const struct src_info none;
 
-/* The debug file debuginfod served (kept by build id), else libdw's usual places. */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
-{
-	const unsigned char *bits;
-	GElf_Addr vaddr;
-	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
-	int n = dwfl_module_build_id(mod, &bits, &vaddr);
-
-	if (n > 0 && n <= BUILD_ID_MAX) {
-		buildid_hex(bits, n, hex);
-		if (!debuginfo_path(hex, path, sizeof(path))) {
-			int fd = open_regular(path);
-
-			if (fd >= 0) {
-				*debuginfo_file_name = strdup(path);
-				return fd;
-			}
-		}
-	}
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-					    debuginfo_file_name);
-}
-
 struct srclines *srclines__new(struct symbolizer *sym, bool full_path)
 {
 	struct srclines *s = calloc(1, sizeof(*s));
@@ -89,7 +64,7 @@ struct srclines *srclines__new(struct symbolizer *sym, bool full_path)
 		return NULL;
 	}
 	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = find_debuginfo;
+	s->cb.find_debuginfo = debuginfo_dwfl_find;
 	s->cb.debuginfo_path = &s->debug_path;
 	/* Each dso with lines holds a file or two open: a whole host has hundreds. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {

@@ -15,6 +15,7 @@
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
+#include "host.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "symbols.h"
@@ -124,9 +125,7 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d);
 static void load_vdso(struct symbolizer *s, struct dso *d)
 {
 	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	char line[512];
-	size_t size = 0;
-	FILE *f;
+	size_t size;
 
 	if (!base || s->root[0])
 		return;
@@ -134,15 +133,7 @@ static void load_vdso(struct symbolizer *s, struct dso *d)
 	ensure_loaded(s, s->kernel);
 	if (s->kernel->build_id[0] && !s->kernel->tab.nr_syms)
 		return;
-	f = fopen("/proc/self/maps", "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
-			size = hi - lo;
-	}
-	if (f)
-		fclose(f);
+	size = host_own_vdso_size(base);
 	if (size)
 		elf_syms__load_mem(&d->tab, (void *)base, size);
 }

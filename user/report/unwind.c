@@ -21,6 +21,7 @@
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
+#include "host.h"
 #include "unwind.h"
 #include "util.h"
 
@@ -97,37 +98,6 @@ struct unwinder {
 	__u64 need[NEED_STEPS];
 };
 
-/*
- * A module's separate debug file (its CFI when the stripped file kept
- * none, as with -fno-asynchronous-unwind-tables): the one debuginfod served,
- * kept by build id, else libdw's usual places (/usr/lib/debug, debuglink).
- * libdw's own debuginfod hook stays off: the report fetched in parallel,
- * under its deadline, before unwinding.
- */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
-{
-	const unsigned char *bits;
-	GElf_Addr vaddr;
-	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
-	int n = dwfl_module_build_id(mod, &bits, &vaddr);
-
-	if (n > 0 && n <= BUILD_ID_MAX) {
-		buildid_hex(bits, n, hex);
-		if (!debuginfo_path(hex, path, sizeof(path))) {
-			int fd = open_regular(path);
-
-			if (fd >= 0) {
-				*debuginfo_file_name = strdup(path);
-				return fd;
-			}
-		}
-	}
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-					    debuginfo_file_name);
-}
-
 struct unwinder *unwinder__new(const char *root)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
@@ -142,7 +112,13 @@ struct unwinder *unwinder__new(const char *root)
 		return NULL;
 	}
 	u->cb.find_elf = dwfl_build_id_find_elf;
-	u->cb.find_debuginfo = u->root[0] ? dwfl_standard_find_debuginfo : find_debuginfo;
+	/*
+	 * A module's separate debug file holds its CFI when the stripped file
+	 * kept none (-fno-asynchronous-unwind-tables).  libdw's own debuginfod
+	 * hook stays off: the report fetched in parallel, under its deadline,
+	 * before unwinding.
+	 */
+	u->cb.find_debuginfo = u->root[0] ? dwfl_standard_find_debuginfo : debuginfo_dwfl_find;
 	u->cb.debuginfo_path = &u->debug_path;
 	return u;
 }
@@ -177,22 +153,13 @@ void unwinder__free(struct unwinder *u)
 static int open_vdso(struct unwinder *u)
 {
 	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	char line[512];
-	size_t size = 0;
-	FILE *f;
+	char path[64];
+	size_t size;
 
 	if (!u->own_vdso || !base)
 		return -ENOENT;
 	if (u->vdso_fd < 0) {
-		f = fopen("/proc/self/maps", "re");
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi;
-
-			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
-				size = hi - lo;
-		}
-		if (f)
-			fclose(f);
+		size = host_own_vdso_size(base);
 		if (!size)
 			return -ENOENT;
 		u->vdso_fd = memfd_create("vdso", MFD_CLOEXEC);
@@ -205,8 +172,8 @@ static int open_vdso(struct unwinder *u)
 		}
 	}
 	/* Its own file description: libdw closes what it is given. */
-	snprintf(line, sizeof(line), "/proc/self/fd/%d", u->vdso_fd);
-	return open(line, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", u->vdso_fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /*

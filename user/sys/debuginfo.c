@@ -387,3 +387,27 @@ void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats 
 			"%u refused for another build id or not ELF, %u failed, %u not found); their frames stay unnamed",
 			bad, st->wanted, st->unreachable, st->timed_out, st->refused, st->failed, st->not_found);
 }
+
+int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+
+	if (n > 0 && n <= BUILD_ID_MAX) {
+		buildid_hex(bits, n, hex);
+		if (!debuginfo_path(hex, path, sizeof(path))) {
+			int fd = open_regular(path);
+
+			if (fd >= 0) {
+				*debuginfo_file_name = strdup(path);
+				return fd;
+			}
+		}
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					    debuginfo_file_name);
+}

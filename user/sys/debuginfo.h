@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <elfutils/libdwfl.h>
 
 struct debuginfo_opts {
 	const char *urls;      /* --debuginfod URLS; NULL: DEBUGINFOD_URLS */
@@ -55,6 +56,16 @@ void debuginfo_no_network(void);
  * A file whose build id is not hex's is never returned.
  */
 int debuginfo_path(const char *hex, char *out, size_t len);
+
+/*
+ * libdw's find_debuginfo callback (Dwfl_Callbacks): the debug file kept
+ * for the module's build id (one debuginfod served), else libdw's usual
+ * places (/usr/lib/debug, debuglink).  Shared by the unwinder and the
+ * source-line reader so that both read the same file.
+ */
+int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name);
 
 /* One line for -v and one warning for failures, once. */
 void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats *st);

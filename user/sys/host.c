@@ -151,3 +151,21 @@ bool have_bpf_privileges(void)
 		return true;
 	return (eff & (1ull << CAP_BPF)) && (eff & (1ull << CAP_PERFMON));
 }
+
+size_t host_own_vdso_size(unsigned long base)
+{
+	char line[512];
+	size_t size = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	/* Our own maps: a line longer than the buffer names no [vdso]. */
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base)
+			size = hi - lo;
+	}
+	if (f)
+		fclose(f);
+	return size;
+}
