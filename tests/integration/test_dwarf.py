@@ -191,7 +191,9 @@ def test_dwarf_changed_binary_ends_chains():
     chains end in it, named by report -v, and nothing is guessed past it."""
     need_bpf()
     d = tmpdir()
-    exe = os.path.join(d, "workload_dwarf")
+    # A name of its own: on a shared host others may run workload_dwarf, unstripped, while we record.
+    name = "wdcut%d" % (os.getpid() % 100000)
+    exe = os.path.join(d, name)
     shutil.copy(DWARF_WORKLOAD, exe)
     shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
     path = os.path.join(d, "cut.data")
@@ -202,13 +204,13 @@ def test_dwarf_changed_binary_ends_chains():
     if run(["objcopy", "--remove-section", ".eh_frame", "--remove-section", ".eh_frame_hdr", exe]).returncode:
         raise Skip("objcopy cannot strip .eh_frame here")
     p = spanperf("report", "-v", "-i", path, "--folded", check=True)
-    stacks = folded(path)
+    stacks = folded(path, comm=name)
     assert sum(stacks.values()) > 100
     # A frame in the binary is where its chain ends: unwinding past it would need the CFI that is
     # gone.  It may still be reached (main, through printf's libc CFI), but only as the outermost.
     past = [st for st in stacks if any(f in own for f in st[:-1])]
     assert not past, past[:3]
-    m = re.search(r"cut short in workload_dwarf \(no CFI for the address\): (\d+)", p.stderr)
+    m = re.search(r"cut short in %s \(no CFI for the address\): (\d+)" % name, p.stderr)
     assert m and int(m.group(1)) * 2 > sum(stacks.values()), p.stderr[-1500:]
 
 

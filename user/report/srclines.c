@@ -145,7 +145,8 @@ static const char *fileline(struct srclines *s, const char *file, int line)
 	char buf[PATH_MAX + 32];
 	const char *base;
 
-	if (!file || !*file)
+	/* Line 0 is DWARF's "no line" (compiler-made code): perf shows sym+off there too. */
+	if (!file || !*file || line <= 0)
 		return NULL;
 	base = s->full_path ? file : strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
 	snprintf(buf, sizeof(buf), "%s:%d", base, line);
