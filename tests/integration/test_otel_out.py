@@ -9,7 +9,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
 
 from harness import SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, reap, run, spanperf, test, tmpdir
@@ -327,14 +329,33 @@ def test_otlp_split_without_off_cpu():
 
 
 def whole_host_otel(out, secs, during):
-    """record -a --otel -v for secs seconds while during() runs on this side; record's stderr."""
-    rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-d", str(secs), "-o", out],
+    """record -a --otel -v while during() runs on this side, at least secs seconds from the
+    recorder's start (its synthesis of what runs): record's stderr.  The window follows the
+    recorder and during(), not the clock: a busy host starts both late."""
+    rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-o", out],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines, ready = [], threading.Event()
+
+    def read_stderr():
+        for line in rec.stderr:
+            lines.append(line)
+            if "synthesized" in line:
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
+        assert ready.wait(120), "record did not start: %s" % "".join(lines)
+        t0 = time.monotonic()
         during()
-        _, stderr = rec.communicate(timeout=60)
+        time.sleep(max(0.0, t0 + secs - time.monotonic()))
+        rec.send_signal(signal.SIGINT)
+        rec.wait(timeout=60)
+        reader.join(timeout=60)
     finally:
         reap(rec)
+    stderr = "".join(lines)
     assert rec.returncode == 0, stderr
     return stderr
 
@@ -357,7 +378,7 @@ def test_otel_publisher_exec_during_whole_host_recording():
     runs = []
 
     def publishers():
-        time.sleep(1.5)  # past the first scan; the publishers start between scans
+        time.sleep(1.5)  # past the first scan (record has started); the publishers start between scans
         for i, prog in enumerate([[WORKLOAD, "otel"], [WORKLOAD, "otel"], [client, "good"]]):
             truth = os.path.join(d, "t%d.jsonl" % i)
             # 30 spans of 10 ms: 0.3 s, less than one scan apart.  The client publishes from a
