@@ -131,14 +131,20 @@ def _bpf_ok():
     return _bpf_state
 
 
-def perf_clean(args, path, timeout=120):
+_LOST_WARNING = re.compile(r"\s*Warning:\s*Processed \d+ events and lost \d+ chunks!\s*Check IO/CPU overload!\s*")
+
+
+def perf_clean(args, path, timeout=120, lost_ok=False):
     """Runs perf on a file; asserts exit 0 and nothing on stderr.
 
-    perf report exits 0 on some corrupt files, so stderr is the real check."""
+    perf report exits 0 on some corrupt files, so stderr is the real check.  lost_ok: a test
+    that compares chains, not counts, may read a file whose rings overflowed on a busy host;
+    perf's warning about the LOST records is then all it may say."""
     need_perf()
     p = run(["perf"] + args + ["-i", path], timeout=timeout)
     assert p.returncode == 0, "perf %s exited %d: %s" % (args[0], p.returncode, p.stderr[-1500:])
-    assert p.stderr.strip() == "", "perf %s wrote to stderr:\n%s" % (args[0], p.stderr[-1500:])
+    err = _LOST_WARNING.sub("", p.stderr) if lost_ok else p.stderr
+    assert err.strip() == "", "perf %s wrote to stderr:\n%s" % (args[0], p.stderr[-1500:])
     return p.stdout
 
 
