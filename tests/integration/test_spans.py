@@ -265,9 +265,14 @@ def test_span_split_run_queue_matches_schedstat():
     for s, t in zip(spans, truth):
         # The workload's window lies inside the span's.
         assert s["start_ns"] <= t["start_ns"] and t["end_ns"] <= s["end_ns"], (s, t)
-        assert t["run_delay_ns"] > 0.5 * s["duration_ns"], ("no queue to wait in", t)
-        assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
-        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        # The span's edges lie outside the workload's reads of /proc (the uprobe's entry before its
+        # first, the return after its last): what happened there belongs to the span, not to the
+        # truth.  On a CPU shared with two spinners (and a hog) the thread may wait 20 ms for the
+        # CPU right after the uprobe fired, so that outside time is allowed too, and no more.
+        outside = s["duration_ns"] - (t["end_ns"] - t["start_ns"])
+        assert t["run_delay_ns"] > 0.5 * (t["end_ns"] - t["start_ns"]), ("no queue to wait in", t)
+        assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"] + outside, (s, t)
+        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"] + outside, (s, t)
         split_ok(s)
     table = spanperf("report", "-i", path, "--spans", check=True).stdout
     bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
