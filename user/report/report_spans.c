@@ -215,8 +215,8 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
-	/* Without sched_info (SP_SCHED_STAMPS) BPF's on_ns is the switch stamps' own figure. */
-	if (sp->sched.how == SP_SCHED_STAMPS)
+	/* From stamps (no sched_info, or forced) BPF's on_ns is the switch stamps' own figure. */
+	if (sp->sched.how == SP_SCHED_STAMPS || sp->sched.how == SP_SCHED_WAKE_STAMPS)
 		return sp->sched.on_ns;
 	for (int k = 0; k < r->nr_ctr; k++)
 		if (!strcmp(r->ctr_names[k], "task-clock"))
@@ -263,6 +263,7 @@ const char *spans_split_name(__u32 how)
 	switch (how) {
 	case SP_SCHED_ACCOUNTS: return "sched_info";
 	case SP_SCHED_STAMPS: return "switch-stamps";
+	case SP_SCHED_WAKE_STAMPS: return "stamps";
 	default: return NULL;
 	}
 }

@@ -394,7 +394,8 @@ static const char *frame_name(struct span_wall *w, const struct block *b, __u32 
 
 bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x)
 {
-	if (sched->how != SP_SCHED_ACCOUNTS)
+	/* Both methods give the same three running totals (SP_SCHED_STAMPS, of old files, no run queue). */
+	if (sched->how != SP_SCHED_ACCOUNTS && sched->how != SP_SCHED_WAKE_STAMPS)
 		return false;
 	/*
 	 * BPF's stamps and the scheduler's clock may disagree by a few us at
