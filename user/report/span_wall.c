@@ -544,7 +544,7 @@ int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 
 			sbuf_json_str(b, name);
 		}
 		sbuf_printf(b, "]");
-		/* The span the waker was in when it woke this one, where it has ids (OTel context). */
+		/* The span the waker was in when it woke this one, where it has ids (spans_ids: its own too). */
 		if (wk->ctx == SP_WAKER_TASK && w->ids && w->ids(w->ids_ctx, wk->tid, wk->wake_ns, trace, span))
 			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", span, trace);
 		else
