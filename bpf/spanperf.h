@@ -372,7 +372,15 @@ struct sp_offcpu_event {
 	__s32 kstack, ustack;
 	__u64 run_delay; /* as in sp_offcpu_start */
 	struct sp_waker waker;
+	__u32 flags;	 /* SP_OFFCPU_EV_* */
+	__u32 pad;
 };
+
+/*
+ * sp_offcpu_event.flags: the switch-out's record alone (its spanperf-sched
+ * sample), for a block that is summed in BPF (short) or a wait for the CPU.
+ */
+#define SP_OFFCPU_EV_SCHED_ONLY 1
 
 
 /* ---- user stacks unwound in BPF from .eh_frame (--call-graph ehframe) ---- */

@@ -284,17 +284,12 @@ def test_span_split_run_queue_matches_schedstat():
     assert bar and bar.group(1).count("r") >= 10, table
 
 
-@test
-def test_external_spans_split_from_sched_records():
-    """record --sched keeps every switch-out (state, run_delay) and no spans of its own:
-    annotate splits the spans the application wrote itself (queued_work, pinned behind two
-    spinners, sleeping SLEEP ms halfway) from those records alone.  Truth: the thread's own
-    schedstat around each call and its nanosleep's own wall time."""
+def external_spans_split(flag):
     need_bpf()
     n, ms, sleep_ms = 6, 20, 15
     d = tmpdir()
     ext, out = os.path.join(d, "ext.jsonl"), os.path.join(d, "sched.data")
-    p = spanperf("record", "--sched", "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
+    p = spanperf("record", flag, "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
     assert p.returncode == 0, p.stderr
     assert re.search(r"sched: \d+ times off CPU written", p.stderr), p.stderr
     truth = [t for t in json_lines(p.stdout) if "call" in t]
@@ -323,6 +318,22 @@ def test_external_spans_split_from_sched_records():
     table = spanperf("annotate", "--spans", ext, "-i", out, check=True).stdout
     bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
     assert bar and bar.group(1).count("r") >= 10, table
+
+
+@test
+def test_external_spans_split_from_sched_records():
+    """record --sched keeps every switch-out (state, run_delay) and no spans of its own:
+    annotate splits the spans the application wrote itself (queued_work, pinned behind two
+    spinners, sleeping SLEEP ms halfway) from those records alone.  Truth: the thread's own
+    schedstat around each call and its nanosleep's own wall time."""
+    external_spans_split("--sched")
+
+
+@test
+def test_external_spans_split_from_offcpu_recording():
+    """The same from a recording made with --off-cpu alone (its default threshold, short blocks
+    summed): it keeps every switch-out as --sched does, so annotate fills the whole split."""
+    external_spans_split("--off-cpu")
 
 
 def d_state_is_blocked(env, how):
