@@ -685,6 +685,15 @@ void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64
 	*read_err = bpf_percpu_sum(fd, SP_STAT_READ_ERR);
 }
 
+bool counters__split_stamps(const struct counter_set *s, __u64 *hidden, __u64 *nowake)
+{
+	int fd = bpf_map__fd(s->skel->maps.stats);
+
+	*hidden = bpf_percpu_sum(fd, SP_STAT_SPLIT_HIDDEN);
+	*nowake = bpf_percpu_sum(fd, SP_STAT_SPLIT_NOWAKE);
+	return s->skel->rodata->split_stamps;
+}
+
 const char *counters__hook(const struct counter_set *s)
 {
 	return s->hook;
