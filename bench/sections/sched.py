@@ -62,7 +62,9 @@ def switch_cost(out):
 def run(res):
     rt = {t: [] for t in TOOLS}
     cpu = {t: [] for t in TOOLS}
-    ratios = {t: [] for t in TOOLS if t != "none"}
+    added = {t: [] for t in TOOLS if t != "none"}
+    slow = {t: [] for t in added}
+    vs = {"perf-switch": [], "perf-sched": []}
     costs = []
     for r in range(rounds()):
         got = {}
@@ -76,25 +78,28 @@ def run(res):
             rt[tool].append(got[tool])
             cpu[tool].append(c)
             log("sched round %d %s: %.0f round trips/s, recorder %.2f s CPU" % (r, tool, got[tool], c))
-        for t in ratios:
-            ratios[t].append(got["none"] / got[t])
         c = switch_cost(os.path.join(TMP, "sched.cost.data"))
-        if c:
-            costs.append(c)
         log("sched round %d spanperf switch program: %s" % (r, c))
-    per_rt = median([c[1] for c in costs]) if costs else None
-    base_ns = 1e9 / median(rt["none"])
-    added = {t: (1e9 / median(rt[t]) - base_ns) / per_rt if per_rt else None for t in ratios}
+        if not c:
+            continue
+        costs.append(c)
+        # Per round, against that round's run without a profiler: the host's load moves both.
+        for t in added:
+            slow[t].append(got["none"] / got[t])
+            added[t].append((1e9 / got[t] - 1e9 / got["none"]) / c[1])
+        for t in vs:
+            if added[t][-1] > 0:
+                vs[t].append(added["spanperf"][-1] / added[t][-1])
     res["sched"] = {
         "round_trips_per_s": {t: median(v) for t, v in rt.items()},
-        "slowdown": {t: median(v) for t, v in ratios.items()},
-        "switches_per_round_trip": per_rt,
-        "added_ns_per_switch": added,
-        "vs_perf_switch": added["spanperf"] / added["perf-switch"] if per_rt and added["perf-switch"] > 0 else None,
-        "vs_perf_sched": added["spanperf"] / added["perf-sched"] if per_rt and added["perf-sched"] > 0 else None,
+        "slowdown": {t: median(v) for t, v in slow.items()},
+        "switches_per_round_trip": median([c[1] for c in costs]) if costs else None,
+        "added_ns_per_switch": {t: median(v) if v else None for t, v in added.items()},
+        "vs_perf_switch": median(vs["perf-switch"]) if vs["perf-switch"] else None,
+        "vs_perf_sched": median(vs["perf-sched"]) if vs["perf-sched"] else None,
         "bpf_ns_per_switch": median([c[0] for c in costs]) if costs else None,
         "recorder_cpu_s": {t: median(v) for t, v in cpu.items()},
-        "raw": rt, "raw_costs": costs}
+        "raw": rt, "raw_costs": costs, "raw_added": added}
 
 
 def _f(x, fmt="%.0f"):
@@ -112,8 +117,10 @@ def markdown(res):
            "|---|---|---|---|---|",
            "| none | %.0f | 1 | 0 | 0 |" % v["round_trips_per_s"]["none"]]
     for name, t in rows:
-        out.append("| %s | %.0f | %.3f | %s | %.2f |" % (name, v["round_trips_per_s"][t], s[t], _f(a[t]), c[t]))
-    out += ["", "spanperf's added cost per switch against perf's in the same rounds: %s x `perf record -e "
+        out.append("| %s | %.0f | %s | %s | %.2f |" % (name, v["round_trips_per_s"][t], _f(s[t], "%.3f"), _f(a[t]),
+                                                      c[t]))
+    out += ["", "Medians over rounds; slowdowns and added ns per round against that round's run without a "
+            "profiler.  spanperf's added cost per switch against perf's in the same rounds: %s x `perf record -e "
             "sched:sched_switch`, %s x `perf sched record`.  Its switch program alone: %s ns per switch "
             "(bpf_stats)." % (_f(v["vs_perf_switch"], "%.2f"), _f(v["vs_perf_sched"], "%.2f"),
                               _f(v["bpf_ns_per_switch"])), ""]
