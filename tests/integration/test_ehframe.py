@@ -158,11 +158,11 @@ def test_ehframe_offcpu_names_the_blocking_function():
     p = run(["perf", "script", "--no-inline", "-i", path, "-F", "tid,event,period,ip,sym"])
     assert p.returncode == 0 and p.stderr.strip() == "", p.stderr[-1500:]
     total, named = collections.Counter(), collections.Counter()
-    # A sample's line starts at the margin, its frames are indented; --off-cpu's spanperf-sched
+    # A sample's frames are the lines after it that begin with a tab; --off-cpu's spanperf-sched
     # samples (no chain) sit between the blocks without a blank line.
     blocks, cur = [], None
     for l in p.stdout.splitlines():
-        if l and not l[0].isspace():
+        if l.strip() and not l.startswith("\t"):
             cur = [l]
             blocks.append(cur)
         elif cur is not None and l.strip():
