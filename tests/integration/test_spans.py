@@ -409,10 +409,15 @@ def test_span_split_by_stamps_matches_accounts_and_schedstat():
         # The same call: both spans hold the workload's window.
         for s in (sa, sb):
             assert s["start_ns"] <= t["start_ns"] and t["end_ns"] <= s["end_ns"], (s, t)
-        assert t["run_delay_ns"] > 0.3 * (sb["duration_ns"] - t["slept_ns"]), ("no queue to wait in", t)
-        assert abs(sb["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (sb, t)
+        # The two methods on the same span: both programs run in the same uprobe hits.
         assert abs(sb["runq_ns"] - sa["runq_ns"]) <= 0.05 * sa["runq_ns"], (sb, sa)
-        assert abs(sb["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (sb, t)
+        # The workload's truth is read inside the span: what lies outside its reads (a wait for the
+        # CPU right after the uprobe fired, as test_span_split_run_queue_matches_schedstat says)
+        # belongs to the span alone, and is allowed, no more.
+        outside = sb["duration_ns"] - (t["end_ns"] - t["start_ns"])
+        assert t["run_delay_ns"] > 0.3 * (t["end_ns"] - t["start_ns"] - t["slept_ns"]), ("no queue to wait in", t)
+        assert abs(sb["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"] + outside, (sb, t)
+        assert abs(sb["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"] + outside, (sb, t)
         # The sleep itself: what was asked at least, the nanosleep's own wall time at most.
         assert 0.95 * sleep_ms * 1e6 <= sb["sleep_ns"] <= t["slept_ns"] * 1.01, (sb, t)
         assert sb["blocked_ns"] == 0, sb
