@@ -43,6 +43,12 @@ const volatile bool sched_split = false;
 const volatile bool split_all = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
+/*
+ * The split by stamps (struct sp_counts.runq_ns): where the kernel keeps no
+ * sched_info, or forced (SPANPERF_SCHED_SPLIT=stamps).  Needs sched_split;
+ * the sched_wakeup programs load only then.
+ */
+const volatile bool split_stamps = false;
 /* bpf_ktime_get_ns() when counting began, set by user space: threads born since wait from 0. */
 __u64 t0_ns = 0;
 
@@ -99,6 +105,62 @@ static __always_inline void split_switch(struct sp_counts *c, const struct sp_sn
 	c->out_state = (state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD) ? SP_BLOCK_D : SP_BLOCK_SLEEP;
 }
 
+/*
+ * The stamp method's switch-out of a thread whose time is kept: a wait for
+ * the CPU begins if it leaves runnable (preempted, yielding), a block if it
+ * leaves to sleep, which its wakeup ends (on_wakeup).  What is still open
+ * from before was missed: a wait whose switch-in went untraced ends when
+ * the thread was picked, `ran` ago (the scheduler's prev_sum_exec_runtime
+ * marks the pick), and so does a block whose wakeup and switch-in did.
+ */
+static __always_inline void stamps_switch_out(struct sp_counts *c, bool preempt, __u32 state, __u64 ran, __u64 now)
+{
+	__u64 in = now > ran ? now - ran : 0;
+
+	if (c->wait_ts) {
+		stat_inc(SP_STAT_SPLIT_HIDDEN);
+		c->runq_ns += in > c->wait_ts ? in - c->wait_ts : 0;
+		c->wait_ts = 0;
+	}
+	if (c->out_ts) {
+		stat_inc(SP_STAT_SPLIT_HIDDEN);
+		if (c->out_state == SP_BLOCK_D)
+			c->blocked_ns += in > c->out_ts ? in - c->out_ts : 0;
+		else
+			c->slept_ns += in > c->out_ts ? in - c->out_ts : 0;
+		c->out_ts = 0;
+	}
+	/* stat's run-delay reads it: the stamps' own figure. */
+	c->run_delay = c->runq_ns;
+	if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
+		c->wait_ts = now;
+		return;
+	}
+	c->out_ts = now;
+	c->out_state = (state & TASK_UNINTERRUPTIBLE) && !(state & TASK_NOLOAD) ? SP_BLOCK_D : SP_BLOCK_SLEEP;
+}
+
+/*
+ * The stamp method's switch-in: the wait for the CPU ends.  A block still
+ * open here was never asleep: the scheduler found a signal pending at the
+ * switch-out and left it runnable (the tracepoint still says S), so no
+ * wakeup came, and its time was in the run queue.
+ */
+static __always_inline void stamps_switch_in(__u32 tid, __u64 now)
+{
+	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
+	__u64 from;
+
+	if (!c || !(c->wait_ts || c->out_ts))
+		return;
+	from = c->wait_ts ?: c->out_ts;
+	if (!c->wait_ts)
+		stat_inc(SP_STAT_SPLIT_NOWAKE);
+	c->runq_ns += now > from ? now - from : 0;
+	c->run_delay = c->runq_ns;
+	c->wait_ts = c->out_ts = 0;
+}
+
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
 	__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
@@ -150,11 +212,13 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 				__builtin_memcpy(c->comm, prev_comm, SP_COMM_LEN);
 			else
 				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
-			if (sched_split && (split_all || c->in_span))
+			if (sched_split && split_stamps && (split_all || c->in_span))
+				stamps_switch_out(c, preempt, prev_state, prev_ran, ts);
+			else if (sched_split && (split_all || c->in_span))
 				split_switch(c, s, prev_tid, prev_nsw - 1, preempt, prev_state, prev_rd, prev_sum,
 					     prev_ran, ts);
 			else if (sched_split)
-				c->out_ts = 0; /* a block of a span that has ended: its edge settled it */
+				c->out_ts = c->wait_ts = 0; /* a block of a span that has ended: its edge settled it */
 			c->oncpu_ns += slice;
 			c->sum_seen = prev_sum;
 			/* Still prev's context at sched_switch: the cgroup it ran this slice in. */
@@ -193,6 +257,8 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 		}
 		s->value[i] = now.counter;
 	}
+	if (sched_split && split_stamps)
+		stamps_switch_in(next_tid, ts);
 	s->ts = ts;
 	s->tid = next_tid;
 	s->nsw = next_nsw;
@@ -211,7 +277,7 @@ int switch_btf(__u64 *ctx)
 
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
-			 sched_split && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
+			 sched_split && !split_stamps && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
 			 prev->start_time, next->pid, next->nvcsw + next->nivcsw,
 			 next->se.sum_exec_runtime, next->se.exec_start);
 }
@@ -226,8 +292,50 @@ int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
 			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
 			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-			 ctx->args[0], state, sched_split ? task_run_delay(prev) : 0, BPF_CORE_READ(prev, start_time),
+			 ctx->args[0], state, sched_split && !split_stamps ? task_run_delay(prev) : 0,
+			 BPF_CORE_READ(prev, start_time),
 			 BPF_CORE_READ(next, pid),
 			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime),
 			 BPF_CORE_READ(next, se.exec_start));
+}
+
+/*
+ * The stamp method's wakeups (split_stamps only): a kept thread's block
+ * ends, its wait for the CPU begins.  sched_wakeup fires once the thread is
+ * on a run queue, under that queue's lock, so before its switch-in there.
+ */
+static __always_inline void on_wakeup(__u32 tid)
+{
+	struct sp_counts *c = bpf_map_lookup_elem(&counts, &tid);
+	__u64 now, b;
+
+	if (!c || !c->out_ts)
+		return;
+	now = bpf_ktime_get_ns();
+	b = now > c->out_ts ? now - c->out_ts : 0;
+	if (c->out_state == SP_BLOCK_D)
+		c->blocked_ns += b;
+	else
+		c->slept_ns += b;
+	c->out_ts = 0;
+	c->wait_ts = now;
+}
+
+SEC("tp_btf/sched_wakeup")
+int wakeup_btf(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+
+	on_wakeup(p->pid);
+	return 0;
+}
+
+/* The raw_tp twin for kernels without tp_btf (before 5.5). */
+SEC("raw_tp/sched_wakeup")
+int wakeup_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (void *)ctx->args[0];
+
+	on_wakeup(BPF_CORE_READ(p, pid));
+	return 0;
 }

@@ -39,10 +39,11 @@ const volatile bool eh_user = false;
 /* The kernel's sched_switch passes prev_state (5.18+): set from its BTF. */
 const volatile bool has_prev_state = false;
 /*
- * record --sched: every switch-out is a block, preemptions (state 0) too,
- * each carrying the thread's run_delay then, so that user space can tell
- * each block's run-queue tail from the next block's; --sched alone takes
- * no stacks.
+ * record --sched, and --off-cpu: every switch-out is a record, preemptions
+ * (state 0) too, each carrying the thread's run_delay then, so that user
+ * space can tell each block's run-queue tail from the next block's (the
+ * split of spans it did not mark).  --sched alone takes no stacks; with
+ * --off-cpu a short block is also summed, and its record goes alone.
  */
 const volatile bool sched_mode = false;
 const volatile bool want_stacks = true;
@@ -137,7 +138,7 @@ static __always_inline __u64 wakeup_flag(void)
 										: BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __u64 now, __u64 dur)
+static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __u64 now, __u64 dur, __u32 flags)
 {
 	struct sp_offcpu_event *ev = bpf_ringbuf_reserve(&offcpu_rb, sizeof(*ev), 0);
 
@@ -155,6 +156,8 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	ev->ustack = st->ustack;
 	ev->run_delay = st->run_delay;
 	ev->waker = st->waker;
+	ev->flags = flags;
+	ev->pad = 0;
 	bpf_ringbuf_submit(ev, wakeup_flag());
 }
 
@@ -165,10 +168,15 @@ static __always_inline void block_end(const struct sp_offcpu_start *st, __u32 ti
 	struct sp_offcpu_val *v, fresh;
 	__u64 dur = end - st->ts;
 
-	if (sched_mode || dur >= thresh_ns) {
-		emit(st, tid, end, dur);
+	if (dur >= thresh_ns || (sched_mode && !want_stacks)) {
+		emit(st, tid, end, dur, 0);
 		return;
 	}
+	/* The switch's record for the split; the block, if it is one, summed below. */
+	if (sched_mode)
+		emit(st, tid, end, dur, SP_OFFCPU_EV_SCHED_ONLY);
+	if (!st->state)
+		return;
 	key = (struct sp_offcpu_key){ .pid = pid, .tid = tid, .kstack = st->kstack, .ustack = st->ustack,
 				      .state = st->state };
 	v = bpf_map_lookup_elem(&offagg, &key);
@@ -186,7 +194,7 @@ static __always_inline void block_end(const struct sp_offcpu_start *st, __u32 ti
 			__sync_fetch_and_add(&v->count, 1);
 		} else {
 			stat_inc(SP_STAT_OFFCPU_AGG_FULL);
-			emit(st, tid, end, dur);
+			emit(st, tid, end, dur, 0);
 		}
 	}
 }
@@ -293,7 +301,8 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	st.pad = 0;
 	st.state = state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE);
 	st.run_delay = rd;
-	if (want_stacks) {
+	/* A preemption is no block: its record needs no stacks. */
+	if (want_stacks && st.state) {
 		st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 		if (st.kstack < 0)
 			stat_inc(SP_STAT_OFFCPU_KSTACK);
@@ -338,7 +347,7 @@ static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, _
 			struct sp_offcpu_start last = { .ts = now, .pid = prev_pid, .kstack = -2, .ustack = -2,
 							.cpu = bpf_get_smp_processor_id(), .run_delay = rd };
 
-			emit(&last, prev_tid, now, 0);
+			emit(&last, prev_tid, now, 0, 0);
 		} else if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 			/* Runnable: in the run queue until it is picked again (--sched only). */
 			if (sched_mode)

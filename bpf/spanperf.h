@@ -52,6 +52,14 @@ struct sp_counts {
 	__u64 run_delay0;  /* the same, when first seen */
 	__u32 out_state;   /* SP_BLOCK_SLEEP or SP_BLOCK_D */
 	__u32 in_span;	   /* spans open on the thread (spans program): only then are its blocks kept */
+	/*
+	 * The stamp method (split_stamps: a kernel without sched_info, or
+	 * forced): the run queue timed from the thread's wakeup, or its
+	 * preemption, to its switch-in.  out_ts is then settled at the
+	 * wakeup, not at the next switch-out.
+	 */
+	__u64 runq_ns;	   /* time runnable, waiting for a CPU, up to its last switch-in */
+	__u64 wait_ts;	   /* bpf_ktime_get_ns() when it became runnable (0: running or blocked) */
 };
 
 /* How a thread left the CPU, for the scheduler split. */
@@ -120,7 +128,14 @@ enum sp_span_source {
 enum sp_sched_how {
 	SP_SCHED_NONE = 0,     /* not recorded */
 	SP_SCHED_ACCOUNTS = 1, /* se.sum_exec_runtime and sched_info.run_delay (CONFIG_SCHED_INFO) */
-	SP_SCHED_STAMPS = 2,   /* no sched_info: on CPU from switch stamps, run queue unknown */
+	SP_SCHED_STAMPS = 2,   /* old files only: on CPU from switch stamps, run queue unknown */
+	/*
+	 * Stamps at sched_switch and sched_wakeup (a kernel without sched_info,
+	 * or SPANPERF_SCHED_SPLIT=stamps): on CPU from switch-in to switch-out,
+	 * the run queue from the wakeup (or a preemption) to the switch-in,
+	 * asleep or in D from the switch-out to the wakeup by the state then.
+	 */
+	SP_SCHED_WAKE_STAMPS = 3,
 };
 
 /* A thread's running scheduler totals at a span edge; a span carries their deltas. */
@@ -293,6 +308,7 @@ enum sp_stat {
 	SP_STAT_OFFCPU_UNSEEN,	  /* a thread left again with no switch-in seen, and no run time to end it by: dropped */
 	SP_STAT_OFFCPU_HIDDEN,	  /* a thread left again with no switch-in seen: ended by its run time */
 	SP_STAT_SPLIT_HIDDEN,	  /* a block's end estimated: switches between went untraced */
+	SP_STAT_SPLIT_NOWAKE,	  /* stamps: a switch-out to S or D that no wakeup ended (a signal was pending): run queue */
 	SP_STAT_WAKER_KSTACK,	  /* a waker whose kernel stack could not be taken */
 	SP_STAT_WAKER_USTACK,	  /* a waker whose user stack could not be taken */
 	SP_STAT_MAX,
@@ -356,7 +372,15 @@ struct sp_offcpu_event {
 	__s32 kstack, ustack;
 	__u64 run_delay; /* as in sp_offcpu_start */
 	struct sp_waker waker;
+	__u32 flags;	 /* SP_OFFCPU_EV_* */
+	__u32 pad;
 };
+
+/*
+ * sp_offcpu_event.flags: the switch-out's record alone (its spanperf-sched
+ * sample), for a block that is summed in BPF (short) or a wait for the CPU.
+ */
+#define SP_OFFCPU_EV_SCHED_ONLY 1
 
 
 /* ---- user stacks unwound in BPF from .eh_frame (--call-graph ehframe) ---- */

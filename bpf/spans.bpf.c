@@ -32,6 +32,8 @@ const volatile __u64 min_ns = 0;
 const volatile __u64 ring_size = 0;
 /* Spans carry the split of their wall time (read_sched); off: record --no-sched-split. */
 const volatile bool sched_split = true;
+/* The split by the counters program's stamps, not the scheduler's accounts (counters.bpf.c). */
+const volatile bool split_stamps = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -64,7 +66,8 @@ struct {
  * the scheduler adds each wait when the thread arrives, and it is running.
  * Time in D is the counters program's, plus the block it last left if it
  * has not switched out since (block_settle).  Without CONFIG_SCHED_INFO
- * there is no run_delay: CPU time from the switch stamps, run queue unknown.
+ * (or with split_stamps) all of it comes from the counters program's stamps
+ * at sched_switch and sched_wakeup.
  */
 /* How far sum_exec_runtime may lag at an edge: two ticks at HZ=100. */
 #define SP_ACCOUNT_LAG_MAX 20000000ull
@@ -75,10 +78,30 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 	__u64 sum = task->se.sum_exec_runtime, ran = sum - task->se.prev_sum_exec_runtime, rd = 0;
 	bool est;
 
-	if (!bpf_core_field_exists(task->sched_info)) {
-		out->how = SP_SCHED_STAMPS;
+	if (split_stamps || !bpf_core_field_exists(task->sched_info)) {
+		/*
+		 * The counters program's stamps (stamps_switch_out): the thread
+		 * runs now, so nothing is open unless its switch-in went
+		 * untraced, and then it began to run `ran` ago, as there.
+		 */
+		__u64 in = now > ran ? now - ran : 0;
+
+		out->how = SP_SCHED_WAKE_STAMPS;
 		out->on_ns = oncpu_stamps;
-	} else {
+		out->runq_ns = 0;
+		out->blocked_ns = 0;
+		if (c) {
+			out->runq_ns = c->runq_ns;
+			if (c->wait_ts && in > c->wait_ts)
+				out->runq_ns += in - c->wait_ts;
+			out->blocked_ns = c->blocked_ns;
+			if (c->out_ts && c->out_state == SP_BLOCK_D && in > c->out_ts)
+				out->blocked_ns += in - c->out_ts;
+		}
+		out->pad = 0;
+		return;
+	}
+	{
 		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start;
 
 		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */

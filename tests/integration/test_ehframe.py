@@ -158,9 +158,17 @@ def test_ehframe_offcpu_names_the_blocking_function():
     p = run(["perf", "script", "--no-inline", "-i", path, "-F", "tid,event,period,ip,sym"])
     assert p.returncode == 0 and p.stderr.strip() == "", p.stderr[-1500:]
     total, named = collections.Counter(), collections.Counter()
-    for block in p.stdout.split("\n\n"):
-        lines = block.strip().splitlines()
-        if not lines or "offcpu-time" not in lines[0] or int(lines[0].split()[0]) != truth["tid"]:
+    # A sample's frames are the lines after it that begin with a tab; --off-cpu's spanperf-sched
+    # samples (no chain) sit between the blocks without a blank line.
+    blocks, cur = [], None
+    for l in p.stdout.splitlines():
+        if l.strip() and not l.startswith("\t"):
+            cur = [l]
+            blocks.append(cur)
+        elif cur is not None and l.strip():
+            cur.append(l)
+    for lines in blocks:
+        if "offcpu-time" not in lines[0] or int(lines[0].split()[0]) != truth["tid"]:
             continue
         period = int(lines[0].split()[1])
         syms = [l.split()[1] for l in lines[1:] if len(l.split()) > 1]

@@ -166,10 +166,12 @@ def test_offcpu_spans_split_wall_time():
     # Off CPU by the blocks (switch-out to switch-in) is the time asleep plus the wait for a CPU after it.
     off = sum(s["off_cpu_ns"] + s["runq_ns"] for s in spans)
     assert off_near_truth(off, truth["sleeper"], 0.02), (off, truth["sleeper"])
-    # The workload's own spans: the same blocks, joined by annotate.
+    # The workload's own spans, joined by annotate: --off-cpu kept every switch-out, so they get
+    # the whole split from those records, the nap asleep and the wait for a CPU after it.
     ext = json_lines(spanperf("annotate", "--spans", naps, "-i", path, "--format", "json", check=True).stdout)
-    assert len(ext) == 200 and all(s["on_cpu_ns"] is None for s in ext)
-    bad = [s for s in ext if abs(s["off_cpu_ns"] - s["duration_ns"]) > 0.05 * s["duration_ns"]]
+    assert len(ext) == 200 and all(s["split"] == "sched-records" for s in ext), ext[:2]
+    bad = [s for s in ext if abs(s["off_cpu_ns"] + s["runq_ns"] - s["duration_ns"]) > 0.05 * s["duration_ns"]
+           or s["sleep_ns"] < 0.99 * 5e6 or s["blocked_ns"]]
     assert len(bad) <= 4, bad[:3]
     table = spanperf("report", "-i", path, "--spans", check=True).stdout
     assert "off-CPU ms" in table and "nap_sleep" in table, table
@@ -223,7 +225,8 @@ def record_wakes(spec, workload_args):
     reaper.start()
     go = "echo go > /proc/%d/fd/0; while kill -0 %d 2>/dev/null; do sleep 0.05; done" % (wl.pid, wl.pid)
     try:
-        p = spanperf("record", "-v", "-g", "--off-cpu", "--span", spec, "-p", str(wl.pid), "-o", out,
+        specs = [a for sp in ([spec] if isinstance(spec, str) else spec) for a in ("--span", sp)]
+        p = spanperf("record", "-v", "-g", "--off-cpu", *specs, "-p", str(wl.pid), "-o", out,
                      "--", "sh", "-c", go)
         reaper.join(60)
     finally:
@@ -272,6 +275,35 @@ def test_offcpu_woken_by_names_the_waker():
     assert ns >= 0.95 * off, (ns, off)
     p = spanperf("report", "-i", path, "--folded", "--waker")
     assert p.returncode == 1 and "--waker" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@test
+def test_offcpu_woken_by_names_the_wakers_own_span():
+    """waker_tom writes inside a span of spanperf's own (a uprobe on tom_writes()): woken_by
+    gives that span's ids, as its own JSON row gives them, for 95% of the blocked time."""
+    n = 30
+    path, truth, rows, _ = record_wakes(["uprobe:%s:pipe_wait" % WORKLOAD, "uprobe:%s:tom_writes" % WORKLOAD],
+                                        ["wakes", str(n), "5"])
+    t = truth[0]
+    spans = [s for s in rows if s["tid"] == t["tid"] and s["name"] == "pipe_wait"]
+    toms = {s["span_id"]: s for s in rows if s["tid"] == t["waker_tid"] and s["name"] == "tom_writes"}
+    assert len(spans) == n and len(toms) >= n, (len(spans), len(toms))
+    assert all(s["span_id"] and s["trace_id"] for s in spans), spans[0]
+    off = sum(s["off_cpu_ns"] for s in spans)
+    ns, used = 0, set()
+    for s in spans:
+        for w in s["woken_by"]:
+            if w["comm"] != "waker_tom" or w["span_id"] not in toms:
+                continue
+            tom = toms[w["span_id"]]
+            # The span it names is tom's, with its trace id, and it was open when tom woke this one:
+            # it began before the block ended.
+            assert w["trace_id"] == tom["trace_id"] and tom["start_ns"] <= s["end_ns"], (w, tom, s)
+            used.add(w["span_id"])
+            ns += w["ns"]
+    assert off > 0.9 * t["off_ns"] - 2e6 and ns >= 0.95 * off, (ns, off, [s["woken_by"] for s in spans[:3]])
+    # Each wakeup was a write of its own: one tom_writes span per block woken.
+    assert len(used) >= 0.9 * n, len(used)
 
 
 @test

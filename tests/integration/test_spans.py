@@ -5,20 +5,25 @@ and external spans written by the workload itself."""
 import collections
 import os
 import re
+import subprocess
+import threading
 
-from harness import (WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, run, spanperf, test,
-                     tmpdir)
+from harness import (SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf,
+                     test, tmpdir)
 
 FREQ = 999
 
 
-def record_spans(specs, workload_args, extra=(), d=None):
+STAMPS = dict(os.environ, SPANPERF_SCHED_SPLIT="stamps")
+
+
+def record_spans(specs, workload_args, extra=(), d=None, env=None):
     d = d or tmpdir()
     out = os.path.join(d, "spans.data")
     args = ["record", "-F", str(FREQ), "-o", out]
     for s in specs:
         args += ["--span", s]
-    p = spanperf(*args, *extra, "--", WORKLOAD, *workload_args)
+    p = spanperf(*args, *extra, "--", WORKLOAD, *workload_args, env=env)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
     return out, json_lines(p.stdout), p
 
@@ -243,11 +248,11 @@ def test_bad_span_specs():
         raise Skip("the kprobe/fentry error cases need a kernel without both; tests/vm covers them")
 
 
-def split_ok(s):
+def split_ok(s, how="sched_info"):
     """The four parts of a span's wall time, as the JSON row gives them, sum to it (within 1%)."""
     parts = s["on_cpu_ns"] + s["runq_ns"] + s["sleep_ns"] + s["blocked_ns"]
     assert abs(parts - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
-    assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"] and s["split"] == "sched_info", s
+    assert s["off_cpu_ns"] == s["sleep_ns"] + s["blocked_ns"] and s["split"] == how, s
 
 
 @test
@@ -279,17 +284,12 @@ def test_span_split_run_queue_matches_schedstat():
     assert bar and bar.group(1).count("r") >= 10, table
 
 
-@test
-def test_external_spans_split_from_sched_records():
-    """record --sched keeps every switch-out (state, run_delay) and no spans of its own:
-    annotate splits the spans the application wrote itself (queued_work, pinned behind two
-    spinners, sleeping SLEEP ms halfway) from those records alone.  Truth: the thread's own
-    schedstat around each call and its nanosleep's own wall time."""
+def external_spans_split(flag):
     need_bpf()
     n, ms, sleep_ms = 6, 20, 15
     d = tmpdir()
     ext, out = os.path.join(d, "ext.jsonl"), os.path.join(d, "sched.data")
-    p = spanperf("record", "--sched", "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
+    p = spanperf("record", flag, "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
     assert p.returncode == 0, p.stderr
     assert re.search(r"sched: \d+ times off CPU written", p.stderr), p.stderr
     truth = [t for t in json_lines(p.stdout) if "call" in t]
@@ -321,16 +321,106 @@ def test_external_spans_split_from_sched_records():
 
 
 @test
-def test_span_split_d_state_is_blocked():
-    """vfork's parent waits for the child's exec in D: blocked_ns, not sleep_ns."""
+def test_external_spans_split_from_sched_records():
+    """record --sched keeps every switch-out (state, run_delay) and no spans of its own:
+    annotate splits the spans the application wrote itself (queued_work, pinned behind two
+    spinners, sleeping SLEEP ms halfway) from those records alone.  Truth: the thread's own
+    schedstat around each call and its nanosleep's own wall time."""
+    external_spans_split("--sched")
+
+
+@test
+def test_external_spans_split_from_offcpu_recording():
+    """The same from a recording made with --off-cpu alone (its default threshold, short blocks
+    summed): it keeps every switch-out as --sched does, so annotate fills the whole split."""
+    external_spans_split("--off-cpu")
+
+
+def d_state_is_blocked(env, how):
     need_bpf()
     n, ms = 6, 20
-    path, truth, _ = record_spans(["uprobe:%s:vfork_wait" % WORKLOAD], ["dwait", str(n), str(ms)])
+    path, truth, _ = record_spans(["uprobe:%s:vfork_wait" % WORKLOAD], ["dwait", str(n), str(ms)], env=env)
     spans = [s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]
     assert len(spans) == n, spans
     for s in spans:
-        split_ok(s)
+        split_ok(s, how)
         assert s["blocked_ns"] >= 0.95 * ms * 1e6 and s["sleep_ns"] < 0.05 * s["blocked_ns"], s
+
+
+@test
+def test_span_split_d_state_is_blocked():
+    """vfork's parent waits for the child's exec in D: blocked_ns, not sleep_ns."""
+    d_state_is_blocked(None, "sched_info")
+
+
+@test
+def test_span_split_d_state_by_stamps():
+    """The same by the stamp method (SPANPERF_SCHED_SPLIT=stamps, as on a kernel without
+    sched_info): the state at the switch-out decides, the wakeup ends the block."""
+    d_state_is_blocked(STAMPS, "stamps")
+
+
+@test
+def test_span_split_by_stamps_matches_accounts_and_schedstat():
+    """The stamp method against the scheduler's accounts on the same calls: two recorders on
+    one workload, one forced to stamps (SPANPERF_SCHED_SPLIT=stamps), one by sched_info, and
+    the thread's own schedstat around each call.  queued_work() waits behind two spinners
+    and sleeps SLEEP ms halfway: runq within 5% of both, the four parts within 1% of the wall."""
+    need_bpf()
+    n, ms, sleep_ms = 6, 20, 10
+    d = tmpdir()
+    ready, a_out, b_out = os.path.join(d, "ready"), os.path.join(d, "a.data"), os.path.join(d, "b.data")
+    spec = "uprobe:%s:queued_work" % WORKLOAD
+    wl = subprocess.Popen([WORKLOAD, "runq", str(n), str(ms), os.path.join(d, "ext.jsonl"), str(sleep_ms)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env=dict(os.environ, WORKLOAD_WAIT="1"))
+    res = {}
+    reaper = threading.Thread(target=lambda: res.update(out=wl.stdout.read(), rc=wl.wait()))
+    reaper.start()
+    hold = "while kill -0 %d 2>/dev/null; do sleep 0.05; done" % wl.pid
+    # The stamps' recorder says it is attached by the file; the other starts the workload then.
+    b = subprocess.Popen([SPANPERF, "record", "-q", "-F", "99", "--span", spec, "-p", str(wl.pid), "-o", b_out,
+                          "--", "sh", "-c", "touch %s; %s" % (ready, hold)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=STAMPS)
+    go = ("i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+          "echo go > /proc/%d/fd/0; %s" % (ready, wl.pid, hold))
+    try:
+        a = spanperf("record", "-q", "-F", "99", "--span", spec, "-p", str(wl.pid), "-o", a_out,
+                     "--", "sh", "-c", go)
+        reaper.join(60)
+        berr = b.communicate(timeout=60)[1]
+    finally:
+        wl.stdin.close()
+        reap(wl)
+        if b.poll() is None:
+            b.kill()
+            b.wait()
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr, berr)
+    truth = [t for t in json_lines(res.get("out", "")) if "call" in t]
+    assert len(truth) == n and all(t["ok"] for t in truth), truth
+    tid = truth[0]["tid"]
+    by = {}
+    for path, how in ((a_out, "sched_info"), (b_out, "stamps")):
+        by[how] = sorted((s for s in spans_json(path) if s["tid"] == tid), key=lambda s: s["start_ns"])
+        assert len(by[how]) == n, (how, by[how])
+    for sa, sb, t in zip(by["sched_info"], by["stamps"], truth):
+        split_ok(sa, "sched_info")
+        split_ok(sb, "stamps")
+        # The same call: both spans hold the workload's window.
+        for s in (sa, sb):
+            assert s["start_ns"] <= t["start_ns"] and t["end_ns"] <= s["end_ns"], (s, t)
+        # The two methods on the same span: both programs run in the same uprobe hits.
+        assert abs(sb["runq_ns"] - sa["runq_ns"]) <= 0.05 * sa["runq_ns"], (sb, sa)
+        # The workload's truth is read inside the span: what lies outside its reads (a wait for the
+        # CPU right after the uprobe fired, as test_span_split_run_queue_matches_schedstat says)
+        # belongs to the span alone, and is allowed, no more.
+        outside = sb["duration_ns"] - (t["end_ns"] - t["start_ns"])
+        assert t["run_delay_ns"] > 0.3 * (t["end_ns"] - t["start_ns"] - t["slept_ns"]), ("no queue to wait in", t)
+        assert abs(sb["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"] + outside, (sb, t)
+        assert abs(sb["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"] + outside, (sb, t)
+        # The sleep itself: what was asked at least, the nanosleep's own wall time at most.
+        assert 0.95 * sleep_ms * 1e6 <= sb["sleep_ns"] <= t["slept_ns"] * 1.01, (sb, t)
+        assert sb["blocked_ns"] == 0, sb
 
 
 @test

@@ -12,10 +12,10 @@ from harness import (WORKLOAD, Skip, json_lines, need_bpf, need_perf, need_root,
                      steal_ticks, test, tmpdir)
 
 
-def stat_json(args, workload_args, timeout=120):
+def stat_json(args, workload_args, timeout=120, env=None):
     d = tmpdir()
     out = os.path.join(d, "stat.jsonl")
-    p = spanperf("stat", "--json", "-o", out, *args, "--", WORKLOAD, *workload_args, timeout=timeout)
+    p = spanperf("stat", "--json", "-o", out, *args, "--", WORKLOAD, *workload_args, timeout=timeout, env=env)
     assert p.returncode == 0, "stat exited %d: %s" % (p.returncode, p.stderr)
     rows = json_lines(open(out).read())
     return rows, json_lines(p.stdout), p
@@ -275,25 +275,21 @@ def test_exit_status_and_bad_input():
         assert len(lines) == 1 and needle in lines[0], "%s: %r" % (args, p.stderr)
 
 
-@test
-def test_run_delay_sleep_and_blocked_per_thread():
-    """-e run-delay,sleep,blocked: where each thread's time off CPU went, per thread.
-    run-delay against the thread's own schedstat around its run (pinned behind two
-    spinners); sleep for nanosleep, blocked for vfork's D wait."""
+def run_delay_sleep_and_blocked(env):
     need_bpf()
     ev = "task-clock,run-delay,sleep,blocked"
-    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["runq", "5", "20"])
+    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["runq", "5", "20"], env=env)
     total = [t for t in truth if t.get("role") == "total"][0]
     rd = value(rows, total["tid"], "run-delay") * 1e6
     assert abs(rd - total["run_delay_ns"]) <= 0.05 * total["run_delay_ns"], (rd, total)
     assert all(r["unit"] == "msec" for r in rows if r["event"] in ("run-delay", "sleep", "blocked"))
     n, us = 50, 2000
-    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["sleeps", str(n), str(us)])
+    rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["sleeps", str(n), str(us)], env=env)
     tid = truth[0]["tid"]
     assert value(rows, tid, "sleep") >= 0.95 * n * us / 1000, rows
     assert value(rows, tid, "blocked") < 0.05 * n * us / 1000
     n, ms = 5, 20
-    rows, truth, p = stat_json(["-v", "--per-thread", "-e", ev], ["dwait", str(n), str(ms)])
+    rows, truth, p = stat_json(["-v", "--per-thread", "-e", ev], ["dwait", str(n), str(ms)], env=env)
     tid = truth[0]["tid"]
     # As for context switches (test_sleeps_are_context_switches): a wait whose switch-out this
     # VM's kernel hid from the tracepoint is not seen, and stat -v counts such switches.
@@ -301,5 +297,20 @@ def test_run_delay_sleep_and_blocked_per_thread():
     hidden = int(m.group(1)) if m else 0
     assert value(rows, tid, "blocked") >= 0.95 * (n - hidden) * ms, (hidden, [r for r in rows if r["tid"] == tid])
     assert value(rows, tid, "sleep") < 0.2 * n * ms, [r for r in rows if r["tid"] == tid]
+
+
+@test
+def test_run_delay_sleep_and_blocked_per_thread():
+    """-e run-delay,sleep,blocked: where each thread's time off CPU went, per thread.
+    run-delay against the thread's own schedstat around its run (pinned behind two
+    spinners); sleep for nanosleep, blocked for vfork's D wait."""
+    run_delay_sleep_and_blocked(None)
     p = spanperf("record", "-e", "run-delay", "-d", "1", "-o", os.path.join(tmpdir(), "x.data"))
     assert p.returncode == 1 and "cannot be sampled" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@test
+def test_run_delay_sleep_and_blocked_by_stamps():
+    """The same columns by stamps at sched_switch and sched_wakeup, as on a kernel without
+    sched_info (forced: SPANPERF_SCHED_SPLIT=stamps), held to the same schedstat truth."""
+    run_delay_sleep_and_blocked(dict(os.environ, SPANPERF_SCHED_SPLIT="stamps"))

@@ -69,7 +69,8 @@
  *                                and sum_exec_runtime deltas /proc/thread-self/schedstat
  *                                showed around it; FILE gets each call as an external
  *                                span; with SLEEP_MS each call also sleeps that long
- *                                halfway, and prints the nanosleep's own wall time
+ *                                halfway, and prints the nanosleep's own wall time;
+ *                                WORKLOAD_WAIT as above
  *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
  *                                from tom_writes() every MS; another blocks for
  *                                each in pipe_wait(), N times
@@ -1042,6 +1043,13 @@ static int mode_runq(const char *n, const char *ms, const char *file, const char
 	/* The spans an instrumented application would write itself (annotate --spans). */
 	if (file && !(f = fopen(file, "w")))
 		return 1;
+	/* WORKLOAD_WAIT: start on a line from stdin, once the recorders have attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	schedstat(&sum0, &delay0);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, queue_spinner, NULL);

@@ -100,11 +100,31 @@ static void test_sched_split(void **state)
 	span_wall__free(w);
 }
 
+/* A span's own split: the accounts' and the stamps' alike; old files' on-CPU-only stamps give none. */
+static void test_split_of(void **state)
+{
+	struct span_sched acc = { .on_ns = 300, .runq_ns = 500, .blocked_ns = 100, .how = SP_SCHED_ACCOUNTS };
+	struct span_sched st = { .on_ns = 300, .runq_ns = 800, .blocked_ns = 100, .how = SP_SCHED_WAKE_STAMPS };
+	struct span_sched old = { .on_ns = 300, .how = SP_SCHED_STAMPS };
+	struct span_split x = { .on = 7 };
+
+	(void)state;
+	assert_true(span_split_of(&acc, 1000, &x));
+	assert_true(x.on == 300 && x.runq == 500 && x.off == 200 && x.blocked == 100 && x.sleep == 100);
+	/* Stamps past the wall (clocks a few us apart) are clipped: the parts never exceed it. */
+	assert_true(span_split_of(&st, 1000, &x));
+	assert_true(x.on == 300 && x.runq == 700 && x.off == 0 && x.blocked == 0 && x.sleep == 0);
+	x.on = 7;
+	assert_false(span_split_of(&old, 1000, &x));
+	assert_int_equal(x.on, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_sched_split),
+		cmocka_unit_test(test_split_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

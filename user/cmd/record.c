@@ -59,7 +59,8 @@ void record_usage(FILE *out)
 		"      --raw-tp           raw tracepoints even where better ones work: syscall\n"
 		"                         spans on raw_syscalls, the switch hook on raw_tp\n"
 		"      --off-cpu          also record time blocked, with the stack that blocked, as\n"
-		"                         samples of offcpu-time (period = ns off CPU), as perf does\n"
+		"                         samples of offcpu-time (period = ns off CPU), as perf does,\n"
+		"                         and every switch-out as --sched does\n"
 		"      --off-cpu-thresh MS  blocks this long or longer are written one by one,\n"
 		"                         shorter ones summed per thread and stack (default 500,\n"
 		"                         0 with --span or --otel: spans need each block's time)\n"
@@ -253,8 +254,6 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --no-wakers need --off-cpu");
 	if (!o->offcpu && !o->sched && o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT)
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-entries needs --off-cpu or --sched");
-	if (o->sched && o->offcpu && o->offcpu_thresh_ms > 0)
-		return set_errorf(err, errlen, -EINVAL, "--sched writes every block: --off-cpu-thresh must be 0 with it");
 	if (o->no_sched_split && !o->nr_spans)
 		return set_errorf(err, errlen, -EINVAL, "--no-sched-split needs --span");
 	if (o->switch_max_files && !o->switch_output)

@@ -22,6 +22,7 @@
 struct counter_set {
 	struct counters_bpf *skel;
 	struct bpf_link *link;
+	struct bpf_link *wakeup; /* the stamp method's sched_wakeup program, else NULL */
 	struct counter_event ev[SP_MAX_COUNTERS];
 	int nr_ev, nr_slots;
 	int *fds;		/* nr_slots x nr_online, -1 where closed */
@@ -195,6 +196,10 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	for (int i = 0; i < s->nr_ev; i++)
 		s->skel->rodata->split_all |= s->ev[i].spec.kind == EV_SCHED;
 	s->skel->rodata->sched_split |= s->skel->rodata->split_all;
+	/* Without the scheduler's accounts (or forced), the split from stamps, which wakeups end. */
+	s->skel->rodata->split_stamps = s->skel->rodata->sched_split && features_split_stamps();
+	bpf_program__set_autoload(s->skel->progs.wakeup_btf, s->skel->rodata->split_stamps && !raw_tp);
+	bpf_program__set_autoload(s->skel->progs.wakeup_raw, s->skel->rodata->split_stamps && raw_tp);
 	/* sched_switch(preempt, prev, next, prev_state) since 5.18. */
 	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
@@ -247,6 +252,12 @@ int counters__start(struct counter_set *s)
 	s->link = bpf_program__attach(p);
 	if (!s->link)
 		return -errno;
+	if (s->skel->rodata->split_stamps) {
+		p = strcmp(s->hook, "tp_btf") ? s->skel->progs.wakeup_raw : s->skel->progs.wakeup_btf;
+		s->wakeup = bpf_program__attach(p);
+		if (!s->wakeup)
+			return -errno;
+	}
 	return for_each_fd(s, PERF_EVENT_IOC_ENABLE);
 }
 
@@ -674,6 +685,15 @@ void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64
 	*read_err = bpf_percpu_sum(fd, SP_STAT_READ_ERR);
 }
 
+bool counters__split_stamps(const struct counter_set *s, __u64 *hidden, __u64 *nowake)
+{
+	int fd = bpf_map__fd(s->skel->maps.stats);
+
+	*hidden = bpf_percpu_sum(fd, SP_STAT_SPLIT_HIDDEN);
+	*nowake = bpf_percpu_sum(fd, SP_STAT_SPLIT_NOWAKE);
+	return s->skel->rodata->split_stamps;
+}
+
 const char *counters__hook(const struct counter_set *s)
 {
 	return s->hook;
@@ -710,6 +730,7 @@ void counters__free(struct counter_set *s)
 {
 	if (!s)
 		return;
+	bpf_link__destroy(s->wakeup);
 	bpf_link__destroy(s->link);
 	for (int i = 0; s->fds && i < s->nr_slots * s->cpus.n; i++)
 		if (s->fds[i] >= 0)

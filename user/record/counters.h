@@ -84,6 +84,12 @@ const struct counter_event *counters__events(const struct counter_set *s, int *n
  * last pick, by the scheduler's account: see oncpu_since_snap in bpf/maps.bpf.h).
  */
 void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps);
+/*
+ * The split's method (true: stamps at sched_switch and sched_wakeup), and
+ * what its stamps missed: blocks and waits ended by the thread's run time
+ * (switches untraced), and switch-outs to S or D that no wakeup ended.
+ */
+bool counters__split_stamps(const struct counter_set *s, __u64 *hidden, __u64 *nowake);
 /* "tp_btf" or "raw_tp": which switch hook was attached. */
 const char *counters__hook(const struct counter_set *s);
 /* Memory the kernel holds per tracked thread (the counts map's, divided). */

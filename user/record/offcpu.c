@@ -389,7 +389,7 @@ static int on_ring(void *ctx, void *data, size_t size)
 	if (s->sched)
 		e = write_sched(s, ev);
 	/* A preemption (state 0) is a wait for a CPU, no block: --sched's alone. */
-	if (!e && s->offcpu && ev->state) {
+	if (!e && s->offcpu && ev->state && !(ev->flags & SP_OFFCPU_EV_SCHED_ONLY)) {
 		e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
 		if (!e && s->wakers)
 			e = write_waker(s, ev);

@@ -34,6 +34,26 @@ static void counters_stop(struct rec_source *src)
 	counters__stop(ctx->cs);
 }
 
+/* Which split the spans carry, and where the stamps had to guess. */
+static void counters_stats(struct rec_source *src)
+{
+	struct rec_ctx *ctx = src->priv;
+	__u64 hidden, nowake;
+
+	if (ctx->o->no_sched_split)
+		return;
+	if (!counters__split_stamps(ctx->cs, &hidden, &nowake)) {
+		pr_debug("span split: the scheduler's accounts (sum_exec_runtime, run_delay)");
+		return;
+	}
+	pr_info("span split: stamps at sched_switch and sched_wakeup (%s)",
+		ctx->feat && ctx->feat->sched_accounts ? "forced by SPANPERF_SCHED_SPLIT=stamps" : "the kernel keeps no sched_info");
+	if (hidden || nowake)
+		pr_info("span split: %llu waits or blocks ended by the thread's run time (switches untraced), "
+			"%llu switch-outs to S or D runnable throughout (no wakeup: a signal was pending)",
+			(unsigned long long)hidden, (unsigned long long)nowake);
+}
+
 static void counters_free(struct rec_source *src)
 {
 	struct rec_ctx *ctx = src->priv;
@@ -64,6 +84,7 @@ int counters_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->priv = ctx;
 	src->start = counters_start;
 	src->stop = counters_stop;
+	src->stats = counters_stats;
 	src->free = counters_free;
 	e = event_list_parse(o->span_counters ? o->span_counters : SPAN_DEFAULT_COUNTERS, &evs, &n, err, sizeof(err));
 	if (e) {

@@ -150,7 +150,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.thresh_ns = ms * 1000000ull,
 		.prefer_raw_tp = o->raw_tp,
 		.no_wakers = o->no_wakers,
-		.sched = o->sched,
+		/* --off-cpu keeps every switch-out too: what annotate needs for the split of spans it did not mark. */
+		.sched = o->sched || o->offcpu,
 		.no_offcpu = !o->offcpu,
 	};
 	/* With ehframe, the off-CPU user chains are unwound as the samples are: the same tables and maps. */

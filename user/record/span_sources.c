@@ -358,6 +358,8 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 	}
 	s->skel->rodata->min_ns = o->min_ns;
 	s->skel->rodata->sched_split = o->sched_split;
+	/* The same choice as the counters program's, whose stamps these read. */
+	s->skel->rodata->split_stamps = o->sched_split && features_split_stamps();
 	s->skel->rodata->ring_size = o->ring_bytes;
 	bpf_map__set_max_entries(s->skel->maps.spans_rb, o->ring_bytes);
 	/* The counters' and the sampler's maps, shared: the spans read what those write. */

@@ -215,8 +215,8 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
-	/* Without sched_info (SP_SCHED_STAMPS) BPF's on_ns is the switch stamps' own figure. */
-	if (sp->sched.how == SP_SCHED_STAMPS)
+	/* From stamps (no sched_info, or forced) BPF's on_ns is the switch stamps' own figure. */
+	if (sp->sched.how == SP_SCHED_STAMPS || sp->sched.how == SP_SCHED_WAKE_STAMPS)
 		return sp->sched.on_ns;
 	for (int k = 0; k < r->nr_ctr; k++)
 		if (!strcmp(r->ctr_names[k], "task-clock"))
@@ -224,24 +224,37 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 	return -1;
 }
 
-/* The innermost span with ids (OTel context) that thread tid was in at time: a waker's, for woken_by. */
+/*
+ * A span's ids as the rows show them: an OTel context's, an external span's
+ * own where both are OTLP-shaped, or those made up for spanperf's own spans
+ * (spans_ids, as the JSON rows and the OTLP output give them).  External
+ * spans without such ids have none to give.
+ */
+static bool has_ids(const struct span_row *sp)
+{
+	const struct ext_span *x = sp->ext;
+
+	if (sp->has_ctx || sp->source != SP_SRC_EXTERNAL)
+		return true;
+	return x && strlen(x->trace_id) == 34 && x->trace_id[0] == '"' && strlen(x->span_id) == 18 &&
+	       x->span_id[0] == '"';
+}
+
+/* The innermost span with ids that thread tid was in at time: a waker's, for woken_by. */
 static bool ids_at(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17])
 {
-	const struct span_report *r = ctx;
 	const struct span_row *best = NULL;
+	const struct span_report *r = ctx;
 
 	for (size_t i = 0; i < r->nsp && r->sp[i].start <= time; i++) {
 		const struct span_row *sp = &r->sp[i];
 
-		if (sp->tid == tid && sp->has_ctx && time <= sp->end && (!best || sp->start >= best->start))
+		if (sp->tid == tid && time <= sp->end && has_ids(sp) && (!best || sp->start >= best->start))
 			best = sp;
 	}
 	if (!best)
 		return false;
-	for (int k = 0; k < 16; k++)
-		snprintf(trace + 2 * k, 3, "%02x", best->trace_id[k]);
-	for (int k = 0; k < 8; k++)
-		snprintf(span + 2 * k, 3, "%02x", best->span_id[k]);
+	spans_ids(best, best - r->sp, trace, span);
 	return true;
 }
 
@@ -263,6 +276,7 @@ const char *spans_split_name(__u32 how)
 	switch (how) {
 	case SP_SCHED_ACCOUNTS: return "sched_info";
 	case SP_SCHED_STAMPS: return "switch-stamps";
+	case SP_SCHED_WAKE_STAMPS: return "stamps";
 	default: return NULL;
 	}
 }

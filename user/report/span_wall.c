@@ -394,7 +394,8 @@ static const char *frame_name(struct span_wall *w, const struct block *b, __u32 
 
 bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x)
 {
-	if (sched->how != SP_SCHED_ACCOUNTS)
+	/* Both methods give the same three running totals (SP_SCHED_STAMPS, of old files, no run queue). */
+	if (sched->how != SP_SCHED_ACCOUNTS && sched->how != SP_SCHED_WAKE_STAMPS)
 		return false;
 	/*
 	 * BPF's stamps and the scheduler's clock may disagree by a few us at
@@ -543,7 +544,7 @@ int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 
 			sbuf_json_str(b, name);
 		}
 		sbuf_printf(b, "]");
-		/* The span the waker was in when it woke this one, where it has ids (OTel context). */
+		/* The span the waker was in when it woke this one, where it has ids (spans_ids: its own too). */
 		if (wk->ctx == SP_WAKER_TASK && w->ids && w->ids(w->ids_ctx, wk->tid, wk->wake_ns, trace, span))
 			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", span, trace);
 		else

@@ -18,8 +18,10 @@ static int json_attr(void *ctx, const char *key, const char *value)
 	return sbuf_json_str(b, value);
 }
 
-static void json_span(struct span_report *r, const struct span_row *sp, struct topc *top, int ntop, struct sbuf *b)
+static void json_span(struct span_report *r, size_t i, struct topc *top, int ntop, struct sbuf *b)
 {
+	const struct span_row *sp = &r->sp[i];
+
 	sbuf_printf(b, "{\"name\":");
 	sbuf_json_str(b, r->names.str[sp->name]);
 	sbuf_printf(b, ",\"source\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%llu,\"end_ns\":%llu,"
@@ -53,6 +55,12 @@ static void json_span(struct span_report *r, const struct span_row *sp, struct t
 		sbuf_printf(b, ",\"attributes\":{");
 		otel_attrs_split(sp->attrs, json_attr, b);
 		sbuf_printf(b, "}");
+	} else if (sp->source != SP_SRC_EXTERNAL) {
+		/* Made up, as the OTLP output gives them: what a waker's woken_by names the span by. */
+		char trace[33], span[17];
+
+		spans_ids(sp, i, trace, span);
+		sbuf_printf(b, ",\"trace_id\":\"%s\",\"span_id\":\"%s\"", trace, span);
 	}
 	{
 		struct span_split x;
@@ -92,7 +100,7 @@ int spans_print_json(struct span_report *r, FILE *out)
 			break;
 		}
 		b.len = 0;
-		json_span(r, &r->sp[i], top, ntop, &b);
+		json_span(r, i, top, ntop, &b);
 		if (b.err)
 			e = b.err;
 		else if (fwrite(b.p, 1, b.len, out) != b.len)

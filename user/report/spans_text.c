@@ -127,7 +127,7 @@ static int print_attrs(struct span_report *r, FILE *out)
 static bool any_split(const struct span_report *r)
 {
 	for (size_t i = 0; i < r->nsp; i++)
-		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS)
+		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS || r->sp[i].sched.how == SP_SCHED_WAKE_STAMPS)
 			return true;
 	return span_wall__has_sched(r->wall);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +118,39 @@ int features_tp_nargs(const char *tp)
 	return n;
 }
 
+/* task_struct has a member `name` in the kernel's BTF. */
+static bool task_has_member(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	bool found = false;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	m = t ? btf_members(t) : NULL;
+	for (int i = 0; t && i < btf_vlen(t) && !found; i++)
+		found = !strcmp(btf__name_by_offset(btf, m[i].name_off), name);
+	btf__free(btf);
+	return found;
+}
+
+bool features_sched_accounts(void)
+{
+	/* The file is there exactly when the kernel keeps sched_info (CONFIG_SCHED_INFO). */
+	return access("/proc/self/schedstat", R_OK) == 0 && task_has_member("sched_info");
+}
+
+bool features_split_stamps(void)
+{
+	const char *force = getenv("SPANPERF_SCHED_SPLIT");
+
+	return (force && !strcmp(force, "stamps")) || !features_sched_accounts();
+}
+
 void features_probe(struct sp_features *f)
 {
 	struct event_spec cycles, clock;
@@ -148,6 +182,8 @@ void features_probe(struct sp_features *f)
 	/* The file is there exactly when the kernel keeps sched_info (CONFIG_SCHED_INFO). */
 	f->sched_info = access("/proc/self/schedstat", R_OK) == 0;
 	f->sched_waking = features_tp_nargs("sched_waking") >= 1;
+	f->sched_accounts = f->sched_info && task_has_member("sched_info");
+	f->split_stamps = features_split_stamps();
 	f->kprobe_err = try_prog("calib_kprobe");
 	f->fentry_err = f->btf ? try_prog("calib_fentry") : -ENOENT;
 	f->tp_btf_err = f->btf ? try_prog("calib_tp_btf") : -ENOENT;
@@ -212,8 +248,9 @@ void features_print(const struct sp_features *f, FILE *out)
 				  : "none");
 	fprintf(out, "  %-26s %s\n", "syscall spans", b2);
 	fprintf(out, "  %-26s %s\n", "span wall-time split",
-		f->sched_info ? "scheduler accounts: sum_exec_runtime and run_delay at the edges, D time at switches"
-			      : "switch stamps: on CPU only, run queue, sleep and D unknown (no CONFIG_SCHED_INFO)");
+		!f->split_stamps ? "scheduler accounts: sum_exec_runtime and run_delay at the edges, D time at switches"
+		: f->sched_accounts ? "stamps at sched_switch and sched_wakeup (forced by SPANPERF_SCHED_SPLIT=stamps)"
+				    : "stamps at sched_switch and sched_wakeup (no sched_info: CONFIG_SCHED_INFO off)");
 	fprintf(out, "  %-26s %s\n", "off-CPU wakers",
 		f->sched_waking && (!f->tp_btf_err || !f->raw_tp_err)
 			? "sched_waking; interrupts told by the entry on the waker's kernel stack"

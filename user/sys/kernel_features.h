@@ -27,6 +27,8 @@ struct sp_features {
 	bool syscall_tps;   /* events/syscalls exists in tracefs */
 	bool sched_info;    /* CONFIG_SCHED_INFO: threads' run_delay (/proc/self/schedstat) */
 	bool sched_waking;  /* the sched_waking tracepoint is in the kernel's BTF (who woke a block) */
+	bool sched_accounts; /* task_struct.sched_info in the BTF, and sched_info kept (the split's first choice) */
+	bool split_stamps;  /* the split from stamps: no accounts, or SPANPERF_SCHED_SPLIT=stamps */
 	char tracefs_path[64];
 };
 
@@ -38,6 +40,15 @@ int features_try_attach(const char *prog);
 int features_tp_nargs(const char *tp);
 /* Finds tracefs, mounting it (as root) where it is not: 0 or -errno. */
 int features_tracefs(char *path, size_t len, bool *mounted);
+/*
+ * The span split's method (features_split_stamps): the scheduler's accounts
+ * where task_struct has sched_info in the kernel's BTF (CO-RE reads it)
+ * and the kernel keeps it (CONFIG_SCHED_INFO: /proc/self/schedstat), else
+ * stamps at sched_switch and sched_wakeup.  SPANPERF_SCHED_SPLIT=stamps
+ * forces the stamps (tests compare the two; "accounts" is the default).
+ */
+bool features_sched_accounts(void);
+bool features_split_stamps(void);
 /* The `spanperf probe` report: each feature and the choice per need. */
 void features_print(const struct sp_features *f, FILE *out);
 
