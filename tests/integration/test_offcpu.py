@@ -16,15 +16,17 @@ from harness import (WORKLOAD, Skip, json_lines, need_bpf, off_near_truth, perf_
 ARGS = ["offcpu", "200", "5", "50", "10", "300"]
 
 
-def record(extra=(), workload_extra=()):
+def record(extra=(), workload_extra=(), pin=None):
     """Records the workload alone (-p): other processes on a shared host stay out of the file.
 
     The workload waits for a line on stdin; the command record runs once its
     events are on sends it, then waits for the workload to end."""
     need_bpf()
     out = os.path.join(tmpdir(), "off.data")
-    wl = subprocess.Popen([WORKLOAD, *ARGS, *workload_extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          text=True, env=dict(os.environ, WORKLOAD_WAIT="1"))
+    # pin: taskset's CPU list; taskset execs the workload, so its pid is the workload's.
+    wl = subprocess.Popen((["taskset", "-c", pin] if pin else []) + [WORKLOAD, *ARGS, *workload_extra],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env=dict(os.environ, WORKLOAD_WAIT="1"))
     # A zombie still answers kill -0: the workload is reaped here, in a thread, as soon as it ends.
     res = {}
     reaper = threading.Thread(target=lambda: res.update(out=wl.stdout.read(), rc=wl.wait()))
@@ -193,14 +195,18 @@ def test_offcpu_pid_filter_and_pprof():
 
 @test
 def test_offcpu_cpu_filter():
-    # -C: blocks that began on the CPUs given, each sample carrying the CPU it blocked on.
+    # -C: blocks that began on the CPUs given, each sample carrying the CPU it blocked on.  The
+    # workload is pinned: unpinned, a busy host may keep it off CPU 1 for a whole run.  On CPU 1
+    # every block is kept; on CPU 0 none is.
     if (os.cpu_count() or 1) < 2:
         raise Skip("-C needs two CPUs to mean anything")
-    path, truth, _ = record(["-C", "1", "--off-cpu-thresh", "0"])
-    out = perf_clean(["script", "-F", "cpu,event"], path)
-    cpus = collections.Counter(int(line.split("]")[0].strip(" [")) for line in out.splitlines()
-                               if "offcpu-time" in line)
-    assert cpus and set(cpus) == {1}, cpus
+    for pin, want in (("1", {1}), ("0", set())):
+        path, truth, _ = record(["-C", "1", "--off-cpu-thresh", "0"], pin=pin)
+        out = perf_clean(["script", "-F", "cpu,event"], path)
+        cpus = collections.Counter(int(line.split("]")[0].strip(" [")) for line in out.splitlines()
+                                   if "offcpu-time" in line)
+        assert set(cpus) == want, (pin, cpus)
+        assert truth, "the workload said nothing"
 
 
 @test
