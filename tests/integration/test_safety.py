@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from harness import (SPANPERF, WORKLOAD, Skip, need_bpf, need_root, run, spanperf, test, tmpdir)
+from harness import (SPANPERF, WORKLOAD, Skip, need_bpf, need_root, perf_clean, run, spanperf, test, tmpdir)
 
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 SLEEP = shutil.which("sleep")
@@ -409,6 +409,24 @@ def build_id(path):
     raise Skip("%s has no build id" % path)
 
 
+def cache_entries(cache, hexid):
+    """record's copies under build id hexid: BUILD-ID.SHA256 (and BUILD-ID, as kept before digests)."""
+    d = os.path.join(cache, "spanperf", "buildid")
+    names = os.listdir(d) if os.path.isdir(d) else []
+    return [os.path.join(d, n) for n in names if n == hexid or re.fullmatch(re.escape(hexid) + r"\.[0-9a-f]{64}", n)]
+
+
+def forge_build_id(src, hexid, dest):
+    """A copy of the binary src whose build-id note says hexid."""
+    img = bytearray(open(src, "rb").read())
+    mine = bytes.fromhex(build_id(src))
+    at = img.find(mine)
+    assert at > 0 and len(mine) == len(bytes.fromhex(hexid))
+    img[at:at + len(mine)] = bytes.fromhex(hexid)
+    open(dest, "wb").write(bytes(img))
+    os.chmod(dest, 0o755)
+
+
 @test
 def test_planted_cache_entry_not_used():
     """A file planted under host libc's build id in perf's ~/.debug and in spanperf's cache
@@ -439,9 +457,9 @@ def test_planted_cache_entry_not_used():
         assert r.returncode == 0, r.stderr
         link = os.path.join(home, ".debug", ".build-id", hexid[:2], hexid[2:])
         assert not os.path.lexists(link), "a container's file entered perf's ~/.debug under libc's id"
-        entry = os.path.join(home, "cache", "spanperf", "buildid", hexid)
-        assert not os.path.exists(entry) or open(entry, "rb").read() == open(libc, "rb").read(), \
-            "a container's file is kept under host libc's build id"
+        for entry in cache_entries(os.path.join(home, "cache"), hexid):
+            assert open(entry, "rb").read() == open(libc, "rb").read(), \
+                "a container's file is kept under host libc's build id"
     finally:
         stop(p)
 
@@ -464,8 +482,9 @@ def test_swapped_cache_entry_not_read():
         assert r.returncode == 0, r.stderr
     finally:
         stop(p)
-    entry = os.path.join(home, "cache", "spanperf", "buildid", build_id(WORKLOAD))
-    assert os.path.exists(entry), "record kept no copy"
+    entries = cache_entries(os.path.join(home, "cache"), build_id(WORKLOAD))
+    assert entries, "record kept no copy"
+    entry = entries[0]
     named = lambda: [l for l in spanperf("report", "-i", out, "--sort", "comm,sym", env=env, check=True).stdout
                      .splitlines() if " ctr-wl " in l and "spin_" in l]
     assert named(), "the kept copy does not name the container's frames"
@@ -477,6 +496,63 @@ def test_swapped_cache_entry_not_read():
     wrong = [l for l in rows if re.search(r"\sctr-wl\s+ctr-wl\s+\[\.\]", l) and
              not re.search(r"\[\.\] (0x[0-9a-f]+|\[unknown\])\s*$", l)]
     assert not wrong, "frames named from a file swapped in under the build id: %s" % wrong[:5]
+
+
+@test
+def test_cache_entry_planted_first_wins_nothing():
+    """A container's user runs a file that claims the build id of a binary no host file has
+    (another container's); record keeps it under that id.  The first file under an id won
+    forever: a later recording of the genuine binary made no copy of its own, and its report
+    named the genuine frames from the planted file.  Now each recording names the bytes it
+    copied (SHA-256, kept in the perf.data) and report uses only those."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    wid = build_id(WORKLOAD)
+    forged = os.path.join(d, "forged")
+    forge_build_id(SLEEP, wid, forged)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    # The attacker first: a container's nobody runs the forged file while root records.
+    p = in_container(d, "cp %s %s/ctr-wl && exec %s %s/ctr-wl 30" % (forged, ns, " ".join(NOBODY), ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"/ns/ctr-wl") for c in children(p.pid))), "no mapping"
+        r, _ = record_host(os.path.join(tmpdir(), "planted.data"), env=env)
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(p)
+    planted = cache_entries(os.path.join(home, "cache"), wid)
+    assert planted and all(open(e, "rb").read() == open(forged, "rb").read() for e in planted), \
+        "the forged file was not kept: the attack did not take place (%s)" % planted
+    # Then the genuine binary, in another container.
+    out = os.path.join(tmpdir(), "genuine.data")
+    p = in_container(d, "cp %s %s/ctr-wl && exec %s/ctr-wl spin 3000" % (WORKLOAD, ns, ns))
+    try:
+        assert wait_for(lambda: any(mapped_by(c, b"/ns/ctr-wl") for c in children(p.pid))), "no mapping"
+        r, _ = record_host(out, env=env)
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(p)
+    rows = spanperf("report", "-i", out, "--sort", "comm,dso,sym", env=env, check=True).stdout.splitlines()
+    mine = [l for l in rows if re.search(r"\sctr-wl\s+ctr-wl\s+\[\.\]", l)]
+    assert mine, "no samples of the genuine container's binary:\n%s" % "\n".join(rows[:20])
+    assert any(re.search(r"\[\.\] spin_", l) for l in mine), \
+        "the genuine binary's frames are not named from its own bytes (the planted file won): %s" % mine[:5]
+    # perf 6.1 reads the file, digests and all, without a word.
+    perf_clean(["report", "--stdio"], out)
+    perf_clean(["script"], out)
+    # Both stand side by side; the planted one is still there, and not used.
+    entries = cache_entries(os.path.join(home, "cache"), wid)
+    assert any(open(e, "rb").read() == open(WORKLOAD, "rb").read() for e in entries), entries
+    # Its bytes swapped for the planted file's: counted by report -v, never used.
+    genuine = [e for e in entries if open(e, "rb").read() == open(WORKLOAD, "rb").read()][0]
+    shutil.copyfile(forged, genuine)
+    r = spanperf("report", "-v", "-i", out, "--sort", "comm,dso,sym", env=env, check=True)
+    named = [l for l in r.stdout.splitlines() if re.search(r"\sctr-wl\s+ctr-wl\s+\[\.\] spin_", l)]
+    assert not named, "frames named from bytes the recording did not copy: %s" % named[:5]
+    m = re.search(r"(\d+) entries there not used as their bytes are not those the recording copied", r.stderr)
+    assert m and int(m.group(1)) >= 1, r.stderr[-1500:]
 
 
 # ---- 6. /tmp/perf-PID.map: perf's owner rule, never a blocking open ----

@@ -11,6 +11,7 @@
 #include "buildid.h"
 #include "fileio.h"
 #include "hash.h"
+#include "sha256.h"
 #include "util.h"
 
 #ifndef NT_GNU_BUILD_ID
@@ -259,4 +260,46 @@ int buildid_cache_path(const char *hex, char *out, size_t len)
 		return n;
 	n = snprintf(out, len, "%s/spanperf/buildid/%s", dir, hex);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int buildid_cache_entry(const char *hex, const __u8 sha256[SHA256_SIZE], char *out, size_t len)
+{
+	char sha[2 * SHA256_SIZE + 1];
+	size_t n;
+	int e = buildid_cache_path(hex, out, len);
+
+	if (e)
+		return e;
+	sha256_hex(sha256, sha);
+	n = strlen(out);
+	if (n + 1 + strlen(sha) >= len)
+		return -ENAMETOOLONG;
+	out[n] = '.';
+	strcpy(out + n + 1, sha);
+	return 0;
+}
+
+int sha256_of_fd(int fd, __u64 max, __u8 out[SHA256_SIZE])
+{
+	char buf[65536];
+	struct sha256 s;
+	__u64 done = 0;
+
+	sha256_init(&s);
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		done += n;
+		if (done > max)
+			return -EFBIG;
+		sha256_update(&s, buf, n);
+	}
+	sha256_final(&s, out);
+	return 0;
 }
