@@ -598,6 +598,95 @@ def test_perf_map_of_another_user_or_fifo():
             open(mp, "w").write(saved)
 
 
+def container_jit(d, prepare=None):
+    """A JIT in a container of its own (mount and pid namespaces, its own /tmp): the workload
+    runs code copied to anonymous memory and names it in /tmp/perf-1.map, its pid there.
+    prepare(map_path_seen_from_the_host) changes that file before the recording.  Returns
+    report's rows (--sort sym) of a whole-host recording, read after the container is gone,
+    and the recorder's stderr (-v)."""
+    p = subprocess.Popen(["unshare", "-m", "-p", "-f", "--kill-child", "--mount-proc", "--propagation", "private", "sh", "-c",
+                          "mount -t tmpfs -o mode=1777 t /tmp && exec %s jit 60000" % WORKLOAD],
+                         cwd="/", stdout=subprocess.DEVNULL)
+    try:
+        def jit_pid():
+            for c in children(p.pid):
+                try:
+                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(WORKLOAD.encode() + b"\0jit"):
+                        return c
+                except OSError:
+                    pass
+        assert wait_for(lambda: jit_pid() and os.path.exists("/proc/%d/root/tmp/perf-1.map" % jit_pid())), \
+            "the JIT wrote no map"
+        pid = jit_pid()
+        assert os.path.exists("/proc/%d/root/tmp/perf-1.map" % pid) and not os.path.exists("/tmp/perf-%d.map" % pid)
+        if prepare:
+            prepare("/proc/%d/root/tmp/perf-1.map" % pid)
+        out = os.path.join(tmpdir(), "jit.data")
+        try:
+            r, rec = record_host(out, "-v", timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("record hung on a container's /tmp/perf-1.map")
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(p)
+    assert wait_for(lambda: not os.path.exists("/proc/%d" % pid)), "the container outlived its kill"
+    rows = spanperf("report", "-i", out, "--sort", "pid,sym", timeout=60, check=True).stdout
+    mine = [l for l in rows.splitlines() if re.search(r"^\s*\S+%%\s+\d+\s+%d\s" % pid, l)]
+    return mine, r.stderr, out
+
+
+@test
+def test_container_jit_named_from_its_own_tmp():
+    """A containerised JIT writes /tmp/perf-PID.map in the container's /tmp, under its pid in
+    its own pid namespace.  report looked for /tmp/perf-HOSTPID.map on the host, where there
+    is none: its code was never named.  Now record reads the file inside the process's root
+    (perf's owner rule, no symlink, no FIFO) while it runs, and keeps the text with the
+    recording, so report names the code after the container is gone."""
+    need_bpf()
+    mine, err, out = container_jit(tmpdir())
+    assert mine, "no samples of the JIT process"
+    assert any("jitted_loop" in l for l in mine), "the JIT's code is not named: %s\n%s" % (mine[:5], err[-800:])
+    perf_clean(["report", "--stdio"], out)
+    perf_clean(["script"], out)
+
+
+@test
+def test_container_jit_map_hostile():
+    """The container's map as another user's file, a FIFO, or a symlink to a host file the
+    container does not see: refused, without hanging, and nothing of it named."""
+    need_bpf()
+    d = world_dir()
+    hostonly = os.path.join(d, "hostonly")
+    os.mkdir(hostonly)
+    host_map = os.path.join(hostonly, "perf.map")
+
+    def other_user(path):
+        open(path, "a").close()
+        os.chown(path, 65534, 65534)
+
+    def fifo(path):
+        os.unlink(path)
+        os.mkfifo(path, 0o666)
+
+    def symlink_out(path):
+        # A root-owned host file, with names of the attacker's choosing, under the host's /tmp,
+        # which the container's own /tmp hides: only a resolution on the host reaches it.
+        text = open(path).read()
+        open(host_map, "w").write("".join(" ".join(l.split()[:2]) + " INJECTED_FROM_HOST\n"
+                                          for l in text.splitlines()))
+        os.unlink(path)
+        os.symlink(host_map, path)
+
+    for name, prepare, why in (("another user's", other_user, 0), ("a FIFO", fifo, 1),
+                               ("a symlink out", symlink_out, 1)):
+        mine, err, _ = container_jit(d, prepare)
+        assert mine, "no samples of the JIT process"
+        named = [l for l in mine if "jitted_loop" in l or "INJECTED" in l]
+        assert not named, "%s map was used: %s" % (name, named[:3])
+        m = re.search(r"JIT perf maps: .* (\d+) refused as another user's, (\d+) as not a regular file", err)
+        assert m and int(m.group(1 + why)) >= 1, "%s map was not refused: %s" % (name, err[-800:])
+
+
 # ---- 7. INT, TERM and HUP stop every command within about a second ----
 
 def full_pipe():

@@ -17,6 +17,7 @@
 #include "buildid_cache.h"
 #include "fileio.h"
 #include "hash.h"
+#include "jit_maps.h"
 #include "log.h"
 #include "perf_buildid.h"
 #include "proc_file.h"
@@ -270,7 +271,8 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	size_t before;
 	int fd;
 
-	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7))
+	/* Anonymous memory has no file to keep (a JIT's names: jit_maps.h). */
+	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7) || jit_maps__anon(path))
 		return 0;
 	deleted = strstr(path, " (deleted)") != NULL;
 	if (!deleted && same_ns(c, pid))

@@ -440,7 +440,22 @@ static FILE *open_perf_map(const char *path)
 	return f;
 }
 
-/* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
+/* The text of pid's perf map that record kept (a container's JIT, jit_maps.h), or NULL. */
+static FILE *kept_perf_map(struct symbolizer *s, __s32 pid)
+{
+	const struct pd_meta *m = s->recorded;
+
+	for (int i = 0; m && i < m->nr_jit_maps; i++)
+		if (m->jit_maps[i].pid == pid && m->jit_maps[i].len)
+			return fmemopen(m->jit_maps[i].text, m->jit_maps[i].len, "r");
+	return NULL;
+}
+
+/*
+ * JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map; a container's,
+ * as record read it from the container's /tmp while the process ran, else
+ * the host's file now.
+ */
 static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
 	char path[PATH_MAX + 32], line[1024];
@@ -448,7 +463,9 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
-	f = open_perf_map(path);
+	f = kept_perf_map(s, pid);
+	if (!f)
+		f = open_perf_map(path);
 	if (!f)
 		return NULL;
 	d = calloc(1, sizeof(*d));
