@@ -19,9 +19,11 @@ static uint32_t ror(uint32_t x, int n)
 	return (x >> n) | (x << (32 - n));
 }
 
+/* The compression function, in the usual eight rotating variables: no copies in the loop. */
 static void block(struct sha256 *s, const uint8_t *p)
 {
-	uint32_t w[64], v[8];
+	uint32_t w[64], a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5],
+			g = s->h[6], h = s->h[7];
 
 	for (int i = 0; i < 16; i++)
 		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
@@ -31,18 +33,27 @@ static void block(struct sha256 *s, const uint8_t *p)
 
 		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
 	}
-	memcpy(v, s->h, sizeof(v));
 	for (int i = 0; i < 64; i++) {
-		uint32_t t1 = v[7] + (ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25)) + ((v[4] & v[5]) ^ (~v[4] & v[6])) +
-			      K[i] + w[i];
-		uint32_t t2 = (ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22)) + ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+		uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+		uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
 
-		memmove(v + 1, v, 7 * sizeof(*v));
-		v[4] += t1;
-		v[0] = t1 + t2;
+		h = g;
+		g = f;
+		f = e;
+		e = d + t1;
+		d = c;
+		c = b;
+		b = a;
+		a = t1 + t2;
 	}
-	for (int i = 0; i < 8; i++)
-		s->h[i] += v[i];
+	s->h[0] += a;
+	s->h[1] += b;
+	s->h[2] += c;
+	s->h[3] += d;
+	s->h[4] += e;
+	s->h[5] += f;
+	s->h[6] += g;
+	s->h[7] += h;
 }
 
 void sha256_init(struct sha256 *s)
