@@ -687,6 +687,68 @@ def test_container_jit_map_hostile():
         assert m and int(m.group(1 + why)) >= 1, "%s map was not refused: %s" % (name, err[-800:])
 
 
+@test
+def test_magic_link_refused_without_openat2():
+    """Where openat2 is missing (before 5.6; SPANPERF_NO_OPENAT2=1 takes that path here),
+    another process's files were opened by a forked reader chrooted into its root, which
+    follows magic links: a container whose /tmp is a symlink to /proc/PID/root/DIR (its /proc
+    is the host's procfs, PID any host process) had root read DIR/perf-PID.map of the host, a
+    file the container cannot see, and its names named the JIT's code.  The walk that replaces
+    it resolves one component at a time inside the root and refuses any on procfs, where
+    magic links live."""
+    need_bpf()
+    d = world_dir()
+    hostonly = os.path.join(d, "hostonly")
+    os.mkdir(hostonly)
+    new = os.path.join(d, "root")
+    os.mkdir(new)
+    build = os.path.dirname(WORKLOAD)
+    # A root of its own: the host's /usr and build directory, the host's procfs, and a /tmp
+    # that leads back to the host through /proc/PID/root of a host process (this one: pid 1's
+    # root may be out of reach where the machine is itself a container).
+    script = ("mount -t tmpfs r {n} && mkdir -p {n}/usr {n}/proc {n}{b} && mount --rbind /usr {n}/usr && "
+              "mount --rbind /proc {n}/proc && mount --bind {b} {n}{b} && ln -s usr/lib {n}/lib && "
+              "ln -s usr/lib64 {n}/lib64 && ln -s usr/bin {n}/bin && ln -s /proc/{me}/root{h} {n}/tmp && "
+              "exec chroot {n} {w} jit 60000").format(n=new, b=build, h=hostonly, w=WORKLOAD, me=os.getpid())
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd="/",
+                         stdout=subprocess.DEVNULL)
+    try:
+        def jit_pid():
+            for c in children(p.pid):
+                try:
+                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(WORKLOAD.encode() + b"\0jit"):
+                        return c
+                except OSError:
+                    pass
+        assert wait_for(lambda: jit_pid() and os.path.exists(os.path.join(hostonly, "perf-%d.map" % jit_pid()))), \
+            "the JIT wrote no map through the magic link"
+        pid = jit_pid()
+        host_map = os.path.join(hostonly, "perf-%d.map" % pid)
+        # The host's file at the end of the magic link: root's, names of the attacker's choosing.
+        text = open(host_map).read()
+        os.unlink(host_map)
+        open(host_map, "w").write("".join(" ".join(l.split()[:2]) + " READ_THROUGH_PROC\n" for l in text.splitlines()))
+        os.chmod(hostonly, 0o700)
+        watch = OpenWatch(host_map)
+        out = os.path.join(tmpdir(), "m.data")
+        env = dict(os.environ, SPANPERF_NO_OPENAT2="1")
+        try:
+            r, rec = record_host(out, "-v", env=env, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("record hung")
+        assert r.returncode == 0, r.stderr
+        opened = watch.opened()  # by anyone: the reader that stood in for openat2 was a child of record's
+        watch.close()
+    finally:
+        stop(p)
+    assert not opened, "record opened the host's %s through the container's /proc/PID/root" % host_map
+    rows = spanperf("report", "-i", out, "--sort", "pid,sym", check=True).stdout
+    named = [l for l in rows.splitlines() if "READ_THROUGH_PROC" in l]
+    assert not named, "names read through a magic link: %s" % named[:3]
+    m = re.search(r"JIT perf maps: .* (\d+) as not a regular file", r.stderr)
+    assert m and int(m.group(1)) >= 1, r.stderr[-800:]
+
+
 # ---- 7. INT, TERM and HUP stop every command within about a second ----
 
 def full_pipe():
