@@ -791,26 +791,124 @@ def test_signals_stop_report_blocked_in_write():
 
 @test
 def test_signal_stops_record_outside_the_wait():
-    """record unblocked its signals only in its wait: stuck elsewhere (here writing its first
-    warning to a full stderr), it ignored Ctrl-C and timeout(1).  A stuck record has 5 s to
-    finish its file (stop.h's STOP_GRACE_S), then dies of the signal, leaving no temporary."""
+    """record unblocked its signals only in its wait: stuck elsewhere (here writing to a full
+    stderr), it ignored Ctrl-C and timeout(1).  Then it had 5 s to finish its file (stop.h's
+    STOP_GRACE_S), stayed stuck in the write, and died of the signal with no file.  Now a
+    system call still blocked a second after the signal is interrupted and stderr goes to
+    /dev/null: the file is finished, complete, within about a second."""
     need_bpf()
     d = tmpdir()
     out = os.path.join(d, "r.data")
     r, w = full_pipe()
-    p = subprocess.Popen([SPANPERF, "record", "-d", "30", "-o", out], stdout=subprocess.DEVNULL, stderr=w)
+    p = subprocess.Popen([SPANPERF, "record", "-v", "-d", "30", "-o", out], stdout=subprocess.DEVNULL, stderr=w)
     os.close(w)
     try:
         time.sleep(2)
+        t = time.monotonic()
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=8)
         except subprocess.TimeoutExpired:
             raise AssertionError("record ignored SIGTERM for 8 s")
+        took = time.monotonic() - t
         assert [f for f in os.listdir(d) if "tmp" in f] == [], os.listdir(d)
+        assert p.returncode == 0 and os.path.exists(out), "no file: exit %d after %.1f s" % (p.returncode, took)
+        assert took < STOP_BOUND_S, "record took %.1f s to stop" % took
+        perf_clean(["script"], out)
     finally:
         stop(p)
         os.close(r)
+
+
+# STOP_INTERRUPT_S (1 s), plus what a busy, shared machine adds: well under STOP_GRACE_S (5 s).
+STOP_BOUND_S = 3.0
+
+
+@test
+def test_signal_stops_record_whose_cmd_ignores_it():
+    """record -- CMD sent CMD a SIGTERM at the end and waited for it: a CMD that ignores
+    SIGTERM kept record from finishing until the 5 s grace killed it, with no file.  Now CMD
+    has 300 ms, then SIGKILL; the file is complete."""
+    need_bpf()
+    d = tmpdir()
+    for cmd in ("record", "stat"):
+        out = os.path.join(d, "%s.out" % cmd)
+        p = subprocess.Popen([SPANPERF, cmd, "-o", out, "--", "sh", "-c", "trap '' TERM; sleep 30"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(2)
+            t = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=8)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("%s ignored SIGTERM for 8 s" % cmd)
+            took = time.monotonic() - t
+            assert os.path.exists(out), "%s left no file (exit %d after %.1f s)" % (cmd, p.returncode, took)
+            assert took < STOP_BOUND_S, "%s took %.1f s to stop" % (cmd, took)
+        finally:
+            stop(p)
+    perf_clean(["script"], os.path.join(d, "record.out"))
+    assert "task-clock" in open(os.path.join(d, "stat.out")).read()
+
+
+@test
+def test_signal_during_finish_copies():
+    """SIGTERM while record's finish copies many containers' files into the build-id cache
+    (5 s for all, without a signal): the copies stop STOP_WORK_MS after the signal, and the
+    file is complete, within about a second."""
+    need_bpf()
+    d = world_dir()
+    ns = os.path.join(d, "ns")
+    os.mkdir(ns)
+    src = os.path.join(d, "src")
+    os.mkdir(src)
+    img = open(WORKLOAD, "rb").read()
+    wid = bytes.fromhex(build_id(WORKLOAD))
+    at = img.find(wid)
+    # 24 files of 64 MiB, each its own build id: sparse, so they cost no disk, but every byte
+    # is read, hashed and written by the copy (a few seconds on an idle machine).
+    for i in range(24):
+        b = bytearray(img)
+        b[at:at + len(wid)] = os.urandom(len(wid))
+        with open(os.path.join(src, "lib%d.so" % i), "wb") as f:
+            f.write(b)
+            f.truncate(64 << 20)
+    cache = tmpdir()
+    if run(["mount", "-t", "tmpfs", "-o", "size=2500m", "tmpfs", cache]).returncode:
+        raise Skip("cannot mount a tmpfs for the cache")
+    code = ("import mmap,os,time\nms=[]\nfor n in sorted(os.listdir('%s')):\n"
+            " f=open('%s/'+n,'rb'); ms.append(mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ|mmap.PROT_EXEC))\n"
+            "open('%s/ready','w').close()\ntime.sleep(60)\n") % (ns, ns, d)
+    p = in_container(d, "cp --sparse=always %s/*.so %s/ && exec %s -c \"$0\"" % (src, ns, PY), code)
+    try:
+        assert wait_for(lambda: os.path.exists(os.path.join(d, "ready")), 30), "the container did not map its files"
+        env = dict(os.environ, HOME=cache, XDG_CACHE_HOME=cache)
+        out = os.path.join(tmpdir(), "f.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-v", "-d", "0.5", "-o", out], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        kept = os.path.join(cache, "spanperf", "buildid")
+        copying = lambda: rec.poll() is not None or (os.path.isdir(kept) and any(".tmp-" in n for n in os.listdir(kept)))
+        assert wait_for(copying, 30) and rec.poll() is None, "record finished before its copies began"
+        time.sleep(0.2)
+        t = time.monotonic()
+        rec.send_signal(signal.SIGTERM)
+        try:
+            err = rec.communicate(timeout=8)[1]
+        except subprocess.TimeoutExpired:
+            raise AssertionError("record ignored SIGTERM for 8 s while copying")
+        took = time.monotonic() - t
+    finally:
+        stop(p)
+        if 'rec' in locals():
+            stop(rec)
+        run(["umount", cache])
+    assert rec.returncode == 0, err[-800:]
+    assert took < STOP_BOUND_S, "record took %.1f s to stop while copying" % took
+    m = re.search(r"(\d+) left for lack of time", err)
+    assert m and int(m.group(1)) >= 1, "no copy was cut short: %s" % err[-800:]
+    perf_clean(["report", "--stdio"], out)
+    perf_clean(["script"], out)
 
 
 # ---- 8. hostile perf.data: bounded time and memory ----

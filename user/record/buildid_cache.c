@@ -193,7 +193,7 @@ static int copy(struct buildid_cache *c, const struct pending *p, char *dest, si
 		e = write_all(af.fd, buf, n);
 		sha256_update(&h, buf, n);
 		done += n;
-		if (!e && (stop_requested() || now_ns(CLOCK_MONOTONIC) > deadline))
+		if (!e && (stop_overdue() || now_ns(CLOCK_MONOTONIC) > deadline))
 			e = -ETIME;
 	}
 	sha256_final(&h, sha);
@@ -398,7 +398,7 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_m
 		/* A container's file that claims a host file's build id: that id's entry is the host's. */
 		if (hosts_id(m, p->hex, p->path))
 			e = -EEXIST;
-		else if (!stop_requested() && now_ns(CLOCK_MONOTONIC) < deadline)
+		else if (!stop_overdue() && now_ns(CLOCK_MONOTONIC) < deadline)
 			e = copy(c, p, dest, sizeof(dest), deadline, sha);
 		if (!e) {
 			c->kept++;

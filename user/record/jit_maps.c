@@ -12,6 +12,7 @@
 #include "jit_maps.h"
 #include "log.h"
 #include "proc_file.h"
+#include "stop.h"
 #include "util.h"
 
 /* perf maps are lines of text: a JIT's can grow large, but not past this (the rest is not read). */
@@ -222,7 +223,8 @@ int jit_maps__put(struct jit_maps *j, struct pd_meta *m)
 
 	if (!j || !j->n)
 		return 0;
-	for (size_t i = 0; i < j->n; i++)
+	/* After a stop: what was read while they ran, once the time to finish is up (stop.h). */
+	for (size_t i = 0; i < j->n && !stop_overdue(); i++)
 		if (!j->v[i].gone)
 			read_map(j, &j->v[i], now_ns(CLOCK_MONOTONIC));
 	m->jit_maps = calloc(j->n, sizeof(*m->jit_maps));

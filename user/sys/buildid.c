@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "sha256.h"
+#include "stop.h"
 #include "util.h"
 
 #ifndef NT_GNU_BUILD_ID
@@ -212,7 +213,8 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 
 	if (!buildid_kernel(id, &size))
 		err = append(m, PERF_RECORD_MISC_KERNEL, "[kernel.kallsyms]", id, size);
-	for (size_t i = 0; s && i < s->names.n && !err; i++) {
+	/* Thousands of files on a busy host: cut short once the time to finish after a stop is up (stop.h). */
+	for (size_t i = 0; s && i < s->names.n && !err && !stop_overdue(); i++) {
 		const char *name = s->names.str[i];
 
 		/* " (deleted)" files are gone; their old build id cannot be read. */
