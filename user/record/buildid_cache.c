@@ -344,7 +344,8 @@ static int put_digests(struct buildid_cache *c, struct pd_meta *m)
 {
 	size_t n = 0;
 
-	m->digests_kept = c->keep;
+	/* With -N too: the recording made no copy, so no entry there is its own. */
+	m->digests_kept = true;
 	if (!c->nr_digests)
 		return 0;
 	m->digests = calloc(c->nr_digests, sizeof(*m->digests));
