@@ -17,6 +17,8 @@
 
 /* perf maps are lines of text: a JIT's can grow large, but not past this (the rest is not read). */
 #define MAX_MAP_BYTES (16u << 20)
+/* Text kept for all of them: the recording carries it. */
+#define MAX_TOTAL_BYTES (256u << 20)
 /* Processes followed; more are counted, not read. */
 #define MAX_JITS 4096
 #define POLL_NS 1000000000ull
@@ -40,7 +42,8 @@ struct jit_maps {
 	size_t n, cap;
 	struct u64_map by_pid; /* pid -> 1 + index, or 1<<32 for a pid of our own mount namespace */
 	char our_ns[64];
-	unsigned truncated, over;
+	size_t bytes; /* text kept, all processes */
+	unsigned truncated, over, over_total;
 };
 
 struct jit_maps *jit_maps__new(void)
@@ -144,6 +147,11 @@ static int read_map(struct jit_maps *j, struct jit *e, __u64 now)
 	len = st.st_size > MAX_MAP_BYTES ? MAX_MAP_BYTES : (size_t)st.st_size;
 	if ((__u64)st.st_size > MAX_MAP_BYTES)
 		j->truncated++;
+	if (j->bytes - e->len + len > MAX_TOTAL_BYTES) {
+		j->over_total++; /* what was kept of it stays */
+		err = -ENOSPC;
+		goto cleanup;
+	}
 	text = malloc(len + 1);
 	if (!text) {
 		err = -ENOMEM;
@@ -165,6 +173,7 @@ static int read_map(struct jit_maps *j, struct jit *e, __u64 now)
 	while (len && text[len - 1] != '\n')
 		len--;
 	text[len] = 0;
+	j->bytes = j->bytes - e->len + len;
 	free(e->text);
 	e->refused = KEPT_OR_NONE;
 	e->text = text;
@@ -258,7 +267,8 @@ void jit_maps__report(const struct jit_maps *j)
 		type += j->v[i].refused == NOT_REGULAR;
 	}
 	pr_debug("JIT perf maps: %zu containers' processes ran anonymous code, %zu maps kept; %zu refused as "
-		 "another user's, %zu as not a regular file in the process's root, %u cut at %u MiB, %u processes "
-		 "past %u not followed",
-		 j->n, kept, owner, type, j->truncated, MAX_MAP_BYTES >> 20, j->over, MAX_JITS);
+		 "another user's, %zu as not a regular file in the process's root, %u reads cut at %u MiB, %u not "
+		 "kept past %u MiB in all, %u processes past %u not followed",
+		 j->n, kept, owner, type, j->truncated, MAX_MAP_BYTES >> 20, j->over_total, MAX_TOTAL_BYTES >> 20,
+		 j->over, MAX_JITS);
 }
