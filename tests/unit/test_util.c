@@ -280,7 +280,7 @@ static void test_atomic_file(void **state)
 }
 
 /* FIPS 180-4's examples, and a million bytes fed in uneven pieces (the copy's 64 KiB reads are not block-aligned). */
-static void test_sha256(void **state)
+static void check_sha256(void)
 {
 	static const struct { const char *in, *hex; } v[] = {
 		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
@@ -292,7 +292,6 @@ static void test_sha256(void **state)
 	uint8_t d[SHA256_SIZE];
 	struct sha256 s;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		sha256_init(&s);
 		sha256_update(&s, v[i].in, strlen(v[i].in));
@@ -310,6 +309,16 @@ static void test_sha256(void **state)
 	sha256_hex(d, hex);
 	assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 	free(a);
+}
+
+/* Both ways: the CPU's SHA extensions where it has them, and the portable code. */
+static void test_sha256(void **state)
+{
+	(void)state;
+	check_sha256();
+	sha256_use_cpu(false);
+	check_sha256();
+	sha256_use_cpu(true);
 }
 
 int main(void)

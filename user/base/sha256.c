@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stdbool.h>
 #include <string.h>
 
 #include "sha256.h"
@@ -56,6 +57,90 @@ static void block(struct sha256 *s, const uint8_t *p)
 	s->h[7] += h;
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/*
+ * The same on x86's SHA extensions (Goldmont, Zen, Ice Lake and later):
+ * five to ten times the portable code, which matters because record hashes
+ * every byte it copies within its time budget.  The state is kept in the
+ * order sha256rnds2 takes it, ABEF and CDGH; the schedule in a ring of
+ * four vectors of four words.
+ */
+__attribute__((target("sha,sse4.1,ssse3")))
+static void blocks_ni(uint32_t h[8], const uint8_t *p, size_t n)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+	__m128i abcd = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xb1); /* B A D C */
+	__m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1b); /* H G F E */
+	__m128i s0 = _mm_alignr_epi8(abcd, efgh, 8);	 /* F E B A: ABEF */
+	__m128i s1 = _mm_blend_epi16(efgh, abcd, 0xf0); /* H G D C: CDGH */
+
+	for (; n--; p += 64) {
+		__m128i save0 = s0, save1 = s1, w[4], m;
+
+		for (int i = 0; i < 16; i++) {
+			if (i < 4)
+				w[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+			else /* w[i % 4] holds W(i-4); the others W(i-3), W(i-2), W(i-1) in turn */
+				w[i % 4] = _mm_sha256msg2_epu32(
+					_mm_add_epi32(_mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]),
+						      _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4)),
+					w[(i + 3) % 4]);
+			m = _mm_add_epi32(w[i % 4], _mm_loadu_si128((const __m128i *)&K[4 * i]));
+			s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+			s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(m, 0x0e));
+		}
+		s0 = _mm_add_epi32(s0, save0);
+		s1 = _mm_add_epi32(s1, save1);
+	}
+	abcd = _mm_shuffle_epi32(s0, 0x1b); /* A B E F */
+	efgh = _mm_shuffle_epi32(s1, 0xb1); /* G H C D */
+	_mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(abcd, efgh, 0xf0));
+	_mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(efgh, abcd, 8));
+}
+
+static int have_ni = -1;
+
+static bool cpu_has_ni(void)
+{
+	unsigned a, b, c, d;
+
+	if (have_ni < 0) {
+		have_ni = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1) &&
+			  __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+	}
+	return have_ni;
+}
+
+void sha256_use_cpu(bool yes)
+{
+	have_ni = yes ? -1 : 0;
+}
+
+static void blocks(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	if (cpu_has_ni()) {
+		blocks_ni(s->h, p, n);
+		return;
+	}
+	for (; n--; p += 64)
+		block(s, p);
+}
+#else
+void sha256_use_cpu(bool yes)
+{
+	(void)yes;
+}
+
+static void blocks(struct sha256 *s, const uint8_t *p, size_t n)
+{
+	for (; n--; p += 64)
+		block(s, p);
+}
+#endif
+
 void sha256_init(struct sha256 *s)
 {
 	static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -79,11 +164,11 @@ void sha256_update(struct sha256 *s, const void *data, size_t n)
 		n -= take;
 		if (have + take < 64)
 			return;
-		block(s, s->buf);
+		blocks(s, s->buf, 1);
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		block(s, p);
-	memcpy(s->buf, p, n);
+	blocks(s, p, n / 64);
+	p += n / 64 * 64;
+	memcpy(s->buf, p, n % 64);
 }
 
 void sha256_final(struct sha256 *s, uint8_t out[SHA256_SIZE])

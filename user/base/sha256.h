@@ -7,6 +7,7 @@
 #ifndef SP_SHA256_H
 #define SP_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,8 @@ struct sha256 {
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *p, size_t n);
 void sha256_final(struct sha256 *s, uint8_t out[SHA256_SIZE]);
+/* For tests: true (the default) uses the CPU's SHA extensions where it has them, false never. */
+void sha256_use_cpu(bool yes);
 /* 64 lower-case hex digits and a NUL. */
 void sha256_hex(const uint8_t d[SHA256_SIZE], char out[2 * SHA256_SIZE + 1]);
 
