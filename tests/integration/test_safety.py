@@ -555,6 +555,45 @@ def test_cache_entry_planted_first_wins_nothing():
     assert m and int(m.group(1)) >= 1, r.stderr[-1500:]
 
 
+@test
+def test_two_files_claiming_one_build_id_in_one_recording():
+    """The forged file and the genuine one under one build id, both mapped while one recording
+    runs: whichever was seen first named the other's frames.  Now both are copied, and as
+    their bytes differ the recording relies on neither (record -v counts it): the genuine
+    frames are left unnamed rather than named from the forged file."""
+    need_bpf()
+    d = world_dir()
+    wid = build_id(WORKLOAD)
+    forged = os.path.join(d, "forged")
+    forge_build_id(SLEEP, wid, forged)
+    home = tmpdir()
+    env = dict(os.environ, HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+    os.mkdir(os.path.join(d, "a"))
+    os.mkdir(os.path.join(d, "b"))
+    os.mkdir(os.path.join(d, "a", "ns"))
+    os.mkdir(os.path.join(d, "b", "ns"))
+    pa = in_container(os.path.join(d, "a"), "cp %s %s/a/ns/ctr-wl && exec %s %s/a/ns/ctr-wl 30"
+                      % (forged, d, " ".join(NOBODY), d))
+    pb = in_container(os.path.join(d, "b"), "cp %s %s/b/ns/ctr-wl && exec %s/b/ns/ctr-wl spin 3000" % (WORKLOAD, d, d))
+    try:
+        for p, dd in ((pa, "a"), (pb, "b")):
+            needle = ("/%s/ns/ctr-wl" % dd).encode()
+            assert wait_for(lambda: any(mapped_by(c, needle) for c in children(p.pid))), "no mapping in " + dd
+        out = os.path.join(tmpdir(), "both.data")
+        r, _ = record_host(out, "-v", env=env)
+        assert r.returncode == 0, r.stderr
+    finally:
+        stop(pa)
+        stop(pb)
+    m = re.search(r"(\d+) build ids left without a copy as files of different bytes claimed them", r.stderr)
+    assert m and int(m.group(1)) >= 1, r.stderr[-1200:]
+    rows = spanperf("report", "-i", out, "--sort", "comm,dso,sym", env=env, check=True).stdout.splitlines()
+    mine = [l for l in rows if re.search(r"\sctr-wl\s+ctr-wl\s+\[\.\]", l)]
+    assert mine, "no samples of the genuine container's binary"
+    named = [l for l in mine if not re.search(r"\[\.\] (0x[0-9a-f]+|\[unknown\])\s*$", l)]
+    assert not named, "frames named from a file that claims the same build id: %s" % named[:5]
+
+
 # ---- 6. /tmp/perf-PID.map: perf's owner rule, never a blocking open ----
 
 @test

@@ -82,6 +82,7 @@ struct pd_meta {
 	char **cmdline_argv;
 	struct pd_build_id *build_ids;
 	int nr_build_ids;
+	int nr_host_build_ids; /* the first of build_ids: the host's files (not written; record's own use) */
 	__u64 first_sample_ns, last_sample_ns; /* SAMPLE_TIME, if last != 0 */
 	int clockid;			       /* -1: none */
 	__u64 clockid_res_ns;

@@ -230,7 +230,8 @@ static bool hosts_id(const struct pd_meta *host, const char *hex, const char *pa
 {
 	char other[2 * BUILD_ID_MAX + 1];
 
-	for (int i = 0; host && i < host->nr_build_ids; i++) {
+	/* The host's files only: the containers' that follow them are what is being checked. */
+	for (int i = 0; host && i < host->nr_host_build_ids; i++) {
 		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, other);
 		if (!strcmp(other, hex) && strcmp(host->build_ids[i].filename, path))
 			return true;

@@ -232,6 +232,7 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 	 * MMAP2 records carry the container's id either way.  The names listed
 	 * are asked in constant time: 40k foreign names took 1.8 s scanned.
 	 */
+	m->nr_host_build_ids = m->nr_build_ids;
 	for (int k = 0; k < m->nr_build_ids && !err; k++)
 		if (!strpool_intern(&listed, m->build_ids[k].filename, NULL))
 			err = -ENOMEM;
