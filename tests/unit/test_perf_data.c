@@ -57,12 +57,15 @@ static void write_file(int nsamples, const char *host)
 				   .id = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 },
 				   .filename = "/bin/true" };
 	char *argv[] = { "spanperf", "record", "-g" };
+	struct pd_digest dg = { .size = 20, .id = { 1, 2, 3 }, .sha256 = { [0] = 0xaa, [31] = 0xbb } };
+	struct pd_jit_map jm = { .pid = 42, .text = "7f0000001000 10 jitted_fn\n", .len = 26 };
 	struct pd_meta meta = {
 		.hostname = (char *)host, .osrelease = "6.18", .version = "spanperf test", .arch = "x86_64",
 		.cpudesc = "Test CPU", .cpuid = "GenuineIntel,6,85,7", .nr_cpus_avail = 4,
 		.nr_cpus_online = 2, .total_mem_kb = 1234, .cmdline_argc = 3, .cmdline_argv = argv,
 		.build_ids = &bid, .nr_build_ids = 1, .first_sample_ns = 1000, .last_sample_ns = 5000,
 		.clockid = 1, .clockid_res_ns = 1, .clock_tod_ns = 7, .clock_ref_ns = 8,
+		.digests = &dg, .nr_digests = 1, .jit_maps = &jm, .nr_jit_maps = 1,
 	};
 	struct pd_writer *w;
 	unsigned char buf[512];
@@ -128,6 +131,15 @@ static void test_round_trip(void **state)
 	assert_int_equal(r->meta.build_ids[0].pid, -1);
 	assert_int_equal(r->meta.build_ids[0].size, 20);
 	assert_int_equal(r->meta.build_ids[0].id[19], 20);
+	/* spanperf's own features: the cache entries' digests and the JIT maps kept. */
+	assert_int_equal(r->meta.nr_digests, 1);
+	assert_int_equal(r->meta.digests[0].size, 20);
+	assert_int_equal(r->meta.digests[0].id[2], 3);
+	assert_int_equal(r->meta.digests[0].sha256[31], 0xbb);
+	assert_int_equal(r->meta.nr_jit_maps, 1);
+	assert_int_equal(r->meta.jit_maps[0].pid, 42);
+	assert_int_equal(r->meta.jit_maps[0].len, 26);
+	assert_string_equal(r->meta.jit_maps[0].text, "7f0000001000 10 jitted_fn\n");
 	assert_true(r->have_sample_time);
 	assert_int_equal(r->meta.last_sample_ns, 5000);
 	assert_int_equal(r->meta.clockid, 1);
@@ -270,7 +282,9 @@ static void test_print_features(void **state)
 		"# sample duration :      0.004 ms\n"
 		"# clockid frequency: 1000 MHz\n"
 		"# clockid: monotonic (1)\n"
-		"# reference time: 1970-01-01 00:00:00.000000 = 0.000000 (TOD) = 0.000000008 (monotonic)\n";
+		"# reference time: 1970-01-01 00:00:00.000000 = 0.000000 (TOD) = 0.000000008 (monotonic)\n"
+		"# spanperf build-id cache entries: 1, each used only if its bytes have the SHA-256 kept here\n"
+		"# spanperf JIT perf maps kept from containers: 1\n";
 	struct pd_reader *r;
 	char err[256], *text = NULL;
 	size_t len = 0;

@@ -2,7 +2,7 @@
 /*
  * Another process's file through its root (here our own): a regular file is
  * read, anything else (a FIFO, a symlink as the last component, a deleted
- * name) refused without being opened, by openat2 and by the forked reader
+ * name) refused without being opened, by openat2 and by the walk
  * that stands in for it before Linux 5.6.  Escapes from a container are
  * played for real in tests/integration/test_safety.py.
  */
@@ -45,7 +45,24 @@ static int setup(void **state)
 	if (mkfifo(p, 0600))
 		return -1;
 	snprintf(p, sizeof(p), "%s/link", dir);
-	return symlink("file", p);
+	if (symlink("file", p))
+		return -1;
+	/* Ordinary symlinks along the way: relative, absolute, a chain, a loop. */
+	snprintf(p, sizeof(p), "%s/sub", dir);
+	if (mkdir(p, 0700))
+		return -1;
+	snprintf(p, sizeof(p), "%s/sub/up", dir);
+	if (symlink("..", p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/abs", dir);
+	if (symlink(dir, p))
+		return -1;
+	snprintf(p, sizeof(p), "%s/loop", dir);
+	if (symlink("loop/x", p))
+		return -1;
+	/* Through procfs: /proc/self/cwd is a magic link to wherever this process stands. */
+	snprintf(p, sizeof(p), "%s/viaproc", dir);
+	return symlink("/proc/self/cwd", p);
 }
 
 static int teardown(void **state)
@@ -85,10 +102,52 @@ static void test_openat2(void **state)
 	check(proc_open_in_root);
 }
 
-static void test_forked_reader(void **state)
+/*
+ * Where a path leads that only a resolution by the rules of openat2 keeps
+ * in bounds: the walk that stands in for it must agree with it.
+ */
+static void check_links(int (*open_in_root)(int, const char *))
+{
+	char p[PATH_MAX], cwd[PATH_MAX];
+	int fd;
+
+	/* Ordinary symlinks are followed, relative and absolute, and ".." through them. */
+	snprintf(p, sizeof(p), "%s/sub/up/file", dir);
+	fd = open_in_root(getpid(), p);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/abs/sub/../file", dir);
+	fd = open_in_root(getpid(), p);
+	assert_true(fd >= 0);
+	close(fd);
+	/* ".." never climbs above the root: here "/", so /.. is / again. */
+	snprintf(p, sizeof(p), "/../../..%s/file", dir);
+	fd = open_in_root(getpid(), p);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/loop", dir);
+	assert_true(open_in_root(getpid(), p) < 0);
+	snprintf(p, sizeof(p), "%s/loop/file", dir);
+	assert_int_equal(open_in_root(getpid(), p), -ELOOP);
+	/* A magic link along the way (to a directory that holds the file) is refused. */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	snprintf(p, sizeof(p), "%s/viaproc/file", dir);
+	assert_int_equal(open_in_root(getpid(), p), -ELOOP);
+	assert_int_equal(open_in_root(getpid(), "/proc/self/cwd/file"), -ELOOP);
+	assert_int_equal(chdir(cwd), 0);
+	/* A directory is not a file to read. */
+	assert_true(open_in_root(getpid(), "/") < 0);
+	snprintf(p, sizeof(p), "%s/sub/..", dir);
+	assert_true(open_in_root(getpid(), p) < 0);
+}
+
+static void test_walk(void **state)
 {
 	(void)state;
-	check(proc_open_in_root_forked);
+	check(proc_open_in_root_walk);
+	check_links(proc_open_in_root_walk);
+	check_links(proc_open_in_root);
 }
 
 static void test_regular_only(void **state)
@@ -109,7 +168,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_openat2),
-		cmocka_unit_test(test_forked_reader),
+		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_regular_only),
 	};
 

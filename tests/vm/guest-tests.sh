@@ -184,6 +184,26 @@ else
 	ko "span split by stamps" "$(tail -2 /tmp/err.txt)"
 fi
 
+# A JIT in a mount namespace of its own names its code in its own /tmp: record reads the map
+# inside its root and keeps it in the file.  SPANPERF_NO_OPENAT2=1 takes the path of kernels
+# without openat2 (a walk, one component at a time, that refuses procfs): both are checked here.
+for how in openat2 walk; do
+	unshare -m sh -c 'mount -t tmpfs t /tmp && exec /workload jit 20000' > /dev/null 2>&1 &
+	jit=$!
+	sleep 1
+	if [ "$how" = walk ]; then env=SPANPERF_NO_OPENAT2=1; else env=SPANPERF_NO_OPENAT2=0; fi
+	if env $env $S record -v -d 1 -o /tmp/j.data > /dev/null 2> /tmp/err.txt; then
+		kill $jit 2> /dev/null
+		wait $jit 2> /dev/null
+		n=$($S report -i /tmp/j.data --sort sym 2> /dev/null | grep -c 'jitted_loop')
+		[ "$n" -ge 1 ] && ok "a contained JIT's perf map kept and used ($how)" ||
+			ko "a contained JIT's perf map kept and used ($how)" "$(grep 'JIT perf maps' /tmp/err.txt)"
+	else
+		kill $jit 2> /dev/null
+		ko "a contained JIT's perf map kept and used ($how)" "$(tail -2 /tmp/err.txt)"
+	fi
+done
+
 # Span cost per read() with kprobe and fentry spans on vfs_read: measured,
 # not asserted, and emulated (TCG), so only the difference means anything.
 per_call() { sed 's/.*"cpu_ns_per_call":\([0-9.]*\).*/\1/'; }

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
 #include "stop.h"
 
-static volatile sig_atomic_t stop_sig, finish_mode;
+static volatile sig_atomic_t stop_sig, finish_mode, interrupted;
+static int devnull = -1;
+static struct timespec stop_ts; /* when the first stop signal came (CLOCK_MONOTONIC) */
 
 /* Async-signal-safe: unlink, signal and raise only. */
 static void die(int sig)
@@ -23,15 +27,30 @@ static void on_stop(int sig)
 		die(sig);
 		return;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &stop_ts); /* async-signal-safe */
 	stop_sig = sig;
-	alarm(STOP_GRACE_S);
+	alarm(STOP_INTERRUPT_S);
 }
 
+/*
+ * STOP_INTERRUPT_S after the stop: this handler has no SA_RESTART, so a
+ * system call still blocked (a write to a stderr that no one reads, a full
+ * pipe) returns EINTR, and what is said from then on goes to /dev/null, so
+ * that the file is finished.  STOP_GRACE_S after it: nothing could, die.
+ */
 static void on_alarm(int sig)
 {
 	(void)sig;
-	if (stop_sig)
-		die(stop_sig);
+	if (!stop_sig)
+		return;
+	if (!interrupted) {
+		interrupted = 1;
+		if (devnull >= 0)
+			dup2(devnull, STDERR_FILENO);
+		alarm(STOP_GRACE_S - STOP_INTERRUPT_S);
+		return;
+	}
+	die(stop_sig);
 }
 
 void stop_init(bool finish)
@@ -52,7 +71,10 @@ void stop_init(bool finish)
 		sigaction(sigs[i], &sa, NULL);
 	}
 	sa.sa_handler = on_alarm;
+	sa.sa_flags = 0; /* interrupts what blocks: see on_alarm */
 	sigaction(SIGALRM, &sa, NULL);
+	if (finish)
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	/* Whatever the parent blocked (a shell's job control, timeout(1)), ours are delivered. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -65,6 +87,17 @@ void stop_init(bool finish)
 bool stop_requested(void)
 {
 	return stop_sig != 0;
+}
+
+bool stop_overdue(void)
+{
+	struct timespec now;
+
+	if (!stop_sig)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - stop_ts.tv_sec) * 1000000000ll + (now.tv_nsec - stop_ts.tv_nsec) >
+	       STOP_WORK_MS * 1000000ll;
 }
 
 int stop_signal(void)

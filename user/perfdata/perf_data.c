@@ -49,6 +49,10 @@ void pd_meta_free(struct pd_meta *m)
 	for (int i = 0; i < m->nr_build_ids; i++)
 		free(m->build_ids[i].filename);
 	free(m->build_ids);
+	free(m->digests);
+	for (int i = 0; i < m->nr_jit_maps; i++)
+		free(m->jit_maps[i].text);
+	free(m->jit_maps);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -672,6 +676,110 @@ static void p_clock_data(const struct feat *f, const struct pd_reader *r, FILE *
 		name);
 }
 
+/* u32 rows, u32 0, then per row: u8 size, 3 pad, id[20], sha256[32]. */
+static int w_digests(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
+	if (!m->nr_digests && !m->digests_kept)
+		return -ENOENT;
+	put_u32(b, m->nr_digests);
+	put_u32(b, 0);
+	for (int i = 0; i < m->nr_digests; i++) {
+		const struct pd_digest *d = &m->digests[i];
+
+		sbuf_add(b, &d->size, 1);
+		sbuf_zero(b, 3);
+		sbuf_add(b, d->id, sizeof(d->id));
+		sbuf_add(b, d->sha256, sizeof(d->sha256));
+	}
+	return 0;
+}
+
+static void r_digests(const struct feat *f, struct fcur *c, struct pd_reader *r)
+{
+	__u32 n = f_u32(c);
+
+	(void)f;
+	f_u32(c);
+	/* Rows bounded by the section's size, not by the count it claims. */
+	if (c->bad || n > (size_t)(c->end - c->p) / 56)
+		return;
+	r->meta.digests_kept = true;
+	free(r->meta.digests);
+	r->meta.digests = calloc(n ?: 1, sizeof(*r->meta.digests));
+	if (!r->meta.digests)
+		return;
+	for (__u32 i = 0; i < n; i++, c->p += 56) {
+		struct pd_digest *d = &r->meta.digests[i];
+
+		d->size = SP_MIN(c->p[0], sizeof(d->id));
+		memcpy(d->id, c->p + 4, sizeof(d->id));
+		memcpy(d->sha256, c->p + 24, sizeof(d->sha256));
+	}
+	r->meta.nr_digests = n;
+}
+
+static void p_digests(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	fprintf(out, "# spanperf build-id cache entries: %d, each used only if its bytes have the SHA-256 kept here\n",
+		r->meta.nr_digests);
+}
+
+/* u32 rows, u32 0, then per row: s32 pid, u32 length, the text padded to 8 bytes. */
+static int w_jit_maps(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
+	if (!m->nr_jit_maps)
+		return -ENOENT;
+	put_u32(b, m->nr_jit_maps);
+	put_u32(b, 0);
+	for (int i = 0; i < m->nr_jit_maps; i++) {
+		const struct pd_jit_map *j = &m->jit_maps[i];
+
+		put_u32(b, (__u32)j->pid);
+		put_u32(b, (__u32)j->len);
+		sbuf_add(b, j->text, j->len);
+		sbuf_zero(b, (8 - j->len % 8) % 8);
+	}
+	return 0;
+}
+
+static void r_jit_maps(const struct feat *f, struct fcur *c, struct pd_reader *r)
+{
+	__u32 n = f_u32(c);
+
+	(void)f;
+	f_u32(c);
+	if (c->bad || n > (size_t)(c->end - c->p) / 8)
+		return;
+	r->meta.jit_maps = calloc(n ?: 1, sizeof(*r->meta.jit_maps));
+	for (__u32 i = 0; r->meta.jit_maps && i < n; i++) {
+		struct pd_jit_map *j = &r->meta.jit_maps[r->meta.nr_jit_maps];
+		__s32 pid = (__s32)f_u32(c);
+		__u32 len = f_u32(c);
+		size_t padded = ((size_t)len + 7) & ~(size_t)7;
+
+		if (c->bad || padded > (size_t)(c->end - c->p))
+			return;
+		j->text = malloc(len + 1);
+		if (!j->text)
+			return;
+		memcpy(j->text, c->p, len);
+		j->text[len] = 0;
+		j->len = len;
+		j->pid = pid;
+		r->meta.nr_jit_maps++;
+		c->p += padded;
+	}
+}
+
+static void p_jit_maps(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	(void)f;
+	fprintf(out, "# spanperf JIT perf maps kept from containers: %d\n", r->meta.nr_jit_maps);
+}
+
 #define FEAT_STR(id, field, label) [id] = { w_str, r_str, p_str, offsetof(struct pd_meta, field), label }
 #define FEAT(id, name) [id] = { w_##name, r_##name, p_##name, 0, NULL }
 
@@ -691,6 +799,8 @@ static const struct feat feats[PD_FEAT_LAST] = {
 	FEAT(PD_FEAT_SAMPLE_TIME, sample_time),
 	FEAT(PD_FEAT_CLOCKID, clockid),
 	FEAT(PD_FEAT_CLOCK_DATA, clock_data),
+	FEAT(PD_FEAT_SP_DIGESTS, digests),
+	FEAT(PD_FEAT_SP_JIT_MAPS, jit_maps),
 };
 
 static int write_features(struct pd_writer *w, const struct pd_meta *m, struct file_header *h)

@@ -38,6 +38,12 @@ enum pd_feature {
 	PD_FEAT_SAMPLE_TIME = 21,
 	PD_FEAT_CLOCKID = 23,
 	PD_FEAT_CLOCK_DATA = 29,
+	/*
+	 * spanperf's own, far above perf's (6.1 knows up to 31; newer perfs add
+	 * from 32): perf reads only the bits it knows and skips the rest.
+	 */
+	PD_FEAT_SP_DIGESTS = 240,  /* the bytes of each build-id cache entry the recording relies on */
+	PD_FEAT_SP_JIT_MAPS = 241, /* /tmp/perf-PID.map of containers' JITs, read while they ran */
 	PD_FEAT_LAST, /* one past the highest id spanperf reads or writes */
 	PD_FEAT_MAX = 256,
 };
@@ -50,6 +56,23 @@ struct pd_build_id {
 	char *filename;
 };
 
+/*
+ * A build-id cache entry (buildid_cache.h) as the recording copied it: the
+ * report uses an entry only if its bytes have this digest.
+ */
+struct pd_digest {
+	__u8 size;	/* bytes of id used */
+	__u8 id[20];
+	__u8 sha256[32];
+};
+
+/* A JIT's perf map, its text as the process wrote it, under the pid the recording knows it by. */
+struct pd_jit_map {
+	__s32 pid;
+	char *text;
+	size_t len;
+};
+
 /* What goes into the feature sections. */
 struct pd_meta {
 	char *hostname, *osrelease, *version, *arch, *cpudesc, *cpuid;
@@ -59,10 +82,16 @@ struct pd_meta {
 	char **cmdline_argv;
 	struct pd_build_id *build_ids;
 	int nr_build_ids;
+	int nr_host_build_ids; /* the first of build_ids: the host's files (not written; record's own use) */
 	__u64 first_sample_ns, last_sample_ns; /* SAMPLE_TIME, if last != 0 */
 	int clockid;			       /* -1: none */
 	__u64 clockid_res_ns;
 	__u64 clock_tod_ns, clock_ref_ns; /* CLOCK_DATA: the same instant on both clocks */
+	struct pd_digest *digests;
+	int nr_digests;
+	bool digests_kept; /* the recorder keeps digests (the feature is there, rows or not) */
+	struct pd_jit_map *jit_maps;
+	int nr_jit_maps;
 };
 
 void pd_meta_free(struct pd_meta *m);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,9 +17,11 @@
 #include "buildid_cache.h"
 #include "fileio.h"
 #include "hash.h"
+#include "jit_maps.h"
 #include "log.h"
 #include "perf_buildid.h"
 #include "proc_file.h"
+#include "sha256.h"
 #include "stop.h"
 #include "util.h"
 
@@ -29,6 +32,8 @@
 struct pending {
 	int fd;
 	__u64 size;
+	dev_t dev;
+	ino_t ino;
 	char hex[2 * BUILD_ID_MAX + 1];
 	char *path;
 };
@@ -43,12 +48,14 @@ struct pending {
 struct buildid_cache {
 	struct pending *pending;
 	size_t nr_pending, cap_pending, max_pending;
-	struct strpool seen;	/* build ids handled, hex */
+	struct strpool seen;	/* files handled: "HEX DEV:INO" */
+	struct pd_digest *digests; /* the copies made, for every file of the recording (rotations too) */
+	size_t nr_digests, cap_digests;
 	struct u64_map ns;	/* pid -> 1 + whether its mount namespace is ours */
 	char our_ns[64];
 	__u64 used, max;	/* bytes in the cache directory */
 	bool keep, measured, link_perf;
-	unsigned kept, present, gone, denied, full, failed, late, claimed;
+	unsigned kept, present, gone, denied, full, failed, late, claimed, ambiguous;
 	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
@@ -80,6 +87,7 @@ void buildid_cache__free(struct buildid_cache *c)
 		free(c->pending[i].path);
 	}
 	free(c->pending);
+	free(c->digests);
 	strpool_free(&c->seen);
 	u64_map_free(&c->ns);
 	free(c);
@@ -135,30 +143,44 @@ static void measure(struct buildid_cache *c, const char *some_entry)
 /*
  * Copies at most min(size at open, MAX_FILE_BYTES) bytes: the file may grow
  * meanwhile (its owner maps it, deletes it and grows it).  The copy is
- * entered only if its own build id is the one it is kept under.
+ * entered only if its own build id is the one it is kept under, and under
+ * the SHA-256 of the bytes copied (buildid_cache_entry), which the
+ * recording keeps: a copy made for another recording under the same build
+ * id, whatever its bytes and whichever came first, is another file.
  */
-static int copy(struct buildid_cache *c, const struct pending *p, const char *dest, __u64 deadline)
+static int copy(struct buildid_cache *c, const struct pending *p, char *dest, size_t destlen, __u64 deadline,
+		__u8 sha[SHA256_SIZE])
 {
-	char tmp[PATH_MAX], buf[65536], hex[2 * BUILD_ID_MAX + 1];
+	char buf[65536], hex[2 * BUILD_ID_MAX + 1];
 	__u8 id[BUILD_ID_MAX], size;
 	struct atomic_file af;
+	struct sha256 h;
+	struct stat st;
 	__u64 done = 0, limit = p->size;
+	bool replaces;
 	int e;
 
 	if (limit > MAX_FILE_BYTES)
 		return -EFBIG;
+	e = buildid_cache_path(p->hex, dest, destlen);
+	if (e)
+		return e;
 	if (!c->measured)
 		measure(c, dest);
 	if (c->used + limit > c->max)
 		return -ENOSPC;
-	snprintf(tmp, sizeof(tmp), "%s", dest);
-	e = mkdir_parents(tmp);
+	e = mkdir_parents(dest);
 	if (e)
 		return e;
+	/* Named once its bytes are known: a provisional name, retargeted at the end. */
+	if (strlen(dest) + 5 > destlen)
+		return -ENAMETOOLONG;
+	strcat(dest, ".new");
 	/* Binaries of other users' containers: the copy is root's only. */
 	e = atomic_file__open(&af, dest, 0600, false);
 	if (e)
 		return e;
+	sha256_init(&h);
 	while (!e && done < limit) {
 		ssize_t n = pread(p->fd, buf, SP_MIN(sizeof(buf), limit - done), done);
 
@@ -169,10 +191,12 @@ static int copy(struct buildid_cache *c, const struct pending *p, const char *de
 			break;
 		}
 		e = write_all(af.fd, buf, n);
+		sha256_update(&h, buf, n);
 		done += n;
-		if (!e && (stop_requested() || now_ns(CLOCK_MONOTONIC) > deadline))
+		if (!e && (stop_overdue() || now_ns(CLOCK_MONOTONIC) > deadline))
 			e = -ETIME;
 	}
+	sha256_final(&h, sha);
 	if (!e) {
 		e = buildid_from_fd(af.fd, id, &size);
 		if (!e) {
@@ -181,11 +205,16 @@ static int copy(struct buildid_cache *c, const struct pending *p, const char *de
 				e = -EBADMSG;
 		}
 	}
-	if (!e)
-		e = atomic_file__commit(&af);
+	e = e ?: buildid_cache_entry(p->hex, sha, dest, destlen);
+	replaces = !e && !lstat(dest, &st);
+	e = e ?: atomic_file__retarget(&af, dest);
+	e = e ?: atomic_file__commit(&af);
 	atomic_file__release(&af);
-	if (!e)
+	/* The same bytes again (the same file, recorded before): replaced, not added. */
+	if (!e && !replaces)
 		c->used += done;
+	else if (!e)
+		c->present++;
 	return e;
 }
 
@@ -201,7 +230,8 @@ static bool hosts_id(const struct pd_meta *host, const char *hex, const char *pa
 {
 	char other[2 * BUILD_ID_MAX + 1];
 
-	for (int i = 0; host && i < host->nr_build_ids; i++) {
+	/* The host's files only: the containers' that follow them are what is being checked. */
+	for (int i = 0; host && i < host->nr_host_build_ids; i++) {
 		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, other);
 		if (!strcmp(other, hex) && strcmp(host->build_ids[i].filename, path))
 			return true;
@@ -235,14 +265,15 @@ void buildid_cache__exec(struct buildid_cache *c, __u32 pid)
 int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
 			__u8 id[20], __u8 *size)
 {
-	char hex[2 * BUILD_ID_MAX + 1], dest[PATH_MAX];
+	char hex[2 * BUILD_ID_MAX + 1], key[2 * BUILD_ID_MAX + 40];
 	struct stat st, here;
 	struct pending *p;
 	bool deleted;
 	size_t before;
 	int fd;
 
-	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7))
+	/* Anonymous memory has no file to keep (a JIT's names: jit_maps.h). */
+	if (!c || path[0] != '/' || !strncmp(path, "/memfd:", 7) || jit_maps__anon(path))
 		return 0;
 	deleted = strstr(path, " (deleted)") != NULL;
 	if (!deleted && same_ns(c, pid))
@@ -267,19 +298,16 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 		return 0;
 	}
 	buildid_hex(id, *size, hex);
+	/*
+	 * One copy per file, not per build id: two files that claim one id
+	 * are both copied, and the recording relies on neither if their bytes
+	 * differ (buildid_cache__finish).
+	 */
+	snprintf(key, sizeof(key), "%s %llx:%llx", hex, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 	before = c->seen.n;
-	if (!c->keep || !strpool_intern(&c->seen, hex, NULL) || c->seen.n == before) {
+	if (!c->keep || !strpool_intern(&c->seen, key, NULL) || c->seen.n == before) {
 		close(fd);
 		return 1; /* its build id in the file; the copy made already, or not wanted */
-	}
-	if (buildid_cache_path(hex, dest, sizeof(dest))) {
-		close(fd);
-		c->failed++;
-		return 1;
-	}
-	if (!access(dest, R_OK)) {
-		close(fd);
-		fd = -1; /* there already: only perf's link to make at the end */
 	}
 	/* Copied at the end, off the ring-drain path, from the inode held open now. */
 	if (c->nr_pending >= c->max_pending ||
@@ -289,7 +317,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 		return 1;
 	}
 	p = &c->pending[c->nr_pending];
-	*p = (struct pending){ .fd = fd, .size = st.st_size, .path = strdup(path) };
+	*p = (struct pending){ .fd = fd, .size = st.st_size, .dev = st.st_dev, .ino = st.st_ino, .path = strdup(path) };
 	snprintf(p->hex, sizeof(p->hex), "%s", hex);
 	if (!p->path) {
 		close(fd);
@@ -300,33 +328,84 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 	return 1;
 }
 
-void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host)
+static int digest_cmp(const void *a, const void *b)
+{
+	const struct pd_digest *x = a, *y = b;
+
+	return memcmp(x, y, offsetof(struct pd_digest, sha256) + sizeof(x->sha256));
+}
+
+/*
+ * The digests the recording relies on, into m: one per build id.  Two
+ * copies under one id with different bytes (a file that claims another's
+ * id, seen in the same recording) leave that id without one: the report
+ * then uses no copy for it rather than the wrong one.
+ */
+static int put_digests(struct buildid_cache *c, struct pd_meta *m)
+{
+	size_t n = 0;
+
+	/* With -N too: the recording made no copy, so no entry there is its own. */
+	m->digests_kept = true;
+	if (!c->nr_digests)
+		return 0;
+	m->digests = calloc(c->nr_digests, sizeof(*m->digests));
+	if (!m->digests)
+		return -ENOMEM;
+	qsort(c->digests, c->nr_digests, sizeof(*c->digests), digest_cmp);
+	for (size_t i = 0, j; i < c->nr_digests; i = j) {
+		bool same = true;
+
+		for (j = i + 1; j < c->nr_digests && c->digests[j].size == c->digests[i].size &&
+				!memcmp(c->digests[j].id, c->digests[i].id, c->digests[i].size); j++)
+			same = same && !memcmp(c->digests[j].sha256, c->digests[i].sha256, SHA256_SIZE);
+		if (same)
+			m->digests[n++] = c->digests[i];
+		else
+			c->ambiguous++;
+	}
+	m->nr_digests = n;
+	return 0;
+}
+
+static void keep_digest(struct buildid_cache *c, const char *hex, const __u8 sha[SHA256_SIZE])
+{
+	struct pd_digest *d;
+	size_t n = strlen(hex) / 2;
+
+	if (array_reserve((void **)&c->digests, &c->cap_digests, c->nr_digests, sizeof(*c->digests)))
+		return;
+	d = &c->digests[c->nr_digests++];
+	memset(d, 0, sizeof(*d));
+	d->size = n;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = 0;
+
+		sscanf(hex + 2 * i, "%2x", &v);
+		d->id[i] = v;
+	}
+	memcpy(d->sha256, sha, SHA256_SIZE);
+}
+
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_meta *m)
 {
 	__u64 deadline = now_ns(CLOCK_MONOTONIC) + budget_ns;
 	char dest[PATH_MAX];
 
 	for (size_t i = 0; c && i < c->nr_pending; i++) {
 		struct pending *p = &c->pending[i];
+		__u8 sha[SHA256_SIZE];
 		int e = -ETIME;
 
-		if (p->fd < 0) {
-			c->present++;
-			if (!buildid_cache_path(p->hex, dest, sizeof(dest)))
-				link_for_perf(c, p->hex, p->path, dest, host);
-			free(p->path);
-			continue;
-		}
 		/* A container's file that claims a host file's build id: that id's entry is the host's. */
-		if (hosts_id(host, p->hex, p->path)) {
+		if (hosts_id(m, p->hex, p->path))
 			e = -EEXIST;
-		} else if (!stop_requested() && now_ns(CLOCK_MONOTONIC) < deadline) {
-			e = buildid_cache_path(p->hex, dest, sizeof(dest));
-			if (!e)
-				e = copy(c, p, dest, deadline);
-		}
+		else if (!stop_overdue() && now_ns(CLOCK_MONOTONIC) < deadline)
+			e = copy(c, p, dest, sizeof(dest), deadline, sha);
 		if (!e) {
 			c->kept++;
-			link_for_perf(c, p->hex, p->path, dest, host);
+			keep_digest(c, p->hex, sha);
+			link_for_perf(c, p->hex, p->path, dest, m);
 		} else if (e == -ENOSPC || e == -EFBIG) {
 			c->full++;
 		} else if (e == -ETIME) {
@@ -339,18 +418,22 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struc
 		close(p->fd);
 		free(p->path);
 	}
-	if (c)
+	if (c) {
 		c->nr_pending = 0;
+		if (put_digests(c, m))
+			pr_warn("out of memory: the build-id cache's copies will not be used by report");
+	}
 }
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
 	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late + c->claimed))
 		return;
-	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths, %u there "
-		 "already; %u could not be reached (process gone), %u not entered (permission), %u over the "
-		 "cache's bound, %u failed to write or changed while copied, %u left for lack of time, %u not "
-		 "kept as they claim a host file's build id; %u entered in perf's ~/.debug, %u could not be",
-		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->claimed, c->linked,
-		 c->unlinked);
+	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths (%u of them "
+		 "with the same bytes there already); %u could not be reached (process gone), %u not entered "
+		 "(permission), %u over the cache's bound, %u failed to write or changed while copied, %u left for "
+		 "lack of time, %u not kept as they claim a host file's build id, %u build ids left without a copy "
+		 "as files of different bytes claimed them; %u entered in perf's ~/.debug, %u could not be",
+		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->claimed, c->ambiguous,
+		 c->linked, c->unlinked);
 }

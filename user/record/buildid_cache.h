@@ -44,11 +44,13 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
 /*
  * Makes the copies noted, each of at most the size the file had when noted
  * (and the bound), verified by its build id, until budget_ns has passed or
- * a stop signal came: off the ring-drain path.  host: the build ids the
+ * a stop signal came: off the ring-drain path.  m: the build ids the
  * recording lists (dso_set__build_ids), which perf's ~/.debug never gets a
- * container's file under.
+ * container's file under; the digests of every copy the recording made
+ * (this file's and, with --switch-output, the earlier ones') go to
+ * m->digests, for the report to check the copies by.
  */
-void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, const struct pd_meta *host);
+void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_meta *m);
 
 /* pid exec'd: it may have entered another mount namespace before (unshare -m; exec). */
 void buildid_cache__exec(struct buildid_cache *c, __u32 pid);

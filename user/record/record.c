@@ -18,6 +18,7 @@
 
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "jit_maps.h"
 #include "ehsource.h"
 #include "host.h"
 #include "kernel_features.h"
@@ -134,6 +135,7 @@ static void recorder_free(struct recorder *r)
 	pd_writer__free(r->w);
 	dso_set__free(r->ctx.dsos);
 	buildid_cache__free(r->ctx.bcache);
+	jit_maps__free(r->ctx.jits);
 	int_list_free(&r->online);
 	for (int i = 0; i < r->nr_kept; i++)
 		free(r->kept[i]);
@@ -237,6 +239,7 @@ static int open_sources(struct recorder *r)
 	}
 	r->ctx.online = &r->online;
 	r->ctx.bcache = buildid_cache__new(!o->no_buildid_cache, o->perf_cache, BUILDID_CACHE_MAX);
+	r->ctx.jits = jit_maps__new();
 	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
 	e = e ?: run_check_targets(&o->pids, &o->tids);
 	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
@@ -304,6 +307,7 @@ static int synthesize(struct recorder *r, __u64 time)
 		.time = time,
 		.dsos = r->ctx.dsos,
 		.bcache = r->ctx.bcache,
+		.jits = r->ctx.jits,
 		.ktext_start = r->ktext_start,
 		.ktext_end = r->ktext_end,
 		.data_maps = o->dwarf_stack,
@@ -407,6 +411,7 @@ static int loop(struct recorder *r)
 		e = drain_all(r);
 		if (e)
 			goto out;
+		jit_maps__poll(r->ctx.jits, now_ns(CLOCK_MONOTONIC));
 		if (switch_due(r)) {
 			e = rotate(r);
 			if (e)
@@ -572,6 +577,8 @@ static int write_header(struct recorder *r)
 	if (e)
 		pr_warn("build ids incomplete: %s", strerror(-e));
 	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS, &meta);
+	if (jit_maps__put(r->ctx.jits, &meta))
+		pr_warn("out of memory: containers' JIT perf maps are not in the file");
 	snprintf(r->last_name, sizeof(r->last_name), "%s", r->ctx.o->output);
 	e = r->ctx.o->switch_output ? stamped_name(r->ctx.o->output, r->last_name, sizeof(r->last_name)) : 0;
 	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;
@@ -694,6 +701,7 @@ static void summary(struct recorder *r)
 		print_threads(r);
 	}
 	buildid_cache__report(r->ctx.bcache);
+	jit_maps__report(r->ctx.jits);
 }
 
 int record__run(const struct record_opts *o, int argc, char **argv, int *exit_code)

@@ -9,6 +9,7 @@
 
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "jit_maps.h"
 #include "fileio.h"
 #include "host.h"
 #include "sideband.h"
@@ -191,6 +192,8 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 			misc |= PERF_RECORD_MISC_MMAP_DATA;
 		}
 		info = (struct pd_mmap2_info){ .maj = m->maj, .min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags };
+		if ((m->prot & PROT_EXEC) && jit_maps__anon(m->path))
+			jit_maps__note(sb->jits, pid);
 		/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
 		if ((m->prot & PROT_EXEC) &&
 		    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,

@@ -39,6 +39,7 @@ struct sideband {
 	__u64 time;			    /* stamp of every synthesized record */
 	struct dso_set *dsos;		    /* collects mapped files for BUILD_ID */
 	struct buildid_cache *bcache;	    /* containers' files: build ids and copies; or NULL */
+	struct jit_maps *jits;		    /* containers' JITs, whose perf maps are kept; or NULL */
 	__u64 ktext_start, ktext_end;	    /* from host_kernel_text(), read beforehand */
 	bool data_maps;			    /* also file-backed data maps, as with mmap_data */
 	unsigned long nr_comm, nr_mmap, nr_procs, nr_modules;

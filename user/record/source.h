@@ -63,6 +63,7 @@ struct rec_ctx {
 	struct sample_bpf *skel;	 /* the sampling program: its threads map is everyone's */
 	struct dso_set *dsos;		 /* files mapped, for the build ids at the end */
 	struct buildid_cache *bcache;	 /* containers' files */
+	struct jit_maps *jits;		 /* containers' JITs' /tmp/perf-PID.map */
 	struct run *run;		 /* -- CMD */
 	struct counter_set *cs;		 /* span counters, from the counters source */
 	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */

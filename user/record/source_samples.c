@@ -18,6 +18,7 @@
 
 #include "buildid.h"
 #include "buildid_cache.h"
+#include "jit_maps.h"
 #include "ehsource.h"
 #include "events.h"
 #include "fileio.h"
@@ -350,6 +351,8 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
 			break;
 		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC)) {
+			if (jit_maps__anon(m.filename))
+				jit_maps__note(ctx->jits, m.pid);
 			note_foreign(s, h, &m);
 			otel_record__mmap(ctx->otel, m.pid, m.filename);
 		}

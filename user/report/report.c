@@ -128,10 +128,11 @@ static void say_what_was_read(const char *input, const struct profile *p)
 {
 	pr_debug("%s: %llu samples in %zu distinct stacks of %zu functions; %llu processes started by fork "
 		 "(each with its parent's maps), %llu execs; %llu samples lost while recording; %d dsos read from "
-		 "the build-id cache (containers' files, or files gone from their paths)",
+		 "the build-id cache (containers' files, or files gone from their paths), %d entries there not used as "
+		 "their bytes are not those the recording copied",
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
-		 symbolizer__from_cache(p->sym));
+		 symbolizer__from_cache(p->sym), symbolizer__cache_rejected(p->sym));
 	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 		unwinder__print_stats(p->unwinder, stderr);

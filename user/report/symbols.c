@@ -18,6 +18,7 @@
 #include "host.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "sha256.h"
 #include "symbols.h"
 #include "util.h"
 
@@ -84,6 +85,10 @@ struct symbolizer {
 	struct dso *kernel;
 	struct sym_dso_info *infos;
 	int from_cache; /* dsos read from record's build-id cache */
+	int rejected;	/* cache entries whose bytes are not what the recording copied */
+	struct u64_map digest_idx; /* hash of a build id's hex -> 1 + its row in recorded->digests */
+	struct u64_map verified;   /* hash of an entry's path -> 1 used, 2 not */
+	bool digests_indexed;
 };
 
 /*
@@ -159,27 +164,93 @@ static int perf_cache_path(const struct symbolizer *s, const char *hex, char *ou
 	return access(out, R_OK) ? -ENOENT : 0;
 }
 
+/* The SHA-256 the recording holds for its copy of build id hex, or NULL. */
+static const __u8 *recorded_digest(struct symbolizer *s, const char *hex)
+{
+	const struct pd_meta *m = s->recorded;
+	char other[2 * BUILD_ID_MAX + 1];
+	uint64_t *v;
+
+	if (!m || !m->nr_digests)
+		return NULL;
+	if (!s->digests_indexed) {
+		s->digests_indexed = true;
+		for (int i = 0; i < m->nr_digests; i++) {
+			buildid_hex(m->digests[i].id, m->digests[i].size, other);
+			v = u64_map_get(&s->digest_idx, hash_str(other), true);
+			if (v && !*v)
+				*v = i + 1;
+		}
+	}
+	v = u64_map_get(&s->digest_idx, hash_str(hex), false);
+	if (!v || !*v)
+		return NULL;
+	buildid_hex(m->digests[*v - 1].id, m->digests[*v - 1].size, other);
+	return strcmp(other, hex) ? NULL : m->digests[*v - 1].sha256;
+}
+
+/* Copies past this are not record's (buildid_cache.c keeps at most 512 MiB a file). */
+#define MAX_CACHED_BYTES (512ull << 20)
+
 /*
  * A cache entry is used only if it is what it is kept as: its own build id
- * is the one asked for, and no one but root or us could have put it there
- * (a user's file in a cache root reads would name root's frames).
+ * is the one asked for, no one but root or us could have put it there (a
+ * user's file in a cache root reads would name root's frames), and, where
+ * the recording holds one, its bytes have the digest of the copy the
+ * recording made: a file that claims the same build id is not that copy,
+ * whichever came first.  Checked once per path.
  */
-static bool cached_is(const char *path, const char *build_id)
+static bool cached_is(struct symbolizer *s, const char *path, const char *build_id)
 {
-	__u8 id[BUILD_ID_MAX], size;
+	const __u8 *want = recorded_digest(s, build_id);
+	__u8 id[BUILD_ID_MAX], size, sha[SHA256_SIZE];
 	char hex[2 * BUILD_ID_MAX + 1];
+	uint64_t *memo = u64_map_get(&s->verified, hash_mix(hash_str(path), hash_str(build_id)), true);
 	struct stat st;
-	int fd = open_regular(path);
+	int fd;
 	bool ok;
 
+	if (memo && *memo)
+		return *memo == 1;
+	fd = open_regular(path);
 	if (fd < 0)
-		return false;
+		return false; /* not there: nothing to remember */
 	ok = !fstat(fd, &st) && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022) &&
 	     !buildid_from_fd(fd, id, &size);
-	close(fd);
-	if (ok)
+	if (ok) {
 		buildid_hex(id, size, hex);
-	return ok && !strcmp(hex, build_id);
+		ok = !strcmp(hex, build_id);
+	}
+	if (ok && want && (sha256_of_fd(fd, MAX_CACHED_BYTES, sha) || memcmp(sha, want, SHA256_SIZE))) {
+		s->rejected++;
+		pr_debug("%s: not used, its bytes are not those the recording copied", path);
+		ok = false;
+	}
+	close(fd);
+	if (memo)
+		*memo = ok ? 1 : 2;
+	return ok;
+}
+
+int symbolizer__cache_entry(struct symbolizer *s, const char *hex, char *out, size_t len)
+{
+	const __u8 *want = recorded_digest(s, hex);
+	int e;
+
+	if (want)
+		e = buildid_cache_entry(hex, want, out, len);
+	else if (s->recorded && s->recorded->digests_kept)
+		return -ENOENT; /* the recording made no copy of it: any entry there is another's */
+	else
+		e = buildid_cache_path(hex, out, len); /* a recording from before the digests */
+	if (e)
+		return e;
+	return cached_is(s, out, hex) ? 0 : -ENOENT;
+}
+
+int symbolizer__cache_rejected(const struct symbolizer *s)
+{
+	return s->rejected;
 }
 
 static void load_user_dso(struct symbolizer *s, struct dso *d)
@@ -203,9 +274,11 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			if (!buildid_from_file(file, id, &size))
 				buildid_hex(id, size, hex);
 			/* The PLT, and DWARF's fallback, from the mapped file or record's copy of it. */
-			if (strcmp(hex, d->build_id) && !buildid_cache_path(d->build_id, file, sizeof(file)) &&
-			    !access(file, R_OK))
+			/* Not the file: record's copy if it is the one (add_plt_of checks the file's id). */
+			if (strcmp(hex, d->build_id) && !symbolizer__cache_entry(s, d->build_id, dir, sizeof(dir))) {
+				snprintf(file, sizeof(file), "%s", dir);
 				s->from_cache++;
+			}
 			add_plt_of(&d->tab, d->build_id, file);
 			elf_syms__finish(&d->tab);
 			d->full = true;
@@ -221,9 +294,9 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 			 * container's): the copy record kept by build id, if any;
 			 * never the file that is there now.
 			 */
-			if ((!buildid_cache_path(d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
+			if ((!symbolizer__cache_entry(s, d->build_id, dbg, sizeof(dbg)) &&
 			     !elf_syms__load_file(&d->tab, dbg, true, false)) ||
-			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && cached_is(dbg, d->build_id) &&
+			    (!perf_cache_path(s, d->build_id, dbg, sizeof(dbg)) && cached_is(s, dbg, d->build_id) &&
 			     !elf_syms__load_file(&d->tab, dbg, true, false))) {
 				s->from_cache++;
 				d->full = elf_has_symtab(dbg);
@@ -367,7 +440,22 @@ static FILE *open_perf_map(const char *path)
 	return f;
 }
 
-/* JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map. */
+/* The text of pid's perf map that record kept (a container's JIT, jit_maps.h), or NULL. */
+static FILE *kept_perf_map(struct symbolizer *s, __s32 pid)
+{
+	const struct pd_meta *m = s->recorded;
+
+	for (int i = 0; m && i < m->nr_jit_maps; i++)
+		if (m->jit_maps[i].pid == pid && m->jit_maps[i].len)
+			return fmemopen(m->jit_maps[i].text, m->jit_maps[i].len, "r");
+	return NULL;
+}
+
+/*
+ * JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map; a container's,
+ * as record read it from the container's /tmp while the process ran, else
+ * the host's file now.
+ */
 static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 {
 	char path[PATH_MAX + 32], line[1024];
@@ -375,7 +463,9 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
-	f = open_perf_map(path);
+	f = kept_perf_map(s, pid);
+	if (!f)
+		f = open_perf_map(path);
 	if (!f)
 		return NULL;
 	d = calloc(1, sizeof(*d));
@@ -629,6 +719,8 @@ void symbolizer__free(struct symbolizer *s)
 	hindex_free(&s->dso_idx);
 	hindex_free(&s->bid_idx);
 	u64_map_free(&s->proc_by_pid);
+	u64_map_free(&s->digest_idx);
+	u64_map_free(&s->verified);
 	free(s);
 }
 

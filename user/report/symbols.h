@@ -56,6 +56,14 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 /* How many dsos were read from record's build-id cache (containers' files, files gone since). */
 int symbolizer__from_cache(const struct symbolizer *s);
 /*
+ * The copy record kept of the file of build id hex (buildid_cache.h), if it
+ * is the one this recording made (its digest) and root's or ours: 0 with
+ * its path in out, else -errno.
+ */
+int symbolizer__cache_entry(struct symbolizer *s, const char *hex, char *out, size_t len);
+/* Cache entries found under a recorded build id but not used: their bytes are another file's. */
+int symbolizer__cache_rejected(const struct symbolizer *s);
+/*
  * The process timeline, fed in time order after every map is added: pid
  * exec'd at time (its new maps win over the old where they overlap, as in
  * perf); ppid forked pid at time (a new process starts there with a copy of

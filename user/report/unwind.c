@@ -96,6 +96,7 @@ struct unwinder {
 	size_t nr_cuts, cap_cuts;
 	struct unwind_stats st;
 	__u64 need[NEED_STEPS];
+	struct symbolizer *sym; /* of the sample being unwound: record's copies are checked by it */
 };
 
 struct unwinder *unwinder__new(const char *root)
@@ -196,7 +197,7 @@ static char *resolve_file(struct unwinder *u, const struct sym_map *m)
 		buildid_hex(id, size, hex);
 	if (!strcmp(hex, m->build_id))
 		return strdup(file);
-	if (!buildid_cache_path(m->build_id, file, sizeof(file)) && !access(file, R_OK))
+	if (u->sym && !symbolizer__cache_entry(u->sym, m->build_id, file, sizeof(file)))
 		return strdup(file);
 	return NULL;
 }
@@ -666,6 +667,7 @@ int unwinder__sample(struct unwinder *u, struct symbolizer *sym, const struct pd
 	struct map_ctx c = { sym, s->pid, s->time };
 	struct unwind_sample us;
 
+	u->sym = sym;
 	if (!ev->attr || !is_dwarf_attr(&ev->attr->attr) || !s->regs_user || !s->stack_user_size)
 		return 0;
 	us = (struct unwind_sample){

@@ -11,6 +11,8 @@
 #include "buildid.h"
 #include "fileio.h"
 #include "hash.h"
+#include "sha256.h"
+#include "stop.h"
 #include "util.h"
 
 #ifndef NT_GNU_BUILD_ID
@@ -211,7 +213,8 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 
 	if (!buildid_kernel(id, &size))
 		err = append(m, PERF_RECORD_MISC_KERNEL, "[kernel.kallsyms]", id, size);
-	for (size_t i = 0; s && i < s->names.n && !err; i++) {
+	/* Thousands of files on a busy host: cut short once the time to finish after a stop is up (stop.h). */
+	for (size_t i = 0; s && i < s->names.n && !err && !stop_overdue(); i++) {
 		const char *name = s->names.str[i];
 
 		/* " (deleted)" files are gone; their old build id cannot be read. */
@@ -229,6 +232,7 @@ int dso_set__build_ids(const struct dso_set *s, struct pd_meta *m)
 	 * MMAP2 records carry the container's id either way.  The names listed
 	 * are asked in constant time: 40k foreign names took 1.8 s scanned.
 	 */
+	m->nr_host_build_ids = m->nr_build_ids;
 	for (int k = 0; k < m->nr_build_ids && !err; k++)
 		if (!strpool_intern(&listed, m->build_ids[k].filename, NULL))
 			err = -ENOMEM;
@@ -259,4 +263,46 @@ int buildid_cache_path(const char *hex, char *out, size_t len)
 		return n;
 	n = snprintf(out, len, "%s/spanperf/buildid/%s", dir, hex);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int buildid_cache_entry(const char *hex, const __u8 sha256[SHA256_SIZE], char *out, size_t len)
+{
+	char sha[2 * SHA256_SIZE + 1];
+	size_t n;
+	int e = buildid_cache_path(hex, out, len);
+
+	if (e)
+		return e;
+	sha256_hex(sha256, sha);
+	n = strlen(out);
+	if (n + 1 + strlen(sha) >= len)
+		return -ENAMETOOLONG;
+	out[n] = '.';
+	strcpy(out + n + 1, sha);
+	return 0;
+}
+
+int sha256_of_fd(int fd, __u64 max, __u8 out[SHA256_SIZE])
+{
+	char buf[65536];
+	struct sha256 s;
+	__u64 done = 0;
+
+	sha256_init(&s);
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		done += n;
+		if (done > max)
+			return -EFBIG;
+		sha256_update(&s, buf, n);
+	}
+	sha256_final(&s, out);
+	return 0;
 }

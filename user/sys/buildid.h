@@ -11,6 +11,7 @@
 #include <linux/types.h>
 
 #include "perf_data.h"
+#include "sha256.h"
 
 #define BUILD_ID_MAX 20
 
@@ -29,6 +30,16 @@ void buildid_hex(const __u8 *id, __u8 size, char *out /* 2*BUILD_ID_MAX+1 */);
  * ~/.debug: $XDG_CACHE_HOME/spanperf/buildid/HEX, else ~/.cache/...
  */
 int buildid_cache_path(const char *hex, char *out, size_t len);
+/*
+ * A copy record keeps, named by its build id and the SHA-256 of its bytes
+ * (HEX.SHA256 there): a file that claims a build id cannot take the place
+ * of another with the same id, whichever came first.  perf's ~/.debug
+ * layout has one file per id; this one lets them stand side by side, and a
+ * recording names the one it relies on (PD_FEAT_SP_DIGESTS).
+ */
+int buildid_cache_entry(const char *hex, const __u8 sha256[SHA256_SIZE], char *out, size_t len);
+/* SHA-256 of what fd holds (pread from 0 to EOF); -EFBIG past max bytes. */
+int sha256_of_fd(int fd, __u64 max, __u8 out[SHA256_SIZE]);
 
 /* A set of unique file names seen in MMAP2 records. */
 struct dso_set;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
-#include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 
 #include "proc_file.h"
 #include "fileio.h"
@@ -43,110 +46,185 @@ int proc_open_mapped(int pid, __u64 start, __u64 end, const char *path)
 	return proc_open_in_root(pid, path);
 }
 
-/* Receives one descriptor sent with SCM_RIGHTS, or -errno the sender wrote instead. */
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	int err = 0, fd = -1;
-	struct iovec iov = { &err, sizeof(err) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
+/* The kernel's MAXSYMLINKS: symlinks followed in one resolution. */
+#define MAX_HOPS 40
+/* Directories held open at once on the way down (one per component not yet undone by ".."). */
+#define MAX_DEPTH 256
 
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(err))
-		return -EIO;
-	c = CMSG_FIRSTHDR(&msg);
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-	if (err) {
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	return fd >= 0 ? fd : -EIO;
+/*
+ * One component from the front of *rest (skipping slashes) into comp:
+ * 1, or 0 at the end, or -ENAMETOOLONG.
+ */
+static int next_component(const char **rest, char *comp, size_t len)
+{
+	const char *p = *rest + strspn(*rest, "/");
+	size_t n = strcspn(p, "/");
+
+	if (!n)
+		return 0;
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(comp, p, n);
+	comp[n] = 0;
+	*rest = p + n;
+	return 1;
 }
 
-static void send_fd(int sock, int fd)
+static bool on_procfs(int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = {};
-	int err = fd < 0 ? fd : 0;
-	struct iovec iov = { &err, sizeof(err) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
+	struct statfs sf;
 
-	if (fd >= 0) {
-		msg.msg_control = cbuf;
-		msg.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-	}
-	if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
-		_exit(1);
+	return !fstatfs(fd, &sf) && sf.f_type == PROC_SUPER_MAGIC;
 }
 
 /*
- * Without openat2 (before 5.6): a child chroots into the process's root,
- * where absolute symlinks and ".." stay, opens the name there (O_PATH,
- * O_NOFOLLOW), reopens it for reading through its own /proc/self/fd kept
- * from outside only if it is a regular file, and hands the descriptor back.
- * Magic links inside the container's /proc are not refused as
- * RESOLVE_NO_MAGICLINKS would: a container that shares the host's pid
- * namespace and procfs could still name a host file through them.
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) by hand, for kernels
+ * without it: every component is opened O_PATH | O_NOFOLLOW from the
+ * directory before it, held open, so that ".." goes back to where the walk
+ * came from and never above root (a rename meanwhile changes nothing), and
+ * a symlink is read and followed here, an absolute one from root, at most
+ * MAX_HOPS of them.  Any component on procfs is refused (-ELOOP, as
+ * openat2 refuses a magic link): /proc/PID/root, /proc/self/fd/N and their
+ * like are how a name leaves a root, and they live only there.  A symlink
+ * as the last component is returned itself, as O_NOFOLLOW does.  No fork,
+ * no chroot: nothing here follows a link the kernel resolves.
  */
-int proc_open_in_root_forked(int pid, const char *path)
+static int walk_in_root(int rootfd, const char *path)
 {
-	int sv[2], rfd, fd;
-	char root[64];
-	pid_t child;
+	char *buf = malloc(2 * PATH_MAX), *tmp = malloc(2 * PATH_MAX), comp[NAME_MAX + 1];
+	int stack[MAX_DEPTH], depth = 0, hops = 0, fd = -1, err;
+	const char *rest;
 
+	stack[0] = rootfd;
+	if (!buf || !tmp) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (strlen(path) >= 2 * PATH_MAX) {
+		err = -ENAMETOOLONG;
+		goto cleanup;
+	}
+	strcpy(buf, path);
+	rest = buf;
+	for (;;) {
+		struct stat st;
+		bool last;
+
+		err = next_component(&rest, comp, sizeof(comp));
+		if (err < 0)
+			goto cleanup;
+		if (!err) {
+			/* Ends on a directory (root, ".", ".."): the caller refuses it as not a regular file. */
+			err = fcntl(stack[depth], F_DUPFD_CLOEXEC, 0);
+			if (err < 0)
+				err = -errno;
+			goto cleanup;
+		}
+		if (!strcmp(comp, "."))
+			continue;
+		if (!strcmp(comp, "..")) {
+			if (depth)
+				close(stack[depth--]);
+			continue;
+		}
+		last = !rest[strspn(rest, "/")];
+		fd = openat(stack[depth], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (on_procfs(fd)) {
+			err = -ELOOP;
+			goto cleanup;
+		}
+		if (fstat(fd, &st)) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (S_ISLNK(st.st_mode) && !last) {
+			ssize_t n;
+
+			if (++hops > MAX_HOPS) {
+				err = -ELOOP;
+				goto cleanup;
+			}
+			n = readlinkat(fd, "", tmp, PATH_MAX);
+			if (n <= 0 || n >= PATH_MAX || strlen(rest) + n + 2 > 2 * PATH_MAX) {
+				err = n < 0 ? -errno : -ENAMETOOLONG;
+				goto cleanup;
+			}
+			close(fd);
+			fd = -1;
+			/* The target, then what was left of the path after the link. */
+			tmp[n] = '/';
+			strcpy(tmp + n + 1, rest);
+			strcpy(buf, tmp);
+			rest = buf;
+			if (buf[0] == '/')
+				while (depth)
+					close(stack[depth--]);
+			continue;
+		}
+		if (last) {
+			err = fd;
+			fd = -1;
+			goto cleanup;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			err = -ENOTDIR;
+			goto cleanup;
+		}
+		if (depth + 1 >= MAX_DEPTH) {
+			err = -ENAMETOOLONG;
+			goto cleanup;
+		}
+		stack[++depth] = fd;
+		fd = -1;
+	}
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	while (depth)
+		close(stack[depth--]);
+	free(buf);
+	free(tmp);
+	return err;
+}
+
+int proc_open_in_root_walk(int pid, const char *path)
+{
+	char root[64];
+	int rfd, pfd, fd;
+
+	if (path[0] != '/' || deleted_name(path))
+		return -ENOENT;
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv)) {
-		fd = -errno;
-		close(rfd);
-		return fd;
-	}
-	child = fork();
-	if (child == 0) {
-		int self = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC), pfd = -1;
-		char name[16];
-
-		close(sv[0]);
-		fd = -EACCES;
-		if (self >= 0 && !fchdir(rfd) && !chroot(".")) {
-			pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			fd = pfd < 0 ? -errno : -EINVAL;
-		}
-		if (pfd >= 0) {
-			struct stat st, now;
-
-			snprintf(name, sizeof(name), "%d", pfd);
-			if (!fstat(pfd, &st) && S_ISREG(st.st_mode)) {
-				fd = openat(self, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-				if (fd < 0)
-					fd = -errno;
-				else if (fstat(fd, &now) || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
-					fd = -EINVAL;
-			}
-		}
-		send_fd(sv[1], fd);
-		_exit(0);
-	}
-	close(sv[1]);
+	pfd = walk_in_root(rfd, path);
+	fd = pfd < 0 ? pfd : open_regular_fd(pfd);
+	if (pfd >= 0)
+		close(pfd);
 	close(rfd);
-	if (child < 0) {
-		close(sv[0]);
-		return -errno;
-	}
-	fd = recv_fd(sv[0]);
-	close(sv[0]);
-	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-		;
 	return fd;
+}
+
+/*
+ * SPANPERF_NO_OPENAT2=1 takes the path of kernels before 5.6 on this one:
+ * for tests (tests/integration/test_safety.py), since every kernel the
+ * suite runs on has openat2.
+ */
+static bool no_openat2(void)
+{
+	static int no = -1;
+
+	if (no < 0) {
+		const char *e = getenv("SPANPERF_NO_OPENAT2");
+
+		no = e && *e && strcmp(e, "0");
+	}
+	return no;
 }
 
 int proc_open_in_root(int pid, const char *path)
@@ -164,10 +242,10 @@ int proc_open_in_root(int pid, const char *path)
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	pfd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	if (pfd < 0 && errno == ENOSYS) {
+	pfd = no_openat2() ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	if (pfd < 0 && (no_openat2() || errno == ENOSYS)) {
 		close(rfd);
-		return proc_open_in_root_forked(pid, path);
+		return proc_open_in_root_walk(pid, path);
 	}
 	fd = pfd < 0 ? -errno : open_regular_fd(pfd);
 	if (pfd >= 0)

@@ -24,11 +24,16 @@
 int proc_open_mapped(int pid, __u64 start, __u64 end, const char *path);
 /*
  * path as pid sees it, resolved inside its root: absolute symlinks and ".."
- * stay in the container, a symlink as the last component is refused.
- * Where openat2 is missing (before Linux 5.6), proc_open_in_root_forked.
+ * stay in the container, a magic link (/proc/PID/root, /proc/self/fd/N) is
+ * refused, and so is a symlink as the last component.  Where openat2 is
+ * missing (before Linux 5.6), proc_open_in_root_walk.
  */
 int proc_open_in_root(int pid, const char *path);
-/* The same by a forked child that chroots into pid's root (about a millisecond an open). */
-int proc_open_in_root_forked(int pid, const char *path);
+/*
+ * The same without openat2: one component at a time (O_PATH | O_NOFOLLOW),
+ * symlinks followed by hand inside the root, any component on procfs
+ * refused (-ELOOP).  In this process: no fork, nothing to wait for.
+ */
+int proc_open_in_root_walk(int pid, const char *path);
 
 #endif

@@ -178,6 +178,9 @@ bool workload__done(struct workload *w)
 	return w->exited;
 }
 
+/* How long a CMD has to exit after the SIGTERM that ends a run. */
+#define CMD_TERM_WAIT_NS (300ull * 1000000)
+
 void workload__stop(struct workload *w)
 {
 	if (w->go_fd >= 0) {
@@ -191,10 +194,22 @@ void workload__stop(struct workload *w)
 	if (!w->pid || w->exited)
 		return;
 	if (!workload__done(w)) {
+		__u64 until = now_ns(CLOCK_MONOTONIC) + CMD_TERM_WAIT_NS;
+
+		/*
+		 * SIGTERM, then SIGKILL if it is still there a moment later: a
+		 * CMD that ignores SIGTERM must not keep the file from being
+		 * finished (perf record waits for it, and is stuck with it).
+		 */
 		kill(w->pid, SIGTERM);
-		while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
-			;
-		w->exited = true;
+		while (!workload__done(w) && now_ns(CLOCK_MONOTONIC) < until)
+			usleep(5000);
+		if (!w->exited) {
+			kill(w->pid, SIGKILL);
+			while (waitpid(w->pid, &w->status, 0) < 0 && errno == EINTR)
+				;
+			w->exited = true;
+		}
 	}
 }
 
