@@ -19,7 +19,7 @@ from harness import CPUS, DEVNULL, ROOT, SPANPERF, TMP, log, median, rounds, spa
 
 UNITWORK = os.path.join(ROOT, "build", "bench", "unitwork_")
 TOOLS = ["none", "spanperf-fp", "spanperf-ehframe", "spanperf-dwarf", "perf-fp", "perf-dwarf"]
-CG = {"fp": ["-g"], "ehframe": ["--call-graph", "ehframe"], "dwarf": ["--call-graph", "dwarf"]}
+CG = {"fp": ["--call-graph", "fp"], "ehframe": ["--call-graph", "ehframe"], "dwarf": ["--call-graph", "dwarf"]}
 SECS = 2
 ITERS = 18000000  # about 20 ms of CPU here: 20 samples a unit at 999 Hz, 100 at 4999
 DEPTH = 24
@@ -32,9 +32,7 @@ def start(tool, hz, out):
     if who == "spanperf":
         cmd = [SPANPERF, "record", "-a"] + CG[mode] + ["-F", str(hz), "-o", out]
     else:
-        # perf's -g is fp; its own "--call-graph fp" says the same.
-        cmd = ["perf", "record", "-a"] + (["--call-graph", "fp"] if mode == "fp" else CG[mode]) + \
-              ["-F", str(hz), "-o", out]
+        cmd = ["perf", "record", "-a"] + CG[mode] + ["-F", str(hz), "-o", out]
     err = os.path.join(TMP, "wp.stderr")
     p = spawn(cmd, stdout=DEVNULL, stderr=open(err, "w"))
     p.tool = tool
