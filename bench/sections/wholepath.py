@@ -178,7 +178,8 @@ def markdown(res):
             "frame pointers" if build == "fp" else "no frame pointers", hz, " | ".join(cells),
             r(row["ehframe_vs_fp"]), r(row["ehframe_vs_dwarf"]), r(row["fp_vs_perf_fp"]) + " | " +
             r(row["ehframe_vs_perf_fp"])))
-    lines += ["", "Each cell: whole (workload + recorder). Bytes per sample (the file over its samples, side-band "
+    lines += ["", "Each cell: the whole (the workload's part + the recorder's), each the median of its own rounds, "
+              "so the parts need not add up to the whole. Bytes per sample (the file over its samples, side-band "
               "included):", ""]
     for key, row in v["rates"].items():
         lines.append("- %s: %s" % (key, ", ".join("%s %.0f" % (t, row[t]["bytes_per_sample"]) for t in TOOLS[1:]
