@@ -270,6 +270,17 @@ $(OUTPUT)/bench/gen_spans: bench/gen_spans.c $(LIB_OBJS)
 	$(Q)mkdir -p $(OUTPUT)/bench
 	$(Q)$(CC) $(CFLAGS) $(ALL_INC) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+# The whole-path section's fixed work: a deep chain, with frame pointers and without (CFI only).
+$(OUTPUT)/bench/unitwork_fp: bench/unitwork.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra $< -pthread -o $@
+
+$(OUTPUT)/bench/unitwork_nofp: bench/unitwork.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra $< -pthread -o $@
+
 # libspanperf against read(2) and PAPI; PAPI where libpapi-dev is installed, else its column says why.
 PAPI_FLAGS = $(shell test -f /usr/include/papi.h && echo -DHAVE_PAPI -lpapi)
 $(OUTPUT)/bench/bench_lib: bench/bench_lib.c $(OUTPUT)/lib/libspanperf.a
@@ -358,7 +369,8 @@ test: deps
 	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.
-bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans
+bench: spanperf $(WORKLOADS) $(OUTPUT)/bench/floor $(OUTPUT)/bench/gen_spans $(OUTPUT)/bench/unitwork_fp \
+	$(OUTPUT)/bench/unitwork_nofp
 	$(Q)tools/deps.sh build test bench browser
 	$(Q)$(MAKE) --no-print-directory $(OUTPUT)/bench/bench_lib lib
 	$(Q)tests/gotest.sh -c $(OUTPUT)/bench/spanperf_go.test

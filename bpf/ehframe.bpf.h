@@ -101,7 +101,15 @@ static __always_inline void eh_stat(__u32 idx)
 		*v += 1;
 }
 
-#define EH_CACHE 256 /* per CPU: pcs whose rule is known; hot code returns to few places */
+#define EH_CACHE 1024 /* per CPU: pcs whose rule is known; hot code returns to few places */
+/*
+ * A window of the stack, read at once: one bpf_probe_read_user costs about
+ * 100 ns in a VM whatever its size up to a few KiB, and the frames of a
+ * chain lie next to each other, so one read serves the return addresses
+ * and saved rbp of many frames.  It never crosses a page, so it is readable
+ * exactly when the single words it serves are.
+ */
+#define EH_WIN 4096
 
 /* A pc's rule, as the searches found it in the process slice gen (slices never change). */
 struct eh_cached {
@@ -127,10 +135,13 @@ struct eh_walk {
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
+	__u32 vma_gen;	 /* the slice v[] was looked up in: kept from one sample to the next of the process */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
-	__u32 gen, pad;		   /* the slice's generation: what the rule cache is keyed by */
+	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
+	__u64 win_base;		   /* the user address of win[0] */
 	struct sp_eh_map v[EH_VMAS]; /* the mappings this walk looked up */
 	struct eh_cached cache[EH_CACHE];
+	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
 };
 
 struct {
@@ -239,13 +250,38 @@ static __always_inline struct sp_eh_row *eh_row_of(const struct sp_eh_map *v, __
 	return bpf_map_lookup_elem(&eh_rows, &idx);
 }
 
+/*
+ * The user word at addr, from the stack window, which is read again when
+ * addr is outside it: from the frame's rsp when that is on addr's page
+ * (what a frame saves lies between its rsp and its CFA), else from addr, up
+ * to the page's end.
+ */
 static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
 {
-	if (bpf_probe_read_user(dst, 8, (void *)addr)) {
-		w->stop = SP_EH_STOP_READ;
-		return -1;
+	__u64 base, len;
+
+	if (addr - w->win_base >= w->win_len || addr - w->win_base + 8 > w->win_len) {
+		base = w->sp <= addr && (w->sp ^ addr) < EH_WIN ? w->sp : addr;
+		len = EH_WIN - (base & (EH_WIN - 1));
+		if ((addr & (EH_WIN - 1)) > EH_WIN - 8) {
+			/* A word across two pages: read it alone. */
+			if (bpf_probe_read_user(dst, 8, (void *)addr))
+				goto fault;
+			return 0;
+		}
+		w->win_len = 0;
+		if (len > EH_WIN || len < 8)
+			goto fault;
+		if (bpf_probe_read_user(w->win, len, (void *)base))
+			goto fault;
+		w->win_base = base;
+		w->win_len = len;
 	}
+	*dst = *(__u64 *)&w->win[(addr - w->win_base) & (EH_WIN - 1)];
 	return 0;
+fault:
+	w->stop = SP_EH_STOP_READ;
+	return -1;
 }
 
 /* One frame: write pc, then find the caller's registers.  1 ends the loop. */
@@ -353,16 +389,11 @@ static long eh_step(__u32 i, void *unused)
 		return 1;
 	}
 	if (rbp_slot == -2) {
-		/* rbp saved right below the return address (push %rbp first): one read for both. */
-		__u64 pair[2];
-
-		if (bpf_probe_read_user(pair, 16, (void *)(cfa - 16))) {
-			w->stop = SP_EH_STOP_READ;
+		/* rbp saved right below the return address (push %rbp first). */
+		if (eh_read(&ra, cfa - 8, w) || eh_read(&bp, cfa - 16, w))
 			return 1;
-		}
-		w->bp = pair[0];
+		w->bp = bp;
 		w->bp_ok = 1;
-		ra = pair[1];
 	} else {
 		if (eh_read(&ra, cfa - 8, w))
 			return 1;
@@ -439,7 +470,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->exact = 1;
 	w->n = 0;
 	w->stop = 0;
-	w->next_vma = 0;
+	w->win_len = 0;
 	w->base = base + 1;
 	w->maps_first = w->maps_nr = 0;
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
@@ -449,6 +480,10 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->gen = p->gen;
 	} else if (p) {
 		eh_stat(SP_EH_STOP_STALE);
+	}
+	if (!w->maps_nr || w->vma_gen != w->gen) {
+		w->next_vma = 0;
+		w->vma_gen = w->gen;
 	}
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The sampling program, attached to every per-CPU sampling event.
+ * The sampling program, attached to every per-CPU sampling event when it
+ * has something to do beyond counting (-p/-t, spans, --otel): otherwise
+ * user space counts samples per thread from the records and no program runs.
  *
  * It is a filter in front of perf's own ring buffer: the kernel has already
  * built the sample (including the call chain, walked once) and writes it to

@@ -28,10 +28,10 @@ def own_counts(path, key="tid"):
 
 
 def bpf_map_counts(stderr):
-    """The -v table of the BPF per-thread map: tid -> samples."""
+    """The -v table of per-thread samples (the BPF map's, or the records' where no program ran): tid -> samples."""
     counts, on = {}, False
     for line in stderr.splitlines():
-        if line.startswith("per-thread samples (BPF map)"):
+        if line.startswith("per-thread samples ("):
             on = True
             continue
         m = re.match(r"^\s*(\d+)\s+(\d+)\s+(.*?)\s+(\d+)$", line)

@@ -20,6 +20,8 @@
 #include "buildid_cache.h"
 #include "jit_maps.h"
 #include "ehsource.h"
+#include "fileio.h"
+#include "hash.h"
 #include "host.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
@@ -455,6 +457,17 @@ static void bpf_counts(struct recorder *r, __u64 *accepted, __u64 *threads_full,
 	*threads = 0;
 	*threads_full = bpf_percpu_sum(bpf_map__fd(r->ctx.skel->maps.stats), SP_STAT_THREADS_FULL);
 	*accepted = *threads_full;
+	if (r->ctx.thread_samples) {
+		/* No program ran: the records' own count, all of which the rings delivered. */
+		const struct u64_map *m = r->ctx.thread_samples;
+
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->used[i]) {
+				(*threads)++;
+				*accepted += m->slot[i].val;
+			}
+		return;
+	}
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
@@ -476,14 +489,43 @@ static int cmp_thread(const void *a, const void *b)
 	return (x->t.samples < y->t.samples) - (x->t.samples > y->t.samples);
 }
 
-/* -v: the per-thread map as BPF counted it, busiest first. */
+/* -v: the threads as the records counted them, their names from /proc ("-" once gone). */
+static int records_threads(struct recorder *r, struct tid_thread **out)
+{
+	const struct u64_map *m = r->ctx.thread_samples;
+	struct tid_thread *all = calloc(m->n ? m->n : 1, sizeof(*all));
+	int n = 0;
+
+	*out = all;
+	for (size_t i = 0; all && i < m->cap && (size_t)n < m->n; i++) {
+		uint64_t *pid;
+		char path[64];
+
+		if (!m->used[i])
+			continue;
+		all[n].tid = m->slot[i].key;
+		all[n].t.samples = m->slot[i].val;
+		pid = u64_map_get(r->ctx.thread_pids, all[n].tid, false);
+		all[n].t.pid = pid ? *pid : 0;
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", all[n].t.pid, all[n].tid);
+		if (read_file_str(path, all[n].t.comm, sizeof(all[n].t.comm)))
+			strcpy(all[n].t.comm, "-");
+		all[n].t.comm[strcspn(all[n].t.comm, "\n")] = 0;
+		n++;
+	}
+	return n;
+}
+
+/* -v: the per-thread map as BPF counted it, or the records did, busiest first. */
 static void print_threads(struct recorder *r)
 {
 	int fd = bpf_map__fd(r->ctx.skel->maps.threads), n = 0, cap = 0;
 	struct tid_thread *all = NULL, *na;
 	__u32 key, next, *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
+	if (r->ctx.thread_samples)
+		n = records_threads(r, &all);
+	while (!r->ctx.thread_samples && !bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (n == cap) {
@@ -498,7 +540,9 @@ static void print_threads(struct recorder *r)
 			n++;
 	}
 	sort_n(all, n, sizeof(*all), cmp_thread);
-	fprintf(stderr, "per-thread samples (BPF map):\n%8s %8s %-16s %10s\n", "tid", "pid", "comm", "samples");
+	fprintf(stderr, "per-thread samples (%s):\n%8s %8s %-16s %10s\n",
+		r->ctx.thread_samples ? "from the records, no program on the events" : "BPF map", "tid", "pid", "comm",
+		"samples");
 	for (int i = 0; i < n && (i < 20 || sp_verbose > 1); i++)
 		fprintf(stderr, "%8u %8u %-16.16s %10llu\n", all[i].tid, all[i].t.pid, all[i].t.comm,
 			(unsigned long long)all[i].t.samples);
@@ -688,9 +732,13 @@ static void summary(struct recorder *r)
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 
-		fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
-			(unsigned long long)accepted, (unsigned long long)r->ctx.samples,
-			(unsigned long long)r->ctx.lost);
+		if (r->ctx.thread_samples)
+			fprintf(stderr, "no sampling program (no filter, spans or --otel); the rings delivered %llu and lost %llu\n",
+				(unsigned long long)r->ctx.samples, (unsigned long long)r->ctx.lost);
+		else
+			fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",
+				(unsigned long long)accepted, (unsigned long long)r->ctx.samples,
+				(unsigned long long)r->ctx.lost);
 		/* Only with kernel.bpf_stats_enabled=1: this program's own cost, whoever else loads one. */
 		struct bpf_program *prog = o->ehframe ? r->ctx.skel->progs.on_sample_eh : r->ctx.skel->progs.on_sample;
 

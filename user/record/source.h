@@ -55,6 +55,8 @@ struct rec_source {
 };
 
 /* What the sources of one recording share. */
+struct u64_map;
+
 struct rec_ctx {
 	const struct record_opts *o;
 	const struct int_list *online;	 /* the online CPUs */
@@ -73,6 +75,12 @@ struct rec_ctx {
 	__u64 round_ns;			 /* CLOCK_MONOTONIC at the last FINISHED_ROUND */
 	/* The rings' figures, for the summary and the header. */
 	__u64 samples, lost, first_ns, last_ns;
+	/*
+	 * tid -> samples and tid -> pid, counted from the records when no
+	 * program counts them (samples_source: no filter, spans or --otel);
+	 * NULL when the sampling program's threads map holds them.
+	 */
+	struct u64_map *thread_samples, *thread_pids;
 };
 
 typedef int (*rec_source_new_fn)(struct rec_source **out, struct rec_ctx *ctx);

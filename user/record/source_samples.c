@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The samples source: per-CPU sampling events, each with the sampling
- * program as a filter in front of perf's ring; the rings' records are
+ * program as a filter in front of perf's ring (none where it would only
+ * count samples per thread: the records count them); the rings' records are
  * copied to the perf.data as they are (the zero-copy ring path), with what
  * they tell (execs, mappings, exits) passed to the build-id cache and OTel.
  * With --call-graph ehframe the program builds the samples itself, user
@@ -22,6 +23,7 @@
 #include "ehsource.h"
 #include "events.h"
 #include "fileio.h"
+#include "hash.h"
 #include "libbpf_setup.h"
 #include "log.h"
 #include "otel_record.h"
@@ -44,6 +46,14 @@ struct samples {
 	struct sbuf pending;  /* records of ours to follow the ring's chunk: see buildid_cache.h */
 	long time_off;	      /* offset of TIME in our SAMPLE records, -1 if none */
 	struct eh_source *eh; /* --call-graph ehframe */
+	/*
+	 * No program on the events: without a filter, spans or --otel it would
+	 * only count samples per thread, which the records tell as well, so a
+	 * sample costs what the kernel's own path costs, as with perf.
+	 */
+	bool no_prog;
+	long tid_off; /* offset of TID in our SAMPLE records */
+	struct u64_map tid_samples, tid_pids;
 };
 
 /* The sample layout every sampling event shares; side-band bits on the first. */
@@ -250,8 +260,9 @@ static int samples_start(struct rec_source *src)
 	int e;
 
 	for (int i = 0; i < s->nr_evs; i++) {
-		e = s->eh ? eh_source_attach(s->sets[i], s->ctx->skel)
-			  : pe_set__attach(s->sets[i], s->ctx->skel->progs.on_sample);
+		e = s->eh	 ? eh_source_attach(s->sets[i], s->ctx->skel)
+		    : s->no_prog ? 0
+				 : pe_set__attach(s->sets[i], s->ctx->skel->progs.on_sample);
 		if (e) {
 			pr_err("cannot attach the sampling program to '%s': %s", s->evs[i].name,
 			       libbpf_explain(e));
@@ -325,6 +336,18 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	eh_source__sideband(s->eh, h);
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
+		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8) {
+			__u32 pt[2]; /* pid, tid */
+			uint64_t *n, *pid;
+
+			memcpy(pt, (const char *)h + s->tid_off, 8);
+			n = u64_map_get(&s->tid_samples, pt[1], true);
+			pid = u64_map_get(&s->tid_pids, pt[1], true);
+			if (n)
+				(*n)++;
+			if (pid)
+				*pid = pt[0];
+		}
 		if (s->time_off < 0 || h->size < s->time_off + 8)
 			break;
 		memcpy(&v, (const char *)h + s->time_off, 8);
@@ -438,6 +461,10 @@ static void samples_free(struct rec_source *src)
 	free(s->evs);
 	sbuf_free(&s->pending);
 	eh_source__free(s->eh);
+	if (s->ctx->thread_samples == &s->tid_samples)
+		s->ctx->thread_samples = s->ctx->thread_pids = NULL;
+	u64_map_free(&s->tid_samples);
+	u64_map_free(&s->tid_pids);
 }
 
 int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
@@ -464,5 +491,11 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	/* The tables of what runs now, before the first sample. */
 	if (!e && o->ehframe)
 		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : NULL, on_eh_sample, s);
+	if (!e && !o->ehframe && !o->pids.n && !o->tids.n && !o->nr_spans && !o->otel) {
+		s->no_prog = true;
+		s->tid_off = pd_sample_offset(&s->sets[0]->attr, PERF_SAMPLE_TID);
+		ctx->thread_samples = &s->tid_samples;
+		ctx->thread_pids = &s->tid_pids;
+	}
 	return e;
 }
