@@ -99,6 +99,25 @@ def test_ehframe_verbose_counts_every_chain():
 
 
 @test
+def test_ehframe_stop_reasons_in_the_file():
+    """The counts record -v gave are in the file (spanperf's own header feature):
+    report -v and report --header-only show them the same; perf skips the
+    feature with nothing on stderr."""
+    path, err = recording()
+    counts = lambda text, lead: {k: int(v) for k, v in re.findall(r"^" + lead + r"((?:user chains|complete|ended|stopped|"
+                                                               r"frame)[^\n]*?) +(\d+)$", text, re.M)}
+    recorded = counts(err, "  ")
+    assert recorded.get("user chains", 0) > 0, err[-3000:]
+    head = spanperf("report", "--header-only", "-i", path, check=True).stdout
+    assert "# spanperf unwind (--call-graph ehframe)" in head, head
+    assert counts(head, "#   ") == recorded, (head, err[-3000:])
+    p = spanperf("report", "-v", "-i", path, check=True)
+    assert counts(p.stderr, "#   ") == recorded, p.stderr[-3000:]
+    need_perf()
+    perf_clean(["report", "--header-only"], path)
+
+
+@test
 def test_ehframe_equals_dwarf():
     """The same process recorded at once by us (ehframe) and by perf --call-graph
     dwarf: our chains are perf's, frame by frame (inline frames aside)."""

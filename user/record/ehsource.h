@@ -18,6 +18,7 @@
 struct sample_bpf;
 struct pe_set;
 struct eh_source;
+struct pd_meta;
 
 /*
  * Whether this kernel has what the walk needs: bpf_loop (5.17+), attach
@@ -43,6 +44,8 @@ int eh_source__fd(const struct eh_source *s);
 #define EH_SOURCE_POLL_MS 10
 /* What the tables hold and why chains ended: warnings always, the counts with -v. */
 void eh_source__report(struct eh_source *s, int verbose);
+/* Why chains ended since the last call, into the header's SP_UNWIND feature; 0 or -ENOMEM. */
+int eh_source__meta(struct eh_source *s, struct pd_meta *m);
 void eh_source__free(struct eh_source *s);
 
 #endif
