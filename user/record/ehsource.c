@@ -150,6 +150,14 @@ int eh_source_attach(struct pe_set *set, struct sample_bpf *skel)
 	return 0;
 }
 
+void eh_source__started(struct eh_source *s)
+{
+	if (!s)
+		return;
+	eh_tables__catch_up(s->tables, s->pids);
+	eh_tables__flush(s->tables);
+}
+
 void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 {
 	struct pd_mmap m;
@@ -230,6 +238,9 @@ void eh_source__report(struct eh_source *s, int verbose)
 		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	if (st.caught_up)
+		fprintf(stderr, "  %llu processes started or exec'd while the tables were built, read again once the events were on\n",
+			(unsigned long long)st.caught_up);
 	if (st.half_switches)
 		fprintf(stderr, "  mapping table reused %llu times (every live process's mappings made again)\n",
 			(unsigned long long)st.half_switches);

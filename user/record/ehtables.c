@@ -411,16 +411,15 @@ void eh_tables__exit(struct eh_tables *t, __u32 pid)
 		bpf_map_delete_elem(t->procs_fd, &pid);
 }
 
-void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+/* Calls fn for every process in pids (NULL: all of /proc). */
+static void each_pid(struct eh_tables *t, const struct int_list *pids, void (*fn)(struct eh_tables *t, __u32 pid))
 {
 	struct dirent *de;
 	DIR *d;
 
-	if (!t)
-		return;
 	if (pids) {
 		for (int i = 0; i < pids->n; i++)
-			eh_tables__proc(t, pids->v[i]);
+			fn(t, pids->v[i]);
 		return;
 	}
 	d = opendir("/proc");
@@ -432,9 +431,35 @@ void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
 
 		if (*end || !pid)
 			continue;
-		eh_tables__proc(t, pid);
+		fn(t, pid);
 	}
 	closedir(d);
+}
+
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+{
+	if (t)
+		each_pid(t, pids, eh_tables__proc);
+}
+
+/* Marked if it has no slice, or one made before its last exec. */
+static void catch_up_one(struct eh_tables *t, __u32 pid)
+{
+	struct sp_eh_proc proc;
+	__u64 ss;
+
+	if (start_stack(pid, &ss) || !ss)
+		return; /* gone, or a kernel thread: no user stack */
+	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
+		eh_tables__mark(t, pid);
+		t->st.caught_up++;
+	}
+}
+
+void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids)
+{
+	if (t)
+		each_pid(t, pids, catch_up_one);
 }
 
 void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)

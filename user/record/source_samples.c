@@ -263,6 +263,7 @@ static int samples_start(struct rec_source *src)
 			return e;
 		}
 	}
+	eh_source__started(s->eh);
 	return 0;
 }
 
