@@ -184,7 +184,7 @@ void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 	case PERF_RECORD_COMM:
 		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
 		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
-			eh_tables__mark(s->tables, c.pid);
+			eh_tables__mark_exec(s->tables, c.pid);
 		break;
 	case PERF_RECORD_FORK:
 		if (!pd_parse_task(h, h->size, &t) && t.pid != t.ppid)

@@ -37,6 +37,7 @@ struct eh_tables {
 	bool switching;
 	struct u64_map dirty;	   /* pids whose mappings changed since their last build */
 	struct u64_map next_build; /* pid -> when it may be built again (ns) */
+	struct u64_map execd;	   /* pid -> when its last exec was seen (ns) */
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
 	struct eh_tables_stats st;
@@ -355,6 +356,18 @@ void eh_tables__mark(struct eh_tables *t, __u32 pid)
 		*v = 1;
 }
 
+void eh_tables__mark_exec(struct eh_tables *t, __u32 pid)
+{
+	uint64_t *v;
+
+	if (!t)
+		return;
+	eh_tables__mark(t, pid);
+	v = u64_map_get(&t->execd, pid, true);
+	if (v)
+		*v = now_ns(CLOCK_MONOTONIC);
+}
+
 /*
  * A process that maps code again and again (dlopen in a loop, a JIT) would
  * have its whole slice made again at every drain, /proc/PID/maps read each
@@ -363,11 +376,20 @@ void eh_tables__mark(struct eh_tables *t, __u32 pid)
  * (the rest stay marked): the recording's drain is never held up for long.
  */
 #define FLUSH_BUDGET_NS 20000000ull
+/*
+ * Except in a process's first YOUNG_NS after its exec: then ld.so maps its
+ * libraries one by one, each an MMAP2, and the process unwinds by frame
+ * pointer until the build after the last; waiting ten builds' time between
+ * them cost its first 10 to 40 ms of chains.
+ */
+#define YOUNG_NS 100000000ull
 
 void eh_tables__flush(struct eh_tables *t)
 {
 	struct u64_map keep = {};
 	__u64 start, now, b0;
+	uint64_t *exec_ns;
+	bool young;
 
 	if (!t || !t->dirty.n)
 		return;
@@ -379,7 +401,9 @@ void eh_tables__flush(struct eh_tables *t)
 		if (!t->dirty.used[i])
 			continue;
 		next = u64_map_get(&t->next_build, pid, true);
-		if (now - start > FLUSH_BUDGET_NS || (next && now < *next)) {
+		exec_ns = u64_map_get(&t->execd, pid, false);
+		young = exec_ns && now - *exec_ns < YOUNG_NS;
+		if (now - start > FLUSH_BUDGET_NS || (next && now < *next && !young)) {
 			k = u64_map_get(&keep, pid, true);
 			if (k)
 				*k = 1;
@@ -389,7 +413,7 @@ void eh_tables__flush(struct eh_tables *t)
 		proc_build(t, pid);
 		t->st.flush_builds++;
 		now = now_ns(CLOCK_MONOTONIC);
-		if (next)
+		if (next && !young)
 			*next = now + 10 * (now - b0);
 	}
 	u64_map_free(&t->dirty);
@@ -483,6 +507,7 @@ void eh_tables__free(struct eh_tables *t)
 	munmap(t->pages, t->max_pages * sizeof(*t->pages));
 	u64_map_free(&t->dirty);
 	u64_map_free(&t->next_build);
+	u64_map_free(&t->execd);
 	free(t->scratch);
 	free(t);
 }
