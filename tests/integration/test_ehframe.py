@@ -218,6 +218,27 @@ def test_ehframe_jit_code_by_frame_pointer():
 
 
 @test
+def test_ehframe_through_the_vdso():
+    """A clock the vDSO takes to the kernel: the chain goes on from the vDSO
+    (its rows come from spanperf's own copy of it) to main, in our report and
+    in perf script."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "vdso.data")
+    spanperf("record", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", DWARF_WORKLOAD, "clock", "1000",
+             check=True)
+    for stacks in (folded(path), None):
+        if stacks is None:
+            need_perf()
+            stacks = perf_chains(path)
+        # Samples in the vDSO or below it, in the kernel.
+        vdso = {st: c for st, c in stacks.items() if "__vdso_clock_gettime" in st}
+        n = sum(vdso.values())
+        m = sum(c for st, c in vdso.items() if "clock_round" in st and "main" in st)
+        assert n >= 100 and m * 100 >= 95 * n, "%d of %d samples in the vDSO reach main: %s" % (
+            m, n, collections.Counter(vdso).most_common(3))
+
+
+@test
 def test_ehframe_garbage_cfi_gives_short_chains():
     """A copy of the program whose .eh_frame is garbage, and a library replaced
     on disk while it runs: chains are cut, counted, never made up, and the

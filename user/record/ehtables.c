@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -41,7 +42,11 @@ struct eh_tables {
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
 	struct eh_tables_stats st;
+	struct sp_eh_file vdso; /* the vDSO's rows, if have_vdso */
+	bool have_vdso;
 };
+
+static void vdso_table(struct eh_tables *t);
 
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 {
@@ -70,6 +75,7 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 	t->max_pages = fds->max_pages;
 	t->files_fd = fds->files_fd;
 	t->procs_fd = fds->procs_fd;
+	vdso_table(t);
 	*out = t;
 	return 0;
 }
@@ -119,33 +125,14 @@ static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, 
 	return fd < 0 ? -ESTALE : fd;
 }
 
-/* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
-static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
-		      const char *path, struct sp_eh_file *file_out)
+/* The rows of the ELF file fd into the tables, and *file saying where (or why not). */
+static void add_rows(struct eh_tables *t, int fd, struct sp_eh_file *file)
 {
-	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
-	struct sp_eh_file file = {};
 	struct ehtab tab;
-	__u64 t0;
-	size_t room;
-	int fd, e;
+	size_t room = t->max_rows - t->used;
+	int e = ehtab_from_fd(fd, room, &tab);
 
-	/* The map itself says whether the file was tried: exact, and one syscall. */
-	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
-		*file_out = file;
-		return 0;
-	}
-	memset(&file, 0, sizeof(file));
-	t0 = now_ns(CLOCK_MONOTONIC);
-	fd = open_mapped(pid, start, end, maj, min, ino, path);
-	if (fd < 0) {
-		/* Not remembered: another process's mapping of it may be readable. */
-		t->st.unreadable++;
-		return -1;
-	}
-	room = t->max_rows - t->used;
-	e = ehtab_from_fd(fd, room, &tab);
-	close(fd);
+	memset(file, 0, sizeof(*file));
 	if (!e) {
 		/* The page index: the rows below each page of the file's code and below the next. */
 		__u32 page0 = tab.rows[0].pc >> SP_EH_PAGE_SHIFT, last = tab.rows[tab.nr - 1].pc >> SP_EH_PAGE_SHIFT;
@@ -166,14 +153,14 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 			if (i)
 				t->pages[t->pages_used + i - 1].hi = k;
 		}
-		file.pages = t->pages_used;
-		file.page0 = page0;
-		file.npages = np;
+		file->pages = t->pages_used;
+		file->page0 = page0;
+		file->npages = np;
 		t->pages_used += np;
 		memcpy(t->rows + t->used, tab.rows, tab.nr * sizeof(*tab.rows));
-		file.first = t->used;
-		file.nr = tab.nr;
-		file.state = SP_EH_FILE_OK;
+		file->first = t->used;
+		file->nr = tab.nr;
+		file->state = SP_EH_FILE_OK;
 		t->used += tab.nr;
 		t->st.rows += tab.nr;
 		t->st.files++;
@@ -181,15 +168,40 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 	}
 done:
 	if (e == -E2BIG) {
-		file.state = SP_EH_FILE_TOO_LARGE;
+		file->state = SP_EH_FILE_TOO_LARGE;
 		t->st.too_large++;
 	} else if (e == -ENOENT) {
-		file.state = SP_EH_FILE_NOCFI;
+		file->state = SP_EH_FILE_NOCFI;
 		t->st.nocfi++;
 	} else if (e) {
-		file.state = SP_EH_FILE_NOCFI;
+		file->state = SP_EH_FILE_NOCFI;
 		t->st.failed++;
 	}
+}
+
+/* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
+static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
+		      const char *path, struct sp_eh_file *file_out)
+{
+	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
+	struct sp_eh_file file = {};
+	__u64 t0;
+	int fd;
+
+	/* The map itself says whether the file was tried: exact, and one syscall. */
+	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
+		*file_out = file;
+		return 0;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	fd = open_mapped(pid, start, end, maj, min, ino, path);
+	if (fd < 0) {
+		/* Not remembered: another process's mapping of it may be readable. */
+		t->st.unreadable++;
+		return -1;
+	}
+	add_rows(t, fd, &file);
+	close(fd);
 	/* After the rows: the sampling program never sees a file whose rows are not all there. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (bpf_map_update_elem(t->files_fd, &key, &file, BPF_ANY))
@@ -197,6 +209,39 @@ done:
 	t->st.build_ns += now_ns(CLOCK_MONOTONIC) - t0;
 	*file_out = file;
 	return 0;
+}
+
+/*
+ * The vDSO's rows, from our own copy of it: the kernel maps the same image
+ * into every 64-bit process.  Without them a sample in clock_gettime's
+ * fallback syscall, or in the vDSO itself, ended its chain there.  Its
+ * mapping starts at the image's offset 0, as a file's would.
+ */
+static void vdso_table(struct eh_tables *t)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char line[PATH_MAX + 128];
+	struct procmap m;
+	size_t len = 0;
+	FILE *f;
+	int fd;
+
+	if (!base)
+		return;
+	f = fopen("/proc/self/maps", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!procmaps_parse_line(line, &m) && m.start == base && !strcmp(m.path, "[vdso]"))
+			len = m.end - m.start;
+	if (f)
+		fclose(f);
+	fd = len ? memfd_create("spanperf-vdso", MFD_CLOEXEC) : -1;
+	if (fd < 0)
+		return;
+	if (!write_all(fd, (const void *)base, len)) {
+		add_rows(t, fd, &t->vdso);
+		t->have_vdso = t->vdso.state == SP_EH_FILE_OK;
+	}
+	close(fd);
 }
 
 /* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
@@ -303,8 +348,15 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 				e->page0 = file.page0;
 				e->npages = file.npages;
 			}
+		} else if (t->have_vdso && !strcmp(m.path, "[vdso]")) {
+			e->table = SP_EH_T_ROWS;
+			e->first = t->vdso.first;
+			e->nr = t->vdso.nr;
+			e->pages = t->vdso.pages;
+			e->page0 = t->vdso.page0;
+			e->npages = t->vdso.npages;
 		} else if (m.path[0] == '[') {
-			continue; /* [vdso], [vsyscall]: the kernel's, with CFI we do not read */
+			continue; /* [vsyscall], or a vDSO without rows: the kernel's */
 		}
 		n++;
 	}
