@@ -11,9 +11,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
-from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from harness import BUILD, ROOT, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
 from test_dwarf import DWARF_WORKLOAD, folded, perf_chains
 
 _cache = {}
@@ -280,3 +281,57 @@ def test_ehframe_garbage_cfi_gives_short_chains():
     assert counted > 0, p.stderr[-2000:]
     n, reach = hot_reach_main(stacks, ("cmp_ints",))
     assert n > 50 and reach * 10 < n, (n, reach)
+
+
+@test
+def test_ehframe_real_host():
+    """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
+    (and java -XX:+PreserveFramePointer where a JDK is installed) at once,
+    recorded whole-host (tools/realhost.py starts them under names of their
+    own).  Each has >= 95% of its samples with a chain up to a thread's root
+    (cc1, which starts every second, >= 90%),
+    in our report and in perf script of the same file, whose leaves agree;
+    and on perf's own -g file of the same programs, spanperf names each
+    program's samples as perf does."""
+    need_bpf()
+    need_perf()
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import realhost
+    os.environ["SPANPERF"] = SPANPERF
+    d = tmpdir()
+    procs = realhost.start_workloads(d, 600)
+    try:
+        time.sleep(2)
+        for m in ("ehframe", "perf-fp"):
+            realhost.record(m, os.path.join(d, m + ".data"), 4, 999)
+    finally:
+        realhost.stop(procs)
+    try:
+        rows, perr = realhost.measure(os.path.join(d, "ehframe.data"))
+        theirs = realhost.perf_stacks(os.path.join(d, "perf-fp.data"))[0]
+    except realhost.PerfFailed as e:
+        if "build-id.c" in str(e):
+            raise Skip("perf script aborts in its build-id code: %s" % str(e)[-200:])
+        raise
+    assert perr.strip() == "", perr[-1500:]
+    want = [realhost.PROGRAMS[c] for c in procs]
+    assert set(rows) == set(want), (rows, want)
+    ours = realhost.spanperf_stacks(os.path.join(d, "ehframe.data"))
+    for comm, name in realhost.PROGRAMS.items():
+        if name not in rows:
+            continue
+        r = rows[name]
+        cut = collections.Counter({st: c for st, c in ours[comm].items()
+                                   if not realhost.complete(st) and not realhost.chainless(st)})
+        assert r["samples"] >= 100 and r["samples"] == r["perf_samples"], (name, r)
+        # cc1 lives about a second, and in its first few ms (ld.so and the
+        # libraries mapping) its chains wait for the recorder, which shares
+        # two CPUs with six busy programs here: 98-99.5% in most runs, 94.9%
+        # in one of about ten; so 90% for it.
+        floor = 0.90 if comm == "rh-cc1" else 0.95
+        assert r["complete"] >= floor and r["perf_complete"] >= floor, (name, r, cut.most_common(5))
+        assert r["leaf_agree"] >= 0.95, (name, r)
+    ours = realhost.spanperf_stacks(os.path.join(d, "perf-fp.data"))
+    for comm in procs:
+        n, m = sum(ours.get(comm, {}).values()), sum(theirs.get(comm, {}).values())
+        assert m >= 100 and n == m, (comm, n, m)
