@@ -284,6 +284,43 @@ def test_ehframe_garbage_cfi_gives_short_chains():
 
 
 @test
+def test_ehframe_5000_mappings():
+    """One process with 5,000 more executable mappings (of its own file): its
+    slice is made whole and searched, and its chains still reach main."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "maps.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", DWARF_WORKLOAD, "maps",
+                 "5000", "1000", check=True)
+    assert json_lines(p.stdout)[0]["mapped"] == 5000, p.stdout
+    n, m = hot_reach_main(folded(path))
+    assert n >= 300 and m * 100 >= 98 * n, "%d of %d hot samples reach main" % (m, n)
+    maps = int(re.search(r"process builds, (\d+) mappings", p.stderr).group(1))
+    assert maps >= 5000, p.stderr[-2000:]
+    need_perf()
+    perf_clean(["script", "-F", "comm,tid,ip,sym"], path)
+
+
+@test
+def test_ehframe_100mb_binary():
+    """A 100 MB program (a 100 MB section after its code, its section headers
+    past 100 MB): its table is built from its .eh_frame alone, and its chains
+    reach main."""
+    need_bpf()
+    d = tmpdir()
+    with open(os.path.join(d, "bulk"), "wb") as f:
+        f.write(bytes(100 << 20))
+    exe = os.path.join(d, "workload_dwarf")
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    run(["objcopy", "--add-section", ".bulk=" + os.path.join(d, "bulk"), "--set-section-flags",
+         ".bulk=noload,readonly", DWARF_WORKLOAD, exe], check=True)
+    assert os.path.getsize(exe) > 100 << 20
+    path = os.path.join(d, "big.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", exe, "1000", check=True)
+    n, m = hot_reach_main(folded(path))
+    assert n >= 300 and m * 100 >= 98 * n, "%d of %d hot samples reach main: %s" % (m, n, p.stderr[-1500:])
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,
