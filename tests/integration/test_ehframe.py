@@ -321,6 +321,61 @@ def test_ehframe_100mb_binary():
 
 
 @test
+def test_ehframe_pid_reuse():
+    """A process exits and another program gets its pid at once (set through
+    ns_last_pid), while a whole-host recording runs: the newcomer's chains
+    never take a frame of the old process's tables (its mappings are
+    another image's), and its own chains are whole once its tables come."""
+    need_bpf()
+    d = tmpdir()
+    a_exe, b_exe = os.path.join(d, "pr-dwarf"), os.path.join(d, "pr-python3")
+    os.symlink(DWARF_WORKLOAD, a_exe)
+    os.symlink("/usr/bin/python3", b_exe)
+    path = os.path.join(d, "reuse.data")
+    rec = subprocess.Popen([SPANPERF, "record", "-a", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path],
+                           stderr=subprocess.PIPE, text=True)
+    reused = 0
+    try:
+        time.sleep(2)
+        for _ in range(20):
+            a = subprocess.Popen([a_exe, "300"], stdout=subprocess.DEVNULL)
+            a.wait()
+            try:
+                with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                    f.write(str(a.pid - 1))
+            except OSError as e:
+                raise Skip("cannot set ns_last_pid: %s" % e)
+            b = subprocess.Popen([b_exe, "-c", "import time\nt=time.process_time()\n"
+                                  "while time.process_time()-t<0.3: sum(i*i for i in range(1000))"])
+            reused += b.pid == a.pid
+            b.wait()
+            if reused >= 3:
+                break
+    finally:
+        rec.send_signal(2)
+        err = rec.communicate()[1]
+    assert rec.returncode == 0, err[-2000:]
+    if reused < 3:
+        raise Skip("another process took the pid first in %d of 20 tries" % (20 - reused))
+    # A frame unwound with the old process's rows would return into its
+    # mappings, which are not the newcomer's: perf names no file for it.
+    need_perf()
+    out = perf_clean(["script", "-F", "comm,tid,ip,sym,dso"], path)
+    n = wrong = 0
+    for block in out.split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        if not lines or lines[0].split()[0] != "pr-python3":
+            continue
+        n += 1
+        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+            wrong += 1
+    assert n >= 100 and wrong == 0, (n, wrong)
+    # The old program was whole too.
+    a_n, a_m = hot_reach_main(folded(path, comm="pr-dwarf"))
+    assert a_n >= 100 and a_m * 100 >= 90 * a_n, (a_n, a_m)
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,
