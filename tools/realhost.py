@@ -175,7 +175,10 @@ def record(mode, path, seconds, hz):
     if tool == "spanperf":
         cmd = [spanperf_bin(), "record", "-a", "-F", str(hz), "-d", str(seconds), "-o", path] + args
     else:
-        cmd = ["perf", "record", "-a", "-F", str(hz), "-o", path] + args + ["--", "sleep", str(seconds)]
+        # --no-bpf-event: perf 6.1's script stops at its own KSYMBOL records of
+        # BPF programs others load meanwhile ("failed to process type: 17").
+        cmd = ["perf", "record", "-a", "--no-bpf-event", "-F", str(hz), "-o", path] + args + \
+            ["--", "sleep", str(seconds)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-1500:]))

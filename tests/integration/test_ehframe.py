@@ -376,6 +376,39 @@ def test_ehframe_pid_reuse():
 
 
 @test
+def test_ehframe_separate_debug_file():
+    """A program built without unwind tables (its .eh_frame covers only the
+    start-up code) and stripped of its .debug_frame: its chains reach main
+    once its debug file is where the symbolizer finds it by build id (here
+    the one debuginfod would have served, kept in the build-id cache), and
+    not without."""
+    need_bpf()
+    d = tmpdir()
+    exe = os.path.join(d, "nocfi_dwarf")
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    run(["gcc", "-g", "-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+         "-Wl,--build-id", os.path.join(ROOT, "tests", "integration", "workload_dwarf.c"), "-o", exe, "-L", d,
+         "-ldwarfcb", "-Wl,-rpath,$ORIGIN"], check=True)
+    run(["objcopy", "--only-keep-debug", exe, exe + ".debug"], check=True)
+    run(["strip", "--strip-debug", exe], check=True)
+    hexid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe], check=True).stdout).group(1)
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    reach = {}
+    for kept in (False, True):
+        if kept:
+            os.makedirs(os.path.join(d, "cache", "spanperf", "buildid"))
+            shutil.copy(exe + ".debug", os.path.join(d, "cache", "spanperf", "buildid", hexid + ".debug"))
+        path = os.path.join(d, "kept.data" if kept else "none.data")
+        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", exe, "1000",
+                     env=env, check=True)
+        reach[kept] = hot_reach_main(folded(path, comm="nocfi_dwarf"), ("cmp_ints",))
+        assert ("took rows from their debug file" in p.stderr) == kept, p.stderr[-2000:]
+    (n0, m0), (n1, m1) = reach[False], reach[True]
+    assert n1 >= 200 and m1 * 100 >= 98 * n1, reach
+    assert n0 >= 200 and m0 * 10 < n0, reach
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,

@@ -13,6 +13,8 @@
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 
+#include "buildid.h"
+#include "debuginfo.h"
 #include "ehframe.h"
 #include "ehtables.h"
 #include "fileio.h"
@@ -125,12 +127,48 @@ static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, 
 	return fd < 0 ? -ESTALE : fd;
 }
 
-/* The rows of the ELF file fd into the tables, and *file saying where (or why not). */
+/*
+ * A stripped file's separate debug file, found by its build id where the
+ * symbolizer finds it (debuginfo_local_path: the host's /usr/lib/debug, or
+ * what debuginfod served), for its .debug_frame: an fd, or -ENOENT.  Both
+ * places are root's, never the recorded process's to choose.
+ */
+static int debug_file(int fd)
+{
+	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
+	__u8 id[BUILD_ID_MAX], size;
+
+	if (buildid_from_fd(fd, id, &size) || !size)
+		return -ENOENT;
+	buildid_hex(id, size, hex);
+	if (debuginfo_local_path(hex, path, sizeof(path)))
+		return -ENOENT;
+	return open_regular(path);
+}
+
+/*
+ * The rows of the ELF file fd, else of its debug file, into the tables, and
+ * *file saying where (or why not).
+ */
 static void add_rows(struct eh_tables *t, int fd, struct sp_eh_file *file)
 {
 	struct ehtab tab;
 	size_t room = t->max_rows - t->used;
-	int e = ehtab_from_fd(fd, room, &tab);
+	int dfd = debug_file(fd), e;
+
+	/*
+	 * Where a debug file is found, its .debug_frame adds to the file's own
+	 * CFI: a file stripped of it, or built without unwind tables (whose
+	 * .eh_frame covers only the start-up code).
+	 */
+	if (dfd >= 0) {
+		e = ehtab_from_fds(fd, dfd, room, &tab);
+		close(dfd);
+		if (!e && tab.from_debug_frame)
+			t->st.from_debug++;
+	} else {
+		e = ehtab_from_fd(fd, room, &tab);
+	}
 
 	memset(file, 0, sizeof(*file));
 	if (!e) {
