@@ -409,6 +409,28 @@ def test_ehframe_separate_debug_file():
 
 
 @test
+def test_ehframe_tables_by_build_id():
+    """Two copies of the program and its library (other inodes, one build, as
+    a container's copy of libc): the second copy takes the first's tables,
+    and both processes' chains reach main."""
+    need_bpf()
+    d = tmpdir()
+    exes = []
+    for sub in ("a", "b"):
+        os.makedirs(os.path.join(d, sub))
+        shutil.copy(DWARF_WORKLOAD, os.path.join(d, sub))
+        shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), os.path.join(d, sub))
+        exes.append(os.path.join(d, sub, "workload_dwarf"))
+    path = os.path.join(d, "two.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", "sh", "-c",
+                 "%s 800 & %s 800; wait" % tuple(exes), check=True)
+    m = re.search(r"^  (\d+) files shared the table of another file with their build id$", p.stderr, re.M)
+    assert m and int(m.group(1)) >= 2, p.stderr[-2000:]
+    n, reach = hot_reach_main(folded(path))
+    assert n >= 300 and reach * 100 >= 98 * n, (n, reach)
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,

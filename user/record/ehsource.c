@@ -238,6 +238,9 @@ void eh_source__report(struct eh_source *s, int verbose)
 		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	if (st.shared)
+		fprintf(stderr, "  %llu files shared the table of another file with their build id\n",
+			(unsigned long long)st.shared);
 	if (st.from_debug)
 		fprintf(stderr, "  %llu files took rows from their debug file's .debug_frame\n",
 			(unsigned long long)st.from_debug);

@@ -23,6 +23,13 @@
 #include "spanperf.h"
 #include "util.h"
 
+/* A file's table by its build id: another inode with the same build takes it. */
+struct eh_bid {
+	__u8 id[BUILD_ID_MAX];
+	__u8 size;
+	struct sp_eh_file file;
+};
+
 struct eh_tables {
 	struct sp_eh_row *rows; /* the mmap'ed eh_rows */
 	size_t max_rows, used;
@@ -44,6 +51,9 @@ struct eh_tables {
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
 	struct eh_tables_stats st;
+	struct eh_bid *bids;
+	size_t nr_bids, cap_bids;
+	struct u64_map bid_idx; /* hash of a build id -> index in bids + 1 */
 	struct sp_eh_file vdso; /* the vDSO's rows, if have_vdso */
 	bool have_vdso;
 };
@@ -127,18 +137,41 @@ static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, 
 	return fd < 0 ? -ESTALE : fd;
 }
 
+/* The entry of a build id; with add, a new one (its file to be filled in). NULL: none, or no memory. */
+static struct eh_bid *by_build_id(struct eh_tables *t, const __u8 *id, __u8 size, bool add)
+{
+	uint64_t h = 0, *v;
+
+	for (int i = 0; i < size; i++)
+		h = hash_mix(h, id[i]);
+	v = u64_map_get(&t->bid_idx, h, add);
+	if (!v)
+		return NULL;
+	if (*v) {
+		struct eh_bid *b = &t->bids[*v - 1];
+
+		/* Another id with the same hash: neither is shared, the first keeps the slot. */
+		return !add && b->size == size && !memcmp(b->id, id, size) ? b : NULL;
+	}
+	if (!add || array_reserve((void **)&t->bids, &t->cap_bids, t->nr_bids, sizeof(*t->bids)))
+		return NULL;
+	t->bids[t->nr_bids] = (struct eh_bid){ .size = size };
+	memcpy(t->bids[t->nr_bids].id, id, size);
+	*v = ++t->nr_bids;
+	return &t->bids[*v - 1];
+}
+
 /*
  * A stripped file's separate debug file, found by its build id where the
  * symbolizer finds it (debuginfo_local_path: the host's /usr/lib/debug, or
  * what debuginfod served), for its .debug_frame: an fd, or -ENOENT.  Both
  * places are root's, never the recorded process's to choose.
  */
-static int debug_file(int fd)
+static int debug_file(const __u8 *id, __u8 size)
 {
 	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
-	__u8 id[BUILD_ID_MAX], size;
 
-	if (buildid_from_fd(fd, id, &size) || !size)
+	if (!size)
 		return -ENOENT;
 	buildid_hex(id, size, hex);
 	if (debuginfo_local_path(hex, path, sizeof(path)))
@@ -150,11 +183,11 @@ static int debug_file(int fd)
  * The rows of the ELF file fd, else of its debug file, into the tables, and
  * *file saying where (or why not).
  */
-static void add_rows(struct eh_tables *t, int fd, struct sp_eh_file *file)
+static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, struct sp_eh_file *file)
 {
 	struct ehtab tab;
 	size_t room = t->max_rows - t->used;
-	int dfd = debug_file(fd), e;
+	int dfd = debug_file(id, id_size), e;
 
 	/*
 	 * Where a debug file is found, its .debug_frame adds to the file's own
@@ -223,6 +256,8 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 {
 	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
 	struct sp_eh_file file = {};
+	struct eh_bid *shared;
+	__u8 id[BUILD_ID_MAX], id_size;
 	__u64 t0;
 	int fd;
 
@@ -238,7 +273,22 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 		t->st.unreadable++;
 		return -1;
 	}
-	add_rows(t, fd, &file);
+	/*
+	 * The same build in another inode (a container's copy of libc, a copied
+	 * program) has the same rows: the table made for the first serves it.
+	 */
+	if (buildid_from_fd(fd, id, &id_size))
+		id_size = 0;
+	shared = id_size ? by_build_id(t, id, id_size, false) : NULL;
+	if (shared) {
+		file = shared->file;
+		t->st.shared++;
+	} else {
+		add_rows(t, fd, id, id_size, &file);
+		shared = id_size ? by_build_id(t, id, id_size, true) : NULL;
+		if (shared)
+			shared->file = file;
+	}
 	close(fd);
 	/* After the rows: the sampling program never sees a file whose rows are not all there. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -276,7 +326,7 @@ static void vdso_table(struct eh_tables *t)
 	if (fd < 0)
 		return;
 	if (!write_all(fd, (const void *)base, len)) {
-		add_rows(t, fd, &t->vdso);
+		add_rows(t, fd, NULL, 0, &t->vdso);
 		t->have_vdso = t->vdso.state == SP_EH_FILE_OK;
 	}
 	close(fd);
@@ -598,6 +648,8 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->dirty);
 	u64_map_free(&t->next_build);
 	u64_map_free(&t->execd);
+	u64_map_free(&t->bid_idx);
+	free(t->bids);
 	free(t->scratch);
 	free(t);
 }
