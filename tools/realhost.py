@@ -355,7 +355,8 @@ def show(results, as_json):
             print("%-11s %-10s %8d %14s %14s %11s" % (m, name, r["samples"], pct(r["complete"]),
                                                       pct(r["perf_complete"]), pct(r["leaf_agree"])))
         if perr.strip():
-            print("  perf script stderr: %s" % perr.strip().splitlines()[-1][:200])
+            lines = perr.strip().splitlines()
+            print("  perf script: %s" % next((l for l in lines if "exited" in l), lines[-1])[:200])
     return 0
 
 
