@@ -520,7 +520,10 @@ void eh_tables__mark_exec(struct eh_tables *t, __u32 pid)
  * Except in a process's first YOUNG_NS after its exec: then ld.so maps its
  * libraries one by one, each an MMAP2, and the process unwinds by frame
  * pointer until the build after the last; waiting ten builds' time between
- * them cost its first 10 to 40 ms of chains.
+ * them cost its first 10 to 40 ms of chains.  One build's time, then: a
+ * small process is built again within a fraction of a ms, and one that
+ * maps thousands of times at its start still spends at most half its
+ * recorder's time on it.
  */
 #define YOUNG_NS 100000000ull
 
@@ -543,7 +546,7 @@ void eh_tables__flush(struct eh_tables *t)
 		next = u64_map_get(&t->next_build, pid, true);
 		exec_ns = u64_map_get(&t->execd, pid, false);
 		young = exec_ns && now - *exec_ns < YOUNG_NS;
-		if (now - start > FLUSH_BUDGET_NS || (next && now < *next && !young)) {
+		if (now - start > FLUSH_BUDGET_NS || (next && now < *next)) {
 			k = u64_map_get(&keep, pid, true);
 			if (k)
 				*k = 1;
@@ -553,8 +556,8 @@ void eh_tables__flush(struct eh_tables *t)
 		proc_build(t, pid);
 		t->st.flush_builds++;
 		now = now_ns(CLOCK_MONOTONIC);
-		if (next && !young)
-			*next = now + 10 * (now - b0);
+		if (next)
+			*next = now + (young ? 1 : 10) * (now - b0);
 	}
 	u64_map_free(&t->dirty);
 	t->dirty = keep;

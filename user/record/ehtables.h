@@ -44,7 +44,7 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds);
 void eh_tables__proc(struct eh_tables *t, __u32 pid);
 /* A process mapped something new (MMAP2, exec): rebuilt at the next flush, once however many. */
 void eh_tables__mark(struct eh_tables *t, __u32 pid);
-/* The same for an exec: the builds of its first 100 ms (ld.so mapping the libraries) are not spaced out. */
+/* The same for an exec: the builds of its first 100 ms (ld.so mapping the libraries) are spaced out less. */
 void eh_tables__mark_exec(struct eh_tables *t, __u32 pid);
 void eh_tables__flush(struct eh_tables *t);
 /* A new process shares its parent's mappings until it maps its own. */
