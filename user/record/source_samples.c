@@ -80,13 +80,6 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
-	/*
-	 * ehframe: these rings carry only the side-band (BPF sends the samples),
-	 * and a process that execs or maps code unwinds by frame pointer until
-	 * its tables are made: wake at each record, not at the next poll.
-	 */
-	if (o->ehframe && tracking)
-		a->wakeup_watermark = 1;
 	if (tracking) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
 		/* perf's unwinder reads .eh_frame_hdr through the data maps. */
