@@ -5,8 +5,10 @@
  * The first byte picks the form: odd, the rest is a whole file; even, the
  * rest is the contents of .eh_frame (byte 1 bit 1: .debug_frame) in a
  * well-formed x86-64 ELF built around it, so that the fuzzer spends its
- * time in the CFI parser rather than in finding an ELF header.  Every row
- * that comes out must be sorted and of a known kind.
+ * time in the CFI parser rather than in finding an ELF header.  Byte 1
+ * bit 2: the file is read as its own separate debug file too (the rows of
+ * both in one table, as ehtab_from_fds makes them).  Every row that comes
+ * out must be sorted and of a known kind.
  */
 #include <elf.h>
 #include <stdbool.h>
@@ -86,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		fd = fuzz_file(elf, n, path, sizeof(path));
 	}
-	if (fd >= 0 && !ehtab_from_fd(fd, 1 << 16, &t)) {
+	if (fd >= 0 && !(data[1] & 4 ? ehtab_from_fds(fd, fd, 1 << 16, &t) : ehtab_from_fd(fd, 1 << 16, &t))) {
 		for (size_t i = 0; i < t.nr; i++) {
 			if (t.rows[i].kind > SP_EH_CANNOT || (i && t.rows[i].pc <= t.rows[i - 1].pc))
 				__builtin_trap();

@@ -11,9 +11,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
-from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from harness import BUILD, ROOT, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
 from test_dwarf import DWARF_WORKLOAD, folded, perf_chains
 
 _cache = {}
@@ -96,6 +97,25 @@ def test_ehframe_verbose_counts_every_chain():
     assert total > 0 and stops == total, err[-3000:]
     assert complete * 2 > total, err[-3000:]
     assert re.search(r"ehframe tables: \d+ files, \d+ rows", err), err[-3000:]
+
+
+@test
+def test_ehframe_stop_reasons_in_the_file():
+    """The counts record -v gave are in the file (spanperf's own header feature):
+    report -v and report --header-only show them the same; perf skips the
+    feature with nothing on stderr."""
+    path, err = recording()
+    counts = lambda text, lead: {k: int(v) for k, v in re.findall(r"^" + lead + r"((?:user chains|complete|ended|stopped|"
+                                                               r"frame)[^\n]*?) +(\d+)$", text, re.M)}
+    recorded = counts(err, "  ")
+    assert recorded.get("user chains", 0) > 0, err[-3000:]
+    head = spanperf("report", "--header-only", "-i", path, check=True).stdout
+    assert "# spanperf unwind (--call-graph ehframe)" in head, head
+    assert counts(head, "#   ") == recorded, (head, err[-3000:])
+    p = spanperf("report", "-v", "-i", path, check=True)
+    assert counts(p.stderr, "#   ") == recorded, p.stderr[-3000:]
+    need_perf()
+    perf_clean(["report", "--header-only"], path)
 
 
 @test
@@ -199,6 +219,27 @@ def test_ehframe_jit_code_by_frame_pointer():
 
 
 @test
+def test_ehframe_through_the_vdso():
+    """A clock the vDSO takes to the kernel: the chain goes on from the vDSO
+    (its rows come from spanperf's own copy of it) to main, in our report and
+    in perf script."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "vdso.data")
+    spanperf("record", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", DWARF_WORKLOAD, "clock", "1000",
+             check=True)
+    for stacks in (folded(path), None):
+        if stacks is None:
+            need_perf()
+            stacks = perf_chains(path)
+        # Samples in the vDSO or below it, in the kernel.
+        vdso = {st: c for st, c in stacks.items() if "__vdso_clock_gettime" in st}
+        n = sum(vdso.values())
+        m = sum(c for st, c in vdso.items() if "clock_round" in st and "main" in st)
+        assert n >= 100 and m * 100 >= 95 * n, "%d of %d samples in the vDSO reach main: %s" % (
+            m, n, collections.Counter(vdso).most_common(3))
+
+
+@test
 def test_ehframe_garbage_cfi_gives_short_chains():
     """A copy of the program whose .eh_frame is garbage, and a library replaced
     on disk while it runs: chains are cut, counted, never made up, and the
@@ -240,3 +281,210 @@ def test_ehframe_garbage_cfi_gives_short_chains():
     assert counted > 0, p.stderr[-2000:]
     n, reach = hot_reach_main(stacks, ("cmp_ints",))
     assert n > 50 and reach * 10 < n, (n, reach)
+
+
+@test
+def test_ehframe_5000_mappings():
+    """One process with 5,000 more executable mappings (of its own file): its
+    slice is made whole and searched, and its chains still reach main."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "maps.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", DWARF_WORKLOAD, "maps",
+                 "5000", "1000", check=True)
+    assert json_lines(p.stdout)[0]["mapped"] == 5000, p.stdout
+    n, m = hot_reach_main(folded(path))
+    assert n >= 300 and m * 100 >= 98 * n, "%d of %d hot samples reach main" % (m, n)
+    maps = int(re.search(r"process builds, (\d+) mappings", p.stderr).group(1))
+    assert maps >= 5000, p.stderr[-2000:]
+    need_perf()
+    perf_clean(["script", "-F", "comm,tid,ip,sym"], path)
+
+
+@test
+def test_ehframe_100mb_binary():
+    """A 100 MB program (a 100 MB section after its code, its section headers
+    past 100 MB): its table is built from its .eh_frame alone, and its chains
+    reach main."""
+    need_bpf()
+    d = tmpdir()
+    with open(os.path.join(d, "bulk"), "wb") as f:
+        f.write(bytes(100 << 20))
+    exe = os.path.join(d, "workload_dwarf")
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    run(["objcopy", "--add-section", ".bulk=" + os.path.join(d, "bulk"), "--set-section-flags",
+         ".bulk=noload,readonly", DWARF_WORKLOAD, exe], check=True)
+    assert os.path.getsize(exe) > 100 << 20
+    path = os.path.join(d, "big.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", exe, "1000", check=True)
+    n, m = hot_reach_main(folded(path))
+    assert n >= 300 and m * 100 >= 98 * n, "%d of %d hot samples reach main: %s" % (m, n, p.stderr[-1500:])
+
+
+@test
+def test_ehframe_pid_reuse():
+    """A process exits and another program gets its pid at once (set through
+    ns_last_pid), while a whole-host recording runs: the newcomer's chains
+    never take a frame of the old process's tables (its mappings are
+    another image's), and its own chains are whole once its tables come."""
+    need_bpf()
+    d = tmpdir()
+    a_exe, b_exe = os.path.join(d, "pr-dwarf"), os.path.join(d, "pr-python3")
+    os.symlink(DWARF_WORKLOAD, a_exe)
+    os.symlink("/usr/bin/python3", b_exe)
+    path = os.path.join(d, "reuse.data")
+    rec = subprocess.Popen([SPANPERF, "record", "-a", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path],
+                           stderr=subprocess.PIPE, text=True)
+    reused = 0
+    try:
+        time.sleep(2)
+        for _ in range(20):
+            a = subprocess.Popen([a_exe, "300"], stdout=subprocess.DEVNULL)
+            a.wait()
+            try:
+                with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                    f.write(str(a.pid - 1))
+            except OSError as e:
+                raise Skip("cannot set ns_last_pid: %s" % e)
+            b = subprocess.Popen([b_exe, "-c", "import time\nt=time.process_time()\n"
+                                  "while time.process_time()-t<0.3: sum(i*i for i in range(1000))"])
+            reused += b.pid == a.pid
+            b.wait()
+            if reused >= 3:
+                break
+    finally:
+        rec.send_signal(2)
+        err = rec.communicate()[1]
+    assert rec.returncode == 0, err[-2000:]
+    if reused < 3:
+        raise Skip("another process took the pid first in %d of 20 tries" % (20 - reused))
+    # A frame unwound with the old process's rows would return into its
+    # mappings, which are not the newcomer's: perf names no file for it.
+    need_perf()
+    out = perf_clean(["script", "-F", "comm,tid,ip,sym,dso"], path)
+    n = wrong = 0
+    for block in out.split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        if not lines or lines[0].split()[0] != "pr-python3":
+            continue
+        n += 1
+        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+            wrong += 1
+    assert n >= 100 and wrong == 0, (n, wrong)
+    # The old program was whole too.
+    a_n, a_m = hot_reach_main(folded(path, comm="pr-dwarf"))
+    assert a_n >= 100 and a_m * 100 >= 90 * a_n, (a_n, a_m)
+
+
+@test
+def test_ehframe_separate_debug_file():
+    """A program built without unwind tables (its .eh_frame covers only the
+    start-up code) and stripped of its .debug_frame: its chains reach main
+    once its debug file is where the symbolizer finds it by build id (here
+    the one debuginfod would have served, kept in the build-id cache), and
+    not without."""
+    need_bpf()
+    d = tmpdir()
+    exe = os.path.join(d, "nocfi_dwarf")
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    run(["gcc", "-g", "-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+         "-Wl,--build-id", os.path.join(ROOT, "tests", "integration", "workload_dwarf.c"), "-o", exe, "-L", d,
+         "-ldwarfcb", "-Wl,-rpath,$ORIGIN"], check=True)
+    run(["objcopy", "--only-keep-debug", exe, exe + ".debug"], check=True)
+    run(["strip", "--strip-debug", exe], check=True)
+    hexid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe], check=True).stdout).group(1)
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(d, "cache"))
+    reach = {}
+    for kept in (False, True):
+        if kept:
+            os.makedirs(os.path.join(d, "cache", "spanperf", "buildid"))
+            shutil.copy(exe + ".debug", os.path.join(d, "cache", "spanperf", "buildid", hexid + ".debug"))
+        path = os.path.join(d, "kept.data" if kept else "none.data")
+        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", exe, "1000",
+                     env=env, check=True)
+        reach[kept] = hot_reach_main(folded(path, comm="nocfi_dwarf"), ("cmp_ints",))
+        assert ("took rows from their debug file" in p.stderr) == kept, p.stderr[-2000:]
+    (n0, m0), (n1, m1) = reach[False], reach[True]
+    assert n1 >= 200 and m1 * 100 >= 98 * n1, reach
+    assert n0 >= 200 and m0 * 10 < n0, reach
+
+
+@test
+def test_ehframe_tables_by_build_id():
+    """Two copies of the program and its library (other inodes, one build, as
+    a container's copy of libc): the second copy takes the first's tables,
+    and both processes' chains reach main."""
+    need_bpf()
+    d = tmpdir()
+    exes = []
+    for sub in ("a", "b"):
+        os.makedirs(os.path.join(d, sub))
+        shutil.copy(DWARF_WORKLOAD, os.path.join(d, sub))
+        shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), os.path.join(d, sub))
+        exes.append(os.path.join(d, sub, "workload_dwarf"))
+    path = os.path.join(d, "two.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", "sh", "-c",
+                 "%s 800 & %s 800; wait" % tuple(exes), check=True)
+    m = re.search(r"^  (\d+) files shared the table of another file with their build id$", p.stderr, re.M)
+    assert m and int(m.group(1)) >= 2, p.stderr[-2000:]
+    n, reach = hot_reach_main(folded(path))
+    assert n >= 300 and reach * 100 >= 98 * n, (n, reach)
+
+
+@test
+def test_ehframe_real_host():
+    """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
+    (and java -XX:+PreserveFramePointer where a JDK is installed) at once,
+    recorded whole-host (tools/realhost.py starts them under names of their
+    own).  Each has >= 95% of its samples with a chain up to a thread's root
+    (cc1, which starts every second, >= 90%),
+    in our report and in perf script of the same file, whose leaves agree;
+    and on perf's own -g file of the same programs, spanperf names each
+    program's samples as perf does."""
+    need_bpf()
+    need_perf()
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import realhost
+    os.environ["SPANPERF"] = SPANPERF
+    d = tmpdir()
+    procs = realhost.start_workloads(d, 600)
+    try:
+        time.sleep(2)
+        for m in ("ehframe", "perf-fp"):
+            realhost.record(m, os.path.join(d, m + ".data"), 4, 999)
+    finally:
+        realhost.stop(procs)
+    rows, perr = realhost.measure(os.path.join(d, "ehframe.data"))
+    if "build-id.c" in perr:
+        raise Skip("perf script aborts in its build-id code: %s" % perr[-200:])
+    try:
+        theirs = realhost.perf_stacks(os.path.join(d, "perf-fp.data"))[0]
+    except realhost.PerfFailed as e:
+        # perf's own file, not ours: perf 6.1 stops at its KSYMBOL records of
+        # BPF programs that others load meanwhile, or aborts in its build-id code.
+        if "type: 17" not in str(e) and "build-id.c" not in str(e):
+            raise
+        theirs = None
+    assert perr.strip() == "", perr[-1500:]
+    want = [realhost.PROGRAMS[c] for c in procs]
+    assert set(rows) == set(want), (rows, want)
+    ours = realhost.spanperf_stacks(os.path.join(d, "ehframe.data"))
+    for comm, name in realhost.PROGRAMS.items():
+        if name not in rows:
+            continue
+        r = rows[name]
+        cut = collections.Counter({st: c for st, c in ours[comm].items()
+                                   if not realhost.complete(st) and not realhost.chainless(st)})
+        assert r["samples"] >= 100 and r["samples"] == r["perf_samples"], (name, r)
+        # cc1 lives about a second, and in its first few ms (ld.so and the
+        # libraries mapping) its chains wait for the recorder, which shares
+        # two CPUs with six busy programs here: 98-99.5% in most runs, 94.9%
+        # in one of about ten; so 90% for it.
+        floor = 0.90 if comm == "rh-cc1" else 0.95
+        assert r["complete"] >= floor and r["perf_complete"] >= floor, (name, r, cut.most_common(5))
+        assert r["leaf_agree"] >= 0.95, (name, r)
+    if theirs is None:
+        return
+    ours = realhost.spanperf_stacks(os.path.join(d, "perf-fp.data"))
+    for comm in procs:
+        n, m = sum(ours.get(comm, {}).values()), sum(theirs.get(comm, {}).values())
+        assert m >= 100 and n == m, (comm, n, m)

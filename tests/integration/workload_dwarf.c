@@ -16,12 +16,22 @@
  *                        JIT-like: for MS of CPU, jit_round() calls code
  *                        in an anonymous executable mapping (with a frame
  *                        pointer, as V8's) that calls back jit_leaf()
+ *   workload_dwarf maps N MS
+ *                        maps its own file N times more, executable (as a
+ *                        process with thousands of mappings), then runs as
+ *                        workload_dwarf MS; prints how many it mapped
+ *   workload_dwarf clock MS
+ *                        for MS of CPU, clock_round() reads the process's
+ *                        CPU clock, which the vDSO takes to the kernel:
+ *                        main -> clock_round -> clock_gettime (libc) ->
+ *                        __vdso_clock_gettime -> syscall
  *
  * Each named function is noinline so that it is one frame in every chain:
  * main -> worker -> sort_round -> qsort -> ... -> cmp_ints
  *              \-> search_round -> bsearch -> cmp_ints
  *              \-> lib_round -> dwarfcb_each (lib) -> cb_work
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,6 +210,44 @@ static int jit_main(double ms)
 	return 0;
 }
 
+__attribute__((noinline)) static double clock_round(void)
+{
+	double s = 0;
+
+	for (int i = 0; i < 100; i++)
+		s += cpu_ms();
+	return s;
+}
+
+static int clock_main(double ms)
+{
+	double t0 = cpu_ms(), s = 0;
+	long rounds = 0;
+
+	while (cpu_ms() - t0 < ms) {
+		s += clock_round();
+		rounds++;
+	}
+	printf("{\"rounds\": %ld, \"sink\": %d}\n", rounds, s > 0);
+	return 0;
+}
+
+static int maps_main(int n, double ms)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), got = 0;
+	long rounds;
+
+	if (fd < 0)
+		return 1;
+	/* Each at an address of the kernel's choosing, all at offset 0: none merge. */
+	for (int i = 0; i < n; i++)
+		got += mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) != MAP_FAILED;
+	close(fd);
+	rounds = worker(ms);
+	printf("{\"mapped\": %d, \"rounds\": %ld}\n", got, rounds);
+	return 0;
+}
+
 static int block_main(int n, long ms)
 {
 	struct block_args a = { .n = n, .ms = ms };
@@ -233,6 +281,10 @@ int main(int argc, char **argv)
 		return block_main(atoi(argv[2]), atol(argv[3]));
 	if (argc > 2 && !strcmp(argv[1], "jit"))
 		return jit_main(atof(argv[2]));
+	if (argc > 3 && !strcmp(argv[1], "maps"))
+		return maps_main(atoi(argv[2]), atof(argv[3]));
+	if (argc > 2 && !strcmp(argv[1], "clock"))
+		return clock_main(atof(argv[2]));
 	ms = argc > 1 ? atof(argv[1]) : 1000;
 	long rounds = worker(ms);
 

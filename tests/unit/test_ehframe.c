@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "ehframe.h"
@@ -219,6 +220,40 @@ static void test_bad_input(void **state)
 	assert_int_equal(ehtab_from_path("/dev/zero", 1 << 16, &t), -EINVAL);
 }
 
+/*
+ * A file cut short anywhere (a copy interrupted, a file being written):
+ * the section header then promises bytes that are not there.  Each cut
+ * gives rows of the FDEs wholly present, or an error, never a row from
+ * past the end.
+ */
+static void test_truncated(void **state)
+{
+	static const uint8_t prologue[] = { 0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6 };
+	struct cfi c = {};
+	struct ehtab t;
+	size_t k = cie(&c, false);
+	struct stat st;
+	int fd;
+
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		fde(&c, k, 0x1100 + i * 0x40, 0x20, prologue, sizeof(prologue));
+	fd = elf_with(&c, ".eh_frame");
+	assert_int_equal(fstat(fd, &st), 0);
+	for (off_t len = st.st_size; len >= 0; len--) {
+		assert_int_equal(ftruncate(fd, len), 0);
+		if (ehtab_from_fd(fd, 1 << 16, &t))
+			continue;
+		assert_true(t.nr > 0);
+		for (size_t i = 1; i < t.nr; i++)
+			assert_true(t.rows[i].pc > t.rows[i - 1].pc);
+		/* Nothing beyond the last FDE's code. */
+		assert_true(t.rows[t.nr - 1].pc <= 0x1100 + 7 * 0x40 + 0x20 - 0x1000 + 0x400);
+		ehtab_free(&t);
+	}
+	close(fd);
+}
+
 static void test_debug_frame(void **state)
 {
 	/* .debug_frame: CIE id ~0, version 1, no augmentation, absolute 8-byte addresses. */
@@ -285,6 +320,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_this_program),
 	};

@@ -59,6 +59,8 @@ static void write_file(int nsamples, const char *host)
 	char *argv[] = { "spanperf", "record", "-g" };
 	struct pd_digest dg = { .size = 20, .id = { 1, 2, 3 }, .sha256 = { [0] = 0xaa, [31] = 0xbb } };
 	struct pd_jit_map jm = { .pid = 42, .text = "7f0000001000 10 jitted_fn\n", .len = 26 };
+	/* A key this reader does not know (a newer recorder's) is kept and shown as it is. */
+	struct pd_count unwind[] = { { "chains", 10 }, { "complete", 8 }, { "read_fault", 1 }, { "new_reason", 1 } };
 	struct pd_meta meta = {
 		.hostname = (char *)host, .osrelease = "6.18", .version = "spanperf test", .arch = "x86_64",
 		.cpudesc = "Test CPU", .cpuid = "GenuineIntel,6,85,7", .nr_cpus_avail = 4,
@@ -66,6 +68,7 @@ static void write_file(int nsamples, const char *host)
 		.build_ids = &bid, .nr_build_ids = 1, .first_sample_ns = 1000, .last_sample_ns = 5000,
 		.clockid = 1, .clockid_res_ns = 1, .clock_tod_ns = 7, .clock_ref_ns = 8,
 		.digests = &dg, .nr_digests = 1, .jit_maps = &jm, .nr_jit_maps = 1,
+		.unwind = unwind, .nr_unwind = 4,
 	};
 	struct pd_writer *w;
 	unsigned char buf[512];
@@ -126,6 +129,10 @@ static void test_round_trip(void **state)
 	assert_int_equal(r->meta.total_mem_kb, 1234);
 	assert_int_equal(r->meta.cmdline_argc, 3);
 	assert_string_equal(r->meta.cmdline_argv[2], "-g");
+	assert_int_equal(r->meta.nr_unwind, 4);
+	assert_string_equal(r->meta.unwind[2].key, "read_fault");
+	assert_int_equal(r->meta.unwind[2].value, 1);
+	assert_true(pd_reader__has_feature(r, PD_FEAT_SP_UNWIND));
 	assert_int_equal(r->meta.nr_build_ids, 1);
 	assert_string_equal(r->meta.build_ids[0].filename, "/bin/true");
 	assert_int_equal(r->meta.build_ids[0].pid, -1);
@@ -284,7 +291,12 @@ static void test_print_features(void **state)
 		"# clockid: monotonic (1)\n"
 		"# reference time: 1970-01-01 00:00:00.000000 = 0.000000 (TOD) = 0.000000008 (monotonic)\n"
 		"# spanperf build-id cache entries: 1, each used only if its bytes have the SHA-256 kept here\n"
-		"# spanperf JIT perf maps kept from containers: 1\n";
+		"# spanperf JIT perf maps kept from containers: 1\n"
+		"# spanperf unwind (--call-graph ehframe), why user chains ended:\n"
+		"#   user chains                                                10\n"
+		"#   complete (reached the outermost frame)                     8\n"
+		"#   stopped: stack unreadable                                  1\n"
+		"#   new_reason                                                 1\n";
 	struct pd_reader *r;
 	char err[256], *text = NULL;
 	size_t len = 0;

@@ -50,6 +50,8 @@ static void usage(FILE *out)
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
+		"      --header-only      the file's header: where and how it was recorded, and\n"
+		"                         (--call-graph ehframe) why user chains ended\n"
 		"      --force            read a perf.data and /tmp/perf-PID.map files of any owner\n"
 		"                         (by default, as perf: only yours or root's)\n"
 		"      --inline           functions inlined at each user address as frames of their\n"
@@ -110,7 +112,7 @@ static int check_combinations(const struct report_opts *o)
 
 enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
        OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS, OPT_FORCE, OPT_INLINE, OPT_NO_INLINE,
-       OPT_FULL_SRC, OPT_DEBUGINFOD, OPT_OFFLINE, OPT_UNKNOWN_OFFSETS };
+       OPT_FULL_SRC, OPT_DEBUGINFOD, OPT_OFFLINE, OPT_UNKNOWN_OFFSETS, OPT_HEADER_ONLY };
 
 /* One option with a value into o; -EINVAL after saying why. */
 static int parse_value(int c, const char *arg, struct report_opts *o)
@@ -187,6 +189,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		{ "spans", no_argument, NULL, OPT_SPANS },
 		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
 		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "header-only", no_argument, NULL, OPT_HEADER_ONLY },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "inline", no_argument, NULL, OPT_INLINE },
 		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
@@ -217,6 +220,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_SPANS: o->spans = true; break;
 		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
 		case OPT_STDIO: break;
+		case OPT_HEADER_ONLY: o->header_only = true; break;
 		case OPT_FORCE:
 			symbols_allow_any_perf_map_owner(true);
 			pd_reader_allow_any_owner(true);

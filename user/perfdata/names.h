@@ -57,4 +57,34 @@
  */
 #define OFFCPU_RES_SUM 1
 
+/*
+ * --call-graph ehframe: why user chains ended (enum sp_eh_stat), as the
+ * spanperf-private header feature PD_FEAT_SP_UNWIND stores them.  The key
+ * is what the file holds, so that a reader of another version matches
+ * by name, never by the enum's order; the label is what record -v,
+ * report -v and --header-only print.  The two timing counters are not
+ * stored: they are of one run of record -v, not of the file.
+ */
+#define SP_EH_STAT_NAMES(X)                                                                        \
+	X(SP_EH_CHAINS, "chains", "user chains")                                                    \
+	X(SP_EH_STOP_END, "complete", "complete (reached the outermost frame)")                     \
+	X(SP_EH_STOP_FP_END, "fp_end", "ended at a zero frame pointer or return address")           \
+	X(SP_EH_STOP_NOT_EXEC, "not_exec", "stopped: return address outside executable mappings")   \
+	X(SP_EH_STOP_READ, "read_fault", "stopped: stack unreadable")                               \
+	X(SP_EH_STOP_DEPTH, "depth", "stopped: 127 frames")                                         \
+	X(SP_EH_STOP_CANNOT, "cannot", "stopped: CFI a row cannot express")                         \
+	X(SP_EH_STOP_NOT_UP, "not_up", "stopped: the CFA did not move up")                          \
+	X(SP_EH_STOP_RBP, "rbp_lost", "stopped: CFA at rbp, whose value was lost")                  \
+	X(SP_EH_STOP_STALE, "stale", "frame pointers: the process's mappings are another image's")  \
+	X(SP_EH_STOP_NO_FP, "no_fp", "stopped: no frame pointer where one was needed")              \
+	X(SP_EH_FP_ANON, "fp_anon", "frame-pointer steps: anonymous code")                          \
+	X(SP_EH_FP_NO_TABLE, "fp_no_table", "frame-pointer steps: file without a table")            \
+	X(SP_EH_FP_NO_PROC, "fp_no_proc", "frame-pointer steps: process mappings not known yet")    \
+	X(SP_EH_FP_TOO_LARGE, "fp_too_large", "frame-pointer steps: table too large")               \
+	X(SP_EH_FP_NO_ROW, "fp_no_row", "frame-pointer steps: no row for the pc")                   \
+	X(SP_EH_FRAMES, "frames", "user frames")                                                    \
+	X(SP_EH_KTHREAD, "kthread", "kernel-thread samples (no user chain)")                        \
+	X(SP_EH_COMPAT, "compat", "32-bit task samples (no user chain)")                            \
+	X(SP_EH_LOST, "lost", "samples LOST (ring full)")
+
 #endif

@@ -14,6 +14,7 @@
 
 #include "atomic_file.h"
 #include "fileio.h"
+#include "names.h"
 #include "perf_data.h"
 #include "sbuf.h"
 #include "util.h"
@@ -53,6 +54,9 @@ void pd_meta_free(struct pd_meta *m)
 	for (int i = 0; i < m->nr_jit_maps; i++)
 		free(m->jit_maps[i].text);
 	free(m->jit_maps);
+	for (int i = 0; i < m->nr_unwind; i++)
+		free(m->unwind[i].key);
+	free(m->unwind);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -780,6 +784,62 @@ static void p_jit_maps(const struct feat *f, const struct pd_reader *r, FILE *ou
 	fprintf(out, "# spanperf JIT perf maps kept from containers: %d\n", r->meta.nr_jit_maps);
 }
 
+/*
+ * spanperf's SP_UNWIND: u32 nr, then nr times { u64 value, string key }.
+ * Keyed by name so that a file of another version reads right.
+ */
+static int w_sp_unwind(const struct feat *f, struct sbuf *b, const struct pd_writer *w, const struct pd_meta *m)
+{
+	(void)f, (void)w;
+	if (!m->nr_unwind)
+		return -ENOENT;
+	put_u32(b, m->nr_unwind);
+	for (int i = 0; i < m->nr_unwind; i++) {
+		put_u64(b, m->unwind[i].value);
+		put_str(b, m->unwind[i].key);
+	}
+	return 0;
+}
+
+static void r_sp_unwind(const struct feat *f, struct fcur *c, struct pd_reader *r)
+{
+	__u32 nr = f_u32(c);
+	struct pd_meta *m = &r->meta;
+
+	(void)f;
+	if (c->bad || nr > 1024)
+		return;
+	m->unwind = calloc(nr ? nr : 1, sizeof(*m->unwind));
+	for (__u32 i = 0; m->unwind && i < nr && !c->bad; i++) {
+		__u64 v = f_u64(c);
+		char *key = f_str(c);
+
+		if (!key)
+			break;
+		m->unwind[m->nr_unwind++] = (struct pd_count){ key, v };
+	}
+}
+
+#define SP_EH_KEY_LABEL(id, key, label) { key, label },
+
+static void p_sp_unwind(const struct feat *f, const struct pd_reader *r, FILE *out)
+{
+	static const struct { const char *key, *label; } names[] = { SP_EH_STAT_NAMES(SP_EH_KEY_LABEL) };
+
+	(void)f;
+	fputs("# spanperf unwind (--call-graph ehframe), why user chains ended:\n", out);
+	for (int i = 0; i < r->meta.nr_unwind; i++) {
+		const char *label = r->meta.unwind[i].key;
+
+		for (size_t j = 0; j < ARRAY_SIZE(names); j++)
+			if (!strcmp(names[j].key, label)) {
+				label = names[j].label;
+				break;
+			}
+		fprintf(out, "#   %-58s %llu\n", label, (unsigned long long)r->meta.unwind[i].value);
+	}
+}
+
 #define FEAT_STR(id, field, label) [id] = { w_str, r_str, p_str, offsetof(struct pd_meta, field), label }
 #define FEAT(id, name) [id] = { w_##name, r_##name, p_##name, 0, NULL }
 
@@ -801,6 +861,7 @@ static const struct feat feats[PD_FEAT_LAST] = {
 	FEAT(PD_FEAT_CLOCK_DATA, clock_data),
 	FEAT(PD_FEAT_SP_DIGESTS, digests),
 	FEAT(PD_FEAT_SP_JIT_MAPS, jit_maps),
+	FEAT(PD_FEAT_SP_UNWIND, sp_unwind),
 };
 
 static int write_features(struct pd_writer *w, const struct pd_meta *m, struct file_header *h)

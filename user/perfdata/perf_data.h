@@ -44,6 +44,7 @@ enum pd_feature {
 	 */
 	PD_FEAT_SP_DIGESTS = 240,  /* the bytes of each build-id cache entry the recording relies on */
 	PD_FEAT_SP_JIT_MAPS = 241, /* /tmp/perf-PID.map of containers' JITs, read while they ran */
+	PD_FEAT_SP_UNWIND = 242,  /* --call-graph ehframe: why user chains ended */
 	PD_FEAT_LAST, /* one past the highest id spanperf reads or writes */
 	PD_FEAT_MAX = 256,
 };
@@ -92,6 +93,9 @@ struct pd_meta {
 	bool digests_kept; /* the recorder keeps digests (the feature is there, rows or not) */
 	struct pd_jit_map *jit_maps;
 	int nr_jit_maps;
+	/* SP_UNWIND: counts by key (names.h SP_EH_STAT_NAMES); keys the reader does not know are kept */
+	struct pd_count { char *key; __u64 value; } *unwind;
+	int nr_unwind;
 };
 
 void pd_meta_free(struct pd_meta *m);

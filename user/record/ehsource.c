@@ -12,6 +12,8 @@
 #include "ehtables.h"
 #include "libbpf_setup.h"
 #include "log.h"
+#include "names.h"
+#include "perf_data.h"
 #include "perf_events.h"
 #include "perf_sample.h"
 #include "sample.skel.h"
@@ -39,6 +41,7 @@ struct eh_source {
 	void *ctx;
 	long n;
 	int err;
+	__u64 stored[SP_EH_STAT_MAX]; /* the counts at the last file's header (--switch-output) */
 };
 
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
@@ -147,6 +150,14 @@ int eh_source_attach(struct pe_set *set, struct sample_bpf *skel)
 	return 0;
 }
 
+void eh_source__started(struct eh_source *s)
+{
+	if (!s)
+		return;
+	eh_tables__catch_up(s->tables, s->pids);
+	eh_tables__flush(s->tables);
+}
+
 void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 {
 	struct pd_mmap m;
@@ -173,7 +184,7 @@ void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 	case PERF_RECORD_COMM:
 		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
 		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
-			eh_tables__mark(s->tables, c.pid);
+			eh_tables__mark_exec(s->tables, c.pid);
 		break;
 	case PERF_RECORD_FORK:
 		if (!pd_parse_task(h, h->size, &t) && t.pid != t.ppid)
@@ -206,28 +217,8 @@ int eh_source__fd(const struct eh_source *s)
 
 void eh_source__report(struct eh_source *s, int verbose)
 {
-	static const char *const names[SP_EH_STAT_MAX] = {
-		[SP_EH_CHAINS] = "user chains",
-		[SP_EH_STOP_END] = "complete (reached the outermost frame)",
-		[SP_EH_STOP_FP_END] = "ended at a zero frame pointer or return address",
-		[SP_EH_STOP_NOT_EXEC] = "stopped: return address outside executable mappings",
-		[SP_EH_STOP_READ] = "stopped: stack unreadable",
-		[SP_EH_STOP_DEPTH] = "stopped: 127 frames",
-		[SP_EH_STOP_CANNOT] = "stopped: CFI a row cannot express",
-		[SP_EH_STOP_NOT_UP] = "stopped: the CFA did not move up",
-		[SP_EH_STOP_RBP] = "stopped: CFA at rbp, whose value was lost",
-		[SP_EH_STOP_STALE] = "frame pointers: the process's mappings are another image's",
-		[SP_EH_STOP_NO_FP] = "stopped: no frame pointer where one was needed",
-		[SP_EH_FP_ANON] = "frame-pointer steps: anonymous code",
-		[SP_EH_FP_NO_TABLE] = "frame-pointer steps: file without a table",
-		[SP_EH_FP_NO_PROC] = "frame-pointer steps: process mappings not known yet",
-		[SP_EH_FP_TOO_LARGE] = "frame-pointer steps: table too large",
-		[SP_EH_FP_NO_ROW] = "frame-pointer steps: no row for the pc",
-		[SP_EH_FRAMES] = "user frames",
-		[SP_EH_KTHREAD] = "kernel-thread samples (no user chain)",
-		[SP_EH_COMPAT] = "32-bit task samples (no user chain)",
-		[SP_EH_LOST] = "samples LOST (ring full)",
-	};
+#define SP_EH_LABEL(id, key, label) [id] = label,
+	static const char *const names[SP_EH_STAT_MAX] = { SP_EH_STAT_NAMES(SP_EH_LABEL) };
 	struct eh_tables_stats st;
 	int fd;
 
@@ -247,6 +238,15 @@ void eh_source__report(struct eh_source *s, int verbose)
 		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	if (st.shared)
+		fprintf(stderr, "  %llu files shared the table of another file with their build id\n",
+			(unsigned long long)st.shared);
+	if (st.from_debug)
+		fprintf(stderr, "  %llu files took rows from their debug file's .debug_frame\n",
+			(unsigned long long)st.from_debug);
+	if (st.caught_up)
+		fprintf(stderr, "  %llu processes started or exec'd while the tables were built, read again once the events were on\n",
+			(unsigned long long)st.caught_up);
 	if (st.half_switches)
 		fprintf(stderr, "  mapping table reused %llu times (every live process's mappings made again)\n",
 			(unsigned long long)st.half_switches);
@@ -260,6 +260,33 @@ void eh_source__report(struct eh_source *s, int verbose)
 		fprintf(stderr, "  user chains took %.0f ns each in BPF, %.1f frames each\n",
 			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),
 			(double)bpf_percpu_sum(fd, SP_EH_FRAMES) / (bpf_percpu_sum(fd, SP_EH_CHAINS) ?: 1));
+}
+
+int eh_source__meta(struct eh_source *s, struct pd_meta *m)
+{
+#define SP_EH_KEY(id, key, label) [id] = key,
+	static const char *const keys[SP_EH_STAT_MAX] = { SP_EH_STAT_NAMES(SP_EH_KEY) };
+	int fd;
+
+	if (!s)
+		return 0;
+	fd = bpf_map__fd(s->skel->maps.eh_stats);
+	m->unwind = calloc(SP_EH_STAT_MAX, sizeof(*m->unwind));
+	if (!m->unwind)
+		return -ENOMEM;
+	/* What this file's samples met: since the last file's header, when the output rotates. */
+	for (int i = 0; i < SP_EH_STAT_MAX; i++) {
+		__u64 v = bpf_percpu_sum(fd, i), d = v - s->stored[i];
+
+		if (!keys[i] || (!d && i > SP_EH_STOP_END))
+			continue;
+		m->unwind[m->nr_unwind].key = strdup(keys[i]);
+		if (!m->unwind[m->nr_unwind].key)
+			return -ENOMEM;
+		m->unwind[m->nr_unwind++].value = d;
+		s->stored[i] = v;
+	}
+	return 0;
 }
 
 void eh_source__free(struct eh_source *s)

@@ -7,11 +7,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 
+#include "buildid.h"
+#include "debuginfo.h"
 #include "ehframe.h"
 #include "ehtables.h"
 #include "fileio.h"
@@ -19,6 +22,13 @@
 #include "sideband.h"
 #include "spanperf.h"
 #include "util.h"
+
+/* A file's table by its build id: another inode with the same build takes it. */
+struct eh_bid {
+	__u8 id[BUILD_ID_MAX];
+	__u8 size;
+	struct sp_eh_file file;
+};
 
 struct eh_tables {
 	struct sp_eh_row *rows; /* the mmap'ed eh_rows */
@@ -37,10 +47,18 @@ struct eh_tables {
 	bool switching;
 	struct u64_map dirty;	   /* pids whose mappings changed since their last build */
 	struct u64_map next_build; /* pid -> when it may be built again (ns) */
+	struct u64_map execd;	   /* pid -> when its last exec was seen (ns) */
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
 	struct eh_tables_stats st;
+	struct eh_bid *bids;
+	size_t nr_bids, cap_bids;
+	struct u64_map bid_idx; /* hash of a build id -> index in bids + 1 */
+	struct sp_eh_file vdso; /* the vDSO's rows, if have_vdso */
+	bool have_vdso;
 };
+
+static void vdso_table(struct eh_tables *t);
 
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 {
@@ -69,6 +87,7 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 	t->max_pages = fds->max_pages;
 	t->files_fd = fds->files_fd;
 	t->procs_fd = fds->procs_fd;
+	vdso_table(t);
 	*out = t;
 	return 0;
 }
@@ -118,33 +137,73 @@ static int open_mapped(__u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, 
 	return fd < 0 ? -ESTALE : fd;
 }
 
-/* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
-static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
-		      const char *path, struct sp_eh_file *file_out)
+/* The entry of a build id; with add, a new one (its file to be filled in). NULL: none, or no memory. */
+static struct eh_bid *by_build_id(struct eh_tables *t, const __u8 *id, __u8 size, bool add)
 {
-	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
-	struct sp_eh_file file = {};
-	struct ehtab tab;
-	__u64 t0;
-	size_t room;
-	int fd, e;
+	uint64_t h = 0, *v;
 
-	/* The map itself says whether the file was tried: exact, and one syscall. */
-	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
-		*file_out = file;
-		return 0;
+	for (int i = 0; i < size; i++)
+		h = hash_mix(h, id[i]);
+	v = u64_map_get(&t->bid_idx, h, add);
+	if (!v)
+		return NULL;
+	if (*v) {
+		struct eh_bid *b = &t->bids[*v - 1];
+
+		/* Another id with the same hash: neither is shared, the first keeps the slot. */
+		return !add && b->size == size && !memcmp(b->id, id, size) ? b : NULL;
 	}
-	memset(&file, 0, sizeof(file));
-	t0 = now_ns(CLOCK_MONOTONIC);
-	fd = open_mapped(pid, start, end, maj, min, ino, path);
-	if (fd < 0) {
-		/* Not remembered: another process's mapping of it may be readable. */
-		t->st.unreadable++;
-		return -1;
+	if (!add || array_reserve((void **)&t->bids, &t->cap_bids, t->nr_bids, sizeof(*t->bids)))
+		return NULL;
+	t->bids[t->nr_bids] = (struct eh_bid){ .size = size };
+	memcpy(t->bids[t->nr_bids].id, id, size);
+	*v = ++t->nr_bids;
+	return &t->bids[*v - 1];
+}
+
+/*
+ * A stripped file's separate debug file, found by its build id where the
+ * symbolizer finds it (debuginfo_local_path: the host's /usr/lib/debug, or
+ * what debuginfod served), for its .debug_frame: an fd, or -ENOENT.  Both
+ * places are root's, never the recorded process's to choose.
+ */
+static int debug_file(const __u8 *id, __u8 size)
+{
+	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
+
+	if (!size)
+		return -ENOENT;
+	buildid_hex(id, size, hex);
+	if (debuginfo_local_path(hex, path, sizeof(path)))
+		return -ENOENT;
+	return open_regular(path);
+}
+
+/*
+ * The rows of the ELF file fd, else of its debug file, into the tables, and
+ * *file saying where (or why not).
+ */
+static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, struct sp_eh_file *file)
+{
+	struct ehtab tab;
+	size_t room = t->max_rows - t->used;
+	int dfd = debug_file(id, id_size), e;
+
+	/*
+	 * Where a debug file is found, its .debug_frame adds to the file's own
+	 * CFI: a file stripped of it, or built without unwind tables (whose
+	 * .eh_frame covers only the start-up code).
+	 */
+	if (dfd >= 0) {
+		e = ehtab_from_fds(fd, dfd, room, &tab);
+		close(dfd);
+		if (!e && tab.from_debug_frame)
+			t->st.from_debug++;
+	} else {
+		e = ehtab_from_fd(fd, room, &tab);
 	}
-	room = t->max_rows - t->used;
-	e = ehtab_from_fd(fd, room, &tab);
-	close(fd);
+
+	memset(file, 0, sizeof(*file));
 	if (!e) {
 		/* The page index: the rows below each page of the file's code and below the next. */
 		__u32 page0 = tab.rows[0].pc >> SP_EH_PAGE_SHIFT, last = tab.rows[tab.nr - 1].pc >> SP_EH_PAGE_SHIFT;
@@ -165,14 +224,14 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 			if (i)
 				t->pages[t->pages_used + i - 1].hi = k;
 		}
-		file.pages = t->pages_used;
-		file.page0 = page0;
-		file.npages = np;
+		file->pages = t->pages_used;
+		file->page0 = page0;
+		file->npages = np;
 		t->pages_used += np;
 		memcpy(t->rows + t->used, tab.rows, tab.nr * sizeof(*tab.rows));
-		file.first = t->used;
-		file.nr = tab.nr;
-		file.state = SP_EH_FILE_OK;
+		file->first = t->used;
+		file->nr = tab.nr;
+		file->state = SP_EH_FILE_OK;
 		t->used += tab.nr;
 		t->st.rows += tab.nr;
 		t->st.files++;
@@ -180,15 +239,57 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 	}
 done:
 	if (e == -E2BIG) {
-		file.state = SP_EH_FILE_TOO_LARGE;
+		file->state = SP_EH_FILE_TOO_LARGE;
 		t->st.too_large++;
 	} else if (e == -ENOENT) {
-		file.state = SP_EH_FILE_NOCFI;
+		file->state = SP_EH_FILE_NOCFI;
 		t->st.nocfi++;
 	} else if (e) {
-		file.state = SP_EH_FILE_NOCFI;
+		file->state = SP_EH_FILE_NOCFI;
 		t->st.failed++;
 	}
+}
+
+/* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
+static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
+		      const char *path, struct sp_eh_file *file_out)
+{
+	struct sp_eh_file_key key = { .dev = kernel_dev(maj, min), .ino = ino };
+	struct sp_eh_file file = {};
+	struct eh_bid *shared;
+	__u8 id[BUILD_ID_MAX], id_size;
+	__u64 t0;
+	int fd;
+
+	/* The map itself says whether the file was tried: exact, and one syscall. */
+	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
+		*file_out = file;
+		return 0;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	fd = open_mapped(pid, start, end, maj, min, ino, path);
+	if (fd < 0) {
+		/* Not remembered: another process's mapping of it may be readable. */
+		t->st.unreadable++;
+		return -1;
+	}
+	/*
+	 * The same build in another inode (a container's copy of libc, a copied
+	 * program) has the same rows: the table made for the first serves it.
+	 */
+	if (buildid_from_fd(fd, id, &id_size))
+		id_size = 0;
+	shared = id_size ? by_build_id(t, id, id_size, false) : NULL;
+	if (shared) {
+		file = shared->file;
+		t->st.shared++;
+	} else {
+		add_rows(t, fd, id, id_size, &file);
+		shared = id_size ? by_build_id(t, id, id_size, true) : NULL;
+		if (shared)
+			shared->file = file;
+	}
+	close(fd);
 	/* After the rows: the sampling program never sees a file whose rows are not all there. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (bpf_map_update_elem(t->files_fd, &key, &file, BPF_ANY))
@@ -196,6 +297,39 @@ done:
 	t->st.build_ns += now_ns(CLOCK_MONOTONIC) - t0;
 	*file_out = file;
 	return 0;
+}
+
+/*
+ * The vDSO's rows, from our own copy of it: the kernel maps the same image
+ * into every 64-bit process.  Without them a sample in clock_gettime's
+ * fallback syscall, or in the vDSO itself, ended its chain there.  Its
+ * mapping starts at the image's offset 0, as a file's would.
+ */
+static void vdso_table(struct eh_tables *t)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char line[PATH_MAX + 128];
+	struct procmap m;
+	size_t len = 0;
+	FILE *f;
+	int fd;
+
+	if (!base)
+		return;
+	f = fopen("/proc/self/maps", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!procmaps_parse_line(line, &m) && m.start == base && !strcmp(m.path, "[vdso]"))
+			len = m.end - m.start;
+	if (f)
+		fclose(f);
+	fd = len ? memfd_create("spanperf-vdso", MFD_CLOEXEC) : -1;
+	if (fd < 0)
+		return;
+	if (!write_all(fd, (const void *)base, len)) {
+		add_rows(t, fd, NULL, 0, &t->vdso);
+		t->have_vdso = t->vdso.state == SP_EH_FILE_OK;
+	}
+	close(fd);
 }
 
 /* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
@@ -302,8 +436,15 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 				e->page0 = file.page0;
 				e->npages = file.npages;
 			}
+		} else if (t->have_vdso && !strcmp(m.path, "[vdso]")) {
+			e->table = SP_EH_T_ROWS;
+			e->first = t->vdso.first;
+			e->nr = t->vdso.nr;
+			e->pages = t->vdso.pages;
+			e->page0 = t->vdso.page0;
+			e->npages = t->vdso.npages;
 		} else if (m.path[0] == '[') {
-			continue; /* [vdso], [vsyscall]: the kernel's, with CFI we do not read */
+			continue; /* [vsyscall], or a vDSO without rows: the kernel's */
 		}
 		n++;
 	}
@@ -355,6 +496,18 @@ void eh_tables__mark(struct eh_tables *t, __u32 pid)
 		*v = 1;
 }
 
+void eh_tables__mark_exec(struct eh_tables *t, __u32 pid)
+{
+	uint64_t *v;
+
+	if (!t)
+		return;
+	eh_tables__mark(t, pid);
+	v = u64_map_get(&t->execd, pid, true);
+	if (v)
+		*v = now_ns(CLOCK_MONOTONIC);
+}
+
 /*
  * A process that maps code again and again (dlopen in a loop, a JIT) would
  * have its whole slice made again at every drain, /proc/PID/maps read each
@@ -363,11 +516,23 @@ void eh_tables__mark(struct eh_tables *t, __u32 pid)
  * (the rest stay marked): the recording's drain is never held up for long.
  */
 #define FLUSH_BUDGET_NS 20000000ull
+/*
+ * Except in a process's first YOUNG_NS after its exec: then ld.so maps its
+ * libraries one by one, each an MMAP2, and the process unwinds by frame
+ * pointer until the build after the last; waiting ten builds' time between
+ * them cost its first 10 to 40 ms of chains.  One build's time, then: a
+ * small process is built again within a fraction of a ms, and one that
+ * maps thousands of times at its start still spends at most half its
+ * recorder's time on it.
+ */
+#define YOUNG_NS 100000000ull
 
 void eh_tables__flush(struct eh_tables *t)
 {
 	struct u64_map keep = {};
 	__u64 start, now, b0;
+	uint64_t *exec_ns;
+	bool young;
 
 	if (!t || !t->dirty.n)
 		return;
@@ -379,6 +544,8 @@ void eh_tables__flush(struct eh_tables *t)
 		if (!t->dirty.used[i])
 			continue;
 		next = u64_map_get(&t->next_build, pid, true);
+		exec_ns = u64_map_get(&t->execd, pid, false);
+		young = exec_ns && now - *exec_ns < YOUNG_NS;
 		if (now - start > FLUSH_BUDGET_NS || (next && now < *next)) {
 			k = u64_map_get(&keep, pid, true);
 			if (k)
@@ -390,7 +557,7 @@ void eh_tables__flush(struct eh_tables *t)
 		t->st.flush_builds++;
 		now = now_ns(CLOCK_MONOTONIC);
 		if (next)
-			*next = now + 10 * (now - b0);
+			*next = now + (young ? 1 : 10) * (now - b0);
 	}
 	u64_map_free(&t->dirty);
 	t->dirty = keep;
@@ -411,16 +578,15 @@ void eh_tables__exit(struct eh_tables *t, __u32 pid)
 		bpf_map_delete_elem(t->procs_fd, &pid);
 }
 
-void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+/* Calls fn for every process in pids (NULL: all of /proc). */
+static void each_pid(struct eh_tables *t, const struct int_list *pids, void (*fn)(struct eh_tables *t, __u32 pid))
 {
 	struct dirent *de;
 	DIR *d;
 
-	if (!t)
-		return;
 	if (pids) {
 		for (int i = 0; i < pids->n; i++)
-			eh_tables__proc(t, pids->v[i]);
+			fn(t, pids->v[i]);
 		return;
 	}
 	d = opendir("/proc");
@@ -432,9 +598,35 @@ void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
 
 		if (*end || !pid)
 			continue;
-		eh_tables__proc(t, pid);
+		fn(t, pid);
 	}
 	closedir(d);
+}
+
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+{
+	if (t)
+		each_pid(t, pids, eh_tables__proc);
+}
+
+/* Marked if it has no slice, or one made before its last exec. */
+static void catch_up_one(struct eh_tables *t, __u32 pid)
+{
+	struct sp_eh_proc proc;
+	__u64 ss;
+
+	if (start_stack(pid, &ss) || !ss)
+		return; /* gone, or a kernel thread: no user stack */
+	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
+		eh_tables__mark(t, pid);
+		t->st.caught_up++;
+	}
+}
+
+void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids)
+{
+	if (t)
+		each_pid(t, pids, catch_up_one);
 }
 
 void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)
@@ -458,6 +650,9 @@ void eh_tables__free(struct eh_tables *t)
 	munmap(t->pages, t->max_pages * sizeof(*t->pages));
 	u64_map_free(&t->dirty);
 	u64_map_free(&t->next_build);
+	u64_map_free(&t->execd);
+	u64_map_free(&t->bid_idx);
+	free(t->bids);
 	free(t->scratch);
 	free(t);
 }

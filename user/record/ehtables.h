@@ -20,6 +20,9 @@ struct eh_tables;
 struct eh_tables_stats {
 	__u64 files, rows, nocfi, too_large, failed, unreadable;
 	__u64 procs, procs_full, maps_full, half_switches, flush_builds;
+	__u64 shared;	  /* files (inodes) that took the table of another with their build id */
+	__u64 from_debug; /* files that took rows from their separate debug file's .debug_frame */
+	__u64 caught_up; /* processes that started or exec'd between the scan and the events */
 	__u64 build_ns;
 	size_t max_rows, maps, max_maps, pages;
 };
@@ -41,12 +44,21 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds);
 void eh_tables__proc(struct eh_tables *t, __u32 pid);
 /* A process mapped something new (MMAP2, exec): rebuilt at the next flush, once however many. */
 void eh_tables__mark(struct eh_tables *t, __u32 pid);
+/* The same for an exec: the builds of its first 100 ms (ld.so mapping the libraries) are spaced out less. */
+void eh_tables__mark_exec(struct eh_tables *t, __u32 pid);
 void eh_tables__flush(struct eh_tables *t);
 /* A new process shares its parent's mappings until it maps its own. */
 void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid);
 void eh_tables__exit(struct eh_tables *t, __u32 pid);
 /* Every process in pids (NULL: all of /proc). */
 void eh_tables__scan(struct eh_tables *t, const struct int_list *pids);
+/*
+ * Once the events are enabled, and so report every exec and mapping: each
+ * process the scan missed (started since) or read before an exec, marked
+ * for the next flush.  Without it such a process (a compiler started while
+ * the tables were built) would unwind by frame pointer for all its life.
+ */
+void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids);
 void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st);
 void eh_tables__free(struct eh_tables *t);
 

@@ -623,6 +623,9 @@ static int write_header(struct recorder *r)
 	buildid_cache__finish(r->ctx.bcache, BUILDID_COPY_BUDGET_NS, &meta);
 	if (jit_maps__put(r->ctx.jits, &meta))
 		pr_warn("out of memory: containers' JIT perf maps are not in the file");
+	for_each_source(r, s)
+		if (s->meta && (e = s->meta(s, &meta)))
+			pr_warn("the %s source's header feature is incomplete: %s", s->name, strerror(-e));
 	snprintf(r->last_name, sizeof(r->last_name), "%s", r->ctx.o->output);
 	e = r->ctx.o->switch_output ? stamped_name(r->ctx.o->output, r->last_name, sizeof(r->last_name)) : 0;
 	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;

@@ -13,6 +13,8 @@
  *   drain    write what is ready; a round ends after every source drained
  *   stop     stop producing (every stop, then the last drain)
  *   finish   write what remains, stamped end_ns or earlier
+ *   meta     add what it knows to a file's header features (each file, with
+ *            --switch-output)
  *   stats    say, once, what was lost or skipped
  *   free     accepts NULL
  *
@@ -37,6 +39,7 @@ struct otel_record;
 struct sp_features;
 struct run;
 struct perf_event_attr;
+struct pd_meta;
 
 struct rec_source {
 	const char *name;
@@ -47,6 +50,8 @@ struct rec_source {
 	long (*drain)(struct rec_source *s, struct pd_writer *w);
 	void (*stop)(struct rec_source *s);
 	int (*finish)(struct rec_source *s, struct pd_writer *w, __u64 end_ns);
+	/* 0, or -errno: what it added may then be short; the file is written all the same. */
+	int (*meta)(struct rec_source *s, struct pd_meta *m);
 	void (*stats)(struct rec_source *s);
 	void (*free)(struct rec_source *s);
 	void *priv;

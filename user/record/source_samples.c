@@ -274,6 +274,7 @@ static int samples_start(struct rec_source *src)
 			return e;
 		}
 	}
+	eh_source__started(s->eh);
 	return 0;
 }
 
@@ -433,6 +434,13 @@ static long samples_drain(struct rec_source *src, struct pd_writer *w)
 	return any;
 }
 
+static int samples_meta(struct rec_source *src, struct pd_meta *m)
+{
+	struct samples *s = src->priv;
+
+	return eh_source__meta(s->eh, m);
+}
+
 static void samples_stats(struct rec_source *src)
 {
 	struct samples *s = src->priv;
@@ -484,6 +492,7 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->fds = samples_fds;
 	src->drain = samples_drain;
 	src->stop = samples_stop;
+	src->meta = samples_meta;
 	src->stats = samples_stats;
 	src->free = samples_free;
 	e = resolve_events(s, o->cpus.n ? o->cpus.v[0] : ctx->online->v[0]);

@@ -9,6 +9,7 @@
 #include "debuginfo.h"
 #include "hash.h"
 #include "log.h"
+#include "perf_data.h"
 #include "report.h"
 #include "report_html.h"
 #include "report_spans.h"
@@ -328,6 +329,22 @@ static int read_with_debuginfod(const struct report_opts *o, struct session **se
 	return read_file(o, sess, p, err, errlen);
 }
 
+/* perf report --header-only's "# name : value" lines, spanperf's own features with them. */
+static int report_header(const struct report_opts *o)
+{
+	struct pd_reader *rd = NULL;
+	char err[512] = "";
+	int e = pd_reader__open(&rd, o->input, err, sizeof(err));
+
+	if (e) {
+		pr_err("%s", err[0] ? err : strerror(-e));
+		return 1;
+	}
+	pd_reader__print_features(rd, stdout);
+	pd_reader__free(rd);
+	return 0;
+}
+
 int report_run(const struct report_opts *o)
 {
 	struct session *sess = NULL;
@@ -335,6 +352,8 @@ int report_run(const struct report_opts *o)
 	char err[512] = "";
 	int ret = 1, e;
 
+	if (o->header_only)
+		return report_header(o);
 	if (o->html || o->speedscope)
 		return report_visual(o);
 	if (o->spans) {

@@ -35,6 +35,7 @@ struct report_opts {
 	enum profile_inline inline_frames; /* --inline, --no-inline */
 	bool full_srcline;		   /* --full-source-path */
 	bool unknown_offsets;		   /* --unknown-offsets */
+	bool header_only;		   /* --header-only: the features, as perf report --header-only */
 	/* urls: --debuginfod, else DEBUGINFOD_URLS; offline: --offline */
 	struct debuginfo_opts debuginfod;
 };

@@ -70,15 +70,22 @@ static struct thread_names *names_of(struct timeline *tl, __u32 tid, bool create
 	return &tl->tn[*v - 1];
 }
 
-/* Names arrive almost in time order: insert from the back. */
-static int add_name(struct timeline *tl, __u32 tid, struct name_event e)
+/*
+ * Names arrive almost in time order: insert from the back.  A fork's name
+ * goes before the names of the same time: the thread was made before it
+ * named itself.  perf's records of the processes already running all have
+ * time 0, and their forks are applied after their COMMs were read, so
+ * otherwise every such process would take its parent's name (and, up the
+ * tree, init's).
+ */
+static int add_name(struct timeline *tl, __u32 tid, struct name_event e, bool fork)
 {
 	struct thread_names *t = names_of(tl, tid, true);
 	size_t i;
 
 	if (!t || array_reserve((void **)&t->v, &t->cap, t->n, sizeof(*t->v)))
 		return -ENOMEM;
-	for (i = t->n; i > 0 && t->v[i - 1].time > e.time; i--)
+	for (i = t->n; i > 0 && (t->v[i - 1].time > e.time || (fork && t->v[i - 1].time == e.time)); i--)
 		t->v[i] = t->v[i - 1];
 	t->v[i] = e;
 	t->n++;
@@ -144,7 +151,8 @@ static int apply_proc_events(struct session *s, struct timeline *tl, __u64 upto)
 			s->execs++;
 			continue;
 		}
-		e = add_name(tl, p->tid, (struct name_event){ .time = p->time, .comm = name_at(tl, p->ptid, p->time) });
+		e = add_name(tl, p->tid, (struct name_event){ .time = p->time, .comm = name_at(tl, p->ptid, p->time) },
+			     true);
 		if (!e && p->pid != p->ppid) {
 			e = symbolizer__fork(s->sym, p->ppid, p->pid, p->time);
 			s->forks++;
@@ -243,7 +251,7 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 		if (pd_parse_comm(h, h->size, &c))
 			return 0;
 		c.comm = strpool_intern(&tl->names, c.comm, NULL);
-		if (!c.comm || add_name(tl, c.tid, (struct name_event){ .time = ev->sample.time, .comm = c.comm }) ||
+		if (!c.comm || add_name(tl, c.tid, (struct name_event){ .time = ev->sample.time, .comm = c.comm }, false) ||
 		    set_pid(tl, c.tid, c.pid))
 			return -ENOMEM;
 		if (c.exec)

@@ -94,6 +94,15 @@ int debuginfo_path(const char *hex, char *out, size_t len)
 	return 0;
 }
 
+int debuginfo_local_path(const char *hex, char *out, size_t len)
+{
+	/* A distribution's -dbgsym package puts it here, by build id. */
+	if (strlen(hex) > 2 && (size_t)snprintf(out, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2) < len &&
+	    !access(out, R_OK) && !check_build_id(out, hex))
+		return 0;
+	return debuginfo_path(hex, out, len);
+}
+
 /* Copies the fetched file into the build-id cache, root's only like record's copies. */
 static int keep(int in, const char *dest)
 {

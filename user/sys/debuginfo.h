@@ -58,6 +58,13 @@ void debuginfo_no_network(void);
 int debuginfo_path(const char *hex, char *out, size_t len);
 
 /*
+ * The debug file of a build id on this host, without the network: the
+ * distribution's (/usr/lib/debug/.build-id/xx/rest.debug), else the one a
+ * debuginfod server served earlier (debuginfo_path).  Checked as there.
+ */
+int debuginfo_local_path(const char *hex, char *out, size_t len);
+
+/*
  * libdw's find_debuginfo callback (Dwfl_Callbacks): the debug file kept
  * for the module's build id (one debuginfod served), else libdw's usual
  * places (/usr/lib/debug, debuglink).  Shared by the unwinder and the

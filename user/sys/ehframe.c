@@ -632,43 +632,71 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
-int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t)
+/* The ELF header of fd, checked to be an x86-64 ELF file's. */
+static int read_ehdr(int fd, Elf64_Ehdr *ehdr, struct stat *st)
 {
-	struct parser ps = { .max_rows = max_rows, .t = t };
+	int e;
+
+	if (fstat(fd, st))
+		return -errno;
+	e = pread_all(fd, ehdr, sizeof(*ehdr), 0);
+	if (e)
+		return e;
+	if (memcmp(ehdr->e_ident, ELFMAG, SELFMAG) || ehdr->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    ehdr->e_ident[EI_DATA] != ELFDATA2LSB || ehdr->e_machine != EM_X86_64 ||
+	    ehdr->e_shentsize != sizeof(Elf64_Shdr) || ehdr->e_phentsize != sizeof(Elf64_Phdr) || !ehdr->e_shnum ||
+	    ehdr->e_shstrndx >= ehdr->e_shnum || ehdr->e_phnum > 4096)
+		return -EINVAL;
+	if (ehdr->e_shoff > (uint64_t)st->st_size || ehdr->e_phoff > (uint64_t)st->st_size)
+		return -EINVAL;
+	return 0;
+}
+
+/* The executable PT_LOADs of fd: where each vaddr lies in the file. */
+static int read_segs(int fd, struct parser *ps)
+{
+	Elf64_Ehdr ehdr;
+	Elf64_Phdr *ph;
+	struct stat st;
+	int e = read_ehdr(fd, &ehdr, &st);
+
+	if (e)
+		return e;
+	ph = malloc((ehdr.e_phnum + 1) * sizeof(*ph));
+	if (!ph)
+		return -ENOMEM;
+	e = pread_all(fd, ph, ehdr.e_phnum * sizeof(*ph), ehdr.e_phoff);
+	ps->nr_segs = 0;
+	for (int i = 0; !e && i < ehdr.e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && ps->nr_segs < MAX_SEGS)
+			ps->segs[ps->nr_segs++] = (struct seg){ ph[i].p_vaddr, ph[i].p_memsz, ph[i].p_offset };
+	free(ph);
+	return e;
+}
+
+/*
+ * The rows of fd's .eh_frame, else its .debug_frame (only the latter if
+ * debug_only), added to ps->t, with the segments ps holds.  -ENOENT: no
+ * such section.
+ */
+static int parse_fd(int fd, struct parser *ps, bool debug_only)
+{
 	Elf64_Shdr *sh = NULL, *eh = NULL, *dbg = NULL;
-	Elf64_Phdr *ph = NULL;
+	struct ehtab *t = ps->t;
 	char *names = NULL;
 	uint8_t *sec = NULL;
 	Elf64_Ehdr ehdr;
 	struct stat st;
-	int e;
+	int e = read_ehdr(fd, &ehdr, &st);
 
-	memset(t, 0, sizeof(*t));
-	if (fstat(fd, &st))
-		return -errno;
-	e = pread_all(fd, &ehdr, sizeof(ehdr), 0);
 	if (e)
 		return e;
-	if (memcmp(ehdr.e_ident, ELFMAG, SELFMAG) || ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    ehdr.e_ident[EI_DATA] != ELFDATA2LSB || ehdr.e_machine != EM_X86_64 ||
-	    ehdr.e_shentsize != sizeof(Elf64_Shdr) || ehdr.e_phentsize != sizeof(Elf64_Phdr) || !ehdr.e_shnum ||
-	    ehdr.e_shstrndx >= ehdr.e_shnum || ehdr.e_phnum > 4096)
-		return -EINVAL;
-	if (ehdr.e_shoff > (uint64_t)st.st_size || ehdr.e_phoff > (uint64_t)st.st_size)
-		return -EINVAL;
 	sh = malloc(ehdr.e_shnum * sizeof(*sh));
-	ph = malloc((ehdr.e_phnum + 1) * sizeof(*ph));
-	if (!sh || !ph) {
-		e = -ENOMEM;
-		goto cleanup;
-	}
-	e = pread_all(fd, sh, ehdr.e_shnum * sizeof(*sh), ehdr.e_shoff) ?:
-	    pread_all(fd, ph, ehdr.e_phnum * sizeof(*ph), ehdr.e_phoff);
+	if (!sh)
+		return -ENOMEM;
+	e = pread_all(fd, sh, ehdr.e_shnum * sizeof(*sh), ehdr.e_shoff);
 	if (e)
 		goto cleanup;
-	for (int i = 0; i < ehdr.e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && ps.nr_segs < MAX_SEGS)
-			ps.segs[ps.nr_segs++] = (struct seg){ ph[i].p_vaddr, ph[i].p_memsz, ph[i].p_offset };
 	{
 		const Elf64_Shdr *ns = &sh[ehdr.e_shstrndx];
 
@@ -691,18 +719,19 @@ int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t)
 
 			if (sh[i].sh_type != SHT_PROGBITS && sh[i].sh_type != SHT_X86_64_UNWIND)
 				continue;
-			if (!strcmp(name, ".eh_frame"))
+			if (!strcmp(name, ".eh_frame") && !debug_only)
 				eh = &sh[i];
 			else if (!strcmp(name, ".debug_frame") && !(sh[i].sh_flags & SHF_COMPRESSED))
 				dbg = &sh[i];
 		}
 	}
-	if (!ps.nr_segs || (!eh && !dbg)) {
+	if (!ps->nr_segs || (!eh && !dbg)) {
 		e = -ENOENT;
 		goto cleanup;
 	}
 	for (int pass = 0; pass < 2; pass++) {
 		const Elf64_Shdr *s = pass == 0 ? eh : dbg;
+		size_t before = t->nr;
 
 		if (!s || !s->sh_size)
 			continue;
@@ -719,27 +748,72 @@ int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t)
 		e = pread_all(fd, sec, s->sh_size, s->sh_offset);
 		if (e)
 			goto cleanup;
-		ps.sec = sec;
-		ps.size = s->sh_size;
-		ps.sec_addr = s->sh_addr;
-		ps.eh = pass == 0;
-		e = parse_section(&ps);
+		ps->sec = sec;
+		ps->size = s->sh_size;
+		ps->sec_addr = s->sh_addr;
+		ps->eh = pass == 0;
+		e = parse_section(ps);
 		free(sec);
 		sec = NULL;
 		if (e)
 			goto cleanup;
-		if (t->nr) {
-			t->from_debug_frame = pass == 1;
+		if (t->nr > before) {
+			t->from_debug_frame |= pass == 1;
 			break;
 		}
 	}
-	finish_rows(t);
-	e = t->nr ? 0 : -ENOENT;
 cleanup:
 	free(sec);
 	free(names);
 	free(sh);
-	free(ph);
+	return e;
+}
+
+int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t)
+{
+	struct parser ps = { .max_rows = max_rows, .t = t };
+	int e;
+
+	memset(t, 0, sizeof(*t));
+	e = read_segs(fd, &ps) ?: parse_fd(fd, &ps, false);
+	if (!e) {
+		finish_rows(t);
+		e = t->nr ? 0 : -ENOENT;
+	}
+	if (e)
+		ehtab_free(t);
+	return e;
+}
+
+int ehtab_from_fds(int fd, int debug_fd, size_t max_rows, struct ehtab *t)
+{
+	struct parser ps = { .max_rows = max_rows, .t = t };
+	int e, d;
+
+	memset(t, 0, sizeof(*t));
+	/*
+	 * The segments are fd's: a debug file's program headers say where the
+	 * code was, with no file offsets (its sections are NOBITS).
+	 */
+	e = read_segs(fd, &ps);
+	if (e)
+		goto cleanup;
+	e = parse_fd(fd, &ps, false);
+	if (e && e != -ENOENT)
+		goto cleanup;
+	/*
+	 * Both sets in one: the same build's CFI, so where both cover a function
+	 * their rows are the same, and an FDE's end (a gap) falls where the
+	 * function ends in both.
+	 */
+	d = parse_fd(debug_fd, &ps, true);
+	if (d && d != -ENOENT) {
+		e = d;
+		goto cleanup;
+	}
+	finish_rows(t);
+	e = t->nr ? 0 : -ENOENT;
+cleanup:
 	if (e)
 		ehtab_free(t);
 	return e;

@@ -31,6 +31,13 @@ struct ehtab {
  * -ENOMEM, or a read's -errno.  *t is empty on error.
  */
 int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t);
+/*
+ * The same, with debug_fd's .debug_frame (fd's separate debug file) added:
+ * a stripped file, or one built without unwind tables whose .eh_frame
+ * covers only its start-up code.  from_debug_frame says whether any rows
+ * came from there.
+ */
+int ehtab_from_fds(int fd, int debug_fd, size_t max_rows, struct ehtab *t);
 int ehtab_from_path(const char *path, size_t max_rows, struct ehtab *t);
 /* The row that covers file offset off, or NULL: what the BPF side computes. */
 const struct sp_eh_row *ehtab_find(const struct ehtab *t, __u64 off);
