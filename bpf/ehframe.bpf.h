@@ -139,6 +139,17 @@ struct eh_walk {
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
+	/*
+	 * A function under a uretprobe (a span's end) returns into the
+	 * kernel's trampoline: its return address on the stack is the
+	 * trampoline's, and the real one waits in the task's list of
+	 * return instances, innermost first.  The walk takes them in order, as
+	 * the kernel's own callchain does for perf (x86's
+	 * fixup_uretprobe_trampoline_entries), or a span's stacks would end
+	 * (or go wrong) at its own function.
+	 */
+	__u64 tramp;		   /* the trampoline's address in this mm; 0: none */
+	__u64 ri;		   /* the next struct return_instance * to take */
 	struct sp_eh_map v[EH_VMAS]; /* the mappings this walk looked up */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
@@ -406,6 +417,16 @@ static long eh_step(__u32 i, void *unused)
 			w->bp_ok = 1;
 		}
 	}
+	if (w->tramp && ra == w->tramp) {
+		struct return_instance *ri = (struct return_instance *)w->ri;
+
+		if (!ri) {
+			w->stop = SP_EH_STOP_NOT_EXEC;
+			return 1;
+		}
+		ra = BPF_CORE_READ(ri, orig_ret_vaddr);
+		w->ri = (__u64)BPF_CORE_READ(ri, next);
+	}
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
@@ -466,6 +487,8 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		eh_stat(SP_EH_COMPAT);
 		return 0;
 	}
+	w->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->n = 0;

@@ -160,6 +160,29 @@ def test_ehframe_equals_dwarf():
 
 
 @test
+def test_ehframe_through_a_span_uretprobe():
+    """Inside a uprobe span, its function returns into the kernel's uretprobe trampoline: the
+    walk takes the real return address from the task's return instances, as the kernel's own
+    callchain does for perf, so chains cross the span's function to main and no frame is the
+    trampoline's ([uprobes], at the top of user space)."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "span.data")
+    spanperf("record", "--call-graph", "ehframe", "-F", "999", "--span", "uprobe:%s:search_round" % DWARF_WORKLOAD,
+             "-o", path, "--", DWARF_WORKLOAD, "1000", check=True)
+    stacks = folded(path)
+    inside = {st: c for st, c in stacks.items() if "search_round" in st}
+    n, m = hot_reach_main(inside, ("cmp_ints",))
+    assert n >= 100 and m * 100 >= 98 * n, "%d of %d samples in search_round's span reach main: %s" % (
+        m, n, collections.Counter(inside).most_common(3))
+    tramp = [st for st in stacks if any(f.startswith("0x00007fffffff") or f == "[uprobes]" for f in st)]
+    assert not tramp, tramp[:3]
+    # perf reads the same chains from the file.
+    theirs = perf_chains(path)
+    pn, pm = hot_reach_main({st: c for st, c in theirs.items() if "search_round" in st}, ("cmp_ints",))
+    assert pn and pm * 100 >= 98 * pn, "perf script: %d of %d reach main" % (pm, pn)
+
+
+@test
 def test_ehframe_offcpu_names_the_blocking_function():
     """A thread blocked in read() inside inbox_wait() and in nanosleep() inside nap(),
     code without frame pointers: those functions are on its off-CPU time, which

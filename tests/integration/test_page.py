@@ -66,7 +66,9 @@ def recording():
         need_bpf()
         d = tmpdir()
         path = os.path.join(d, "page.data")
-        p = spanperf("record", "-g", "-F", str(FREQ), "--off-cpu", "-o", path,
+        # ehframe: a sample in libc's clock_nanosleep (no frame pointer) keeps page_nap above it,
+        # which a frame-pointer walk skips, and the panel's flame graph must hold it.
+        p = spanperf("record", "--call-graph", "ehframe", "-F", str(FREQ), "--off-cpu", "-o", path,
                      "--span", "uprobe:%s:page_work" % WORKLOAD, "--span", "uprobe:%s:page_nap" % WORKLOAD,
                      "--", WORKLOAD, "page", "20", "10", "worker-2", "napper", check=True)
         truth = {t["role"]: t for t in json_lines(p.stdout)}
