@@ -637,20 +637,26 @@ def test_perf_map_of_another_user_or_fifo():
             open(mp, "w").write(saved)
 
 
+CTR_WL = "/mnt/ctr-jit"
+
+
 def container_jit(d, prepare=None):
     """A JIT in a container of its own (mount and pid namespaces, its own /tmp): the workload
     runs code copied to anonymous memory and names it in /tmp/perf-1.map, its pid there.
     prepare(map_path_seen_from_the_host) changes that file before the recording.  Returns
     report's rows (--sort sym) of a whole-host recording, read after the container is gone,
     and the recorder's stderr (-v)."""
+    # The workload is copied to the container's own /mnt first: its /tmp hides the host's, where
+    # a clone of this repository may well live (CI's does).
     p = subprocess.Popen(["unshare", "-m", "-p", "-f", "--kill-child", "--mount-proc", "--propagation", "private", "sh", "-c",
-                          "mount -t tmpfs -o mode=1777 t /tmp && exec %s jit 60000" % WORKLOAD],
+                          "mount -t tmpfs t /mnt && cp %s %s && mount -t tmpfs -o mode=1777 t /tmp && exec %s jit 60000"
+                          % (WORKLOAD, CTR_WL, CTR_WL)],
                          cwd="/", stdout=subprocess.DEVNULL)
     try:
         def jit_pid():
             for c in children(p.pid):
                 try:
-                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(WORKLOAD.encode() + b"\0jit"):
+                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(CTR_WL.encode() + b"\0jit"):
                         return c
                 except OSError:
                     pass
@@ -741,21 +747,21 @@ def test_magic_link_refused_without_openat2():
     os.mkdir(hostonly)
     new = os.path.join(d, "root")
     os.mkdir(new)
-    build = os.path.dirname(WORKLOAD)
-    # A root of its own: the host's /usr and build directory, the host's procfs, and a /tmp
-    # that leads back to the host through /proc/PID/root of a host process (this one: pid 1's
-    # root may be out of reach where the machine is itself a container).
-    script = ("mount -t tmpfs r {n} && mkdir -p {n}/usr {n}/proc {n}{b} && mount --rbind /usr {n}/usr && "
-              "mount --rbind /proc {n}/proc && mount --bind {b} {n}{b} && ln -s usr/lib {n}/lib && "
+    # A root of its own: the host's /usr, the workload (copied to /ctr-wl: the build directory may
+    # be under /tmp, which here leads elsewhere), the host's procfs, and a /tmp that leads back to
+    # the host through /proc/PID/root of a host process (this one: pid 1's root may be out of
+    # reach where the machine is itself a container).
+    script = ("mount -t tmpfs r {n} && mkdir -p {n}/usr {n}/proc && mount --rbind /usr {n}/usr && "
+              "mount --rbind /proc {n}/proc && cp {w} {n}/ctr-wl && ln -s usr/lib {n}/lib && "
               "ln -s usr/lib64 {n}/lib64 && ln -s usr/bin {n}/bin && ln -s /proc/{me}/root{h} {n}/tmp && "
-              "exec chroot {n} {w} jit 60000").format(n=new, b=build, h=hostonly, w=WORKLOAD, me=os.getpid())
+              "exec chroot {n} /ctr-wl jit 60000").format(n=new, h=hostonly, w=WORKLOAD, me=os.getpid())
     p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd="/",
                          stdout=subprocess.DEVNULL)
     try:
         def jit_pid():
             for c in children(p.pid):
                 try:
-                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(WORKLOAD.encode() + b"\0jit"):
+                    if open("/proc/%d/cmdline" % c, "rb").read().startswith(b"/ctr-wl\0jit"):
                         return c
                 except OSError:
                     pass
