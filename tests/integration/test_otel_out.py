@@ -172,8 +172,14 @@ def test_span_prefix_of_nested_probe_spans():
     assert out.returncode == 0, out.stderr
     pre = folded(path, "--span-prefix")
     got, want = check_prefix_counts(pre, out.stdout, {w[0]["tid"]})
+    # Every call is a span; those with samples have a frame.  An inner() burns 1 ms of its own
+    # CPU, about one sample at 999 Hz: on a busy host, cut into slices, one may have none.
+    every = otlp_spans(out.stdout, True)
+    mine = [k for k, s in every.items() if any(attrs(x)["thread.id"] == w[0]["tid"] for x in s)]
+    assert sum(1 for k in mine if k.startswith("span:outer:")) == 5, mine
+    assert sum(1 for k in mine if k.startswith("span:inner:")) == 10, mine
     assert sum(1 for k in want if k.startswith("span:outer:")) == 5, want
-    assert sum(1 for k in want if k.startswith("span:inner:")) >= 9, want
+    assert sum(1 for k in want if k.startswith("span:inner:")) >= 5, want
     # Nesting: inner under outer at the root, never the other way.
     for frames, _ in folded_lines(pre):
         spans, _ = split_prefix(frames)
