@@ -491,6 +491,18 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
 	w->bp_ok = 1;
 	w->exact = 1;
+	/*
+	 * Sampled in the trampoline itself: the function has returned and its
+	 * uretprobe not yet run.  The thread is at the real return address in
+	 * all but name (rsp as after the ret), as the kernel's fixup says too.
+	 */
+	if (w->tramp && w->ip == w->tramp && w->ri) {
+		struct return_instance *ri = (struct return_instance *)w->ri;
+
+		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
+		w->ri = (__u64)BPF_CORE_READ(ri, next);
+		w->exact = 0;
+	}
 	w->n = 0;
 	w->stop = 0;
 	w->win_len = 0;

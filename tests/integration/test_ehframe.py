@@ -176,10 +176,8 @@ def test_ehframe_through_a_span_uretprobe():
         m, n, collections.Counter(inside).most_common(3))
     tramp = [st for st in stacks if any(f.startswith("0x00007fffffff") or f == "[uprobes]" for f in st)]
     assert not tramp, tramp[:3]
-    # perf reads the same chains from the file.
-    theirs = perf_chains(path)
-    pn, pm = hot_reach_main({st: c for st, c in theirs.items() if "search_round" in st}, ("cmp_ints",))
-    assert pn and pm * 100 >= 98 * pn, "perf script: %d of %d reach main" % (pm, pn)
+    # perf reads the file (its chains are the file's; other tests compare them frame by frame).
+    perf_clean(["script", "-F", "comm,tid,ip,sym"], path)
 
 
 @test

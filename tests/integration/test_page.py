@@ -3,6 +3,7 @@
 Debian's headless Chromium driven by playwright-core, and the real speedscope
 from npm.  What the page shows is checked against report --spans --format
 json on the same file and against what the workload measured of itself."""
+import collections
 import json
 import os
 import re
@@ -110,9 +111,16 @@ def test_page_shows_every_span_and_its_json_row():
         assert c["wall"].get(key) == want, (key, c["wall"], row)
     # It slept: each page_nap sleeps 10 ms, all of it off CPU.
     assert row["off_cpu_ns"] >= 0.95 * 10e6, row
-    # Its flame graph holds its samples, all under page_nap.
-    flame = dict((n, s) for n, s in c["flame"])
-    assert flame.get("all") == row["samples"] and flame.get("page_nap") == row["samples"], c["flame"][:8]
+    # Its flame graph holds its samples, all under page_nap, but for one taken after page_nap
+    # returned into the uretprobe's trampoline and before the probe ended the span: that one's
+    # leaf is pager_thread, where it returns to.
+    # (A name may be a node on more than one path: a chain that ended early roots elsewhere.)
+    flame = collections.Counter()
+    for n, s in c["flame"]:
+        flame[n] += s
+    returned = sum(t["samples"] for t in row["top"] if t["sym"] == "pager_thread")
+    assert flame["all"] == row["samples"], c["flame"][:8]
+    assert flame["page_nap"] + returned == row["samples"], (c["flame"][:10], row["top"])
     # A range over all threads: its flame graph holds the hot function, and its search finds it.
     sel = out["selection"]
     assert sel["title"].endswith("on all threads"), sel["title"]
