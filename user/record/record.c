@@ -85,6 +85,7 @@ struct recorder {
 	char **kept;
 	int nr_kept;
 	char last_name[PATH_MAX];
+	unsigned same_stamp;	/* files stamped in one hundredth of a second: a suffix each */
 	bool stop; /* on_switch asked for the end */
 };
 
@@ -567,6 +568,33 @@ static int stamped_name(const char *output, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The next file's stamped name.  Two files may end within one hundredth of a
+ * second (a size switch just before the end): the second then gets "-1",
+ * "-2", ..., which sorts after the first and before the next stamp, where
+ * the same name would have renamed the first to NAME.old and lost it.
+ */
+static int next_stamped_name(struct recorder *r)
+{
+	char prev[sizeof(r->last_name)];
+	size_t n;
+	int e;
+
+	snprintf(prev, sizeof(prev), "%s", r->last_name);
+	e = stamped_name(r->ctx.o->output, r->last_name, sizeof(r->last_name));
+	if (e)
+		return e;
+	n = strlen(r->last_name);
+	if (strncmp(prev, r->last_name, n) || (prev[n] && prev[n] != '-')) {
+		r->same_stamp = 0;
+		return 0;
+	}
+	if ((size_t)snprintf(r->last_name + n, sizeof(r->last_name) - n, "-%u", ++r->same_stamp) >=
+	    sizeof(r->last_name) - n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 /* --switch-max-files: the newest N files kept, the oldest deleted, as perf does. */
 static void keep_file(struct recorder *r, const char *name)
 {
@@ -626,8 +654,9 @@ static int write_header(struct recorder *r)
 	for_each_source(r, s)
 		if (s->meta && (e = s->meta(s, &meta)))
 			pr_warn("the %s source's header feature is incomplete: %s", s->name, strerror(-e));
-	snprintf(r->last_name, sizeof(r->last_name), "%s", r->ctx.o->output);
-	e = r->ctx.o->switch_output ? stamped_name(r->ctx.o->output, r->last_name, sizeof(r->last_name)) : 0;
+	e = r->ctx.o->switch_output ? next_stamped_name(r) : 0;
+	if (!r->ctx.o->switch_output)
+		snprintf(r->last_name, sizeof(r->last_name), "%s", r->ctx.o->output);
 	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;
 	e = e ?: pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
