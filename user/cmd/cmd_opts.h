@@ -46,4 +46,7 @@ void stat_usage(FILE *out);
  */
 int cmd_parse_failed(int e, const char *err);
 
+/* Appends arg to a repeatable option's list (--span): 0, or -ENOMEM with the list as it was. */
+int cmd_push_arg(const char ***list, int *nr, const char *arg);
+
 #endif

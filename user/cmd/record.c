@@ -142,15 +142,10 @@ static int opt_call_graph(const char *arg, void *opts, char *err, size_t errlen)
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct record_opts *o = opts;
-	const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
 
 	(void)err;
 	(void)errlen;
-	if (!ns)
-		return -ENOMEM;
-	o->spans = ns;
-	o->spans[o->nr_spans++] = arg;
-	return 0;
+	return cmd_push_arg(&o->spans, &o->nr_spans, arg);
 }
 
 static int opt_offcpu_thresh(const char *arg, void *opts, char *err, size_t errlen)

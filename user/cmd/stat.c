@@ -71,15 +71,10 @@ void stat_usage(FILE *out)
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct stat_opts *o = opts;
-	const char **ns = realloc(o->spans, (o->nr_spans + 1) * sizeof(*ns));
 
 	(void)err;
 	(void)errlen;
-	if (!ns)
-		return -ENOMEM;
-	o->spans = ns;
-	o->spans[o->nr_spans++] = arg;
-	return 0;
+	return cmd_push_arg(&o->spans, &o->nr_spans, arg);
 }
 
 #define S(f) offsetof(struct stat_opts, f)

@@ -91,15 +91,10 @@ static void top_usage(FILE *out)
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct top_opts *o = opts;
-	const char **ns = realloc(o->span_texts, (o->nr_spans + 1) * sizeof(*ns));
 
 	(void)err;
 	(void)errlen;
-	if (!ns)
-		return -ENOMEM;
-	o->span_texts = ns;
-	o->span_texts[o->nr_spans++] = arg;
-	return 0;
+	return cmd_push_arg(&o->span_texts, &o->nr_spans, arg);
 }
 
 #define T(f) offsetof(struct top_opts, f)
