@@ -74,7 +74,16 @@ def test_otel_spans_from_the_workloads_thread_context():
     assert m and int(m.group(2)) >= 1, p.stderr
     w = json_lines(p.stdout)[0]
     truth = json_lines(open(truth_file).read())
-    check_spans(otel_spans(path, w["tid"]), truth)
+    spans = otel_spans(path, w["tid"])
+    check_spans(spans, truth)
+    # No span outlives its thread: the one still open at the thread's EXIT ends there, or at the
+    # thread's very last switch-out microseconds later; not one period after its last sample, which
+    # would be after the EXIT and after later records of the round.
+    tasks = perf_clean(["script", "--show-task-events", "-F", "tid,time"], path)
+    m = re.search(r"^\s*%d\s+(\d+)\.(\d{6}): PERF_RECORD_EXIT" % w["tid"], tasks, re.M)
+    assert m, tasks[-2000:]
+    exit_ns = int(m.group(1)) * 10**9 + int(m.group(2)) * 1000
+    assert max(s["end_ns"] for s in spans) <= exit_ns + 1000 + 1e9 / FREQ / 4, (exit_ns, spans[-1])
     # perf reads the file, otel spans and all, without a word on stderr.
     out = perf_clean(["script", "-F", "comm,tid,event"], path)
     assert "spanperf:otel" in out

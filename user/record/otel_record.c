@@ -108,7 +108,7 @@ struct otel_record {
 	 * perf would find it out of order behind later rounds.  closed: tid ->
 	 * start of the context so written, so that it is not written twice.
 	 */
-	__u32 *exitq;
+	struct exited { __u32 tid; __u64 time; } *exitq;
 	size_t nexitq, cap_exitq;
 	struct u64_map closed;
 	long write_err;
@@ -647,11 +647,11 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	return 0;
 }
 
-void otel_record__exit(struct otel_record *r, __u32 tid)
+void otel_record__exit(struct otel_record *r, __u32 tid, __u64 time)
 {
 	/* A full queue only leaves the span to the final flush. */
 	if (r && !array_reserve((void **)&r->exitq, &r->cap_exitq, r->nexitq, sizeof(*r->exitq)))
-		r->exitq[r->nexitq++] = tid;
+		r->exitq[r->nexitq++] = (struct exited){ .tid = tid, .time = time ?: ~0ull };
 }
 
 /* The open contexts of the threads that exited since the last drain, as spans. */
@@ -660,14 +660,21 @@ static int close_exited(struct otel_record *r)
 	int err = 0;
 
 	for (size_t i = 0; i < r->nexitq && !err; i++) {
-		__u32 tid = r->exitq[i];
+		__u32 tid = r->exitq[i].tid;
 		struct sp_thread t;
 		uint64_t *v;
 
 		if (bpf_map_lookup_elem(r->o.threads_fd, &tid, &t) || ctx_empty(&t.otel.st.ctx) ||
 		    closed_at_exit(r, tid, &t.otel.st, false))
 			continue;
-		err = write_span(r, &t.otel.st, tid, 0, t.otel.st.last_ns + r->o.period_ns) ?:
+		/*
+		 * Ended one period after its last sample, but no later than its
+		 * thread: a thread that exits within a period of that sample would
+		 * otherwise have a span ending after its EXIT, stamped past what the
+		 * rest of the round holds.
+		 */
+		err = write_span(r, &t.otel.st, tid, 0,
+				 SP_MIN(t.otel.st.last_ns + r->o.period_ns, r->exitq[i].time)) ?:
 		      set_open_attrs(r, tid, NULL, 0);
 		v = u64_map_get(&r->closed, tid, true);
 		if (!err && !v)
@@ -706,7 +713,7 @@ long otel_record__consume(struct otel_record *r, struct pd_writer *w)
 long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 {
 	__u32 key, next, *prev = NULL;
-	__u64 before;
+	__u64 before, now;
 	long n = otel_record__consume(r, w);
 	int err;
 
@@ -720,6 +727,7 @@ long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 	if (err)
 		return err;
 	before = r->spans;
+	now = now_ns(CLOCK_MONOTONIC);
 	while (!bpf_map_get_next_key(r->o.threads_fd, prev, &next)) {
 		struct sp_thread t;
 
@@ -728,7 +736,8 @@ long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 		if (bpf_map_lookup_elem(r->o.threads_fd, &key, &t) || ctx_empty(&t.otel.st.ctx) ||
 		    closed_at_exit(r, key, &t.otel.st, false))
 			continue;
-		err = write_span(r, &t.otel.st, key, 0, t.otel.st.last_ns + r->o.period_ns);
+		/* Not past now: the recording ends here. */
+		err = write_span(r, &t.otel.st, key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now));
 		if (err)
 			return err;
 	}

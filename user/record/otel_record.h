@@ -63,11 +63,11 @@ void otel_record__mmap(struct otel_record *r, int pid, const char *path);
  */
 int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns);
 /*
- * A PERF_RECORD_EXIT of tid went by as the rings were copied: queued only;
- * the next consume writes its open context as a span, in the EXIT's round.
- * Accepts NULL.
+ * A PERF_RECORD_EXIT of tid, stamped time, went by as the rings were copied:
+ * queued only; the next consume writes its open context as a span, in the
+ * EXIT's round, ending at the EXIT at the latest.  Accepts NULL.
  */
-void otel_record__exit(struct otel_record *r, __u32 tid);
+void otel_record__exit(struct otel_record *r, __u32 tid, __u64 time);
 /* The context ring's fd: it wakes the reader when the ring is half full. */
 int otel_record__ring_fd(const struct otel_record *r);
 /* Writes to w the spans whose context ended; how many, or -errno. */

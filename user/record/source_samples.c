@@ -367,7 +367,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		break;
 	case PERF_RECORD_EXIT:
 		if (ctx->otel && !pd_parse_task(h, h->size, &t))
-			otel_record__exit(ctx->otel, t.tid);
+			otel_record__exit(ctx->otel, t.tid, t.time);
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
