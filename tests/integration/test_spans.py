@@ -284,14 +284,16 @@ def test_span_split_run_queue_matches_schedstat():
     assert bar and bar.group(1).count("r") >= 10, table
 
 
-def external_spans_split(flag):
+def external_spans_split(flag, late=False):
     need_bpf()
     n, ms, sleep_ms = 6, 20, 15
     d = tmpdir()
     ext, out = os.path.join(d, "ext.jsonl"), os.path.join(d, "sched.data")
-    p = spanperf("record", flag, "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms))
+    p = spanperf("record", flag, "-o", out, "--", WORKLOAD, "runq", str(n), str(ms), ext, str(sleep_ms),
+                 env=dict(os.environ, SPANPERF_OFFCPU_STAMP_LATE="1") if late else None)
     assert p.returncode == 0, p.stderr
     assert re.search(r"sched: \d+ times off CPU written", p.stderr), p.stderr
+    assert not late or re.search(r"[1-9]\d* times off CPU found rounds late", p.stderr), p.stderr
     truth = [t for t in json_lines(p.stdout) if "call" in t]
     assert len(truth) == n and all(t["ok"] for t in truth), truth
     a = spanperf("annotate", "--spans", ext, "-i", out, "--format", "json")
@@ -334,6 +336,16 @@ def test_external_spans_split_from_offcpu_recording():
     """The same from a recording made with --off-cpu alone (its default threshold, short blocks
     summed): it keeps every switch-out as --sched does, so annotate fills the whole split."""
     external_spans_split("--off-cpu")
+
+
+@test
+def test_external_spans_split_from_blocks_stamped_late():
+    """A block whose switch-in the tracepoint hid is found at the thread's next switch-out, maybe
+    rounds later: its records are stamped where perf has not sorted yet, and say how long after
+    the block's end.  Forced for every block (SPANPERF_OFFCPU_STAMP_LATE: each is stamped at the
+    drain that finds it), the split from the records is still the schedstat truth, and perf
+    reads the file with no event out of order."""
+    external_spans_split("--sched", late=True)
 
 
 def d_state_is_blocked(env, how):

@@ -56,6 +56,15 @@
  * interval a span can be joined with.
  */
 #define OFFCPU_RES_SUM 1
+/*
+ * Same half, bits 1-31, in offcpu-time, spanperf:waker and spanperf-sched
+ * samples: how many whole microseconds after the block's end the sample is
+ * stamped.  A block found rounds late is stamped where perf has not sorted
+ * yet (record's offcpu.c); its end is the time less that.  0 for the rest.
+ */
+#define OFFCPU_RES_LATE_SHIFT 1
+#define OFFCPU_RES_LATE_MAX_US (0xffffffffu >> OFFCPU_RES_LATE_SHIFT)
+#define OFFCPU_RES_LATE_NS(res) ((__u64)((res) >> OFFCPU_RES_LATE_SHIFT) * 1000)
 
 /*
  * --call-graph ehframe: why user chains ended (enum sp_eh_stat), as the

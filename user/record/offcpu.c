@@ -46,6 +46,8 @@ struct offcpu_set {
 	struct cached_stack *cache;
 	__u32 cache_n;
 	bool eh;		    /* user chains in offustacks */
+	const __u64 *sorted_ns;	    /* offcpu_opts */
+	bool stamp_late;
 	struct offcpu_stats st;
 };
 
@@ -283,10 +285,10 @@ static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool 
 
 /* One offcpu-time sample: period = ns off CPU, the kernel chain then the user chain. */
 static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, __u64 time, __u64 ns,
-			__s32 kstack, __s32 ustack, bool sum)
+			__s32 kstack, __s32 ustack, __u32 res)
 {
 	struct pd_sample smp = { .id = OFFCPU_ID, .pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = ns,
-				 .cpu_res = sum ? OFFCPU_RES_SUM : 0 };
+				 .cpu_res = res };
 	char buf[sizeof(struct perf_event_header) + 128 + sizeof(s->chain)];
 	bool kernel;
 	__u32 n = build_chain(s, kstack, ustack, &kernel);
@@ -307,14 +309,14 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 }
 
 /* One spanperf-sched sample: see sched_codec.h. */
-static int write_sched(struct offcpu_set *s, const struct sp_offcpu_event *ev)
+static int write_sched(struct offcpu_set *s, const struct sp_offcpu_event *ev, __u64 time, __u32 res)
 {
 	struct sched_rec rec = { .magic = SCHED_REC_MAGIC, .version = 1, .size = sizeof(rec), .state = ev->state,
 				 .flags = s->run_delay ? SCHED_HAS_RUN_DELAY : 0, .run_delay = ev->run_delay };
 	/* RAW is a u32 size and the payload, padded so that the record stays 8-byte aligned. */
 	char raw[sizeof(rec) + 4] = {};
-	struct pd_sample smp = { .id = SCHED_ID, .pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu, .time = ev->end_ns,
-				 .period = ev->dur_ns, .raw = raw, .raw_size = sizeof(raw) };
+	struct pd_sample smp = { .id = SCHED_ID, .pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu, .cpu_res = res,
+				 .time = time, .period = ev->dur_ns, .raw = raw, .raw_size = sizeof(raw) };
 	char buf[sizeof(struct perf_event_header) + 128 + sizeof(raw)];
 	long len;
 
@@ -327,7 +329,7 @@ static int write_sched(struct offcpu_set *s, const struct sp_offcpu_event *ev)
 }
 
 /* The waker sample of the block `ev` just written: see offcpu.h. */
-static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
+static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev, __u64 time, __u32 res)
 {
 	const struct sp_waker *w = &ev->waker;
 	struct waker_rec rec = {
@@ -335,7 +337,7 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
 		.wakee_tid = ev->tid, .block_end_ns = ev->end_ns, .wake_ns = w->ts, .ctx = w->ctx,
 	};
 	struct pd_sample smp = { .id = OFFCPU_WAKER_ID, .pid = w->pid, .tid = w->tid, .cpu = ev->cpu,
-				 .time = ev->end_ns, .period = ev->dur_ns, .raw = &rec };
+				 .cpu_res = res, .time = time, .period = ev->dur_ns, .raw = &rec };
 	char buf[sizeof(struct perf_event_header) + 192 + sizeof(rec) + sizeof(s->chain)];
 	bool kernel;
 	__u32 n;
@@ -378,21 +380,52 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev)
 	return s->fn(s->ctx, buf, len);
 }
 
+/*
+ * When a block's records are stamped.  At its end, unless that is older
+ * than what perf may have sorted already (*sorted_ns): a block whose
+ * switch-in was hidden is found at the thread's next switch-out
+ * (offcpu.bpf.c's hidden_return), which a thread running alone may not do
+ * for many rounds.  Such a block is stamped the whole microseconds after
+ * its end that reach the floor, and says how many in OFFCPU_RES_LATE, so
+ * that a reader takes its end back to the nanosecond.  0, or -ERANGE for a
+ * block too late to say so (over half an hour), counted and not written.
+ */
+static int stamp(struct offcpu_set *s, const struct sp_offcpu_event *ev, __u64 *time, __u32 *res)
+{
+	__u64 floor = s->stamp_late ? now_ns(CLOCK_MONOTONIC) : s->sorted_ns ? *s->sorted_ns : 0, us;
+
+	*time = ev->end_ns;
+	*res = 0;
+	if (ev->end_ns >= floor)
+		return 0;
+	us = (floor - ev->end_ns + 999) / 1000;
+	if (us > OFFCPU_RES_LATE_MAX_US) {
+		s->st.too_late++;
+		return -ERANGE;
+	}
+	*time = ev->end_ns + us * 1000;
+	*res = (__u32)us << OFFCPU_RES_LATE_SHIFT;
+	s->st.late++;
+	return 0;
+}
+
 static int on_ring(void *ctx, void *data, size_t size)
 {
 	struct offcpu_set *s = ctx;
 	const struct sp_offcpu_event *ev = data;
+	__u64 time;
+	__u32 res;
 	int e = 0;
 
-	if (size < sizeof(*ev) || s->err)
+	if (size < sizeof(*ev) || s->err || stamp(s, ev, &time, &res))
 		return 0;
 	if (s->sched)
-		e = write_sched(s, ev);
+		e = write_sched(s, ev, time, res);
 	/* A preemption (state 0) is a wait for a CPU, no block: --sched's alone. */
 	if (!e && s->offcpu && ev->state && !(ev->flags & SP_OFFCPU_EV_SCHED_ONLY)) {
-		e = write_sample(s, ev->pid, ev->tid, ev->cpu, ev->end_ns, ev->dur_ns, ev->kstack, ev->ustack, false);
+		e = write_sample(s, ev->pid, ev->tid, ev->cpu, time, ev->dur_ns, ev->kstack, ev->ustack, res);
 		if (!e && s->wakers)
-			e = write_waker(s, ev);
+			e = write_waker(s, ev, time, res);
 		if (!e)
 			s->st.samples++;
 	}
@@ -420,6 +453,8 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	offcpu__sched_attr(&s->sched_attr);
 	s->offcpu = !o->no_offcpu;
 	s->sched = o->sched;
+	s->sorted_ns = o->sorted_ns;
+	s->stamp_late = o->stamp_late;
 	locate_syms(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
@@ -590,7 +625,8 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 		prev = &key;
 		if (bpf_map_lookup_elem(agg, &key, &v) || !v.ns)
 			continue;
-		e = write_sample(s, key.pid, key.tid, 0, end_ns, v.ns, key.kstack, key.ustack, v.count > 1);
+		e = write_sample(s, key.pid, key.tid, 0, end_ns, v.ns, key.kstack, key.ustack,
+				 v.count > 1 ? OFFCPU_RES_SUM : 0);
 		if (e)
 			return e;
 		s->st.sums++;
@@ -616,13 +652,13 @@ int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void 
 			struct sp_offcpu_event ev = { .end_ns = end_ns, .dur_ns = end_ns - st.ts, .pid = st.pid, .tid = tid,
 						      .cpu = st.cpu, .state = st.state, .run_delay = st.run_delay };
 
-			e = write_sched(s, &ev);
+			e = write_sched(s, &ev, end_ns, 0);
 			if (e)
 				return e;
 		}
 		if (!s->offcpu || !st.state)
 			continue;
-		e = write_sample(s, st.pid, tid, st.cpu, end_ns, end_ns - st.ts, st.kstack, st.ustack, false);
+		e = write_sample(s, st.pid, tid, st.cpu, end_ns, end_ns - st.ts, st.kstack, st.ustack, 0);
 		if (e)
 			return e;
 		s->st.open_at_end++;

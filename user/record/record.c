@@ -375,6 +375,7 @@ static int drain_all(struct recorder *r)
 		char buf[8];
 		long n = pd_build_finished_round(buf, sizeof(buf));
 
+		r->ctx.sorted_ns = r->ctx.round_ns;
 		r->ctx.round_ns = now_ns(CLOCK_MONOTONIC);
 		return pd_writer__write(r->w, buf, n);
 	}

@@ -78,6 +78,11 @@ struct rec_ctx {
 	const struct perf_event_attr *track_attr;
 	__u64 track_id;
 	__u64 round_ns;			 /* CLOCK_MONOTONIC at the last FINISHED_ROUND */
+	/*
+	 * At the one before: perf may have sorted and delivered every record
+	 * up to here, so none written from now on may be older.
+	 */
+	__u64 sorted_ns;
 	/* The rings' figures, for the summary and the header. */
 	__u64 samples, lost, first_ns, last_ns;
 	/*

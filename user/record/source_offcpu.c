@@ -4,6 +4,7 @@
  * blocked, as samples of offcpu-time (offcpu.c), as perf writes them.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <bpf/libbpf.h>
 
 #include "log.h"
@@ -88,6 +89,11 @@ static void offcpu_stats(struct rec_source *src)
 	if (offcpu__sched(src->priv))
 		pr_info("sched: %llu times off CPU written (every switch-out of the threads watched)",
 			(unsigned long long)st.sched);
+	if (st.late)
+		pr_info("%llu times off CPU found rounds late (their switch-in hidden): stamped later than they ended, which the records say",
+			(unsigned long long)st.late);
+	if (st.too_late)
+		pr_warn("%llu times off CPU left out: found over half an hour after they ended", (unsigned long long)st.too_late);
 	if (!offcpu__offcpu(src->priv)) {
 		if (st.lost)
 			pr_warn("%llu switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)",
@@ -153,6 +159,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		/* --off-cpu keeps every switch-out too: what annotate needs for the split of spans it did not mark. */
 		.sched = o->sched || o->offcpu,
 		.no_offcpu = !o->offcpu,
+		.sorted_ns = &ctx->sorted_ns,
+		.stamp_late = getenv("SPANPERF_OFFCPU_STAMP_LATE") != NULL,
 	};
 	/* With ehframe, the off-CPU user chains are unwound as the samples are: the same tables and maps. */
 	struct offcpu_eh_fds eh = {

@@ -408,10 +408,22 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 	case SESS_OFFCPU:
 	case SESS_WAKER:
 	case SESS_SCHED: {
+		struct pd_event at;
 		struct sess_sample ss = {
 			.ev = ev, .kind = s->kind[ai], .attr = ai,
 			.kernel = (ev->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL,
 		};
+
+		/* A block found late is stamped after its end, and says by how much: consumers see the end. */
+		if (s->kind[ai] != SESS_SAMPLING) {
+			__u64 late = OFFCPU_RES_LATE_NS(ev->sample.cpu_res);
+
+			if (late && late <= ev->sample.time) {
+				at = *ev;
+				at.sample.time -= late;
+				ss.ev = &at;
+			}
+		}
 
 		ss.comm = session__comm(s, ev->sample.tid, ev->sample.time);
 		if (!ss.comm && !(ss.comm = unnamed(tl, ev->sample.tid)))
