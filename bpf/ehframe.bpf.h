@@ -29,6 +29,9 @@
 #define EH_IPS 256 /* kernel marker + 127 + user marker + 127 */
 #define EH_VMAS 4 /* mappings remembered during one walk: a chain goes back and forth between few files */
 
+/* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
+const volatile bool eh_vma_only = false;
+
 /* The rows of every file; sized from user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -151,6 +154,7 @@ struct eh_walk {
 	__u64 tramp;		   /* the trampoline's address in this mm; 0: none */
 	__u64 ri;		   /* the next struct return_instance * to take */
 	struct sp_eh_map v[EH_VMAS]; /* the mappings this walk looked up */
+	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
 };
@@ -235,6 +239,108 @@ static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
 	return &w->v[slot];
 }
 
+/* What bpf_find_vma's callback read of the vma that holds a pc. */
+enum eh_vma_found {
+	EH_VMA_NONE = 0,
+	EH_VMA_FILE,	/* key: its file */
+	EH_VMA_VDSO,	/* the vDSO: its rows are user space's copy (key 0, 0) */
+	EH_VMA_ANON,	/* executable, no file: JIT code */
+	EH_VMA_NOEXEC,	/* not executable: no return address points there */
+};
+
+struct eh_vma_find {
+	__u64 start, end, pgoff;
+	struct sp_eh_file_key key;
+	__u32 found;
+};
+
+#define EH_VM_EXEC 0x4
+#define EH_EBUSY 16
+
+static long eh_vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct eh_vma_find *f)
+{
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+
+	f->start = BPF_CORE_READ(vma, vm_start);
+	f->end = BPF_CORE_READ(vma, vm_end);
+	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	if (!(BPF_CORE_READ(vma, vm_flags) & EH_VM_EXEC)) {
+		f->found = EH_VMA_NOEXEC;
+	} else if (file) {
+		/* The inode /proc/PID/maps shows, which user space keyed the file's rows by. */
+		f->key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+		f->key.ino = BPF_CORE_READ(file, f_inode, i_ino);
+		f->found = EH_VMA_FILE;
+	} else if ((__u64)BPF_CORE_READ(task, mm, context.vdso) == f->start) {
+		f->pgoff = 0;
+		f->found = EH_VMA_VDSO;
+	} else {
+		f->found = EH_VMA_ANON;
+	}
+	return 0;
+}
+
+/*
+ * The mapping that holds pc when the process's own slice is not there yet
+ * (a process that started or exec'ed since user space last looked, which on
+ * a starved host is tens of ms): the kernel's vma, whose file's rows are
+ * found by inode, as every process's are shared.  NULL with *busy when the
+ * mm could not be looked at (its lock held: frame pointers then), NULL alone
+ * when no executable mapping holds pc.
+ */
+static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 pc, bool *busy)
+{
+	struct eh_vma_find f = {};
+	struct sp_eh_file *file;
+	struct sp_eh_map *m;
+	__u32 slot = EH_VMAS;
+	long e;
+
+	*busy = false;
+	for (int i = 0; i < EH_VMAS; i++)
+		if (i < w->next_vma && pc >= w->v[i].start && pc < w->v[i].end) {
+			slot = i;
+			break;
+		}
+	if (slot < EH_VMAS)
+		return &w->v[slot];
+	e = bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
+	if (e == -EH_EBUSY) {
+		*busy = true;
+		return NULL;
+	}
+	if (e || f.found == EH_VMA_NONE || f.found == EH_VMA_NOEXEC)
+		return NULL;
+	eh_stat(SP_EH_VMA_LOOKUP);
+	file = f.found == EH_VMA_ANON ? NULL : bpf_map_lookup_elem(&eh_files, &f.key);
+	/* A file whose table is not built yet may have it by the next sample: that answer is not kept. */
+	if (f.found != EH_VMA_ANON && !file) {
+		m = &w->vtmp;
+	} else {
+		slot = w->next_vma++ & (EH_VMAS - 1);
+		m = &w->v[slot];
+	}
+	m->start = f.start;
+	m->end = f.end;
+	m->pgoff = f.pgoff;
+	m->table = SP_EH_T_ANON;
+	if (f.found == EH_VMA_ANON)
+		return m;
+	if (!file) {
+		m->table = SP_EH_T_MISSING;
+	} else if (file->state == SP_EH_FILE_OK) {
+		m->table = SP_EH_T_ROWS;
+		m->first = file->first;
+		m->nr = file->nr;
+		m->pages = file->pages;
+		m->page0 = file->page0;
+		m->npages = file->npages;
+	} else {
+		m->table = file->state == SP_EH_FILE_TOO_LARGE ? SP_EH_T_TOO_LARGE : SP_EH_T_NOCFI;
+	}
+	return m;
+}
+
 /* The last row at or below off among the mapping's file's rows, or NULL. */
 static __always_inline struct sp_eh_row *eh_row_of(const struct sp_eh_map *v, __u64 off)
 {
@@ -303,10 +409,11 @@ static long eh_step(__u32 i, void *unused)
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct eh_cached *ce;
 	struct sp_eh_row *row;
-	struct sp_eh_map *v;
+	struct sp_eh_map *v = NULL;
 	__u64 pc, look, cfa, ra, bp;
 	__s8 rbp_slot = 0;
 	__u16 cfa_off = 0;
+	bool busy = false;
 
 	if (!s || !w)
 		return 1;
@@ -320,13 +427,15 @@ static long eh_step(__u32 i, void *unused)
 		rbp_slot = ce->rbp;
 		cfa_off = ce->cfa_off;
 		fp_why = ce->fp_why;
-	} else if (w->maps_nr) {
-		v = eh_map_of(w, look);
-		if (!v) {
+	} else {
+		v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
+		if (!v && !busy) {
 			w->stop = SP_EH_STOP_NOT_EXEC;
 			return 1;
 		}
-		if (v->table == SP_EH_T_ROWS) {
+		if (!v) {
+			fp_why = SP_EH_FP_NO_PROC;
+		} else if (v->table == SP_EH_T_ROWS) {
 			row = eh_row_of(v, look - v->start + v->pgoff);
 			if (row) {
 				kind = row->kind;
@@ -340,14 +449,15 @@ static long eh_step(__u32 i, void *unused)
 				 : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
 								 : SP_EH_FP_NO_TABLE;
 		}
-		ce->pc = look;
-		ce->gen = w->gen;
-		ce->kind = kind;
-		ce->rbp = rbp_slot;
-		ce->cfa_off = cfa_off;
-		ce->fp_why = fp_why;
-	} else {
-		fp_why = SP_EH_FP_NO_PROC;
+		/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
+		if (w->maps_nr) {
+			ce->pc = look;
+			ce->gen = w->gen;
+			ce->kind = kind;
+			ce->rbp = rbp_slot;
+			ce->cfa_off = cfa_off;
+			ce->fp_why = fp_why;
+		}
 	}
 	s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
 	w->n++;
@@ -509,14 +619,25 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->base = base + 1;
 	w->maps_first = w->maps_nr = 0;
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
-	if (p && p->start_stack == task->mm->start_stack) {
+	if (eh_vma_only) {
+		/* as if no slice were there yet */
+	} else if (p && p->start_stack == task->mm->start_stack) {
 		w->maps_first = p->first;
 		w->maps_nr = p->nr;
 		w->gen = p->gen;
 	} else if (p) {
 		eh_stat(SP_EH_STOP_STALE);
 	}
-	if (!w->maps_nr || w->vma_gen != w->gen) {
+	/*
+	 * No slice yet: the mappings the kernel's vmas gave serve this image's
+	 * next samples on this CPU too, whose mm may be locked then (a new
+	 * process maps and faults a lot).  Its own generation, which no
+	 * slice's (a counter from 1) reaches: the process and its stack, which
+	 * an exec moves.
+	 */
+	if (!w->maps_nr)
+		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
+	if (w->vma_gen != w->gen) {
 		w->next_vma = 0;
 		w->vma_gen = w->gen;
 	}

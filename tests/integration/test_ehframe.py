@@ -261,6 +261,34 @@ def test_ehframe_through_the_vdso():
 
 
 @test
+def test_ehframe_before_the_process_mappings_are_read():
+    """A process that starts or execs during a recording is sampled before user space has read
+    its mappings: the walk then finds each mapping from the kernel's vma (bpf_find_vma, one per
+    sample, kept for the process's next samples on that CPU) and its file's rows by inode.
+    SPANPERF_EH_VMA_ONLY makes every walk do so: through libc's qsort and through the vDSO
+    (whose rows have no file) the chains reach main, in our report and in perf script."""
+    need_bpf()
+    d = tmpdir()
+    env = dict(os.environ, SPANPERF_EH_VMA_ONLY="1")
+    path, vdso = os.path.join(d, "vma.data"), os.path.join(d, "vdso.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", DWARF_WORKLOAD, "1500",
+                 env=env, check=True)
+    m = re.search(r"mappings looked up in the kernel.*?(\d+)$", p.stderr, re.M)
+    assert m and int(m.group(1)) > 0, p.stderr
+    spanperf("record", "--call-graph", "ehframe", "-F", "999", "-o", vdso, "--", DWARF_WORKLOAD, "clock", "1000",
+             env=env, check=True)
+    for chains in (folded, perf_chains):
+        if chains is perf_chains:
+            need_perf()
+        n, m = hot_reach_main(chains(path))
+        assert n >= 300 and m * 100 >= 95 * n, "%s: %d of %d hot samples reach main" % (chains.__name__, m, n)
+        stacks = chains(vdso)
+        n = sum(c for st, c in stacks.items() if "__vdso_clock_gettime" in st)
+        m = sum(c for st, c in stacks.items() if "__vdso_clock_gettime" in st and "clock_round" in st and "main" in st)
+        assert n >= 100 and m * 100 >= 95 * n, "%s: %d of %d vDSO samples reach main" % (chains.__name__, m, n)
+
+
+@test
 def test_ehframe_garbage_cfi_gives_short_chains():
     """A copy of the program whose .eh_frame is garbage, and a library replaced
     on disk while it runs: chains are cut, counted, never made up, and the

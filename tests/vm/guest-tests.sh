@@ -77,6 +77,22 @@ if $S record -v --call-graph ehframe -F 999 -o /tmp/e.data -- /workload_dwarf 15
 else
 	ko "--call-graph ehframe" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
 fi
+# The same with every mapping found from the kernel's vma (bpf_find_vma, as for a process whose
+# mappings user space has not read yet): vm_area_struct as this kernel lays it out.
+if SPANPERF_EH_VMA_ONLY=1 $S record -v --call-graph ehframe -F 999 -o /tmp/ev.data -- /workload_dwarf 1500 \
+	> /dev/null 2> /tmp/err.txt; then
+	$S report -i /tmp/ev.data --folded > /tmp/ev.folded 2> /dev/null
+	n=$(grep '^workload_dwarf;.*;cmp_ints ' /tmp/ev.folded | awk '{ s += $NF } END { print s + 0 }')
+	m=$(grep '^workload_dwarf;.*;main;.*;cmp_ints ' /tmp/ev.folded | awk '{ s += $NF } END { print s + 0 }')
+	v=$(grep -E '^  mappings looked up in the kernel' /tmp/err.txt | awk '{ print $NF }')
+	if [ "$n" -ge 30 ] && [ $((m * 100)) -ge $((n * 90)) ] && [ "${v:-0}" -gt 0 ]; then
+		ok "--call-graph ehframe from the kernel's vmas: $m of $n comparator samples reach main ($v lookups)"
+	else
+		ko "--call-graph ehframe from the kernel's vmas" "$m of $n reach main, ${v:-no} lookups; $(grep -E '^  (user chains|complete|stopped|frame-pointer)' /tmp/err.txt | tr '\n' ';')"
+	fi
+else
+	ko "--call-graph ehframe from the kernel's vmas" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
 if $S record --call-graph ehframe --off-cpu --off-cpu-thresh 0 -F 99 -o /tmp/eo.data -- /workload_dwarf block 10 20 \
 	> /tmp/wl.json 2> /tmp/err.txt; then
 	n=$($S report -i /tmp/eo.data --event off-cpu --folded 2> /dev/null | grep -c 'nap')

@@ -61,6 +61,8 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
 	skel->rodata->eh_timing = timing;
 	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
 	skel->rodata->eh_fp_only = on && getenv("SPANPERF_BENCH_EH_FP");
+	/* Tests: the path of a process whose mappings user space has not read yet, for every sample. */
+	skel->rodata->eh_vma_only = on && getenv("SPANPERF_EH_VMA_ONLY");
 }
 
 int eh_source_check(void)
@@ -72,6 +74,7 @@ int eh_source_check(void)
 		{ BPF_FUNC_loop, "bpf_loop", "5.17" },
 		{ BPF_FUNC_get_attach_cookie, "bpf_get_attach_cookie", "5.15" },
 		{ BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15" },
+		{ BPF_FUNC_find_vma, "bpf_find_vma", "5.17" },
 	};
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)

@@ -330,6 +330,9 @@ static void vdso_table(struct eh_tables *t)
 		t->have_vdso = t->vdso.state == SP_EH_FILE_OK;
 	}
 	close(fd);
+	/* Also where BPF finds a process's vDSO before its mappings are here (no file: key 0, 0). */
+	if (t->have_vdso)
+		bpf_map_update_elem(t->files_fd, &(struct sp_eh_file_key){ 0, 0 }, &t->vdso, BPF_ANY);
 }
 
 /* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
