@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from harness import (SPANPERF, WORKLOAD, Skip, need_bpf, need_root, perf_clean, run, spanperf, test, tmpdir)
+from harness import (SPANPERF, WORKLOAD, Skip, json_lines, need_bpf, need_root, perf_clean, run, spanperf, test, tmpdir)
 
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 SLEEP = shutil.which("sleep")
@@ -693,6 +693,38 @@ def test_container_jit_named_from_its_own_tmp():
     assert any("jitted_loop" in l for l in mine), "the JIT's code is not named: %s\n%s" % (mine[:5], err[-800:])
     perf_clean(["report", "--stdio"], out)
     perf_clean(["script"], out)
+
+
+@test
+def test_container_jit_map_read_at_its_exit():
+    """A containerised JIT that names its code in its last moment and exits: its root is gone
+    by the time its EXIT is seen, and the once-a-second read had found no map yet, so its code
+    went unnamed.  record holds the container's /tmp from its first read of the process and
+    reads the map once more at its exit."""
+    need_bpf()
+    out = os.path.join(tmpdir(), "exit.data")
+    rec = subprocess.Popen([SPANPERF, "record", "-v", "-o", out], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2)
+        ctr = subprocess.run(["unshare", "-m", "-p", "-f", "--kill-child", "--mount-proc", "--propagation",
+                              "private", "sh", "-c",
+                              "mount -t tmpfs t /mnt && cp %s %s && mount -t tmpfs -o mode=1777 t /tmp && exec %s jit 800"
+                              % (WORKLOAD, CTR_WL, CTR_WL)],
+                             cwd="/", capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, WORKLOAD_JIT_MAP_LAST="1"))
+        assert ctr.returncode == 0 and '"map"' in ctr.stdout, ctr.stderr
+        time.sleep(0.5)
+    finally:
+        rec.send_signal(signal.SIGINT)
+        err = rec.communicate(timeout=60)[1]
+    assert rec.returncode == 0, err
+    assert re.search(r"JIT perf maps: .* [1-9]\d* read at their exit", err), err[-1500:]
+    rows = json_lines(spanperf("report", "-i", out, "--sort", "comm,sym", "--format", "json", check=True).stdout)
+    mine = {r["sym"]: r["samples"] for r in rows if r.get("comm") == "ctr-jit"}
+    assert sum(mine.values()) >= 100, mine
+    assert mine.get("jitted_loop", 0) >= 0.9 * sum(mine.values()), mine
+    perf_clean(["report", "--stdio"], out)
 
 
 @test

@@ -26,6 +26,7 @@
  *   workload readloop N          N read()s of 64 bytes from /dev/zero; CPU ns per call
  *   workload jit MS              spin MS of CPU in code copied to anonymous
  *                                memory, named in /tmp/perf-PID.map as a JIT does
+ *                                (WORKLOAD_JIT_MAP_LAST: named only at the end)
  *   workload churn SECS          threads created and exiting all the time, and
  *                                a process forked now and then, for SECS
  *   workload gaps SECS           one thread per CPU reading the clock in a loop;
@@ -88,6 +89,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,8 +671,13 @@ static int mode_jit(const char *ms)
 
 	if (code == MAP_FAILED)
 		return 1;
+	/* WORKLOAD_JIT_MAP_LAST: the map is written after the work, just before the exit. */
+	bool last = getenv("WORKLOAD_JIT_MAP_LAST");
+
 	memcpy(code, jit_code, sizeof(jit_code));
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	while (last && thread_cpu_ns() < end)
+		((void (*)(void))code)();
 	f = fopen(path, "w");
 	if (!f)
 		return 1;

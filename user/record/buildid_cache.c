@@ -226,28 +226,57 @@ static int copy(struct buildid_cache *c, const struct pending *p, char *dest, si
  * perf's cache is a courtesy, never a failure.
  */
 /* Whether the recording lists a host file of build id hex under another name than path. */
-static bool hosts_id(const struct pd_meta *host, const char *hex, const char *path)
-{
-	char other[2 * BUILD_ID_MAX + 1];
+/* The host's files' build ids, as hex, sorted: each pending copy is checked in log n, not n. */
+struct host_id {
+	char hex[2 * BUILD_ID_MAX + 1];
+	const char *path;
+};
 
-	/* The host's files only: the containers' that follow them are what is being checked. */
-	for (int i = 0; host && i < host->nr_host_build_ids; i++) {
-		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, other);
-		if (!strcmp(other, hex) && strcmp(host->build_ids[i].filename, path))
-			return true;
+static int cmp_host_id(const void *a, const void *b)
+{
+	return strcmp(((const struct host_id *)a)->hex, ((const struct host_id *)b)->hex);
+}
+
+/* The host's files only: the containers' that follow them are what is being checked.  NULL if none, or no memory. */
+static struct host_id *host_ids(const struct pd_meta *host, size_t *n)
+{
+	size_t nr = host && host->nr_host_build_ids > 0 ? (size_t)host->nr_host_build_ids : 0;
+	struct host_id *v = nr ? calloc(nr, sizeof(*v)) : NULL;
+
+	*n = v ? nr : 0;
+	for (size_t i = 0; i < *n; i++) {
+		buildid_hex(host->build_ids[i].id, host->build_ids[i].size, v[i].hex);
+		v[i].path = host->build_ids[i].filename;
 	}
+	if (v)
+		qsort(v, nr, sizeof(*v), cmp_host_id);
+	return v;
+}
+
+/* A host file other than path has the build id hex. */
+static bool hosts_id(const struct host_id *v, size_t n, const char *hex, const char *path)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(v[mid].hex, hex) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && !strcmp(v[lo].hex, hex); lo++)
+		if (strcmp(v[lo].path, path))
+			return true;
 	return false;
 }
 
-static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy,
-			  const struct pd_meta *host)
+/* Only for copies kept: never under a host file's build id, which finish has ruled out. */
+static void link_for_perf(struct buildid_cache *c, const char *hex, const char *path, const char *copy)
 {
 	if (!c->link_perf)
 		return;
-	if (hosts_id(host, hex, path)) {
-		c->unlinked++;
-		return;
-	}
 	if (perf_buildid_link(hex, path, copy))
 		c->unlinked++;
 	else
@@ -391,6 +420,10 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_m
 {
 	__u64 deadline = now_ns(CLOCK_MONOTONIC) + budget_ns;
 	char dest[PATH_MAX];
+	size_t nhost = 0;
+	struct host_id *host = c && c->nr_pending ? host_ids(m, &nhost) : NULL;
+	/* Without memory for the index no container file can be cleared of claiming a host id: none is kept. */
+	bool no_index = c && c->nr_pending && m && m->nr_host_build_ids > 0 && !host;
 
 	for (size_t i = 0; c && i < c->nr_pending; i++) {
 		struct pending *p = &c->pending[i];
@@ -398,14 +431,14 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_m
 		int e = -ETIME;
 
 		/* A container's file that claims a host file's build id: that id's entry is the host's. */
-		if (hosts_id(m, p->hex, p->path))
+		if (no_index || hosts_id(host, nhost, p->hex, p->path))
 			e = -EEXIST;
 		else if (!stop_overdue() && now_ns(CLOCK_MONOTONIC) < deadline)
 			e = copy(c, p, dest, sizeof(dest), deadline, sha);
 		if (!e) {
 			c->kept++;
 			keep_digest(c, p->hex, sha);
-			link_for_perf(c, p->hex, p->path, dest, m);
+			link_for_perf(c, p->hex, p->path, dest);
 		} else if (e == -ENOSPC || e == -EFBIG) {
 			c->full++;
 		} else if (e == -ETIME) {
@@ -418,6 +451,7 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_m
 		close(p->fd);
 		free(p->path);
 	}
+	free(host);
 	if (c) {
 		c->nr_pending = 0;
 		if (put_digests(c, m))

@@ -21,6 +21,8 @@
 #define MAX_TOTAL_BYTES (256u << 20)
 /* Processes followed; more are counted, not read. */
 #define MAX_JITS 4096
+/* Their /tmp held open for a read at exit: the rest are read while they live only. */
+#define MAX_HELD 256
 #define POLL_NS 1000000000ull
 
 /* Why a process's map was last refused. */
@@ -29,6 +31,8 @@ enum refusal { KEPT_OR_NONE, NOT_ITS_USERS, NOT_REGULAR };
 struct jit {
 	__u32 pid;
 	bool gone;
+	int tmp;		/* O_PATH of its /tmp, for the read at its exit; -1 */
+	long nspid, euid;	/* as last read from its status, which is gone at its exit */
 	enum refusal refused;
 	__u64 last_ns;		/* when last read */
 	struct timespec mtime;	/* of the text kept */
@@ -43,7 +47,7 @@ struct jit_maps {
 	struct u64_map by_pid; /* pid -> 1 + index, or 1<<32 for a pid of our own mount namespace */
 	char our_ns[64];
 	size_t bytes; /* text kept, all processes */
-	unsigned truncated, over, over_total;
+	unsigned truncated, over, over_total, held, at_exit;
 };
 
 struct jit_maps *jit_maps__new(void)
@@ -62,8 +66,11 @@ void jit_maps__free(struct jit_maps *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->n; i++)
+	for (size_t i = 0; i < j->n; i++) {
 		free(j->v[i].text);
+		if (j->v[i].tmp >= 0)
+			close(j->v[i].tmp);
+	}
 	free(j->v);
 	u64_map_free(&j->by_pid);
 	free(j);
@@ -113,12 +120,25 @@ static int read_map(struct jit_maps *j, struct jit *e, __u64 now)
 
 	e->last_ns = now;
 	err = ns_pid_euid(e->pid, &nspid, &euid);
-	if (err) {
+	if (err && (e->tmp < 0 || !e->nspid)) {
 		e->gone = true;
 		return err;
 	}
+	if (err) {
+		/* Gone: its last map, from the /tmp held, by what its status said last. */
+		nspid = e->nspid;
+		euid = e->euid;
+		e->gone = true;
+	} else {
+		e->nspid = nspid;
+		e->euid = euid;
+	}
 	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", nspid);
-	fd = proc_open_in_root(e->pid, path);
+	if (e->tmp < 0 && !err && j->held < MAX_HELD) {
+		e->tmp = proc_open_dir_in_root(e->pid, "/tmp");
+		j->held += e->tmp >= 0;
+	}
+	fd = e->tmp >= 0 ? proc_open_in_dir(e->tmp, path + 5) : proc_open_in_root(e->pid, path);
 	if (fd < 0) {
 		if (fd == -EINVAL || fd == -ELOOP) {
 			e->refused = NOT_REGULAR;
@@ -186,6 +206,20 @@ cleanup:
 	return err;
 }
 
+void jit_maps__exit(struct jit_maps *j, __u32 pid)
+{
+	uint64_t *v = j ? u64_map_get(&j->by_pid, pid, false) : NULL;
+	struct jit *e;
+
+	if (!v || !*v || *v > j->n)
+		return;
+	e = &j->v[*v - 1];
+	if (e->gone || e->tmp < 0)
+		return;
+	j->at_exit += !read_map(j, e, now_ns(CLOCK_MONOTONIC));
+	e->gone = true;
+}
+
 void jit_maps__note(struct jit_maps *j, __u32 pid)
 {
 	char link[64], theirs[64];
@@ -210,7 +244,7 @@ void jit_maps__note(struct jit_maps *j, __u32 pid)
 		j->over++;
 		return;
 	}
-	j->v[j->n] = (struct jit){ .pid = pid };
+	j->v[j->n] = (struct jit){ .pid = pid, .tmp = -1 };
 	*v = ++j->n;
 }
 
@@ -268,7 +302,7 @@ void jit_maps__report(const struct jit_maps *j)
 	}
 	pr_debug("JIT perf maps: %zu containers' processes ran anonymous code, %zu maps kept; %zu refused as "
 		 "another user's, %zu as not a regular file in the process's root, %u reads cut at %u MiB, %u not "
-		 "kept past %u MiB in all, %u processes past %u not followed",
+		 "kept past %u MiB in all, %u processes past %u not followed; %u read at their exit",
 		 j->n, kept, owner, type, j->truncated, MAX_MAP_BYTES >> 20, j->over_total, MAX_TOTAL_BYTES >> 20,
-		 j->over, MAX_JITS);
+		 j->over, MAX_JITS, j->at_exit);
 }

@@ -30,6 +30,12 @@ void jit_maps__free(struct jit_maps *j);
 void jit_maps__note(struct jit_maps *j, __u32 pid);
 /* A mapping's name that perf 6.1 takes for anonymous memory (map.c's is_anon_memory): a JIT's code. */
 bool jit_maps__anon(const char *path);
+/*
+ * pid exited (its EXIT went by): its map read a last time, through the
+ * /tmp held since it was first read (its root is gone by then), so that
+ * what it wrote in its last second is kept too.  Accepts NULL.
+ */
+void jit_maps__exit(struct jit_maps *j, __u32 pid);
 /* Each followed process's map read again if it changed, at most once a second each: now in ns. */
 void jit_maps__poll(struct jit_maps *j, __u64 now);
 /* A last read of every live one, then the texts into m->jit_maps; 0 or -ENOMEM. */

@@ -366,8 +366,12 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		}
 		break;
 	case PERF_RECORD_EXIT:
-		if (ctx->otel && !pd_parse_task(h, h->size, &t))
+		if (pd_parse_task(h, h->size, &t))
+			break;
+		if (ctx->otel)
 			otel_record__exit(ctx->otel, t.tid, t.time);
+		if (t.pid == t.tid)
+			jit_maps__exit(ctx->jits, t.pid);
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:

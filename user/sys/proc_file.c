@@ -210,6 +210,51 @@ int proc_open_in_root_walk(int pid, const char *path)
 	return fd;
 }
 
+static bool no_openat2(void);
+
+int proc_open_dir_in_root(int pid, const char *dir)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char root[64];
+	struct stat st;
+	int rfd, fd;
+
+	if (dir[0] != '/')
+		return -ENOENT;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	fd = no_openat2() ? -1 : syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
+	if (fd < 0 && (no_openat2() || errno == ENOSYS))
+		fd = walk_in_root(rfd, dir);
+	else if (fd < 0)
+		fd = -errno;
+	close(rfd);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISDIR(st.st_mode))) {
+		close(fd);
+		fd = -ENOTDIR;
+	}
+	return fd;
+}
+
+int proc_open_in_dir(int dirfd, const char *name)
+{
+	int pfd, fd;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	fd = open_regular_fd(pfd);
+	close(pfd);
+	return fd;
+}
+
 /*
  * SPANPERF_NO_OPENAT2=1 takes the path of kernels before 5.6 on this one:
  * for tests (tests/integration/test_safety.py), since every kernel the

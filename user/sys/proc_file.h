@@ -35,5 +35,14 @@ int proc_open_in_root(int pid, const char *path);
  * refused (-ELOOP).  In this process: no fork, nothing to wait for.
  */
 int proc_open_in_root_walk(int pid, const char *path);
+/*
+ * The directory dir as pid sees it, resolved as proc_open_in_root resolves
+ * (the walk where openat2 is missing): an O_PATH descriptor, which stays
+ * usable after pid exits and its mount namespace is torn down.  -errno
+ * (-ESRCH: gone, -ENOTDIR: not a directory).
+ */
+int proc_open_dir_in_root(int pid, const char *dir);
+/* name (one component) in a directory so held: a regular file, never through a symlink or blocking; -errno. */
+int proc_open_in_dir(int dirfd, const char *name);
 
 #endif
