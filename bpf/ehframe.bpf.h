@@ -27,7 +27,12 @@
 #define EH_PF_KTHREAD 0x00200000
 #define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */
 #define EH_IPS 256 /* kernel marker + 127 + user marker + 127 */
-#define EH_VMAS 4 /* mappings remembered during one walk: a chain goes back and forth between few files */
+/*
+ * Mappings remembered per CPU, each under its slice's generation: a chain
+ * goes back and forth between few files, and two or three processes share
+ * a CPU's samples, each keeping its own.
+ */
+#define EH_VMAS 8
 
 /* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
 const volatile bool eh_vma_only = false;
@@ -138,7 +143,6 @@ struct eh_walk {
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
-	__u32 vma_gen;	 /* the slice v[] was looked up in: kept from one sample to the next of the process */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
@@ -153,7 +157,8 @@ struct eh_walk {
 	 */
 	__u64 tramp;		   /* the trampoline's address in this mm; 0: none */
 	__u64 ri;		   /* the next struct return_instance * to take */
-	struct sp_eh_map v[EH_VMAS]; /* the mappings this walk looked up */
+	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
+	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
@@ -221,7 +226,7 @@ static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
 	__u32 slot = EH_VMAS, idx;
 
 	for (int i = 0; i < EH_VMAS; i++)
-		if (i < w->next_vma && pc >= w->v[i].start && pc < w->v[i].end) {
+		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
 			slot = i;
 			break;
 		}
@@ -236,6 +241,7 @@ static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
 		return NULL;
 	slot = w->next_vma++ & (EH_VMAS - 1);
 	w->v[slot] = *m;
+	w->vgen[slot] = w->gen;
 	return &w->v[slot];
 }
 
@@ -298,7 +304,7 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 
 	*busy = false;
 	for (int i = 0; i < EH_VMAS; i++)
-		if (i < w->next_vma && pc >= w->v[i].start && pc < w->v[i].end) {
+		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
 			slot = i;
 			break;
 		}
@@ -319,6 +325,7 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	} else {
 		slot = w->next_vma++ & (EH_VMAS - 1);
 		m = &w->v[slot];
+		w->vgen[slot] = w->gen;
 	}
 	m->start = f.start;
 	m->end = f.end;
@@ -637,10 +644,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	 */
 	if (!w->maps_nr)
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
-	if (w->vma_gen != w->gen) {
-		w->next_vma = 0;
-		w->vma_gen = w->gen;
-	}
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
 	eh_stat(SP_EH_CHAINS);
