@@ -219,20 +219,22 @@ static long eh_row_search_step(__u32 i, struct eh_search *q)
 	return 0;
 }
 
-/* The executable mapping that holds pc, from the walk's cache or the process's slice; NULL if none. */
+/* The mapping that holds pc among those kept under this walk's generation, or NULL. */
+static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
+{
+	for (int i = 0; i < EH_VMAS; i++)
+		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end)
+			return &w->v[i];
+	return NULL;
+}
+
+/* The executable mapping that holds pc, from the process's slice (kept for its next samples); NULL if none. */
 static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
 {
 	struct eh_search q = { .key = pc, .lo = w->maps_first, .hi = w->maps_first + w->maps_nr };
 	struct sp_eh_map *m;
-	__u32 slot = EH_VMAS, idx;
+	__u32 slot, idx;
 
-	for (int i = 0; i < EH_VMAS; i++)
-		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
-			slot = i;
-			break;
-		}
-	if (slot < EH_VMAS)
-		return &w->v[slot];
 	bpf_loop(SP_EH_SEARCH_STEPS, eh_map_search_step, &q, 0);
 	if (q.lo <= w->maps_first || q.lo < q.hi)
 		return NULL;
@@ -300,17 +302,10 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	struct eh_vma_find f = {};
 	struct sp_eh_file *file;
 	struct sp_eh_map *m;
-	__u32 slot = EH_VMAS;
+	__u32 slot;
 	long e;
 
 	*busy = false;
-	for (int i = 0; i < EH_VMAS; i++)
-		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
-			slot = i;
-			break;
-		}
-	if (slot < EH_VMAS)
-		return &w->v[slot];
 	e = bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
 	if (e == -EH_EBUSY) {
 		*busy = true;
@@ -436,7 +431,9 @@ static long eh_step(__u32 i, void *unused)
 		cfa_off = ce->cfa_off;
 		fp_why = ce->fp_why;
 	} else {
-		v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
+		v = eh_map_cached(w, look);
+		if (!v)
+			v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
 		if (!v && !busy) {
 			w->stop = SP_EH_STOP_NOT_EXEC;
 			return 1;
