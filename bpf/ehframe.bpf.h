@@ -141,7 +141,6 @@ struct eh_walk {
 	__u32 n, base;	 /* user frames written; where they start in ips[] */
 	__u32 bp_ok;	 /* bp holds the frame's rbp */
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
-	__u32 by_fp;	 /* ip was found by a frame-pointer step: rbp may have been any data */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
@@ -416,7 +415,7 @@ static long eh_step(__u32 i, void *unused)
 	__u64 pc, look, cfa, ra, bp;
 	__s8 rbp_slot = 0;
 	__u16 cfa_off = 0;
-	bool busy = false, fp_step = false;
+	bool busy = false;
 
 	if (!s || !w)
 		return 1;
@@ -436,11 +435,6 @@ static long eh_step(__u32 i, void *unused)
 			v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
 		if (!v && !busy) {
 			w->stop = SP_EH_STOP_NOT_EXEC;
-			return 1;
-		}
-		/* A frame-pointer step's return address that no vma could vouch for: a wrong frame is worse than none. */
-		if (!v && w->by_fp) {
-			w->stop = SP_EH_STOP_UNCHECKED;
 			return 1;
 		}
 		if (!v) {
@@ -513,7 +507,6 @@ static long eh_step(__u32 i, void *unused)
 		}
 		cfa = w->bp + 16;
 		rbp_slot = -2;
-		fp_step = true;
 		break;
 	}
 	if (cfa <= w->sp) {
@@ -551,7 +544,6 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->by_fp = fp_step;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -613,7 +605,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
 	w->bp_ok = 1;
 	w->exact = 1;
-	w->by_fp = 0;
 	/*
 	 * Sampled in the trampoline itself: the function has returned and its
 	 * uretprobe not yet run.  The thread is at the real return address in

@@ -507,7 +507,6 @@ enum sp_eh_stat {
 	SP_EH_COMPAT,		/* samples of 32-bit tasks: no user chain */
 	SP_EH_LOST,		/* samples lost: the ring buffer was full */
 	SP_EH_VMA_LOOKUP,	/* mappings looked up in the kernel (bpf_find_vma): the process's not known yet */
-	SP_EH_STOP_UNCHECKED,	/* a frame-pointer step's return address no vma lookup could check (one a sample) */
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
 	SP_EH_STAT_MAX,

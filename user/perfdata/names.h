@@ -95,7 +95,6 @@
 	X(SP_EH_KTHREAD, "kthread", "kernel-thread samples (no user chain)")                        \
 	X(SP_EH_COMPAT, "compat", "32-bit task samples (no user chain)")                            \
 	X(SP_EH_LOST, "lost", "samples LOST (ring full)")                                           \
-	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)") \
-	X(SP_EH_STOP_UNCHECKED, "unchecked", "stopped: a frame-pointer step no vma lookup could check")
+	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)")
 
 #endif

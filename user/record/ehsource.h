@@ -43,16 +43,13 @@ void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 long eh_source__drain(struct eh_source *s);
 int eh_source__fd(const struct eh_source *s);
 /*
- * A process that starts while recording has its mappings read at the next
- * drain; until then the walk finds them from the kernel's vmas, one a
- * sample (ehframe.bpf.h).  Not a wake at each side-band record instead: on
- * a host that runs a thousand short processes a second, that cost the
- * recorder a quarter of a CPU (tools/newproc.py, and 1.2 s of CPU in 5 s
- * under a /bin/true loop, against 0.45 s this way).  It was 2 ms before
- * the vma path: the 500 wakes a second cost each sample 1.43x fp's stolen
- * time at 999 Hz, against 0.93x at 10 ms (make bench, section ehframe).
+ * A process that starts while recording unwinds by frame pointer until its
+ * mappings are read: drain this often.  Not a wake at each side-band record
+ * instead: on a host that runs a thousand short processes a second, that
+ * cost the recorder a quarter of a CPU (tools/newproc.py, and 1.2 s of CPU
+ * in 5 s under a /bin/true loop, against 0.45 s this way).
  */
-#define EH_SOURCE_POLL_MS 10
+#define EH_SOURCE_POLL_MS 2
 /* What the tables hold and why chains ended: warnings always, the counts with -v. */
 void eh_source__report(struct eh_source *s, int verbose);
 /* Why chains ended since the last call, into the header's SP_UNWIND feature; 0 or -ENOMEM. */
