@@ -168,6 +168,12 @@ def stop(procs):
                 pass
     for p in procs.values():
         p.wait()
+    # node --perf-basic-prof's map, which it leaves behind: another process may get its pid.
+    if "rh-node" in procs:
+        try:
+            os.unlink("/tmp/perf-%d.map" % procs["rh-node"].pid)
+        except OSError:
+            pass
 
 
 def record(mode, path, seconds, hz):
