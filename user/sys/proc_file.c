@@ -191,49 +191,81 @@ cleanup:
 	return err;
 }
 
-int proc_open_in_root_walk(int pid, const char *path)
+/*
+ * SPANPERF_NO_OPENAT2=1 takes the path of kernels before 5.6 on this one:
+ * for tests (tests/integration/test_safety.py), since every kernel the
+ * suite runs on has openat2.
+ */
+static bool no_openat2(void)
 {
-	char root[64];
-	int rfd, pfd, fd;
+	static int no = -1;
 
-	if (path[0] != '/' || deleted_name(path))
-		return -ENOENT;
+	if (no < 0) {
+		const char *e = getenv("SPANPERF_NO_OPENAT2");
+
+		no = e && *e && strcmp(e, "0");
+	}
+	return no;
+}
+
+/*
+ * path resolved inside pid's root, with openat2 (flags: O_PATH and what
+ * else the caller needs) or, where it is missing or walk says so, one
+ * component at a time: an O_PATH descriptor, or -errno (-ESRCH: gone).
+ */
+static int resolve_in_root(int pid, const char *path, __u64 flags, bool walk)
+{
+	struct open_how how = { .flags = flags, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char root[64];
+	int rfd, fd;
+
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	pfd = walk_in_root(rfd, path);
-	fd = pfd < 0 ? pfd : open_regular_fd(pfd);
-	if (pfd >= 0)
-		close(pfd);
+	walk = walk || no_openat2();
+	fd = walk ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	if (fd < 0 && (walk || errno == ENOSYS))
+		fd = walk_in_root(rfd, path);
+	else if (fd < 0)
+		fd = -errno;
 	close(rfd);
 	return fd;
 }
 
-static bool no_openat2(void);
+/* The regular file at path inside pid's root: a read-only descriptor, or -errno. */
+static int open_in_root(int pid, const char *path, bool walk)
+{
+	int pfd, fd;
+
+	if (path[0] != '/' || deleted_name(path))
+		return -ENOENT;
+	pfd = resolve_in_root(pid, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, walk);
+	if (pfd < 0)
+		return pfd;
+	fd = open_regular_fd(pfd);
+	close(pfd);
+	return fd;
+}
+
+int proc_open_in_root_walk(int pid, const char *path)
+{
+	return open_in_root(pid, path, true);
+}
+
+int proc_open_in_root(int pid, const char *path)
+{
+	return open_in_root(pid, path, false);
+}
 
 int proc_open_dir_in_root(int pid, const char *dir)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	char root[64];
 	struct stat st;
-	int rfd, fd;
+	int fd;
 
 	if (dir[0] != '/')
 		return -ENOENT;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	fd = no_openat2() ? -1 : syscall(SYS_openat2, rfd, dir, &how, sizeof(how));
-	if (fd < 0 && (no_openat2() || errno == ENOSYS))
-		fd = walk_in_root(rfd, dir);
-	else if (fd < 0)
-		fd = -errno;
-	close(rfd);
+	fd = resolve_in_root(pid, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, false);
 	if (fd >= 0 && (fstat(fd, &st) || !S_ISDIR(st.st_mode))) {
 		close(fd);
 		fd = -ENOTDIR;
@@ -252,49 +284,5 @@ int proc_open_in_dir(int dirfd, const char *name)
 		return -errno;
 	fd = open_regular_fd(pfd);
 	close(pfd);
-	return fd;
-}
-
-/*
- * SPANPERF_NO_OPENAT2=1 takes the path of kernels before 5.6 on this one:
- * for tests (tests/integration/test_safety.py), since every kernel the
- * suite runs on has openat2.
- */
-static bool no_openat2(void)
-{
-	static int no = -1;
-
-	if (no < 0) {
-		const char *e = getenv("SPANPERF_NO_OPENAT2");
-
-		no = e && *e && strcmp(e, "0");
-	}
-	return no;
-}
-
-int proc_open_in_root(int pid, const char *path)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	char root[64];
-	int rfd, pfd, fd;
-
-	if (path[0] != '/' || deleted_name(path))
-		return -ENOENT;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	pfd = no_openat2() ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	if (pfd < 0 && (no_openat2() || errno == ENOSYS)) {
-		close(rfd);
-		return proc_open_in_root_walk(pid, path);
-	}
-	fd = pfd < 0 ? -errno : open_regular_fd(pfd);
-	if (pfd >= 0)
-		close(pfd);
-	close(rfd);
 	return fd;
 }
