@@ -480,6 +480,38 @@ def test_ehframe_tables_by_build_id():
 
 
 @test
+def test_ehframe_forged_build_id():
+    """A program that claims another's build id (any program can: it is a
+    note of the linker's) and runs first does not lend its rows to the
+    real one: the second file's rows differ, so it builds its own, and its
+    chains reach main as they would alone."""
+    need_bpf()
+    d = tmpdir()
+    exe = os.path.join(d, "workload_dwarf")
+    shutil.copy(DWARF_WORKLOAD, d)
+    shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), d)
+    hexid = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", exe], check=True).stdout).group(1)
+    src = os.path.join(d, "decoy.c")
+    with open(src, "w") as f:
+        f.write("#include <stdlib.h>\n#include <time.h>\n"
+                "static volatile long n;\n"
+                "__attribute__((noinline)) static void spin(void) { for (int i = 0; i < 1000; i++) n += i; }\n"
+                "int main(int c, char **v) { time_t end = time(0) + atoi(v[1]);\n"
+                "  char pad[4096]; pad[0] = 0; n += pad[0];\n"
+                "  while (time(0) < end) spin(); return 0; }\n")
+    decoy = os.path.join(d, "decoy")
+    run(["gcc", "-O2", "-fomit-frame-pointer", "-Wl,--build-id=0x" + hexid, src, "-o", decoy], check=True)
+    assert hexid in run(["readelf", "-n", decoy], check=True).stdout
+    path = os.path.join(d, "forged.data")
+    p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", "sh", "-c",
+                 "%s 3 & sleep 0.5; %s 800; wait" % (decoy, exe), check=True)
+    assert "1 files had another file's build id but rows of their own" in p.stderr, p.stderr[-2000:]
+    assert "shared the table of another file" not in p.stderr, p.stderr[-2000:]
+    n, reach = hot_reach_main(folded(path, comm="workload_dwarf"))
+    assert n >= 300 and reach * 100 >= 98 * n, (n, reach)
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,

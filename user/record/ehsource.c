@@ -244,6 +244,9 @@ void eh_source__report(struct eh_source *s, int verbose)
 	if (st.shared)
 		fprintf(stderr, "  %llu files shared the table of another file with their build id\n",
 			(unsigned long long)st.shared);
+	if (st.bid_other_rows)
+		fprintf(stderr, "  %llu files had another file's build id but rows of their own\n",
+			(unsigned long long)st.bid_other_rows);
 	if (st.from_debug)
 		fprintf(stderr, "  %llu files took rows from their debug file's .debug_frame\n",
 			(unsigned long long)st.from_debug);

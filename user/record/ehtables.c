@@ -181,9 +181,13 @@ static int debug_file(const __u8 *id, __u8 size)
 
 /*
  * The rows of the ELF file fd, else of its debug file, into the tables, and
- * *file saying where (or why not).
+ * *file saying where (or why not).  Where same (the table of a file with the
+ * same build id) holds exactly these rows, they are not added again and *file
+ * is same: a build id is a note any program can forge, so it says which table
+ * to compare with, never which rows a file has.
  */
-static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, struct sp_eh_file *file)
+static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, const struct sp_eh_file *same,
+		     struct sp_eh_file *file)
 {
 	struct ehtab tab;
 	size_t room = t->max_rows - t->used;
@@ -204,6 +208,15 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 	}
 
 	memset(file, 0, sizeof(*file));
+	if (!e && same && same->state == SP_EH_FILE_OK && same->nr == tab.nr &&
+	    !memcmp(t->rows + same->first, tab.rows, tab.nr * sizeof(*tab.rows))) {
+		*file = *same;
+		t->st.shared++;
+		ehtab_free(&tab);
+		return;
+	}
+	if (same && !e)
+		t->st.bid_other_rows++;
 	if (!e) {
 		/* The page index: the rows below each page of the file's code and below the next. */
 		__u32 page0 = tab.rows[0].pc >> SP_EH_PAGE_SHIFT, last = tab.rows[tab.nr - 1].pc >> SP_EH_PAGE_SHIFT;
@@ -275,20 +288,15 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 	}
 	/*
 	 * The same build in another inode (a container's copy of libc, a copied
-	 * program) has the same rows: the table made for the first serves it.
+	 * program) has the same rows: the first file's table serves it, once the
+	 * rows are seen to be the same (add_rows).
 	 */
 	if (buildid_from_fd(fd, id, &id_size))
 		id_size = 0;
 	shared = id_size ? by_build_id(t, id, id_size, false) : NULL;
-	if (shared) {
-		file = shared->file;
-		t->st.shared++;
-	} else {
-		add_rows(t, fd, id, id_size, &file);
-		shared = id_size ? by_build_id(t, id, id_size, true) : NULL;
-		if (shared)
-			shared->file = file;
-	}
+	add_rows(t, fd, id, id_size, shared ? &shared->file : NULL, &file);
+	if (!shared && id_size && (shared = by_build_id(t, id, id_size, true)))
+		shared->file = file;
 	close(fd);
 	/* After the rows: the sampling program never sees a file whose rows are not all there. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -326,7 +334,7 @@ static void vdso_table(struct eh_tables *t)
 	if (fd < 0)
 		return;
 	if (!write_all(fd, (const void *)base, len)) {
-		add_rows(t, fd, NULL, 0, &t->vdso);
+		add_rows(t, fd, NULL, 0, NULL, &t->vdso);
 		t->have_vdso = t->vdso.state == SP_EH_FILE_OK;
 	}
 	close(fd);

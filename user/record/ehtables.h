@@ -21,6 +21,7 @@ struct eh_tables_stats {
 	__u64 files, rows, nocfi, too_large, failed, unreadable;
 	__u64 procs, procs_full, maps_full, half_switches, flush_builds;
 	__u64 shared;	  /* files (inodes) that took the table of another with their build id */
+	__u64 bid_other_rows; /* files with another's build id but other rows: built their own */
 	__u64 from_debug; /* files that took rows from their separate debug file's .debug_frame */
 	__u64 caught_up; /* processes that started or exec'd between the scan and the events */
 	__u64 build_ns;
