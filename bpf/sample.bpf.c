@@ -354,6 +354,33 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 }
 
 /*
+ * --call-graph ehframe: a process that execs should have its mappings read
+ * within a few ms, but the 2 ms poll that did it on every host was most of
+ * what ehframe cost over fp.  So the recorder polls slowly while nothing
+ * changes, with this armed: the first exec then wakes it, once, and it
+ * polls often again while processes start (ehsource.c).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} eh_wake SEC(".maps");
+
+__u32 eh_wake_armed = 0;
+
+SEC("tracepoint/sched/sched_process_exec")
+int on_exec_eh(void *ctx)
+{
+	__u32 one = 1;
+
+	if (!eh_wake_armed)
+		return 0;
+	/* Two CPUs may both see it armed: two wakes, no harm. */
+	eh_wake_armed = 0;
+	bpf_ringbuf_output(&eh_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/*
  * record --otel: a publisher's context read also as it leaves the CPU, so
  * that a block or a wait for the CPU is charged to the span it happened in,
  * not cut off at the last sample before it.  The context is the thread's own

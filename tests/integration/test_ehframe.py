@@ -512,6 +512,31 @@ def test_ehframe_forged_build_id():
 
 
 @test
+def test_ehframe_idle_recorder_wakes_at_an_exec():
+    """While no process starts, the recorder's loop passes at the other
+    modes' 100 ms, not every 2 ms, and the first exec wakes it: a program
+    exec'd after an idle stretch has its hot samples reach main.  The passes
+    are held to what the execs the file itself records allow: 100 ms of 2 ms
+    passes after each, and ten a second besides."""
+    need_bpf()
+    need_perf()
+    path = os.path.join(tmpdir(), "idle.data")
+    p = spanperf("record", "-a", "-v", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", "sh", "-c",
+                 "sleep 2; exec %s 300" % DWARF_WORKLOAD, check=True)
+    m = re.search(r"^  (\d+) passes of the loop, (\d+) of them 2 ms apart while processes started; (\d+) woken by an "
+                  r"exec$", p.stderr, re.M)
+    assert m, p.stderr[-2000:]
+    passes, busy, wakes = map(int, m.groups())
+    secs = float(re.search(r"samples from \d+ threads in ([\d.]+) s", p.stderr).group(1))
+    tasks = run(["perf", "script", "-i", path, "--show-task-events", "-F", "comm,pid"], check=True).stdout
+    execs = len(re.findall(r"PERF_RECORD_COMM exec:", tasks))
+    assert execs >= 2, tasks[-1000:]
+    assert passes <= 15 * secs + 55 * (execs + 1), (passes, busy, wakes, execs, secs)
+    n, reach = hot_reach_main(folded(path))
+    assert n >= 100 and reach * 100 >= 98 * n, (n, reach)
+
+
+@test
 def test_ehframe_real_host():
     """issue 22's real host: python3, cc1, xz, sort, node --perf-basic-prof
     (and java -XX:+PreserveFramePointer where a JDK is installed) at once,

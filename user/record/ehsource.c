@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <bpf/bpf.h>
@@ -18,6 +19,7 @@
 #include "perf_sample.h"
 #include "sample.skel.h"
 #include "spanperf.h"
+#include "util.h"
 
 /* Rows for every file (8 bytes each), their page indexes, files, mappings, processes, and the ring. */
 /*
@@ -41,12 +43,17 @@ struct eh_source {
 	void *ctx;
 	long n;
 	int err;
+	bool exec_wake;	 /* the exec tracepoint is attached: an idle loop may sleep */
+	bool changed;	 /* an exec or new code since the last poll_ms */
+	__u64 busy_until; /* poll every EH_SOURCE_POLL_MS until then */
+	__u64 passes, busy_passes, wakes; /* for record -v */
 	__u64 stored[SP_EH_STAT_MAX]; /* the counts at the last file's header (--switch-output) */
 };
 
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
 {
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
+	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
 	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_pages, on ? EH_MAX_PAGES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
@@ -97,6 +104,18 @@ static int on_ring(void *ctx, void *data, size_t size)
 	return s->fn(s->ctx, h);
 }
 
+/* The exec tracepoint's wake: what it says is that an exec happened. */
+static int on_wake(void *ctx, void *data, size_t size)
+{
+	struct eh_source *s = ctx;
+
+	(void)data;
+	(void)size;
+	s->changed = true;
+	s->wakes++;
+	return 0;
+}
+
 int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, eh_sample_fn fn,
 		   void *ctx)
 {
@@ -129,6 +148,11 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the ehframe sample ring: %s", strerror(-e));
 		goto cleanup;
 	}
+	if (ring_buffer__add(s->rb, bpf_map__fd(skel->maps.eh_wake), on_wake, s)) {
+		e = -errno;
+		pr_err("cannot map the ehframe wake ring: %s", strerror(-e));
+		goto cleanup;
+	}
 	eh_tables__scan(s->tables, pids);
 	eh_tables__stats(s->tables, &st);
 	pr_debug("ehframe: %llu files, %llu rows (%.1f MB) for %llu processes in %.0f ms", (unsigned long long)st.files,
@@ -157,8 +181,42 @@ void eh_source__started(struct eh_source *s)
 {
 	if (!s)
 		return;
+	/* Without it (no tracefs, say), the loop keeps its 2 ms pass: slower to sleep, never late. */
+	s->skel->links.on_exec_eh = bpf_program__attach(s->skel->progs.on_exec_eh);
+	s->exec_wake = s->skel->links.on_exec_eh != NULL;
+	if (!s->exec_wake)
+		pr_debug("ehframe: no exec tracepoint (%s): draining every %d ms", strerror(errno), EH_SOURCE_POLL_MS);
+	s->busy_until = now_ns(CLOCK_MONOTONIC) + EH_SOURCE_BUSY_NS;
 	eh_tables__catch_up(s->tables, s->pids);
 	eh_tables__flush(s->tables);
+}
+
+int eh_source__poll_ms(struct eh_source *s, int idle_ms)
+{
+	__u64 now;
+
+	if (!s)
+		return idle_ms;
+	s->passes++;
+	if (!s->exec_wake) {
+		s->busy_passes++;
+		return EH_SOURCE_POLL_MS;
+	}
+	now = now_ns(CLOCK_MONOTONIC);
+	if (s->changed || eh_tables__pending(s->tables)) {
+		s->busy_until = now + EH_SOURCE_BUSY_NS;
+		s->changed = false;
+	}
+	if (now < s->busy_until) {
+		s->busy_passes++;
+		return EH_SOURCE_POLL_MS;
+	}
+	/*
+	 * Armed before the wait: an exec from here on wakes it.  One between the
+	 * last drain and now is seen at the next pass, idle_ms later at most.
+	 */
+	s->skel->bss->eh_wake_armed = 1;
+	return idle_ms;
 }
 
 void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
@@ -181,13 +239,17 @@ void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
 	switch (h->type) {
 	case PERF_RECORD_MMAP2:
 		if (!(h->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_parse_mmap(h, h->size, &m) && !m.kernel &&
-		    (m.prot & PROT_EXEC))
+		    (m.prot & PROT_EXEC)) {
 			eh_tables__mark(s->tables, m.pid);
+			s->changed = true;
+		}
 		break;
 	case PERF_RECORD_COMM:
 		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
-		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c))
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c)) {
 			eh_tables__mark_exec(s->tables, c.pid);
+			s->changed = true;
+		}
 		break;
 	case PERF_RECORD_FORK:
 		if (!pd_parse_task(h, h->size, &t) && t.pid != t.ppid)
@@ -241,6 +303,9 @@ void eh_source__report(struct eh_source *s, int verbose)
 		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	fprintf(stderr, "  %llu passes of the loop, %llu of them %d ms apart while processes started; %llu woken by an exec%s\n",
+		(unsigned long long)s->passes, (unsigned long long)s->busy_passes, EH_SOURCE_POLL_MS,
+		(unsigned long long)s->wakes, s->exec_wake ? "" : " (no exec tracepoint: every pass 2 ms apart)");
 	if (st.shared)
 		fprintf(stderr, "  %llu files shared the table of another file with their build id\n",
 			(unsigned long long)st.shared);

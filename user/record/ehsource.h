@@ -44,12 +44,21 @@ long eh_source__drain(struct eh_source *s);
 int eh_source__fd(const struct eh_source *s);
 /*
  * A process that starts while recording unwinds by frame pointer until its
- * mappings are read: drain this often.  Not a wake at each side-band record
- * instead: on a host that runs a thousand short processes a second, that
- * cost the recorder a quarter of a CPU (tools/newproc.py, and 1.2 s of CPU
- * in 5 s under a /bin/true loop, against 0.45 s this way).
+ * mappings are read: drain this often while processes start.  Not a wake at
+ * each side-band record instead: on a host that runs a thousand short
+ * processes a second, that cost the recorder a quarter of a CPU
+ * (tools/newproc.py, and 1.2 s of CPU in 5 s under a /bin/true loop,
+ * against 0.45 s this way).
  */
 #define EH_SOURCE_POLL_MS 2
+/*
+ * How soon the loop should pass again, given its own period: EH_SOURCE_POLL_MS
+ * within EH_SOURCE_BUSY_NS of the last exec or change of mappings, else the
+ * loop's own, with the first exec armed to wake it (or EH_SOURCE_POLL_MS
+ * always where the exec tracepoint could not be attached).
+ */
+int eh_source__poll_ms(struct eh_source *s, int idle_ms);
+#define EH_SOURCE_BUSY_NS 100000000ull
 /* What the tables hold and why chains ended: warnings always, the counts with -v. */
 void eh_source__report(struct eh_source *s, int verbose);
 /* Why chains ended since the last call, into the header's SP_UNWIND feature; 0 or -ENOMEM. */

@@ -48,6 +48,8 @@ void eh_tables__mark(struct eh_tables *t, __u32 pid);
 /* The same for an exec: the builds of its first 100 ms (ld.so mapping the libraries) are spaced out less. */
 void eh_tables__mark_exec(struct eh_tables *t, __u32 pid);
 void eh_tables__flush(struct eh_tables *t);
+/* Processes marked that a flush has not built yet (it stops at its budget, or waits its turn). */
+bool eh_tables__pending(const struct eh_tables *t);
 /* A new process shares its parent's mappings until it maps its own. */
 void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid);
 void eh_tables__exit(struct eh_tables *t, __u32 pid);

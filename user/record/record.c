@@ -401,6 +401,17 @@ static void progress(struct recorder *r, bool final)
 static bool switch_due(struct recorder *r);
 static int rotate(struct recorder *r);
 
+/* The loop's period, or sooner where a source needs it (ehframe while processes start). */
+static int poll_ms(struct recorder *r)
+{
+	int ms = POLL_MS;
+
+	for_each_source(r, s)
+		if (s->poll_ms)
+			ms = SP_MIN(ms, s->poll_ms(s, POLL_MS));
+	return ms;
+}
+
 /* Until -d, CMD's exit or a signal; then every source stopped, drained and finished. */
 static int loop(struct recorder *r)
 {
@@ -411,7 +422,7 @@ static int loop(struct recorder *r)
 		return -EINVAL;
 	if (r->ctx.otel)
 		otel_record__await_cmd(r->ctx.otel, 100000000ull);
-	while (run__wait(&r->run, r->pfds, r->nr_pfds, o->ehframe ? EH_SOURCE_POLL_MS : POLL_MS)) {
+	while (run__wait(&r->run, r->pfds, r->nr_pfds, poll_ms(r))) {
 		e = drain_all(r);
 		if (e)
 			goto out;

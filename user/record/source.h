@@ -10,6 +10,7 @@
  *   attrs    declare the attrs of the source's records (before the header)
  *   start    attach and enable (after every attrs, before the side-band)
  *   fds      the fds that wake the loop when the source has records
+ *   poll_ms  how soon it needs the next pass, given the loop's own period
  *   drain    write what is ready; a round ends after every source drained
  *   stop     stop producing (every stop, then the last drain)
  *   finish   write what remains, stamped end_ns or earlier
@@ -46,6 +47,7 @@ struct rec_source {
 	int (*attrs)(struct rec_source *s, struct pd_writer *w);
 	int (*start)(struct rec_source *s);
 	int (*fds)(struct rec_source *s, int *fds, int max);
+	int (*poll_ms)(struct rec_source *s, int idle_ms);
 	/* Records written (a count, or any positive number when it does not count), or -errno. */
 	long (*drain)(struct rec_source *s, struct pd_writer *w);
 	void (*stop)(struct rec_source *s);

@@ -278,6 +278,13 @@ static int samples_start(struct rec_source *src)
 	return 0;
 }
 
+static int samples_poll_ms(struct rec_source *src, int idle_ms)
+{
+	struct samples *s = src->priv;
+
+	return eh_source__poll_ms(s->eh, idle_ms);
+}
+
 static int samples_fds(struct rec_source *src, int *fds, int max)
 {
 	struct samples *s = src->priv;
@@ -494,6 +501,7 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->attrs = samples_attrs;
 	src->start = samples_start;
 	src->fds = samples_fds;
+	src->poll_ms = samples_poll_ms;
 	src->drain = samples_drain;
 	src->stop = samples_stop;
 	src->meta = samples_meta;
