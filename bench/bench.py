@@ -85,9 +85,12 @@ def main(argv):
         # A partial run updates its sections and keeps the others.
         old = render.load(path)
         old.pop("pinned", None)
-        # The header's date is the whole run's: a partial run keeps it and dates its own sections.
+        # The header's date and rounds are the whole run's: a partial run keeps them and dates its
+        # own sections, with their rounds where they differ.
         now = res["machine"]["date"]
-        res = dict(old, rounds=harness.rounds())
+        if harness.rounds() != old["rounds"]:
+            now += " (%d rounds)" % harness.rounds()
+        res = dict(old)
         res["partial"] = dict(old.get("partial", {}), **{a: now for a in args})
     try:
         # The kernel lowers the rate limit after slow interrupts; with max_percent 0 it
