@@ -421,7 +421,14 @@ static __always_inline void on_waking(void *ctx, __u32 wakee)
 	w->pid = id >> 32;
 	w->tid = (__u32)id;
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
-	w->ustack = bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
+	/*
+	 * Unwound as the blocked thread's chain is, into the same map, which user
+	 * space reads by eh_user.  Safe to share the switch program's scratch:
+	 * both run with interrupts off (ttwu holds pi_lock), so neither nests in
+	 * the other on a CPU.
+	 */
+	w->ustack = eh_user ? eh_stackid()
+			    : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
 	if (w->ustack < 0)
 		stat_inc(SP_STAT_WAKER_USTACK);
 }

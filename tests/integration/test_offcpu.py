@@ -219,9 +219,9 @@ def test_offcpu_bad_flags():
     assert p.returncode == 1 and "--event 'idle'" in p.stderr, p.stderr
 
 
-def record_wakes(spec, workload_args):
+def record_wakes(spec, workload_args, cg=("-g",)):
     """record -p of the workload alone, as record() above: on a busy shared host a whole-host
-    recording can fill the stack map with other people's stacks."""
+    recording can fill the stack map with other people's stacks.  cg: the call-graph option."""
     need_bpf()
     out = os.path.join(tmpdir(), "wake.data")
     wl = subprocess.Popen([WORKLOAD, *workload_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -232,7 +232,7 @@ def record_wakes(spec, workload_args):
     go = "echo go > /proc/%d/fd/0; while kill -0 %d 2>/dev/null; do sleep 0.05; done" % (wl.pid, wl.pid)
     try:
         specs = [a for sp in ([spec] if isinstance(spec, str) else spec) for a in ("--span", sp)]
-        p = spanperf("record", "-v", "-g", "--off-cpu", *specs, "-p", str(wl.pid), "-o", out,
+        p = spanperf("record", "-v", *cg, "--off-cpu", *specs, "-p", str(wl.pid), "-o", out,
                      "--", "sh", "-c", go)
         reaper.join(60)
     finally:
@@ -247,9 +247,15 @@ def record_wakes(spec, workload_args):
 def test_offcpu_woken_by_names_the_waker():
     """A span blocked on a pipe that thread waker_tom fills from tom_writes(): woken_by
     names it, with tom_writes on its stack, for 95% of the time blocked and more; perf
-    reads the waker samples with nothing on stderr."""
+    reads the waker samples with nothing on stderr.  The waker's user stack is unwound
+    as the blocked thread's is: by the tables under ehframe, by frame pointers under fp."""
+    for cg in (["--call-graph", "ehframe"], ["--call-graph", "fp"]):
+        woken_by_names_the_waker(cg)
+
+
+def woken_by_names_the_waker(cg):
     n = 40
-    path, truth, rows, p = record_wakes("uprobe:%s:pipe_wait" % WORKLOAD, ["wakes", str(n), "5"])
+    path, truth, rows, p = record_wakes("uprobe:%s:pipe_wait" % WORKLOAD, ["wakes", str(n), "5"], cg)
     t = truth[0]
     spans = [s for s in rows if s["tid"] == t["tid"]]
     assert len(spans) == n, len(spans)
