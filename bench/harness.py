@@ -115,7 +115,8 @@ def start_profiler(tool, hz, out):
     if tool == "floor":
         cmd = [FLOOR, "-F", str(hz), "-d", "3600"]
     elif tool == "spanperf":
-        cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", str(hz), "-o", out]
+        # Frame pointers, as perf's -g: spanperf's own -g is ehframe (the ehframe and wholepath sections).
+        cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "fp", "-F", str(hz), "-o", out]
     elif tool == "perf":
         cmd = ["perf", "record", "-q", "-a", "-g", "-F", str(hz), "-o", out]
     elif tool == "bpftrace":
@@ -182,6 +183,8 @@ def wait_ready(tool, seconds=None):
 def record_cmd(tool, opts, secs, out):
     """A whole-host recording of secs seconds by spanperf (-d) or perf record (a sleep child)."""
     if tool == "spanperf":
+        # perf's -g is frame pointers; spanperf's is ehframe, which the ehframe and wholepath sections weigh.
+        opts = [o for x in opts for o in (["--call-graph", "fp"] if x == "-g" else [x])]
         return [SPANPERF, "record", "-q", "-a"] + opts + ["-d", str(secs), "-o", out]
     return ["perf", "record", "-q", "-a"] + opts + ["-o", out, "--", "sleep", str(secs)]
 

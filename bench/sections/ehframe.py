@@ -58,7 +58,7 @@ def in_bpf(out, hz=999):
 
 
 def sizes(out, secs=4):
-    """Bytes per sample (-g, then ehframe, on the same load) and the tables, from record -v."""
+    """Bytes per sample (fp, then ehframe, on the same load) and the tables, from record -v."""
     for mode in ("fp", "ehframe"):
         load = busy_load(secs + 4)
         path = os.path.join(TMP, "ehb.data")
@@ -103,7 +103,7 @@ def markdown(res):
     v = res["ehframe"]
     lines = ["## --call-graph ehframe (user chains unwound in BPF from .eh_frame tables)", "",
              "Stolen time per sample (the gaps workload on every CPU; medians, the same run):", "",
-             "| -F | fp (-g) | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | target | ehframe / dwarf "
+             "| -F | fp | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | target | ehframe / dwarf "
              "| target |", "|---|---|---|---|---|---|---|---|---|---|"]
     for hz, row in sorted(v["stolen"].items()):
         us = row["us_per_sample"]
@@ -115,11 +115,11 @@ def markdown(res):
     if k.get("ehframe") and k.get("fp"):
         lines += ["", "The sampling program itself (bpf_stats, 999 Hz, CPU-bound load on every CPU): %.0f ns a "
                   "sample with the table walk, %.0f ns with the kernel's frame-pointer walk in the same path "
-                  "(SPANPERF_BENCH_EH_FP): %.2fx; target <= 1.5 for -g to mean ehframe." % (
+                  "(SPANPERF_BENCH_EH_FP): %.2fx; target <= 1.5." % (
                       k["ehframe"], k["fp"], k["ehframe"] / k["fp"])]
     if v.get("bytes_ratio"):
         b = v["bytes_per_sample"]
-        lines += ["", "Bytes per sample: %.0f with -g, %.0f with ehframe (%.2fx; target <= 1.2)." % (
+        lines += ["", "Bytes per sample: %.0f with fp, %.0f with ehframe (%.2fx; target <= 1.2)." % (
             b["fp"], b["ehframe"], v["bytes_ratio"])]
     if v.get("tables"):
         t = v["tables"]

@@ -8,7 +8,7 @@ from harness import SPANPERF, TMP, WORKLOAD, race
 
 def run(res):
     path = os.path.join(TMP, "forks.data")
-    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "999", "-o", path, "--", "sh", "-c",
+    subprocess.run([SPANPERF, "record", "-q", "-a", "--call-graph", "fp", "-F", "999", "-o", path, "--", "sh", "-c",
                     "%s fork 1000 >/dev/null; %s forkspin 100 5 >/dev/null" % (WORKLOAD, WORKLOAD)], check=True)
     res["forks"] = race("forks", [SPANPERF, "report", "-i", path, "-g"], ["perf", "report", "--stdio", "-i", path])
     res["forks"]["file_mb"] = os.path.getsize(path) / 1e6

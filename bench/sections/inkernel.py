@@ -20,7 +20,7 @@ def run(res):
             for tool, name in (("spanperf", "on_sample"), ("bpftrace", str(hz))):
                 load = busy_load(14)
                 if tool == "spanperf":
-                    p = start_background(tool, [SPANPERF, "record", "-q", "-a", "-g", "-F", str(hz), "-p",
+                    p = start_background(tool, [SPANPERF, "record", "-q", "-a", "--call-graph", "fp", "-F", str(hz), "-p",
                                                 str(load.pid), "-o", os.path.join(TMP, "ik.data")])
                 else:
                     p = start_profiler(tool, hz, os.path.join(TMP, "ik.data"))

@@ -38,7 +38,7 @@ def run(res):
             if tool == "bpftrace":
                 cmd, name = ["bpftrace", script], "sched_switch"
             else:
-                cmd = [SPANPERF, "record", "-q", "-a", "-g", "-F", "1", "--off-cpu", "-o", out]
+                cmd = [SPANPERF, "record", "-q", "-a", "--call-graph", "fp", "-F", "1", "--off-cpu", "-o", out]
                 cmd += ["--off-cpu-thresh", "0"] if tool.endswith("thresh0") else []
                 name = "offcpu_btf"
             p = start_background(tool, cmd)

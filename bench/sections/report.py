@@ -12,7 +12,7 @@ def run(res):
     path = os.path.join(TMP, "report.data")
     load = busy_load(8)
     time.sleep(0.3)
-    subprocess.run([SPANPERF, "record", "-q", "-a", "-g", "-F", "4999", "-d", "5", "-o", path], check=True)
+    subprocess.run([SPANPERF, "record", "-q", "-a", "--call-graph", "fp", "-F", "4999", "-d", "5", "-o", path], check=True)
     kill(load)
     out = subprocess.run([SPANPERF, "report", "-i", path, "--format", "json", "--sort", "comm"],
                          capture_output=True, text=True).stdout

@@ -63,7 +63,7 @@ def run(res):
                 p = spawn(["bpftrace", script], stdout=DEVNULL, stderr=DEVNULL)
                 names = ["sched_waking", "sched_switch"]
             else:
-                p = spawn([SPANPERF, "record", "-v", "-a", "-g", "-F", "1", "--off-cpu", "--off-cpu-thresh", "0",
+                p = spawn([SPANPERF, "record", "-v", "-a", "--call-graph", "fp", "-F", "1", "--off-cpu", "--off-cpu-thresh", "0",
                            "-d", "6", "-o", out], stdout=DEVNULL, stderr=open(err, "w"))
                 names = ["waking_btf", "offcpu_btf"]
             p.tool = tool

@@ -162,7 +162,7 @@ def markdown(res):
              "profiler. Per sample: what a unit grew by over its samples, plus the recorder's CPU (schedstat) over "
              "the samples of the window. Medians over rounds; a ratio is of the medians, [lowest-highest] of the rounds' own. dwarf's "
              "unwinding at report time is not counted." % (v["depth"], v["secs"]), "",
-             "| build, rate | spanperf fp (-g) | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | "
+             "| build, rate | spanperf fp | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | "
              "ehframe / dwarf | fp / perf -g | ehframe / perf -g |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def r(x):

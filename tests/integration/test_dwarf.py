@@ -98,12 +98,12 @@ def test_dwarf_chains_reach_main():
     path, _ = recording()
     stacks = folded(path)
     check_chains(stacks)
-    # Without frame pointers, -g's chains stop in libc: what this option is for.
+    # Without frame pointers, frame-pointer chains stop in libc: what this option is for.
     need_bpf()
     fp = os.path.join(tmpdir(), "fp.data")
-    spanperf("record", "-g", "-o", fp, "--", DWARF_WORKLOAD, "300", check=True)
+    spanperf("record", "--call-graph", "fp", "-o", fp, "--", DWARF_WORKLOAD, "300", check=True)
     n, m = reach_main(folded(fp), "cmp_ints")
-    assert m * 2 < n, "-g reached main in %d of %d comparator samples" % (m, n)
+    assert m * 2 < n, "--call-graph fp reached main in %d of %d comparator samples" % (m, n)
 
 
 @test

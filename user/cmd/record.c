@@ -41,16 +41,16 @@ void record_usage(FILE *out)
 		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
 		"  -c, --count PERIOD     sample every PERIOD events instead of -F\n"
 		"  -e, --event EVENT,..   sampling event (default cycles, else cpu-clock)\n"
-		"  -g                     record kernel and user call chains (frame pointers)\n"
+		"  -g                     record kernel and user call chains: ehframe, or fp where the\n"
+		"                         kernel lacks what ehframe needs (Linux 5.17+; -v says so)\n"
 		"  --call-graph fp|dwarf[,SIZE]|ehframe\n"
-		"                         fp: as -g; dwarf: copy SIZE bytes of user stack (default 8192)\n"
-		"                         and the registers, unwound by report with the files' CFI;\n"
-		"                         ehframe: user stacks unwound in BPF from the files' .eh_frame\n"
-		"                         (frame pointers where no table covers the code), written as\n"
-		"                         ordinary call chains; not -g's default: at 999 Hz its whole\n"
-		"                         cost per sample (the workload's loss and the recorder's CPU)\n"
-		"                         was 1.14-1.35x fp's on code with frame pointers and 1.49-1.76x\n"
-		"                         without, not within the 1.5x that would make it one (README)\n"
+		"                         fp: frame pointers, as perf's -g; dwarf: copy SIZE bytes of\n"
+		"                         user stack (default 8192) and the registers, unwound by report\n"
+		"                         with the files' CFI; ehframe: user stacks unwound in BPF from\n"
+		"                         the files' .eh_frame (frame pointers where no table covers the\n"
+		"                         code), written as ordinary call chains that perf reads; -g's\n"
+		"                         default since its whole cost per sample (the workload's loss\n"
+		"                         and the recorder's CPU) is 0.8-1.1x fp's (README)\n"
 		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
@@ -117,8 +117,13 @@ static int opt_call_graph(const char *arg, void *opts, char *err, size_t errlen)
 	struct record_opts *o = opts;
 	uint64_t size = 8192;
 
-	o->ehframe = false;
-	if (!arg || !strcmp(arg, "fp")) { /* -g, or --call-graph fp */
+	o->ehframe = o->ehframe_auto = false;
+	if (!arg) { /* -g: ehframe, or fp where the kernel lacks what it needs (record__run) */
+		o->callgraph = o->ehframe = o->ehframe_auto = true;
+		o->dwarf_stack = 0;
+		return 0;
+	}
+	if (!strcmp(arg, "fp")) { /* perf's -g */
 		o->callgraph = true;
 		o->dwarf_stack = 0;
 		return 0;

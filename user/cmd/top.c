@@ -65,7 +65,8 @@ static void top_usage(FILE *out)
 		"  -C, --cpu CPUS         only these CPUs, e.g. 0-3,8\n"
 		"  -F, --freq HZ          samples per second per CPU (default 999)\n"
 		"  -e, --event EVENT      sampling event (default cycles, else cpu-clock)\n"
-		"  -g                     call chains: each row's callers under it\n"
+		"  -g                     call chains: each row's callers under it (unwound as\n"
+		"                         record -g does: ehframe, else frame pointers)\n"
 		"  -s, --sort KEYS        as report: comm,pid,tid,dso,sym,... (default comm,dso,sym)\n"
 		"  -d, --delay SECS       seconds between refreshes; each table is that window (default 2)\n"
 		"  -E, --entries N        rows shown (default 20)\n"
@@ -455,6 +456,8 @@ int cmd_top(int argc, char **argv)
 	ro.freq = o.freq;
 	ro.events = o.events;
 	ro.callgraph = o.callgraph;
+	/* As record's -g: ehframe where the kernel has what it needs (record__run decides). */
+	ro.ehframe = ro.ehframe_auto = o.callgraph;
 	ro.no_buildid_cache = true; /* nothing is kept: nothing to look up later */
 	if (o.spans) {
 		ro.spans = o.span_texts;

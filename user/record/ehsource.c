@@ -72,7 +72,7 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
 	skel->rodata->eh_vma_only = on && getenv("SPANPERF_EH_VMA_ONLY");
 }
 
-int eh_source_check(void)
+int eh_source_check(char *why, size_t n)
 {
 	static const struct {
 		enum bpf_func_id id;
@@ -86,8 +86,8 @@ int eh_source_check(void)
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, need[i].id, NULL) != 1) {
-			pr_err("--call-graph ehframe needs %s (Linux %s+), which this kernel does not offer; --call-graph dwarf works without it",
-			       need[i].name, need[i].since);
+			snprintf(why, n, "needs %s (Linux %s+), which this kernel does not offer", need[i].name,
+				 need[i].since);
 			return -EOPNOTSUPP;
 		}
 	return 0;

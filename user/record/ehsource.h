@@ -25,7 +25,7 @@ struct pd_meta;
  * cookies and bpf_task_pt_regs (5.15+); 0, or -EOPNOTSUPP after saying
  * which is missing.
  */
-int eh_source_check(void);
+int eh_source_check(char *why, size_t n);
 /* Between open and load: the maps sized (to nothing when off) and on_sample_eh loaded only when on. */
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing);
 /* Called with each sample as the file will hold it; a negative return aborts the drain. */

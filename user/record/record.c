@@ -151,10 +151,13 @@ static int load_bpf(struct recorder *r)
 	const struct record_opts *o = r->ctx.o;
 	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
 	struct sample_bpf *skel;
+	char why[128];
 	int e;
 
-	if (o->ehframe && (e = eh_source_check()))
+	if (o->ehframe && (e = eh_source_check(why, sizeof(why)))) {
+		pr_err("--call-graph ehframe %s; --call-graph dwarf works without it", why);
 		return e;
+	}
 	skel = sample_bpf__open();
 	if (!skel) {
 		e = -errno;
@@ -796,15 +799,22 @@ static void summary(struct recorder *r)
 	jit_maps__report(r->ctx.jits);
 }
 
-int record__run(const struct record_opts *o, int argc, char **argv, int *exit_code)
+int record__run(const struct record_opts *opts, int argc, char **argv, int *exit_code)
 {
+	struct record_opts eff = *opts; /* as this kernel can: -g's ehframe may become fp */
+	const struct record_opts *o = &eff;
 	struct recorder r = { .ctx.o = o, .argc = argc, .argv = argv };
+	char why[128];
 	int e;
 
 	*exit_code = 1;
 	e = run_check_privileges();
 	if (e)
 		return e;
+	if (eff.ehframe_auto && eh_source_check(why, sizeof(why))) {
+		eff.ehframe = false;
+		pr_debug("-g takes user chains by frame pointers, as perf's: --call-graph ehframe %s", why);
+	}
 	runctl_init();
 	if (o->switch_output)
 		runctl_catch_switch();

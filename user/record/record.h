@@ -21,6 +21,7 @@ struct record_opts {
 	/* --call-graph dwarf[,SIZE]: user registers and SIZE bytes of user stack, 0 for fp */
 	uint32_t dwarf_stack;
 	bool ehframe;		/* --call-graph ehframe: user chains unwound in BPF from .eh_frame tables */
+	bool ehframe_auto;	/* -g: ehframe where this kernel has what it needs, else fp (said at -v) */
 	const char **spans;	/* --span, repeatable, as given */
 	int nr_spans;
 	struct span_spec *specs; /* the --span texts parsed, nr_spans of them */
