@@ -21,18 +21,21 @@
 #include "spanperf.h"
 #include "util.h"
 
-/* Rows for every file (8 bytes each), their page indexes, files, mappings, processes, and the ring. */
 /*
- * Sized for a host like this one with room to spare (it used up to 5M rows,
- * 44K page entries, 6K mappings in one pass): about 45 MiB of kernel memory
- * in all, which BPF_F_MMAPABLE arrays take whole at creation.
+ * Rows for every file (8 bytes each), their page indexes, files, mappings and
+ * processes: sized for a host like this one with room to spare (it used up to
+ * 5M rows, 44K page entries, 6K mappings in one pass), about 49 MiB of kernel
+ * memory, which BPF_F_MMAPABLE arrays take whole at creation.  The sample
+ * ring is sized by eh_ring_bytes.
  */
 #define EH_MAX_ROWS (5u << 20)
 #define EH_MAX_PAGES (256u << 10)
 #define EH_MAX_FILES 16384
 #define EH_MAX_MAPS (64u << 10) /* two halves, see ehtables.c */
 #define EH_MAX_PROCS 32768
-#define EH_RING_BYTES (16u << 20)
+#define EH_RING_MIN (1u << 20)
+#define EH_RING_MAX (64u << 20)
+#define EH_RING_UNKNOWN (16u << 20) /* -c: no rate to size by */
 
 struct eh_source {
 	struct sample_bpf *skel;
@@ -50,8 +53,30 @@ struct eh_source {
 	__u64 stored[SP_EH_STAT_MAX]; /* the counts at the last file's header (--switch-output) */
 };
 
-void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
+/*
+ * The sample ring: a second of samples at 512 bytes (a 40-frame chain; most
+ * are shorter) from every CPU, as a power of two.  The program wakes the loop
+ * when the ring is half full, so it holds half a second more than a drain
+ * needs.  A fixed 16 MiB took a third of the 64 MiB the issue allows the
+ * tables, and most of it was never written at 999 Hz on a small host.
+ */
+static __u32 eh_ring_bytes(__u64 freq)
 {
+	int cpus = libbpf_num_possible_cpus();
+	__u64 want = (__u64)(cpus > 0 ? cpus : 1) * freq * 512;
+	__u32 bytes = EH_RING_MIN;
+
+	if (!freq)
+		return EH_RING_UNKNOWN;
+	while (bytes < want && bytes < EH_RING_MAX)
+		bytes <<= 1;
+	return bytes;
+}
+
+void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
+{
+	__u32 ring = eh_ring_bytes(freq);
+
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
 	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
@@ -59,12 +84,12 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing)
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_maps, on ? EH_MAX_MAPS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_procs, on ? EH_MAX_PROCS : 1);
-	bpf_map__set_max_entries(skel->maps.eh_rb, on ? EH_RING_BYTES : sysconf(_SC_PAGESIZE));
+	bpf_map__set_max_entries(skel->maps.eh_rb, on ? ring : sysconf(_SC_PAGESIZE));
 	/* Written from user space without a syscall per row (5.5+, as bpf_loop needs 5.17 anyway). */
 	bpf_map__set_map_flags(skel->maps.eh_rows, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_maps, BPF_F_MMAPABLE);
-	skel->rodata->eh_ring_size = on ? EH_RING_BYTES : 0;
+	skel->rodata->eh_ring_size = on ? ring : 0;
 	skel->rodata->eh_timing = timing;
 	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
 	skel->rodata->eh_fp_only = on && getenv("SPANPERF_BENCH_EH_FP");

@@ -26,8 +26,12 @@ struct pd_meta;
  * which is missing.
  */
 int eh_source_check(char *why, size_t n);
-/* Between open and load: the maps sized (to nothing when off) and on_sample_eh loaded only when on. */
-void eh_source_size(struct sample_bpf *skel, bool on, bool timing);
+/*
+ * Between open and load: the maps sized (to nothing when off; the sample ring
+ * by freq, samples a second per CPU, 0 when unknown) and on_sample_eh loaded
+ * only when on.
+ */
+void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq);
 /* Called with each sample as the file will hold it; a negative return aborts the drain. */
 typedef int (*eh_sample_fn)(void *ctx, const struct perf_event_header *h);
 /* After load: the tables of every process in pids (NULL: all) built, then the ring opened. */
