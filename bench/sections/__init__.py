@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import (dwarf, ehframe, forks, inkernel, lib, live, offcpu, otel, page, parts, recorder, report, rss,
-               sched, spans, split, srcline, stat, stolen, wakers, wholepath)
+from . import (dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, recorder, report,
+               rss, sched, spans, split, srcline, stat, stolen, wakers, wholepath)
 
 TABLE = [
     inkernel,
@@ -20,6 +20,7 @@ TABLE = [
     parts,
     dwarf,
     ehframe,
+    ehtables,
     wholepath,
     rss,
     otel,

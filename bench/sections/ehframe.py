@@ -16,7 +16,9 @@ BPF_STATS = False
 
 
 def stolen(out):
-    tools = ["none", "spanperf", "spanperf-ehframe", "spanperf-dwarf", "perf", "perf-dwarf"]
+    # floor: an empty BPF program on the same events, no chain at all, the least any unwinder in
+    # BPF can cost a sample here; over dwarf's, the least ehframe / dwarf can come to.
+    tools = ["none", "floor", "spanperf", "spanperf-ehframe", "spanperf-dwarf", "perf", "perf-dwarf"]
     for hz in (999, 4999):
         share = {t: [] for t in tools}
         for r in range(rounds()):
@@ -28,7 +30,8 @@ def stolen(out):
         out["stolen"][hz] = {"us_per_sample": us, "raw": share,
                              "vs_fp": us["spanperf-ehframe"] / us["spanperf"] if us["spanperf"] > 0 else None,
                              "vs_dwarf": us["spanperf-ehframe"] / us["spanperf-dwarf"]
-                             if us["spanperf-dwarf"] > 0 else None}
+                             if us["spanperf-dwarf"] > 0 else None,
+                             "floor_vs_dwarf": us["floor"] / us["spanperf-dwarf"] if us["spanperf-dwarf"] > 0 else None}
 
 
 def in_bpf(out, hz=999):
@@ -62,7 +65,7 @@ def sizes(out, secs=4):
     for mode in ("fp", "ehframe"):
         load = busy_load(secs + 4)
         path = os.path.join(TMP, "ehb.data")
-        cg = ["-g"] if mode == "fp" else ["--call-graph", "ehframe"]
+        cg = ["--call-graph", mode]
         err = subprocess.run([SPANPERF, "record", "-v", "-a"] + cg + ["-F", "999", "-d", str(secs), "-o", path],
                              capture_output=True, text=True).stderr
         load.kill()
@@ -103,14 +106,21 @@ def markdown(res):
     v = res["ehframe"]
     lines = ["## --call-graph ehframe (user chains unwound in BPF from .eh_frame tables)", "",
              "Stolen time per sample (the gaps workload on every CPU; medians, the same run):", "",
-             "| -F | fp | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | target | ehframe / dwarf "
-             "| target |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| -F | floor | fp | ehframe | dwarf | perf -g | perf dwarf | ehframe / fp | target | ehframe / dwarf "
+             "| target | floor / dwarf |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(x):
+        return "%.2f" % x if x is not None else "n/a"
     for hz, row in sorted(v["stolen"].items()):
         us = row["us_per_sample"]
-        lines.append("| %s | %.2f us | %.2f us | %.2f us | %.2f us | %.2f us | %s | <= 1.5 | %s | <= 0.2 |" % (
-            hz, us["spanperf"], us["spanperf-ehframe"], us["spanperf-dwarf"], us["perf"], us["perf-dwarf"],
-            "%.2f" % row["vs_fp"] if row["vs_fp"] is not None else "n/a",
-            "%.2f" % row["vs_dwarf"] if row["vs_dwarf"] is not None else "n/a"))
+        floor = "%.2f us" % us["floor"] if "floor" in us else "n/a"
+        lines.append(("| %s | %s | %.2f us | %.2f us | %.2f us | %.2f us | %.2f us | %s | <= 1.5 | %s | <= 0.2 "
+                      "| %s |") % (
+            hz, floor, us["spanperf"], us["spanperf-ehframe"], us["spanperf-dwarf"], us["perf"], us["perf-dwarf"],
+            ratio(row["vs_fp"]), ratio(row["vs_dwarf"]), ratio(row.get("floor_vs_dwarf"))))
+    lines += ["", "floor: bench/floor, an empty BPF program on the same sampling events and no call chain, the "
+              "least a sample can cost any BPF unwinder on this host; floor / dwarf is therefore the least "
+              "ehframe / dwarf can come to here."]
     k = v["in_bpf_ns"]
     if k.get("ehframe") and k.get("fp"):
         lines += ["", "The sampling program itself (bpf_stats, 999 Hz, CPU-bound load on every CPU): %.0f ns a "
