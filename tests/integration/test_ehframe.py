@@ -266,6 +266,27 @@ def test_ehframe_through_the_vdso():
 
 
 @test
+def test_ehframe_through_a_signal_frame():
+    """A signal handler's samples: the walk crosses the kernel's signal frame
+    (__restore_rt, whose CIE is marked S) through the saved registers, back
+    into raise() and on to main, in our report and in perf script."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "signal.data")
+    spanperf("record", "-g", "-F", "999", "-o", path, "--", DWARF_WORKLOAD, "signal", "1000", check=True)
+    for stacks in (folded(path), None):
+        if stacks is None:
+            need_perf()
+            stacks = perf_chains(path)
+        handler = {st: c for st, c in stacks.items() if st and st[0] == "cmp_ints" and "sig_work" in st}
+        n = sum(handler.values())
+        m = sum(c for st, c in handler.items()
+                if "__restore_rt" in st and "signal_round" in st and "main" in st
+                and st.index("sig_work") < st.index("__restore_rt") < st.index("signal_round") < st.index("main"))
+        assert n >= 100 and m * 100 >= 95 * n, "%d of %d handler samples reach main through the signal frame: %s" % (
+            m, n, collections.Counter(handler).most_common(2))
+
+
+@test
 def test_ehframe_before_the_process_mappings_are_read():
     """A process that starts or execs during a recording is sampled before user space has read
     its mappings: the walk then finds each mapping from the kernel's vma (bpf_find_vma, one per

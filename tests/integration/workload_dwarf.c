@@ -25,6 +25,13 @@
  *                        CPU clock, which the vDSO takes to the kernel:
  *                        main -> clock_round -> clock_gettime (libc) ->
  *                        __vdso_clock_gettime -> syscall
+ *   workload_dwarf signal MS
+ *                        for MS of CPU, signal_round() raises SIGUSR1,
+ *                        whose handler sig_work() sorts: the chain goes
+ *                        through the kernel's signal frame (__restore_rt,
+ *                        a CIE marked S) back into raise() in libc:
+ *                        main -> signal_round -> raise ... __restore_rt ->
+ *                        sig_work -> qsort -> ... -> cmp_ints
  *
  * Each named function is noinline so that it is one frame in every chain:
  * main -> worker -> sort_round -> qsort -> ... -> cmp_ints
@@ -33,6 +40,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +240,41 @@ static int clock_main(double ms)
 	return 0;
 }
 
+static int sig_v[N];
+static unsigned sig_seed = 1;
+
+/* The empty asm after each call keeps it a call, not a tail jump that leaves no frame. */
+__attribute__((noinline)) void sig_work(int sig)
+{
+	(void)sig;
+	for (int i = 0; i < N; i++)
+		sig_v[i] = rand_r(&sig_seed);
+	qsort(sig_v, N, sizeof(*sig_v), cmp_ints);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void signal_round(void)
+{
+	raise(SIGUSR1);
+	__asm__ volatile("" ::: "memory");
+}
+
+static int signal_main(double ms)
+{
+	struct sigaction sa = { .sa_handler = sig_work };
+	double t0 = cpu_ms();
+	long rounds = 0;
+
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return 1;
+	while (cpu_ms() - t0 < ms) {
+		signal_round();
+		rounds++;
+	}
+	printf("{\"rounds\": %ld}\n", rounds);
+	return 0;
+}
+
 static int maps_main(int n, double ms)
 {
 	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), got = 0;
@@ -285,6 +328,8 @@ int main(int argc, char **argv)
 		return maps_main(atoi(argv[2]), atof(argv[3]));
 	if (argc > 2 && !strcmp(argv[1], "clock"))
 		return clock_main(atof(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "signal"))
+		return signal_main(atof(argv[2]));
 	ms = argc > 1 ? atof(argv[1]) : 1000;
 	long rounds = worker(ms);
 
