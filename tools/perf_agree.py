@@ -44,10 +44,16 @@ def spanperf_rows(sp, path, keys):
 
 
 def main(argv):
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 1
     path = argv[1]
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        print("perf_agree: %s is not a readable perf.data file" % path, file=sys.stderr)
+        return 1
     sp = argv[2] if len(argv) > 2 else os.path.join(harness.ROOT, "spanperf")
     comms = argv[3:] or ["dpkg-deb", "dpkg", "apt-get", "apt-cache"]
     theirs, mine = perf_rows(path, "comm,dso,sym"), spanperf_rows(sp, path, "comm,dso,sym")
