@@ -9,8 +9,8 @@ again), xz, sort, node --perf-basic-prof and, where javac is installed,
 java -XX:+PreserveFramePointer, all at once; while they run, records the
 whole host (-a) once per mode, one mode after the other:
 
-    ehframe      spanperf record --call-graph ehframe
-    fp           spanperf record -g
+    ehframe      spanperf record --call-graph ehframe (what -g takes)
+    fp           spanperf record --call-graph fp (perf's -g)
     dwarf        spanperf record --call-graph dwarf
     perf-fp      perf record -g
     perf-dwarf   perf record --call-graph dwarf
@@ -46,7 +46,7 @@ ROOTS = {"_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_
          "_dl_start_user"}
 MODES = {
     "ehframe": ["spanperf", "--call-graph", "ehframe"],
-    "fp": ["spanperf", "-g"],
+    "fp": ["spanperf", "--call-graph", "fp"],
     "dwarf": ["spanperf", "--call-graph", "dwarf"],
     "perf-fp": ["perf", "-g"],
     "perf-dwarf": ["perf", "--call-graph", "dwarf"],
