@@ -298,10 +298,16 @@ int spanperf_span_begin_ids(const char *name, const uint8_t trace_id[16], const 
 	ctr = thread_counters(st);
 	f->gen = st->gen;
 	f->nctr = ctr ? spanperf_counters_count(ctr) : 0;
+	/*
+	 * The time outside the published window, at both edges: a profiler's
+	 * sample that sees this context is then always within [start_ns,
+	 * end_ns], even when its interrupt came between a clock read and the
+	 * swap (on a VM that interrupt alone is 15 us).  Counters inside it,
+	 * last: the span's counts hold as little of the library as they can.
+	 */
+	f->start_ns = mono_ns();
 	f->prev = otel_thread_ctx_swap(&f->rec);
 	st->depth++;
-	/* Counters last, time first: the span's figures hold as little of the library as they can. */
-	f->start_ns = mono_ns();
 	if (f->nctr && spanperf_counters_read(ctr, f->start))
 		f->nctr = 0;
 	return 0;
@@ -422,8 +428,8 @@ int spanperf_span_end_id(const uint8_t span_id[8], struct spanperf_span *out)
 	if (f->nctr && (f->gen != __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED) ||
 			 (r = spanperf_counters_read(st->ctr, now))))
 		f->nctr = 0;
-	s->end_ns = mono_ns();
 	otel_thread_ctx_swap(f->prev);
+	s->end_ns = mono_ns(); /* after the swap: see spanperf_span_begin_ids */
 	st->depth--;
 	if (!out && !exporting)
 		return r;
