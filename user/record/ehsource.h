@@ -21,9 +21,9 @@ struct eh_source;
 struct pd_meta;
 
 /*
- * Whether this kernel has what the walk needs: bpf_loop (5.17+), attach
- * cookies and bpf_task_pt_regs (5.15+); 0, or -EOPNOTSUPP after saying
- * which is missing.
+ * Whether this kernel has what the walk needs: bpf_loop and bpf_find_vma
+ * (5.17+), attach cookies and bpf_task_pt_regs (5.15+); 0, or -EOPNOTSUPP
+ * with why (which helper is missing) written for the caller to say.
  */
 int eh_source_check(char *why, size_t n);
 /*

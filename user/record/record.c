@@ -151,13 +151,8 @@ static int load_bpf(struct recorder *r)
 	const struct record_opts *o = r->ctx.o;
 	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
 	struct sample_bpf *skel;
-	char why[128];
 	int e;
 
-	if (o->ehframe && (e = eh_source_check(why, sizeof(why)))) {
-		pr_err("--call-graph ehframe %s; --call-graph dwarf works without it", why);
-		return e;
-	}
 	skel = sample_bpf__open();
 	if (!skel) {
 		e = -errno;
@@ -799,27 +794,41 @@ static void summary(struct recorder *r)
 	jit_maps__report(r->ctx.jits);
 }
 
+/*
+ * ehframe needs helpers a kernel may lack (eh_source_check, probed once):
+ * asked for by name, that is an error; under -g, frame pointers instead.
+ */
+static int choose_unwinder(struct record_opts *o)
+{
+	char why[128];
+
+	if (!o->ehframe || !eh_source_check(why, sizeof(why)))
+		return 0;
+	if (!o->ehframe_auto) {
+		pr_err("--call-graph ehframe %s; --call-graph dwarf works without it", why);
+		return -EOPNOTSUPP;
+	}
+	o->ehframe = false;
+	pr_debug("-g takes user chains by frame pointers, as perf's: --call-graph ehframe %s", why);
+	return 0;
+}
+
 int record__run(const struct record_opts *opts, int argc, char **argv, int *exit_code)
 {
 	struct record_opts eff = *opts; /* as this kernel can: -g's ehframe may become fp */
 	const struct record_opts *o = &eff;
 	struct recorder r = { .ctx.o = o, .argc = argc, .argv = argv };
-	char why[128];
 	int e;
 
 	*exit_code = 1;
 	e = run_check_privileges();
 	if (e)
 		return e;
-	if (eff.ehframe_auto && eh_source_check(why, sizeof(why))) {
-		eff.ehframe = false;
-		pr_debug("-g takes user chains by frame pointers, as perf's: --call-graph ehframe %s", why);
-	}
 	runctl_init();
 	if (o->switch_output)
 		runctl_catch_switch();
 	libbpf_setup_init();
-	e = open_sources(&r) ?: write_attrs(&r) ?: start_sources(&r) ?: loop(&r);
+	e = choose_unwinder(&eff) ?: open_sources(&r) ?: write_attrs(&r) ?: start_sources(&r) ?: loop(&r);
 	if (e)
 		goto cleanup;
 	if (r.progress_shown)
