@@ -7,6 +7,7 @@ rows (copies with one build id would share a table, which is not what this measu
 peer builds such tables here, so the ratio is against the same run's first step: the build
 time per file added between two counts over that between the first two, which stays near 1
 while the build is linear in the files."""
+import json
 import os
 import re
 import subprocess
@@ -71,11 +72,8 @@ sys.stdin.read()
 
 def memlock():
     """Bytes the kernel charges for spanperf's eh_* maps, from bpftool."""
-    out = subprocess.run(["bpftool", "map", "show"], capture_output=True, text=True).stdout
-    total = 0
-    for m in re.finditer(r"name (eh_\w+)\s.*?memlock (\d+)B", out, re.S):
-        total += int(m.group(2))
-    return total
+    out = subprocess.run(["bpftool", "map", "show", "--json"], capture_output=True, text=True).stdout
+    return sum(m.get("bytes_memlock", 0) for m in json.loads(out or "[]") if m.get("name", "").startswith("eh_"))
 
 
 def rss_anon(pid):
