@@ -238,6 +238,27 @@ def perf_stacks(path):
     return stacks, p.stderr
 
 
+def perf_samples_after(path, skip):
+    """comm -> Counter of frame tuples, leaf first, of the samples perf script
+    shows from `skip` seconds after the file's first sample on."""
+    p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,tid,time,ip,sym", "-i", path],
+                       capture_output=True, text=True, errors="replace")
+    if p.returncode:
+        raise PerfFailed("perf script -i %s exited %d: %s" % (path, p.returncode, p.stderr[-500:]))
+    samples = []
+    for block in p.stdout.split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        m = re.match(r"(.*\S)\s+\d+\s+([\d.]+):$", lines[0].strip()) if lines else None
+        if m:
+            samples.append((m.group(1), float(m.group(2)), tuple(perf_frame(l) for l in lines[1:])))
+    t0 = min((t for _, t, _ in samples), default=0)
+    stacks = collections.defaultdict(collections.Counter)
+    for comm, t, frames in samples:
+        if t - t0 >= skip:
+            stacks[comm][frames] += 1
+    return stacks
+
+
 def frame_name(f):
     """__libc_start_main@@GLIBC_2.34 is __libc_start_main."""
     return f.split("@@")[0]
