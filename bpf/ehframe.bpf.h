@@ -141,6 +141,7 @@ struct eh_walk {
 	__u32 n, base;	 /* user frames written; where they start in ips[] */
 	__u32 bp_ok;	 /* bp holds the frame's rbp */
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
+	__u32 via_fp;	 /* ip was read by frame pointer, from code whose rows were not at hand */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
@@ -437,6 +438,15 @@ static long eh_step(__u32 i, void *unused)
 			w->stop = SP_EH_STOP_NOT_EXEC;
 			return 1;
 		}
+		/*
+		 * Read by frame pointer where rbp may have been any data, and
+		 * not to be checked against the mappings now (the mm locked, or
+		 * bpf_find_vma's irq_work still pending): a guess, not a frame.
+		 */
+		if (!v && w->via_fp) {
+			w->stop = SP_EH_STOP_UNCHECKED;
+			return 1;
+		}
 		if (!v) {
 			fp_why = SP_EH_FP_NO_PROC;
 		} else if (v->table == SP_EH_T_ROWS) {
@@ -493,6 +503,7 @@ static long eh_step(__u32 i, void *unused)
 		w->sp = cfa;
 		w->ip = ra;
 		w->exact = 1;
+		w->via_fp = 0;
 		goto next;
 	case SP_EH_CANNOT:
 		w->stop = SP_EH_STOP_CANNOT;
@@ -544,6 +555,7 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
+	w->via_fp = kind != SP_EH_RSP && kind != SP_EH_RBP && kind != SP_EH_PLT;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -605,6 +617,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
 	w->bp_ok = 1;
 	w->exact = 1;
+	w->via_fp = 0;
 	/*
 	 * Sampled in the trampoline itself: the function has returned and its
 	 * uretprobe not yet run.  The thread is at the real return address in
