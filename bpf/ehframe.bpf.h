@@ -404,6 +404,51 @@ fault:
 	return -1;
 }
 
+/* A ModRM byte of `call *...` (ff /2): reg field 2, and the mode given. */
+static __always_inline bool eh_call_modrm(__u8 m, __u8 mod)
+{
+	return (m & 0x38) == 0x10 && (m & 0xc0) == mod;
+}
+
+/*
+ * Whether the 8 bytes before ra end in a call, as every return address's
+ * do: call rel32 (e8), or call through a register or memory (ff /2, with
+ * or without a SIB byte and a displacement; a REX prefix lies before
+ * these).  For an address read by frame pointer that cannot be checked
+ * against the mappings: rbp in code without frame pointers holds any data,
+ * and what it points at is seldom just after a call (a small number, a
+ * heap pointer, or unmapped: the read fails).
+ */
+static __always_inline bool eh_after_call(__u64 ra)
+{
+	__u8 b[8], m;
+
+	if (ra < 4096 || bpf_probe_read_user(b, sizeof(b), (void *)(ra - 8)))
+		return false;
+	/* 5 bytes: call rel32 */
+	if (b[3] == 0xe8)
+		return true;
+	/* 2 bytes: *%reg, *(%reg) */
+	m = b[7];
+	if (b[6] == 0xff && (eh_call_modrm(m, 0xc0) || (eh_call_modrm(m, 0) && (m & 7) != 4 && (m & 7) != 5)))
+		return true;
+	/* 3 bytes: *d8(%reg), *(sib) */
+	m = b[6];
+	if (b[5] == 0xff && ((eh_call_modrm(m, 0x40) && (m & 7) != 4) || (eh_call_modrm(m, 0) && (m & 7) == 4)))
+		return true;
+	/* 4 bytes: *d8(sib) */
+	m = b[5];
+	if (b[4] == 0xff && eh_call_modrm(m, 0x40) && (m & 7) == 4)
+		return true;
+	/* 6 bytes: *d32(%reg), *d32(%rip) */
+	m = b[3];
+	if (b[2] == 0xff && ((eh_call_modrm(m, 0x80) && (m & 7) != 4) || (eh_call_modrm(m, 0) && (m & 7) == 5)))
+		return true;
+	/* 7 bytes: *d32(sib) */
+	m = b[2];
+	return b[1] == 0xff && eh_call_modrm(m, 0x80) && (m & 7) == 4;
+}
+
 /* One frame: write pc, then find the caller's registers.  1 ends the loop. */
 static long eh_step(__u32 i, void *unused)
 {
@@ -441,9 +486,10 @@ static long eh_step(__u32 i, void *unused)
 		/*
 		 * Read by frame pointer where rbp may have been any data, and
 		 * not to be checked against the mappings now (the mm locked, or
-		 * bpf_find_vma's irq_work still pending): a guess, not a frame.
+		 * bpf_find_vma's irq_work still pending): a frame only if it
+		 * follows a call.
 		 */
-		if (!v && w->via_fp) {
+		if (!v && w->via_fp && !eh_after_call(pc)) {
 			w->stop = SP_EH_STOP_UNCHECKED;
 			return 1;
 		}

@@ -497,7 +497,7 @@ enum sp_eh_stat {
 	SP_EH_STOP_RBP,		/* the CFA is at rbp, whose value an inner frame lost */
 	SP_EH_STOP_STALE,	/* the process's mappings are another image's (exec, pid reuse) and no frame pointer */
 	SP_EH_STOP_NO_FP,	/* frame pointers wanted, rbp is not one */
-	SP_EH_STOP_UNCHECKED,	/* a return address by frame pointer whose mapping could not be looked up */
+	SP_EH_STOP_UNCHECKED,	/* a return address by frame pointer, its mapping not to be looked up, not after a call */
 	SP_EH_FP_ANON,		/* steps by frame pointer: anonymous code (JIT) */
 	SP_EH_FP_NO_TABLE,	/* steps by frame pointer: the file's table is not loaded */
 	SP_EH_FP_NO_PROC,	/* steps by frame pointer: the process's mappings are not known (yet) */

@@ -321,7 +321,8 @@ def test_ehframe_unchecked_frame_pointer_guess_is_not_a_frame():
     (bpf_find_vma), which a sampling interrupt cannot always look at: the mm locked, or the
     last lookup's irq_work still pending.  A frame-pointer step out of such code reads rbp,
     which in code without frame pointers is any data; the address it gives cannot be checked
-    either, so the chain ends there instead of carrying it.  150 short runs, each sampled only
+    against the mappings either, so it is a frame only if the bytes before it are a call, and
+    the chain ends there otherwise.  150 short runs, each sampled only
     by the kernel's vmas (SPANPERF_EH_VMA_ONLY): perf places every frame of theirs in a file
     (the unfixed walk gave 62 of 14,912 chains a frame in none), and the chains still reach
     main."""

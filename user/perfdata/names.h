@@ -86,7 +86,7 @@
 	X(SP_EH_STOP_RBP, "rbp_lost", "stopped: CFA at rbp, whose value was lost")                  \
 	X(SP_EH_STOP_STALE, "stale", "frame pointers: the process's mappings are another image's")  \
 	X(SP_EH_STOP_NO_FP, "no_fp", "stopped: no frame pointer where one was needed")              \
-	X(SP_EH_STOP_UNCHECKED, "unchecked", "stopped: frame-pointer return address, mm locked")    \
+	X(SP_EH_STOP_UNCHECKED, "unchecked", "stopped: fp return address unchecked, not after a call")\
 	X(SP_EH_FP_ANON, "fp_anon", "frame-pointer steps: anonymous code")                          \
 	X(SP_EH_FP_NO_TABLE, "fp_no_table", "frame-pointer steps: file without a table")            \
 	X(SP_EH_FP_NO_PROC, "fp_no_proc", "frame-pointer steps: process mappings not known yet")    \
