@@ -168,6 +168,18 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 	return filter_mode == SP_FILTER_NONE || bpf_map_lookup_elem(&filter, &key);
 }
 
+/*
+ * A new thread's first entry, zero but for what on_switch sets and then
+ * clears: a map value rather than a struct on on_switch's stack, which
+ * is full.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sp_counts);
+} fresh_counts SEC(".maps");
+
 /* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
 static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
 				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, bool preempt, __u32 prev_state,
@@ -195,12 +207,18 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	if (s->valid && wanted(prev_pid, prev_tid)) {
 		c = bpf_map_lookup_elem(&counts, &prev_tid);
 		if (!c) {
-			/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
-			struct sp_counts fresh = { .pid = prev_pid, .run_delay0 = prev_born >= t0_ns ? 0 : prev_rd };
+			struct sp_counts *fresh = bpf_map_lookup_elem(&fresh_counts, &zero);
 
-			if (bpf_map_update_elem(&counts, &prev_tid, &fresh, BPF_NOEXIST) &&
-			    !bpf_map_lookup_elem(&counts, &prev_tid))
-				stat_inc(SP_STAT_COUNTS_FULL);
+			if (fresh) {
+				/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
+				fresh->pid = prev_pid;
+				fresh->run_delay0 = prev_born >= t0_ns ? 0 : prev_rd;
+				if (bpf_map_update_elem(&counts, &prev_tid, fresh, BPF_NOEXIST) &&
+				    !bpf_map_lookup_elem(&counts, &prev_tid))
+					stat_inc(SP_STAT_COUNTS_FULL);
+				fresh->pid = 0;
+				fresh->run_delay0 = 0;
+			}
 			c = bpf_map_lookup_elem(&counts, &prev_tid);
 		}
 		if (c) {
@@ -268,6 +286,25 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	return 0;
 }
 
+/*
+ * The snapshot's koff, from the runqueue's clock that the switch has just
+ * brought up to date: taken before on_switch, whose stack is full.
+ */
+static __always_inline void snap_koff(struct task_struct *next)
+{
+	__u64 clock = 0, clock_task, now;
+	__u32 zero = 0;
+	struct sp_snap *s;
+
+	if (!sched_split || split_stamps)
+		return;
+	s = bpf_map_lookup_elem(&snap, &zero);
+	if (!s)
+		return;
+	now = bpf_ktime_get_ns();
+	s->koff = task_rq_clocks(next, &clock, &clock_task) && clock && clock < now ? now - clock : 0;
+}
+
 SEC("tp_btf/sched_switch")
 int switch_btf(__u64 *ctx)
 {
@@ -275,6 +312,7 @@ int switch_btf(__u64 *ctx)
 	/* Dead code, removed at load, where the kernel has no fourth argument or no split is wanted. */
 	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx[3] : task_state(prev);
 
+	snap_koff(next);
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
 			 sched_split && !split_stamps && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
@@ -289,6 +327,7 @@ int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
 	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
 
+	snap_koff(next);
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
 			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
 			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),

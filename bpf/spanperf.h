@@ -91,6 +91,14 @@ struct sp_snap {
 	 * accounts are kept in it (spans.bpf.c, read_sched).
 	 */
 	__u64 xoff;
+	/*
+	 * ts less the runqueue's clock (sched_clock, brought up to date by
+	 * the switch), where the runqueue is reachable (0: not): with the
+	 * runqueue's own task clock, which every tick and scheduler event on
+	 * this CPU brings up to date, the task clock now without the steal
+	 * time since the switch that xoff carries (spans.bpf.c, read_sched).
+	 */
+	__u64 koff;
 	__u32 tid;  /* the thread on this CPU since the snapshot */
 	__u32 valid;
 };

@@ -57,12 +57,18 @@ struct {
  * and ticks: mid-slice it lags by up to a tick (4 ms at HZ=250).  The time
  * since, on the task clock it is kept in, is that clock now less the
  * thread's se.exec_start, as the kernel's own task_sched_runtime() adds it.
- * The clock now is bpf_ktime_get_ns() less this CPU's offset to it, which
- * the counters program takes at each switch (sp_snap.xoff); the offset
- * moves only with steal and irq time, so it is good to a few us.  (The
- * runqueue's own clock is a per-CPU variable that BPF reaches only through
- * kallsyms, which holds no variables without CONFIG_KALLSYMS_ALL.)  Without
- * a snapshot, the account as it stands.  run_delay is exact here:
+ * The clock now is the runqueue's task clock as its last update left it
+ * (every tick and scheduler event on this CPU), plus the time since on
+ * the runqueue's clock, which is sched_clock: bpf_ktime_get_ns() less the
+ * offset the counters program takes at each switch (sp_snap.koff).  The
+ * runqueue is the task's cfs_rq's (CONFIG_FAIR_GROUP_SCHED; the per-CPU
+ * `runqueues` needs CONFIG_KALLSYMS_ALL).  Without it, bpf_ktime_get_ns()
+ * less the task clock's own offset at the switch (sp_snap.xoff), which
+ * steal time moves (CONFIG_PARAVIRT_TIME_ACCOUNTING leaves it out of the
+ * task clock): in a VM, a span that began after a steal and switched
+ * before its end was short of that steal in CPU and long in sleep (seen
+ * here under load: a 2 ms call with 0.85 ms asleep).  Without a
+ * snapshot, the account as it stands.  run_delay is exact here:
  * the scheduler adds each wait when the thread arrives, and it is running.
  * Time in D is the counters program's, plus the block it last left if it
  * has not switched out since (block_settle).  Without CONFIG_SCHED_INFO
@@ -102,8 +108,13 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 		return;
 	}
 	{
-		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start;
+		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start, rclock, rtask;
 
+		if (s && s->valid && s->koff && task_rq_clocks(task, &rclock, &rtask) && rtask >= exec) {
+			__u64 knows = now - s->koff;
+
+			clk = rtask + (knows > rclock ? knows - rclock : 0);
+		}
 		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */
 		out->how = SP_SCHED_ACCOUNTS;
 		/* A figure beyond a few ticks is no lag: an offset gone stale. */

@@ -88,6 +88,12 @@ static void perf_attrs(struct otlp_w *w, const struct span_row *sp, bool *first)
 	 * recorded.
 	 */
 	if (spans_split(r, sp, &x, &how)) {
+		/*
+		 * The split's own CPU time, which with the three below sums to
+		 * the span: the scheduler's, steal left out, where task-clock's
+		 * stamps count the time a VM's CPU was taken away.
+		 */
+		otlp_attr_double(b, first, "perf.on_cpu_ms", x.on / 1e6);
 		otlp_attr_double(b, first, "perf.off_cpu_ms", x.off / 1e6);
 		otlp_attr_double(b, first, "perf.runq_ms", x.runq / 1e6);
 		otlp_attr_double(b, first, "perf.sleep_ms", x.sleep / 1e6);
