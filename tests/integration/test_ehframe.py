@@ -32,6 +32,23 @@ def recording():
     return _cache["path"], _cache["stderr"]
 
 
+def perf_placed(path, comm, lost_ok=False):
+    """perf script's chains of comm: (how many, how many reach main, those with a frame perf
+    places in no file: a return address no mapping holds, which a walk made up)."""
+    out = perf_clean(["script", "-F", "comm,tid,ip,sym,dso"], path, lost_ok=lost_ok)
+    n = reach = 0
+    nowhere = []
+    for block in out.split("\n\n"):
+        lines = [l for l in block.split("\n") if l.strip()]
+        if not lines or lines[0].split()[0] != comm:
+            continue
+        n += 1
+        reach += any(" main " in l for l in lines[1:])
+        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+            nowhere.append(block)
+    return n, reach, nowhere
+
+
 def hot_reach_main(stacks, leaves=("cmp_ints", "cb_work")):
     """(samples whose leaf is one of ours, of them those whose chain reaches main)."""
     n = sum(c for st, c in stacks.items() if st and st[0] in leaves)
@@ -333,17 +350,7 @@ def test_ehframe_unchecked_frame_pointer_guess_is_not_a_frame():
     loop = "for i in $(seq 150); do %s 15 >/dev/null; done" % shlex.quote(DWARF_WORKLOAD)
     p = spanperf("record", "--call-graph", "ehframe", "-F", "4999", "-v", "-o", path, "--", "sh", "-c", loop,
                  env=dict(os.environ, SPANPERF_EH_VMA_ONLY="1"), check=True)
-    out = perf_clean(["script", "-F", "comm,tid,ip,sym,dso"], path, lost_ok=True)
-    n = reach = 0
-    made_up = []
-    for block in out.split("\n\n"):
-        lines = [l for l in block.split("\n") if l.strip()]
-        if not lines or lines[0].split()[0] != "workload_dwarf":
-            continue
-        n += 1
-        reach += any(" main " in l for l in lines[1:])
-        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
-            made_up.append(block)
+    n, reach, made_up = perf_placed(path, "workload_dwarf", lost_ok=True)
     assert n >= 1000 and not made_up, (n, len(made_up), made_up[:2], p.stderr[-1500:])
     assert reach * 100 >= 90 * n, (reach, n)
 
@@ -469,16 +476,7 @@ def test_ehframe_pid_reuse():
     # A frame unwound with the old process's rows would return into its
     # mappings, which are not the newcomer's: perf names no file for it.
     need_perf()
-    out = perf_clean(["script", "-F", "comm,tid,ip,sym,dso"], path)
-    n = 0
-    wrong = []
-    for block in out.split("\n\n"):
-        lines = [l for l in block.split("\n") if l.strip()]
-        if not lines or lines[0].split()[0] != "pr-python3":
-            continue
-        n += 1
-        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
-            wrong.append(block)
+    n, _, wrong = perf_placed(path, "pr-python3")
     assert n >= 100 and not wrong, (n, len(wrong), wrong[:3])
     # The old program was whole too.
     a_n, a_m = hot_reach_main(folded(path, comm="pr-dwarf"))
