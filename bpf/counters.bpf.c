@@ -286,23 +286,31 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	return 0;
 }
 
+#define SP_KOFF_EVERY_NS 100000000ull
+
 /*
  * The snapshot's koff, from the runqueue's clock that the switch has just
  * brought up to date: taken before on_switch, whose stack is full.
  */
 static __always_inline void snap_koff(struct task_struct *next)
 {
-	__u64 clock = 0, clock_task, now;
+	__u64 clock = 0, now;
 	__u32 zero = 0;
 	struct sp_snap *s;
+	struct rq *rq;
 
 	if (!sched_split || split_stamps)
 		return;
 	s = bpf_map_lookup_elem(&snap, &zero);
-	if (!s)
+	/* s->ts: the last switch's time, near enough to now for this. */
+	if (!s || (s->koff_ts && s->ts - s->koff_ts < SP_KOFF_EVERY_NS))
 		return;
+	rq = task_rq_of(next);
+	if (rq)
+		clock = BPF_CORE_READ(rq, clock);
 	now = bpf_ktime_get_ns();
-	s->koff = task_rq_clocks(next, &clock, &clock_task) && clock && clock < now ? now - clock : 0;
+	s->koff = clock && clock < now ? now - clock : 0;
+	s->koff_ts = now;
 }
 
 SEC("tp_btf/sched_switch")

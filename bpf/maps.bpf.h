@@ -134,23 +134,16 @@ struct {
 } stats SEC(".maps");
 
 /*
- * The runqueue t is on: its clock and task clock as last brought up to date.
- * Reached through the task's cfs_rq (CONFIG_FAIR_GROUP_SCHED), as the
- * per-CPU `runqueues` needs kallsyms with CONFIG_KALLSYMS_ALL.  False
- * where there is no such path.
+ * The runqueue t is on, whose clock and task clock are as its last update
+ * left them.  Reached through the task's cfs_rq (CONFIG_FAIR_GROUP_SCHED),
+ * as the per-CPU `runqueues` needs kallsyms with CONFIG_KALLSYMS_ALL.
+ * NULL where there is no such path.
  */
-static __always_inline bool task_rq_clocks(struct task_struct *t, __u64 *clock, __u64 *clock_task)
+static __always_inline struct rq *task_rq_of(struct task_struct *t)
 {
-	struct rq *rq;
-
 	if (!bpf_core_field_exists(t->se.cfs_rq))
-		return false;
-	rq = BPF_CORE_READ(t, se.cfs_rq, rq);
-	if (!rq)
-		return false;
-	*clock = BPF_CORE_READ(rq, clock);
-	*clock_task = BPF_CORE_READ(rq, clock_task);
-	return true;
+		return NULL;
+	return BPF_CORE_READ(t, se.cfs_rq, rq);
 }
 
 static __always_inline void stat_inc(__u32 idx)

@@ -60,7 +60,7 @@ struct {
  * The clock now is the runqueue's task clock as its last update left it
  * (every tick and scheduler event on this CPU), plus the time since on
  * the runqueue's clock, which is sched_clock: bpf_ktime_get_ns() less the
- * offset the counters program takes at each switch (sp_snap.koff).  The
+ * offset the counters program takes at a switch every 100 ms (sp_snap.koff).  The
  * runqueue is the task's cfs_rq's (CONFIG_FAIR_GROUP_SCHED; the per-CPU
  * `runqueues` needs CONFIG_KALLSYMS_ALL).  Without it, bpf_ktime_get_ns()
  * less the task clock's own offset at the switch (sp_snap.xoff), which
@@ -109,11 +109,16 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 	}
 	{
 		__u64 clk = s && s->valid ? now - s->xoff : 0, exec = task->se.exec_start, rclock, rtask;
+		struct rq *rq = s && s->valid && s->koff ? task_rq_of(task) : NULL;
 
-		if (s && s->valid && s->koff && task_rq_clocks(task, &rclock, &rtask) && rtask >= exec) {
-			__u64 knows = now - s->koff;
+		if (rq) {
+			rclock = BPF_CORE_READ(rq, clock);
+			rtask = BPF_CORE_READ(rq, clock_task);
+			if (rtask >= exec) {
+				__u64 knows = now - s->koff;
 
-			clk = rtask + (knows > rclock ? knows - rclock : 0);
+				clk = rtask + (knows > rclock ? knows - rclock : 0);
+			}
 		}
 		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */
 		out->how = SP_SCHED_ACCOUNTS;
