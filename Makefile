@@ -44,17 +44,21 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 #   sys       this machine: events, perf_event_open, kernel features, kallsyms, build ids, ELF symbols
 #   record    the recorder: BPF sources and the loop that drains them into the writer
 #   report    reading a file back: the session, symbols, unwinding, profiles, outputs
+#   live      the engines that run while a recording runs: stat, its Prometheus endpoint,
+#             top, the records streamed from the recorder to report's consumers in memory
 #   cmd       the subcommands and their options; the only folder that sees every other
-USER_DIRS := base perfdata sys record report cmd
+USER_DIRS := base perfdata sys record report live cmd
 INC_base := base
 INC_perfdata := base perfdata
 INC_sys := base perfdata sys
 INC_record := base perfdata sys record
 INC_report := base perfdata sys report
+INC_live := base perfdata sys record report live
 INC_cmd := $(USER_DIRS)
 # Only the folders that load BPF see the skeletons and the generated tables in $(OUTPUT).
 GEN_sys := -I$(OUTPUT)
 GEN_record := -I$(OUTPUT)
+GEN_live := -I$(OUTPUT)
 GEN_cmd := -I$(OUTPUT)
 # -iquote: "x.h" is looked up in the file's own folder, then in these, never elsewhere.
 user_inc = $(addprefix -iquote user/,$(INC_$(1))) -iquote bpf $(GEN_$(1))

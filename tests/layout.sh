@@ -11,7 +11,7 @@ fail=0 n=0
 
 # A header from each folder, to include.
 hdr_base=util.h hdr_perfdata=perf_data.h hdr_sys=events.h hdr_record=counters.h
-hdr_report=symbols.h hdr_cmd=commands.h
+hdr_report=symbols.h hdr_live=stat_serve.h hdr_cmd=commands.h
 
 # Prints the include flags the Makefile gives a file of folder $1.
 flags() {
@@ -32,16 +32,19 @@ try() { # folder header expect(ok|fail)
 }
 
 # May see (ok) and may not (fail), as the Makefile states them.
-for h in perf_data.h events.h counters.h symbols.h commands.h; do try base $h fail; done
+for h in perf_data.h events.h counters.h symbols.h stat_serve.h commands.h; do try base $h fail; done
 try perfdata util.h ok
-for h in events.h counters.h symbols.h commands.h; do try perfdata $h fail; done
+for h in events.h counters.h symbols.h stat_serve.h commands.h; do try perfdata $h fail; done
 try sys perf_data.h ok
-for h in counters.h symbols.h commands.h; do try sys $h fail; done
+for h in counters.h symbols.h stat_serve.h commands.h; do try sys $h fail; done
 try record events.h ok
-for h in symbols.h commands.h; do try record $h fail; done
+for h in symbols.h stat_serve.h commands.h; do try record $h fail; done
 try report events.h ok
-for h in counters.h commands.h; do try report $h fail; done
-for d in base perfdata sys record report cmd; do eval "try cmd \$hdr_$d ok"; done
+for h in counters.h stat_serve.h commands.h; do try report $h fail; done
+# live sees record and report (it joins them while a recording runs), never cmd.
+for h in events.h counters.h symbols.h; do try live $h ok; done
+try live commands.h fail
+for d in base perfdata sys record report live cmd; do eval "try cmd \$hdr_$d ok"; done
 
 if [ $fail -eq 0 ]; then
 	echo "  PASS  layout ($n include rules)"
