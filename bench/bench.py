@@ -12,12 +12,12 @@ the ratios with the machine's description.
     sections: inkernel recorder stat spans split sched report srcline offcpu wakers forks stolen parts dwarf
               ehframe ehtables wholepath rss otel page live lib (default: all)
 
-Writes bench/results/latest.md, latest.json and slowdown.svg, and the README's
-block between its bench markers.  A partial run keeps the other sections' figures.
+Writes bench/results/latest.md, latest.json and slowdown.svg, and the block
+between the bench markers of docs/benchmarks.md.  A partial run keeps the other sections' figures.
 
 The flow: bench.py (this file: arguments, sysctls, the run) -> sections/<name>.py
 (one section: measures, then prints its part of the page) -> render.py (the page,
-the chart, the README) with harness.py (children, profilers, bpf_stats, timing)
+the chart, docs/benchmarks.md) with harness.py (children, profilers, bpf_stats, timing)
 under all of them.
 
 Adding a bench section: write bench/sections/<name>.py with
@@ -63,7 +63,7 @@ def main(argv):
     if "-h" in argv or "--help" in argv:
         return print(__doc__)
     if "--render" in argv:
-        # The markdown, the chart and the README from latest.json, measuring nothing.
+        # The markdown, the chart and docs/benchmarks.md from latest.json, measuring nothing.
         return render.write(render.load(os.path.join(RESULTS, "latest.json")))
     # SIGTERM must still restore the sysctls in the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench: terminated"))

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The page: results/latest.md, its chart results/slowdown.svg and the README's bench block,
+"""The page: results/latest.md, its chart results/slowdown.svg and docs/benchmarks.md's block,
 all drawn from the results dict (latest.json), so that --render redraws them without measuring."""
 import json
 import math
@@ -82,20 +82,20 @@ def markdown(res):
 
 
 def update_readme(md):
-    """The README's benchmark section is the latest results, between its markers."""
-    path = os.path.join(ROOT, "README.md")
+    """docs/benchmarks.md's FIGURES are the latest results, between its markers."""
+    path = os.path.join(ROOT, "docs", "benchmarks.md")
     text = open(path).read()
     start, end = "<!-- bench:start -->", "<!-- bench:end -->"
     if start not in text or end not in text:
         return
-    body = md.split("\n", 1)[1].replace("](slowdown.svg)", "](bench/results/slowdown.svg)")
+    body = md.split("\n", 1)[1].replace("](slowdown.svg)", "](../bench/results/slowdown.svg)")
     body = body.replace("\n## ", "\n### ")
     text = text[:text.index(start) + len(start)] + "\n" + body.strip() + "\n" + text[text.index(end):]
     open(path, "w").write(text)
 
 
 def write(res):
-    """The chart, latest.md and the README's block from res; the markdown goes to stdout too."""
+    """The chart, latest.md and docs/benchmarks.md's block from res; the markdown goes to stdout too."""
     chart(res, os.path.join(RESULTS, "slowdown.svg"))
     md = markdown(res)
     open(os.path.join(RESULTS, "latest.md"), "w").write(md)

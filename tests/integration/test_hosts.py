@@ -88,7 +88,7 @@ def test_package_install_agrees_with_perf():
     theirs = perf_rows_home(path, "comm,dso,sym", d)
     total = sum(theirs.values())
     assert sum(mine.values()) == total, (sum(mine.values()), total)
-    # README: a PLT address perf 6.1 names _init or NAME@plt by its tree's shape; spanperf says NAME@plt.
+    # docs/perf-data.md: a PLT address perf 6.1 names _init or NAME@plt by its tree's shape; spanperf says NAME@plt.
     fm, ft = plt_folded(mine), plt_folded(theirs)
     # Where perf has no dso spanperf may know more (a BPF program's frame, named from kallsyms).
     bad = [(k, n, fm.get(k, 0)) for k, n in ft.items()

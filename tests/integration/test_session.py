@@ -75,7 +75,7 @@ def test_forked_children_inherit_maps():
 def plt_folded(rows):
     """Every row, with the PLT and _init as one symbol: perf 6.1 gives a PLT
     entry's samples to the sizeless _init before it or to NAME@plt depending
-    on its symbol tree's shape (README: where perf is ambiguous)."""
+    on its symbol tree's shape (docs/perf-data.md: where perf is ambiguous)."""
     out = collections.Counter()
     for k, n in rows.items():
         sym = "<plt>" if k[-1] == "_init" or k[-1].endswith("@plt") else k[-1]

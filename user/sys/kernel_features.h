@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What this kernel offers, probed once before anything is loaded, and the
- * choice taken for each need, as `spanperf probe` prints them (the README's
- * table of needs and fallbacks).
+ * choice taken for each need, as `spanperf probe` prints them (the table of
+ * needs and fallbacks in docs/spanperf-probe.md).
  */
 #ifndef SP_KERNEL_FEATURES_H
 #define SP_KERNEL_FEATURES_H
