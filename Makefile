@@ -4,7 +4,8 @@
 #   make demo     install what is missing, record the host for a few seconds, report
 #   make test     install what is missing, then every test (unit, integration, vm)
 #   make lib      libspanperf (.so.0, .a) in build/lib
-#   make install  spanperf and libspanperf under PREFIX (/usr/local), DESTDIR honoured
+#   make man      the man pages in build/man, from docs/
+#   make install  spanperf, its man pages and libspanperf under PREFIX (/usr/local), DESTDIR honoured
 #   make V=1      show the full commands
 #
 VERSION := 0.1.0
@@ -81,7 +82,7 @@ WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tes
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
 .SECONDARY: $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS)) $(OUTPUT)/bench/floor.bpf.o
 .PHONY: all clean deps demo test unit integration vmtest bench check fuzz fuzz-replay soak lib install \
-	install-lib gotest
+	install-lib gotest man
 
 all: spanperf
 
@@ -124,9 +125,44 @@ $(OUTPUT)/report/html_assets.o: $(OUTPUT)/report/html_assets.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# ---- man pages: docs/ as man(7), by tools/md2man.py (a page with a warning stops the build) ----
+# A page per command, spanperf-CMD(1), and a page per idea, docs/NAME.md as spanperf-NAME(7).
+MAN1_SRCS := $(wildcard docs/spanperf*.md)
+MAN7_SRCS := $(filter-out $(MAN1_SRCS) docs/HACKING.md,$(wildcard docs/*.md))
+MAN1 := $(patsubst docs/%.md,$(OUTPUT)/man/%.1,$(MAN1_SRCS))
+MAN7 := $(patsubst docs/%.md,$(OUTPUT)/man/spanperf-%.7,$(MAN7_SRCS))
+
+man: $(MAN1) $(MAN7)
+
+$(OUTPUT)/man/%.1: docs/%.md tools/md2man.py
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 tools/md2man.py --version $(VERSION) -o $@ $<
+
+$(OUTPUT)/man/spanperf-%.7: docs/%.md tools/md2man.py
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 tools/md2man.py --version $(VERSION) -o $@ $<
+
+# spanperf help CMD: the binary carries each command's page, and its Markdown for
+# hosts with neither man nor groff.  man_pages.h declares them for main.c.
+man_name = $(subst -,_,$(basename $(notdir $(1))))
+$(OUTPUT)/man_pages.c: $(MAN1) $(MAN1_SRCS) tools/embed.sh | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)tools/embed.sh -H $(OUTPUT)/man_pages.h $@ \
+		$(foreach p,$(MAN1_SRCS),man_$(call man_name,$(p)) $(OUTPUT)/man/$(notdir $(p:.md=.1)) \
+			md_$(call man_name,$(p)) $(p))
+$(OUTPUT)/man_pages.h: $(OUTPUT)/man_pages.c ;
+
+$(OUTPUT)/man_pages.o: $(OUTPUT)/man_pages.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/cmd/main.o: | $(OUTPUT)/man_pages.h
+
 # BIN: `make check` links a sanitized binary under its own OUTPUT.
 BIN ?= spanperf
-$(BIN): $(USER_OBJS)
+$(BIN): $(USER_OBJS) $(OUTPUT)/man_pages.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -136,6 +172,7 @@ $(BIN): $(USER_OBJS)
 # helpers they call.  Position-independent copies, under $(OUTPUT)/lib/.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 LIB_SONAME := libspanperf.so.0
@@ -202,9 +239,11 @@ install-lib: $(LIB_OUT)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' lib/spanperf.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/spanperf.pc
 
-install: spanperf install-lib
-	$(Q)install -d $(DESTDIR)$(BINDIR)
+install: spanperf man install-lib
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7
 	$(Q)install -m 0755 spanperf $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	$(Q)install -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 
 # ---- tests ----
 

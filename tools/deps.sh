@@ -5,12 +5,16 @@
 set -eu
 
 build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev pkg-config libmicrohttpd-dev libncurses-dev"
+# python3: the man pages spanperf carries (spanperf help) are made from docs/ by tools/md2man.py.
+build="$build python3"
 # Go and the pprof sources: the tests check profiles with the real pprof tool.
 test="libcmocka-dev linux-perf python3 binutils libxml2-utils golang-go golang-github-google-pprof-dev libclang-rt-14-dev valgrind"
 # debuginfod: a real server on loopback serves the tests' split debug files.
 test="$test debuginfod"
 # stat --serve is scraped by the real Prometheus (checked by its promtool); top runs under tmux.
 test="$test prometheus tmux"
+# The docs check renders every man page with groff (tests/docs.py).
+test="$test groff-base"
 # The OpenTelemetry tests run the real Node SDK from npm.  Debian's npm only
 # where npm is missing: a nodejs from elsewhere may bundle its own.
 test="$test nodejs"

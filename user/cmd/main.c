@@ -4,32 +4,44 @@
 
 #include "commands.h"
 #include "log.h"
+#include "man_page.h"
+#include "man_pages.h" /* generated from docs/: man_spanperf_CMD and md_spanperf_CMD */
 #include "stop.h"
 #include "util.h"
+
+/* A command's manual page, docs/spanperf-CMD.md: a command without one does not link. */
+#define PAGE(cmd) man_spanperf_##cmd, md_spanperf_##cmd
 
 static const struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 	const char *help;
 	bool finish; /* a stop signal lets it finish its file (stop.h); the others die of it */
+	const char *man, *md; /* spanperf help CMD */
 } cmds[] = {
-	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true },
-	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true },
-	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true },
-	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false },
-	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false },
-	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false },
-	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need", false },
+	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true, PAGE(record) },
+	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, PAGE(stat) },
+	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, PAGE(top) },
+	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, PAGE(report) },
+	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false,
+	  PAGE(annotate) },
+	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false,
+	  PAGE(list) },
+	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need", false,
+	  PAGE(probe) },
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "Usage: spanperf COMMAND [options]\n\n"
+	fprintf(out, "Usage: spanperf COMMAND [options]\n"
+		     "       spanperf help [COMMAND]\n"
+		     "       spanperf --version\n\n"
 		     "A whole-host profiler on BPF whose files perf report and perf script read.\n\n"
 		     "Commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(out, "  %-9s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(out, "\nRun 'spanperf COMMAND --help' for a command's options.\n\n"
+	fprintf(out, "\nRun 'spanperf COMMAND --help' for a command's options, and\n"
+		     "'spanperf help COMMAND' for its manual page.\n\n"
 		     "Examples:\n"
 		     "  spanperf record -g -d 5 && spanperf report\n"
 		     "  spanperf probe\n");
@@ -51,6 +63,13 @@ int main(int argc, char **argv)
 	sp_argv = argv;
 	if (argc < 2) {
 		usage(stderr);
+		return 1;
+	}
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+			if (!strcmp(argv[2], cmds[i].name))
+				return man_page_show(cmds[i].man, cmds[i].md) ? 1 : 0;
+		fprintf(stderr, "spanperf: '%s' is not a command; see 'spanperf help'\n", argv[2]);
 		return 1;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
