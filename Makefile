@@ -388,8 +388,9 @@ soak: spanperf $(WORKLOADS)
 deps:
 	$(Q)tools/deps.sh
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) spanperf man
 	$(Q)tests/layout.sh
+	$(Q)python3 tests/docs.py
 	$(Q)tests/run-unit.sh $(UNIT_BINS)
 
 integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
