@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Go binding (bindings/go/spanperf) against the real OpenTelemetry SDK,
-# built as ENVIRONMENT.md says: Debian's golang-go and golang-opentelemetry-otel-dev
-# in GOPATH mode, since no module proxy is reachable.  Run by `make gotest`.
+# built as docs/library.md says: Debian's golang-go and golang-opentelemetry-otel-dev
+# (tools/deps.sh test installs both) in GOPATH mode, which needs no module
+# proxy.  Run by `make gotest`.
 #
 #   tests/gotest.sh              go vet, the tests, and the example builds
 #   tests/gotest.sh -c OUT       only compile the test binary to OUT (make bench)
