@@ -357,7 +357,7 @@ int report_run(const struct report_opts *o)
 	if (o->html || o->speedscope)
 		return report_visual(o);
 	if (o->spans) {
-		struct spans_report_opts so = { .input = o->input, .json = o->table.json, .otlp = o->otlp,
+		struct spans_report_opts so = { .input = o->input, .format = o->spans_format,
 						.bpf_samples = o->bpf_samples };
 
 		if (spans_report(&so, err, sizeof(err))) {

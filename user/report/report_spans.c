@@ -494,7 +494,9 @@ void span_report__free(struct span_report *r)
 int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen)
 {
 	const struct spans_report_opts *o = &r->o;
-	int e = o->otlp ? spans_print_otlp(r, out, err, errlen) : o->json ? spans_print_json(r, out) : spans_print_table(r, out);
+	int e = o->format == SPANS_OTLP ? spans_print_otlp(r, out, err, errlen)
+		: o->format == SPANS_JSON ? spans_print_json(r, out)
+					 : spans_print_table(r, out);
 
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining spans of %s", o->input);

@@ -6,16 +6,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdio.h>
 #include <linux/types.h>
+
+#include "spans_view.h"
 
 struct strpool;
 
 struct spans_report_opts {
 	const char *input;     /* perf.data */
 	const char *external;  /* annotate: the spans JSONL, else NULL */
-	bool json;
-	bool otlp;	       /* --format otlp-json */
+	enum spans_format format;
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 	bool none_ok;	       /* a file without spans is not an error (report --html) */
 	FILE *out;	       /* where spans_report prints; NULL: stdout */
