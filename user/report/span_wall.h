@@ -67,6 +67,29 @@ bool span_wall__has_sched(const struct span_wall *w);
 bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x);
 /* The file names each block's waker (spanperf:waker samples). */
 bool span_wall__has_wakers(const struct span_wall *w);
+
+#define SPAN_WALL_TOP 3	    /* blocking stacks, and wakers, a span shows */
+#define SPAN_WALL_FRAMES 64 /* frames shown of each */
+
+/* A blocking stack, or a waker's, by name from the leaf, context markers left out. */
+struct span_wall_stack {
+	const char *frame[SPAN_WALL_FRAMES]; /* the symbolizer's names */
+	__u32 nr;
+	__u64 ns; /* of the span's time off CPU */
+	/* A waker's: */
+	const char *comm; /* the span_wall's; "[hardirq]" and the like for an interrupt */
+	__u32 tid;
+	bool task;	  /* a task woke it, not an interrupt: it may have been in a span then */
+	__u64 wake_ns;	  /* when */
+};
+/* The stacks tid blocked in inside [start, end], heaviest first, in out[SPAN_WALL_TOP]; how many. */
+int span_wall__off_top(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out);
+/*
+ * Who ended those blocks, by the time of the blocks inside [start, end],
+ * heaviest first, in out[SPAN_WALL_TOP]; how many (none where the file has
+ * no wakers).
+ */
+int span_wall__woken_by(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out);
 /*
  * Appends ,"woken_by":[{"comm","tid","stack","span_id","trace_id","ns"},..]:
  * who ended the span's blocks, by the time of those blocks inside it,
