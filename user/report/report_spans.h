@@ -38,6 +38,12 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
 int span_report__finish(struct span_report *r, char *err, size_t errlen);
 int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen);
 void span_report__free(struct span_report *r);
+/*
+ * After span_report__finish: what the outputs show of the spans, read-only,
+ * made at the first call (it names every function the spans hold) and kept
+ * until span_report__free; 0 or -ENOMEM.
+ */
+int span_report__view(struct span_report *r, const struct spans_view **out);
 
 /*
  * Every span report --spans (or annotate) would print, as a label for

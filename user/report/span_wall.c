@@ -11,7 +11,6 @@
 #include "sched_codec.h"
 #include "waker_codec.h"
 
-
 struct block {
 	__u32 tid;
 	__s32 pid;
@@ -58,8 +57,6 @@ struct span_wall {
 	bool recorded, wakers;
 	__u64 sums;
 	__u64 runq_unknown; /* sched records whose run-queue tail is unknown */
-	span_wall_ids_fn ids;
-	void *ids_ctx;
 };
 
 int span_wall__new(struct span_wall **out, struct session *s)
@@ -76,12 +73,6 @@ int span_wall__new(struct span_wall **out, struct session *s)
 	}
 	*out = w;
 	return 0;
-}
-
-void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx)
-{
-	w->ids = fn;
-	w->ids_ctx = ctx;
 }
 
 static int add_waker(struct span_wall *w, const struct sess_sample *ss)
@@ -437,51 +428,6 @@ int span_wall__off_top(struct span_wall *w, __u32 tid, __u64 start, __u64 end, s
 	return SP_MIN(n, SPAN_WALL_TOP);
 }
 
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
-		    const char *split_how, struct sbuf *b)
-{
-	struct span_wall_stack t[SPAN_WALL_TOP];
-	int n;
-
-	if (x)
-		on_ns = x->on;
-	if (on_ns >= 0)
-		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)on_ns);
-	else
-		sbuf_printf(b, ",\"on_cpu_ns\":null");
-	if (x)
-		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":%llu,\"sleep_ns\":%llu,\"blocked_ns\":%llu",
-			    (unsigned long long)x->off, (unsigned long long)x->runq, (unsigned long long)x->sleep,
-			    (unsigned long long)x->blocked);
-	else if (span_wall__recorded(w))
-		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
-		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null",
-			    (unsigned long long)span_wall__off_ns(w, tid, start, end));
-	else
-		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
-	sbuf_printf(b, ",\"split\":");
-	if (split_how)
-		sbuf_json_str(b, split_how);
-	else
-		sbuf_printf(b, "null");
-	if (!span_wall__recorded(w)) {
-		sbuf_printf(b, ",\"off_cpu_top\":[]");
-		return b->err;
-	}
-	sbuf_printf(b, ",\"off_cpu_top\":[");
-	n = span_wall__off_top(w, tid, start, end, t);
-	for (int k = 0; k < n; k++) {
-		sbuf_printf(b, "%s{\"stack\":[", k ? "," : "");
-		for (__u32 i = 0; i < t[k].nr; i++) {
-			sbuf_printf(b, "%s", i ? "," : "");
-			sbuf_json_str(b, t[k].frame[i]);
-		}
-		sbuf_printf(b, "],\"ns\":%llu}", (unsigned long long)t[k].ns);
-	}
-	sbuf_printf(b, "]");
-	return b->err;
-}
-
 struct wtop {
 	const struct waker *k;
 	__u64 ns;
@@ -540,37 +486,6 @@ int span_wall__woken_by(struct span_wall *w, __u32 tid, __u64 start, __u64 end, 
 		stack_names(w, wk->pid, wk->chain, wk->nr, wk->block_end, wk->kernel, &out[k]);
 	}
 	return SP_MIN(n, SPAN_WALL_TOP);
-}
-
-int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b)
-{
-	struct span_wall_stack t[SPAN_WALL_TOP];
-	int n;
-
-	if (!span_wall__has_wakers(w))
-		return b->err;
-	n = span_wall__woken_by(w, tid, start, end, t);
-	sbuf_printf(b, ",\"woken_by\":[");
-	for (int k = 0; k < n; k++) {
-		char trace[33] = "", span[17] = "";
-
-		sbuf_printf(b, "%s{\"comm\":", k ? "," : "");
-		sbuf_json_str(b, t[k].comm);
-		sbuf_printf(b, ",\"tid\":%u,\"stack\":[", t[k].tid);
-		for (__u32 i = 0; i < t[k].nr; i++) {
-			sbuf_printf(b, "%s", i ? "," : "");
-			sbuf_json_str(b, t[k].frame[i]);
-		}
-		sbuf_printf(b, "]");
-		/* The span the waker was in when it woke this one, where it has ids (spans_ids: its own too). */
-		if (t[k].task && w->ids && w->ids(w->ids_ctx, t[k].tid, t[k].wake_ns, trace, span))
-			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", span, trace);
-		else
-			sbuf_printf(b, ",\"span_id\":null,\"trace_id\":null");
-		sbuf_printf(b, ",\"ns\":%llu}", (unsigned long long)t[k].ns);
-	}
-	sbuf_printf(b, "]");
-	return b->err;
 }
 
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end)
