@@ -125,7 +125,8 @@ static void test_text(void **state)
 	assert_non_null(strstr(out, "  GET                  otel              2      4.000      4.000      4.000        6"
 				    "       2.000 ms            0.5     1.000 ms  do_read                   "
 				    "[##########..........]  parse 50% read 50%\n"));
-	assert_non_null(strstr(out, "  http.route               /a                              1      2.000      2.000        2\n"));
+	assert_non_null(strstr(out, "  http.route               /a                              1"
+				    "      2.000      2.000        2\n"));
 	free(out);
 	/* annotate's spans: no counter columns; top --spans: rates over its window. */
 	v.table_ctr = 0;

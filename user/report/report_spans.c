@@ -253,16 +253,6 @@ static const char *leaf(struct span_report *r, size_t sorted_idx)
 	return s->leaf;
 }
 
-/* Most samples first, then by name. */
-static int cmp_func(const void *a, const void *b)
-{
-	const struct spans_func *x = a, *y = b;
-
-	if (x->n != y->n)
-		return x->n < y->n ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
 /*
  * The leaf functions of samples [first, first+count), most first, appended
  * to the view's; how many, or -ENOMEM.
@@ -288,7 +278,7 @@ static long top_of(struct span_report *r, struct view_store *vs, size_t first, s
 		}
 		top[k].n++;
 	}
-	sort_n(vs->func + vs->nr_func, n, sizeof(*vs->func), cmp_func);
+	sort_n(vs->func + vs->nr_func, n, sizeof(*vs->func), spans_func_cmp);
 	vs->nr_func += n;
 	return n;
 }

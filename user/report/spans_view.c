@@ -28,8 +28,7 @@ static __u64 pct(const __u64 *sorted, size_t n, double p)
 	return n ? sorted[i < n ? i : n - 1] : 0;
 }
 
-/* Most samples first, then by name. */
-static int cmp_func(const void *a, const void *b)
+int spans_func_cmp(const void *a, const void *b)
 {
 	const struct spans_func *x = a, *y = b;
 
@@ -114,7 +113,7 @@ static int sum_kind(struct spans_kind *kd, const struct spans_row *row, const si
 			return -ENOMEM;
 	}
 	sort_n(dur, kd->count, sizeof(*dur), cmp_u64);
-	sort_n(kd->top, kd->nr_top, sizeof(*kd->top), cmp_func);
+	sort_n(kd->top, kd->nr_top, sizeof(*kd->top), spans_func_cmp);
 	kd->p50 = pct(dur, kd->count, 0.5);
 	kd->p99 = pct(dur, kd->count, 0.99);
 	kd->max = kd->count ? dur[kd->count - 1] : 0;

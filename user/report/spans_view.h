@@ -37,6 +37,8 @@ struct spans_func {
 	const char *name;
 	__u64 n;
 };
+/* Most samples first, then by name: for qsort of struct spans_func. */
+int spans_func_cmp(const void *a, const void *b);
 
 struct spans_attr {
 	const char *key, *value;
