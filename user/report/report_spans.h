@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* report --spans and annotate: spans joined with their samples, as a table or JSON lines. */
+/* report --spans and annotate: spans joined with their samples, as a table, JSON lines or OTLP JSON. */
 #ifndef SP_REPORT_SPANS_H
 #define SP_REPORT_SPANS_H
 
@@ -15,7 +15,7 @@ struct strpool;
 struct spans_report_opts {
 	const char *input;     /* perf.data */
 	const char *external;  /* annotate: the spans JSONL, else NULL */
-	enum spans_format format;
+	enum spans_format format; /* --format: text, json or otlp-json */
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 	bool none_ok;	       /* a file without spans is not an error (report --html) */
 	FILE *out;	       /* where spans_report prints; NULL: stdout */
@@ -28,8 +28,8 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen);
 /*
  * The join as a consumer of a session shared with others: new (reads
  * annotate's spans; registers on sess, which must outlive it) before
- * session__run, finish (places and joins) after it, then print or labels.
- * On error, err says what and where.
+ * session__run, finish (places and joins) after it, then print (the view
+ * in o->format), view or labels.  On error, err says what and where.
  */
 struct session;
 struct span_report;
