@@ -668,7 +668,7 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 	return add_off_top(r, vs, sp, row) ?: add_wakers(r, vs, sp, row);
 }
 
-/* The rows' pointers into the arrays, now that these no longer move. */
+/* The rows' pointers into the arrays, now that these no longer move; the offsets go. */
 static void point_rows(struct view_store *vs, size_t n)
 {
 	for (size_t i = 0; i < vs->nr_stack; i++)
@@ -681,6 +681,11 @@ static void point_rows(struct view_store *vs, size_t n)
 		vs->row[i].off_top = vs->stack + vs->at[i].off_top;
 		vs->row[i].woken_by = vs->waker + vs->at[i].woken_by;
 	}
+	free(vs->at);
+	free(vs->stack_at);
+	free(vs->waker_at);
+	vs->at = NULL;
+	vs->stack_at = vs->waker_at = NULL;
 }
 
 static bool any_split(const struct span_report *r)
