@@ -69,8 +69,7 @@ int cmd_annotate(int argc, char **argv)
 				return 1;
 			}
 			folded = !strcmp(optarg, "folded");
-			o.json = !strcmp(optarg, "json");
-			o.otlp = !strcmp(optarg, "otlp-json");
+			o.format = !strcmp(optarg, "json") ? SPANS_JSON : !strcmp(optarg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
 			break;
 		case 'H':
 			html = optarg;

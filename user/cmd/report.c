@@ -85,7 +85,7 @@ static void usage(FILE *out)
 /* Usage errors, said here; the report itself is report_run's. */
 static int check_combinations(const struct report_opts *o)
 {
-	if (o->otlp && !o->spans) {
+	if (o->spans_format == SPANS_OTLP && !o->spans) {
 		pr_err("--format otlp-json writes spans: use it with --spans");
 		return -EINVAL;
 	}
@@ -136,7 +136,7 @@ static int parse_value(int c, const char *arg, struct report_opts *o)
 		if (!strcmp(arg, "speedscope"))
 			o->speedscope = "-";
 		to->json = !strcmp(arg, "json");
-		o->otlp = !strcmp(arg, "otlp-json");
+		o->spans_format = !strcmp(arg, "json") ? SPANS_JSON : !strcmp(arg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
 		return 0;
 	case OPT_PCT:
 		to->min_pct = strtod(arg, &end);

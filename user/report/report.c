@@ -241,6 +241,7 @@ static int report_visual(const struct report_opts *o)
 	struct tl_limits lim = { o->max_samples, o->max_spans };
 	struct session *sess = NULL;
 	struct span_report *sr = NULL;
+	const struct spans_view *v = NULL;
 	struct profile *p = NULL;
 	struct timeline t = {};
 	char err[512] = "";
@@ -254,7 +255,7 @@ static int report_visual(const struct report_opts *o)
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
 	e = e ?: session__run(sess, err, sizeof(err));
 	e = e ?: span_report__finish(sr, err, sizeof(err));
-	if (!e && (e = profile__finish(p) ?: timeline__build(&t, p, sr, &lim)))
+	if (!e && (e = profile__finish(p) ?: span_report__view(sr, &v) ?: timeline__build(&t, p, v, &lim)))
 		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
 	if (e) {
 		say_read_error(o->input, e, err);
@@ -357,7 +358,7 @@ int report_run(const struct report_opts *o)
 	if (o->html || o->speedscope)
 		return report_visual(o);
 	if (o->spans) {
-		struct spans_report_opts so = { .input = o->input, .json = o->table.json, .otlp = o->otlp,
+		struct spans_report_opts so = { .input = o->input, .format = o->spans_format,
 						.bpf_samples = o->bpf_samples };
 
 		if (spans_report(&so, err, sizeof(err))) {

@@ -18,6 +18,7 @@
 #include "offcpu_view.h"
 #include "profile.h"
 #include "report_out.h"
+#include "spans_view.h"
 
 struct report_opts {
 	const char *input;	/* perf.data */
@@ -28,7 +29,8 @@ struct report_opts {
 	const char *flame, *pprof; /* files to write, or NULL */
 	bool folded, span_prefix;
 	bool wakers;		/* --waker: --folded off-CPU stacks go on with their waker's */
-	bool spans, bpf_samples, otlp; /* --spans and its json/otlp-json outputs */
+	bool spans, bpf_samples;  /* --spans */
+	enum spans_format spans_format; /* its --format (text, json, otlp-json) */
 	/* --html, --speedscope: files to write ("-": stdout), or NULL; above the limits they thin (0: none) */
 	const char *html, *speedscope;
 	__u64 max_samples, max_spans;

@@ -4,8 +4,10 @@
  * thread inside [start, end], with the top functions inside and the
  * counters the span programs measured.  Spans come from the perf.data
  * (records of attrs named spanperf:NAME) or, for annotate, from a JSONL
- * file written anywhere else.  The join is here; its three outputs are
- * spans_text.c, spans_json.c and spans_otlp.c.
+ * file written anywhere else.  The join is here; what it found goes to its
+ * outputs (spans_text.c, spans_json.c, spans_otlp.c, the page's timeline)
+ * as a read-only view (spans_view.h), built once after the join, which is
+ * all they see: they never call back here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,8 +24,86 @@
 #include "report_spans.h"
 #include "sbuf.h"
 #include "session.h"
-#include "spans_join.h"
+#include "span_wall.h"
+#include "spans_jsonl.h"
+#include "spans_view.h"
 #include "util.h"
+
+/* A sample, as the join needs it. */
+struct sinfo {
+	__s32 pid;
+	__u32 tid;
+	bool kernel;
+	__u64 ip, time;
+	const char *leaf; /* resolved lazily, only for samples inside spans */
+};
+
+struct span_row {
+	__u32 tid, pid;
+	__u64 start, end;
+	int name;	/* index into names */
+	int source;
+	bool unfinished;
+	__u64 bpf_samples;
+	__u64 counters[SP_MAX_COUNTERS];
+	const struct ext_span *ext;
+	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	__u8 edges;   /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
+	__u8 trace_id[16], span_id[8];
+	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
+	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
+	const char *kind;  /* with raw_attrs: the name to take where no span.name names it */
+	__u16 raw_size;
+	struct span_sched sched; /* where its wall time went, as recorded (how 0: not) */
+	size_t first, count; /* the join's result */
+};
+
+/*
+ * The view's storage.  Rows point into the arrays below, which grow while
+ * the rows are made: a row keeps offsets (at) until the last is made, and
+ * gets its pointers then.
+ */
+struct view_store {
+	struct spans_view v;
+	struct spans_row *row;
+	struct row_at {
+		size_t top, attr, off_top, woken_by;
+	} *at;
+	struct spans_func *func;
+	size_t nr_func, cap_func;
+	struct spans_attr *attr;
+	size_t nr_attr, cap_attr;
+	struct strpool attr_str;
+	struct spans_stack *stack; /* the rows' off_top */
+	size_t *stack_at;	   /* where stack[i]'s frames are in frame */
+	size_t nr_stack, cap_stack, cap_stack_at;
+	struct spans_waker *waker; /* the rows' woken_by */
+	size_t *waker_at;
+	size_t nr_waker, cap_waker, cap_waker_at;
+	const char **frame;
+	size_t nr_frame, cap_frame;
+	struct spans_table table;
+	bool built;
+};
+
+struct span_report {
+	struct spans_report_opts o;
+	struct ext_span *ext; /* annotate's spans, and the text they point into */
+	size_t next;
+	char *text;
+	struct session *sess;
+	struct strpool names; /* span names; a row's name is its id here */
+	struct strpool attrs; /* otel spans' attributes */
+	char **ctr_names;     /* the session's: what counters[k] is */
+	int nr_ctr;
+	struct sinfo *s;
+	size_t ns, cap_s;
+	struct span_row *sp;
+	size_t nsp, cap_sp;
+	struct corr_sample *sorted; /* the join's sample order */
+	struct span_wall *wall;	    /* off-CPU time per span */
+	struct view_store view;
+};
 
 static int name_index(struct span_report *r, const char *name)
 {
@@ -173,18 +253,13 @@ static const char *leaf(struct span_report *r, size_t sorted_idx)
 	return s->leaf;
 }
 
-int spans_cmp_top(const void *a, const void *b)
+/*
+ * The leaf functions of samples [first, first+count), most first, appended
+ * to the view's; how many, or -ENOMEM.
+ */
+static long top_of(struct span_report *r, struct view_store *vs, size_t first, size_t count)
 {
-	const struct topc *x = a, *y = b;
-
-	if (x->n != y->n)
-		return x->n < y->n ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
-/* The most frequent leaf functions of samples [first, first+count); returns how many. */
-int spans_top_of(struct span_report *r, size_t first, size_t count, struct topc **out, size_t *cap)
-{
+	struct spans_func *top;
 	size_t n = 0;
 
 	for (size_t i = first; i < first + count; i++) {
@@ -192,26 +267,29 @@ int spans_top_of(struct span_report *r, size_t first, size_t count, struct topc 
 		size_t k;
 
 		/* Names are owned by the symbolizer: one pointer per distinct symbol. */
-		for (k = 0; k < n && (*out)[k].name != name; k++)
+		top = vs->func + vs->nr_func;
+		for (k = 0; k < n && top[k].name != name; k++)
 			;
 		if (k == n) {
-			if (array_reserve((void **)out, cap, n, sizeof(**out)))
+			if (array_reserve((void **)&vs->func, &vs->cap_func, vs->nr_func + n, sizeof(*vs->func)))
 				return -ENOMEM;
-			(*out)[n++] = (struct topc){ name, 0 };
+			top = vs->func + vs->nr_func;
+			top[n++] = (struct spans_func){ name, 0 };
 		}
-		(*out)[k].n++;
+		top[k].n++;
 	}
-	sort_n(*out, n, sizeof(**out), spans_cmp_top);
+	sort_n(vs->func + vs->nr_func, n, sizeof(*vs->func), spans_func_cmp);
+	vs->nr_func += n;
 	return n;
 }
 
-bool spans_ctr_is_clock(const char *name)
+static bool ctr_is_clock(const char *name)
 {
 	return !strcmp(name, "task-clock") || !strcmp(name, "cpu-clock");
 }
 
-/* The span's time on CPU from its task-clock counter, -1 where it has none. */
-__s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
+/* The span's time on CPU from its task-clock counter (or its switch stamps), -1 where it has none. */
+static __s64 on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
@@ -224,10 +302,31 @@ __s64 spans_on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 	return -1;
 }
 
+/* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
+static void ids_of(const struct span_row *sp, size_t i, char trace[33], char span[17])
+{
+	const char *t = sp->ext ? sp->ext->trace_id : "", *s = sp->ext ? sp->ext->span_id : "";
+
+	if (sp->has_ctx) {
+		otel_hex(trace, sp->trace_id, 16);
+		otel_hex(span, sp->span_id, 8);
+		return;
+	}
+	if (strlen(t) == 34 && t[0] == '"')
+		snprintf(trace, 33, "%.32s", t + 1);
+	else
+		snprintf(trace, 33, "%016llx%016llx", (unsigned long long)hash_mix(sp->pid, sp->tid) | 1,
+			 (unsigned long long)hash_mix(sp->start, sp->end));
+	if (strlen(s) == 18 && s[0] == '"')
+		snprintf(span, 17, "%.16s", s + 1);
+	else
+		snprintf(span, 17, "%016llx", (unsigned long long)hash_mix(sp->start, i) | 1);
+}
+
 /*
  * A span's ids as the rows show them: an OTel context's, an external span's
  * own where both are OTLP-shaped, or those made up for spanperf's own spans
- * (spans_ids, as the JSON rows and the OTLP output give them).  External
+ * (ids_of, as the JSON rows and the OTLP output give them).  External
  * spans without such ids have none to give.
  */
 static bool has_ids(const struct span_row *sp)
@@ -241,10 +340,9 @@ static bool has_ids(const struct span_row *sp)
 }
 
 /* The innermost span with ids that thread tid was in at time: a waker's, for woken_by. */
-static bool ids_at(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17])
+static bool ids_at(const struct span_report *r, __u32 tid, __u64 time, char trace[33], char span[17])
 {
 	const struct span_row *best = NULL;
-	const struct span_report *r = ctx;
 
 	for (size_t i = 0; i < r->nsp && r->sp[i].start <= time; i++) {
 		const struct span_row *sp = &r->sp[i];
@@ -254,13 +352,29 @@ static bool ids_at(void *ctx, __u32 tid, __u64 time, char trace[33], char span[1
 	}
 	if (!best)
 		return false;
-	spans_ids(best, best - r->sp, trace, span);
+	ids_of(best, best - r->sp, trace, span);
 	return true;
 }
 
-bool spans_split(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how)
+/* How the span's split was measured, as the JSON rows' "split" says (enum sp_sched_how); NULL: none. */
+static const char *split_name(__u32 how)
 {
-	*how = spans_split_name(sp->sched.how);
+	switch (how) {
+	case SP_SCHED_ACCOUNTS: return "sched_info";
+	case SP_SCHED_STAMPS: return "switch-stamps";
+	case SP_SCHED_WAKE_STAMPS: return "stamps";
+	default: return NULL;
+	}
+}
+
+/*
+ * The split of sp's wall time: the span's own (its record's accounts), else
+ * that of the file's spanperf-sched records over its thread and interval;
+ * *how names the one used (NULL: none).  False where there is neither.
+ */
+static bool split_of(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how)
+{
+	*how = split_name(sp->sched.how);
 	if (span_split_of(&sp->sched, sp->end - sp->start, x))
 		return true;
 	/* Spans that carry no split of their own (external, OTel): from the recording's switch-outs. */
@@ -269,16 +383,6 @@ bool spans_split(struct span_report *r, const struct span_row *sp, struct span_s
 		return true;
 	}
 	return false;
-}
-
-const char *spans_split_name(__u32 how)
-{
-	switch (how) {
-	case SP_SCHED_ACCOUNTS: return "sched_info";
-	case SP_SCHED_STAMPS: return "switch-stamps";
-	case SP_SCHED_WAKE_STAMPS: return "stamps";
-	default: return NULL;
-	}
 }
 
 static int cmp_row_start(const void *a, const void *b)
@@ -380,27 +484,6 @@ build:
 	return unplaced;
 }
 
-/* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up. */
-void spans_ids(const struct span_row *sp, size_t i, char trace[33], char span[17])
-{
-	const char *t = sp->ext ? sp->ext->trace_id : "", *s = sp->ext ? sp->ext->span_id : "";
-
-	if (sp->has_ctx) {
-		otel_hex(trace, sp->trace_id, 16);
-		otel_hex(span, sp->span_id, 8);
-		return;
-	}
-	if (strlen(t) == 34 && t[0] == '"')
-		snprintf(trace, 33, "%.32s", t + 1);
-	else
-		snprintf(trace, 33, "%016llx%016llx", (unsigned long long)hash_mix(sp->pid, sp->tid) | 1,
-			 (unsigned long long)hash_mix(sp->start, sp->end));
-	if (strlen(s) == 18 && s[0] == '"')
-		snprintf(span, 17, "%.16s", s + 1);
-	else
-		snprintf(span, 17, "%016llx", (unsigned long long)hash_mix(sp->start, i) | 1);
-}
-
 /* annotate's spans, read before the pass. */
 static int read_external(struct span_report *r, char *err, size_t errlen)
 {
@@ -436,8 +519,8 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
 	r->ctr_names = sess->span_counters;
 	r->nr_ctr = sess->nr_span_counters;
 	e = o->external ? read_external(r, err, errlen) : 0;
-	if (!e && !span_wall__new(&r->wall, sess))
-		span_wall__set_ids(r->wall, ids_at, r);
+	if (!e)
+		span_wall__new(&r->wall, sess);
 	if (!e && (!r->wall || session__add_consumer(sess, &ops, r)))
 		e = set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
 	if (e) {
@@ -474,6 +557,230 @@ oom:
 	return set_errorf(err, errlen, -ENOMEM, "out of memory joining spans of %s", o->input);
 }
 
+/* s's frames appended to the view's, at *at; 0 or -ENOMEM. */
+static int add_frames(struct view_store *vs, const struct span_wall_stack *s, size_t *at)
+{
+	if (s->nr && array_reserve((void **)&vs->frame, &vs->cap_frame, vs->nr_frame + s->nr - 1, sizeof(*vs->frame)))
+		return -ENOMEM;
+	*at = vs->nr_frame;
+	memcpy(vs->frame + vs->nr_frame, s->frame, s->nr * sizeof(*s->frame));
+	vs->nr_frame += s->nr;
+	return 0;
+}
+
+/* The stacks sp's thread blocked in inside it, heaviest first. */
+static int add_off_top(struct span_report *r, struct view_store *vs, const struct span_row *sp, struct spans_row *row)
+{
+	struct span_wall_stack st[SPAN_WALL_TOP];
+	int n = span_wall__off_top(r->wall, sp->tid, sp->start, sp->end, st);
+
+	for (int k = 0; k < n; k++, row->nr_off_top++) {
+		if (array_reserve((void **)&vs->stack, &vs->cap_stack, vs->nr_stack, sizeof(*vs->stack)) ||
+		    array_reserve((void **)&vs->stack_at, &vs->cap_stack_at, vs->nr_stack, sizeof(*vs->stack_at)) ||
+		    add_frames(vs, &st[k], &vs->stack_at[vs->nr_stack]))
+			return -ENOMEM;
+		vs->stack[vs->nr_stack++] = (struct spans_stack){ .nr = st[k].nr, .ns = st[k].ns };
+	}
+	return 0;
+}
+
+/* Who ended sp's blocks, and the span each was in then, by the ids its own row shows. */
+static int add_wakers(struct span_report *r, struct view_store *vs, const struct span_row *sp, struct spans_row *row)
+{
+	struct span_wall_stack st[SPAN_WALL_TOP];
+	int n = span_wall__woken_by(r->wall, sp->tid, sp->start, sp->end, st);
+
+	for (int k = 0; k < n; k++, row->nr_woken_by++) {
+		struct spans_waker *w;
+
+		if (array_reserve((void **)&vs->waker, &vs->cap_waker, vs->nr_waker, sizeof(*vs->waker)) ||
+		    array_reserve((void **)&vs->waker_at, &vs->cap_waker_at, vs->nr_waker, sizeof(*vs->waker_at)) ||
+		    add_frames(vs, &st[k], &vs->waker_at[vs->nr_waker]))
+			return -ENOMEM;
+		w = &vs->waker[vs->nr_waker++];
+		*w = (struct spans_waker){ .comm = st[k].comm, .tid = st[k].tid,
+					   .stack = { .nr = st[k].nr, .ns = st[k].ns } };
+		w->has_ids = st[k].task && ids_at(r, st[k].tid, st[k].wake_ns, w->trace_id, w->span_id);
+	}
+	return 0;
+}
+
+static int add_attr(void *ctx, const char *key, const char *value)
+{
+	struct view_store *vs = ctx;
+	struct spans_attr *a;
+
+	if (array_reserve((void **)&vs->attr, &vs->cap_attr, vs->nr_attr, sizeof(*vs->attr)))
+		return -ENOMEM;
+	a = &vs->attr[vs->nr_attr];
+	a->key = strpool_intern(&vs->attr_str, key, NULL);
+	a->value = strpool_intern(&vs->attr_str, value, NULL);
+	if (!a->key || !a->value)
+		return -ENOMEM;
+	vs->nr_attr++;
+	return 0;
+}
+
+/* Row i of the view: everything an output shows of span i, decided here. */
+static int make_row(struct span_report *r, struct view_store *vs, size_t i)
+{
+	const struct span_row *sp = &r->sp[i];
+	struct spans_row *row = &vs->row[i];
+	struct row_at *at = &vs->at[i];
+	const struct otel_pctx *pc = session__otel_process(r->sess, sp->pid);
+	const char *how;
+	long ntop;
+
+	*row = (struct spans_row){
+		.name = r->names.str[sp->name], .source = span_source_name(sp->source), .kind = sp->name,
+		.pid = sp->pid, .tid = sp->tid, .start = sp->start, .end = sp->end, .samples = sp->count,
+		.bpf_samples = sp->bpf_samples, .external = sp->source == SP_SRC_EXTERNAL,
+		.unfinished = sp->unfinished, .edges = sp->edges, .has_ctx = sp->has_ctx,
+		.service = pc ? pc->service_name : NULL,
+	};
+	/* External spans carry no counters: the recording measured none of them. */
+	row->has_counters = !row->external;
+	if (row->has_counters)
+		memcpy(row->counters, sp->counters, sizeof(row->counters));
+	ids_of(sp, i, row->trace_id, row->span_id);
+	if (sp->ext && sp->ext->trace_id[0])
+		row->ext_trace_id = sp->ext->trace_id;
+	if (sp->ext && sp->ext->span_id[0])
+		row->ext_span_id = sp->ext->span_id;
+	row->has_split = split_of(r, sp, &row->split, &how);
+	row->split_how = how;
+	row->on_cpu_ns = row->has_split ? (__s64)row->split.on : on_cpu_ns(r, sp);
+	if (span_wall__recorded(r->wall)) {
+		row->off_ns = span_wall__off_ns(r->wall, sp->tid, sp->start, sp->end);
+		row->blocked_in = span_wall__top_frame(r->wall, sp->tid, sp->start, sp->end);
+	}
+	at->top = vs->nr_func;
+	ntop = top_of(r, vs, sp->first, sp->count);
+	if (ntop < 0)
+		return -ENOMEM;
+	row->nr_top = ntop;
+	at->attr = vs->nr_attr;
+	if (otel_attrs_split(sp->attrs, add_attr, vs))
+		return -ENOMEM;
+	row->nr_attr = vs->nr_attr - at->attr;
+	at->off_top = vs->nr_stack;
+	at->woken_by = vs->nr_waker;
+	return add_off_top(r, vs, sp, row) ?: add_wakers(r, vs, sp, row);
+}
+
+/* The rows' pointers into the arrays, now that these no longer move; the offsets go. */
+static void point_rows(struct view_store *vs, size_t n)
+{
+	for (size_t i = 0; i < vs->nr_stack; i++)
+		vs->stack[i].frame = vs->frame + vs->stack_at[i];
+	for (size_t i = 0; i < vs->nr_waker; i++)
+		vs->waker[i].stack.frame = vs->frame + vs->waker_at[i];
+	for (size_t i = 0; i < n; i++) {
+		vs->row[i].top = vs->func + vs->at[i].top;
+		vs->row[i].attr = vs->attr + vs->at[i].attr;
+		vs->row[i].off_top = vs->stack + vs->at[i].off_top;
+		vs->row[i].woken_by = vs->waker + vs->at[i].woken_by;
+	}
+	free(vs->at);
+	free(vs->stack_at);
+	free(vs->waker_at);
+	vs->at = NULL;
+	vs->stack_at = vs->waker_at = NULL;
+}
+
+static bool any_split(const struct span_report *r)
+{
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS || r->sp[i].sched.how == SP_SCHED_WAKE_STAMPS)
+			return true;
+	return span_wall__has_sched(r->wall);
+}
+
+/* A clock event's nanoseconds per sample (to estimate CPU time from samples), 0 for others. */
+static double clock_ns_per_sample(const struct session *s)
+{
+	const struct perf_event_attr *a;
+
+	if (s->first_sampling < 0)
+		return 0;
+	a = &s->rd->attrs[s->first_sampling].attr;
+	if (a->type != PERF_TYPE_SOFTWARE || a->config > PERF_COUNT_SW_TASK_CLOCK)
+		return 0;
+	return a->freq ? (a->sample_freq ? 1e9 / a->sample_freq : 0) : a->sample_period;
+}
+
+/* What the file says of every span alike. */
+static void view_head(struct span_report *r, struct spans_view *v)
+{
+	const struct pd_meta *m = &r->sess->rd->meta;
+
+	*v = (struct spans_view){
+		.input = r->o.input, .nr_rows = r->nsp, .nr_samples = r->ns,
+		.ctr_names = (const char *const *)r->ctr_names, .nr_ctr = r->nr_ctr,
+		/* annotate's spans are all external: no counter columns for them */
+		.table_ctr = r->o.external ? 0 : r->nr_ctr,
+		.bpf_samples = r->o.bpf_samples, .window_s = r->o.window_s,
+		.offcpu = span_wall__recorded(r->wall), .wakers = span_wall__has_wakers(r->wall),
+		.any_split = any_split(r), .unjoinable = span_wall__unjoinable(r->wall),
+		.has_clock = m->clock_tod_ns != 0, .unix_off = (__s64)(m->clock_tod_ns - m->clock_ref_ns),
+		.ns_per_sample = clock_ns_per_sample(r->sess),
+	};
+	for (int k = 0; k < r->nr_ctr && k < SP_MAX_COUNTERS; k++)
+		v->ctr_clock[k] = ctr_is_clock(r->ctr_names[k]);
+}
+
+static int build_view(struct span_report *r)
+{
+	struct view_store *vs = &r->view;
+	int e = 0;
+
+	vs->row = calloc(r->nsp ? r->nsp : 1, sizeof(*vs->row));
+	vs->at = calloc(r->nsp ? r->nsp : 1, sizeof(*vs->at));
+	if (!vs->row || !vs->at)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nsp && !e; i++)
+		e = make_row(r, vs, i);
+	if (e)
+		return e;
+	point_rows(vs, r->nsp);
+	view_head(r, &vs->v);
+	vs->v.row = vs->row;
+	e = spans_table_build(&vs->table, vs->row, r->nsp, (const char *const *)r->names.str, r->names.n,
+			      r->o.window_s);
+	vs->v.table = &vs->table;
+	return e;
+}
+
+static void view_free(struct view_store *vs)
+{
+	free(vs->row);
+	free(vs->at);
+	free(vs->func);
+	free(vs->attr);
+	strpool_free(&vs->attr_str);
+	free(vs->stack);
+	free(vs->stack_at);
+	free(vs->waker);
+	free(vs->waker_at);
+	free(vs->frame);
+	spans_table_free(&vs->table);
+	memset(vs, 0, sizeof(*vs));
+}
+
+int span_report__view(struct span_report *r, const struct spans_view **out)
+{
+	int e = 0;
+
+	if (!r->view.built) {
+		e = build_view(r);
+		if (e)
+			view_free(&r->view); /* a later call starts again */
+		r->view.built = !e;
+	}
+	*out = e ? NULL : &r->view.v;
+	return e;
+}
+
 void span_report__free(struct span_report *r)
 {
 	if (!r)
@@ -485,6 +792,7 @@ void span_report__free(struct span_report *r)
 		free(r->sp[i].raw_attrs);
 	free(r->sp);
 	free(r->sorted);
+	view_free(&r->view);
 	span_wall__free(r->wall);
 	free(r->ext);
 	free(r->text);
@@ -494,8 +802,13 @@ void span_report__free(struct span_report *r)
 int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen)
 {
 	const struct spans_report_opts *o = &r->o;
-	int e = o->otlp ? spans_print_otlp(r, out, err, errlen) : o->json ? spans_print_json(r, out) : spans_print_table(r, out);
+	const struct spans_view *v;
+	int e = span_report__view(r, &v);
 
+	if (!e)
+		e = o->format == SPANS_OTLP ? spans_print_otlp(v, out, err, errlen)
+		    : o->format == SPANS_JSON ? spans_print_json(v, out)
+					      : spans_print_table(v, out);
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining spans of %s", o->input);
 	else if (e && e != -EINVAL)
@@ -546,7 +859,7 @@ int span_report__labels(struct span_report *r, struct strpool *pool, struct span
 		const struct span_row *sp = &r->sp[i];
 		char trace[33], span[17];
 
-		spans_ids(sp, i, trace, span);
+		ids_of(sp, i, trace, span);
 		b.len = 0;
 		sbuf_printf(&b, "span:%s:%s", r->names.str[sp->name], span);
 		sbuf_zero(&b, 1);

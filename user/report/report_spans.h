@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* report --spans and annotate: spans joined with their samples, as a table or JSON lines. */
+/* report --spans and annotate: spans joined with their samples, as a table, JSON lines or OTLP JSON. */
 #ifndef SP_REPORT_SPANS_H
 #define SP_REPORT_SPANS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdio.h>
 #include <linux/types.h>
+
+#include "spans_view.h"
 
 struct strpool;
 
 struct spans_report_opts {
 	const char *input;     /* perf.data */
 	const char *external;  /* annotate: the spans JSONL, else NULL */
-	bool json;
-	bool otlp;	       /* --format otlp-json */
+	enum spans_format format; /* --format: text, json or otlp-json */
 	bool bpf_samples;      /* add the BPF-side sample count to each JSON line */
 	bool none_ok;	       /* a file without spans is not an error (report --html) */
 	FILE *out;	       /* where spans_report prints; NULL: stdout */
@@ -28,8 +28,8 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen);
 /*
  * The join as a consumer of a session shared with others: new (reads
  * annotate's spans; registers on sess, which must outlive it) before
- * session__run, finish (places and joins) after it, then print or labels.
- * On error, err says what and where.
+ * session__run, finish (places and joins) after it, then print (the view
+ * in o->format), view or labels.  On error, err says what and where.
  */
 struct session;
 struct span_report;
@@ -38,6 +38,12 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
 int span_report__finish(struct span_report *r, char *err, size_t errlen);
 int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen);
 void span_report__free(struct span_report *r);
+/*
+ * After span_report__finish: what the outputs show of the spans, read-only,
+ * made at the first call (it names every function the spans hold) and kept
+ * until span_report__free; 0 or -ENOMEM.
+ */
+int span_report__view(struct span_report *r, const struct spans_view **out);
 
 /*
  * Every span report --spans (or annotate) would print, as a label for

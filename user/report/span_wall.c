@@ -11,9 +11,6 @@
 #include "sched_codec.h"
 #include "waker_codec.h"
 
-#define TOP_STACKS 3
-#define MAX_FRAMES 64 /* per stack in the JSON */
-
 struct block {
 	__u32 tid;
 	__s32 pid;
@@ -60,8 +57,6 @@ struct span_wall {
 	bool recorded, wakers;
 	__u64 sums;
 	__u64 runq_unknown; /* sched records whose run-queue tail is unknown */
-	span_wall_ids_fn ids;
-	void *ids_ctx;
 };
 
 int span_wall__new(struct span_wall **out, struct session *s)
@@ -78,12 +73,6 @@ int span_wall__new(struct span_wall **out, struct session *s)
 	}
 	*out = w;
 	return 0;
-}
-
-void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx)
-{
-	w->ids = fn;
-	w->ids_ctx = ctx;
 }
 
 static int add_waker(struct span_wall *w, const struct sess_sample *ss)
@@ -348,7 +337,7 @@ static bool same_chain(const struct block *x, const struct block *y)
 	return x->pid == y->pid && x->nr == y->nr && !memcmp(x->chain, y->chain, x->nr * sizeof(*x->chain));
 }
 
-/* The span's blocking stacks, heaviest first; how many (at most TOP_STACKS kept). */
+/* The span's blocking stacks, heaviest first; how many (16 at most). */
 static int tops(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct top *t)
 {
 	int n = 0;
@@ -409,56 +398,34 @@ bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split
 	return true;
 }
 
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
-		    const char *split_how, struct sbuf *b)
+/* Chain i's named frames into s, at most SPAN_WALL_FRAMES. */
+static void stack_names(struct span_wall *w, __s32 pid, const __u64 *chain, __u32 nr, __u64 time, bool kernel,
+			struct span_wall_stack *s)
+{
+	s->nr = 0;
+	for (__u32 i = 0; i < nr && s->nr < SPAN_WALL_FRAMES; i++) {
+		__u64 ip = chain[i];
+		struct sym sym;
+
+		if (ip >= PD_CONTEXT_MAX) {
+			kernel = ip == PD_CONTEXT_KERNEL;
+			continue;
+		}
+		symbolizer__resolve(w->sess->sym, pid, ip, time, kernel, &sym);
+		s->frame[s->nr++] = sym.name;
+	}
+}
+
+int span_wall__off_top(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out)
 {
 	struct top t[16];
-	int n;
+	int n = w ? tops(w, tid, start, end, t) : 0;
 
-	if (x)
-		on_ns = x->on;
-	if (on_ns >= 0)
-		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)on_ns);
-	else
-		sbuf_printf(b, ",\"on_cpu_ns\":null");
-	if (x)
-		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":%llu,\"sleep_ns\":%llu,\"blocked_ns\":%llu",
-			    (unsigned long long)x->off, (unsigned long long)x->runq, (unsigned long long)x->sleep,
-			    (unsigned long long)x->blocked);
-	else if (span_wall__recorded(w))
-		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
-		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null",
-			    (unsigned long long)span_wall__off_ns(w, tid, start, end));
-	else
-		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
-	sbuf_printf(b, ",\"split\":");
-	if (split_how)
-		sbuf_json_str(b, split_how);
-	else
-		sbuf_printf(b, "null");
-	if (!span_wall__recorded(w)) {
-		sbuf_printf(b, ",\"off_cpu_top\":[]");
-		return b->err;
+	for (int k = 0; k < n && k < SPAN_WALL_TOP; k++) {
+		out[k] = (struct span_wall_stack){ .ns = t[k].ns };
+		stack_names(w, t[k].b->pid, t[k].b->chain, t[k].b->nr, t[k].b->end, t[k].b->kernel, &out[k]);
 	}
-	sbuf_printf(b, ",\"off_cpu_top\":[");
-	n = tops(w, tid, start, end, t);
-	for (int k = 0; k < n && k < TOP_STACKS; k++) {
-		bool kernel = t[k].b->kernel;
-		int shown = 0;
-
-		sbuf_printf(b, "%s{\"stack\":[", k ? "," : "");
-		for (__u32 i = 0; i < t[k].b->nr && shown < MAX_FRAMES; i++) {
-			const char *name = frame_name(w, t[k].b, i, &kernel);
-
-			if (!name)
-				continue;
-			sbuf_printf(b, "%s", shown++ ? "," : "");
-			sbuf_json_str(b, name);
-		}
-		sbuf_printf(b, "],\"ns\":%llu}", (unsigned long long)t[k].ns);
-	}
-	sbuf_printf(b, "]");
-	return b->err;
+	return SP_MIN(n, SPAN_WALL_TOP);
 }
 
 struct wtop {
@@ -503,56 +470,22 @@ static int wtops(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct 
 	return n;
 }
 
-/* Frame i of a waker's chain by name, or NULL for a context marker. */
-static const char *waker_frame(struct span_wall *w, const struct waker *k, __u32 i, bool *kernel)
-{
-	__u64 ip = k->chain[i];
-	struct sym s;
-
-	if (ip >= PD_CONTEXT_MAX) {
-		*kernel = ip == PD_CONTEXT_KERNEL;
-		return NULL;
-	}
-	symbolizer__resolve(w->sess->sym, k->pid, ip, k->block_end, *kernel, &s);
-	return s.name;
-}
-
-int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b)
+int span_wall__woken_by(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out)
 {
 	struct wtop t[16];
 	int n;
 
 	if (!span_wall__has_wakers(w))
-		return b->err;
+		return 0;
 	n = wtops(w, tid, start, end, t);
-	sbuf_printf(b, ",\"woken_by\":[");
-	for (int k = 0; k < n && k < TOP_STACKS; k++) {
+	for (int k = 0; k < n && k < SPAN_WALL_TOP; k++) {
 		const struct waker *wk = t[k].k;
-		bool kernel = wk->kernel;
-		char trace[33] = "", span[17] = "";
-		int shown = 0;
 
-		sbuf_printf(b, "%s{\"comm\":", k ? "," : "");
-		sbuf_json_str(b, wk->comm);
-		sbuf_printf(b, ",\"tid\":%u,\"stack\":[", wk->tid);
-		for (__u32 i = 0; i < wk->nr && shown < MAX_FRAMES; i++) {
-			const char *name = waker_frame(w, wk, i, &kernel);
-
-			if (!name)
-				continue;
-			sbuf_printf(b, "%s", shown++ ? "," : "");
-			sbuf_json_str(b, name);
-		}
-		sbuf_printf(b, "]");
-		/* The span the waker was in when it woke this one, where it has ids (spans_ids: its own too). */
-		if (wk->ctx == SP_WAKER_TASK && w->ids && w->ids(w->ids_ctx, wk->tid, wk->wake_ns, trace, span))
-			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", span, trace);
-		else
-			sbuf_printf(b, ",\"span_id\":null,\"trace_id\":null");
-		sbuf_printf(b, ",\"ns\":%llu}", (unsigned long long)t[k].ns);
+		out[k] = (struct span_wall_stack){ .ns = t[k].ns, .comm = wk->comm, .tid = wk->tid,
+						   .task = wk->ctx == SP_WAKER_TASK, .wake_ns = wk->wake_ns };
+		stack_names(w, wk->pid, wk->chain, wk->nr, wk->block_end, wk->kernel, &out[k]);
 	}
-	sbuf_printf(b, "]");
-	return b->err;
+	return SP_MIN(n, SPAN_WALL_TOP);
 }
 
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end)

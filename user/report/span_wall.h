@@ -16,19 +16,13 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-#include "sbuf.h"
 #include "session.h"
 #include "span_codec.h"
+#include "spans_view.h"
 
 struct span_wall;
 
 int span_wall__new(struct span_wall **out, struct session *s);
-/*
- * The trace and span ids (lower-case hex) of the span thread tid was in at
- * time, where it has them; false if none.
- */
-typedef bool (*span_wall_ids_fn)(void *ctx, __u32 tid, __u64 time, char trace[33], char span[17]);
-void span_wall__set_ids(struct span_wall *w, span_wall_ids_fn fn, void *ctx);
 /* Takes an offcpu-time, spanperf:waker or spanperf-sched sample; others are ignored. */
 int span_wall__add(struct span_wall *w, const struct sess_sample *ss);
 /* After the last sample: sorts the blocks by thread and time. */
@@ -38,22 +32,11 @@ bool span_wall__recorded(const struct span_wall *w);
 /* Nanoseconds tid spent off CPU inside [start, end]. */
 __u64 span_wall__off_ns(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /*
- * Where a span's wall time went, from the scheduler's accounts its record
- * carries (struct span_sched): the four parts sum to its duration.
+ * The split of a span of `wall` ns (struct span_split) from the scheduler's
+ * accounts its record carries (struct span_sched); false where the record
+ * has none (then *x is untouched).
  */
-struct span_split {
-	__u64 on, runq, off, sleep, blocked;
-};
-/* The split of a span of `wall` ns; false where the record has none (then *x is untouched). */
 bool span_split_of(const struct span_sched *sched, __u64 wall, struct span_split *x);
-/*
- * Appends ,"on_cpu_ns":..,"off_cpu_ns":..,"runq_ns":..,"sleep_ns":..,
- * "blocked_ns":..,"split":..,"off_cpu_top":[..] for one span.  With a split
- * (x) the times are its own; without, on_ns (< 0: not recorded) and the
- * off-CPU blocks, if recorded, and the rest null.
- */
-int span_wall__json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, __s64 on_ns, const struct span_split *x,
-		    const char *split_how, struct sbuf *b);
 /* The file has spanperf-sched records (record --sched). */
 bool span_wall__has_sched(const struct span_wall *w);
 /*
@@ -67,12 +50,29 @@ bool span_wall__has_sched(const struct span_wall *w);
 bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x);
 /* The file names each block's waker (spanperf:waker samples). */
 bool span_wall__has_wakers(const struct span_wall *w);
+
+#define SPAN_WALL_TOP 3	    /* blocking stacks, and wakers, a span shows */
+#define SPAN_WALL_FRAMES 64 /* frames shown of each */
+
+/* A blocking stack, or a waker's, by name from the leaf, context markers left out. */
+struct span_wall_stack {
+	const char *frame[SPAN_WALL_FRAMES]; /* the symbolizer's names */
+	__u32 nr;
+	__u64 ns; /* of the span's time off CPU */
+	/* A waker's: */
+	const char *comm; /* the span_wall's; "[hardirq]" and the like for an interrupt */
+	__u32 tid;
+	bool task;	  /* a task woke it, not an interrupt: it may have been in a span then */
+	__u64 wake_ns;	  /* when */
+};
+/* The stacks tid blocked in inside [start, end], heaviest first, in out[SPAN_WALL_TOP]; how many. */
+int span_wall__off_top(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out);
 /*
- * Appends ,"woken_by":[{"comm","tid","stack","span_id","trace_id","ns"},..]:
- * who ended the span's blocks, by the time of those blocks inside it,
- * heaviest first (3 at most); nothing where the file has no wakers.
+ * Who ended those blocks, by the time of the blocks inside [start, end],
+ * heaviest first, in out[SPAN_WALL_TOP]; how many (none where the file has
+ * no wakers).
  */
-int span_wall__woken_by_json(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct sbuf *b);
+int span_wall__woken_by(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_wall_stack *out);
 /* The heaviest blocking stack's first frame in user code (else its leaf), or NULL. */
 const char *span_wall__top_frame(struct span_wall *w, __u32 tid, __u64 start, __u64 end);
 /* Sums of short blocks that no span could be given. */

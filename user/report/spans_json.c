@@ -5,108 +5,134 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spans_join.h"
+#include "sbuf.h"
+#include "spans_view.h"
 
-static int json_attr(void *ctx, const char *key, const char *value)
+static void json_stack(const struct spans_stack *s, struct sbuf *b)
 {
-	struct sbuf *b = ctx;
-
-	if (b->len && b->p[b->len - 1] != '{')
-		sbuf_add(b, ",", 1);
-	sbuf_json_str(b, key);
-	sbuf_add(b, ":", 1);
-	return sbuf_json_str(b, value);
+	sbuf_printf(b, "[");
+	for (__u32 i = 0; i < s->nr; i++) {
+		sbuf_printf(b, "%s", i ? "," : "");
+		sbuf_json_str(b, s->frame[i]);
+	}
+	sbuf_printf(b, "]");
 }
 
-static void json_span(struct span_report *r, size_t i, struct topc *top, int ntop, struct sbuf *b)
+int spans_json_wall(const struct spans_view *v, const struct spans_row *row, struct sbuf *b)
 {
-	const struct span_row *sp = &r->sp[i];
+	const struct span_split *x = row->has_split ? &row->split : NULL;
 
+	if (row->on_cpu_ns >= 0)
+		sbuf_printf(b, ",\"on_cpu_ns\":%lld", (long long)row->on_cpu_ns);
+	else
+		sbuf_printf(b, ",\"on_cpu_ns\":null");
+	if (x)
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":%llu,\"sleep_ns\":%llu,\"blocked_ns\":%llu",
+			    (unsigned long long)x->off, (unsigned long long)x->runq, (unsigned long long)x->sleep,
+			    (unsigned long long)x->blocked);
+	else if (v->offcpu)
+		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
+		sbuf_printf(b, ",\"off_cpu_ns\":%llu,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null",
+			    (unsigned long long)row->off_ns);
+	else
+		sbuf_printf(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
+	sbuf_printf(b, ",\"split\":");
+	if (row->split_how)
+		sbuf_json_str(b, row->split_how);
+	else
+		sbuf_printf(b, "null");
+	sbuf_printf(b, ",\"off_cpu_top\":[");
+	for (int k = 0; k < row->nr_off_top; k++) {
+		sbuf_printf(b, "%s{\"stack\":", k ? "," : "");
+		json_stack(&row->off_top[k], b);
+		sbuf_printf(b, ",\"ns\":%llu}", (unsigned long long)row->off_top[k].ns);
+	}
+	sbuf_printf(b, "]");
+	if (!v->wakers)
+		return b->err;
+	sbuf_printf(b, ",\"woken_by\":[");
+	for (int k = 0; k < row->nr_woken_by; k++) {
+		const struct spans_waker *w = &row->woken_by[k];
+
+		sbuf_printf(b, "%s{\"comm\":", k ? "," : "");
+		sbuf_json_str(b, w->comm);
+		sbuf_printf(b, ",\"tid\":%u,\"stack\":", w->tid);
+		json_stack(&w->stack, b);
+		/* The span the waker was in when it woke this one, by the ids its own row shows. */
+		if (w->has_ids)
+			sbuf_printf(b, ",\"span_id\":\"%s\",\"trace_id\":\"%s\"", w->span_id, w->trace_id);
+		else
+			sbuf_printf(b, ",\"span_id\":null,\"trace_id\":null");
+		sbuf_printf(b, ",\"ns\":%llu}", (unsigned long long)w->stack.ns);
+	}
+	sbuf_printf(b, "]");
+	return b->err;
+}
+
+static void json_row(const struct spans_view *v, const struct spans_row *sp, struct sbuf *b)
+{
 	sbuf_printf(b, "{\"name\":");
-	sbuf_json_str(b, r->names.str[sp->name]);
+	sbuf_json_str(b, sp->name);
 	sbuf_printf(b, ",\"source\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%llu,\"end_ns\":%llu,"
 		       "\"duration_ns\":%llu,\"samples\":%zu,\"counters\":{",
-		    span_source_name(sp->source), sp->pid, sp->tid, (unsigned long long)sp->start,
-		    (unsigned long long)sp->end, (unsigned long long)(sp->end - sp->start), sp->count);
-	if (sp->source != SP_SRC_EXTERNAL)
-		for (int k = 0; k < r->nr_ctr; k++) {
-			sbuf_printf(b, "%s", k ? "," : "");
-			sbuf_json_str(b, r->ctr_names[k]);
-			if (spans_ctr_is_clock(r->ctr_names[k]))
-				sbuf_printf(b, ":%.6f", sp->counters[k] / 1e6);
-			else
-				sbuf_printf(b, ":%llu", (unsigned long long)sp->counters[k]);
-		}
+		    sp->source, sp->pid, sp->tid, (unsigned long long)sp->start, (unsigned long long)sp->end,
+		    (unsigned long long)(sp->end - sp->start), sp->samples);
+	for (int k = 0; sp->has_counters && k < v->nr_ctr; k++) {
+		sbuf_printf(b, "%s", k ? "," : "");
+		sbuf_json_str(b, v->ctr_names[k]);
+		if (v->ctr_clock[k])
+			sbuf_printf(b, ":%.6f", sp->counters[k] / 1e6);
+		else
+			sbuf_printf(b, ":%llu", (unsigned long long)sp->counters[k]);
+	}
 	sbuf_printf(b, "},\"top\":[");
-	for (int k = 0; k < ntop && k < TOP_N; k++) {
+	for (size_t k = 0; k < sp->nr_top && k < SPANS_TOP_N; k++) {
 		sbuf_printf(b, "%s{\"sym\":", k ? "," : "");
-		sbuf_json_str(b, top[k].name);
-		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)top[k].n);
+		sbuf_json_str(b, sp->top[k].name);
+		sbuf_printf(b, ",\"samples\":%llu}", (unsigned long long)sp->top[k].n);
 	}
 	sbuf_printf(b, "]");
 	if (sp->has_ctx) {
-		sbuf_printf(b, ",\"trace_id\":\"");
-		for (int k = 0; k < 16; k++)
-			sbuf_printf(b, "%02x", sp->trace_id[k]);
-		sbuf_printf(b, "\",\"span_id\":\"");
-		for (int k = 0; k < 8; k++)
-			sbuf_printf(b, "%02x", sp->span_id[k]);
-		sbuf_printf(b, "\"");
-		sbuf_printf(b, ",\"attributes\":{");
-		otel_attrs_split(sp->attrs, json_attr, b);
+		sbuf_printf(b, ",\"trace_id\":\"%s\",\"span_id\":\"%s\",\"attributes\":{", sp->trace_id, sp->span_id);
+		for (size_t k = 0; k < sp->nr_attr; k++) {
+			sbuf_printf(b, "%s", k ? "," : "");
+			sbuf_json_str(b, sp->attr[k].key);
+			sbuf_add(b, ":", 1);
+			sbuf_json_str(b, sp->attr[k].value);
+		}
 		sbuf_printf(b, "}");
-	} else if (sp->source != SP_SRC_EXTERNAL) {
+	} else if (!sp->external) {
 		/* Made up, as the OTLP output gives them: what a waker's woken_by names the span by. */
-		char trace[33], span[17];
-
-		spans_ids(sp, i, trace, span);
-		sbuf_printf(b, ",\"trace_id\":\"%s\",\"span_id\":\"%s\"", trace, span);
+		sbuf_printf(b, ",\"trace_id\":\"%s\",\"span_id\":\"%s\"", sp->trace_id, sp->span_id);
 	}
-	{
-		struct span_split x;
-		const char *how;
-		bool split = spans_split(r, sp, &x, &how);
-
-		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
-				how, b);
-		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, b);
-	}
-	if (sp->ext && sp->ext->trace_id[0])
-		sbuf_printf(b, ",\"trace_id\":%s", sp->ext->trace_id);
-	if (sp->ext && sp->ext->span_id[0])
-		sbuf_printf(b, ",\"span_id\":%s", sp->ext->span_id);
+	spans_json_wall(v, sp, b);
+	if (sp->ext_trace_id)
+		sbuf_printf(b, ",\"trace_id\":%s", sp->ext_trace_id);
+	if (sp->ext_span_id)
+		sbuf_printf(b, ",\"span_id\":%s", sp->ext_span_id);
 	/* Edges seen by samples: each up to a period late, the end no earlier than a switch where one stamped it. */
 	if (sp->edges & SPAN_EDGES_SAMPLED)
 		sbuf_printf(b, ",\"edges\":\"%s\"", sp->edges & SPAN_END_AT_SWITCH ? "sampled, end at a switch" : "sampled");
 	if (sp->unfinished)
 		sbuf_printf(b, ",\"unfinished\":true");
-	if (r->o.bpf_samples && sp->source != SP_SRC_EXTERNAL)
+	if (v->bpf_samples && !sp->external)
 		sbuf_printf(b, ",\"bpf_samples\":%llu", (unsigned long long)sp->bpf_samples);
 	sbuf_printf(b, "}\n");
 }
 
-int spans_print_json(struct span_report *r, FILE *out)
+int spans_print_json(const struct spans_view *v, FILE *out)
 {
-	struct topc *top = NULL;
-	size_t tcap = 0;
 	struct sbuf b = {};
 	int e = 0;
 
-	for (size_t i = 0; i < r->nsp && !e; i++) {
-		int ntop = spans_top_of(r, r->sp[i].first, r->sp[i].count, &top, &tcap);
-
-		if (ntop < 0) {
-			e = ntop;
-			break;
-		}
+	for (size_t i = 0; i < v->nr_rows && !e; i++) {
 		b.len = 0;
-		json_span(r, i, top, ntop, &b);
+		json_row(v, &v->row[i], &b);
 		if (b.err)
 			e = b.err;
 		else if (fwrite(b.p, 1, b.len, out) != b.len)
 			e = -EIO;
 	}
 	sbuf_free(&b);
-	free(top);
 	return e;
 }

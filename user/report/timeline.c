@@ -5,7 +5,7 @@
 
 #include "sbuf.h"
 #include "session.h"
-#include "spans_join.h"
+#include "spans_view.h"
 #include "timeline.h"
 
 static int cmp_span_len(const void *a, const void *b)
@@ -35,62 +35,48 @@ static int pool_id(struct strpool *p, const char *s, size_t *id)
 	return strpool_intern(p, s ? s : "", id) ? 0 : -ENOMEM;
 }
 
-/* One row of the finished join, with what its JSON line says of it. */
-static int add_span(struct timeline *t, struct span_report *r, size_t i, struct topc **top, size_t *tcap,
-		    struct sbuf *wall)
+/* One span of the view, with what its JSON line says of it. */
+static int add_span(struct timeline *t, const struct spans_view *v, const struct spans_row *sp, struct sbuf *wall)
 {
-	const struct span_row *sp = &r->sp[i];
-	int ntop = spans_top_of(r, sp->first, sp->count, top, tcap);
 	struct tl_span *s;
 
-	if (ntop < 0 || array_reserve((void **)&t->spans, &t->cap_spans, t->nr_spans, sizeof(*t->spans)))
+	if (array_reserve((void **)&t->spans, &t->cap_spans, t->nr_spans, sizeof(*t->spans)))
 		return -ENOMEM;
 	s = &t->spans[t->nr_spans];
 	*s = (struct tl_span){ .tid = sp->tid, .pid = sp->pid, .start = sp->start, .end = sp->end,
-			       .samples = sp->count, .unfinished = sp->unfinished,
-			       .ids_recorded = sp->has_ctx || (sp->ext && (sp->ext->trace_id[0] || sp->ext->span_id[0])),
-			       .has_counters = sp->source != SP_SRC_EXTERNAL };
+			       .samples = sp->samples, .unfinished = sp->unfinished,
+			       .ids_recorded = sp->has_ctx || sp->ext_trace_id || sp->ext_span_id,
+			       .has_counters = sp->has_counters };
 	wall->len = 0;
-	{
-		/* The same fields, from the same functions, as the span's JSON line. */
-		struct span_split x;
-		const char *how;
-		bool split = spans_split(r, sp, &x, &how);
-
-		span_wall__json(r->wall, sp->tid, sp->start, sp->end, spans_on_cpu_ns(r, sp), split ? &x : NULL,
-				how, wall);
-		span_wall__woken_by_json(r->wall, sp->tid, sp->start, sp->end, wall);
-	}
+	/* The same members, from the same function, as the span's JSON line. */
+	spans_json_wall(v, sp, wall);
 	sbuf_zero(wall, 1);
-	if (wall->err || pool_id(&t->pool, r->names.str[sp->name], &s->name) ||
-	    pool_id(&t->pool, span_source_name(sp->source), &s->source) ||
+	if (wall->err || pool_id(&t->pool, sp->name, &s->name) || pool_id(&t->pool, sp->source, &s->source) ||
 	    pool_id(&t->walls, wall->p + 1 /* past the leading comma */, &s->wall))
 		return -ENOMEM;
-	for (int k = 0; k < ntop && k < TL_TOP; k++, s->ntop++) {
-		if (pool_id(&t->pool, (*top)[k].name, &s->top[k]))
+	for (size_t k = 0; k < sp->nr_top && k < TL_TOP; k++, s->ntop++) {
+		if (pool_id(&t->pool, sp->top[k].name, &s->top[k]))
 			return -ENOMEM;
-		s->top_n[k] = (*top)[k].n;
+		s->top_n[k] = sp->top[k].n;
 	}
 	if (s->has_counters)
 		memcpy(s->counters, sp->counters, sizeof(s->counters));
-	spans_ids(sp, i, s->trace_id, s->span_id);
+	memcpy(s->trace_id, sp->trace_id, sizeof(s->trace_id));
+	memcpy(s->span_id, sp->span_id, sizeof(s->span_id));
 	t->nr_spans++;
 	return 0;
 }
 
-/* The join's spans, as report --spans prints them; the longest where there are more than max. */
-static int add_spans(struct timeline *t, struct span_report *r, __u64 max)
+/* The view's spans, as report --spans prints them; the longest where there are more than max. */
+static int add_spans(struct timeline *t, const struct spans_view *v, __u64 max)
 {
-	struct topc *top = NULL;
 	struct sbuf wall = {};
-	size_t tcap = 0;
 	int e = 0;
 
-	for (int k = 0; k < r->nr_ctr && k < SP_MAX_COUNTERS && !e; k++, t->nr_ctr++)
-		e = pool_id(&t->pool, r->ctr_names[k], &t->ctr_names[k]);
-	for (size_t i = 0; i < r->nsp && !e; i++)
-		e = add_span(t, r, i, &top, &tcap, &wall);
-	free(top);
+	for (int k = 0; k < v->nr_ctr && k < SP_MAX_COUNTERS && !e; k++, t->nr_ctr++)
+		e = pool_id(&t->pool, v->ctr_names[k], &t->ctr_names[k]);
+	for (size_t i = 0; i < v->nr_rows && !e; i++)
+		e = add_span(t, v, &v->row[i], &wall);
 	sbuf_free(&wall);
 	if (e)
 		return e;
@@ -193,14 +179,14 @@ static int name_threads(struct timeline *t)
 	return 0;
 }
 
-int timeline__build(struct timeline *t, struct profile *p, struct span_report *r, const struct tl_limits *lim)
+int timeline__build(struct timeline *t, struct profile *p, const struct spans_view *v, const struct tl_limits *lim)
 {
 	int e;
 
 	memset(t, 0, sizeof(*t));
 	t->p = p;
 	t->sample_every = 1;
-	e = add_spans(t, r, lim->max_spans) ?: make_threads(t) ?: place_ticks(t, lim);
+	e = add_spans(t, v, lim->max_spans) ?: make_threads(t) ?: place_ticks(t, lim);
 	for (size_t i = 0; !e && i < t->nr_spans; i++) {
 		if (!t->t0 || t->spans[i].start < t->t0)
 			t->t0 = t->spans[i].start;

@@ -66,12 +66,12 @@ struct tl_limits {
 };
 
 /*
- * From a profile loaded with profile_opts.timeline and a finished span join
- * of the same pass (r is not kept: what the page shows of a span is copied);
- * 0 or -ENOMEM.
+ * From a profile loaded with profile_opts.timeline and the span view of the
+ * same pass (v is not kept: what the page shows of a span is copied); 0 or
+ * -ENOMEM.
  */
-struct span_report;
-int timeline__build(struct timeline *t, struct profile *p, struct span_report *r, const struct tl_limits *lim);
+struct spans_view;
+int timeline__build(struct timeline *t, struct profile *p, const struct spans_view *v, const struct tl_limits *lim);
 /* Accepts a timeline never built (zeroed); the profile stays the caller's. */
 void timeline__free(struct timeline *t);
 
