@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_opts.h"
 #include "commands.h"
 #include "events.h"
 #include "host.h"
@@ -141,31 +142,51 @@ static void list_tracepoints(bool all)
 		       "'spanperf list --all' names them all\n", total, cats);
 }
 
+void list_usage(FILE *out)
+{
+	fprintf(out, "Usage: spanperf list [--all]\n\n"
+		     "Lists the events that open on this machine (tried one by one) and the span\n"
+		     "sources it can attach.  --all also lists unsupported events, with the\n"
+		     "reason, and every tracepoint.\n\nExamples:\n  spanperf list\n"
+		     "  spanperf list --all | grep sched:\n");
+}
+
+static const struct opt_def list_defs[] = {
+	{ .name = "all", .type = OPT_T_FLAG, .off = offsetof(struct list_args, all) },
+	{ .name = "help", .letter = 'h', .type = OPT_T_HELP },
+	{}
+};
+
+int list_parse_args(int argc, char **argv, struct list_args *a, char *err, size_t errlen)
+{
+	uint64_t seen;
+	int e;
+
+	memset(a, 0, sizeof(*a));
+	/* Stops at a word that is no option, which is said as the unknown option it is. */
+	e = opts_parse(list_defs, OPTS_STOP_AT_ARG, argc, argv, a, &seen, list_usage, err, errlen);
+	if (!e && optind < argc)
+		e = set_errorf(err, errlen, -EINVAL, "unknown option '%s'; see --help", argv[optind]);
+	return e;
+}
+
 int cmd_list(int argc, char **argv)
 {
 	struct int_list cpus = {};
 	struct sp_features f;
-	bool all = false;
+	struct list_args a;
+	char err[256];
+	bool all;
+	int e;
 	char tracefs[64];
 	size_t n;
 	const struct event_name *names;
 
 	sp_prog = "spanperf list";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--all")) {
-			all = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("Usage: spanperf list [--all]\n\n"
-			       "Lists the events that open on this machine (tried one by one) and the span\n"
-			       "sources it can attach.  --all also lists unsupported events, with the\n"
-			       "reason, and every tracepoint.\n\nExamples:\n  spanperf list\n"
-			       "  spanperf list --all | grep sched:\n");
-			return 0;
-		} else {
-			pr_err("unknown option '%s'; see --help", argv[i]);
-			return 1;
-		}
-	}
+	e = list_parse_args(argc, argv, &a, err, sizeof(err));
+	if (e)
+		return cmd_parse_failed(e, err);
+	all = a.all;
 	if (host_online_cpus(&cpus)) {
 		pr_err("cannot read the online CPUs");
 		return 1;
