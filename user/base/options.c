@@ -37,9 +37,15 @@ static int set_value(const struct opt_def *d, const char *arg, void *opts, char 
 	case OPT_T_FLAG:
 		*(bool *)at = true;
 		return 0;
+	case OPT_T_SET:
+		*(int *)at = (int)d->lo;
+		return 0;
 	case OPT_T_STR:
 		if (!*arg)
 			return fail(err, len, "%s %s", flag, d->bad);
+		*(const char **)at = arg;
+		return 0;
+	case OPT_T_ANY_STR:
 		*(const char **)at = arg;
 		return 0;
 	case OPT_T_U64:
@@ -75,20 +81,28 @@ static int set_value(const struct opt_def *d, const char *arg, void *opts, char 
 }
 
 /* getopt's own messages are off; this names the option the way it was written. */
-static int bad_option(char *err, size_t len, int argc, char **argv, int opt)
+static int bad_option(const struct opt_def *defs, char *err, size_t len, int argc, char **argv, int opt)
 {
 	const char *arg = optind - 1 < argc ? argv[optind - 1] : "?";
+	bool known = optopt >= 256;
 
 	if (opt == ':')
 		return fail(err, len, "option '%s' needs a value", arg);
-	if (optopt)
+	/*
+	 * optopt is a row's own when a long option was given a value it takes
+	 * none of (--all=1): that whole word is named.  Else it is an unknown
+	 * letter, perhaps inside a cluster (-gx), named alone.
+	 */
+	for (int k = 0; !known && optopt && (defs[k].name || defs[k].letter); k++)
+		known = defs[k].letter == optopt;
+	if (optopt && !known)
 		return fail(err, len, "unknown option '-%c'; see --help", optopt);
 	return fail(err, len, "unknown option '%s'; see --help", arg);
 }
 
 static bool takes_value(const struct opt_def *d)
 {
-	return d->type != OPT_T_NONE && d->type != OPT_T_FLAG && d->type != OPT_T_VERBOSE &&
+	return d->type != OPT_T_NONE && d->type != OPT_T_FLAG && d->type != OPT_T_SET && d->type != OPT_T_VERBOSE &&
 	       d->type != OPT_T_QUIET && d->type != OPT_T_HELP && d->type != OPT_T_FN_FLAG &&
 	       d->type != OPT_T_FN_OPTARG;
 }
@@ -153,7 +167,7 @@ int opts_parse(const struct opt_def *defs, unsigned flags, int argc, char **argv
 			if (defs[k].letter == c)
 				i = k;
 		if (i < 0)
-			return bad_option(err, errlen, argc, argv, c);
+			return bad_option(defs, err, errlen, argc, argv, c);
 		r = set_value(&defs[i], optarg, opts, err, errlen);
 		if (r == OPT_HELP)
 			usage(stdout);

@@ -23,7 +23,9 @@
 enum opt_type {
 	OPT_T_NONE,	/* no value; accepted and ignored (e.g. -a, the default) */
 	OPT_T_FLAG,	/* no value; bool = true */
+	OPT_T_SET,	/* no value; int = lo: one choice of an enum (--inline, --no-inline) */
 	OPT_T_STR,	/* const char *, not empty: "FLAG <bad>" otherwise */
+	OPT_T_ANY_STR,	/* const char *, as given, empty too (e.g. --debuginfod '': no servers) */
 	OPT_T_U64,	/* uint64_t from lo to hi */
 	OPT_T_POW2,	/* uint64_t, a power of two from lo to hi */
 	OPT_T_IDS,	/* struct int_list of process or thread ids */

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /* spanperf annotate: spans made anywhere else, joined with a recording's samples. */
-#include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cmd_opts.h"
 #include "commands.h"
 #include "log.h"
 #include "report.h"
 #include "report_html.h"
 #include "report_spans.h"
 
-static void usage(FILE *out)
+void annotate_usage(FILE *out)
 {
 	fprintf(out, "Usage: spanperf annotate --spans SPANS [-i FILE] [--format text|json|otlp-json|folded]\n\n"
 		     "Annotates spans written by an application or a tracer: one JSON object per\n"
@@ -35,76 +37,68 @@ static void usage(FILE *out)
 		     "  spanperf annotate --spans spans.jsonl -i app.data --format folded | flamegraph.pl > by-span.svg\n");
 }
 
+static int opt_format(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct annotate_args *a = opts;
+
+	if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json") && strcmp(arg, "folded"))
+		return set_errorf(err, errlen, -EINVAL, "--format '%s' is neither text, json, otlp-json nor folded", arg);
+	a->folded = !strcmp(arg, "folded");
+	a->o.format = !strcmp(arg, "json") ? SPANS_JSON : !strcmp(arg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
+	return 0;
+}
+
+#define A(f) offsetof(struct annotate_args, f)
+static const struct opt_def annotate_defs[] = {
+	{ .name = "spans", .letter = 's', .type = OPT_T_ANY_STR, .off = A(o.external) },
+	{ .name = "input", .letter = 'i', .type = OPT_T_ANY_STR, .off = A(o.input) },
+	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
+	{ .name = "html", .type = OPT_T_ANY_STR, .off = A(html) },
+	{ .name = "help", .letter = 'h', .type = OPT_T_HELP },
+	{}
+};
+#undef A
+
+int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *err, size_t errlen)
+{
+	uint64_t seen;
+	int e;
+
+	memset(a, 0, sizeof(*a));
+	a->o.input = "perf.data";
+	e = opts_parse(annotate_defs, 0, argc, argv, a, &seen, annotate_usage, err, errlen);
+	if (e)
+		return e;
+	if (optind < argc)
+		return set_errorf(err, errlen, -EINVAL, "unexpected argument '%s'", argv[optind]);
+	if (!a->o.external)
+		return set_errorf(err, errlen, -EINVAL, "--spans FILE is required: the spans to annotate, as JSON lines");
+	return 0;
+}
+
 int cmd_annotate(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "spans", required_argument, NULL, 's' },
-		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "html", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct spans_report_opts o = { .input = "perf.data" };
-	const char *html = NULL;
-	bool folded = false;
+	struct annotate_args a;
 	char err[512];
-	int c;
+	int e;
 
 	sp_prog = "spanperf annotate";
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:i:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			o.external = optarg;
-			break;
-		case 'i':
-			o.input = optarg;
-			break;
-		case 'f':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json") && strcmp(optarg, "otlp-json") &&
-			    strcmp(optarg, "folded")) {
-				pr_err("--format '%s' is neither text, json, otlp-json nor folded", optarg);
-				return 1;
-			}
-			folded = !strcmp(optarg, "folded");
-			o.format = !strcmp(optarg, "json") ? SPANS_JSON : !strcmp(optarg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
-			break;
-		case 'H':
-			html = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case ':':
-			pr_err("option '%s' needs a value", argv[optind - 1]);
-			return 1;
-		default:
-			pr_err("unknown option '%s'; see --help", argv[optind - 1]);
-			return 1;
-		}
-	}
-	if (optind < argc) {
-		pr_err("unexpected argument '%s'", argv[optind]);
-		return 1;
-	}
-	if (!o.external) {
-		pr_err("--spans FILE is required: the spans to annotate, as JSON lines");
-		return 1;
-	}
-	if (html) {
-		struct report_opts ro = { .input = o.input, .external = o.external, .html = html,
+	e = annotate_parse_args(argc, argv, &a, err, sizeof(err));
+	if (e)
+		return cmd_parse_failed(e, err);
+	if (a.html) {
+		struct report_opts ro = { .input = a.o.input, .external = a.o.external, .html = a.html,
 					  .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS };
 
 		return report_run(&ro);
 	}
-	if (folded) {
-		struct report_opts ro = { .input = o.input, .external = o.external, .folded = true, .span_prefix = true };
+	if (a.folded) {
+		struct report_opts ro = { .input = a.o.input, .external = a.o.external, .folded = true,
+					  .span_prefix = true };
 
 		return report_run(&ro);
 	}
-	if (spans_report(&o, err, sizeof(err))) {
+	if (spans_report(&a.o, err, sizeof(err))) {
 		pr_err("%s", err);
 		return 1;
 	}

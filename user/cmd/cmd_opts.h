@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * argv to each module's opts struct, by the tables of base/options.h:
- * record's to struct record_opts (record/record.h), stat's to stat_opts.
- * Pure functions, so that unit tests cover them without BPF or root.
+ * record's to struct record_opts (record/record.h), stat's to stat_opts
+ * (live/stat.h), report's to report_opts (report/report.h), annotate's to
+ * spans_report_opts (report/report_spans.h).  Pure functions, so that unit
+ * tests cover them without BPF or root (but report --force, which lifts
+ * the owner checks for the process).  Each returns 0, OPT_HELP after the
+ * usage, or -errno with one sentence in err.
  */
 #ifndef SP_CMD_OPTS_H
 #define SP_CMD_OPTS_H
@@ -14,31 +18,48 @@
 
 #include "options.h"
 #include "record.h"
+#include "report.h"
+#include "report_spans.h"
+#include "stat.h"
 
 int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, size_t errlen);
 void record_usage(FILE *out);
 
-struct stat_opts {
-	struct int_list pids, tids;
-	const char *events;	/* -e, NULL: perf stat's default set */
-	bool per_thread;
-	uint64_t interval_ms;	/* -I */
-	bool json;
-	const char *output;	/* -o, NULL: stderr as perf does */
-	double duration;
-	uint64_t max_threads;
-	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
-	const char *serve;	/* --serve [ADDR:]PORT: Prometheus' text format at /metrics */
-	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
-	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
-	int nr_spans;
-	char **cmd;
+int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen);
+void stat_usage(FILE *out);
+
+/* report's argv: the module's options, and the verbosity cmd/ sets for the process. */
+struct report_args {
+	struct report_opts o;
 	int verbose;
 };
 
-int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_t errlen);
-void stat_opts_free(struct stat_opts *o);
-void stat_usage(FILE *out);
+int report_parse_args(int argc, char **argv, struct report_args *a, char *err, size_t errlen);
+void report_usage(FILE *out);
+
+/* annotate's argv: the spans' options, or the page (--html) or stacks (--format folded) instead. */
+struct annotate_args {
+	struct spans_report_opts o;
+	const char *html;
+	bool folded;
+};
+
+int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *err, size_t errlen);
+void annotate_usage(FILE *out);
+
+struct list_args {
+	bool all; /* --all: unsupported events too, and every tracepoint */
+};
+
+int list_parse_args(int argc, char **argv, struct list_args *a, char *err, size_t errlen);
+void list_usage(FILE *out);
+
+struct probe_args {
+	int verbose;
+};
+
+int probe_parse_args(int argc, char **argv, struct probe_args *a, char *err, size_t errlen);
+void probe_usage(FILE *out);
 
 /*
  * After a parser returned e != 0: says err unless --help was asked for;

@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
-/* spanperf report: a perf.data read back as tables, folded stacks, flame graphs and pprof. */
+/* spanperf report: argv into struct report_opts (report/report.h), then the report. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cmd_opts.h"
 #include "commands.h"
 #include "log.h"
-#include "parse.h"
 #include "perf_data.h"
-#include "report.h"
 #include "report_html.h"
 #include "symbols.h"
 
-static void usage(FILE *out)
+void report_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
@@ -82,189 +81,147 @@ static void usage(FILE *out)
 		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
 }
 
-/* Usage errors, said here; the report itself is report_run's. */
-static int check_combinations(const struct report_opts *o)
+static int opt_sort(const char *arg, void *opts, char *err, size_t errlen)
 {
-	if (o->spans_format == SPANS_OTLP && !o->spans) {
-		pr_err("--format otlp-json writes spans: use it with --spans");
-		return -EINVAL;
-	}
-	if (o->span_prefix && (!o->folded || o->spans)) {
-		pr_err("--span-prefix prefixes the stacks of --folded: use it with --folded%s",
-		       o->spans ? ", not --spans" : "");
-		return -EINVAL;
-	}
-	if (o->wakers && (!o->folded || o->spans || !o->ev_set || o->ev == PV_ON_CPU)) {
-		pr_err("--waker appends the waker to off-CPU stacks of --folded: use it with --folded and --event off-cpu or wall");
-		return -EINVAL;
-	}
-	if ((o->html || o->speedscope) && (o->spans || o->folded || o->flame || o->pprof || o->ev_set)) {
-		pr_err("--html and --speedscope show everything the file holds: use them without --spans, --folded, --flamegraph, --pprof and --event");
-		return -EINVAL;
-	}
-	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU) {
-		pr_err("--span-prefix prefixes on-CPU samples only: leave out --event %s",
-		       o->ev == PV_OFF_CPU ? "off-cpu" : "wall");
-		return -EINVAL;
-	}
+	struct report_args *a = opts;
+
+	if (parse_sort_keys(arg, &a->o.table))
+		return set_errorf(err, errlen, -EINVAL, "--sort '%s' is not a list of comm, pid, tid, dso, sym, srcline, "
+				  "trace, span, waker and attr:NAME", arg);
 	return 0;
 }
 
-enum { OPT_SPANS = 256, OPT_BPF_SAMPLES, OPT_FOLDED, OPT_SPAN_PREFIX, OPT_WAKER, OPT_FLAME, OPT_PPROF, OPT_STDIO, OPT_PCT,
-       OPT_EVENT, OPT_HTML, OPT_SPEEDSCOPE, OPT_MAX_SAMPLES, OPT_MAX_SPANS, OPT_FORCE, OPT_INLINE, OPT_NO_INLINE,
-       OPT_FULL_SRC, OPT_DEBUGINFOD, OPT_OFFLINE, OPT_UNKNOWN_OFFSETS, OPT_HEADER_ONLY };
-
-/* One option with a value into o; -EINVAL after saying why. */
-static int parse_value(int c, const char *arg, struct report_opts *o)
+static int opt_format(const char *arg, void *opts, char *err, size_t errlen)
 {
+	struct report_opts *o = &((struct report_args *)opts)->o;
 	struct table_opts *to = &o->table;
+
+	if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json") && strcmp(arg, "speedscope"))
+		return set_errorf(err, errlen, -EINVAL, "--format '%s' is neither text, json, otlp-json nor speedscope",
+				  arg);
+	if (!strcmp(arg, "speedscope"))
+		o->speedscope = "-";
+	to->json = !strcmp(arg, "json");
+	o->spans_format = !strcmp(arg, "json") ? SPANS_JSON : !strcmp(arg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
+	return 0;
+}
+
+static int opt_percent(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct report_args *a = opts;
 	char *end;
 
-	switch (c) {
-	case 's':
-		if (parse_sort_keys(arg, to)) {
-			pr_err("--sort '%s' is not a list of comm, pid, tid, dso, sym, srcline, trace, span, waker and "
-			       "attr:NAME", arg);
-			return -EINVAL;
-		}
-		return 0;
-	case 'f':
-		if (strcmp(arg, "text") && strcmp(arg, "json") && strcmp(arg, "otlp-json") && strcmp(arg, "speedscope")) {
-			pr_err("--format '%s' is neither text, json, otlp-json nor speedscope", arg);
-			return -EINVAL;
-		}
-		if (!strcmp(arg, "speedscope"))
-			o->speedscope = "-";
-		to->json = !strcmp(arg, "json");
-		o->spans_format = !strcmp(arg, "json") ? SPANS_JSON : !strcmp(arg, "otlp-json") ? SPANS_OTLP : SPANS_TEXT;
-		return 0;
-	case OPT_PCT:
-		to->min_pct = strtod(arg, &end);
-		if (*end || end == arg || !(to->min_pct >= 0 && to->min_pct <= 100)) {
-			pr_err("--percent-limit '%s' is not a percentage", arg);
-			return -EINVAL;
-		}
-		return 0;
-	case OPT_MAX_SAMPLES:
-	case OPT_MAX_SPANS: {
-		uint64_t v;
-
-		if (parse_u64(arg, &v, 0, UINT64_MAX)) {
-			pr_err("%s '%s' is not a count", c == OPT_MAX_SAMPLES ? "--max-samples" : "--max-spans", arg);
-			return -EINVAL;
-		}
-		*(c == OPT_MAX_SAMPLES ? &o->max_samples : &o->max_spans) = v;
-		return 0;
-	}
-	case OPT_EVENT:
-		if (pview_parse(arg, &o->ev)) {
-			pr_err("--event '%s' is not on-cpu, off-cpu or wall", arg);
-			return -EINVAL;
-		}
-		o->ev_set = true;
-		return 0;
-	}
+	a->o.table.min_pct = strtod(arg, &end);
+	if (*end || end == arg || !(a->o.table.min_pct >= 0 && a->o.table.min_pct <= 100))
+		return set_errorf(err, errlen, -EINVAL, "--percent-limit '%s' is not a percentage", arg);
 	return 0;
 }
 
-/* argv into o: 0, 1 for --help (printed), or -EINVAL after saying why. */
-static int parse_args(int argc, char **argv, struct report_opts *o)
+static int opt_event(const char *arg, void *opts, char *err, size_t errlen)
 {
-	static const struct option longopts[] = {
-		{ "input", required_argument, NULL, 'i' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "call-graph", no_argument, NULL, 'g' },
-		{ "percent-limit", required_argument, NULL, OPT_PCT },
-		{ "folded", no_argument, NULL, OPT_FOLDED },
-		{ "span-prefix", no_argument, NULL, OPT_SPAN_PREFIX },
-		{ "waker", no_argument, NULL, OPT_WAKER },
-		{ "flamegraph", required_argument, NULL, OPT_FLAME },
-		{ "pprof", required_argument, NULL, OPT_PPROF },
-		{ "html", required_argument, NULL, OPT_HTML },
-		{ "speedscope", required_argument, NULL, OPT_SPEEDSCOPE },
-		{ "max-samples", required_argument, NULL, OPT_MAX_SAMPLES },
-		{ "max-spans", required_argument, NULL, OPT_MAX_SPANS },
-		{ "event", required_argument, NULL, OPT_EVENT },
-		{ "spans", no_argument, NULL, OPT_SPANS },
-		{ "bpf-samples", no_argument, NULL, OPT_BPF_SAMPLES },
-		{ "stdio", no_argument, NULL, OPT_STDIO },
-		{ "header-only", no_argument, NULL, OPT_HEADER_ONLY },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "inline", no_argument, NULL, OPT_INLINE },
-		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
-		{ "full-source-path", no_argument, NULL, OPT_FULL_SRC },
-		{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
-		{ "offline", no_argument, NULL, OPT_OFFLINE },
-		{ "unknown-offsets", no_argument, NULL, OPT_UNKNOWN_OFFSETS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c;
+	struct report_args *a = opts;
 
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:s:ghvq", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i': o->input = optarg; break;
-		case 'g': o->table.callgraph = true; break;
-		case OPT_FOLDED: o->folded = true; break;
-		case OPT_SPAN_PREFIX: o->span_prefix = true; break;
-		case OPT_WAKER: o->wakers = true; break;
-		case OPT_FLAME: o->flame = optarg; break;
-		case OPT_PPROF: o->pprof = optarg; break;
-		case OPT_HTML: o->html = optarg; break;
-		case OPT_SPEEDSCOPE: o->speedscope = optarg; break;
-		case OPT_SPANS: o->spans = true; break;
-		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
-		case OPT_STDIO: break;
-		case OPT_HEADER_ONLY: o->header_only = true; break;
-		case OPT_FORCE:
-			symbols_allow_any_perf_map_owner(true);
-			pd_reader_allow_any_owner(true);
-			break;
-		case OPT_INLINE: o->inline_frames = INLINE_ALL; break;
-		case OPT_NO_INLINE: o->inline_frames = INLINE_NONE; break;
-		case OPT_FULL_SRC: o->full_srcline = true; break;
-		case OPT_DEBUGINFOD: o->debuginfod.urls = optarg; break;
-		case OPT_OFFLINE: o->debuginfod.offline = true; break;
-		case OPT_UNKNOWN_OFFSETS: o->unknown_offsets = true; break;
-		case 'v': sp_verbose++; break;
-		case 'q': sp_verbose = -1; break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case ':':
-			pr_err("option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
-		case '?':
-			pr_err("unknown option '%s'; see --help", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			if (parse_value(c, optarg, o))
-				return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		pr_err("unexpected argument '%s'; the input file goes after -i", argv[optind]);
-		return -EINVAL;
-	}
-	return check_combinations(o);
+	if (pview_parse(arg, &a->o.ev))
+		return set_errorf(err, errlen, -EINVAL, "--event '%s' is not on-cpu, off-cpu or wall", arg);
+	a->o.ev_set = true;
+	return 0;
+}
+
+static int opt_force(const char *arg, void *opts, char *err, size_t errlen)
+{
+	(void)arg;
+	(void)opts;
+	(void)err;
+	(void)errlen;
+	symbols_allow_any_perf_map_owner(true);
+	pd_reader_allow_any_owner(true);
+	return 0;
+}
+
+#define R(f) offsetof(struct report_args, o.f)
+static const struct opt_def report_defs[] = {
+	{ .name = "input", .letter = 'i', .type = OPT_T_ANY_STR, .off = R(input) },
+	{ .name = "sort", .letter = 's', .type = OPT_T_FN, .fn = opt_sort },
+	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
+	{ .name = "call-graph", .letter = 'g', .type = OPT_T_FLAG, .off = R(table.callgraph) },
+	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
+	{ .name = "folded", .type = OPT_T_FLAG, .off = R(folded) },
+	{ .name = "span-prefix", .type = OPT_T_FLAG, .off = R(span_prefix) },
+	{ .name = "waker", .type = OPT_T_FLAG, .off = R(wakers) },
+	{ .name = "flamegraph", .type = OPT_T_ANY_STR, .off = R(flame) },
+	{ .name = "pprof", .type = OPT_T_ANY_STR, .off = R(pprof) },
+	{ .name = "html", .type = OPT_T_ANY_STR, .off = R(html) },
+	{ .name = "speedscope", .type = OPT_T_ANY_STR, .off = R(speedscope) },
+	{ .name = "max-samples", .type = OPT_T_U64, .off = R(max_samples), .hi = UINT64_MAX, .bad = "is not a count" },
+	{ .name = "max-spans", .type = OPT_T_U64, .off = R(max_spans), .hi = UINT64_MAX, .bad = "is not a count" },
+	{ .name = "event", .type = OPT_T_FN, .fn = opt_event },
+	{ .name = "spans", .type = OPT_T_FLAG, .off = R(spans) },
+	{ .name = "bpf-samples", .type = OPT_T_FLAG, .off = R(bpf_samples) },
+	{ .name = "stdio", .type = OPT_T_NONE },
+	{ .name = "header-only", .type = OPT_T_FLAG, .off = R(header_only) },
+	{ .name = "force", .type = OPT_T_FN_FLAG, .fn = opt_force },
+	{ .name = "inline", .type = OPT_T_SET, .off = R(inline_frames), .lo = INLINE_ALL },
+	{ .name = "no-inline", .type = OPT_T_SET, .off = R(inline_frames), .lo = INLINE_NONE },
+	{ .name = "full-source-path", .type = OPT_T_FLAG, .off = R(full_srcline) },
+	{ .name = "debuginfod", .type = OPT_T_ANY_STR, .off = R(debuginfod.urls) },
+	{ .name = "offline", .type = OPT_T_FLAG, .off = R(debuginfod.offline) },
+	{ .name = "unknown-offsets", .type = OPT_T_FLAG, .off = R(unknown_offsets) },
+	OPT_DEFS_VERBOSITY(struct report_args),
+	{}
+};
+#undef R
+
+/* Flags that make sense only together, or never together. */
+static int report_check(const struct report_opts *o, char *err, size_t errlen)
+{
+	if (o->spans_format == SPANS_OTLP && !o->spans)
+		return set_errorf(err, errlen, -EINVAL, "--format otlp-json writes spans: use it with --spans");
+	if (o->span_prefix && (!o->folded || o->spans))
+		return set_errorf(err, errlen, -EINVAL,
+				  "--span-prefix prefixes the stacks of --folded: use it with --folded%s",
+				  o->spans ? ", not --spans" : "");
+	if (o->wakers && (!o->folded || o->spans || !o->ev_set || o->ev == PV_ON_CPU))
+		return set_errorf(err, errlen, -EINVAL, "--waker appends the waker to off-CPU stacks of --folded: use it "
+				  "with --folded and --event off-cpu or wall");
+	if ((o->html || o->speedscope) && (o->spans || o->folded || o->flame || o->pprof || o->ev_set))
+		return set_errorf(err, errlen, -EINVAL, "--html and --speedscope show everything the file holds: use them "
+				  "without --spans, --folded, --flamegraph, --pprof and --event");
+	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU)
+		return set_errorf(err, errlen, -EINVAL, "--span-prefix prefixes on-CPU samples only: leave out --event %s",
+				  o->ev == PV_OFF_CPU ? "off-cpu" : "wall");
+	return 0;
+}
+
+int report_parse_args(int argc, char **argv, struct report_args *a, char *err, size_t errlen)
+{
+	uint64_t seen;
+	int e;
+
+	/* perf 6.1 shows inlined functions in DWARF-unwound chains unless --no-inline. */
+	memset(a, 0, sizeof(*a));
+	a->o = (struct report_opts){ .input = "perf.data", .max_samples = HTML_MAX_SAMPLES,
+				     .max_spans = HTML_MAX_SPANS, .inline_frames = INLINE_DWARF,
+				     .debuginfod.progress = true };
+	parse_sort_keys("comm,dso,sym", &a->o.table);
+	e = opts_parse(report_defs, 0, argc, argv, a, &seen, report_usage, err, errlen);
+	if (e)
+		return e;
+	if (optind < argc)
+		return set_errorf(err, errlen, -EINVAL, "unexpected argument '%s'; the input file goes after -i",
+				  argv[optind]);
+	return report_check(&a->o, err, errlen);
 }
 
 int cmd_report(int argc, char **argv)
 {
-	/* perf 6.1 shows inlined functions in DWARF-unwound chains unless --no-inline. */
-	struct report_opts o = { .input = "perf.data", .max_samples = HTML_MAX_SAMPLES, .max_spans = HTML_MAX_SPANS,
-				 .inline_frames = INLINE_DWARF, .debuginfod.progress = true };
+	struct report_args a;
+	char err[512];
 	int e;
 
 	sp_prog = "spanperf report";
-	parse_sort_keys("comm,dso,sym", &o.table);
-	e = parse_args(argc, argv, &o);
+	e = report_parse_args(argc, argv, &a, err, sizeof(err));
 	if (e)
-		return e > 0 ? 0 : 1;
-	return report_run(&o);
+		return cmd_parse_failed(e, err);
+	sp_verbose = a.verbose;
+	return report_run(&a.o);
 }

@@ -15,18 +15,14 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <microhttpd.h>
 
+#include "cgroup_paths.h"
 #include "counters.h"
 #include "hash.h"
 #include "log.h"
@@ -71,8 +67,7 @@ struct stat_serve {
 	const struct counter_event *ev;
 	int nr_ev;
 	uint64_t top;
-	struct u64_map cg_path; /* cgroup id -> index + 1 in cgroups */
-	struct strpool cgroups;
+	struct cgroup_paths cgroups; /* ids to paths, kept across scrapes */
 	uint64_t scrapes;
 };
 
@@ -140,70 +135,21 @@ void serve_metric_name(char *out, size_t len, const char *event)
 	out[i] = 0;
 }
 
-/* The v2 hierarchy: alone at /sys/fs/cgroup, or beside v1 at .../unified (hybrid hosts). */
-static const char *cgroup2_root(void)
-{
-	static const char *const roots[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
-	struct statfs st;
-
-	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (!statfs(roots[i], &st) && st.f_type == CGROUP2_SUPER_MAGIC)
-			return roots[i];
-	return NULL;
-}
-
-/* nftw has no argument for its callback: the walk runs under s->lock, one at a time. */
-static struct stat_serve *walking;
-static size_t walk_root_len;
-
-/* A cgroup's id is its kernfs inode, which name_to_handle_at gives as an 8-byte handle. */
-static int note_cgroup(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	struct {
-		struct file_handle fh;
-		__u64 id;
-	} h = { .fh.handle_bytes = sizeof(__u64) };
-	const char *rel = path + walk_root_len;
-	uint64_t *slot;
-	size_t id;
-	int mnt;
-
-	(void)st;
-	(void)ftw;
-	if (type != FTW_D)
-		return FTW_CONTINUE;
-	if (walking->cgroups.n >= MAX_CGROUPS)
-		return FTW_STOP;
-	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mnt, 0) || h.fh.handle_bytes != sizeof(__u64))
-		return FTW_CONTINUE;
-	slot = u64_map_get(&walking->cg_path, h.id, true);
-	if (slot && !*slot && strpool_intern(&walking->cgroups, *rel ? rel : "/", &id))
-		*slot = id + 1;
-	return FTW_CONTINUE;
-}
-
 /*
- * The path of cgroup id: known ones from the map, else one walk of the
+ * The path of cgroup id: known ones from the set, else one walk of the
  * hierarchy (at most one a scrape).  A cgroup removed since keeps the
  * path it had; one never seen is "unknown".
  */
 static const char *cgroup_path(struct stat_serve *s, __u64 cgid, bool *walked)
 {
-	uint64_t *slot = u64_map_get(&s->cg_path, cgid, false);
-	const char *root;
+	const char *path = cgroup_paths__get(&s->cgroups, cgid);
 
-	if (slot && *slot)
-		return s->cgroups.str[*slot - 1];
-	if (*walked || !(root = cgroup2_root()))
-		return UNKNOWN_CGROUP;
+	if (path || *walked)
+		return path ? path : UNKNOWN_CGROUP;
 	*walked = true;
-	walking = s;
-	walk_root_len = strlen(root);
-	/* FTW_PHYS: a cgroup file system has no links, and a walk must not follow any. */
-	nftw(root, note_cgroup, 16, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL);
-	walking = NULL;
-	slot = u64_map_get(&s->cg_path, cgid, false);
-	return slot && *slot ? s->cgroups.str[*slot - 1] : UNKNOWN_CGROUP;
+	cgroup_paths__walk(&s->cgroups);
+	path = cgroup_paths__get(&s->cgroups, cgid);
+	return path ? path : UNKNOWN_CGROUP;
 }
 
 /* One series: its labels and its sums. */
@@ -316,11 +262,9 @@ static int render(struct stat_serve *s, struct sbuf *b)
 
 	if (e)
 		return e;
-	/* Between scrapes only: the rows below point into the pool. */
-	if (s->cgroups.n >= MAX_CGROUPS) {
-		u64_map_free(&s->cg_path);
-		strpool_free(&s->cgroups);
-	}
+	/* Between scrapes only: the rows below point into the set. */
+	if (cgroup_paths__full(&s->cgroups))
+		cgroup_paths__clear(&s->cgroups);
 	for (int i = 0; i < n; i++) {
 		const char *cg = cgroup_path(s, t[i].cgroup_id, &walked);
 		struct row *a = row_get(&by_comm, cg, t[i].comm), *c = row_get(&by_cg, cg, NULL);
@@ -519,6 +463,7 @@ int stat_serve__start(struct stat_serve **out, const char *addr, struct counter_
 	pthread_mutex_init(&s->lock, NULL);
 	s->cs = cs;
 	s->top = top;
+	cgroup_paths__init(&s->cgroups, NULL, MAX_CGROUPS);
 	s->ev = counters__events(cs, &s->nr_ev);
 	/* Our own socket: a port in use is said as such, before anything is counted. */
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -557,8 +502,7 @@ void stat_serve__free(struct stat_serve *s)
 		if (fd >= 0)
 			close(fd);
 	}
-	u64_map_free(&s->cg_path);
-	strpool_free(&s->cgroups);
+	cgroup_paths__clear(&s->cgroups);
 	for (int i = 0; i < s->nr_spans; i++)
 		free(s->spans[i].name);
 	free(s->spans);

@@ -34,6 +34,7 @@ struct counter_set {
 	__u64 stop_ns;		/* CLOCK_MONOTONIC at counters__stop, 0 while running */
 	__u32 times_mask;
 	__u32 clock_mask;
+	int threads_fd;		/* counters__threads_stand_in's map, -1 until asked for */
 };
 
 static int *fd_at(struct counter_set *s, int slot, int cpu_idx)
@@ -148,6 +149,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->threads_fd = -1;
 	s->nr_cpus = libbpf_num_possible_cpus();
 	s->filter_mode = o->filter_mode;
 	s->cpus.v = malloc(o->cpus->n * sizeof(int));
@@ -706,6 +708,18 @@ void counters__map_fds(const struct counter_set *s, int *counters, int *snap, in
 	*counts = bpf_map__fd(s->skel->maps.counts);
 }
 
+int counters__threads_stand_in(struct counter_set *s)
+{
+	/* One entry: the span programs only look threads up in it, and find none. */
+	if (s->threads_fd < 0) {
+		s->threads_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "threads", sizeof(__u32), sizeof(struct sp_thread), 1,
+					       NULL);
+		if (s->threads_fd < 0)
+			return -errno;
+	}
+	return s->threads_fd;
+}
+
 int counters__counts_map_fd(const struct counter_set *s)
 {
 	return bpf_map__fd(s->skel->maps.counts);
@@ -732,6 +746,8 @@ void counters__free(struct counter_set *s)
 		return;
 	bpf_link__destroy(s->wakeup);
 	bpf_link__destroy(s->link);
+	if (s->threads_fd >= 0)
+		close(s->threads_fd);
 	for (int i = 0; s->fds && i < s->nr_slots * s->cpus.n; i++)
 		if (s->fds[i] >= 0)
 			close(s->fds[i]);

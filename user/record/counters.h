@@ -97,6 +97,14 @@ __u64 counters__bytes_per_thread(const struct counter_set *s);
 int counters__counts_map_fd(const struct counter_set *s);
 /* The maps span programs share: the counter array, the per-CPU snapshot, the counts. */
 void counters__map_fds(const struct counter_set *s, int *counters, int *snap, int *counts);
+/*
+ * A map of the shape of the sampling program's per-thread map
+ * (bpf/maps.bpf.h: threads), for span programs run without that program
+ * (stat --serve --span): they find no thread in it, so their spans count
+ * no samples.  Made at the first call and closed with the set: its fd, or
+ * -errno.
+ */
+int counters__threads_stand_in(struct counter_set *s);
 void counters__free(struct counter_set *s);
 
 #endif
