@@ -25,6 +25,27 @@ static int on_span(void *ctx, const struct sess_span *s)
 	return 0;
 }
 
+/*
+ * A side-band record the codec reads writes back no larger, and that copy
+ * reads and writes back to the same bytes: one walker, whatever the input.
+ */
+static void sideband_round_trip(const struct pd_event *ev)
+{
+	static unsigned char once[65536], twice[65536];
+	const struct perf_event_attr *a = ev->attr ? &ev->attr->attr : NULL;
+	struct pd_sideband r;
+	long n, m;
+
+	if (ev->hdr->type == PERF_RECORD_SAMPLE || pd_sideband_parse(a, ev->hdr, ev->hdr->size, &r))
+		return;
+	n = pd_sideband_write(once, sizeof(once), a, &r);
+	if (n < 0 || n > ev->hdr->size || pd_sideband_parse(a, once, n, &r))
+		abort();
+	m = pd_sideband_write(twice, sizeof(twice), a, &r);
+	if (m != n || memcmp(once, twice, n))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pd_reader *r = NULL;
@@ -43,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (null || (null = fopen("/dev/null", "w")))
 			pd_reader__print_features(r, null);
 		while (pd_reader__next(r, &it, &ev) > 0)
-			;
+			sideband_round_trip(&ev);
 		pd_reader__free(r);
 	}
 	/*

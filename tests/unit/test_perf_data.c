@@ -52,7 +52,6 @@ static void write_file(int nsamples, const char *host)
 	struct perf_event_attr a1 = mk_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
 	static const __u64 ids0[] = { 10, 11 }, ids1[] = { 20, 21 };
 	static const __u64 chain[] = { PD_CONTEXT_USER, 0x401000, 0x401100 };
-	struct pd_mmap2_info info = { .maj = 8, .min = 1, .ino = 99, .prot = 5, .flags = 2 };
 	struct pd_build_id bid = { .pid = -1, .misc = PERF_RECORD_MISC_USER, .size = 20,
 				   .id = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 },
 				   .filename = "/bin/true" };
@@ -73,16 +72,19 @@ static void write_file(int nsamples, const char *host)
 	struct pd_writer *w;
 	unsigned char buf[512];
 	struct pd_sample ts = { .pid = 100, .tid = 100, .time = 1, .id = 10 };
+	struct pd_sideband comm = { .type = PERF_RECORD_COMM, .comm = { 100, 101, "worker" }, .sample_id = ts };
+	struct pd_sideband mmap2 = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER, .sample_id = ts,
+				     .mmap = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x2000, .maj = 8,
+					       .min = 1, .ino = 99, .prot = 5, .flags = 2, .filename = "/bin/true" } };
 	long n;
 
 	assert_int_equal(pd_writer__open(&w, path), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a0, "cpu-clock", ids0, 2), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a1, "page-faults", ids1, 2), 0);
 	assert_int_equal(pd_writer__begin(w), 0);
-	n = pd_build_comm(buf, sizeof(buf), &a0, &ts, 100, 101, "worker", 0);
+	n = pd_sideband_write(buf, sizeof(buf), &a0, &comm);
 	assert_int_equal(pd_writer__write(w, buf, n), 0);
-	n = pd_build_mmap2(buf, sizeof(buf), &a0, &ts, PERF_RECORD_MISC_USER, 100, 100, 0x400000,
-			   0x2000, 0, &info, "/bin/true");
+	n = pd_sideband_write(buf, sizeof(buf), &a0, &mmap2);
 	assert_int_equal(pd_writer__write(w, buf, n), 0);
 	for (int i = 0; i < nsamples; i++) {
 		struct pd_sample s = { .id = i % 2 ? 21 : 10, .ip = 0x401000, .pid = 100, .tid = 101,
