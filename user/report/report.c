@@ -237,6 +237,7 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
 static int report_visual(const struct report_opts *o)
 {
 	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true };
+	struct debuginfo_opts dopts = o->debuginfod;
 	struct profile_opts po = { .timeline = true };
 	struct tl_limits lim = { o->max_samples, o->max_spans };
 	struct session *sess = NULL;
@@ -246,8 +247,8 @@ static int report_visual(const struct report_opts *o)
 	char err[512] = "";
 	int e, ret = 1;
 
-	/* Not fetched here: but libdw's own debuginfod hook stays off all the same (--offline). */
-	debuginfo_no_network();
+	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
+	debuginfo_opts_from_env(&dopts);
 	e = session__open(&sess, o->input, NULL, err, sizeof(err));
 	if (!e && (e = profile__new(&p, sess, &po)))
 		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
@@ -302,14 +303,8 @@ static int read_with_debuginfod(const struct report_opts *o, struct session **se
 	size_t n = 0;
 	int e;
 
-	/*
-	 * libdw's own debuginfod hook reads DEBUGINFOD_URLS and would fetch one
-	 * file at a time, without a deadline, while unwinding: off.  glibc never
-	 * frees an environment string, so the pointer outlives unsetenv.
-	 */
-	if (!dopts.urls)
-		dopts.urls = getenv("DEBUGINFOD_URLS");
-	debuginfo_no_network();
+	/* The servers into dopts, and out of libdw's reach (it would fetch while unwinding, with no deadline). */
+	debuginfo_opts_from_env(&dopts);
 	e = read_file(o, sess, p, err, errlen);
 	if (e || !debuginfo_enabled(&dopts))
 		return e;
