@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fd < 0)
 		return 0;
-	if (!pd_reader__open(&r, path, err, sizeof(err))) {
+	if (!pd_reader__open(&r, path, NULL, err, sizeof(err))) {
 		static FILE *null;
 
 		if (null || (null = fopen("/dev/null", "w")))
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	if (!profile__load(&p, path, FUZZ_ROOT, err, sizeof(err)))
 		profile__free(p);
-	if (!session__open(&sess, path, FUZZ_ROOT, err, sizeof(err))) {
+	if (!session__open(&sess, path, &(struct session_opts){ .root = FUZZ_ROOT }, err, sizeof(err))) {
 		static const struct session_ops ops = { .sample = on_sample, .span = on_span };
 
 		session__process(sess, &ops, sess, err, sizeof(err));

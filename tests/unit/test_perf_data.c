@@ -112,7 +112,7 @@ static void test_round_trip(void **state)
 	write_file(100, "host-a");
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	assert_int_equal(r->nr_attrs, 2);
 	assert_string_equal(r->attrs[0].name, "cpu-clock");
 	assert_string_equal(r->attrs[1].name, "page-faults");
@@ -190,10 +190,10 @@ static void test_old_kept(void **state)
 	write_file(1, "first");
 	write_file(1, "second");
 	snprintf(old, sizeof(old), "%s.old", path);
-	assert_int_equal(pd_reader__open(&r, old, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, old, NULL, err, sizeof(err)), 0);
 	assert_string_equal(r->meta.hostname, "first");
 	pd_reader__free(r);
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	assert_string_equal(r->meta.hostname, "second");
 	pd_reader__free(r);
 }
@@ -255,7 +255,7 @@ static void test_unfinished_and_truncated(void **state)
 	assert_int_equal(pd_writer__open(&w, path), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a, "x", &id, 1), 0);
 	assert_int_equal(pd_writer__begin(w), 0);
-	assert_int_not_equal(pd_reader__open(&r, pd_writer__tmp_path(w), err, sizeof(err)), 0);
+	assert_int_not_equal(pd_reader__open(&r, pd_writer__tmp_path(w), NULL, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "PERFILE2"));
 	pd_writer__free(w);
 
@@ -265,7 +265,7 @@ static void test_unfinished_and_truncated(void **state)
 		 (long long)st.st_size / 2, path);
 	assert_int_equal(system(cut), 0);
 	snprintf(cut, sizeof(cut), "%s.cut", path);
-	assert_int_not_equal(pd_reader__open(&r, cut, err, sizeof(err)), 0);
+	assert_int_not_equal(pd_reader__open(&r, cut, NULL, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, cut));
 	assert_non_null(strstr(err, "past its end"));
 }
@@ -307,7 +307,7 @@ static void test_print_features(void **state)
 	(void)state;
 	setenv("TZ", "UTC", 1);
 	write_file(4, "host-p");
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
 	pd_reader__print_features(r, f);
@@ -315,6 +315,27 @@ static void test_print_features(void **state)
 	assert_string_equal(text, want);
 	free(text);
 	pd_reader__free(r);
+}
+
+/* perf's rule: another user's file is theirs to craft, and is read only when asked (report --force). */
+static void test_owner(void **state)
+{
+	const struct pd_reader_opts any = { .any_owner = true };
+	struct pd_reader *r;
+	char err[256];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	write_file(4, "host-c");
+	assert_int_equal(chown(path, 12345, 12345), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "owned by uid 12345"));
+	/* The asking is the one reader's: the next open without it refuses again. */
+	assert_int_equal(pd_reader__open(&r, path, &any, err, sizeof(err)), 0);
+	assert_true(r->map_copied);
+	pd_reader__free(r);
+	assert_int_equal(pd_reader__open(&r, path, &(struct pd_reader_opts){}, err, sizeof(err)), -EPERM);
 }
 
 int main(void)
@@ -326,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_unwritable_dir),
 		cmocka_unit_test(test_unfinished_and_truncated),
 		cmocka_unit_test(test_print_features),
+		cmocka_unit_test(test_owner),
 	};
 
 	return cmocka_run_group_tests_name("perf_data", tests, setup, teardown);

@@ -242,7 +242,7 @@ static void test_module_frames(void **state)
 	assert_non_null(f);
 	fputs(text, f);
 	fclose(f);
-	s = symbolizer__new(NULL, dir);
+	s = symbolizer__new(NULL, &(struct symbolizer_opts){ .root = dir });
 	assert_non_null(s);
 	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffff81000000ull, 0x1000000, 0xffffffff81000000ull,
 					     "[kernel.kallsyms]_text", 0, true, NULL), 0);
@@ -279,6 +279,53 @@ static void test_module_frames(void **state)
 	assert_int_equal(kmodule_parse_line("garbage\n", &km), -EINVAL);
 }
 
+/* A JIT's frame named from root's /tmp/perf-PID.map, by a symbolizer that may read that owner's file. */
+static bool jit_named(const char *root, bool any_owner)
+{
+	struct symbolizer *s = symbolizer__new(NULL, &(struct symbolizer_opts){ .root = root,
+										 .any_perf_map_owner = any_owner });
+	struct sym out;
+	bool named;
+
+	assert_non_null(s);
+	assert_int_equal(symbolizer__add_map(s, 4242, 0x7f0000000000ull, 0x10000, 0, "//anon", 0, false, NULL), 0);
+	symbolizer__resolve(s, 4242, 0x7f0000001004ull, 1, false, &out);
+	named = out.known && !strcmp(out.name, "jitted_fn");
+	symbolizer__free(s);
+	return named;
+}
+
+/*
+ * perf's rule for /tmp/perf-PID.map: another user's file names nothing
+ * unless asked (report --force), and the asking is the one symbolizer's.
+ */
+static void test_perf_map_owner(void **state)
+{
+	char dir[] = "/tmp/spanperf-symXXXXXX", path[64];
+	FILE *f;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/tmp/perf-4242.map", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("7f0000001000 10 jitted_fn\n", f);
+	fclose(f);
+	assert_true(jit_named(dir, false));
+	assert_int_equal(chown(path, 12345, 12345), 0);
+	assert_false(jit_named(dir, false));
+	assert_true(jit_named(dir, true));
+	assert_false(jit_named(dir, false));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 /* A frame no symbol covers is named by its address as perf report's sym column prints it. */
 static void test_unknown_frames_print_as_perf(void **state)
 {
@@ -298,6 +345,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_perf_map_owner),
 		cmocka_unit_test(test_unknown_frames_print_as_perf),
 		cmocka_unit_test(test_fork_exec_timeline),
 		cmocka_unit_test(test_build_id_mismatch),

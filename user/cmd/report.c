@@ -221,10 +221,7 @@ static int parse_args(int argc, char **argv, struct report_opts *o)
 		case OPT_BPF_SAMPLES: o->bpf_samples = true; break;
 		case OPT_STDIO: break;
 		case OPT_HEADER_ONLY: o->header_only = true; break;
-		case OPT_FORCE:
-			symbols_allow_any_perf_map_owner(true);
-			pd_reader_allow_any_owner(true);
-			break;
+		case OPT_FORCE: o->force = true; break;
 		case OPT_INLINE: o->inline_frames = INLINE_ALL; break;
 		case OPT_NO_INLINE: o->inline_frames = INLINE_NONE; break;
 		case OPT_FULL_SRC: o->full_srcline = true; break;

@@ -237,6 +237,7 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
 static int report_visual(const struct report_opts *o)
 {
 	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true };
+	struct session_opts sopts = { .any_owner = o->force };
 	struct debuginfo_opts dopts = o->debuginfod;
 	struct profile_opts po = { .timeline = true };
 	struct tl_limits lim = { o->max_samples, o->max_spans };
@@ -249,7 +250,7 @@ static int report_visual(const struct report_opts *o)
 
 	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
 	debuginfo_opts_from_env(&dopts);
-	e = session__open(&sess, o->input, NULL, err, sizeof(err));
+	e = session__open(&sess, o->input, &sopts, err, sizeof(err));
 	if (!e && (e = profile__new(&p, sess, &po)))
 		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
@@ -283,7 +284,7 @@ cleanup:
 /* The session and its profile in one pass. */
 static int read_file(const struct report_opts *o, struct session **sess, struct profile **p, char *err, size_t errlen)
 {
-	int e = session__open(sess, o->input, NULL, err, errlen);
+	int e = session__open(sess, o->input, &(struct session_opts){ .any_owner = o->force }, err, errlen);
 
 	return e ?: load_profile(*sess, p, o, err, errlen);
 }
@@ -329,7 +330,7 @@ static int report_header(const struct report_opts *o)
 {
 	struct pd_reader *rd = NULL;
 	char err[512] = "";
-	int e = pd_reader__open(&rd, o->input, err, sizeof(err));
+	int e = pd_reader__open(&rd, o->input, &(struct pd_reader_opts){ .any_owner = o->force }, err, sizeof(err));
 
 	if (e) {
 		pr_err("%s", err[0] ? err : strerror(-e));
@@ -353,7 +354,7 @@ int report_run(const struct report_opts *o)
 		return report_visual(o);
 	if (o->spans) {
 		struct spans_report_opts so = { .input = o->input, .json = o->table.json, .otlp = o->otlp,
-						.bpf_samples = o->bpf_samples };
+						.bpf_samples = o->bpf_samples, .any_owner = o->force };
 
 		if (spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);

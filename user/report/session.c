@@ -277,12 +277,14 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 	return 0;
 }
 
-int session__open(struct session **out, const char *path, const char *root, char *err, size_t errlen)
+int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen)
 {
+	static const struct session_opts defaults;
 	struct session *s = calloc(1, sizeof(*s));
 	struct timeline *tl = calloc(1, sizeof(*tl));
 	int e;
 
+	o = o ?: &defaults;
 	*out = NULL;
 	if (!s || !tl) {
 		free(s);
@@ -292,11 +294,12 @@ int session__open(struct session **out, const char *path, const char *root, char
 	}
 	s->priv = tl;
 	s->first_sampling = -1;
-	e = pd_reader__open(&s->rd, path, err, errlen);
+	e = pd_reader__open(&s->rd, path, &(struct pd_reader_opts){ .any_owner = o->any_owner }, err, errlen);
 	if (e)
 		goto cleanup;
 	s->kind = calloc(s->rd->nr_attrs ? s->rd->nr_attrs : 1, sizeof(*s->kind));
-	s->sym = symbolizer__new(&s->rd->meta, root);
+	s->sym = symbolizer__new(&s->rd->meta,
+				 &(struct symbolizer_opts){ .root = o->root, .any_perf_map_owner = o->any_owner });
 	if (!s->kind || !s->sym) {
 		snprintf(err, errlen, "out of memory reading %s", path);
 		e = -ENOMEM;
