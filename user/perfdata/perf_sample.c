@@ -513,11 +513,11 @@ static void walk_sideband(struct walk *w, const struct perf_event_attr *attr, co
 			  struct pd_sideband *r)
 {
 	l->walk(w, r);
-	if (sb_trailer_size(attr, r->type))
+	if (attr && r->type < PD_RECORD_USER_START)
 		walk_trailer(w, attr, &r->sample_id);
 }
 
-/* What is written: a build id clamped to its array and zero past its size. */
+/* What is written: MMAP2's build-id flag as its layout is, the id clamped to its array and zero past its size. */
 static struct pd_sideband sb_for_write(const struct pd_sideband *r)
 {
 	struct pd_sideband c = *r;
