@@ -23,7 +23,6 @@ int main(int argc, char **argv)
 	unsigned long ns, nsp, nt;
 	struct pd_writer *w;
 	char buf[512];
-	struct pd_sample ts = {};
 
 	if (argc != 5)
 		return fprintf(stderr, "usage: gen_spans FILE SAMPLES SPANS THREADS\n"), 2;
@@ -37,8 +36,9 @@ int main(int argc, char **argv)
 	    pd_writer__begin(w))
 		return perror("gen_spans"), 1;
 	for (unsigned long t = 0; t < nt; t++) {
-		ts.id = sid;
-		long n = pd_build_comm(buf, sizeof(buf), &sa, &ts, 1000 + t, 1000 + t, "worker", 0);
+		struct pd_sideband comm = { .type = PERF_RECORD_COMM, .comm = { 1000 + t, 1000 + t, "worker" },
+					    .sample_id = { .id = sid } };
+		long n = pd_sideband_write(buf, sizeof(buf), &sa, &comm);
 
 		pd_writer__write(w, buf, n);
 	}

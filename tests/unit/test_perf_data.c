@@ -52,7 +52,6 @@ static void write_file(int nsamples, const char *host)
 	struct perf_event_attr a1 = mk_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
 	static const __u64 ids0[] = { 10, 11 }, ids1[] = { 20, 21 };
 	static const __u64 chain[] = { PD_CONTEXT_USER, 0x401000, 0x401100 };
-	struct pd_mmap2_info info = { .maj = 8, .min = 1, .ino = 99, .prot = 5, .flags = 2 };
 	struct pd_build_id bid = { .pid = -1, .misc = PERF_RECORD_MISC_USER, .size = 20,
 				   .id = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 },
 				   .filename = "/bin/true" };
@@ -73,16 +72,19 @@ static void write_file(int nsamples, const char *host)
 	struct pd_writer *w;
 	unsigned char buf[512];
 	struct pd_sample ts = { .pid = 100, .tid = 100, .time = 1, .id = 10 };
+	struct pd_sideband comm = { .type = PERF_RECORD_COMM, .comm = { 100, 101, "worker" }, .sample_id = ts };
+	struct pd_sideband mmap2 = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER, .sample_id = ts,
+				     .mmap = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x2000, .maj = 8,
+					       .min = 1, .ino = 99, .prot = 5, .flags = 2, .filename = "/bin/true" } };
 	long n;
 
 	assert_int_equal(pd_writer__open(&w, path), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a0, "cpu-clock", ids0, 2), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a1, "page-faults", ids1, 2), 0);
 	assert_int_equal(pd_writer__begin(w), 0);
-	n = pd_build_comm(buf, sizeof(buf), &a0, &ts, 100, 101, "worker", 0);
+	n = pd_sideband_write(buf, sizeof(buf), &a0, &comm);
 	assert_int_equal(pd_writer__write(w, buf, n), 0);
-	n = pd_build_mmap2(buf, sizeof(buf), &a0, &ts, PERF_RECORD_MISC_USER, 100, 100, 0x400000,
-			   0x2000, 0, &info, "/bin/true");
+	n = pd_sideband_write(buf, sizeof(buf), &a0, &mmap2);
 	assert_int_equal(pd_writer__write(w, buf, n), 0);
 	for (int i = 0; i < nsamples; i++) {
 		struct pd_sample s = { .id = i % 2 ? 21 : 10, .ip = 0x401000, .pid = 100, .tid = 101,
@@ -110,7 +112,7 @@ static void test_round_trip(void **state)
 	write_file(100, "host-a");
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	assert_int_equal(r->nr_attrs, 2);
 	assert_string_equal(r->attrs[0].name, "cpu-clock");
 	assert_string_equal(r->attrs[1].name, "page-faults");
@@ -188,10 +190,10 @@ static void test_old_kept(void **state)
 	write_file(1, "first");
 	write_file(1, "second");
 	snprintf(old, sizeof(old), "%s.old", path);
-	assert_int_equal(pd_reader__open(&r, old, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, old, NULL, err, sizeof(err)), 0);
 	assert_string_equal(r->meta.hostname, "first");
 	pd_reader__free(r);
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	assert_string_equal(r->meta.hostname, "second");
 	pd_reader__free(r);
 }
@@ -253,7 +255,7 @@ static void test_unfinished_and_truncated(void **state)
 	assert_int_equal(pd_writer__open(&w, path), 0);
 	assert_int_equal(pd_writer__add_attr(w, &a, "x", &id, 1), 0);
 	assert_int_equal(pd_writer__begin(w), 0);
-	assert_int_not_equal(pd_reader__open(&r, pd_writer__tmp_path(w), err, sizeof(err)), 0);
+	assert_int_not_equal(pd_reader__open(&r, pd_writer__tmp_path(w), NULL, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "PERFILE2"));
 	pd_writer__free(w);
 
@@ -263,7 +265,7 @@ static void test_unfinished_and_truncated(void **state)
 		 (long long)st.st_size / 2, path);
 	assert_int_equal(system(cut), 0);
 	snprintf(cut, sizeof(cut), "%s.cut", path);
-	assert_int_not_equal(pd_reader__open(&r, cut, err, sizeof(err)), 0);
+	assert_int_not_equal(pd_reader__open(&r, cut, NULL, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, cut));
 	assert_non_null(strstr(err, "past its end"));
 }
@@ -305,7 +307,7 @@ static void test_print_features(void **state)
 	(void)state;
 	setenv("TZ", "UTC", 1);
 	write_file(4, "host-p");
-	assert_int_equal(pd_reader__open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), 0);
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
 	pd_reader__print_features(r, f);
@@ -313,6 +315,27 @@ static void test_print_features(void **state)
 	assert_string_equal(text, want);
 	free(text);
 	pd_reader__free(r);
+}
+
+/* perf's rule: another user's file is theirs to craft, and is read only when asked (report --force). */
+static void test_owner(void **state)
+{
+	const struct pd_reader_opts any = { .any_owner = true };
+	struct pd_reader *r;
+	char err[256];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	write_file(4, "host-c");
+	assert_int_equal(chown(path, 12345, 12345), 0);
+	assert_int_equal(pd_reader__open(&r, path, NULL, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "owned by uid 12345"));
+	/* The asking is the one reader's: the next open without it refuses again. */
+	assert_int_equal(pd_reader__open(&r, path, &any, err, sizeof(err)), 0);
+	assert_true(r->map_copied);
+	pd_reader__free(r);
+	assert_int_equal(pd_reader__open(&r, path, &(struct pd_reader_opts){}, err, sizeof(err)), -EPERM);
 }
 
 int main(void)
@@ -324,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_unwritable_dir),
 		cmocka_unit_test(test_unfinished_and_truncated),
 		cmocka_unit_test(test_print_features),
+		cmocka_unit_test(test_owner),
 	};
 
 	return cmocka_run_group_tests_name("perf_data", tests, setup, teardown);

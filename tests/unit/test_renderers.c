@@ -340,7 +340,7 @@ static void test_inlined(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	prof.sym = symbolizer__new(NULL, "/nonexistent");
+	prof.sym = symbolizer__new(NULL, &(struct symbolizer_opts){ .root = "/nonexistent" });
 	return prof.sym ? 0 : -1;
 }
 

@@ -219,6 +219,31 @@ static void test_kallsyms_text(void **state)
 	assert_int_equal(kallsyms_text_range("0000000000000000 T _text\n", 25, &a, &b), -EPERM);
 }
 
+/* A fixture root: a fresh dir holding dir/sub/name with text; path gets the file's path. */
+static void fixture_root(char *dir, const char *sub, const char *name, const char *text, char *path, size_t len)
+{
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, len, "%s/%s", dir, sub);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, len, "%s/%s/%s", dir, sub, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void fixture_root_remove(const char *dir, const char *sub, const char *path)
+{
+	char d[64];
+
+	unlink(path);
+	snprintf(d, sizeof(d), "%s/%s", dir, sub);
+	rmdir(d);
+	rmdir(dir);
+}
+
 /* Module frames: kallsyms names them, the module's MMAP gives them their module, as perf shows them. */
 static void test_module_frames(void **state)
 {
@@ -231,18 +256,10 @@ static void test_module_frames(void **state)
 	struct symbolizer *s;
 	struct kmodule km;
 	struct sym out;
-	FILE *f;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/proc", dir);
-	assert_int_equal(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/proc/kallsyms", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	s = symbolizer__new(NULL, dir);
+	fixture_root(dir, "proc", "kallsyms", text, path, sizeof(path));
+	s = symbolizer__new(NULL, &(struct symbolizer_opts){ .root = dir });
 	assert_non_null(s);
 	assert_int_equal(symbolizer__add_map(s, -1, 0xffffffff81000000ull, 0x1000000, 0xffffffff81000000ull,
 					     "[kernel.kallsyms]_text", 0, true, NULL), 0);
@@ -261,10 +278,7 @@ static void test_module_frames(void **state)
 	assert_string_equal(out.name, "helper");
 	assert_string_equal(out.dso, "[kernel.kallsyms]");
 	symbolizer__free(s);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/proc", dir);
-	rmdir(path);
-	rmdir(dir);
+	fixture_root_remove(dir, "proc", path);
 
 	assert_int_equal(kmodule_parse_line("brd 16384 0 - Live 0xffffffffc0a00000\n", &km), 0);
 	assert_string_equal(km.name, "brd");
@@ -277,6 +291,42 @@ static void test_module_frames(void **state)
 	assert_int_equal(kmodule_parse_line("brd 16384 0 - Loading 0xffffffffc0a00000\n", &km), -EINVAL);
 	assert_int_equal(kmodule_parse_line("brd 16384 0 - Live 0x0000000000000000\n", &km), -EINVAL);
 	assert_int_equal(kmodule_parse_line("garbage\n", &km), -EINVAL);
+}
+
+/* A JIT's frame named from root's /tmp/perf-PID.map, by a symbolizer that may read that owner's file. */
+static bool jit_named(const char *root, bool any_owner)
+{
+	struct symbolizer *s = symbolizer__new(NULL, &(struct symbolizer_opts){ .root = root,
+										 .any_perf_map_owner = any_owner });
+	struct sym out;
+	bool named;
+
+	assert_non_null(s);
+	assert_int_equal(symbolizer__add_map(s, 4242, 0x7f0000000000ull, 0x10000, 0, "//anon", 0, false, NULL), 0);
+	symbolizer__resolve(s, 4242, 0x7f0000001004ull, 1, false, &out);
+	named = out.known && !strcmp(out.name, "jitted_fn");
+	symbolizer__free(s);
+	return named;
+}
+
+/*
+ * perf's rule for /tmp/perf-PID.map: another user's file names nothing
+ * unless asked (report --force), and the asking is the one symbolizer's.
+ */
+static void test_perf_map_owner(void **state)
+{
+	char dir[] = "/tmp/spanperf-symXXXXXX", path[64];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	fixture_root(dir, "tmp", "perf-4242.map", "7f0000001000 10 jitted_fn\n", path, sizeof(path));
+	assert_true(jit_named(dir, false));
+	assert_int_equal(chown(path, 12345, 12345), 0);
+	assert_false(jit_named(dir, false));
+	assert_true(jit_named(dir, true));
+	assert_false(jit_named(dir, false));
+	fixture_root_remove(dir, "tmp", path);
 }
 
 /* A frame no symbol covers is named by its address as perf report's sym column prints it. */
@@ -298,6 +348,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_perf_map_owner),
 		cmocka_unit_test(test_unknown_frames_print_as_perf),
 		cmocka_unit_test(test_fork_exec_timeline),
 		cmocka_unit_test(test_build_id_mismatch),

@@ -105,7 +105,7 @@ static int self_map(void *ctx, __u64 ip, struct sym_map *out)
 
 static struct symbolizer *self_symbolizer(void)
 {
-	struct symbolizer *s = symbolizer__new(NULL, "");
+	struct symbolizer *s = symbolizer__new(NULL, NULL);
 	char line[4096];
 	FILE *f = fopen("/proc/self/maps", "r");
 	struct procmap m;

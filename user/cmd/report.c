@@ -127,17 +127,6 @@ static int opt_event(const char *arg, void *opts, char *err, size_t errlen)
 	return 0;
 }
 
-static int opt_force(const char *arg, void *opts, char *err, size_t errlen)
-{
-	(void)arg;
-	(void)opts;
-	(void)err;
-	(void)errlen;
-	symbols_allow_any_perf_map_owner(true);
-	pd_reader_allow_any_owner(true);
-	return 0;
-}
-
 #define R(f) offsetof(struct report_args, o.f)
 static const struct opt_def report_defs[] = {
 	{ .name = "input", .letter = 'i', .type = OPT_T_ANY_STR, .off = R(input) },
@@ -159,7 +148,7 @@ static const struct opt_def report_defs[] = {
 	{ .name = "bpf-samples", .type = OPT_T_FLAG, .off = R(bpf_samples) },
 	{ .name = "stdio", .type = OPT_T_NONE },
 	{ .name = "header-only", .type = OPT_T_FLAG, .off = R(header_only) },
-	{ .name = "force", .type = OPT_T_FN_FLAG, .fn = opt_force },
+	{ .name = "force", .type = OPT_T_FLAG, .off = R(force) },
 	{ .name = "inline", .type = OPT_T_SET, .off = R(inline_frames), .lo = INLINE_ALL },
 	{ .name = "no-inline", .type = OPT_T_SET, .off = R(inline_frames), .lo = INLINE_NONE },
 	{ .name = "full-source-path", .type = OPT_T_FLAG, .off = R(full_srcline) },

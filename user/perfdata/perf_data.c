@@ -1052,14 +1052,8 @@ static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 	return 0;
 }
 
-static bool any_owner;
-
-void pd_reader_allow_any_owner(bool yes)
-{
-	any_owner = yes;
-}
-
-int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t errlen)
+int pd_reader__open(struct pd_reader **out, const char *path, const struct pd_reader_opts *o, char *err,
+		    size_t errlen)
 {
 	struct pd_reader *r;
 	struct file_header h;
@@ -1103,7 +1097,7 @@ int pd_reader__open(struct pd_reader **out, const char *path, char *err, size_t 
 		goto cleanup;
 	}
 	/* perf's rule (perf report -f overrides it): a profile another user made is theirs to craft. */
-	if (st.st_uid != geteuid() && st.st_uid != 0 && !any_owner) {
+	if (st.st_uid != geteuid() && st.st_uid != 0 && !(o && o->any_owner)) {
 		e = rerr(r, -EPERM, "is owned by uid %u, not by you or root (--force reads it)", (unsigned)st.st_uid);
 		goto cleanup;
 	}

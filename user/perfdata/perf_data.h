@@ -159,10 +159,13 @@ struct pd_event {
 	__u64 offset;		     /* file offset of the record */
 };
 
-/* On error, returns -errno and writes one sentence naming the file to err. */
-/* report --force: files owned by other users than us and root are read too (perf's -f). */
-void pd_reader_allow_any_owner(bool yes);
-int pd_reader__open(struct pd_reader **r, const char *path, char *err, size_t errlen);
+struct pd_reader_opts {
+	bool any_owner; /* report --force: files owned by other users than us and root are read too (perf's -f) */
+};
+
+/* o: NULL for the defaults.  On error, returns -errno and writes one sentence naming the file to err. */
+int pd_reader__open(struct pd_reader **r, const char *path, const struct pd_reader_opts *o, char *err,
+		    size_t errlen);
 void pd_reader__free(struct pd_reader *r);
 const struct pd_attr *pd_reader__attr_by_id(const struct pd_reader *r, __u64 id);
 bool pd_reader__has_feature(const struct pd_reader *r, int feat);

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * perf record encoding: PERF_RECORD_SAMPLE for every sample_type bit, the
- * sample_id trailer of the other records, and builders for the side-band
- * records spanperf synthesizes (COMM, MMAP, MMAP2, FORK, EXIT, LOST...).
+ * sample_id trailer of the other records, and the side-band records
+ * spanperf writes or reads (COMM, MMAP, MMAP2, FORK, EXIT, LOST,
+ * LOST_SAMPLES, THROTTLE, UNTHROTTLE, FINISHED_ROUND).
  *
- * The size and write functions walk the bits in the same order as the
- * kernel's perf_output_sample(), so a computed size and the written bytes
- * cannot disagree; the parser walks them once more, with bounds checks.
+ * The size and write functions walk the fields in the same order as the
+ * kernel's perf_output_sample() and perf_event_*_output(), so a computed
+ * size and the written bytes cannot disagree; the parser walks them once
+ * more, with bounds checks.
  */
 #ifndef SP_PERF_SAMPLE_H
 #define SP_PERF_SAMPLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/perf_event.h>
@@ -25,7 +28,8 @@
 	 PERF_SAMPLE_PHYS_ADDR | PERF_SAMPLE_AUX | PERF_SAMPLE_CGROUP |                               \
 	 PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE | PERF_SAMPLE_WEIGHT_STRUCT)
 
-/* perf's own record types, 64 and up (tools/lib/perf/include/perf/event.h). */
+/* perf's own record types, 64 and up (tools/lib/perf/include/perf/event.h): no sample_id trailer. */
+#define PD_RECORD_USER_START 64
 #define PD_RECORD_FINISHED_ROUND 68
 
 #define PD_CONTEXT_KERNEL ((__u64)-128)
@@ -85,70 +89,95 @@ int pd_trailer_parse(const struct perf_event_attr *attr, const void *rec, size_t
 int pd_record_id(const void *rec, size_t len, __u64 *id);
 
 /*
- * Side-band builders.  `attr` and `ts` give the trailer (id, time, pid/tid,
- * cpu).  Each returns the record size or -ENOSPC if buf is too small.
- */
-long pd_build_comm(void *buf, size_t bufsz, const struct perf_event_attr *attr,
-		   const struct pd_sample *ts, __u32 pid, __u32 tid, const char *comm, int exec);
-long pd_build_mmap(void *buf, size_t bufsz, const struct perf_event_attr *attr,
-		   const struct pd_sample *ts, __u16 misc, __u32 pid, __u32 tid, __u64 start,
-		   __u64 len, __u64 pgoff, const char *filename);
-struct pd_mmap2_info {
-	__u32 maj, min;
-	__u64 ino, ino_generation;
-	__u32 prot, flags;
-	/*
-	 * With build_id_size > 0 the record carries the file's build id in
-	 * place of maj..ino_generation (PERF_RECORD_MISC_MMAP_BUILD_ID, the
-	 * layout the kernel writes for attr.build_id, Linux 5.12).
-	 */
-	__u8 build_id_size;
-	__u8 build_id[20];
-};
-long pd_build_mmap2(void *buf, size_t bufsz, const struct perf_event_attr *attr,
-		    const struct pd_sample *ts, __u16 misc, __u32 pid, __u32 tid, __u64 start,
-		    __u64 len, __u64 pgoff, const struct pd_mmap2_info *info, const char *filename);
-long pd_build_task(void *buf, size_t bufsz, const struct perf_event_attr *attr,
-		   const struct pd_sample *ts, __u32 type, __u32 pid, __u32 ppid, __u32 tid,
-		   __u32 ptid, __u64 time);
-long pd_build_lost(void *buf, size_t bufsz, const struct perf_event_attr *attr,
-		   const struct pd_sample *ts, __u64 id, __u64 lost);
-long pd_build_finished_round(void *buf, size_t bufsz);
-
-/*
- * Side-band parsers, one per record kind, the counterparts of the builders.
- * rec points at the header; len is the record's size.  Each returns 0, or
- * -EINVAL for a record too short or a name not NUL-terminated inside it.
- * Strings point into the record.
+ * Side-band records: one struct per kind, one walker per layout that sizes,
+ * writes and parses it (as walk_sample does for samples), so that a field
+ * is stated once; the sample_id trailer of kernel records goes through the
+ * sample walker.  Strings point into the record (parse) or the caller's
+ * data (write).
  */
 struct pd_comm {
 	__u32 pid, tid;
-	const char *comm;
-	int exec; /* PERF_RECORD_MISC_COMM_EXEC: the process exec'd */
+	const char *comm; /* exec: PERF_RECORD_MISC_COMM_EXEC in misc */
 };
-int pd_parse_comm(const void *rec, size_t len, struct pd_comm *out);
 
+/* PERF_RECORD_MMAP and MMAP2 alike; the fields from maj on are MMAP2's. */
 struct pd_mmap {
 	__u32 pid, tid;
 	__u64 start, len, pgoff;
-	const char *filename;
-	int kernel; /* cpumode: a kernel or module mapping */
-	__u32 prot, flags; /* MMAP2 only */
-	__u8 build_id_size; /* > 0: the mapped file's build id, from the record */
+	__u32 maj, min;
+	__u64 ino, ino_generation;
+	/*
+	 * build_id_size > 0: the record carries the file's build id in place
+	 * of maj..ino_generation (PERF_RECORD_MISC_MMAP_BUILD_ID, the layout
+	 * the kernel writes for attr.build_id, Linux 5.12).
+	 */
+	__u8 build_id_size;
 	__u8 build_id[20];
+	__u32 prot, flags;
+	const char *filename;
 };
-/* PERF_RECORD_MMAP and MMAP2 alike. */
-int pd_parse_mmap(const void *rec, size_t len, struct pd_mmap *out);
 
+/* PERF_RECORD_FORK and EXIT. */
 struct pd_task {
 	__u32 pid, ppid, tid, ptid;
 	__u64 time;
 };
-/* PERF_RECORD_FORK and EXIT. */
-int pd_parse_task(const void *rec, size_t len, struct pd_task *out);
 
-/* PERF_RECORD_LOST (id, lost) and LOST_SAMPLES (lost only; id is left 0). */
-int pd_parse_lost(const void *rec, size_t len, __u64 *id, __u64 *lost);
+/* PERF_RECORD_LOST (id, lost) and LOST_SAMPLES (lost only; id stays 0). */
+struct pd_lost {
+	__u64 id, lost;
+};
+
+/* PERF_RECORD_THROTTLE and UNTHROTTLE. */
+struct pd_throttle {
+	__u64 time, id, stream_id;
+};
+
+struct pd_sideband {
+	__u32 type; /* PERF_RECORD_*, or PD_RECORD_FINISHED_ROUND */
+	/*
+	 * The header's misc, written as given and read as found, but for
+	 * MMAP2's PERF_RECORD_MISC_MMAP_BUILD_ID: that bit says which layout
+	 * follows, so the writer sets it from build_id_size.
+	 */
+	__u16 misc;
+	union {
+		struct pd_comm comm;
+		struct pd_mmap mmap;
+		struct pd_task task;
+		struct pd_lost lost;
+		struct pd_throttle throttle;
+	};
+	struct pd_sample sample_id; /* the trailer (sample_id_all): pid, tid, time, id, stream_id, cpu */
+};
+
+/* A record's cpumode is the kernel's (for MMAP: a kernel or module mapping). */
+static inline bool pd_misc_kernel(__u16 misc)
+{
+	return (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+}
+
+/* Whether the codec has a layout for this record type (a unit test fails when the kernel adds one). */
+bool pd_sideband_known(__u32 type);
+/*
+ * Size of a whole side-band record, header included, or 0 if its type is
+ * unknown or it cannot be encoded.  attr gives the trailer's layout; NULL:
+ * no trailer.
+ */
+size_t pd_sideband_size(const struct perf_event_attr *attr, const struct pd_sideband *r);
+/*
+ * Writes a side-band record; returns its size, -ENOSPC if it does not fit
+ * buf or a record, or -EINVAL for a type without a layout or a NULL name.
+ */
+long pd_sideband_write(void *buf, size_t bufsz, const struct perf_event_attr *attr, const struct pd_sideband *r);
+/*
+ * Decodes a side-band record (rec points at the header; len is what may be
+ * read).  attr gives the trailer's layout: the body ends where the trailer
+ * begins, and a string must end inside it.  NULL: the trailer is not read
+ * and the body runs to the record's end.  0, -EINVAL for a record too short
+ * or a string not NUL-terminated, -EOPNOTSUPP for a type without a layout.
+ */
+int pd_sideband_parse(const struct perf_event_attr *attr, const void *rec, size_t len, struct pd_sideband *r);
 
 /*
  * Where a fixed-position sample field (IDENTIFIER, IP, TID, TIME) sits in a

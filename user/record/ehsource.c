@@ -245,45 +245,38 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	return idle_ms;
 }
 
-void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h)
+/* With -p, the side-band is still the whole host's: the others' tables would be built for nothing. */
+static bool wanted(const struct eh_source *s, __u32 pid)
 {
-	struct pd_mmap m;
-	struct pd_comm c;
-	struct pd_task t;
+	return !s->pids || int_list_has(s->pids, pid);
+}
 
+void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
+{
 	if (!s)
 		return;
-	/* With -p, the side-band is still the whole host's: the others' tables would be built for nothing. */
-	if (s->pids && (h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_FORK ||
-			h->type == PERF_RECORD_EXIT) && h->size >= 12) {
-		__u32 pid;
-
-		memcpy(&pid, (const char *)h + 8, 4); /* pid comes first in each of them */
-		if (!int_list_has(s->pids, pid))
-			return;
-	}
-	switch (h->type) {
+	switch (r->type) {
 	case PERF_RECORD_MMAP2:
-		if (!(h->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_parse_mmap(h, h->size, &m) && !m.kernel &&
-		    (m.prot & PROT_EXEC)) {
-			eh_tables__mark(s->tables, m.pid);
+		if (!(r->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_misc_kernel(r->misc) && (r->mmap.prot & PROT_EXEC) &&
+		    wanted(s, r->mmap.pid)) {
+			eh_tables__mark(s->tables, r->mmap.pid);
 			s->changed = true;
 		}
 		break;
 	case PERF_RECORD_COMM:
 		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
-		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c)) {
-			eh_tables__mark_exec(s->tables, c.pid);
+		if ((r->misc & PERF_RECORD_MISC_COMM_EXEC) && wanted(s, r->comm.pid)) {
+			eh_tables__mark_exec(s->tables, r->comm.pid);
 			s->changed = true;
 		}
 		break;
 	case PERF_RECORD_FORK:
-		if (!pd_parse_task(h, h->size, &t) && t.pid != t.ppid)
-			eh_tables__fork(s->tables, t.ppid, t.pid);
+		if (r->task.pid != r->task.ppid && wanted(s, r->task.pid))
+			eh_tables__fork(s->tables, r->task.ppid, r->task.pid);
 		break;
 	case PERF_RECORD_EXIT:
-		if (!pd_parse_task(h, h->size, &t) && t.pid == t.tid)
-			eh_tables__exit(s->tables, t.pid);
+		if (r->task.pid == r->task.tid && wanted(s, r->task.pid))
+			eh_tables__exit(s->tables, r->task.pid);
 		break;
 	}
 }

@@ -41,8 +41,9 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 int eh_source_attach(struct pe_set *s, struct sample_bpf *skel);
 /* Once the events are enabled: the processes that changed since the scan, read again now. */
 void eh_source__started(struct eh_source *s);
-/* A side-band record from perf's rings: what changes a process's mappings. */
-void eh_source__sideband(struct eh_source *s, const struct perf_event_header *h);
+struct pd_sideband;
+/* A side-band record from perf's rings, decoded: what changes a process's mappings. */
+void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r);
 /* The tables of processes that changed, then the samples in the ring; samples or -errno. */
 long eh_source__drain(struct eh_source *s);
 int eh_source__fd(const struct eh_source *s);

@@ -371,7 +371,7 @@ static int drain_all(struct recorder *r)
 	}
 	if (any) {
 		char buf[8];
-		long n = pd_build_finished_round(buf, sizeof(buf));
+		long n = pd_sideband_write(buf, sizeof(buf), NULL, &(struct pd_sideband){ .type = PD_RECORD_FINISHED_ROUND });
 
 		r->ctx.sorted_ns = r->ctx.round_ns;
 		r->ctx.round_ns = now_ns(CLOCK_MONOTONIC);

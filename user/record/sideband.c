@@ -74,26 +74,37 @@ int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned
 	return 0;
 }
 
-static struct pd_sample trailer(const struct sideband *sb, __u32 pid, __u32 tid)
+/* A record of ours, its trailer that of the tracking event, stamped at the start. */
+static struct pd_sideband synthesized(const struct sideband *sb, __u32 type, __u16 misc, __u32 pid, __u32 tid)
 {
-	return (struct pd_sample){ .pid = pid, .tid = tid, .time = sb->time, .id = sb->id };
+	return (struct pd_sideband){ .type = type, .misc = misc,
+				     .sample_id = { .pid = pid, .tid = tid, .time = sb->time, .id = sb->id } };
+}
+
+static int emit(struct sideband *sb, const struct pd_sideband *r, void *buf, size_t bufsz)
+{
+	long n = pd_sideband_write(buf, bufsz, sb->attr, r);
+
+	return n < 0 ? n : pd_writer__write(sb->w, buf, n);
+}
+
+/* The kernel's and its modules' maps: pid -1, as perf writes them. */
+static int emit_kernel_mmap(struct sideband *sb, __u64 start, __u64 len, __u64 pgoff, const char *name)
+{
+	struct pd_sideband r = synthesized(sb, PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL, -1, 0);
+	char buf[256];
+
+	r.mmap = (struct pd_mmap){ .pid = -1, .tid = 0, .start = start, .len = len, .pgoff = pgoff, .filename = name };
+	return emit(sb, &r, buf, sizeof(buf));
 }
 
 int sideband_kernel_mmap(struct sideband *sb)
 {
-	struct pd_sample ts = trailer(sb, -1, 0);
-	char buf[256];
-	long n;
-
 	if (!sb->ktext_start)
 		return -ENOENT;
 	/* perf's own convention: pgoff = _text, so ip - start + pgoff = ip. */
-	n = pd_build_mmap(buf, sizeof(buf), sb->attr, &ts, PERF_RECORD_MISC_KERNEL, -1, 0,
-			  sb->ktext_start, sb->ktext_end - sb->ktext_start, sb->ktext_start,
-			  "[kernel.kallsyms]_text");
-	if (n < 0)
-		return n;
-	return pd_writer__write(sb->w, buf, n);
+	return emit_kernel_mmap(sb, sb->ktext_start, sb->ktext_end - sb->ktext_start, sb->ktext_start,
+				"[kernel.kallsyms]_text");
 }
 
 int kmodule_parse_line(const char *line, struct kmodule *m)
@@ -114,8 +125,7 @@ int kmodule_parse_line(const char *line, struct kmodule *m)
 
 int sideband_module_mmaps(struct sideband *sb)
 {
-	struct pd_sample ts = trailer(sb, -1, 0);
-	char line[512], file[80], buf[256];
+	char line[512], file[80];
 	struct kmodule m;
 	FILE *f = fopen("/proc/modules", "re");
 	int e = 0;
@@ -124,14 +134,10 @@ int sideband_module_mmaps(struct sideband *sb)
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
 	while (fgets(line, sizeof(line), f)) {
-		long n;
-
 		if (kmodule_parse_line(line, &m))
 			continue;
 		snprintf(file, sizeof(file), "[%s]", m.name);
-		n = pd_build_mmap(buf, sizeof(buf), sb->attr, &ts, PERF_RECORD_MISC_KERNEL, -1, 0, m.start, m.size, 0,
-				  file);
-		e = n < 0 ? n : pd_writer__write(sb->w, buf, n);
+		e = emit_kernel_mmap(sb, m.start, m.size, 0, file);
 		if (e)
 			break;
 		sb->nr_modules++;
@@ -143,17 +149,16 @@ int sideband_module_mmaps(struct sideband *sb)
 static int emit_comm(struct sideband *sb, __u32 pid, __u32 tid)
 {
 	char path[64], comm[32], buf[128];
-	struct pd_sample ts = trailer(sb, pid, tid);
-	long n;
+	struct pd_sideband r = synthesized(sb, PERF_RECORD_COMM, 0, pid, tid);
+	int e;
 
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
 	if (read_file_str(path, comm, sizeof(comm)))
 		return 0; /* the thread exited meanwhile */
-	n = pd_build_comm(buf, sizeof(buf), sb->attr, &ts, pid, tid, comm, 0);
-	if (n < 0)
-		return n;
-	sb->nr_comm++;
-	return pd_writer__write(sb->w, buf, n);
+	r.comm = (struct pd_comm){ .pid = pid, .tid = tid, .comm = comm };
+	e = emit(sb, &r, buf, sizeof(buf));
+	sb->nr_comm += !e;
+	return e;
 }
 
 static int emit_maps(struct sideband *sb, __u32 pid)
@@ -176,9 +181,8 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		goto cleanup;
 	}
 	while (procmaps_next(f, &line, &cap, m, &sb->nr_cut)) {
-		struct pd_sample ts = trailer(sb, pid, pid);
-		struct pd_mmap2_info info;
-		__u16 misc = PERF_RECORD_MISC_USER;
+		struct pd_sideband r = synthesized(sb, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, pid, pid);
+		struct pd_mmap *mm = &r.mmap;
 		long n;
 
 		/*
@@ -189,18 +193,19 @@ static int emit_maps(struct sideband *sb, __u32 pid)
 		if (!(m->prot & PROT_EXEC)) {
 			if (!sb->data_maps || m->path[0] != '/')
 				continue;
-			misc |= PERF_RECORD_MISC_MMAP_DATA;
+			r.misc |= PERF_RECORD_MISC_MMAP_DATA;
 		}
-		info = (struct pd_mmap2_info){ .maj = m->maj, .min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags };
+		*mm = (struct pd_mmap){ .pid = pid, .tid = pid, .start = m->start, .len = m->end - m->start,
+					.pgoff = m->pgoff, .maj = m->maj, .min = m->min, .ino = m->ino,
+					.prot = m->prot, .flags = m->flags, .filename = m->path };
 		if ((m->prot & PROT_EXEC) && jit_maps__anon(m->path))
 			jit_maps__note(sb->jits, pid);
 		/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
 		if ((m->prot & PROT_EXEC) &&
-		    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, info.build_id,
-					&info.build_id_size) && sb->dsos)
-			dso_set__add_foreign(sb->dsos, m->path, info.build_id, info.build_id_size);
-		n = pd_build_mmap2(buf, PATH_MAX + 256, sb->attr, &ts, misc, pid, pid,
-				   m->start, m->end - m->start, m->pgoff, &info, m->path);
+		    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, mm->build_id, &mm->build_id_size) &&
+		    sb->dsos)
+			dso_set__add_foreign(sb->dsos, m->path, mm->build_id, mm->build_id_size);
+		n = pd_sideband_write(buf, PATH_MAX + 256, sb->attr, &r);
 		if (n < 0)
 			continue;
 		err = pd_writer__write(sb->w, buf, n);

@@ -303,22 +303,22 @@ static int samples_fds(struct rec_source *src, int *fds, int max)
  * after the ring's chunk, so that both perf and report know which file it
  * was.  Failures are counted by the cache, never fatal.
  */
-static void note_foreign(struct samples *s, const struct perf_event_header *h, const struct pd_mmap *m)
+static void note_foreign(struct samples *s, const struct pd_sideband *r)
 {
 	const struct perf_event_attr *attr = &s->sets[0]->attr;
-	struct pd_mmap2_info info = { .prot = m->prot, .flags = m->flags };
-	struct pd_sample ts = {};
+	const struct pd_mmap *m = &r->mmap;
+	struct pd_sideband again = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER,
+				     .sample_id = r->sample_id };
 	char buf[PATH_MAX + 256];
 	long n;
 
-	if (!buildid_cache__note(s->ctx->bcache, m->pid, m->start, m->start + m->len, m->filename, info.build_id,
-				 &info.build_id_size))
+	again.mmap = (struct pd_mmap){ .pid = m->pid, .tid = m->tid, .start = m->start, .len = m->len,
+				       .pgoff = m->pgoff, .prot = m->prot, .flags = m->flags, .filename = m->filename };
+	if (!buildid_cache__note(s->ctx->bcache, m->pid, m->start, m->start + m->len, m->filename,
+				 again.mmap.build_id, &again.mmap.build_id_size))
 		return;
-	dso_set__add_foreign(s->ctx->dsos, m->filename, info.build_id, info.build_id_size);
-	if (pd_trailer_parse(attr, h, h->size, &ts))
-		return;
-	n = pd_build_mmap2(buf, sizeof(buf), attr, &ts, PERF_RECORD_MISC_USER, m->pid, m->tid, m->start, m->len,
-			   m->pgoff, &info, m->filename);
+	dso_set__add_foreign(s->ctx->dsos, m->filename, again.mmap.build_id, again.mmap.build_id_size);
+	n = pd_sideband_write(buf, sizeof(buf), attr, &again);
 	if (n > 0)
 		sbuf_add(&s->pending, buf, n);
 }
@@ -336,14 +336,10 @@ static int on_record(void *priv, const struct perf_event_header *h)
 {
 	struct samples *s = priv;
 	struct rec_ctx *ctx = s->ctx;
-	struct pd_comm c;
-	struct pd_task t;
-	struct pd_mmap m;
-	__u64 v, id;
+	struct pd_sideband r;
+	__u64 v;
 
-	eh_source__sideband(s->eh, h);
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE:
+	if (h->type == PERF_RECORD_SAMPLE) {
 		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8) {
 			__u32 pt[2]; /* pid, tid */
 			uint64_t *n, *pid;
@@ -356,42 +352,45 @@ static int on_record(void *priv, const struct perf_event_header *h)
 			if (pid)
 				*pid = pt[0];
 		}
-		if (s->time_off < 0 || h->size < s->time_off + 8)
-			break;
-		memcpy(&v, (const char *)h + s->time_off, 8);
-		note_sample(ctx, v);
-		break;
+		if (s->time_off >= 0 && h->size >= s->time_off + 8) {
+			memcpy(&v, (const char *)h + s->time_off, 8);
+			note_sample(ctx, v);
+		}
+		return 0;
+	}
+	/* Every event of the rings shares the first's sample_id layout. */
+	if (pd_sideband_parse(&s->sets[0]->attr, h, h->size, &r))
+		return 0;
+	eh_source__sideband(s->eh, &r);
+	switch (r.type) {
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
-		if (!pd_parse_lost(h, h->size, &id, &v))
-			ctx->lost += v;
+		ctx->lost += r.lost.lost;
 		break;
 	case PERF_RECORD_COMM:
-		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !pd_parse_comm(h, h->size, &c)) {
-			buildid_cache__exec(ctx->bcache, c.pid);
-			otel_record__exec(ctx->otel, c.pid);
+		if (r.misc & PERF_RECORD_MISC_COMM_EXEC) {
+			buildid_cache__exec(ctx->bcache, r.comm.pid);
+			otel_record__exec(ctx->otel, r.comm.pid);
 		}
 		break;
 	case PERF_RECORD_EXIT:
-		if (pd_parse_task(h, h->size, &t))
-			break;
 		if (ctx->otel)
-			otel_record__exit(ctx->otel, t.tid, t.time);
-		if (t.pid == t.tid)
-			jit_maps__exit(ctx->jits, t.pid);
+			otel_record__exit(ctx->otel, r.task.tid, r.task.time);
+		if (r.task.pid == r.task.tid)
+			jit_maps__exit(ctx->jits, r.task.pid);
 		break;
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_MMAP:
 		/* Build ids are for code: data maps (mmap_data) have none worth a read. */
-		if ((h->misc & PERF_RECORD_MISC_MMAP_DATA) || pd_parse_mmap(h, h->size, &m))
+		if (r.misc & PERF_RECORD_MISC_MMAP_DATA)
 			break;
-		if (h->type == PERF_RECORD_MMAP2 && !m.kernel && (m.prot & PROT_EXEC)) {
-			if (jit_maps__anon(m.filename))
-				jit_maps__note(ctx->jits, m.pid);
-			note_foreign(s, h, &m);
-			otel_record__mmap(ctx->otel, m.pid, m.filename);
+		if (r.type == PERF_RECORD_MMAP2 && !pd_misc_kernel(r.misc) && (r.mmap.prot & PROT_EXEC)) {
+			if (jit_maps__anon(r.mmap.filename))
+				jit_maps__note(ctx->jits, r.mmap.pid);
+			note_foreign(s, &r);
+			otel_record__mmap(ctx->otel, r.mmap.pid, r.mmap.filename);
 		}
-		return dso_set__add(ctx->dsos, m.filename);
+		return dso_set__add(ctx->dsos, r.mmap.filename);
 	}
 	return 0;
 }

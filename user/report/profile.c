@@ -662,7 +662,7 @@ int profile__load(struct profile **out, const char *path, const char *root, char
 	struct profile_opts o = { .root = root };
 	struct session *sess = NULL;
 	struct profile *p = NULL;
-	int e = session__open(&sess, path, root, err, errlen);
+	int e = session__open(&sess, path, &(struct session_opts){ .root = root }, err, errlen);
 
 	*out = NULL;
 	if (e)

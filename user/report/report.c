@@ -237,6 +237,8 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
 static int report_visual(const struct report_opts *o)
 {
 	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true };
+	struct session_opts sopts = { .any_owner = o->force };
+	struct debuginfo_opts dopts = o->debuginfod;
 	struct profile_opts po = { .timeline = true };
 	struct tl_limits lim = { o->max_samples, o->max_spans };
 	struct session *sess = NULL;
@@ -247,9 +249,9 @@ static int report_visual(const struct report_opts *o)
 	char err[512] = "";
 	int e, ret = 1;
 
-	/* Not fetched here: but libdw's own debuginfod hook stays off all the same (--offline). */
-	debuginfo_no_network();
-	e = session__open(&sess, o->input, NULL, err, sizeof(err));
+	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
+	debuginfo_opts_from_env(&dopts);
+	e = session__open(&sess, o->input, &sopts, err, sizeof(err));
 	if (!e && (e = profile__new(&p, sess, &po)))
 		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
@@ -283,7 +285,7 @@ cleanup:
 /* The session and its profile in one pass. */
 static int read_file(const struct report_opts *o, struct session **sess, struct profile **p, char *err, size_t errlen)
 {
-	int e = session__open(sess, o->input, NULL, err, errlen);
+	int e = session__open(sess, o->input, &(struct session_opts){ .any_owner = o->force }, err, errlen);
 
 	return e ?: load_profile(*sess, p, o, err, errlen);
 }
@@ -303,14 +305,8 @@ static int read_with_debuginfod(const struct report_opts *o, struct session **se
 	size_t n = 0;
 	int e;
 
-	/*
-	 * libdw's own debuginfod hook reads DEBUGINFOD_URLS and would fetch one
-	 * file at a time, without a deadline, while unwinding: off.  glibc never
-	 * frees an environment string, so the pointer outlives unsetenv.
-	 */
-	if (!dopts.urls)
-		dopts.urls = getenv("DEBUGINFOD_URLS");
-	debuginfo_no_network();
+	/* The servers into dopts, and out of libdw's reach (it would fetch while unwinding, with no deadline). */
+	debuginfo_opts_from_env(&dopts);
 	e = read_file(o, sess, p, err, errlen);
 	if (e || !debuginfo_enabled(&dopts))
 		return e;
@@ -335,7 +331,7 @@ static int report_header(const struct report_opts *o)
 {
 	struct pd_reader *rd = NULL;
 	char err[512] = "";
-	int e = pd_reader__open(&rd, o->input, err, sizeof(err));
+	int e = pd_reader__open(&rd, o->input, &(struct pd_reader_opts){ .any_owner = o->force }, err, sizeof(err));
 
 	if (e) {
 		pr_err("%s", err[0] ? err : strerror(-e));
@@ -359,7 +355,7 @@ int report_run(const struct report_opts *o)
 		return report_visual(o);
 	if (o->spans) {
 		struct spans_report_opts so = { .input = o->input, .format = o->spans_format,
-						.bpf_samples = o->bpf_samples };
+						.bpf_samples = o->bpf_samples, .any_owner = o->force };
 
 		if (spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);

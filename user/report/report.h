@@ -38,6 +38,7 @@ struct report_opts {
 	bool full_srcline;		   /* --full-source-path */
 	bool unknown_offsets;		   /* --unknown-offsets */
 	bool header_only;		   /* --header-only: the features, as perf report --header-only */
+	bool force;			   /* --force: a perf.data and /tmp/perf-PID.map files of any owner */
 	/* urls: --debuginfod, else DEBUGINFOD_URLS; offline: --offline */
 	struct debuginfo_opts debuginfod;
 };

@@ -820,7 +820,7 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 {
 	struct session *sess = NULL;
 	struct span_report *r = NULL;
-	int e = session__open(&sess, o->input, NULL, err, errlen);
+	int e = session__open(&sess, o->input, &(struct session_opts){ .any_owner = o->any_owner }, err, errlen);
 
 	if (!e)
 		e = span_report__new(&r, sess, o, err, errlen);

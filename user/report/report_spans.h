@@ -20,6 +20,7 @@ struct spans_report_opts {
 	bool none_ok;	       /* a file without spans is not an error (report --html) */
 	FILE *out;	       /* where spans_report prints; NULL: stdout */
 	double window_s;       /* > 0 (top --spans): the table adds each name's rate, count / window_s */
+	bool any_owner;	       /* report --force: a file and perf maps of any owner (session_opts) */
 };
 
 /* The whole of report --spans and annotate: one pass, the join, the output to stdout. */

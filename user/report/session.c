@@ -239,56 +239,52 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 /* One side-band record into the timeline; malformed ones are skipped, as perf does. */
 static int sideband(struct session *s, struct timeline *tl, const struct pd_event *ev)
 {
-	const struct perf_event_header *h = ev->hdr;
-	struct pd_comm c;
-	struct pd_mmap m;
-	struct pd_task t;
-	__u64 id, lost;
+	struct pd_sideband r;
+	const char *comm;
 	char bid[2 * BUILD_ID_MAX + 1];
 
-	switch (h->type) {
+	if (pd_sideband_parse(ev->attr ? &ev->attr->attr : NULL, ev->hdr, ev->hdr->size, &r))
+		return 0;
+	switch (r.type) {
 	case PERF_RECORD_COMM:
-		if (pd_parse_comm(h, h->size, &c))
-			return 0;
-		c.comm = strpool_intern(&tl->names, c.comm, NULL);
-		if (!c.comm || add_name(tl, c.tid, (struct name_event){ .time = ev->sample.time, .comm = c.comm }, false) ||
-		    set_pid(tl, c.tid, c.pid))
+		comm = strpool_intern(&tl->names, r.comm.comm, NULL);
+		if (!comm || add_name(tl, r.comm.tid, (struct name_event){ .time = ev->sample.time, .comm = comm }, false) ||
+		    set_pid(tl, r.comm.tid, r.comm.pid))
 			return -ENOMEM;
-		if (c.exec)
-			return add_proc(tl, (struct proc_event){ .time = ev->sample.time, .pid = c.pid, .exec = true });
+		if (r.misc & PERF_RECORD_MISC_COMM_EXEC)
+			return add_proc(tl, (struct proc_event){ .time = ev->sample.time, .pid = r.comm.pid, .exec = true });
 		return 0;
 	case PERF_RECORD_FORK:
-		if (pd_parse_task(h, h->size, &t))
-			return 0;
-		if (set_pid(tl, t.tid, t.pid))
+		if (set_pid(tl, r.task.tid, r.task.pid))
 			return -ENOMEM;
-		return add_proc(tl, (struct proc_event){ .time = t.time, .pid = t.pid, .tid = t.tid, .ppid = t.ppid,
-							 .ptid = t.ptid });
+		return add_proc(tl, (struct proc_event){ .time = r.task.time, .pid = r.task.pid, .tid = r.task.tid,
+							 .ppid = r.task.ppid, .ptid = r.task.ptid });
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
 		/* Data maps (--call-graph dwarf records them, for perf): no code there. */
-		if (pd_parse_mmap(h, h->size, &m) || (h->misc & PERF_RECORD_MISC_MMAP_DATA))
+		if (r.misc & PERF_RECORD_MISC_MMAP_DATA)
 			return 0;
-		if (m.build_id_size)
-			buildid_hex(m.build_id, m.build_id_size, bid);
+		if (r.mmap.build_id_size)
+			buildid_hex(r.mmap.build_id, r.mmap.build_id_size, bid);
 		/* Maps are looked up by time: they may go in as they come. */
-		return symbolizer__add_map(s->sym, m.pid, m.start, m.len, m.pgoff, m.filename, ev->sample.time,
-					   m.kernel, m.build_id_size ? bid : NULL);
+		return symbolizer__add_map(s->sym, r.mmap.pid, r.mmap.start, r.mmap.len, r.mmap.pgoff, r.mmap.filename,
+					   ev->sample.time, pd_misc_kernel(r.misc), r.mmap.build_id_size ? bid : NULL);
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
-		if (!pd_parse_lost(h, h->size, &id, &lost))
-			s->lost += lost;
+		s->lost += r.lost.lost;
 		return 0;
 	}
 	return 0;
 }
 
-int session__open(struct session **out, const char *path, const char *root, char *err, size_t errlen)
+int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen)
 {
+	static const struct session_opts defaults;
 	struct session *s = calloc(1, sizeof(*s));
 	struct timeline *tl = calloc(1, sizeof(*tl));
 	int e;
 
+	o = o ?: &defaults;
 	*out = NULL;
 	if (!s || !tl) {
 		free(s);
@@ -298,11 +294,12 @@ int session__open(struct session **out, const char *path, const char *root, char
 	}
 	s->priv = tl;
 	s->first_sampling = -1;
-	e = pd_reader__open(&s->rd, path, err, errlen);
+	e = pd_reader__open(&s->rd, path, &(struct pd_reader_opts){ .any_owner = o->any_owner }, err, errlen);
 	if (e)
 		goto cleanup;
 	s->kind = calloc(s->rd->nr_attrs ? s->rd->nr_attrs : 1, sizeof(*s->kind));
-	s->sym = symbolizer__new(&s->rd->meta, root);
+	s->sym = symbolizer__new(&s->rd->meta,
+				 &(struct symbolizer_opts){ .root = o->root, .any_perf_map_owner = o->any_owner });
 	if (!s->kind || !s->sym) {
 		snprintf(err, errlen, "out of memory reading %s", path);
 		e = -ENOMEM;
@@ -497,10 +494,10 @@ static int take(struct session *s, struct timeline *tl, const struct pd_event *e
 /* A record's time: a FORK's is in its body. */
 static __u64 rec_time(const struct pd_event *ev)
 {
-	struct pd_task t;
+	struct pd_sideband r;
 
-	if (ev->hdr->type == PERF_RECORD_FORK && !pd_parse_task(ev->hdr, ev->hdr->size, &t))
-		return SP_MAX(t.time, ev->sample.time);
+	if (ev->hdr->type == PERF_RECORD_FORK && !pd_sideband_parse(NULL, ev->hdr, ev->hdr->size, &r))
+		return SP_MAX(r.task.time, ev->sample.time);
 	return ev->sample.time;
 }
 

@@ -85,11 +85,16 @@ struct session {
 	void *priv;
 };
 
+struct session_opts {
+	const char *root; /* where symbol files are looked up, NULL for / */
+	bool any_owner;	  /* report --force (perf's -f): the file and /tmp/perf-PID.map files of any owner */
+};
+
 /*
- * Opens the file and classifies its attrs; no record is read yet.  root:
- * where symbol files are looked up, NULL for /.  On error, err names the file.
+ * Opens the file and classifies its attrs; no record is read yet.  o: NULL
+ * for the defaults.  On error, err names the file.
  */
-int session__open(struct session **out, const char *path, const char *root, char *err, size_t errlen);
+int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen);
 void session__free(struct session *s);
 
 /* Adds a consumer (before session__run; ops must outlive the session); 0 or -ENOMEM. */

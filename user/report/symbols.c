@@ -73,6 +73,7 @@ struct proc_maps {
 
 struct symbolizer {
 	char root[PATH_MAX];
+	bool any_perf_map_owner;
 	const struct pd_meta *recorded;
 	struct dso **dsos;
 	int nr_dsos;
@@ -409,19 +410,12 @@ static bool perf_anon(const char *path)
 	return !strcmp(path, "//anon") || !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/anon_hugepage", 14);
 }
 
-static bool any_perf_map_owner;
-
-void symbols_allow_any_perf_map_owner(bool yes)
-{
-	any_perf_map_owner = yes;
-}
-
 /*
  * perf's rule for /tmp/perf-PID.map (anyone may create it): a regular file,
  * not a symlink, owned by us or root, opened without blocking; names from
  * another user's file would be theirs to choose.
  */
-static FILE *open_perf_map(const char *path)
+static FILE *open_perf_map(const struct symbolizer *s, const char *path)
 {
 	struct stat st;
 	int fd = open_regular_at(AT_FDCWD, path, true);
@@ -429,7 +423,7 @@ static FILE *open_perf_map(const char *path)
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || (!any_perf_map_owner && st.st_uid != geteuid() && st.st_uid != 0)) {
+	if (fstat(fd, &st) || (!s->any_perf_map_owner && st.st_uid != geteuid() && st.st_uid != 0)) {
 		pr_debug("%s: not used, owned by uid %u (--force uses it)", path, (unsigned)st.st_uid);
 		close(fd);
 		return NULL;
@@ -465,7 +459,7 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", s->root, pid);
 	f = kept_perf_map(s, pid);
 	if (!f)
-		f = open_perf_map(path);
+		f = open_perf_map(s, path);
 	if (!f)
 		return NULL;
 	d = calloc(1, sizeof(*d));
@@ -681,13 +675,14 @@ static struct dso *dso_get(struct symbolizer *s, const char *path, bool kernel, 
 	return d;
 }
 
-struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root)
+struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const struct symbolizer_opts *o)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	snprintf(s->root, sizeof(s->root), "%s", root ? root : "");
+	snprintf(s->root, sizeof(s->root), "%s", o && o->root ? o->root : "");
+	s->any_perf_map_owner = o && o->any_perf_map_owner;
 	s->recorded = recorded;
 	elf_version(EV_CURRENT);
 	s->kernel = dso_get(s, "[kernel.kallsyms]", true, NULL);

@@ -41,11 +41,14 @@ struct sym {
  */
 void symbolizer_keep_tables(size_t max, size_t max_syms);
 
-/* root: where to find files ("" for /); tests point it at fixtures. */
-struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const char *root);
+struct symbolizer_opts {
+	const char *root;	 /* where to find files (NULL or "" for /); tests point it at fixtures */
+	bool any_perf_map_owner; /* report --force: /tmp/perf-PID.map files of any owner are read (perf's -f) */
+};
+
+/* o: NULL for the defaults. */
+struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const struct symbolizer_opts *o);
 void symbolizer__free(struct symbolizer *s);
-/* report --force: /tmp/perf-PID.map files of any owner are read (perf's -f). */
-void symbols_allow_any_perf_map_owner(bool yes);
 
 /*
  * Feed the file's MMAP, MMAP2 records (in any order).  build_id: the

@@ -50,16 +50,23 @@ struct worker {
 	bool asked; /* the library went to a server (its progress callback ran) */
 };
 
-bool debuginfo_enabled(const struct debuginfo_opts *o)
-{
-	const char *urls = o->urls ? o->urls : getenv("DEBUGINFOD_URLS");
-
-	return !o->offline && urls && *urls;
-}
-
-void debuginfo_no_network(void)
+/* libdw's debuginfod hook reads the variable whenever it misses a file: it stays unset but while we fetch. */
+static void no_network(void)
 {
 	unsetenv("DEBUGINFOD_URLS");
+}
+
+void debuginfo_opts_from_env(struct debuginfo_opts *o)
+{
+	/* glibc never frees an environment string: the pointer outlives unsetenv. */
+	if (!o->urls)
+		o->urls = getenv("DEBUGINFOD_URLS");
+	no_network();
+}
+
+bool debuginfo_enabled(const struct debuginfo_opts *o)
+{
+	return !o->offline && o->urls && *o->urls;
 }
 
 static int debug_path(const char *hex, char *out, size_t len)
@@ -303,10 +310,10 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 
 	memset(st, 0, sizeof(*st));
 	if (!debuginfo_enabled(o)) {
-		debuginfo_no_network();
+		no_network();
 		return 0;
 	}
-	if (o->urls && setenv("DEBUGINFOD_URLS", o->urls, 1))
+	if (setenv("DEBUGINFOD_URLS", o->urls, 1))
 		return -errno;
 	if (!(req > 0))
 		req = DEFAULT_REQUEST_S;
@@ -377,7 +384,7 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 	}
 	st->seconds = (now_ns(CLOCK_MONOTONIC) - f.start_ns) / 1e9;
 	free(f.jobs);
-	debuginfo_no_network();
+	no_network();
 	return e;
 }
 

@@ -18,7 +18,7 @@
 #include <elfutils/libdwfl.h>
 
 struct debuginfo_opts {
-	const char *urls;      /* --debuginfod URLS; NULL: DEBUGINFOD_URLS */
+	const char *urls;      /* --debuginfod URLS, else DEBUGINFOD_URLS (debuginfo_opts_from_env) */
 	bool offline;	       /* --offline: never the network */
 	double request_s;      /* per request; 0: DEBUGINFOD_TIMEOUT, else 10 s */
 	double deadline_s;     /* for all of them; 0: 30 s */
@@ -36,20 +36,28 @@ struct debuginfo_stats {
 	double seconds;
 };
 
-/* Whether a report should fetch at all: servers configured and not offline. */
+/*
+ * Completes o from the environment, before anything reads a debug file: the
+ * servers of DEBUGINFOD_URLS unless --debuginfod named them; the variable
+ * is then taken out of the environment, where libdw's own debuginfod hook
+ * would find it and fetch one file at a time, with no deadline, while
+ * unwinding.  From then on only debuginfo_fetch(o) goes to the network,
+ * and never with o->offline.
+ */
+void debuginfo_opts_from_env(struct debuginfo_opts *o);
+
+/* Whether a report should fetch at all: servers in o and not offline. */
 bool debuginfo_enabled(const struct debuginfo_opts *o);
 
 /*
  * Fetches the debug files of build ids (lower-case hex) that the build-id
- * cache lacks, in parallel.  Never fails on what servers do: that is
- * counted in st.  After it, and always when offline, DEBUGINFOD_URLS is
- * unset so that nothing else in the process (libdw's own debuginfod hook)
- * goes to the network behind the deadline.  0, or -errno (-ENOMEM).
+ * cache lacks, in parallel, from o->urls.  Never fails on what servers do:
+ * that is counted in st.  libdebuginfod reads its servers from
+ * DEBUGINFOD_URLS: set for the fetch and unset after it, so that nothing
+ * else in the process (libdw's own debuginfod hook) goes to the network
+ * behind the deadline.  0, or -errno (-ENOMEM).
  */
 int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size_t n, struct debuginfo_stats *st);
-
-/* Unsets DEBUGINFOD_URLS: libdw fetches on its own otherwise (report --offline). */
-void debuginfo_no_network(void);
 
 /*
  * The kept debug file of a build id, checked: 0 and its path, or -ENOENT.
