@@ -22,7 +22,7 @@
 #ifndef SP_EHFRAME_BPF_H
 #define SP_EHFRAME_BPF_H
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define EH_PF_KTHREAD 0x00200000
 #define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */

@@ -8,7 +8,7 @@
 #ifndef SP_MAPS_BPF_H
 #define SP_MAPS_BPF_H
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #ifdef SP_WANT_THREADS_MAP
 /* Per-thread sample totals of sample.bpf.c; sized with --max-threads. */

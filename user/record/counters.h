@@ -16,7 +16,7 @@
 
 #include "events.h"
 #include "parse.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 struct counters_opts {
 	bool no_native;			 /* read task-clock from a counter too (tests) */
