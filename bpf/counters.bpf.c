@@ -21,12 +21,14 @@
 #define SP_WANT_COUNTER_MAPS
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
+#include "core_shims.bpf.h"
+#include "sched_time.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 nr_events = 0;
 const volatile __u32 nr_cpus = 1;
-const volatile __u32 filter_mode = SP_FILTER_NONE;
 /* Bit i: counter i may be multiplexed, so read it with its times. */
 const volatile __u32 times_mask = 0;
 /* Bit i: counter i counts ns (cpu-clock): after untraced switches, the slice's own figure. */
@@ -55,26 +57,6 @@ __u64 t0_ns = 0;
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define TASK_NOLOAD 0x400
-
-/* Compiled against kernels before 5.14, where the field was `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
-/* sched_info.run_delay, 0 on kernels without CONFIG_SCHED_INFO. */
-static __always_inline __u64 task_run_delay(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->sched_info))
-		return BPF_CORE_READ(t, sched_info.run_delay);
-	return 0;
-}
 
 /*
  * The outgoing thread's last block ends here (it ran since), and a new one
@@ -161,13 +143,6 @@ static __always_inline void stamps_switch_in(__u32 tid, __u64 now)
 	c->wait_ts = c->out_ts = 0;
 }
 
-static __always_inline bool wanted(__u32 pid, __u32 tid)
-{
-	__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-	return filter_mode == SP_FILTER_NONE || bpf_map_lookup_elem(&filter, &key);
-}
-
 /*
  * A new thread's first entry, zero but for what on_switch sets and then
  * clears: a map value rather than a struct on on_switch's stack, which
@@ -204,7 +179,7 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 	 * the same figure; the others have no such account and keep the
 	 * CPU's delta since the snapshot.
 	 */
-	if (s->valid && wanted(prev_pid, prev_tid)) {
+	if (s->valid && filter_keeps(prev_pid, prev_tid)) {
 		c = bpf_map_lookup_elem(&counts, &prev_tid);
 		if (!c) {
 			struct sp_counts *fresh = bpf_map_lookup_elem(&fresh_counts, &zero);
@@ -317,13 +292,13 @@ SEC("tp_btf/sched_switch")
 int switch_btf(__u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	/* Dead code, removed at load, where the kernel has no fourth argument or no split is wanted. */
-	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx[3] : task_state(prev);
+	/* Dead code, removed at load, where no split is wanted. */
+	__u32 state = sched_split ? switch_prev_state(has_prev_state, ctx, prev) : 0;
 
 	snap_koff(next);
 	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
 			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
-			 sched_split && !split_stamps && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
+			 sched_split && !split_stamps ? task_run_delay_btf(prev) : 0,
 			 prev->start_time, next->pid, next->nvcsw + next->nivcsw,
 			 next->se.sum_exec_runtime, next->se.exec_start);
 }
@@ -333,7 +308,7 @@ SEC("raw_tp/sched_switch")
 int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
-	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
+	__u32 state = sched_split ? switch_prev_state(has_prev_state, ctx->args, prev) : 0;
 
 	snap_koff(next);
 	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,

@@ -17,11 +17,10 @@
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
 #include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-const volatile __u32 filter_mode = SP_FILTER_NONE;
 
 /*
  * OTEP 4947 thread context.  Where to find otel_thread_ctx_v1, per process
@@ -169,15 +168,8 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 		else
 			e->attrs_size = n;
 	}
-	/*
-	 * Wake the reader only when the ring is half full, as the span and
-	 * off-CPU rings do: the loop's 100 ms poll reads the rest, and a wakeup
-	 * per context change would cost more than the change.
-	 */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&otel_events, BPF_RB_AVAIL_DATA) >
-				      bpf_ringbuf_query(&otel_events, BPF_RB_RING_SIZE) / 2
-			      ? BPF_RB_FORCE_WAKEUP
-			      : BPF_RB_NO_WAKEUP);
+	/* User space gives this ring no size setting: the ring says it. */
+	bpf_ringbuf_submit(e, ring_wakeup_flag(&otel_events, bpf_ringbuf_query(&otel_events, BPF_RB_RING_SIZE)));
 }
 
 /*
@@ -224,13 +216,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct sp_thread *t;
 
-	if (filter_mode != SP_FILTER_NONE) {
-		__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-		if (!bpf_map_lookup_elem(&filter, &key)) {
-			stat_inc(SP_STAT_FILTERED);
-			return 0;
-		}
+	if (!filter_keeps(pid, tid)) {
+		stat_inc(SP_STAT_FILTERED);
+		return 0;
 	}
 	t = thread_get(pid, tid);
 	if (!t)
@@ -279,13 +267,9 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
 	long n, size;
 
-	if (filter_mode != SP_FILTER_NONE) {
-		__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-		if (!bpf_map_lookup_elem(&filter, &key)) {
-			stat_inc(SP_STAT_FILTERED);
-			return 0;
-		}
+	if (!filter_keeps(pid, tid)) {
+		stat_inc(SP_STAT_FILTERED);
+		return 0;
 	}
 	t = thread_get(pid, tid);
 	if (t) {
@@ -346,9 +330,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	s->size = size;
-	if (bpf_ringbuf_output(&eh_rb, s, size,
-			       bpf_ringbuf_query(&eh_rb, BPF_RB_AVAIL_DATA) > eh_ring_size / 2 ? BPF_RB_FORCE_WAKEUP
-											 : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&eh_rb, s, size, ring_wakeup_flag(&eh_rb, eh_ring_size)))
 		eh_stat(SP_EH_LOST);
 	return 0;
 }
