@@ -209,20 +209,21 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	st->flags = at_switch ? SP_OTEL_OFF : 0;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/*
+ * A sample's bookkeeping, whoever builds its record: -p/-t, then the
+ * thread's sample count and its OTel context.  false: the filter drops it.
+ */
+static __always_inline bool sample_account(__u32 pid, __u32 tid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
 	struct sp_thread *t;
 
 	if (!filter_keeps(pid, tid)) {
 		stat_inc(SP_STAT_FILTERED);
-		return 0;
+		return false;
 	}
 	t = thread_get(pid, tid);
 	if (!t)
-		return 1;
+		return true;
 	if (tid)
 		otel_sample(t, pid, tid, false);
 	/*
@@ -233,7 +234,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		t->samples++;
 	else
 		__sync_fetch_and_add(&t->samples, 1);
-	return 1;
+	return true;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return sample_account(id >> 32, (__u32)id);
 }
 
 /* --call-graph ehframe: the samples, with user chains unwound here; sized from user space. */
@@ -262,24 +271,12 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, zero = 0, nk = 0, nu;
 	struct sp_eh_sample *s;
-	struct sp_thread *t;
 	/* ctx->regs is read in whole words only: cs is the low half of pt_regs' 18th. */
 	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
 	long n, size;
 
-	if (!filter_keeps(pid, tid)) {
-		stat_inc(SP_STAT_FILTERED);
+	if (!sample_account(pid, tid))
 		return 0;
-	}
-	t = thread_get(pid, tid);
-	if (t) {
-		if (tid)
-			otel_sample(t, pid, tid, false);
-		if (tid)
-			t->samples++;
-		else
-			__sync_fetch_and_add(&t->samples, 1);
-	}
 	s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	if (!s)
 		return 0;
