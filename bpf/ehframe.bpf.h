@@ -178,46 +178,35 @@ struct eh_search {
 	__u32 lo, hi;
 };
 
-/* Finds the first entry whose start is above key: the search is over when lo == hi. */
-static long eh_map_search_step(__u32 i, struct eh_search *q)
-{
-	struct sp_eh_map *m;
-	__u32 mid;
-
-	if (q->lo >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	m = bpf_map_lookup_elem(&eh_maps, &mid);
-	if (!m) {
-		q->lo = q->hi = 0;
-		return 1;
+/*
+ * One step of a binary search of `map` for the first entry whose `field`
+ * is above q->key; the search is over when lo == hi.  A macro, to write
+ * the step once for both tables: a bpf_loop callback must name its map as
+ * a constant, and the keys differ in width (a mapping's start, a row's pc).
+ */
+#define EH_SEARCH_STEP(name, map, type, field)                      \
+	static long name(__u32 i, struct eh_search *q)              \
+	{                                                           \
+		type *e;                                            \
+		__u32 mid;                                          \
+                                                                    \
+		if (q->lo >= q->hi)                                 \
+			return 1;                                   \
+		mid = q->lo + (q->hi - q->lo) / 2;                  \
+		e = bpf_map_lookup_elem(&map, &mid);                \
+		if (!e) {                                           \
+			q->lo = q->hi = 0;                          \
+			return 1;                                   \
+		}                                                   \
+		if (e->field <= q->key)                             \
+			q->lo = mid + 1;                            \
+		else                                                \
+			q->hi = mid;                                \
+		return 0;                                           \
 	}
-	if (m->start <= q->key)
-		q->lo = mid + 1;
-	else
-		q->hi = mid;
-	return 0;
-}
 
-static long eh_row_search_step(__u32 i, struct eh_search *q)
-{
-	struct sp_eh_row *row;
-	__u32 mid;
-
-	if (q->lo >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	row = bpf_map_lookup_elem(&eh_rows, &mid);
-	if (!row) {
-		q->lo = q->hi = 0;
-		return 1;
-	}
-	if (row->pc <= q->key)
-		q->lo = mid + 1;
-	else
-		q->hi = mid;
-	return 0;
-}
+EH_SEARCH_STEP(eh_map_search_step, eh_maps, struct sp_eh_map, start)
+EH_SEARCH_STEP(eh_row_search_step, eh_rows, struct sp_eh_row, pc)
 
 /* The mapping that holds pc among those kept under this walk's generation, or NULL. */
 static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
