@@ -393,27 +393,22 @@ int BPF_PROG(sys_span_exit, struct pt_regs *regs, long ret)
 	return idx < 0 ? 0 : span_end(idx);
 }
 
+/* A kprobe or uprobe pair: the same program text, each kind its own section. */
+#define SPAN_PROBE_PAIR(N, kind, retkind)                                    \
+	SEC(#kind)                                                           \
+	int BPF_KPROBE(kind##_begin_##N)                                     \
+	{                                                                    \
+		return span_begin(N, PT_REGS_IP(ctx));                       \
+	}                                                                    \
+	SEC(#retkind)                                                        \
+	int BPF_KRETPROBE(kind##_end_##N)                                    \
+	{                                                                    \
+		return span_end(N);                                          \
+	}
+
 #define SPAN_PROGS(N)                                                        \
-	SEC("uprobe")                                                        \
-	int BPF_KPROBE(uprobe_begin_##N)                                     \
-	{                                                                    \
-		return span_begin(N, PT_REGS_IP(ctx));                       \
-	}                                                                    \
-	SEC("uretprobe")                                                     \
-	int BPF_KRETPROBE(uprobe_end_##N)                                    \
-	{                                                                    \
-		return span_end(N);                                          \
-	}                                                                    \
-	SEC("kprobe")                                                        \
-	int BPF_KPROBE(kprobe_begin_##N)                                     \
-	{                                                                    \
-		return span_begin(N, PT_REGS_IP(ctx));                       \
-	}                                                                    \
-	SEC("kretprobe")                                                     \
-	int BPF_KRETPROBE(kprobe_end_##N)                                    \
-	{                                                                    \
-		return span_end(N);                                          \
-	}                                                                    \
+	SPAN_PROBE_PAIR(N, uprobe, uretprobe)                                \
+	SPAN_PROBE_PAIR(N, kprobe, kretprobe)                                \
 	/* fentry/fexit targets are set from user space before load. */     \
 	SEC("fentry")                                                        \
 	int BPF_PROG(fentry_begin_##N)                                       \
