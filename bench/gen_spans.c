@@ -10,7 +10,7 @@
 
 #include "perf_data.h"
 #include "span_codec.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 int main(int argc, char **argv)
 {

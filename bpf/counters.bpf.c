@@ -21,12 +21,14 @@
 #define SP_WANT_COUNTER_MAPS
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
+#include "core_shims.bpf.h"
+#include "sched_time.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 nr_events = 0;
 const volatile __u32 nr_cpus = 1;
-const volatile __u32 filter_mode = SP_FILTER_NONE;
 /* Bit i: counter i may be multiplexed, so read it with its times. */
 const volatile __u32 times_mask = 0;
 /* Bit i: counter i counts ns (cpu-clock): after untraced switches, the slice's own figure. */
@@ -55,26 +57,6 @@ __u64 t0_ns = 0;
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define TASK_NOLOAD 0x400
-
-/* Compiled against kernels before 5.14, where the field was `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
-/* sched_info.run_delay, 0 on kernels without CONFIG_SCHED_INFO. */
-static __always_inline __u64 task_run_delay(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->sched_info))
-		return BPF_CORE_READ(t, sched_info.run_delay);
-	return 0;
-}
 
 /*
  * The outgoing thread's last block ends here (it ran since), and a new one
@@ -161,15 +143,8 @@ static __always_inline void stamps_switch_in(__u32 tid, __u64 now)
 	c->wait_ts = c->out_ts = 0;
 }
 
-static __always_inline bool wanted(__u32 pid, __u32 tid)
-{
-	__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-	return filter_mode == SP_FILTER_NONE || bpf_map_lookup_elem(&filter, &key);
-}
-
 /*
- * A new thread's first entry, zero but for what on_switch sets and then
+ * A new thread's first entry, zero but for what counts_new sets and then
  * clears: a map value rather than a struct on on_switch's stack, which
  * is full.
  */
@@ -180,70 +155,90 @@ struct {
 	__type(value, struct sp_counts);
 } fresh_counts SEC(".maps");
 
-/* comm is read by the caller: tp_btf may load it directly, raw_tp must probe-read it. */
-static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char *prev_comm, bool direct,
-				     __u64 prev_nsw, __u64 prev_sum, __u64 prev_ran, bool preempt, __u32 prev_state,
-				     __u64 prev_rd, __u64 prev_born, __u32 next_tid, __u64 next_nsw, __u64 next_sum,
-				     __u64 next_exec_start)
+/*
+ * What a switch gives on_switch of its two threads, read by the caller:
+ * tp_btf may load the fields directly, raw_tp must probe-read them.
+ */
+struct switch_ev {
+	const char *prev_comm;	 /* copied by on_switch: directly if `direct`, else by probe read */
+	__u64 prev_nsw;		 /* nvcsw + nivcsw */
+	__u64 prev_sum;		 /* se.sum_exec_runtime */
+	__u64 prev_ran;		 /* its run since its last pick: less se.prev_sum_exec_runtime */
+	__u64 prev_rd;		 /* run_delay, where the split by the scheduler's accounts wants it */
+	__u64 prev_born;	 /* start_time */
+	__u64 next_nsw, next_sum, next_exec_start;
+	__u32 prev_tid, prev_pid;
+	__u32 prev_state;	 /* where the split wants it (switch_prev_state) */
+	__u32 next_tid;
+	bool preempt, direct;
+};
+
+/*
+ * A new entry for the outgoing thread, at its first switch-out: `tid` is
+ * the key (on the stack, as map keys must be).  NULL when the map is full.
+ */
+static __always_inline struct sp_counts *counts_new(const __u32 *tid, const struct switch_ev *e)
 {
-	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
-	__u64 ts = bpf_ktime_get_ns();
-	struct bpf_perf_event_value now;
-	struct sp_counts *c = NULL;
-	struct sp_snap *s;
-	bool odd = false;
-	__u64 slice = 0;
+	struct sp_counts *fresh;
+	__u32 zero = 0;
 
-	s = bpf_map_lookup_elem(&snap, &zero);
-	if (!s)
-		return 0;
-	/*
-	 * Close the outgoing slice, by the stamps or, where switches went
-	 * untraced, by the scheduler's account (oncpu_since_snap); such
-	 * slices are counted and reported.  Counters of ns (cpu-clock) follow
-	 * the same figure; the others have no such account and keep the
-	 * CPU's delta since the snapshot.
-	 */
-	if (s->valid && wanted(prev_pid, prev_tid)) {
-		c = bpf_map_lookup_elem(&counts, &prev_tid);
-		if (!c) {
-			struct sp_counts *fresh = bpf_map_lookup_elem(&fresh_counts, &zero);
-
-			if (fresh) {
-				/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
-				fresh->pid = prev_pid;
-				fresh->run_delay0 = prev_born >= t0_ns ? 0 : prev_rd;
-				if (bpf_map_update_elem(&counts, &prev_tid, fresh, BPF_NOEXIST) &&
-				    !bpf_map_lookup_elem(&counts, &prev_tid))
-					stat_inc(SP_STAT_COUNTS_FULL);
-				fresh->pid = 0;
-				fresh->run_delay0 = 0;
-			}
-			c = bpf_map_lookup_elem(&counts, &prev_tid);
-		}
-		if (c) {
-			slice = oncpu_since_snap(s, c, prev_tid, prev_nsw - 1, prev_sum, prev_ran, ts, &odd);
-			if (odd)
-				stat_inc(SP_STAT_SWITCH_GAP);
-			/* exec renames a thread: keep the latest name. */
-			if (direct)
-				__builtin_memcpy(c->comm, prev_comm, SP_COMM_LEN);
-			else
-				bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, prev_comm);
-			if (sched_split && split_stamps && (split_all || c->in_span))
-				stamps_switch_out(c, preempt, prev_state, prev_ran, ts);
-			else if (sched_split && (split_all || c->in_span))
-				split_switch(c, s, prev_tid, prev_nsw - 1, preempt, prev_state, prev_rd, prev_sum,
-					     prev_ran, ts);
-			else if (sched_split)
-				c->out_ts = c->wait_ts = 0; /* a block of a span that has ended: its edge settled it */
-			c->oncpu_ns += slice;
-			c->sum_seen = prev_sum;
-			/* Still prev's context at sched_switch: the cgroup it ran this slice in. */
-			c->cgroup_id = bpf_get_current_cgroup_id();
-			c->switches++;
-		}
+	fresh = bpf_map_lookup_elem(&fresh_counts, &zero);
+	if (fresh) {
+		/* run-delay counts from here, or from birth for a thread born since (start_time is CLOCK_MONOTONIC). */
+		fresh->pid = e->prev_pid;
+		fresh->run_delay0 = e->prev_born >= t0_ns ? 0 : e->prev_rd;
+		if (bpf_map_update_elem(&counts, tid, fresh, BPF_NOEXIST) && !bpf_map_lookup_elem(&counts, tid))
+			stat_inc(SP_STAT_COUNTS_FULL);
+		fresh->pid = 0;
+		fresh->run_delay0 = 0;
 	}
+	return bpf_map_lookup_elem(&counts, tid);
+}
+
+/*
+ * Closes the outgoing thread's slice in c, its entry: its time on CPU by
+ * the stamps or, where switches went untraced, by the scheduler's account
+ * (oncpu_since_snap), such slices counted and reported; and its block, if
+ * it leaves for one.  Returns that time; *odd: the account gave it.
+ */
+static __always_inline __u64 close_slice(const struct switch_ev *e, __u32 tid, struct sp_counts *c,
+					 const struct sp_snap *s, __u64 ts, bool *odd)
+{
+	__u64 slice = oncpu_since_snap(s, c, tid, e->prev_nsw - 1, e->prev_sum, e->prev_ran, ts, odd);
+
+	if (*odd)
+		stat_inc(SP_STAT_SWITCH_GAP);
+	/* exec renames a thread: keep the latest name. */
+	if (e->direct)
+		__builtin_memcpy(c->comm, e->prev_comm, SP_COMM_LEN);
+	else
+		bpf_probe_read_kernel_str(c->comm, SP_COMM_LEN, e->prev_comm);
+	if (sched_split && split_stamps && (split_all || c->in_span))
+		stamps_switch_out(c, e->preempt, e->prev_state, e->prev_ran, ts);
+	else if (sched_split && (split_all || c->in_span))
+		split_switch(c, s, tid, e->prev_nsw - 1, e->preempt, e->prev_state, e->prev_rd, e->prev_sum, e->prev_ran,
+			     ts);
+	else if (sched_split)
+		c->out_ts = c->wait_ts = 0; /* a block of a span that has ended: its edge settled it */
+	c->oncpu_ns += slice;
+	c->sum_seen = e->prev_sum;
+	/* Still prev's context at sched_switch: the cgroup it ran this slice in. */
+	c->cgroup_id = bpf_get_current_cgroup_id();
+	c->switches++;
+	return slice;
+}
+
+/*
+ * Reads each counter once: its delta since the snapshot goes to the
+ * outgoing thread's entry (c, NULL if it is not kept), the reading becomes
+ * the snapshot.  Counters of ns (cpu-clock) take the slice where the
+ * scheduler's account gave it (odd); the others have no such account and
+ * keep the CPU's delta.
+ */
+static __always_inline void read_counters(struct sp_snap *s, struct sp_counts *c, __u32 cpu, __u64 slice, bool odd)
+{
+	struct bpf_perf_event_value now;
+
 	for (__u32 i = 0; i < SP_MAX_COUNTERS; i++) {
 		__u32 idx = i * nr_cpus + cpu;
 
@@ -275,14 +270,44 @@ static __always_inline int on_switch(__u32 prev_tid, __u32 prev_pid, const char 
 		}
 		s->value[i] = now.counter;
 	}
+}
+
+/* The incoming thread's slice opens: the snapshot becomes its. */
+static __always_inline void open_slice(const struct switch_ev *e, struct sp_snap *s, __u64 ts)
+{
 	if (sched_split && split_stamps)
-		stamps_switch_in(next_tid, ts);
+		stamps_switch_in(e->next_tid, ts);
 	s->ts = ts;
-	s->tid = next_tid;
-	s->nsw = next_nsw;
-	s->sum = next_sum;
-	s->xoff = ts - next_exec_start;
+	s->tid = e->next_tid;
+	s->nsw = e->next_nsw;
+	s->sum = e->next_sum;
+	s->xoff = ts - e->next_exec_start;
 	s->valid = 1;
+}
+
+/* One switch: the outgoing thread's slice closes, if it is kept (-p/-t), and the incoming thread's opens. */
+static __always_inline int on_switch(const struct switch_ev *e)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	__u64 ts = bpf_ktime_get_ns();
+	struct sp_counts *c = NULL;
+	struct sp_snap *s;
+	bool odd = false;
+	__u64 slice = 0;
+	__u32 prev_tid = e->prev_tid, prev_pid = e->prev_pid; /* prev_tid: the counts key */
+
+	s = bpf_map_lookup_elem(&snap, &zero);
+	if (!s)
+		return 0;
+	if (s->valid && filter_keeps(prev_pid, prev_tid)) {
+		c = bpf_map_lookup_elem(&counts, &prev_tid);
+		if (!c)
+			c = counts_new(&prev_tid, e);
+		if (c)
+			slice = close_slice(e, prev_tid, c, s, ts, &odd);
+	}
+	read_counters(s, c, cpu, slice, odd);
+	open_slice(e, s, ts);
 	return 0;
 }
 
@@ -317,15 +342,26 @@ SEC("tp_btf/sched_switch")
 int switch_btf(__u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	/* Dead code, removed at load, where the kernel has no fourth argument or no split is wanted. */
-	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx[3] : task_state(prev);
 
 	snap_koff(next);
-	return on_switch(prev->pid, prev->tgid, prev->comm, true, prev->nvcsw + prev->nivcsw, prev->se.sum_exec_runtime,
-			 prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, ctx[0], state,
-			 sched_split && !split_stamps && bpf_core_field_exists(prev->sched_info) ? prev->sched_info.run_delay : 0,
-			 prev->start_time, next->pid, next->nvcsw + next->nivcsw,
-			 next->se.sum_exec_runtime, next->se.exec_start);
+	/* What no split wants is dead code, removed at load. */
+	return on_switch(&(struct switch_ev){
+		.prev_tid = prev->pid,
+		.prev_pid = prev->tgid,
+		.prev_comm = prev->comm,
+		.direct = true,
+		.prev_nsw = prev->nvcsw + prev->nivcsw,
+		.prev_sum = prev->se.sum_exec_runtime,
+		.prev_ran = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime,
+		.preempt = ctx[0],
+		.prev_state = sched_split ? switch_prev_state(has_prev_state, ctx, prev) : 0,
+		.prev_rd = sched_split && !split_stamps ? task_run_delay_btf(prev) : 0,
+		.prev_born = prev->start_time,
+		.next_tid = next->pid,
+		.next_nsw = next->nvcsw + next->nivcsw,
+		.next_sum = next->se.sum_exec_runtime,
+		.next_exec_start = next->se.exec_start,
+	});
 }
 
 /* The raw_tp twin for kernels without tp_btf (before 5.5). */
@@ -333,17 +369,25 @@ SEC("raw_tp/sched_switch")
 int switch_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
-	__u32 state = !sched_split ? 0 : has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
 
 	snap_koff(next);
-	return on_switch(BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), prev->comm, false,
-			 BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw), BPF_CORE_READ(prev, se.sum_exec_runtime),
-			 BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-			 ctx->args[0], state, sched_split && !split_stamps ? task_run_delay(prev) : 0,
-			 BPF_CORE_READ(prev, start_time),
-			 BPF_CORE_READ(next, pid),
-			 BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw), BPF_CORE_READ(next, se.sum_exec_runtime),
-			 BPF_CORE_READ(next, se.exec_start));
+	return on_switch(&(struct switch_ev){
+		.prev_tid = BPF_CORE_READ(prev, pid),
+		.prev_pid = BPF_CORE_READ(prev, tgid),
+		.prev_comm = prev->comm,
+		.direct = false,
+		.prev_nsw = BPF_CORE_READ(prev, nvcsw) + BPF_CORE_READ(prev, nivcsw),
+		.prev_sum = BPF_CORE_READ(prev, se.sum_exec_runtime),
+		.prev_ran = BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
+		.preempt = ctx->args[0],
+		.prev_state = sched_split ? switch_prev_state(has_prev_state, ctx->args, prev) : 0,
+		.prev_rd = sched_split && !split_stamps ? task_run_delay(prev) : 0,
+		.prev_born = BPF_CORE_READ(prev, start_time),
+		.next_tid = BPF_CORE_READ(next, pid),
+		.next_nsw = BPF_CORE_READ(next, nvcsw) + BPF_CORE_READ(next, nivcsw),
+		.next_sum = BPF_CORE_READ(next, se.sum_exec_runtime),
+		.next_exec_start = BPF_CORE_READ(next, se.exec_start),
+	});
 }
 
 /*

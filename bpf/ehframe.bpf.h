@@ -22,7 +22,7 @@
 #ifndef SP_EHFRAME_BPF_H
 #define SP_EHFRAME_BPF_H
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define EH_PF_KTHREAD 0x00200000
 #define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */
@@ -178,46 +178,35 @@ struct eh_search {
 	__u32 lo, hi;
 };
 
-/* Finds the first entry whose start is above key: the search is over when lo == hi. */
-static long eh_map_search_step(__u32 i, struct eh_search *q)
-{
-	struct sp_eh_map *m;
-	__u32 mid;
-
-	if (q->lo >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	m = bpf_map_lookup_elem(&eh_maps, &mid);
-	if (!m) {
-		q->lo = q->hi = 0;
-		return 1;
+/*
+ * One step of a binary search of `map` for the first entry whose `field`
+ * is above q->key; the search is over when lo == hi.  A macro, to write
+ * the step once for both tables: a bpf_loop callback must name its map as
+ * a constant, and the keys differ in width (a mapping's start, a row's pc).
+ */
+#define EH_SEARCH_STEP(name, map, type, field)                      \
+	static long name(__u32 i, struct eh_search *q)              \
+	{                                                           \
+		type *e;                                            \
+		__u32 mid;                                          \
+                                                                    \
+		if (q->lo >= q->hi)                                 \
+			return 1;                                   \
+		mid = q->lo + (q->hi - q->lo) / 2;                  \
+		e = bpf_map_lookup_elem(&map, &mid);                \
+		if (!e) {                                           \
+			q->lo = q->hi = 0;                          \
+			return 1;                                   \
+		}                                                   \
+		if (e->field <= q->key)                             \
+			q->lo = mid + 1;                            \
+		else                                                \
+			q->hi = mid;                                \
+		return 0;                                           \
 	}
-	if (m->start <= q->key)
-		q->lo = mid + 1;
-	else
-		q->hi = mid;
-	return 0;
-}
 
-static long eh_row_search_step(__u32 i, struct eh_search *q)
-{
-	struct sp_eh_row *row;
-	__u32 mid;
-
-	if (q->lo >= q->hi)
-		return 1;
-	mid = q->lo + (q->hi - q->lo) / 2;
-	row = bpf_map_lookup_elem(&eh_rows, &mid);
-	if (!row) {
-		q->lo = q->hi = 0;
-		return 1;
-	}
-	if (row->pc <= q->key)
-		q->lo = mid + 1;
-	else
-		q->hi = mid;
-	return 0;
-}
+EH_SEARCH_STEP(eh_map_search_step, eh_maps, struct sp_eh_map, start)
+EH_SEARCH_STEP(eh_row_search_step, eh_rows, struct sp_eh_row, pc)
 
 /* The mapping that holds pc among those kept under this walk's generation, or NULL. */
 static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
@@ -449,92 +438,111 @@ static __always_inline bool eh_after_call(__u64 ra)
 	return b[1] == 0xff && eh_call_modrm(m, 0x80) && (m & 7) == 4;
 }
 
+/* A pc's rule: where its frame's CFA and saved rbp are (struct sp_eh_row's), or why frame pointers. */
+struct eh_rule {
+	__u32 kind;	/* enum sp_eh_kind; SP_EH_GAP: frame pointers */
+	__u32 fp_why;	/* enum sp_eh_stat: why frame pointers (0: no row covers the pc) */
+	__u16 cfa_off;
+	__s8 rbp;
+};
+
+/*
+ * The rule of the frame at pc, from the CPU's cache, else from the
+ * mappings and the rows (and then cached).  1 when the walk ends here
+ * (w->stop says why).
+ */
+static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_rule *r)
+{
+	/* A return address is after its call: the call's own row is the one before it. */
+	__u64 look = w->exact ? pc : pc - 1;
+	__u32 slot = (look ^ (look >> 9)) & (EH_CACHE - 1);
+	struct eh_cached *ce = &w->cache[slot];
+	struct sp_eh_map *v = NULL;
+	struct sp_eh_row *row;
+	bool busy = false;
+
+	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
+		r->kind = ce->kind;
+		r->rbp = ce->rbp;
+		r->cfa_off = ce->cfa_off;
+		r->fp_why = ce->fp_why;
+		return 0;
+	}
+	v = eh_map_cached(w, look);
+	if (!v)
+		v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
+	if (!v && !busy) {
+		w->stop = SP_EH_STOP_NOT_EXEC;
+		return 1;
+	}
+	/*
+	 * Read by frame pointer where rbp may have been any data, and
+	 * not to be checked against the mappings now (the mm locked, or
+	 * bpf_find_vma's irq_work still pending): a frame only if it
+	 * follows a call.
+	 */
+	if (!v && w->via_fp && !eh_after_call(pc)) {
+		w->stop = SP_EH_STOP_UNCHECKED;
+		return 1;
+	}
+	if (!v) {
+		r->fp_why = SP_EH_FP_NO_PROC;
+	} else if (v->table == SP_EH_T_ROWS) {
+		row = eh_row_of(v, look - v->start + v->pgoff);
+		if (row) {
+			r->kind = row->kind;
+			r->rbp = row->rbp;
+			r->cfa_off = row->cfa_off;
+		} else {
+			r->fp_why = SP_EH_FP_NO_ROW;
+		}
+	} else {
+		r->fp_why = v->table == SP_EH_T_ANON	    ? SP_EH_FP_ANON
+			    : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
+							    : SP_EH_FP_NO_TABLE;
+	}
+	/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
+	if (w->maps_nr) {
+		ce->pc = look;
+		ce->gen = w->gen;
+		ce->kind = r->kind;
+		ce->rbp = r->rbp;
+		ce->cfa_off = r->cfa_off;
+		ce->fp_why = r->fp_why;
+	}
+	return 0;
+}
+
 /* One frame: write pc, then find the caller's registers.  1 ends the loop. */
 static long eh_step(__u32 i, void *unused)
 {
-	__u32 zero = 0, kind = SP_EH_GAP, fp_why = 0, slot;
+	struct eh_rule r = { .kind = SP_EH_GAP };
+	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_cached *ce;
-	struct sp_eh_row *row;
-	struct sp_eh_map *v = NULL;
-	__u64 pc, look, cfa, ra, bp;
-	__s8 rbp_slot = 0;
-	__u16 cfa_off = 0;
-	bool busy = false;
+	__u64 pc, cfa, ra, bp;
 
 	if (!s || !w)
 		return 1;
 	pc = w->ip;
-	/* A return address is after its call: the call's own row is the one before it. */
-	look = w->exact ? pc : pc - 1;
-	slot = (look ^ (look >> 9)) & (EH_CACHE - 1);
-	ce = &w->cache[slot];
-	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
-		kind = ce->kind;
-		rbp_slot = ce->rbp;
-		cfa_off = ce->cfa_off;
-		fp_why = ce->fp_why;
-	} else {
-		v = eh_map_cached(w, look);
-		if (!v)
-			v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
-		if (!v && !busy) {
-			w->stop = SP_EH_STOP_NOT_EXEC;
-			return 1;
-		}
-		/*
-		 * Read by frame pointer where rbp may have been any data, and
-		 * not to be checked against the mappings now (the mm locked, or
-		 * bpf_find_vma's irq_work still pending): a frame only if it
-		 * follows a call.
-		 */
-		if (!v && w->via_fp && !eh_after_call(pc)) {
-			w->stop = SP_EH_STOP_UNCHECKED;
-			return 1;
-		}
-		if (!v) {
-			fp_why = SP_EH_FP_NO_PROC;
-		} else if (v->table == SP_EH_T_ROWS) {
-			row = eh_row_of(v, look - v->start + v->pgoff);
-			if (row) {
-				kind = row->kind;
-				rbp_slot = row->rbp;
-				cfa_off = row->cfa_off;
-			} else {
-				fp_why = SP_EH_FP_NO_ROW;
-			}
-		} else {
-			fp_why = v->table == SP_EH_T_ANON	 ? SP_EH_FP_ANON
-				 : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
-								 : SP_EH_FP_NO_TABLE;
-		}
-		/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
-		if (w->maps_nr) {
-			ce->pc = look;
-			ce->gen = w->gen;
-			ce->kind = kind;
-			ce->rbp = rbp_slot;
-			ce->cfa_off = cfa_off;
-			ce->fp_why = fp_why;
-		}
-	}
+	if (eh_rule_of(w, pc, &r))
+		return 1;
 	s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
 	w->n++;
-	switch (kind) {
+	switch (r.kind) {
 	case SP_EH_RSP:
-		cfa = w->sp + cfa_off;
+		cfa = w->sp + r.cfa_off;
 		break;
 	case SP_EH_RBP:
 		if (!w->bp_ok) {
 			w->stop = SP_EH_STOP_RBP;
 			return 1;
 		}
-		cfa = w->bp + cfa_off;
+		cfa = w->bp + r.cfa_off;
 		break;
 	case SP_EH_PLT:
-		cfa = w->sp + 8 + ((pc & 15) >= cfa_off ? 8 : 0);
-		rbp_slot = 0;
+		cfa = w->sp + 8 + ((pc & 15) >= r.cfa_off ? 8 : 0);
+		r.rbp = 0;
 		break;
 	case SP_EH_END:
 		w->stop = SP_EH_STOP_END;
@@ -555,22 +563,22 @@ static long eh_step(__u32 i, void *unused)
 		w->stop = SP_EH_STOP_CANNOT;
 		return 1;
 	default: /* SP_EH_GAP, or no row: frame pointers */
-		if (!fp_why)
-			fp_why = SP_EH_FP_NO_ROW;
-		eh_stat(fp_why);
+		if (!r.fp_why)
+			r.fp_why = SP_EH_FP_NO_ROW;
+		eh_stat(r.fp_why);
 		if (!w->bp_ok || w->bp < w->sp || !w->bp) {
 			w->stop = w->bp ? SP_EH_STOP_NO_FP : SP_EH_STOP_FP_END;
 			return 1;
 		}
 		cfa = w->bp + 16;
-		rbp_slot = -2;
+		r.rbp = -2;
 		break;
 	}
 	if (cfa <= w->sp) {
 		w->stop = SP_EH_STOP_NOT_UP;
 		return 1;
 	}
-	if (rbp_slot == -2) {
+	if (r.rbp == -2) {
 		/* rbp saved right below the return address (push %rbp first). */
 		if (eh_read(&ra, cfa - 8, w) || eh_read(&bp, cfa - 16, w))
 			return 1;
@@ -579,10 +587,10 @@ static long eh_step(__u32 i, void *unused)
 	} else {
 		if (eh_read(&ra, cfa - 8, w))
 			return 1;
-		if (rbp_slot == SP_EH_RBP_LOST) {
+		if (r.rbp == SP_EH_RBP_LOST) {
 			w->bp_ok = 0;
-		} else if (rbp_slot) {
-			if (eh_read(&bp, cfa + (__s64)rbp_slot * 8, w))
+		} else if (r.rbp) {
+			if (eh_read(&bp, cfa + (__s64)r.rbp * 8, w))
 				return 1;
 			w->bp = bp;
 			w->bp_ok = 1;
@@ -601,7 +609,7 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->via_fp = kind != SP_EH_RSP && kind != SP_EH_RBP && kind != SP_EH_PLT;
+	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;

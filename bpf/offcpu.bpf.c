@@ -19,6 +19,8 @@
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
+#include "core_shims.bpf.h"
 #include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -30,7 +32,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* This program and bpf_trace_run4 sit on top of every kernel stack taken here; __schedule is the first frame worth naming. */
 #define KSTACK_SKIP 2
 
-const volatile __u32 filter_mode = SP_FILTER_NONE;
 const volatile bool cpu_filter = false;
 const volatile __u64 thresh_ns = 0;
 const volatile __u64 ring_size = 0;
@@ -96,31 +97,10 @@ struct {
 	__type(value, __u8);
 } offcpu_cpus SEC(".maps");
 
-/* Compiled against kernels before 5.14, where the field was `state`. */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
-/* sched_info.run_delay, 0 on kernels without CONFIG_SCHED_INFO (user space probes it). */
-static __always_inline __u64 task_run_delay(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->sched_info))
-		return BPF_CORE_READ(t, sched_info.run_delay);
-	return 0;
-}
-
+/* -p/-t, then -C. */
 static __always_inline bool wanted(__u32 pid, __u32 tid)
 {
-	__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-	if (filter_mode != SP_FILTER_NONE && !bpf_map_lookup_elem(&filter, &key))
+	if (!filter_keeps(pid, tid))
 		return false;
 	if (cpu_filter) {
 		__u32 cpu = bpf_get_smp_processor_id();
@@ -129,13 +109,6 @@ static __always_inline bool wanted(__u32 pid, __u32 tid)
 		return on && *on;
 	}
 	return true;
-}
-
-/* Wake the reader only when the ring is half full: a wakeup per block would cost more than the block. */
-static __always_inline __u64 wakeup_flag(void)
-{
-	return bpf_ringbuf_query(&offcpu_rb, BPF_RB_AVAIL_DATA) > ring_size / 2 ? BPF_RB_FORCE_WAKEUP
-										: BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __u64 now, __u64 dur, __u32 flags)
@@ -158,7 +131,7 @@ static __always_inline void emit(const struct sp_offcpu_start *st, __u32 tid, __
 	ev->waker = st->waker;
 	ev->flags = flags;
 	ev->pad = 0;
-	bpf_ringbuf_submit(ev, wakeup_flag());
+	bpf_ringbuf_submit(ev, ring_wakeup_flag(&offcpu_rb, ring_size));
 }
 
 /* Ends the block `st` of thread `tid` at `end`: written alone if long, else summed. */
@@ -363,8 +336,7 @@ SEC("tp_btf/sched_switch")
 int offcpu_btf(__u64 *ctx)
 {
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	/* Dead code, removed at load, where the kernel has no fourth argument. */
-	__u32 state = has_prev_state ? (__u32)ctx[3] : task_state(prev);
+	__u32 state = switch_prev_state(has_prev_state, ctx, prev);
 
 	on_switch(ctx, ctx[0], prev->pid, prev->tgid, prev->flags, state,
 		  prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, sched_mode ? task_run_delay(prev) : 0,
@@ -377,7 +349,7 @@ SEC("raw_tp/sched_switch")
 int offcpu_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (void *)ctx->args[1], *next = (void *)ctx->args[2];
-	__u32 state = has_prev_state ? (__u32)ctx->args[3] : task_state(prev);
+	__u32 state = switch_prev_state(has_prev_state, ctx->args, prev);
 
 	on_switch(ctx, ctx->args[0], BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, flags),
 		  state, BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),

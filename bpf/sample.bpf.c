@@ -17,11 +17,10 @@
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
 #include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-const volatile __u32 filter_mode = SP_FILTER_NONE;
 
 /*
  * OTEP 4947 thread context.  Where to find otel_thread_ctx_v1, per process
@@ -169,15 +168,8 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 		else
 			e->attrs_size = n;
 	}
-	/*
-	 * Wake the reader only when the ring is half full, as the span and
-	 * off-CPU rings do: the loop's 100 ms poll reads the rest, and a wakeup
-	 * per context change would cost more than the change.
-	 */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&otel_events, BPF_RB_AVAIL_DATA) >
-				      bpf_ringbuf_query(&otel_events, BPF_RB_RING_SIZE) / 2
-			      ? BPF_RB_FORCE_WAKEUP
-			      : BPF_RB_NO_WAKEUP);
+	/* User space gives this ring no size setting: the ring says it. */
+	bpf_ringbuf_submit(e, ring_wakeup_flag(&otel_events, bpf_ringbuf_query(&otel_events, BPF_RB_RING_SIZE)));
 }
 
 /*
@@ -217,24 +209,21 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	st->flags = at_switch ? SP_OTEL_OFF : 0;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/*
+ * A sample's bookkeeping, whoever builds its record: -p/-t, then the
+ * thread's sample count and its OTel context.  false: the filter drops it.
+ */
+static __always_inline bool sample_account(__u32 pid, __u32 tid)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
 	struct sp_thread *t;
 
-	if (filter_mode != SP_FILTER_NONE) {
-		__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-		if (!bpf_map_lookup_elem(&filter, &key)) {
-			stat_inc(SP_STAT_FILTERED);
-			return 0;
-		}
+	if (!filter_keeps(pid, tid)) {
+		stat_inc(SP_STAT_FILTERED);
+		return false;
 	}
 	t = thread_get(pid, tid);
 	if (!t)
-		return 1;
+		return true;
 	if (tid)
 		otel_sample(t, pid, tid, false);
 	/*
@@ -245,7 +234,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		t->samples++;
 	else
 		__sync_fetch_and_add(&t->samples, 1);
-	return 1;
+	return true;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return sample_account(id >> 32, (__u32)id);
 }
 
 /* --call-graph ehframe: the samples, with user chains unwound here; sized from user space. */
@@ -274,28 +271,12 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, zero = 0, nk = 0, nu;
 	struct sp_eh_sample *s;
-	struct sp_thread *t;
 	/* ctx->regs is read in whole words only: cs is the low half of pt_regs' 18th. */
 	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
 	long n, size;
 
-	if (filter_mode != SP_FILTER_NONE) {
-		__u32 key = filter_mode == SP_FILTER_PID ? pid : tid;
-
-		if (!bpf_map_lookup_elem(&filter, &key)) {
-			stat_inc(SP_STAT_FILTERED);
-			return 0;
-		}
-	}
-	t = thread_get(pid, tid);
-	if (t) {
-		if (tid)
-			otel_sample(t, pid, tid, false);
-		if (tid)
-			t->samples++;
-		else
-			__sync_fetch_and_add(&t->samples, 1);
-	}
+	if (!sample_account(pid, tid))
+		return 0;
 	s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	if (!s)
 		return 0;
@@ -346,9 +327,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	s->size = size;
-	if (bpf_ringbuf_output(&eh_rb, s, size,
-			       bpf_ringbuf_query(&eh_rb, BPF_RB_AVAIL_DATA) > eh_ring_size / 2 ? BPF_RB_FORCE_WAKEUP
-											 : BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&eh_rb, s, size, ring_wakeup_flag(&eh_rb, eh_ring_size)))
 		eh_stat(SP_EH_LOST);
 	return 0;
 }

@@ -18,6 +18,9 @@
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_COUNTER_MAPS
 #include "maps.bpf.h"
+#include "helpers.bpf.h"
+#include "core_shims.bpf.h"
+#include "sched_time.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -84,7 +87,7 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 	__u64 sum = task->se.sum_exec_runtime, ran = sum - task->se.prev_sum_exec_runtime, rd = 0;
 	bool est;
 
-	if (split_stamps || !bpf_core_field_exists(task->sched_info)) {
+	if (split_stamps || !task_has_sched_info(task)) {
 		/*
 		 * The counters program's stamps (stamps_switch_out): the thread
 		 * runs now, so nothing is open unless its switch-in went
@@ -120,7 +123,7 @@ static __always_inline void read_sched(struct task_struct *task, const struct sp
 				clk = rtask + (knows > rclock ? knows - rclock : 0);
 			}
 		}
-		rd = task->sched_info.run_delay; /* a BTF pointer: a direct load, no helper call */
+		rd = task->sched_info.run_delay; /* it exists (tested above); a BTF pointer: a direct load */
 		out->how = SP_SCHED_ACCOUNTS;
 		/* A figure beyond a few ticks is no lag: an offset gone stale. */
 		out->on_ns = sum + (clk > exec && clk - exec < SP_ACCOUNT_LAG_MAX ? clk - exec : 0);
@@ -236,13 +239,6 @@ static __always_inline int span_begin(__u32 idx, __u64 ip)
 	return 0;
 }
 
-/* Wake the reader only when the ring fills up: a wakeup per span costs more than the span. */
-static __always_inline __u64 wakeup_flag(void)
-{
-	return bpf_ringbuf_query(&spans_rb, BPF_RB_AVAIL_DATA) > ring_size / 2 ? BPF_RB_FORCE_WAKEUP
-									       : BPF_RB_NO_WAKEUP;
-}
-
 /* Sends the span of frame f ending now; the thread's counts entry, if any. */
 static __always_inline struct sp_counts *emit(struct sp_frame *f, __u64 now, __u32 depth, __u8 flags)
 {
@@ -279,7 +275,7 @@ static __always_inline struct sp_counts *emit(struct sp_frame *f, __u64 now, __u
 	out->flags = flags;
 	out->source = span_source[f->idx & (SP_MAX_SPANS - 1)];
 	__builtin_memset(out->pad, 0, sizeof(out->pad));
-	bpf_ringbuf_submit(ev, wakeup_flag());
+	bpf_ringbuf_submit(ev, ring_wakeup_flag(&spans_rb, ring_size));
 	return c;
 }
 
@@ -397,27 +393,22 @@ int BPF_PROG(sys_span_exit, struct pt_regs *regs, long ret)
 	return idx < 0 ? 0 : span_end(idx);
 }
 
+/* A kprobe or uprobe pair: the same program text, each kind its own section. */
+#define SPAN_PROBE_PAIR(N, kind, retkind)                                    \
+	SEC(#kind)                                                           \
+	int BPF_KPROBE(kind##_begin_##N)                                     \
+	{                                                                    \
+		return span_begin(N, PT_REGS_IP(ctx));                       \
+	}                                                                    \
+	SEC(#retkind)                                                        \
+	int BPF_KRETPROBE(kind##_end_##N)                                    \
+	{                                                                    \
+		return span_end(N);                                          \
+	}
+
 #define SPAN_PROGS(N)                                                        \
-	SEC("uprobe")                                                        \
-	int BPF_KPROBE(uprobe_begin_##N)                                     \
-	{                                                                    \
-		return span_begin(N, PT_REGS_IP(ctx));                       \
-	}                                                                    \
-	SEC("uretprobe")                                                     \
-	int BPF_KRETPROBE(uprobe_end_##N)                                    \
-	{                                                                    \
-		return span_end(N);                                          \
-	}                                                                    \
-	SEC("kprobe")                                                        \
-	int BPF_KPROBE(kprobe_begin_##N)                                     \
-	{                                                                    \
-		return span_begin(N, PT_REGS_IP(ctx));                       \
-	}                                                                    \
-	SEC("kretprobe")                                                     \
-	int BPF_KRETPROBE(kprobe_end_##N)                                    \
-	{                                                                    \
-		return span_end(N);                                          \
-	}                                                                    \
+	SPAN_PROBE_PAIR(N, uprobe, uretprobe)                                \
+	SPAN_PROBE_PAIR(N, kprobe, kretprobe)                                \
 	/* fentry/fexit targets are set from user space before load. */     \
 	SEC("fentry")                                                        \
 	int BPF_PROG(fentry_begin_##N)                                       \

@@ -333,10 +333,10 @@ KEYS = {"0": "http.route", "1": "user.id"}  # what the workload publishes in its
 
 def need_attrs_in_bpf():
     """The sampling program sends each new context's attributes only once struct sp_otel_event has them."""
-    with open(os.path.join(HERE, "..", "..", "bpf", "spanperf.h")) as f:
+    with open(os.path.join(HERE, "..", "..", "bpf", "spanperf_abi.h")) as f:
         if "SP_OTEL_ATTRS_MAX" not in f.read():
             raise Skip("the sampling program does not send the attributes yet "
-                       "(struct sp_otel_event in bpf/spanperf.h has no attrs)")
+                       "(struct sp_otel_event in bpf/spanperf_abi.h has no attrs)")
 
 
 def attr_run(mode, n=30):

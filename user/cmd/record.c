@@ -20,7 +20,7 @@
 #include "record.h"
 #include "report_out.h"
 #include "span_sources.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */
 /* --off-cpu-entries, unless given: --off-cpu's BPF maps. */

@@ -14,7 +14,7 @@
 
 #include <linux/types.h>
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 /* Span sources: "spanperf:NAME", one attr each, so perf script lists them. */
 #define SPAN_ATTR_PREFIX "spanperf:"

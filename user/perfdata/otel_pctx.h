@@ -27,7 +27,7 @@
 #include "names.h"
 #include "perf_data.h"
 #include "sbuf.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define OTEL_PCTX_SIGNATURE "OTEL_CTX"
 #define OTEL_PCTX_HEADER 32

@@ -20,7 +20,7 @@
 
 #include "names.h"
 #include "perf_data.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 
 #define SPAN_REC_MAGIC 0x4e505353u /* "SSPN" in a little-endian file */

@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define WAKER_REC_MAGIC 0x4b574b53u /* "SKWK" in a little-endian file */
 

@@ -557,7 +557,7 @@ cleanup:
 /*
  * A thread that came in through a hidden switch runs, or ran, with no
  * slice open for it: the scheduler's account since its last credited
- * slice says how long (oncpu_since_snap, bpf/maps.bpf.h, with the same
+ * slice says how long (oncpu_since_snap, bpf/sched_time.bpf.h, with the same
  * SP_UNCLOSED_NS of slack).  The cpu-clock counters take the same figure.
  * A /proc read per thread costs about 9 us: it is done where a snapshot
  * was stale, and for the totals at the end.  Elsewhere a hidden run is

@@ -16,7 +16,7 @@
 
 #include "events.h"
 #include "parse.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 struct counters_opts {
 	bool no_native;			 /* read task-clock from a counter too (tests) */
@@ -81,7 +81,7 @@ const struct counter_event *counters__events(const struct counter_set *s, int *n
 /*
  * Time slices lost to a full map, failed reads, and switches the
  * tracepoint never showed (the thread seen leaving is given its run since its
- * last pick, by the scheduler's account: see oncpu_since_snap in bpf/maps.bpf.h).
+ * last pick, by the scheduler's account: see oncpu_since_snap in bpf/sched_time.bpf.h).
  */
 void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps);
 /*

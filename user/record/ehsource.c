@@ -18,7 +18,7 @@
 #include "perf_events.h"
 #include "perf_sample.h"
 #include "sample.skel.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 #include "util.h"
 
 /*

@@ -20,7 +20,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "sideband.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 #include "util.h"
 
 /* A file's table by its build id: another inode with the same build takes it. */

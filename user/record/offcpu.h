@@ -19,7 +19,7 @@
 
 #include "names.h"
 #include "parse.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 /* perf's default --off-cpu-thresh. */
 #define OFFCPU_DEFAULT_THRESH_MS 500

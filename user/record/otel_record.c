@@ -21,7 +21,7 @@
 #include "otel_tls.h"
 #include "sbuf.h"
 #include "span_codec.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 #include "util.h"
 
 #define SCAN_EVERY_NS 1000000000ull

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 #define OTEL_TLS_SYMBOL "otel_thread_ctx_v1"
 

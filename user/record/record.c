@@ -34,7 +34,7 @@
 #include "source.h"
 #include "util.h"
 #include "sample.skel.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 /*
  * How often the sources are drained when they do not fill: a mapping's

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 enum span_kind { SPAN_KPROBE, SPAN_UPROBE, SPAN_SYSCALL, SPAN_TRACEPOINT };
 enum kprobe_mode { KMODE_AUTO, KMODE_KPROBE, KMODE_FENTRY };

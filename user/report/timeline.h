@@ -18,7 +18,7 @@
 
 #include "hash.h"
 #include "profile.h"
-#include "spanperf.h"
+#include "spanperf_abi.h"
 #include "util.h"
 
 #define TL_TOP 5

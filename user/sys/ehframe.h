@@ -2,7 +2,7 @@
 /*
  * An ELF file's call frame information (.eh_frame, else .debug_frame) as the
  * compact x86-64 unwind rows the BPF unwinder searches (struct sp_eh_row in
- * spanperf.h): one row per change of rule, sorted by file offset, so that
+ * spanperf_abi.h): one row per change of rule, sorted by file offset, so that
  * a pc's rule is the last row at or below pc - mapping start + pgoff.
  *
  * The parser is bounded by its input (every length is checked against the
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
-#include "spanperf.h"
+#include "spanperf_abi.h"
 
 struct ehtab {
 	struct sp_eh_row *rows;

@@ -3,9 +3,14 @@
  * The ABI shared by the BPF programs and user space: map value
  * layouts and limits.  Only __u32/__u64 types, so that both sides agree on
  * the layout without including each other's headers.
+ *
+ * Named apart from include/spanperf/spanperf.h, the library's public
+ * header, which lib/ includes beside this one: when the two shared a name
+ * they shared their include guard too, and lib/spans.c, which includes the
+ * public header first, got this one (through names.h) empty.
  */
-#ifndef SPANPERF_H
-#define SPANPERF_H
+#ifndef SPANPERF_ABI_H
+#define SPANPERF_ABI_H
 
 #define SP_COMM_LEN 16
 
@@ -525,4 +530,4 @@ enum sp_eh_stat {
 	SP_EH_STAT_MAX,
 };
 
-#endif /* SPANPERF_H */
+#endif /* SPANPERF_ABI_H */
