@@ -193,7 +193,8 @@ static int expand(struct profile_builder *b, const struct sym *s, __u64 ip, __u3
 	struct src_info si = {};
 	int e;
 
-	if (p->src && s->known && !s->kernel && s->dso_id >= 0) {
+	/* DWARF is read only for what it gives: inlined frames here, or source lines. */
+	if (p->src && (inl || p->opts.srclines) && s->known && !s->kernel && s->dso_id >= 0) {
 		e = srclines__lookup(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), &si);
 		if (e)
 			return e;
