@@ -26,6 +26,7 @@ import test_debuginfo  # noqa: E402,F401
 import test_rotate  # noqa: E402,F401
 import test_serve  # noqa: E402,F401
 import test_top  # noqa: E402,F401
+import test_live  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv))
