@@ -13,7 +13,6 @@
 #include "parse.h"
 #include "pprof_dir.h"
 #include "record.h"
-#include "spanperf.h"
 
 #define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */
 
@@ -272,17 +271,6 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	return e ?: record_check(o, seen, argc, argv, err, errlen);
 }
 
-/* The --span texts, parsed: a wrong one is a usage error, said before anything runs. */
-static int parse_specs(struct record_opts *o, char *err, size_t errlen)
-{
-	int max = SP_MAX_SPANS - o->otel;
-
-	if (o->nr_spans > max)
-		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
-				  o->otel ? " with --otel" : "");
-	return record_opts_parse_specs(o, err, errlen);
-}
-
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -290,9 +278,8 @@ int cmd_record(int argc, char **argv)
 	int e, ret = 1;
 
 	sp_prog = "spanperf record";
-	e = record_parse_args(argc, argv, &o, err, sizeof(err));
-	if (!e)
-		e = parse_specs(&o, err, sizeof(err));
+	/* A wrong --span text is a usage error too, said before anything runs. */
+	e = record_parse_args(argc, argv, &o, err, sizeof(err)) ?: record_opts_parse_specs(&o, err, sizeof(err));
 	if (e) {
 		ret = cmd_parse_failed(e, err);
 		goto cleanup;

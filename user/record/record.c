@@ -137,10 +137,15 @@ void record_opts_free(struct record_opts *o)
 
 int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen)
 {
+	int max = SP_MAX_SPANS - o->otel; /* --otel's spans take one of the recording's span ids */
+
 	free(o->specs);
 	o->specs = NULL;
 	if (!o->nr_spans)
 		return 0;
+	if (o->nr_spans > max)
+		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
+				  o->otel ? " with --otel" : "");
 	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
 	if (!o->specs)
 		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));

@@ -85,7 +85,7 @@ struct pd_sink;
 /* record's defaults: what `spanperf record` with no option does (-F 999, -o perf.data, ...). */
 void record_opts_defaults(struct record_opts *o);
 void record_opts_free(struct record_opts *o);
-/* The --span texts parsed into o->specs (any limit on their number is the caller's): 0, or -errno said in err. */
+/* The --span texts parsed into o->specs, at most SP_MAX_SPANS (less --otel's): 0, or -errno said in err. */
 int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen);
 
 /*
