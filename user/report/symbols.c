@@ -98,6 +98,13 @@ struct symbolizer {
 	 */
 	size_t keep_max, keep_syms;
 	__u64 gen;
+	/*
+	 * Kernel code no map covers (BPF programs: their kallsyms come and go
+	 * while a run lasts) was sampled since kallsyms was read, at trim
+	 * kernel_gen: it is read again now and then (KERNEL_REREAD_TRIMS).
+	 */
+	bool kernel_unmapped;
+	__u64 kernel_gen;
 	struct retired {
 		struct elf_syms tab;
 		char *elf;
@@ -926,6 +933,8 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 	if (d->loaded)
 		return;
 	d->loaded = true;
+	if (d == s->kernel)
+		s->kernel_gen = s->gen;
 	if (d->kernel)
 		load_kallsyms(s, d);
 	else if (!strcmp(d->path, "[vdso]"))
@@ -957,6 +966,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		struct dso *named = m && m->dso != s->kernel ? m->dso : s->kernel;
 
 		ensure_loaded(s, s->kernel);
+		s->kernel_unmapped |= !m;
 		out->dso = named->short_name;
 		out->path = named->path;
 		out->build_id = named->build_id;
@@ -1201,6 +1211,13 @@ cleanup:
  * to be loaded again when an address falls in them.  JITs' perf maps are
  * read again at their next miss, since a JIT adds to them while it runs.
  */
+/*
+ * How many trims a kallsyms read serves once BPF programs are sampled: a
+ * program loaded since would be named after its neighbour, so the table is
+ * read again, but not at every window (a read costs about 55 ms of CPU here).
+ */
+#define KERNEL_REREAD_TRIMS 16
+
 void symbolizer__trim(struct symbolizer *s)
 {
 	struct dso **v;
@@ -1208,6 +1225,11 @@ void symbolizer__trim(struct symbolizer *s)
 
 	free_retired(s);
 	drop_exited(s);
+	if (s->keep_max && s->kernel->loaded && s->kernel_unmapped && s->gen - s->kernel_gen >= KERNEL_REREAD_TRIMS &&
+	    retire(s, &s->kernel->tab, &s->kernel->elf, NULL, NULL)) {
+		s->kernel->loaded = false;
+		s->kernel_unmapped = false;
+	}
 	for (size_t i = 0; s->keep_max && i < s->nr_procs; i++) {
 		struct proc_maps *p = s->procs[i];
 
