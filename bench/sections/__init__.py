@@ -2,7 +2,7 @@
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
 from . import (dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, recorder, report,
-               rss, sched, spans, split, srcline, stat, stolen, wakers, wholepath)
+               rss, sched, spans, split, srcline, stat, stolen, top, wakers, wholepath)
 
 TABLE = [
     inkernel,
@@ -27,6 +27,7 @@ TABLE = [
     page,
     lib,
     live,
+    top,
 ]
 
 SECTIONS = {m.__name__.rsplit(".", 1)[1]: m for m in TABLE}

@@ -7,24 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <limits.h>
-#include <unistd.h>
-#include <sys/stat.h>
-
-#include "atomic_file.h"
 #include "cmd_opts.h"
 #include "commands.h"
 #include "log.h"
 #include "parse.h"
-#include "profile.h"
+#include "pprof_dir.h"
 #include "record.h"
-#include "report_out.h"
-#include "span_sources.h"
-#include "spanperf_abi.h"
 
 #define MAX_FREQ 1000000   /* the kernel caps it lower (perf_event_max_sample_rate) */
-/* --off-cpu-entries, unless given: --off-cpu's BPF maps. */
-#define OFFCPU_ENTRIES_DEFAULT 16384
 
 void record_usage(FILE *out)
 {
@@ -254,7 +244,7 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 		o->freq = 0;
 	if (!o->offcpu && (o->offcpu_thresh_ms >= 0 || o->no_wakers))
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-thresh and --no-wakers need --off-cpu");
-	if (!o->offcpu && !o->sched && o->offcpu_entries != OFFCPU_ENTRIES_DEFAULT)
+	if (!o->offcpu && !o->sched && o->offcpu_entries != RECORD_OFFCPU_ENTRIES)
 		return set_errorf(err, errlen, -EINVAL, "--off-cpu-entries needs --off-cpu or --sched");
 	if (o->no_sched_split && !o->nr_spans)
 		return set_errorf(err, errlen, -EINVAL, "--no-sched-split needs --span");
@@ -276,143 +266,30 @@ int record_parse_args(int argc, char **argv, struct record_opts *o, char *err, s
 	uint64_t seen;
 	int e;
 
-	memset(o, 0, sizeof(*o));
-	o->freq = 999;
-	o->output = "perf.data";
-	o->mmap_pages = 256;
-	o->max_threads = 32768;
-	o->span_buffer_kb = 8192;
-	o->offcpu_thresh_ms = -1;
-	o->offcpu_entries = OFFCPU_ENTRIES_DEFAULT;
+	record_opts_defaults(o);
 	e = opts_parse(record_defs, OPTS_STOP_AT_ARG, argc, argv, o, &seen, record_usage, err, errlen);
 	return e ?: record_check(o, seen, argc, argv, err, errlen);
-}
-
-/* The --span texts, parsed: a wrong one is a usage error, said before anything runs. */
-static int parse_specs(struct record_opts *o, char *err, size_t errlen)
-{
-	int max = SP_MAX_SPANS - o->otel;
-
-	if (!o->nr_spans)
-		return 0;
-	if (o->nr_spans > max)
-		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
-				  o->otel ? " with --otel" : "");
-	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
-	if (!o->specs)
-		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
-	for (int i = 0; i < o->nr_spans; i++)
-		if (span_spec_parse(o->spans[i], &o->specs[i], err, errlen))
-			return -EINVAL;
-	return 0;
-}
-
-/*
- * --pprof-dir: each finished file through report's pipeline into a gzipped
- * pprof profile beside the others, for pprof -http or an ingester watching
- * the folder.  A file that cannot be read is said and skipped: the
- * recording goes on.
- */
-struct pprof_sink {
-	const char *dir;
-	uint64_t max;
-	char **kept;
-	uint64_t nr;
-};
-
-static int pprof_fn(const struct profile *p, FILE *f, const void *arg)
-{
-	(void)arg;
-	return report_pprof(p, f);
-}
-
-static int pprof_on_switch(const char *path, void *arg)
-{
-	struct pprof_sink *ps = arg;
-	const char *base = strrchr(path, '/');
-	struct profile *p = NULL;
-	char out[PATH_MAX], err[512];
-	struct atomic_file af;
-	FILE *f;
-	int e;
-
-	base = base ? base + 1 : path;
-	if ((size_t)snprintf(out, sizeof(out), "%s/%s.pb.gz", ps->dir, base) >= sizeof(out))
-		return 0;
-	e = profile__load(&p, path, NULL, err, sizeof(err));
-	if (e) {
-		pr_warn("no pprof for %s: %s", path, err);
-		return 0;
-	}
-	e = atomic_file__open(&af, out, 0600, false);
-	f = e ? NULL : atomic_file__stdio(&af);
-	e = e ?: f ? pprof_fn(p, f, NULL) : -errno;
-	e = e ?: atomic_file__commit(&af);
-	atomic_file__release(&af);
-	profile__free(p);
-	if (e) {
-		pr_warn("cannot write %s: %s", out, strerror(-e));
-		return 0;
-	}
-	if (!ps->max)
-		return 0;
-	if (ps->nr == ps->max) {
-		unlink(ps->kept[0]);
-		free(ps->kept[0]);
-		memmove(ps->kept, ps->kept + 1, (ps->nr - 1) * sizeof(*ps->kept));
-		ps->nr--;
-	}
-	ps->kept[ps->nr] = strdup(out);
-	if (ps->kept[ps->nr])
-		ps->nr++;
-	return 0;
-}
-
-/* The directory exists and takes files: said now, not after the first window. */
-static int check_pprof_dir(const char *dir)
-{
-	struct stat st;
-
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK)) {
-		pr_err("--pprof-dir '%s' is not a writable directory", dir);
-		return -EINVAL;
-	}
-	return 0;
 }
 
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
-	struct pprof_sink ps = {};
 	char err[512];
 	int e, ret = 1;
 
 	sp_prog = "spanperf record";
-	e = record_parse_args(argc, argv, &o, err, sizeof(err));
-	if (!e)
-		e = parse_specs(&o, err, sizeof(err));
+	/* A wrong --span text is a usage error too, said before anything runs. */
+	e = record_parse_args(argc, argv, &o, err, sizeof(err)) ?: record_opts_parse_specs(&o, err, sizeof(err));
 	if (e) {
 		ret = cmd_parse_failed(e, err);
 		goto cleanup;
 	}
 	sp_verbose = o.verbose;
-	if (o.pprof_dir) {
-		if (check_pprof_dir(o.pprof_dir))
-			goto cleanup;
-		ps.dir = o.pprof_dir;
-		ps.max = o.switch_max_files;
-		ps.kept = ps.max ? calloc(ps.max, sizeof(*ps.kept)) : NULL;
-		if (ps.max && !ps.kept)
-			goto cleanup;
-		o.on_switch = pprof_on_switch;
-		o.on_switch_arg = &ps;
-	}
-	if (record__run(&o, sp_argc, sp_argv, &ret))
+	/* --pprof-dir: each file's profile from the recording as it is made (live/). */
+	e = o.pprof_dir ? pprof_dir_record(&o, sp_argc, sp_argv, &ret) : record__run(&o, sp_argc, sp_argv, &ret);
+	if (e)
 		ret = 1;
 cleanup:
-	for (uint64_t i = 0; i < ps.nr; i++)
-		free(ps.kept[i]);
-	free(ps.kept);
 	record_opts_free(&o);
 	return ret;
 }

@@ -64,6 +64,9 @@ void pd_meta_free(struct pd_meta *m)
 
 struct pd_writer {
 	struct atomic_file out;
+	bool file; /* out is open: without, the records go to the sink alone */
+	bool begun;
+	const struct pd_sink *sink;
 	struct pd_attr *attrs;
 	int nr_attrs;
 	__u64 data_offset, data_size;
@@ -80,6 +83,10 @@ int pd_writer__open(struct pd_writer **out, const char *path)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	if (!path) {
+		*out = w;
+		return 0;
+	}
 	w->buf = malloc(WBUF_SIZE);
 	if (!w->buf) {
 		err = -ENOMEM;
@@ -89,6 +96,7 @@ int pd_writer__open(struct pd_writer **out, const char *path)
 	err = atomic_file__open(&w->out, path, 0600, true);
 	if (err)
 		goto cleanup;
+	w->file = true;
 	*out = w;
 	return 0;
 cleanup:
@@ -96,14 +104,19 @@ cleanup:
 	return err;
 }
 
+void pd_writer__set_sink(struct pd_writer *w, const struct pd_sink *sink)
+{
+	w->sink = sink;
+}
+
 int pd_writer__retarget(struct pd_writer *w, const char *path)
 {
-	return atomic_file__retarget(&w->out, path);
+	return w->file ? atomic_file__retarget(&w->out, path) : -EINVAL;
 }
 
 const char *pd_writer__tmp_path(const struct pd_writer *w)
 {
-	return w ? w->out.tmp : NULL;
+	return w && w->file ? w->out.tmp : NULL;
 }
 
 int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
@@ -111,7 +124,7 @@ int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
 {
 	struct pd_attr *na, *a;
 
-	if (w->data_offset)
+	if (w->begun)
 		return -EBUSY; /* attrs are laid out before the data */
 	na = realloc(w->attrs, (w->nr_attrs + 1) * sizeof(*na));
 	if (!na)
@@ -186,8 +199,13 @@ int pd_writer__begin(struct pd_writer *w)
 	struct file_header h = { .magic = PD_MAGIC, .size = PD_HEADER_SIZE };
 	int err;
 
-	if (!w->nr_attrs)
+	if (!w->nr_attrs || w->begun)
 		return -EINVAL;
+	w->begun = true;
+	if (w->sink && w->sink->begin && (err = w->sink->begin(w->sink->arg, w->attrs, w->nr_attrs)))
+		return err;
+	if (!w->file)
+		return 0;
 	err = write_attrs(w, &h);
 	if (err)
 		return err;
@@ -213,7 +231,8 @@ static int flush(struct pd_writer *w)
 	return err;
 }
 
-int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
+/* The file's part of a write: buffered, a large record past the buffer. */
+static int write_file(struct pd_writer *w, const void *p, size_t n)
 {
 	int err;
 
@@ -232,6 +251,19 @@ int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
 	w->buf_len += n;
 	w->data_size += n;
 	return 0;
+}
+
+int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
+{
+	int err = 0;
+
+	if (w->file)
+		err = write_file(w, p, n);
+	else
+		w->data_size += n;
+	if (!err && w->sink && w->sink->write)
+		err = w->sink->write(w->sink->arg, p, n);
+	return err;
 }
 
 __u64 pd_writer__data_size(const struct pd_writer *w)
@@ -936,6 +968,8 @@ int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
 	struct pd_meta none = { .clockid = -1 };
 	int err;
 
+	if (!w->file)
+		return -EINVAL;
 	if (!meta)
 		meta = &none;
 	err = flush(w);
@@ -957,7 +991,8 @@ void pd_writer__free(struct pd_writer *w)
 {
 	if (!w)
 		return;
-	atomic_file__release(&w->out);
+	if (w->file)
+		atomic_file__release(&w->out);
 	for (int i = 0; i < w->nr_attrs; i++) {
 		free(w->attrs[i].name);
 		free(w->attrs[i].ids);
@@ -988,6 +1023,8 @@ static int cmp_idx(const void *a, const void *b)
 
 	return (x > y) - (x < y);
 }
+
+static int index_ids(struct pd_reader *r);
 
 static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 {
@@ -1034,9 +1071,20 @@ static int parse_attrs(struct pd_reader *r, const struct file_header *h)
 		if (!a->ids)
 			return rerr(r, -ENOMEM, "out of memory");
 		memcpy(a->ids, r->map + ids.offset, ids.size);
+	}
+	return index_ids(r);
+}
+
+/* Every attr's sample_type known, and the id -> attr index for bsearch. */
+static int index_ids(struct pd_reader *r)
+{
+	r->nr_idx = 0;
+	for (int i = 0; i < r->nr_attrs; i++) {
+		const struct pd_attr *a = &r->attrs[i];
+
 		r->nr_idx += a->nr_ids;
 		if (a->attr.sample_type & ~(__u64)PD_SAMPLE_KNOWN)
-			return rerr(r, -EINVAL, "event %llu has unknown sample_type bits %#llx", (unsigned long long)i,
+			return rerr(r, -EINVAL, "event %d has unknown sample_type bits %#llx", i,
 				    (unsigned long long)(a->attr.sample_type & ~(__u64)PD_SAMPLE_KNOWN));
 	}
 	r->idx = malloc((r->nr_idx ? r->nr_idx : 1) * sizeof(*r->idx));
@@ -1188,10 +1236,110 @@ cleanup:
 	return e;
 }
 
+int pd_reader__open_mem(struct pd_reader **out, const struct pd_attr *attrs, int nr_attrs, const char *name,
+			char *err, size_t errlen)
+{
+	struct pd_reader *r = calloc(1, sizeof(*r));
+	int e = -ENOMEM;
+
+	*out = NULL;
+	if (!r)
+		goto cleanup;
+	r->meta.clockid = -1;
+	r->in_memory = true;
+	r->path = strdup(name);
+	r->attrs = calloc(nr_attrs > 0 ? nr_attrs : 1, sizeof(*r->attrs));
+	if (!r->path || !r->attrs)
+		goto cleanup;
+	if (nr_attrs <= 0 || nr_attrs > PD_MAX_ATTRS) {
+		e = rerr(r, -EINVAL, "%d events: not from 1 to %d", nr_attrs, PD_MAX_ATTRS);
+		goto cleanup;
+	}
+	for (int i = 0; i < nr_attrs; i++) {
+		struct pd_attr *a = &r->attrs[i];
+
+		a->attr = attrs[i].attr;
+		a->name = attrs[i].name ? strdup(attrs[i].name) : NULL;
+		a->ids = malloc((attrs[i].nr_ids ? attrs[i].nr_ids : 1) * sizeof(__u64));
+		r->nr_attrs++;
+		if ((attrs[i].name && !a->name) || !a->ids)
+			goto cleanup;
+		memcpy(a->ids, attrs[i].ids, attrs[i].nr_ids * sizeof(__u64));
+		a->nr_ids = attrs[i].nr_ids;
+	}
+	e = index_ids(r);
+	if (e)
+		goto cleanup;
+	*out = r;
+	return 0;
+cleanup:
+	if (err && errlen)
+		snprintf(err, errlen, "%s", r && r->err[0] ? r->err : strerror(-e));
+	pd_reader__free(r);
+	return e;
+}
+
+/*
+ * What was released goes once it is as large as what is kept, so that each
+ * byte moves about once; a buffer grown by a burst shrinks back.
+ */
+static void compact(struct pd_reader *r)
+{
+	size_t gone = r->released - r->base, kept = r->data_size - r->released;
+
+	if (gone < kept || gone < 4096)
+		return;
+	memmove(r->buf, r->buf + gone, kept);
+	r->base = r->released;
+	if (r->cap > (1u << 20) && kept < r->cap / 8) {
+		unsigned char *nb = realloc(r->buf, r->cap / 4);
+
+		if (nb) {
+			r->buf = nb;
+			r->cap /= 4;
+		}
+	}
+	r->data = r->buf;
+}
+
+int pd_reader__append(struct pd_reader *r, const void *p, size_t n)
+{
+	size_t len;
+
+	if (!r->in_memory)
+		return -EINVAL;
+	len = r->data_size - r->base;
+	if (len + n > r->cap) {
+		size_t cap = r->cap ? r->cap : 65536;
+		unsigned char *nb;
+
+		while (cap < len + n)
+			cap *= 2;
+		nb = realloc(r->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		r->buf = nb;
+		r->cap = cap;
+		r->data = nb;
+	}
+	memcpy(r->buf + len, p, n);
+	r->data_size += n;
+	return 0;
+}
+
+void pd_reader__release(struct pd_reader *r, __u64 pos)
+{
+	if (r->in_memory && pos > r->released) {
+		r->released = SP_MIN(pos, r->data_size);
+		compact(r);
+	}
+}
+
 void pd_reader__free(struct pd_reader *r)
 {
 	if (!r)
 		return;
+	free(r->buf);
 	if (r->map && r->map_copied)
 		free((void *)r->map);
 	else if (r->map)
@@ -1240,7 +1388,7 @@ static bool has_identifier(const struct pd_reader *r)
 
 int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
 {
-	const unsigned char *base = r->data;
+	const unsigned char *rec;
 	struct perf_event_header h;
 	size_t left;
 	__u64 id = 0;
@@ -1248,15 +1396,21 @@ int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev
 	memset(ev, 0, sizeof(*ev));
 	if (it->pos >= r->data_size)
 		return 0;
+	if (it->pos < r->base)
+		return rerr(r, -EINVAL, "record at offset %llu was read and let go", (unsigned long long)it->pos);
+	rec = r->data + (it->pos - r->base); /* data holds the records from position base on */
 	left = r->data_size - it->pos;
+	/* In memory, a record not yet appended whole is to come, not cut short. */
 	if (left < sizeof(h))
-		return rerr(r, -EINVAL, "record at offset %llu is cut short",
-			    (unsigned long long)(r->data_offset + it->pos));
-	memcpy(&h, base + it->pos, sizeof(h));
+		return r->in_memory ? 0 : rerr(r, -EINVAL, "record at offset %llu is cut short",
+						(unsigned long long)(r->data_offset + it->pos));
+	memcpy(&h, rec, sizeof(h));
+	if (r->in_memory && h.size > left && h.size >= sizeof(h) && h.size % 8 == 0)
+		return 0;
 	if (h.size < sizeof(h) || h.size > left || h.size % 8)
 		return rerr(r, -EINVAL, "record at offset %llu has a bad size %u",
 			    (unsigned long long)(r->data_offset + it->pos), h.size);
-	ev->hdr = (const struct perf_event_header *)(base + it->pos);
+	ev->hdr = (const struct perf_event_header *)rec;
 	ev->offset = r->data_offset + it->pos;
 	it->pos += h.size;
 	/* Records the kernel writes carry an id; user records (64 and up) do not. */

@@ -103,12 +103,31 @@ void pd_meta_free(struct pd_meta *m);
 /* ---- writer ---- */
 
 struct pd_writer;
+struct pd_attr;
+
+/*
+ * Where a writer's records go besides its file (or instead: a writer opened
+ * without a path): the attrs once, at begin, then every record as written,
+ * whole, FINISHED_ROUNDs included.  A nonzero return is the write's error.
+ */
+struct pd_sink {
+	int (*begin)(void *arg, const struct pd_attr *attrs, int nr_attrs);
+	int (*write)(void *arg, const void *p, size_t n);
+	void *arg;
+};
 
 /*
  * Opens "<path>.tmp-XXXXXX" (mode 0600) next to path, an atomic_file, so that
- * an unwritable directory is reported before any recording starts.
+ * an unwritable directory is reported before any recording starts.  path
+ * NULL: no file; the records go to the sink alone (pd_writer__set_sink).
  */
 int pd_writer__open(struct pd_writer **w, const char *path);
+/*
+ * Records written from now on go to sink too (NULL: no longer); its begin is
+ * called at pd_writer__begin, if that is still to come.  sink must outlive
+ * the writer.
+ */
+void pd_writer__set_sink(struct pd_writer *w, const struct pd_sink *sink);
 int pd_writer__add_attr(struct pd_writer *w, const struct perf_event_attr *attr,
 			const char *name, const __u64 *ids, int nr_ids);
 /* Writes the provisional header, ids and attrs; data follows. */
@@ -116,7 +135,7 @@ int pd_writer__begin(struct pd_writer *w);
 /* Appends to the data section (buffered). */
 int pd_writer__write(struct pd_writer *w, const void *p, size_t n);
 __u64 pd_writer__data_size(const struct pd_writer *w);
-/* Writes features and the final header, then renames: path -> path.old, tmp -> path. */
+/* Writes features and the final header, then renames: path -> path.old, tmp -> path (-EINVAL without a file). */
 int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta);
 /* The name finish renames to, if not open's path: one in the same directory. */
 int pd_writer__retarget(struct pd_writer *w, const char *path);
@@ -134,15 +153,25 @@ struct pd_attr {
 };
 
 struct pd_reader {
-	char *path;
+	char *path; /* the file, or the name a reader in memory was given, for messages */
 	const unsigned char *map;
 	size_t size;
 	bool map_copied; /* map is a heap copy: others may write the file */
 	struct pd_attr *attrs;
 	int nr_attrs;
-	__u64 data_offset, data_size;
-	const unsigned char *data; /* the records, 8-byte aligned */
-	unsigned char *data_copy;  /* set when the file's data section was not */
+	/*
+	 * The records: positions (pd_iter.pos) from 0 to data_size; data holds
+	 * those from base on, 8-byte aligned.  A file's are all there (base 0);
+	 * a reader in memory (pd_reader__open_mem) is appended to and releases
+	 * what was read, so its positions go on growing while data stays small.
+	 */
+	__u64 data_offset, data_size, base;
+	const unsigned char *data;
+	unsigned char *data_copy;  /* set when the file's data section was not aligned */
+	bool in_memory;
+	unsigned char *buf; /* in memory: data, cap bytes; [base, released) is still there but read */
+	size_t cap;
+	__u64 released;
 	__u64 features[4];
 	struct pd_meta meta; /* features found, decoded */
 	bool have_sample_time;
@@ -172,12 +201,29 @@ bool pd_reader__has_feature(const struct pd_reader *r, int feat);
 /* The features found, as "# name : value" lines in the form of perf report --header-only. */
 void pd_reader__print_features(const struct pd_reader *r, FILE *out);
 
+/*
+ * A reader of records that come as they are written (pd_sink), with the
+ * attrs they were written under: no file, no features.  name is what its
+ * messages call it.
+ */
+int pd_reader__open_mem(struct pd_reader **r, const struct pd_attr *attrs, int nr_attrs, const char *name,
+			char *err, size_t errlen);
+/* More records (or part of one) at the end; 0 or -ENOMEM. */
+int pd_reader__append(struct pd_reader *r, const void *p, size_t n);
+/*
+ * Records before pos will not be read again: their memory may go.  Positions
+ * stay as they were; a record before pos is read no more (-EINVAL).
+ */
+void pd_reader__release(struct pd_reader *r, __u64 pos);
+
 struct pd_iter {
-	__u64 pos; /* offset within the data section */
+	__u64 pos; /* offset within the data section, or in the records appended */
 };
 /*
- * Returns 1 with the next record, 0 at the end, or -EINVAL on a malformed
- * record (r->err says which and where).
+ * Returns 1 with the next record, 0 at the end (in memory: also before a
+ * record not yet appended whole), or -EINVAL on a malformed record (r->err
+ * says which and where).  ev points into r's memory until the next append
+ * or release.
  */
 int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev);
 

@@ -109,6 +109,19 @@ void rec_source__free(struct rec_source *s)
 	free(s);
 }
 
+void record_opts_defaults(struct record_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->freq = 999;
+	o->output = "perf.data";
+	o->mmap_pages = 256;
+	o->max_threads = 32768;
+	o->span_buffer_kb = 8192;
+	o->offcpu_thresh_ms = -1;
+	o->offcpu_entries = RECORD_OFFCPU_ENTRIES;
+	o->wake_fd = -1;
+}
+
 void record_opts_free(struct record_opts *o)
 {
 	if (!o)
@@ -120,6 +133,26 @@ void record_opts_free(struct record_opts *o)
 	o->spans = NULL;
 	free(o->specs);
 	o->specs = NULL;
+}
+
+int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen)
+{
+	int max = SP_MAX_SPANS - o->otel; /* --otel's spans take one of the recording's span ids */
+
+	free(o->specs);
+	o->specs = NULL;
+	if (!o->nr_spans)
+		return 0;
+	if (o->nr_spans > max)
+		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
+				  o->otel ? " with --otel" : "");
+	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
+	if (!o->specs)
+		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	for (int i = 0; i < o->nr_spans; i++)
+		if (span_spec_parse(o->spans[i], &o->specs[i], err, errlen))
+			return -EINVAL;
+	return 0;
 }
 
 #define for_each_source(r, s)                                                                 \
@@ -233,6 +266,8 @@ static int open_sources(struct recorder *r)
 		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
 		return e;
 	}
+	if (o->sink)
+		pd_writer__set_sink(r->w, o->sink);
 	r->ctx.dsos = dso_set__new();
 	if (!r->ctx.dsos || host_online_cpus(&r->online)) {
 		pr_err("cannot read the online CPUs from /sys/devices/system/cpu/online");
@@ -293,6 +328,13 @@ static int build_pollfds(struct recorder *r)
 	return 0;
 }
 
+/* Without a file the records went to the sink alone, which said why it failed. */
+static void say_write_error(const struct recorder *r, const char *name, int e)
+{
+	if (r->ctx.o->output)
+		pr_err("cannot write -o '%s': %s", name, strerror(-e));
+}
+
 /*
  * The side-band from /proc, stamped time: before every sample of the file.
  * Each --switch-output file gets its own, as perf re-synthesizes, so that
@@ -326,7 +368,7 @@ static int synthesize(struct recorder *r, __u64 time)
 	else
 		e = sideband_synthesize(&sb, o->pids.n ? &o->pids : NULL);
 	if (e) {
-		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		say_write_error(r, o->output, e);
 		return e;
 	}
 	pr_debug("synthesized %lu processes: %lu COMM, %lu MMAP2; %lu module MMAPs", sb.nr_procs, sb.nr_comm,
@@ -450,7 +492,7 @@ static int loop(struct recorder *r)
 	}
 out:
 	if (e)
-		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		say_write_error(r, o->output, e);
 	return e;
 }
 
@@ -670,20 +712,33 @@ static int write_header(struct recorder *r)
 	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;
 	e = e ?: pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
-	if (e) {
+	if (e)
 		pr_err("cannot write -o '%s': %s", r->last_name, strerror(-e));
+	return e;
+}
+
+/*
+ * The end of the file (its header), or of a window without one; with
+ * --switch-output, the window's end is said and on_switch told, once the
+ * sink has had every record of it.
+ */
+static int end_window(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	int e = o->output ? write_header(r) : 0;
+
+	if (e || !o->switch_output)
 		return e;
-	}
-	if (r->ctx.o->switch_output) {
+	if (o->output) {
 		/* perf's "[ perf record: Dump NAME ]", with what the file holds for scripts. */
 		if (sp_verbose >= 0)
 			fprintf(stderr, "%s[ spanperf record: dump %s: %llu samples ]\n", r->progress_shown ? "\n" : "",
 				r->last_name, (unsigned long long)(r->ctx.samples - r->window_samples));
 		r->progress_shown = false;
 		keep_file(r, r->last_name);
-		if (r->ctx.o->on_switch && r->ctx.o->on_switch(r->last_name, r->ctx.o->on_switch_arg))
-			r->stop = true;
 	}
+	if (o->on_switch && o->on_switch(o->output ? r->last_name : NULL, o->on_switch_arg))
+		r->stop = true;
 	return 0;
 }
 
@@ -692,23 +747,18 @@ static int write_header(struct recorder *r)
  * build ids, the stamped name), then a new one with the same attrs and its
  * own side-band.  The sources keep running: what their rings hold goes to
  * the new file.  What sources write only at finish (--off-cpu's sums and
- * blocks still open) goes to the last file.
+ * blocks still open) goes to the last file.  The sink has had the attrs and
+ * the side-band from the rings: it gets the new file's records from the
+ * next drain on.  Without a file, a window only ends.
  */
 static int rotate(struct recorder *r)
 {
 	const struct record_opts *o = r->ctx.o;
 	__u64 now = now_ns(CLOCK_MONOTONIC);
-	int e = write_header(r);
+	int e = end_window(r);
 
 	if (e)
 		return e;
-	pd_writer__free(r->w);
-	r->w = NULL;
-	e = pd_writer__open(&r->w, o->output);
-	if (e) {
-		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
-		return e;
-	}
 	/*
 	 * Stamped at the last file's start: a sample still in a ring from
 	 * before now must find its process in this file too.
@@ -718,12 +768,20 @@ static int rotate(struct recorder *r)
 	r->window_samples = r->ctx.samples;
 	r->ctx.first_ns = ~0ull;
 	r->ctx.last_ns = 0;
-	e = write_attrs(r);
+	if (!o->output)
+		return 0;
+	pd_writer__free(r->w);
+	r->w = NULL;
+	e = pd_writer__open(&r->w, o->output);
+	e = e ?: write_attrs(r);
 	if (e) {
 		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
 		return e;
 	}
-	return synthesize(r, r->prev_window_ns);
+	e = synthesize(r, r->prev_window_ns);
+	if (!e)
+		pd_writer__set_sink(r->w, o->sink);
+	return e;
 }
 
 static bool switch_due(struct recorder *r)
@@ -759,7 +817,7 @@ static void summary(struct recorder *r)
 			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->ctx.lost);
 		if (makes_spans)
 			fprintf(stderr, ", %llu spans", (unsigned long long)spans);
-		if (o->switch_output)
+		if (o->switch_output || !o->output)
 			fprintf(stderr, " ]\n");
 		else
 			fprintf(stderr, "; wrote %.2f MB to %s ]\n", pd_writer__data_size(r->w) / 1e6, o->output);
@@ -834,7 +892,7 @@ int record__run(const struct record_opts *opts, int argc, char **argv, int *exit
 	if (r.progress_shown)
 		progress(&r, true);
 	run__stop(&r.run);
-	e = write_header(&r);
+	e = end_window(&r);
 	if (e)
 		goto cleanup;
 	summary(&r);

@@ -13,6 +13,9 @@
 #include "span_sources.h"
 #include "parse.h"
 
+/* --off-cpu-entries, unless given: --off-cpu's BPF maps. */
+#define RECORD_OFFCPU_ENTRIES 16384
+
 struct record_opts {
 	struct int_list pids, tids, cpus;
 	uint64_t freq, period;	/* one of them; freq defaults to 999 */
@@ -37,7 +40,7 @@ struct record_opts {
 	bool no_sched_split;	   /* --no-sched-split: spans without runq/sleep/blocked (bench's baseline) */
 	bool no_wakers;		   /* --no-wakers: off-CPU blocks without their wakers */
 	double duration;	/* -d, 0: until CMD exits or a signal */
-	const char *output;	/* -o */
+	const char *output;	/* -o; NULL with a sink: no file */
 	uint64_t mmap_pages;	/* -m, per CPU */
 	uint64_t max_threads;
 	bool no_buildid_cache;	/* -N: keep no copies of files the report could not find */
@@ -50,10 +53,19 @@ struct record_opts {
 	 */
 	bool switch_output;
 	uint64_t switch_size, switch_ns, switch_max_files;
+	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz (live/) */
 	/*
-	 * Called with each file --switch-output completed, the last one too
-	 * (cmd/ runs report's pipeline on it: top's refresh, --pprof-dir);
-	 * nonzero ends the recording as a signal would.
+	 * The records as they are written, to a reader in memory (live/: top,
+	 * --pprof-dir): the attrs at the start, then every record in the order
+	 * the file gets them, once each (the side-band synthesized again for
+	 * each --switch-output file goes to the files alone).  NULL: none.
+	 */
+	const struct pd_sink *sink;
+	/*
+	 * Called at the end of each --switch-output window, the last one too,
+	 * once every record of it went to the sink: with the file completed,
+	 * or NULL without one (output NULL: the window is every switch_ns).
+	 * Nonzero ends the recording as a signal would.
 	 */
 	int (*on_switch)(const char *path, void *arg);
 	/*
@@ -63,13 +75,18 @@ struct record_opts {
 	 */
 	int (*on_pass)(void *arg);
 	int wake_fd;
-	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz */
 	void *on_switch_arg;
 	char **cmd;		/* after --, NULL-terminated */
 	int verbose;
 };
 
+struct pd_sink;
+
+/* record's defaults: what `spanperf record` with no option does (-F 999, -o perf.data, ...). */
+void record_opts_defaults(struct record_opts *o);
 void record_opts_free(struct record_opts *o);
+/* The --span texts parsed into o->specs, at most SP_MAX_SPANS (less --otel's): 0, or -errno said in err. */
+int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen);
 
 /*
  * Records as o says until -d, CMD's exit or a signal, and completes the

@@ -57,6 +57,7 @@ struct profile_builder {
 	size_t cap_wscratch;
 	bool timeline; /* keep every sample's time in p->ticks */
 	size_t cap_ticks;
+	__u64 lost_before; /* the session's count when the profile began (a live session's window) */
 };
 
 static int add_tick(struct profile_builder *b, const struct pd_sample *s, __u32 stack, bool off)
@@ -193,7 +194,8 @@ static int expand(struct profile_builder *b, const struct sym *s, __u64 ip, __u3
 	struct src_info si = {};
 	int e;
 
-	if (p->src && s->known && !s->kernel && s->dso_id >= 0) {
+	/* DWARF is read only for what it gives: inlined frames here, or source lines. */
+	if (p->src && (inl || p->opts.srclines) && s->known && !s->kernel && s->dso_id >= 0) {
 		e = srclines__lookup(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), &si);
 		if (e)
 			return e;
@@ -534,7 +536,7 @@ static int on_finish(void *ctx)
 
 	if (e)
 		return e;
-	p->lost = p->sess->lost;
+	p->lost = p->sess->lost - b->lost_before;
 	return p->otel ? otel_join__name_attrs(p->otel, pctx_of, p->sess) : 0;
 }
 
@@ -597,6 +599,7 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	p->opts = *o;
 	p->b->p = p;
 	p->b->timeline = o->timeline;
+	p->b->lost_before = sess->lost;
 	p->sess = sess;
 	p->sym = sess->sym;
 	p->rd = sess->rd;
@@ -655,6 +658,13 @@ int profile__finish(struct profile *p)
 	builder_free(p->b);
 	p->b = NULL;
 	return e;
+}
+
+int profile__end(struct profile *p, bool keep)
+{
+	int e = session__end_consumer(p->sess, p->b, keep);
+
+	return e ?: keep ? profile__finish(p) : 0;
 }
 
 int profile__load(struct profile **out, const char *path, const char *root, char *err, size_t errlen)

@@ -163,7 +163,9 @@ struct ptick {
 
 /*
  * A profile built by the session's one pass: registers itself as a
- * consumer of sess (which must outlive it), before session__run.  0 or -errno.
+ * consumer of sess (which must outlive it), before session__run, or in a
+ * live session at a window's start (session__end_consumer with finish ends
+ * it, then profile__finish).  0 or -errno.
  */
 int profile__new(struct profile **out, struct session *sess, const struct profile_opts *o);
 /*
@@ -173,6 +175,12 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 int profile__add_prefix_span(struct profile *p, __u32 tid, __u64 start, __u64 end, const char *label);
 /* After the pass (and the prefix spans): each on-CPU stack split by its OTel context and spans. 0 or -ENOMEM. */
 int profile__finish(struct profile *p);
+/*
+ * A window's end in a live session, once every record of it was delivered
+ * (session__flush): with keep, the consumer's finish and profile__finish;
+ * without, it only takes no more records (free it then).  0 or -errno.
+ */
+int profile__end(struct profile *p, bool keep);
 /*
  * Opens path, reads every sample in one pass; on error err names the file
  * and record.  root: where symbol files are looked up, NULL for /.

@@ -22,12 +22,57 @@ struct table_opts {
 	bool callgraph;
 	double min_pct; /* rows under this share are left out of the text table */
 	char attr[128];	/* SK_ATTR's attribute name */
+	/* top: only the rows whose text line holds filter (NULL or "": all), then the first max_rows (0: all) */
+	const char *filter;
+	size_t max_rows;
 };
 
 /* "comm,dso,sym" (or attr:NAME, once) into keys; -EINVAL on an unknown or repeated key. */
 int parse_sort_keys(const char *s, struct table_opts *o);
 /* Whether a key is asked for. */
 bool has_sort_key(const struct table_opts *o, enum sort_key k);
+
+/*
+ * The table as a model: the profile's stacks grouped by the sort keys into
+ * rows, busiest first (by period, then samples).  report prints it as perf
+ * report --stdio does, or as JSON lines; top draws the same rows.
+ */
+struct table_row {
+	const struct pstack *rep; /* a stack with this row's keys, which the cells show */
+	const struct pfunc *leaf; /* its sampled function (the dso and sym columns) */
+	__u64 count, period;
+	double pct;		  /* of the profile's period */
+	size_t *stacks;		  /* callgraph: the row's stacks (into p->stacks), for its chains */
+	size_t nr_stacks, cap_stacks;
+};
+
+struct table {
+	const struct profile *p;
+	struct table_opts o;
+	struct table_row *rows;
+	size_t nr_rows;
+	size_t nr_all; /* rows before the filter and max_rows */
+};
+
+/* One distinct call chain of a row: a stack with those frames, and their period. */
+struct table_chain {
+	const struct pstack *s;
+	__u64 period;
+};
+
+/* The rows of p's on-CPU stacks (p must outlive t).  0 or -ENOMEM. */
+int table__build(struct table *t, const struct profile *p, const struct table_opts *o);
+void table__free(struct table *t);
+/* "# Samples: ..." and the column heads, as perf report --stdio begins. */
+void table_print_header(const struct table *t, FILE *out);
+/* The column heads alone: "# Overhead  Samples  Command ...". */
+void table_print_columns(const struct table *t, FILE *out);
+/* A row's line, then (callgraph, and p has chains) its chains as perf report -g draws them. */
+void table_print_row(const struct table *t, const struct table_row *r, FILE *out);
+/* A row as one JSON line. */
+int table_print_row_json(const struct table *t, const struct table_row *r, FILE *out);
+/* A row's distinct chains, heaviest first, in an array the caller frees (*out, even on error). */
+int table_row_chains(const struct table *t, const struct table_row *r, struct table_chain **out, size_t *nr);
 
 /* perf report --stdio's table, or its rows as JSON lines. */
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out);

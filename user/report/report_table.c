@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The perf-report-like table: rows keyed by the --sort keys, busiest first. */
+/*
+ * The perf-report-like table: rows keyed by the --sort keys, busiest first,
+ * as a model (struct table: rows, each row's cells and chains) that report's
+ * text and JSON and top's screens draw from.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +72,6 @@ int parse_sort_keys(const char *s, struct table_opts *o)
 	}
 	return o->nr_keys ? 0 : -EINVAL;
 }
-
-struct row {
-	const struct pstack *rep; /* a stack with this row's key, to print from */
-	__u64 count, period;
-	size_t *stacks; /* for -g: the stacks of this row */
-	size_t nr_stacks, cap_stacks;
-};
 
 /*
  * One sym row, as perf report's sort__sym_cmp makes it: two functions of
@@ -171,7 +168,7 @@ static bool same_key(const struct profile *p, const struct pstack *a, const stru
 
 struct row_key {
 	const struct profile *p;
-	const struct row *rows;
+	const struct table_row *rows;
 	const struct pstack *s;
 	const struct table_opts *o;
 };
@@ -185,19 +182,199 @@ static bool row_eq(const void *ctx, size_t idx)
 
 static int cmp_row(const void *a, const void *b)
 {
-	const struct row *x = a, *y = b;
+	const struct table_row *x = a, *y = b;
 
 	if (x->period != y->period)
 		return x->period < y->period ? 1 : -1;
 	return (x->count < y->count) - (x->count > y->count);
 }
 
-static const char *sym_text(const struct pfunc *f, char *buf, size_t len)
+/* Each stack into the row of its key (and, for -g, the row's list of stacks). */
+static int group(struct table *t)
 {
-	char addr[32];
+	const struct profile *p = t->p;
+	struct hindex idx = {};
+	size_t cap = 0;
+	int e = 0;
 
-	snprintf(buf, len, "[%c] %s", f->kernel ? 'k' : '.', pfunc_sym(f, addr, sizeof(addr)));
-	return buf;
+	for (size_t i = 0; i < p->nr_stacks && !e; i++) {
+		const struct pstack *s = &p->stacks[i];
+		__u64 h = key_hash(p, s, &t->o);
+		struct row_key k = { p, t->rows, s, &t->o };
+		long ri = hindex_find(&idx, h, row_eq, &k);
+		struct table_row *r;
+
+		if (ri < 0) {
+			if (array_reserve((void **)&t->rows, &cap, t->nr_rows, sizeof(*t->rows)) ||
+			    hindex_add(&idx, h, t->nr_rows)) {
+				e = -ENOMEM;
+				break;
+			}
+			t->rows[t->nr_rows] = (struct table_row){ .rep = s, .leaf = leaf(p, s) };
+			ri = t->nr_rows++;
+		}
+		r = &t->rows[ri];
+		r->count += s->count;
+		r->period += s->period;
+		if (t->o.callgraph && array_reserve((void **)&r->stacks, &r->cap_stacks, r->nr_stacks, sizeof(*r->stacks)))
+			e = -ENOMEM;
+		else if (t->o.callgraph)
+			r->stacks[r->nr_stacks++] = i;
+	}
+	hindex_free(&idx);
+	return e;
+}
+
+/*
+ * What key k shows for a row: its text (NULL where there is none: JSON's
+ * null, the text table's "-"), and whether JSON writes it as a number.
+ */
+struct cell {
+	const char *text;
+	bool number;
+};
+
+static struct cell cell_of(const struct table *t, const struct table_row *r, enum sort_key k, char *buf, size_t len)
+{
+	const struct pstack *s = r->rep;
+	struct cell c = { NULL, false };
+
+	switch (k) {
+	case SK_COMM: c.text = s->comm; break;
+	/* Signed, as perf's pid_t: a thread sampled in its exit, its pid detached, is -1. */
+	case SK_PID: snprintf(buf, len, "%d", (int)s->pid); c = (struct cell){ buf, true }; break;
+	case SK_TID: snprintf(buf, len, "%d", (int)s->tid); c = (struct cell){ buf, true }; break;
+	case SK_DSO: c.text = r->leaf->dso; break;
+	case SK_SYM: c.text = pfunc_sym(r->leaf, buf, len); break;
+	case SK_SRCLINE: c.text = srcline_of(s); break;
+	/* NULL: samples outside any OTel context */
+	case SK_TRACE: c.text = s->otel.trace_id; break;
+	case SK_SPAN: c.text = s->otel.span_id; break;
+	case SK_ATTR: c.text = attr_of(s, &t->o, buf, len); break;
+	/* NULL: not known (on-CPU rows, sums of short blocks, files without wakers); a comm: any bytes */
+	case SK_WAKER: c.text = s->waker; break;
+	default: break;
+	}
+	return c;
+}
+
+/* The columns' widths, as perf report pads them (negative: left-aligned), and their heads. */
+static const int key_width[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24, -16, -24 };
+static const char *const key_head[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
+					      "Trace", "Span", "", "Waker", "Source:Line" };
+/* JSON's field names. */
+static const char *const key_json[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace_id", "span_id",
+					      "attributes", "waker", "srcline" };
+
+/* The row's line, without its newline: the figures, then each key's column. */
+static void row_line(const struct table *t, const struct table_row *r, FILE *out)
+{
+	fprintf(out, "  %7.2f%% %10llu", r->pct, (unsigned long long)r->count);
+	for (int i = 0; i < t->o.nr_keys; i++) {
+		enum sort_key k = t->o.keys[i];
+		char buf[512], sym[512], esc[1024];
+		struct cell c = cell_of(t, r, k, buf, sizeof(buf));
+		const char *text = c.text;
+
+		if (k == SK_SYM) {
+			snprintf(sym, sizeof(sym), "[%c] %s", r->leaf->kernel ? 'k' : '.', c.text);
+			text = sym;
+		}
+		/* Names are the recorded processes' to choose: escaped (text_name). */
+		fprintf(out, "  %*s", key_width[k], text ? text_name(text, NULL, esc, sizeof(esc)) : "-");
+	}
+}
+
+/* top's '/': the row's line holds the text (in its first 1023 bytes, as top has always looked). */
+static bool row_matches(const struct table *t, const struct table_row *r)
+{
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	bool yes = true;
+
+	if (f) {
+		row_line(t, r, f);
+		fclose(f);
+		if (len > 1023)
+			line[1023] = 0;
+		yes = strstr(line, t->o.filter) != NULL;
+	}
+	free(line);
+	return yes;
+}
+
+/* The rows whose text holds the filter, then the first max_rows of them; the others are freed. */
+static void select_rows(struct table *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nr_rows; i++) {
+		struct table_row *r = &t->rows[i];
+		bool keep = !t->o.max_rows || n < t->o.max_rows;
+
+		if (keep && t->o.filter && t->o.filter[0])
+			keep = row_matches(t, r);
+		if (!keep) {
+			free(r->stacks);
+			continue;
+		}
+		t->rows[n++] = *r;
+	}
+	t->nr_rows = n;
+}
+
+int table__build(struct table *t, const struct profile *p, const struct table_opts *o)
+{
+	int e;
+
+	*t = (struct table){ .p = p, .o = *o };
+	e = group(t);
+	if (e) {
+		table__free(t);
+		return e;
+	}
+	sort_n(t->rows, t->nr_rows, sizeof(*t->rows), cmp_row);
+	for (size_t i = 0; i < t->nr_rows; i++)
+		t->rows[i].pct = p->period ? 100.0 * t->rows[i].period / p->period : 0;
+	t->nr_all = t->nr_rows;
+	select_rows(t);
+	return 0;
+}
+
+void table__free(struct table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nr_rows; i++)
+		free(t->rows[i].stacks);
+	free(t->rows);
+	t->rows = NULL;
+	t->nr_rows = 0;
+}
+
+void table_print_columns(const struct table *t, FILE *out)
+{
+	fprintf(out, "# %8s %10s", "Overhead", "Samples");
+	for (int i = 0; i < t->o.nr_keys; i++) {
+		enum sort_key k = t->o.keys[i];
+
+		fprintf(out, "  %*s", key_width[k], k == SK_ATTR ? t->o.attr : key_head[k]);
+	}
+	fputc('\n', out);
+}
+
+void table_print_header(const struct table *t, FILE *out)
+{
+	const struct profile *p = t->p;
+
+	fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
+		(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);
+	if (p->lost)
+		fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
+	fputs("#\n", out);
+	table_print_columns(t, out);
+	fputs("#\n", out);
 }
 
 static bool same_frames(const struct pstack *a, const struct pstack *b)
@@ -210,47 +387,60 @@ static bool same_frames(const struct pstack *a, const struct pstack *b)
 	return true;
 }
 
-/* -g: the distinct call chains ending in this row's leaf, most frequent first. */
-static void print_chains(const struct profile *p, const struct row *r, FILE *out)
+int table_row_chains(const struct table *t, const struct table_row *r, struct table_chain **out, size_t *nr)
 {
-	struct chain {
-		const struct pstack *s;
-		__u64 count;
-	} *c = calloc(r->nr_stacks ? r->nr_stacks : 1, sizeof(*c));
+	struct table_chain *c = calloc(r->nr_stacks ? r->nr_stacks : 1, sizeof(*c));
 	size_t n = 0;
 
+	*out = c;
+	*nr = 0;
 	if (!c)
-		return;
+		return -ENOMEM;
 	for (size_t i = 0; i < r->nr_stacks; i++) {
-		const struct pstack *s = &p->stacks[r->stacks[i]];
+		const struct pstack *s = &t->p->stacks[r->stacks[i]];
 		size_t k;
 
 		/* Same frames, another thread: one chain. */
 		for (k = 0; k < n && !same_frames(c[k].s, s); k++)
 			;
 		if (k == n)
-			c[n++] = (struct chain){ s, 0 };
-		c[k].count += s->period; /* perf weighs chains by period: off-CPU ones by ns */
+			c[n++] = (struct table_chain){ s, 0 };
+		c[k].period += s->period; /* perf weighs chains by period: off-CPU ones by ns */
 	}
+	/* Stable: chains of equal weight stay in the order their stacks came. */
 	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && c[j].count > c[j - 1].count; j--) {
-			struct chain t = c[j];
+		for (size_t j = i; j > 0 && c[j].period > c[j - 1].period; j--) {
+			struct table_chain x = c[j];
 
 			c[j] = c[j - 1];
-			c[j - 1] = t;
+			c[j - 1] = x;
 		}
+	*nr = n;
+	return 0;
+}
+
+/* -g: the distinct call chains ending in this row's leaf, most frequent first, the first 8 in full. */
+static void print_chains(const struct table *t, const struct table_row *r, FILE *out)
+{
+	const struct profile *p = t->p;
+	struct table_chain *c;
+	size_t n;
+
+	if (table_row_chains(t, r, &c, &n)) {
+		free(c);
+		return;
+	}
 	fprintf(out, "            |\n");
 	for (size_t i = 0; i < n && i < 8; i++) {
+		const char *bar = i + 1 < SP_MIN(n, 8) ? "|" : " ";
 		const struct pstack *s = c[i].s;
-
 		char esc[1024];
 
-		fprintf(out, "            %s--%.2f%%--%s%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
-			100.0 * c[i].count / (p->period ? p->period : 1),
+		fprintf(out, "            %s--%.2f%%--%s%s\n", bar, 100.0 * c[i].period / (p->period ? p->period : 1),
 			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)),
 			p->funcs[s->frames[0].func].inlined ? " (inlined)" : "");
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
-			fprintf(out, "            %s          %s%s\n", i + 1 < SP_MIN(n, 8) ? "|" : " ",
+			fprintf(out, "            %s          %s%s\n", bar,
 				text_name(p->funcs[s->frames[j].func].name, NULL, esc, sizeof(esc)),
 				p->funcs[s->frames[j].func].inlined ? " (inlined)" : "");
 		if (i + 1 < SP_MIN(n, 8))
@@ -262,160 +452,67 @@ static void print_chains(const struct profile *p, const struct row *r, FILE *out
 	free(c);
 }
 
-static void json_id(struct sbuf *b, const char *key, const char *id)
+void table_print_row(const struct table *t, const struct table_row *r, FILE *out)
 {
-	sbuf_printf(b, ",\"%s\":", key);
-	if (id)
-		sbuf_printf(b, "\"%s\"", id);
-	else
-		sbuf_printf(b, "null");
+	row_line(t, r, out);
+	fputc('\n', out);
+	if (t->o.callgraph && t->p->callchains)
+		print_chains(t, r, out);
+}
+
+int table_print_row_json(const struct table *t, const struct table_row *r, FILE *out)
+{
+	struct sbuf b = {};
+	int e;
+
+	sbuf_printf(&b, "{\"overhead\":%.4f,\"samples\":%llu,\"period\":%llu", r->pct, (unsigned long long)r->count,
+		    (unsigned long long)r->period);
+	for (int i = 0; i < t->o.nr_keys; i++) {
+		enum sort_key k = t->o.keys[i];
+		char buf[512];
+		struct cell c = cell_of(t, r, k, buf, sizeof(buf));
+
+		sbuf_printf(&b, ",\"%s\":", key_json[k]);
+		/* attr:NAME: {"NAME":value} */
+		if (k == SK_ATTR) {
+			sbuf_printf(&b, "{");
+			sbuf_json_str(&b, t->o.attr);
+			sbuf_printf(&b, ":");
+		}
+		if (!c.text)
+			sbuf_printf(&b, "null");
+		else if (c.number)
+			sbuf_printf(&b, "%s", c.text);
+		else
+			sbuf_json_str(&b, c.text);
+		if (k == SK_ATTR)
+			sbuf_printf(&b, "}");
+		if (k == SK_SYM)
+			sbuf_printf(&b, ",\"kernel\":%s", r->leaf->kernel ? "true" : "false");
+	}
+	sbuf_printf(&b, "}\n");
+	e = b.err;
+	if (!e)
+		fwrite(b.p, 1, b.len, out);
+	sbuf_free(&b);
+	return e;
 }
 
 int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 {
-	struct hindex idx = {};
-	struct row *rows = NULL;
-	size_t nr = 0, cap = 0;
-	int e = 0;
+	struct table t;
+	int e = table__build(&t, p, o);
 
-	for (size_t i = 0; i < p->nr_stacks; i++) {
-		const struct pstack *s = &p->stacks[i];
-		__u64 h = key_hash(p, s, o);
-		struct row_key k = { p, rows, s, o };
-		long ri = hindex_find(&idx, h, row_eq, &k);
-		struct row *r;
-
-		if (ri < 0) {
-			if (array_reserve((void **)&rows, &cap, nr, sizeof(*rows)) || hindex_add(&idx, h, nr)) {
-				e = -ENOMEM;
-				goto cleanup;
-			}
-			rows[nr] = (struct row){ .rep = s };
-			ri = nr++;
-		}
-		r = &rows[ri];
-		r->count += s->count;
-		r->period += s->period;
-		if (o->callgraph) {
-			if (r->nr_stacks == r->cap_stacks) {
-				size_t *n = realloc(r->stacks, (r->cap_stacks = r->cap_stacks ? 2 * r->cap_stacks : 8) * sizeof(*n));
-
-				if (!n) {
-					e = -ENOMEM;
-					goto cleanup;
-				}
-				r->stacks = n;
-			}
-			r->stacks[r->nr_stacks++] = i;
-		}
+	if (e)
+		return e;
+	if (!o->json)
+		table_print_header(&t, out);
+	for (size_t i = 0; i < t.nr_rows; i++) {
+		if (o->json)
+			table_print_row_json(&t, &t.rows[i], out);
+		else if (t.rows[i].pct >= o->min_pct)
+			table_print_row(&t, &t.rows[i], out);
 	}
-	sort_n(rows, nr, sizeof(*rows), cmp_row);
-	if (!o->json) {
-		fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
-			(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);
-		if (p->lost)
-			fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
-		fprintf(out, "#\n# %8s %10s", "Overhead", "Samples");
-		for (int k = 0; k < o->nr_keys; k++) {
-			static const char *const hdr[SK_MAX] = { "Command", "Pid", "Tid", "Shared Object", "Symbol",
-								 "Trace", "Span", "", "Waker", "Source:Line" };
-			static const int w[SK_MAX] = { -16, 8, 8, -20, 0, -32, -16, -24, -16, -24 };
-
-			fprintf(out, "  %*s", w[o->keys[k]], o->keys[k] == SK_ATTR ? o->attr : hdr[o->keys[k]]);
-		}
-		fprintf(out, "\n#\n");
-	}
-	for (size_t i = 0; i < nr; i++) {
-		const struct row *r = &rows[i];
-		const struct pfunc *f = leaf(p, r->rep);
-		double pct = p->period ? 100.0 * r->period / p->period : 0;
-		char sym[512];
-
-		if (o->json) {
-			struct sbuf b = {};
-
-			sbuf_printf(&b, "{\"overhead\":%.4f,\"samples\":%llu,\"period\":%llu", pct,
-				    (unsigned long long)r->count, (unsigned long long)r->period);
-			for (int k = 0; k < o->nr_keys; k++) {
-				switch (o->keys[k]) {
-				case SK_COMM: sbuf_printf(&b, ",\"comm\":"); sbuf_json_str(&b, r->rep->comm); break;
-				/* Signed, as perf's pid_t: a thread sampled in its exit, its pid detached, is -1. */
-				case SK_PID: sbuf_printf(&b, ",\"pid\":%d", (int)r->rep->pid); break;
-				case SK_TID: sbuf_printf(&b, ",\"tid\":%d", (int)r->rep->tid); break;
-				case SK_DSO: sbuf_printf(&b, ",\"dso\":"); sbuf_json_str(&b, f->dso); break;
-				case SK_SRCLINE: sbuf_printf(&b, ",\"srcline\":"); sbuf_json_str(&b, srcline_of(r->rep)); break;
-				case SK_SYM:
-					sbuf_printf(&b, ",\"sym\":");
-					sbuf_json_str(&b, pfunc_sym(f, sym, sizeof(sym)));
-					sbuf_printf(&b, ",\"kernel\":%s", f->kernel ? "true" : "false");
-					break;
-				/* null: samples outside any OTel context */
-				case SK_TRACE: json_id(&b, "trace_id", r->rep->otel.trace_id); break;
-				case SK_SPAN: json_id(&b, "span_id", r->rep->otel.span_id); break;
-				/* null: not known (on-CPU rows, sums of short blocks, files without wakers) */
-				case SK_WAKER:
-					sbuf_printf(&b, ",\"waker\":");
-					if (r->rep->waker)
-						sbuf_json_str(&b, r->rep->waker); /* a comm: any bytes another process chose */
-					else
-						sbuf_printf(&b, "null");
-					break;
-				case SK_ATTR: {
-					const char *v = attr_of(r->rep, o, sym, sizeof(sym));
-
-					sbuf_printf(&b, ",\"attributes\":{");
-					sbuf_json_str(&b, o->attr);
-					sbuf_printf(&b, ":");
-					if (v)
-						sbuf_json_str(&b, v);
-					else
-						sbuf_printf(&b, "null");
-					sbuf_printf(&b, "}");
-					break;
-				}
-				default: break;
-				}
-			}
-			sbuf_printf(&b, "}\n");
-			if (!b.err)
-				fwrite(b.p, 1, b.len, out);
-			sbuf_free(&b);
-			continue;
-		}
-		if (pct < o->min_pct)
-			continue;
-		fprintf(out, "  %7.2f%% %10llu", pct, (unsigned long long)r->count);
-		for (int k = 0; k < o->nr_keys; k++) {
-			char esc[1024];
-
-			/* Names are the recorded processes' to choose: escaped (text_name). */
-			switch (o->keys[k]) {
-			case SK_COMM: fprintf(out, "  %-16s", text_name(r->rep->comm, NULL, esc, sizeof(esc))); break;
-			case SK_PID: fprintf(out, "  %8d", (int)r->rep->pid); break;
-			case SK_TID: fprintf(out, "  %8d", (int)r->rep->tid); break;
-			case SK_DSO: fprintf(out, "  %-20s", text_name(f->dso, NULL, esc, sizeof(esc))); break;
-			case SK_SYM: fprintf(out, "  %s", text_name(sym_text(f, sym, sizeof(sym)), NULL, esc, sizeof(esc))); break;
-			case SK_SRCLINE: fprintf(out, "  %-24s", text_name(srcline_of(r->rep), NULL, esc, sizeof(esc))); break;
-			case SK_TRACE: fprintf(out, "  %-32s", text_name(r->rep->otel.trace_id ?: "-", NULL, esc, sizeof(esc))); break;
-			case SK_SPAN: fprintf(out, "  %-16s", text_name(r->rep->otel.span_id ?: "-", NULL, esc, sizeof(esc))); break;
-			case SK_WAKER: fprintf(out, "  %-16s", text_name(r->rep->waker ?: "-", NULL, esc, sizeof(esc))); break;
-			case SK_ATTR: {
-				const char *v = attr_of(r->rep, o, sym, sizeof(sym));
-
-				fprintf(out, "  %-24s", v ? text_name(v, NULL, esc, sizeof(esc)) : "-");
-				break;
-			}
-			default: break;
-			}
-		}
-		fputc('\n', out);
-		if (o->callgraph && p->callchains)
-			print_chains(p, r, out);
-	}
-cleanup:
-	for (size_t i = 0; i < nr; i++)
-		free(rows[i].stacks);
-	free(rows);
-	hindex_free(&idx);
-	return e;
+	table__free(&t);
+	return 0;
 }

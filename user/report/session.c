@@ -53,6 +53,17 @@ struct timeline {
 	size_t qhead, nr_q, cap_q;
 	struct consumer *cons;
 	size_t nr_cons, cap_cons;
+	/* The pass: the next record, the latest time read, and the time the last round made safe. */
+	struct pd_iter it;
+	__u64 seen, safe;
+	bool bad_record; /* the reader stopped at a malformed record: rd->err says which */
+	/*
+	 * A live session: the threads that exited, let go a window after
+	 * (session__trim), so that a long run keeps the living ones only.
+	 */
+	struct exited { __u32 pid, tid; __u64 time, trim; } *exits;
+	size_t nr_exits, cap_exits, gone_tn;
+	__u64 trims;
 };
 
 static struct thread_names *names_of(struct timeline *tl, __u32 tid, bool create)
@@ -269,6 +280,15 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 		/* Maps are looked up by time: they may go in as they come. */
 		return symbolizer__add_map(s->sym, r.mmap.pid, r.mmap.start, r.mmap.len, r.mmap.pgoff, r.mmap.filename,
 					   ev->sample.time, pd_misc_kernel(r.misc), r.mmap.build_id_size ? bid : NULL);
+	case PERF_RECORD_EXIT:
+		/* A live session lets go of what an exited process held (session__trim). */
+		if (!s->rd->in_memory)
+			return 0;
+		if (array_reserve((void **)&tl->exits, &tl->cap_exits, tl->nr_exits, sizeof(*tl->exits)))
+			return -ENOMEM;
+		tl->exits[tl->nr_exits++] = (struct exited){ r.task.pid, r.task.tid, SP_MAX(r.task.time, ev->sample.time),
+							     tl->trims };
+		return 0;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
 		s->lost += r.lost.lost;
@@ -277,44 +297,78 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 	return 0;
 }
 
-int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen)
+/* The attrs classified and the symbolizer made, over a reader just opened. */
+static int session_init(struct session *s, const struct session_opts *o, char *err, size_t errlen)
 {
-	static const struct session_opts defaults;
-	struct session *s = calloc(1, sizeof(*s));
-	struct timeline *tl = calloc(1, sizeof(*tl));
-	int e;
-
-	o = o ?: &defaults;
-	*out = NULL;
-	if (!s || !tl) {
-		free(s);
-		free(tl);
-		snprintf(err, errlen, "out of memory reading %s", path);
-		return -ENOMEM;
-	}
-	s->priv = tl;
-	s->first_sampling = -1;
-	e = pd_reader__open(&s->rd, path, &(struct pd_reader_opts){ .any_owner = o->any_owner }, err, errlen);
-	if (e)
-		goto cleanup;
 	s->kind = calloc(s->rd->nr_attrs ? s->rd->nr_attrs : 1, sizeof(*s->kind));
 	s->sym = symbolizer__new(&s->rd->meta,
 				 &(struct symbolizer_opts){ .root = o->root, .any_perf_map_owner = o->any_owner });
 	if (!s->kind || !s->sym) {
-		snprintf(err, errlen, "out of memory reading %s", path);
-		e = -ENOMEM;
-		goto cleanup;
+		snprintf(err, errlen, "out of memory reading %s", s->rd->path);
+		return -ENOMEM;
 	}
 	for (int i = 0; i < s->rd->nr_attrs; i++) {
 		s->kind[i] = classify(s, &s->rd->attrs[i]);
 		if (s->kind[i] == SESS_SAMPLING && s->first_sampling < 0)
 			s->first_sampling = i;
 	}
+	return 0;
+}
+
+static struct session *session_alloc(void)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->priv = calloc(1, sizeof(struct timeline)))) {
+		free(s);
+		return NULL;
+	}
+	s->first_sampling = -1;
+	return s;
+}
+
+int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen)
+{
+	static const struct session_opts defaults;
+	struct session *s = session_alloc();
+	int e;
+
+	o = o ?: &defaults;
+	*out = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory reading %s", path);
+		return -ENOMEM;
+	}
+	e = pd_reader__open(&s->rd, path, &(struct pd_reader_opts){ .any_owner = o->any_owner }, err, errlen) ?:
+	    session_init(s, o, err, errlen);
+	if (e) {
+		session__free(s);
+		return e;
+	}
 	*out = s;
 	return 0;
-cleanup:
-	session__free(s);
-	return e;
+}
+
+int session__open_live(struct session **out, const struct pd_attr *attrs, int nr_attrs,
+		       const struct session_live_opts *o, char *err, size_t errlen)
+{
+	struct session *s = session_alloc();
+	int e;
+
+	*out = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory reading %s", o->name);
+		return -ENOMEM;
+	}
+	e = pd_reader__open_mem(&s->rd, attrs, nr_attrs, o->name, err, errlen) ?:
+	    session_init(s, &(struct session_opts){ 0 }, err, errlen);
+	if (e) {
+		session__free(s);
+		return e;
+	}
+	symbolizer__keep_tables(s->sym, o->keep_tables, o->keep_syms);
+	*out = s;
+	return 0;
 }
 
 void session__free(struct session *s)
@@ -334,6 +388,7 @@ void session__free(struct session *s)
 		u64_map_free(&tl->tid_pid);
 		free(tl->q);
 		free(tl->cons);
+		free(tl->exits);
 		free(tl);
 	}
 	for (int i = 0; i < s->nr_span_counters; i++)
@@ -393,6 +448,23 @@ int session__add_consumer(struct session *s, const struct session_ops *ops, void
 		return -ENOMEM;
 	tl->cons[tl->nr_cons++] = (struct consumer){ ops, ctx };
 	return 0;
+}
+
+int session__end_consumer(struct session *s, void *ctx, bool finish)
+{
+	struct timeline *tl = s->priv;
+	int e = 0;
+
+	for (size_t i = 0; i < tl->nr_cons; i++) {
+		if (tl->cons[i].ctx != ctx)
+			continue;
+		if (finish && tl->cons[i].ops->finish)
+			e = tl->cons[i].ops->finish(ctx);
+		memmove(tl->cons + i, tl->cons + i + 1, (tl->nr_cons - i - 1) * sizeof(*tl->cons));
+		tl->nr_cons--;
+		break;
+	}
+	return e;
 }
 
 /* One sample or span to every consumer, in the order they were added. */
@@ -502,46 +574,96 @@ static __u64 rec_time(const struct pd_event *ev)
 }
 
 /*
- * One pass in file order.  As perf's ordered events: at each
- * FINISHED_ROUND every record up to the latest time seen before the
- * previous one has been read, so what is queued up to then can go.  Files
- * without rounds wait to the end, as the whole file is one round.
+ * As perf's ordered events: at each FINISHED_ROUND every record up to the
+ * latest time seen before the previous one has been read, so what is
+ * queued up to then can go.  Files without rounds wait to the end, as the
+ * whole file is one round.
  */
-int session__run(struct session *s, char *err, size_t errlen)
+static int step(struct session *s, struct timeline *tl, const struct pd_event *ev, __u64 pos)
+{
+	int e;
+
+	if (ev->hdr->type == PD_RECORD_FINISHED_ROUND) {
+		e = flush(s, tl, tl->safe);
+		tl->safe = tl->seen;
+		return e;
+	}
+	e = take(s, tl, ev, pos);
+	tl->seen = SP_MAX(tl->seen, rec_time(ev));
+	return e;
+}
+
+/* A consumer's error as it was said, or the reader's and memory's, said here. */
+static int failed(struct session *s, int e, char *err, size_t errlen)
 {
 	struct timeline *tl = s->priv;
-	struct pd_iter it = {};
-	struct pd_event ev;
-	__u64 seen = 0, safe = 0, pos = 0;
-	int e, r;
 
-	while ((r = pd_reader__next(s->rd, &it, &ev)) > 0) {
-		if (ev.hdr->type == PD_RECORD_FINISHED_ROUND) {
-			e = flush(s, tl, safe);
-			safe = seen;
-		} else {
-			e = take(s, tl, &ev, pos);
-			seen = SP_MAX(seen, rec_time(&ev));
-		}
-		if (e)
-			goto consumer;
-		pos = it.pos;
-	}
-	if (r < 0) {
+	if (tl->bad_record)
 		snprintf(err, errlen, "%s", s->rd->err);
-		return -EINVAL;
+	else if (e == -ENOMEM)
+		snprintf(err, errlen, "out of memory reading %s", s->rd->path);
+	return e;
+}
+
+/* The records there are to read, each taken in; -EINVAL at a malformed one (rd->err says which). */
+static int read_on(struct session *s, struct timeline *tl)
+{
+	struct pd_event ev;
+	__u64 pos = tl->it.pos;
+	int e = 0, r;
+
+	while (!e && (r = pd_reader__next(s->rd, &tl->it, &ev)) > 0) {
+		e = step(s, tl, &ev, pos);
+		pos = tl->it.pos;
 	}
-	e = flush(s, tl, ~0ull);
+	if (e)
+		return e;
+	tl->bad_record = r < 0;
+	return r < 0 ? -EINVAL : 0;
+}
+
+/* In memory: what no queued record and no record to read needs any more. */
+static void release(struct session *s, struct timeline *tl)
+{
+	pd_reader__release(s->rd, tl->qhead < tl->nr_q ? tl->q[tl->qhead].pos : tl->it.pos);
+}
+
+int session__feed(struct session *s, const void *p, size_t n, char *err, size_t errlen)
+{
+	struct timeline *tl = s->priv;
+	int e = pd_reader__append(s->rd, p, n) ?: read_on(s, tl);
+
+	release(s, tl);
+	return e ? failed(s, e, err, errlen) : 0;
+}
+
+int session__flush(struct session *s, char *err, size_t errlen)
+{
+	struct timeline *tl = s->priv;
+	int e = flush(s, tl, ~0ull);
+
+	release(s, tl);
+	return e ? failed(s, e, err, errlen) : 0;
+}
+
+int session__end(struct session *s, char *err, size_t errlen)
+{
+	struct timeline *tl = s->priv;
+	int e = flush(s, tl, ~0ull);
+
 	for (size_t i = 0; i < tl->nr_cons && !e; i++)
 		if (tl->cons[i].ops->finish)
 			e = tl->cons[i].ops->finish(tl->cons[i].ctx);
-	if (!e)
-		return 0;
-consumer:
-	if (e != -ENOMEM)
-		return e;
-	snprintf(err, errlen, "out of memory reading %s", s->rd->path);
-	return -ENOMEM;
+	release(s, tl);
+	return e ? failed(s, e, err, errlen) : 0;
+}
+
+/* The one pass over a file: every record read, then the end. */
+int session__run(struct session *s, char *err, size_t errlen)
+{
+	int e = read_on(s, s->priv);
+
+	return e ? failed(s, e, err, errlen) : session__end(s, err, errlen);
 }
 
 int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen)
@@ -551,4 +673,94 @@ int session__process(struct session *s, const struct session_ops *ops, void *ctx
 		return -ENOMEM;
 	}
 	return session__run(s, err, errlen);
+}
+
+/*
+ * The threads gone, and every map they had, let go: the names of a tid
+ * that did not come back, whose entries are compacted away once they are as
+ * many as the living; the processes are the symbolizer's to let go.
+ */
+static void forget_thread(struct session *s, struct timeline *tl, const struct exited *x)
+{
+	struct thread_names *n = names_of(tl, x->tid, false);
+	uint64_t *pid = u64_map_get(&tl->tid_pid, x->tid, false);
+
+	if (x->pid == x->tid)
+		symbolizer__exit(s->sym, x->pid, x->time);
+	if (!n || !n->n || n->v[n->n - 1].time > x->time)
+		return;
+	free(n->v);
+	*n = (struct thread_names){};
+	tl->gone_tn++;
+	if (pid)
+		*pid = 0; /* unknown again */
+}
+
+/* The thread entries without names taken out, their maps made anew; out of memory, all stay. */
+static void compact_threads(struct timeline *tl)
+{
+	struct u64_map idx = {}, pids = {};
+	struct thread_names *tn;
+	size_t n = 0, living = 0;
+
+	/* Counted, not taken from gone_tn: a tid forgotten may have come back. */
+	for (size_t i = 0; i < tl->nr_tn; i++)
+		living += tl->tn[i].n > 0;
+	tn = calloc(living ? living : 1, sizeof(*tn));
+
+	for (size_t i = 0; tn && i < tl->tn_idx.cap; i++) {
+		const struct thread_names *t;
+		uint64_t *v;
+
+		if (!tl->tn_idx.used[i] || !(t = &tl->tn[tl->tn_idx.slot[i].val - 1])->n)
+			continue;
+		if (!(v = u64_map_get(&idx, tl->tn_idx.slot[i].key, true)))
+			goto cleanup;
+		tn[n] = *t;
+		*v = ++n;
+	}
+	for (size_t i = 0; tn && i < tl->tid_pid.cap; i++) {
+		uint64_t *v;
+
+		if (!tl->tid_pid.used[i] || !tl->tid_pid.slot[i].val)
+			continue;
+		if (!(v = u64_map_get(&pids, tl->tid_pid.slot[i].key, true)))
+			goto cleanup;
+		*v = tl->tid_pid.slot[i].val;
+	}
+	if (!tn)
+		return;
+	free(tl->tn);
+	u64_map_free(&tl->tn_idx);
+	u64_map_free(&tl->tid_pid);
+	tl->tn = tn;
+	tl->nr_tn = n;
+	tl->cap_tn = living ? living : 1;
+	tl->tn_idx = idx;
+	tl->tid_pid = pids;
+	tl->gone_tn = 0;
+	return;
+cleanup:
+	free(tn);
+	u64_map_free(&idx);
+	u64_map_free(&pids);
+}
+
+void session__trim(struct session *s)
+{
+	struct timeline *tl = s->priv;
+	size_t k = 0;
+
+	tl->trims++;
+	/* An exit a whole window old: every record up to it has been delivered. */
+	for (size_t i = 0; i < tl->nr_exits; i++) {
+		if (tl->exits[i].trim + 2 <= tl->trims)
+			forget_thread(s, tl, &tl->exits[i]);
+		else
+			tl->exits[k++] = tl->exits[i];
+	}
+	tl->nr_exits = k;
+	if (tl->gone_tn >= 1024 && tl->gone_tn * 2 >= tl->nr_tn)
+		compact_threads(tl);
+	symbolizer__trim(s->sym);
 }

@@ -18,6 +18,12 @@
  * The profile (report's tables, folded stacks, flame graphs and pprof), the
  * span join (report --spans, annotate) and the off-CPU time per span are
  * consumers; several share one pass and one symbolizer.
+ *
+ * A live session reads a recording as it is made (live/ feeds it what the
+ * recorder writes): the same pass, record by record, in memory; what has been
+ * delivered is let go.  Consumers come and go while it runs (a window of top
+ * is a profile added at the window's start and ended at its end), and the
+ * timeline and the symbolizer live on: each process and file is read once.
  */
 #ifndef SP_SESSION_H
 #define SP_SESSION_H
@@ -95,10 +101,21 @@ struct session_opts {
  * for the defaults.  On error, err names the file.
  */
 int session__open(struct session **out, const char *path, const struct session_opts *o, char *err, size_t errlen);
+
+struct session_live_opts {
+	const char *name; /* what messages call the recording */
+	/* The symbolizer's tables kept loaded over session__trim (symbolizer__keep_tables); 0: all */
+	size_t keep_tables, keep_syms;
+};
+/* A session fed the records of a recording as they are written (session__feed), under these attrs. */
+int session__open_live(struct session **out, const struct pd_attr *attrs, int nr_attrs,
+		       const struct session_live_opts *o, char *err, size_t errlen);
 void session__free(struct session *s);
 
-/* Adds a consumer (before session__run; ops must outlive the session); 0 or -ENOMEM. */
+/* Adds a consumer (before its first record; ops must outlive it); 0 or -ENOMEM. */
 int session__add_consumer(struct session *s, const struct session_ops *ops, void *ctx);
+/* The consumer of ctx, after its finish if asked (whose error it returns), takes no more records. */
+int session__end_consumer(struct session *s, void *ctx, bool finish);
 /*
  * The one pass: every sample and span, in file order, to every consumer in
  * the order they were added, then their finish.  Stops at a consumer's
@@ -107,6 +124,22 @@ int session__add_consumer(struct session *s, const struct session_ops *ops, void
 int session__run(struct session *s, char *err, size_t errlen);
 /* One consumer and the pass, for readers with one consumer. */
 int session__process(struct session *s, const struct session_ops *ops, void *ctx, char *err, size_t errlen);
+
+/*
+ * The pass in parts, for a live session: records (whole, or any part of
+ * them) as they are written; flush delivers every record queued, as at the
+ * end of a file (a window's end); end is the recording's end (then every
+ * consumer's finish).  Errors as session__run's.
+ */
+int session__feed(struct session *s, const void *p, size_t n, char *err, size_t errlen);
+int session__flush(struct session *s, char *err, size_t errlen);
+int session__end(struct session *s, char *err, size_t errlen);
+/*
+ * Between windows: the symbolizer's tables over its bound are unloaded
+ * (symbolizer__trim).  What an ended consumer took from the symbolizer
+ * stays valid until the next trim.
+ */
+void session__trim(struct session *s);
 
 /* The name of tid at time t, NULL if the file never named it. */
 const char *session__comm(struct session *s, __u32 tid, __u64 t);

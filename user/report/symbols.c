@@ -30,7 +30,7 @@ struct dso {
 	bool sampled; /* an address was resolved in it: its debug file is worth fetching */
 	char *elf;   /* the ELF file read for it (the file, record's copy or a debug file), for DWARF */
 	struct elf_syms tab;
-	char *tab_key; /* symbolizer_keep_tables(): what the kept table is filed under */
+	__u64 used; /* the symbolizer's trims before its last lookup: the oldest is unloaded first */
 	struct sym_dso_info info;
 	int id;
 };
@@ -69,6 +69,8 @@ struct proc_maps {
 	struct dso *jit; /* /tmp/perf-PID.map, loaded on first miss */
 	bool jit_tried;
 	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
+	bool exited;	 /* symbolizer__exit: gone at exit_time, to be let go at a trim */
+	__u64 exit_time;
 };
 
 struct symbolizer {
@@ -90,6 +92,27 @@ struct symbolizer {
 	struct u64_map digest_idx; /* hash of a build id's hex -> 1 + its row in recorded->digests */
 	struct u64_map verified;   /* hash of an entry's path -> 1 used, 2 not */
 	bool digests_indexed;
+	/*
+	 * symbolizer__keep_tables: at most keep_max tables, keep_syms symbols
+	 * loaded after a trim; gen counts the trims.  What a trim unloads is
+	 * freed at the next one: names resolved before it stay valid that long.
+	 */
+	size_t keep_max, keep_syms;
+	__u64 gen;
+	/*
+	 * Kernel code no map covers (BPF programs: their kallsyms come and go
+	 * while a run lasts) was sampled since kallsyms was read, at trim
+	 * kernel_gen: it is read again now and then (KERNEL_REREAD_TRIMS).
+	 */
+	bool kernel_unmapped;
+	__u64 kernel_gen;
+	struct retired {
+		struct elf_syms tab;
+		char *elf;
+		struct dso *jit; /* a JIT's perf map, whole */
+		struct proc_maps *proc; /* an exited process, whole */
+	} *retired;
+	size_t nr_retired, cap_retired;
 };
 
 /*
@@ -522,100 +545,10 @@ static const char *recorded_build_id(struct symbolizer *s, const char *name)
 	return hex;
 }
 
-/*
- * symbolizer_keep_tables(): files' symbol tables outlive their symbolizer
- * so that the next one (top's next window) finds them loaded.  Each is
- * filed under what names its content, moved in and out (one owner at a
- * time), and the oldest is dropped past the limit.  Off unless asked.
- */
-struct kept_tab {
-	char *key;
-	struct elf_syms tab;
-};
-static struct kept_tab *kept;
-static size_t nr_kept, max_kept, kept_syms, max_kept_syms;
-
-static void drop_oldest(void)
-{
-	kept_syms -= kept[0].tab.nr_syms;
-	elf_syms__clear(&kept[0].tab);
-	free(kept[0].key);
-	memmove(kept, kept + 1, --nr_kept * sizeof(*kept));
-}
-
-void symbolizer_keep_tables(size_t max, size_t max_syms)
-{
-	max_kept = max;
-	max_kept_syms = max_syms;
-	while (nr_kept > max_kept || kept_syms > max_kept_syms)
-		drop_oldest();
-	if (!max_kept) {
-		free(kept);
-		kept = NULL;
-	}
-}
-
-/* The kernel by build id and load address; a file by build id, else by device, inode, size and mtime. */
-static char *table_key(struct symbolizer *s, struct dso *d)
-{
-	char file[PATH_MAX * 2], *k = NULL;
-	struct stat st;
-	int n;
-
-	if (d->kernel) {
-		n = asprintf(&k, "k:%s:%llx", d->build_id, (unsigned long long)d->info.pgoff);
-	} else if (d->build_id[0]) {
-		n = asprintf(&k, "b:%s:%s", d->build_id, d->path);
-	} else {
-		snprintf(file, sizeof(file), "%s%s", s->root, d->path);
-		if (stat(file, &st))
-			return NULL;
-		n = asprintf(&k, "f:%s:%llx:%llx:%lld:%lld.%09ld", d->path, (unsigned long long)st.st_dev,
-			     (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-			     st.st_mtim.tv_nsec);
-	}
-	return n < 0 ? NULL : k;
-}
-
-static bool take_kept(struct dso *d)
-{
-	for (size_t i = nr_kept; i-- > 0;)
-		if (!strcmp(kept[i].key, d->tab_key)) {
-			d->tab = kept[i].tab;
-			kept_syms -= d->tab.nr_syms;
-			free(kept[i].key);
-			memmove(kept + i, kept + i + 1, (--nr_kept - i) * sizeof(*kept));
-			return true;
-		}
-	return false;
-}
-
-static void give_kept(struct dso *d)
-{
-	struct kept_tab *nk;
-
-	if (!max_kept || !d->tab_key || !d->tab.nr_syms || (size_t)d->tab.nr_syms > max_kept_syms)
-		return;
-	if (!kept) {
-		nk = calloc(max_kept, sizeof(*kept));
-		if (!nk)
-			return;
-		kept = nk;
-	}
-	while (nr_kept && (nr_kept == max_kept || kept_syms + d->tab.nr_syms > max_kept_syms))
-		drop_oldest();
-	kept[nr_kept++] = (struct kept_tab){ d->tab_key, d->tab };
-	kept_syms += d->tab.nr_syms;
-	d->tab_key = NULL;
-	memset(&d->tab, 0, sizeof(d->tab));
-}
-
 static void dso_free(struct dso *d)
 {
 	if (!d)
 		return;
-	give_kept(d);
-	free(d->tab_key);
 	elf_syms__clear(&d->tab);
 	free(d->elf);
 	free(d->path);
@@ -693,21 +626,40 @@ struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const struct 
 	return s;
 }
 
+static void proc_free(struct proc_maps *p)
+{
+	if (!p)
+		return;
+	free(p->maps);
+	free(p->forks.t);
+	free(p->forks.from);
+	free(p->execs.t);
+	free(p->execs.from);
+	dso_free(p->jit);
+	free(p);
+}
+
+static void free_retired(struct symbolizer *s)
+{
+	for (size_t i = 0; i < s->nr_retired; i++) {
+		elf_syms__clear(&s->retired[i].tab);
+		free(s->retired[i].elf);
+		dso_free(s->retired[i].jit);
+		proc_free(s->retired[i].proc);
+	}
+	s->nr_retired = 0;
+}
+
 void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
 		return;
 	for (int i = 0; i < s->nr_dsos; i++)
 		dso_free(s->dsos[i]);
-	for (size_t i = 0; i < s->nr_procs; i++) {
-		free(s->procs[i]->maps);
-		free(s->procs[i]->forks.t);
-		free(s->procs[i]->forks.from);
-		free(s->procs[i]->execs.t);
-		free(s->procs[i]->execs.from);
-		dso_free(s->procs[i]->jit);
-		free(s->procs[i]);
-	}
+	for (size_t i = 0; i < s->nr_procs; i++)
+		proc_free(s->procs[i]);
+	free_retired(s);
+	free(s->retired);
 	free(s->dsos);
 	free(s->procs);
 	free(s->infos);
@@ -972,12 +924,12 @@ static struct map *find_map(struct symbolizer *s, struct proc_maps *p, __u64 ip,
 
 static void ensure_loaded(struct symbolizer *s, struct dso *d)
 {
+	d->used = s->gen;
 	if (d->loaded)
 		return;
 	d->loaded = true;
-	if (max_kept && !d->jit && (d->kernel || (d->path[0] == '/' && d->path[1] != '/')) &&
-	    (d->tab_key = table_key(s, d)) && take_kept(d))
-		return;
+	if (d == s->kernel)
+		s->kernel_gen = s->gen;
 	if (d->kernel)
 		load_kallsyms(s, d);
 	else if (!strcmp(d->path, "[vdso]"))
@@ -1009,6 +961,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		struct dso *named = m && m->dso != s->kernel ? m->dso : s->kernel;
 
 		ensure_loaded(s, s->kernel);
+		s->kernel_unmapped |= !m;
 		out->dso = named->short_name;
 		out->path = named->path;
 		out->build_id = named->build_id;
@@ -1139,4 +1092,163 @@ __u64 symbolizer__vaddr(const struct symbolizer *s, int dso_id, __u64 file_offse
 	if (dso_id < 0 || dso_id >= s->nr_dsos)
 		return file_offset;
 	return elf_syms__to_vaddr(&s->dsos[dso_id]->tab, file_offset);
+}
+
+void symbolizer__keep_tables(struct symbolizer *s, size_t max, size_t max_syms)
+{
+	s->keep_max = max;
+	s->keep_syms = max_syms;
+}
+
+static int by_use(const void *a, const void *b)
+{
+	const struct dso *x = *(struct dso *const *)a, *y = *(struct dso *const *)b;
+
+	if (x->used != y->used)
+		return x->used < y->used ? 1 : -1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/*
+ * A table (or a JIT's map, or a process) goes to the retired, to be freed at
+ * the next trim; false if out of memory (it stays).
+ */
+static bool retire(struct symbolizer *s, struct elf_syms *tab, char **elf, struct dso *jit, struct proc_maps *proc)
+{
+	if (array_reserve((void **)&s->retired, &s->cap_retired, s->nr_retired, sizeof(*s->retired)))
+		return false;
+	s->retired[s->nr_retired++] = (struct retired){ .tab = tab ? *tab : (struct elf_syms){}, .elf = elf ? *elf : NULL,
+							.jit = jit, .proc = proc };
+	if (tab)
+		memset(tab, 0, sizeof(*tab));
+	if (elf)
+		*elf = NULL;
+	return true;
+}
+
+void symbolizer__exit(struct symbolizer *s, __s32 pid, __u64 time)
+{
+	struct proc_maps *p = proc_get(s, pid, false);
+
+	if (p) {
+		p->exited = true;
+		p->exit_time = time;
+	}
+}
+
+/* Anything of p's after t: its pid came back to life (a new process, or records late). */
+static bool active_after(const struct proc_maps *p, __u64 t)
+{
+	if ((p->forks.nr && p->forks.t[p->forks.nr - 1] > t) || (p->execs.nr && p->execs.t[p->execs.nr - 1] > t))
+		return true;
+	for (int i = 0; i < p->nr; i++)
+		if (p->maps[i].time > t)
+			return true;
+	return false;
+}
+
+/*
+ * Exited processes are let go, but not one whose maps a live process forked
+ * from it still reads (find_map_in follows forks up to the parent's maps).
+ * What is let go is freed at the next trim: its names may be shown till
+ * then.  Out of memory, every process stays.
+ */
+static void drop_exited(struct symbolizer *s)
+{
+	struct u64_map parents = {}, idx = {};
+	size_t n = 0, gone = 0;
+
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		struct proc_maps *p = s->procs[i];
+
+		if (p->exited && active_after(p, p->exit_time))
+			p->exited = false;
+		for (int k = 0; !p->exited && k < p->forks.nr; k++)
+			if (p->forks.from[k] != p->pid && !u64_map_get(&parents, (__u32)p->forks.from[k], true))
+				goto cleanup;
+	}
+	/* The new index first: nothing changes until it is whole. */
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		struct proc_maps *p = s->procs[i];
+		uint64_t *v;
+
+		if (p->exited && !u64_map_get(&parents, (__u32)p->pid, false)) {
+			gone++;
+			continue;
+		}
+		v = u64_map_get(&idx, (__u32)p->pid, true);
+		if (!v)
+			goto cleanup;
+		*v = ++n;
+	}
+	if (!gone || array_reserve((void **)&s->retired, &s->cap_retired, s->nr_retired + gone - 1, sizeof(*s->retired)))
+		goto cleanup;
+	n = 0;
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		struct proc_maps *p = s->procs[i];
+
+		if (p->exited && !u64_map_get(&parents, (__u32)p->pid, false))
+			retire(s, NULL, NULL, NULL, p);
+		else
+			s->procs[n++] = p;
+	}
+	s->nr_procs = n;
+	u64_map_free(&s->proc_by_pid);
+	s->proc_by_pid = idx;
+	idx = (struct u64_map){};
+cleanup:
+	u64_map_free(&parents);
+	u64_map_free(&idx);
+}
+
+/*
+ * The tables used last are kept, up to the bound; the others are unloaded,
+ * to be loaded again when an address falls in them.  JITs' perf maps are
+ * read again at their next miss, since a JIT adds to them while it runs.
+ */
+/*
+ * How many trims a kallsyms read serves once BPF programs are sampled: a
+ * program loaded since would be named after its neighbour, so the table is
+ * read again, but not at every window (a read costs about 55 ms of CPU here).
+ */
+#define KERNEL_REREAD_TRIMS 16
+
+void symbolizer__trim(struct symbolizer *s)
+{
+	struct dso **v;
+	size_t n = 0, syms = 0, kept = 0;
+
+	free_retired(s);
+	drop_exited(s);
+	if (s->keep_max && s->kernel->loaded && s->kernel_unmapped && s->gen - s->kernel_gen >= KERNEL_REREAD_TRIMS &&
+	    retire(s, &s->kernel->tab, &s->kernel->elf, NULL, NULL)) {
+		s->kernel->loaded = false;
+		s->kernel_unmapped = false;
+	}
+	for (size_t i = 0; s->keep_max && i < s->nr_procs; i++) {
+		struct proc_maps *p = s->procs[i];
+
+		if (p->jit_tried && (!p->jit || retire(s, NULL, NULL, p->jit, NULL))) {
+			p->jit = NULL;
+			p->jit_tried = false;
+		}
+	}
+	v = s->keep_max ? calloc(s->nr_dsos ? s->nr_dsos : 1, sizeof(*v)) : NULL;
+	/* A file found to have no symbols costs nothing to keep so: it is not looked for again. */
+	for (int i = 0; v && i < s->nr_dsos; i++)
+		if (s->dsos[i]->loaded && s->dsos[i]->tab.nr_syms)
+			v[n++] = s->dsos[i];
+	sort_n(v, n, sizeof(*v), by_use);
+	for (size_t i = 0; i < n; i++) {
+		struct dso *d = v[i];
+
+		if (kept < s->keep_max && syms + d->tab.nr_syms <= s->keep_syms) {
+			kept++;
+			syms += d->tab.nr_syms;
+		} else if (retire(s, &d->tab, &d->elf, NULL, NULL)) {
+			d->loaded = d->full = false;
+		}
+	}
+	free(v);
+	s->gen++;
 }

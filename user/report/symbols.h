@@ -33,14 +33,6 @@ struct sym {
 	int dso_id;	   /* stable per dso within a symbolizer, -1 for none */
 };
 
-/*
- * Keep up to max files' symbol tables, max_syms symbols in all, from one
- * symbolizer to the next (top's windows: a file is read once while it
- * stays the same), the oldest dropped first; 0, the default, keeps none
- * and frees those kept.
- */
-void symbolizer_keep_tables(size_t max, size_t max_syms);
-
 struct symbolizer_opts {
 	const char *root;	 /* where to find files (NULL or "" for /); tests point it at fixtures */
 	bool any_perf_map_owner; /* report --force: /tmp/perf-PID.map files of any owner are read (perf's -f) */
@@ -49,6 +41,23 @@ struct symbolizer_opts {
 /* o: NULL for the defaults. */
 struct symbolizer *symbolizer__new(const struct pd_meta *recorded, const struct symbolizer_opts *o);
 void symbolizer__free(struct symbolizer *s);
+/*
+ * A symbolizer that outlives many windows (a live session's) keeps up to
+ * max files' symbol tables, max_syms symbols in all, over each trim, those
+ * used last first: a host's busy set in bounded memory, each file read once
+ * while it stays in it.  0, the default, keeps every table.
+ */
+void symbolizer__keep_tables(struct symbolizer *s, size_t max, size_t max_syms);
+/*
+ * Unloads the tables past that bound (to be loaded again when an address
+ * falls in them) and JITs' perf maps (read again at their next miss), and
+ * lets go of the processes that exited (symbolizer__exit) unless one that
+ * lives forked from them.  Names resolved before a trim stay valid until the
+ * next one.
+ */
+void symbolizer__trim(struct symbolizer *s);
+/* pid exited at time, and every record of it up to then is in: let go at the next trim, unless it comes back. */
+void symbolizer__exit(struct symbolizer *s, __s32 pid, __u64 time);
 
 /*
  * Feed the file's MMAP, MMAP2 records (in any order).  build_id: the
