@@ -140,9 +140,10 @@ int py_str_read(struct py_mem *m, const struct py_code_layout *l, __u64 str, cha
  * from what the interpreter holds: every function in every module's dict
  * (func_code -> func_qualname), every class's methods one level down
  * (staticmethod, classmethod and property unwrapped), then the code objects
- * nested in those (co_consts) as PARENT.<locals>.NAME.  What the walk does
- * not reach (a function made after it, a method of a class inside a
- * function, the module's own code) keeps co_name, which is what py-spy and
+ * nested in those (co_consts) as PARENT.<locals>.NAME, or PARENT.NAME in
+ * a class body (whose code has no CO_NEWLOCALS), as the compiler names
+ * them.  What the walk does not reach (a function made after it, code
+ * nested in the module's own) keeps co_name, which is what py-spy and
  * the OpenTelemetry profiler show on every version, and is flagged
  * PY_NAMES_QUALNAME_GUESSED.
  */
@@ -155,7 +156,7 @@ struct py_scan_layout {
 	__u32 type_flags, type_dict;	/* PyTypeObject: 168, 264 */
 	__u32 module_dict;		/* PyModuleObject.md_dict: 16 */
 	__u32 wrapped;			/* staticmethod, classmethod, property: the callable at 16 */
-	__u32 co_consts;		/* PyCode_Type.tp_members */
+	__u32 co_consts, co_flags;	/* PyCode_Type.tp_members; co_flags 0: unknown */
 	__u32 tuple_size, tuple_items;	/* 16, 24 */
 	/* dict: ma_keys 32, ma_values 40; keys: dk_size 8, dk_nentries 32, indices at 40 */
 	__u32 dict_keys, dict_values, keys_size, keys_nentries, keys_indices;
