@@ -216,6 +216,17 @@ const char *py_names_name(const char *qualname, size_t qlen, const char *filenam
 	return buf;
 }
 
+const char *py_names_text(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	if (!len)
+		return buf;
+	put_text(buf, len, &o, s ? s : "", s ? n : 0);
+	buf[trim_partial(buf, o)] = 0;
+	return buf;
+}
+
 /* ---- line runs ---- */
 
 static void uvarint_put(struct sbuf *b, __u64 v)
@@ -285,7 +296,7 @@ int py_runs_end(struct py_runs *r)
 
 int py_runs_line(const __u8 *runs, size_t len, int firstlineno, __s64 idx)
 {
-	const __u8 *p = runs, *end = runs + (runs ? len : 0);
+	const __u8 *p = runs, *end = runs ? runs + len : NULL;
 	long long line = firstlineno;
 	__u64 pos = 0, v, d;
 

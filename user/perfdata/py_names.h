@@ -125,9 +125,11 @@ int py_names_rec_decode(const void *raw, size_t len, struct py_names_rec *out);
  * "py::QUALNAME:FILENAME", in buf (cut to fit, always NUL-terminated).
  * NUL bytes in either string are written as U+FFFD.  Returns buf.
  */
-#define PY_NAME_BUF (2 * PY_NAMES_STR_MAX + 16)
+#define PY_NAME_BUF (6 * PY_NAMES_STR_MAX + 16)
 const char *py_names_name(const char *qualname, size_t qlen, const char *filename, size_t flen, char *buf,
 			  size_t len);
+/* One of a record's strings alone, NUL-terminated, the same way (buf of 3 * n + 1 holds any). */
+const char *py_names_text(const char *s, size_t n, char *buf, size_t len);
 
 /*
  * ---- line runs ----

@@ -91,7 +91,7 @@ static int folder_of(const char *output, char *out, size_t len)
 	const char *base = strrchr(output, '/');
 
 	if (base) {
-		snprintf(dir, sizeof(dir), "%.*s", (int)(base - output ? base - output : 1), output);
+		snprintf(dir, sizeof(dir), "%.*s", (int)((base - output) ? (base - output) : 1), output);
 		base++;
 	} else {
 		snprintf(dir, sizeof(dir), ".");
