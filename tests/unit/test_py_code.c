@@ -242,6 +242,18 @@ static int check_python(const char *py)
 		}
 		for (int k = -1; k < (int)r->units; k++)
 			assert_int_equal(py_runs_line(c.lines, c.lines_len, c.firstlineno, k), r->lines[k + 1]);
+		/* The record the recorder writes of it: the best qualified name, flagged where it is co_name. */
+		{
+			struct py_names_rec rec;
+			bool known = version >= 0x030b || py_qualnames__find(q, r->addr);
+
+			py_code_rec(&c, q, t.pid, 0x600000000000ull, &rec);
+			assert_int_equal(rec.size, py_slot_size(r->units));
+			assert_int_equal(!!(rec.flags & PY_NAMES_QUALNAME_GUESSED), !known);
+			if (known)
+				assert_memory_equal(rec.qualname, want, strlen(want));
+			assert_int_equal(rec.qualname_len, strlen(rec.qualname));
+		}
 		/* A few reads a code object: its head, three strs (two reads each), the table's size and bytes. */
 		assert_true(mem.reads <= 12);
 		py_code_clear(&c);

@@ -326,6 +326,24 @@ void py_code_clear(struct py_code *c)
 	c->lines_len = 0;
 }
 
+void py_code_rec(const struct py_code *c, const struct py_qualnames *q, __u32 pid, __u64 slot,
+		 struct py_names_rec *out)
+{
+	const char *qual = c->has_qualname ? c->qualname : py_qualnames__find(q, c->addr);
+	__u32 flags = c->flags;
+
+	if (!qual) {
+		qual = c->name;
+		flags |= PY_NAMES_QUALNAME_GUESSED;
+	}
+	*out = (struct py_names_rec){
+		.pid = pid, .flags = flags, .slot = slot, .code = c->addr, .size = py_slot_size(c->ncodeunits),
+		.ncodeunits = c->ncodeunits, .firstlineno = c->firstlineno,
+		.qualname = qual, .qualname_len = strlen(qual), .filename = c->filename,
+		.filename_len = strlen(c->filename), .lines = c->lines, .lines_len = c->lines_len,
+	};
+}
+
 /* ---- qualified names before 3.11 ---- */
 
 struct qentry {
