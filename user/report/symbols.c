@@ -1040,6 +1040,7 @@ static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps 
 {
 	__u64 space = space_of(p, t);
 	long lo = 0, hi = (long)p->nr_py - 1, last = -1;
+	const struct py_slot *best = NULL;
 	int fork;
 
 	if (!p->py_sorted) {
@@ -1056,13 +1057,23 @@ static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps 
 			hi = mid - 1;
 		}
 	}
-	/* Slots at one address in several spaces (a reused pid, an exec) are few: look back a little. */
+	/*
+	 * Slots at one address are few (a reused pid, an exec, a recorder that
+	 * starts its slots anew in each --switch-output file): of those of
+	 * this image, the latest named by t, else the first named after it.
+	 */
 	for (long i = last; i >= 0 && i > last - 64; i--) {
 		const struct py_slot *o = p->py[i];
 
-		if (ip < o->end && (space_of(p, o->first) == space || space_of(p, o->last) == space))
-			return o;
+		if (ip >= o->end || (space_of(p, o->first) != space && space_of(p, o->last) != space))
+			continue;
+		if (o->first <= t && (!best || best->first > t || o->first > best->first))
+			best = o;
+		else if (o->first > t && (!best || (best->first > t && o->first < best->first)))
+			best = o;
 	}
+	if (best)
+		return best;
 	fork = bound_index(&p->forks, t);
 	if (fork >= 0 && depth < MAX_FORK_DEPTH && p->forks.from[fork] != p->pid) {
 		struct proc_maps *parent = proc_get(s, p->forks.from[fork], false);
