@@ -103,7 +103,7 @@ static void test_layout(void **state)
 	/* The folder: ours alone. */
 	snprintf(err, sizeof(err), "%s/perf.data.spanperf", dir);
 	assert_int_equal(stat(err, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0755);
+	assert_int_equal(st.st_mode & 0777, 0700);
 	/* Its build id is the one the writer gave, as perf reads it. */
 	assert_int_equal(buildid_from_file(py_elf__path(w), id, &size), 0);
 	assert_int_equal(size, PY_ELF_BUILD_ID_SIZE);

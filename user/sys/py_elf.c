@@ -382,7 +382,8 @@ int py_elf__commit(struct py_elf *w, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory writing %s", w->path);
 		return e;
 	}
-	if (mkdir(w->dir, 0755) && errno != EEXIST) {
+	/* As private as the perf.data (0600): the names are the processes' file paths. */
+	if (mkdir(w->dir, 0700) && errno != EEXIST) {
 		e = -errno;
 		snprintf(err, errlen, "cannot create %s: %s", w->dir, strerror(errno));
 		goto cleanup;
@@ -402,7 +403,7 @@ int py_elf__commit(struct py_elf *w, char *err, size_t errlen)
 			r = (__u32)getpid() << 8 ^ (__u32)i ^ (__u32)time(NULL);
 
 		snprintf(tmp, sizeof(tmp), ".tmp-%08x-%.16s", r, w->name + strlen(NAME_PREFIX));
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}

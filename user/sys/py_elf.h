@@ -20,8 +20,9 @@
  * perf's ~/.debug (round 3's rule): the recorder may enter it there under
  * --perf-cache like any other file.
  *
- * The folder is created owner-only-writable and used only if it is a
- * directory (not a symlink) of ours that no one else may write: its files
+ * The folder is created private (0700, the file 0600, as the perf.data) and
+ * used only if it is a directory (not a symlink) of ours that no one else
+ * may write: its files
  * are written, renamed and removed through it.  A file is written under a
  * temporary name and renamed, as the perf.data is.
  */
