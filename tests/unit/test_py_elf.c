@@ -26,6 +26,7 @@
 #include "perf_sample.h"
 #include "py_elf.h"
 #include "py_names.h"
+#include "sbuf.h"
 
 static char dir[64], output[128];
 
@@ -56,6 +57,8 @@ static const char *const names[] = {
 	"py::gen.<locals>.keyfn:/tmp/app.py", "py::Klass.m\xc3\xa9thode:/tmp/\xc3\xbcn\xc3\xaf.py",
 };
 #define NSYM (sizeof(names) / sizeof(names[0]))
+static const char *const files[] = { "/tmp/app.py", "/tmp/app.py", "/srv/my app.py", "/tmp/app.py",
+				     "/tmp/\xc3\xbcn\xc3\xaf.py" };
 #define REGION_LEN (1ull << 20)
 #define START_A 0x600000000000ull
 #define START_B 0x600000100000ull
@@ -71,8 +74,22 @@ static struct py_elf *make(__u64 *pg_a, __u64 *pg_b)
 	assert_int_equal(py_elf__add_region(w, REGION_LEN, pg_b), 0);
 	assert_int_equal(*pg_a, PY_ELF_FIRST_PGOFF);
 	assert_true(*pg_b >= *pg_a + REGION_LEN && *pg_b % 4096 == 0);
-	for (size_t i = 0; i < NSYM; i++)
-		assert_int_equal(py_elf__add_symbol(w, *pg_a + i * py_slot_size(100), py_slot_size(100), names[i]), 0);
+	for (size_t i = 0; i < NSYM; i++) {
+		struct sbuf runs = {};
+		struct py_runs r;
+		__u64 at = *pg_a + i * py_slot_size(100);
+
+		assert_int_equal(py_elf__add_symbol(w, at, py_slot_size(100), names[i]), 0);
+		/* Lines: units 0-4 at 10 * (i + 1), 5-6 none, 7-99 two further on. */
+		py_runs_init(&r, &runs, 10 * (i + 1), 100);
+		py_runs_add(&r, 5, 10 * (i + 1), false);
+		py_runs_add(&r, 2, 0, true);
+		py_runs_add(&r, 93, 10 * (i + 1) + 2, false);
+		assert_int_equal(py_runs_end(&r), 0);
+		assert_int_equal(py_elf__add_lines(w, at, files[i], 10 * (i + 1), (__u8 *)runs.p, runs.len), 0);
+		sbuf_free(&runs);
+	}
+	assert_int_equal(py_elf__add_lines(w, *pg_a + 8, "/x", 1, NULL, 0), -EINVAL); /* no symbol starts there */
 	/* The other process: one code object, another name at the same offset in its region. */
 	assert_int_equal(py_elf__add_symbol(w, *pg_b, py_slot_size(100), "py::other:/tmp/b.py"), 0);
 	return w;
@@ -280,6 +297,22 @@ static void test_perf_names_them(void **state)
 	assert_non_null(strstr(out, "25.00%"));
 	assert_non_null(strstr(out, "py::other:/tmp/b.py"));
 	free(out);
+	/* The lines, as perf's addr2line reads them: keyfn's instruction 7 is at 42, 2 at 40, 5 has none. */
+	if (!system("command -v addr2line >/dev/null 2>&1")) {
+		snprintf(cmd, sizeof(cmd), "addr2line -e %s 0x%llx 0x%llx 0x%llx 0x%llx", py_elf__path(w),
+			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, 7),
+			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, 2),
+			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, -1),
+			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, 5));
+		out = run(cmd);
+		assert_string_equal(out, "/tmp/app.py:42\n/tmp/app.py:40\n/tmp/app.py:40\n/tmp/app.py:?\n");
+		free(out);
+		snprintf(cmd, sizeof(cmd), "HOME=%s perf report -i %s --stdio --no-children -g none --sort srcline 2>&1",
+			 dir, output);
+		out = run(cmd);
+		assert_non_null(strstr(out, "75.00%  app.py:42"));
+		free(out);
+	}
 	/* Nothing went into perf's ~/.debug (HOME is the test's folder). */
 	snprintf(cmd, sizeof(cmd), "%s/.debug", dir);
 	assert_int_equal(access(cmd, F_OK), -1);

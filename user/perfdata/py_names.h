@@ -170,7 +170,15 @@ void py_runs_add(struct py_runs *r, __u32 n, int line, bool none);
 /* Writes the run being gathered; 0, or out's error. */
 int py_runs_end(struct py_runs *r);
 
-/* The line of instruction idx: > 0 ... as the runs say; -1 where none (or a malformed run). */
+/* The line of instruction idx (>= 0) as the runs say; -1 where none (or a malformed run). */
 int py_runs_line(const __u8 *runs, size_t len, int firstlineno, __s64 idx);
+
+/* The runs one by one: n code units of line (or none); false at their end or at a malformed one. */
+struct py_runs_iter {
+	const __u8 *p, *end;
+	long long line;
+};
+void py_runs_iter_init(struct py_runs_iter *it, const __u8 *runs, size_t len, int firstlineno);
+bool py_runs_next(struct py_runs_iter *it, __u32 *n, int *line, bool *none);
 
 #endif
