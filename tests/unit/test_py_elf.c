@@ -92,6 +92,8 @@ static struct py_elf *make(__u64 *pg_a, __u64 *pg_b)
 	assert_int_equal(py_elf__add_lines(w, *pg_a + 8, "/x", 1, NULL, 0), -EINVAL); /* no symbol starts there */
 	/* The other process: one code object, another name at the same offset in its region. */
 	assert_int_equal(py_elf__add_symbol(w, *pg_b, py_slot_size(100), "py::other:/tmp/b.py"), 0);
+	/* A control byte (compile() takes any file name) is kept out of perf's lines. */
+	assert_int_equal(py_elf__add_symbol(w, *pg_b + 0x1000, 16, "py::x:/tmp/a\nb.py"), 0);
 	return w;
 }
 
@@ -136,6 +138,7 @@ static void test_layout(void **state)
 		assert_string_equal(s->name, names[i]);
 	}
 	assert_string_equal(elf_syms__find(&t, elf_syms__to_vaddr(&t, pb + 101))->name, "py::other:/tmp/b.py");
+	assert_string_equal(elf_syms__find(&t, elf_syms__to_vaddr(&t, pb + 0x1001))->name, "py::x:/tmp/a?b.py");
 	elf_syms__clear(&t);
 	py_elf__free(w);
 }

@@ -225,6 +225,22 @@ static bool in_region(const struct py_elf *w, __u64 off, __u64 size)
 	return lo < w->nr_regions && w->regions[lo].pgoff <= off && size <= w->regions[lo].end - off;
 }
 
+/*
+ * A process's string as the file keeps it: control bytes as '?'.  perf
+ * prints symbols raw and reads addr2line's answers line by line, so a
+ * newline in a file name (compile() takes any) would forge lines of both.
+ */
+static void add_clean(struct sbuf *b, const char *s)
+{
+	size_t at = b->len, n = strlen(s) + 1;
+
+	if (sbuf_add(b, s, n))
+		return;
+	for (size_t i = at; i + 1 < at + n; i++)
+		if ((unsigned char)b->p[i] < 0x20 || b->p[i] == 0x7f)
+			b->p[i] = '?';
+}
+
 int py_elf__add_symbol(struct py_elf *w, __u64 off, __u64 size, const char *name)
 {
 	size_t at = w->strtab.len;
@@ -233,7 +249,7 @@ int py_elf__add_symbol(struct py_elf *w, __u64 off, __u64 size, const char *name
 		return -EINVAL;
 	if (array_reserve((void **)&w->syms, &w->cap_syms, w->nr_syms, sizeof(*w->syms)))
 		return -ENOMEM;
-	sbuf_add(&w->strtab, name, strlen(name) + 1);
+	add_clean(&w->strtab, name);
 	if (w->strtab.err || w->strtab.len > UINT32_MAX) {
 		w->strtab.len = at;
 		return -ENOMEM;
@@ -247,6 +263,7 @@ int py_elf__add_lines(struct py_elf *w, __u64 off, const char *file, int firstli
 {
 	struct esym *e = NULL;
 	size_t id, at = w->lines.len;
+	struct sbuf clean = {};
 
 	/* The symbol just added, as the recorder adds them; else the latest at off. */
 	for (size_t i = w->nr_syms; i > 0 && !e; i--)
@@ -254,10 +271,13 @@ int py_elf__add_lines(struct py_elf *w, __u64 off, const char *file, int firstli
 			e = &w->syms[i - 1];
 	if (!e || !file || len > UINT32_MAX)
 		return -EINVAL;
-	if (!strpool_intern(&w->files, file, &id) || sbuf_add(&w->lines, runs, len)) {
+	add_clean(&clean, file);
+	if (clean.err || !strpool_intern(&w->files, clean.p, &id) || sbuf_add(&w->lines, runs, len)) {
+		sbuf_free(&clean);
 		w->lines.len = at;
 		return -ENOMEM;
 	}
+	sbuf_free(&clean);
 	e->file = id + 1;
 	e->firstlineno = firstlineno;
 	e->lines = at;
