@@ -29,7 +29,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-#include "record.h"
+#include "record_opts.h"
 
 struct pd_writer;
 struct sample_bpf;
