@@ -20,24 +20,8 @@
 #include "record.h"
 #include "report_spans.h"
 #include "session.h"
+#include "top.h"
 #include "top_view.h"
-
-void top_opts_defaults(struct top_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->freq = 999;
-	o->delay = 2;
-	o->entries = 20;
-}
-
-void top_opts_free(struct top_opts *o)
-{
-	free(o->span_texts);
-	o->span_texts = NULL;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	int_list_free(&o->cpus);
-}
 
 static int window_begin(void *arg, struct session *sess, char *err, size_t errlen)
 {

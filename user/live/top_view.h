@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "report_out.h"
-#include "top.h"
+#include "top_opts.h"
 
 struct profile;
 struct span_report;
