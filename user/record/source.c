@@ -4,8 +4,10 @@
  * sources' constructors, and the sources call these, so with them in
  * record.c each source and the recorder would lead back to each other.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "log.h"
 #include "source.h"
 
 struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
@@ -26,4 +28,22 @@ void rec_source__free(struct rec_source *s)
 	if (s->free)
 		s->free(s);
 	free(s);
+}
+
+void rec_source_say(const struct rec_figure *f, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++) {
+		unsigned long long n = f[i].n;
+
+		if (!n)
+			continue;
+		if (f[i].level == REC_DETAIL)
+			fprintf(stderr, "  %llu %s\n", n, f[i].text);
+		else if (f[i].level == REC_WARN)
+			pr_warn("%llu %s", n, f[i].text);
+		else if (f[i].level == REC_INFO)
+			pr_info("%llu %s", n, f[i].text);
+		else
+			pr_debug("%llu %s", n, f[i].text);
+	}
 }
