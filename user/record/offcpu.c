@@ -523,26 +523,13 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		set_errorf(err, errlen, e, "cannot load the off-CPU BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;
 	}
-	for (int i = 0; o->filter && i < o->filter->n; i++) {
-		__u32 key = o->filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
-			goto cleanup;
-		}
+	if (o->filter && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.filter), o->filter->v, o->filter->n, 0))) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
+		goto cleanup;
 	}
-	for (int i = 0; o->cpus && i < o->cpus->n; i++) {
-		__u32 key = o->cpus->v[i];
-		__u8 one = 1;
-
-		if (key < (__u32)nr_cpus &&
-		    bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_cpus), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
-			goto cleanup;
-		}
+	if (o->cpus && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.offcpu_cpus), o->cpus->v, o->cpus->n, nr_cpus))) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
+		goto cleanup;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, NULL);
 	if (!s->rb) {

@@ -140,14 +140,7 @@ static int load_bpf(struct recorder *r)
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
 	}
-	for (int i = 0; filter && i < filter->n; i++) {
-		__u32 key = filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.filter), &key, &one, BPF_ANY))
-			return -errno;
-	}
-	return 0;
+	return filter ? bpf_map_mark(bpf_map__fd(skel->maps.filter), filter->v, filter->n, 0) : 0;
 }
 
 static int check_cpus(const struct int_list *want, const struct int_list *online)

@@ -63,3 +63,15 @@ uint64_t bpf_percpu_sum(int map_fd, uint32_t key)
 	free(vals);
 	return sum;
 }
+
+int bpf_map_mark(int map_fd, const int *keys, int n, uint32_t below)
+{
+	for (int i = 0; i < n; i++) {
+		__u32 key = keys[i];
+		__u8 one = 1;
+
+		if ((!below || key < below) && bpf_map_update_elem(map_fd, &key, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}

@@ -14,5 +14,11 @@ void libbpf_setup_quiet(bool quiet);
 const char *libbpf_explain(int err);
 /* Entry key of a BPF per-CPU array of u64 counters, summed over the possible CPUs; 0 if unreadable. */
 uint64_t bpf_percpu_sum(int map_fd, uint32_t key);
+/*
+ * The keys (n of them, from an int_list: -p, -t, -C) set present, a u8 1
+ * each, in a BPF map keyed by u32: what the programs' filter and CPU maps
+ * hold.  Keys from below on are left out (0: none).  0 or -errno.
+ */
+int bpf_map_mark(int map_fd, const int *keys, int n, uint32_t below);
 
 #endif
