@@ -184,14 +184,8 @@ static __u32 classify_waker(const struct offcpu_set *s, const __u64 *chain, __u3
 
 void offcpu__attr(struct perf_event_attr *a)
 {
-	/* As perf's --off-cpu: a software BPF-output event, CALLCHAIN in the sample. */
-	*a = (struct perf_event_attr){
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
-		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN,
-		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-		.disabled = 1,
-	};
+	/* As perf's --off-cpu: CALLCHAIN in the sample. */
+	pd_bpf_output_attr(a, PERF_SAMPLE_CALLCHAIN);
 }
 
 void offcpu__waker_attr(struct perf_event_attr *a)
