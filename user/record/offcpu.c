@@ -149,16 +149,8 @@ static void locate_syms(struct offcpu_set *s)
 /* The interrupt context ip is the entry of, 0 if none. */
 static __u8 irq_ctx_of(const struct offcpu_set *s, __u64 ip)
 {
-	size_t lo = 0, hi = s->nr_irq;
+	size_t lo = SP_PARTITION(s->nr_irq, i, s->irq[i].start <= ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->irq[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo && ip < s->irq[lo - 1].end ? s->irq[lo - 1].ctx : 0;
 }
 
