@@ -517,12 +517,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
 		goto cleanup;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		set_errorf(err, errlen, e, "cannot read the off-CPU ring buffer: %s", strerror(-e));
+	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, "off-CPU ring buffer", err, errlen);
+	if (e)
 		goto cleanup;
-	}
 	*out = s;
 	return 0;
 cleanup:

@@ -392,12 +392,9 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 		fail(err, errlen, "cannot load the span programs: %s", libbpf_explain(e));
 		goto cleanup;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		fail(err, errlen, "cannot read the span ring buffer: %s", strerror(-e));
+	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, "span ring buffer", err, errlen);
+	if (e)
 		goto cleanup;
-	}
 	*out = s;
 	return 0;
 cleanup:

@@ -4,7 +4,9 @@
 #define SP_LIBBPF_SETUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <bpf/libbpf.h>
 
 /* Routes libbpf's messages: warnings with -v, debug with -vv. */
 void libbpf_setup_init(void);
@@ -20,5 +22,8 @@ uint64_t bpf_percpu_sum(int map_fd, uint32_t key);
  * hold.  Keys from below on are left out (0: none).  0 or -errno.
  */
 int bpf_map_mark(int map_fd, const int *keys, int n, uint32_t below);
+/* A reader of the BPF ring buffer map_fd, calling fn; 0, or -errno with "cannot read the WHAT: why" in err. */
+int bpf_ring_open(struct ring_buffer **out, int map_fd, ring_buffer_sample_fn fn, void *ctx, const char *what,
+		  char *err, size_t errlen);
 
 #endif
