@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "perf_data.h"
 
 static char dir[] = "/tmp/spanperf-unit-XXXXXX";
@@ -30,19 +32,13 @@ static struct perf_event_attr mk_attr(__u32 type, __u64 config)
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	return 0;
+	return unit_scratch(dir, path, sizeof(path));
 }
 
 static int teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return unit_scratch_remove(dir);
 }
 
 /* Writes: 2 attrs, a COMM, an MMAP2, n samples, features. */
