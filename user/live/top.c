@@ -53,26 +53,15 @@ static void window_drop(void *arg, struct session *sess)
 	t->cur_sr = NULL;
 }
 
-/* --spans: the window's spans as report --spans tables them, with their rate; NULL on failure (said in err). */
-static char *spans_text(struct top *t, struct session *sess, char *err, size_t errlen)
+/* --spans: the window's spans joined, and the view report --spans tables (with each name's rate); 0 or -errno, said in err. */
+static int spans_done(struct top *t, struct session *sess, const struct spans_view **v, char *err, size_t errlen)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *mem;
-	int e = session__end_consumer(sess, t->cur_sr, true) ?: span_report__finish(t->cur_sr, err, errlen);
+	int e = session__end_consumer(sess, t->cur_sr, true) ?: span_report__finish(t->cur_sr, err, errlen)
+							     ?: span_report__view(t->cur_sr, v);
 
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining the recording's spans");
-	mem = e ? NULL : open_memstream(&text, &len);
-	if (mem) {
-		e = span_report__print(t->cur_sr, mem, err, errlen);
-		fclose(mem);
-	}
-	if (e || !mem) {
-		free(text);
-		return NULL;
-	}
-	return text;
+	return e;
 }
 
 /* A window complete: its table replaces the last one's, drawn or printed. */
@@ -80,7 +69,7 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 {
 	struct top *t = arg;
 	const struct top_opts *o = t->o;
-	char *text = NULL;
+	const struct spans_view *view = NULL;
 	int e = 0;
 
 	(void)path;
@@ -88,9 +77,9 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 		window_drop(t, sess);
 		return o->iterations && t->refreshes >= o->iterations;
 	}
-	if (o->spans && !(text = spans_text(t, sess, err, errlen)))
-		e = -EINVAL;
-	else if (!o->spans)
+	if (o->spans)
+		e = spans_done(t, sess, &view, err, errlen);
+	else
 		e = profile__end(t->cur, true);
 	if (e) {
 		if (t->curses)
@@ -102,11 +91,11 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	}
 	t->refreshes++;
 	profile__free(t->last);
-	free(t->spans);
+	span_report__free(t->last_sr);
 	t->last = t->cur;
-	t->spans = text;
+	t->last_sr = t->cur_sr;
+	t->last_view = view;
 	t->cur = NULL;
-	span_report__free(t->cur_sr);
 	t->cur_sr = NULL;
 	if (t->curses)
 		top_view_draw(t);
@@ -203,7 +192,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 cleanup:
 	window_drop(&t, NULL);
 	profile__free(t.last);
-	free(t.spans);
+	span_report__free(t.last_sr);
 	record_opts_free(&ro);
 	return ret;
 }
