@@ -109,6 +109,14 @@ static int on_pass(void *arg)
 	return top_view_keys(arg);
 }
 
+/* Paused, the screen keeps a window the next ones do not replace: its names must stay. */
+static bool holds(void *arg)
+{
+	const struct top *t = arg;
+
+	return t->paused;
+}
+
 /* record's defaults, then what top sets: its target and sampling, windows of -d, no file. */
 static int record_opts_of(struct top_opts *o, struct record_opts *ro)
 {
@@ -153,7 +161,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 	static const struct live_window_ops print_ops = { .begin = window_begin, .end = window_end,
 							  .drop = window_drop };
 	static const struct live_window_ops screen_ops = { .begin = window_begin, .end = window_end,
-							   .drop = window_drop, .pass = on_pass };
+							   .drop = window_drop, .pass = on_pass, .holds = holds };
 	struct top t = { .o = o };
 	struct live_opts lo = { .ops = &print_ops, .arg = &t, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
 				.keep_syms = LIVE_KEPT_SYMS };
