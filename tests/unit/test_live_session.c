@@ -191,17 +191,7 @@ static void assert_same(const struct log *a, const struct log *b)
 	}
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return unit_scratch(dir, path, sizeof(path));
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return unit_scratch_remove(dir);
-}
+UNIT_SCRATCH(dir, path)
 
 /* The file read whole, by session__run. */
 static void read_file(struct log *whole)

@@ -29,17 +29,7 @@ static struct perf_event_attr mk_attr(__u32 type, __u64 config)
 					 .sample_type = ST, .sample_id_all = 1, .freq = 1, .sample_freq = 999 };
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	return unit_scratch(dir, path, sizeof(path));
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	return unit_scratch_remove(dir);
-}
+UNIT_SCRATCH(dir, path)
 
 /* Writes: 2 attrs, a COMM, an MMAP2, n samples, features. */
 static void write_file(int nsamples, const char *host)

@@ -31,6 +31,19 @@ static inline int unit_scratch_remove(const char *dir)
 	return system(cmd);
 }
 
+/* cmocka's group setup and teardown, named so, over a test file's scratch folder dir and its path. */
+#define UNIT_SCRATCH(dir, path)                                \
+	static int setup(void **state)                         \
+	{                                                      \
+		(void)state;                                   \
+		return unit_scratch(dir, path, sizeof(path));  \
+	}                                                      \
+	static int teardown(void **state)                      \
+	{                                                      \
+		(void)state;                                   \
+		return unit_scratch_remove(dir);               \
+	}
+
 /* pid's maps at time t: this process's executable ones, read from /proc/self/maps. */
 static inline void unit_self_maps(struct symbolizer *s, __s32 pid, __u64 t)
 {
