@@ -37,6 +37,12 @@
 /* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
 const volatile bool eh_vma_only = false;
 
+/*
+ * The unwind tables, a map each: alike in form because libbpf wants each
+ * map's BTF written out, different in what they hold and how they are
+ * keyed (arrays by index, hashes by pid and by file).
+ */
+
 /* The rows of every file; sized from user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
