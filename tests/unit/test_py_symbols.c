@@ -28,28 +28,22 @@
 #include "sbuf.h"
 #include "session.h"
 #include "span_codec.h"
+#include "unit.h"
 
 static char dir[64], path[128];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	return 0;
+	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX"); /* a folder per test */
+	return unit_scratch(dir, path, sizeof(path));
 }
 
+/* PY_SYM_KEEP=1 keeps the folder, to read its files with perf. */
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	if (getenv("PY_SYM_KEEP"))
-		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return getenv("PY_SYM_KEEP") ? 0 : unit_scratch_remove(dir);
 }
 
 #define REGION 0x600000000000ull
