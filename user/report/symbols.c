@@ -89,6 +89,14 @@ struct proc_maps {
 	size_t nr_py, cap_py;
 	bool py_sorted;
 	struct u64_map py_at;
+	/*
+	 * When an address of it changed meaning without a fork or exec: a slot
+	 * named again as another code object, a map made over named slots.
+	 * Caches keyed by symbolizer__epoch then start anew.  py_lo and py_hi
+	 * bound the slots named.
+	 */
+	struct bounds renamed;
+	__u64 py_lo, py_hi;
 };
 
 struct symbolizer {
@@ -661,6 +669,8 @@ static void proc_free(struct proc_maps *p)
 	free(p->forks.from);
 	free(p->execs.t);
 	free(p->execs.from);
+	free(p->renamed.t);
+	free(p->renamed.from);
 	dso_free(p->jit);
 	free(p);
 }
@@ -773,6 +783,8 @@ static int push_map(struct proc_maps *p, struct map m)
 	return 0;
 }
 
+static int add_bound(struct bounds *b, __u64 t, __s32 from);
+
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel, const char *build_id)
 {
@@ -788,6 +800,9 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (!d)
 		return -ENOMEM;
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
+		return -ENOMEM;
+	/* Over named Python slots (a region moved away, or mapped anew): what their addresses mean changes. */
+	if (p->nr_py && start < p->py_hi && start + len > p->py_lo && add_bound(&p->renamed, time, p->pid))
 		return -ENOMEM;
 	if (!d->info.limit) {
 		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
@@ -839,7 +854,9 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
 {
 	struct proc_maps *p = proc_get(s, pid, false);
 
-	return p ? SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)) : 0;
+	return p ? SP_MAX(SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)),
+			  bound_at(&p->renamed, t, NULL))
+		 : 0;
 }
 
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
@@ -957,6 +974,32 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 
 /* ---- Python frames ---- */
 
+static struct map *find_map_in(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth,
+			       bool may_be_later);
+
+/*
+ * Bounds the epoch where a new slot changes what its addresses meant: it
+ * lies over slots named before (the recorder named the addresses anew), or
+ * a map made after its naming, already read, lies over it.  A slot after
+ * the others, as the recorder hands them out, changes nothing.
+ */
+static int renamed(struct symbolizer *s, struct proc_maps *p, const struct py_names_rec *r, __u64 time)
+{
+	__u64 end = r->slot + r->size;
+	const struct map *m;
+
+	if (p->nr_py && r->slot < p->py_hi && end > p->py_lo && add_bound(&p->renamed, time, p->pid))
+		return -ENOMEM;
+	p->py_lo = p->nr_py ? SP_MIN(p->py_lo, r->slot) : r->slot;
+	p->py_hi = p->nr_py ? SP_MAX(p->py_hi, end) : end;
+	for (int i = 0; i < 2; i++) {
+		m = find_map_in(s, p, i ? end - 1 : r->slot, ~0ull, 0, false);
+		if (m && m->order > time && add_bound(&p->renamed, m->time, p->pid))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time)
 {
 	struct proc_maps *p = proc_get(s, (__s32)r->pid, true);
@@ -993,6 +1036,11 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 	}
 	if (r->lines_len)
 		memcpy(n->lines, r->lines, r->lines_len);
+	if (renamed(s, p, r, time)) {
+		free(n->lines);
+		free(n);
+		return -ENOMEM;
+	}
 	p->py[p->nr_py++] = n;
 	p->py_sorted = false;
 	*at = (uintptr_t)n;
@@ -1081,7 +1129,13 @@ static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const stru
 	const struct py_slot *o = find_python(s, p, ip, t, 0);
 	__u64 base = 0;
 
-	if (!o)
+	/*
+	 * A map made over the slot after its last naming (the process mapped
+	 * code where its Python region was, and the recorder moved the region)
+	 * holds the address now: its frames are native.  The region's own
+	 * MMAP2 comes before the names in it.
+	 */
+	if (!o || (m && m->time <= t && m->order > o->last))
 		return false;
 	out->name = o->name;
 	out->known = true;
