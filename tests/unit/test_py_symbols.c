@@ -169,7 +169,7 @@ static int cap_write(void *arg, const void *p, size_t n)
 }
 
 static struct capture *capture_to;
-/* write_file adds pids 400 and 500, whose regions a library is mapped over (their names no longer hold there). */
+/* write_file adds pids 400 and 500, whose regions a library is mapped over (their names no longer hold there), and 600. */
 static bool moved;
 
 /*
@@ -276,6 +276,14 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 			sample(&f, pid, pid + 2, 910, py_frame_addr(S1, UNITS, 0), 0);
 			round_end(&f);
 		}
+		/* 600 names S1 "q", then "r" (a recorder that named its slots anew): the same address, two names. */
+		task(&f, PERF_RECORD_FORK, 600, 1, 850);
+		region(&f, 600, 855, elf, pgoff + 6 * REGION_LEN);
+		name(&f, 600, S1, 860, "q", "/q/q.py", 1);
+		sample(&f, 600, 601, 870, py_frame_addr(S1, UNITS, 0), 0);
+		name(&f, 600, S1, 880, "r", "/r/r.py", 1);
+		sample(&f, 600, 602, 890, py_frame_addr(S1, UNITS, 0), 0);
+		round_end(&f);
 	}
 	assert_int_equal(pd_writer__finish(f.w, &meta), 0);
 	pd_writer__free(f.w);
@@ -300,7 +308,7 @@ static void expect(const struct profile *p, __u32 tid, int frame, const char *na
 		assert_string_equal(s->frames[frame].srcline, srcline);
 }
 
-/* extra: code objects named beyond the file's common ones (test_lookups' pids 400 and 500) */
+/* extra: code objects named beyond the file's common ones (test_lookups' pids 400, 500 and 600) */
 static void check_lookups(const struct profile *p, struct session *sess, int extra)
 {
 	expect(p, 101, 0, "py::a:/x/app.py", "app.py:12");
@@ -342,7 +350,9 @@ static void test_lookups(void **state)
 	assert_int_equal(profile__new(&p, sess, &(struct profile_opts){ .srclines = true }), 0);
 	assert_int_equal(session__run(sess, err, sizeof(err)), 0);
 	assert_int_equal(profile__finish(p), 0);
-	check_lookups(p, sess, 2);
+	check_lookups(p, sess, 4);
+	expect(p, 601, 0, "py::q:/q/q.py", "q.py:1");
+	expect(p, 602, 0, "py::r:/r/r.py", "r.py:1");
 	for (__u32 pid = 400; pid <= 500; pid += 100) {
 		expect(p, pid + 1, 0, "py::m:/m/m.py", "m.py:1");
 		expect(p, pid + 2, 0, "[unknown]", NULL);

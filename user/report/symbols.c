@@ -84,19 +84,16 @@ struct proc_maps {
 	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 	bool exited;	 /* symbolizer__exit: gone at exit_time, to be let go at a trim */
 	__u64 exit_time;
-	/* Python code objects named in it, by slot start (then time) once sorted; py_at: start -> the latest */
+	/* Python code objects named in it, by slot start, then time; py_at: start -> the latest */
 	struct py_slot **py;
 	size_t nr_py, cap_py;
-	bool py_sorted;
 	struct u64_map py_at;
 	/*
 	 * When an address of it changed meaning without a fork or exec: a slot
-	 * named again as another code object, a map made over named slots.
-	 * Caches keyed by symbolizer__epoch then start anew.  py_lo and py_hi
-	 * bound the slots named.
+	 * named over others, a map made over named slots.  Caches keyed by
+	 * symbolizer__epoch then start anew.
 	 */
 	struct bounds renamed;
-	__u64 py_lo, py_hi;
 };
 
 struct symbolizer {
@@ -784,6 +781,7 @@ static int push_map(struct proc_maps *p, struct map m)
 }
 
 static int add_bound(struct bounds *b, __u64 t, __s32 from);
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos);
 
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel, const char *build_id)
@@ -802,7 +800,7 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
 		return -ENOMEM;
 	/* Over named Python slots (a region moved away, or mapped anew): what their addresses mean changes. */
-	if (p->nr_py && start < p->py_hi && start + len > p->py_lo && add_bound(&p->renamed, time, p->pid))
+	if (over_slots(p, start, start + len, time, NULL) && add_bound(&p->renamed, time, p->pid))
 		return -ENOMEM;
 	if (!d->info.limit) {
 		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
@@ -977,26 +975,54 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 static struct map *find_map_in(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth,
 			       bool may_be_later);
 
+static __u64 space_of(const struct proc_maps *p, __u64 t);
+
 /*
- * Bounds the epoch where a new slot changes what its addresses meant: it
- * lies over slots named before (the recorder named the addresses anew), or
- * a map made after its naming, already read, lies over it.  A slot after
- * the others, as the recorder hands them out, changes nothing.
+ * Whether [lo, hi) lies over a slot of p named in the address space of
+ * time t; *pos: where a slot named at t at lo goes (by start, then time).
+ * Slots over one another are few (a region named anew): a few neighbours
+ * are looked at.
  */
-static int renamed(struct symbolizer *s, struct proc_maps *p, const struct py_names_rec *r, __u64 time)
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos)
 {
-	__u64 end = r->slot + r->size;
+	size_t at = SP_PARTITION(p->nr_py, i, p->py[i]->start < lo || (p->py[i]->start == lo && p->py[i]->first <= t));
+	__u64 space;
+	bool over = false;
+
+	if (pos)
+		*pos = at;
+	if (!p->nr_py)
+		return false;
+	space = space_of(p, t);
+	for (size_t i = at; i-- > 0 && i + 64 > at && !over;)
+		over = p->py[i]->end > lo && space_of(p, p->py[i]->first) == space;
+	for (size_t i = at; i < p->nr_py && i < at + 64 && p->py[i]->start < hi && !over; i++)
+		over = space_of(p, p->py[i]->first) == space;
+	return over;
+}
+
+/*
+ * Puts n in its place and bounds the epoch where it changes what its
+ * addresses meant: it lies over a slot named before in the same address
+ * space (the recorder named the addresses anew), or a map made after its
+ * naming, already read, lies over it.  A slot after the others, as the
+ * recorder hands them out, changes nothing and goes at the end.
+ */
+static int insert_slot(struct symbolizer *s, struct proc_maps *p, struct py_slot *n)
+{
+	size_t at;
 	const struct map *m;
 
-	if (p->nr_py && r->slot < p->py_hi && end > p->py_lo && add_bound(&p->renamed, time, p->pid))
+	if (over_slots(p, n->start, n->end, n->first, &at) && add_bound(&p->renamed, n->first, p->pid))
 		return -ENOMEM;
-	p->py_lo = p->nr_py ? SP_MIN(p->py_lo, r->slot) : r->slot;
-	p->py_hi = p->nr_py ? SP_MAX(p->py_hi, end) : end;
 	for (int i = 0; i < 2; i++) {
-		m = find_map_in(s, p, i ? end - 1 : r->slot, ~0ull, 0, false);
-		if (m && m->order > time && add_bound(&p->renamed, m->time, p->pid))
+		m = find_map_in(s, p, i ? n->end - 1 : n->start, ~0ull, 0, false);
+		if (m && m->order > n->first && add_bound(&p->renamed, m->time, p->pid))
 			return -ENOMEM;
 	}
+	memmove(p->py + at + 1, p->py + at, (p->nr_py - at) * sizeof(*p->py));
+	p->py[at] = n;
+	p->nr_py++;
 	return 0;
 }
 
@@ -1036,13 +1062,11 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 	}
 	if (r->lines_len)
 		memcpy(n->lines, r->lines, r->lines_len);
-	if (renamed(s, p, r, time)) {
+	if (insert_slot(s, p, n)) {
 		free(n->lines);
 		free(n);
 		return -ENOMEM;
 	}
-	p->py[p->nr_py++] = n;
-	p->py_sorted = false;
 	*at = (uintptr_t)n;
 	s->py_named++;
 	return 0;
@@ -1052,15 +1076,6 @@ void symbolizer__python_counts(const struct symbolizer *s, __u64 *named, __u64 *
 {
 	*named = s->py_named;
 	*repeats = s->py_repeats;
-}
-
-static int cmp_slot(const void *a, const void *b)
-{
-	const struct py_slot *x = *(struct py_slot *const *)a, *y = *(struct py_slot *const *)b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->first > y->first) - (x->first < y->first);
 }
 
 /* When the address space of p that holds time t began: its last fork or exec then (0: before the file). */
@@ -1081,10 +1096,6 @@ static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps 
 	const struct py_slot *best = NULL;
 	int fork;
 
-	if (!p->py_sorted) {
-		sort_n(p->py, p->nr_py, sizeof(*p->py), cmp_slot);
-		p->py_sorted = true;
-	}
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
 
