@@ -258,6 +258,7 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 	 */
 	if (o->dwarf_stack && !(seen & (1ull << opts_index(record_defs, "mmap-pages"))))
 		o->mmap_pages = 1024;
+	o->all_cpus = seen & (1ull << opts_index(record_defs, "all-cpus"));
 	return opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 

@@ -87,6 +87,7 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 	    opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 	if (e)
 		return e;
+	o->all_cpus = seen & (1ull << opts_index(stat_defs, "all-cpus"));
 	if (o->serve && o->interval_ms)
 		return set_errorf(err, errlen, -EINVAL, "--serve and -I both report as the run goes; give one of them");
 	if ((seen & (1ull << opts_index(stat_defs, "serve-top"))) && !o->serve)
