@@ -129,6 +129,12 @@ struct profile {
 	size_t nr_off_stacks;
 	__u64 off_samples, off_period;
 	__u64 lost;	       /* from LOST records */
+	/*
+	 * What report's --comms, --pids, --tids, --dsos and --symbols left
+	 * out (session_opts.filter): in the total that a table's percentages
+	 * are of, as perf report's (its --percentage absolute); off-CPU's in ns.
+	 */
+	__u64 filtered_samples, filtered_period, off_filtered_samples, off_filtered_period;
 	bool callchains;       /* any sample carried one */
 	const char *event;     /* the sampling event's name */
 	bool event_is_clock;   /* period is in nanoseconds */
@@ -150,6 +156,17 @@ struct profile {
 	struct profile_opts opts;
 	struct strpool labels;	    /* pfunc labels */
 };
+
+/* The samples and the period a table's percentages are of: those shown and those the filter left out. */
+static inline __u64 profile_total_samples(const struct profile *p)
+{
+	return p->samples + p->filtered_samples;
+}
+
+static inline __u64 profile_total_period(const struct profile *p)
+{
+	return p->period + p->filtered_period;
+}
 
 /* A sample on the timeline (report --html, speedscope): its stack, and when. */
 struct ptick {
@@ -175,6 +192,15 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 int profile__add_prefix_span(struct profile *p, __u32 tid, __u64 start, __u64 end, const char *label);
 /* After the pass (and the prefix spans): each on-CPU stack split by its OTel context and spans. 0 or -ENOMEM. */
 int profile__finish(struct profile *p);
+struct table_opts;
+/*
+ * report --percent-limit, for every output: the stacks whose table row
+ * (by o's sort keys, on-CPU and off-CPU each by their own) holds under
+ * o->min_pct of the total leave the profile, and its timeline, for its
+ * filtered counts, so that the tables' percentages stay of the whole.
+ * After profile__finish; 0 or -ENOMEM.
+ */
+int profile__limit(struct profile *p, const struct table_opts *o);
 /*
  * A window's end in a live session, once every record of it was delivered
  * (session__flush): with keep, the consumer's finish and profile__finish;

@@ -336,7 +336,7 @@ int table__build(struct table *t, const struct profile *p, const struct table_op
 	}
 	sort_n(t->rows, t->nr_rows, sizeof(*t->rows), cmp_row);
 	for (size_t i = 0; i < t->nr_rows; i++)
-		t->rows[i].pct = p->period ? 100.0 * t->rows[i].period / p->period : 0;
+		t->rows[i].pct = profile_total_period(p) ? 100.0 * t->rows[i].period / profile_total_period(p) : 0;
 	t->nr_all = t->nr_rows;
 	select_rows(t);
 	return 0;
@@ -369,7 +369,8 @@ void table_print_header(const struct table *t, FILE *out)
 	const struct profile *p = t->p;
 
 	fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
-		(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);
+		(unsigned long long)profile_total_samples(p), p->event ? p->event : "?",
+		(unsigned long long)profile_total_period(p));
 	if (p->lost)
 		fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
 	fputs("#\n", out);
@@ -430,13 +431,17 @@ static void print_chains(const struct table *t, const struct table_row *r, FILE 
 		free(c);
 		return;
 	}
+	/* Heaviest first: as perf's, --percent-limit hides the chains under it too. */
+	while (n && 100.0 * c[n - 1].period < t->o.min_pct * profile_total_period(p))
+		n--;
 	fprintf(out, "            |\n");
 	for (size_t i = 0; i < n && i < 8; i++) {
 		const char *bar = i + 1 < SP_MIN(n, 8) ? "|" : " ";
 		const struct pstack *s = c[i].s;
 		char esc[1024];
 
-		fprintf(out, "            %s--%.2f%%--%s%s\n", bar, 100.0 * c[i].period / (p->period ? p->period : 1),
+		fprintf(out, "            %s--%.2f%%--%s%s\n", bar,
+			100.0 * c[i].period / (profile_total_period(p) ? profile_total_period(p) : 1),
 			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)),
 			p->funcs[s->frames[0].func].inlined ? " (inlined)" : "");
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
