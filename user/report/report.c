@@ -151,7 +151,9 @@ static int write_flamegraph(const struct report_opts *o, const struct profile *s
 	e = shown->samples ? write_output(o->flame, flame_fn, shown, title) : -ENODATA;
 	if (e)
 		pr_err("cannot write --flamegraph '%s': %s", o->flame,
-		       e == -ENODATA ? "the file has no samples" : strerror(-e));
+		       e != -ENODATA		    ? strerror(-e)
+		       : profile_total_samples(shown) || report_filter_active(&o->filter) ? "no sample passes the filters"
+											     : "the file has no samples");
 	return e;
 }
 

@@ -266,6 +266,11 @@ bool time_ranges_keep(const struct time_range *r, size_t n, __u64 t)
 	return false;
 }
 
+bool report_filter_active(const struct report_filter *f)
+{
+	return report_filter_lists(f) || (f && f->time);
+}
+
 bool report_filter_lists(const struct report_filter *f)
 {
 	return f && (f->comms.on || f->dsos.on || f->syms.on || f->pids.n || f->tids.n);

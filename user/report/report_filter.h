@@ -66,6 +66,8 @@ int time_ranges_parse(const char *s, __u64 first, __u64 last, struct time_range 
 /* Whether time t is in one of the ranges, as perf_time__ranges_skip_sample decides (t 0: kept). */
 bool time_ranges_keep(const struct time_range *r, size_t n, __u64 t);
 
+/* Whether any filter is given. */
+bool report_filter_active(const struct report_filter *f);
 /* Whether any of the five lists is given (the filters that keep refused samples in the total). */
 bool report_filter_lists(const struct report_filter *f);
 /* Whether --dsos or --symbols is given: a sample must then be symbolized to be kept. */

@@ -537,9 +537,9 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
  * (perf's rule for a sample: its sampled address), its samples then those
  * only; its wall time and its split stay its own.
  */
-static void keep_sampled(struct span_report *r)
+static size_t keep_sampled(struct span_report *r)
 {
-	size_t k = 0;
+	size_t k = 0, n = r->nsp;
 
 	for (size_t i = 0; i < r->nsp; i++) {
 		if (r->sp[i].count)
@@ -548,6 +548,7 @@ static void keep_sampled(struct span_report *r)
 			free(r->sp[i].raw_attrs);
 	}
 	r->nsp = k;
+	return n - k;
 }
 
 int span_report__finish(struct span_report *r, char *err, size_t errlen)
@@ -568,8 +569,9 @@ int span_report__finish(struct span_report *r, char *err, size_t errlen)
 	if (join(r))
 		goto oom;
 	if (!o->external && report_filter_by_address(session__filter(r->sess)))
-		keep_sampled(r);
-	if (!r->nsp && !o->external && !o->none_ok)
+		r->sess->filtered_spans += keep_sampled(r);
+	/* Spans the filters all left out are no error: none passes them. */
+	if (!r->nsp && !o->external && !o->none_ok && !r->sess->filtered_spans)
 		return set_errorf(err, errlen, -ENOENT,
 				  "%s has no spans; record them with --span or --otel (see 'spanperf record --help')",
 				  o->input);

@@ -593,8 +593,12 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 	case SESS_SPAN: {
 		struct sess_span sp = { .ev = ev, .name = span_codec_name(ev->attr) };
 
-		if (span_codec_decode(&ev->sample, &sp.rec) || !span_kept(s, tl, &sp))
-			return 0; /* a layout this reader does not know, or one the filter leaves out */
+		if (span_codec_decode(&ev->sample, &sp.rec))
+			return 0; /* a layout this reader does not know */
+		if (!span_kept(s, tl, &sp)) {
+			s->filtered_spans++;
+			return 0;
+		}
 		for (size_t i = 0; i < tl->nr_cons && !e; i++)
 			if (tl->cons[i].ops->span)
 				e = tl->cons[i].ops->span(tl->cons[i].ctx, &sp);

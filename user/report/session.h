@@ -93,6 +93,7 @@ struct session {
 	 * perf's tables count in their total: on-CPU, and off-CPU (ns).
 	 */
 	__u64 filtered_samples, filtered_period, off_filtered_samples, off_filtered_period;
+	__u64 filtered_spans; /* spans the filter left out (all of them: a file with spans can show none) */
 	void *priv;
 };
 
