@@ -34,6 +34,7 @@ void top_opts_free(struct top_opts *o)
 {
 	free(o->span_texts);
 	o->span_texts = NULL;
+	report_filter_free(&o->filter);
 	int_list_free(&o->pids);
 	int_list_free(&o->tids);
 	int_list_free(&o->cpus);
@@ -43,7 +44,7 @@ static int window_begin(void *arg, struct session *sess, char *err, size_t errle
 {
 	struct top *t = arg;
 	struct profile_opts po = {};
-	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay };
+	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay, .min_pct = t->o->min_pct };
 	int e;
 
 	if (t->o->spans)
@@ -107,7 +108,7 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	if (o->spans && !(text = spans_text(t, sess, err, errlen)))
 		e = -EINVAL;
 	else if (!o->spans)
-		e = profile__end(t->cur, true);
+		e = profile__end(t->cur, true) ?: profile__limit(t->cur, &t->to);
 	if (e) {
 		if (t->curses)
 			snprintf(t->note, sizeof(t->note), "a refresh was lost");
@@ -183,7 +184,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 							   .drop = window_drop, .pass = on_pass };
 	struct top t = { .o = o };
 	struct live_opts lo = { .ops = &print_ops, .arg = &t, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
-				.keep_syms = LIVE_KEPT_SYMS };
+				.keep_syms = LIVE_KEPT_SYMS, .filter = &o->filter };
 	struct record_opts ro;
 	char err[512];
 	int e, ret = 1;
@@ -195,6 +196,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 	}
 	snprintf(t.sort, sizeof(t.sort), "%s", o->sort ? o->sort : "comm,dso,sym");
 	t.to.callgraph = o->callgraph;
+	t.to.min_pct = o->min_pct;
 	t.clear = o->stdio && isatty(STDOUT_FILENO);
 	/* Without --stdio or --batch: the curses screen, when there is a terminal to draw on. */
 	if (!o->stdio && !o->batch && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)))

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "parse.h"
+#include "report_filter.h"
 
 /* What `spanperf top` asks for; cmd/ fills it from argv. */
 struct top_opts {
@@ -28,6 +29,9 @@ struct top_opts {
 	bool spans, offcpu;	/* --spans: the span table; --off-cpu adds where spans blocked */
 	const char **span_texts; /* --span, as record's */
 	int nr_spans;
+	/* --comms, --dsos, --symbols, as perf top's (report's rules); --percent-limit */
+	struct report_filter filter;
+	double min_pct;
 	int verbose;
 };
 
