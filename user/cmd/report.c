@@ -96,7 +96,8 @@ void report_usage(FILE *out)
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
 		"  spanperf report --html report.html           # open it in a browser\n"
-		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
+		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n"
+		"  spanperf report --comms app --time 0%%-10%% --folded  # app's first tenth, as stacks\n");
 }
 
 static int opt_sort(const char *arg, void *opts, char *err, size_t errlen)
