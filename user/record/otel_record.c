@@ -22,6 +22,7 @@
 #include "sbuf.h"
 #include "span_codec.h"
 #include "spanperf_abi.h"
+#include "target.h"
 #include "util.h"
 
 #define SCAN_EVERY_NS 1000000000ull
@@ -549,6 +550,8 @@ static void check_mmaps(struct otel_record *r, __u64 now)
 
 static bool wanted(const struct otel_record *r, int pid)
 {
+	if (r->o.target)
+		return target__has(r->o.target, pid);
 	if (!r->o.pids)
 		return true;
 	for (int i = 0; i < r->o.pids->n; i++)
@@ -640,7 +643,7 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 
-		if (!*end && pid > 0)
+		if (!*end && pid > 0 && (!r->o.target || target__has(r->o.target, pid)))
 			visit(r, pid, FOUND_SCAN);
 	}
 	closedir(d);
