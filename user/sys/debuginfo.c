@@ -15,6 +15,7 @@
 #include "atomic_file.h"
 #include "buildid.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
@@ -418,12 +419,26 @@ int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, 
 		if (!debuginfo_path(hex, path, sizeof(path))) {
 			int fd = open_regular(path);
 
-			if (fd >= 0) {
+			if (fd >= 0 && !elf_budget_vet(fd, ELF_BUDGET_DWARF, path)) {
 				*debuginfo_file_name = strdup(path);
 				return fd;
 			}
+			if (fd >= 0)
+				close(fd);
 		}
 	}
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-					    debuginfo_file_name);
+	/*
+	 * libdw's own places (/usr/lib/debug, the debuglink beside the file):
+	 * what it found there is bounded before it reads it, as the files
+	 * handed to it are.
+	 */
+	n = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					 debuginfo_file_name);
+	if (n >= 0 && elf_budget_vet(n, ELF_BUDGET_DWARF, *debuginfo_file_name)) {
+		close(n);
+		free(*debuginfo_file_name);
+		*debuginfo_file_name = NULL;
+		return -1;
+	}
+	return n;
 }
