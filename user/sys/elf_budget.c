@@ -42,6 +42,18 @@ static const char *file_name(const struct elf_budget *b, char *buf, size_t len)
 	return buf;
 }
 
+void elf_budget_say(void)
+{
+	struct elf_budget_stats st;
+
+	elf_budget_stats(&st);
+	if (!st.files)
+		return;
+	pr_debug("ELF reads: %llu files, %.1f MB in all, at most %.1f MB held at once; %llu files read only in part "
+		 "(over their budget: a real file never is)",
+		 (unsigned long long)st.files, st.bytes / 1e6, st.held_max / 1e6, (unsigned long long)st.refused);
+}
+
 static int refuse(struct elf_budget *b, int err)
 {
 	const char *what = err == -E2BIG ? "sections or headers" : "bytes";

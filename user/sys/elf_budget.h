@@ -115,5 +115,7 @@ struct elf_budget_stats {
 	__u64 held, held_max; /* what libelf holds now, and the most it held */
 };
 void elf_budget_stats(struct elf_budget_stats *st);
+/* The same as one line for -v (record's and report's figures). */
+void elf_budget_say(void);
 
 #endif
