@@ -39,7 +39,7 @@
  */
 #define ELF_BUDGET_NOTES (1ull << 20) /* build-id notes: a few hundred bytes in a real file */
 #define ELF_BUDGET_TLS (128ull << 20) /* otel: symbols, their names, relocations */
-#define ELF_BUDGET_SYMS (256ull << 20) /* symbol tables with their names, the PLT's relocations */
+#define ELF_BUDGET_SYMS (512ull << 20) /* symbol tables with their names, the PLT's relocations */
 #define ELF_BUDGET_CFI (256ull << 20) /* .eh_frame or .debug_frame, and the section names */
 #define ELF_BUDGET_DWARF (1ull << 30) /* what libdw may inflate of a file: debuginfo.c keeps no larger */
 /* Distinct sections one purpose reads of one file: a real file needs a few. */
