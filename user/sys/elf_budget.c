@@ -26,19 +26,29 @@ void elf_budget_stats(struct elf_budget_stats *st)
 	st->held_max = __atomic_load_n(&run.held_max, __ATOMIC_RELAXED);
 }
 
-/* The file's name for a message: the caller's, else what the descriptor says. */
+/*
+ * The file's name for a message: the caller's, else what the descriptor
+ * says; another user chose it, so control characters never reach the
+ * terminal.
+ */
 static const char *file_name(const struct elf_budget *b, char *buf, size_t len)
 {
 	char link[64];
 	ssize_t n;
 
-	if (b->name)
-		return b->name;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", b->fd);
-	n = b->fd >= 0 ? readlink(link, buf, len - 1) : -1;
-	if (n <= 0)
-		return "an ELF file";
-	buf[n] = 0;
+	if (b->name) {
+		snprintf(buf, len, "%s", b->name);
+		n = strlen(buf);
+	} else {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", b->fd);
+		n = b->fd >= 0 ? readlink(link, buf, len - 1) : -1;
+		if (n <= 0)
+			return "an ELF file";
+		buf[n] = 0;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
 	return buf;
 }
 
