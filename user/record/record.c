@@ -20,6 +20,7 @@
 #include "buildid_cache.h"
 #include "jit_maps.h"
 #include "ehsource.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "hash.h"
 #include "host.h"
@@ -772,6 +773,7 @@ static void summary(struct recorder *r)
 	for_each_source(r, s)
 		if (s->stats)
 			s->stats(s);
+	elf_budget_say();
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)o->max_threads);

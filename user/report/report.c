@@ -7,6 +7,7 @@
 
 #include "atomic_file.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "hash.h"
 #include "log.h"
 #include "perf_data.h"
@@ -135,6 +136,7 @@ static void say_what_was_read(const char *input, const struct profile *p)
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
 		 symbolizer__from_cache(p->sym), symbolizer__cache_rejected(p->sym));
+	elf_budget_say();
 	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 		unwinder__print_stats(p->unwinder, stderr);
