@@ -23,6 +23,7 @@
 #define SP_EHFRAME_BPF_H
 
 #include "spanperf_abi.h"
+#include "python.bpf.h"
 
 #define EH_PF_KTHREAD 0x00200000
 #define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */
@@ -143,6 +144,7 @@ struct eh_walk {
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
 	__u32 via_fp;	 /* ip was read by frame pointer, from code whose rows were not at hand */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
+	__u32 py;	 /* the thread's Python frames are in py_walks, to put in place of its eval-loop frames */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
@@ -501,6 +503,18 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 			    : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
 							    : SP_EH_FP_NO_TABLE;
 	}
+	/* Anonymous code in a Python process: a -X perf trampoline has a rule of its own. */
+	if (r->fp_why == SP_EH_FP_ANON && w->py && !w->exact) {
+		__u32 zero = 0;
+		struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
+
+		if (py && py_is_trampoline(py, pc)) {
+			r->kind = SP_EH_TRAMP;
+			r->fp_why = 0;
+			r->cfa_off = 16;
+			r->rbp = 0;
+		}
+	}
 	/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
 	if (w->maps_nr) {
 		ce->pc = look;
@@ -520,17 +534,38 @@ static long eh_step(__u32 i, void *unused)
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	__u64 pc, cfa, ra, bp;
+	struct py_walk *py = NULL;
+	__u64 pc, cfa, ra, bp, entry;
 
 	if (!s || !w)
 		return 1;
+	if (w->py) {
+		py = bpf_map_lookup_elem(&py_walks, &zero);
+		/* The rest of the Python frames an eval-loop frame stands for; the native walk is past it. */
+		if (py && py->in_group) {
+			entry = py_group_next(py);
+			if (entry) {
+				s->ips[(w->base + w->n) & (EH_IPS - 1)] = entry;
+				w->n++;
+			}
+			goto next;
+		}
+	}
 	pc = w->ip;
 	if (eh_rule_of(w, pc, &r))
 		return 1;
-	s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
-	w->n++;
+	if (r.kind == SP_EH_TRAMP) {
+		if (py)
+			py->tramps++;
+	} else {
+		/* An eval-loop frame: the Python frames it ran in its place, innermost first. */
+		entry = py && py_is_eval(py, w->exact ? pc : pc - 1) ? py_group_start(py) : 0;
+		s->ips[(w->base + w->n) & (EH_IPS - 1)] = entry ?: pc;
+		w->n++;
+	}
 	switch (r.kind) {
 	case SP_EH_RSP:
+	case SP_EH_TRAMP:
 		cfa = w->sp + r.cfa_off;
 		break;
 	case SP_EH_RBP:
@@ -609,7 +644,7 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT;
+	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT && r.kind != SP_EH_TRAMP;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -639,6 +674,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct sp_eh_proc *p = bpf_map_lookup_elem(&eh_procs, &pid);
+	struct py_walk *py;
 	struct pt_regs *regs;
 	__u64 cs;
 
@@ -709,7 +745,11 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (!w->maps_nr)
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
+	py = py_begin(task, pid);
+	w->py = !!py;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
+	if (py)
+		py_end(py, w->stop);
 	eh_stat(SP_EH_CHAINS);
 	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
 	n = w->n;
