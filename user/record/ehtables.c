@@ -343,28 +343,6 @@ static void vdso_table(struct eh_tables *t)
 		bpf_map_update_elem(t->files_fd, &(struct sp_eh_file_key){ 0, 0 }, &t->vdso, BPF_ANY);
 }
 
-/* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
-static int start_stack(__u32 pid, __u64 *out)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v;
-	int field = 2;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (read_file_str(path, buf, sizeof(buf)))
-		return -1;
-	p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	for (p++; *p && field < 28; p++)
-		if (*p == ' ')
-			field++;
-	if (field != 28 || sscanf(p, "%llu", &v) != 1)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int cmp_map(const void *a, const void *b)
 {
 	const struct sp_eh_map *x = a, *y = b;
@@ -420,7 +398,7 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 	t0 = now_ns(CLOCK_MONOTONIC);
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
-	if (start_stack(pid, &proc.start_stack))
+	if (proc_start_stack(pid, &proc.start_stack))
 		return -1;
 	f = fopen(path, "re");
 	if (!f)
@@ -642,7 +620,7 @@ static void catch_up_one(struct eh_tables *t, __u32 pid)
 	struct sp_eh_proc proc;
 	__u64 ss;
 
-	if (start_stack(pid, &ss) || !ss)
+	if (proc_start_stack(pid, &ss) || !ss)
 		return; /* gone, or a kernel thread: no user stack */
 	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
 		eh_tables__mark(t, pid);
