@@ -455,6 +455,11 @@ int eh_source__meta(struct eh_source *s, struct pd_meta *m)
 	return 0;
 }
 
+struct py_procs *eh_source__py(const struct eh_source *s)
+{
+	return s ? s->py : NULL;
+}
+
 void eh_source__free(struct eh_source *s)
 {
 	if (!s)

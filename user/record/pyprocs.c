@@ -25,6 +25,7 @@ struct py_proc {
 	__u32 pid;
 	__u32 gen;	/* never the same twice: what the rewrite's caches are kept under */
 	bool live;
+	__u64 since;	/* when its map entry was written: no sample walked by it is older */
 	struct py_facts f;
 };
 
@@ -350,6 +351,7 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	pp = slot_of(p, pid);
 	if (!pp)
 		return -ENOMEM;
+	pp->since = mono_ns();
 	if (bpf_map_update_elem(p->procs_fd, &pid, &bpf, BPF_ANY)) {
 		p->st.full++;
 		return -ENOSPC;
@@ -470,7 +472,10 @@ void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid)
 	/* The same image at the same addresses, the same key: the parent's entry serves until an exec. */
 	child = slot_of(p, pid);
 	parent = proc_of(p, ppid); /* slot_of may have moved the array */
-	if (!child || !parent || bpf_map_update_elem(p->procs_fd, &pid, &parent->f.bpf, BPF_ANY))
+	if (!child || !parent)
+		return;
+	child->since = mono_ns();
+	if (bpf_map_update_elem(p->procs_fd, &pid, &parent->f.bpf, BPF_ANY))
 		return;
 	child->f = parent->f;
 	child->live = true;
@@ -516,7 +521,7 @@ bool py_procs__pending(const struct py_procs *p)
 	return p && p->nr_pending;
 }
 
-const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen)
+const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns)
 {
 	struct py_proc *pp = p ? proc_of(p, pid) : NULL;
 
@@ -524,6 +529,8 @@ const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 
 		return NULL;
 	if (gen)
 		*gen = pp->gen;
+	if (since_ns)
+		*since_ns = pp->since;
 	return &pp->f;
 }
 

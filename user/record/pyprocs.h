@@ -57,11 +57,12 @@ void py_procs__flush(struct py_procs *p);
 /* Processes waiting for their runtime to be set up (the loop should pass again soon). */
 bool py_procs__pending(const struct py_procs *p);
 /*
- * pid's runtime, as the walk reads it, and a number that changes whenever
- * the entry does (exec, a new read): NULL if pid is not a Python process
- * the walk follows.
+ * pid's runtime, as the walk reads it, a number that changes whenever the
+ * entry does (exec, a new read), and when the entry was made (no sample
+ * walked by it is older): NULL if pid is not a Python process the walk
+ * follows.
  */
-const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen);
+const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns);
 void py_procs__stats(const struct py_procs *p, struct py_procs_stats *st);
 
 #endif

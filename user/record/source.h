@@ -76,6 +76,7 @@ struct rec_ctx {
 	struct run *run;		 /* -- CMD */
 	struct counter_set *cs;		 /* span counters, from the counters source */
 	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */
+	struct py_frames *py;		 /* from the samples source (ehframe): Python frames into addresses */
 	/* The tracking event (the first sampling event): side-band records take its layout. */
 	const struct perf_event_attr *track_attr;
 	__u64 track_id;
