@@ -27,7 +27,10 @@
 /* --call-graph ehframe: the sampling program's unwind tables, which the off-CPU program shares. */
 struct offcpu_eh_fds {
 	int rows, pages, maps, procs, files;
+	int py_procs, py_stats; /* Python processes' layouts and the walk's counts; -1: no Python frames */
 };
+
+struct py_frames;
 
 struct offcpu_opts {
 	const struct int_list *cpus;	/* -C, or NULL for every CPU */
@@ -39,6 +42,7 @@ struct offcpu_opts {
 	bool prefer_raw_tp;
 	bool no_wakers;			/* leave out the sched_waking program (bench: its cost alone) */
 	const struct offcpu_eh_fds *eh; /* user chains by the tables, else NULL (the kernel's frame pointers) */
+	struct py_frames *py;		/* their Python entries into addresses (eh's py_procs), or NULL */
 	bool sched;			/* --sched: every switch-out as a spanperf-sched sample */
 	bool no_offcpu;			/* --sched without --off-cpu: no offcpu-time, no stacks */
 	/* No record stamped before *sorted_ns (what perf may have sorted already; NULL: none). */
