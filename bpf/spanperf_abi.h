@@ -499,6 +499,16 @@ struct sp_eh_chain {
 	__u32 pad;
 	__u64 ips[SP_EH_MAX_FRAMES];
 };
+/*
+ * A chain with Python frames stored in offustacks for the first time, from
+ * the `offpy_rb` ring: the recorder names its code objects while the process
+ * lives, where the block may be written only after it exited.
+ */
+struct sp_offcpu_pychain {
+	__u32 pid, tid;
+	__s32 id;
+	__u32 pad;
+};
 #define SP_EH_SEARCH_STEPS 24 /* binary search steps: up to 16M rows in one page or process */
 #define SP_EH_PAGE_SHIFT 12
 

@@ -285,6 +285,29 @@ static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool 
 	return n;
 }
 
+/*
+ * A chain with Python frames, new in offustacks: its code objects named now,
+ * while the process lives (the block, or the sum, may be written only once
+ * it is gone), the records that name them written.
+ */
+static int on_pychain(void *ctx, void *data, size_t size)
+{
+	struct offcpu_set *s = ctx;
+	const struct sp_offcpu_pychain *r = data;
+	__u64 chain[SP_EH_MAX_FRAMES];
+	__u32 n;
+	int e;
+
+	if (size < sizeof(*r) || s->err || !s->py || !s->fn)
+		return 0;
+	n = read_eh_stack(s, r->id, chain);
+	e = n ? py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, s->fn, s->ctx) : 0;
+	if (e)
+		s->err = e;
+	s->st.py_chains++;
+	return 0;
+}
+
 /* The chain's Python entries, for process pid, into addresses (the records that name them written first). */
 static int python_frames(struct offcpu_set *s, __u32 pid, __u32 tid, __u64 time, __u32 *n)
 {
@@ -520,6 +543,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	}
 	bpf_map__set_max_entries(s->skel->maps.offagg, o->entries);
 	bpf_map__set_max_entries(s->skel->maps.offustacks, o->eh ? o->entries : 1);
+	bpf_map__set_max_entries(s->skel->maps.offpy_rb, o->eh && o->eh->py_procs >= 0 ? 65536 : 4096);
 	s->skel->rodata->eh_user = !!o->eh;
 	s->eh = !!o->eh;
 	if (o->eh) {
@@ -583,6 +607,12 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	if (!s->rb) {
 		e = -errno;
 		set_errorf(err, errlen, e, "cannot read the off-CPU ring buffer: %s", strerror(-e));
+		goto cleanup;
+	}
+	/* Before the blocks: a block's chain is named when it is new, which may be in the same drain. */
+	if (s->py && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.offpy_rb), on_pychain, s)) {
+		e = -errno;
+		set_errorf(err, errlen, e, "cannot read the off-CPU Python ring buffer: %s", strerror(-e));
 		goto cleanup;
 	}
 	*out = s;

@@ -66,6 +66,7 @@ struct offcpu_stats {
 	__u64 sched;	   /* spanperf-sched samples */
 	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
 	__u64 eh_chains, eh_complete; /* ehframe: user chains unwound, and those that reached the outermost frame */
+	__u64 py_chains;   /* chains with Python frames named as they were first stored */
 };
 
 /* Writes a finished record to the file. */
