@@ -461,7 +461,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	struct eh_cached *ce = &w->cache[slot];
 	struct sp_eh_map *v = NULL;
 	struct sp_eh_row *row;
-	bool busy = false;
+	bool busy = false, newer = false;
 
 	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
 		r->kind = ce->kind;
@@ -473,6 +473,15 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	v = eh_map_cached(w, look);
 	if (!v)
 		v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
+	/*
+	 * Not in the slice: a mapping newer than it (a library dlopen'ed, a
+	 * Python extension imported, since user space last read the maps),
+	 * which the kernel's vmas have.  Its rule is not cached under the slice.
+	 */
+	if (!v && w->maps_nr) {
+		v = eh_map_of_vma(w, look, &busy);
+		newer = true;
+	}
 	if (!v && !busy) {
 		w->stop = SP_EH_STOP_NOT_EXEC;
 		return 1;
@@ -516,7 +525,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 		}
 	}
 	/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
-	if (w->maps_nr) {
+	if (w->maps_nr && !newer) {
 		ce->pc = look;
 		ce->gen = w->gen;
 		ce->kind = r->kind;

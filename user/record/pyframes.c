@@ -35,9 +35,66 @@
 #define LINES_MAX 40000
 /* Failed reads of one process per drain: a process that lies cannot make the recorder read for ever. */
 #define FAILS_PER_DRAIN 256
-/* 3.8-3.10: the qualified-name scan again at most this often per process (a new function missing). */
-#define QUALSCAN_EVERY_NS 2000000000ull
+/*
+ * 3.8-3.10: the qualified-name scan runs again while code objects it did not
+ * name (functions made since) wait, no sooner than ten times what the last
+ * one took after it (at most a tenth of the recorder's time), twice in a
+ * process's first seconds, when its program defines most of its functions
+ * just after the first scan (at its first imports) and a profile's first
+ * samples would keep co_name for that long.
+ */
+#define QUALSCAN_GAP_NS 20000000ull
+#define QUALSCAN_YOUNG_NS 5000000000ull
 #define QUALSCAN_MAX 200000
+#define SCAN_MISSES 3
+
+/*
+ * The qualified-name scan makes tens of thousands of small reads of objects
+ * that lie together in the interpreter's arenas: through a cache of whole
+ * pages it makes a few hundred, each a system call (10 us and more on a
+ * loaded host).  Direct-mapped; a scan starts with it empty, so that what
+ * it reads is no older than the scan.
+ */
+#define PAGE_SHIFT_ 12
+#define PAGE_SIZE_ (1u << PAGE_SHIFT_)
+#define CACHE_PAGES 512
+
+struct page_cache {
+	__u32 pid;
+	__u64 tag[CACHE_PAGES]; /* page number + 1; 0: empty */
+	__u8 (*page)[PAGE_SIZE_];
+	__u64 reads;
+};
+
+static int cached_read(void *ctx, __u64 addr, void *buf, size_t len)
+{
+	struct page_cache *c = ctx;
+	__u8 *out = buf;
+
+	if (addr < PAGE_SIZE_ || addr >= (1ull << 47) || len > (1ull << 47) - addr)
+		return -EFAULT;
+	/* Large reads (a line table) go straight through. */
+	if (len > 4 * PAGE_SIZE_)
+		return py_read_pid((void *)(long)c->pid, addr, buf, len);
+	while (len) {
+		__u64 pg = addr >> PAGE_SHIFT_, off = addr & (PAGE_SIZE_ - 1);
+		__u32 slot = pg % CACHE_PAGES;
+		size_t n = PAGE_SIZE_ - off < len ? PAGE_SIZE_ - off : len;
+
+		if (c->tag[slot] != pg + 1) {
+			c->tag[slot] = 0;
+			c->reads++;
+			if (py_read_pid((void *)(long)c->pid, pg << PAGE_SHIFT_, c->page[slot], PAGE_SIZE_))
+				return -EFAULT;
+			c->tag[slot] = pg + 1;
+		}
+		memcpy(out, c->page[slot] + off, n);
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return 0;
+}
 
 /* The fields that tell one code object from another at the same address. */
 struct pf_cookie {
@@ -51,6 +108,9 @@ struct pf_code {
 	__u64 off;	   /* its slot's offset in the region */
 	__u32 ncodeunits;
 	__u32 checked;	   /* the drain it was last checked in (0: never named: a failed read) */
+	bool guessed;	   /* 3.8-3.10: named co_name, the scan did not know it (yet) */
+	__u8 misses;	   /* scans since that did not know it either: after SCAN_MISSES, it stays co_name */
+	bool rename;	   /* a scan knows it now: named again at its next sight while the process lives */
 	struct pf_cookie cookie;
 };
 
@@ -66,10 +126,11 @@ struct pf_proc {
 	__u32 fails, fails_drain;
 	struct py_code_layout cl;
 	bool has_scan;
+	__u32 guessed;	  /* code objects named co_name, waiting for a scan that knows them */
 	struct py_scan_layout sl;
 	__u64 runtime, rt_interp_head;
 	struct py_qualnames *qn;
-	__u64 qn_ns;	  /* when the qualified-name index was last built */
+	__u64 qn_ns, qn_took; /* when the qualified-name index was last built, and how long that took */
 	struct pf_code *codes;
 	size_t nr_codes, cap_codes;
 	struct u64_map by_code; /* code address -> index in codes + 1 */
@@ -84,6 +145,7 @@ struct py_frames {
 	struct u64_map by_pid;	/* pid -> index in procs + 1 */
 	__u32 drain;		/* drains so far, from 1 */
 	struct sbuf rec;	/* a record being built */
+	struct page_cache cache; /* the scans' reads */
 	struct py_code code;	/* the code object being read */
 	/* -v */
 	__u64 named, renamed, dropped, not_code, unreadable, full, gone, records, qualscans, moved, mem_reads,
@@ -122,6 +184,7 @@ void py_frames__free(struct py_frames *p)
 	py_elf__free(p->elf);
 	sbuf_free(&p->rec);
 	py_code_clear(&p->code);
+	free(p->cache.page);
 	free(p);
 }
 
@@ -133,10 +196,25 @@ bool py_frames_any(const __u64 *ips, __u32 n)
 	return false;
 }
 
+static bool scan_due(const struct pf_proc *pp, __u64 now);
+static void scan(struct py_frames *p, struct pf_proc *pp, __u64 now);
+
 void py_frames__drain(struct py_frames *p)
 {
-	if (p)
-		p->drain++;
+	__u64 now;
+
+	if (!p)
+		return;
+	p->drain++;
+	/* 3.8-3.10: processes with code objects named co_name for want of a scan that knew them. */
+	now = now_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		struct pf_proc *pp = &p->procs[i];
+
+		if (pp->live && pp->has_scan && pp->guessed && scan_due(pp, now) &&
+		    py_procs__get(p->o.procs, pp->pid, NULL, NULL))
+			scan(p, pp, now);
+	}
 }
 
 /* The ELF of this file, made at its first need; NULL when there is none (no file, or it failed, said once). */
@@ -224,6 +302,7 @@ static int set_layouts(struct pf_proc *pp, const struct py_facts *f)
 		pp->sl.property_type = l->property_type;
 		pp->sl.dict_type = l->dict_type;
 		pp->sl.co_consts = l->co_consts != SP_PY_NONE ? l->co_consts : 0;
+		pp->sl.co_flags = l->co_flags != SP_PY_NONE ? l->co_flags : 0;
 		if (l->is_modules != SP_PY_NONE)
 			pp->sl.interp_modules = l->is_modules;
 	}
@@ -338,10 +417,62 @@ static int read_cookie(const struct pf_proc *pp, __u64 code, struct pf_cookie *c
 	return 0;
 }
 
+/* Whether the qualified-name index may be built again now (the limits above). */
+static bool scan_due(const struct pf_proc *pp, __u64 now)
+{
+	__u64 gap = (now - pp->since < QUALSCAN_YOUNG_NS ? 2 : 10) * pp->qn_took;
+
+	return !pp->qn_ns || now - pp->qn_ns >= (gap > QUALSCAN_GAP_NS ? gap : QUALSCAN_GAP_NS);
+}
+
+/*
+ * The qualified-name index built again; the code objects named co_name
+ * before that it now knows are named again at their next sight (their
+ * earlier samples keep the name they had).
+ */
+static void scan(struct py_frames *p, struct pf_proc *pp, __u64 now)
+{
+	struct py_mem m = { .read = cached_read, .ctx = &p->cache, .budget = 64u << 20 };
+
+	if (!p->cache.page && !(p->cache.page = malloc(CACHE_PAGES * sizeof(*p->cache.page))))
+		return;
+	memset(p->cache.tag, 0, sizeof(p->cache.tag));
+	p->cache.pid = pp->pid;
+	p->cache.reads = 0;
+	py_qualnames__free(pp->qn);
+	pp->qn = NULL;
+	pp->qn_ns = now;
+	if (py_read_pid((void *)(long)pp->pid, pp->runtime + pp->rt_interp_head, &pp->sl.interp, 8) || !pp->sl.interp)
+		return;
+	p->qualscans++;
+	if (py_qualnames__build(&pp->qn, &m, &pp->cl, &pp->sl, QUALSCAN_MAX))
+		return;
+	pp->qn_took = now_ns(CLOCK_MONOTONIC) - now;
+	p->mem_reads += p->cache.reads;
+	p->mem_bytes += p->cache.reads * PAGE_SIZE_;
+	pr_debug("python: pid %u: %zu qualified names found in %.1f ms, %llu pages read for %lu reads",
+		 pp->pid, py_qualnames__count(pp->qn), pp->qn_took / 1e6, (unsigned long long)p->cache.reads,
+		 m.reads);
+	for (size_t i = 0; i < pp->nr_codes; i++) {
+		struct pf_code *pc = &pp->codes[i];
+
+		if (!pc->guessed)
+			continue;
+		if (!py_qualnames__find(pp->qn, pc->code)) {
+			/* A function the scan cannot reach (a class made in a function): no more scans for it. */
+			if (++pc->misses < SCAN_MISSES)
+				continue;
+		} else {
+			pc->rename = true;
+		}
+		pc->guessed = false;
+		pp->guessed--;
+	}
+}
+
 /* 3.8-3.10: the code object's __qualname__ from the interpreter's modules, when the index has it. */
 static const char *qualname_of(struct py_frames *p, struct pf_proc *pp, __u64 code, const char *name)
 {
-	struct py_mem m = { .read = py_read_pid, .ctx = (void *)(long)pp->pid, .budget = 64u << 20 };
 	const char *q = pp->qn ? py_qualnames__find(pp->qn, code) : NULL;
 	__u64 now;
 
@@ -349,19 +480,10 @@ static const char *qualname_of(struct py_frames *p, struct pf_proc *pp, __u64 co
 	if (q || !pp->has_scan || !strcmp(name, "<module>"))
 		return q;
 	now = now_ns(CLOCK_MONOTONIC);
-	if (pp->qn && now - pp->qn_ns < QUALSCAN_EVERY_NS)
+	if (!scan_due(pp, now))
 		return NULL;
-	py_qualnames__free(pp->qn);
-	pp->qn = NULL;
-	pp->qn_ns = now;
-	if (py_read_pid(m.ctx, pp->runtime + pp->rt_interp_head, &pp->sl.interp, 8) || !pp->sl.interp)
-		return NULL;
-	p->qualscans++;
-	if (py_qualnames__build(&pp->qn, &m, &pp->cl, &pp->sl, QUALSCAN_MAX))
-		return NULL;
-	p->mem_reads += m.reads;
-	p->mem_bytes += m.bytes;
-	return py_qualnames__find(pp->qn, code);
+	scan(p, pp, now);
+	return pp->qn ? py_qualnames__find(pp->qn, code) : NULL;
 }
 
 /* The code object at code named: its slot, symbol and record; NULL if it names nothing. */
@@ -434,9 +556,11 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	}
 	pc = &pp->codes[pp->nr_codes];
 	*pc = (struct pf_code){ .code = code, .off = pp->next, .ncodeunits = c->ncodeunits, .checked = p->drain,
+				.guessed = (rec.flags & PY_NAMES_QUALNAME_GUESSED) && strcmp(c->name, "<module>"),
 				.cookie = ck };
 	*i = ++pp->nr_codes;
 	pp->next += size;
+	pp->guessed += pc->guessed;
 	p->named++;
 	(void)tid;
 	return pc;
@@ -449,8 +573,27 @@ static struct pf_code *code_slot(struct py_frames *p, struct pf_proc *pp, __u64 
 	uint64_t *i = u64_map_get(&pp->by_code, code, false);
 	struct pf_code *pc = i && *i ? &pp->codes[*i - 1] : NULL;
 	struct pf_cookie now;
+	bool live = py_procs__get(p->o.procs, pp->pid, NULL, NULL);
 
 	*err = 0;
+	/* Its qualified name found since: a slot of that name from here on (unless the process is gone). */
+	if (pc && pc->rename && live) {
+		uint64_t old = *i;
+		struct pf_code *renamed;
+
+		*i = 0;
+		pc->rename = false;
+		renamed = name_code(p, pp, code, tid, t, fn, ctx, err);
+		if (renamed) {
+			p->renamed++;
+			return renamed;
+		}
+		/* Not readable now: the name it had serves. */
+		i = u64_map_get(&pp->by_code, code, true);
+		if (i)
+			*i = old;
+		return *err || !i ? NULL : &pp->codes[old - 1];
+	}
 	if (pc && pc->checked == p->drain)
 		return pc;
 	if (pc) {
@@ -466,9 +609,13 @@ static struct pf_code *code_slot(struct py_frames *p, struct pf_proc *pp, __u64 
 		}
 		/* Another object: its own slot from here on; the old one keeps its name for earlier samples. */
 		*i = 0;
+		if (pc->guessed) {
+			pc->guessed = false;
+			pp->guessed--;
+		}
 		p->renamed++;
 	}
-	if (!py_procs__get(p->o.procs, pp->pid, NULL, NULL)) {
+	if (!live) {
 		p->gone++;
 		return NULL;
 	}

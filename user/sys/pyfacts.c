@@ -378,6 +378,7 @@ static int code_members(py_read_fn read, void *ctx, __u64 code_type, struct py_f
 		{ "co_lnotab", offsetof(struct py_layout, co_lnotab) },
 		{ "co_code", offsetof(struct py_layout, co_code) },
 		{ "co_consts", offsetof(struct py_layout, co_consts) },
+		{ "co_flags", offsetof(struct py_layout, co_flags) },
 	};
 	__u64 basicsize, members;
 	__u8 m[MEMBER_SIZE];
@@ -454,7 +455,7 @@ int py_facts_read(const struct py_binary *e, __u64 bias, py_read_fn read, void *
 		.version = e->version, .code_type = e->code_type + bias, .runtime = rt,
 		.co_name = SP_PY_NONE, .co_qualname = SP_PY_NONE, .co_filename = SP_PY_NONE,
 		.co_firstlineno = SP_PY_NONE, .co_linetable = SP_PY_NONE, .co_lnotab = SP_PY_NONE,
-		.co_code = SP_PY_NONE, .co_consts = SP_PY_NONE, .code_units = SP_PY_NONE,
+		.co_code = SP_PY_NONE, .co_consts = SP_PY_NONE, .co_flags = SP_PY_NONE, .code_units = SP_PY_NONE,
 		.lasti_bytes = t->instr == SP_PY_LASTI_BYTES,
 		.uni_ascii = t->uni_ascii, .uni_compact = t->uni_compact,
 		.function_type = e->function_type ? e->function_type + bias : 0,
@@ -468,8 +469,13 @@ int py_facts_read(const struct py_binary *e, __u64 bias, py_read_fn read, void *
 	};
 	if (t->minor == 13 && (err = debug_offsets(read, ctx, rt, e->version, o, why, n)))
 		return err;
-	if ((err = code_members(read, ctx, l->code_type, o, why, n)))
+	if ((err = code_members(read, ctx, l->code_type, o, why, n))) {
+		/* Which runtime said so. */
+		size_t k = strlen(why);
+
+		snprintf(why + k, n - k, " (CPython %s)", v);
 		return err;
+	}
 	/* The key: Py_tss_t { int _is_initialized; pthread_key_t _key; }. */
 	if ((err = read(ctx, rt + t->rt_autotss, tss, sizeof(tss))))
 		return set_errorf(why, n, err, "_PyRuntime unreadable: %s", strerror(-err));

@@ -46,7 +46,7 @@ struct py_layout {
 	__u32 co_linetable;	/* 3.10+: bytes, the version's own format */
 	__u32 co_lnotab;	/* 3.8/3.9: bytes of (address delta, line delta) pairs */
 	__u32 co_code;		/* 3.8-3.10: the bytes object of the code (its size / 2: the units) */
-	__u32 co_consts;
+	__u32 co_consts, co_flags;
 	__u32 code_units;	/* 3.11+: the first code unit, at tp_basicsize; ob_size counts the units */
 	bool lasti_bytes;	/* 3.8/3.9: an instruction index is a byte offset over 2 (the BPF gives units) */
 	/* PyUnicodeObject: length at +16, state at +32 (kind bits 2-4, compact 5, ascii 6) */
