@@ -82,7 +82,7 @@ struct py_walk {
 	__u32 placed;	  /* entries placed in the chain */
 	__u32 reads, window; /* user reads, frames found in a window */
 	__u32 tramps;
-	__u32 pad;
+	__u32 mi, mo;	  /* placing: the next native frame to take, the chain entries written */
 	__u64 ent[PY_ENT];  /* SP_PY_TAG entries, innermost first; 0: a C call that had no frame */
 	__u64 fa[PY_ENT];   /* each entry's frame, to cut a cycle */
 	__u8 last[PY_ENT];  /* the entry ends its C call's group */
@@ -333,25 +333,28 @@ static long py_dedup_step(__u32 i, void *unused)
 
 /*
  * Before the native walk: the current thread's Python frames, if its
- * process runs CPython, read into py_walks; the walk places them.  Returns
- * the walk's state (NULL: no Python frames to place).
+ * process runs CPython, read into py_walks.  1 when there are frames to
+ * place (or at least a thread state, whose trampolines the walk crosses).
+ * A function of its own (global: verified once, alone), so that its
+ * branches do not multiply the states of the walk around it.
  */
-static __always_inline struct py_walk *py_begin(struct task_struct *task, __u32 pid)
+__noinline int sp_py_begin(void)
 {
-	__u32 zero = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, pid = task->tgid;
 	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
 	struct sp_py_proc *p;
 	__u64 t0, first = 0, chunk = 0, len;
 	long ts;
 
-	if (!py_walk || !py)
-		return NULL;
+	if (!py_walk || !py || !task->mm)
+		return 0;
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
-		return NULL;
+		return 0;
 	if (p->start_stack != task->mm->start_stack) {
 		py_stat_add(SP_PY_STALE, 1);
-		return NULL;
+		return 0;
 	}
 	t0 = py_timing ? bpf_ktime_get_ns() : 0;
 	py->p = *p;
@@ -362,7 +365,7 @@ static __always_inline struct py_walk *py_begin(struct task_struct *task, __u32 
 	if (ts <= 0) {
 		py_stat_add(ts ? SP_PY_STOP_TSTATE : SP_PY_NO_TSTATE, 1);
 		py_stat_add(SP_PY_READS, py->reads);
-		return NULL;
+		return 0;
 	}
 	/* The first frame's pointer and the data stack's newest chunk, one read where they are near. */
 	if (py->p.ts_chunk != SP_PY_NONE && py->p.ts_chunk > py->p.ts_frame &&
@@ -391,13 +394,14 @@ static __always_inline struct py_walk *py_begin(struct task_struct *task, __u32 
 	if (py->n && py->n <= PY_ENT)
 		py->last[(py->n - 1) & (PY_ENT - 1)] = 1;
 	py->ts = ts;
+	py->mi = py->mo = 0;
 	if (py_timing)
 		py_stat_add(SP_PY_NS, bpf_ktime_get_ns() - t0);
-	return py;
+	return 1;
 fault:
 	py_stat_add(SP_PY_STOP_TSTATE, 1);
 	py_stat_add(SP_PY_READS, py->reads);
-	return NULL;
+	return 0;
 }
 
 /* Whether pc is in the eval loop's code. */
@@ -451,19 +455,27 @@ static __always_inline __u64 py_group_next(struct py_walk *py)
  * anonymous mapping whose bytes before it are the template's, pc at its
  * call's end (template + 6).  Its frame is rsp + 16 and rbp is untouched;
  * the walk crosses it without a chain entry, as the Python frames of the
- * eval loop it called say what it ran.
+ * eval loop it called say what it ran.  Global: verified once, alone.
  */
-static __always_inline bool py_is_trampoline(struct py_walk *py, __u64 pc)
+__noinline int sp_py_trampoline(__u64 pc)
 {
-	__u8 b[SP_PY_TRAMP_MAX];
-	__u32 n = py->p.tramp_len;
+	__u32 zero = 0, n;
+	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
+	__u64 b[SP_PY_TRAMP_MAX / 8] = {}, t[SP_PY_TRAMP_MAX / 8], mask;
 
-	if (!n || n > SP_PY_TRAMP_MAX || pc < 4096 + 6 || py_read(py, b, SP_PY_TRAMP_MAX, pc - 6))
-		return false;
-	for (int i = 0; i < SP_PY_TRAMP_MAX; i++)
-		if (i < n && b[i] != py->p.tramp[i])
-			return false;
-	return true;
+	if (!py)
+		return 0;
+	n = py->p.tramp_len;
+	if (!n || n > SP_PY_TRAMP_MAX || pc < 4096 + 6 || pc > PY_USER_END ||
+	    bpf_probe_read_user(b, sizeof(b), (void *)(pc - 6)))
+		return 0;
+	__builtin_memcpy(t, py->p.tramp, sizeof(t));
+	/* The template's n bytes: the first word whole (n > 8 in 3.12 and 3.13), the rest masked. */
+	mask = n >= 16 ? ~0ull : n > 8 ? (1ull << ((n - 8) * 8)) - 1 : 0;
+	if (n < 8 || b[0] != t[0] || ((b[1] ^ t[1]) & mask))
+		return 0;
+	py->tramps++;
+	return 1;
 }
 
 /* After the native walk: why this chain's Python part ended, counted. */

@@ -282,6 +282,9 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 		if (!(r->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_misc_kernel(r->misc) && (r->mmap.prot & PROT_EXEC) &&
 		    wanted(s, r->mmap.pid)) {
 			eh_tables__mark(s->tables, r->mmap.pid);
+			if (!r->mmap.build_id_size)
+				eh_tables__mmap(s->tables, r->mmap.pid, r->mmap.start, r->mmap.len, r->mmap.maj,
+						r->mmap.min, r->mmap.ino, r->mmap.filename);
 			py_procs__mmap(s->py, r->mmap.pid, r->mmap.filename);
 			s->changed = true;
 		}

@@ -332,6 +332,9 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	err = py_facts_read(&rf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
 	if (err == -EAGAIN)
 		return err;
+	/* A process that exited (or exec'd) while it was read refused nothing. */
+	if (err && (proc_start_stack(pid, &bias) || bias != ss))
+		return -ESRCH;
 	if (err) {
 		p->st.refused++;
 		snprintf(p->st.last_refusal, sizeof(p->st.last_refusal), "%u: %s", pid, why);
