@@ -146,6 +146,7 @@ struct eh_walk {
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 py;	 /* the thread's Python frames are in py_walks, to put in place of its eval-loop frames */
 	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
+	__u32 tramps;	 /* -X perf trampolines crossed */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
@@ -549,7 +550,9 @@ static long eh_step(__u32 i, void *unused)
 	if (eh_rule_of(w, pc, &r))
 		return 1;
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
-	if (r.kind != SP_EH_TRAMP) {
+	if (r.kind == SP_EH_TRAMP) {
+		w->tramps++;
+	} else {
 		if (w->py)
 			w->nat[w->n & SP_EH_MAX_FRAMES] = pc;
 		else
@@ -709,6 +712,7 @@ __noinline int sp_py_place(void)
 	if (py->mi < w->n && w->stop != SP_EH_STOP_DEPTH)
 		w->stop = SP_EH_STOP_DEPTH;
 	w->n = py->mo;
+	py->tramps = w->tramps;
 	py_end(py, w->stop);
 	return 0;
 }
@@ -797,6 +801,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	w->py = sp_py_begin();
 	w->exact0 = w->exact;
+	w->tramps = 0;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
 	if (w->py)
 		sp_py_place();

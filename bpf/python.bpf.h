@@ -474,7 +474,6 @@ __noinline int sp_py_trampoline(__u64 pc)
 	mask = n >= 16 ? ~0ull : n > 8 ? (1ull << ((n - 8) * 8)) - 1 : 0;
 	if (n < 8 || b[0] != t[0] || ((b[1] ^ t[1]) & mask))
 		return 0;
-	py->tramps++;
 	return 1;
 }
 

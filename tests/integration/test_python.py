@@ -82,7 +82,7 @@ def perf_samples(path, comm, event="cpu-clock"):
             continue
         if not line.startswith("\t"):
             head = line.split()
-            cur = [] if head and head[0] == comm and (event + ":") in head else None
+            cur = [] if head and head[0] == comm and any(t.startswith(event + ":") for t in head) else None
             if cur is not None:
                 chains.append(cur)
         elif cur is not None and len(line.split(None, 1)) == 2:
@@ -274,3 +274,51 @@ def test_python_lying_process():
             "py3.%d: %s" % (minor, sorted(names))
         assert "badcode" not in names, "py3.%d: a frame with a garbage code pointer was named" % minor
         assert re.search(r"^  Python: stopped: a frame came round again +[1-9]", err, re.M), err[-3000:]
+
+
+def leaf_names(stacks):
+    """The innermost Python frame of each stack (outermost first), whole ("py::QUALNAME:FILE"): a Counter."""
+    out = collections.Counter()
+    for st, c in stacks.items():
+        py = [f for f in st if f.startswith("py::")]
+        if py:
+            out[py[-1]] += c
+    return out
+
+
+@test
+def test_python_xperf_against_perf():
+    """3.12 and 3.13 under -X perf: the walk crosses the trampolines to the thread's root, and the
+    innermost Python function of each sample, by name and share, is what perf itself records of
+    the same program from CPython's own perf map (--call-graph dwarf stops at the first trampoline,
+    which names that function)."""
+    need_perf()
+    for minor in (12, 13):
+        py = python(minor)
+        ours, err = record([py, "-X", "perf", WORKLOAD, SECONDS])
+        check_busy(ours, "3.%d -X perf" % minor)
+        assert re.search(r"^  Python: -X perf trampolines crossed +[1-9]", err, re.M), err[-3000:]
+        theirs = os.path.join(tmpdir(), "perf.data")
+        p = run(["perf", "record", "-F", "999", "--call-graph", "dwarf,16384", "-o", theirs, "--", py, "-X", "perf",
+                 WORKLOAD, SECONDS], timeout=180)
+        assert p.returncode == 0, p.stderr[-2000:]
+        try:
+            chains = perf_samples(theirs, "pyw-busy")
+        finally:
+            for m in glob.glob("/tmp/perf-*.map"):
+                # The maps of this test's workloads only: theirs say pyworkload.py.
+                try:
+                    with open(m, errors="replace") as f:
+                        mine = "pyworkload.py" in f.read()
+                    if mine:
+                        os.unlink(m)
+                except OSError:
+                    pass
+        theirs_leaves = leaf_names(collections.Counter(tuple(c) for c in chains))
+        ours_leaves = leaf_names(folded(ours)["pyw-busy"])
+        n1, n2 = sum(ours_leaves.values()), sum(theirs_leaves.values())
+        assert n1 >= 300 and n2 >= 300, (n1, n2)
+        for name in set(ours_leaves) | set(theirs_leaves):
+            a, b = ours_leaves[name] / n1, theirs_leaves[name] / n2
+            assert abs(a - b) <= 0.05, "3.%d: %s: %.1f%% of our samples, %.1f%% of perf's (ours %s; perf's %s)" % (
+                minor, name, 100 * a, 100 * b, ours_leaves.most_common(3), theirs_leaves.most_common(3))
