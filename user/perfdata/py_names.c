@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,17 @@ const char *py_names_name(const char *qualname, size_t qlen, const char *filenam
 	return buf;
 }
 
+const char *py_names_text(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	if (!len)
+		return buf;
+	put_text(buf, len, &o, s ? s : "", s ? n : 0);
+	buf[trim_partial(buf, o)] = 0;
+	return buf;
+}
+
 /* ---- line runs ---- */
 
 static void uvarint_put(struct sbuf *b, __u64 v)
@@ -285,7 +297,7 @@ int py_runs_end(struct py_runs *r)
 
 int py_runs_line(const __u8 *runs, size_t len, int firstlineno, __s64 idx)
 {
-	const __u8 *p = runs, *end = runs + (runs ? len : 0);
+	const __u8 *p = runs, *end = runs ? runs + len : NULL;
 	long long line = firstlineno;
 	__u64 pos = 0, v, d;
 
@@ -317,4 +329,28 @@ int py_runs_line(const __u8 *runs, size_t len, int firstlineno, __s64 idx)
 			return -1;
 	}
 	return -1;
+}
+
+void py_runs_iter_init(struct py_runs_iter *it, const __u8 *runs, size_t len, int firstlineno)
+{
+	*it = (struct py_runs_iter){ runs, runs ? runs + len : NULL, firstlineno };
+}
+
+bool py_runs_next(struct py_runs_iter *it, __u32 *n, int *line, bool *none)
+{
+	__u64 v, d;
+
+	if (it->p >= it->end || uvarint_get(&it->p, it->end, &v) || !(v >> 1) || (v >> 1) > UINT32_MAX)
+		return false;
+	*n = v >> 1;
+	*none = v & 1;
+	if (!*none) {
+		if (uvarint_get(&it->p, it->end, &d) || (d >> 1) > (__u64)INT_MAX * 2)
+			return false;
+		it->line += d & 1 ? -(long long)(d >> 1) - 1 : (long long)(d >> 1);
+		if (it->line < INT_MIN || it->line > INT_MAX)
+			return false;
+	}
+	*line = it->line;
+	return true;
 }

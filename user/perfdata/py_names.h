@@ -18,15 +18,25 @@
  *   ELF moved or lost, before report runs.
  *
  * A record is a SAMPLE of the attr PY_NAMES_EVENT_NAME (names.h), pid/tid
- * the process's, time when it was named, with a struct py_names_rec in RAW
- * followed by its strings and line runs.  The recorder writes it before, or
- * in the same round as, the first sample that uses the slot: report takes
- * the records as they come and resolves samples at the end of their round.
+ * the process's, with a struct py_names_rec in RAW followed by its strings
+ * and line runs (its IP is the slot, so that perf report's section of the
+ * event lists the code objects named).  The recorder stamps it no later
+ * than the first sample that uses the slot (that sample's time will do) and
+ * writes it no later than that sample's round: report applies records in
+ * time order, with the forks and execs, before the samples of their time.
  *
  * In a process, a slot address names one code object for as long as the
- * process lives (its address space: until an exec or the pid's reuse), so
- * report keys names by (pid, address) and the address space the record's
- * time falls in; a forked child sees the names its parent had at the fork.
+ * process image lives (until an exec or the pid's reuse), so report keys
+ * names by (pid, address) and the image the record's time falls in; a
+ * forked child sees the names its parent had at the fork.  For perf, which
+ * knows no pids in the ELF, each image's region has a pgoff of its own
+ * (py_elf__add_region), and a child that keeps using its parent's slots
+ * must take its new ones from the same allocator.
+ *
+ * Where the recorder replaces the sampled eval-loop frame (the chain's
+ * first user entry) with a Python frame, the sample's IP must become that
+ * frame's address too: perf report without -g, and report's span top
+ * functions, name a sample by its IP.
  */
 #ifndef SP_PY_NAMES_H
 #define SP_PY_NAMES_H
@@ -125,9 +135,11 @@ int py_names_rec_decode(const void *raw, size_t len, struct py_names_rec *out);
  * "py::QUALNAME:FILENAME", in buf (cut to fit, always NUL-terminated).
  * NUL bytes in either string are written as U+FFFD.  Returns buf.
  */
-#define PY_NAME_BUF (2 * PY_NAMES_STR_MAX + 16)
+#define PY_NAME_BUF (6 * PY_NAMES_STR_MAX + 16)
 const char *py_names_name(const char *qualname, size_t qlen, const char *filename, size_t flen, char *buf,
 			  size_t len);
+/* One of a record's strings alone, NUL-terminated, the same way (buf of 3 * n + 1 holds any). */
+const char *py_names_text(const char *s, size_t n, char *buf, size_t len);
 
 /*
  * ---- line runs ----
@@ -158,7 +170,15 @@ void py_runs_add(struct py_runs *r, __u32 n, int line, bool none);
 /* Writes the run being gathered; 0, or out's error. */
 int py_runs_end(struct py_runs *r);
 
-/* The line of instruction idx: > 0 ... as the runs say; -1 where none (or a malformed run). */
+/* The line of instruction idx (>= 0) as the runs say; -1 where none (or a malformed run). */
 int py_runs_line(const __u8 *runs, size_t len, int firstlineno, __s64 idx);
+
+/* The runs one by one: n code units of line (or none); false at their end or at a malformed one. */
+struct py_runs_iter {
+	const __u8 *p, *end;
+	long long line;
+};
+void py_runs_iter_init(struct py_runs_iter *it, const __u8 *runs, size_t len, int firstlineno);
+bool py_runs_next(struct py_runs_iter *it, __u32 *n, int *line, bool *none);
 
 #endif

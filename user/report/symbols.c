@@ -18,6 +18,7 @@
 #include "host.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "py_names.h"
 #include "sha256.h"
 #include "symbols.h"
 #include "util.h"
@@ -46,6 +47,18 @@ struct map {
 };
 
 /*
+ * A Python code object's slot in a process (py_names.h): named at time
+ * first, seen again (a later window's copy of the record) up to last.
+ */
+struct py_slot {
+	__u64 start, end, first, last;
+	const char *name, *file; /* the symbolizer's pool */
+	__u8 *lines;		 /* line runs */
+	__u32 lines_len;
+	int firstlineno;
+};
+
+/*
  * A process's maps over time.  A fork that starts a process under a pid
  * (pid reuse included) is a boundary: maps from before it are not the
  * process's after it.  An exec is not, as in perf: inside execve the user
@@ -71,6 +84,11 @@ struct proc_maps {
 	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 	bool exited;	 /* symbolizer__exit: gone at exit_time, to be let go at a trim */
 	__u64 exit_time;
+	/* Python code objects named in it, by slot start (then time) once sorted; py_at: start -> the latest */
+	struct py_slot **py;
+	size_t nr_py, cap_py;
+	bool py_sorted;
+	struct u64_map py_at;
 };
 
 struct symbolizer {
@@ -106,6 +124,8 @@ struct symbolizer {
 	 */
 	bool kernel_unmapped;
 	__u64 kernel_gen;
+	struct strpool py_strs; /* Python frames' names and files */
+	__u64 py_named, py_repeats;
 	struct retired {
 		struct elf_syms tab;
 		char *elf;
@@ -630,6 +650,12 @@ static void proc_free(struct proc_maps *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->nr_py; i++) {
+		free(p->py[i]->lines);
+		free(p->py[i]);
+	}
+	free(p->py);
+	u64_map_free(&p->py_at);
 	free(p->maps);
 	free(p->forks.t);
 	free(p->forks.from);
@@ -668,6 +694,7 @@ void symbolizer__free(struct symbolizer *s)
 	u64_map_free(&s->proc_by_pid);
 	u64_map_free(&s->digest_idx);
 	u64_map_free(&s->verified);
+	strpool_free(&s->py_strs);
 	free(s);
 }
 
@@ -938,6 +965,160 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 		load_user_dso(s, d);
 }
 
+/* ---- Python frames ---- */
+
+int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time)
+{
+	struct proc_maps *p = proc_get(s, (__s32)r->pid, true);
+	char name[PY_NAME_BUF], file[3 * PY_NAMES_STR_MAX + 1];
+	const char *pn, *pf;
+	struct py_slot *o = NULL, *n;
+	uint64_t *at;
+
+	if (!p)
+		return -ENOMEM;
+	py_names_name(r->qualname, r->qualname_len, r->filename, r->filename_len, name, sizeof(name));
+	py_names_text(r->filename, r->filename_len, file, sizeof(file));
+	pn = strpool_intern(&s->py_strs, name, NULL);
+	pf = strpool_intern(&s->py_strs, file, NULL);
+	at = u64_map_get(&p->py_at, r->slot, true);
+	if (!pn || !pf || !at)
+		return -ENOMEM;
+	if (*at)
+		o = (struct py_slot *)(uintptr_t)*at;
+	/* The same record again (each --switch-output file carries its own copy): one slot, seen longer. */
+	if (o && o->name == pn && o->end == r->slot + r->size && o->firstlineno == r->firstlineno &&
+	    o->lines_len == r->lines_len && !memcmp(o->lines, r->lines, r->lines_len)) {
+		o->first = SP_MIN(o->first, time);
+		o->last = SP_MAX(o->last, time);
+		s->py_repeats++;
+		return 0;
+	}
+	if (array_reserve((void **)&p->py, &p->cap_py, p->nr_py, sizeof(*p->py)) || !(n = calloc(1, sizeof(*n))))
+		return -ENOMEM;
+	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno };
+	if (r->lines_len && !(n->lines = malloc(r->lines_len))) {
+		free(n);
+		return -ENOMEM;
+	}
+	if (r->lines_len)
+		memcpy(n->lines, r->lines, r->lines_len);
+	p->py[p->nr_py++] = n;
+	p->py_sorted = false;
+	*at = (uintptr_t)n;
+	s->py_named++;
+	return 0;
+}
+
+void symbolizer__python_counts(const struct symbolizer *s, __u64 *named, __u64 *repeats)
+{
+	*named = s->py_named;
+	*repeats = s->py_repeats;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct py_slot *x = *(struct py_slot *const *)a, *y = *(struct py_slot *const *)b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+/* When the address space of p that holds time t began: its last fork or exec then (0: before the file). */
+static __u64 space_of(const struct proc_maps *p, __u64 t)
+{
+	return SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL));
+}
+
+/*
+ * The slot of p holding ip in the address space of time t: named in that
+ * space (an exec or the pid's reuse starts another), else, in a child, its
+ * parent's as the parent's space was at the fork.
+ */
+static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth)
+{
+	__u64 space = space_of(p, t);
+	long lo = 0, hi = (long)p->nr_py - 1, last = -1;
+	const struct py_slot *best = NULL;
+	int fork;
+
+	if (!p->py_sorted) {
+		sort_n(p->py, p->nr_py, sizeof(*p->py), cmp_slot);
+		p->py_sorted = true;
+	}
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (p->py[mid]->start <= ip) {
+			last = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	/*
+	 * Slots at one address are few (a reused pid, an exec, a recorder that
+	 * starts its slots anew in each --switch-output file): of those of
+	 * this image, the latest named by t, else the first named after it.
+	 */
+	for (long i = last; i >= 0 && i > last - 64; i--) {
+		const struct py_slot *o = p->py[i];
+
+		if (ip >= o->end || (space_of(p, o->first) != space && space_of(p, o->last) != space))
+			continue;
+		if (o->first <= t && (!best || best->first > t || o->first > best->first))
+			best = o;
+		else if (o->first > t && (!best || (best->first > t && o->first < best->first)))
+			best = o;
+	}
+	if (best)
+		return best;
+	fork = bound_index(&p->forks, t);
+	if (fork >= 0 && depth < MAX_FORK_DEPTH && p->forks.from[fork] != p->pid) {
+		struct proc_maps *parent = proc_get(s, p->forks.from[fork], false);
+
+		if (parent && parent->nr_py)
+			return find_python(s, parent, ip, p->forks.t[fork], depth + 1);
+	}
+	return NULL;
+}
+
+/* A Python frame: named by its code object, in the dso of the region's map if the file has one. */
+static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const struct map *m, __u64 ip, __u64 t,
+			   struct sym *out)
+{
+	const struct py_slot *o = find_python(s, p, ip, t, 0);
+	__u64 base = 0;
+
+	if (!o)
+		return false;
+	out->name = o->name;
+	out->known = true;
+	out->src_file = o->file;
+	out->src_line = py_runs_line(o->lines, o->lines_len, o->firstlineno, py_frame_index(o->start, ip));
+	out->offset = ip - o->start;
+	if (m) {
+		out->file_offset = ip - m->start + m->pgoff;
+		out->dso = m->dso->short_name;
+		out->path = m->dso->path;
+		out->build_id = m->dso->build_id;
+		out->dso_id = m->dso->id;
+		base = m->pgoff - m->start; /* the slot in its file's addresses, as perf's symbols are */
+		out->sym_start = o->start + base;
+	} else {
+		/*
+		 * No file maps the region (a live session's recorder may write
+		 * none): the slot's own identity as its extent, since two
+		 * processes' slots at one address are two functions.
+		 */
+		out->dso = "[python]";
+		out->sym_start = (uintptr_t)o;
+	}
+	out->sym_end = out->sym_start + (o->end - o->start);
+	return true;
+}
+
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel, struct sym *out)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, false);
@@ -976,6 +1157,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		}
 		return;
 	}
+	if (p && p->nr_py && resolve_python(s, p, m, ip, t, out))
+		return;
 	if (m) {
 		struct dso *d = m->dso;
 

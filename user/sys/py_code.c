@@ -143,21 +143,31 @@ static bool put_utf8(char *buf, size_t len, size_t *o, __u32 c)
 	return true;
 }
 
+/* A str's header and its first characters in one read: most names fit in it. */
+#define STR_HEAD 128
+
 int py_str_read(struct py_mem *m, const struct py_code_layout *l, __u64 str, char *buf, size_t len, bool *cut)
 {
+	__u8 head[STR_HEAD], *raw = NULL;
+	const __u8 *data;
 	__s64 length;
-	__u32 state, kind;
-	size_t chars, o = 0;
-	__u8 *raw;
-	int e;
+	__u32 state, kind, at;
+	size_t chars, o = 0, got = 0;
+	int e = 0;
 
 	*cut = false;
-	if (len < 4)
+	if (len < 4 || l->str_length + 8 > STR_HEAD || l->str_state + 4 > STR_HEAD)
 		return -EINVAL;
 	buf[0] = 0;
-	if ((e = py_mem_read(m, str + l->str_length, &length, 8)) ||
-	    (e = py_mem_read(m, str + l->str_state, &state, 4)))
+	/* Near the end of a mapping the whole head may not be there: the fields alone then. */
+	if (!py_mem_read(m, str, head, STR_HEAD)) {
+		got = STR_HEAD;
+		memcpy(&length, head + l->str_length, 8);
+		memcpy(&state, head + l->str_state, 4);
+	} else if ((e = py_mem_read(m, str + l->str_length, &length, 8)) ||
+		   (e = py_mem_read(m, str + l->str_state, &state, 4))) {
 		return e;
+	}
 	kind = (state >> 2) & 7;
 	/* Only compact strs hold their text inline: code objects' names and files always are. */
 	if (length < 0 || length > PY_STR_LIE || !(state >> 5 & 1) || (kind != 1 && kind != 2 && kind != 4))
@@ -166,19 +176,26 @@ int py_str_read(struct py_mem *m, const struct py_code_layout *l, __u64 str, cha
 	chars = SP_MIN((size_t)length, len - 1);
 	if (!chars)
 		return 0;
-	raw = malloc(chars * kind);
-	if (!raw)
-		return -ENOMEM;
-	e = py_mem_read(m, str + (state >> 6 & 1 ? l->str_ascii_data : l->str_compact_data), raw, chars * kind);
+	at = state >> 6 & 1 ? l->str_ascii_data : l->str_compact_data;
+	if (at + chars * kind <= got) {
+		data = head + at;
+	} else {
+		raw = malloc(chars * kind);
+		if (!raw)
+			return -ENOMEM;
+		e = py_mem_read(m, str + at, raw, chars * kind);
+		data = raw;
+	}
 	for (size_t i = 0; !e && i < chars; i++) {
 		__u32 c;
 
 		if (kind == 1)
-			c = raw[i];
+			c = data[i];
 		else if (kind == 2)
-			c = raw[2 * i] | (__u32)raw[2 * i + 1] << 8;
+			c = data[2 * i] | (__u32)data[2 * i + 1] << 8;
 		else
-			c = raw[4 * i] | (__u32)raw[4 * i + 1] << 8 | (__u32)raw[4 * i + 2] << 16 | (__u32)raw[4 * i + 3] << 24;
+			c = data[4 * i] | (__u32)data[4 * i + 1] << 8 | (__u32)data[4 * i + 2] << 16 |
+			    (__u32)data[4 * i + 3] << 24;
 
 		if (!put_utf8(buf, len, &o, c)) {
 			*cut = true;
@@ -326,6 +343,24 @@ void py_code_clear(struct py_code *c)
 	c->lines_len = 0;
 }
 
+void py_code_rec(const struct py_code *c, const struct py_qualnames *q, __u32 pid, __u64 slot,
+		 struct py_names_rec *out)
+{
+	const char *qual = c->has_qualname ? c->qualname : py_qualnames__find(q, c->addr);
+	__u32 flags = c->flags;
+
+	if (!qual) {
+		qual = c->name;
+		flags |= PY_NAMES_QUALNAME_GUESSED;
+	}
+	*out = (struct py_names_rec){
+		.pid = pid, .flags = flags, .slot = slot, .code = c->addr, .size = py_slot_size(c->ncodeunits),
+		.ncodeunits = c->ncodeunits, .firstlineno = c->firstlineno,
+		.qualname = qual, .qualname_len = strlen(qual), .filename = c->filename,
+		.filename_len = strlen(c->filename), .lines = c->lines, .lines_len = c->lines_len,
+	};
+}
+
 /* ---- qualified names before 3.11 ---- */
 
 struct qentry {
@@ -338,6 +373,8 @@ struct py_qualnames {
 	size_t nr, cap, max;
 	struct u64_map idx;  /* code -> index + 1 */
 	struct u64_map seen; /* objects visited */
+	struct u64_map types; /* type -> its Py_TPFLAGS_TYPE_SUBCLASS bit + 1 */
+	struct u64_map consts; /* a constant -> 1 a code object, 2 not */
 	/* the walk's */
 	struct py_mem *m;
 	const struct py_code_layout *cl;
@@ -420,12 +457,45 @@ cleanup:
 	return e;
 }
 
+/* The bytes of an object the walk looks at (its type, a function's code and name, a class's dict), read at once. */
+#define OBJ_HEAD 288
+
+/* A field of an object: from its head where it was read, else on its own. */
+static int field(struct py_qualnames *q, __u64 obj, const __u8 *head, size_t got, __u32 off, __u64 *v)
+{
+	if (off + 8 <= got) {
+		memcpy(v, head + off, 8);
+		return 0;
+	}
+	return read_u64(q->m, obj + off, v);
+}
+
+/* A type's tp_flags, read once per type: most objects of a namespace are of a few types. */
+static int type_flags(struct py_qualnames *q, __u64 typ, __u64 *flags)
+{
+	uint64_t *v = u64_map_get(&q->types, typ, true);
+	int e;
+
+	if (!v)
+		return -ENOMEM;
+	if (*v) {
+		*flags = *v - 1;
+		return 0;
+	}
+	e = read_u64(q->m, typ + q->sl->type_flags, flags);
+	if (!e)
+		*v = (*flags & (1ull << 31)) + 1; /* the one bit the walk wants */
+	return e;
+}
+
 static int visit_obj(struct py_qualnames *q, __u64 key, __u64 v, int depth)
 {
 	const struct py_scan_layout *s = q->sl;
 	__u64 typ, flags, code, qual;
 	uint64_t *seen = u64_map_get(&q->seen, v, true);
 	char name[PY_STR_MAX + 1];
+	__u8 head[OBJ_HEAD];
+	size_t got = OBJ_HEAD;
 	bool cut;
 	int e;
 
@@ -435,22 +505,27 @@ static int visit_obj(struct py_qualnames *q, __u64 key, __u64 v, int depth)
 	if (*seen)
 		return 0;
 	*seen = 1;
-	if ((e = read_u64(q->m, v + q->cl->ob_type, &typ)))
+	if (py_mem_read(q->m, v, head, OBJ_HEAD))
+		got = 0;
+	if ((e = field(q, v, head, got, q->cl->ob_type, &typ)))
 		return e;
 	/* staticmethod, classmethod, property: the function they wrap */
 	if (typ && (typ == s->staticmethod_type || typ == s->classmethod_type || typ == s->property_type)) {
-		if ((e = read_u64(q->m, v + s->wrapped, &v)) || (e = read_u64(q->m, v + q->cl->ob_type, &typ)))
+		if ((e = field(q, v, head, got, s->wrapped, &v)))
+			return e;
+		got = py_mem_read(q->m, v, head, OBJ_HEAD) ? 0 : OBJ_HEAD;
+		if ((e = field(q, v, head, got, q->cl->ob_type, &typ)))
 			return e;
 	}
 	if (typ == s->function_type) {
-		if ((e = read_u64(q->m, v + s->func_code, &code)) || (e = read_u64(q->m, v + s->func_qualname, &qual)) ||
+		if ((e = field(q, v, head, got, s->func_code, &code)) || (e = field(q, v, head, got, s->func_qualname, &qual)) ||
 		    (e = py_str_read(q->m, q->cl, qual, name, sizeof(name), &cut)))
 			return e;
 		return cut ? 0 : add_entry(q, code, name);
 	}
 	/* A class (its type's flags have Py_TPFLAGS_TYPE_SUBCLASS): its namespace, a level down. */
-	if (depth >= TYPE_DEPTH || (e = read_u64(q->m, typ + s->type_flags, &flags)) || !(flags & 1ull << 31) ||
-	    (e = read_u64(q->m, v + s->type_dict, &v)) || !v)
+	if (depth >= TYPE_DEPTH || !typ || (e = type_flags(q, typ, &flags)) || !(flags & 1ull << 31) ||
+	    (e = field(q, v, head, got, s->type_dict, &v)) || !v)
 		return e;
 	return dict_items(q, v, visit_obj, depth + 1);
 }
@@ -471,36 +546,67 @@ static int visit_module(struct py_qualnames *q, __u64 key, __u64 mod, int depth)
 }
 
 /* Code objects in a known one's constants: PARENT.<locals>.NAME, as the compiler names them. */
+/* Whether the object at obj is a code object: each constant read once (names and numbers are shared). */
+static bool is_code(struct py_qualnames *q, __u64 obj)
+{
+	uint64_t *v = u64_map_get(&q->consts, obj, true);
+	__u64 typ;
+
+	if (v && *v)
+		return *v == 1;
+	if (read_u64(q->m, obj + q->cl->ob_type, &typ))
+		return false; /* not remembered: a torn read may do better next time */
+	if (v)
+		*v = typ == q->cl->code_type ? 1 : 2;
+	return typ == q->cl->code_type;
+}
+
+/* The first constants come with the tuple's header; more are read after. */
+#define CONSTS_HEAD 32
+
 static int nested(struct py_qualnames *q)
 {
 	const struct py_code_layout *cl = q->cl;
+	const struct py_scan_layout *sl = q->sl;
 	char name[PY_STR_MAX + 1], qual[2 * PY_STR_MAX + 16];
+	__u64 tuple[3 + CONSTS_HEAD], *items = NULL;
+	size_t cap = 0;
 	int e = 0;
 
-	if (!q->sl->co_consts)
+	if (!sl->co_consts || sl->tuple_items + 8 * CONSTS_HEAD > sizeof(tuple) || sl->tuple_size + 8 > sizeof(tuple))
 		return 0;
 	/* The array grows as it is walked: each new entry is visited in turn. */
-	for (size_t i = 0; i < q->nr && q->nr < q->max; i++) {
-		__u64 consts, typ, *items = NULL, code = q->e[i].code;
+	for (size_t i = 0; i < q->nr && q->nr < q->max && !e; i++) {
+		__u64 consts, code = q->e[i].code, head[CODE_HEAD_MAX / 8];
+		size_t need = SP_MAX(sl->co_consts, sl->co_flags) + 8;
 		__u32 flags = CO_NEWLOCALS;
 		__s64 n;
 		bool cut;
 
-		if (read_u64(q->m, code + q->sl->co_consts, &consts) || py_mem_read(q->m, consts + q->sl->tuple_size, &n, 8) ||
-		    n <= 0 || n > CONSTS_MAX)
+		if (need > sizeof(head) || py_mem_read(q->m, code, head, need))
 			continue;
+		memcpy(&consts, (__u8 *)head + sl->co_consts, 8);
 		/* A class body's code makes no new locals: what it holds is named PARENT.NAME. */
-		if (q->sl->co_flags && py_mem_read(q->m, code + q->sl->co_flags, &flags, 4))
+		if (sl->co_flags)
+			memcpy(&flags, (__u8 *)head + sl->co_flags, 4);
+		if (py_mem_read(q->m, consts, tuple, sizeof(tuple)))
 			continue;
-		if (!(items = malloc(8 * n)))
-			return -ENOMEM;
-		if (py_mem_read(q->m, consts + q->sl->tuple_items, items, 8 * n))
-			n = 0;
+		memcpy(&n, (__u8 *)tuple + sl->tuple_size, 8);
+		if (n <= 0 || n > CONSTS_MAX)
+			continue;
+		if (array_reserve((void **)&items, &cap, n, sizeof(*items))) {
+			e = -ENOMEM;
+			break;
+		}
+		memcpy(items, (__u8 *)tuple + sl->tuple_items, 8 * SP_MIN(n, CONSTS_HEAD));
+		if (n > CONSTS_HEAD && py_mem_read(q->m, consts + sl->tuple_items + 8 * CONSTS_HEAD, items + CONSTS_HEAD,
+						   8 * (n - CONSTS_HEAD)))
+			n = CONSTS_HEAD;
 		for (__s64 k = 0; k < n && !e; k++) {
 			__u64 nm;
 			uint64_t *known;
 
-			if (!items[k] || read_u64(q->m, items[k] + cl->ob_type, &typ) || typ != cl->code_type)
+			if (!items[k] || !is_code(q, items[k]))
 				continue;
 			known = u64_map_get(&q->idx, items[k], false);
 			if ((known && *known) || read_u64(q->m, items[k] + cl->co_name, &nm) ||
@@ -509,13 +615,9 @@ static int nested(struct py_qualnames *q)
 			snprintf(qual, sizeof(qual), "%s%s%s", q->e[i].qual, flags & CO_NEWLOCALS ? ".<locals>." : ".", name);
 			e = add_entry(q, items[k], qual);
 		}
-		free(items);
-		if (e == -E2BIG)
-			return 0;
-		if (e)
-			return e;
 	}
-	return 0;
+	free(items);
+	return e == -E2BIG ? 0 : e;
 }
 
 int py_qualnames__build(struct py_qualnames **out, struct py_mem *m, const struct py_code_layout *cl,
@@ -536,6 +638,8 @@ int py_qualnames__build(struct py_qualnames **out, struct py_mem *m, const struc
 	if (e != -ENOMEM)
 		e = nested(q);
 	u64_map_free(&q->seen);
+	u64_map_free(&q->types);
+	u64_map_free(&q->consts);
 	q->m = NULL;
 	q->cl = NULL;
 	q->sl = NULL;
@@ -571,5 +675,7 @@ void py_qualnames__free(struct py_qualnames *q)
 	free(q->e);
 	u64_map_free(&q->idx);
 	u64_map_free(&q->seen);
+	u64_map_free(&q->types);
+	u64_map_free(&q->consts);
 	free(q);
 }

@@ -125,6 +125,16 @@ int py_code_read(struct py_mem *m, const struct py_code_layout *l, __u64 code, s
 /* Frees out->lines; out may be zeroed or NULL. */
 void py_code_clear(struct py_code *c);
 
+struct py_qualnames;
+/*
+ * The record of c in pid's slot at slot (py_names.h), pointing into c: its
+ * qualified name co_qualname (3.11+), else q's (3.8-3.10; q may be NULL),
+ * else co_name, flagged PY_NAMES_QUALNAME_GUESSED; size py_slot_size().
+ * The perf-map symbol name for the ELF: py_names_name(out->qualname, ...).
+ */
+void py_code_rec(const struct py_code *c, const struct py_qualnames *q, __u32 pid, __u64 slot,
+		 struct py_names_rec *out);
+
 /*
  * A str object's text as UTF-8 into buf (len >= 4): 0 (*cut when it was
  * longer than fits), -EINVAL (not a compact str, a kind other than 1, 2 or
@@ -164,8 +174,6 @@ struct py_scan_layout {
 
 /* The fixed parts of 3.8-3.10 (all but interp and the types, which are the caller's): 0 or -EPROTONOSUPPORT. */
 int py_scan_layout_init(struct py_scan_layout *s, __u16 version);
-
-struct py_qualnames;
 
 /*
  * Walks the interpreter (reads through m, whose budget bounds the walk)

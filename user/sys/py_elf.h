@@ -20,8 +20,9 @@
  * perf's ~/.debug (round 3's rule): the recorder may enter it there under
  * --perf-cache like any other file.
  *
- * The folder is created owner-only-writable and used only if it is a
- * directory (not a symlink) of ours that no one else may write: its files
+ * The folder is created private (0700, the file 0600, as the perf.data) and
+ * used only if it is a directory (not a symlink) of ours that no one else
+ * may write: its files
  * are written, renamed and removed through it.  A file is written under a
  * temporary name and renamed, as the perf.data is.
  */
@@ -64,6 +65,16 @@ int py_elf__add_region(struct py_elf *w, __u64 len, __u64 *pgoff);
  * already added is dropped at commit (counted), as perf would pick one.
  */
 int py_elf__add_symbol(struct py_elf *w, __u64 off, __u64 size, const char *name);
+/*
+ * The lines of the symbol just added at off, for perf's srcline (`perf
+ * report --sort srcline`, addr2line): its code object's file and line runs
+ * (py_names.h, from firstlineno), written as DWARF line tables in which
+ * each instruction's two bytes have its line.  0, -EINVAL (no symbol
+ * starts at off), -ENOMEM.  Optional: without it perf names the frames
+ * all the same.
+ */
+int py_elf__add_lines(struct py_elf *w, __u64 off, const char *file, int firstlineno, const __u8 *runs,
+		      size_t len);
 /* Symbols added, and dropped at commit for overlapping. */
 size_t py_elf__symbols(const struct py_elf *w);
 size_t py_elf__dropped(const struct py_elf *w);
