@@ -544,11 +544,14 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 		return NULL;
 	}
 	p->records++;
+	/* perf's names, and its srclines (perf report --sort srcline, perf script -F srcline). */
 	if (p->elf && pp->pgoff &&
-	    py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size,
-			       py_names_name(rec.qualname, rec.qualname_len, rec.filename, rec.filename_len, name,
-					     sizeof(name))))
-		pr_debug("python: no symbol for %s in the ELF", name);
+	    (py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size,
+				py_names_name(rec.qualname, rec.qualname_len, rec.filename, rec.filename_len, name,
+					      sizeof(name))) ||
+	     (c->lines && py_elf__add_lines(p->elf, pp->pgoff + pp->next, c->filename, c->firstlineno, c->lines,
+					     c->lines_len))))
+		pr_debug("python: no symbol or lines for %s in the ELF", name);
 	i = u64_map_get(&pp->by_code, code, true);
 	if (!i || array_reserve((void **)&pp->codes, &pp->cap_codes, pp->nr_codes, sizeof(*pp->codes))) {
 		*err = -ENOMEM;

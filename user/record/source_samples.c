@@ -421,6 +421,7 @@ static int write_rec(void *w, const void *p, size_t n)
  * on_sample_eh's layout (ehframe.bpf.h's struct sp_eh_sample):
  * IDENTIFIER|IP|TID|TIME|CPU|PERIOD, then the chain's nr and entries.
  */
+#define EH_IP_OFF 16u
 #define EH_NR_OFF 56u
 #define EH_IPS_OFF 64u
 #define EH_SAMPLE_MAX 4096
@@ -429,8 +430,9 @@ static int write_rec(void *w, const void *p, size_t n)
 static int write_py_sample(struct samples *s, const struct perf_event_header *h, __u64 t)
 {
 	struct perf_event_header *c = (struct perf_event_header *)s->eh_copy;
-	__u32 pid, tid, n;
-	__u64 nr;
+	__u64 *ips = (__u64 *)((char *)c + EH_IPS_OFF), nr;
+	__u32 pid, tid, n, leaf = 0;
+	bool py_leaf;
 	int e;
 
 	memcpy(&nr, (const char *)h + EH_NR_OFF, 8);
@@ -439,10 +441,19 @@ static int write_py_sample(struct samples *s, const struct perf_event_header *h,
 	memcpy(c, h, h->size);
 	memcpy(&pid, (const char *)h + 24, 4);
 	memcpy(&tid, (const char *)h + 28, 4);
+	/* A sample in user mode whose own frame (the eval loop) became a Python frame. */
+	while (leaf < nr && ips[leaf] != PD_CONTEXT_USER)
+		leaf++;
+	leaf++;
+	py_leaf = (c->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER && leaf < nr &&
+		  (ips[leaf] & SP_PY_TAG_MASK) == SP_PY_TAG;
 	n = nr;
-	e = py_frames__rewrite(s->py, pid, tid, t, (__u64 *)((char *)c + EH_IPS_OFF), &n, write_rec, s->w);
+	e = py_frames__rewrite(s->py, pid, tid, t, ips, &n, write_rec, s->w);
 	if (e)
 		return e;
+	/* Its IP is that frame's too: perf report without -g, and report's top functions, name a sample by it. */
+	if (py_leaf && leaf < n)
+		memcpy((char *)c + EH_IP_OFF, &ips[leaf], 8);
 	/* Entries dropped: the record shrinks by as many words. */
 	c->size -= (nr - n) * 8;
 	nr = n;
