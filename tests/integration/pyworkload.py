@@ -12,6 +12,8 @@ Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart
   pyw-async    asyncio.run -> a task: worker -> sub -> blocking_in_task -> time.sleep
   pyw-deep     (--deep N) deep_start -> recurse x N -> deep_leaf -> time.sleep
   --fork:      a multiprocessing child (fork) that spins in child_work -> child_spin, named pyw-child
+  --map-region: a second in, code mapped at 0x600000000000, where a profiler's symbols for Python
+               frames may lie (test_python: spanperf moves them)
 
 READY_FILE is created once every thread is in place, with the busy thread's native id.
 """
@@ -125,6 +127,16 @@ def deep_start():
     recurse(DEEP)
 
 
+def map_region():
+    # Executable memory where spanperf puts a process's Python frames first: the region must move.
+    time.sleep(1.0)
+    mmap = ctypes.CDLL(None, use_errno=True).mmap
+    mmap.restype = ctypes.c_void_p
+    mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    # PROT_READ|PROT_EXEC, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE
+    mmap(0x600000000000, 1 << 20, 0x1 | 0x4, 0x02 | 0x20 | 0x100000, -1, 0)
+
+
 def child_spin(end):
     n = 0
     while time.monotonic() < end:
@@ -142,6 +154,8 @@ if __name__ == "__main__":
     threads = [("sleep", sleeper_outer), ("async", asyncio_thread)]
     if DEEP:
         threads.append(("deep", deep_start))
+    if "--map-region" in sys.argv:
+        threading.Thread(target=map_region, daemon=True).start()
     for name, fn in threads:
         threading.Thread(target=fn, name=name, daemon=True).start()
     child = None

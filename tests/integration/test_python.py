@@ -235,6 +235,15 @@ def test_python_container():
 
 
 @test
+def test_python_region_moves():
+    """A process that maps code where its Python frames' addresses were: they move, named again."""
+    py = python(12)
+    path, err = record([py, WORKLOAD, SECONDS, "--map-region"])
+    check_busy(path, "region moved")
+    assert re.search(r"python names: [1-9]\d* regions moved", err), err[-3000:]
+
+
+@test
 def test_python_deep_recursion():
     """2,000 frames deep, asleep: its off-CPU chain holds the 127 innermost, the deepest first, and
     the cut is counted."""

@@ -196,7 +196,27 @@ bool py_frames_any(const __u64 *ips, __u32 n)
 	return false;
 }
 
+static __u64 pick_base(__u32 pid);
+
+void py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len)
+{
+	uint64_t *i = p ? u64_map_get(&p->by_pid, pid, false) : NULL;
+	struct pf_proc *pp = i && *i ? &p->procs[*i - 1] : NULL;
+
+	if (!pp || !pp->live || !pp->base || start >= pp->base + REGION_LEN || start + len <= pp->base)
+		return;
+	pp->base = pick_base(pid);
+	pp->no_region = !pp->base;
+	pp->announced = false;
+	pp->pgoff = pp->next = 0;
+	pp->nr_codes = 0;
+	pp->guessed = 0;
+	u64_map_free(&pp->by_code);
+	p->moved++;
+}
+
 static bool scan_due(const struct pf_proc *pp, __u64 now);
+static __u64 pick_base(__u32 pid);
 static void scan(struct py_frames *p, struct pf_proc *pp, __u64 now);
 
 void py_frames__drain(struct py_frames *p)
@@ -714,6 +734,9 @@ void py_frames__report(const struct py_frames *p)
 {
 	if (!p)
 		return;
+	if (p->moved)
+		fprintf(stderr, "python names: %llu regions moved (a process mapped something where they were)\n",
+			(unsigned long long)p->moved);
 	fprintf(stderr, "python names: %llu code objects named (%llu again after their address was reused), %llu records; %llu frames dropped: %llu not code objects, %llu unreadable, %llu of processes gone, %llu regions full; %llu qualified-name scans; %llu reads, %.1f KB\n",
 		(unsigned long long)p->named, (unsigned long long)p->renamed, (unsigned long long)p->records,
 		(unsigned long long)p->dropped, (unsigned long long)p->not_code, (unsigned long long)p->unreadable,

@@ -54,6 +54,12 @@ bool py_frames_any(const __u64 *ips, __u32 n);
  */
 int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, py_write_fn fn,
 		       void *ctx);
+/*
+ * pid mapped [start, start + len): where that lands on its region, the
+ * region moves (a new MMAP2 at its next use, its code objects named again),
+ * or the mapping would take the Python frames' addresses for its own.
+ */
+void py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len);
 /* A drain begins: slots are checked again before they serve in it. */
 void py_frames__drain(struct py_frames *p);
 /*

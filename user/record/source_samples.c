@@ -397,6 +397,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		if (r.type == PERF_RECORD_MMAP2 && !pd_misc_kernel(r.misc) && (r.mmap.prot & PROT_EXEC)) {
 			if (jit_maps__anon(r.mmap.filename))
 				jit_maps__note(ctx->jits, r.mmap.pid);
+			py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len);
 			note_foreign(s, &r);
 			otel_record__mmap(ctx->otel, r.mmap.pid, r.mmap.filename);
 		}
