@@ -295,6 +295,14 @@ def leaf(st):
     return frame_name(st[0]).split(" ")[0] if st else ""
 
 
+def python_named(st):
+    """A chain (leaf first) whose Python part is named and whole: frames py::NAME, the outermost of
+    them the module's, and no eval-loop frame left that stands for none (issue 34)."""
+    py = [f for f in st if f.startswith("py::")]
+    return bool(py) and py[-1].startswith("py::<module>:") and not any(
+        frame_name(f) == "_PyEval_EvalFrameDefault" for f in st)
+
+
 def leaf_agreement(a, b):
     la, lb = collections.Counter(), collections.Counter()
     for st, c in a.items():
@@ -323,6 +331,9 @@ def measure(path):
         rows[name] = {"samples": sum(a.values()), "perf_samples": sum(b.values()),
                       "complete": share(a, complete), "perf_complete": share(b, complete),
                       "leaf_agree": leaf_agreement(a, b)}
+        if comm == "rh-python3":
+            rows[name]["py_named"] = share(a, lambda st: complete(st) and python_named(st))
+            rows[name]["perf_py_named"] = share(b, lambda st: complete(st) and python_named(st)) if b else None
     return rows, perr
 
 
@@ -375,12 +386,13 @@ def show(results, as_json):
             for name, r in rows.items():
                 print(json.dumps(dict(mode=m, program=name, **r)))
         return 0
-    print("%-11s %-10s %8s %14s %14s %11s" % ("mode", "program", "samples", "complete(sp)", "complete(perf)",
-                                              "leaf agree"))
+    print("%-11s %-10s %8s %14s %14s %11s %16s" % ("mode", "program", "samples", "complete(sp)", "complete(perf)",
+                                                   "leaf agree", "py named(sp/perf)"))
     for m, (rows, perr) in results.items():
         for name, r in rows.items():
-            print("%-11s %-10s %8d %14s %14s %11s" % (m, name, r["samples"], pct(r["complete"]),
-                                                      pct(r["perf_complete"]), pct(r["leaf_agree"])))
+            py = "%s/%s" % (pct(r["py_named"]), pct(r["perf_py_named"])) if "py_named" in r else ""
+            print("%-11s %-10s %8d %14s %14s %11s %16s" % (m, name, r["samples"], pct(r["complete"]),
+                                                           pct(r["perf_complete"]), pct(r["leaf_agree"]), py))
         if perr.strip():
             lines = perr.strip().splitlines()
             print("  perf script: %s" % next((l for l in lines if "exited" in l), lines[-1])[:200])
