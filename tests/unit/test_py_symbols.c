@@ -27,6 +27,7 @@
 #include "py_names.h"
 #include "sbuf.h"
 #include "session.h"
+#include "span_codec.h"
 
 static char dir[64], path[128];
 
@@ -62,7 +63,7 @@ static struct perf_event_attr cpu = { .size = sizeof(cpu), .type = PERF_TYPE_SOF
 				      .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 						     PERF_SAMPLE_TIME | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN,
 				      .sample_period = 1000000, .sample_id_all = 1, .exclude_kernel = 1 };
-static struct perf_event_attr pyattr;
+static struct perf_event_attr pyattr, offattr, spanattr;
 
 struct file {
 	struct pd_writer *w;
@@ -187,7 +188,7 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	struct pd_meta meta = { .hostname = "h", .osrelease = "6.1", .version = "spanperf test", .arch = "x86_64",
 				.nr_cpus_avail = 1, .nr_cpus_online = 1, .build_ids = elf ? &bid : NULL,
 				.nr_build_ids = elf ? 1 : 0, .clockid = -1 };
-	static const __u64 id10[] = { 10 }, idpy[] = { PY_NAMES_ID };
+	static const __u64 id10[] = { 10 }, idpy[] = { PY_NAMES_ID }, idoff[] = { OFFCPU_ID }, idspan[] = { SPAN_ID_BASE };
 	struct file f;
 
 	if (!elf)
@@ -204,6 +205,11 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	}
 	assert_int_equal(pd_writer__add_attr(f.w, &cpu, "cpu-clock", id10, 1), 0);
 	assert_int_equal(pd_writer__add_attr(f.w, &pyattr, PY_NAMES_EVENT_NAME, idpy, 1), 0);
+	offattr = cpu;
+	offattr.config = PERF_COUNT_SW_BPF_OUTPUT;
+	span_codec_attr(&spanattr);
+	assert_int_equal(pd_writer__add_attr(f.w, &offattr, OFFCPU_EVENT_NAME, idoff, 1), 0);
+	assert_int_equal(pd_writer__add_attr(f.w, &spanattr, SPAN_ATTR_PREFIX "req", idspan, 1), 0);
 	assert_int_equal(pd_writer__begin(f.w), 0);
 	comm(&f, 100, 100, 1, "python3", false);
 	region(&f, 100, 2, elf, pgoff);
@@ -211,6 +217,17 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	sample(&f, 100, 101, 40, py_frame_addr(S1, UNITS, 6), py_frame_addr(S1, UNITS, -1));
 	name(&f, 100, S1, 50, "a", "/x/app.py", 10);
 	sample(&f, 100, 102, 100, py_frame_addr(S1, UNITS, 1), 0);
+	/* tid 102 blocked 5 ms in a (off-CPU, as record --off-cpu writes it), and ran a span around its sample. */
+	{
+		__u64 chain[] = { PD_CONTEXT_USER, py_frame_addr(S1, UNITS, 8), py_frame_addr(S1, UNITS, -1) };
+		struct pd_sample off = { .id = OFFCPU_ID, .ip = chain[1], .pid = 100, .tid = 102, .time = 120,
+					 .period = 5000000, .callchain_nr = 3, .callchain = chain };
+		struct span_rec sp = { .magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = SPAN_REC_SIZE(0),
+				       .start_ns = 90, .end_ns = 110, .pid = 100, .tid = 102, .source = SP_SRC_UPROBE };
+
+		put(&f, pd_sample_write(f.buf, sizeof(f.buf), &offattr, PERF_RECORD_MISC_USER, &off));
+		put(&f, span_codec_write(f.buf, sizeof(f.buf), &spanattr, &sp));
+	}
 	round_end(&f);
 	/* 200 forks from 100: it sees "a" at S1; it names S2 "b"; 100 never did. */
 	task(&f, PERF_RECORD_FORK, 200, 100, 150);
@@ -396,6 +413,20 @@ static void test_outputs(void **state)
 	assert_non_null(strstr(out, "py::c:/y/c.py"));
 	assert_non_null(strstr(out, "c.py:42"));
 	assert_non_null(strstr(out, "app.py:12"));
+	free(out);
+	/* The flame graph, the off-CPU stacks, a span's top functions. */
+	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --flamegraph %s/f.svg 2>&1; grep -c 'py::c:/y/c.py' %s/f.svg",
+		 path, dir, dir);
+	out = run(cmd);
+	assert_true(atoi(out) >= 1);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --event off-cpu --folded 2>&1", path);
+	out = run(cmd);
+	assert_non_null(strstr(out, "python3;py::a:/x/app.py;py::a:/x/app.py 5000000"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --spans --format json 2>&1", path);
+	out = run(cmd);
+	assert_non_null(strstr(out, "\"top\":[{\"sym\":\"py::a:/x/app.py\",\"samples\":1}]"));
 	free(out);
 	/* The call graph: each function its own row (two code objects at one address in two images are two). */
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --stdio -g --sort sym 2>&1", path);

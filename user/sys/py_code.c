@@ -434,6 +434,9 @@ static int dict_items(struct py_qualnames *q, __u64 dict, item_fn fn, int depth)
 	w = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
 	if (!nent)
 		return 0;
+	/* What the budget could not read anyway is not allocated either (a lying size). */
+	if ((size_t)nent * (values ? 32 : 24) > q->m->budget)
+		return -E2BIG;
 	ents = malloc(24 * nent);
 	vals = values ? malloc(8 * nent) : NULL;
 	e = -ENOMEM;
