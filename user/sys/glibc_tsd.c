@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "elf_syms.h"
+#include "elf_budget.h"
 #include "glibc_tsd.h"
 
 /* struct pthread is a few KiB; its key blocks come in the first 2 KiB in every glibc seen. */
@@ -90,8 +90,9 @@ cleanup:
 /* Larger tables are no libc's: not read. */
 #define MAX_TABLE_BYTES (64u << 20)
 
-static int find_fn(Elf *elf, __u64 *value)
+static int find_fn(struct elf_budget *b, __u64 *value)
 {
+	Elf *elf = b->elf;
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -100,7 +101,7 @@ static int find_fn(Elf *elf, __u64 *value)
 
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
 		    sh.sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) || sh.sh_size > MAX_TABLE_BYTES ||
-		    !(data = elf_getdata(scn, NULL)))
+		    !(data = elf_budget_data(b, scn)))
 			continue;
 		for (size_t i = 1; i < data->d_size / sh.sh_entsize; i++) {
 			GElf_Sym s;
@@ -109,7 +110,7 @@ static int find_fn(Elf *elf, __u64 *value)
 			if (!gelf_getsym(data, i, &s))
 				break;
 			if (s.st_shndx == SHN_UNDEF || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-			    !(name = elf_strptr(elf, sh.sh_link, s.st_name)) || strcmp(name, "pthread_getspecific"))
+			    !(name = elf_budget_str(b, sh.sh_link, s.st_name)) || strcmp(name, "pthread_getspecific"))
 				continue;
 			*value = s.st_value;
 			return 0;
@@ -149,17 +150,17 @@ int glibc_tsd_decode(int fd, struct glibc_tsd *out)
 	__u64 fn = 0;
 	int err = -ENOENT, add = -1;
 	bool have_self = false;
+	struct elf_budget b = {};
 	Elf *elf;
 
 	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
-	elf = elf_open_read(fd);
+	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		err = -EINVAL;
-	else if (!find_fn(elf, &fn) && !code_at(fd, elf, fn, code, sizeof(code)))
+	else if (!find_fn(&b, &fn) && !code_at(fd, elf, fn, code, sizeof(code)))
 		err = 0;
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	if (err)
 		return err;
 	for (size_t i = 0; i + sizeof(self) <= sizeof(code); i++) {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <sys/uio.h>
 
-#include "elf_syms.h"
+#include "elf_budget.h"
 #include "log.h"
 #include "pyfacts.h"
 #include "util.h"
@@ -117,14 +117,15 @@ struct found {
 	int nr_cold;
 };
 
-static void scan_syms(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *f)
+static void scan_syms(struct elf_budget *b, Elf_Scn *scn, GElf_Shdr *sh, struct found *f)
 {
+	Elf *elf = b->elf;
 	static const char cold[] = "_PyEval_EvalFrameDefault.cold";
 	Elf_Data *data;
 	size_t n;
 
 	if (sh->sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) || sh->sh_size > MAX_TABLE_BYTES ||
-	    !(data = elf_getdata(scn, NULL)))
+	    !(data = elf_budget_data(b, scn)))
 		return;
 	n = data->d_size / sh->sh_entsize;
 	for (size_t i = 1; i < n; i++) {
@@ -133,7 +134,7 @@ static void scan_syms(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *f)
 
 		if (!gelf_getsym(data, i, &sym))
 			break;
-		if (sym.st_shndx == SHN_UNDEF || !(name = elf_strptr(elf, sh->sh_link, sym.st_name)) ||
+		if (sym.st_shndx == SHN_UNDEF || !(name = elf_budget_str(b, sh->sh_link, sym.st_name)) ||
 		    (name[0] != '_' && name[0] != 'P'))
 			continue;
 		for (int k = 0; k < S_MAX; k++)
@@ -205,6 +206,7 @@ static __u32 version_from_getversion(int fd, Elf *elf, __u64 fn)
 int py_binary_read(int fd, struct py_binary *out)
 {
 	struct found f = {};
+	struct elf_budget b = {};
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	size_t nph;
@@ -213,7 +215,8 @@ int py_binary_read(int fd, struct py_binary *out)
 
 	memset(out, 0, sizeof(*out));
 	elf_version(EV_CURRENT);
-	elf = elf_open_read(fd);
+	/* Read, not mapped: the binary may be another user's, or a container's, to truncate under us. */
+	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_machine != EM_X86_64) {
 		err = -EINVAL;
@@ -226,7 +229,7 @@ int py_binary_read(int fd, struct py_binary *out)
 			GElf_Shdr sh;
 
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB))
-				scan_syms(elf, scn, &sh, &f);
+				scan_syms(&b, scn, &sh, &f);
 		}
 	if (!f.have[S_RUNTIME] || !f.have[S_CODE_TYPE] || !f.have[S_EVAL] || !f.s[S_EVAL].st_size) {
 		err = -ENOENT;
@@ -274,8 +277,7 @@ int py_binary_read(int fd, struct py_binary *out)
 			out->tramp_len = len;
 	}
 cleanup:
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	return err;
 }
 
