@@ -672,9 +672,11 @@ static long py_merge_step(__u32 i, void *unused)
 		return 1;
 	if (py->in_group) {
 		e = py_group_next(py);
-	} else {
-		if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES)
+	} else if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES) {
+		if (!py_after_short(w->stop) || py->next >= py->n)
 			return 1;
+		e = py_after_next(py);
+	} else {
 		pc = w->nat[py->mi & SP_EH_MAX_FRAMES];
 		/* The first frame is where the thread was (unless a uretprobe moved it); the others return there. */
 		e = py_is_eval(py, py->mi || !w->exact0 ? pc - 1 : pc) ? py_group_start(py) : 0;
@@ -704,6 +706,7 @@ __noinline int sp_py_place(void)
 		return 0;
 	py->mi = py->mo = 0;
 	py->in_group = 0;
+	py->after = 0;
 	bpf_loop(2 * SP_EH_MAX_FRAMES + 2, py_merge_step, NULL, 0);
 	/* Native frames that no longer fit: the chain is full, as at a depth stop. */
 	if (py->mi < w->n && w->stop != SP_EH_STOP_DEPTH)

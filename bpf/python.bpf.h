@@ -83,6 +83,7 @@ struct py_walk {
 	__u32 reads, window; /* user reads, frames found in a window */
 	__u32 tramps;
 	__u32 mi, mo;	  /* placing: the next native frame to take, the chain entries written */
+	__u32 after;	  /* entries placed after a native chain that ended short */
 	__u64 ent[PY_ENT];  /* SP_PY_TAG entries, innermost first; 0: a C call that had no frame */
 	__u64 fa[PY_ENT];   /* each entry's frame, to cut a cycle */
 	__u8 last[PY_ENT];  /* the entry ends its C call's group */
@@ -477,6 +478,36 @@ __noinline int sp_py_trampoline(__u64 pc)
 	return 1;
 }
 
+/*
+ * Whether the Python entries left when the native chain ended go after it:
+ * when that walk was cut short (a library it has no table for yet, a
+ * frame pointer it lacked), they are all outer to where it stopped, in
+ * their order, and only the native frames between them are missing.  Not
+ * after a whole native chain (entries left then are no frames of this
+ * stack's) nor a full one.
+ */
+static __always_inline bool py_after_short(__u32 eh_stop)
+{
+	return eh_stop != SP_EH_STOP_END && eh_stop != SP_EH_STOP_FP_END && eh_stop != SP_EH_STOP_DEPTH;
+}
+
+/* The next entry left, placed after the native chain; 0 for a C call's empty group (nothing to place). */
+static __always_inline __u64 py_after_next(struct py_walk *py)
+{
+	__u32 i = py->next;
+	__u64 e;
+
+	if (i >= py->n || i >= PY_ENT)
+		return 0;
+	e = py->ent[i & (PY_ENT - 1)];
+	py->next++;
+	if (e) {
+		py->placed++;
+		py->after = 1;
+	}
+	return e;
+}
+
 /* After the native walk: why this chain's Python part ended, counted. */
 static __always_inline void py_end(struct py_walk *py, __u32 eh_stop)
 {
@@ -489,9 +520,11 @@ static __always_inline void py_end(struct py_walk *py, __u32 eh_stop)
 	py_stat_add(SP_PY_TRAMPOLINES, py->tramps);
 	if (py->alone)
 		py_stat_add(SP_PY_EVAL_ALONE, 1);
+	if (py->after)
+		py_stat_add(SP_PY_AFTER, 1);
 	if (py->stop)
 		py_stat_add(py->stop, 1);
-	else if (left)
+	else if (left || py->after)
 		py_stat_add(eh_stop == SP_EH_STOP_DEPTH ? SP_PY_STOP_DEPTH : SP_PY_LEFT, 1);
 	else if (!py->alone)
 		py_stat_add(SP_PY_COMPLETE, 1);

@@ -641,7 +641,7 @@ enum sp_py_stat {
 	SP_PY_STOP_BAD,		/* a frame no interpreter makes (a pointer misaligned or out of range, an owner unknown) */
 	SP_PY_STOP_DEPTH,	/* 127 frames in the chain: the rest not read */
 	SP_PY_EVAL_ALONE,	/* eval-loop frames for which no Python frames were left: kept as they are */
-	SP_PY_LEFT,		/* chains whose native part ended with Python frames not placed */
+	SP_PY_LEFT,		/* chains whose native part ended with Python frames not placed at their eval loops */
 	SP_PY_FRAMES,		/* Python frames written */
 	SP_PY_READS,		/* reads of user memory by the walk */
 	SP_PY_WINDOW,		/* frames found in a window read earlier (3.11+ data stacks) */
@@ -649,6 +649,7 @@ enum sp_py_stat {
 	SP_PY_STALE,		/* the process's layout was another image's (exec, pid reuse): not walked */
 	SP_PY_BY_LIST,		/* thread states found in the interpreter's thread list */
 	SP_PY_LIST_MISS,	/* the thread list had no state for the thread (or was too long to search) */
+	SP_PY_AFTER,		/* of those, chains whose Python frames left went after a native chain cut short */
 	SP_PY_NS,		/* with -v: ns spent reading Python frames */
 	SP_PY_STAT_MAX,
 };

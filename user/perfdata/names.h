@@ -127,6 +127,7 @@
 	X(SP_PY_TRAMPOLINES, "py_trampolines", "Python: -X perf trampolines crossed")               \
 	X(SP_PY_STALE, "py_stale", "Python: layout of another image (exec, pid reuse): not read")   \
 	X(SP_PY_BY_LIST, "py_by_list", "Python: thread states found in the thread list")            \
-	X(SP_PY_LIST_MISS, "py_list_miss", "Python: threads the thread list did not name")
+	X(SP_PY_LIST_MISS, "py_list_miss", "Python: threads the thread list did not name")        \
+	X(SP_PY_AFTER, "py_after", "Python: frames left placed after a native chain cut short")
 
 #endif

@@ -130,7 +130,7 @@ struct pf_proc {
 	struct py_scan_layout sl;
 	__u64 runtime, rt_interp_head;
 	struct py_qualnames *qn;
-	__u64 qn_ns, qn_took; /* when the qualified-name index was last built, and how long that took */
+	__u64 qn_ns, qn_took; /* when the qualified-name index was last built, and the recorder's CPU time it took */
 	struct pf_code *codes;
 	size_t nr_codes, cap_codes;
 	struct u64_map by_code; /* code address -> index in codes + 1 */
@@ -453,6 +453,12 @@ static bool scan_due(const struct pf_proc *pp, __u64 now)
 static void scan(struct py_frames *p, struct pf_proc *pp, __u64 now)
 {
 	struct py_mem m = { .read = cached_read, .ctx = &p->cache, .budget = 64u << 20 };
+	/*
+	 * The scan's cost is the recorder's CPU, not the wall time it spans: on a
+	 * loaded host the recorder waits for a CPU mid-scan, and a wall-clock gap
+	 * would keep a young process's new functions named co_name for that long.
+	 */
+	__u64 cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	if (!p->cache.page && !(p->cache.page = malloc(CACHE_PAGES * sizeof(*p->cache.page))))
 		return;
@@ -467,7 +473,7 @@ static void scan(struct py_frames *p, struct pf_proc *pp, __u64 now)
 	p->qualscans++;
 	if (py_qualnames__build(&pp->qn, &m, &pp->cl, &pp->sl, QUALSCAN_MAX))
 		return;
-	pp->qn_took = now_ns(CLOCK_MONOTONIC) - now;
+	pp->qn_took = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	p->mem_reads += p->cache.reads;
 	p->mem_bytes += p->cache.reads * PAGE_SIZE_;
 	pr_debug("python: pid %u: %zu qualified names found in %.1f ms, %llu pages read for %lu reads",
