@@ -27,28 +27,22 @@
 #include "py_elf.h"
 #include "py_names.h"
 #include "sbuf.h"
+#include "unit.h"
 
 static char dir[64], output[128];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pyelf-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(output, sizeof(output), "%s/perf.data", dir);
-	return 0;
+	snprintf(dir, sizeof(dir), "/tmp/sp-pyelf-XXXXXX"); /* a folder per test */
+	return unit_scratch(dir, output, sizeof(output));
 }
 
+/* PY_ELF_KEEP=1 keeps the folder, to read its files with perf. */
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	if (getenv("PY_ELF_KEEP"))
-		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return getenv("PY_ELF_KEEP") ? 0 : unit_scratch_remove(dir);
 }
 
 /* Names as the recorder makes them: ASCII, a space, <locals>, UTF-8. */

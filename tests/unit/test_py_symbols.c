@@ -28,28 +28,22 @@
 #include "sbuf.h"
 #include "session.h"
 #include "span_codec.h"
+#include "unit.h"
 
 static char dir[64], path[128];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	return 0;
+	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX"); /* a folder per test */
+	return unit_scratch(dir, path, sizeof(path));
 }
 
+/* PY_SYM_KEEP=1 keeps the folder, to read its files with perf. */
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	if (getenv("PY_SYM_KEEP"))
-		return 0;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
+	return getenv("PY_SYM_KEEP") ? 0 : unit_scratch_remove(dir);
 }
 
 #define REGION 0x600000000000ull
@@ -175,6 +169,8 @@ static int cap_write(void *arg, const void *p, size_t n)
 }
 
 static struct capture *capture_to;
+/* write_file adds pids 400 and 500, whose regions a library is mapped over (their names no longer hold there), and 600. */
+static bool moved;
 
 /*
  * pid 100 (tids 101-...) names S1 "a" and runs it; pid 200 forks from it and
@@ -259,6 +255,36 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	sample(&f, 300, 301, 710, py_frame_addr(S1, UNITS, 0), 0);
 	name(&f, 300, S1, 800, "p", "/z/p.py", 1);
 	sample(&f, 300, 302, 810, py_frame_addr(S1, UNITS, 5), 0);
+	if (moved) {
+		/* pid 400 names S1 "m", then maps a library over its region: that code is the library's; 500 too. */
+		struct pd_sideband lib = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER,
+					   .sample_id = { .pid = 400, .tid = 400, .time = 900, .id = 10 },
+					   .mmap = { .pid = 400, .tid = 400, .start = REGION, .len = 0x10000,
+						     .prot = PROT_READ | PROT_EXEC, .flags = MAP_PRIVATE,
+						     .filename = "/nonexistent/native.so" } };
+
+		/* The library's map read before the name is applied (one round), then after it (the next). */
+		for (__u32 pid = 400; pid <= 500; pid += 100) {
+			lib.mmap.pid = lib.mmap.tid = lib.sample_id.pid = lib.sample_id.tid = pid;
+			task(&f, PERF_RECORD_FORK, pid, 1, 850);
+			region(&f, pid, 855, elf, pgoff + (pid / 100) * REGION_LEN);
+			name(&f, pid, S1, 860, "m", "/m/m.py", 1);
+			sample(&f, pid, pid + 1, 870, py_frame_addr(S1, UNITS, 0), 0);
+			if (pid == 500)
+				round_end(&f);
+			put(&f, pd_sideband_write(f.buf, sizeof(f.buf), &cpu, &lib));
+			sample(&f, pid, pid + 2, 910, py_frame_addr(S1, UNITS, 0), 0);
+			round_end(&f);
+		}
+		/* 600 names S1 "q", then "r" (a recorder that named its slots anew): the same address, two names. */
+		task(&f, PERF_RECORD_FORK, 600, 1, 850);
+		region(&f, 600, 855, elf, pgoff + 6 * REGION_LEN);
+		name(&f, 600, S1, 860, "q", "/q/q.py", 1);
+		sample(&f, 600, 601, 870, py_frame_addr(S1, UNITS, 0), 0);
+		name(&f, 600, S1, 880, "r", "/r/r.py", 1);
+		sample(&f, 600, 602, 890, py_frame_addr(S1, UNITS, 0), 0);
+		round_end(&f);
+	}
 	assert_int_equal(pd_writer__finish(f.w, &meta), 0);
 	pd_writer__free(f.w);
 }
@@ -282,8 +308,10 @@ static void expect(const struct profile *p, __u32 tid, int frame, const char *na
 		assert_string_equal(s->frames[frame].srcline, srcline);
 }
 
-static void check_lookups(const struct profile *p, struct session *sess)
-{	expect(p, 101, 0, "py::a:/x/app.py", "app.py:12");
+/* extra: code objects named beyond the file's common ones (test_lookups' pids 400, 500 and 600) */
+static void check_lookups(const struct profile *p, struct session *sess, int extra)
+{
+	expect(p, 101, 0, "py::a:/x/app.py", "app.py:12");
 	expect(p, 101, 1, "py::a:/x/app.py", "app.py:10"); /* not started: the first line */
 	expect(p, 102, 0, "py::a:/x/app.py", "app.py:10");
 	expect(p, 201, 0, "py::a:/x/app.py", "app.py:12"); /* the child, from its parent */
@@ -303,7 +331,7 @@ static void check_lookups(const struct profile *p, struct session *sess)
 		__u64 named, repeats;
 
 		symbolizer__python_counts(sess->sym, &named, &repeats);
-		assert_int_equal(named, 4);
+		assert_int_equal(named, 4 + extra);
 		assert_int_equal(repeats, 1);
 	}
 }
@@ -315,12 +343,21 @@ static void test_lookups(void **state)
 	char err[256];
 
 	(void)state;
+	moved = true;
 	write_file(NULL, 0x1000, NULL);
+	moved = false;
 	assert_int_equal(session__open(&sess, path, NULL, err, sizeof(err)), 0);
 	assert_int_equal(profile__new(&p, sess, &(struct profile_opts){ .srclines = true }), 0);
 	assert_int_equal(session__run(sess, err, sizeof(err)), 0);
 	assert_int_equal(profile__finish(p), 0);
-	check_lookups(p, sess);
+	check_lookups(p, sess, 4);
+	expect(p, 601, 0, "py::q:/q/q.py", "q.py:1");
+	expect(p, 602, 0, "py::r:/r/r.py", "r.py:1");
+	for (__u32 pid = 400; pid <= 500; pid += 100) {
+		expect(p, pid + 1, 0, "py::m:/m/m.py", "m.py:1");
+		expect(p, pid + 2, 0, "[unknown]", NULL);
+		assert_string_equal(p->funcs[stack_of(p, pid + 2)->frames[0].func].dso, "native.so");
+	}
 	profile__free(p);
 	session__free(sess);
 }
@@ -346,7 +383,7 @@ static void test_live(void **state)
 					       sizeof(err)), 0);
 	assert_int_equal(session__end(sess, err, sizeof(err)), 0);
 	assert_int_equal(profile__finish(p), 0);
-	check_lookups(p, sess);
+	check_lookups(p, sess, 0);
 	profile__free(p);
 	session__free(sess);
 	for (int i = 0; i < cap.nr_attrs; i++) {

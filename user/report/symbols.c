@@ -85,11 +85,16 @@ struct proc_maps {
 	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 	bool exited;	 /* symbolizer__exit: gone at exit_time, to be let go at a trim */
 	__u64 exit_time;
-	/* Python code objects named in it, by slot start (then time) once sorted; py_at: start -> the latest */
+	/* Python code objects named in it, by slot start, then time; py_at: start -> the latest */
 	struct py_slot **py;
 	size_t nr_py, cap_py;
-	bool py_sorted;
 	struct u64_map py_at;
+	/*
+	 * When an address of it changed meaning without a fork or exec: a slot
+	 * named over others, a map made over named slots.  Caches keyed by
+	 * symbolizer__epoch then start anew.
+	 */
+	struct bounds renamed;
 };
 
 struct symbolizer {
@@ -662,6 +667,8 @@ static void proc_free(struct proc_maps *p)
 	free(p->forks.from);
 	free(p->execs.t);
 	free(p->execs.from);
+	free(p->renamed.t);
+	free(p->renamed.from);
 	dso_free(p->jit);
 	free(p);
 }
@@ -774,6 +781,9 @@ static int push_map(struct proc_maps *p, struct map m)
 	return 0;
 }
 
+static int add_bound(struct bounds *b, __u64 t, __s32 from);
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos);
+
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel, const char *build_id)
 {
@@ -789,6 +799,9 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (!d)
 		return -ENOMEM;
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
+		return -ENOMEM;
+	/* Over named Python slots (a region moved away, or mapped anew): what their addresses mean changes. */
+	if (over_slots(p, start, start + len, time, NULL) && add_bound(&p->renamed, time, p->pid))
 		return -ENOMEM;
 	if (!d->info.limit) {
 		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
@@ -840,7 +853,9 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
 {
 	struct proc_maps *p = proc_get(s, pid, false);
 
-	return p ? SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)) : 0;
+	return p ? SP_MAX(SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)),
+			  bound_at(&p->renamed, t, NULL))
+		 : 0;
 }
 
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
@@ -958,6 +973,60 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 
 /* ---- Python frames ---- */
 
+static struct map *find_map_in(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth,
+			       bool may_be_later);
+
+static __u64 space_of(const struct proc_maps *p, __u64 t);
+
+/*
+ * Whether [lo, hi) lies over a slot of p named in the address space of
+ * time t; *pos: where a slot named at t at lo goes (by start, then time).
+ * Slots over one another are few (a region named anew): a few neighbours
+ * are looked at.
+ */
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos)
+{
+	size_t at = SP_PARTITION(p->nr_py, i, p->py[i]->start < lo || (p->py[i]->start == lo && p->py[i]->first <= t));
+	__u64 space;
+	bool over = false;
+
+	if (pos)
+		*pos = at;
+	if (!p->nr_py)
+		return false;
+	space = space_of(p, t);
+	for (size_t i = at; i-- > 0 && i + 64 > at && !over;)
+		over = p->py[i]->end > lo && space_of(p, p->py[i]->first) == space;
+	for (size_t i = at; i < p->nr_py && i < at + 64 && p->py[i]->start < hi && !over; i++)
+		over = space_of(p, p->py[i]->first) == space;
+	return over;
+}
+
+/*
+ * Puts n in its place and bounds the epoch where it changes what its
+ * addresses meant: it lies over a slot named before in the same address
+ * space (the recorder named the addresses anew), or a map made after its
+ * naming, already read, lies over it.  A slot after the others, as the
+ * recorder hands them out, changes nothing and goes at the end.
+ */
+static int insert_slot(struct symbolizer *s, struct proc_maps *p, struct py_slot *n)
+{
+	size_t at;
+	const struct map *m;
+
+	if (over_slots(p, n->start, n->end, n->first, &at) && add_bound(&p->renamed, n->first, p->pid))
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		m = find_map_in(s, p, i ? n->end - 1 : n->start, ~0ull, 0, false);
+		if (m && m->order > n->first && add_bound(&p->renamed, m->time, p->pid))
+			return -ENOMEM;
+	}
+	memmove(p->py + at + 1, p->py + at, (p->nr_py - at) * sizeof(*p->py));
+	p->py[at] = n;
+	p->nr_py++;
+	return 0;
+}
+
 int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time)
 {
 	struct proc_maps *p = proc_get(s, (__s32)r->pid, true);
@@ -994,8 +1063,11 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 	}
 	if (r->lines_len)
 		memcpy(n->lines, r->lines, r->lines_len);
-	p->py[p->nr_py++] = n;
-	p->py_sorted = false;
+	if (insert_slot(s, p, n)) {
+		free(n->lines);
+		free(n);
+		return -ENOMEM;
+	}
 	*at = (uintptr_t)n;
 	s->py_named++;
 	return 0;
@@ -1005,15 +1077,6 @@ void symbolizer__python_counts(const struct symbolizer *s, __u64 *named, __u64 *
 {
 	*named = s->py_named;
 	*repeats = s->py_repeats;
-}
-
-static int cmp_slot(const void *a, const void *b)
-{
-	const struct py_slot *x = *(struct py_slot *const *)a, *y = *(struct py_slot *const *)b;
-
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->first > y->first) - (x->first < y->first);
 }
 
 /* When the address space of p that holds time t began: its last fork or exec then (0: before the file). */
@@ -1034,10 +1097,6 @@ static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps 
 	const struct py_slot *best = NULL;
 	int fork;
 
-	if (!p->py_sorted) {
-		sort_n(p->py, p->nr_py, sizeof(*p->py), cmp_slot);
-		p->py_sorted = true;
-	}
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
 
@@ -1082,7 +1141,13 @@ static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const stru
 	const struct py_slot *o = find_python(s, p, ip, t, 0);
 	__u64 base = 0;
 
-	if (!o)
+	/*
+	 * A map made over the slot after its last naming (the process mapped
+	 * code where its Python region was, and the recorder moved the region)
+	 * holds the address now: its frames are native.  The region's own
+	 * MMAP2 comes before the names in it.
+	 */
+	if (!o || (m && m->time <= t && m->order > o->last))
 		return false;
 	out->name = o->name;
 	out->known = true;

@@ -90,7 +90,11 @@ int symbolizer__cache_rejected(const struct symbolizer *s);
  */
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time);
 int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time);
-/* When pid's address space at t began (its last exec or fork), 0 if before the file: a cache key. */
+/*
+ * When pid's address space at t began (its last exec or fork), or an address
+ * of it last changed meaning (Python slots named anew, or mapped over); 0 if
+ * before the file: a cache key.
+ */
 __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
 
 /*
@@ -98,7 +102,8 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
  * [slot, slot + size) of process pid names it at time, and for as long as
  * the process's address space lasts (until an exec or the pid's reuse); a
  * child forked then sees it too.  It wins over any map or symbol at those
- * addresses.  0 or -ENOMEM.
+ * addresses but a map made after its last naming (the process mapped code
+ * there and the recorder moved its region).  0 or -ENOMEM.
  */
 struct py_names_rec;
 int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time);
