@@ -214,6 +214,15 @@ static void test_json(void **state)
 	sbuf_json_str(&b, "a\"b\\c\n\x01");
 	sbuf_zero(&b, 1);
 	assert_string_equal(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"");
+	/*
+	 * Not UTF-8 (RFC 3629): a stray byte, an overlong '/', a UTF-16
+	 * surrogate, past U+10FFFF, cut short; each a U+FFFD, valid ones kept.
+	 */
+	b.len = 0;
+	sbuf_json_str(&b, "\xff|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82|\xc3\xa9\xf0\x9f\x98\x80\xed\x9f\xbf");
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "\"\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd|"
+				 "\xc3\xa9\xf0\x9f\x98\x80\xed\x9f\xbf\"");
 	sbuf_free(&b);
 }
 
