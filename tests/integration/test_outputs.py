@@ -52,3 +52,42 @@ def test_flamegraph_of_a_comm_not_utf8():
     assert p.returncode == 0, p.stderr
     rows = [json.loads(l) for l in p.stdout.decode("utf-8").splitlines() if l]
     assert any("hot" in r["comm"] for r in rows), rows
+
+
+def small_recording():
+    """A short recording of the host, for annotate's input to join against."""
+    need_bpf()
+    d = tmpdir()
+    path = os.path.join(d, "a.data")
+    spanperf("record", "-q", "-d", "0.3", "-o", path, check=True)
+    return path
+
+
+@test
+def test_annotate_refuses_or_reencodes_ids():
+    """annotate copied the text of trace_id and span_id as it found it (`"trace_id":NaNsense`, an
+    object as span_id) into its JSON lines, which were then not JSON.  A string is re-encoded, a
+    number or null kept; anything else refuses the line in one sentence naming it."""
+    data = small_recording()
+    d = tmpdir()
+    head = '{"tid":1,"start_ns":1,"end_ns":2,'
+    for bad in ('"trace_id":NaNsense', '"span_id":{"a":1}', '"span_id":[1,2]', '"trace_id":true',
+                '"trace_id":01', '"span_id":-', '"trace_id":1.e5'):
+        spans = os.path.join(d, "bad.jsonl")
+        open(spans, "w").write('{"tid":1,"start_ns":1,"end_ns":2}\n' + head + bad + "}\n")
+        p = spanperf("annotate", "--spans", spans, "-i", data, "--format", "json")
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(lines) == 1 and spans + ":2:" in lines[0], "%s: exit %d, %s%s" % (
+            bad, p.returncode, p.stdout[-300:], p.stderr)
+    spans = os.path.join(d, "good.jsonl")
+    open(spans, "w").write(head + '"trace_id":"a\\"b\\\\c\\u0001\\u00e9","span_id":12345}\n' +
+                           head + '"trace_id":null,"span_id":-1.5e3}\n' +
+                           head + '"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"}\n')
+    for fmt in ("json", "otlp-json"):
+        p = subprocess.run([SPANPERF, "annotate", "--spans", spans, "-i", data, "--format", fmt], capture_output=True)
+        assert p.returncode == 0, p.stderr
+        text = p.stdout.decode("utf-8")
+        docs = [json.loads(l) for l in text.splitlines() if l.strip()] if fmt == "json" else [json.loads(text)]
+        if fmt == "json":
+            assert [r.get("trace_id") for r in docs] == ['a"b\\c??', None, "4bf92f3577b34da6a3ce929d0e0e4736"], docs
+            assert [r.get("span_id") for r in docs] == [12345, -1500, "00f067aa0ba902b7"], docs
