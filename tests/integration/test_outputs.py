@@ -5,6 +5,7 @@ output goes, and a full disk under outputs and rotation."""
 import json
 import os
 import re
+import stat
 import shutil
 import subprocess
 import time
@@ -91,3 +92,95 @@ def test_annotate_refuses_or_reencodes_ids():
         if fmt == "json":
             assert [r.get("trace_id") for r in docs] == ['a"b\\c??', None, "4bf92f3577b34da6a3ce929d0e0e4736"], docs
             assert [r.get("span_id") for r in docs] == [12345, -1500, "00f067aa0ba902b7"], docs
+
+
+def as_nobody(argv, **kw):
+    return subprocess.Popen(NOBODY + argv, **kw)
+
+
+def fifo_reader(path, user=True):
+    """A reader of a FIFO (as nobody, or root): what it read comes out on its stdout."""
+    argv = [PY, "-c", "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())", path]
+    return (as_nobody if user else subprocess.Popen)(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+def reader_got(r, wait=5):
+    try:
+        out, _ = r.communicate(timeout=wait)
+    except subprocess.TimeoutExpired:
+        r.kill()
+        out, _ = r.communicate()
+    return out
+
+
+@test
+def test_output_fifo_planted_by_another_user():
+    """report --html /tmp/x.html wrote into a FIFO another user had made there: the whole page
+    (root's command line, every comm and symbol) went to a reader the user controlled, or the
+    report blocked forever without one.  A FIFO, socket or symlink someone else could have put
+    there (theirs, in a directory others can write) is replaced, not fed; root's own FIFO, and
+    /dev/stdout, are written in place."""
+    need_root()
+    data = small_recording()
+    d = tmpdir()
+    os.chmod(d, 0o1777)  # as /tmp
+    page = os.path.join(d, "x.html")
+    run(NOBODY + ["mkfifo", page], check=True)
+    reader = fifo_reader(page)
+    time.sleep(0.3)
+    try:
+        p = spanperf("report", "-i", data, "--html", page, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("report --html blocked on a FIFO of nobody's")
+    finally:
+        got = reader_got(reader, wait=2)
+    assert got == b"", "nobody's reader got %d bytes of root's page" % len(got)
+    assert p.returncode == 0, p.stderr
+    st = os.lstat(page)
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and b"<html" in open(page, "rb").read(4096).lower()
+    # Without a reader: no hang.  A socket, and a symlink of nobody's to root's own FIFO, alike.
+    run(NOBODY + ["mkfifo", os.path.join(d, "y.svg")], check=True)
+    run(NOBODY + [PY, "-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+                  os.path.join(d, "z.pb.gz")], check=True)
+    private = tmpdir()
+    root_fifo = os.path.join(private, "root.fifo")
+    os.mkfifo(root_fifo)
+    run(NOBODY + ["ln", "-s", root_fifo, os.path.join(d, "l.svg")], check=True)
+    for flag, name in (("--flamegraph", "y.svg"), ("--pprof", "z.pb.gz"), ("--flamegraph", "l.svg")):
+        out = os.path.join(d, name)
+        try:
+            p = spanperf("report", "-i", data, flag, out, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("report %s blocked on %s of nobody's" % (flag, name))
+        assert p.returncode == 0, p.stderr
+        st = os.lstat(out)
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_size > 0, (name, oct(st.st_mode))
+    # root's own FIFO in the world-writable directory, and one in its own: written in place.
+    for fifo in (os.path.join(d, "mine.svg"), root_fifo):
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        reader = fifo_reader(fifo, user=False)
+        p = spanperf("report", "-i", data, "--flamegraph", fifo, timeout=60)
+        got = reader_got(reader)
+        assert p.returncode == 0 and got.startswith(b"<?xml"), (fifo, p.stderr, got[:40])
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@test
+def test_output_to_own_stdout_written_in_place():
+    """--pprof /dev/stdout with stdout redirected to a file was renamed over the path: the
+    symlink itself (as root, /dev/stdout of the whole machine) became the profile, and the
+    file stayed empty.  A descriptor of our own is written in place, offset and all."""
+    data = small_recording()
+    d = tmpdir()
+    link = os.path.join(d, "stdout")
+    os.symlink("/proc/self/fd/1", link)
+    out = os.path.join(d, "out.pb.gz")
+    with open(out, "wb") as f:
+        f.write(b"x")
+        f.flush()
+        p = subprocess.run([SPANPERF, "report", "-i", data, "--pprof", link], stdout=f, stderr=subprocess.PIPE)
+    assert p.returncode == 0, p.stderr
+    assert os.path.islink(link), "the symlink was replaced"
+    body = open(out, "rb").read()
+    assert body[:1] == b"x" and body[1:3] == b"\x1f\x8b", body[:8]
