@@ -4,14 +4,17 @@ flame graph, span ids in annotate's input that are no ids, a FIFO another user p
 output goes, and a full disk under outputs and rotation."""
 import json
 import os
+import queue
 import re
+import signal
 import stat
 import shutil
 import subprocess
+import threading
 import time
 import xml.etree.ElementTree as ET
 
-from harness import SPANPERF, Skip, need_bpf, need_root, run, spanperf, test, tmpdir
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, need_root, run, spanperf, test, tmpdir
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -184,3 +187,160 @@ def test_output_to_own_stdout_written_in_place():
     assert os.path.islink(link), "the symlink was replaced"
     body = open(out, "rb").read()
     assert body[:1] == b"x" and body[1:3] == b"\x1f\x8b", body[:8]
+
+
+class FullDisk:
+    """A small tmpfs of the test's own, and a filler to make it full on demand."""
+
+    def __init__(self, size="8m"):
+        need_root()
+        self.dir = tmpdir()
+        if run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", self.dir]).returncode:
+            raise Skip("cannot mount a small tmpfs to fill")
+        self.filler = os.path.join(self.dir, "filler")
+
+    def fill(self):
+        with open(self.filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+
+    def free(self):
+        os.unlink(self.filler)
+
+    def files(self, sub=""):
+        d = os.path.join(self.dir, sub)
+        return sorted(f for f in os.listdir(d) if f != "filler")
+
+    def say(self):
+        return "no space left on tmpfs (mounted at %s)" % self.dir
+
+    def umount(self):
+        run(["umount", self.dir])
+
+
+def say_one_line(p, what, disk):
+    lines = [l for l in p.stderr.strip().splitlines() if "cycles is not available" not in l]
+    assert p.returncode == 1, "%s: exit %d, %s" % (what, p.returncode, p.stderr[-500:])
+    assert len(lines) == 1 and disk.say() in lines[0], "%s said: %s" % (what, p.stderr[-500:])
+
+
+@test
+def test_full_disk_named_by_every_output():
+    """--html, --speedscope and --spans said "Input/output error" of a full disk (the renderer's
+    -EIO for a failed fwrite), and the rest "No space left on device" without saying which: each
+    now says "no space left on SOURCE (mounted at POINT)", and leaves nothing behind."""
+    need_bpf()
+    d = tmpdir()
+    data = os.path.join(d, "s.data")
+    spanperf("record", "-q", "-g", "--span", "syscall:getppid", "-o", data, "--", WORKLOAD, "getppid", "2000",
+             check=True)
+    disk = FullDisk("1m")
+    try:
+        pp = os.path.join(disk.dir, "pp")
+        os.mkdir(pp)
+        disk.fill()
+        for flag in ("--html", "--speedscope", "--flamegraph", "--pprof"):
+            out = os.path.join(disk.dir, "out." + flag[2:])
+            p = spanperf("report", "-i", data, flag, out)
+            say_one_line(p, "report " + flag, disk)
+            assert disk.files() == ["pp"], "report %s left %s" % (flag, disk.files())
+        # stdout on the full disk: the spans, the table, speedscope to "-".
+        for extra in (["--spans", "--format", "json"], ["--spans"], ["--format", "speedscope"], ["-g"]):
+            with open(os.path.join(disk.dir, "stdout"), "wb") as f:
+                p = subprocess.run([SPANPERF, "report", "-i", data] + extra, stdout=f, stderr=subprocess.PIPE,
+                                   text=True)
+            say_one_line(p, "report %s > full disk" % " ".join(extra), disk)
+            os.unlink(os.path.join(disk.dir, "stdout"))
+        # record and stat: -o on the full disk.
+        p = spanperf("record", "-d", "0.5", "-o", os.path.join(disk.dir, "r.data"), timeout=60)
+        say_one_line(p, "record -o", disk)
+        assert disk.files() == ["pp"], disk.files()
+        p = spanperf("stat", "-d", "0.5", "-o", os.path.join(disk.dir, "s.txt"), timeout=60)
+        say_one_line(p, "stat -o", disk)
+        # --pprof-dir on the full disk, the recording elsewhere: each profile lost is said, and it goes on.
+        p = spanperf("record", "-F", "99", "--switch-output=1s", "--pprof-dir", pp, "-d", "2.5", "-o",
+                     os.path.join(d, "w.data"), timeout=60)
+        lost = [l for l in p.stderr.splitlines() if "cannot write %s/" % pp in l]
+        assert p.returncode == 0 and lost and all(disk.say() in l for l in lost), p.stderr[-800:]
+        assert disk.files() == ["pp"] and disk.files("pp") == [], (disk.files(), disk.files("pp"))
+    finally:
+        disk.umount()
+
+
+class Lines:
+    """A process's stderr, line by line, waited for with a timeout."""
+
+    def __init__(self, p):
+        self.q, self.log = queue.Queue(), []
+        threading.Thread(target=self._read, args=(p,), daemon=True).start()
+
+    def _read(self, p):
+        for line in p.stderr:
+            self.q.put(line)
+        self.q.put(None)
+
+    def wait(self, pattern, timeout):
+        """The match of the first line matching pattern, or None at EOF or timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if line is None:
+                self.q.put(None)
+                return None
+            self.log.append(line)
+            m = re.search(pattern, line)
+            if m:
+                return m
+
+    def text(self):
+        return "".join(self.log)[-1000:]
+
+
+@test
+def test_rotation_drops_windows_on_a_full_disk():
+    """--switch-output=1s --switch-max-files 3 on a disk that fills stopped the whole recording.
+    A window that does not fit is dropped (nothing of it left, no profile either), said once,
+    counted, and the recording goes on once there is room again.  A --pprof-dir profile goes
+    with its file, whichever of them could not be written."""
+    need_bpf()
+    disk = FullDisk("8m")
+    pp = os.path.join(disk.dir, "pp")
+    os.mkdir(pp)
+    out = os.path.join(disk.dir, "w.data")
+    p = subprocess.Popen([SPANPERF, "record", "-F", "99", "--switch-output=1s", "--switch-max-files", "3",
+                          "--pprof-dir", pp, "-o", out], stderr=subprocess.PIPE, text=True)
+    lines = Lines(p)
+    try:
+        assert lines.wait(r"dump ", 60), "no window written: %s" % lines.text()
+        disk.fill()
+        m = lines.wait(r"windows are dropped until there is room", 30)
+        assert m, "record did not go on with the disk full: exit %s, %s" % (p.poll(), lines.text())
+        assert disk.say() in lines.log[-1], lines.log[-1]
+        assert lines.wait(r"dump |has room again", 3) is None, "a window was written on a full disk"
+        disk.free()
+        assert lines.wait(r"windows dropped; -o .* has room again", 30), lines.text()
+        for _ in range(4):  # --switch-max-files' deletions, with their profiles
+            assert lines.wait(r"dump ", 30), lines.text()
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 0, lines.text()
+        m = lines.wait(r"(\d+) windows dropped \(disk full\)", 10)
+        assert m and int(m.group(1)) >= 2, lines.text()
+        files = disk.files()
+        datas = [f for f in files if f.startswith("w.data.")]
+        assert files == ["pp"] + datas and len(datas) == 3, files
+        for f in datas:
+            assert spanperf("report", "-i", os.path.join(disk.dir, f)).returncode == 0
+        profiles = sorted(disk.files("pp"))
+        assert profiles and all(f[:-len(".pb.gz")] in datas for f in profiles), (profiles, datas)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        disk.umount()

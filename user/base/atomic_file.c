@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "util.h"
 
 /* The temporaries now open, for a signal handler to remove (stop.c); NULL slots are free. */
@@ -264,11 +265,41 @@ cleanup:
 	return e;
 }
 
+/* The stream's writes, which keep their errno: a FILE made by fdopen says only that one failed. */
+static ssize_t stream_write(void *cookie, const char *p, size_t n)
+{
+	struct atomic_file *f = cookie;
+	int e = write_all(f->fd, p, n);
+
+	if (!e)
+		return n;
+	if (!f->werr)
+		f->werr = e;
+	errno = -e;
+	return 0; /* fopencookie's error: no negative value */
+}
+
+static int stream_close(void *cookie)
+{
+	struct atomic_file *f = cookie;
+	int e = close(f->fd);
+
+	f->fd = -1;
+	return e;
+}
+
 FILE *atomic_file__stdio(struct atomic_file *f)
 {
+	static const cookie_io_functions_t io = { .write = stream_write, .close = stream_close };
+
 	if (!f->fp)
-		f->fp = fdopen(f->fd, "w");
+		f->fp = fopencookie(f, "w", io);
 	return f->fp;
+}
+
+int atomic_file__error(const struct atomic_file *f, int e)
+{
+	return f && f->werr ? f->werr : e;
 }
 
 int atomic_file__retarget(struct atomic_file *f, const char *path)
@@ -290,6 +321,8 @@ int atomic_file__commit(struct atomic_file *f)
 	/* NFS and friends report write errors at close. */
 	if (f->fp ? fclose(f->fp) : close(f->fd))
 		e = -errno;
+	if (f->werr)
+		e = f->werr;
 	f->fp = NULL;
 	f->fd = -1;
 	if (e || f->in_place) {

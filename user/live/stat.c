@@ -5,6 +5,7 @@
  * Prometheus endpoint and the span programs of --serve alongside.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "atomic_file.h"
 #include "counters.h"
+#include "fileio.h"
 #include "hash.h"
 #include "host.h"
 #include "kernel_features.h"
@@ -178,6 +180,7 @@ static int report(struct stat_run *r, double interval, double elapsed_s)
 static int open_output(struct stat_run *r)
 {
 	const char *path = r->o->output;
+	char why[PATH_MAX + 64];
 	int e;
 
 	r->out = stderr;
@@ -188,7 +191,7 @@ static int open_output(struct stat_run *r)
 	if (!e && !(r->out = atomic_file__stdio(&r->out_file)))
 		e = -errno;
 	if (e)
-		pr_err("cannot write -o '%s': %s", path, strerror(-e));
+		pr_err("cannot write -o '%s': %s", path, write_strerror(e, path, why, sizeof(why)));
 	return e;
 }
 
@@ -397,9 +400,11 @@ int stat__run(const struct stat_opts *o, int *exit_code)
 	stat_loop(&r);
 	stat_losses(&r);
 	if (o->output) {
+		char why[PATH_MAX + 64];
+
 		e = atomic_file__commit(&r.out_file);
 		if (e) {
-			pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+			pr_err("cannot write -o '%s': %s", o->output, write_strerror(e, o->output, why, sizeof(why)));
 			goto cleanup;
 		}
 	}
