@@ -74,6 +74,11 @@ int stat_serve_addr_check(const char *addr, char *err, size_t errlen)
 	return serve_addr_parse(addr, &ss, &len, err, errlen);
 }
 
+int stat_web_config_check(const char *path, char *err, size_t errlen)
+{
+	return web_config_check(path, err, errlen);
+}
+
 /* Subtracts the previous interval's readings of the same thread (by tid). */
 static void delta_from_prev(struct stat_run *r, struct thread_counts *t)
 {
@@ -382,7 +387,7 @@ static int stat_start(struct stat_run *r)
 	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r->cs),
 		 (unsigned long long)counters__bytes_per_thread(r->cs));
 	if (o->serve)
-		e = stat_serve__start(&r->serve, o->serve, r->cs, o->serve_top);
+		e = stat_serve__start(&r->serve, o->serve, o->web_config, r->cs, o->serve_top);
 	if (!e && o->nr_spans)
 		e = start_spans(r);
 	return e;

@@ -27,6 +27,7 @@ struct stat_opts {
 	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
 	const char *serve;	/* --serve [ADDR:]PORT: Prometheus' text format at /metrics */
 	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
+	const char *web_config;	/* --web-config FILE: TLS and basic auth for --serve (web_config.h) */
 	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
 	int nr_spans;
 	char **cmd;
@@ -40,6 +41,8 @@ void stat_opts_free(struct stat_opts *o);
 
 /* --serve's value: PORT, :PORT, ADDR:PORT or [ADDR6]:PORT; 0, or -EINVAL with one sentence in err. */
 int stat_serve_addr_check(const char *addr, char *err, size_t errlen);
+/* --web-config's file, read and checked now, before anything runs: 0, or -errno with one sentence in err. */
+int stat_web_config_check(const char *path, char *err, size_t errlen);
 
 /*
  * Counts as o says until -d, CMD's exit or a signal, printing -I's reports
