@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "buildid.h"
 #include "hash.h"
 #include "parse.h"
@@ -288,6 +289,21 @@ static void test_atomic_file(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A full disk names its file system, found by the file's device in mountinfo; other errors are strerror's. */
+static void test_write_strerror(void **state)
+{
+	char buf[512];
+
+	(void)state;
+	assert_string_equal(write_strerror(-EIO, "/proc/self/status", buf, sizeof(buf)), strerror(EIO));
+	assert_string_equal(write_strerror(-ENOSPC, "/proc/self/status", buf, sizeof(buf)),
+			    "no space left on proc (mounted at /proc)");
+	/* A file not there yet: its directory's file system. */
+	assert_string_equal(write_strerror(-EDQUOT, "/proc/no-such-file", buf, sizeof(buf)),
+			    "disk quota exceeded on proc (mounted at /proc)");
+	assert_non_null(strstr(write_strerror_fd(-ENOSPC, -1, buf, sizeof(buf)), "no space left on"));
+}
+
 /* FIPS 180-4's examples, and a million bytes fed in uneven pieces (the copy's 64 KiB reads are not block-aligned). */
 static void check_sha256(void)
 {
@@ -338,7 +354,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
-		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
