@@ -383,7 +383,7 @@ def test_serve_tls_and_basic_auth_from_web_config():
     p = spanperf("stat", "--web-config", web, "-d", "1")
     assert p.returncode == 1 and "--web-config needs --serve" in p.stderr, p.stderr
     port = free_port()
-    srv = subprocess.Popen([SPANPERF, "stat", "--serve", "127.0.0.1:%d" % port, "--web-config", web, "-o",
+    srv = subprocess.Popen([SPANPERF, "stat", "-v", "--serve", "127.0.0.1:%d" % port, "--web-config", web, "-o",
                             os.devnull], stderr=subprocess.PIPE, text=True)
     prom = None
     try:
@@ -404,6 +404,13 @@ def test_serve_tls_and_basic_auth_from_web_config():
         assert get_tls(port, cert, "prometheus", "wrong")[0] == 401
         assert get_tls(port, cert, "someone", "s3cret")[0] == 401
         assert get_tls(port, cert)[0] == 401
+        # Guessing costs the guesser: after a failure, its next guesses within a second get 401
+        # without a bcrypt check (55 ms of the endpoint's one thread each, at cost 10).
+        t0 = time.time()
+        for i in range(20):
+            assert get_tls(port, cert, "prometheus", "guess%d" % i)[0] == 401
+        guessing = time.time() - t0
+        assert get_tls(port, cert, "prometheus", "s3cret")[0] == 200  # remembered: no check to throttle
         try:
             get("http://127.0.0.1:%d/metrics" % port, timeout=5)
             raise AssertionError("plain HTTP was answered")
@@ -437,3 +444,8 @@ def test_serve_tls_and_basic_auth_from_web_config():
             srv.send_signal(signal.SIGINT)
         _, err = srv.communicate(timeout=30)
     assert srv.returncode == 0, err
+    m = re.search(r"(\d+) failed basic auth, (\d+) more not checked", err)
+    assert m, err[-800:]
+    checked, skipped = int(m.group(1)), int(m.group(2))
+    # One check a second at most for the one client, with a second's slack either side.
+    assert checked <= 2 + guessing + 1 and skipped >= 20 - (guessing + 2), (checked, skipped, guessing)
