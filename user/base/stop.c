@@ -54,8 +54,9 @@ static void on_alarm(int sig)
 	die(stop_sig);
 }
 
-/* Which of INT, TERM, HUP and PIPE the parent left ignored (bit per signal), for stop_child_signals. */
-static const int handled[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+/* Which of these the parent left ignored (a bit per index), for stop_child_signals. */
+enum { I_INT, I_TERM, I_HUP, I_PIPE };
+static const int handled[] = { [I_INT] = SIGINT, [I_TERM] = SIGTERM, [I_HUP] = SIGHUP, [I_PIPE] = SIGPIPE };
 static unsigned inherited_ign;
 
 /*
@@ -85,17 +86,17 @@ void stop_init(bool finish, enum stop_pipe pipe)
 		if (!sigaction(handled[i], NULL, &old) && old.sa_handler == SIG_IGN)
 			inherited_ign |= 1u << i;
 	}
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = I_INT; i <= I_HUP; i++) {
 		/*
 		 * Only nohup's SIGHUP stays ignored: a shell ignores SIGINT in
 		 * every background job, and perf installs its handler whatever
 		 * the parent ignored.
 		 */
-		if (handled[i] == SIGHUP && (inherited_ign & (1u << i)))
+		if (i == I_HUP && (inherited_ign & (1u << I_HUP)))
 			continue;
 		sigaction(handled[i], &sa, NULL);
 	}
-	if (pipe == STOP_PIPE_IGNORE || (pipe == STOP_PIPE_DIE && (inherited_ign & (1u << 3)))) {
+	if (pipe == STOP_PIPE_IGNORE || (pipe == STOP_PIPE_DIE && (inherited_ign & (1u << I_PIPE)))) {
 		signal(SIGPIPE, SIG_IGN);
 	} else {
 		sa.sa_handler = pipe == STOP_PIPE_STOP ? on_pipe : on_stop;
