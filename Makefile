@@ -31,8 +31,9 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # libstdc++ for __cxa_demangle (C++ names in reports).
 # libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
 # libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
-# libmicrohttpd: stat --serve's HTTP side; ncurses: top's screen.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses) -lm -lstdc++ -lpthread
+# libmicrohttpd: stat --serve's HTTP side (its TLS is GnuTLS's); libyaml and libxcrypt:
+# --web-config's file and its bcrypt hashes; ncurses: top's screen.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

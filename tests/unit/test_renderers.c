@@ -162,6 +162,27 @@ static void test_flamegraph(void **state)
 	free(out);
 }
 
+/*
+ * A comm is any bytes: what is not UTF-8, and U+FFFE (no XML character),
+ * is U+FFFD in the SVG, or a browser shows a parse error instead of it.
+ */
+static void test_flamegraph_not_utf8(void **state)
+{
+	const char *comm = stacks[3].comm;
+	char *out;
+
+	(void)state;
+	stacks[3].comm = "db\xff\xc0\xaf\xed\xa0\x80\xef\xbf\xbe\xc3\xa9<";
+	out = render(do_flame, "t\xfe", NULL);
+	stacks[3].comm = comm;
+	assert_non_null(strstr(out, "<title>db\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+				    "\xef\xbf\xbd\xc3\xa9&lt; &#8212; 1 samples"));
+	assert_non_null(strstr(out, ">t\xef\xbf\xbd</text>"));
+	assert_null(strchr(out, 0xff));
+	assert_null(strchr(out, 0xfe));
+	free(out);
+}
+
 /* The protobuf's top-level fields, as far as the test needs them. */
 struct pb {
 	int samples, mappings, locations, functions;
@@ -357,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_flamegraph),
+		cmocka_unit_test(test_flamegraph_not_utf8),
 		cmocka_unit_test(test_pprof),
 		cmocka_unit_test(test_inlined),
 	};

@@ -129,18 +129,32 @@ static int fchild(struct ftree *t, int parent, const char *name, const char *dso
 	return t->nr++;
 }
 
+/*
+ * Text of an XML element or attribute: markup escaped, control bytes
+ * dropped, and what is not UTF-8, or is no XML character (U+FFFE, U+FFFF),
+ * as U+FFFD, as sbuf_json_str does for JSON: a comm is any bytes, and one
+ * stray byte makes a browser show a parse error instead of the graph.
+ */
 static void xml_text(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	for (const unsigned char *c = (const unsigned char *)s; *c;) {
+		int n = utf8_len(c);
+
+		if (!n || (n == 3 && c[0] == 0xef && c[1] == 0xbf && c[2] >= 0xbe)) {
+			fputs("\xef\xbf\xbd", out);
+			c += n ? n : 1;
+			continue;
+		}
+		switch (*c) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
+			if (*c >= 0x20)
+				fwrite(c, 1, n, out);
 		}
+		c += n;
 	}
 }
 
