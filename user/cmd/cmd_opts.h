@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "options.h"
+#include "profile_diff.h"
 #include "record.h"
 #include "report.h"
 #include "report_spans.h"
@@ -46,6 +47,15 @@ struct annotate_args {
 
 int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *err, size_t errlen);
 void annotate_usage(FILE *out);
+
+/* diff's argv: BASELINE and NEW with the comparison's options, and the verbosity. */
+struct diff_args {
+	struct diff_opts o;
+	int verbose;
+};
+
+int diff_parse_args(int argc, char **argv, struct diff_args *a, char *err, size_t errlen);
+void diff_usage(FILE *out);
 
 struct list_args {
 	bool all; /* --all: unsupported events too, and every tracepoint */

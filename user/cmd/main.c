@@ -23,6 +23,8 @@ static const struct cmd {
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, PAGE(stat) },
 	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, PAGE(top) },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, PAGE(report) },
+	{ "diff", cmd_diff, "compare two recordings, as perf diff: shares, deltas, a differential flame graph",
+	  false, PAGE(diff) },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false,
 	  PAGE(annotate) },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false,
