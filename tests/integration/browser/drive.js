@@ -7,7 +7,8 @@
  *   page-static FILE    the same page only looked at: errors, lanes, spans, notes
  *   speedscope FILE SYM the real speedscope (npm bundle from file://) with FILE loaded:
  *                       errors, its thread list, its sandwich search for SYM
- *   svg FILE.svg SYM    report --flamegraph's SVG: errors, what its search for SYM matched
+ *   svg FILE.svg SYM    report --flamegraph's (or diff's) SVG: errors, each frame drawn (tooltip,
+ *                       rendered fill, width), what its search for SYM matched
  *   load FILE.html      the page's load time, from navigation until it has drawn (bench)
  *   speedscope-load F   speedscope's import of F, from choosing the file until it says it is done
  * Console errors and uncaught exceptions are what a user would see break: all are returned.
@@ -168,6 +169,12 @@ async function driveSpeedscope(page, out, file, sym) {
 
 async function driveSvg(page, out, sym) {
 	await page.waitForSelector('#frames', { timeout: 10000 });
+	// Each frame drawn, before the search recolours them: its tooltip, its fill as rendered, its width.
+	out.drawn = await page.$$eval('g.f', fs => fs.filter(f => f.style.display !== 'none').map(f => {
+		const r = f.querySelector('rect');
+		return { title: f.querySelector('title').textContent, fill: getComputedStyle(r).fill,
+			width: r.getBoundingClientRect().width };
+	}));
 	await page.evaluate(s => window.search(new RegExp(s)), sym);
 	out.matched = await page.textContent('#matched');
 	const f = page.locator('g.f').first();
