@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0
+"""report --spans --why-slow against a workload that knows why its slow requests are slow.
+
+req_compute: every tenth runs ws_extra() for EXTRA_MS more of CPU;
+req_pipe: every tenth blocks in pipe_wait() until a thread named filler
+fills the pipe WAIT_MS later.  --why-slow must name ws_extra first for the
+first, and filler first among the wakers (the wait it ended: pipe_wait) for
+the second; the rest's figures are held to the workload's own clocks
+(CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID around each call).  The waits
+are long beside what a loaded 2-CPU machine adds to a 1 ms request, so that
+the slowest tenth is the tenth the workload made slow."""
+import json
+import math
+import os
+
+from harness import WORKLOAD, json_lines, need_bpf, perf_clean, spanperf, test, tmpdir
+
+N, EXTRA_MS, WAIT_MS = 60, 20, 60
+_cache = {}
+
+
+def recording():
+    if "path" not in _cache:
+        need_bpf()
+        path = os.path.join(tmpdir(), "why.data")
+        p = spanperf("record", "-g", "-e", "cpu-clock", "-F", "999", "--off-cpu", "-o", path,
+                     "--span", "uprobe:%s:req_compute" % WORKLOAD, "--span", "uprobe:%s:req_pipe" % WORKLOAD,
+                     "--", WORKLOAD, "whyslow", str(N), str(EXTRA_MS), str(WAIT_MS), check=True, timeout=300)
+        lines = json_lines(p.stdout)
+        _cache.update(path=path, reqs=[l for l in lines if "kind" in l],
+                      filler=[l for l in lines if l.get("role") == "filler"][0])
+    return _cache["path"], _cache["reqs"], _cache["filler"]
+
+
+def truth(reqs, kind, pct=10):
+    """The workload's own requests of a kind, split as --why-slow splits spans: the slowest pct% by wall time."""
+    r = sorted((x for x in reqs if x["kind"] == kind), key=lambda x: -x["wall_ns"])
+    slow = math.ceil(len(r) * pct / 100)
+    return r[:slow], r[slow:]
+
+
+def p50(group):
+    """--why-slow's median: the middle one, slowest first (the faster middle one of an even count)."""
+    return group[len(group) // 2]["wall_ns"]
+
+
+def near(got, want, frac, abs_ns):
+    return abs(got - want) <= frac * want + abs_ns
+
+
+def perf_leaf_samples(path, event, sym):
+    """perf script's samples of event whose leaf is sym."""
+    n, head = 0, None
+    for line in perf_clean(["script", "-F", "event,ip,sym"], path).splitlines():
+        if not line.startswith("\t"):
+            head = line.strip().rstrip(":")
+            continue
+        if head == event:
+            n += line.split(None, 1)[1:] == [sym]
+            head = None
+    return n
+
+
+def by_name(path, *extra):
+    out = spanperf("report", "-i", path, "--spans", "--why-slow", "--format", "json", *extra, check=True).stdout
+    return {o["name"]: o for o in json_lines(out)}
+
+
+@test
+def test_why_slow_names_the_extra_function():
+    path, reqs, _ = recording()
+    o = by_name(path)["req_compute"]
+    slow, rest = truth(reqs, "req_compute")
+    # The slow tenth is the workload's: every tenth request, the ones that ran ws_extra.
+    assert sorted(x["i"] % 10 for x in slow) == [9] * (N // 10), [x["i"] for x in slow]
+    assert o["slowest_pct"] == 10 and o["slow"]["count"] == N // 10 and o["rest"]["count"] == N - N // 10, o
+    assert o["functions"][0]["sym"] == "ws_extra", o["functions"][:3]
+    f = o["functions"][0]
+    assert f["rest_share"] == 0 and abs(f["delta"] - f["slow_share"]) < 1e-6, f
+    # Its share of a slow span's time is the time a slow request spent in ws_extra itself (its own
+    # samples, as perf script counts them: its clock reads are the kernel's), out of its EXTRA_MS.
+    mean_slow = sum(x["wall_ns"] for x in slow) / len(slow)
+    own = perf_leaf_samples(path, "cpu-clock", "ws_extra") * 1e9 / 999 / len(slow)
+    assert near(f["slow_share"] * mean_slow, own, 0.05, 300000) and 0.3 * EXTRA_MS * 1e6 < own <= EXTRA_MS * 1.1e6, \
+        (f, mean_slow, own)
+    # The fast group against the workload's clocks: its median wall time, and its mean CPU time.
+    assert near(o["rest"]["p50_ns"], p50(rest), 0.03, 200000), (o["rest"], p50(rest))
+    cpu = sum(x["cpu_ns"] for x in rest) / len(rest)
+    assert near(o["rest"]["on_cpu_ns"], cpu, 0.05, 200000), (o["rest"], cpu)
+    cpu_slow = sum(x["cpu_ns"] for x in slow) / len(slow)
+    assert near(o["slow"]["on_cpu_ns"], cpu_slow, 0.05, 300000), (o["slow"], cpu_slow)
+    # Each group's split adds up to its spans' time: on CPU, run queue, asleep, blocked.
+    for g, want in ((o["rest"], rest), (o["slow"], slow)):
+        mean = sum(x["wall_ns"] for x in want) / len(want)
+        parts = g["on_cpu_ns"] + g["runq_ns"] + g["sleep_ns"] + g["blocked_ns"]
+        assert near(parts, mean, 0.05, 300000), (g, mean)
+
+
+@test
+def test_why_slow_names_the_waker():
+    path, reqs, filler = recording()
+    o = by_name(path, "--span-name", "req_pipe")
+    assert list(o) == ["req_pipe"], list(o)
+    o = o["req_pipe"]
+    slow, rest = truth(reqs, "req_pipe")
+    assert sorted(x["i"] % 10 for x in slow) == [9] * (N // 10), [x["i"] for x in slow]
+    # The blocking wait explains the most, and filler ended it, from filler_writes().
+    assert o["functions"][0]["sym"] == "pipe_wait [off-cpu]", o["functions"][:3]
+    w = o["wakers"][0]
+    assert w["comm"] == "filler" and "filler_writes" in w["stack"], o["wakers"]
+    # It ended each slow request's wait: about WAIT_MS of each.
+    assert near(w["ns"], len(slow) * WAIT_MS * 1e6, 0.15, 0), (w, len(slow))
+    assert near(o["slow"]["sleep_ns"], WAIT_MS * 1e6, 0.15, 0), o["slow"]
+    assert near(o["rest"]["p50_ns"], p50(rest), 0.03, 200000), (o["rest"], p50(rest))
+    cpu = sum(x["cpu_ns"] for x in rest) / len(rest)
+    assert near(o["rest"]["on_cpu_ns"], cpu, 0.05, 200000), (o["rest"], cpu)
+    # The text says the same: the wait, its waker, and the waker's stack.
+    text = spanperf("report", "-i", path, "--spans", "--why-slow", "--span-name", "req_pipe", check=True).stdout
+    lines = text.splitlines()
+    at = next(i for i, l in enumerate(lines) if "waker" in l)
+    assert "filler" in lines[at + 1] and "pipe_wait" in lines[at + 1] and "filler_writes" in lines[at + 2], text
+
+
+@test
+def test_why_slow_options():
+    path, _, _ = recording()
+    # --slowest 50: half against half; the groups still split all the spans.
+    o = by_name(path, "--slowest", "50")["req_compute"]
+    assert o["slowest_pct"] == 50 and o["slow"]["count"] == o["rest"]["count"] == N // 2, o
+    for args, word in ((["--why-slow"], "--spans"), (["--spans", "--slowest", "10"], "--why-slow"),
+                       (["--spans", "--why-slow", "--slowest", "100"], "--slowest"),
+                       (["--spans", "--why-slow", "--format", "otlp-json"], "--spans")):
+        p = spanperf("report", "-i", path, *args)
+        assert p.returncode == 1 and word in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+    p = spanperf("report", "-i", path, "--spans", "--why-slow", "--span-name", "nosuch")
+    assert p.returncode == 1 and "nosuch" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    json.dumps(p.stderr)
