@@ -78,10 +78,11 @@ def test_why_slow_names_the_extra_function():
     f = o["functions"][0]
     assert f["rest_share"] == 0 and abs(f["delta"] - f["slow_share"]) < 1e-6, f
     # Its share of a slow span's time is the time a slow request spent in ws_extra itself (its own
-    # samples, as perf script counts them: its clock reads are the kernel's), out of its EXTRA_MS.
+    # samples, as perf script counts them: its clock reads are the kernel's), out of its EXTRA_MS:
+    # the span's measured CPU time shared by samples, so within their noise (sqrt(n) of ~100).
     mean_slow = sum(x["wall_ns"] for x in slow) / len(slow)
     own = perf_leaf_samples(path, "cpu-clock", "ws_extra") * 1e9 / 999 / len(slow)
-    assert near(f["slow_share"] * mean_slow, own, 0.05, 300000) and 0.3 * EXTRA_MS * 1e6 < own <= EXTRA_MS * 1.1e6, \
+    assert near(f["slow_share"] * mean_slow, own, 0.2, 500000) and 0.3 * EXTRA_MS * 1e6 < own <= EXTRA_MS * 1.1e6, \
         (f, mean_slow, own)
     # The fast group against the workload's clocks: its median wall time, and its mean CPU time.
     assert near(o["rest"]["p50_ns"], p50(rest), 0.03, 200000), (o["rest"], p50(rest))

@@ -110,12 +110,20 @@ static void group_of(const struct spans_row *const *rows, size_t n, struct why_g
 	g->blocked_ns /= n;
 }
 
-/* A span's CPU time per sample: the sampling clock's, else its own time on CPU spread over its samples. */
+/*
+ * A span's CPU time per sample: its own measured time on CPU (its split,
+ * or its task-clock) shared out by its samples; else (external spans) the
+ * sampling clock's period, no more than the span's time allows.
+ */
 static double per_sample_ns(const struct spans_view *v, const struct spans_row *r)
 {
-	if (v->ns_per_sample > 0)
-		return v->ns_per_sample;
-	return r->samples && r->on_cpu_ns > 0 ? (double)r->on_cpu_ns / r->samples : 0;
+	double each = v->ns_per_sample;
+
+	if (!r->samples)
+		return 0;
+	if (r->on_cpu_ns > 0)
+		return (double)r->on_cpu_ns / r->samples;
+	return each * r->samples > dur(r) ? (double)dur(r) / r->samples : each;
 }
 
 static int add_funcs(struct accs *fs, const struct spans_view *v, const struct spans_row *r, bool slow)
