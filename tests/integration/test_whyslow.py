@@ -12,10 +12,12 @@ the slowest tenth is the tenth the workload made slow."""
 import json
 import math
 import os
+import re
 
 from harness import WORKLOAD, json_lines, need_bpf, perf_clean, spanperf, test, tmpdir
+from test_page import drive
 
-N, EXTRA_MS, WAIT_MS = 60, 20, 60
+N, EXTRA_MS, WAIT_MS = 60, 20, 100
 _cache = {}
 
 
@@ -136,3 +138,39 @@ def test_why_slow_options():
     p = spanperf("report", "-i", path, "--spans", "--why-slow", "--span-name", "nosuch")
     assert p.returncode == 1 and "nosuch" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     json.dumps(p.stderr)
+
+
+@test
+def test_why_slow_on_the_page():
+    """report --html: click a span name, and its panel shows what --why-slow says, in Chromium."""
+    path, _, _ = recording()
+    page = os.path.join(tmpdir(), "why.html")
+    spanperf("report", "-i", path, "--html", page, check=True)
+    cli = by_name(path)
+    for name in ("req_compute", "req_pipe"):
+        out = drive("why", page, name)
+        assert out["names"] == ["req_compute", "req_pipe"], out["names"]
+        assert name in out["title"] and "slowest 10%" in out["title"], out["title"]
+        g = {r["key"]: r for r in out["groups"]}
+        o = cli[name]
+        # The same groups as the command's: counts and medians exactly, the splits' means to the ns.
+        for side in ("slow", "rest"):
+            assert int(g["count"][side]) == o[side]["count"], (g["count"], o[side])
+            assert int(g["p50"][side]) == o[side]["p50_ns"], (g["p50"], o[side])
+            for key in ("on_cpu_ns", "runq_ns", "sleep_ns", "blocked_ns"):
+                assert abs(float(g[key][side]) - o[side][key]) <= 1, (key, side, g[key], o[side])
+        frames = {}
+        for f in out["frames"]:
+            if f["name"] not in frames or f["width"] > frames[f["name"]]["width"]:
+                frames[f["name"]] = f
+        if name == "req_compute":
+            assert out["funcs"][0] == "ws_extra", out["funcs"]
+            # In the slow spans' flame graph, ws_extra in the growth colour (it is not in the rest's at all).
+            f = frames["ws_extra"]
+            r, gg, b = [int(x) for x in re.findall(r"\d+", f["fill"])[:3]]
+            assert f["delta"] > 0.3 and r == 255 and gg == b and gg < 100, f
+            assert frames["ws_common"]["delta"] < 0, frames["ws_common"]
+        else:
+            w = out["wakers"][0]
+            assert w["comm"] == "filler" and "filler_writes" in w["stack"].split("\n"), out["wakers"]
+        assert out["rest_frames"] > 0
