@@ -29,6 +29,11 @@ static const char *cell(const struct table *t, const struct table_row *r, enum s
 	return buf;
 }
 
+/*
+ * What pairs rows: their cells' texts, but that a function with no symbol
+ * is one row per dso, whatever its address, as perf diff's sym sort
+ * collapses unresolved entries (the row shows its heaviest address).
+ */
 static char *row_key(const struct table *t, const struct table_row *r)
 {
 	struct sbuf b = {};
@@ -36,7 +41,10 @@ static char *row_key(const struct table *t, const struct table_row *r)
 	for (int i = 0; i < t->o.nr_keys; i++) {
 		char buf[600];
 
-		sbuf_printf(&b, "%s\x1f", cell(t, r, t->o.keys[i], buf, sizeof(buf)));
+		if (t->o.keys[i] == SK_SYM && r->leaf->unknown_addr)
+			sbuf_printf(&b, "[%c] \x01\x1f", r->leaf->kernel ? 'k' : '.');
+		else
+			sbuf_printf(&b, "%s\x1f", cell(t, r, t->o.keys[i], buf, sizeof(buf)));
 	}
 	sbuf_zero(&b, 1);
 	if (b.err) {
@@ -51,7 +59,7 @@ static bool key_eq(const void *ctx, size_t idx)
 	const void *const *c = ctx;
 	const struct diff_row *rows = c[0];
 
-	return !rows[idx].base && !strcmp(rows[idx].key, c[1]);
+	return !strcmp(rows[idx].key, c[1]);
 }
 
 /*
@@ -74,12 +82,55 @@ static int cmp_diff(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
+struct pairing {
+	struct profile_diff *d;
+	struct hindex idx;
+	size_t cap;
+};
+
+/* Table t's rows into the diff: each adds to the row of its key, made where there is none. */
+static int add_rows(struct pairing *pr, const struct table *t, bool base)
+{
+	struct profile_diff *d = pr->d;
+
+	for (size_t i = 0; i < t->nr_rows; i++) {
+		const struct table_row *tr = &t->rows[i];
+		char *key = row_key(t, tr);
+		const void *ctx[2] = { d->rows, key };
+		__u64 h = key ? hash_str(key) : 0;
+		long k = key ? hindex_find(&pr->idx, h, key_eq, ctx) : -1;
+		struct diff_row *r;
+
+		if (!key)
+			return -ENOMEM;
+		if (k < 0) {
+			if (array_reserve((void **)&d->rows, &pr->cap, d->nr_rows, sizeof(*d->rows)) ||
+			    hindex_add(&pr->idx, h, d->nr_rows)) {
+				free(key);
+				return -ENOMEM;
+			}
+			d->rows[k = d->nr_rows++] = (struct diff_row){ .key = key };
+		} else {
+			free(key);
+		}
+		r = &d->rows[k];
+		/* The rows come heaviest first: the first of a key is the one its cells show. */
+		if (base && !r->base)
+			r->base = tr;
+		if (!base && !r->cur)
+			r->cur = tr;
+		*(base ? &r->base_samples : &r->new_samples) += tr->count;
+		*(base ? &r->base_period : &r->new_period) += tr->period;
+	}
+	return 0;
+}
+
 int profile_diff__build(struct profile_diff *d, const struct profile *base, const struct profile *cur,
 			const struct table_opts *o)
 {
 	struct table_opts to = *o;
-	struct hindex idx = {};
-	size_t cap = 0;
+	struct pairing pr = { .d = d };
+	__u64 bt = profile_total_period(base), nt = profile_total_period(cur);
 	int e;
 
 	*d = (struct profile_diff){};
@@ -87,40 +138,15 @@ int profile_diff__build(struct profile_diff *d, const struct profile *base, cons
 	to.filter = NULL;
 	to.max_rows = 0;
 	e = table__build(&d->base, base, &to) ?: table__build(&d->cur, cur, &to);
-	/* NEW's rows first, each indexed by its cells; then the baseline's join them or stand alone. */
-	for (size_t i = 0; !e && i < d->cur.nr_rows; i++) {
-		struct diff_row r = { .cur = &d->cur.rows[i], .new_pct = d->cur.rows[i].pct };
+	e = e ?: add_rows(&pr, &d->cur, false) ?: add_rows(&pr, &d->base, true);
+	hindex_free(&pr.idx);
+	for (size_t i = 0; !e && i < d->nr_rows; i++) {
+		struct diff_row *r = &d->rows[i];
 
-		if (!(r.key = row_key(&d->cur, r.cur)) || array_reserve((void **)&d->rows, &cap, d->nr_rows, sizeof(r)) ||
-		    hindex_add(&idx, hash_str(r.key), d->nr_rows)) {
-			free(r.key);
-			e = -ENOMEM;
-			break;
-		}
-		d->rows[d->nr_rows++] = r;
+		r->base_pct = bt ? 100.0 * r->base_period / bt : 0;
+		r->new_pct = nt ? 100.0 * r->new_period / nt : 0;
+		r->delta = r->new_pct - r->base_pct;
 	}
-	for (size_t i = 0; !e && i < d->base.nr_rows; i++) {
-		const struct table_row *br = &d->base.rows[i];
-		char *key = row_key(&d->base, br);
-		const void *ctx[2] = { d->rows, key };
-		long k = key ? hindex_find(&idx, hash_str(key), key_eq, ctx) : -1;
-
-		if (!key) {
-			e = -ENOMEM;
-		} else if (k >= 0) {
-			d->rows[k].base = br;
-			d->rows[k].base_pct = br->pct;
-			free(key);
-		} else if (array_reserve((void **)&d->rows, &cap, d->nr_rows, sizeof(*d->rows))) {
-			free(key);
-			e = -ENOMEM;
-		} else {
-			d->rows[d->nr_rows++] = (struct diff_row){ .base = br, .base_pct = br->pct, .key = key };
-		}
-	}
-	hindex_free(&idx);
-	for (size_t i = 0; !e && i < d->nr_rows; i++)
-		d->rows[i].delta = d->rows[i].new_pct - d->rows[i].base_pct;
 	if (!e)
 		sort_n(d->rows, d->nr_rows, sizeof(*d->rows), cmp_diff);
 	if (e)
@@ -176,9 +202,8 @@ static int print_json(const struct profile_diff *d, const struct diff_row *r, FI
 		sbuf_printf(&b, "\"new\":null,");
 	sbuf_printf(&b, "\"delta\":%.4f,\"baseline_samples\":%llu,\"new_samples\":%llu,\"baseline_period\":%llu,"
 			"\"new_period\":%llu",
-		    r->delta, (unsigned long long)(r->base ? r->base->count : 0),
-		    (unsigned long long)(r->cur ? r->cur->count : 0), (unsigned long long)(r->base ? r->base->period : 0),
-		    (unsigned long long)(r->cur ? r->cur->period : 0));
+		    r->delta, (unsigned long long)r->base_samples, (unsigned long long)r->new_samples,
+		    (unsigned long long)r->base_period, (unsigned long long)r->new_period);
 	for (int i = 0; i < t->o.nr_keys; i++) {
 		enum sort_key k = t->o.keys[i];
 		char buf[512];

@@ -25,9 +25,13 @@ struct diff_opts {
 	bool folded;		      /* --folded: the stacks with both counts, to stdout */
 };
 
-/* A row of either file, or both: base or cur is NULL where the file has none. */
+/*
+ * A row of either file, or both: base and cur are the file's (heaviest)
+ * table row of this key, NULL where the file has none.
+ */
 struct diff_row {
 	const struct table_row *base, *cur;
+	__u64 base_samples, new_samples, base_period, new_period; /* every table row of the key, summed */
 	double base_pct, new_pct; /* 0 where absent */
 	double delta;		  /* new_pct - base_pct */
 	char *key;		  /* the cells' texts, for pairing */
