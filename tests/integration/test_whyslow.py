@@ -24,12 +24,13 @@ _cache = {}
 def recording():
     if "path" not in _cache:
         need_bpf()
-        path = os.path.join(tmpdir(), "why.data")
+        d = tmpdir()
+        path, ext = os.path.join(d, "why.data"), os.path.join(d, "spans.jsonl")
         p = spanperf("record", "-g", "-e", "cpu-clock", "-F", "999", "--off-cpu", "-o", path,
                      "--span", "uprobe:%s:req_compute" % WORKLOAD, "--span", "uprobe:%s:req_pipe" % WORKLOAD,
-                     "--", WORKLOAD, "whyslow", str(N), str(EXTRA_MS), str(WAIT_MS), check=True, timeout=300)
+                     "--", WORKLOAD, "whyslow", str(N), str(EXTRA_MS), str(WAIT_MS), ext, check=True, timeout=300)
         lines = json_lines(p.stdout)
-        _cache.update(path=path, reqs=[l for l in lines if "kind" in l],
+        _cache.update(path=path, ext=ext, reqs=[l for l in lines if "kind" in l],
                       filler=[l for l in lines if l.get("role") == "filler"][0])
     return _cache["path"], _cache["reqs"], _cache["filler"]
 
@@ -174,3 +175,33 @@ def test_why_slow_on_the_page():
             w = out["wakers"][0]
             assert w["comm"] == "filler" and "filler_writes" in w["stack"].split("\n"), out["wakers"]
         assert out["rest_frames"] > 0
+
+
+@test
+def test_why_slow_of_external_and_otel_spans():
+    """The same requests as spans the application wrote (annotate), and OTel spans: the same comparison."""
+    path, reqs, _ = recording()
+    out = spanperf("annotate", "--spans", _cache["ext"], "-i", path, "--why-slow", "--format", "json", check=True).stdout
+    ext = {o["name"]: o for o in json_lines(out)}
+    probe = by_name(path)
+    assert sorted(ext) == ["req_compute", "req_pipe"], list(ext)
+    for name, first in (("req_compute", "ws_extra"), ("req_pipe", "pipe_wait [off-cpu]")):
+        e, p = ext[name], probe[name]
+        assert e["slow"]["count"] == p["slow"]["count"] and e["rest"]["count"] == p["rest"]["count"], (e, p)
+        assert e["functions"][0]["sym"] == first, e["functions"][:3]
+        # The application's clock around the call, the probes' inside it: the same medians, within a little.
+        for side in ("slow", "rest"):
+            assert near(e[side]["p50_ns"], p[side]["p50_ns"], 0.02, 100000), (side, e[side], p[side])
+    assert ext["req_pipe"]["wakers"][0]["comm"] == "filler", ext["req_pipe"]["wakers"]
+    # --otel: each name's spans all compared, slow and rest, as report --spans lists them.
+    d = tmpdir()
+    data = os.path.join(d, "otel.data")
+    spanperf("record", "--otel", "-F", "999", "-o", data, "--", WORKLOAD, "otel", "20", "5000",
+             os.path.join(d, "truth.jsonl"), check=True)
+    rows = [r for r in json_lines(spanperf("report", "-i", data, "--spans", "--format", "json", check=True).stdout)
+            if not r.get("unfinished")]
+    got = by_name(data)
+    assert got, "no name compared"
+    for name, o in got.items():
+        n = sum(1 for r in rows if r["name"] == name)
+        assert o["slow"]["count"] + o["rest"]["count"] == n and o["slow"]["count"] == math.ceil(n / 10), (name, o, n)

@@ -94,7 +94,9 @@
  *                                burns 1 ms, and every tenth blocks in pipe_wait() on a
  *                                pipe that a thread named filler fills WAIT_MS later (from
  *                                filler_writes()); each request prints its own wall time
- *                                (CLOCK_MONOTONIC) and CPU time around the call
+ *                                (CLOCK_MONOTONIC) and CPU time around the call; FILE (the
+ *                                fifth argument) gets each request as an external span
+ *                                named by its kind (JSON lines)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -1220,8 +1222,9 @@ static void *filler(void *arg)
 	return NULL;
 }
 
-static int mode_whyslow(const char *n, const char *extra_ms, const char *wait_ms)
+static int mode_whyslow(const char *n, const char *extra_ms, const char *wait_ms, const char *file)
 {
+	FILE *f = file ? fopen(file, "w") : NULL;
 	struct whyslow w = { .extra_ns = strtoull(extra_ms, NULL, 10) * 1000000,
 			     .wait_ns = strtoull(wait_ms, NULL, 10) * 1000000 };
 	void (*const kind[2])(const struct whyslow *, long) = { req_compute, req_pipe };
@@ -1240,7 +1243,13 @@ static int mode_whyslow(const char *n, const char *extra_ms, const char *wait_ms
 			c1 = thread_cpu_ns();
 			printf("{\"kind\":\"%s\",\"i\":%ld,\"tid\":%d,\"wall_ns\":%llu,\"cpu_ns\":%llu}\n", name[k], i,
 			       (int)syscall(SYS_gettid), (unsigned long long)(t1 - t0), (unsigned long long)(c1 - c0));
+			if (f)
+				fprintf(f, "{\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+					name[k], getpid(), (int)syscall(SYS_gettid), (unsigned long long)t0,
+					(unsigned long long)t1);
 		}
+	if (f)
+		fclose(f);
 	close(w.ask[1]);
 	pthread_join(th, NULL);
 	printf("{\"role\":\"filler\",\"tid\":%d}\n", w.filler);
@@ -1510,7 +1519,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "runq") && argc > 3)
 		r = mode_runq(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(argv[1], "whyslow") && argc > 4)
-		r = mode_whyslow(argv[2], argv[3], argv[4]);
+		r = mode_whyslow(argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(argv[1], "wakes") && argc > 3)
 		r = mode_wakes(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "outsider") && argc > 4)

@@ -43,6 +43,8 @@ struct annotate_args {
 	struct spans_report_opts o;
 	const char *html;
 	bool folded;
+	bool why_slow; /* --why-slow, with --span-name and --slowest in why */
+	struct why_opts why;
 };
 
 int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *err, size_t errlen);
@@ -76,6 +78,9 @@ void probe_usage(FILE *out);
  * the exit status (0 after --help, else 1).
  */
 int cmd_parse_failed(int e, const char *err);
+
+/* --why-slow's --slowest PCT (report and annotate): above 0 and below 100; 0 or -EINVAL with err. */
+int cmd_slowest(const char *arg, double *pct, char *err, size_t errlen);
 
 /* Appends arg to a repeatable option's list (--span): 0, or -ENOMEM with the list as it was. */
 int cmd_push_arg(const char ***list, int *nr, const char *arg);

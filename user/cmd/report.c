@@ -170,13 +170,7 @@ static int opt_time(const char *arg, void *opts, char *err, size_t errlen)
 
 static int opt_slowest(const char *arg, void *opts, char *err, size_t errlen)
 {
-	double *pct = &((struct report_args *)opts)->o.why.slowest_pct;
-	char *end;
-
-	*pct = strtod(arg, &end);
-	return *end || end == arg || !(*pct > 0 && *pct < 100)
-		       ? set_errorf(err, errlen, -EINVAL, "--slowest '%s' is not a percentage above 0 and below 100", arg)
-		       : 0;
+	return cmd_slowest(arg, &((struct report_args *)opts)->o.why.slowest_pct, err, errlen);
 }
 
 static int opt_event(const char *arg, void *opts, char *err, size_t errlen)
