@@ -8,7 +8,6 @@
 #include "log.h"
 #include "names.h"
 #include "profile.h"
-#include "report_out.h"
 #include "session.h"
 #include "srclines.h"
 #include "unwind.h"
@@ -667,97 +666,6 @@ int profile__finish(struct profile *p)
 		e = split_by_otel(p);
 	builder_free(p->b);
 	p->b = NULL;
-	return e;
-}
-
-/*
- * One side of profile__limit: the stacks of the rows under the limit out,
- * the others moved down; remap[i] is stack i's new index, or -1.
- */
-static int limit_side(struct profile *p, bool off, const struct table_opts *o, __u32 *remap)
-{
-	struct table_opts to = *o;
-	struct profile v = *p;
-	struct pstack *st = off ? p->off_stacks : p->stacks;
-	size_t n = off ? p->nr_off_stacks : p->nr_stacks, k = 0;
-	__u64 gone_samples = 0, gone_period = 0;
-	struct table t;
-	int e;
-
-	to.callgraph = true; /* the rows' stacks */
-	to.filter = NULL;
-	to.max_rows = 0;
-	if (off) {
-		v.stacks = p->off_stacks;
-		v.nr_stacks = p->nr_off_stacks;
-		v.period = p->off_period;
-		v.filtered_period = p->off_filtered_period;
-	}
-	e = table__build(&t, &v, &to);
-	if (e)
-		return e;
-	for (size_t i = 0; i < n; i++)
-		remap[i] = 0;
-	for (size_t i = 0; i < t.nr_rows; i++) {
-		if (t.rows[i].pct >= o->min_pct)
-			continue;
-		for (size_t j = 0; j < t.rows[i].nr_stacks; j++)
-			remap[t.rows[i].stacks[j]] = (__u32)-1;
-		gone_samples += t.rows[i].count;
-		gone_period += t.rows[i].period;
-	}
-	table__free(&t);
-	for (size_t i = 0; i < n; i++) {
-		if (remap[i] != (__u32)-1) {
-			remap[i] = k;
-			st[k++] = st[i];
-			continue;
-		}
-		/* Split stacks borrow the frames of the stacks as sampled, which keep them. */
-		if (off || !p->sampled)
-			free(st[i].frames);
-		if (off)
-			free(st[i].waker_frames);
-	}
-	if (off) {
-		p->nr_off_stacks = k;
-		p->off_samples -= gone_samples;
-		p->off_period -= gone_period;
-		p->off_filtered_samples += gone_samples;
-		p->off_filtered_period += gone_period;
-	} else {
-		p->nr_stacks = k;
-		p->samples -= gone_samples;
-		p->period -= gone_period;
-		p->filtered_samples += gone_samples;
-		p->filtered_period += gone_period;
-	}
-	return 0;
-}
-
-int profile__limit(struct profile *p, const struct table_opts *o)
-{
-	__u32 *on, *off;
-	size_t k = 0;
-	int e;
-
-	if (o->min_pct <= 0)
-		return 0;
-	on = malloc((p->nr_stacks + 1) * sizeof(*on));
-	off = malloc((p->nr_off_stacks + 1) * sizeof(*off));
-	e = on && off ? limit_side(p, false, o, on) ?: limit_side(p, true, o, off) : -ENOMEM;
-	for (size_t i = 0; !e && i < p->nr_ticks; i++) {
-		__u32 to = (p->ticks[i].off ? off : on)[p->ticks[i].stack];
-
-		if (to == (__u32)-1)
-			continue;
-		p->ticks[k] = p->ticks[i];
-		p->ticks[k++].stack = to;
-	}
-	if (!e)
-		p->nr_ticks = k;
-	free(on);
-	free(off);
 	return e;
 }
 

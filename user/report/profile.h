@@ -192,15 +192,6 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 int profile__add_prefix_span(struct profile *p, __u32 tid, __u64 start, __u64 end, const char *label);
 /* After the pass (and the prefix spans): each on-CPU stack split by its OTel context and spans. 0 or -ENOMEM. */
 int profile__finish(struct profile *p);
-struct table_opts;
-/*
- * report --percent-limit, for every output: the stacks whose table row
- * (by o's sort keys, on-CPU and off-CPU each by their own) holds under
- * o->min_pct of the total leave the profile, and its timeline, for its
- * filtered counts, so that the tables' percentages stay of the whole.
- * After profile__finish; 0 or -ENOMEM.
- */
-int profile__limit(struct profile *p, const struct table_opts *o);
 /*
  * A window's end in a live session, once every record of it was delivered
  * (session__flush): with keep, the consumer's finish and profile__finish;

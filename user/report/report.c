@@ -7,6 +7,7 @@
 
 #include "atomic_file.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "hash.h"
 #include "log.h"
 #include "perf_data.h"
@@ -111,7 +112,7 @@ static int load_profile(struct session *sess, struct profile **p, const struct r
 	if (!e && sr)
 		e = add_prefixes(*p, sr, err, errlen);
 	/* --percent-limit: every output shows the samples of the table's rows. */
-	if (!e && (e = profile__finish(*p) ?: profile__limit(*p, &o->table)))
+	if (!e && (e = profile__finish(*p) ?: table__limit(*p, &o->table)))
 		set_errorf(err, errlen, e, "out of memory reading %s", o->input);
 	span_report__free(sr);
 	return e;
@@ -135,6 +136,7 @@ static void say_what_was_read(const char *input, const struct profile *p)
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
 		 symbolizer__from_cache(p->sym), symbolizer__cache_rejected(p->sym));
+	elf_budget_say();
 	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 		unwinder__print_stats(p->unwinder, stderr);
@@ -261,7 +263,7 @@ static int report_visual(const struct report_opts *o)
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
 	e = e ?: session__run(sess, err, sizeof(err));
 	e = e ?: span_report__finish(sr, err, sizeof(err));
-	if (!e && (e = profile__finish(p) ?: profile__limit(p, &o->table) ?: span_report__view(sr, &v) ?:
+	if (!e && (e = profile__finish(p) ?: table__limit(p, &o->table) ?: span_report__view(sr, &v) ?:
 		       timeline__build(&t, p, v, &lim)))
 		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
 	if (e) {
