@@ -297,8 +297,12 @@ int why_slow__build(struct why_slow *w, const struct spans_view *v, const struct
 		if ((o->span_name && strcmp(o->span_name, t->kind[k].name)) || !t->kind[k].count)
 			continue;
 		n->name = t->kind[k].name;
-		w->nr_names++;
 		e = compare_name(n, v, k, o->slowest_pct);
+		/* A name whose every span the recording ended inside has nothing to compare. */
+		if (n->slow.count)
+			w->nr_names++;
+		else if (!e)
+			*n = (struct why_name){};
 	}
 	if (!e && !w->nr_names)
 		e = -ENOENT;
