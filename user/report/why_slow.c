@@ -24,6 +24,7 @@ struct why_acc {
 	};
 	const char *wait[WAIT_CANDIDATES];
 	double wait_ns[WAIT_CANDIDATES];
+	__u64 best_ns; /* a waker's: the longest slow wait it ended, whose stack it shows */
 };
 
 struct accs {
@@ -170,20 +171,22 @@ static int add_wakers(struct accs *ws, const struct spans_row *r, bool slow)
 {
 	for (int k = 0; k < r->nr_woken_by; k++) {
 		const struct spans_waker *w = &r->woken_by[k];
-		struct sbuf b = {};
-		struct why_acc *a;
+		struct why_acc *a = acc_of(ws, w->comm ? w->comm : "?");
 
-		/* One waker: a comm and the stack it woke from (its threads alike, as a pool's workers). */
-		sbuf_printf(&b, "%s", w->comm ? w->comm : "?");
-		for (__u32 j = 0; j < w->stack.nr; j++)
-			sbuf_printf(&b, "\x1f%s", w->stack.frame[j]);
-		sbuf_zero(&b, 1);
-		a = b.err ? NULL : acc_of(ws, b.p);
-		sbuf_free(&b);
 		if (!a)
 			return -ENOMEM;
+		/*
+		 * One waker per comm (a pool's threads alike, and one thread whose
+		 * stack was taken a frame deeper or shallower), shown with the stack
+		 * that ended the longest wait of the slow group.
+		 */
 		if (!a->w.stack)
 			a->w = (struct why_waker){ .comm = w->comm ? w->comm : "?", .tid = w->tid, .stack = &w->stack };
+		if (slow && w->stack.ns > a->best_ns) {
+			a->best_ns = w->stack.ns;
+			a->w.stack = &w->stack;
+			a->w.tid = w->tid;
+		}
 		*(slow ? &a->w.slow_ns : &a->w.rest_ns) += w->stack.ns;
 		if (slow && r->blocked_in)
 			note_wait(a, r->blocked_in, w->stack.ns);

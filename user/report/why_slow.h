@@ -54,7 +54,7 @@ struct why_func {
 	double explains_ns;	 /* per span: slow_ns / slow count - rest_ns / rest count */
 };
 
-/* Who ended a group's waits: a thread's comm and the stack it woke them from. */
+/* Who ended a group's waits: a comm, and the stack it ended the slow group's longest wait from. */
 struct why_waker {
 	const char *comm;
 	__u32 tid;

@@ -731,13 +731,14 @@
 		});
 		return { per: per, n: n };
 	}
-	/* Who ended each group's waits: a comm and its stack, with the time it ended. */
+	/* Who ended each group's waits: by comm, as --why-slow, with the stack of the longest wait it ended. */
 	function wakersOf(list) {
 		var per = {};
 		list.forEach(function (s) {
 			(s.wall.woken_by || []).forEach(function (w) {
-				var key = w.comm + '\n' + (w.stack || []).join('\n'), a = per[key];
-				if (!a) a = per[key] = { comm: w.comm, stack: w.stack || [], ns: 0 };
+				var a = per[w.comm];
+				if (!a) a = per[w.comm] = { comm: w.comm, stack: w.stack || [], ns: 0, best: -1 };
+				if (w.ns > a.best) { a.best = w.ns; a.stack = w.stack || []; }
 				a.ns += w.ns;
 			});
 		});
