@@ -26,6 +26,8 @@ static const struct cmd {
 	  PAGE(stat) },
 	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, STOP_PIPE_STOP, PAGE(top) },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, STOP_PIPE_DIE, PAGE(report) },
+	{ "diff", cmd_diff, "compare two recordings, as perf diff: shares, deltas, a differential flame graph",
+	  false, STOP_PIPE_DIE, PAGE(diff) },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false,
 	  STOP_PIPE_DIE, PAGE(annotate) },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false,

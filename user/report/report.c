@@ -386,7 +386,12 @@ int report_run(const struct report_opts *o)
 						.bpf_samples = o->bpf_samples, .any_owner = o->force,
 						.filter = &o->filter, .min_pct = o->table.min_pct };
 
-		if (spans_report(&so, err, sizeof(err))) {
+		struct why_opts wo = o->why;
+
+		wo.json = o->spans_format == SPANS_JSON;
+		if (!wo.slowest_pct)
+			wo.slowest_pct = WHY_SLOW_PCT;
+		if (o->why_slow ? why_slow_report(&so, &wo, err, sizeof(err)) : spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);
 			return 1;
 		}
