@@ -391,7 +391,7 @@ check: deps
 	$(Q)rm -rf build-check/san && mkdir -p build-check/san
 	$(Q)$(call check_stage,unit,$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)); \
 		r=$$?; tests/san-logs.sh build-check/san && [ $$r -eq 0 ])
-	$(Q)$(call check_stage,integration,$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py; \
+	$(Q)$(call check_stage,integration,$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 -u tests/integration/run.py; \
 		r=$$?; tests/san-logs.sh build-check/san && [ $$r -eq 0 ])
 	$(Q)$(call check_stage,valgrind,tests/valgrind.sh)	# on the plain build: valgrind cannot run an ASan binary
 
