@@ -180,6 +180,39 @@ def test_top_spans_uprobe_p50():
 
 
 @test
+def test_top_spans_full_screen_under_tmux():
+    """The full screen draws the span table's rows from the view: the column heads, a row per
+    name, and '/' keeps the names whose row holds the text."""
+    need_bpf()
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed (tools/deps.sh test installs it)")
+    session = "topspans%d" % os.getpid()
+    wl = subprocess.Popen([WORKLOAD, "calls", "100000", "5"], stdout=subprocess.DEVNULL)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "40", "bash --norc --noprofile")
+    try:
+        tmux("send-keys", "-t", session, "%s top -d 1 --spans --span uprobe:%s:hidden_work; echo TOP-EXIT=$?"
+             % (SPANPERF, WORKLOAD), "Enter")
+        text = wait_pane(session, lambda t: re.search(r"^  hidden_work +uprobe +[1-9]", t, re.M), 30)
+        assert re.search(r"^# name +source +count +rate/s +p50 ms", text, re.M), text
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "no-such-span", "Enter")
+        text = wait_pane(session, lambda t: "filter [no-such-span]" in t, 10)
+        assert "hidden_work" not in text and re.search(r"^# name", text, re.M), text
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "hidden", "Enter")
+        text = wait_pane(session, lambda t: "filter [hidden]" in t and re.search(r"^  hidden_work ", t, re.M), 10)
+        tmux("send-keys", "-t", session, "q")
+        text = wait_pane(session, lambda t: "TOP-EXIT=" in t, 30)
+        assert "TOP-EXIT=0" in text, text
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        wl.kill()
+        wl.wait()
+
+
+@test
 def test_top_g_expands_callers():
     need_bpf()
     wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* spanperf stat: argv into struct stat_opts (live/stat.h), then the count. */
+/* spanperf stat: argv into struct stat_opts (live/stat_opts.h), then the count. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -42,6 +42,13 @@ struct live_window_ops {
 	void (*drop)(void *arg, struct session *sess);
 	/* After each pass of the recorder's loop (top's keys), or NULL; nonzero ends the recording. */
 	int (*pass)(void *arg);
+	/*
+	 * Whether the engine still shows a window older than the last one
+	 * (top paused), or NULL: then the session is not trimmed, since what
+	 * that window resolved (names, processes) must outlive more trims
+	 * than one.
+	 */
+	bool (*holds)(void *arg);
 };
 
 struct live_opts {

@@ -47,23 +47,6 @@ struct stat_run {
 	struct event_sums prev_tot;
 };
 
-void stat_opts_init(struct stat_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->max_threads = 32768;
-	o->serve_top = 50;
-}
-
-void stat_opts_free(struct stat_opts *o)
-{
-	if (!o)
-		return;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	free(o->spans);
-	o->spans = NULL;
-}
-
 int stat_serve_addr_check(const char *addr, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;

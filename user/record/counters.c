@@ -222,14 +222,9 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 				goto cleanup;
 			}
 		}
-	for (int i = 0; o->filter && i < o->filter->n; i++) {
-		__u32 key = o->filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
-			e = -errno;
-			goto cleanup;
-		}
+	if (o->filter && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.filter), o->filter->v, o->filter->n, 0))) {
+		snprintf(err, errlen, "cannot fill the counters' filter map: %s", strerror(-e));
+		goto cleanup;
 	}
 	*out = s;
 	return 0;

@@ -149,16 +149,8 @@ static void locate_syms(struct offcpu_set *s)
 /* The interrupt context ip is the entry of, 0 if none. */
 static __u8 irq_ctx_of(const struct offcpu_set *s, __u64 ip)
 {
-	size_t lo = 0, hi = s->nr_irq;
+	size_t lo = SP_PARTITION(s->nr_irq, i, s->irq[i].start <= ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->irq[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo && ip < s->irq[lo - 1].end ? s->irq[lo - 1].ctx : 0;
 }
 
@@ -184,14 +176,8 @@ static __u32 classify_waker(const struct offcpu_set *s, const __u64 *chain, __u3
 
 void offcpu__attr(struct perf_event_attr *a)
 {
-	/* As perf's --off-cpu: a software BPF-output event, CALLCHAIN in the sample. */
-	*a = (struct perf_event_attr){
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
-		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN,
-		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-		.disabled = 1,
-	};
+	/* As perf's --off-cpu: CALLCHAIN in the sample. */
+	pd_bpf_output_attr(a, PERF_SAMPLE_CALLCHAIN);
 }
 
 void offcpu__waker_attr(struct perf_event_attr *a)
@@ -523,33 +509,17 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		set_errorf(err, errlen, e, "cannot load the off-CPU BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;
 	}
-	for (int i = 0; o->filter && i < o->filter->n; i++) {
-		__u32 key = o->filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
-			goto cleanup;
-		}
-	}
-	for (int i = 0; o->cpus && i < o->cpus->n; i++) {
-		__u32 key = o->cpus->v[i];
-		__u8 one = 1;
-
-		if (key < (__u32)nr_cpus &&
-		    bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_cpus), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
-			goto cleanup;
-		}
-	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		set_errorf(err, errlen, e, "cannot read the off-CPU ring buffer: %s", strerror(-e));
+	if (o->filter && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.filter), o->filter->v, o->filter->n, 0))) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
 		goto cleanup;
 	}
+	if (o->cpus && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.offcpu_cpus), o->cpus->v, o->cpus->n, nr_cpus))) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
+		goto cleanup;
+	}
+	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, "off-CPU ring buffer", err, errlen);
+	if (e)
+		goto cleanup;
 	*out = s;
 	return 0;
 cleanup:

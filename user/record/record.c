@@ -89,72 +89,6 @@ struct recorder {
 	bool stop; /* on_switch asked for the end */
 };
 
-struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
-{
-	struct rec_source *s = calloc(1, sizeof(*s) + priv_size);
-
-	if (!s)
-		return NULL;
-	s->name = name;
-	s->priv = priv_size ? s + 1 : NULL;
-	return s;
-}
-
-void rec_source__free(struct rec_source *s)
-{
-	if (!s)
-		return;
-	if (s->free)
-		s->free(s);
-	free(s);
-}
-
-void record_opts_defaults(struct record_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->freq = 999;
-	o->output = "perf.data";
-	o->mmap_pages = 256;
-	o->max_threads = 32768;
-	o->span_buffer_kb = 8192;
-	o->offcpu_thresh_ms = -1;
-	o->offcpu_entries = RECORD_OFFCPU_ENTRIES;
-	o->wake_fd = -1;
-}
-
-void record_opts_free(struct record_opts *o)
-{
-	if (!o)
-		return;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	int_list_free(&o->cpus);
-	free(o->spans);
-	o->spans = NULL;
-	free(o->specs);
-	o->specs = NULL;
-}
-
-int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen)
-{
-	int max = SP_MAX_SPANS - o->otel; /* --otel's spans take one of the recording's span ids */
-
-	free(o->specs);
-	o->specs = NULL;
-	if (!o->nr_spans)
-		return 0;
-	if (o->nr_spans > max)
-		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
-				  o->otel ? " with --otel" : "");
-	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
-	if (!o->specs)
-		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
-	for (int i = 0; i < o->nr_spans; i++)
-		if (span_spec_parse(o->spans[i], &o->specs[i], err, errlen))
-			return -EINVAL;
-	return 0;
-}
-
 #define for_each_source(r, s)                                                                 \
 	for (struct rec_source **s##_p = (r)->src, *s; s##_p < (r)->src + NR_SOURCES; s##_p++) \
 		if ((s = *s##_p))
@@ -206,14 +140,7 @@ static int load_bpf(struct recorder *r)
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
 	}
-	for (int i = 0; filter && i < filter->n; i++) {
-		__u32 key = filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.filter), &key, &one, BPF_ANY))
-			return -errno;
-	}
-	return 0;
+	return filter ? bpf_map_mark(bpf_map__fd(skel->maps.filter), filter->v, filter->n, 0) : 0;
 }
 
 static int check_cpus(const struct int_list *want, const struct int_list *online)

@@ -89,50 +89,35 @@ static void offcpu_stats(struct rec_source *src)
 	if (offcpu__sched(src->priv))
 		pr_info("sched: %llu times off CPU written (every switch-out of the threads watched)",
 			(unsigned long long)st.sched);
-	if (st.late)
-		pr_info("%llu times off CPU found rounds late (their switch-in hidden): stamped later than they ended, which the records say",
-			(unsigned long long)st.late);
-	if (st.too_late)
-		pr_warn("%llu times off CPU left out: found over half an hour after they ended", (unsigned long long)st.too_late);
+	REC_SAY(
+		{ st.late, REC_INFO, "times off CPU found rounds late (their switch-in hidden): stamped later than they ended, which the records say" },
+		{ st.too_late, REC_WARN, "times off CPU left out: found over half an hour after they ended" });
 	if (!offcpu__offcpu(src->priv)) {
-		if (st.lost)
-			pr_warn("%llu switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)",
-				(unsigned long long)st.lost);
+		REC_SAY({ st.lost, REC_WARN, "switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)" });
 		return;
 	}
 	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
 		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
 		(unsigned long long)st.open_at_end, st.ns / 1e9);
-	if (st.lost)
-		pr_warn("%llu off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)",
-			(unsigned long long)st.lost);
-	if (st.noslot)
-		pr_warn("%llu off-CPU blocks not timed: the per-thread map was full (raise --max-threads)",
-			(unsigned long long)st.noslot);
-	if (st.agg_full)
-		pr_warn("%llu short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)",
-			(unsigned long long)st.agg_full);
+	REC_SAY(
+		{ st.lost, REC_WARN, "off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)" },
+		{ st.noslot, REC_WARN, "off-CPU blocks not timed: the per-thread map was full (raise --max-threads)" },
+		{ st.agg_full, REC_WARN, "short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)" });
 	if (st.kstack || st.ustack)
 		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
-	if (st.hidden)
-		pr_info("%llu off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back",
-			(unsigned long long)st.hidden);
-	if (st.unseen)
-		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
-			(unsigned long long)st.unseen);
-	if (st.stale || st.exited)
-		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
-			(unsigned long long)(st.stale + st.exited));
+	REC_SAY(
+		{ st.hidden, REC_INFO, "off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back" },
+		{ st.unseen, REC_WARN, "off-CPU blocks dropped: the switch tracepoint never showed their thread coming back" },
+		{ st.stale + st.exited, REC_INFO, "off-CPU starts dropped: their thread was gone or another process's" });
 	if (offcpu__wakers(src->priv))
 		pr_info("wakers: %llu blocks named theirs, %llu wakings from interrupts, %llu blocks ended with no waking seen",
 			(unsigned long long)st.wakers, (unsigned long long)st.waker_irq, (unsigned long long)st.waker_none);
 	if (st.waker_kstack || st.waker_ustack)
 		pr_info("waker stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.waker_kstack, (unsigned long long)st.waker_ustack);
-	if (st.waker_unclassified)
-		pr_info("%llu wakers with no kernel stack: taken for threads, since no interrupt entry could be seen",
-			(unsigned long long)st.waker_unclassified);
+	REC_SAY({ st.waker_unclassified, REC_INFO,
+		  "wakers with no kernel stack: taken for threads, since no interrupt entry could be seen" });
 }
 
 static void offcpu_free(struct rec_source *src)

@@ -451,7 +451,7 @@ build:
 	if (ps)
 		sort_n(ps, np, sizeof(*ps), cmp_pid_sample);
 	for (size_t i = 0; i < n; i++) {
-		size_t lo = 0, hi = np;
+		size_t lo;
 		__u32 tid = 0;
 		bool many = false;
 
@@ -461,14 +461,7 @@ build:
 			unplaced++;
 			continue;
 		}
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ps[mid].pid < ext[i].pid || (ps[mid].pid == ext[i].pid && ps[mid].time < ext[i].start))
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = SP_PARTITION(np, k, ps[k].pid < ext[i].pid || (ps[k].pid == ext[i].pid && ps[k].time < ext[i].start));
 		for (size_t k = lo; k < np && ps[k].pid == ext[i].pid && ps[k].time <= ext[i].end && !many; k++) {
 			many = tid && ps[k].tid != tid;
 			tid = ps[k].tid;

@@ -285,23 +285,10 @@ static void row_line(const struct table *t, const struct table_row *r, FILE *out
 	}
 }
 
-/* top's '/': the row's line holds the text (in its first 1023 bytes, as top has always looked). */
-static bool row_matches(const struct table *t, const struct table_row *r)
+/* top's '/' looks at a row's line. */
+static void print_line(const void *t, const void *r, FILE *out)
 {
-	char *line = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&line, &len);
-	bool yes = true;
-
-	if (f) {
-		row_line(t, r, f);
-		fclose(f);
-		if (len > 1023)
-			line[1023] = 0;
-		yes = strstr(line, t->o.filter) != NULL;
-	}
-	free(line);
-	return yes;
+	row_line(t, r, out);
 }
 
 /* The rows whose text holds the filter, then the first max_rows of them; the others are freed. */
@@ -314,7 +301,7 @@ static void select_rows(struct table *t)
 		bool keep = !t->o.max_rows || n < t->o.max_rows;
 
 		if (keep && t->o.filter && t->o.filter[0])
-			keep = row_matches(t, r);
+			keep = printed_holds(print_line, t, r, t->o.filter);
 		if (!keep) {
 			free(r->stacks);
 			continue;

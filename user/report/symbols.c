@@ -795,17 +795,7 @@ static int add_bound(struct bounds *b, __u64 t, __s32 from)
 /* The index of the latest boundary at or before t, or -1. */
 static int bound_index(const struct bounds *b, __u64 t)
 {
-	int lo = 0, hi = b->nr;
-
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (b->t[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
+	return (int)SP_PARTITION((size_t)b->nr, i, b->t[i] <= t) - 1;
 }
 
 /* The boundaries around t: the latest at or before it (0 if none) and the next (or ~0). */

@@ -21,6 +21,7 @@
 
 #include "ehframe.h"
 #include "fileio.h"
+#include "util.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBP 6
@@ -834,16 +835,8 @@ int ehtab_from_path(const char *path, size_t max_rows, struct ehtab *t)
 
 const struct sp_eh_row *ehtab_find(const struct ehtab *t, __u64 off)
 {
-	size_t lo = 0, hi = t->nr;
+	size_t lo = SP_PARTITION(t->nr, i, t->rows[i].pc <= off);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->rows[mid].pc <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? &t->rows[lo - 1] : NULL;
 }
 
