@@ -10,8 +10,10 @@ command -v valgrind >/dev/null || { echo "valgrind: skipped: valgrind is not ins
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 build/bench/gen_spans "$d/g.data" 2000 200 4
-# A real recording with call chains too, where BPF may load.
-"$bin" record -q -g -o "$d/r.data" -- build/tests/workload calls 20 2 "$d/ext.jsonl" > /dev/null 2>&1 ||
+# A real recording with call chains and spans too, where BPF may load (report --spans of a file
+# without spans is an error, exit 1, which would test only that).
+"$bin" record -q -g --span "uprobe:$PWD/build/tests/workload:hidden_work" -o "$d/r.data" -- \
+	build/tests/workload calls 20 2 "$d/ext.jsonl" > /dev/null 2>&1 ||
 	cp "$d/g.data" "$d/r.data"
 [ -s "$d/ext.jsonl" ] || echo '{"tid":1000,"start_ns":1,"end_ns":999999999}' > "$d/ext.jsonl"
 printf 'PERFILE2 not really' > "$d/bad.data"
