@@ -370,7 +370,8 @@ fuzz-replay: $(FUZZ_TARGETS)
 # must not mistake a sanitizer's death for a clean error, and children count too.
 # Each stage says how long it took (CI runs make check after make test, within its time).
 SAN_ENV = ASAN_OPTIONS=log_path=$(CURDIR)/build-check/san/asan:exitcode=86 \
-	UBSAN_OPTIONS=log_path=$(CURDIR)/build-check/san/ubsan:exitcode=86:print_stacktrace=1
+	UBSAN_OPTIONS=log_path=$(CURDIR)/build-check/san/ubsan:exitcode=86:print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 # The runtimes linked in statically: as two shared libraries, gcc's UBSan beside its ASan writes
 # its reports to stderr whatever log_path says (clang 14, the other compiler, cannot build the
 # library's TLSDESC).
