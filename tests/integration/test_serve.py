@@ -13,7 +13,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import SPANPERF, WORKLOAD, Skip, need_bpf, run, spanperf, test, tmpdir
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, rss_env, run, spanperf, test, tmpdir
 
 
 
@@ -187,12 +187,9 @@ def test_serve_bad_addresses():
 @test
 def test_serve_survives_silent_clients_and_churn():
     need_bpf()
-    # Its RSS must be its live memory.  Under make check's ASan a freed block waits in a quarantine
-    # of up to 256 MB before it is reused, which RSS cannot tell from a leak (measured: 68 to 299 MB
-    # with it, 24 to 29 MB without): this process frees into none.  A block left unreachable is
-    # LeakSanitizer's at exit, which makes the exit status checked below 86.
-    san = os.environ.get("ASAN_OPTIONS")
-    srv = Serve("--serve-top", "5", env=dict(os.environ, ASAN_OPTIONS=san + ":quarantine_size_mb=0") if san else None)
+    # Its RSS must be its live memory: under make check's ASan, with the quarantine of freed blocks,
+    # it grew from 68 to 299 MB; without, from 24 to 29 MB.  A leak makes the exit status below 86.
+    srv = Serve("--serve-top", "5", env=rss_env())
     socks = []
     try:
         rss0 = srv.rss_kb()
