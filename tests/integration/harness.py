@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -186,6 +187,12 @@ def perf_script_samples(path, extra=()):
 
 def main(argv):
     only = [a for a in argv[1:] if not a.startswith("-")]
+    # Tests stop a spanperf with SIGINT, as Ctrl-C does.  Started in the background by a shell
+    # without job control (make check &, a CI script's job) the harness inherits SIGINT ignored,
+    # which its children would inherit and spanperf keeps, as any program does: a record -a
+    # stopped so never stopped.  Caught here, it is the default again in every child.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     results = {"passed": 0, "failed": 0, "skipped": 0}
     failures = []
     t_all = time.time()
