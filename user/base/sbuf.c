@@ -33,7 +33,9 @@ int sbuf_add(struct sbuf *b, const void *p, size_t n)
 
 	if (err)
 		return err;
-	memcpy(b->p + b->len, p, n);
+	/* Nothing to add may come as NULL (an absent name's), which memcpy may not be given. */
+	if (n)
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	return 0;
 }
