@@ -32,7 +32,8 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
 # libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
 # libmicrohttpd: stat --serve's HTTP side; ncurses: top's screen.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses) -lm -lstdc++ -lpthread
+# libcurl: the agent ships to ClickHouse over HTTP(S), and report --clickhouse reads from it.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses libcurl 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses -lcurl) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

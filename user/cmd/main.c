@@ -22,6 +22,8 @@ static const struct cmd {
 	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true, PAGE(record) },
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, PAGE(stat) },
 	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, PAGE(top) },
+	{ "agent", cmd_agent, "the whole host, always on, shipped to ClickHouse window by window", true,
+	  PAGE(agent) },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, PAGE(report) },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false,
 	  PAGE(annotate) },
