@@ -138,8 +138,8 @@ def container_script(d, body):
 
 
 def kept(line):
-    """Files record's cache line says it kept: the container's, and on a shared host maybe
-    another process's deleted file too (the recording is of the whole host)."""
+    """Files record's cache line says it kept: the container's, and in a whole-host recording
+    on a shared host maybe another process's deleted file too."""
     m = re.search(r"(\d+) files kept", line)
     return int(m.group(1)) if m else 0
 
