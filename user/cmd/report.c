@@ -18,6 +18,10 @@ void report_usage(FILE *out)
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
+		"      --clickhouse URL   a fleet instead: what spanperf agent shipped there, over\n"
+		"                         --since DURATION (default 1h) or --from TIME --to TIME,\n"
+		"                         of one --host NAME or all; --database DB, --span-name NAME\n"
+		"                         and --clickhouse-password-file FILE as the agent's\n"
 		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, srcline, trace,\n"
 		"                         span, attr:NAME (an OTel span attribute, record --otel),\n"
 		"                         waker (off-CPU: who ended the blocks, record --off-cpu)\n"
@@ -181,6 +185,14 @@ static const struct opt_def report_defs[] = {
 	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
 	{ .name = "call-graph", .letter = 'g', .type = OPT_T_FLAG, .off = R(table.callgraph) },
 	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
+	{ .name = "clickhouse", .type = OPT_T_STR, .off = R(ch.url), .bad = "needs the server's URL" },
+	{ .name = "clickhouse-password-file", .type = OPT_T_STR, .off = R(ch.password_file), .bad = "needs a file" },
+	{ .name = "database", .type = OPT_T_STR, .off = R(ch.db), .bad = "needs a database's name" },
+	{ .name = "since", .type = OPT_T_STR, .off = R(ch.since), .bad = "needs a duration" },
+	{ .name = "from", .type = OPT_T_STR, .off = R(ch.from), .bad = "needs a time" },
+	{ .name = "to", .type = OPT_T_STR, .off = R(ch.to), .bad = "needs a time" },
+	{ .name = "host", .type = OPT_T_STR, .off = R(ch.host), .bad = "needs a host's label" },
+	{ .name = "span-name", .type = OPT_T_STR, .off = R(ch.span_name), .bad = "needs a span's name" },
 	{ .name = "comms", .letter = 'c', .type = OPT_T_FN, .fn = opt_comms },
 	{ .name = "pids", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
 	{ .name = "pid", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
@@ -218,6 +230,10 @@ static const struct opt_def report_defs[] = {
 /* Flags that make sense only together, or never together. */
 static int report_check(const struct report_opts *o, char *err, size_t errlen)
 {
+	int e = report_ch_check(o, err, errlen);
+
+	if (e)
+		return e;
 	if (o->spans_format == SPANS_OTLP && !o->spans)
 		return set_errorf(err, errlen, -EINVAL, "--format otlp-json writes spans: use it with --spans");
 	if (o->span_prefix && (!o->folded || o->spans))
