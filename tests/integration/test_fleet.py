@@ -165,3 +165,122 @@ def test_fleet_hostile_comm_stored_and_read_back_exactly():
             if p:
                 reap(p)
         c.stop()
+
+
+class FaultServer:
+    """A loopback HTTP server of the test's own that fails as told: "500" answers an error,
+    "close" closes mid-body, "slow" answers after 30 s, "auth" refuses the credentials."""
+
+    def __init__(self, mode):
+        import threading
+        self.mode, self.hits, self.stop = mode, 0, False
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.url = "http://127.0.0.1:%d/" % self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import threading
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.hits += 1
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        try:
+            conn.settimeout(5)
+            conn.recv(65536)
+            if self.mode == "500":
+                body = b"Code: 241, e.displayText() = DB::Exception: Memory limit exceeded\n"
+                conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif self.mode == "close":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+            elif self.mode == "slow":
+                end = time.time() + 30
+                while time.time() < end and not self.stop:
+                    time.sleep(0.1)
+            elif self.mode == "auth":
+                body = b"Code: 193, e.displayText() = DB::Exception: Wrong password for user spanperf\n"
+                conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def metrics(port):
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+    return {l.split()[0]: float(l.split()[1]) for l in text.splitlines() if l and not l.startswith("#")}
+
+
+def check_fault(mode):
+    need_bpf()
+    srv = FaultServer(mode)
+    spool = os.path.join(tmpdir(), "spool")
+    port = ch_cluster.free_port()
+    a = None
+    try:
+        env = dict(os.environ, CLICKHOUSE_USER="spanperf", CLICKHOUSE_PASSWORD="wrong")
+        a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", srv.url, "--window", "1", "--spool", spool,
+                              "--serve", "127.0.0.1:%d" % port], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, errors="replace", env=env)
+        end = time.time() + 40
+        m = {}
+        while time.time() < end:
+            time.sleep(0.5)
+            try:
+                m = metrics(port)
+            except OSError:
+                continue
+            if m["spanperf_agent_windows_spooled_total"] >= 4:
+                break
+        # the agent samples all along: window after window goes to the spool
+        assert m.get("spanperf_agent_windows_spooled_total", 0) >= 4, m
+        assert m["spanperf_agent_windows_sent_total"] == 0, m
+        if mode != "slow":
+            assert m["spanperf_agent_server_errors_total"] >= 1, m
+        assert len(spooled(spool)) == m["spanperf_agent_spool_windows"] >= 1, (spooled(spool), m)
+        t0 = time.time()
+        a.send_signal(signal.SIGTERM)
+        out, err = a.communicate(timeout=30)
+        took = time.time() - t0
+        assert a.returncode == 0, err
+        assert took < 2, "TERM took %.1fs to end the agent (%s)" % (took, mode)
+        assert srv.hits >= 1, "the server was never asked"
+    finally:
+        if a:
+            reap(a)
+        srv.close()
+
+
+@test
+def test_fleet_server_answers_500_spooled():
+    check_fault("500")
+
+
+@test
+def test_fleet_server_closes_mid_body_spooled():
+    check_fault("close")
+
+
+@test
+def test_fleet_server_slow_spooled_and_term_is_prompt():
+    check_fault("slow")
+
+
+@test
+def test_fleet_server_refuses_credentials_spooled():
+    check_fault("auth")

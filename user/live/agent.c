@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,12 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	}
 	window_drop(a, NULL);
 	a->start_ns = now;
+	/*
+	 * What the window's profile and rows took goes back to the system: an
+	 * always-on agent's resident size is its steady state, not the peak of
+	 * its busiest window.
+	 */
+	malloc_trim(0);
 	return 0;
 }
 

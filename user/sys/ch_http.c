@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <zlib.h>
@@ -17,6 +19,7 @@ struct ch_http {
 	char *user, *password;
 	CURL *curl;
 	long timeout_ms;
+	_Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC: a request still running then is cut (0: none) */
 };
 
 _Static_assert(EPROTO == 71, "ch_answered's errno");
@@ -105,9 +108,28 @@ const char *ch_http__url(const struct ch_http *c)
 	return c->url;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 void ch_http__set_timeout(struct ch_http *c, long timeout_ms)
 {
 	c->timeout_ms = timeout_ms;
+	c->deadline_ns = mono_ns() + timeout_ms * 1000000ull;
+}
+
+/* libcurl's progress callback: nonzero cuts the request (a stop's deadline passed). */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct ch_http *c = arg;
+	uint64_t d = c->deadline_ns;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return d && mono_ns() > d;
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -167,6 +189,9 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
 	/* Never where the server redirects: the password goes to the URL given alone. */
 	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -179,7 +204,7 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 		say_answer(&ans, status, c->url, err, errlen);
 		e = -EPROTO;
 	} else {
-		e = r == CURLE_OPERATION_TIMEDOUT	? -ETIMEDOUT
+		e = r == CURLE_OPERATION_TIMEDOUT || r == CURLE_ABORTED_BY_CALLBACK ? -ETIMEDOUT
 		    : r == CURLE_COULDNT_CONNECT	? -ECONNREFUSED
 		    : r == CURLE_OUT_OF_MEMORY		? -ENOMEM
 							: -EIO;

@@ -27,7 +27,10 @@ int ch_http__open(struct ch_http **out, const struct ch_http_opts *o, char *err,
 void ch_http__free(struct ch_http *c);
 /* The URL as given (for messages). */
 const char *ch_http__url(const struct ch_http *c);
-/* A request's deadline from now on (the agent's last window at a stop). */
+/*
+ * Every request from now on, the one running in another thread too, ends
+ * within timeout_ms (the agent's stop: its last window gets one short try).
+ */
 void ch_http__set_timeout(struct ch_http *c, long timeout_ms);
 
 /*
