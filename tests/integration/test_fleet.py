@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """spanperf agent and report --clickhouse on the real engine: Debian's ClickHouse, two servers of
 the tests' own on loopback (ch_cluster.py), two shards of one cluster."""
+import json
 import os
 import re
 import signal
@@ -284,3 +285,156 @@ def test_fleet_server_slow_spooled_and_term_is_prompt():
 @test
 def test_fleet_server_refuses_credentials_spooled():
     check_fault("auth")
+
+
+@test
+def test_fleet_spool_at_its_bound_drops_oldest_never_past_it():
+    """No server: the spool fills to --spool-max, then the oldest windows go, counted, and the
+    folder is never past the bound; the windows left are the newest."""
+    need_bpf()
+    spool = os.path.join(tmpdir(), "spool")
+    port, dead = ch_cluster.free_port(), ch_cluster.free_port()
+    a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", "http://127.0.0.1:%d/" % dead, "--window", "1",
+                          "-F", "999", "--spool", spool, "--spool-max", "1", "--serve", "127.0.0.1:%d" % port],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        end, m, biggest, seen = time.time() + 60, {}, 0, set()
+        while time.time() < end:
+            time.sleep(0.1)
+            files = spooled(spool)
+            seen |= set(files)
+            size = sum(os.path.getsize(os.path.join(spool, f)) for f in files if os.path.exists(os.path.join(spool, f)))
+            biggest = max(biggest, size)
+            try:
+                m = metrics(port)
+            except OSError:
+                continue
+            if m["spanperf_agent_windows_dropped_total"] >= 2:
+                break
+        assert m.get("spanperf_agent_windows_dropped_total", 0) >= 2, m
+        assert m["spanperf_agent_server_errors_total"] >= m["spanperf_agent_windows_spooled_total"], m
+        assert biggest <= 1 << 20, "the spool held %d bytes, past its 1 MiB" % biggest
+        left = sorted(spooled(spool))
+        assert left and left[0] != min(seen), (left, sorted(seen))
+        assert m["spanperf_agent_spool_bytes"] <= 1 << 20, m
+        a.send_signal(signal.SIGTERM)
+        a.communicate(timeout=30)
+        assert a.returncode == 0
+    finally:
+        reap(a)
+
+
+@test
+def test_fleet_shard_killed_for_two_windows_nothing_lost_nothing_doubled():
+    """The node the agent talks to killed with SIGKILL for two windows and restarted: every window
+    of the run is there once (their numbers are 0..N-1), and no row twice."""
+    need_clickhouse()
+    c = cluster()
+    s0, s1 = c.servers
+    a = None
+    try:
+        # each shard's local tables come from an agent that talks to it (18.16: no DDL on others without ZooKeeper)
+        p = spanperf("agent", "--clickhouse", s1.url, "--cluster", "fleet", "--host-label", "other", "-d", "1")
+        assert p.returncode == 0, p.stderr
+        a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostK", "--window", "1", "--spool",
+                  os.path.join(tmpdir(), "spool"))
+        wait_windows(s0, 2)
+        s0.kill()
+        time.sleep(2.5)
+        s0.start()
+        time.sleep(3)
+        a.send_signal(signal.SIGTERM)
+        out, err = a.communicate(timeout=30)
+        assert a.returncode == 0, err
+        end = time.time() + 20  # the Distributed tables' queues flush to the other shard
+        rows = []
+        while time.time() < end:
+            rows = tsv(s0, "SELECT token FROM spanperf.windows WHERE host = 'hostK' ORDER BY token").split()
+            nums = sorted(int(t.split("-")[1]) for t in rows)
+            if nums and nums == list(range(len(nums))) and len(nums) >= 7:
+                break
+            time.sleep(0.5)
+        nums = sorted(int(t.split("-")[1]) for t in rows)
+        assert nums == list(range(len(nums))) and len(nums) >= 7, (nums, err)
+        dup = tsv(s0, "SELECT count() FROM (SELECT count() c FROM spanperf.samples GROUP BY token, host, off_cpu, "
+                  "pid, tid, comm, stack_id HAVING c > 1)")
+        n_samples = int(tsv(s0, "SELECT sum(samples) FROM (SELECT token, any(samples) samples FROM spanperf.windows "
+                            "WHERE host = 'hostK' GROUP BY token)"))
+        summed = int(tsv(s0, "SELECT sum(c) FROM (SELECT any(count) c FROM spanperf.samples WHERE host = 'hostK' "
+                         "AND off_cpu = 0 GROUP BY token, host, off_cpu, pid, tid, comm, stack_id)"))
+        assert dup == "0" and summed == n_samples, (dup, summed, n_samples)
+    finally:
+        if a:
+            reap(a)
+        c.stop()
+
+
+@test
+def test_fleet_spans_equal_a_local_recordings():
+    """The same sleeps seen by the agent and by a local record at once: the fleet's --spans rows of
+    the sleeping thread equal the local report's (count, durations, splits)."""
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    path = os.path.join(tmpdir(), "local.data")
+    a = r = None
+    try:
+        a = agent(s.url, "--window", "1", "--span", "syscall:clock_nanosleep")
+        r = subprocess.Popen([SPANPERF, "record", "-q", "-o", path, "--span", "syscall:clock_nanosleep"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_windows(s, 2)
+        time.sleep(1)
+        wl = subprocess.run([WORKLOAD, "sleeps", "40", "3000"], capture_output=True, text=True, timeout=60)
+        tid = json.loads(wl.stdout.splitlines()[0])["tid"]
+        time.sleep(2.5)
+        for p in (a, r):
+            p.send_signal(signal.SIGTERM)
+        for p in (a, r):
+            p.communicate(timeout=30)
+            assert p.returncode == 0
+        local = spanperf("report", "-i", path, "--spans", "--format", "json", "--tids", str(tid))
+        fleet = spanperf("report", "--clickhouse", s.url, "--since", "10m", "--spans", "--format", "json",
+                         "--tids", str(tid), "--span-name", "clock_nanosleep")
+        assert local.returncode == 0 and fleet.returncode == 0, local.stderr + fleet.stderr
+        # Two recorders, each with its own probes: the same spans in the same order, each one's
+        # stamps its own (a few microseconds apart), so durations and splits agree to that.
+        mine = sorted(map(json.loads, local.stdout.splitlines()), key=lambda j: j["start_ns"])
+        theirs = sorted(map(json.loads, fleet.stdout.splitlines()), key=lambda j: j["start_ns"])
+        assert len(mine) == len(theirs) == 40, (len(mine), len(theirs))
+        for m, t in zip(mine, theirs):
+            assert m["name"] == t["name"] and m["split"] == t["split"], (m, t)
+            tol = max(0.02 * m["duration_ns"], 100000)
+            for k in ("duration_ns", "on_cpu_ns", "runq_ns", "sleep_ns", "blocked_ns"):
+                assert abs(m[k] - t[k]) <= tol, (k, m, t)
+        total = sum(m["duration_ns"] for m in mine)
+        for k in ("duration_ns", "sleep_ns", "runq_ns", "on_cpu_ns"):
+            assert abs(sum(m[k] for m in mine) - sum(t[k] for t in theirs)) <= 0.01 * total, k
+    finally:
+        for p in (a, r):
+            if p:
+                reap(p)
+        c.stop()
+
+
+@test
+def test_fleet_hostile_filters_never_break_a_query():
+    """--host, --comms and --span-name of random bytes (quotes, backslashes, newlines, not UTF-8)
+    are compared with, never pasted: each query runs, and finds nothing."""
+    need_clickhouse()
+    import random
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    try:
+        a = agent(s.url, "--window", "1", "-d", "3")
+        a.communicate(timeout=60)
+        rng = random.Random(37)
+        for i in range(60):
+            junk = bytes(rng.choice(b"'\"\\\n\r\t;`${}()%_*x\x00\xff\xfe ") for _ in range(rng.randint(1, 24)))
+            junk = junk.replace(b"\x00", b"") or b"'"
+            for flag, extra in (("--host", []), ("--comms", []), ("--span-name", ["--spans"])):
+                arg = junk.replace(b",", b"") if flag == "--comms" else junk
+                p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", flag, arg] + extra,
+                                   capture_output=True, timeout=60)
+                assert p.returncode == 1 and b"holds no" in p.stderr, (flag, arg, p.stderr)
+    finally:
+        c.stop()

@@ -138,7 +138,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	M("windows_spooled_total", "counter", "Windows written to the spool.", st.windows_spooled);
 	M("windows_dropped_total", "counter", "Windows lost: the spool at its bound, or none.", st.windows_dropped);
 	M("rows_sent_total", "counter", "Rows ClickHouse took.", st.rows_sent);
-	M("bytes_sent_total", "counter", "RowBinary bytes ClickHouse took, before gzip.", st.bytes_sent);
+	M("bytes_sent_total", "counter", "Bytes ClickHouse took, gzipped RowBinary as posted.", st.bytes_sent);
 	M("server_errors_total", "counter", "Sends that failed: no answer, or an error answer.", st.server_errors);
 	M("spool_windows", "gauge", "Windows in the spool.", st.spool_windows);
 	M("spool_bytes", "gauge", "Bytes in the spool.", st.spool_bytes);

@@ -16,7 +16,7 @@
 struct queued {
 	struct queued *next;
 	struct ch_window w;
-	struct sbuf body[CH_NR_TABLES];
+	struct sbuf body[CH_NR_TABLES]; /* RowBinary, then gzipped by the thread */
 	uint64_t rows;
 };
 
@@ -58,6 +58,7 @@ static int ensure_tables(struct ch_ship *s)
 	e = ch_schema_create(s->o.http, &s->o.place, err, sizeof(err));
 	if (e) {
 		say(s, err);
+		count(s, &s->st.server_errors, 1);
 		return e;
 	}
 	s->created = true;
@@ -76,8 +77,10 @@ static int already_sent(struct ch_ship *s, const char *token)
 	sbuf_printf(&q, " FORMAT TabSeparated");
 	sbuf_add(&q, "", 1);
 	e = q.err ? -ENOMEM : ch_query(s->o.http, q.p, &ans, err, sizeof(err));
-	if (e)
+	if (e) {
 		say(s, err);
+		count(s, &s->st.server_errors, 1);
+	}
 	else
 		e = ans.len && ans.p[0] != '0';
 	sbuf_free(&q);
@@ -93,6 +96,8 @@ static int post(struct ch_ship *s, const struct ch_window *w)
 	uint64_t bytes = 0;
 	int e = ensure_tables(s);
 
+	if (e)
+		return e; /* said and counted */
 	for (size_t i = 0; !e && i < sizeof(order) / sizeof(order[0]); i++) {
 		enum ch_table t = order[i];
 
@@ -153,9 +158,34 @@ static int drain_spool(struct ch_ship *s)
 	return 0;
 }
 
+/* Each body gzipped once: as posted, and as spooled. */
+static int gzip_bodies(struct queued *q)
+{
+	for (int i = 0; i < CH_NR_TABLES; i++) {
+		struct sbuf z = {};
+
+		if (!q->body[i].len)
+			continue;
+		if (ch_gzip(q->body[i].p, q->body[i].len, &z)) {
+			sbuf_free(&z);
+			return -ENOMEM;
+		}
+		sbuf_free(&q->body[i]);
+		q->body[i] = z;
+		q->w.body[i] = z.p;
+		q->w.len[i] = z.len;
+	}
+	return 0;
+}
+
 static void ship_one(struct ch_ship *s, struct queued *q)
 {
 	bool stale, stopping;
+
+	if (gzip_bodies(q)) {
+		count(s, &s->st.windows_dropped, 1);
+		goto cleanup;
+	}
 
 	pthread_mutex_lock(&s->lock);
 	stale = s->head != NULL; /* a newer window waits: this one is behind, the spool keeps it */
@@ -170,6 +200,7 @@ static void ship_one(struct ch_ship *s, struct queued *q)
 		count(s, &s->st.rows_sent, q->rows);
 	else
 		spool_or_drop(s, &q->w);
+cleanup:
 	for (int i = 0; i < CH_NR_TABLES; i++)
 		sbuf_free(&q->body[i]);
 	free(q);
@@ -238,13 +269,12 @@ void ch_ship__send(struct ch_ship *s, char token[64], struct sbuf body[CH_NR_TAB
 		return;
 	}
 	memcpy(q->w.token, token, sizeof(q->w.token));
+	q->rows = rows;
+	/* The raw bodies stay the caller's until the thread gzips them (a spool then holds them gzipped). */
 	for (int i = 0; i < CH_NR_TABLES; i++) {
 		q->body[i] = body[i];
-		q->w.body[i] = body[i].p;
-		q->w.len[i] = body[i].len;
 		memset(&body[i], 0, sizeof(body[i]));
 	}
-	q->rows = rows;
 	pthread_mutex_lock(&s->lock);
 	*s->tail = q;
 	s->tail = &q->next;

@@ -246,13 +246,7 @@ int ch_gzip(const void *body, size_t n, struct sbuf *out)
 	return r == Z_STREAM_END ? 0 : -ENOMEM;
 }
 
-int ch_insert(struct ch_http *c, const char *sql, const void *body, size_t n, char *err, size_t errlen)
+int ch_insert(struct ch_http *c, const char *sql, const void *gz, size_t n, char *err, size_t errlen)
 {
-	struct sbuf z = {};
-	int e = ch_gzip(body, n, &z);
-
-	if (!e)
-		e = post(c, sql, z.p, z.len, true, NULL, err, errlen);
-	sbuf_free(&z);
-	return e;
+	return post(c, sql, gz, n, true, NULL, err, errlen);
 }

@@ -39,8 +39,8 @@ void ch_http__set_timeout(struct ch_http *c, long timeout_ms);
  * line); -ECONNREFUSED, -ETIMEDOUT or -EIO where it did not answer whole.
  */
 int ch_query(struct ch_http *c, const char *sql, struct sbuf *out, char *err, size_t errlen);
-/* "INSERT INTO t FORMAT RowBinary" in the URL, body gzipped as the POST body; errors as ch_query. */
-int ch_insert(struct ch_http *c, const char *sql, const void *body, size_t n, char *err, size_t errlen);
+/* "INSERT INTO t FORMAT RowBinary" in the URL, gz (a gzipped body, ch_gzip) the POST body; errors as ch_query. */
+int ch_insert(struct ch_http *c, const char *sql, const void *gz, size_t n, char *err, size_t errlen);
 /* Whether an error of ch_query is the server's answer (not the network's). */
 static inline bool ch_answered(int e)
 {
