@@ -3,7 +3,6 @@
 the tests' own on loopback (ch_cluster.py), two shards of one cluster."""
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -12,7 +11,25 @@ import time
 import ch_cluster
 from harness import SPANPERF, WORKLOAD, Skip, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
 
-ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(.+?)\s+\[(.)\]\s+(\S+)\s*$")
+def need_clickhouse():
+    need_bpf()
+    if not ch_cluster.available():
+        raise Skip("needs clickhouse-server (tools/deps.sh test)")
+
+
+def cluster():
+    return ch_cluster.Cluster(os.path.join(tmpdir(), "ch")).start()
+
+
+def agent(url, *args):
+    return subprocess.Popen([SPANPERF, "agent", "--clickhouse", url] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+
+
+def in_spin(folded):
+    """The spinner's samples: every stack of its process (its main thread only waits), whatever
+    the leaf (spin_0, thread_cpu_ns inlined into it or called, the vDSO, the kernel)."""
+    return sum(int(line.rpartition(" ")[2]) for line in folded.splitlines() if line.strip())
 
 
 def need_clickhouse():
@@ -30,8 +47,15 @@ def agent(url, *args):
                             stderr=subprocess.PIPE, text=True, errors="replace")
 
 
-def sym_samples(text, sym):
-    return sum(int(m.group(2)) for m in map(ROW.match, text.splitlines()) if m and m.group(5) == sym)
+def in_spin(folded):
+    """Samples of stacks in spin_0, as its own code or code inlined into it (then the leaf is
+    "thread_cpu_ns (inlined)", where the chain was unwound from .eh_frame and DWARF names it)."""
+    n = 0
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if ";spin_0" in stack and stack.split(";").index("spin_0") >= len(stack.split(";")) - 2:
+            n += int(count)
+    return n
 
 
 def tsv(server, sql):
@@ -61,12 +85,17 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
     spinning thread, read through the Distributed tables of one node, are its CPU time x Hz."""
     need_clickhouse()
     c = cluster()
-    a = b = wl = None
+    a = b = wl = rec = None
     try:
         s0, s1 = c.servers
         a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostA", "--window", "2", "-F", "99")
         b = agent(s1.url, "--cluster", "fleet", "--host-label", "hostB", "--window", "2", "-F", "99")
         wait_windows(s0, 2)
+        # a local record of the same window, beside the agents
+        path = os.path.join(tmpdir(), "local.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-F", "99", "-o", path], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+        time.sleep(1.5)
         wl = subprocess.Popen([WORKLOAD, "spin", "2500"], stdout=subprocess.DEVNULL)
         wl_pid = wl.pid
         # the truth: the workload's own CPU time, from the kernel's accounts at its exit
@@ -75,6 +104,9 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         spun = (ru.ru_utime + ru.ru_stime) * 1e9
         # the agents' windows that hold its end are complete, then INT sends what is left
         time.sleep(2.5)
+        rec.send_signal(signal.SIGINT)
+        rec.communicate(timeout=60)
+        assert rec.returncode == 0
         for p in (a, b):
             p.send_signal(signal.SIGINT)
         for p in (a, b):
@@ -83,12 +115,18 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
             assert p.returncode == 0, "agent exited %d: %s" % (p.returncode, err)
             assert time.time() - t0 < 3, "the agent took %.1fs to stop" % (time.time() - t0)
         due = spun * 99 / 1e9
+        r = spanperf("report", "-i", path, "--pids", str(wl_pid), "--folded")
+        assert r.returncode == 0, r.stderr
+        local = in_spin(r.stdout)
         for host in ("hostA", "hostB"):
             r = spanperf("report", "--clickhouse", s0.url, "--since", "10m", "--host", host, "--pids", str(wl_pid),
-                         "--sort", "comm,sym")
+                         "--folded")
             assert r.returncode == 0, r.stderr
-            got = sym_samples(r.stdout, "spin_0")
+            got = in_spin(r.stdout)
             assert abs(got - due) <= 0.1 * due, "%s: %d samples of spin_0, %.0f due:\n%s" % (host, got, due, r.stdout)
+            # and a local recording of the same window: the same count within sampling noise (3 sigma)
+            tol = 3 * (due ** 0.5)
+            assert abs(got - local) <= tol, "%s: %d samples of spin_0, the local record %d" % (host, got, local)
         # each host's rows on one shard, the two hosts on the two shards (sharded by host)
         hosts0 = tsv(s0, "SELECT DISTINCT host FROM spanperf.samples_local ORDER BY host")
         hosts1 = tsv(s1, "SELECT DISTINCT host FROM spanperf.samples_local ORDER BY host")
@@ -97,8 +135,11 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--host", "hostB", "--pids", str(wl_pid),
                      "--folded")
         assert r.returncode == 0 and "caller_0;spin_0" in r.stdout, r.stdout[-2000:] + r.stderr
+        # and the table, with its chains
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--pids", str(wl_pid), "-g", "--sort", "sym")
+        assert r.returncode == 0 and "caller_0" in r.stdout, r.stdout[-2000:] + r.stderr
     finally:
-        for p in (a, b, wl):
+        for p in (a, b, wl, rec):
             if p:
                 reap(p)
         c.stop()

@@ -143,7 +143,7 @@ static uint64_t stack_id(const struct profile *p, const struct pstack *s)
 		h = hash_mix(h, hash_str(f->dso ? f->dso : ""));
 		h = hash_mix(h, hash_str(f->build_id ? f->build_id : ""));
 		h = hash_mix(h, f->unknown_addr);
-		h = hash_mix(h, f->kernel);
+		h = hash_mix(h, f->kernel | f->inlined << 1);
 	}
 	return h;
 }
@@ -172,6 +172,7 @@ static void stack_row(struct rows *r, const struct pstack *s, uint64_t id)
 	EACH(rb_str(b, fn->build_id));
 	EACH(rb_u64(b, fn->unknown_addr));
 	EACH(rb_u8(b, fn->kernel));
+	EACH(rb_u8(b, fn->inlined));
 #undef EACH
 	r->n++;
 }

@@ -137,13 +137,13 @@ struct ch_profile_ctx {
 };
 
 static int add_func(struct ch_profile_ctx *x, const char *name, const char *dso, const char *bid, uint64_t off,
-		    bool kernel, uint32_t *out)
+		    bool kernel, bool inlined, uint32_t *out)
 {
 	struct sbuf key = {};
 	size_t id, did;
 	int e = 0;
 
-	sbuf_printf(&key, "%s%c%s%c%s%c%" PRIx64 "%c%d", name, 0x1f, dso, 0x1f, bid, 0x1f, off, 0x1f, kernel);
+	sbuf_printf(&key, "%s%c%s%c%s%c%" PRIx64 "%c%d", name, 0x1f, dso, 0x1f, bid, 0x1f, off, 0x1f, kernel | inlined << 1);
 	sbuf_add(&key, "", 1);
 	if (key.err || !strpool_intern(&x->fkeys, key.p, &id) || !strpool_intern(&x->dsos, dso, &did)) {
 		sbuf_free(&key);
@@ -165,6 +165,17 @@ static int add_func(struct ch_profile_ctx *x, const char *name, const char *dso,
 		x->p->nr_funcs++;
 		if (!f[id].name || !f[id].dso)
 			e = -ENOMEM;
+		if (!e && inlined) {
+			/* As a file's profile names a function inlined at the address: "NAME (inlined)" */
+			struct sbuf l = {};
+
+			f[id].inlined = true;
+			sbuf_printf(&l, "%s (inlined)", name);
+			sbuf_add(&l, "", 1);
+			f[id].label = l.err ? NULL : strpool_intern(&x->strs, l.p, NULL);
+			e = f[id].label ? 0 : -ENOMEM;
+			sbuf_free(&l);
+		}
 	}
 	*out = id;
 	return e;
@@ -176,6 +187,7 @@ static int read_stacks(struct ch_profile_ctx *x, struct rb_in *in)
 	while (rb_more(in)) {
 		uint64_t id = rb_get_u64(in), n = rb_get_len(in);
 		const char **name, **dso, **bid;
+		uint8_t *kern;
 		struct pframe *f;
 		uint64_t *slot;
 		int e = 0;
@@ -202,17 +214,22 @@ static int read_stacks(struct ch_profile_ctx *x, struct rb_in *in)
 			f[i].ip = rb_get_u64(in);
 		if (rb_get_len(in) != n)
 			in->bad = true;
-		for (uint64_t i = 0; !e && name && dso && bid && f && i < n; i++) {
-			bool k = rb_get_u8(in);
+		kern = calloc(n + 1, 1);
+		for (uint64_t i = 0; kern && i < n; i++)
+			kern[i] = rb_get_u8(in);
+		if (rb_get_len(in) != n)
+			in->bad = true;
+		for (uint64_t i = 0; !e && name && dso && bid && f && kern && i < n; i++) {
+			bool inl = rb_get_u8(in);
 
 			if (!name[i] || !dso[i] || !bid[i])
 				e = -ENOMEM;
 			else
-				e = add_func(x, name[i], dso[i], bid[i], f[i].ip, k, &f[i].func);
+				e = add_func(x, name[i], dso[i], bid[i], f[i].ip, kern[i], inl, &f[i].func);
 		}
-		free(name), free(dso), free(bid);
-		if (!e && (!name || !dso || !bid || !f))
+		if (!e && (!name || !dso || !bid || !f || !kern))
 			e = -ENOMEM;
+		free(name), free(dso), free(bid), free(kern);
 		if (!e && in->bad)
 			e = -EBADMSG;
 		slot = e ? NULL : u64_map_get(&x->stack_at, id, true);
@@ -339,7 +356,7 @@ int ch_profile_load(struct profile **out, const struct ch_source *src, char *err
 	if (e)
 		goto cleanup;
 	/* The stacks first: the samples' rows are made into stacks of them as they come. */
-	sbuf_printf(&q, "SELECT stack_id, any(func), any(dso), any(build_id), any(offset), any(kernel) FROM %s "
+	sbuf_printf(&q, "SELECT stack_id, any(func), any(dso), any(build_id), any(offset), any(kernel), any(inlined) FROM %s "
 			"WHERE date >= toDate(%" PRIu64 ") AND stack_id GLOBAL IN (SELECT stack_id FROM %s",
 		    stacks, src->from_s, samples);
 	where(&q, src, false);

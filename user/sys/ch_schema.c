@@ -24,7 +24,7 @@ const struct ch_table_def ch_tables[CH_NR_TABLES] = {
 			 "(host, time, token, off_cpu, pid, tid, comm, stack_id)", "cityHash64(host)" },
 	[CH_STACKS] = { "stacks",
 			"date Date, stack_id UInt64, func Array(String), dso Array(String), "
-			"build_id Array(String), offset Array(UInt64), kernel Array(UInt8)",
+			"build_id Array(String), offset Array(UInt64), kernel Array(UInt8), inlined Array(UInt8)",
 			"stack_id", "stack_id" },
 	[CH_SPANS] = { "spans",
 		       "date Date, time DateTime, token String, " WHERE_FROM ", name String, source String, "
