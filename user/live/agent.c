@@ -98,7 +98,7 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	/* The token: this run's random id and the window's number, so no two windows anywhere share one. */
 	snprintf(token, sizeof(token), "%016" PRIx64 "-%" PRIu64, a->run_id, a->seq++);
 	if (!e)
-		e = agent_rows(&m, a->cur, v, body, &rows);
+		e = agent_rows(&m, sess, a->cur, v, body, &rows);
 	if (e) {
 		pr_warn("a window was lost: %s", err[0] ? err : strerror(-e));
 		err[0] = 0;

@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "profile.h"
+#include "session.h"
 #include "spans_view.h"
 
 struct labels {
@@ -19,6 +20,7 @@ struct labels {
 
 struct rows {
 	const struct agent_window_meta *m;
+	struct session *sess;
 	const struct profile *p;
 	struct sbuf *body;
 	uint64_t n;
@@ -242,7 +244,7 @@ static void span_row(struct rows *r, const struct spans_view *v, const struct sp
 	rb_str(b, s->source);
 	rb_u32(b, s->pid);
 	rb_u32(b, s->tid);
-	rb_str(b, ""); /* comm: the span view names none; the samples' rows have it */
+	rb_str(b, r->sess ? session__comm(r->sess, s->tid, s->start) : NULL); /* its thread's name as it began */
 	rb_u64(b, s->start + r->m->mono_to_unix);
 	rb_u64(b, s->end + r->m->mono_to_unix);
 	rb_u64(b, s->samples);
@@ -305,10 +307,10 @@ static void window_row(struct rows *r, uint64_t sample_rows, uint64_t stack_rows
 	r->n++;
 }
 
-int agent_rows(const struct agent_window_meta *m, const struct profile *p, const struct spans_view *v,
-	       struct sbuf body[CH_NR_TABLES], uint64_t *rows)
+int agent_rows(const struct agent_window_meta *m, struct session *sess, const struct profile *p,
+	       const struct spans_view *v, struct sbuf body[CH_NR_TABLES], uint64_t *rows)
 {
-	struct rows r = { .m = m, .p = p, .body = body };
+	struct rows r = { .m = m, .sess = sess, .p = p, .body = body };
 	uint64_t stacks_before, spans = 0;
 	int e = 0;
 

@@ -15,6 +15,7 @@
 #include "sbuf.h"
 
 struct profile;
+struct session;
 struct spans_view;
 
 struct agent_window_meta {
@@ -27,8 +28,11 @@ struct agent_window_meta {
 /* A cgroup path's container id (64 hex digits) and pod uid, into buffers of 65 and 37 bytes ("" if none). */
 void agent_cgroup_labels(const char *path, char *container, char *pod);
 
-/* The window's rows, one RowBinary body per table appended to body[]; *rows: how many.  0 or -ENOMEM. */
-int agent_rows(const struct agent_window_meta *m, const struct profile *p, const struct spans_view *v,
-	       struct sbuf body[CH_NR_TABLES], uint64_t *rows);
+/*
+ * The window's rows, one RowBinary body per table appended to body[]; *rows: how many.  sess names
+ * the spans' threads.  0 or -ENOMEM.
+ */
+int agent_rows(const struct agent_window_meta *m, struct session *sess, const struct profile *p,
+	       const struct spans_view *v, struct sbuf body[CH_NR_TABLES], uint64_t *rows);
 
 #endif

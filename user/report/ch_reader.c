@@ -65,7 +65,11 @@ int ch_parse_time(const char *s, uint64_t *unix_s)
 	return 0;
 }
 
-/* The rows src selects, as a WHERE clause: numbers printed, strings as ch_literal's literals. */
+/*
+ * The rows src selects, as a WHERE clause: numbers printed, strings as
+ * ch_literal's literals.  spans: of the spans table (its name filter too;
+ * a span's comm is its thread's as it began).
+ */
 static void where(struct sbuf *q, const struct ch_source *src, bool spans)
 {
 	sbuf_printf(q, " WHERE date >= toDate(%" PRIu64 ") AND time >= %" PRIu64 " AND time < %" PRIu64, src->from_s,
@@ -74,7 +78,7 @@ static void where(struct sbuf *q, const struct ch_source *src, bool spans)
 		sbuf_printf(q, " AND host = ");
 		ch_literal(q, src->host, strlen(src->host));
 	}
-	if (src->comms && src->comms->on && !spans) {
+	if (src->comms && src->comms->on) {
 		sbuf_printf(q, " AND comm IN (''");
 		for (size_t i = 0; i < src->comms->pool.n; i++) {
 			sbuf_printf(q, ", ");
@@ -457,6 +461,9 @@ static void copy_hex(char *dst, size_t cap, struct rb_in *in)
 /* One span's row of the answer, in the columns' order of the query below. */
 static int read_span(struct ch_spans *s, struct rb_in *in, struct spans_row *r)
 {
+	struct spans_func *top;
+	struct spans_waker *w;
+	int at[SP_MAX_COUNTERS];
 	uint64_t n;
 	size_t kind;
 
@@ -472,7 +479,6 @@ static int read_span(struct ch_spans *s, struct rb_in *in, struct spans_row *r)
 	n = rb_get_len(in);
 	if (n > SP_MAX_COUNTERS)
 		return -EBADMSG;
-	int at[SP_MAX_COUNTERS];
 	for (uint64_t k = 0; k < n; k++) {
 		size_t id;
 		const char *c = pooled(&s->ctrs, in, &id);
@@ -507,7 +513,7 @@ static int read_span(struct ch_spans *s, struct rb_in *in, struct spans_row *r)
 	n = rb_get_len(in);
 	if (n > 1u << 20)
 		return -EBADMSG;
-	struct spans_func *top = calloc(n ? n : 1, sizeof(*top));
+	top = calloc(n ? n : 1, sizeof(*top));
 	if (!top)
 		return -ENOMEM;
 	r->top = top;
@@ -521,7 +527,7 @@ static int read_span(struct ch_spans *s, struct rb_in *in, struct spans_row *r)
 	n = rb_get_len(in);
 	if (n > 1u << 16)
 		return -EBADMSG;
-	struct spans_waker *w = calloc(n ? n : 1, sizeof(*w));
+	w = calloc(n ? n : 1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	r->woken_by = w;
