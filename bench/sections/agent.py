@@ -43,7 +43,7 @@ def steady(cmd, port=None):
     time.sleep(STEADY)
     t1, c1, m1 = time.time(), ticks(p.pid), metrics(port) if port else {}
     rss = rss_kib(p.pid) / 1024
-    p.send_signal(signal.SIGINT)
+    p.send_signal(signal.SIGTERM)  # INT may be ignored where bench runs in the background
     p.wait()
     return (c1 - c0) / hz / (t1 - t0), rss, {k: m1[k] - m0.get(k, 0) for k in m1}
 
