@@ -400,6 +400,21 @@ int ch_profile_load(struct profile **out, const struct ch_source *src, char *err
 			   src->url);
 	else if (e == -ENOMEM && !err[0])
 		set_errorf(err, errlen, e, "out of memory reading from ClickHouse at %s", src->url);
+	if (!e) {
+		/* The files, for pprof's mappings: each dso id's name and a build id it was seen with. */
+		x.p->dso_infos = calloc(x.dsos.n ? x.dsos.n : 1, sizeof(*x.p->dso_infos));
+		x.p->nr_dso_infos = x.p->dso_infos ? (int)x.dsos.n : 0;
+		for (size_t i = 0; i < x.p->nr_funcs && x.p->dso_infos; i++) {
+			struct sym_dso_info *d = &x.p->dso_infos[x.p->funcs[i].dso_id];
+
+			d->path = x.p->funcs[i].dso;
+			d->kernel = x.p->funcs[i].kernel;
+			if (!d->build_id)
+				d->build_id = x.p->funcs[i].build_id;
+		}
+		if (!x.p->dso_infos)
+			e = -ENOMEM;
+	}
 cleanup:
 	for (size_t i = 0; i < x.nr_frames; i++)
 		free(x.frames[i].f);

@@ -360,10 +360,10 @@ int report_ch_check(const struct report_opts *o, char *err, size_t errlen)
 	if (!o->ch.url && (ch_only || (o->ch.span_name && !o->spans)))
 		return set_errorf(err, errlen, -EINVAL, "--database, --since, --from, --to and --host select a fleet's "
 				  "windows: use them with --clickhouse URL");
-	if (o->ch.url && (o->html || o->speedscope || o->pprof || o->filter.dsos.on || o->filter.syms.on ||
+	if (o->ch.url && (o->html || o->speedscope || o->filter.dsos.on || o->filter.syms.on ||
 			  o->filter.time || o->span_prefix || o->header_only || o->ev_set))
-		return set_errorf(err, errlen, -EINVAL, "--clickhouse reads a fleet's tables, folded stacks, flame graphs "
-				  "and spans; --html, --speedscope, --pprof, --dsos, --symbols, --time, --event, --span-prefix "
+		return set_errorf(err, errlen, -EINVAL, "--clickhouse reads a fleet's tables, folded stacks, flame graphs, "
+				  "pprof and spans; --html, --speedscope, --dsos, --symbols, --time, --event, --span-prefix "
 				  "and --header-only read a file");
 	if (o->ch.url && (!ch_ident_ok(o->ch.db ? o->ch.db : "spanperf") || (o->ch.since && o->ch.from) ||
 			  !o->ch.from != !o->ch.to))
@@ -433,7 +433,7 @@ static int report_clickhouse(const struct report_opts *o)
 		       src.host ? src.host : "");
 	else
 		ret = profile_outputs(&(struct report_opts){ .input = src.url, .table = o->table, .flame = o->flame,
-							     .folded = o->folded, .wakers = o->wakers }, p);
+							     .pprof = o->pprof, .folded = o->folded, .wakers = o->wakers }, p);
 	profile__free(p);
 	return ret;
 }
