@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import ch_cluster
+import pprof_decode
 from harness import SPANPERF, WORKLOAD, Skip, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
 
 def need_clickhouse():
@@ -135,6 +136,15 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--host", "hostB", "--pids", str(wl_pid),
                      "--folded")
         assert r.returncode == 0 and "caller_0;spin_0" in r.stdout, r.stdout[-2000:] + r.stderr
+        # the pprof of the same: as many samples as the folded stacks, build ids in its mappings
+        folded_total = in_spin(r.stdout)
+        out = os.path.join(tmpdir(), "fleet.pb.gz")
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--host", "hostB", "--pids", str(wl_pid),
+                     "--pprof", out)
+        assert r.returncode == 0, r.stderr
+        prof = pprof_decode.decode(out)
+        assert sum(x["value"][0] for x in prof["sample"]) == folded_total
+        assert any(m.get(6) and prof["strings"][m[6]] for m in prof["mapping"]), "no build id in any mapping"
         # and the table, with its chains
         r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--pids", str(wl_pid), "-g", "--sort", "sym")
         assert r.returncode == 0 and "caller_0" in r.stdout, r.stdout[-2000:] + r.stderr
@@ -477,5 +487,38 @@ def test_fleet_hostile_filters_never_break_a_query():
                 p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", flag, arg] + extra,
                                    capture_output=True, timeout=60)
                 assert p.returncode == 1 and b"holds no" in p.stderr, (flag, arg, p.stderr)
+    finally:
+        c.stop()
+
+
+@test
+def test_fleet_credentials_from_env_or_file_never_argv():
+    """The user and password from CLICKHOUSE_USER and a password file (or CLICKHOUSE_PASSWORD),
+    taken by the real server; a wrong one refused; a URL that carries one refused before anything."""
+    p = spanperf("agent", "--clickhouse", "http://spanperf:secret@127.0.0.1:1/")
+    assert p.returncode == 1 and "never on the command line" in p.stderr and "secret" not in p.stderr, p.stderr
+    p = spanperf("report", "--clickhouse", "http://u:pw@127.0.0.1:1/", "--since", "1h")
+    assert p.returncode == 1 and "never on the command line" in p.stderr, p.stderr
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    pwfile = os.path.join(tmpdir(), "pw")
+    with open(pwfile, "w") as f:
+        f.write(ch_cluster.PASSWORD + "\n")
+    env = dict(os.environ, CLICKHOUSE_USER=ch_cluster.USER)
+    env.pop("CLICKHOUSE_PASSWORD", None)
+    try:
+        p = subprocess.run([SPANPERF, "agent", "--clickhouse", s.url, "--clickhouse-password-file", pwfile,
+                            "--window", "1", "-d", "3"], capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert int(tsv(s, "SELECT count() FROM spanperf.windows")) >= 2
+        env["CLICKHOUSE_PASSWORD"] = ch_cluster.PASSWORD
+        p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--sort", "comm"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0 and "# Samples:" in p.stdout, p.stderr
+        env["CLICKHOUSE_PASSWORD"] = "wrong"
+        p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m"], capture_output=True,
+                           text=True, env=env, timeout=60)
+        assert p.returncode == 1 and "answered" in p.stderr and "wrong" not in p.stderr, p.stderr
     finally:
         c.stop()
