@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent_rows.h"
+#include "buildid.h"
 #include "ch_wire.h"
 #include "fileio.h"
 #include "hash.h"
@@ -29,6 +31,8 @@ struct rows {
 	struct labels *lab;
 	size_t nr_lab;
 	struct u64_map sample_idx; /* (off, pid, tid, comm, stack) -> index + 1 into agg */
+	struct u64_map bid_of;	   /* a file's path (the symbolizer's pointer) -> id + 1 in bids, or UINT64_MAX */
+	struct strpool bids;
 	struct agg {
 		const struct pstack *s;
 		uint64_t stack, count, period;
@@ -150,6 +154,41 @@ static uint64_t stack_id(const struct profile *p, const struct pstack *s)
 	return h;
 }
 
+/*
+ * A user file's build id where the symbolizer names none (a live session
+ * reads them from no file's header): read from the file as the process
+ * sees it (/proc/PID/root/PATH), once a window per file; NULL if none.
+ */
+static const char *build_id_of(struct rows *r, const struct pfunc *f, uint32_t pid)
+{
+	uint64_t *slot;
+	char path[4096], hex[2 * BUILD_ID_MAX + 1];
+	__u8 id[BUILD_ID_MAX], n = 0;
+	size_t at;
+	int fd;
+
+	if ((f->build_id && f->build_id[0]) || f->kernel || !f->path || f->path[0] != '/')
+		return f->build_id;
+	slot = u64_map_get(&r->bid_of, (uint64_t)(uintptr_t)f->path, true);
+	if (!slot)
+		return NULL;
+	if (*slot)
+		return *slot == UINT64_MAX ? NULL : r->bids.str[*slot - 1];
+	*slot = UINT64_MAX;
+	if ((size_t)snprintf(path, sizeof(path), "/proc/%u/root%s", pid, f->path) >= sizeof(path))
+		return NULL;
+	fd = open_regular(path);
+	if (fd < 0)
+		return NULL;
+	if (!buildid_from_fd(fd, id, &n) && n) {
+		buildid_hex(id, n, hex);
+		if (strpool_intern(&r->bids, hex, &at))
+			*slot = at + 1;
+	}
+	close(fd);
+	return *slot == UINT64_MAX ? NULL : r->bids.str[*slot - 1];
+}
+
 static void stack_row(struct rows *r, const struct pstack *s, uint64_t id)
 {
 	uint64_t *seen = u64_map_get(&r->stack_seen, id, true);
@@ -171,7 +210,7 @@ static void stack_row(struct rows *r, const struct pstack *s, uint64_t id)
 	} while (0)
 	EACH(rb_str(b, fn->name));
 	EACH(rb_str(b, fn->dso));
-	EACH(rb_str(b, fn->build_id));
+	EACH(rb_str(b, build_id_of(r, fn, s->pid)));
 	EACH(rb_u64(b, fn->unknown_addr));
 	EACH(rb_u8(b, fn->kernel));
 	EACH(rb_u8(b, fn->inlined));
@@ -336,6 +375,8 @@ int agent_rows(const struct agent_window_meta *m, struct session *sess, const st
 	u64_map_free(&r.stack_seen);
 	u64_map_free(&r.by_pid);
 	u64_map_free(&r.sample_idx);
+	u64_map_free(&r.bid_of);
+	strpool_free(&r.bids);
 	for (size_t i = 0; i < r.nr_lab; i++)
 		free(r.lab[i].cgroup);
 	free(r.lab);
