@@ -49,6 +49,13 @@
  */
 #define SCHED_ID (SPAN_ID_BASE + SP_MAX_SPANS + 4)
 #define SCHED_EVENT_NAME "spanperf-sched"
+/*
+ * Python code objects named by the recorder (py_names.h): one sample per
+ * code object, its qualified name, file and line runs in RAW, so that
+ * report and live sessions name Python frames from the file alone.
+ */
+#define PY_NAMES_ID (SPAN_ID_BASE + SP_MAX_SPANS + 5)
+#define PY_NAMES_EVENT_NAME "spanperf-python"
 
 /*
  * In the reserved half of the sample's CPU field, which perf ignores: this
