@@ -33,7 +33,8 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
 # libmicrohttpd: stat --serve's HTTP side (its TLS is GnuTLS's); libyaml and libxcrypt:
 # --web-config's file and its bcrypt hashes; ncurses: top's screen.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread
+# libcurl: the agent ships to ClickHouse over HTTP(S), and report --clickhouse reads from it.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses yaml-0.1 libxcrypt libcurl 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses -lyaml -lcrypt -lcurl) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

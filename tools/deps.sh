@@ -5,6 +5,8 @@
 set -eu
 
 build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev pkg-config libmicrohttpd-dev libncurses-dev libyaml-dev libcrypt-dev"
+# libcurl: spanperf agent ships windows to ClickHouse, report --clickhouse reads them.
+build="$build libcurl4-openssl-dev"
 # python3: the man pages spanperf carries (spanperf help) are made from docs/ by tools/md2man.py.
 build="$build python3"
 # Go and the pprof sources: the tests check profiles with the real pprof tool.
@@ -15,6 +17,8 @@ test="$test debuginfod"
 test="$test prometheus tmux"
 # The docs check renders every man page with groff (tests/docs.py).
 test="$test groff-base"
+# The fleet tests start their own ClickHouse servers (Debian's 18.16) on loopback.
+test="$test clickhouse-server clickhouse-client"
 # The OpenTelemetry tests run the real Node SDK from npm.  Debian's npm only
 # where npm is missing: a nodejs from elsewhere may bundle its own.
 test="$test nodejs"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import (dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, python,
+from . import (agent, dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, python,
                recorder, report, rss, sched, spans, split, srcline, stat, stolen, top, wakers, wholepath)
 
 TABLE = [
@@ -29,6 +29,7 @@ TABLE = [
     lib,
     live,
     top,
+    agent,
 ]
 
 SECTIONS = {m.__name__.rsplit(".", 1)[1]: m for m in TABLE}

@@ -14,5 +14,6 @@ int cmd_list(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 #endif

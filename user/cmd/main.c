@@ -25,6 +25,8 @@ static const struct cmd {
 	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, STOP_PIPE_STOP,
 	  PAGE(stat) },
 	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, STOP_PIPE_STOP, PAGE(top) },
+	{ "agent", cmd_agent, "the whole host, always on, shipped to ClickHouse window by window", true,
+	  STOP_PIPE_STOP, PAGE(agent) },
 	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, STOP_PIPE_DIE, PAGE(report) },
 	{ "diff", cmd_diff, "compare two recordings, as perf diff: shares, deltas, a differential flame graph",
 	  false, STOP_PIPE_DIE, PAGE(diff) },

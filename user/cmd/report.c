@@ -18,6 +18,11 @@ void report_usage(FILE *out)
 	fprintf(out,
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
+		"      --clickhouse URL   a fleet instead: what spanperf agent shipped there\n"
+		"      --clickhouse-password-file FILE, --database DB  as the agent's\n"
+		"      --since DURATION   its windows since (90s, 30m, 1h: the default, 2d)\n"
+		"      --from TIME, --to TIME  or from and to: 2026-11-28 04:00:00 (UTC), @SECS\n"
+		"      --host NAME        one host's (its --host-label), else every host's\n"
 		"  -s, --sort KEYS        comma list of comm, pid, tid, dso, sym, srcline, trace,\n"
 		"                         span, attr:NAME (an OTel span attribute, record --otel),\n"
 		"                         waker (off-CPU: who ended the blocks, record --off-cpu)\n"
@@ -37,10 +42,8 @@ void report_usage(FILE *out)
 		"                         (the samples these lists leave out still count in the\n"
 		"                         table's 100%%, as perf's --percentage absolute)\n"
 		"      --time START,END   only samples and spans (their end) in this window:\n"
-		"                         seconds as perf script prints them (either side may be\n"
-		"                         left out; several ranges separated by spaces), or\n"
-		"                         percents of the recording: 10%%, 10%%/2 (the second\n"
-		"                         tenth), 0%%-10%%,30%%-40%%\n"
+		"                         seconds as perf script prints them, or percents of the\n"
+		"                         recording (10%%, 10%%/2: the second tenth, 0%%-10%%,30%%-40%%)\n"
 		"\n"
 		"      --format FMT       text (default) or json: one object per row (or span);\n"
 		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
@@ -56,8 +59,7 @@ void report_usage(FILE *out)
 		"                         spans, samples and off-CPU blocks, span and selection\n"
 		"                         panels with flame graphs (opens from file://, no network)\n"
 		"      --speedscope FILE  write speedscope's format: an evented profile per thread,\n"
-		"                         spans as frames around the stacks (--format speedscope:\n"
-		"                         to stdout)\n"
+		"                         spans as frames around the stacks (--format speedscope)\n"
 		"      --max-samples N    --html, --speedscope: above N samples keep every k-th of\n"
 		"                         each thread, and say so (default 2000000; 0: all)\n"
 		"      --max-spans N      likewise keep the N longest spans (default 200000; 0: all)\n"
@@ -68,16 +70,13 @@ void report_usage(FILE *out)
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
 		"      --why-slow         with --spans: each name's slowest spans against the rest:\n"
 		"                         wall split, functions and wakers that explain the gap\n"
-		"      --span-name NAME   with --why-slow: only spans of NAME\n"
+		"      --span-name NAME   with --why-slow, or --clickhouse --spans: spans of NAME\n"
 		"      --slowest PCT      with --why-slow: the slow group's percent (default 10)\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
-		"      --header-only      the file's header: where and how it was recorded, and\n"
-		"                         (--call-graph ehframe) why user chains ended\n"
-		"      --force            read a perf.data and /tmp/perf-PID.map files of any owner\n"
-		"                         (by default, as perf: only yours or root's)\n"
-		"      --inline           functions inlined at each user address as frames of their\n"
-		"                         own, NAME (inlined), from DWARF; by default only in\n"
-		"                         --call-graph dwarf chains, as perf 6.1 shows them\n"
+		"      --header-only      the file's header: how it was recorded, why chains ended\n"
+		"      --force            read files of any owner (by default, as perf: yours or root's)\n"
+		"      --inline           inlined functions as frames, NAME (inlined), from DWARF\n"
+		"                         (by default only in dwarf chains, as perf 6.1 shows them)\n"
 		"      --no-inline        real frames only\n"
 		"      --full-source-path srclines with the whole path, not the file's name\n"
 		"      --debuginfod URLS  fetch the debug files of stripped files from these\n"
@@ -90,14 +89,11 @@ void report_usage(FILE *out)
 		"  -h, --help             this text\n\n"
 		"Examples:\n"
 		"  spanperf report                              # perf report --stdio's table\n"
-		"  spanperf report --sort tid,sym --format json\n"
 		"  spanperf report --flamegraph cpu.svg --pprof cpu.pb.gz\n"
 		"  spanperf report --folded | flamegraph.pl > cpu.svg\n"
 		"  spanperf report --folded --span-prefix | flamegraph.pl > by-span.svg\n"
 		"  spanperf report --folded --event wall --waker | flamegraph.pl > wakers.svg\n"
 		"  spanperf report -g --sort sym,srcline         # inlined frames and source lines\n"
-		"  DEBUGINFOD_URLS=https://debuginfod.debian.net spanperf report  # stripped files named\n"
-		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
 		"  spanperf report --html report.html           # open it in a browser\n"
 		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n"
@@ -190,6 +186,13 @@ static const struct opt_def report_defs[] = {
 	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
 	{ .name = "call-graph", .letter = 'g', .type = OPT_T_FLAG, .off = R(table.callgraph) },
 	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
+	{ .name = "clickhouse", .type = OPT_T_STR, .off = R(ch.url), .bad = "needs the server's URL" },
+	{ .name = "clickhouse-password-file", .type = OPT_T_STR, .off = R(ch.password_file), .bad = "needs a file" },
+	{ .name = "database", .type = OPT_T_STR, .off = R(ch.db), .bad = "needs a database's name" },
+	{ .name = "since", .type = OPT_T_STR, .off = R(ch.since), .bad = "needs a duration" },
+	{ .name = "from", .type = OPT_T_STR, .off = R(ch.from), .bad = "needs a time" },
+	{ .name = "to", .type = OPT_T_STR, .off = R(ch.to), .bad = "needs a time" },
+	{ .name = "host", .type = OPT_T_STR, .off = R(ch.host), .bad = "needs a host's label" },
 	{ .name = "comms", .letter = 'c', .type = OPT_T_FN, .fn = opt_comms },
 	{ .name = "pids", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
 	{ .name = "pid", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
@@ -230,6 +233,10 @@ static const struct opt_def report_defs[] = {
 /* Flags that make sense only together, or never together. */
 static int report_check(const struct report_opts *o, char *err, size_t errlen)
 {
+	int e = report_ch_check(o, err, errlen);
+
+	if (e)
+		return e;
 	if (o->spans_format == SPANS_OTLP && !o->spans)
 		return set_errorf(err, errlen, -EINVAL, "--format otlp-json writes spans: use it with --spans");
 	if (o->span_prefix && (!o->folded || o->spans))
@@ -243,7 +250,7 @@ static int report_check(const struct report_opts *o, char *err, size_t errlen)
 		return set_errorf(err, errlen, -EINVAL, "--html and --speedscope show everything the file holds: use them "
 				  "without --spans, --folded, --flamegraph, --pprof and --event");
 	if ((o->why_slow && (!o->spans || o->spans_format == SPANS_OTLP)) ||
-	    ((o->why.span_name || o->why.slowest_pct) && !o->why_slow))
+	    (o->why.slowest_pct && !o->why_slow) || (o->why.span_name && !o->why_slow && !o->ch.url))
 		return set_errorf(err, errlen, -EINVAL, "--why-slow compares spans: use it with --spans (text or json), "
 				  "and --span-name and --slowest with it");
 	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU)
@@ -269,6 +276,8 @@ int report_parse_args(int argc, char **argv, struct report_args *a, char *err, s
 	if (optind < argc)
 		return set_errorf(err, errlen, -EINVAL, "unexpected argument '%s'; the input file goes after -i",
 				  argv[optind]);
+	/* One --span-name: why-slow's, and the fleet's span query's. */
+	a->o.ch.span_name = a->o.why.span_name;
 	return report_check(&a->o, err, errlen);
 }
 

@@ -739,6 +739,7 @@ void profile__free(struct profile *p)
 	free(p->off_stacks);
 	strpool_free(&p->wakers);
 	free(p->funcs);
+	free(p->dso_infos);
 	free(p->ticks);
 	srclines__free(p->src);
 	strpool_free(&p->labels);

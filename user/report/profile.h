@@ -142,7 +142,10 @@ struct profile {
 	__u64 sample_freq;     /* for estimating time from counts otherwise */
 	__u64 first_ns, last_ns;
 	struct session *sess;
-	struct symbolizer *sym; /* the session's */
+	struct symbolizer *sym; /* the session's; NULL for a profile read from ClickHouse (ch_reader.h) */
+	/* Without a symbolizer: the files, by pfunc.dso_id (pprof's mappings); NULL otherwise. */
+	struct sym_dso_info *dso_infos;
+	int nr_dso_infos;
 	struct pd_reader *rd;	/* the session's */
 	struct otel_join *otel; /* owns the otel ids' strings; NULL without otel spans */
 	struct unwinder *unwinder; /* for --call-graph dwarf files, else NULL */

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "ch_reader.h"
+#include "ch_wire.h"
 #include "debuginfo.h"
 #include "elf_budget.h"
 #include "fileio.h"
@@ -370,6 +373,91 @@ static int report_header(const struct report_opts *o)
 	return 0;
 }
 
+int report_ch_check(const struct report_opts *o, char *err, size_t errlen)
+{
+	bool ch_only = o->ch.password_file || o->ch.db || o->ch.since || o->ch.from || o->ch.to || o->ch.host;
+
+	if (!o->ch.url && (ch_only || (o->ch.span_name && !o->spans)))
+		return set_errorf(err, errlen, -EINVAL, "--database, --since, --from, --to and --host select a fleet's "
+				  "windows: use them with --clickhouse URL");
+	if (o->ch.url && (o->html || o->speedscope || o->filter.dsos.on || o->filter.syms.on ||
+			  o->filter.time || o->span_prefix || o->header_only || o->ev_set))
+		return set_errorf(err, errlen, -EINVAL, "--clickhouse reads a fleet's tables, folded stacks, flame graphs, "
+				  "pprof and spans; --html, --speedscope, --dsos, --symbols, --time, --event, --span-prefix "
+				  "and --header-only read a file");
+	if (o->ch.url && (!ch_ident_ok(o->ch.db ? o->ch.db : "spanperf") || (o->ch.since && o->ch.from) ||
+			  !o->ch.from != !o->ch.to))
+		return set_errorf(err, errlen, -EINVAL, o->ch.since && o->ch.from ? "--since and --from: give one of them"
+							: !o->ch.from != !o->ch.to ? "--from and --to go together"
+										   : "--database is not a name of letters, digits and _");
+	return 0;
+}
+
+/* --clickhouse: the window the options select, as ch_reader's source; 0 or -EINVAL (said). */
+static int ch_source_of(const struct report_opts *o, struct ch_source *src)
+{
+	uint64_t since = 3600;
+	time_t now = time(NULL);
+
+	*src = (struct ch_source){ .url = o->ch.url, .password_file = o->ch.password_file,
+				   .db = o->ch.db ? o->ch.db : "spanperf", .host = o->ch.host,
+				   .comms = &o->filter.comms, .pids = &o->filter.pids, .tids = &o->filter.tids,
+				   .span_name = o->ch.span_name };
+	if (o->ch.since && ch_parse_duration(o->ch.since, &since)) {
+		pr_err("--since '%s' is not a duration like 90s, 30m, 1h or 2d", o->ch.since);
+		return -EINVAL;
+	}
+	src->from_s = since > (uint64_t)now ? 0 : now - since;
+	src->to_s = now + 1;
+	if (o->ch.from && ch_parse_time(o->ch.from, &src->from_s)) {
+		pr_err("--from '%s' is not a time like 2026-11-28 04:00:00 (UTC) or @SECONDS", o->ch.from);
+		return -EINVAL;
+	}
+	if (o->ch.to && ch_parse_time(o->ch.to, &src->to_s)) {
+		pr_err("--to '%s' is not a time like 2026-11-28 05:00:00 (UTC) or @SECONDS", o->ch.to);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* report --clickhouse: the fleet's profile (summed in ClickHouse) or spans, into the outputs a file's would go to. */
+static int report_clickhouse(const struct report_opts *o)
+{
+	const struct spans_view *v = NULL;
+	struct ch_spans *cs = NULL;
+	struct profile *p = NULL;
+	struct ch_source src;
+	char err[512] = "";
+	int e, ret = 1;
+
+	if (ch_source_of(o, &src))
+		return 1;
+	if (o->spans) {
+		e = ch_spans_load(&cs, &src, &v, err, sizeof(err));
+		if (!e)
+			e = o->spans_format == SPANS_OTLP ? spans_print_otlp(v, stdout, err, sizeof(err))
+			    : o->spans_format == SPANS_JSON ? spans_print_json(v, stdout)
+							    : spans_print_table(v, stdout);
+		if (!e && fflush(stdout))
+			e = -errno;
+		if (e)
+			pr_err("%s", err[0] ? err : strerror(-e));
+		ch_spans_free(cs);
+		return e ? 1 : 0;
+	}
+	e = ch_profile_load(&p, &src, err, sizeof(err));
+	if (e)
+		pr_err("%s", err[0] ? err : strerror(-e));
+	else if (!p->samples && !p->off_samples)
+		pr_err("ClickHouse at %s holds no samples of that window%s%s", src.url, src.host ? " and host " : "",
+		       src.host ? src.host : "");
+	else
+		ret = profile_outputs(&(struct report_opts){ .input = src.url, .table = o->table, .flame = o->flame,
+							     .pprof = o->pprof, .folded = o->folded, .wakers = o->wakers }, p);
+	profile__free(p);
+	return ret;
+}
+
 int report_run(const struct report_opts *o)
 {
 	struct session *sess = NULL;
@@ -377,6 +465,8 @@ int report_run(const struct report_opts *o)
 	char err[512] = "";
 	int ret = 1, e;
 
+	if (o->ch.url)
+		return report_clickhouse(o);
 	if (o->header_only)
 		return report_header(o);
 	if (o->html || o->speedscope)

@@ -22,8 +22,16 @@
 #include "spans_view.h"
 #include "why_slow.h"
 
+/* report --clickhouse: a fleet's windows instead of a file (ch_reader.h); url NULL: a file. */
+struct report_ch {
+	const char *url, *password_file, *db; /* --clickhouse, --clickhouse-password-file, --database */
+	const char *since, *from, *to;	      /* --since DURATION, or --from TIME --to TIME */
+	const char *host, *span_name;	      /* --host, --span-name */
+};
+
 struct report_opts {
 	const char *input;	/* perf.data */
+	struct report_ch ch;
 	const char *external;	/* annotate: its spans (JSONL or OTLP JSON), for span_prefix */
 	struct table_opts table; /* the table's sort keys, format, call graph, percent limit */
 	bool ev_set;		/* --event given */
@@ -50,6 +58,8 @@ struct report_opts {
 	struct why_opts why;
 };
 
+/* --clickhouse's options together, and with no file-only output; 0 or -EINVAL with one sentence in err. */
+int report_ch_check(const struct report_opts *o, char *err, size_t errlen);
 /* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */
 int report_run(const struct report_opts *o);
 

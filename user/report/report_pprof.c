@@ -250,7 +250,7 @@ static int write_mappings(struct pprof_w *w)
 {
 	const struct profile *p = w->p;
 	const struct sym_dso_info *dsos;
-	int nr_dsos = symbolizer__dsos(p->sym, &dsos);
+	int nr_dsos = p->sym ? symbolizer__dsos(p->sym, &dsos) : (dsos = p->dso_infos, p->nr_dso_infos);
 	int *order = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*order));
 	__u64 *hits = calloc(nr_dsos > 0 ? nr_dsos : 1, sizeof(*hits));
 

@@ -1,0 +1,517 @@
+# SPDX-License-Identifier: GPL-2.0
+"""spanperf agent and report --clickhouse on the real engine: Debian's ClickHouse, two servers of
+the tests' own on loopback (ch_cluster.py), two shards of one cluster."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import ch_cluster
+import pprof_decode
+from harness import SPANPERF, WORKLOAD, Skip, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
+
+def need_clickhouse():
+    need_bpf()
+    if not ch_cluster.available():
+        raise Skip("needs clickhouse-server (tools/deps.sh test)")
+
+
+def cluster():
+    return ch_cluster.Cluster(os.path.join(tmpdir(), "ch")).start()
+
+
+def agent(url, *args):
+    return subprocess.Popen([SPANPERF, "agent", "--clickhouse", url] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+
+
+def in_spin(folded):
+    """The spinner's samples: every stack of its process (its main thread only waits), whatever
+    the leaf (spin_0, thread_cpu_ns inlined into it or called, the vDSO, the kernel)."""
+    return sum(int(line.rpartition(" ")[2]) for line in folded.splitlines() if line.strip())
+
+
+def need_clickhouse():
+    need_bpf()
+    if not ch_cluster.available():
+        raise Skip("needs clickhouse-server (tools/deps.sh test)")
+
+
+def cluster():
+    return ch_cluster.Cluster(os.path.join(tmpdir(), "ch")).start()
+
+
+def agent(url, *args):
+    return subprocess.Popen([SPANPERF, "agent", "--clickhouse", url] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace")
+
+
+def tsv(server, sql):
+    return server.query(sql).decode("utf-8", "replace").strip()
+
+
+def spooled(d):
+    return [f for f in os.listdir(d) if f.endswith(".win")] if os.path.isdir(d) else []
+
+
+def wait_windows(server, n, timeout=30):
+    """Until the server holds n windows: the agent is sampling (its set-up takes a second or two)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if int(tsv(server, "SELECT count() FROM spanperf.windows")) >= n:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("no %d windows in %ds" % (n, timeout))
+
+
+@test
+def test_fleet_two_hosts_two_shards_match_cpu_time():
+    """Two agents, two host labels, each through its own shard's node: each host's samples of a
+    spinning thread, read through the Distributed tables of one node, are its CPU time x Hz."""
+    need_clickhouse()
+    c = cluster()
+    a = b = wl = rec = None
+    try:
+        s0, s1 = c.servers
+        a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostA", "--window", "2", "-F", "99")
+        b = agent(s1.url, "--cluster", "fleet", "--host-label", "hostB", "--window", "2", "-F", "99")
+        wait_windows(s0, 2)
+        # a local record of the same window, beside the agents
+        path = os.path.join(tmpdir(), "local.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-F", "99", "-o", path], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        wl = subprocess.Popen([WORKLOAD, "spin", "2500"], stdout=subprocess.DEVNULL)
+        wl_pid = wl.pid
+        # the truth: the workload's own CPU time, from the kernel's accounts at its exit
+        _, status, ru = os.wait4(wl_pid, 0)
+        wl.returncode = status
+        spun = (ru.ru_utime + ru.ru_stime) * 1e9
+        # the agents' windows that hold its end are complete, then INT sends what is left
+        time.sleep(2.5)
+        rec.send_signal(signal.SIGINT)
+        rec.communicate(timeout=60)
+        assert rec.returncode == 0
+        for p in (a, b):
+            p.send_signal(signal.SIGINT)
+        for p in (a, b):
+            t0 = time.time()
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, "agent exited %d: %s" % (p.returncode, err)
+            assert time.time() - t0 < 3, "the agent took %.1fs to stop" % (time.time() - t0)
+        due = spun * 99 / 1e9
+        r = spanperf("report", "-i", path, "--pids", str(wl_pid), "--folded")
+        assert r.returncode == 0, r.stderr
+        local = in_spin(r.stdout)
+        for host in ("hostA", "hostB"):
+            r = spanperf("report", "--clickhouse", s0.url, "--since", "10m", "--host", host, "--pids", str(wl_pid),
+                         "--folded")
+            assert r.returncode == 0, r.stderr
+            got = in_spin(r.stdout)
+            assert abs(got - due) <= 0.1 * due, "%s: %d samples of the spinner, %.0f due:\n%s" % (host, got, due, r.stdout)
+            # and a local recording of the same window: the same count within sampling noise (3 sigma)
+            tol = 3 * (due ** 0.5)
+            assert abs(got - local) <= tol, "%s: %d samples of the spinner, the local record %d" % (host, got, local)
+        # each host's rows on one shard, the two hosts on the two shards (sharded by host)
+        hosts0 = tsv(s0, "SELECT DISTINCT host FROM spanperf.samples_local ORDER BY host")
+        hosts1 = tsv(s1, "SELECT DISTINCT host FROM spanperf.samples_local ORDER BY host")
+        assert sorted((hosts0 + "\n" + hosts1).split()) == ["hostA", "hostB"], (hosts0, hosts1)
+        # every output reads the fleet: folded stacks name the spinner's callers
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--host", "hostB", "--pids", str(wl_pid),
+                     "--folded")
+        assert r.returncode == 0 and "caller_0;spin_0" in r.stdout, r.stdout[-2000:] + r.stderr
+        # the pprof of the same: as many samples as the folded stacks, build ids in its mappings
+        folded_total = in_spin(r.stdout)
+        out = os.path.join(tmpdir(), "fleet.pb.gz")
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--host", "hostB", "--pids", str(wl_pid),
+                     "--pprof", out)
+        assert r.returncode == 0, r.stderr
+        prof = pprof_decode.decode(out)
+        assert sum(x["value"][0] for x in prof["sample"]) == folded_total
+        # the agent's own (alive at each window's end, unlike the spinner at its last): its files' build ids
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--pids", str(b.pid), "--pprof", out)
+        assert r.returncode == 0, r.stderr
+        prof = pprof_decode.decode(out)
+        assert any(m.get(6) and prof["strings"][m[6]] for m in prof["mapping"]), "no build id in any mapping"
+        # and the table, with its chains
+        r = spanperf("report", "--clickhouse", s1.url, "--since", "10m", "--pids", str(wl_pid), "-g", "--sort", "sym")
+        assert r.returncode == 0 and "caller_0" in r.stdout, r.stdout[-2000:] + r.stderr
+    finally:
+        for p in (a, b, wl, rec):
+            if p:
+                reap(p)
+        c.stop()
+
+
+@test
+def test_fleet_server_down_at_start_spooled_then_sent_once():
+    """The server down when the agent starts: windows go to the spool, are sent oldest first once
+    it answers, and none twice; the agent samples all along."""
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1)
+    spool = os.path.join(tmpdir(), "spool")
+    s = c.servers[0]
+    a = None
+    try:
+        a = agent(s.url, "--window", "1", "-d", "10", "--spool", spool)
+        end = time.time() + 8
+        while time.time() < end and len(spooled(spool)) < 2:
+            time.sleep(0.2)
+        assert len(spooled(spool)) >= 2, spooled(spool)
+        s.start()
+        out, err = a.communicate(timeout=60)
+        assert a.returncode == 0, err
+        n, uniq = tsv(s, "SELECT count(), uniqExact(token) FROM spanperf.windows").split()
+        assert int(n) == int(uniq) >= 5, (n, uniq, err)
+        assert not spooled(spool), spooled(spool)
+        # no sample row twice: each identity once
+        dup = tsv(s, "SELECT count() FROM (SELECT count() c FROM spanperf.samples GROUP BY token, host, off_cpu, pid, "
+                  "tid, comm, stack_id HAVING c > 1)")
+        assert dup == "0", dup
+    finally:
+        if a:
+            reap(a)
+        c.stop()
+
+
+HOSTILE = b"q'\"\\\n\xff\xfe;x y"
+
+
+@test
+def test_fleet_hostile_comm_stored_and_read_back_exactly():
+    """A comm with quotes, a backslash, a newline and bytes that are not UTF-8: stored as its bytes,
+    found again by report --clickhouse --comms, and no query broken by it."""
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    a = wl = None
+    try:
+        a = agent(s.url, "--window", "1", "-F", "99", "-d", "6")
+        wait_windows(s, 1)
+        wl = subprocess.Popen(["python3", "-c",
+                               "import os,sys,time\nopen('/proc/self/comm','wb').write(sys.stdin.buffer.read())\n"
+                               "t=time.time()\nwhile time.time()-t<2.5: pass\n"], stdin=subprocess.PIPE)
+        wl.communicate(HOSTILE, timeout=30)
+        out, err = a.communicate(timeout=60)
+        assert a.returncode == 0, err
+        got = tsv(s, "SELECT DISTINCT hex(comm) FROM spanperf.samples WHERE comm = unhex('%s')" % HOSTILE.hex())
+        assert got == HOSTILE.hex().upper(), (got, tsv(s, "SELECT DISTINCT hex(comm) FROM spanperf.samples"), err)
+        r = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--comms", HOSTILE, "--sort",
+                            "comm"], capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert b"100.00%" in r.stdout, r.stdout
+    finally:
+        for p in (a, wl):
+            if p:
+                reap(p)
+        c.stop()
+
+
+class FaultServer:
+    """A loopback HTTP server of the test's own that fails as told: "500" answers an error,
+    "close" closes mid-body, "slow" answers after 30 s, "auth" refuses the credentials."""
+
+    def __init__(self, mode):
+        import threading
+        self.mode, self.hits, self.stop = mode, 0, False
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.url = "http://127.0.0.1:%d/" % self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        import threading
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.hits += 1
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        try:
+            conn.settimeout(5)
+            conn.recv(65536)
+            if self.mode == "500":
+                body = b"Code: 241, e.displayText() = DB::Exception: Memory limit exceeded\n"
+                conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif self.mode == "close":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial")
+            elif self.mode == "slow":
+                end = time.time() + 30
+                while time.time() < end and not self.stop:
+                    time.sleep(0.1)
+            elif self.mode == "auth":
+                body = b"Code: 193, e.displayText() = DB::Exception: Wrong password for user spanperf\n"
+                conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def metrics(port):
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+    return {l.split()[0]: float(l.split()[1]) for l in text.splitlines() if l and not l.startswith("#")}
+
+
+def check_fault(mode):
+    need_bpf()
+    srv = FaultServer(mode)
+    spool = os.path.join(tmpdir(), "spool")
+    port = ch_cluster.free_port()
+    a = None
+    try:
+        env = dict(os.environ, CLICKHOUSE_USER="spanperf", CLICKHOUSE_PASSWORD="wrong")
+        a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", srv.url, "--window", "1", "--spool", spool,
+                              "--serve", "127.0.0.1:%d" % port], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, errors="replace", env=env)
+        end = time.time() + 40
+        m = {}
+        while time.time() < end:
+            time.sleep(0.5)
+            try:
+                m = metrics(port)
+            except OSError:
+                continue
+            if m["spanperf_agent_windows_spooled_total"] >= 4:
+                break
+        # the agent samples all along: window after window goes to the spool
+        assert m.get("spanperf_agent_windows_spooled_total", 0) >= 4, m
+        assert m["spanperf_agent_windows_sent_total"] == 0, m
+        if mode != "slow":
+            assert m["spanperf_agent_server_errors_total"] >= 1, m
+        assert len(spooled(spool)) == m["spanperf_agent_spool_windows"] >= 1, (spooled(spool), m)
+        t0 = time.time()
+        a.send_signal(signal.SIGTERM)
+        out, err = a.communicate(timeout=30)
+        took = time.time() - t0
+        assert a.returncode == 0, err
+        assert took < 2, "TERM took %.1fs to end the agent (%s)" % (took, mode)
+        assert srv.hits >= 1, "the server was never asked"
+    finally:
+        if a:
+            reap(a)
+        srv.close()
+
+
+@test
+def test_fleet_server_answers_500_spooled():
+    check_fault("500")
+
+
+@test
+def test_fleet_server_closes_mid_body_spooled():
+    check_fault("close")
+
+
+@test
+def test_fleet_server_slow_spooled_and_term_is_prompt():
+    check_fault("slow")
+
+
+@test
+def test_fleet_server_refuses_credentials_spooled():
+    check_fault("auth")
+
+
+@test
+def test_fleet_spool_at_its_bound_drops_oldest_never_past_it():
+    """No server: the spool fills to --spool-max, then the oldest windows go, counted, and the
+    folder is never past the bound; the windows left are the newest."""
+    need_bpf()
+    spool = os.path.join(tmpdir(), "spool")
+    port, dead = ch_cluster.free_port(), ch_cluster.free_port()
+    a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", "http://127.0.0.1:%d/" % dead, "--window", "1",
+                          "-F", "999", "--spool", spool, "--spool-max", "1", "--serve", "127.0.0.1:%d" % port],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    try:
+        end, m, biggest, seen = time.time() + 60, {}, 0, set()
+        while time.time() < end:
+            time.sleep(0.1)
+            files = spooled(spool)
+            seen |= set(files)
+            size = sum(os.path.getsize(os.path.join(spool, f)) for f in files if os.path.exists(os.path.join(spool, f)))
+            biggest = max(biggest, size)
+            try:
+                m = metrics(port)
+            except OSError:
+                continue
+            if m["spanperf_agent_windows_dropped_total"] >= 2:
+                break
+        assert m.get("spanperf_agent_windows_dropped_total", 0) >= 2, m
+        assert m["spanperf_agent_server_errors_total"] >= 1, m
+        assert biggest <= 1 << 20, "the spool held %d bytes, past its 1 MiB" % biggest
+        left = sorted(spooled(spool))
+        assert left and left[0] != min(seen), (left, sorted(seen))
+        assert m["spanperf_agent_spool_bytes"] <= 1 << 20, m
+        a.send_signal(signal.SIGTERM)
+        a.communicate(timeout=30)
+        assert a.returncode == 0
+    finally:
+        reap(a)
+
+
+@test
+def test_fleet_shard_killed_for_two_windows_nothing_lost_nothing_doubled():
+    """The node the agent talks to killed with SIGKILL for two windows and restarted: every window
+    of the run is there once (their numbers are 0..N-1), and no row twice."""
+    need_clickhouse()
+    c = cluster()
+    s0, s1 = c.servers
+    a = None
+    try:
+        # each shard's local tables come from an agent that talks to it (18.16: no DDL on others without ZooKeeper)
+        p = spanperf("agent", "--clickhouse", s1.url, "--cluster", "fleet", "--host-label", "other", "-d", "1")
+        assert p.returncode == 0, p.stderr
+        a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostK", "--window", "1", "--spool",
+                  os.path.join(tmpdir(), "spool"))
+        wait_windows(s0, 2)
+        s0.kill()
+        time.sleep(2.5)
+        s0.start()
+        time.sleep(3)
+        a.send_signal(signal.SIGTERM)
+        out, err = a.communicate(timeout=30)
+        assert a.returncode == 0, err
+        end = time.time() + 20  # the Distributed tables' queues flush to the other shard
+        rows = []
+        while time.time() < end:
+            rows = tsv(s0, "SELECT token FROM spanperf.windows WHERE host = 'hostK' ORDER BY token").split()
+            nums = sorted(int(t.split("-")[1]) for t in rows)
+            if nums and nums == list(range(len(nums))) and len(nums) >= 7:
+                break
+            time.sleep(0.5)
+        nums = sorted(int(t.split("-")[1]) for t in rows)
+        assert nums == list(range(len(nums))) and len(nums) >= 7, (nums, err)
+        dup = tsv(s0, "SELECT count() FROM (SELECT count() c FROM spanperf.samples GROUP BY token, host, off_cpu, "
+                  "pid, tid, comm, stack_id HAVING c > 1)")
+        n_samples = int(tsv(s0, "SELECT sum(samples) FROM (SELECT token, any(samples) samples FROM spanperf.windows "
+                            "WHERE host = 'hostK' GROUP BY token)"))
+        summed = int(tsv(s0, "SELECT sum(c) FROM (SELECT any(count) c FROM spanperf.samples WHERE host = 'hostK' "
+                         "AND off_cpu = 0 GROUP BY token, host, off_cpu, pid, tid, comm, stack_id)"))
+        assert dup == "0" and summed == n_samples, (dup, summed, n_samples)
+    finally:
+        if a:
+            reap(a)
+        c.stop()
+
+
+@test
+def test_fleet_spans_equal_a_local_recordings():
+    """The same sleeps seen by the agent and by a local record at once: the fleet's --spans rows of
+    the sleeping thread equal the local report's (count, durations, splits)."""
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    path = os.path.join(tmpdir(), "local.data")
+    a = r = None
+    try:
+        a = agent(s.url, "--window", "1", "--span", "syscall:clock_nanosleep")
+        r = subprocess.Popen([SPANPERF, "record", "-q", "-o", path, "--span", "syscall:clock_nanosleep"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_windows(s, 2)
+        time.sleep(1)
+        wl = subprocess.run([WORKLOAD, "sleeps", "40", "3000"], capture_output=True, text=True, timeout=60)
+        tid = json.loads(wl.stdout.splitlines()[0])["tid"]
+        time.sleep(2.5)
+        for p in (a, r):
+            p.send_signal(signal.SIGTERM)
+        for p in (a, r):
+            p.communicate(timeout=30)
+            assert p.returncode == 0
+        local = spanperf("report", "-i", path, "--spans", "--format", "json", "--tids", str(tid))
+        fleet = spanperf("report", "--clickhouse", s.url, "--since", "10m", "--spans", "--format", "json",
+                         "--tids", str(tid), "--span-name", "clock_nanosleep")
+        assert local.returncode == 0 and fleet.returncode == 0, local.stderr + fleet.stderr
+        # Two recorders, each with its own probes: the same spans in the same order, each one's
+        # stamps its own (a few microseconds apart), so durations and splits agree to that.
+        mine = sorted(map(json.loads, local.stdout.splitlines()), key=lambda j: j["start_ns"])
+        theirs = sorted(map(json.loads, fleet.stdout.splitlines()), key=lambda j: j["start_ns"])
+        assert len(mine) == len(theirs) == 40, (len(mine), len(theirs))
+        for m, t in zip(mine, theirs):
+            assert m["name"] == t["name"] and m["split"] == t["split"], (m, t)
+            tol = max(0.02 * m["duration_ns"], 100000)
+            for k in ("duration_ns", "on_cpu_ns", "runq_ns", "sleep_ns", "blocked_ns"):
+                assert abs(m[k] - t[k]) <= tol, (k, m, t)
+        total = sum(m["duration_ns"] for m in mine)
+        for k in ("duration_ns", "sleep_ns", "runq_ns", "on_cpu_ns"):
+            assert abs(sum(m[k] for m in mine) - sum(t[k] for t in theirs)) <= 0.01 * total, k
+    finally:
+        for p in (a, r):
+            if p:
+                reap(p)
+        c.stop()
+
+
+@test
+def test_fleet_hostile_filters_never_break_a_query():
+    """--host, --comms and --span-name of random bytes (quotes, backslashes, newlines, not UTF-8)
+    are compared with, never pasted: each query runs, and finds nothing."""
+    need_clickhouse()
+    import random
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    try:
+        a = agent(s.url, "--window", "1", "-d", "3")
+        a.communicate(timeout=60)
+        rng = random.Random(37)
+        for i in range(60):
+            junk = bytes(rng.choice(b"'\"\\\n\r\t;`${}()%_*x\x00\xff\xfe ") for _ in range(rng.randint(1, 24)))
+            junk = junk.replace(b"\x00", b"") or b"'"
+            for flag, extra in (("--host", []), ("--comms", []), ("--span-name", ["--spans"])):
+                arg = junk.replace(b",", b"") if flag == "--comms" else junk
+                p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", flag, arg] + extra,
+                                   capture_output=True, timeout=60)
+                assert p.returncode == 1 and b"holds no" in p.stderr, (flag, arg, p.stderr)
+    finally:
+        c.stop()
+
+
+@test
+def test_fleet_credentials_from_env_or_file_never_argv():
+    """The user and password from CLICKHOUSE_USER and a password file (or CLICKHOUSE_PASSWORD),
+    taken by the real server; a wrong one refused; a URL that carries one refused before anything."""
+    p = spanperf("agent", "--clickhouse", "http://spanperf:secret@127.0.0.1:1/")
+    assert p.returncode == 1 and "never on the command line" in p.stderr and "secret" not in p.stderr, p.stderr
+    p = spanperf("report", "--clickhouse", "http://u:pw@127.0.0.1:1/", "--since", "1h")
+    assert p.returncode == 1 and "never on the command line" in p.stderr, p.stderr
+    need_clickhouse()
+    c = ch_cluster.Cluster(os.path.join(tmpdir(), "ch"), n=1).start()
+    s = c.servers[0]
+    pwfile = os.path.join(tmpdir(), "pw")
+    with open(pwfile, "w") as f:
+        f.write(ch_cluster.PASSWORD + "\n")
+    env = dict(os.environ, CLICKHOUSE_USER=ch_cluster.USER)
+    env.pop("CLICKHOUSE_PASSWORD", None)
+    try:
+        p = subprocess.run([SPANPERF, "agent", "--clickhouse", s.url, "--clickhouse-password-file", pwfile,
+                            "--window", "1", "-d", "3"], capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert int(tsv(s, "SELECT count() FROM spanperf.windows")) >= 2
+        env["CLICKHOUSE_PASSWORD"] = ch_cluster.PASSWORD
+        p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--sort", "comm"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0 and "# Samples:" in p.stdout, p.stderr
+        env["CLICKHOUSE_PASSWORD"] = "wrong"
+        p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m"], capture_output=True,
+                           text=True, env=env, timeout=60)
+        assert p.returncode == 1 and "answered" in p.stderr and "wrong" not in p.stderr, p.stderr
+    finally:
+        c.stop()
