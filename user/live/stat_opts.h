@@ -24,6 +24,7 @@ struct stat_opts {
 	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
 	const char *serve;	/* --serve [ADDR:]PORT: Prometheus' text format at /metrics */
 	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
+	bool node_perf;		/* --node-perf (with --serve): node_exporter's perf collector series */
 	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
 	int nr_spans;
 	char **cmd;
