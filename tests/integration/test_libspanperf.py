@@ -102,6 +102,28 @@ def check_annotated(path, w, truth, spans_file):
         expected += t["counters"]["task-clock"] / period
     assert abs(total - expected) <= 0.15 * expected, "%d samples in exported spans for %.0f expected" % (total, expected)
 
+    # OTLP out keeps what the application wrote: its parentSpanId and its own perf.* attributes, once each.
+    inputs = {}
+    for line in lines:
+        span = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        inputs[span["spanId"]] = span
+    p = spanperf("annotate", "--spans", spans_file, "-i", path, "--format", "otlp-json")
+    assert p.returncode == 0, p.stderr
+    out = [sp for rs in json.loads(p.stdout)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    assert len(out) == len(inputs), (len(out), len(inputs))
+    parents = 0
+    for sp in out:
+        src = inputs[sp["spanId"]]
+        assert sp.get("parentSpanId", "") == src["parentSpanId"], (sp, src)
+        parents += bool(src["parentSpanId"])
+        keys = [a["key"] for a in sp["attributes"]]
+        assert len(keys) == len(set(keys)), "duplicate attributes: %s" % keys
+        got = {a["key"]: a["value"] for a in sp["attributes"]}
+        for a in src["attributes"]:
+            if a["key"].startswith("perf."):
+                assert got.get(a["key"]) == a["value"], (a, got.get(a["key"]))
+    assert parents == len(inputs) // 2, "%d of %d spans have a parent" % (parents, len(inputs))
+
 
 def lib_spans(static):
     need_bpf()
