@@ -8,7 +8,8 @@
 # installs them).  Run by `make gotest`.
 #
 #   tests/gotest.sh              go vet, the tests, a module-mode consumer, the example builds
-#   tests/gotest.sh -c OUT       only compile the core test binary to OUT (make bench)
+#   tests/gotest.sh -c OUT       only compile the core test binary to OUT and the
+#                                OpenTelemetry processor's to OUT-otel (make bench)
 set -eu
 cd "$(dirname "$0")/.."
 out=build
@@ -29,6 +30,7 @@ ln -sfn "$(pwd)/bindings/go" "$out/go/src/spanperf"
 export PKG_CONFIG_PATH="$(pwd)/$out/lib" GOCACHE="$(pwd)/$out/go/cache"
 gopath() { GO111MODULE=off GOFLAGS= GOPATH="/usr/share/gocode:$(pwd)/$out/go" "$@"; }
 if [ "${1:-}" = -c ]; then
+	gopath go test -c -o "$2-otel" spanperf/otelperf
 	cd bindings/go && exec env GOFLAGS=-mod=mod GOPROXY=off go test -c -o "$2" .
 fi
 pkgs="spanperf spanperf/otelperf spanperf/otperf spanperf/ebpftest"
