@@ -30,6 +30,8 @@
 #define DEFAULT_EVENTS "task-clock,context-switches,page-faults"
 /* key_index of OTEL_SPAN_NAME_KEY in the key map this library publishes (OTEP 4719). */
 #define NAME_KEY 0
+/* key_index of "span.parent_id": the enclosing span's id in hex, so a recording sees the nesting. */
+#define PARENT_KEY 1
 
 struct frame {
 	struct otel_thread_ctx_record rec; /* what readers see while the span runs */
@@ -183,7 +185,7 @@ static bool pctx_off; /* SPANPERF_PROCESS_CTX=0, read once */
 
 static void publish_process_ctx(void)
 {
-	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, NULL };
+	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, "span.parent_id", NULL };
 	const char *resource[] = { "service.name", service, NULL };
 
 	/* Once per process: every span after the first pays one compare. */
@@ -300,6 +302,8 @@ static struct spanperf_counters *thread_counters(struct thread_state *st, const 
 	return slot->ctr;
 }
 
+static void hex(char *out, const uint8_t *p, size_t n);
+
 static int span_begin(const char *name, const char *events, const uint8_t trace_id[16],
 		      const uint8_t span_id[8], uint8_t trace_flags)
 {
@@ -359,6 +363,16 @@ static int span_begin(const char *name, const char *events, const uint8_t trace_
 	f->name[len] = 0;
 	otel_thread_ctx_record_init(&f->rec, trace, span, trace_flags);
 	otel_thread_ctx_record_add_attr(&f->rec, NAME_KEY, f->name, len);
+	{
+		static const uint8_t none[8];
+
+		if (memcmp(f->parent, none, 8)) {
+			char hx[17];
+
+			hex(hx, f->parent, 8);
+			otel_thread_ctx_record_add_attr(&f->rec, PARENT_KEY, hx, 16);
+		}
+	}
 
 	ctr = thread_counters(st, events);
 	f->ctr = ctr;

@@ -210,7 +210,9 @@ struct spanperf_span {
  * Publishes it as the thread's OTEP 4947 context: a new random span id, the
  * trace id of the enclosing span (the library's, or one the application
  * published with otel_thread_ctx.h), else a new random one; the name goes
- * into the context as the attribute span.name.  Spans nest (up to 64 deep).
+ * into the context as the attribute span.name, and the enclosing span's id
+ * (hex) as span.parent_id, so a recording shows the nesting.  Spans nest (up
+ * to 64 deep).
  * The thread's counters are opened at its first span: SPANPERF_EVENTS
  * (default "task-clock,context-switches,page-faults"), with
  * SPANPERF_SKIP_UNCOUNTABLE: an event this machine cannot count is left out

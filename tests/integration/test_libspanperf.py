@@ -72,6 +72,8 @@ def check_recorded(path, w, truth):
             # By name (the process context's span.name) and by id, as the library published them.
             assert s["name"] == t["name"], (s, t)
             assert s["attributes"].get("span.name") == t["name"], s
+            # The nesting, as the library published it with the context.
+            assert s["attributes"].get("span.parent_id", "0" * 16) == t["parent_span_id"], (s, t)
             assert s["trace_id"] == t["trace_id"], (s, t)
             assert t["start_ns"] - 1e9 / FREQ <= s["start_ns"] and s["end_ns"] <= t["end_ns"] + 1e9 / FREQ, (s, t)
         total += sum(s["samples"] for s in got)
