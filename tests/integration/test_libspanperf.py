@@ -65,9 +65,18 @@ def check_recorded(path, w, truth):
     missing = [t for t in truth if t["span_id"] not in by_id]
     # A span of a few samples may have none when the thread was preempted: allow one in 20.
     assert len(missing) <= len(truth) // 20, "%d of %d spans not recorded: %s" % (len(missing), len(truth), missing[:3])
+    # A span covers its children, as in the application: one recorded span per id, and its CPU is theirs too.
+    children = {}
+    for t in truth:
+        children.setdefault(t["parent_span_id"], []).append(t)
     total = expected = 0
     for t in truth:
         got = by_id.get(t["span_id"], [])
+        assert len(got) <= 1, "span %s recorded in %d pieces: %s" % (t["span_id"], len(got), got)
+        if got and children.get(t["span_id"]):
+            # Sampled edges: each late by up to a period.
+            assert got[0]["duration_ns"] >= t["end_ns"] - t["start_ns"] - 2.5e9 / FREQ, (got[0], t)
+        expected += sum(c["cpu_ns"] for c in children.get(t["span_id"], [])) / 1e9 * FREQ
         for s in got:
             # By name (the process context's span.name) and by id, as the library published them.
             assert s["name"] == t["name"], (s, t)
