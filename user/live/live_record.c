@@ -44,7 +44,7 @@ static int on_begin(void *arg, const struct pd_attr *attrs, int nr_attrs)
 {
 	struct live *l = arg;
 	struct session_live_opts so = { .name = "the recording", .keep_tables = l->lo->keep_tables,
-					.keep_syms = l->lo->keep_syms };
+					.keep_syms = l->lo->keep_syms, .filter = l->lo->filter };
 	int e = session__open_live(&l->sess, attrs, nr_attrs, &so, l->err, l->errlen);
 
 	return e ? fail(l, e) : 0;

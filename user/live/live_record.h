@@ -20,6 +20,7 @@
 
 struct record_opts;
 struct session;
+struct report_filter;
 
 /*
  * The symbolizer's tables kept loaded from one window to the next: a host's
@@ -62,6 +63,8 @@ struct live_opts {
 	bool file_first;
 	/* The symbolizer's tables kept over a window's end (symbolizer__keep_tables) */
 	size_t keep_tables, keep_syms;
+	/* report's filters for the live session (top's --comms...), or NULL */
+	const struct report_filter *filter;
 };
 
 /*

@@ -14,6 +14,7 @@
 
 struct stat_opts {
 	struct int_list pids, tids;
+	bool all_cpus;		/* -a: the whole host, -- CMD too (only while CMD runs) */
 	const char *events;	/* -e, NULL: perf stat's default set */
 	bool per_thread;
 	uint64_t interval_ms;	/* -I */
@@ -27,7 +28,7 @@ struct stat_opts {
 	bool node_perf;		/* --node-perf (with --serve): node_exporter's perf collector series */
 	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
 	int nr_spans;
-	char **cmd;
+	char **cmd;		/* without -a, -p or -t: CMD and its children are counted, as perf stat counts */
 	int verbose;
 };
 

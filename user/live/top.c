@@ -27,7 +27,7 @@ static int window_begin(void *arg, struct session *sess, char *err, size_t errle
 {
 	struct top *t = arg;
 	struct profile_opts po = {};
-	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay };
+	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay, .min_pct = t->o->min_pct };
 	int e;
 
 	if (t->o->spans)
@@ -80,7 +80,7 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	if (o->spans)
 		e = spans_done(t, sess, &view, err, errlen);
 	else
-		e = profile__end(t->cur, true);
+		e = profile__end(t->cur, true) ?: table__limit(t->cur, &t->to);
 	if (e) {
 		if (t->curses)
 			snprintf(t->note, sizeof(t->note), "a refresh was lost");
@@ -164,7 +164,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 							   .drop = window_drop, .pass = on_pass, .holds = holds };
 	struct top t = { .o = o };
 	struct live_opts lo = { .ops = &print_ops, .arg = &t, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
-				.keep_syms = LIVE_KEPT_SYMS };
+				.keep_syms = LIVE_KEPT_SYMS, .filter = &o->filter };
 	struct record_opts ro;
 	char err[512];
 	int e, ret = 1;
@@ -176,6 +176,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 	}
 	snprintf(t.sort, sizeof(t.sort), "%s", o->sort ? o->sort : "comm,dso,sym");
 	t.to.callgraph = o->callgraph;
+	t.to.min_pct = o->min_pct;
 	t.clear = o->stdio && isatty(STDOUT_FILENO);
 	/* Without --stdio or --batch: the curses screen, when there is a terminal to draw on. */
 	if (!o->stdio && !o->batch && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)))

@@ -17,6 +17,7 @@ void top_opts_free(struct top_opts *o)
 {
 	free(o->span_texts);
 	o->span_texts = NULL;
+	report_filter_free(&o->filter);
 	int_list_free(&o->pids);
 	int_list_free(&o->tids);
 	int_list_free(&o->cpus);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "parse.h"
+#include "report_filter.h"
 
 struct top_opts {
 	struct int_list pids, tids, cpus;
@@ -25,6 +26,9 @@ struct top_opts {
 	bool spans, offcpu;	/* --spans: the span table; --off-cpu adds where spans blocked */
 	const char **span_texts; /* --span, as record's */
 	int nr_spans;
+	/* --comms, --dsos, --symbols, as perf top's (report's rules); --percent-limit */
+	struct report_filter filter;
+	double min_pct;
 	int verbose;
 };
 

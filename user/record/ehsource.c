@@ -246,10 +246,14 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	return idle_ms;
 }
 
-/* With -p, the side-band is still the whole host's: the others' tables would be built for nothing. */
+/*
+ * With -p, the side-band is still the whole host's: the others' tables would
+ * be built for nothing.  With -- CMD only CMD's tree's reaches here
+ * (source_samples.c), all of it wanted.
+ */
 static bool wanted(const struct eh_source *s, __u32 pid)
 {
-	return !s->pids || int_list_has(s->pids, pid);
+	return !s->pids || s->skel->rodata->filter_mode == SP_FILTER_TREE || int_list_has(s->pids, pid);
 }
 
 void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)

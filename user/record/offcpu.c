@@ -15,6 +15,7 @@
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "perf_sample.h"
+#include "target.h"
 #include "util.h"
 #include "sched_codec.h"
 #include "waker_codec.h"
@@ -48,6 +49,9 @@ struct offcpu_set {
 	bool eh;		    /* user chains in offustacks */
 	const __u64 *sorted_ns;	    /* offcpu_opts */
 	bool stamp_late;
+	struct target *target;
+	int (*outsider)(void *arg, __u32 pid, __u64 time);
+	void *outsider_arg;
 	struct offcpu_stats st;
 };
 
@@ -342,6 +346,14 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev, _
 		/* A thread's: who it is. */
 		memcpy(rec.comm, w->comm, sizeof(rec.comm));
 		rec.comm[sizeof(rec.comm) - 1] = 0;
+		/* Outside the target, its process was never synthesized: named now, before it. */
+		if (s->outsider && w->pid &&
+		    !target__has(s->target, s->target->mode == SP_FILTER_TID ? w->tid : w->pid)) {
+			int e = s->outsider(s->outsider_arg, w->pid, time);
+
+			if (e)
+				return e;
+		}
 	} else {
 		/* An interrupt has no thread: the task it interrupted is not the waker. */
 		smp.pid = smp.tid = 0;
@@ -441,6 +453,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	s->sched = o->sched;
 	s->sorted_ns = o->sorted_ns;
 	s->stamp_late = o->stamp_late;
+	s->target = o->target;
+	s->outsider = o->target ? o->outsider : NULL;
+	s->outsider_arg = o->outsider_arg;
 	locate_syms(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
@@ -459,7 +474,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	/* The ring holds at least `entries` blocks: a power of two of pages. */
 	while (ring < o->entries * (sizeof(struct sp_offcpu_event) + 8))
 		ring <<= 1;
-	s->skel->rodata->filter_mode = o->filter_mode;
+	s->skel->rodata->filter_mode = o->target ? o->target->mode : SP_FILTER_NONE;
 	s->skel->rodata->cpu_filter = o->cpus && o->cpus->n;
 	s->skel->rodata->thresh_ns = o->thresh_ns;
 	s->skel->rodata->ring_size = ring;
@@ -503,13 +518,18 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
 	}
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
-	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
+	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		set_errorf(err, errlen, e, "cannot share the BPF filter with the off-CPU program: %s", strerror(-e));
+		goto cleanup;
+	}
 	e = offcpu_bpf__load(s->skel);
 	if (e) {
 		set_errorf(err, errlen, e, "cannot load the off-CPU BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;
 	}
-	if (o->filter && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.filter), o->filter->v, o->filter->n, 0))) {
+	e = target__loaded(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
 		set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
 		goto cleanup;
 	}

@@ -21,6 +21,7 @@ struct pd_sink;
 
 struct record_opts {
 	struct int_list pids, tids, cpus;
+	bool all_cpus;		/* -a: the whole host, -- CMD too (only while CMD runs) */
 	uint64_t freq, period;	/* one of them; freq defaults to 999 */
 	const char *events;	/* -e, NULL: cycles with cpu-clock fallback */
 	bool callgraph;		/* -g or --call-graph */
@@ -79,7 +80,7 @@ struct record_opts {
 	int (*on_pass)(void *arg);
 	int wake_fd;
 	void *on_switch_arg;
-	char **cmd;		/* after --, NULL-terminated */
+	char **cmd;		/* after --, NULL-terminated: without -a, -p, -t or -C, CMD and its children only */
 	int verbose;
 };
 

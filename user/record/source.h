@@ -39,6 +39,7 @@ struct counter_set;
 struct otel_record;
 struct sp_features;
 struct run;
+struct target;
 struct perf_event_attr;
 struct pd_meta;
 
@@ -74,6 +75,7 @@ struct rec_ctx {
 	struct buildid_cache *bcache;	 /* containers' files */
 	struct jit_maps *jits;		 /* containers' JITs' /tmp/perf-PID.map */
 	struct run *run;		 /* -- CMD */
+	struct target *target;		 /* -p, -t, or CMD's tree: the BPF filter every program shares */
 	struct counter_set *cs;		 /* span counters, from the counters source */
 	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */
 	/* The tracking event (the first sampling event): side-band records take its layout. */

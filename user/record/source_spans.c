@@ -55,6 +55,7 @@ static int open_set(struct spans *s)
 	}
 	counters__map_fds(s->ctx->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
 	so.threads_fd = bpf_map__fd(s->ctx->skel->maps.threads);
+	so.target = s->ctx->target;
 	e = span_set__open(&s->set, &so, err, sizeof(err));
 	if (e)
 		pr_err("%s", err);

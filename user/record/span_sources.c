@@ -14,6 +14,7 @@
 #include "libbpf_setup.h"
 #include "span_codec.h"
 #include "span_sources.h"
+#include "target.h"
 #include "elf_syms.h"
 #include "log.h"
 #include "util.h"
@@ -387,9 +388,20 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 			goto cleanup;
 		}
 	}
+	s->skel->rodata->filter_mode = o->target ? o->target->mode : SP_FILTER_NONE;
+	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		fail(err, errlen, "cannot share the BPF filter with the span programs: %s", strerror(-e));
+		goto cleanup;
+	}
 	e = spans_bpf__load(s->skel);
 	if (e) {
 		fail(err, errlen, "cannot load the span programs: %s", libbpf_explain(e));
+		goto cleanup;
+	}
+	e = target__loaded(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		fail(err, errlen, "cannot fill the span programs' filter: %s", strerror(-e));
 		goto cleanup;
 	}
 	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, "span ring buffer", err, errlen);

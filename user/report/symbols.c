@@ -12,6 +12,7 @@
 
 #include "buildid.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
@@ -124,6 +125,7 @@ static void add_plt_of(struct elf_syms *t, const char *build_id, const char *fil
 {
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
+	struct elf_budget b;
 	int fd;
 	Elf *elf;
 
@@ -137,11 +139,10 @@ static void add_plt_of(struct elf_syms *t, const char *build_id, const char *fil
 	fd = open_regular(file);
 	if (fd < 0)
 		return;
-	elf = elf_open_read(fd);
+	elf = elf_budget_begin(&b, fd, true, ELF_BUDGET_SYMS, file);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
-		elf_syms__add_plt(t, elf);
-	if (elf)
-		elf_end(elf);
+		elf_syms__add_plt(t, &b);
+	elf_budget_end(&b);
 	close(fd);
 }
 
