@@ -30,8 +30,9 @@ ln -sfn "$(pwd)/bindings/go" "$out/go/src/spanperf"
 export PKG_CONFIG_PATH="$(pwd)/$out/lib" GOCACHE="$(pwd)/$out/go/cache"
 gopath() { GO111MODULE=off GOFLAGS= GOPATH="/usr/share/gocode:$(pwd)/$out/go" "$@"; }
 if [ "${1:-}" = -c ]; then
-	gopath go test -c -o "$2-otel" spanperf/otelperf
-	cd bindings/go && exec env GOFLAGS=-mod=mod GOPROXY=off go test -c -o "$2" .
+	case $2 in /*) bin=$2 ;; *) bin=$(pwd)/$2 ;; esac
+	gopath go test -c -o "$bin-otel" spanperf/otelperf
+	cd bindings/go && exec env GOFLAGS=-mod=mod GOPROXY=off go test -c -o "$bin" .
 fi
 pkgs="spanperf spanperf/otelperf spanperf/otperf spanperf/ebpftest"
 gopath go vet $pkgs
