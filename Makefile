@@ -78,7 +78,7 @@ CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
-	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example
+	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example $(OUTPUT)/examples/seeds
 
 .DELETE_ON_ERROR:
 # Keep the BPF objects that make would delete as intermediates of the skeletons.
@@ -268,6 +268,12 @@ $(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-inline -Wall -Wextra -iquote include $< -o $@ -lpthread \
 		-Wl,--export-dynamic-symbol=otel_thread_ctx_v1
+
+# The seeds' README examples in C, built against the library as an application links it.
+$(OUTPUT)/examples/seeds: examples/seeds.c $(LIB_OUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -Wall -Wextra -Iinclude $< -L$(OUTPUT)/lib -lspanperf -Wl,-rpath,$(CURDIR)/$(OUTPUT)/lib -pthread -o $@
 
 # The OTEP 4947 writer's example, built as its comment tells users to.
 $(OUTPUT)/examples/otel_ctx_example: examples/otel_ctx_example.c include/otel_thread_ctx.h include/otel_process_ctx.h

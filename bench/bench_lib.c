@@ -27,7 +27,7 @@
 #include "spanperf/spanperf.h"
 
 #define GROUP "task-clock,context-switches,page-faults"
-#define NCASES 9
+#define NCASES 11
 #define MAX_CALLS 100000
 
 static uint64_t now_ns(void)
@@ -70,6 +70,9 @@ struct bench {
 	long long papi_vals[3];
 #endif
 	bool papi_ok;
+	struct spanperf_sampler_spec spec; /* cycles, else cpu-clock: a sampler on every CPU (root) */
+	bool sampler_ok;
+	struct spanperf_value vals[16];
 	double diff[MAX_CALLS];
 	char papi_why[1400];
 };
@@ -148,6 +151,17 @@ static double run_case(struct bench *b, int k, long calls)
 		}
 		qsort(b->diff, (size_t)i, sizeof(double), cmp_double);
 		return b->diff[i / 2];
+	case 9: /* a sampler on every CPU opened and closed, no program (perfevent's OpenAll + Close) */
+		if (!b->sampler_ok)
+			return -1;
+		calls = calls / 20 ? calls / 20 : 1;
+		for (i = 0; i < calls; i++)
+			spanperf_sampler_close(spanperf_sampler_open(&b->spec, -1, SPANPERF_DEFERRED_ENABLE));
+		break;
+	case 10: /* the group read with its times (perf-utils' profiles) */
+		for (i = 0; i < calls; i++)
+			spanperf_counters_read_values(b->grp, b->vals);
+		break;
 	}
 	return (double)(now_ns() - t0) / (double)calls;
 }
@@ -155,6 +169,7 @@ static double run_case(struct bench *b, int k, long calls)
 static const char *const case_names[NCASES] = {
 	"spanperf_read_3", "raw_read_3", "papi_read_3", "spanperf_read_task_clock",
 	"raw_read_task_clock", "span_begin_end_3", "clock_gettime", "getppid", "span_beyond_two_reads",
+	"sampler_open_close", "read_values_3",
 };
 
 static void setup_papi(struct bench *b)
@@ -222,6 +237,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setup_papi(&b);
+	if (spanperf_probe_cycles(99, &b.spec) >= 0) {
+		struct spanperf_sampler *s = spanperf_sampler_open(&b.spec, -1, SPANPERF_DEFERRED_ENABLE);
+
+		b.sampler_ok = s != NULL;
+		spanperf_sampler_close(s);
+	}
 	/* Warm up: the first span opens the thread's counters. */
 	for (int k = 0; k < NCASES; k++)
 		run_case(&b, k, 1000);

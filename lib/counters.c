@@ -53,15 +53,17 @@ __attribute__((constructor)) static void sp_init(void)
 	pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-enum sp_path { PATH_READ, PATH_RDPMC, PATH_MMAP, PATH_RUSAGE };
-static const char *const path_names[] = { "read", "rdpmc", "mmap", "rusage" };
+enum sp_path { PATH_READ, PATH_RDPMC, PATH_MMAP, PATH_RUSAGE, PATH_NONE };
+static const char *const path_names[] = { "read", "rdpmc", "mmap", "rusage", "none" };
 
 struct sp_event {
 	char name[EV_NAME_LEN];
 	const char *unit;
-	int fd; /* -1: counted by getrusage */
+	int fd; /* -1: counted by getrusage, or not at all (missing) */
 	enum sp_path path;
 	bool clock, hw;
+	bool missing; /* SPANPERF_SKIP_UNCOUNTABLE left it out: why says why, reads give 0 */
+	char *why;
 	struct perf_event_mmap_page *page;
 };
 
@@ -69,9 +71,11 @@ struct spanperf_counters {
 	int n, nr_group; /* events; those in the perf group, in order */
 	int leader;	 /* fd */
 	bool inherit, fast, rusage;
+	bool target;	/* another pid or a CPU: never the owner's no-syscall paths */
+	bool disabled;	/* by spanperf_counters_disable: getrusage's count is frozen too */
 	unsigned gen;
 	const char *owner;
-	uint64_t rusage_base;
+	uint64_t rusage_base, rusage_frozen;
 	size_t page_size;
 	uint64_t *buf; /* the group read: nr, time_enabled, time_running, values */
 	struct sp_event ev[];
@@ -182,11 +186,14 @@ static uint64_t scale(uint64_t v, uint64_t enabled, uint64_t running)
  */
 static void choose_paths(struct spanperf_counters *c)
 {
-	bool fast = SP_HAVE_USER_READS && !c->inherit && !c->rusage && !getenv("SPANPERF_NO_USER_READS");
+	bool fast = SP_HAVE_USER_READS && !c->inherit && !c->rusage && !c->target &&
+		    !getenv("SPANPERF_NO_USER_READS");
 
 	for (int i = 0; i < c->n && fast; i++) {
 		const struct perf_event_mmap_page *pc = c->ev[i].page;
 
+		if (c->ev[i].missing)
+			continue;
 		if (!pc)
 			fast = false;
 		else if (c->ev[i].clock)
@@ -199,7 +206,8 @@ static void choose_paths(struct spanperf_counters *c)
 	}
 	c->fast = fast;
 	for (int i = 0; i < c->n; i++)
-		c->ev[i].path = c->ev[i].fd < 0 ? PATH_RUSAGE
+		c->ev[i].path = c->ev[i].missing ? PATH_NONE
+				: c->ev[i].fd < 0 ? PATH_RUSAGE
 				: !fast		? PATH_READ
 				: c->ev[i].clock ? PATH_MMAP
 						 : PATH_RDPMC;
@@ -214,20 +222,52 @@ void spanperf_counters_close(struct spanperf_counters *c)
 			munmap(c->ev[i].page, c->page_size);
 		if (c->ev[i].fd >= 0)
 			close(c->ev[i].fd);
+		free(c->ev[i].why);
 	}
 	free(c->buf);
 	free(c);
 }
 
-struct spanperf_counters *spanperf_counters_open(const char *events, unsigned flags)
+/* Whether open's errno is this event being uncountable here, not the process running out of something. */
+static bool uncountable(int err)
+{
+	return err != EMFILE && err != ENFILE && err != ENOMEM && err != ESRCH && err != EINTR;
+}
+
+/* The sentence for a refused open of another pid or a CPU: perf's permission rules. */
+static int target_error(const struct event_spec *ev, int pid, int cpu, int err)
+{
+	if (err == ESRCH)
+		return sp_fail(-err, "event '%s' cannot count pid %d: no such process or thread", ev->name, pid);
+	if ((err == EACCES || err == EPERM) && cpu >= 0 && pid < 0)
+		return sp_fail(-err,
+			       "event '%s' cannot count all of CPU %d: perf_event_paranoid %d allows that only to a process with CAP_PERFMON (or at paranoid <= 0)",
+			       ev->name, cpu, paranoid_level());
+	if (err == EACCES || err == EPERM)
+		return sp_fail(-err,
+			       "event '%s' cannot count pid %d: perf allows another process only to a caller that may ptrace it (same user, or CAP_PERFMON/CAP_SYS_PTRACE; perf_event_paranoid %d)",
+			       ev->name, pid, paranoid_level());
+	if (err == ENODEV || err == EINVAL)
+		if (cpu >= 0)
+			return sp_fail(-err, "event '%s' cannot count CPU %d: it is offline or does not exist (%s)",
+				       ev->name, cpu, strerror(err));
+	return 0;
+}
+
+static struct spanperf_counters *counters_open(const char *events, unsigned flags, int pid, int cpu)
 {
 	struct spanperf_counters *c = NULL;
 	struct event_spec *evs = NULL;
+	bool target = pid != 0 || cpu >= 0, skip = flags & SPANPERF_SKIP_UNCOUNTABLE;
 	char err[256] = "";
-	int n = 0, r;
+	int n = 0, r, counted = 0;
 
-	if (flags & ~(SPANPERF_KERNEL | SPANPERF_INHERIT)) {
+	if (flags & ~(SPANPERF_KERNEL | SPANPERF_INHERIT | SPANPERF_SKIP_UNCOUNTABLE)) {
 		sp_fail(-EINVAL, "flags 0x%x have bits spanperf_counters_open does not know", flags);
+		return NULL;
+	}
+	if (pid < -1 || cpu < -1 || (pid == -1 && cpu == -1)) {
+		sp_fail(-EINVAL, "pid %d with cpu %d is no target perf counts (pid -1 needs a CPU)", pid, cpu);
 		return NULL;
 	}
 	r = event_list_parse(events, &evs, &n, err, sizeof(err));
@@ -248,8 +288,9 @@ struct spanperf_counters *spanperf_counters_open(const char *events, unsigned fl
 	c->n = n;
 	c->leader = -1;
 	c->inherit = flags & SPANPERF_INHERIT;
+	c->target = target;
 	c->gen = __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED);
-	c->owner = &thread_anchor;
+	c->owner = target ? NULL : &thread_anchor;
 	c->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	for (int i = 0; i < n; i++)
 		c->ev[i].fd = -1;
@@ -279,7 +320,7 @@ struct spanperf_counters *spanperf_counters_open(const char *events, unsigned fl
 			a.exclude_kernel = kernel_only(&a) ? 0 : !(flags & SPANPERF_KERNEL);
 			a.exclude_hv = a.exclude_kernel;
 		}
-		fd = sys_perf_event_open(&a, 0, -1, c->leader, PERF_FLAG_FD_CLOEXEC);
+		fd = sys_perf_event_open(&a, pid, cpu, c->leader, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
 			int e_no = errno;
 
@@ -288,26 +329,38 @@ struct spanperf_counters *spanperf_counters_open(const char *events, unsigned fl
 			 * thread's own switch counts are the same switches.
 			 */
 			if ((e_no == EACCES || e_no == EPERM) && a.type == PERF_TYPE_SOFTWARE &&
-			    a.config == PERF_COUNT_SW_CONTEXT_SWITCHES && !mods && !c->inherit) {
+			    a.config == PERF_COUNT_SW_CONTEXT_SWITCHES && !mods && !c->inherit && !target) {
 				c->rusage = true;
+				counted++;
 				continue;
 			}
 			if ((e_no == EACCES || e_no == EPERM) && c->inherit && kernel_only(&a) &&
-			    a.config == PERF_COUNT_SW_CONTEXT_SWITCHES) {
+			    a.config == PERF_COUNT_SW_CONTEXT_SWITCHES && !target) {
 				sp_fail(-e_no,
 					"event '%s' with SPANPERF_INHERIT needs kernel-mode counting, which perf_event_paranoid %d refuses without CAP_PERFMON (without INHERIT it is read from getrusage)",
 					e->name, paranoid_level());
-				goto fail;
+			} else if (!target || !target_error(&evs[i], pid, cpu, e_no)) {
+				open_error(&evs[i], &a, e_no);
 			}
-			open_error(&evs[i], &a, e_no);
+			/* A target that is gone or refused is refused for every event: no skipping that. */
+			if (skip && uncountable(e_no) && !(target && (e_no == EACCES || e_no == EPERM))) {
+				e->missing = true;
+				e->why = strdup(spanperf_strerror());
+				if (!e->why) {
+					sp_fail(-ENOMEM, "out of memory opening '%.60s'", events);
+					goto fail;
+				}
+				continue;
+			}
 			goto fail;
 		}
 		e->fd = fd;
+		counted++;
 		if (c->leader < 0)
 			c->leader = fd;
 		c->nr_group++;
 		/* One page, no ring: the self-monitoring fields only. */
-		if (SP_HAVE_USER_READS && !c->inherit) {
+		if (SP_HAVE_USER_READS && !c->inherit && !target) {
 			void *p = mmap(NULL, c->page_size, PROT_READ, MAP_SHARED, fd, 0);
 
 			e->page = p == MAP_FAILED ? NULL : p;
@@ -325,8 +378,8 @@ struct spanperf_counters *spanperf_counters_open(const char *events, unsigned fl
 		goto fail;
 	}
 	choose_paths(c);
+	(void)counted;
 	free(evs);
-	last_err[0] = 0;
 	return c;
 fail:
 	r = errno;
@@ -338,28 +391,52 @@ cleanup:
 	return c;
 }
 
-static int read_fast(struct spanperf_counters *c, uint64_t *values)
+struct spanperf_counters *spanperf_counters_open(const char *events, unsigned flags)
+{
+	return counters_open(events, flags, 0, -1);
+}
+
+struct spanperf_counters *spanperf_counters_open_target(const char *events, unsigned flags, int pid, int cpu)
+{
+	return counters_open(events, flags, pid, cpu);
+}
+
+static void put(uint64_t *values, struct spanperf_value *out, int i, uint64_t v, uint64_t enabled,
+		uint64_t running)
+{
+	values[i] = scale(v, enabled, running);
+	if (out) {
+		out[i].value = values[i];
+		out[i].raw = v;
+		out[i].time_enabled = enabled;
+		out[i].time_running = running;
+	}
+}
+
+static int read_fast(struct spanperf_counters *c, uint64_t *values, struct spanperf_value *out)
 {
 	for (int i = 0; i < c->n; i++) {
 		struct sp_event *e = &c->ev[i];
 		struct page_snap s;
 
+		if (e->missing)
+			continue;
 		page_read(e->page, !e->clock, sp_rdtsc, sp_rdpmc, &s);
 		if (e->clock) {
 			/* A task's clock runs exactly while it is enabled on this thread. */
-			values[i] = s.enabled;
+			put(values, out, i, s.enabled, s.enabled, s.enabled);
 			continue;
 		}
 		if (!s.index)
 			return -EAGAIN; /* off the PMU right now: the kernel has the count */
 		if (!s.running && s.enabled)
 			return sp_fail(-ENODATA, "event '%s' has not run since the handle was opened", e->name);
-		values[i] = scale(s.count, s.enabled, s.running);
+		put(values, out, i, s.count, s.enabled, s.running);
 	}
 	return 0;
 }
 
-static int read_each(struct spanperf_counters *c, uint64_t *values)
+static int read_each(struct spanperf_counters *c, uint64_t *values, struct spanperf_value *out)
 {
 	for (int i = 0; i < c->n; i++) {
 		uint64_t v[3];
@@ -373,12 +450,12 @@ static int read_each(struct spanperf_counters *c, uint64_t *values)
 			return sp_fail(-ENODATA,
 				       "event '%s' has not been on the PMU since the handle was opened (multiplexed out)",
 				       c->ev[i].name);
-		values[i] = scale(v[0], v[1], v[2]);
+		put(values, out, i, v[0], v[1], v[2]);
 	}
 	return 0;
 }
 
-static int read_group(struct spanperf_counters *c, uint64_t *values)
+static int read_group(struct spanperf_counters *c, uint64_t *values, struct spanperf_value *out)
 {
 	size_t want = (3 + (size_t)c->nr_group) * sizeof(uint64_t);
 	ssize_t got = read(c->leader, c->buf, want);
@@ -390,17 +467,18 @@ static int read_group(struct spanperf_counters *c, uint64_t *values)
 			       got < 0 ? strerror(errno) : "short read");
 	enabled = c->buf[1];
 	running = c->buf[2];
+	/* A disabled group that never ran reads 0, not an error: it was told not to run. */
 	if (!running && enabled)
 		return sp_fail(-ENODATA,
 			       "events of '%s' have not been on the PMU since the handle was opened (multiplexed out)",
 			       c->ev[0].name);
 	for (int i = 0; i < c->n; i++)
 		if (c->ev[i].fd >= 0)
-			values[i] = scale(c->buf[3 + k++], enabled, running);
+			put(values, out, i, c->buf[3 + k++], enabled, running);
 	return 0;
 }
 
-int spanperf_counters_read(struct spanperf_counters *c, uint64_t *values)
+static int counters_read(struct spanperf_counters *c, uint64_t *values, struct spanperf_value *out)
 {
 	bool own;
 	int r;
@@ -411,8 +489,11 @@ int spanperf_counters_read(struct spanperf_counters *c, uint64_t *values)
 		return sp_fail(-ECHILD,
 			       "this handle was opened before fork() and counts the parent's thread; open one in the child");
 	own = c->owner == &thread_anchor;
-	if (c->fast && own) {
-		r = read_fast(c, values);
+	for (int i = 0; i < c->n; i++)
+		if (c->ev[i].missing)
+			put(values, out, i, 0, 0, 0);
+	if (c->fast && own && !c->disabled) {
+		r = read_fast(c, values, out);
 		if (r != -EAGAIN)
 			return r;
 	}
@@ -420,15 +501,99 @@ int spanperf_counters_read(struct spanperf_counters *c, uint64_t *values)
 		if (!own)
 			return sp_fail(-EINVAL,
 				       "context-switches is read from getrusage(RUSAGE_THREAD) here, so only the thread that opened the handle can read it");
-		uint64_t sw = rusage_switches() - c->rusage_base;
+		uint64_t sw = c->disabled ? c->rusage_frozen : rusage_switches() - c->rusage_base;
 
 		for (int i = 0; i < c->n; i++)
-			if (c->ev[i].fd < 0)
-				values[i] = sw;
+			if (c->ev[i].fd < 0 && !c->ev[i].missing)
+				put(values, out, i, sw, 0, 0);
 	}
 	if (!c->nr_group)
 		return 0;
-	return c->inherit ? read_each(c, values) : read_group(c, values);
+	return c->inherit ? read_each(c, values, out) : read_group(c, values, out);
+}
+
+int spanperf_counters_read(struct spanperf_counters *c, uint64_t *values)
+{
+	return counters_read(c, values, NULL);
+}
+
+int spanperf_counters_read_values(struct spanperf_counters *c, struct spanperf_value *out)
+{
+	uint64_t values[SPANPERF_MAX_COUNTERS];
+
+	if (!out)
+		return sp_fail(-EINVAL, "spanperf_counters_read_values was given a NULL array");
+	return counters_read(c, values, out);
+}
+
+/* One ioctl on the group (or each event, inherited) for enable, disable and reset. */
+static int group_ioctl(struct spanperf_counters *c, unsigned long req, const char *what)
+{
+	if (!c)
+		return sp_fail(-EINVAL, "spanperf_counters_%s was given a NULL handle", what);
+	if (c->gen != __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED))
+		return sp_fail(-ECHILD, "this handle was opened before fork() and counts the parent's thread");
+	for (int i = 0; i < c->n; i++) {
+		int fd = c->ev[i].fd;
+
+		if (fd < 0 || (!c->inherit && fd != c->leader))
+			continue;
+		if (ioctl(fd, req, c->inherit ? 0 : PERF_IOC_FLAG_GROUP))
+			return sp_fail(-errno, "events of '%s' cannot be %s: %s", c->ev[i].name,
+				       req == PERF_EVENT_IOC_RESET ? "reset" : what, strerror(errno));
+	}
+	return 0;
+}
+
+int spanperf_counters_enable(struct spanperf_counters *c)
+{
+	int r = group_ioctl(c, PERF_EVENT_IOC_ENABLE, "enabled");
+
+	if (!r && c->disabled) {
+		/* getrusage cannot stop: the switches while disabled are taken out of the base. */
+		if (c->rusage)
+			c->rusage_base = rusage_switches() - c->rusage_frozen;
+		c->disabled = false;
+	}
+	return r;
+}
+
+int spanperf_counters_disable(struct spanperf_counters *c)
+{
+	int r = group_ioctl(c, PERF_EVENT_IOC_DISABLE, "disabled");
+
+	if (!r && !c->disabled) {
+		if (c->rusage)
+			c->rusage_frozen = rusage_switches() - c->rusage_base;
+		c->disabled = true;
+	}
+	return r;
+}
+
+int spanperf_counters_reset(struct spanperf_counters *c)
+{
+	int r = group_ioctl(c, PERF_EVENT_IOC_RESET, "reset");
+
+	/* The page's clocks are time_enabled, which a reset leaves: read(2) from now on. */
+	if (!r)
+		c->fast = false;
+	if (!r && c->rusage) {
+		c->rusage_base = rusage_switches();
+		c->rusage_frozen = 0;
+	}
+	return r;
+}
+
+int spanperf_counters_counted(const struct spanperf_counters *c, int i)
+{
+	return c && i >= 0 && i < c->n ? !c->ev[i].missing : -1;
+}
+
+const char *spanperf_counters_why(const struct spanperf_counters *c, int i)
+{
+	if (!c || i < 0 || i >= c->n)
+		return NULL;
+	return c->ev[i].missing ? c->ev[i].why : "";
 }
 
 int spanperf_counters_count(const struct spanperf_counters *c)

@@ -30,6 +30,8 @@
 #define DEFAULT_EVENTS "task-clock,context-switches,page-faults"
 /* key_index of OTEL_SPAN_NAME_KEY in the key map this library publishes (OTEP 4719). */
 #define NAME_KEY 0
+/* key_index of "span.parent_id": the enclosing span's id in hex, so a recording sees the nesting. */
+#define PARENT_KEY 1
 
 struct frame {
 	struct otel_thread_ctx_record rec; /* what readers see while the span runs */
@@ -38,14 +40,28 @@ struct frame {
 	uint8_t parent[8];
 	uint64_t start_ns;
 	unsigned gen; /* fork generation of start[]: a child's span cannot use its parent's counts */
+	struct spanperf_counters *ctr; /* the thread's handle for this span's events */
 	int nctr;
 	uint64_t start[SPANPERF_MAX_COUNTERS];
 };
 
+/*
+ * A thread's handles, one per event list its spans asked for: opening costs
+ * a system call per event, a span only a read.  Eight lists per thread;
+ * beyond that the least recently used one no open span holds is closed.
+ */
+#define MAX_SETS 8
+
+struct ctr_set {
+	char *events; /* NULL: the slot is free */
+	struct spanperf_counters *ctr; /* NULL: opening failed, and said why once */
+	uint64_t used;
+};
+
 struct thread_state {
-	struct spanperf_counters *ctr;
-	unsigned gen; /* of ctr */
-	bool tried;   /* opened, or failed and said why: not again at every span */
+	struct ctr_set sets[MAX_SETS];
+	uint64_t clock; /* bumped at each lookup, for least recently used */
+	unsigned gen; /* fork generation of the handles */
 	int depth;
 	int tid;
 	uint64_t rng;
@@ -84,7 +100,10 @@ static void thread_gone(void *p)
 	/* Nothing may point into frames about to be freed. */
 	if (st->depth)
 		otel_thread_ctx_swap(NULL);
-	spanperf_counters_close(st->ctr);
+	for (int i = 0; i < MAX_SETS; i++) {
+		spanperf_counters_close(st->sets[i].ctr);
+		free(st->sets[i].events);
+	}
 	for (int i = 0; i < MAX_DEPTH; i++)
 		free(st->frames[i]);
 	sbuf_free(&st->line);
@@ -166,7 +185,7 @@ static bool pctx_off; /* SPANPERF_PROCESS_CTX=0, read once */
 
 static void publish_process_ctx(void)
 {
-	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, NULL };
+	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, "span.parent_id", NULL };
 	const char *resource[] = { "service.name", service, NULL };
 
 	/* Once per process: every span after the first pays one compare. */
@@ -215,28 +234,78 @@ int spanperf_spans_export(const char *path)
 	return 0;
 }
 
-static struct spanperf_counters *thread_counters(struct thread_state *st)
+static void drop_sets(struct thread_state *st)
 {
-	unsigned gen = __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED);
-
-	if (st->gen != gen) {
-		/* A forked child's copy counts the parent's thread. */
-		spanperf_counters_close(st->ctr);
-		st->ctr = NULL;
-		st->tried = false;
-		st->gen = gen;
+	for (int i = 0; i < MAX_SETS; i++) {
+		spanperf_counters_close(st->sets[i].ctr);
+		free(st->sets[i].events);
+		st->sets[i] = (struct ctr_set){ 0 };
 	}
-	if (!st->tried) {
-		const char *ev = getenv("SPANPERF_EVENTS");
-
-		st->tried = true;
-		st->ctr = spanperf_counters_open(ev && *ev ? ev : DEFAULT_EVENTS, 0);
-	}
-	return st->ctr;
 }
 
-int spanperf_span_begin_ids(const char *name, const uint8_t trace_id[16], const uint8_t span_id[8],
-			    uint8_t trace_flags)
+static bool set_in_use(const struct thread_state *st, const struct spanperf_counters *c)
+{
+	for (int d = 0; d < st->depth; d++)
+		if (c && st->frames[d]->ctr == c)
+			return true;
+	return false;
+}
+
+/*
+ * The thread's handle for events (NULL: SPANPERF_EVENTS, else the default),
+ * opened at first use with SPANPERF_SKIP_UNCOUNTABLE so that one event the
+ * machine cannot count never takes the others with it.
+ */
+static struct spanperf_counters *thread_counters(struct thread_state *st, const char *events)
+{
+	unsigned gen = __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED);
+	struct ctr_set *slot = NULL;
+
+	if (st->gen != gen) {
+		/* A forked child's copies count the parent's thread. */
+		drop_sets(st);
+		st->gen = gen;
+	}
+	if (!events || !*events) {
+		const char *ev = getenv("SPANPERF_EVENTS");
+
+		events = ev && *ev ? ev : DEFAULT_EVENTS;
+	}
+	st->clock++;
+	for (int i = 0; i < MAX_SETS; i++) {
+		struct ctr_set *e = &st->sets[i];
+
+		if (e->events && !strcmp(e->events, events)) {
+			e->used = st->clock;
+			return e->ctr;
+		}
+		if (!e->events && !slot)
+			slot = e;
+	}
+	if (!slot)
+		for (int i = 0; i < MAX_SETS; i++) {
+			struct ctr_set *e = &st->sets[i];
+
+			if (!set_in_use(st, e->ctr) && (!slot || e->used < slot->used))
+				slot = e;
+		}
+	if (!slot) {
+		sp_fail(-EBUSY, "a span on this thread asks for a %dth event list while %d others are in open spans",
+			MAX_SETS + 1, MAX_SETS);
+		return NULL;
+	}
+	spanperf_counters_close(slot->ctr);
+	free(slot->events);
+	slot->events = strdup(events);
+	slot->used = st->clock;
+	slot->ctr = slot->events ? spanperf_counters_open(events, SPANPERF_SKIP_UNCOUNTABLE) : NULL;
+	return slot->ctr;
+}
+
+static void hex(char *out, const uint8_t *p, size_t n);
+
+static int span_begin(const char *name, const char *events, const uint8_t trace_id[16],
+		      const uint8_t span_id[8], uint8_t trace_flags)
 {
 	struct otel_thread_ctx_record *cur = otel_thread_ctx_v1;
 	struct thread_state *st;
@@ -294,8 +363,19 @@ int spanperf_span_begin_ids(const char *name, const uint8_t trace_id[16], const 
 	f->name[len] = 0;
 	otel_thread_ctx_record_init(&f->rec, trace, span, trace_flags);
 	otel_thread_ctx_record_add_attr(&f->rec, NAME_KEY, f->name, len);
+	{
+		static const uint8_t none[8];
 
-	ctr = thread_counters(st);
+		if (memcmp(f->parent, none, 8)) {
+			char hx[17];
+
+			hex(hx, f->parent, 8);
+			otel_thread_ctx_record_add_attr(&f->rec, PARENT_KEY, hx, 16);
+		}
+	}
+
+	ctr = thread_counters(st, events);
+	f->ctr = ctr;
 	f->gen = st->gen;
 	f->nctr = ctr ? spanperf_counters_count(ctr) : 0;
 	/*
@@ -313,9 +393,26 @@ int spanperf_span_begin_ids(const char *name, const uint8_t trace_id[16], const 
 	return 0;
 }
 
+int spanperf_span_begin_ids(const char *name, const uint8_t trace_id[16], const uint8_t span_id[8],
+			    uint8_t trace_flags)
+{
+	return span_begin(name, NULL, trace_id, span_id, trace_flags);
+}
+
 int spanperf_span_begin(const char *name)
 {
-	return spanperf_span_begin_ids(name, NULL, NULL, 0);
+	return span_begin(name, NULL, NULL, NULL, 0);
+}
+
+int spanperf_span_begin_events(const char *name, const char *events)
+{
+	return span_begin(name, events, NULL, NULL, 0);
+}
+
+int spanperf_span_begin_events_ids(const char *name, const char *events, const uint8_t trace_id[16],
+				   const uint8_t span_id[8], uint8_t trace_flags)
+{
+	return span_begin(name, events, trace_id, span_id, trace_flags);
 }
 
 static void hex(char *out, const uint8_t *p, size_t n)
@@ -348,8 +445,12 @@ static void attr_name(char *out, size_t len, const char *ev, bool clock)
 	out[k] = 0;
 }
 
-static void export_span(struct thread_state *st, const struct spanperf_span *s,
-			const struct spanperf_counters *ctr)
+static bool is_clock(const char *ev)
+{
+	return !strncmp(ev, "task-clock", 10) || !strncmp(ev, "cpu-clock", 9);
+}
+
+static void export_span(struct thread_state *st, const struct spanperf_span *s)
 {
 	char trace[33], span[17], parent[17], key[160];
 	struct sbuf *b = &st->line;
@@ -381,7 +482,7 @@ static void export_span(struct thread_state *st, const struct spanperf_span *s,
 		    (unsigned long long)((int64_t)s->start_ns + off), (unsigned long long)((int64_t)s->end_ns + off));
 	sbuf_printf(b, "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"%d\"}}", st->tid);
 	for (int i = 0; i < s->nr_counters; i++) {
-		bool clock = !strcmp(spanperf_counters_unit(ctr, i), "msec");
+		bool clock = is_clock(s->counter_names[i]);
 
 		attr_name(key, sizeof(key), s->counter_names[i], clock);
 		/* The OTLP JSON mapping: int64 as a string; the clocks in ms as the OTLP writer gives them. */
@@ -390,6 +491,13 @@ static void export_span(struct thread_state *st, const struct spanperf_span *s,
 		else
 			sbuf_printf(b, ",{\"key\":\"%s\",\"value\":{\"intValue\":\"%llu\"}}", key,
 				    (unsigned long long)s->deltas[i]);
+	}
+	if (s->nr_unavailable) {
+		/* What the machine could not count, as the Go binding's attribute says it. */
+		sbuf_printf(b, ",{\"key\":\"perf.unavailable\",\"value\":{\"stringValue\":\"");
+		for (int i = 0; i < s->nr_unavailable; i++)
+			sbuf_printf(b, "%s%s", i ? "," : "", s->unavailable[i]);
+		sbuf_printf(b, "\"}}");
 	}
 	sbuf_printf(b, "]}]}]}]}\n");
 	if (b->err) {
@@ -426,7 +534,7 @@ int spanperf_span_end_id(const uint8_t span_id[8], struct spanperf_span *out)
 		return sp_fail(-ESRCH, "spanperf_span_end_id: the innermost span on this thread is '%.60s', another one",
 			       f->name);
 	if (f->nctr && (f->gen != __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED) ||
-			 (r = spanperf_counters_read(st->ctr, now))))
+			 (r = spanperf_counters_read(f->ctr, now))))
 		f->nctr = 0;
 	otel_thread_ctx_swap(f->prev);
 	s->end_ns = mono_ns(); /* after the swap: see spanperf_span_begin_ids */
@@ -440,12 +548,20 @@ int spanperf_span_end_id(const uint8_t span_id[8], struct spanperf_span *out)
 	memcpy(s->parent_span_id, f->parent, 8);
 	s->start_ns = f->start_ns;
 	s->wall_ns = s->end_ns - s->start_ns;
-	s->nr_counters = f->nctr;
+	s->nr_counters = 0;
+	s->nr_unavailable = 0;
 	for (int i = 0; i < f->nctr; i++) {
-		s->counter_names[i] = spanperf_counters_name(st->ctr, i);
-		s->deltas[i] = now[i] - f->start[i];
+		const char *ev = spanperf_counters_name(f->ctr, i);
+
+		if (spanperf_counters_counted(f->ctr, i)) {
+			s->counter_names[s->nr_counters] = ev;
+			s->deltas[s->nr_counters++] = now[i] - f->start[i];
+		} else {
+			s->unavailable[s->nr_unavailable] = ev;
+			s->unavailable_why[s->nr_unavailable++] = spanperf_counters_why(f->ctr, i);
+		}
 	}
 	if (exporting)
-		export_span(st, s, st->ctr);
+		export_span(st, s);
 	return r;
 }

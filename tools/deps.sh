@@ -24,6 +24,8 @@ test="$test clickhouse-server clickhouse-client"
 test="$test nodejs"
 # libspanperf's Go binding is tested against Debian's Go OpenTelemetry SDK (GOPATH mode).
 test="$test golang-opentelemetry-otel-dev"
+# ...its OpenTracing wrapper against Debian's opentracing-go and basictracer-go, its samplers with cilium/ebpf.
+test="$test golang-github-opentracing-opentracing-go-dev golang-github-opentracing-basictracer-go-dev golang-github-cilium-ebpf-dev"
 command -v npm >/dev/null 2>&1 || test="$test npm"
 # The page tests: Debian's chromium, driven headless by playwright-core from
 # npm (the tests install it and speedscope into build/browser-node; never

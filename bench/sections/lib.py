@@ -13,6 +13,7 @@ from harness import ROOT, log, median, rounds
 
 LIB_BENCH = os.path.join(ROOT, "build", "bench", "bench_lib")
 GO_BENCH = os.path.join(ROOT, "build", "bench", "spanperf_go.test")
+GO_OTEL_BENCH = GO_BENCH + "-otel"
 
 
 def papi_word():
@@ -49,17 +50,28 @@ def run(res):
            "span_beyond_two_reads_ns": median(ns["span_beyond_two_reads"])}
     # The Go processor against the SDK's own cost per span, alternating round by round.
     if os.access(GO_BENCH, os.X_OK):
-        rows = {"BenchmarkSDKSpan": [], "BenchmarkSDKSpanWithSpanperf": [], "BenchmarkCountersRead": []}
+        rows = {"BenchmarkSDKSpan": [], "BenchmarkSDKSpanWithSpanperf": [], "BenchmarkCountersRead": [],
+                "BenchmarkSpan": [], "BenchmarkPoolCall": [], "BenchmarkSamplerOpenClose": []}
         for r in range(rounds()):
-            q = subprocess.run([GO_BENCH, "-test.run", "XXX", "-test.bench", ".", "-test.benchtime", "20000x"],
-                               capture_output=True, text=True, check=True)
-            for m in re.finditer(r"^(Benchmark\w+)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op", q.stdout, re.M):
-                rows[m.group(1)].append(float(m.group(2)))
+            # The core package (counters, spans, pool, samplers) and the OTel processor, in turn.
+            for exe, n in ((GO_BENCH, "20000x"), (GO_OTEL_BENCH, "20000x")):
+                if not os.access(exe, os.X_OK):
+                    continue
+                q = subprocess.run([exe, "-test.run", "XXX", "-test.bench", ".", "-test.benchtime", n],
+                                   capture_output=True, text=True, check=True)
+                for m in re.finditer(r"^(Benchmark\w+)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op", q.stdout, re.M):
+                    if m.group(1) in rows:
+                        rows[m.group(1)].append(float(m.group(2)))
             log("lib go round %d: %s" % (r, {k: v[-1] for k, v in rows.items() if v}))
         sdk, withp = rows["BenchmarkSDKSpan"], rows["BenchmarkSDKSpanWithSpanperf"]
-        out["go"] = {"sdk_span_ns": min(sdk), "with_spanperf_ns": min(withp), "added_ns": min(withp) - min(sdk),
-                     "counters_read_ns": min(rows["BenchmarkCountersRead"]),
-                     "added_median_of_rounds_ns": median([w - s for s, w in zip(sdk, withp)]), "rounds": len(sdk)}
+        low = lambda k: min(rows[k]) if rows[k] else None
+        out["go"] = {"counters_read_ns": low("BenchmarkCountersRead"), "span_ns": low("BenchmarkSpan"),
+                     "pool_call_ns": low("BenchmarkPoolCall"),
+                     "sampler_open_close_ns": low("BenchmarkSamplerOpenClose"), "rounds": rounds()}
+        if sdk and withp:
+            out["go"].update({"sdk_span_ns": min(sdk), "with_spanperf_ns": min(withp),
+                              "added_ns": min(withp) - min(sdk),
+                              "added_median_of_rounds_ns": median([w - s for s, w in zip(sdk, withp)])})
     log("lib: %s" % {k: v for k, v in out.items() if k != "ns"})
     res["lib"] = out
 
@@ -96,11 +108,22 @@ def markdown(res):
               "| %.0f ns | %.0f ns | %.0f ns (median) | <= 100 ns | 488 ns | 33,500 ns |" % (
                   n["span_begin_end_3"], 2 * n["spanperf_read_3"], v["span_beyond_two_reads_ns"]), "",
               "Floors in the same run: clock_gettime %.0f ns, getppid %.0f ns." % (n["clock_gettime"], n["getppid"]), ""]
-    if "go" in v:
-        g = v["go"]
+    so = ("%.0f ns" % n["sampler_open_close"]) if "sampler_open_close" in n else "n/a (needs root)"
+    lines += ["| | C | Go | the seeds |", "|---|---|---|---|"]
+    g = v.get("go", {})
+    gf = lambda k: "%.0f ns" % g[k] if g.get(k) is not None else "n/a"
+    lines += ["| counter read (3 events) | %.0f ns | %s | perf-utils' Profiler: 488 ns |" % (
+                  n["spanperf_read_3"], gf("counters_read_ns")),
+              "| read with times (3 events) | %.0f ns | | |" % n["read_values_3"],
+              "| span (begin + end, 3 counters) | %.0f ns | %s | opentelemetry-perf: 33,500 ns |" % (
+                  n["span_begin_end_3"], gf("span_ns")),
+              "| sampler open + close, every CPU | %s | %s | |" % (so, gf("sampler_open_close_ns")),
+              "| pool call (a span on a bound worker) | | %s | opentelemetry-perf's pool: 9,963 ns |" % gf(
+                  "pool_call_ns"), ""]
+    if g.get("sdk_span_ns") is not None:
         lines += ["Go (cgo, Debian's OpenTelemetry SDK 1.1, simple processor, no-op exporter; fastest of %d rounds): "
                   "the SDK's own span %.0f ns, with the spanperf processor %.0f ns: %.0f ns added per span (two "
-                  "group reads, the cgo calls, the attributes; median of per-round differences %.0f ns); "
-                  "Counters.ReadInto %.0f ns." % (g["rounds"], g["sdk_span_ns"], g["with_spanperf_ns"], g["added_ns"],
-                                                 g["added_median_of_rounds_ns"], g["counters_read_ns"]), ""]
+                  "group reads, the cgo calls, the attributes; median of per-round differences %.0f ns)." % (
+                      g["rounds"], g["sdk_span_ns"], g["with_spanperf_ns"], g["added_ns"],
+                      g["added_median_of_rounds_ns"]), ""]
     return lines

@@ -4,7 +4,7 @@
 //
 //	make lib && make install PREFIX=$HOME/.local
 //	export PKG_CONFIG_PATH=$HOME/.local/lib/pkgconfig
-//	mkdir -p $HOME/go/src && cp -r bindings/go/spanperf $HOME/go/src/
+//	mkdir -p $HOME/go/src && ln -s $PWD/bindings/go $HOME/go/src/spanperf
 //	GO111MODULE=off GOPATH=/usr/share/gocode:$HOME/go GOFLAGS= go run ./examples/go-spanperf
 package main
 
@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"spanperf"
+	"spanperf/otelperf"
 )
 
 func fib(n int) int {
@@ -37,7 +38,7 @@ func main() {
 
 	// Every span gets perf.task_clock_ms, perf.context_switches, perf.page_faults.
 	exp := tracetest.NewInMemoryExporter()
-	tp := trace.NewTracerProvider(trace.WithSpanProcessor(spanperf.NewSpanProcessor(trace.NewSimpleSpanProcessor(exp))))
+	tp := trace.NewTracerProvider(trace.WithSpanProcessor(otelperf.NewSpanProcessor(trace.NewSimpleSpanProcessor(exp))))
 	defer tp.Shutdown(context.Background())
 	_, span := tp.Tracer("example").Start(context.Background(), "fib")
 	fib(32)

@@ -65,13 +65,24 @@ def check_recorded(path, w, truth):
     missing = [t for t in truth if t["span_id"] not in by_id]
     # A span of a few samples may have none when the thread was preempted: allow one in 20.
     assert len(missing) <= len(truth) // 20, "%d of %d spans not recorded: %s" % (len(missing), len(truth), missing[:3])
+    # A span covers its children, as in the application: one recorded span per id, and its CPU is theirs too.
+    children = {}
+    for t in truth:
+        children.setdefault(t["parent_span_id"], []).append(t)
     total = expected = 0
     for t in truth:
         got = by_id.get(t["span_id"], [])
+        assert len(got) <= 1, "span %s recorded in %d pieces: %s" % (t["span_id"], len(got), got)
+        if got and children.get(t["span_id"]):
+            # Sampled edges: each late by up to a period.
+            assert got[0]["duration_ns"] >= t["end_ns"] - t["start_ns"] - 2.5e9 / FREQ, (got[0], t)
+        expected += sum(c["cpu_ns"] for c in children.get(t["span_id"], [])) / 1e9 * FREQ
         for s in got:
             # By name (the process context's span.name) and by id, as the library published them.
             assert s["name"] == t["name"], (s, t)
             assert s["attributes"].get("span.name") == t["name"], s
+            # The nesting, as the library published it with the context.
+            assert s["attributes"].get("span.parent_id", "0" * 16) == t["parent_span_id"], (s, t)
             assert s["trace_id"] == t["trace_id"], (s, t)
             assert t["start_ns"] - 1e9 / FREQ <= s["start_ns"] and s["end_ns"] <= t["end_ns"] + 1e9 / FREQ, (s, t)
         total += sum(s["samples"] for s in got)
@@ -101,6 +112,28 @@ def check_annotated(path, w, truth, spans_file):
         # A window holds its own CPU and its children's: the counters' task-clock says how much.
         expected += t["counters"]["task-clock"] / period
     assert abs(total - expected) <= 0.15 * expected, "%d samples in exported spans for %.0f expected" % (total, expected)
+
+    # OTLP out keeps what the application wrote: its parentSpanId and its own perf.* attributes, once each.
+    inputs = {}
+    for line in lines:
+        span = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        inputs[span["spanId"]] = span
+    p = spanperf("annotate", "--spans", spans_file, "-i", path, "--format", "otlp-json")
+    assert p.returncode == 0, p.stderr
+    out = [sp for rs in json.loads(p.stdout)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    assert len(out) == len(inputs), (len(out), len(inputs))
+    parents = 0
+    for sp in out:
+        src = inputs[sp["spanId"]]
+        assert sp.get("parentSpanId", "") == src["parentSpanId"], (sp, src)
+        parents += bool(src["parentSpanId"])
+        keys = [a["key"] for a in sp["attributes"]]
+        assert len(keys) == len(set(keys)), "duplicate attributes: %s" % keys
+        got = {a["key"]: a["value"] for a in sp["attributes"]}
+        for a in src["attributes"]:
+            if a["key"].startswith("perf."):
+                assert got.get(a["key"]) == a["value"], (a, got.get(a["key"]))
+    assert parents == len(inputs) // 2, "%d of %d spans have a parent" % (parents, len(inputs))
 
 
 def lib_spans(static):
@@ -158,3 +191,103 @@ def test_libspanperf_install_and_pkg_config():
         out = run([exe], env=dict(os.environ, SPANPERF_SPANS=os.path.join(d, "s.jsonl")), check=True).stdout
         assert "page faults" in out and "parse" in out, out
     assert len(open(os.path.join(d, "s.jsonl")).read().splitlines()) == 40
+
+
+SEEDS = ("perf-utils", "perfevents", "opentelemetry-perf", "perfevent")
+NO_PMU = not os.path.exists("/sys/bus/event_source/devices/cpu")
+
+
+def check_seed(exe, seed):
+    """One seed's README example, ported: the PMU's events say why they are missing and the rest count
+    against the thread's own truth (its CPU clock, getrusage; CPUs x Hz x seconds for the sampler)."""
+    p = run([exe, seed], timeout=120)
+    assert p.returncode == 0, "%s %s: %s" % (exe, seed, p.stderr)
+    checked = 0
+    for line in p.stdout.splitlines():
+        m = re.match(r"(\S+) (\S+) (\d+) truth (\d+)$", line)
+        if m:
+            ev, v, t = m.group(2), int(m.group(3)), int(m.group(4))
+            # Clocks and the sampler's runs within 10%; counts of faults and switches within 5% (and 2).
+            tol = 0.10 if ev in ("task-clock", "runs") else 0.05
+            assert abs(v - t) <= tol * t + 2, "%s %s: %s %d against the thread's %d" % (exe, seed, ev, v, t)
+            checked += 1
+        elif " unavailable: " in line:
+            assert NO_PMU or "msr" in line, line
+            assert "cannot be counted" in line, line
+    assert checked, "%s %s checked nothing:\n%s" % (exe, seed, p.stdout)
+    if NO_PMU and seed != "perfevent":
+        assert "unavailable: " in p.stdout, "%s %s said nothing of the PMU's events:\n%s" % (exe, seed, p.stdout)
+
+
+@test
+def test_libspanperf_seed_examples_c():
+    need_bpf()
+    exe = os.path.join(ROOT, "build", "examples", "seeds")
+    if not os.path.exists(exe):
+        raise Skip("build/examples/seeds is not built (make integration)")
+    for seed in SEEDS:
+        check_seed(exe, seed)
+
+
+@test
+def test_libspanperf_seed_examples_go():
+    need_bpf()
+    if not shutil.which("go"):
+        raise Skip("go is not installed (tools/deps.sh test)")
+    for d in ("github.com/cilium/ebpf", "github.com/opentracing/basictracer-go"):
+        if not os.path.isdir(os.path.join("/usr/share/gocode/src", d)):
+            raise Skip("%s is not installed (tools/deps.sh test)" % d)
+    src = os.path.join(ROOT, "build", "go", "src")
+    os.makedirs(src, exist_ok=True)
+    link = os.path.join(src, "spanperf")
+    if not os.path.islink(link):
+        os.symlink(os.path.join(ROOT, "bindings", "go"), link)
+    exe = os.path.join(tmpdir(), "go-seeds")
+    env = dict(os.environ, GO111MODULE="off", GOFLAGS="", PKG_CONFIG_PATH=LIB,
+               GOPATH="/usr/share/gocode:" + os.path.join(ROOT, "build", "go"),
+               GOCACHE=os.path.join(ROOT, "build", "go", "cache"))
+    p = run(["go", "build", "-o", exe, "./examples/go-seeds"], cwd=ROOT, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    for seed in SEEDS:
+        check_seed(exe, seed)
+
+
+def node_perf_series(page):
+    out = {}
+    for line in page.splitlines():
+        m = re.match(r'node_perf_(\w+)\{cpu="(\d+)"\} (\d+)$', line)
+        if m:
+            out[(m.group(1), int(m.group(2)))] = int(m.group(3))
+    return out
+
+
+@test
+def test_stat_serve_node_perf_series():
+    """stat --serve --node-perf: node_exporter's perf collector names and cpu label for every online CPU;
+    the context switches of a workload that sleeps N times on one CPU raise that CPU's series by N at least;
+    promtool accepts the page; an uncountable event has no series (as node_exporter leaves it out)."""
+    need_bpf()
+    import test_serve
+    s = test_serve.Serve("--node-perf")
+    try:
+        _, a = test_serve.get(s.url())
+        before = node_perf_series(a)
+        ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
+        for name in ("context_switches_total", "page_faults_total", "cpu_migrations_total", "minor_faults_total",
+                     "major_faults_total"):
+            for cpu in range(ncpu):
+                assert (name, cpu) in before, "no node_perf_%s{cpu=\"%d\"}:\n%s" % (name, cpu, a)
+        if NO_PMU:
+            assert not any(k[0] in ("cpucycles_total", "instructions_total") for k in before), a
+        run(["taskset", "-c", "1", "python3", "-c", "import time\nfor i in range(200): time.sleep(0.001)"],
+            check=True)
+        _, b = test_serve.get(s.url())
+        after = node_perf_series(b)
+        d = after[("context_switches_total", 1)] - before[("context_switches_total", 1)]
+        assert d >= 200, "CPU 1's context switches rose %d for 200 sleeps there" % d
+        if shutil.which("promtool"):
+            p = run(["promtool", "check", "metrics"], input=b)
+            assert p.returncode == 0 and not (p.stdout + p.stderr).strip(), "promtool: %s%s" % (p.stdout, p.stderr)
+    finally:
+        rc, err = s.stop()
+    assert rc == 0, err

@@ -39,6 +39,8 @@ void stat_usage(FILE *out)
 		"                         _other (default 50)\n"
 		"      --web-config FILE  with --serve: TLS and basic auth, in the YAML of\n"
 		"                         node_exporter's --web.config.file\n"
+		"      --node-perf        with --serve: also node_exporter's perf collector series\n"
+		"                         (node_perf_*_total{cpu=\"N\"}), per CPU\n"
 		"      --span SPEC        with --serve: a wall-time histogram and the time on and\n"
 		"                         off CPU of these spans (SPEC as record's; repeatable)\n"
 		"  -q, --quiet / -v, --verbose\n"
@@ -76,6 +78,7 @@ static const struct opt_def stat_defs[] = {
 	{ .name = "json", .letter = 'j', .type = OPT_T_FLAG, .off = S(json) },
 	{ .name = "serve", .type = OPT_T_STR, .off = S(serve), .bad = "needs [ADDR:]PORT" },
 	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
+	{ .name = "node-perf", .type = OPT_T_FLAG, .off = S(node_perf) },
 	{ .name = "serve-top", .type = OPT_T_U64, .off = S(serve_top), .lo = 1, .hi = 100000,
 	  .bad = "is not a number of series from 1 to 100000" },
 	{ .name = "web-config", .type = OPT_T_STR, .off = S(web_config), .bad = "needs a file" },
@@ -100,6 +103,8 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 		return set_errorf(err, errlen, -EINVAL, "--serve and -I both report as the run goes; give one of them");
 	if ((seen & (1ull << opts_index(stat_defs, "serve-top"))) && !o->serve)
 		return set_errorf(err, errlen, -EINVAL, "--serve-top needs --serve");
+	if (o->node_perf && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--node-perf needs --serve: the series are served at /metrics");
 	if (o->nr_spans && !o->serve)
 		return set_errorf(err, errlen, -EINVAL, "--span needs --serve: stat shows spans as histograms there");
 	if (o->nr_spans > SP_MAX_SPANS)

@@ -383,6 +383,8 @@ static int stat_start(struct stat_run *r)
 		 (unsigned long long)counters__bytes_per_thread(r->cs));
 	if (o->serve)
 		e = stat_serve__start(&r->serve, o->serve, o->web_config, r->cs, o->serve_top);
+	if (!e && o->serve && o->node_perf)
+		e = stat_serve__node_perf(r->serve);
 	if (!e && o->nr_spans)
 		e = start_spans(r);
 	return e;

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "parse.h"
 #include "sbuf.h"
+#include "node_perf.h"
 #include "stat_serve.h"
 #include "util.h"
 #include "web_serve.h"
@@ -64,6 +65,7 @@ struct stat_serve {
 	uint64_t top;
 	struct cgroup_paths cgroups; /* ids to paths, kept across scrapes */
 	uint64_t scrapes;
+	struct node_perf *np; /* --node-perf: node_exporter's per-CPU series; NULL: off */
 };
 
 void serve_label(struct sbuf *b, const char *s)
@@ -264,12 +266,26 @@ static int render(struct stat_serve *s, struct sbuf *b)
 	sbuf_printf(b, "# HELP spanperf_threads Threads in the per-thread map.\n# TYPE spanperf_threads gauge\n"
 		       "spanperf_threads %d\n", n);
 	render_spans(s, b);
+	node_perf__render(s->np, b);
 	e = b->err;
 out:
 	rows_free(&by_comm);
 	rows_free(&by_cg);
 	free(t);
 	return e;
+}
+
+int stat_serve__node_perf(struct stat_serve *s)
+{
+	struct node_perf *np;
+	int e = node_perf__open(&np);
+
+	if (e)
+		return e;
+	pthread_mutex_lock(&s->lock);
+	s->np = np;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 int stat_serve__set_spans(struct stat_serve *s, const char *const *names, int n)
@@ -403,6 +419,7 @@ void stat_serve__free(struct stat_serve *s)
 		return;
 	web_server__free(s->web); /* first: no scrape runs after it */
 	cgroup_paths__clear(&s->cgroups);
+	node_perf__free(s->np);
 	for (int i = 0; i < s->nr_spans; i++)
 		free(s->spans[i].name);
 	free(s->spans);

@@ -30,6 +30,11 @@ int stat_serve__start(struct stat_serve **out, const char *addr, const char *web
 int stat_serve__set_spans(struct stat_serve *s, const char *const *names, int n);
 /* One finished span of --span idx: its wall time and its time on CPU. */
 void stat_serve__span(struct stat_serve *s, int idx, uint64_t wall_ns, uint64_t oncpu_ns);
+/*
+ * --node-perf: node_exporter's perf collector series (node_perf_*_total with
+ * a cpu label) on the same page.  0, or -errno said when nothing can be counted.
+ */
+int stat_serve__node_perf(struct stat_serve *s);
 /* Stops serving; accepts NULL. */
 void stat_serve__free(struct stat_serve *s);
 

@@ -75,6 +75,27 @@ struct open_attrs {
 	__u8 bytes[];
 };
 
+/*
+ * Nesting, where a context names its parent (the attribute span.parent_id,
+ * as libspanperf publishes it): a context that gives way to its own child is
+ * held, not ended, and goes on when the child gives way back to it, so the
+ * parent's span covers its children as it did in the application.
+ */
+#define NEST_MAX 16
+struct held {
+	struct sp_otel_ctx ctx;
+	__u64 start_ns, samples;
+	__u32 pid;
+	struct open_attrs *attrs; /* owned */
+};
+
+struct nest {
+	int n;
+	struct held h[NEST_MAX]; /* ancestors of the open context, outermost first */
+	struct held cont;	 /* the open context is h[] popped: its start and samples so far */
+	bool has_cont;
+};
+
 struct otel_record {
 	struct otel_record_opts o;
 	struct pd_writer *w; /* the writer of the drain in progress */
@@ -112,6 +133,8 @@ struct otel_record {
 	struct exited { __u32 tid; __u64 time; } *exitq;
 	size_t nexitq, cap_exitq;
 	struct u64_map closed;
+	struct u64_map nests; /* tid -> struct nest *, for threads whose contexts nest */
+	__u64 nested;	      /* contexts held across a child */
 	long write_err;
 	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_MMAP + 1], unusable, again;
 	struct otel_process_stats pst;
@@ -164,7 +187,10 @@ static int set_open_attrs(struct otel_record *r, __u32 tid, const __u8 *bytes, _
 	return 0;
 }
 
-static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
+static struct proc *proc_find(struct otel_record *r, int pid);
+
+static int write_rec(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end,
+		     const struct open_attrs *oa)
 {
 	struct span_rec rec = {
 		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(rec),
@@ -173,13 +199,10 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		.flags = SPAN_HAS_CONTEXT | SPAN_EDGES_SAMPLED | (st->flags & SP_OTEL_SWITCH_END ? SPAN_END_AT_SWITCH : 0),
 		.source = SP_SRC_OTEL,
 	};
-	const struct open_attrs *oa;
 	char buf[1024];
 	long n;
 
 	ctx_bytes(&st->ctx, &rec);
-	/* The attributes of the context that ends, as BPF read them when it began. */
-	oa = open_attrs(r, tid);
 	if (oa) {
 		rec.attrs_size = SP_MIN((size_t)oa->size, sizeof(rec.attrs));
 		memcpy(rec.attrs, oa->bytes, rec.attrs_size);
@@ -192,7 +215,84 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 	return pd_writer__write(r->w, buf, n);
 }
 
-static struct proc *proc_find(struct otel_record *r, int pid);
+static struct nest *nest_of(struct otel_record *r, __u32 tid, bool make)
+{
+	uint64_t *v = u64_map_get(&r->nests, tid, make);
+
+	if (!v)
+		return NULL;
+	if (!*v && make)
+		*v = (uintptr_t)calloc(1, sizeof(struct nest));
+	return (struct nest *)(uintptr_t)*v;
+}
+
+/* The context that ends, with what it held before its children: its first start, all its samples. */
+static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
+{
+	struct nest *nt = nest_of(r, tid, false);
+	struct sp_otel_state s = *st;
+
+	if (nt && nt->has_cont && nt->cont.ctx.span_id == st->ctx.span_id) {
+		s.start_ns = SP_MIN(s.start_ns, nt->cont.start_ns);
+		s.samples += nt->cont.samples;
+		nt->has_cont = false;
+	}
+	/* The attributes of the context that ends, as BPF read them when it began. */
+	return write_rec(r, &s, tid, cpu, end, open_attrs(r, tid));
+}
+
+/* Its ancestors, held, end no earlier than it: written at end, innermost first, down to keep (not written). */
+static int write_held(struct otel_record *r, struct nest *nt, __u32 tid, __u32 cpu, __u64 end, int keep)
+{
+	int err = 0;
+
+	while (nt && nt->n > keep && !err) {
+		struct held *h = &nt->h[--nt->n];
+		struct sp_otel_state s = { .ctx = h->ctx, .start_ns = h->start_ns, .samples = h->samples, .pid = h->pid };
+
+		err = write_rec(r, &s, tid, cpu, end, h->attrs);
+		free(h->attrs);
+		h->attrs = NULL;
+	}
+	return err;
+}
+
+/* The parent span id a context names with span.parent_id (its key found in the process's key map); 0: none. */
+static __u64 parent_of(struct otel_record *r, const struct sp_otel_event *e)
+{
+	struct proc *p = proc_find(r, e->pid);
+	size_t size = SP_MIN(e->attrs_size, (__u16)sizeof(e->attrs));
+	int key = -1;
+
+	for (int k = 0; p && k < p->pctx.nkeys; k++)
+		if (p->pctx.keys[k] && !strcmp(p->pctx.keys[k], "span.parent_id"))
+			key = k;
+	if (key < 0)
+		return 0;
+	for (size_t i = 0; i + 2 <= size;) {
+		__u8 k = e->attrs[i], len = e->attrs[i + 1];
+
+		if (i + 2 + len > size)
+			break;
+		if (k == key && len == 16) {
+			__u8 id[8];
+			__u64 v = 0;
+
+			for (int j = 0; j < 8; j++) {
+				unsigned hi, lo;
+
+				if (sscanf((const char *)&e->attrs[i + 2 + 2 * j], "%1x%1x", &hi, &lo) != 2)
+					return 0;
+				id[j] = (__u8)(hi << 4 | lo);
+			}
+			memcpy(&v, id, 8);
+			return v;
+		}
+		i += 2 + len;
+	}
+	return 0;
+}
+
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force);
 
 /*
@@ -218,16 +318,55 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct otel_record *r = ctx;
 	const struct sp_otel_event *e = data;
-	__u64 end;
+	struct nest *nt;
+	__u64 end, parent;
 	int err = 0;
 
 	if (size < sizeof(*e))
 		return 0;
+	end = e->prev.last_ns + r->o.period_ns;
+	if (end >= e->time)
+		end = e->time - 1;
+	parent = ctx_empty(&e->ctx) ? 0 : parent_of(r, e);
+	nt = nest_of(r, e->tid, false);
 	if (!ctx_empty(&e->prev.ctx) && !closed_at_exit(r, e->tid, &e->prev, true)) {
-		end = e->prev.last_ns + r->o.period_ns;
-		if (end >= e->time)
-			end = e->time - 1;
-		err = write_span(r, &e->prev, e->tid, e->cpu, end);
+		if (parent && parent == e->prev.ctx.span_id && (nt = nest_of(r, e->tid, true)) && nt->n < NEST_MAX) {
+			/* Its own child begins: it goes on, held with its attributes, until the child gives way. */
+			struct held *h = &nt->h[nt->n++];
+			uint64_t *v = u64_map_get(&r->open, e->tid, false);
+
+			h->ctx = e->prev.ctx;
+			h->start_ns = e->prev.start_ns;
+			h->samples = e->prev.samples;
+			h->pid = e->prev.pid;
+			if (nt->has_cont && nt->cont.ctx.span_id == e->prev.ctx.span_id) {
+				h->start_ns = SP_MIN(h->start_ns, nt->cont.start_ns);
+				h->samples += nt->cont.samples;
+				nt->has_cont = false;
+			}
+			h->attrs = v ? (struct open_attrs *)(uintptr_t)*v : NULL;
+			if (v)
+				*v = 0;
+			r->nested++;
+		} else {
+			err = write_span(r, &e->prev, e->tid, e->cpu, end);
+		}
+	}
+	if (!err && nt && nt->n) {
+		/* Back to a held ancestor: it goes on; those above it (and all, with no context) ended with the child. */
+		int k = ctx_empty(&e->ctx) ? -1 : nt->n - 1;
+
+		while (k >= 0 && nt->h[k].ctx.span_id != e->ctx.span_id && nt->h[k].ctx.span_id != parent)
+			k--;
+		if (k >= 0 && nt->h[k].ctx.span_id == e->ctx.span_id) {
+			err = write_held(r, nt, e->tid, e->cpu, end, k + 1);
+			nt->cont = nt->h[--nt->n];
+			free(nt->cont.attrs);
+			nt->cont.attrs = NULL;
+			nt->has_cont = true;
+		} else if (!(parent && parent == e->prev.ctx.span_id)) {
+			err = write_held(r, nt, e->tid, e->cpu, end, k < 0 ? 0 : k + 1);
+		}
 	}
 	if (!err)
 		/* The size as BPF wrote it, but never past the event. */
@@ -751,6 +890,7 @@ static int close_thread(struct otel_record *r, __u32 tid, __u64 time)
 	 * rest of the round holds.
 	 */
 	err = write_span(r, &t.otel.st, tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time)) ?:
+	      write_held(r, nest_of(r, tid, false), tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time), 0) ?:
 	      set_open_attrs(r, tid, NULL, 0);
 	v = u64_map_get(&r->closed, tid, true);
 	if (!err && !v)
@@ -833,7 +973,8 @@ long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 		    closed_at_exit(r, key, &t.otel.st, false))
 			continue;
 		/* Not past now: the recording ends here. */
-		err = write_span(r, &t.otel.st, key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now));
+		err = write_span(r, &t.otel.st, key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now)) ?:
+		      write_held(r, nest_of(r, key, false), key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now), 0);
 		if (err)
 			return err;
 	}
@@ -906,5 +1047,14 @@ void otel_record__free(struct otel_record *r)
 	free(r->watch);
 	free(r->exitq);
 	u64_map_free(&r->closed);
+	for (size_t i = 0; i < r->nests.cap; i++)
+		if (r->nests.used[i]) {
+			struct nest *nt = (struct nest *)(uintptr_t)r->nests.slot[i].val;
+
+			for (int k = 0; nt && k < nt->n; k++)
+				free(nt->h[k].attrs);
+			free(nt);
+		}
+	u64_map_free(&r->nests);
 	free(r);
 }

@@ -198,6 +198,9 @@ static int kv_member(struct cur *c, const char *key, void *ctx)
 struct attrs {
 	__u64 tid, pid;
 	bool has_tid, has_pid;
+	/* The perf.* attributes' text as written, for annotate's OTLP output; dropped whole when they do not fit. */
+	char perf[512];
+	size_t perf_len;
 };
 
 static int attr_elem(struct cur *c, void *ctx)
@@ -206,9 +209,21 @@ static int attr_elem(struct cur *c, void *ctx)
 	struct kv kv = {};
 	__u64 v = 0;
 	bool ok = false;
+	const char *at = c->p;
 
 	if (object(c, kv_member, &kv))
 		return -1;
+	if (!strncmp(kv.key, "perf.", 5)) {
+		size_t n = (size_t)(c->p - at), need = n + (a->perf_len ? 1 : 0);
+
+		if (a->perf_len + need < sizeof(a->perf)) {
+			if (a->perf_len)
+				a->perf[a->perf_len++] = ',';
+			memcpy(a->perf + a->perf_len, at, n);
+			a->perf_len += n;
+			a->perf[a->perf_len] = 0;
+		}
+	}
 	if (kv.has_int) {
 		v = kv.ival;
 		ok = true;
@@ -277,6 +292,16 @@ static int span_member(struct cur *c, const char *key, void *ctx)
 		}
 		return 0;
 	}
+	if (!strcmp(key, "parentSpanId")) {
+		if (str(c, id, sizeof(id)))
+			return -1;
+		if (hex_id(id, 16)) {
+			for (char *p = id; *p; p++)
+				*p = tolower((unsigned char)*p);
+			memcpy(f->e.parent_span_id, id, sizeof(f->e.parent_span_id));
+		}
+		return 0;
+	}
 	if (!strcmp(key, "startTimeUnixNano"))
 		return u64_value(c, &f->e.start, &f->has_start);
 	if (!strcmp(key, "endTimeUnixNano"))
@@ -299,6 +324,7 @@ static int span_elem(struct cur *c, void *ctx)
 	}
 	if (!f.e.name[0])
 		snprintf(f.e.name, sizeof(f.e.name), "span");
+	memcpy(f.e.perf_attrs, f.a.perf, f.a.perf_len + 1);
 	f.e.realtime = 1;
 	if (f.a.has_tid) {
 		f.e.tid = f.a.tid;

@@ -669,6 +669,10 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 		row->ext_trace_id = sp->ext->trace_id;
 	if (sp->ext && sp->ext->span_id[0])
 		row->ext_span_id = sp->ext->span_id;
+	if (sp->ext && sp->ext->parent_span_id[0])
+		row->ext_parent_id = sp->ext->parent_span_id;
+	if (sp->ext && sp->ext->perf_attrs[0])
+		row->ext_perf_attrs = sp->ext->perf_attrs;
 	row->has_split = split_of(r, sp, &row->split, &how);
 	row->split_how = how;
 	row->on_cpu_ns = row->has_split ? (__s64)row->split.on : on_cpu_ns(r, sp);

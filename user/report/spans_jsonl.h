@@ -19,6 +19,10 @@ struct ext_span {
 	char span_id[128];
 	/* OTLP JSON: times on CLOCK_REALTIME; tid unknown (no thread.id) until placed by pid and window */
 	__u8 realtime, no_tid;
+	/* OTLP JSON: its parentSpanId (lower-case hex, "" for a root), kept for annotate's OTLP output */
+	char parent_span_id[17];
+	/* OTLP JSON: its perf.* attributes as the input wrote them, {...},{...}, kept likewise ("" none) */
+	char perf_attrs[512];
 };
 
 /* Parses a whole file's text; on error, err says which line and why. */

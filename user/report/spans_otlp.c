@@ -49,6 +49,34 @@ static void resource_open(struct otlp_w *w, const struct spans_row *sp)
 		    SPANPERF_VERSION);
 }
 
+/* The input span (annotate's OTLP) gave this perf.* attribute itself: its own value wins, once. */
+static bool input_has(const struct spans_row *sp, const char *key)
+{
+	char q[64];
+
+	snprintf(q, sizeof(q), "\"%s\"", key);
+	return sp->ext_perf_attrs && strstr(sp->ext_perf_attrs, q);
+}
+
+/* Ours, unless the input span gave the same key. */
+static void ours_int(const struct spans_row *sp, struct sbuf *b, bool *first, const char *key, __s64 v)
+{
+	if (!input_has(sp, key))
+		otlp_attr_int(b, first, key, v);
+}
+
+static void ours_double(const struct spans_row *sp, struct sbuf *b, bool *first, const char *key, double v)
+{
+	if (!input_has(sp, key))
+		otlp_attr_double(b, first, key, v);
+}
+
+static void ours_str(const struct spans_row *sp, struct sbuf *b, bool *first, const char *key, const char *v)
+{
+	if (!input_has(sp, key))
+		otlp_attr_str(b, first, key, v);
+}
+
 /* The perf.* attributes: what the recording saw inside the span. */
 static void perf_attrs(struct otlp_w *w, const struct spans_row *sp, bool *first)
 {
@@ -56,15 +84,23 @@ static void perf_attrs(struct otlp_w *w, const struct spans_row *sp, bool *first
 	struct sbuf *b = &w->b;
 
 	otlp_attr_int(b, first, "thread.id", sp->tid);
-	otlp_attr_str(b, first, "perf.span.source", sp->source);
-	otlp_attr_int(b, first, "perf.cpu.samples", sp->samples);
+	/*
+	 * What the application measured of the span itself (libspanperf's
+	 * counter deltas, perf.unavailable) goes on as it wrote it.
+	 */
+	if (sp->ext_perf_attrs) {
+		sbuf_printf(b, "%s%s", *first ? "" : ",", sp->ext_perf_attrs);
+		*first = false;
+	}
+	ours_str(sp, b, first, "perf.span.source", sp->source);
+	ours_int(sp, b, first, "perf.cpu.samples", sp->samples);
 	if (sp->has_counters && w->k_clock >= 0)
-		otlp_attr_double(b, first, "perf.task_clock_ms", sp->counters[w->k_clock] / 1e6);
+		ours_double(sp, b, first, "perf.task_clock_ms", sp->counters[w->k_clock] / 1e6);
 	else if (v->ns_per_sample)
 		/* Estimated from the samples: a clock event samples every ns_per_sample of CPU. */
-		otlp_attr_double(b, first, "perf.task_clock_ms", sp->samples * v->ns_per_sample / 1e6);
+		ours_double(sp, b, first, "perf.task_clock_ms", sp->samples * v->ns_per_sample / 1e6);
 	if (sp->has_counters && w->k_cs >= 0)
-		otlp_attr_int(b, first, "perf.context_switches", sp->counters[w->k_cs]);
+		ours_int(sp, b, first, "perf.context_switches", sp->counters[w->k_cs]);
 	/*
 	 * The same figures as the JSON rows: the split where the span has one,
 	 * else the clipped sum of blocks; absent, not 0, where neither was
@@ -76,13 +112,13 @@ static void perf_attrs(struct otlp_w *w, const struct spans_row *sp, bool *first
 		 * the span: the scheduler's, steal left out, where task-clock's
 		 * stamps count the time a VM's CPU was taken away.
 		 */
-		otlp_attr_double(b, first, "perf.on_cpu_ms", sp->split.on / 1e6);
-		otlp_attr_double(b, first, "perf.off_cpu_ms", sp->split.off / 1e6);
-		otlp_attr_double(b, first, "perf.runq_ms", sp->split.runq / 1e6);
-		otlp_attr_double(b, first, "perf.sleep_ms", sp->split.sleep / 1e6);
-		otlp_attr_double(b, first, "perf.blocked_ms", sp->split.blocked / 1e6);
+		ours_double(sp, b, first, "perf.on_cpu_ms", sp->split.on / 1e6);
+		ours_double(sp, b, first, "perf.off_cpu_ms", sp->split.off / 1e6);
+		ours_double(sp, b, first, "perf.runq_ms", sp->split.runq / 1e6);
+		ours_double(sp, b, first, "perf.sleep_ms", sp->split.sleep / 1e6);
+		ours_double(sp, b, first, "perf.blocked_ms", sp->split.blocked / 1e6);
 	} else if (v->offcpu) {
-		otlp_attr_double(b, first, "perf.off_cpu_ms", sp->off_ns / 1e6);
+		ours_double(sp, b, first, "perf.off_cpu_ms", sp->off_ns / 1e6);
 	}
 }
 
@@ -90,7 +126,10 @@ static void otlp_span(struct otlp_w *w, const struct spans_row *sp)
 {
 	bool first = true;
 
-	sbuf_printf(&w->b, "{\"traceId\":\"%s\",\"spanId\":\"%s\",\"name\":", sp->trace_id, sp->span_id);
+	sbuf_printf(&w->b, "{\"traceId\":\"%s\",\"spanId\":\"%s\",", sp->trace_id, sp->span_id);
+	if (sp->ext_parent_id)
+		sbuf_printf(&w->b, "\"parentSpanId\":\"%s\",", sp->ext_parent_id);
+	sbuf_printf(&w->b, "\"name\":");
 	sbuf_json_str(&w->b, sp->name);
 	sbuf_printf(&w->b, ",\"kind\":1,\"startTimeUnixNano\":\"%llu\",\"endTimeUnixNano\":\"%llu\",\"attributes\":[",
 		    (unsigned long long)(sp->start + w->v->unix_off), (unsigned long long)(sp->end + w->v->unix_off));

@@ -77,6 +77,8 @@ struct spans_row {
 	bool has_ctx; /* recorded with an OTel context: its ids and attributes are the application's */
 	/* An external span's own ids as the JSON value it wrote (a string with quotes, or a number); NULL: none. */
 	const char *ext_trace_id, *ext_span_id;
+	/* An OTLP input span's parentSpanId (hex) and perf.* attributes ({...},{...}); NULL: none. */
+	const char *ext_parent_id, *ext_perf_attrs;
 	const struct spans_attr *attr; /* the context's attributes */
 	size_t nr_attr;
 	const char *service; /* its process's service.name, NULL if it published none */

@@ -1,0 +1,3 @@
+module spanperf
+
+go 1.19
