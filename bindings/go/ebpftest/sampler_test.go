@@ -8,6 +8,8 @@ package ebpftest
 import (
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,11 +81,27 @@ func TestOpenAllWithCiliumProgram(t *testing.T) {
 	if len(set.CPUs()) != runtime.NumCPU() {
 		t.Errorf("opened on %v, %d CPUs online", set.CPUs(), runtime.NumCPU())
 	}
+	// Every CPU busy while the runs are counted: on an idle VM here a CPU's cpu-clock timer
+	// does not fire (perf record -a -F 200 -e cpu-clock: 398 samples on CPU 0, 1 on CPU 1).
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := 0; i < runtime.NumCPU(); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for x := 0; !stop.Load(); x++ {
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
 	t0 := time.Now()
 	r0 := runs(t, m)
 	time.Sleep(2 * time.Second)
 	n := runs(t, m) - r0
 	want := float64(len(set.CPUs())) * 200 * time.Since(t0).Seconds()
+	stop.Store(true)
+	wg.Wait()
 	set.Close()
 	set.Close()
 	t.Logf("%d runs, %.0f expected", n, want)
