@@ -67,6 +67,58 @@ static const char source[] = "public class Idle { public static void main(String
 			     " long n = 0; for (int i = 0; i < 600; i++) { for (int j = 0; j < 100000; j++) n += j;"
 			     " Thread.sleep(100); } System.out.println(n); } }\n";
 
+static int nr_blobs, nr_nmethods;
+static __u32 max_hops;
+
+/*
+ * The blobs of a JVM compiling (javac's own run, in source mode): the call
+ * stub's and the interpreter's named as they are, then every blob of every
+ * heap found from its own pcs, nmethods with their identity.
+ */
+static void blobs(const struct jvm_facts *f, pid_t pid)
+{
+	void *ctx = (void *)(long)pid;
+	struct jvm_blob b, last;
+
+	nanosleep(&(struct timespec){ 1, 0 }, NULL);
+	assert_int_equal(jvm_blob_at(f, read_pid, ctx, f->call_stub_ret, &b), 0);
+	assert_non_null(strstr(b.name, "StubRoutines"));
+	assert_false(b.nmethod);
+	assert_int_equal(jvm_blob_at(f, read_pid, ctx, f->interp_lo + 64, &b), 0);
+	assert_string_equal(b.name, "Interpreter");
+	nr_blobs = nr_nmethods = 0;
+	max_hops = 0;
+	for (__u32 i = 0; i < f->nr_heaps; i++)
+		printf("heap %u: [%#llx, %#llx) of [%#llx, %#llx)\n", i, (unsigned long long)f->heap[i].low,
+		       (unsigned long long)f->heap[i].high, (unsigned long long)f->heap[i].low_boundary,
+		       (unsigned long long)f->heap[i].high_boundary);
+	for (__u32 i = 0; i < f->nr_heaps; i++) {
+		__u64 seg = 1ull << f->heap[i].log2_seg, pc = f->heap[i].low;
+
+		while (pc < f->heap[i].high) {
+			int err = jvm_blob_at(f, read_pid, ctx, pc, &b);
+
+			if (err) {
+				/* A free block, or one that changed under us (this JVM is compiling). */
+				assert_true(err == -ENOENT || err == -EBADMSG || err == -ELOOP);
+				pc += seg;
+				continue;
+			}
+			/* The blob's last byte: the most hops back to its start. */
+			if (!jvm_blob_at(f, read_pid, ctx, b.addr + b.size - 1, &last) && last.hops > max_hops)
+				max_hops = last.hops;
+			nr_blobs++;
+			if (b.nmethod) {
+				nr_nmethods++;
+				assert_true(b.compile_id > 0 && b.method);
+				assert_true(b.code_begin > b.addr && b.code_end <= b.addr + b.size);
+			}
+			pc = (b.addr + b.size + seg - 1) & ~(seg - 1);
+		}
+	}
+	printf("%d blobs, %d nmethods, at most %u hops\n", nr_blobs, nr_nmethods, max_hops);
+}
+
 struct want {
 	const char *java;
 	__u32 major, heapblock, cb_name, cb_frame_size, nm_compile_id, cmethod_size;
@@ -115,6 +167,8 @@ static void live(const struct want *w)
 		close(fd);
 		err = jvm_facts_read(&bin, lo - bin.load_base, read_pid, (void *)(long)pid, &f, why, sizeof(why));
 	}
+	if (!err)
+		blobs(&f, pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	unlink(file);
@@ -122,6 +176,9 @@ static void live(const struct want *w)
 	if (err)
 		printf("%s: %d %s\n", w->java, err, why);
 	assert_int_equal(err, 0);
+	assert_true(nr_blobs > 100);
+	assert_true(nr_nmethods > 0);
+	assert_true(max_hops <= JVM_MAX_HOPS);
 	printf("JDK %u.%u.%u+%u (%s): %u structs %u types %u ints, %u heaps, code cache [%#llx, %#llx)\n", f.major,
 	       f.minor, f.security, f.build, f.release, f.nr_structs, f.nr_types, f.nr_ints, f.nr_heaps,
 	       (unsigned long long)f.cc_low, (unsigned long long)f.cc_high);

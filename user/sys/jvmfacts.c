@@ -531,6 +531,7 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 			}
 		}
 	}
+	out->lib_lo = lib_lo, out->lib_hi = lib_hi;
 	if ((err = read_heaps(&r, &a, st, out)))
 		return err;
 	if (rd_u64(&r, st[ST_CALL_STUB], &out->call_stub_ret) || rd_u64(&r, st[ST_INTERP], &sq))
@@ -544,5 +545,75 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 	out->interp_hi = out->interp_lo + (limit > 0 ? (__u64)limit : 0);
 	if (limit <= 0 || limit > (16 << 20) || !in_heaps(out, out->interp_lo) || !in_heaps(out, out->interp_hi - 1))
 		return fail(&r, -EBADMSG, "the interpreter's code outside the code heaps");
+	return 0;
+}
+
+int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc, struct jvm_blob *out)
+{
+	const struct jvm_offsets *o = &f->o;
+	const struct jvm_heap *h = NULL;
+	__u8 hdr[512], tag;
+	__u64 seg, name;
+	__u32 len = 0;
+	char buf[MAX_STR];
+	struct rd r = { read, ctx, NULL, 0 };
+
+	memset(out, 0, sizeof(*out));
+	for (__u32 i = 0; i < f->nr_heaps && !h; i++)
+		if (pc >= f->heap[i].low && pc < f->heap[i].high)
+			h = &f->heap[i];
+	if (!h)
+		return -ENOENT;
+	seg = (pc - h->low) >> h->log2_seg;
+	/* Each tag is the distance back to the block's first segment, or closer (heap.cpp's find_start). */
+	for (;;) {
+		if (read(ctx, h->segmap + seg, &tag, 1))
+			return -EBADMSG;
+		if (tag == 0xff)
+			return -ENOENT;
+		if (!tag)
+			break;
+		if (out->hops == JVM_MAX_HOPS || tag > seg)
+			return -ELOOP;
+		seg -= tag;
+		out->hops++;
+	}
+	out->addr = h->low + (seg << h->log2_seg) + o->heapblock_size;
+	/* One read of the header, up to the furthest field used. */
+	{
+		const __u32 used[] = { o->cb_name, o->cb_size, o->cb_frame_size, o->cb_code_begin, o->cb_code_end,
+				       o->cb_code_offset, o->cb_data_offset, o->cb_kind, o->nm_method, o->nm_compile_id };
+
+		for (size_t i = 0; i < sizeof(used) / sizeof(used[0]); i++)
+			if (used[i] != JVM_NONE && used[i] + 8 > len)
+				len = used[i] + 8;
+	}
+	if (len > sizeof(hdr) || read(ctx, out->addr, hdr, len))
+		return -EBADMSG;
+	name = u64_at(hdr, o->cb_name);
+	if (name < f->lib_lo || name >= f->lib_hi || rd_str(&r, name, buf))
+		return -EBADMSG;
+	memcpy(out->name, buf, sizeof(out->name) - 1);
+	out->size = s32_at(hdr, o->cb_size);
+	out->frame_size = s32_at(hdr, o->cb_frame_size);
+	if (o->cb_code_offset != JVM_NONE && o->cb_data_offset != JVM_NONE) {
+		out->code_begin = out->addr + (__u32)s32_at(hdr, o->cb_code_offset);
+		out->code_end = out->addr + (__u32)s32_at(hdr, o->cb_data_offset);
+	} else {
+		out->code_begin = u64_at(hdr, o->cb_code_begin);
+		out->code_end = u64_at(hdr, o->cb_code_end);
+	}
+	if (out->size <= 0 || pc >= out->addr + (__u64)out->size || pc < out->addr || out->frame_size < 0 ||
+	    out->frame_size > 65536)
+		return -EBADMSG;
+	/* 23+ say the kind; before, an nmethod's name says it (a native wrapper is one too). */
+	if (o->cb_kind != JVM_NONE && f->kind_nmethod >= 0)
+		out->nmethod = hdr[o->cb_kind] == f->kind_nmethod;
+	else
+		out->nmethod = !strcmp(out->name, "nmethod") || !strcmp(out->name, "native nmethod");
+	if (out->nmethod) {
+		out->method = u64_at(hdr, o->nm_method);
+		out->compile_id = s32_at(hdr, o->nm_compile_id);
+	}
 	return 0;
 }

@@ -82,6 +82,7 @@ struct jvm_facts {
 	__u64 call_stub_ret;	   /* StubRoutines::_call_stub_return_address */
 	__u64 interp_lo, interp_hi; /* the template interpreter's code (AbstractInterpreter::_code) */
 	int kind_nmethod;	   /* CodeBlobKind::Nmethod (JDK 23+), else -1 */
+	__u64 lib_lo, lib_hi;	   /* libjvm's span in the process: a blob's name points there */
 	__u32 nr_structs, nr_types, nr_ints; /* entries read */
 	struct jvm_offsets o;
 };
@@ -98,5 +99,25 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 
 /* Whether pc lies in one of the code heaps' committed parts. */
 bool jvm_in_code_cache(const struct jvm_facts *f, __u64 pc);
+
+#define JVM_MAX_HOPS 16 /* segment map hops: 4 is the most a blob a thread runs in needed here */
+
+/* What a walk needs of the CodeBlob that holds a pc (the BPF walk's reference). */
+struct jvm_blob {
+	__u64 addr, code_begin, code_end;
+	__s32 size, frame_size; /* bytes; words */
+	bool nmethod;		/* a compiled Java method (or a native method's wrapper) */
+	__s32 compile_id;	/* an nmethod's: with addr, the identity no reuse repeats */
+	__u64 method;		/* an nmethod's Method* */
+	__u32 hops;
+	char name[64];		/* the blob's own name ("nmethod", "Interpreter", "StubRoutines (1)", ...) */
+};
+
+/*
+ * The blob holding pc, through its heap's segment map: 0, -ENOENT (pc in
+ * no heap, or in a free segment), -ELOOP (past JVM_MAX_HOPS), -EBADMSG (a
+ * header that cannot be a blob's: a name outside libjvm, pc outside it).
+ */
+int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc, struct jvm_blob *out);
 
 #endif
