@@ -132,6 +132,8 @@ static void live(const struct want *w)
 	struct jvm_binary bin;
 	struct jvm_facts f;
 	__u64 lo, hi;
+
+	nr_blobs = nr_nmethods = 0;
 	int fd, err = -EAGAIN, status;
 	pid_t pid;
 
@@ -167,7 +169,8 @@ static void live(const struct want *w)
 		close(fd);
 		err = jvm_facts_read(&bin, lo - bin.load_base, read_pid, (void *)(long)pid, &f, why, sizeof(why));
 	}
-	if (!err)
+	/* javac's run in source mode compiles hundreds of methods: a loaded host may take seconds to start. */
+	for (int i = 0; !err && i < 20 && !nr_nmethods; i++)
 		blobs(&f, pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
