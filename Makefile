@@ -31,8 +31,9 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # libstdc++ for __cxa_demangle (C++ names in reports).
 # libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
 # libdebuginfod: report fetches the debug files of stripped files from debuginfod servers.
-# libmicrohttpd: stat --serve's HTTP side; ncurses: top's screen.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses) -lm -lstdc++ -lpthread
+# libmicrohttpd: stat --serve's HTTP side (its TLS is GnuTLS's); libyaml and libxcrypt:
+# --web-config's file and its bcrypt hashes; ncurses: top's screen.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libdebuginfod libmicrohttpd ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -ldebuginfod -lmicrohttpd -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -368,18 +369,33 @@ fuzz-replay: $(FUZZ_TARGETS)
 # ---- sanitizers: the unit and integration tests on an ASan+UBSan build ----
 # Reports go to files, not stderr: a test that expects exit 1 and reads stderr
 # must not mistake a sanitizer's death for a clean error, and children count too.
+# Each stage says how long it took (CI runs make check after make test, within its time).
 SAN_ENV = ASAN_OPTIONS=log_path=$(CURDIR)/build-check/san/asan:exitcode=86 \
-	UBSAN_OPTIONS=log_path=$(CURDIR)/build-check/san/ubsan:exitcode=86:print_stacktrace=1
+	UBSAN_OPTIONS=log_path=$(CURDIR)/build-check/san/ubsan:exitcode=86:print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+# The runtimes linked in statically: as two shared libraries, gcc's UBSan beside its ASan writes
+# its reports to stderr whatever log_path says (clang 14, the other compiler, cannot build the
+# library's TLSDESC).
+CHECK_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-static-libasan -static-libubsan
+# stage NAME COMMAND...: runs it, then "check: NAME ... s" with its status.
+check_stage = t0=$$(date +%s); $(2); rc=$$?; \
+	echo "check: $(1) $$(($$(date +%s) - t0)) s$$([ $$rc -eq 0 ] || echo ", FAILED")"; exit $$rc
 check: deps
-	$(Q)$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
-		CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-		build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) build-check/tests/workload
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) lib
+	$(Q)tools/deps.sh browser
+	@# Objects of another compiler or flags (an older make check's) cannot link with these.
+	$(Q)[ "$$(cat build-check/.cc 2>/dev/null)" = "$(CC) $(CHECK_CFLAGS)" ] || \
+		{ rm -rf build-check && mkdir -p build-check && echo "$(CC) $(CHECK_CFLAGS)" > build-check/.cc; }
+	$(Q)$(call check_stage,build,$(MAKE) --no-print-directory OUTPUT=build-check BIN=build-check/spanperf \
+		CFLAGS="$(CHECK_CFLAGS)" build-check/spanperf $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)) \
+		build-check/tests/workload && \
+		$(MAKE) --no-print-directory spanperf $(WORKLOADS) lib $(OUTPUT)/bench/gen_spans)
 	$(Q)rm -rf build-check/san && mkdir -p build-check/san
-	$(Q)$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS))
-	$(Q)$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 tests/integration/run.py
-	$(Q)tests/san-logs.sh build-check/san
-	$(Q)tests/valgrind.sh	# on the plain build: valgrind cannot run an ASan binary
+	$(Q)$(call check_stage,unit,$(SAN_ENV) tests/run-unit.sh $(patsubst $(OUTPUT)/%,build-check/%,$(UNIT_BINS)); \
+		r=$$?; tests/san-logs.sh build-check/san && [ $$r -eq 0 ])
+	$(Q)$(call check_stage,integration,$(SAN_ENV) SPANPERF_BIN=build-check/spanperf python3 -u tests/integration/run.py; \
+		r=$$?; tests/san-logs.sh build-check/san && [ $$r -eq 0 ])
+	$(Q)$(call check_stage,valgrind,tests/valgrind.sh)	# on the plain build: valgrind cannot run an ASan binary
 
 # Ten minutes of recording and counting under thread churn; figures in build/soak.txt.
 soak: spanperf $(WORKLOADS)

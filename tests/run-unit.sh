@@ -2,9 +2,14 @@
 # Runs each cmocka binary; prints one line per binary and fails if any fails.
 failed=0
 skipped=0
+passed=0
+cases=0
 for t in "$@"; do
 	if out=$("$t" 2>&1); then
-		echo "  PASS  $(basename "$t") ($(printf '%s\n' "$out" | grep -c '^\[       OK \]') cases)"
+		n=$(printf '%s\n' "$out" | grep -c '^\[       OK \]')
+		echo "  PASS  $(basename "$t") ($n cases)"
+		passed=$((passed + 1))
+		cases=$((cases + n))
 		# A case that cannot run here says why (a line "SKIP: why") and is counted as skipped.
 		printf '%s\n' "$out" | grep '^SKIP: ' | sed "s/^SKIP: /  SKIP  $(basename "$t"): /"
 		skipped=$((skipped + $(printf '%s\n' "$out" | grep '^\[  SKIPPED \]' | grep -v 'test(s)' | sort -u | wc -l)))
@@ -14,5 +19,5 @@ for t in "$@"; do
 		failed=$((failed + 1))
 	fi
 done
-[ $skipped -eq 0 ] || echo "unit: $skipped cases skipped"
+echo "unit: $passed binaries passed ($cases cases), $failed failed, $skipped cases skipped"
 [ $failed -eq 0 ] || { echo "unit: $failed binaries failed"; exit 1; }

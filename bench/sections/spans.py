@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The CPU a span costs per call (syscall and uprobe spans, against the bare probe pair of
-bench/floor), and the join of 1M samples with 1M spans in a generated file."""
+bench/floor), and the join of 1M samples with 1M spans in a generated file, alone and with
+--why-slow's comparison of the slowest tenth against the rest."""
 import json
 import os
 import subprocess
@@ -66,16 +67,17 @@ def run(res):
     # The join: 1M samples by 1M spans over 100 threads, in a generated file.
     path = os.path.join(TMP, "join.data")
     subprocess.run([GEN_SPANS, path, "1000000", "1000000", "100"], check=True)
-    times, rss = [], []
-    for r in range(min(rounds(), 3)):
-        t0 = time.time()
-        p = spawn([SPANPERF, "report", "-i", path, "--spans", "--format", "json"], stdout=DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
-        times.append(time.time() - t0)
-        rss.append(ru.ru_maxrss)
-        log("join round %d: %.2f s, %d KiB" % (r, times[-1], rss[-1]))
-    out["join"] = {"samples": 1000000, "spans": 1000000, "threads": 100, "seconds": min(times),
-                   "peak_rss_kib": max(rss), "file_mb": os.path.getsize(path) / 1e6}
+    for key, extra in (("join", []), ("why_slow", ["--why-slow"])):
+        times, rss = [], []
+        for r in range(min(rounds(), 3)):
+            t0 = time.time()
+            p = spawn([SPANPERF, "report", "-i", path, "--spans", "--format", "json"] + extra, stdout=DEVNULL)
+            _, status, ru = os.wait4(p.pid, 0)
+            times.append(time.time() - t0)
+            rss.append(ru.ru_maxrss)
+            log("%s round %d: %.2f s, %d KiB" % (key, r, times[-1], rss[-1]))
+        out[key] = {"samples": 1000000, "spans": 1000000, "threads": 100, "seconds": min(times),
+                    "peak_rss_kib": max(rss), "file_mb": os.path.getsize(path) / 1e6}
     res["spans"] = out
 
 
@@ -95,5 +97,9 @@ def markdown(res):
                   "%.0f MB file): %.2f s, peak RSS %.0f MiB." % (j["samples"], j["spans"], j["threads"],
                                                                 j["file_mb"], j["seconds"],
                                                                 j["peak_rss_kib"] / 1024)]
+    w = v.get("why_slow")
+    if w:
+        lines += ["", "The same file with `--why-slow` (the slowest 10%% of each name against the rest): "
+                  "%.2f s, peak RSS %.0f MiB." % (w["seconds"], w["peak_rss_kib"] / 1024)]
     lines.append("")
     return lines

@@ -216,7 +216,9 @@ def test_disk_full_leaves_nothing():
         p = spanperf("record", "-g", "-F", "4999", "-d", "5", "-o", out, timeout=60)
         lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l]
         assert p.returncode == 1, p.returncode
-        assert len(lines) == 1 and "No space left on device" in lines[0] and out in lines[0], p.stderr
+        # The file system named (issue 38), so that the user knows what to free.
+        assert len(lines) == 1 and "no space left on tmpfs (mounted at %s)" % d in lines[0] and out in lines[0], \
+            p.stderr
         assert os.listdir(d) == [], "left behind: %s" % os.listdir(d)
     finally:
         run(["umount", d])

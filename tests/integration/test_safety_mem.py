@@ -10,7 +10,7 @@ import struct
 import subprocess
 import time
 
-from harness import ROOT, SPANPERF, Skip, need_bpf, perf_clean, run, spanperf, test, tmpdir
+from harness import ROOT, SPANPERF, Skip, need_bpf, perf_clean, rss_env, run, spanperf, test, tmpdir
 
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
@@ -38,7 +38,7 @@ RSS_WRAPPER = ("import resource,subprocess,sys\n"
 
 def max_rss_kb(cmd, timeout=120):
     """Runs cmd; its exit status, peak RSS in KiB and stderr."""
-    p = run([PY, "-c", RSS_WRAPPER] + cmd, timeout=timeout)
+    p = run([PY, "-c", RSS_WRAPPER] + cmd, timeout=timeout, env=rss_env())
     rc, kb = p.stdout.split()
     return int(rc), int(kb), p.stderr
 
@@ -222,7 +222,7 @@ def test_exited_publishers_let_go():
     loop = "for i in $(seq 300); do %s 4 250000 400 & sleep 0.03; done; wait" % pub
     out = os.path.join(tmpdir(), "o.data")
     rec = subprocess.Popen([PY, "-c", RSS_WRAPPER, SPANPERF, "record", "--otel", "-a", "-F", "49", "-d", "16", "-o",
-                            out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=rss_env())
     time.sleep(2)
     loader = subprocess.Popen(NOBODY + ["sh", "-c", loop])
     try:

@@ -88,6 +88,15 @@
  *                                moves it to the other CPU (sched_setaffinity) halfway
  *                                through each sleep; prints each call's wall and CPU
  *                                time and the CPUs it went to sleep and woke on
+ *   workload whyslow N EXTRA_MS WAIT_MS  N requests of two kinds, one after the other in
+ *                                one thread: req_compute() burns 2 ms of CPU in ws_common(),
+ *                                and every tenth EXTRA_MS more in ws_extra(); req_pipe()
+ *                                burns 1 ms, and every tenth blocks in pipe_wait() on a
+ *                                pipe that a thread named filler fills WAIT_MS later (from
+ *                                filler_writes()); each request prints its own wall time
+ *                                (CLOCK_MONOTONIC) and CPU time around the call; FILE (the
+ *                                fifth argument) gets each request as an external span
+ *                                named by its kind (JSON lines)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -1145,6 +1154,108 @@ static int mode_wakes(const char *n, const char *ms)
 	return 0;
 }
 
+/* Each burns CPU in its own body, so that each is the leaf of its samples. */
+NOINLINE void ws_common(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * i;
+}
+
+NOINLINE void ws_extra(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * 3;
+}
+
+struct whyslow {
+	uint64_t extra_ns, wait_ns;
+	int ask[2], data[2];
+	pid_t filler;
+};
+
+NOINLINE void req_compute(const struct whyslow *w, long i)
+{
+	ws_common(2000000);
+	if (i % 10 == 9)
+		ws_extra(w->extra_ns);
+	sink++;
+}
+
+NOINLINE void req_pipe(const struct whyslow *w, long i)
+{
+	ws_common(1000000);
+	if (i % 10 == 9) {
+		if (write(w->ask[1], "a", 1) != 1)
+			sink++;
+		pipe_wait(w->data[0]);
+	}
+	sink++;
+}
+
+NOINLINE void filler_writes(int fd)
+{
+	if (raw_syscall3(SYS_write, fd, (long)"f", 1) != 1)
+		sink++;
+	sink++;
+}
+
+/* Asked for a byte, it fills the pipe wait_ns later; a closed ask pipe ends it. */
+static void *filler(void *arg)
+{
+	struct whyslow *w = arg;
+	char c;
+
+	pthread_setname_np(pthread_self(), "filler");
+	w->filler = syscall(SYS_gettid);
+	while (read(w->ask[0], &c, 1) == 1) {
+		struct timespec ts = { w->wait_ns / 1000000000, w->wait_ns % 1000000000 };
+
+		nanosleep(&ts, NULL);
+		filler_writes(w->data[1]);
+	}
+	return NULL;
+}
+
+static int mode_whyslow(const char *n, const char *extra_ms, const char *wait_ms, const char *file)
+{
+	FILE *f = file ? fopen(file, "w") : NULL;
+	struct whyslow w = { .extra_ns = strtoull(extra_ms, NULL, 10) * 1000000,
+			     .wait_ns = strtoull(wait_ms, NULL, 10) * 1000000 };
+	void (*const kind[2])(const struct whyslow *, long) = { req_compute, req_pipe };
+	const char *const name[2] = { "req_compute", "req_pipe" };
+	pthread_t th;
+
+	if (pipe(w.ask) || pipe(w.data))
+		return 1;
+	pthread_create(&th, NULL, filler, &w);
+	for (long i = 0; i < atol(n); i++)
+		for (int k = 0; k < 2; k++) {
+			uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(), t1, c1;
+
+			kind[k](&w, i);
+			t1 = mono_ns();
+			c1 = thread_cpu_ns();
+			printf("{\"kind\":\"%s\",\"i\":%ld,\"tid\":%d,\"wall_ns\":%llu,\"cpu_ns\":%llu}\n", name[k], i,
+			       (int)syscall(SYS_gettid), (unsigned long long)(t1 - t0), (unsigned long long)(c1 - c0));
+			if (f)
+				fprintf(f, "{\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
+					name[k], getpid(), (int)syscall(SYS_gettid), (unsigned long long)t0,
+					(unsigned long long)t1);
+		}
+	if (f)
+		fclose(f);
+	close(w.ask[1]);
+	pthread_join(th, NULL);
+	printf("{\"role\":\"filler\",\"tid\":%d}\n", w.filler);
+	return 0;
+}
+
 NOINLINE void outsider_writes(int fd)
 {
 	if (raw_syscall3(SYS_write, fd, (long)"o", 1) != 1)
@@ -1407,6 +1518,8 @@ int main(int argc, char **argv)
 		r = mode_offcpu(argv, argc);
 	else if (!strcmp(argv[1], "runq") && argc > 3)
 		r = mode_runq(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
+	else if (!strcmp(argv[1], "whyslow") && argc > 4)
+		r = mode_whyslow(argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(argv[1], "wakes") && argc > 3)
 		r = mode_wakes(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "outsider") && argc > 4)

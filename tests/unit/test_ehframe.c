@@ -31,7 +31,8 @@ struct cfi {
 static void put(struct cfi *c, const void *p, size_t n)
 {
 	assert_true(c->n + n <= sizeof(c->b));
-	memcpy(c->b + c->n, p, n);
+	if (n) /* an FDE without instructions puts none, from NULL: memcpy may not be given it */
+		memcpy(c->b + c->n, p, n);
 	c->n += n;
 }
 

@@ -507,6 +507,71 @@ static void test_report(void **state)
 		   "without --spans, --folded, --flamegraph, --pprof and --event");
 	report_bad(ARGV("--folded", "--span-prefix", "--event", "off-cpu"),
 		   "--span-prefix prefixes on-CPU samples only: leave out --event off-cpu");
+	/* --why-slow: with --spans; its --span-name and --slowest (0: the default, 10) with it. */
+	assert_int_equal(report_parse(ARGV("--spans", "--why-slow"), err), 0);
+	assert_true(o->why_slow && !o->why.span_name && o->why.slowest_pct == 0);
+	assert_int_equal(report_parse(ARGV("--spans", "--why-slow", "--span-name", "checkout", "--slowest", "2.5",
+					   "--format", "json"), err), 0);
+	assert_string_equal(o->why.span_name, "checkout");
+	assert_true(o->why.slowest_pct == 2.5 && o->spans_format == SPANS_JSON);
+	report_bad(ARGV("--why-slow"), "--why-slow compares spans: use it with --spans (text or json), and --span-name "
+		   "and --slowest with it");
+	report_bad(ARGV("--spans", "--slowest", "5"), "--why-slow compares spans: use it with --spans (text or json), "
+		   "and --span-name and --slowest with it");
+	report_bad(ARGV("--spans", "--why-slow", "--format", "otlp-json"), "--why-slow compares spans: use it with "
+		   "--spans (text or json), and --span-name and --slowest with it");
+	report_bad(ARGV("--spans", "--why-slow", "--slowest", "100"),
+		   "--slowest '100' is not a percentage above 0 and below 100");
+	report_bad(ARGV("--spans", "--why-slow", "--slowest", "0"), "--slowest '0' is not a percentage above 0 and below 100");
+	report_bad(ARGV("--spans", "--why-slow", "--span-name", ""), "--span-name needs a span's name");
+}
+
+static struct diff_args da;
+static int diff_parse(char **argv, char *err)
+{
+	err[0] = 0;
+	return diff_parse_args(count(argv), argv, &da, err, 256);
+}
+
+static void diff_bad(char **argv, const char *want)
+{
+	char err[256];
+
+	assert_int_equal(diff_parse(argv, err), -EINVAL);
+	assert_string_equal(err, want);
+}
+
+static void test_diff(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(diff_parse(ARGV("old.data", "new.data"), err), 0);
+	assert_string_equal(da.o.baseline, "old.data");
+	assert_string_equal(da.o.input, "new.data");
+	assert_int_equal(da.o.table.nr_keys, 2); /* dso,sym, as perf diff */
+	assert_true(da.o.table.keys[0] == SK_DSO && da.o.table.keys[1] == SK_SYM);
+	assert_false(da.o.table.json || da.o.folded || da.o.flame);
+	/* Options after the files too, as perf diff takes them. */
+	assert_int_equal(diff_parse(ARGV("a", "--sort", "comm,sym", "b", "--format", "json", "--percent-limit", "1.5",
+					 "--flamegraph", "d.svg", "-q"), err), 0);
+	assert_string_equal(da.o.baseline, "a");
+	assert_string_equal(da.o.input, "b");
+	assert_true(da.o.table.nr_keys == 2 && da.o.table.keys[0] == SK_COMM && da.o.table.json);
+	assert_true(da.o.table.min_pct == 1.5);
+	assert_string_equal(da.o.flame, "d.svg");
+	assert_int_equal(da.verbose, -1);
+	assert_int_equal(diff_parse(ARGV("a", "b", "--folded"), err), 0);
+	assert_true(da.o.folded);
+	assert_int_equal(quietly(diff_parse, ARGV("--help"), err), OPT_HELP);
+	diff_bad(ARGV("a"), "too few files: diff compares two files, BASELINE and NEW");
+	diff_bad(ARGV("a", "b", "c"), "too many files: diff compares two files, BASELINE and NEW");
+	diff_bad(ARGV("a", "b", "--sort", "trace"), "--sort: diff pairs rows by comm, pid, tid, dso, sym and srcline only");
+	diff_bad(ARGV("a", "b", "--sort", "nope"), "--sort 'nope' is not a list of comm, pid, tid, dso, sym and srcline");
+	diff_bad(ARGV("a", "b", "--format", "otlp-json"), "--format 'otlp-json' is neither text nor json");
+	diff_bad(ARGV("a", "b", "--percent-limit", "-1"), "--percent-limit '-1' is not a percentage");
+	diff_bad(ARGV("a", "b", "--folded", "--format", "json"), "--folded writes stacks: use it without --format json");
+	diff_bad(ARGV("a", "b", "--flamegraph", ""), "--flamegraph needs a file name");
 }
 
 static struct annotate_args aa;
@@ -548,6 +613,13 @@ static void test_annotate(void **state)
 	assert_string_equal(err, "unknown option '-f'; see --help");
 	assert_int_equal(annotate_parse(ARGV("--spans"), err), -EINVAL);
 	assert_string_equal(err, "option '--spans' needs a value");
+	assert_int_equal(annotate_parse(ARGV("-s", "x", "--why-slow", "--span-name", "n", "--slowest", "20"), err), 0);
+	assert_true(aa.why_slow && aa.why.slowest_pct == 20);
+	assert_string_equal(aa.why.span_name, "n");
+	assert_int_equal(annotate_parse(ARGV("-s", "x", "--why-slow", "--html", "p.html"), err), -EINVAL);
+	assert_string_equal(err, "--why-slow compares the spans as text or json: use it without --html and other "
+				 "formats, and --span-name and --slowest with it");
+	assert_int_equal(annotate_parse(ARGV("-s", "x", "--span-name", "n"), err), -EINVAL);
 }
 
 static struct list_args la;
@@ -607,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_stat),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_annotate),
+		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_list_and_probe),
 	};
 

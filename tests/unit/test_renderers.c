@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "profile_diff.h"
 #include "report_out.h"
 #include "symbols.h"
 
@@ -133,6 +134,76 @@ static void test_table(void **state)
 	free(out);
 }
 
+/*
+ * A second recording for diff, its own copies of the names (pairing is by
+ * text): app's main;work x2 (2 ms), and main;idle x2, new; tick and db gone.
+ */
+static struct pfunc funcs2[] = {
+	{ "main", "app", "/usr/bin/app", "", 1, false, 0, 0x2000, 0x2100, false, NULL },
+	{ "work", "app", "/usr/bin/app", "", 1, false, 0, 0x2100, 0x2200, false, NULL },
+	{ "idle", "app", "/usr/bin/app", "", 1, false, 0, 0x2200, 0x2300, false, NULL },
+};
+static struct pframe s2_work[] = { { 1, 0x2150, NULL }, { 0, 0x2050, NULL } };
+static struct pframe s2_idle[] = { { 2, 0x2250, NULL }, { 0, 0x2050, NULL } };
+static struct pstack stacks2[] = {
+	{ .pid = 30, .tid = 30, .comm = "app", .nr = 2, .frames = s2_work, .count = 2, .period = 2000000 },
+	{ .pid = 30, .tid = 30, .comm = "app", .nr = 2, .frames = s2_idle, .count = 2, .period = 2000000 },
+};
+static struct profile prof2 = {
+	.funcs = funcs2, .nr_funcs = 3, .stacks = stacks2, .nr_stacks = 2, .samples = 4, .period = 4000000,
+	.callchains = true, .event = "cpu-clock", .event_is_clock = true, .sample_freq = 1000,
+};
+
+static int do_folded_diff(FILE *f, const void *arg)
+{
+	(void)arg;
+	return report_folded_diff(&prof, &prof2, f);
+}
+
+static int do_diff(FILE *f, const void *arg)
+{
+	struct profile_diff d;
+	int e = profile_diff__build(&d, &prof, &prof2, arg);
+
+	e = e ?: profile_diff__print(&d, f);
+	profile_diff__free(&d);
+	return e;
+}
+
+/* Both files' stacks with both counts; perf diff's table and its JSON rows, by shares. */
+static void test_diff(void **state)
+{
+	struct table_opts o = {};
+	char *out = render(do_folded_diff, NULL, NULL);
+
+	(void)state;
+	assert_string_equal(out, "app;main;idle 0 2\n"
+				 "app;main;work 4 2\n"
+				 "app;main;work;tick 1 0\n"
+				 "db;[unknown] 1 0\n");
+	free(out);
+	assert_int_equal(parse_sort_keys("dso,sym", &o), 0);
+	out = render(do_diff, &o, NULL);
+	/* idle grew most (only in NEW), work's share fell; tick and the unknown address are gone, last. */
+	assert_string_equal(out, "# Event 'cpu-clock'\n#\n"
+				 "# Baseline  Delta Abs  Shared Object      Symbol                \n"
+				 "# ........  .........  .................  ......................\n#\n"
+				 "              +50.00%  app                [.] idle\n"
+				 "    66.67%    -16.67%  app                [.] work\n"
+				 "    16.67%             [kernel.kallsyms]  [k] tick\n"
+				 "    16.67%             [unknown]          [.] 0x0000000000001234\n");
+	free(out);
+	o.json = true;
+	o.min_pct = 20;
+	out = render(do_diff, &o, NULL);
+	assert_string_equal(out,
+		"{\"baseline\":null,\"new\":50.0000,\"delta\":50.0000,\"baseline_samples\":0,\"new_samples\":2,"
+		"\"baseline_period\":0,\"new_period\":2000000,\"dso\":\"app\",\"sym\":\"idle\",\"kernel\":false}\n"
+		"{\"baseline\":66.6667,\"new\":50.0000,\"delta\":-16.6667,\"baseline_samples\":4,\"new_samples\":2,"
+		"\"baseline_period\":4000000,\"new_period\":2000000,\"dso\":\"app\",\"sym\":\"work\",\"kernel\":false}\n");
+	free(out);
+}
+
 static int count_of(const char *s, const char *what)
 {
 	int n = 0;
@@ -159,6 +230,27 @@ static void test_flamegraph(void **state)
 	assert_non_null(strstr(out, "<title>db &#8212; 1 samples, 16.67%</title>"));
 	assert_non_null(strstr(out, "<title>[unknown] ([unknown]) &#8212; 1 samples, 16.67%</title>"));
 	assert_non_null(strstr(out, "</svg>\n"));
+	free(out);
+}
+
+/*
+ * A comm is any bytes: what is not UTF-8, and U+FFFE (no XML character),
+ * is U+FFFD in the SVG, or a browser shows a parse error instead of it.
+ */
+static void test_flamegraph_not_utf8(void **state)
+{
+	const char *comm = stacks[3].comm;
+	char *out;
+
+	(void)state;
+	stacks[3].comm = "db\xff\xc0\xaf\xed\xa0\x80\xef\xbf\xbe\xc3\xa9<";
+	out = render(do_flame, "t\xfe", NULL);
+	stacks[3].comm = comm;
+	assert_non_null(strstr(out, "<title>db\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+				    "\xef\xbf\xbd\xc3\xa9&lt; &#8212; 1 samples"));
+	assert_non_null(strstr(out, ">t\xef\xbf\xbd</text>"));
+	assert_null(strchr(out, 0xff));
+	assert_null(strchr(out, 0xfe));
 	free(out);
 }
 
@@ -355,8 +447,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_flamegraph),
+		cmocka_unit_test(test_flamegraph_not_utf8),
 		cmocka_unit_test(test_pprof),
 		cmocka_unit_test(test_inlined),
 	};

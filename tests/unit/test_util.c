@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "buildid.h"
 #include "hash.h"
 #include "parse.h"
@@ -214,6 +215,15 @@ static void test_json(void **state)
 	sbuf_json_str(&b, "a\"b\\c\n\x01");
 	sbuf_zero(&b, 1);
 	assert_string_equal(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"");
+	/*
+	 * Not UTF-8 (RFC 3629): a stray byte, an overlong '/', a UTF-16
+	 * surrogate, past U+10FFFF, cut short; each a U+FFFD, valid ones kept.
+	 */
+	b.len = 0;
+	sbuf_json_str(&b, "\xff|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82|\xc3\xa9\xf0\x9f\x98\x80\xed\x9f\xbf");
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "\"\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd|"
+				 "\xc3\xa9\xf0\x9f\x98\x80\xed\x9f\xbf\"");
 	sbuf_free(&b);
 }
 
@@ -279,6 +289,21 @@ static void test_atomic_file(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A full disk names its file system, found by the file's device in mountinfo; other errors are strerror's. */
+static void test_write_strerror(void **state)
+{
+	char buf[512];
+
+	(void)state;
+	assert_string_equal(write_strerror(-EIO, "/proc/self/status", buf, sizeof(buf)), strerror(EIO));
+	assert_string_equal(write_strerror(-ENOSPC, "/proc/self/status", buf, sizeof(buf)),
+			    "no space left on proc (mounted at /proc)");
+	/* A file not there yet: its directory's file system. */
+	assert_string_equal(write_strerror(-EDQUOT, "/proc/no-such-file", buf, sizeof(buf)),
+			    "disk quota exceeded on proc (mounted at /proc)");
+	assert_non_null(strstr(write_strerror_fd(-ENOSPC, -1, buf, sizeof(buf)), "no space left on"));
+}
+
 /* FIPS 180-4's examples, and a million bytes fed in uneven pieces (the copy's 64 KiB reads are not block-aligned). */
 static void check_sha256(void)
 {
@@ -329,7 +354,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
-		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);

@@ -15,6 +15,7 @@ struct atomic_file {
 	char *path, *tmp;
 	int fd;	  /* the temporary, open for writing */
 	FILE *fp; /* set by atomic_file__stdio, which then owns fd */
+	int werr; /* the first write error the stream met (-errno), or 0 */
 	bool keep_old, done;
 	bool in_place; /* a device, FIFO or socket (or a symlink to one): written into, tmp is NULL */
 };
@@ -31,11 +32,19 @@ struct atomic_file {
  * 0 or -errno; on failure *f is zeroed and needs no release.
  */
 int atomic_file__open(struct atomic_file *f, const char *path, mode_t mode, bool keep_old);
-/* A stdio stream on the temporary (NULL with errno on failure). */
-FILE *atomic_file__stdio(struct atomic_file *f);
 /*
- * Closes the temporary and renames it to path.  No fsync, as perf: the
- * rename still replaces whole files, and a profile is not worth the wait.
+ * A stdio stream on the temporary (NULL with errno on failure); f must not
+ * move while it is open.  The first write error it meets is kept in
+ * f->werr: a renderer that says -EIO of a failed fwrite is then told as
+ * what it was (atomic_file__error), a full disk most often.
+ */
+FILE *atomic_file__stdio(struct atomic_file *f);
+/* The error to say of a write to f that failed with e: the stream's own, if it met one. */
+int atomic_file__error(const struct atomic_file *f, int e);
+/*
+ * Closes the temporary and renames it to path (or fails with the stream's
+ * first write error).  No fsync, as perf: the rename still replaces whole
+ * files, and a profile is not worth the wait.
  */
 int atomic_file__commit(struct atomic_file *f);
 /*

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "fileio.h"
 #include "sbuf.h"
@@ -127,6 +128,11 @@ int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+int stdio_error(void)
+{
+	return errno ? -errno : -EIO;
+}
+
 int mkdir_parents(char *path)
 {
 	for (char *p = path + 1; *p; p++) {
@@ -228,4 +234,105 @@ int home_dir(char *out, size_t len)
 		return -ENOENT;
 	n = snprintf(out, len, "%s", home);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* mountinfo's octal escapes (\040 for a space) undone, in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+}
+
+/*
+ * The mount of dev in our mount namespace: its source (a device, or the
+ * file system's own name, tmpfs) and its mount point.  Of several (bind
+ * mounts), the one with the longest mount point that path is under.
+ */
+static bool mount_of(dev_t dev, const char *path, char *src, size_t srclen, char *mnt, size_t mntlen)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0, best = 0;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		char *point, *dash, *fstype, *source, *save = NULL;
+		size_t n;
+
+		/* ID PARENT MAJ:MIN ROOT POINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS */
+		if (sscanf(line, "%*u %*u %u:%u", &maj, &min) != 2 || makedev(maj, min) != dev)
+			continue;
+		dash = strstr(line, " - ");
+		if (!dash)
+			continue;
+		*dash = 0;
+		if (!strtok_r(line, " ", &save) || !strtok_r(NULL, " ", &save) || !strtok_r(NULL, " ", &save) ||
+		    !strtok_r(NULL, " ", &save) || !(point = strtok_r(NULL, " ", &save)))
+			continue;
+		save = NULL;
+		if (!(fstype = strtok_r(dash + 3, " ", &save)) || !(source = strtok_r(NULL, " ", &save)))
+			continue;
+		unescape(point);
+		unescape(source);
+		n = strlen(point);
+		/* Scored by how much of path it holds: 0 for none, so the first match stands without a better one. */
+		n = path && !strncmp(path, point, n) && (path[n] == '/' || !path[n] || n == 1) ? n + 1 : 0;
+		if (found && n <= best)
+			continue;
+		best = n;
+		snprintf(src, srclen, "%s", strcmp(source, "none") ? source : fstype);
+		snprintf(mnt, mntlen, "%s", point);
+		found = true;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static const char *say_write_error(int e, const struct stat *st, const char *path, char *buf, size_t len)
+{
+	char src[256], mnt[PATH_MAX];
+
+	if (e != -ENOSPC && e != -EDQUOT) {
+		snprintf(buf, len, "%s", strerror(-e));
+		return buf;
+	}
+	if (st && mount_of(st->st_dev, path, src, sizeof(src), mnt, sizeof(mnt)))
+		snprintf(buf, len, "%s on %s (mounted at %s)", e == -ENOSPC ? "no space left" : "disk quota exceeded",
+			 src, mnt);
+	else
+		snprintf(buf, len, "%s on its device", e == -ENOSPC ? "no space left" : "disk quota exceeded");
+	return buf;
+}
+
+const char *write_strerror(int e, const char *path, char *buf, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	bool ok = !stat(path, &st);
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+	if (!ok)
+		ok = !stat(dir, &st);
+	return say_write_error(e, ok ? &st : NULL, realpath(dir, real) ? real : NULL, buf, len);
+}
+
+const char *write_strerror_fd(int e, int fd, char *buf, size_t len)
+{
+	struct stat st;
+
+	return say_write_error(e, fstat(fd, &st) ? NULL : &st, NULL, buf, len);
 }

@@ -47,4 +47,18 @@ int mkdir_parents(char *path);
 /* write() all of it, retrying on EINTR and short writes. */
 int write_all(int fd, const void *p, size_t n);
 
+/* The error of a stdio write that just failed: errno's (ENOSPC, EPIPE), else -EIO. */
+int stdio_error(void);
+
+/*
+ * A write's error (-errno) as a sentence's end: a full disk or quota names
+ * the file system path is on, "no space left on /dev/vda1 (mounted at
+ * /var)", so that the user knows what to free; anything else is
+ * strerror's.  path may not exist (yet, or any more): its directory is
+ * looked at then.  Returns buf.
+ */
+const char *write_strerror(int e, const char *path, char *buf, size_t len);
+/* The same for what a descriptor is open on (stdout redirected to a file). */
+const char *write_strerror_fd(int e, int fd, char *buf, size_t len);
+
 #endif

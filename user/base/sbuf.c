@@ -33,7 +33,9 @@ int sbuf_add(struct sbuf *b, const void *p, size_t n)
 
 	if (err)
 		return err;
-	memcpy(b->p + b->len, p, n);
+	/* Nothing to add may come as NULL (an absent name's), which memcpy may not be given. */
+	if (n)
+		memcpy(b->p + b->len, p, n);
 	b->len += n;
 	return 0;
 }
@@ -69,12 +71,38 @@ int sbuf_printf(struct sbuf *b, const char *fmt, ...)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static int utf8_len(const unsigned char *s)
+/*
+ * RFC 3629's table: no overlong form, no UTF-16 surrogate, nothing past
+ * U+10FFFF.  A lax check let those through, and strict decoders (a
+ * browser's XML parser, Python's json) reject the whole document for one.
+ */
+int utf8_len(const unsigned char *s)
 {
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
 
-	for (int i = 1; i < n; i++)
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	/* The second byte's range is narrower for these leads. */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
 	return n;
@@ -86,7 +114,7 @@ int sbuf_json_str(struct sbuf *b, const char *s)
 
 	sbuf_add(b, "\"", 1);
 	while (*c) {
-		int n = *c >= 0x80 ? utf8_len(c) : 1;
+		int n = utf8_len(c);
 
 		if (*c == '"' || *c == '\\')
 			sbuf_printf(b, "\\%c", *c);

@@ -16,7 +16,9 @@ struct sbuf {
 int sbuf_add(struct sbuf *b, const void *p, size_t n);
 int sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sbuf_zero(struct sbuf *b, size_t n);
-/* JSON string with quotes and escapes. */
+/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong form, no surrogate), or 0. */
+int utf8_len(const unsigned char *s);
+/* JSON string with quotes and escapes; invalid UTF-8 as U+FFFD. */
 int sbuf_json_str(struct sbuf *b, const char *s);
 /*
  * A name from a recording (comm, symbol, path: others' to choose) as text

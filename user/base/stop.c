@@ -8,6 +8,7 @@
 
 #include "atomic_file.h"
 #include "stop.h"
+#include "util.h"
 
 static volatile sig_atomic_t stop_sig, finish_mode, interrupted;
 static int devnull = -1;
@@ -53,7 +54,25 @@ static void on_alarm(int sig)
 	die(stop_sig);
 }
 
-void stop_init(bool finish)
+/* Which of these the parent left ignored (a bit per index), for stop_child_signals. */
+enum { I_INT, I_TERM, I_HUP, I_PIPE };
+static const int handled[] = { [I_INT] = SIGINT, [I_TERM] = SIGTERM, [I_HUP] = SIGHUP, [I_PIPE] = SIGPIPE };
+static unsigned inherited_ign;
+
+/*
+ * SIGPIPE as a stop request: once only, since every later write to the
+ * gone reader raises it again, and a second stop signal would kill.
+ */
+static void on_pipe(int sig)
+{
+	if (stop_sig)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &stop_ts);
+	stop_sig = sig;
+	alarm(STOP_INTERRUPT_S);
+}
+
+void stop_init(bool finish, enum stop_pipe pipe)
 {
 	/* SA_RESTART: a flag is all the handler leaves; set-up's system calls go on. */
 	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
@@ -61,14 +80,27 @@ void stop_init(bool finish)
 
 	finish_mode = finish;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < 3; i++) {
-		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	for (size_t i = 0; i < ARRAY_SIZE(handled); i++) {
 		struct sigaction old;
 
-		/* Ignored by the parent (nohup, a background job's SIGINT): stays ignored, as for any program. */
-		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_IGN)
+		if (!sigaction(handled[i], NULL, &old) && old.sa_handler == SIG_IGN)
+			inherited_ign |= 1u << i;
+	}
+	for (size_t i = I_INT; i <= I_HUP; i++) {
+		/*
+		 * Only nohup's SIGHUP stays ignored: a shell ignores SIGINT in
+		 * every background job, and perf installs its handler whatever
+		 * the parent ignored.
+		 */
+		if (i == I_HUP && (inherited_ign & (1u << I_HUP)))
 			continue;
-		sigaction(sigs[i], &sa, NULL);
+		sigaction(handled[i], &sa, NULL);
+	}
+	if (pipe == STOP_PIPE_IGNORE || (pipe == STOP_PIPE_DIE && (inherited_ign & (1u << I_PIPE)))) {
+		signal(SIGPIPE, SIG_IGN);
+	} else {
+		sa.sa_handler = pipe == STOP_PIPE_STOP ? on_pipe : on_stop;
+		sigaction(SIGPIPE, &sa, NULL);
 	}
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = 0; /* interrupts what blocks: see on_alarm */
@@ -80,8 +112,15 @@ void stop_init(bool finish)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
 	sigaddset(&set, SIGALRM);
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void stop_child_signals(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(handled); i++)
+		signal(handled[i], inherited_ign & (1u << i) ? SIG_IGN : SIG_DFL);
 }
 
 bool stop_requested(void)

@@ -2,6 +2,7 @@
 /* spanperf annotate: spans made anywhere else, joined with a recording's samples. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,6 +31,10 @@ void annotate_usage(FILE *out)
 		     "                       or folded (stacks for flamegraph.pl, each starting with the\n"
 		     "                       spans it fell in, span:NAME:SPAN_ID, else [no span])\n"
 		     "      --html FILE      write the page report --html writes, with these spans\n"
+		     "      --why-slow       each name's slowest spans against the rest, as report\n"
+		     "                       --spans --why-slow (text or json)\n"
+		     "      --span-name NAME with --why-slow: only spans of NAME\n"
+		     "      --slowest PCT    with --why-slow: the slow group's percent (default 10)\n"
 		     "  -h, --help\n\n"
 		     "Example:\n"
 		     "  spanperf record -g -o app.data -- ./app --spans-to spans.jsonl\n"
@@ -48,12 +53,20 @@ static int opt_format(const char *arg, void *opts, char *err, size_t errlen)
 	return 0;
 }
 
+static int opt_slowest(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return cmd_slowest(arg, &((struct annotate_args *)opts)->why.slowest_pct, err, errlen);
+}
+
 #define A(f) offsetof(struct annotate_args, f)
 static const struct opt_def annotate_defs[] = {
 	{ .name = "spans", .letter = 's', .type = OPT_T_ANY_STR, .off = A(o.external) },
 	{ .name = "input", .letter = 'i', .type = OPT_T_ANY_STR, .off = A(o.input) },
 	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
 	{ .name = "html", .type = OPT_T_ANY_STR, .off = A(html) },
+	{ .name = "why-slow", .type = OPT_T_FLAG, .off = A(why_slow) },
+	{ .name = "span-name", .type = OPT_T_STR, .off = A(why.span_name), .bad = "needs a span's name" },
+	{ .name = "slowest", .type = OPT_T_FN, .fn = opt_slowest },
 	{ .name = "help", .letter = 'h', .type = OPT_T_HELP },
 	{}
 };
@@ -73,6 +86,10 @@ int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *er
 		return set_errorf(err, errlen, -EINVAL, "unexpected argument '%s'", argv[optind]);
 	if (!a->o.external)
 		return set_errorf(err, errlen, -EINVAL, "--spans FILE is required: the spans to annotate, as JSON lines");
+	if ((a->why_slow && (a->html || a->folded || a->o.format == SPANS_OTLP)) ||
+	    ((a->why.span_name || a->why.slowest_pct) && !a->why_slow))
+		return set_errorf(err, errlen, -EINVAL, "--why-slow compares the spans as text or json: use it without --html "
+				  "and other formats, and --span-name and --slowest with it");
 	return 0;
 }
 
@@ -98,7 +115,12 @@ int cmd_annotate(int argc, char **argv)
 
 		return report_run(&ro);
 	}
-	if (spans_report(&a.o, err, sizeof(err))) {
+	if (a.why_slow) {
+		a.why.json = a.o.format == SPANS_JSON;
+		if (!a.why.slowest_pct)
+			a.why.slowest_pct = WHY_SLOW_PCT;
+	}
+	if (a.why_slow ? why_slow_report(&a.o, &a.why, err, sizeof(err)) : spans_report(&a.o, err, sizeof(err))) {
 		pr_err("%s", err);
 		return 1;
 	}

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "options.h"
+#include "profile_diff.h"
 #include "record.h"
 #include "report.h"
 #include "report_spans.h"
@@ -42,10 +43,21 @@ struct annotate_args {
 	struct spans_report_opts o;
 	const char *html;
 	bool folded;
+	bool why_slow; /* --why-slow, with --span-name and --slowest in why */
+	struct why_opts why;
 };
 
 int annotate_parse_args(int argc, char **argv, struct annotate_args *a, char *err, size_t errlen);
 void annotate_usage(FILE *out);
+
+/* diff's argv: BASELINE and NEW with the comparison's options, and the verbosity. */
+struct diff_args {
+	struct diff_opts o;
+	int verbose;
+};
+
+int diff_parse_args(int argc, char **argv, struct diff_args *a, char *err, size_t errlen);
+void diff_usage(FILE *out);
 
 struct list_args {
 	bool all; /* --all: unsupported events too, and every tracepoint */
@@ -66,6 +78,9 @@ void probe_usage(FILE *out);
  * the exit status (0 after --help, else 1).
  */
 int cmd_parse_failed(int e, const char *err);
+
+/* --why-slow's --slowest PCT (report and annotate): above 0 and below 100; 0 or -EINVAL with err. */
+int cmd_slowest(const char *arg, double *pct, char *err, size_t errlen);
 
 /* Appends arg to a repeatable option's list (--span): 0, or -ENOMEM with the list as it was. */
 int cmd_push_arg(const char ***list, int *nr, const char *arg);

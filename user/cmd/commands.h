@@ -13,5 +13,6 @@ int cmd_stat(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

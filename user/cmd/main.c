@@ -17,18 +17,23 @@ static const struct cmd {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 	bool finish; /* a stop signal lets it finish its file (stop.h); the others die of it */
+	enum stop_pipe pipe; /* what SIGPIPE does to it (stop.h) */
 	const char *man, *md; /* spanperf help CMD */
 } cmds[] = {
-	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true, PAGE(record) },
-	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, PAGE(stat) },
-	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, PAGE(top) },
-	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, PAGE(report) },
+	{ "record", cmd_record, "sample the whole host (or some threads) into a perf.data", true, STOP_PIPE_IGNORE,
+	  PAGE(record) },
+	{ "stat", cmd_stat, "count events per thread, aggregated in BPF at context switches", true, STOP_PIPE_STOP,
+	  PAGE(stat) },
+	{ "top", cmd_top, "the hottest symbols, live, refreshed every few seconds", true, STOP_PIPE_STOP, PAGE(top) },
+	{ "report", cmd_report, "summarize a perf.data: tables and JSON", false, STOP_PIPE_DIE, PAGE(report) },
+	{ "diff", cmd_diff, "compare two recordings, as perf diff: shares, deltas, a differential flame graph",
+	  false, STOP_PIPE_DIE, PAGE(diff) },
 	{ "annotate", cmd_annotate, "join spans made elsewhere (JSON lines) with a recording's samples", false,
-	  PAGE(annotate) },
+	  STOP_PIPE_DIE, PAGE(annotate) },
 	{ "list", cmd_list, "events this machine can count or sample, and span sources it can attach", false,
-	  PAGE(list) },
+	  STOP_PIPE_DIE, PAGE(list) },
 	{ "probe", cmd_probe, "show the kernel features found and the fallback chosen for each need", false,
-	  PAGE(probe) },
+	  STOP_PIPE_DIE, PAGE(probe) },
 };
 
 static void usage(FILE *out)
@@ -58,7 +63,7 @@ int main(int argc, char **argv)
 	 * First thing: a SIGINT or SIGTERM during record's set-up is a flag
 	 * that the run sees at its first wait, so that the file is complete.
 	 */
-	stop_init(c && c->finish);
+	stop_init(c && c->finish, c ? c->pipe : STOP_PIPE_DIE);
 	sp_argc = argc;
 	sp_argv = argv;
 	if (argc < 2) {

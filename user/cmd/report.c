@@ -66,6 +66,10 @@ void report_usage(FILE *out)
 		"                         shows one section per event without it\n"
 		"      --spans            spans recorded with --span, joined with their samples\n"
 		"      --bpf-samples      with --spans --format json: add the count BPF kept\n"
+		"      --why-slow         with --spans: each name's slowest spans against the rest:\n"
+		"                         wall split, functions and wakers that explain the gap\n"
+		"      --span-name NAME   with --why-slow: only spans of NAME\n"
+		"      --slowest PCT      with --why-slow: the slow group's percent (default 10)\n"
 		"      --stdio            accepted for perf's sake; text is the default\n"
 		"      --header-only      the file's header: where and how it was recorded, and\n"
 		"                         (--call-graph ehframe) why user chains ended\n"
@@ -164,6 +168,11 @@ static int opt_time(const char *arg, void *opts, char *err, size_t errlen)
 	return e;
 }
 
+static int opt_slowest(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return cmd_slowest(arg, &((struct report_args *)opts)->o.why.slowest_pct, err, errlen);
+}
+
 static int opt_event(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct report_args *a = opts;
@@ -201,6 +210,9 @@ static const struct opt_def report_defs[] = {
 	{ .name = "event", .type = OPT_T_FN, .fn = opt_event },
 	{ .name = "spans", .type = OPT_T_FLAG, .off = R(spans) },
 	{ .name = "bpf-samples", .type = OPT_T_FLAG, .off = R(bpf_samples) },
+	{ .name = "why-slow", .type = OPT_T_FLAG, .off = R(why_slow) },
+	{ .name = "span-name", .type = OPT_T_STR, .off = R(why.span_name), .bad = "needs a span's name" },
+	{ .name = "slowest", .type = OPT_T_FN, .fn = opt_slowest },
 	{ .name = "stdio", .type = OPT_T_NONE },
 	{ .name = "header-only", .type = OPT_T_FLAG, .off = R(header_only) },
 	{ .name = "force", .type = OPT_T_FLAG, .off = R(force) },
@@ -230,6 +242,10 @@ static int report_check(const struct report_opts *o, char *err, size_t errlen)
 	if ((o->html || o->speedscope) && (o->spans || o->folded || o->flame || o->pprof || o->ev_set))
 		return set_errorf(err, errlen, -EINVAL, "--html and --speedscope show everything the file holds: use them "
 				  "without --spans, --folded, --flamegraph, --pprof and --event");
+	if ((o->why_slow && (!o->spans || o->spans_format == SPANS_OTLP)) ||
+	    ((o->why.span_name || o->why.slowest_pct) && !o->why_slow))
+		return set_errorf(err, errlen, -EINVAL, "--why-slow compares spans: use it with --spans (text or json), "
+				  "and --span-name and --slowest with it");
 	if (o->span_prefix && o->ev_set && o->ev != PV_ON_CPU)
 		return set_errorf(err, errlen, -EINVAL, "--span-prefix prefixes on-CPU samples only: leave out --event %s",
 				  o->ev == PV_OFF_CPU ? "off-cpu" : "wall");

@@ -37,6 +37,8 @@ void stat_usage(FILE *out)
 		"                         Prometheus' text format (ADDR: 127.0.0.1 unless given)\n"
 		"      --serve-top N      series per metric, by CPU time; the rest summed as\n"
 		"                         _other (default 50)\n"
+		"      --web-config FILE  with --serve: TLS and basic auth, in the YAML of\n"
+		"                         node_exporter's --web.config.file\n"
 		"      --span SPEC        with --serve: a wall-time histogram and the time on and\n"
 		"                         off CPU of these spans (SPEC as record's; repeatable)\n"
 		"  -q, --quiet / -v, --verbose\n"
@@ -50,7 +52,8 @@ void stat_usage(FILE *out)
 		"  spanperf stat -a -- sleep 5                     # the whole host for 5 s\n"
 		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
 		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n"
-		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n");
+		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n"
+		"  spanperf stat --serve :9464 --web-config web.yml  # TLS, basic auth\n");
 }
 
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
@@ -75,6 +78,7 @@ static const struct opt_def stat_defs[] = {
 	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
 	{ .name = "serve-top", .type = OPT_T_U64, .off = S(serve_top), .lo = 1, .hi = 100000,
 	  .bad = "is not a number of series from 1 to 100000" },
+	{ .name = "web-config", .type = OPT_T_STR, .off = S(web_config), .bad = "needs a file" },
 	OPT_DEFS_OUTPUT(struct stat_opts),
 	OPT_DEFS_VERBOSITY(struct stat_opts),
 	{}
@@ -100,7 +104,10 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 		return set_errorf(err, errlen, -EINVAL, "--span needs --serve: stat shows spans as histograms there");
 	if (o->nr_spans > SP_MAX_SPANS)
 		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d", o->nr_spans, SP_MAX_SPANS);
-	return o->serve ? stat_serve_addr_check(o->serve, err, errlen) : 0;
+	if (o->web_config && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--web-config needs --serve");
+	e = o->serve ? stat_serve_addr_check(o->serve, err, errlen) : 0;
+	return e ?: o->web_config ? stat_web_config_check(o->web_config, err, errlen) : 0;
 }
 
 int cmd_stat(int argc, char **argv)

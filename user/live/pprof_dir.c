@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "fileio.h"
 #include "live_record.h"
 #include "log.h"
 #include "pprof_dir.h"
@@ -21,10 +22,15 @@
 #include "record.h"
 #include "report_out.h"
 
+/* A profile written, and the recording's file it is of. */
+struct kept {
+	char *data, *pprof;
+};
+
 struct pprof_dir {
 	const char *dir;
-	uint64_t max; /* --switch-max-files: the profiles kept, 0 all */
-	char **kept;  /* the newest, oldest first */
+	uint64_t max; /* --switch-max-files: profiles go with their files; 0 keeps all */
+	struct kept *kept;
 	uint64_t nr;
 	struct profile *cur; /* the window's */
 };
@@ -61,20 +67,35 @@ static void window_drop(void *arg, struct session *sess)
 	pd->cur = NULL;
 }
 
-/* As record's --switch-max-files: the newest N profiles kept, the oldest deleted. */
-static void keep(struct pprof_dir *pd, const char *path)
+/*
+ * --switch-max-files: a profile goes when its recording's file goes, as
+ * record deleted it (before this window's end), not by a count of its own:
+ * one window with a file and no profile (or the other way round) would
+ * leave a profile of a file long gone.
+ */
+static void keep(struct pprof_dir *pd, const char *data, const char *pprof)
 {
+	uint64_t n = 0;
+
 	if (!pd->max)
 		return;
-	if (pd->nr == pd->max) {
-		unlink(pd->kept[0]);
-		free(pd->kept[0]);
-		memmove(pd->kept, pd->kept + 1, (pd->nr - 1) * sizeof(*pd->kept));
-		pd->nr--;
+	for (uint64_t i = 0; i < pd->nr; i++) {
+		if (access(pd->kept[i].data, F_OK) && errno == ENOENT) {
+			unlink(pd->kept[i].pprof);
+			free(pd->kept[i].data);
+			free(pd->kept[i].pprof);
+		} else {
+			pd->kept[n++] = pd->kept[i];
+		}
 	}
-	pd->kept[pd->nr] = strdup(path);
-	if (pd->kept[pd->nr])
+	pd->nr = n;
+	if (pd->nr > pd->max) /* record could not delete its oldest files: this profile stays */
+		return;
+	pd->kept[pd->nr] = (struct kept){ strdup(data), strdup(pprof) };
+	if (pd->kept[pd->nr].data && pd->kept[pd->nr].pprof)
 		pd->nr++;
+	else
+		free(pd->kept[pd->nr].data), free(pd->kept[pd->nr].pprof);
 }
 
 static int write_pprof(const struct profile *p, const char *out)
@@ -85,7 +106,8 @@ static int write_pprof(const struct profile *p, const char *out)
 
 	f = e ? NULL : atomic_file__stdio(&af);
 	e = e ?: f ? report_pprof(p, f) : -errno;
-	e = e ?: atomic_file__commit(&af);
+	/* report_pprof says -EIO of a failed fwrite: the stream knows it was ENOSPC. */
+	e = e ? atomic_file__error(&af, e) : atomic_file__commit(&af);
 	atomic_file__release(&af);
 	return e;
 }
@@ -94,20 +116,26 @@ static int write_pprof(const struct profile *p, const char *out)
 static int window_end(void *arg, struct session *sess, const char *path, char *err, size_t errlen)
 {
 	struct pprof_dir *pd = arg;
-	const char *base = strrchr(path, '/');
-	char out[PATH_MAX];
-	int e = profile__end(pd->cur, true);
+	const char *base;
+	char out[PATH_MAX], why[PATH_MAX + 64];
+	int e;
 
 	(void)sess, (void)err, (void)errlen;
+	if (!path) { /* the window's file was dropped (a full disk): no profile of it either */
+		window_drop(pd, sess);
+		return 0;
+	}
+	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
+	e = profile__end(pd->cur, true);
 	if (e)
 		pr_warn("no pprof for %s: %s", path, strerror(-e));
 	else if ((size_t)snprintf(out, sizeof(out), "%s/%s.pb.gz", pd->dir, base) >= sizeof(out))
 		e = -ENAMETOOLONG;
 	else if ((e = write_pprof(pd->cur, out)))
-		pr_warn("cannot write %s: %s", out, strerror(-e));
+		pr_warn("cannot write %s: %s", out, write_strerror(e, out, why, sizeof(why)));
 	else
-		keep(pd, out);
+		keep(pd, path, out);
 	window_drop(pd, NULL); /* ended above, finished or not */
 	return 0;
 }
@@ -123,15 +151,17 @@ int pprof_dir_record(struct record_opts *o, int argc, char **argv, int *exit_cod
 
 	if (pprof_dir_check(o->pprof_dir))
 		return -EINVAL;
-	pd.kept = pd.max ? calloc(pd.max, sizeof(*pd.kept)) : NULL;
+	pd.kept = pd.max ? calloc(pd.max + 1, sizeof(*pd.kept)) : NULL;
 	if (pd.max && !pd.kept)
 		return -ENOMEM;
 	e = live_record(o, &lo, argc, argv, exit_code, err, sizeof(err));
 	if (e && err[0])
 		pr_err("%s", err);
 	window_drop(&pd, NULL);
-	for (uint64_t i = 0; i < pd.nr; i++)
-		free(pd.kept[i]);
+	for (uint64_t i = 0; i < pd.nr; i++) {
+		free(pd.kept[i].data);
+		free(pd.kept[i].pprof);
+	}
 	free(pd.kept);
 	return e;
 }

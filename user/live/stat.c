@@ -5,6 +5,7 @@
  * Prometheus endpoint and the span programs of --serve alongside.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "atomic_file.h"
 #include "counters.h"
+#include "fileio.h"
 #include "hash.h"
 #include "host.h"
 #include "kernel_features.h"
@@ -55,6 +57,11 @@ int stat_serve_addr_check(const char *addr, char *err, size_t errlen)
 	socklen_t len;
 
 	return serve_addr_parse(addr, &ss, &len, err, errlen);
+}
+
+int stat_web_config_check(const char *path, char *err, size_t errlen)
+{
+	return web_config_check(path, err, errlen);
 }
 
 /* Subtracts the previous interval's readings of the same thread (by tid). */
@@ -162,6 +169,7 @@ static int report(struct stat_run *r, double interval, double elapsed_s)
 static int open_output(struct stat_run *r)
 {
 	const char *path = r->o->output;
+	char why[PATH_MAX + 64];
 	int e;
 
 	r->out = stderr;
@@ -172,7 +180,7 @@ static int open_output(struct stat_run *r)
 	if (!e && !(r->out = atomic_file__stdio(&r->out_file)))
 		e = -errno;
 	if (e)
-		pr_err("cannot write -o '%s': %s", path, strerror(-e));
+		pr_err("cannot write -o '%s': %s", path, write_strerror(e, path, why, sizeof(why)));
 	return e;
 }
 
@@ -374,7 +382,7 @@ static int stat_start(struct stat_run *r)
 	pr_debug("counting with %s/sched_switch; %llu bytes of map per thread", counters__hook(r->cs),
 		 (unsigned long long)counters__bytes_per_thread(r->cs));
 	if (o->serve)
-		e = stat_serve__start(&r->serve, o->serve, r->cs, o->serve_top);
+		e = stat_serve__start(&r->serve, o->serve, o->web_config, r->cs, o->serve_top);
 	if (!e && o->nr_spans)
 		e = start_spans(r);
 	return e;
@@ -392,9 +400,11 @@ int stat__run(const struct stat_opts *o, int *exit_code)
 	stat_loop(&r);
 	stat_losses(&r);
 	if (o->output) {
+		char why[PATH_MAX + 64];
+
 		e = atomic_file__commit(&r.out_file);
 		if (e) {
-			pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+			pr_err("cannot write -o '%s': %s", o->output, write_strerror(e, o->output, why, sizeof(why)));
 			goto cleanup;
 		}
 	}

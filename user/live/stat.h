@@ -15,6 +15,8 @@
 
 /* --serve's value: PORT, :PORT, ADDR:PORT or [ADDR6]:PORT; 0, or -EINVAL with one sentence in err. */
 int stat_serve_addr_check(const char *addr, char *err, size_t errlen);
+/* --web-config's file, read and checked now, before anything runs: 0, or -errno with one sentence in err. */
+int stat_web_config_check(const char *path, char *err, size_t errlen);
 
 /*
  * Counts as o says until -d, CMD's exit or a signal, printing -I's reports

@@ -25,6 +25,7 @@ struct stat_opts {
 	bool raw_tp;		/* --raw-tp: force the raw_tp twin */
 	const char *serve;	/* --serve [ADDR:]PORT: Prometheus' text format at /metrics */
 	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
+	const char *web_config;	/* --web-config FILE: TLS and basic auth for --serve (web_config.h) */
 	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
 	int nr_spans;
 	char **cmd;		/* without -a, -p or -t: CMD and its children are counted, as perf stat counts */

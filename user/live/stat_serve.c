@@ -9,18 +9,14 @@
  * time with the rest summed into one row labelled "_other", so that a host
  * with 10,000 processes scrapes as a bounded page.
  *
- * The HTTP side is libmicrohttpd with its own polling thread: stat's loop
- * is untouched, a client that never sends or never reads is dropped after
- * CONN_TIMEOUT_S, and at most MAX_CONNS are open at once.
+ * The HTTP side, its deadlines, per-client limits, TLS and basic auth are
+ * web_serve.c's: this file only makes the page.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <microhttpd.h>
 
 #include "cgroup_paths.h"
 #include "counters.h"
@@ -30,9 +26,8 @@
 #include "sbuf.h"
 #include "stat_serve.h"
 #include "util.h"
+#include "web_serve.h"
 
-#define CONN_TIMEOUT_S 10
-#define MAX_CONNS 32
 /*
  * The cgroup names kept: past this, they start over (the live ones are
  * found again; removed ones become "unknown"), so that a host creating
@@ -59,7 +54,7 @@ struct span_hist {
 };
 
 struct stat_serve {
-	struct MHD_Daemon *d;
+	struct web_server *web;
 	struct span_hist *spans; /* under lock: stat's loop adds, scrapes read */
 	int nr_spans;
 	pthread_mutex_t lock; /* one scrape at a time: the caches are not shared */
@@ -70,42 +65,6 @@ struct stat_serve {
 	struct cgroup_paths cgroups; /* ids to paths, kept across scrapes */
 	uint64_t scrapes;
 };
-
-int serve_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len, char *err, size_t errlen)
-{
-	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	const char *colon = strrchr(s, ':'), *port_s = colon ? colon + 1 : s;
-	char host[INET6_ADDRSTRLEN + 2] = "";
-	uint64_t port;
-	size_t hl = colon ? (size_t)(colon - s) : 0;
-
-	memset(ss, 0, sizeof(*ss));
-	if (parse_u64(port_s, &port, 0, 65535) || hl >= sizeof(host))
-		goto bad;
-	memcpy(host, s, hl);
-	host[hl] = 0;
-	if (host[0] == '[') {
-		if (hl < 2 || host[hl - 1] != ']')
-			goto bad;
-		host[hl - 1] = 0;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(port);
-		if (inet_pton(AF_INET6, host + 1, &in6->sin6_addr) != 1)
-			goto bad;
-		*len = sizeof(*in6);
-		return 0;
-	}
-	in4->sin_family = AF_INET;
-	in4->sin_port = htons(port);
-	/* No address: loopback, so that counters of the whole host are not published by accident. */
-	if (inet_pton(AF_INET, host[0] ? host : "127.0.0.1", &in4->sin_addr) != 1)
-		goto bad;
-	*len = sizeof(*in4);
-	return 0;
-bad:
-	return set_errorf(err, errlen, -EINVAL, "--serve '%s' is not PORT, ADDR:PORT or [ADDR6]:PORT", s);
-}
 
 void serve_label(struct sbuf *b, const char *s)
 {
@@ -392,71 +351,34 @@ static void render_spans(struct stat_serve *s, struct sbuf *b)
 	}
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *text)
+/* GET /metrics: the page, one scrape at a time (the caches are not shared). */
+static int page(void *arg, const char *url, struct web_reply *r)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-				  const char *version, const char *upload, size_t *upload_size, void **req)
-{
-	struct stat_serve *s = cls;
-	struct MHD_Response *r;
-	struct sbuf b = {};
-	enum MHD_Result ret;
+	struct stat_serve *s = arg;
 	int e;
 
-	(void)version;
-	(void)upload;
-	(void)upload_size;
-	(void)req;
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
-	if (strcmp(url, "/metrics"))
-		return reply(c, MHD_HTTP_NOT_FOUND, "spanperf serves /metrics\n");
+	if (strcmp(url, "/metrics")) {
+		r->status = 404;
+		return sbuf_printf(&r->body, "spanperf serves /metrics\n");
+	}
 	pthread_mutex_lock(&s->lock);
-	e = render(s, &b);
+	e = render(s, &r->body);
 	s->scrapes++;
 	pthread_mutex_unlock(&s->lock);
-	if (e) {
-		sbuf_free(&b);
+	if (e)
 		pr_warn("a scrape failed: %s", strerror(-e));
-		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n");
-	}
-	/* MHD frees the page once sent (or once the connection is dropped). */
-	r = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		sbuf_free(&b);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	return e;
 }
 
-int stat_serve__start(struct stat_serve **out, const char *addr, struct counter_set *cs, uint64_t top)
+int stat_serve__start(struct stat_serve **out, const char *addr, const char *web_config, struct counter_set *cs,
+		      uint64_t top)
 {
-	struct sockaddr_storage ss;
+	struct web_opts wo = { .addr = addr, .flag = "--serve", .config = web_config, .handler = page };
 	struct stat_serve *s;
-	char err[256];
-	socklen_t len;
-	int fd = -1, one = 1, e;
+	int e;
 
 	*out = NULL;
-	e = serve_addr_parse(addr, &ss, &len, err, sizeof(err));
-	if (e) {
-		pr_err("%s", err);
-		return e;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -465,43 +387,21 @@ int stat_serve__start(struct stat_serve **out, const char *addr, struct counter_
 	s->top = top;
 	cgroup_paths__init(&s->cgroups, NULL, MAX_CGROUPS);
 	s->ev = counters__events(cs, &s->nr_ev);
-	/* Our own socket: a port in use is said as such, before anything is counted. */
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 64)) {
-		e = -errno;
-		pr_err("cannot listen on --serve '%s': %s", addr, strerror(-e));
-		goto fail;
-	}
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, on_request, s,
-				MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNS, MHD_OPTION_END);
-	if (!s->d) {
-		e = -EIO;
-		pr_err("cannot serve --serve '%s': libmicrohttpd would not start", addr);
-		goto fail;
+	wo.arg = s;
+	e = web_server__start(&s->web, &wo);
+	if (e) {
+		stat_serve__free(s);
+		return e;
 	}
 	*out = s;
 	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	stat_serve__free(s);
-	return e;
 }
 
 void stat_serve__free(struct stat_serve *s)
 {
 	if (!s)
 		return;
-	if (s->d) {
-		/* MHD owns the listening socket it was given: quiesce hands it back to close. */
-		int fd = MHD_quiesce_daemon(s->d);
-
-		MHD_stop_daemon(s->d);
-		if (fd >= 0)
-			close(fd);
-	}
+	web_server__free(s->web); /* first: no scrape runs after it */
 	cgroup_paths__clear(&s->cgroups);
 	for (int i = 0; i < s->nr_spans; i++)
 		free(s->spans[i].name);

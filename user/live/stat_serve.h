@@ -1,31 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * stat --serve: the switch program's per-thread counters in the Prometheus
- * text format, summed per cgroup (v2 path) and comm, served by
- * libmicrohttpd's own thread while stat's loop waits.
+ * text format, summed per cgroup (v2 path) and comm, served by an endpoint
+ * (web_serve.h: its own thread, deadlines, per-client limits, TLS and
+ * basic auth) while stat's loop waits.
  */
 #ifndef SP_STAT_SERVE_H
 #define SP_STAT_SERVE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+
+#include "web_serve.h" /* serve_addr_parse */
 
 struct counter_set;
 struct stat_serve;
 
 /*
- * "PORT", ":PORT", "ADDR:PORT" or "[ADDR6]:PORT"; no address is loopback.
- * 0, or -EINVAL with one sentence in err.
+ * Listens on addr (saying why not, e.g. the port in use, or a bad
+ * --web-config) and serves GET /metrics from cs, top series per metric and
+ * the rest summed; web_config: TLS and basic auth (web_config.h), or NULL.
  */
-int serve_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len, char *err, size_t errlen);
-
-/*
- * Listens on addr (saying why not, e.g. the port in use) and serves GET
- * /metrics from cs, top series per metric and the rest summed.
- */
-int stat_serve__start(struct stat_serve **out, const char *addr, struct counter_set *cs, uint64_t top);
+int stat_serve__start(struct stat_serve **out, const char *addr, const char *web_config, struct counter_set *cs,
+		      uint64_t top);
 /*
  * The span names (--span), before any span is added: one histogram each.
  * 0 or -ENOMEM.

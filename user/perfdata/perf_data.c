@@ -72,7 +72,29 @@ struct pd_writer {
 	__u64 data_offset, data_size;
 	char *buf;
 	size_t buf_len;
+	bool keep_going; /* a full disk stops the file only (pd_writer__keep_going) */
+	int ferr;	 /* what stopped it */
 };
+
+void pd_writer__keep_going(struct pd_writer *w)
+{
+	w->keep_going = true;
+}
+
+int pd_writer__file_error(const struct pd_writer *w)
+{
+	return w->ferr;
+}
+
+/* A file write's error: with keep_going, a full disk stops the file and the writer goes on. */
+static int file_failed(struct pd_writer *w, int err)
+{
+	if (!w->keep_going || (err != -ENOSPC && err != -EDQUOT))
+		return err;
+	w->ferr = err;
+	w->buf_len = 0;
+	return 0;
+}
 
 int pd_writer__open(struct pd_writer **out, const char *path)
 {
@@ -208,7 +230,7 @@ int pd_writer__begin(struct pd_writer *w)
 		return 0;
 	err = write_attrs(w, &h);
 	if (err)
-		return err;
+		return file_failed(w, err);
 	w->data_offset = h.attrs.offset + h.attrs.size;
 	/*
 	 * The header stays zero until finish(): a file cut short by a crash
@@ -257,9 +279,11 @@ int pd_writer__write(struct pd_writer *w, const void *p, size_t n)
 {
 	int err = 0;
 
-	if (w->file)
+	if (w->file && !w->ferr)
 		err = write_file(w, p, n);
 	else
+		w->data_size += n;
+	if (err && !(err = file_failed(w, err)))
 		w->data_size += n;
 	if (!err && w->sink && w->sink->write)
 		err = w->sink->write(w->sink->arg, p, n);
@@ -971,6 +995,8 @@ int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta)
 
 	if (!w->file)
 		return -EINVAL;
+	if (w->ferr)
+		return w->ferr;
 	if (!meta)
 		meta = &none;
 	err = flush(w);

@@ -135,6 +135,15 @@ int pd_writer__begin(struct pd_writer *w);
 /* Appends to the data section (buffered). */
 int pd_writer__write(struct pd_writer *w, const void *p, size_t n);
 __u64 pd_writer__data_size(const struct pd_writer *w);
+/*
+ * A full disk (ENOSPC, EDQUOT) under the file stops the file, not the
+ * writer: later records go to the sink alone, still counted in the data
+ * size, and finish fails with that error (--switch-output drops the window
+ * and goes on).  Without it, such a write fails as any other.
+ */
+void pd_writer__keep_going(struct pd_writer *w);
+/* The full disk that stopped the file (keep_going), or 0. */
+int pd_writer__file_error(const struct pd_writer *w);
 /* Writes features and the final header, then renames: path -> path.old, tmp -> path (-EINVAL without a file). */
 int pd_writer__finish(struct pd_writer *w, const struct pd_meta *meta);
 /* The name finish renames to, if not open's path: one in the same directory. */

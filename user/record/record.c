@@ -90,6 +90,9 @@ struct recorder {
 	char last_name[PATH_MAX];
 	unsigned same_stamp;	/* files stamped in one hundredth of a second: a suffix each */
 	bool stop; /* on_switch asked for the end */
+	/* --switch-output on a full disk: the window's file could not be opened; windows dropped (all, in a row) */
+	int open_err;
+	__u64 dropped, dropping;
 };
 
 #define for_each_source(r, s)                                                                 \
@@ -188,6 +191,37 @@ static int resolve_specs(struct recorder *r)
 	return 0;
 }
 
+/* Without a file the records went to the sink alone, which said why it failed. */
+static void say_write_error(const struct recorder *r, const char *name, int e)
+{
+	char why[PATH_MAX + 64];
+
+	if (r->ctx.o->output)
+		pr_err("cannot write -o '%s': %s", name, write_strerror(e, name, why, sizeof(why)));
+}
+
+/* --switch-output: a full disk drops the window, not the recording (pd_writer__keep_going). */
+static bool drops_windows(const struct recorder *r, int e)
+{
+	return r->ctx.o->switch_output && r->ctx.o->output && (e == -ENOSPC || e == -EDQUOT);
+}
+
+/* A new window's writer; on a full disk, one without a file, for a window to drop. */
+static int open_writer(struct recorder *r)
+{
+	const struct record_opts *o = r->ctx.o;
+	int e = pd_writer__open(&r->w, o->output);
+
+	r->open_err = 0;
+	if (e && drops_windows(r, e)) {
+		r->open_err = e;
+		e = pd_writer__open(&r->w, NULL);
+	}
+	if (!e && o->switch_output && o->output)
+		pd_writer__keep_going(r->w);
+	return e;
+}
+
 /* What the options ask for, made and loaded; nothing runs yet. */
 static int open_sources(struct recorder *r)
 {
@@ -197,9 +231,11 @@ static int open_sources(struct recorder *r)
 	/* Before anything else: an unwritable -o must not cost a recording. */
 	e = pd_writer__open(&r->w, o->output);
 	if (e) {
-		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		say_write_error(r, o->output, e);
 		return e;
 	}
+	if (o->switch_output && o->output)
+		pd_writer__keep_going(r->w);
 	if (o->sink)
 		pd_writer__set_sink(r->w, o->sink);
 	r->ctx.dsos = dso_set__new();
@@ -229,7 +265,13 @@ static int write_attrs(struct recorder *r)
 	for_each_source(r, s)
 		if (s->attrs && !e)
 			e = s->attrs(s, r->w);
-	return e ?: pd_writer__begin(r->w);
+	if (e)
+		return e;
+	/* The file's first bytes: a full disk is said here, not only by the exit status. */
+	e = pd_writer__begin(r->w);
+	if (e)
+		say_write_error(r, r->ctx.o->output, e);
+	return e;
 }
 
 /* The pollfd set, from what each source says wakes it. */
@@ -263,13 +305,6 @@ static int build_pollfds(struct recorder *r)
 		r->pfds[r->nr_pfds++] = (struct pollfd){ .fd = o->wake_fd, .events = POLLIN };
 	}
 	return 0;
-}
-
-/* Without a file the records went to the sink alone, which said why it failed. */
-static void say_write_error(const struct recorder *r, const char *name, int e)
-{
-	if (r->ctx.o->output)
-		pr_err("cannot write -o '%s': %s", name, strerror(-e));
 }
 
 /*
@@ -628,8 +663,10 @@ static int write_header(struct recorder *r)
 	char **argv = r->argv;
 	struct pd_meta meta = { .clockid = CLOCK_MONOTONIC, .clockid_res_ns = 1 };
 	struct timespec res;
-	int e;
+	int e = r->open_err ?: pd_writer__file_error(r->w);
 
+	if (e) /* a window to drop: nothing more to find out for it */
+		return e;
 	host_fill_meta(&meta);
 	meta.cmdline_argc = argc;
 	meta.cmdline_argv = calloc(argc + 1, sizeof(char *));
@@ -660,9 +697,22 @@ static int write_header(struct recorder *r)
 	e = e ?: r->ctx.o->switch_output ? pd_writer__retarget(r->w, r->last_name) : 0;
 	e = e ?: pd_writer__finish(r->w, &meta);
 	pd_meta_free(&meta);
-	if (e)
-		pr_err("cannot write -o '%s': %s", r->last_name, strerror(-e));
 	return e;
+}
+
+/*
+ * --switch-output on a full disk: the window's file is dropped (its
+ * temporary removed with its writer), counted, and the recording goes on.
+ * Said when the dropping begins and when a file fits again, not per window.
+ */
+static void window_dropped(struct recorder *r, int e)
+{
+	char why[PATH_MAX + 64];
+
+	r->dropped++;
+	if (!r->dropping++)
+		pr_warn("cannot write -o '%s': %s; windows are dropped until there is room", r->ctx.o->output,
+			write_strerror(e, r->ctx.o->output, why, sizeof(why)));
 }
 
 /*
@@ -674,10 +724,19 @@ static int end_window(struct recorder *r)
 {
 	const struct record_opts *o = r->ctx.o;
 	int e = o->output ? write_header(r) : 0;
+	bool dropped = e && drops_windows(r, e);
 
-	if (e || !o->switch_output)
+	if (dropped)
+		window_dropped(r, e);
+	else if (e)
+		say_write_error(r, r->last_name[0] ? r->last_name : o->output, e);
+	if ((e && !dropped) || !o->switch_output)
 		return e;
-	if (o->output) {
+	if (o->output && !dropped) {
+		if (r->dropping)
+			pr_warn("%llu windows dropped; -o '%s' has room again", (unsigned long long)r->dropping,
+				o->output);
+		r->dropping = 0;
 		/* perf's "[ perf record: Dump NAME ]", with what the file holds for scripts. */
 		if (sp_verbose >= 0)
 			fprintf(stderr, "%s[ spanperf record: dump %s: %llu samples ]\n", r->progress_shown ? "\n" : "",
@@ -685,7 +744,8 @@ static int end_window(struct recorder *r)
 		r->progress_shown = false;
 		keep_file(r, r->last_name);
 	}
-	if (o->on_switch && o->on_switch(o->output ? r->last_name : NULL, o->on_switch_arg))
+	/* A dropped window has no file: its consumers are ended as without one. */
+	if (o->on_switch && o->on_switch(o->output && !dropped ? r->last_name : NULL, o->on_switch_arg))
 		r->stop = true;
 	return 0;
 }
@@ -720,12 +780,14 @@ static int rotate(struct recorder *r)
 		return 0;
 	pd_writer__free(r->w);
 	r->w = NULL;
-	e = pd_writer__open(&r->w, o->output);
-	e = e ?: write_attrs(r);
+	e = open_writer(r);
 	if (e) {
-		pr_err("cannot write -o '%s': %s", o->output, strerror(-e));
+		say_write_error(r, o->output, e);
 		return e;
 	}
+	e = write_attrs(r);
+	if (e)
+		return e;
 	e = synthesize(r, r->prev_window_ns);
 	if (!e)
 		pd_writer__set_sink(r->w, o->sink);
@@ -765,6 +827,8 @@ static void summary(struct recorder *r)
 			fprintf(stderr, ", %llu LOST (ring full: raise -m or lower -F)", (unsigned long long)r->ctx.lost);
 		if (makes_spans)
 			fprintf(stderr, ", %llu spans", (unsigned long long)spans);
+		if (r->dropped)
+			fprintf(stderr, ", %llu windows dropped (disk full)", (unsigned long long)r->dropped);
 		if (o->switch_output || !o->output)
 			fprintf(stderr, " ]\n");
 		else

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The report engine: the consumers the options need, one pass, then the outputs. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "debuginfo.h"
 #include "elf_budget.h"
+#include "fileio.h"
 #include "hash.h"
 #include "log.h"
 #include "perf_data.h"
@@ -30,10 +33,16 @@ static int write_output(const char *path, int (*fn)(const struct profile *, FILE
 		return e;
 	f = atomic_file__stdio(&af);
 	e = f ? fn(p, f, arg) : -errno;
-	if (!e)
-		e = atomic_file__commit(&af);
+	/* A renderer says -EIO of a failed fwrite: the stream knows it was ENOSPC. */
+	e = e ? atomic_file__error(&af, e) : atomic_file__commit(&af);
 	atomic_file__release(&af);
 	return e;
+}
+
+/* The end of "cannot write PATH: ...": a full disk names its file system ("-" is stdout). */
+static const char *write_error(int e, const char *path, char *buf, size_t len)
+{
+	return path && strcmp(path, "-") ? write_strerror(e, path, buf, len) : write_strerror_fd(e, STDOUT_FILENO, buf, len);
 }
 
 static int flame_fn(const struct profile *p, FILE *f, const void *title)
@@ -154,7 +163,7 @@ static void say_what_was_read(const char *input, const struct profile *p)
 
 static int write_flamegraph(const struct report_opts *o, const struct profile *shown, bool ns)
 {
-	char title[600];
+	char title[600], why[PATH_MAX + 64];
 	int e;
 
 	snprintf(title, sizeof(title), "%s: %llu samples of %s%s", o->input, (unsigned long long)shown->samples,
@@ -162,7 +171,7 @@ static int write_flamegraph(const struct report_opts *o, const struct profile *s
 	e = shown->samples ? write_output(o->flame, flame_fn, shown, title) : -ENODATA;
 	if (e)
 		pr_err("cannot write --flamegraph '%s': %s", o->flame,
-		       e != -ENODATA		    ? strerror(-e)
+		       e != -ENODATA		    ? write_error(e, o->flame, why, sizeof(why))
 		       : profile_total_samples(shown) || report_filter_active(&o->filter) ? "no sample passes the filters"
 											     : "the file has no samples");
 	return e;
@@ -173,6 +182,7 @@ static int profile_outputs(const struct report_opts *o, const struct profile *p)
 {
 	struct profile view = {};
 	const struct profile *shown = p;
+	char why[PATH_MAX + 64];
 	int e = 0, ret = 1;
 
 	/* Off-CPU and wall views weigh stacks by their nanoseconds. */
@@ -187,7 +197,7 @@ static int profile_outputs(const struct report_opts *o, const struct profile *p)
 	if (o->flame && write_flamegraph(o, shown, shown != p))
 		goto cleanup;
 	if (o->pprof && (e = write_output(o->pprof, pprof_fn, p, NULL))) {
-		pr_err("cannot write --pprof '%s': %s", o->pprof, strerror(-e));
+		pr_err("cannot write --pprof '%s': %s", o->pprof, write_error(e, o->pprof, why, sizeof(why)));
 		goto cleanup;
 	}
 	if (o->folded)
@@ -196,14 +206,15 @@ static int profile_outputs(const struct report_opts *o, const struct profile *p)
 		e = report_tables(p, o->ev_set, o->ev, &o->table);
 	if (e) {
 		pr_err("%s %s: %s", o->external ? "cannot write the folded stacks of" : "cannot report", o->input,
-		       strerror(-e));
+		       write_error(e, NULL, why, sizeof(why)));
 		goto cleanup;
 	}
 	if (fflush(stdout)) {
+		write_error(stdio_error(), NULL, why, sizeof(why));
 		if (o->external)
-			pr_err("cannot write the folded stacks of %s: %s", o->input, strerror(errno));
+			pr_err("cannot write the folded stacks of %s: %s", o->input, why);
 		else
-			pr_err("cannot write the report: %s", strerror(errno));
+			pr_err("cannot write the report: %s", why);
 		goto cleanup;
 	}
 	ret = 0;
@@ -237,8 +248,7 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
 		return e;
 	f = atomic_file__stdio(&af);
 	e = f ? fn(t, f, input) : -errno;
-	if (!e)
-		e = atomic_file__commit(&af);
+	e = e ? atomic_file__error(&af, e) : atomic_file__commit(&af);
 	atomic_file__release(&af);
 	return e;
 }
@@ -261,7 +271,7 @@ static int report_visual(const struct report_opts *o)
 	const struct spans_view *v = NULL;
 	struct profile *p = NULL;
 	struct timeline t = {};
-	char err[512] = "";
+	char err[512] = "", why[PATH_MAX + 64];
 	int e, ret = 1;
 
 	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
@@ -285,9 +295,10 @@ static int report_visual(const struct report_opts *o)
 			o->input, (unsigned long long)p->samples, (unsigned long long)t.spans_total,
 			o->html ? "page" : "profile", (unsigned long long)t.sample_every, t.nr_spans);
 	if (o->html && (e = write_timeline(o->html, html_fn, &t, o->input)))
-		pr_err("cannot write --html '%s': %s", o->html, strerror(-e));
+		pr_err("cannot write --html '%s': %s", o->html, write_error(e, o->html, why, sizeof(why)));
 	else if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, &t, o->input)))
-		pr_err("cannot write --speedscope '%s': %s", o->speedscope, strerror(-e));
+		pr_err("cannot write --speedscope '%s': %s", o->speedscope,
+		       write_error(e, o->speedscope, why, sizeof(why)));
 	else
 		ret = 0;
 cleanup:
@@ -375,7 +386,12 @@ int report_run(const struct report_opts *o)
 						.bpf_samples = o->bpf_samples, .any_owner = o->force,
 						.filter = &o->filter, .min_pct = o->table.min_pct };
 
-		if (spans_report(&so, err, sizeof(err))) {
+		struct why_opts wo = o->why;
+
+		wo.json = o->spans_format == SPANS_JSON;
+		if (!wo.slowest_pct)
+			wo.slowest_pct = WHY_SLOW_PCT;
+		if (o->why_slow ? why_slow_report(&so, &wo, err, sizeof(err)) : spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);
 			return 1;
 		}

@@ -20,6 +20,7 @@
 #include "report_filter.h"
 #include "report_out.h"
 #include "spans_view.h"
+#include "why_slow.h"
 
 struct report_opts {
 	const char *input;	/* perf.data */
@@ -44,6 +45,9 @@ struct report_opts {
 	struct debuginfo_opts debuginfod;
 	/* --comms, --pids, --tids, --dsos, --symbols, --time: applied once, by the session, for every output */
 	struct report_filter filter;
+	/* --spans --why-slow: each name's slowest spans against the rest (--span-name, --slowest) */
+	bool why_slow;
+	struct why_opts why;
 };
 
 /* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */

@@ -31,7 +31,15 @@ static bool fline_eq(const void *ctx, size_t idx)
 	return !strcmp(((const struct fline *)c[0])[idx].text, c[1]);
 }
 
-int report_folded(const struct profile *p, FILE *out, bool wakers)
+static void free_lines(struct fline *lines, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(lines[i].text);
+	free(lines);
+}
+
+/* Each distinct line of p's on-CPU stacks with its count, sorted by text, into *out (the caller frees it). */
+static int fold_lines(const struct profile *p, bool wakers, struct fline **out, size_t *nr_out)
 {
 	struct hindex idx = {};
 	struct fline *lines = NULL;
@@ -83,13 +91,47 @@ int report_folded(const struct profile *p, FILE *out, bool wakers)
 		lines[nr++] = (struct fline){ b.p, s->count };
 	}
 	sort_n(lines, nr, sizeof(*lines), cmp_fline);
+cleanup:
+	hindex_free(&idx);
+	if (e) {
+		free_lines(lines, nr);
+		lines = NULL;
+		nr = 0;
+	}
+	*out = lines;
+	*nr_out = nr;
+	return e;
+}
+
+int report_folded(const struct profile *p, FILE *out, bool wakers)
+{
+	struct fline *lines;
+	size_t nr;
+	int e = fold_lines(p, wakers, &lines, &nr);
+
 	for (size_t i = 0; i < nr; i++)
 		fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)lines[i].count);
-cleanup:
-	for (size_t i = 0; i < nr; i++)
-		free(lines[i].text);
-	free(lines);
-	hindex_free(&idx);
+	free_lines(lines, nr);
+	return e;
+}
+
+/* Both files' lines, sorted alike, walked side by side: a stack in one only has 0 in the other. */
+int report_folded_diff(const struct profile *base, const struct profile *p, FILE *out)
+{
+	struct fline *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0, i = 0, j = 0;
+	int e = fold_lines(base, false, &a, &na) ?: fold_lines(p, false, &b, &nb);
+
+	while (!e && (i < na || j < nb)) {
+		int c = i == na ? 1 : j == nb ? -1 : strcmp(a[i].text, b[j].text);
+
+		fprintf(out, "%s %llu %llu\n", c <= 0 ? a[i].text : b[j].text,
+			(unsigned long long)(c <= 0 ? a[i].count : 0), (unsigned long long)(c >= 0 ? b[j].count : 0));
+		i += c <= 0;
+		j += c >= 0;
+	}
+	free_lines(a, na);
+	free_lines(b, nb);
 	return e;
 }
 
@@ -101,6 +143,7 @@ struct fnode {
 	const char *name, *dso;
 	enum fkind kind;
 	__u64 count;
+	__u64 base; /* a differential graph's: the baseline's samples here (count is the new file's) */
 	int child, next; /* first child, next sibling: -1 for none */
 };
 
@@ -108,14 +151,25 @@ struct ftree {
 	struct fnode *n;
 	size_t nr, cap;
 	int depth;
+	/*
+	 * A differential graph: two profiles' frames are one node when their
+	 * texts agree (within one profile, pooled names agree by pointer).
+	 */
+	bool diff;
+	double max_delta; /* the largest change of share of any frame, for the colours' scale */
 };
+
+static bool same_text(const struct ftree *t, const char *a, const char *b)
+{
+	return a == b || (t->diff && !strcmp(a, b));
+}
 
 static int fchild(struct ftree *t, int parent, const char *name, const char *dso, enum fkind kind)
 {
 	int c;
 
 	for (c = t->n[parent].child; c >= 0; c = t->n[c].next)
-		if (t->n[c].name == name && t->n[c].dso == dso)
+		if (same_text(t, t->n[c].name, name) && same_text(t, t->n[c].dso, dso))
 			return c;
 	if (t->nr == t->cap) {
 		struct fnode *n = realloc(t->n, (t->cap = t->cap ? 2 * t->cap : 1024) * sizeof(*n));
@@ -124,23 +178,37 @@ static int fchild(struct ftree *t, int parent, const char *name, const char *dso
 			return -ENOMEM;
 		t->n = n;
 	}
-	t->n[t->nr] = (struct fnode){ name, dso, kind, 0, -1, t->n[parent].child };
+	t->n[t->nr] = (struct fnode){ name, dso, kind, 0, 0, -1, t->n[parent].child };
 	t->n[parent].child = t->nr;
 	return t->nr++;
 }
 
+/*
+ * Text of an XML element or attribute: markup escaped, control bytes
+ * dropped, and what is not UTF-8, or is no XML character (U+FFFE, U+FFFF),
+ * as U+FFFD, as sbuf_json_str does for JSON: a comm is any bytes, and one
+ * stray byte makes a browser show a parse error instead of the graph.
+ */
 static void xml_text(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	for (const unsigned char *c = (const unsigned char *)s; *c;) {
+		int n = utf8_len(c);
+
+		if (!n || (n == 3 && c[0] == 0xef && c[1] == 0xbf && c[2] >= 0xbe)) {
+			fputs("\xef\xbf\xbd", out);
+			c += n ? n : 1;
+			continue;
+		}
+		switch (*c) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
+			if (*c >= 0x20)
+				fwrite(c, 1, n, out);
 		}
+		c += n;
 	}
 }
 
@@ -165,6 +233,28 @@ static void color(const struct fnode *n, char *buf, size_t len)
 	}
 }
 
+/* The change of a frame's share of its file's samples, baseline to new: >0 grew. */
+static double delta_of(const struct ftree *t, const struct fnode *n)
+{
+	return (double)n->count / (t->n[0].count ? t->n[0].count : 1) - (double)n->base / (t->n[0].base ? t->n[0].base : 1);
+}
+
+/*
+ * A differential graph's colours, as flamegraph.pl's difffolded graphs:
+ * white where a frame's share held, red as it grew, blue as it shrank,
+ * deepest at the largest change in the graph.
+ */
+static void diff_color(const struct ftree *t, const struct fnode *n, char *buf, size_t len)
+{
+	double d = delta_of(t, n);
+	unsigned v = 255 - (unsigned)(200.0 * (d < 0 ? -d : d) / (t->max_delta > 0 ? t->max_delta : 1) + 0.5);
+
+	if (d > 0)
+		snprintf(buf, len, "rgb(255,%u,%u)", v, v);
+	else
+		snprintf(buf, len, "rgb(%u,%u,255)", v, v);
+}
+
 #define FG_WIDTH 1200.0
 #define FG_ROW 16
 #define FG_TOP 48
@@ -178,7 +268,10 @@ static void emit(const struct ftree *t, int i, double x, int depth, __u64 total,
 	if (w < 0.1)
 		return; /* invisible, and thousands of them would bloat the file */
 	if (n->kind != FK_ROOT) {
-		color(n, fill, sizeof(fill));
+		if (t->diff)
+			diff_color(t, n, fill, sizeof(fill));
+		else
+			color(n, fill, sizeof(fill));
 		fprintf(out, "<g class=\"f\" data-x=\"%.3f\" data-w=\"%.3f\" data-d=\"%d\"><title>", x, w, depth);
 		xml_text(out, n->name);
 		if (n->kind == FK_USER || n->kind == FK_UNKNOWN) {
@@ -188,9 +281,13 @@ static void emit(const struct ftree *t, int i, double x, int depth, __u64 total,
 		} else if (n->kind == FK_KERNEL) {
 			fputs(" [kernel]", out);
 		}
-		fprintf(out, " &#8212; %llu samples, %.2f%%</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+		fprintf(out, " &#8212; %llu samples, %.2f%%", (unsigned long long)n->count, 100.0 * n->count / total);
+		if (t->diff)
+			fprintf(out, " (baseline %.2f%%, %+.2f%%)", 100.0 * n->base / (t->n[0].base ? t->n[0].base : 1),
+				100.0 * delta_of(t, n));
+		fprintf(out, "</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
 			     "fill=\"%s\" rx=\"2\"/><text x=\"%.1f\" y=\"%d\"></text></g>\n",
-			(unsigned long long)n->count, 100.0 * n->count / total, x, height - FG_ROW * (depth + 1),
+			x, height - FG_ROW * (depth + 1),
 			w, FG_ROW - 1, fill, x + 3, height - FG_ROW * depth - 4);
 	}
 	for (int c = n->child; c >= 0; c = t->n[c].next) {
@@ -245,43 +342,43 @@ static const char flame_script[] =
 	"}\n"
 	"]]></script>\n";
 
-int report_flamegraph(const struct profile *p, const char *title, FILE *out)
+/* p's stacks into the tree: their samples into each frame's count, or (base) its baseline count. */
+static int ftree_add(struct ftree *t, const struct profile *p, bool base)
 {
-	struct ftree t = {};
-	int e = 0, height;
-
-	if (!p->samples)
-		return -ENODATA;
-	t.n = malloc(sizeof(*t.n) * (t.cap = 1024));
-	if (!t.n)
-		return -ENOMEM;
-	t.n[t.nr++] = (struct fnode){ "all", "", FK_ROOT, 0, -1, -1 };
 	for (size_t i = 0; i < p->nr_stacks; i++) {
 		const struct pstack *s = &p->stacks[i];
-		int at = fchild(&t, 0, s->comm, "", FK_COMM), d = 1;
+		int at = fchild(t, 0, s->comm, "", FK_COMM), d = 1;
 
-		t.n[0].count += s->count;
-		if (at < 0) {
-			e = at;
-			goto cleanup;
-		}
-		t.n[at].count += s->count;
+		if (at < 0)
+			return at;
+		*(base ? &t->n[0].base : &t->n[0].count) += s->count;
+		*(base ? &t->n[at].base : &t->n[at].count) += s->count;
 		for (__u32 j = s->nr; j-- > 0;) {
 			const struct pfunc *f = &p->funcs[s->frames[j].func];
 			enum fkind k = f->kernel ? FK_KERNEL : strcmp(f->name, "[unknown]") ? FK_USER : FK_UNKNOWN;
 
-			at = fchild(&t, at, pfunc_text(f), f->dso, k);
-			if (at < 0) {
-				e = at;
-				goto cleanup;
-			}
-			t.n[at].count += s->count;
+			at = fchild(t, at, pfunc_text(f), f->dso, k);
+			if (at < 0)
+				return at;
+			*(base ? &t->n[at].base : &t->n[at].count) += s->count;
 			d++;
 		}
-		if (d > t.depth)
-			t.depth = d;
+		if (d > t->depth)
+			t->depth = d;
 	}
-	height = FG_TOP + FG_ROW * (t.depth + 1) + 8;
+	return 0;
+}
+
+static void ftree_write(struct ftree *t, const char *title, FILE *out)
+{
+	int height = FG_TOP + FG_ROW * (t->depth + 1) + 8;
+
+	for (size_t i = 1; t->diff && i < t->nr; i++) {
+		double d = delta_of(t, &t->n[i]);
+
+		if ((d < 0 ? -d : d) > t->max_delta)
+			t->max_delta = d < 0 ? -d : d;
+	}
 	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		     "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" onload=\"init(evt)\" "
 		     "xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n"
@@ -297,9 +394,34 @@ int report_flamegraph(const struct profile *p, const char *title, FILE *out)
 		     "<text class=\"ctl\" id=\"search\" x=\"%.0f\" y=\"22\" onclick=\"search_prompt()\">Search</text>\n"
 		     "<text id=\"matched\" x=\"%.0f\" y=\"40\"></text>\n<g id=\"frames\">\n",
 		FG_WIDTH - 60, FG_WIDTH - 160);
-	emit(&t, 0, 0, 0, t.n[0].count, height, out);
+	emit(t, 0, 0, 0, t->n[0].count, height, out);
 	fputs("</g>\n</svg>\n", out);
-cleanup:
+}
+
+static int flamegraph(const struct profile *base, const struct profile *p, const char *title, FILE *out)
+{
+	struct ftree t = { .diff = base != NULL };
+	int e;
+
+	if (!p->samples)
+		return -ENODATA;
+	t.n = malloc(sizeof(*t.n) * (t.cap = 1024));
+	if (!t.n)
+		return -ENOMEM;
+	t.n[t.nr++] = (struct fnode){ "all", "", FK_ROOT, 0, 0, -1, -1 };
+	e = ftree_add(&t, p, false) ?: base ? ftree_add(&t, base, true) : 0;
+	if (!e)
+		ftree_write(&t, title, out);
 	free(t.n);
 	return e;
+}
+
+int report_flamegraph(const struct profile *p, const char *title, FILE *out)
+{
+	return flamegraph(NULL, p, title, out);
+}
+
+int report_flamegraph_diff(const struct profile *base, const struct profile *p, const char *title, FILE *out)
+{
+	return flamegraph(base, p, title, out);
 }

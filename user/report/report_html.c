@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "report_html.h"
 #include "sbuf.h"
 #include "session.h"
@@ -51,12 +52,12 @@ static void jflush(struct jout *o)
 		if (!rep)
 			continue;
 		if (fwrite(p + from, 1, i - from, o->f) != i - from || fputs(rep, o->f) < 0)
-			o->err = -EIO;
+			o->err = stdio_error();
 		from = i + skip;
 		i += skip - 1;
 	}
 	if (!o->err && fwrite(p + from, 1, o->b.len - from, o->f) != o->b.len - from)
-		o->err = -EIO;
+		o->err = stdio_error();
 	o->b.len = 0;
 }
 
@@ -255,7 +256,7 @@ int report_html(const struct timeline *tc, const char *input, FILE *out)
 	fputs("</script>\n<script>\n", out);
 	fputs(html_page_js, out);
 	fputs("</script>\n</body></html>\n", out);
-	e = ferror(out) ? -EIO : 0;
+	e = fflush(out) ? stdio_error() : ferror(out) ? -EIO : 0;
 cleanup:
 	sbuf_free(&o->b);
 	return e;

@@ -60,6 +60,17 @@ struct table_chain {
 	__u64 period;
 };
 
+/*
+ * What key k shows for row r, as the table prints it (sym without its
+ * "[k] "): NULL where there is none; *number (may be NULL): JSON writes it
+ * as a number.  buf may hold the text.
+ */
+const char *table_cell_text(const struct table *t, const struct table_row *r, enum sort_key k, char *buf, size_t len,
+			    bool *number);
+/* A key's column head ("Shared Object"; attr:NAME's NAME), and its JSON field's name ("dso"). */
+const char *sort_key_head(const struct table_opts *o, enum sort_key k);
+const char *sort_key_json(enum sort_key k);
+
 /* The rows of p's on-CPU stacks (p must outlive t).  0 or -ENOMEM. */
 int table__build(struct table *t, const struct profile *p, const struct table_opts *o);
 void table__free(struct table *t);
@@ -98,6 +109,17 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 int report_folded(const struct profile *p, FILE *out, bool wakers);
 /* A self-contained SVG flame graph with tooltips, zoom and search. */
 int report_flamegraph(const struct profile *p, const char *title, FILE *out);
+/*
+ * spanperf diff's: each stack of either file with both counts, "stack
+ * BASELINE_COUNT NEW_COUNT", as flamegraph.pl's difffolded.pl writes them.
+ */
+int report_folded_diff(const struct profile *base, const struct profile *p, FILE *out);
+/*
+ * A differential flame graph: p's frames at p's widths, each coloured by
+ * how its share of its file's samples changed from base's (red grew, blue
+ * shrank, white held).  Frames only in base have no width.
+ */
+int report_flamegraph_diff(const struct profile *base, const struct profile *p, const char *title, FILE *out);
 /* A gzipped pprof Profile protobuf. */
 int report_pprof(const struct profile *p, FILE *out);
 

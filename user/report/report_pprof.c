@@ -16,6 +16,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "fileio.h"
 #include "hash.h"
 #include "report_out.h"
 #include "sbuf.h"
@@ -119,7 +120,7 @@ static int gzip_write(const struct sbuf *b, FILE *out)
 		r = deflate(&z, Z_FINISH);
 		if (fwrite(buf, 1, sizeof(buf) - z.avail_out, out) != sizeof(buf) - z.avail_out) {
 			deflateEnd(&z);
-			return -EIO;
+			return stdio_error();
 		}
 	} while (r == Z_OK);
 	deflateEnd(&z);

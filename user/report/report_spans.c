@@ -10,6 +10,7 @@
  * all they see: they never call back here.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -829,15 +830,20 @@ int span_report__print(struct span_report *r, FILE *out, char *err, size_t errle
 	const struct spans_report_opts *o = &r->o;
 	const struct spans_view *v;
 	int e = span_report__view(r, &v);
+	char why[PATH_MAX + 64];
 
 	if (!e)
 		e = o->format == SPANS_OTLP ? spans_print_otlp(v, out, err, errlen)
 		    : o->format == SPANS_JSON ? spans_print_json(v, out)
 					      : spans_print_table(v, out);
+	/* Said here, not at exit: a full disk under stdout is an error, with its file system named. */
+	if (!e && fflush(out))
+		e = stdio_error();
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining spans of %s", o->input);
 	else if (e && e != -EINVAL)
-		snprintf(err, errlen, "cannot write the spans of %s: %s", o->input, strerror(-e));
+		snprintf(err, errlen, "cannot write the spans of %s: %s", o->input,
+			 write_strerror_fd(e, fileno(out), why, sizeof(why)));
 	return e;
 }
 

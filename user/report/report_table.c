@@ -266,6 +266,26 @@ static const char *const key_head[SK_MAX] = { "Command", "Pid", "Tid", "Shared O
 static const char *const key_json[SK_MAX] = { "comm", "pid", "tid", "dso", "sym", "trace_id", "span_id",
 					      "attributes", "waker", "srcline" };
 
+const char *table_cell_text(const struct table *t, const struct table_row *r, enum sort_key k, char *buf, size_t len,
+			    bool *number)
+{
+	struct cell c = cell_of(t, r, k, buf, len);
+
+	if (number)
+		*number = c.number;
+	return c.text;
+}
+
+const char *sort_key_head(const struct table_opts *o, enum sort_key k)
+{
+	return k == SK_ATTR ? o->attr : key_head[k];
+}
+
+const char *sort_key_json(enum sort_key k)
+{
+	return key_json[k];
+}
+
 /* The row's line, without its newline: the figures, then each key's column. */
 static void row_line(const struct table *t, const struct table_row *r, FILE *out)
 {

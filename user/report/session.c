@@ -704,10 +704,15 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 			continue;
 		e = deliver(s, tl, &ev);
 	}
-	/* What waits is about a round: moving it down keeps the queue that size. */
-	memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
-	tl->nr_q -= tl->qhead;
-	tl->qhead = 0;
+	/*
+	 * What waits is about a round: moving it down keeps the queue that size.
+	 * Nothing taken, nothing to move (and a queue never filled has no array).
+	 */
+	if (tl->qhead) {
+		memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
+		tl->nr_q -= tl->qhead;
+		tl->qhead = 0;
+	}
 	return e;
 }
 

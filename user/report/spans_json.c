@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "sbuf.h"
 #include "spans_view.h"
 
@@ -131,7 +132,7 @@ int spans_print_json(const struct spans_view *v, FILE *out)
 		if (b.err)
 			e = b.err;
 		else if (fwrite(b.p, 1, b.len, out) != b.len)
-			e = -EIO;
+			e = stdio_error();
 	}
 	sbuf_free(&b);
 	return e;

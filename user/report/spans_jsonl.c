@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_scan.h"
+#include "sbuf.h"
 #include "spans_jsonl.h"
 
 struct cur {
@@ -94,19 +95,79 @@ static int u64_value(struct cur *c, __u64 *v)
 	return c->p > s ? 0 : -1;
 }
 
-/* The raw text of a value, for trace_id and span_id. */
-static int raw_value(struct cur *c, char *out, size_t len)
+/* A JSON number as RFC 8259 has it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int number(struct cur *c)
 {
-	const char *s = c->p;
-	size_t n;
+	const char *p = c->p, *e = c->end;
 
-	if (skip_value(c, 0))
+	if (p < e && *p == '-')
+		p++;
+	if (p < e && *p == '0')
+		p++;
+	else if (p < e && *p >= '1' && *p <= '9')
+		while (p < e && isdigit((unsigned char)*p))
+			p++;
+	else
 		return -1;
-	n = c->p - s;
-	if (n >= len)
-		return -1;
-	memcpy(out, s, n);
-	out[n] = 0;
+	if (p < e && *p == '.') {
+		if (++p >= e || !isdigit((unsigned char)*p))
+			return -1;
+		while (p < e && isdigit((unsigned char)*p))
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		if (++p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e || !isdigit((unsigned char)*p))
+			return -1;
+		while (p < e && isdigit((unsigned char)*p))
+			p++;
+	}
+	/* "1x" is no number followed by something: the caller's ',' or '}' check says so. */
+	c->p = p;
+	return 0;
+}
+
+/*
+ * trace_id or span_id, as the output will write it: a string decoded and
+ * encoded again (the text as read could hold anything a lax reader let
+ * through, and went into JSON output as is), a number checked against
+ * JSON's grammar, null as no id; anything else is refused.
+ */
+static int id_value(struct cur *c, char *out, size_t len, const char **why)
+{
+	char s[64];
+	struct sbuf b = {};
+
+	out[0] = 0;
+	if (c->p < c->end && *c->p == '"') {
+		if (str(c, s, sizeof(s)))
+			return *why = "trace_id or span_id is not a well-formed string", -1;
+		sbuf_json_str(&b, s);
+		if (b.err || b.len >= len) {
+			sbuf_free(&b);
+			return *why = "trace_id or span_id is too long", -1;
+		}
+		memcpy(out, b.p, b.len);
+		out[b.len] = 0;
+		sbuf_free(&b);
+		return 0;
+	}
+	if (c->end - c->p >= 4 && !memcmp(c->p, "null", 4) &&
+	    (c->end - c->p == 4 || !isalnum((unsigned char)c->p[4]))) {
+		c->p += 4;
+		return 0;
+	}
+	{
+		const char *start = c->p;
+
+		if (number(c) || (c->p < c->end && (isalnum((unsigned char)*c->p) || *c->p == '.')))
+			return *why = "trace_id and span_id must be strings, numbers or null", -1;
+		if ((size_t)(c->p - start) >= len)
+			return *why = "trace_id or span_id is too long", -1;
+		memcpy(out, start, c->p - start);
+		out[c->p - start] = 0;
+	}
 	return 0;
 }
 
@@ -158,8 +219,8 @@ static int parse_line(struct cur *c, struct ext_span *sp, const char **why)
 			if (str(c, sp->name, sizeof(sp->name)))
 				return *why = "name must be a string", -1;
 		} else if (!strcmp(key, "trace_id") || !strcmp(key, "span_id")) {
-			if (raw_value(c, key[0] == 't' ? sp->trace_id : sp->span_id, sizeof(sp->trace_id)))
-				return *why = "trace_id or span_id is malformed or too long", -1;
+			if (id_value(c, key[0] == 't' ? sp->trace_id : sp->span_id, sizeof(sp->trace_id), why))
+				return -1;
 		} else if (skip_value(c, 0)) {
 			return *why = "a value is malformed", -1;
 		}

@@ -2,7 +2,7 @@
 /*
  * External spans for `spanperf annotate`: one JSON object per line with
  * tid, start_ns and end_ns (CLOCK_MONOTONIC), and optionally name, pid,
- * trace_id and span_id, which are kept verbatim for the output.
+ * trace_id and span_id (a string, re-encoded, or a number) for the output.
  */
 #ifndef SP_SPANS_JSONL_H
 #define SP_SPANS_JSONL_H
@@ -15,7 +15,7 @@ struct ext_span {
 	int has_pid;
 	__u64 start, end;
 	char name[128];
-	char trace_id[128]; /* the JSON value as written (string with quotes, or number), or "" */
+	char trace_id[128]; /* as JSON: a string (with quotes, re-encoded) or a number, or "" */
 	char span_id[128];
 	/* OTLP JSON: times on CLOCK_REALTIME; tid unknown (no thread.id) until placed by pid and window */
 	__u8 realtime, no_tid;

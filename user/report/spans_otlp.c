@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "otlp_json.h"
+#include "fileio.h"
 #include "sbuf.h"
 #include "spans_view.h"
 #include "util.h"
@@ -145,7 +146,7 @@ int spans_print_otlp(const struct spans_view *v, FILE *out, char *err, size_t er
 		otlp_span(&w, rows[i]);
 		if (w.b.len > (1 << 20)) {
 			if (w.b.err || fwrite(w.b.p, 1, w.b.len, out) != w.b.len)
-				e = w.b.err ?: -EIO;
+				e = w.b.err ?: stdio_error();
 			w.b.len = 0;
 		}
 	}
@@ -153,7 +154,7 @@ int spans_print_otlp(const struct spans_view *v, FILE *out, char *err, size_t er
 		sbuf_printf(&w.b, "]}]}");
 	sbuf_printf(&w.b, "]}\n");
 	if (!e && (w.b.err || fwrite(w.b.p, 1, w.b.len, out) != w.b.len))
-		e = w.b.err ?: -EIO;
+		e = w.b.err ?: stdio_error();
 	sbuf_free(&w.b);
 	free(rows);
 	return e;

@@ -105,9 +105,7 @@ int workload__prepare(struct workload *w, char **argv)
 
 		close(go[1]);
 		close(errp[0]);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
+		stop_child_signals();
 		signal(SIGCHLD, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
 		{

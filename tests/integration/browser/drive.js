@@ -7,7 +7,10 @@
  *   page-static FILE    the same page only looked at: errors, lanes, spans, notes
  *   speedscope FILE SYM the real speedscope (npm bundle from file://) with FILE loaded:
  *                       errors, its thread list, its sandwich search for SYM
- *   svg FILE.svg SYM    report --flamegraph's SVG: errors, what its search for SYM matched
+ *   svg FILE.svg SYM    report --flamegraph's (or diff's) SVG: errors, each frame drawn (tooltip,
+ *                       rendered fill, width), what its search for SYM matched
+ *   why FILE.html NAME  the page's span names: NAME clicked, and its why-slow panel as shown: the
+ *                       groups' figures, the functions and wakers, the slow flame graph's frames
  *   load FILE.html      the page's load time, from navigation until it has drawn (bench)
  *   speedscope-load F   speedscope's import of F, from choosing the file until it says it is done
  * Console errors and uncaught exceptions are what a user would see break: all are returned.
@@ -168,6 +171,12 @@ async function driveSpeedscope(page, out, file, sym) {
 
 async function driveSvg(page, out, sym) {
 	await page.waitForSelector('#frames', { timeout: 10000 });
+	// Each frame drawn, before the search recolours them: its tooltip, its fill as rendered, its width.
+	out.drawn = await page.$$eval('g.f', fs => fs.filter(f => f.style.display !== 'none').map(f => {
+		const r = f.querySelector('rect');
+		return { title: f.querySelector('title').textContent, fill: getComputedStyle(r).fill,
+			width: r.getBoundingClientRect().width };
+	}));
 	await page.evaluate(s => window.search(new RegExp(s)), sym);
 	out.matched = await page.textContent('#matched');
 	const f = page.locator('g.f').first();
@@ -202,6 +211,22 @@ async function driveSvg(page, out, sym) {
 			const idx = path.join(__dirname, 'node_modules', 'speedscope', 'dist', 'release', 'index.html');
 			const page = await open(browser, 'file://' + idx, out);
 			await driveSpeedscope(page, out, path.resolve(file), extra);
+		} else if (mode === 'why') {
+			const page = await open(browser, 'file://' + path.resolve(file), out);
+			await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
+			out.names = await page.$$eval('#why-names button', bs => bs.map(b => b.dataset.name));
+			await page.click('#why-names button[data-name="' + extra + '"]');
+			await page.waitForSelector('#why-panel:not([hidden])', { timeout: 30000 });
+			out.title = await page.textContent('#why-title');
+			out.groups = await page.$$eval('#why-groups tbody tr', rs => rs.map(r => ({ key: r.dataset.key,
+				slow: r.cells[1].dataset.value, rest: r.cells[2].dataset.value })));
+			out.funcs = await page.$$eval('#why-funcs tbody tr', rs => rs.map(r => r.dataset.sym || null));
+			out.wakers = await page.$$eval('#why-wakers tbody tr', rs => rs.map(r => ({ comm: r.dataset.comm || null,
+				stack: r.cells[2] ? r.cells[2].textContent : '' })));
+			out.frames = await page.$$eval('#why-flame .fn', fs => fs.map(f => ({ name: f.dataset.name,
+				delta: f.dataset.delta === undefined ? null : +f.dataset.delta, fill: getComputedStyle(f).backgroundColor,
+				width: f.getBoundingClientRect().width })));
+			out.rest_frames = await page.$$eval('#why-rest-flame .fn', fs => fs.length);
 		} else if (mode === 'svg') {
 			const page = await open(browser, 'file://' + path.resolve(file), out);
 			await driveSvg(page, out, extra);

@@ -179,9 +179,10 @@
 		var k = lowerBound(t.times, from);
 		for (; k < t.times.length && t.times[k] <= to; k++) fn(t.stacks[k]);
 	}
-	function buildTree(parts) {
+	/* merged: the parts' stacks under one root, not a frame per thread. */
+	function buildTree(parts, merged) {
 		var root = { name: 'all', n: 0, kids: {}, list: null };
-		var byThread = parts.length > 1;
+		var byThread = parts.length > 1 && !merged;
 		parts.forEach(function (p) {
 			var per = {};
 			samplesIn(p.t, p.from, p.to, function (s) { per[s] = (per[s] || 0) + 1; });
@@ -234,10 +235,17 @@
 		reset.onclick = function () { self.zoom = self.root; self.draw(); };
 		this.search.oninput = function () { self.draw(); };
 	}
-	Flame.prototype.set = function (root) {
+	/* ref: another tree (the rest's spans), against whose shares each frame is coloured. */
+	Flame.prototype.set = function (root, ref) {
 		this.root = this.zoom = root;
+		this.ref = ref || null;
 		this.draw();
 	};
+	/* The frame's change of share against ref (>0: grew), as the SVG of spanperf diff colours it. */
+	function diffColor(delta, max) {
+		var v = 255 - Math.round(200 * Math.min(1, Math.abs(delta) / (max || 1)));
+		return delta > 0 ? 'rgb(255,' + v + ',' + v + ')' : 'rgb(' + v + ',' + v + ',255)';
+	}
 	Flame.prototype.draw = function () {
 		var g = this.graph, root = this.root, z = this.zoom, q = this.search.value.toLowerCase(), self = this;
 		g.textContent = '';
@@ -253,16 +261,26 @@
 		var rows = [], maxDepth = 0, matchN = 0, W = g.clientWidth || 800;
 		/* The zoomed node's ancestors span the whole width above it. */
 		var chain = [root].concat(found ? path : []);
-		chain.forEach(function (n, d) { rows.push({ n: n, d: d, x: 0, w: 1 }); });
+		/* With a reference tree, each row knows its frame there (the same path of names), or null. */
+		var ref = this.ref, refAt = ref;
+		chain.forEach(function (n, d) {
+			if (d) refAt = refAt && refAt.kids[n.name] || null;
+			rows.push({ n: n, d: d, x: 0, w: 1, r: refAt });
+		});
 		var base = chain.length - 1;
-		(function walk(n, d, x, w) {
+		(function walk(n, d, x, w, rn) {
 			var ks = kidsOf(n), xx = x;
 			ks.forEach(function (k) {
-				var kw = w * k.n / n.n;
-				if (kw * W >= 0.5) { rows.push({ n: k, d: d + 1, x: xx, w: kw }); walk(k, d + 1, xx, kw); }
+				var kw = w * k.n / n.n, rk = rn && rn.kids[k.name] || null;
+				if (kw * W >= 0.5) { rows.push({ n: k, d: d + 1, x: xx, w: kw, r: rk }); walk(k, d + 1, xx, kw, rk); }
 				xx += kw;
 			});
-		})(z, base, 0, 1);
+		})(z, base, 0, 1, refAt);
+		var maxDelta = 0;
+		rows.forEach(function (r) {
+			r.delta = ref ? r.n.n / root.n - (r.r && ref.n ? r.r.n / ref.n : 0) : 0;
+			if (r.d && Math.abs(r.delta) > maxDelta) maxDelta = Math.abs(r.delta);
+		});
 		/* The share of samples under a matching frame, counting each sample once. */
 		if (q) (function m(n) {
 			if (n.name.toLowerCase().indexOf(q) >= 0) { matchN += n.n; return; }
@@ -275,8 +293,13 @@
 			d.style.left = (r.x * 100) + '%';
 			d.style.width = (r.w * 100) + '%';
 			d.style.top = ((maxDepth - r.d) * 16) + 'px';
-			d.style.background = 'hsl(' + (20 + hue(r.n.name) % 40) + ',85%,' + (58 + hue(r.n.dso + r.n.name) % 20) + '%)';
+			d.style.background = ref ? diffColor(r.delta, maxDelta) :
+				'hsl(' + (20 + hue(r.n.name) % 40) + ',85%,' + (58 + hue(r.n.dso + r.n.name) % 20) + '%)';
 			var label = r.n.name + ' ' + r.n.n + ' samples, ' + pct(r.n.n, root.n);
+			if (ref) {
+				label += ' (the rest: ' + pct(r.r ? r.r.n : 0, ref.n) + ', ' + (r.delta >= 0 ? '+' : '') + (100 * r.delta).toFixed(1) + ' points)';
+				d.dataset.delta = r.delta;
+			}
 			d.title = label + (r.n.dso ? ' in ' + r.n.dso : '');
 			d.setAttribute('role', 'treeitem');
 			d.setAttribute('aria-label', label);
@@ -517,7 +540,7 @@
 		var n = query ? spans.filter(matches).length : 0;
 		$('search-status').textContent = query ? n + ' of ' + spans.length + ' spans match' : '';
 		draw();
-		[spanFlame, selFlame].forEach(function (f) { if (f) { f.search.value = query; f.draw(); } });
+		[spanFlame, selFlame, whyFlame, whyRestFlame].forEach(function (f) { if (f) { f.search.value = query; f.draw(); } });
 	});
 	window.addEventListener('resize', resize);
 
@@ -656,6 +679,133 @@
 	Array.prototype.forEach.call(document.querySelectorAll('.panel .close'), function (b) {
 		b.onclick = function () { b.closest('.panel').hidden = true; };
 	});
+
+	/*
+	 * ---- why slow: each span name's slowest tenth against the rest, as
+	 * report --spans --why-slow splits them (slowest first, at least one on
+	 * each side); the page compares the spans it keeps ----
+	 */
+	var WHY_PCT = 10, whyFlame = null, whyRestFlame = null, whyNames = [], whyBy = {};
+	spans.forEach(function (s) {
+		if (s.unfinished) return;
+		var g = whyBy[s.name];
+		if (!g) { g = whyBy[s.name] = { name: s.name, spans: [] }; whyNames.push(g); }
+		g.spans.push(s);
+	});
+	whyNames.forEach(function (g) {
+		var n = g.spans.length, k = Math.max(1, Math.ceil(n * WHY_PCT / 100 - 1e-9));
+		g.spans.sort(function (a, b) { return b.dur - a.dur || a.start - b.start; });
+		if (k >= n && n > 1) k = n - 1;
+		g.slow = g.spans.slice(0, k);
+		g.rest = g.spans.slice(k);
+	});
+	/* The median of spans sorted slowest first: the middle one, the faster of two. */
+	function p50Of(list) { return list.length ? list[list.length >> 1].dur : 0; }
+	function meanOf(list, key) {
+		var sum = 0, n = 0;
+		list.forEach(function (s) { var v = key === 'dur' ? s.dur : s.wall[key]; if (v !== null && v !== undefined) { sum += v; n++; } });
+		return n ? sum / n : null;
+	}
+	(function () {
+		var tb = $('why-names').tBodies[0];
+		whyNames.forEach(function (g) {
+			var tr = el('tr'), td = el('td'), b = el('button', g.name);
+			b.type = 'button';
+			b.dataset.name = g.name;
+			b.setAttribute('aria-label', 'Why are the slowest ' + WHY_PCT + '% of ' + g.name + ' slow?');
+			b.onclick = function () { showWhy(g); };
+			td.appendChild(b);
+			tr.appendChild(td);
+			tr.appendChild(el('td', String(g.spans.length), 'num'));
+			tr.appendChild(el('td', fmtDur(p50Of(g.spans)), 'num'));
+			tr.appendChild(el('td', fmtDur(g.slow[g.slow.length - 1].dur), 'num'));
+			tb.appendChild(tr);
+		});
+		if (!whyNames.length) $('why-section').hidden = true;
+	})();
+	/* Each leaf function's samples in a group's spans, and their sum. */
+	function leaves(list) {
+		var per = {}, n = 0;
+		list.forEach(function (s) {
+			samplesIn(s.th, s.start, s.end, function (k) { var st = D.k[k]; if (st.length) { per[fname(st[0])] = (per[fname(st[0])] || 0) + 1; n++; } });
+		});
+		return { per: per, n: n };
+	}
+	/* Who ended each group's waits: by comm, as --why-slow, with the stack of the longest wait it ended. */
+	function wakersOf(list) {
+		var per = {};
+		list.forEach(function (s) {
+			(s.wall.woken_by || []).forEach(function (w) {
+				var a = per[w.comm];
+				if (!a) a = per[w.comm] = { comm: w.comm, stack: w.stack || [], ns: 0, best: -1 };
+				if (w.ns > a.best) { a.best = w.ns; a.stack = w.stack || []; }
+				a.ns += w.ns;
+			});
+		});
+		return per;
+	}
+	function showWhy(g) {
+		var panel = $('why-panel'), nSlow = g.slow.length, nRest = g.rest.length;
+		panel.hidden = false;
+		panel.dataset.name = g.name;
+		$('why-title').textContent = 'Why slow: ' + g.name + ': the slowest ' + WHY_PCT + '% (' + nSlow + ' spans) against the rest (' + nRest + ')';
+		var tb = $('why-groups').tBodies[0];
+		tb.textContent = '';
+		[['count', null], ['p50', 'p50'], ['mean', 'dur'], ['on CPU', 'on_cpu_ns'], ['run queue', 'runq_ns'], ['asleep', 'sleep_ns'],
+		 ['blocked', 'blocked_ns']].forEach(function (row) {
+			var tr = el('tr');
+			tr.dataset.key = row[1] || 'count';
+			tr.appendChild(el('th', row[0]));
+			[g.slow, g.rest].forEach(function (list) {
+				var v = row[1] === null ? list.length : row[1] === 'p50' ? p50Of(list) : meanOf(list, row[1]);
+				var td = el('td', row[1] === null ? String(v) : v === null ? '-' : fmtMs(v), 'num');
+				td.dataset.value = v === null ? '' : String(v);
+				tr.appendChild(td);
+			});
+			tb.appendChild(tr);
+		});
+		/* What a function explains: its samples per slow span less per span of the rest, in CPU time. */
+		var ls = leaves(g.slow), lr = leaves(g.rest), each = M.freq ? 1e9 / M.freq * M.every : 0;
+		var funcs = Object.keys(ls.per).map(function (f) {
+			return { f: f, ex: ls.per[f] / nSlow - (nRest ? (lr.per[f] || 0) / nRest : 0), slow: ls.per[f], rest: lr.per[f] || 0 };
+		}).filter(function (x) { return x.ex > 0; }).sort(function (a, b) { return b.ex - a.ex || (a.f < b.f ? -1 : 1); }).slice(0, 10);
+		var ft = $('why-funcs').tBodies[0];
+		ft.textContent = '';
+		funcs.forEach(function (x) {
+			var tr = el('tr');
+			tr.dataset.sym = x.f;
+			tr.appendChild(el('td', each ? fmtMs(x.ex * each) : x.ex.toFixed(1) + ' samples', 'num'));
+			tr.appendChild(el('td', pct(x.slow, ls.n), 'num'));
+			tr.appendChild(el('td', pct(x.rest, lr.n), 'num'));
+			tr.appendChild(el('td', x.f));
+			ft.appendChild(tr);
+		});
+		if (!funcs.length) ft.appendChild(el('tr')).appendChild(el('td', 'none: no function has more samples per slow span'));
+		var ws = wakersOf(g.slow), wr = wakersOf(g.rest);
+		var wakers = Object.keys(ws).map(function (k) {
+			return { w: ws[k], ex: ws[k].ns / nSlow - (nRest && wr[k] ? wr[k].ns / nRest : 0) };
+		}).filter(function (x) { return x.ex > 0; }).sort(function (a, b) { return b.ex - a.ex; }).slice(0, 5);
+		var wt = $('why-wakers').tBodies[0];
+		wt.textContent = '';
+		wakers.forEach(function (x) {
+			var tr = el('tr');
+			tr.dataset.comm = x.w.comm;
+			tr.appendChild(el('td', fmtMs(x.ex), 'num'));
+			tr.appendChild(el('td', x.w.comm));
+			tr.appendChild(el('td', x.w.stack.join('\n')));
+			wt.appendChild(tr);
+		});
+		if (!wakers.length) wt.appendChild(el('tr')).appendChild(el('td', 'none named (record with --off-cpu)'));
+		var parts = function (list) { return list.map(function (s) { return { t: s.th, from: s.start, to: s.end }; }); };
+		/* One thread's frames under one root: the spans' threads are not the question here. */
+		var rest = buildTree(parts(g.rest), true), slow = buildTree(parts(g.slow), true);
+		if (!whyFlame) whyFlame = new Flame($('why-flame'), 'the slow spans');
+		if (!whyRestFlame) whyRestFlame = new Flame($('why-rest-flame'), 'the rest');
+		whyFlame.search.value = whyRestFlame.search.value = query;
+		whyFlame.set(slow, rest);
+		whyRestFlame.set(rest);
+		panel.scrollIntoView({ block: 'nearest' });
+	}
 
 	/*
 	 * Where span i's bar is on the screen (its lane scrolled into view), for
