@@ -23,6 +23,7 @@
 #define SP_EHFRAME_BPF_H
 
 #include "spanperf_abi.h"
+#include "python.bpf.h"
 
 #define EH_PF_KTHREAD 0x00200000
 #define EH_USER_CS 0x33 /* __USER_CS: a 64-bit task in user mode */
@@ -154,6 +155,9 @@ struct eh_walk {
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
 	__u32 via_fp;	 /* ip was read by frame pointer, from code whose rows were not at hand */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
+	__u32 py;	 /* the thread's Python frames are in py_walks, to put in place of its eval-loop frames */
+	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
+	__u32 tramps;	 /* -X perf trampolines crossed */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
@@ -174,6 +178,7 @@ struct eh_walk {
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
+	__u64 nat[SP_EH_MAX_FRAMES + 1]; /* with py: the native frames, which sp_py_place merges with the Python ones */
 };
 
 struct {
@@ -462,15 +467,25 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	struct eh_cached *ce = &w->cache[slot];
 	struct sp_eh_map *v = NULL;
 	struct sp_eh_row *row;
-	bool busy = false;
+	bool busy = false, newer = false;
 
 	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
 		*r = ce->r;
 		return 0;
 	}
 	v = eh_map_cached(w, look);
-	if (!v)
-		v = w->maps_nr ? eh_map_of(w, look) : eh_map_of_vma(w, look, &busy);
+	if (!v && w->maps_nr)
+		v = eh_map_of(w, look);
+	/*
+	 * No slice yet, or not in it: a mapping newer than the slice (a library
+	 * dlopen'ed, a Python extension imported, since user space last read
+	 * the maps), which the kernel's vmas have.  Its rule is not cached
+	 * under the slice.
+	 */
+	if (!v) {
+		newer = w->maps_nr != 0;
+		v = eh_map_of_vma(w, look, &busy);
+	}
 	if (!v && !busy) {
 		w->stop = SP_EH_STOP_NOT_EXEC;
 		return 1;
@@ -501,8 +516,15 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 			    : v->table == SP_EH_T_TOO_LARGE ? SP_EH_FP_TOO_LARGE
 							    : SP_EH_FP_NO_TABLE;
 	}
+	/* Anonymous code in a Python process: a -X perf trampoline has a rule of its own. */
+	if (r->fp_why == SP_EH_FP_ANON && w->py && !w->exact && sp_py_trampoline(pc)) {
+		r->kind = SP_EH_TRAMP;
+		r->fp_why = 0;
+		r->cfa_off = 16;
+		r->rbp = 0;
+	}
 	/* Rows found from the kernel's vma are not the slice's: not cached under its generation. */
-	if (w->maps_nr) {
+	if (w->maps_nr && !newer) {
 		ce->pc = look;
 		ce->gen = w->gen;
 		ce->r = *r;
@@ -524,10 +546,19 @@ static long eh_step(__u32 i, void *unused)
 	pc = w->ip;
 	if (eh_rule_of(w, pc, &r))
 		return 1;
-	s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
-	w->n++;
+	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
+	if (r.kind == SP_EH_TRAMP) {
+		w->tramps++;
+	} else {
+		if (w->py)
+			w->nat[w->n & SP_EH_MAX_FRAMES] = pc;
+		else
+			s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
+		w->n++;
+	}
 	switch (r.kind) {
 	case SP_EH_RSP:
+	case SP_EH_TRAMP:
 		cfa = w->sp + r.cfa_off;
 		break;
 	case SP_EH_RBP:
@@ -606,7 +637,7 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT;
+	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT && r.kind != SP_EH_TRAMP;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -621,6 +652,68 @@ next:
 		w->stop = SP_EH_STOP_DEPTH;
 		return 1;
 	}
+	return 0;
+}
+
+/*
+ * One entry of a Python thread's chain: the next native frame, or, for an
+ * eval-loop frame, the Python frames it ran in its place, innermost first
+ * (python.bpf.h).  1 when the chain is whole or full.
+ */
+static long py_merge_step(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
+	__u64 pc, e;
+
+	if (!s || !w || !py)
+		return 1;
+	if (py->in_group) {
+		e = py_group_next(py);
+	} else if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES) {
+		if (!py_after_short(w->stop) || py->next >= py->n)
+			return 1;
+		e = py_after_next(py);
+	} else {
+		pc = w->nat[py->mi & SP_EH_MAX_FRAMES];
+		/* The first frame is where the thread was (unless a uretprobe moved it); the others return there. */
+		e = py_is_eval(py, py->mi || !w->exact0 ? pc - 1 : pc) ? py_group_start(py) : 0;
+		py->mi++;
+		if (!e)
+			e = pc;
+	}
+	if (e) {
+		s->ips[(w->base + py->mo) & (EH_IPS - 1)] = e;
+		py->mo++;
+	}
+	return py->mo >= SP_EH_MAX_FRAMES;
+}
+
+/*
+ * After the native walk of a Python thread: its native frames (in nat)
+ * and its Python frames merged into the chain, 127 entries at most, and
+ * the walk's end counted.  Global: verified once, alone.
+ */
+__noinline int sp_py_place(void)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
+
+	if (!w || !py)
+		return 0;
+	py->mi = py->mo = 0;
+	py->in_group = 0;
+	py->after = 0;
+	bpf_loop(2 * SP_EH_MAX_FRAMES + 2, py_merge_step, NULL, 0);
+	/* Native frames that no longer fit: the chain is full, as at a depth stop. */
+	if (py->mi < w->n && w->stop != SP_EH_STOP_DEPTH)
+		w->stop = SP_EH_STOP_DEPTH;
+	w->n = py->mo;
+	py->tramps = w->tramps;
+	py_end(py, w->stop);
 	return 0;
 }
 
@@ -706,7 +799,12 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (!w->maps_nr)
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
+	w->py = sp_py_begin();
+	w->exact0 = w->exact;
+	w->tramps = 0;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
+	if (w->py)
+		sp_py_place();
 	eh_stat(SP_EH_CHAINS);
 	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
 	n = w->n;

@@ -70,6 +70,11 @@ struct {
 	__type(value, struct sp_eh_chain);
 } offustacks SEC(".maps");
 
+/* New chains with Python frames, for the recorder to name them while their process lives; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+} offpy_rb SEC(".maps");
+
 /* Per CPU: the chain being stored (too large for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -239,10 +244,14 @@ static __always_inline __s32 eh_stackid(void)
 	__u32 zero = 0, id, n;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct sp_eh_chain *c = bpf_map_lookup_elem(&offustack_scratch, &zero), *old;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
+	bool python;
 
-	if (!s || !c)
+	if (!s || !c || !w || !py)
 		return -1;
 	n = eh_unwind_user(s, 0, NULL);
+	python = py_walk && w->py && py->placed;
 	if (n < 2)
 		return -1;
 	c->nr = n - 1;
@@ -252,8 +261,16 @@ static __always_inline __s32 eh_stackid(void)
 	bpf_loop(SP_EH_MAX_FRAMES, chain_hash_step, NULL, 0);
 	for (int k = 0; k < 4; k++) {
 		id = (__u32)(c->hash + k) & 0x7fffffff;
-		if (!bpf_map_update_elem(&offustacks, &id, c, BPF_NOEXIST))
+		if (!bpf_map_update_elem(&offustacks, &id, c, BPF_NOEXIST)) {
+			if (python) {
+				__u64 pt = bpf_get_current_pid_tgid();
+				struct sp_offcpu_pychain r = { .pid = pt >> 32, .tid = (__u32)pt, .id = id };
+
+				/* Read at the next drain: no wakeup of its own (a lost one only costs names). */
+				bpf_ringbuf_output(&offpy_rb, &r, sizeof(r), BPF_RB_NO_WAKEUP);
+			}
 			return id;
+		}
 		old = bpf_map_lookup_elem(&offustacks, &id);
 		if (old && old->hash == c->hash && old->nr == c->nr)
 			return id;

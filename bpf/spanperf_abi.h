@@ -422,6 +422,7 @@ enum sp_eh_kind {
 	SP_EH_END,	/* the return address is undefined: the outermost frame (_start, clone3) */
 	SP_EH_SIGNAL,	/* a signal trampoline (__restore_rt): registers from the ucontext at rsp */
 	SP_EH_CANNOT,	/* CFI a row cannot express (a CFA expression, the RA elsewhere): the chain stops */
+	SP_EH_TRAMP,	/* BPF only: a -X perf trampoline, CFA = rsp + 16, rbp unchanged, no chain entry */
 };
 
 #define SP_EH_RBP_LOST (-128) /* rbp's caller value cannot be found from this frame */
@@ -509,6 +510,16 @@ struct sp_eh_chain {
 	__u32 pad;
 	__u64 ips[SP_EH_MAX_FRAMES];
 };
+/*
+ * A chain with Python frames stored in offustacks for the first time, from
+ * the `offpy_rb` ring: the recorder names its code objects while the process
+ * lives, where the block may be written only after it exited.
+ */
+struct sp_offcpu_pychain {
+	__u32 pid, tid;
+	__s32 id;
+	__u32 pad;
+};
 #define SP_EH_SEARCH_STEPS 24 /* binary search steps: up to 16M rows in one page or process */
 #define SP_EH_PAGE_SHIFT 12
 
@@ -539,6 +550,108 @@ enum sp_eh_stat {
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
 	SP_EH_STAT_MAX,
+};
+
+/* ---- CPython frames in user chains (--call-graph ehframe) ---- */
+
+/*
+ * A Python frame as BPF writes it into a user chain: a value no address
+ * can be (bit 62 set, bit 63 clear: neither a canonical user or kernel
+ * address nor one of perf's context markers) that holds the code object
+ * (8-byte aligned, below 2^47: 44 bits) and the instruction index plus one
+ * (0: before the first instruction).  The recorder turns each into an
+ * address of the recording's Python symbol file before the sample is
+ * written (user/record/pyframes.c), so no file ever holds these.
+ */
+#define SP_PY_TAG (1ull << 62)
+#define SP_PY_TAG_MASK (3ull << 62)
+#define SP_PY_CODE_BITS 44
+#define SP_PY_IDX_SHIFT 44
+#define SP_PY_IDX_BITS 18
+#define SP_PY_IDX_UNKNOWN ((1u << SP_PY_IDX_BITS) - 1) /* an instruction pointer outside its code */
+
+/* How a version's frames are laid out and grouped (struct sp_py_proc.style). */
+enum sp_py_style {
+	SP_PY_FRAMEOBJ = 1, /* 3.8-3.10: PyFrameObject, each run by a C call of the eval loop of its own */
+	SP_PY_IFRAME_ENTRY, /* 3.11: _PyInterpreterFrame; is_entry marks the first frame of a C call */
+	SP_PY_IFRAME_SHIM,  /* 3.12+: _PyInterpreterFrame; a shim frame (owner CSTACK) lies below each C call's */
+};
+
+/* What the frame's instruction field holds (struct sp_py_proc.instr). */
+enum sp_py_instr {
+	SP_PY_LASTI_BYTES = 1, /* 3.8/3.9 f_lasti: an int, the offset in bytes (-1: not started) */
+	SP_PY_LASTI_UNITS,     /* 3.10 f_lasti: an int, in 2-byte code units */
+	SP_PY_INSTR_PTR,       /* 3.11+ prev_instr / instr_ptr: a pointer into the code object's units */
+};
+
+/* How the interrupted thread's PyThreadState is found (struct sp_py_proc.tstate). */
+enum sp_py_tstate {
+	SP_PY_TS_TSD = 1, /* the runtime's pthread key's value in glibc's struct pthread: fsbase + tsd_off */
+	SP_PY_TS_TSD2,	  /* a key >= 32: the block pointer at fsbase + tsd_off, the value at block + tsd_off2 */
+	SP_PY_TS_LIST,	  /* the interpreter's thread list: the state whose thread_id is the thread pointer */
+};
+
+#define SP_PY_EVAL_RANGES 4   /* _PyEval_EvalFrameDefault and its .cold parts */
+#define SP_PY_TRAMP_MAX 16    /* the -X perf trampoline's bytes (11 in 3.12 and 3.13) */
+#define SP_PY_NONE 0xffffffffu /* an offset the version does not have */
+
+/*
+ * Everything the walk needs of one process's CPython, the `py_procs` value
+ * keyed by process id; user space reads it from the binary and the process
+ * (user/sys/pyfacts.c, user/record/pyprocs.c).  Offsets in bytes.
+ */
+struct sp_py_proc {
+	__u64 start_stack;	/* mm->start_stack when read: another image after exec or pid reuse */
+	__u64 eval[SP_PY_EVAL_RANGES][2]; /* the eval loop's code, [start, end) each; end 0: unused */
+	__u64 runtime;		/* &_PyRuntime (the thread list's start) */
+	__u8 tramp[SP_PY_TRAMP_MAX]; /* -X perf's trampoline template, tramp_len bytes */
+	__u32 tramp_len;	/* 0: no trampolines (before 3.12) */
+	__u32 style;		/* enum sp_py_style */
+	__u32 instr;		/* enum sp_py_instr */
+	__u32 tstate;		/* enum sp_py_tstate */
+	__u32 tsd_off, tsd_off2;
+	/* the thread list */
+	__u32 rt_interp_head, is_threads_head, ts_next;
+	__u32 ts_match;		/* the field matched: thread_id (== fsbase), or native_thread_id (== tid) */
+	__u32 ts_match_tid;	/* 1: ts_match holds the thread id, 0: pthread_self() */
+	/* the thread's innermost frame: *(tstate + ts_frame), then *(that + cf_frame) unless SP_PY_NONE */
+	__u32 ts_frame, cf_frame;
+	__u32 ts_chunk;		/* tstate->datastack_chunk (3.11+), SP_PY_NONE: frames read one by one */
+	/* a frame */
+	__u32 f_size;		/* bytes read per frame: past every field below */
+	__u32 f_prev, f_code, f_instr;
+	__u32 f_owner;		/* 3.11+: the owner byte */
+	__u32 f_entry;		/* 3.11: is_entry */
+	__u32 owner_max;	/* owners above are no frame's */
+	__u32 owner_cstack;	/* 3.12+: the shim's owner, SP_PY_NONE before */
+	__u32 code_units;	/* 3.11+: where a code object's code units start (PyCode_Type's tp_basicsize) */
+	__u32 pad;
+};
+
+#define SP_PY_MAX_FRAMES SP_EH_MAX_FRAMES /* Python frames read per chain: the chain holds no more */
+
+/* Why Python walks ended, and what they cost (the per-CPU `py_stats` array). */
+enum sp_py_stat {
+	SP_PY_CHAINS = 0,	/* user chains of a Python thread (a thread state found) */
+	SP_PY_COMPLETE,		/* every frame to the thread's first placed, each eval-loop frame given its own */
+	SP_PY_NO_TSTATE,	/* chains of a Python process's thread that has no thread state */
+	SP_PY_STOP_TSTATE,	/* the thread state or its first frame could not be read */
+	SP_PY_STOP_READ,	/* a frame could not be read */
+	SP_PY_STOP_CYCLE,	/* a frame came round again: the chain stops before it */
+	SP_PY_STOP_BAD,		/* a frame no interpreter makes (a pointer misaligned or out of range, an owner unknown) */
+	SP_PY_STOP_DEPTH,	/* 127 frames in the chain: the rest not read */
+	SP_PY_EVAL_ALONE,	/* eval-loop frames for which no Python frames were left: kept as they are */
+	SP_PY_LEFT,		/* chains whose native part ended with Python frames not placed at their eval loops */
+	SP_PY_FRAMES,		/* Python frames written */
+	SP_PY_READS,		/* reads of user memory by the walk */
+	SP_PY_WINDOW,		/* frames found in a window read earlier (3.11+ data stacks) */
+	SP_PY_TRAMPOLINES,	/* -X perf trampolines crossed */
+	SP_PY_STALE,		/* the process's layout was another image's (exec, pid reuse): not walked */
+	SP_PY_BY_LIST,		/* thread states found in the interpreter's thread list */
+	SP_PY_LIST_MISS,	/* the thread list had no state for the thread (or was too long to search) */
+	SP_PY_AFTER,		/* of those, chains whose Python frames left went after a native chain cut short */
+	SP_PY_NS,		/* with -v: ns spent reading Python frames */
+	SP_PY_STAT_MAX,
 };
 
 #endif /* SPANPERF_ABI_H */

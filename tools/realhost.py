@@ -215,42 +215,64 @@ class PerfFailed(RuntimeError):
     """perf script did not finish: its samples would be short."""
 
 
+# The records that name Python frames (spanperf-python) are samples of an event of their own, one
+# line each with no chain and no blank line after: not a program's samples.
+NOT_SAMPLES = ("spanperf-python:",)
+
+
+def perf_records(out):
+    """perf script -F comm,tid,event,...: (comm, event, header's other words, chain lines) per record,
+    a record beginning at each line that is not a chain's (a tab first)."""
+    recs = []
+    for line in out.split("\n"):
+        if not line.strip():
+            continue
+        if line.startswith("\t"):
+            if recs:
+                recs[-1][3].append(line)
+            continue
+        # "comm tid [time:] event: [ip sym]": the comm may hold spaces; the event is the word ending in ':'
+        # after the tid.
+        words = line.split()
+        ev = next((i for i, w in enumerate(words) if w.endswith(":") and i > 0 and not re.match(r"[\d.]+:$", w)), None)
+        if ev is None:
+            continue
+        tid = ev - 1
+        while tid > 0 and not re.match(r"\d+$", words[tid]):
+            tid -= 1
+        recs.append((" ".join(words[:tid]) if tid > 0 else words[0], words[ev], words[tid + 1:ev], []))
+    return recs
+
+
 def perf_stacks(path):
     """comm -> Counter of frame tuples, leaf first, from perf script.  perf 6.1
     aborts now and then in its build-id code on this host (test_dwarf.py's
     perf_aborts): tried five times, then PerfFailed."""
     for _ in range(5):
-        p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,tid,ip,sym", "-i", path],
+        p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,tid,event,ip,sym", "-i", path],
                            capture_output=True, text=True, errors="replace")
         if p.returncode == 0:
             break
     if p.returncode:
         raise PerfFailed("perf script -i %s exited %d: %s" % (path, p.returncode, p.stderr[-500:]))
     stacks = collections.defaultdict(collections.Counter)
-    for block in p.stdout.split("\n\n"):
-        lines = [l for l in block.split("\n") if l.strip()]
-        if not lines:
-            continue
-        # "comm tid": the comm may hold spaces, the tid is the last word.
-        comm = lines[0].rsplit(None, 1)[0].strip()
-        frames = tuple(perf_frame(l) for l in lines[1:])
-        stacks[comm][frames] += 1
+    for comm, event, _, lines in perf_records(p.stdout):
+        if event not in NOT_SAMPLES:
+            stacks[comm][tuple(perf_frame(l) for l in lines)] += 1
     return stacks, p.stderr
 
 
 def perf_samples_after(path, skip):
     """comm -> Counter of frame tuples, leaf first, of the samples perf script
     shows from `skip` seconds after the file's first sample on."""
-    p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,tid,time,ip,sym", "-i", path],
+    p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,tid,time,event,ip,sym", "-i", path],
                        capture_output=True, text=True, errors="replace")
     if p.returncode:
         raise PerfFailed("perf script -i %s exited %d: %s" % (path, p.returncode, p.stderr[-500:]))
     samples = []
-    for block in p.stdout.split("\n\n"):
-        lines = [l for l in block.split("\n") if l.strip()]
-        m = re.match(r"(.*\S)\s+\d+\s+([\d.]+):$", lines[0].strip()) if lines else None
-        if m:
-            samples.append((m.group(1), float(m.group(2)), tuple(perf_frame(l) for l in lines[1:])))
+    for comm, event, rest, lines in perf_records(p.stdout):
+        if event not in NOT_SAMPLES and rest and re.match(r"[\d.]+:$", rest[-1]):
+            samples.append((comm, float(rest[-1][:-1]), tuple(perf_frame(l) for l in lines)))
     t0 = min((t for _, t, _ in samples), default=0)
     stacks = collections.defaultdict(collections.Counter)
     for comm, t, frames in samples:
@@ -295,6 +317,14 @@ def leaf(st):
     return frame_name(st[0]).split(" ")[0] if st else ""
 
 
+def python_named(st):
+    """A chain (leaf first) whose Python part is named and whole: frames py::NAME, the outermost of
+    them the module's, and no eval-loop frame left that stands for none (issue 34)."""
+    py = [f for f in st if f.startswith("py::")]
+    return bool(py) and py[-1].startswith("py::<module>:") and not any(
+        frame_name(f) == "_PyEval_EvalFrameDefault" for f in st)
+
+
 def leaf_agreement(a, b):
     la, lb = collections.Counter(), collections.Counter()
     for st, c in a.items():
@@ -323,6 +353,9 @@ def measure(path):
         rows[name] = {"samples": sum(a.values()), "perf_samples": sum(b.values()),
                       "complete": share(a, complete), "perf_complete": share(b, complete),
                       "leaf_agree": leaf_agreement(a, b)}
+        if comm == "rh-python3":
+            rows[name]["py_named"] = share(a, lambda st: complete(st) and python_named(st))
+            rows[name]["perf_py_named"] = share(b, lambda st: complete(st) and python_named(st)) if b else None
     return rows, perr
 
 
@@ -375,12 +408,13 @@ def show(results, as_json):
             for name, r in rows.items():
                 print(json.dumps(dict(mode=m, program=name, **r)))
         return 0
-    print("%-11s %-10s %8s %14s %14s %11s" % ("mode", "program", "samples", "complete(sp)", "complete(perf)",
-                                              "leaf agree"))
+    print("%-11s %-10s %8s %14s %14s %11s %16s" % ("mode", "program", "samples", "complete(sp)", "complete(perf)",
+                                                   "leaf agree", "py named(sp/perf)"))
     for m, (rows, perr) in results.items():
         for name, r in rows.items():
-            print("%-11s %-10s %8d %14s %14s %11s" % (m, name, r["samples"], pct(r["complete"]),
-                                                      pct(r["perf_complete"]), pct(r["leaf_agree"])))
+            py = "%s/%s" % (pct(r["py_named"]), pct(r["perf_py_named"])) if "py_named" in r else ""
+            print("%-11s %-10s %8d %14s %14s %11s %16s" % (m, name, r["samples"], pct(r["complete"]),
+                                                           pct(r["perf_complete"]), pct(r["leaf_agree"]), py))
         if perr.strip():
             lines = perr.strip().splitlines()
             print("  perf script: %s" % next((l for l in lines if "exited" in l), lines[-1])[:200])

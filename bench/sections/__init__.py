@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import (dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, recorder, report,
-               rss, sched, spans, split, srcline, stat, stolen, top, wakers, wholepath)
+from . import (dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, python,
+               recorder, report, rss, sched, spans, split, srcline, stat, stolen, top, wakers, wholepath)
 
 TABLE = [
     inkernel,
@@ -21,6 +21,7 @@ TABLE = [
     dwarf,
     ehframe,
     ehtables,
+    python,
     wholepath,
     rss,
     otel,

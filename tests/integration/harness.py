@@ -139,23 +139,48 @@ def perf_clean(args, path, timeout=120, lost_ok=False):
 
     perf report exits 0 on some corrupt files, so stderr is the real check.  lost_ok: a test
     that compares chains, not counts, may read a file whose rings overflowed on a busy host;
-    perf's warning about the LOST records is then all it may say."""
+    perf's warning about the LOST records is then all it may say.  What names Python frames is
+    left out (without_py_names)."""
     need_perf()
     p = run(["perf"] + args + ["-i", path], timeout=timeout)
     assert p.returncode == 0, "perf %s exited %d: %s" % (args[0], p.returncode, p.stderr[-1500:])
     err = _LOST_WARNING.sub("", p.stderr) if lost_ok else p.stderr
     assert err.strip() == "", "perf %s wrote to stderr:\n%s" % (args[0], p.stderr[-1500:])
-    return p.stdout
+    return without_py_names(p.stdout)
 
 
+# The event of the records that name Python frames (perfdata/names.h PY_NAMES_EVENT_NAME): one
+# sample per code object of every Python process a whole-host recording saw (the test runner's
+# own among them), names for perf and report rather than samples of a program.
+PY_NAMES_EVENT = "spanperf-python"
+_PY_NAMES_LINE = re.compile(r"^[^\t].*\s" + PY_NAMES_EVENT + r":(\s|$)")
+_REPORT_EVENT = re.compile(r"^# Samples: .* of event '(.*)'")
 _HEAD = re.compile(r"^(.*?)\s+(-?\d+)/(-?\d+)\s+\[(\d+)\]\s*(.*)$")
+_EVENT = re.compile(r"^(\S*):\s*(.*)$")
+
+
+def without_py_names(out):
+    """perf's output without what names Python frames: perf script's spanperf-python records
+    (found by their event field: one line each, no chain, no blank line after, so that a
+    parser splitting at blank lines would take one for the head of the next sample), and
+    perf report's section of that event."""
+    keep, section = [], None
+    for line in out.split("\n"):
+        m = _REPORT_EVENT.match(line)
+        if m:
+            section = m.group(1)
+        if section == PY_NAMES_EVENT or _PY_NAMES_LINE.match(line):
+            continue
+        keep.append(line)
+    return "\n".join(keep)
 
 
 def perf_script_samples(path, extra=()):
     """perf script's samples as dicts: comm, pid, tid, cpu and frames (symbols, leaf first).
 
-    Without call chains the single frame is the sample's own symbol."""
-    out = perf_clean(["script", "-F", "comm,pid,tid,cpu,ip,sym"] + list(extra), path)
+    Without call chains the single frame is the sample's own symbol.  The event field lets
+    perf_clean leave out the records that name Python frames."""
+    out = perf_clean(["script", "-F", "comm,pid,tid,cpu,event,ip,sym"] + list(extra), path)
     samples = []
     for line in out.splitlines():
         if not line.strip():
@@ -167,7 +192,8 @@ def perf_script_samples(path, extra=()):
             continue
         m = _HEAD.match(line)
         assert m, "unexpected perf script line: %r" % line
-        rest = m.group(5).split(None, 1)
+        # "EVENT: [IP SYM]"
+        rest = _EVENT.match(m.group(5)).group(2).split(None, 1)
         samples.append({"comm": m.group(1).strip(), "pid": int(m.group(2)), "tid": int(m.group(3)),
                         "cpu": int(m.group(4)), "frames": [rest[1].strip()] if len(rest) == 2 else []})
     return samples

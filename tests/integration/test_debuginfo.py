@@ -384,7 +384,7 @@ def inline_recording():
 
 def perf_inline_chains(path, comm):
     """perf script's chains with its inlined frames (its default), leaf first, up to main."""
-    out = perf_clean(["script", "--comms", comm, "-F", "comm,ip,sym"], path, timeout=600, lost_ok=True)
+    out = perf_clean(["script", "--comms", comm, "-F", "comm,event,ip,sym"], path, timeout=600, lost_ok=True)
     chains = collections.Counter()
     for block in out.split("\n\n"):
         lines = [l for l in block.split("\n") if l.strip()]

@@ -7,7 +7,8 @@ import os
 import re
 import shutil
 
-from harness import BUILD, WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, run, spanperf, test, tmpdir
+from harness import (BUILD, WORKLOAD, Skip, json_lines, need_bpf, need_perf, perf_clean, run, spanperf, test,
+                     tmpdir, without_py_names)
 
 DWARF_WORKLOAD = os.path.join(BUILD, "tests", "workload_dwarf")
 _cache = {}
@@ -46,12 +47,12 @@ def perf_aborts(p):
 def perf_chains(path, comm="workload_dwarf"):
     """perf script's chains (real frames only, as --no-inline) as a Counter, leaf first."""
     for _ in range(5):
-        p = run(["perf", "script", "--no-inline", "-F", "comm,tid,ip,sym", "-i", path])
+        p = run(["perf", "script", "--no-inline", "-F", "comm,tid,event,ip,sym", "-i", path])
         if not perf_aborts(p):
             break
     if perf_aborts(p):
         raise Skip("perf script aborts in its build-id code: %s" % p.stderr[-200:])
-    out = perf_clean(["script", "--no-inline", "-F", "comm,tid,ip,sym"], path) if p.returncode else p.stdout
+    out = perf_clean(["script", "--no-inline", "-F", "comm,tid,event,ip,sym"], path) if p.returncode else without_py_names(p.stdout)
     assert p.stderr.strip() == "", p.stderr[-1500:]
     chains = collections.Counter()
     for block in out.split("\n\n"):

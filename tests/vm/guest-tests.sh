@@ -102,6 +102,24 @@ else
 	ko "--call-graph ehframe --off-cpu" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
 fi
 
+# Python frames by name on this kernel (the walk's global functions, bpf_loop in bpf_loop): Debian's
+# python3.11 (its libpython linked in), three levels deep, spinning in the innermost.
+if [ ! -x /usr/bin/python3.11 ]; then
+	echo "INFO no python3.11 in the guest (the host has no /usr/bin/python3.11): Python frames not checked"
+elif $S record -g -v -F 999 -o /tmp/py.data -- /usr/bin/python3.11 -S /pyspin.py 4 > /dev/null 2> /tmp/err.txt; then
+	$S report -i /tmp/py.data --folded --event on-cpu > /tmp/py.folded 2> /dev/null
+	n=$(grep '^python3.11;.*;py::spin:/pyspin.py' /tmp/py.folded | awk '{ s += $NF } END { print s + 0 }')
+	m=$(grep '^python3.11;.*;PyEval_EvalCode;py::<module>:/pyspin.py;py::level1:/pyspin.py;py::level2:/pyspin.py;py::spin:/pyspin.py' \
+		/tmp/py.folded | awk '{ s += $NF } END { print s + 0 }')
+	if [ "$n" -ge 100 ] && [ $((m * 100)) -ge $((n * 90)) ]; then
+		ok "Python frames by name (python3.11): $m of $n samples in spin() carry <module>;level1;level2;spin"
+	else
+		ko "Python frames by name (python3.11)" "$m of $n; $(grep -E '^ *(python|Python)' /tmp/err.txt | tr '\n' ';')"
+	fi
+else
+	ko "Python frames by name (python3.11)" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
+
 span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
 span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe

@@ -50,7 +50,19 @@ cp build/tests/libspanperf_mmap "$root/libspanperf_mmap"	# static
 cp build/tests/workload_dwarf build/tests/libdwarfcb.so "$root/"
 cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
 cp "$cache/brd.ko" "$root/brd.ko"
-for lib in $( (ldd spanperf; ldd build/tests/workload; ldd build/tests/workload_dwarf) | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
+# Python frames: Debian's python3.11 has its libpython linked in; with its libraries (below), the
+# encodings package its start-up imports (the rest of what it needs is frozen in), and os.py, the
+# landmark by which it finds its library without a warning.
+py=
+if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11/encodings ]; then
+	py=/usr/bin/python3.11
+	mkdir -p "$root/usr/bin" "$root/usr/lib/python3.11/lib-dynload"
+	cp "$py" "$root/usr/bin/python3.11"
+	cp -r /usr/lib/python3.11/encodings /usr/lib/python3.11/os.py "$root/usr/lib/python3.11/"
+	cp tests/vm/pyspin.py "$root/pyspin.py"
+fi
+for lib in $( (ldd spanperf; ldd build/tests/workload; ldd build/tests/workload_dwarf; [ -z "$py" ] || ldd "$py") |
+	awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done

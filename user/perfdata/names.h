@@ -49,6 +49,13 @@
  */
 #define SCHED_ID (SPAN_ID_BASE + SP_MAX_SPANS + 4)
 #define SCHED_EVENT_NAME "spanperf-sched"
+/*
+ * Python code objects named by the recorder (py_names.h): one sample per
+ * code object, its qualified name, file and line runs in RAW, so that
+ * report and live sessions name Python frames from the file alone.
+ */
+#define PY_NAMES_ID (SPAN_ID_BASE + SP_MAX_SPANS + 5)
+#define PY_NAMES_EVENT_NAME "spanperf-python"
 
 /*
  * In the reserved half of the sample's CPU field, which perf ignores: this
@@ -97,5 +104,30 @@
 	X(SP_EH_COMPAT, "compat", "32-bit task samples (no user chain)")                            \
 	X(SP_EH_LOST, "lost", "samples LOST (ring full)")                                           \
 	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)")
+
+/*
+ * Python frames in those chains (enum sp_py_stat), in the same feature:
+ * keys of their own ("py_"), so that a reader that knows none of them
+ * prints them as they are.  SP_PY_NS is of one run of record -v.
+ */
+#define SP_PY_STAT_NAMES(X)                                                                        \
+	X(SP_PY_CHAINS, "py_chains", "Python: user chains of threads running Python")               \
+	X(SP_PY_COMPLETE, "py_complete", "Python: complete (every frame placed at its eval loop)")  \
+	X(SP_PY_NO_TSTATE, "py_no_tstate", "Python: threads with no thread state (not Python's)")   \
+	X(SP_PY_STOP_TSTATE, "py_tstate", "Python: stopped: thread state unreadable")               \
+	X(SP_PY_STOP_READ, "py_read_fault", "Python: stopped: a frame unreadable")                  \
+	X(SP_PY_STOP_CYCLE, "py_cycle", "Python: stopped: a frame came round again")                \
+	X(SP_PY_STOP_BAD, "py_bad", "Python: stopped: a frame no interpreter makes")                \
+	X(SP_PY_STOP_DEPTH, "py_depth", "Python: stopped: 127 frames")                               \
+	X(SP_PY_EVAL_ALONE, "py_eval_alone", "Python: eval-loop frames with no Python frames left") \
+	X(SP_PY_LEFT, "py_left", "Python: frames left when the native chain ended")                 \
+	X(SP_PY_FRAMES, "py_frames", "Python: frames")                                              \
+	X(SP_PY_READS, "py_reads", "Python: reads of user memory")                                  \
+	X(SP_PY_WINDOW, "py_window", "Python: frames found in a data-stack window already read")    \
+	X(SP_PY_TRAMPOLINES, "py_trampolines", "Python: -X perf trampolines crossed")               \
+	X(SP_PY_STALE, "py_stale", "Python: layout of another image (exec, pid reuse): not read")   \
+	X(SP_PY_BY_LIST, "py_by_list", "Python: thread states found in the thread list")            \
+	X(SP_PY_LIST_MISS, "py_list_miss", "Python: threads the thread list did not name")        \
+	X(SP_PY_AFTER, "py_after", "Python: frames left placed after a native chain cut short")
 
 #endif

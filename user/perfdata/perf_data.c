@@ -856,7 +856,8 @@ static void r_sp_unwind(const struct feat *f, struct fcur *c, struct pd_reader *
 
 static void p_sp_unwind(const struct feat *f, const struct pd_reader *r, FILE *out)
 {
-	static const struct { const char *key, *label; } names[] = { SP_EH_STAT_NAMES(SP_EH_KEY_LABEL) };
+	static const struct { const char *key, *label; } names[] = { SP_EH_STAT_NAMES(SP_EH_KEY_LABEL)
+								     SP_PY_STAT_NAMES(SP_EH_KEY_LABEL) };
 
 	(void)f;
 	fputs("# spanperf unwind (--call-graph ehframe), why user chains ended:\n", out);

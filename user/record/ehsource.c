@@ -17,6 +17,7 @@
 #include "perf_data.h"
 #include "perf_events.h"
 #include "perf_sample.h"
+#include "pyprocs.h"
 #include "source.h"
 #include "sample.skel.h"
 #include "spanperf_abi.h"
@@ -34,6 +35,8 @@
 #define EH_MAX_FILES 16384
 #define EH_MAX_MAPS (64u << 10) /* two halves, see ehtables.c */
 #define EH_MAX_PROCS 32768
+/* Python processes followed at once (about 300 bytes each). */
+#define EH_MAX_PY_PROCS 8192
 #define EH_RING_MIN (1u << 20)
 #define EH_RING_MAX (64u << 20)
 #define EH_RING_UNKNOWN (16u << 20) /* -c: no rate to size by */
@@ -42,6 +45,7 @@ struct eh_source {
 	struct sample_bpf *skel;
 	const struct int_list *pids; /* -p: only these processes' tables are kept current */
 	struct eh_tables *tables;
+	struct py_procs *py; /* NULL: Python frames are not read (SPANPERF_NO_PYTHON) */
 	struct ring_buffer *rb;
 	eh_sample_fn fn;
 	void *ctx;
@@ -52,6 +56,7 @@ struct eh_source {
 	__u64 busy_until; /* poll every EH_SOURCE_POLL_MS until then */
 	__u64 passes, busy_passes, wakes; /* for record -v */
 	__u64 stored[SP_EH_STAT_MAX]; /* the counts at the last file's header (--switch-output) */
+	__u64 py_stored[SP_PY_STAT_MAX];
 };
 
 /*
@@ -75,9 +80,16 @@ static __u32 eh_ring_bytes(__u64 freq)
 	return bytes;
 }
 
+/* Python frames are read with ehframe, unless this says not to (for measuring what they cost). */
+static bool python_on(bool on)
+{
+	return on && !getenv("SPANPERF_NO_PYTHON");
+}
+
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
+	bool py = python_on(on);
 
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
@@ -87,6 +99,9 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_max_entries(skel->maps.eh_maps, on ? EH_MAX_MAPS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_procs, on ? EH_MAX_PROCS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_rb, on ? ring : sysconf(_SC_PAGESIZE));
+	bpf_map__set_max_entries(skel->maps.py_procs, py ? EH_MAX_PY_PROCS : 1);
+	skel->rodata->py_walk = py;
+	skel->rodata->py_timing = py && timing;
 	/* Written from user space without a syscall per row (5.5+, as bpf_loop needs 5.17 anyway). */
 	bpf_map__set_map_flags(skel->maps.eh_rows, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
@@ -181,6 +196,12 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		goto cleanup;
 	}
 	eh_tables__scan(s->tables, pids);
+	if (skel->rodata->py_walk) {
+		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs), EH_MAX_PY_PROCS);
+		if (e)
+			goto cleanup;
+		py_procs__scan(s->py, pids);
+	}
 	eh_tables__stats(s->tables, &st);
 	pr_debug("ehframe: %llu files, %llu rows (%.1f MB) for %llu processes in %.0f ms", (unsigned long long)st.files,
 		 (unsigned long long)st.rows, st.rows * 8 / 1e6, (unsigned long long)st.procs, st.build_ns / 1e6);
@@ -216,6 +237,7 @@ void eh_source__started(struct eh_source *s)
 	s->busy_until = now_ns(CLOCK_MONOTONIC) + EH_SOURCE_BUSY_NS;
 	eh_tables__catch_up(s->tables, s->pids);
 	eh_tables__flush(s->tables);
+	py_procs__catch_up(s->py, s->pids);
 }
 
 int eh_source__poll_ms(struct eh_source *s, int idle_ms)
@@ -230,7 +252,7 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 		return EH_SOURCE_POLL_MS;
 	}
 	now = now_ns(CLOCK_MONOTONIC);
-	if (s->changed || eh_tables__pending(s->tables)) {
+	if (s->changed || eh_tables__pending(s->tables) || py_procs__pending(s->py)) {
 		s->busy_until = now + EH_SOURCE_BUSY_NS;
 		s->changed = false;
 	}
@@ -265,6 +287,10 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 		if (!(r->misc & PERF_RECORD_MISC_MMAP_DATA) && !pd_misc_kernel(r->misc) && (r->mmap.prot & PROT_EXEC) &&
 		    wanted(s, r->mmap.pid)) {
 			eh_tables__mark(s->tables, r->mmap.pid);
+			if (!r->mmap.build_id_size)
+				eh_tables__mmap(s->tables, r->mmap.pid, r->mmap.start, r->mmap.len, r->mmap.maj,
+						r->mmap.min, r->mmap.ino, r->mmap.filename);
+			py_procs__mmap(s->py, r->mmap.pid, r->mmap.filename);
 			s->changed = true;
 		}
 		break;
@@ -272,16 +298,21 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 		/* An exec: the old slice no longer matches (BPF sees start_stack change) until the new one. */
 		if ((r->misc & PERF_RECORD_MISC_COMM_EXEC) && wanted(s, r->comm.pid)) {
 			eh_tables__mark_exec(s->tables, r->comm.pid);
+			py_procs__exec(s->py, r->comm.pid);
 			s->changed = true;
 		}
 		break;
 	case PERF_RECORD_FORK:
-		if (r->task.pid != r->task.ppid && wanted(s, r->task.pid))
+		if (r->task.pid != r->task.ppid && wanted(s, r->task.pid)) {
 			eh_tables__fork(s->tables, r->task.ppid, r->task.pid);
+			py_procs__fork(s->py, r->task.ppid, r->task.pid);
+		}
 		break;
 	case PERF_RECORD_EXIT:
-		if (r->task.pid == r->task.tid && wanted(s, r->task.pid))
+		if (r->task.pid == r->task.tid && wanted(s, r->task.pid)) {
 			eh_tables__exit(s->tables, r->task.pid);
+			py_procs__exit(s->py, r->task.pid);
+		}
 		break;
 	}
 }
@@ -294,6 +325,7 @@ long eh_source__drain(struct eh_source *s)
 		return 0;
 	/* Processes that mapped code since the last pass: before their next samples. */
 	eh_tables__flush(s->tables);
+	py_procs__flush(s->py);
 	s->n = 0;
 	e = ring_buffer__consume(s->rb);
 	return e < 0 ? e : s->n;
@@ -302,6 +334,36 @@ long eh_source__drain(struct eh_source *s)
 int eh_source__fd(const struct eh_source *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
+}
+
+/* Python: the processes followed, and why their chains' Python parts ended (record -v). */
+static void py_report(struct eh_source *s)
+{
+#define SP_PY_LABEL(id, key, label) [id] = label,
+	static const char *const names[SP_PY_STAT_MAX] = { SP_PY_STAT_NAMES(SP_PY_LABEL) };
+	struct py_procs_stats st;
+	int fd;
+	__u64 chains;
+
+	if (!s->py)
+		return;
+	fd = bpf_map__fd(s->skel->maps.py_stats);
+	py_procs__stats(s->py, &st);
+	fprintf(stderr, "python: %llu processes followed (%llu by their thread lists), %llu forks; %llu not followed%s%s\n",
+		(unsigned long long)st.found, (unsigned long long)st.by_list, (unsigned long long)st.forks,
+		(unsigned long long)(st.refused + st.gave_up + st.full), st.refused ? ", last: " : "",
+		st.refused ? st.last_refusal : "");
+	for (int i = 0; i < SP_PY_STAT_MAX; i++) {
+		__u64 v = bpf_percpu_sum(fd, i);
+
+		if (names[i] && (v || i <= SP_PY_COMPLETE))
+			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
+	}
+	chains = bpf_percpu_sum(fd, SP_PY_CHAINS);
+	if (chains && bpf_percpu_sum(fd, SP_PY_NS))
+		fprintf(stderr, "  Python frames took %.0f ns a chain in BPF, %.1f reads, %.1f frames\n",
+			(double)bpf_percpu_sum(fd, SP_PY_NS) / chains, (double)bpf_percpu_sum(fd, SP_PY_READS) / chains,
+			(double)bpf_percpu_sum(fd, SP_PY_FRAMES) / chains);
 }
 
 void eh_source__report(struct eh_source *s, int verbose)
@@ -346,18 +408,20 @@ void eh_source__report(struct eh_source *s, int verbose)
 		fprintf(stderr, "  user chains took %.0f ns each in BPF, %.1f frames each\n",
 			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),
 			(double)bpf_percpu_sum(fd, SP_EH_FRAMES) / (bpf_percpu_sum(fd, SP_EH_CHAINS) ?: 1));
+	py_report(s);
 }
 
 int eh_source__meta(struct eh_source *s, struct pd_meta *m)
 {
 #define SP_EH_KEY(id, key, label) [id] = key,
 	static const char *const keys[SP_EH_STAT_MAX] = { SP_EH_STAT_NAMES(SP_EH_KEY) };
+	static const char *const py_keys[SP_PY_STAT_MAX] = { SP_PY_STAT_NAMES(SP_EH_KEY) };
 	int fd;
 
 	if (!s)
 		return 0;
 	fd = bpf_map__fd(s->skel->maps.eh_stats);
-	m->unwind = calloc(SP_EH_STAT_MAX, sizeof(*m->unwind));
+	m->unwind = calloc(SP_EH_STAT_MAX + SP_PY_STAT_MAX, sizeof(*m->unwind));
 	if (!m->unwind)
 		return -ENOMEM;
 	/* What this file's samples met: since the last file's header, when the output rotates. */
@@ -372,7 +436,27 @@ int eh_source__meta(struct eh_source *s, struct pd_meta *m)
 		m->unwind[m->nr_unwind++].value = d;
 		s->stored[i] = v;
 	}
+	/* The Python walk's, where there were Python chains in this file. */
+	fd = bpf_map__fd(s->skel->maps.py_stats);
+	if (!s->py || bpf_percpu_sum(fd, SP_PY_CHAINS) == s->py_stored[SP_PY_CHAINS])
+		return 0;
+	for (int i = 0; i < SP_PY_STAT_MAX; i++) {
+		__u64 v = bpf_percpu_sum(fd, i), d = v - s->py_stored[i];
+
+		if (!py_keys[i] || (!d && i > SP_PY_COMPLETE))
+			continue;
+		m->unwind[m->nr_unwind].key = strdup(py_keys[i]);
+		if (!m->unwind[m->nr_unwind].key)
+			return -ENOMEM;
+		m->unwind[m->nr_unwind++].value = d;
+		s->py_stored[i] = v;
+	}
 	return 0;
+}
+
+struct py_procs *eh_source__py(const struct eh_source *s)
+{
+	return s ? s->py : NULL;
 }
 
 void eh_source__free(struct eh_source *s)
@@ -381,5 +465,6 @@ void eh_source__free(struct eh_source *s)
 		return;
 	ring_buffer__free(s->rb);
 	eh_tables__free(s->tables);
+	py_procs__free(s->py);
 	free(s);
 }

@@ -69,5 +69,8 @@ void eh_source__report(struct eh_source *s, int verbose);
 /* Why chains ended since the last call, into the header's SP_UNWIND feature; 0 or -ENOMEM. */
 int eh_source__meta(struct eh_source *s, struct pd_meta *m);
 void eh_source__free(struct eh_source *s);
+struct py_procs;
+/* The Python processes the walk follows (pyprocs.h), NULL when it reads no Python frames. */
+struct py_procs *eh_source__py(const struct eh_source *s);
 
 #endif

@@ -56,6 +56,15 @@ struct eh_tables {
 	struct u64_map bid_idx; /* hash of a build id -> index in bids + 1 */
 	struct sp_eh_file vdso; /* the vDSO's rows, if have_vdso */
 	bool have_vdso;
+	struct eh_new_file *new_files; /* mapped since the last flush: their tables first */
+	size_t nr_new_files, cap_new_files;
+};
+
+/* A file a process just mapped (an MMAP2), whose table is built at the next flush. */
+struct eh_new_file {
+	__u32 pid, maj, min;
+	__u64 start, end, ino;
+	char *path;
 };
 
 static void vdso_table(struct eh_tables *t);
@@ -343,28 +352,6 @@ static void vdso_table(struct eh_tables *t)
 		bpf_map_update_elem(t->files_fd, &(struct sp_eh_file_key){ 0, 0 }, &t->vdso, BPF_ANY);
 }
 
-/* mm->start_stack, field 28 of /proc/PID/stat (after the comm, which may hold anything). */
-static int start_stack(__u32 pid, __u64 *out)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v;
-	int field = 2;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (read_file_str(path, buf, sizeof(buf)))
-		return -1;
-	p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	for (p++; *p && field < 28; p++)
-		if (*p == ' ')
-			field++;
-	if (field != 28 || sscanf(p, "%llu", &v) != 1)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int cmp_map(const void *a, const void *b)
 {
 	const struct sp_eh_map *x = a, *y = b;
@@ -420,7 +407,7 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 	t0 = now_ns(CLOCK_MONOTONIC);
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
-	if (start_stack(pid, &proc.start_stack))
+	if (proc_start_stack(pid, &proc.start_stack))
 		return -1;
 	f = fopen(path, "re");
 	if (!f)
@@ -548,6 +535,41 @@ void eh_tables__mark_exec(struct eh_tables *t, __u32 pid)
  */
 #define SETTLE_NS 1000000ull
 
+void eh_tables__mmap(struct eh_tables *t, __u32 pid, __u64 start, __u64 len, __u32 maj, __u32 min, __u64 ino,
+		     const char *path)
+{
+	struct eh_new_file *f;
+
+	if (!t || !ino || !path || path[0] != '/' ||
+	    array_reserve((void **)&t->new_files, &t->cap_new_files, t->nr_new_files, sizeof(*t->new_files)))
+		return;
+	f = &t->new_files[t->nr_new_files];
+	*f = (struct eh_new_file){ .pid = pid, .maj = maj, .min = min, .start = start, .end = start + len, .ino = ino,
+				   .path = strdup(path) };
+	if (f->path)
+		t->nr_new_files++;
+}
+
+/*
+ * The tables of files mapped since the last flush, before any process's
+ * mappings are made again: a process whose slice lacks a new mapping finds
+ * it among the kernel's vmas, and its rows by inode (ehframe.bpf.h), from
+ * the first flush on, where its slice waits for its mappings to settle (a
+ * Python program importing its extensions maps for hundreds of ms).
+ */
+static void flush_files(struct eh_tables *t)
+{
+	struct sp_eh_file file;
+
+	for (size_t i = 0; i < t->nr_new_files; i++) {
+		struct eh_new_file *f = &t->new_files[i];
+
+		file_table(t, f->pid, f->start, f->end, f->maj, f->min, f->ino, f->path, &file);
+		free(f->path);
+	}
+	t->nr_new_files = 0;
+}
+
 void eh_tables__flush(struct eh_tables *t)
 {
 	struct u64_map keep = {};
@@ -555,6 +577,8 @@ void eh_tables__flush(struct eh_tables *t)
 	uint64_t *exec_ns;
 	bool young;
 
+	if (t && t->nr_new_files)
+		flush_files(t);
 	if (!t || !t->dirty.n)
 		return;
 	start = now = now_ns(CLOCK_MONOTONIC);
@@ -642,7 +666,7 @@ static void catch_up_one(struct eh_tables *t, __u32 pid)
 	struct sp_eh_proc proc;
 	__u64 ss;
 
-	if (start_stack(pid, &ss) || !ss)
+	if (proc_start_stack(pid, &ss) || !ss)
 		return; /* gone, or a kernel thread: no user stack */
 	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
 		eh_tables__mark(t, pid);
@@ -681,5 +705,8 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->bid_idx);
 	free(t->bids);
 	free(t->scratch);
+	for (size_t i = 0; i < t->nr_new_files; i++)
+		free(t->new_files[i].path);
+	free(t->new_files);
 	free(t);
 }

@@ -47,6 +47,9 @@ void eh_tables__proc(struct eh_tables *t, __u32 pid);
 void eh_tables__mark(struct eh_tables *t, __u32 pid);
 /* The same for an exec: the builds of its first 100 ms (ld.so mapping the libraries) are spaced out less. */
 void eh_tables__mark_exec(struct eh_tables *t, __u32 pid);
+/* A file mapped (MMAP2's inode and name): its table built at the next flush, before any slice. */
+void eh_tables__mmap(struct eh_tables *t, __u32 pid, __u64 start, __u64 len, __u32 maj, __u32 min, __u64 ino,
+		     const char *path);
 void eh_tables__flush(struct eh_tables *t);
 /* Processes marked that a flush has not built yet (it stops at its budget, or waits its turn). */
 bool eh_tables__pending(const struct eh_tables *t);

@@ -15,6 +15,7 @@
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "perf_sample.h"
+#include "pyframes.h"
 #include "target.h"
 #include "util.h"
 #include "sched_codec.h"
@@ -47,6 +48,7 @@ struct offcpu_set {
 	struct cached_stack *cache;
 	__u32 cache_n;
 	bool eh;		    /* user chains in offustacks */
+	struct py_frames *py;	    /* their Python entries rewritten, or NULL */
 	const __u64 *sorted_ns;	    /* offcpu_opts */
 	bool stamp_late;
 	struct target *target;
@@ -273,6 +275,45 @@ static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool 
 	return n;
 }
 
+/*
+ * A chain with Python frames, new in offustacks: its code objects named now,
+ * while the process lives (the block, or the sum, may be written only once
+ * it is gone), the records that name them written.
+ */
+static int on_pychain(void *ctx, void *data, size_t size)
+{
+	struct offcpu_set *s = ctx;
+	const struct sp_offcpu_pychain *r = data;
+	__u64 chain[SP_EH_MAX_FRAMES];
+	__u32 n;
+	int e;
+
+	if (size < sizeof(*r) || s->err || !s->py || !s->fn)
+		return 0;
+	n = read_eh_stack(s, r->id, chain);
+	e = n ? py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, s->fn, s->ctx) : 0;
+	if (e)
+		s->err = e;
+	s->st.py_chains++;
+	return 0;
+}
+
+/* The chain's Python entries, for process pid, into addresses (the records that name them written first). */
+static int python_frames(struct offcpu_set *s, __u32 pid, __u32 tid, __u64 time, __u32 *n)
+{
+	__u32 m = *n;
+	int e;
+
+	if (!s->py || !py_frames_any(s->chain, m))
+		return 0;
+	e = py_frames__rewrite(s->py, pid, tid, time, s->chain, &m, s->fn, s->ctx);
+	/* A user part whose every entry went leaves its marker alone: dropped too. */
+	if (!e && m && s->chain[m - 1] == PD_CONTEXT_USER)
+		m--;
+	*n = m;
+	return e;
+}
+
 /* One offcpu-time sample: period = ns off CPU, the kernel chain then the user chain. */
 static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, __u64 time, __u64 ns,
 			__s32 kstack, __s32 ustack, __u32 res)
@@ -283,7 +324,10 @@ static int write_sample(struct offcpu_set *s, __u32 pid, __u32 tid, __u32 cpu, _
 	bool kernel;
 	__u32 n = build_chain(s, kstack, ustack, &kernel);
 	long len;
+	int e = python_frames(s, pid, tid, time, &n);
 
+	if (e)
+		return e;
 	if (!n)
 		s->st.nostack_ids++;
 	/* perf takes the sample ip as the chain's first frame. */
@@ -338,6 +382,9 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev, _
 		return 0;
 	}
 	n = build_chain(s, w->kstack, w->ustack, &kernel);
+	len = w->ctx == SP_WAKER_TASK ? python_frames(s, w->pid, w->tid, time, &n) : 0;
+	if (len)
+		return len;
 	if (!kernel)
 		s->st.waker_unclassified++;
 	else
@@ -497,6 +544,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	}
 	bpf_map__set_max_entries(s->skel->maps.offagg, o->entries);
 	bpf_map__set_max_entries(s->skel->maps.offustacks, o->eh ? o->entries : 1);
+	bpf_map__set_max_entries(s->skel->maps.offpy_rb, o->eh && o->eh->py_procs >= 0 ? 65536 : 4096);
 	s->skel->rodata->eh_user = !!o->eh;
 	s->eh = !!o->eh;
 	if (o->eh) {
@@ -505,6 +553,16 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		    bpf_map__reuse_fd(s->skel->maps.eh_maps, o->eh->maps) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_procs, o->eh->procs) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_files, o->eh->files);
+		/* Python frames as the samples have them: the same layouts, one count of the walks. */
+		if (!e && o->eh->py_procs >= 0)
+			e = bpf_map__reuse_fd(s->skel->maps.py_procs, o->eh->py_procs) ?:
+			    bpf_map__reuse_fd(s->skel->maps.py_stats, o->eh->py_stats);
+		if (!e && o->eh->py_procs >= 0) {
+			s->skel->rodata->py_walk = true;
+			s->py = o->py;
+		} else {
+			bpf_map__set_max_entries(s->skel->maps.py_procs, 1);
+		}
 		if (e) {
 			set_errorf(err, errlen, e, "cannot share the unwind tables with the off-CPU program: %s",
 				   strerror(-e));
@@ -516,6 +574,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.eh_maps, 1);
 		bpf_map__set_max_entries(s->skel->maps.eh_procs, 1);
 		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
+		bpf_map__set_max_entries(s->skel->maps.py_procs, 1);
 	}
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
 	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
@@ -540,6 +599,12 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, "off-CPU ring buffer", err, errlen);
 	if (e)
 		goto cleanup;
+	/* Before the blocks: a block's chain is named when it is new, which may be in the same drain. */
+	if (s->py && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.offpy_rb), on_pychain, s)) {
+		e = -errno;
+		set_errorf(err, errlen, e, "cannot read the off-CPU Python ring buffer: %s", strerror(-e));
+		goto cleanup;
+	}
 	*out = s;
 	return 0;
 cleanup:

@@ -29,7 +29,10 @@ struct target;
 /* --call-graph ehframe: the sampling program's unwind tables, which the off-CPU program shares. */
 struct offcpu_eh_fds {
 	int rows, pages, maps, procs, files;
+	int py_procs, py_stats; /* Python processes' layouts and the walk's counts; -1: no Python frames */
 };
+
+struct py_frames;
 
 struct offcpu_opts {
 	const struct int_list *cpus;	/* -C, or NULL for every CPU */
@@ -47,6 +50,7 @@ struct offcpu_opts {
 	bool prefer_raw_tp;
 	bool no_wakers;			/* leave out the sched_waking program (bench: its cost alone) */
 	const struct offcpu_eh_fds *eh; /* user chains by the tables, else NULL (the kernel's frame pointers) */
+	struct py_frames *py;		/* their Python entries into addresses (eh's py_procs), or NULL */
 	bool sched;			/* --sched: every switch-out as a spanperf-sched sample */
 	bool no_offcpu;			/* --sched without --off-cpu: no offcpu-time, no stacks */
 	/* No record stamped before *sorted_ns (what perf may have sorted already; NULL: none). */
@@ -70,6 +74,7 @@ struct offcpu_stats {
 	__u64 sched;	   /* spanperf-sched samples */
 	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
 	__u64 eh_chains, eh_complete; /* ehframe: user chains unwound, and those that reached the outermost frame */
+	__u64 py_chains;   /* chains with Python frames named as they were first stored */
 };
 
 /* Writes a finished record to the file. */

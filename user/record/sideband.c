@@ -310,3 +310,24 @@ int sideband_synthesize_tids(struct sideband *sb, const struct int_list *tids)
 	}
 	return err;
 }
+
+int proc_start_stack(__u32 pid, __u64 *out)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v;
+	int field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (read_file_str(path, buf, sizeof(buf)))
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	for (p++; *p && field < 28; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 28 || sscanf(p, "%llu", &v) != 1)
+		return -1;
+	*out = v;
+	return 0;
+}

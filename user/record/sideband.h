@@ -31,6 +31,12 @@ int procmaps_parse_line(const char *line, struct procmap *m);
  * dropped and counted in *cut (if not NULL); unparsable ones are skipped.
  */
 int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut);
+/*
+ * A process's mm->start_stack (field 28 of /proc/PID/stat, after the comm,
+ * which may hold anything): what BPF compares to tell an image from the
+ * one after an exec, or from a reused pid's.  0, or -1.
+ */
+int proc_start_stack(__u32 pid, __u64 *out);
 
 struct sideband {
 	struct pd_writer *w;

@@ -78,6 +78,7 @@ struct rec_ctx {
 	struct target *target;		 /* -p, -t, or CMD's tree: the BPF filter every program shares */
 	struct counter_set *cs;		 /* span counters, from the counters source */
 	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */
+	struct py_frames *py;		 /* from the samples source (ehframe): Python frames into addresses */
 	/* The tracking event (the first sampling event): side-band records take its layout. */
 	const struct perf_event_attr *track_attr;
 	__u64 track_id;

@@ -196,6 +196,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.rows = bpf_map__fd(ctx->skel->maps.eh_rows), .pages = bpf_map__fd(ctx->skel->maps.eh_pages),
 		.maps = bpf_map__fd(ctx->skel->maps.eh_maps), .procs = bpf_map__fd(ctx->skel->maps.eh_procs),
 		.files = bpf_map__fd(ctx->skel->maps.eh_files),
+		.py_procs = ctx->py ? bpf_map__fd(ctx->skel->maps.py_procs) : -1,
+		.py_stats = bpf_map__fd(ctx->skel->maps.py_stats),
 	};
 	struct rec_source *src;
 	struct offcpu_src *os;
@@ -207,6 +209,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		return 0;
 	if (o->ehframe)
 		oo.eh = &eh;
+	oo.py = ctx->py;
 	src = rec_source__alloc(o->offcpu ? "off-cpu" : "sched", sizeof(*os));
 	if (!src)
 		return -ENOMEM;

@@ -30,6 +30,8 @@
 #include "parse.h"
 #include "perf_data.h"
 #include "perf_events.h"
+#include "py_names.h"
+#include "pyframes.h"
 #include "sbuf.h"
 #include "source.h"
 #include "target.h"
@@ -47,6 +49,9 @@ struct samples {
 	struct sbuf pending;  /* records of ours to follow the ring's chunk: see buildid_cache.h */
 	long time_off;	      /* offset of TIME in our SAMPLE records, -1 if none */
 	struct eh_source *eh; /* --call-graph ehframe */
+	struct py_frames *py; /* and Python frames: their entries into addresses of the symbol file */
+	struct perf_event_attr names_attr; /* spanperf-python */
+	__u64 *eh_copy;	      /* a sample whose Python entries are rewritten (the ring's is read-only) */
 	/*
 	 * No program on the events: without a filter, spans or --otel it would
 	 * only count samples per thread, which the records tell as well, so a
@@ -248,6 +253,11 @@ static int samples_attrs(struct rec_source *src, struct pd_writer *w)
 		e = pd_writer__add_attr(w, &a, s->evs[i].name, ids, s->sets[i]->nr);
 		free(ids);
 	}
+	if (!e && s->py) {
+		__u64 id = PY_NAMES_ID;
+
+		e = pd_writer__add_attr(w, &s->names_attr, PY_NAMES_EVENT_NAME, &id, 1);
+	}
 	return e;
 }
 
@@ -389,6 +399,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		if (r.type == PERF_RECORD_MMAP2 && !pd_misc_kernel(r.misc) && (r.mmap.prot & PROT_EXEC)) {
 			if (jit_maps__anon(r.mmap.filename))
 				jit_maps__note(ctx->jits, r.mmap.pid);
+			py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len);
 			note_foreign(s, &r);
 			otel_record__mmap(ctx->otel, r.mmap.pid, r.mmap.filename);
 		}
@@ -447,14 +458,67 @@ static int on_chunk(void *priv, const void *p, size_t n)
 	return pd_writer__write(s->w, p, n);
 }
 
-/* An ehframe sample, in the file's layout already. */
+static int write_rec(void *w, const void *p, size_t n)
+{
+	return pd_writer__write(w, p, n);
+}
+
+/*
+ * on_sample_eh's layout (ehframe.bpf.h's struct sp_eh_sample):
+ * IDENTIFIER|IP|TID|TIME|CPU|PERIOD, then the chain's nr and entries.
+ */
+#define EH_IP_OFF 16u
+#define EH_NR_OFF 56u
+#define EH_IPS_OFF 64u
+#define EH_SAMPLE_MAX 4096
+
+/* A sample with Python entries: copied, rewritten (the names it needs written first), then written. */
+static int write_py_sample(struct samples *s, const struct perf_event_header *h, __u64 t)
+{
+	struct perf_event_header *c = (struct perf_event_header *)s->eh_copy;
+	__u64 *ips = (__u64 *)((char *)c + EH_IPS_OFF), nr;
+	__u32 pid, tid, n, leaf = 0;
+	bool py_leaf;
+	int e;
+
+	memcpy(&nr, (const char *)h + EH_NR_OFF, 8);
+	if (h->size > EH_SAMPLE_MAX || nr > (h->size - EH_IPS_OFF) / 8)
+		return pd_writer__write(s->w, h, h->size);
+	memcpy(c, h, h->size);
+	memcpy(&pid, (const char *)h + 24, 4);
+	memcpy(&tid, (const char *)h + 28, 4);
+	/* A sample in user mode whose own frame (the eval loop) became a Python frame. */
+	while (leaf < nr && ips[leaf] != PD_CONTEXT_USER)
+		leaf++;
+	leaf++;
+	py_leaf = (c->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER && leaf < nr &&
+		  (ips[leaf] & SP_PY_TAG_MASK) == SP_PY_TAG;
+	n = nr;
+	e = py_frames__rewrite(s->py, pid, tid, t, ips, &n, write_rec, s->w);
+	if (e)
+		return e;
+	/* Its IP is that frame's too: perf report without -g, and report's top functions, name a sample by it. */
+	if (py_leaf && leaf < n)
+		memcpy((char *)c + EH_IP_OFF, &ips[leaf], 8);
+	/* Entries dropped: the record shrinks by as many words. */
+	c->size -= (nr - n) * 8;
+	nr = n;
+	memcpy((char *)c + EH_NR_OFF, &nr, 8);
+	return pd_writer__write(s->w, c, c->size);
+}
+
+/* An ehframe sample, in the file's layout already (but for its Python entries). */
 static int on_eh_sample(void *priv, const struct perf_event_header *h)
 {
 	struct samples *s = priv;
-	__u64 t;
+	__u64 t, nr;
 
 	memcpy(&t, (const char *)h + s->time_off, 8);
 	note_sample(s->ctx, t);
+	memcpy(&nr, (const char *)h + EH_NR_OFF, 8);
+	if (s->py && h->size >= EH_IPS_OFF && nr <= (h->size - EH_IPS_OFF) / 8 &&
+	    py_frames_any((const __u64 *)((const char *)h + EH_IPS_OFF), nr))
+		return write_py_sample(s, h, t);
 	return pd_writer__write(s->w, h, h->size);
 }
 
@@ -480,6 +544,7 @@ static long samples_drain(struct rec_source *src, struct pd_writer *w)
 		}
 	}
 	/* After the side-band that may have changed the tables; stamped before now, as the rings' are. */
+	py_frames__drain(s->py);
 	if (s->eh) {
 		long n = eh_source__drain(s->eh);
 
@@ -494,6 +559,8 @@ static int samples_meta(struct rec_source *src, struct pd_meta *m)
 {
 	struct samples *s = src->priv;
 
+	/* The file's Python symbols, before its header; a next file (--switch-output) names its own. */
+	py_frames__end_file(s->py, true);
 	return eh_source__meta(s->eh, m);
 }
 
@@ -502,6 +569,10 @@ static void samples_stats(struct rec_source *src)
 	struct samples *s = src->priv;
 
 	eh_source__report(s->eh, sp_verbose);
+	if (sp_verbose > 0)
+		py_frames__report(s->py);
+	/* The last file is in place: symbol files no perf.data beside it names any more go. */
+	py_frames__prune(s->py);
 }
 
 static void samples_stop(struct rec_source *src)
@@ -524,6 +595,10 @@ static void samples_free(struct rec_source *src)
 	free(s->sets);
 	free(s->evs);
 	sbuf_free(&s->pending);
+	if (s->ctx->py == s->py)
+		s->ctx->py = NULL;
+	py_frames__free(s->py);
+	free(s->eh_copy);
 	eh_source__free(s->eh);
 	if (s->ctx->thread_samples == &s->tid_samples)
 		s->ctx->thread_samples = s->ctx->thread_pids = NULL;
@@ -560,6 +635,18 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	/* The tables of what runs now, before the first sample; -- CMD: none yet (CMD has not run). */
 	if (!e && o->ehframe)
 		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : s->tree ? &no_pids : NULL, on_eh_sample, s);
+	if (!e && eh_source__py(s->eh)) {
+		struct py_frames_opts po = {
+			.procs = eh_source__py(s->eh), .output = o->output, .track_attr = &s->sets[0]->attr,
+			.track_id = s->sets[0]->ev[0].id, .names_id = PY_NAMES_ID, .names_attr = &s->names_attr,
+			.sorted_ns = &ctx->sorted_ns, .dsos = ctx->dsos,
+		};
+
+		py_names_attr(&s->names_attr);
+		s->eh_copy = malloc(EH_SAMPLE_MAX);
+		e = s->eh_copy ? py_frames__new(&s->py, &po) : -ENOMEM;
+		ctx->py = s->py;
+	}
 	if (!e && !o->ehframe && ctx->target->mode == SP_FILTER_NONE && !o->nr_spans && !o->otel) {
 		s->no_prog = true;
 		s->tid_off = pd_sample_offset(&s->sets[0]->attr, PERF_SAMPLE_TID);

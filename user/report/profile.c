@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ static int func_of(struct profile_builder *b, const struct sym *s, __u64 ip, __u
 	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
 	p->funcs[p->nr_funcs] = (struct pfunc){ s->name, s->dso, s->path, s->build_id, s->dso_id, s->kernel, addr,
-						s->sym_start, s->sym_end, false, NULL };
+						s->sym_start, s->sym_end, false, NULL, s->src_file };
 	/* Unnamed in a file: where, so that it can be symbolized elsewhere (perf script users do it by hand). */
 	if (p->opts.unknown_offsets && addr && addr != PFUNC_UNKNOWN_AT_ZERO && !s->kernel && s->dso_id >= 0) {
 		char buf[512];
@@ -161,7 +162,7 @@ static int inl_func_of(struct profile_builder *b, const struct sym *s, const cha
 	if (array_reserve((void **)&p->funcs, &b->cap_funcs, p->nr_funcs, sizeof(*p->funcs)))
 		return -ENOMEM;
 	p->funcs[p->nr_funcs] = (struct pfunc){ name, s->dso, s->path, s->build_id, s->dso_id, false, 0,
-						s->sym_start, s->sym_end, true, NULL };
+						s->sym_start, s->sym_end, true, NULL, NULL };
 	{
 		char buf[1024];
 
@@ -195,6 +196,24 @@ static int expand(struct profile_builder *b, const struct sym *s, __u64 ip, __u3
 	struct src_info si = {};
 	int e;
 
+	/*
+	 * A Python frame: its line from the code object's table, FILE:LINE as
+	 * for C ("??" where the instruction has none); no inlined frames.
+	 */
+	if (s->src_file) {
+		char buf[PATH_MAX + 32];
+		const char *base = strrchr(s->src_file, '/');
+
+		if (!p->src || !p->opts.srclines)
+			return push_exp(b, func, NULL);
+		base = p->opts.full_srcline || !base ? s->src_file : base + 1;
+		if (s->src_line >= 0)
+			snprintf(buf, sizeof(buf), "%s:%d", base, s->src_line);
+		else
+			snprintf(buf, sizeof(buf), "%s:??", base);
+		si.srcline = srclines__intern(p->src, buf);
+		return si.srcline ? push_exp(b, func, si.srcline) : -ENOMEM;
+	}
 	/* DWARF is read only for what it gives: inlined frames here, or source lines. */
 	if (p->src && (inl || p->opts.srclines) && s->known && !s->kernel && s->dso_id >= 0) {
 		e = srclines__lookup(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), &si);

@@ -47,6 +47,7 @@ struct pfunc {
 	 * for an unnamed user frame (--unknown-offsets).  Pooled: one pointer per text.
 	 */
 	const char *label;
+	const char *src_file; /* a Python function's file (co_filename), else NULL */
 };
 
 static inline const char *pfunc_text(const struct pfunc *f)

@@ -136,6 +136,15 @@ static void say_what_was_read(const char *input, const struct profile *p)
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
 		 symbolizer__from_cache(p->sym), symbolizer__cache_rejected(p->sym));
+	{
+		__u64 named, repeats;
+
+		symbolizer__python_counts(p->sym, &named, &repeats);
+		if (named || p->sess->python_bad)
+			pr_debug("%s: %llu Python code objects named (%llu records of them repeated), %llu records not read",
+				 input, (unsigned long long)named, (unsigned long long)repeats,
+				 (unsigned long long)p->sess->python_bad);
+	}
 	elf_budget_say();
 	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */

@@ -447,8 +447,9 @@ int report_speedscope(const struct timeline *t, const char *input, FILE *out)
 
 		J("%s{\"name\":", i ? "," : "");
 		jstr(o, pfunc_sym(&p->funcs[i], buf, sizeof(buf)));
+		/* A Python function: its source file (speedscope shows it beside the name); else the dso. */
 		J(",\"file\":");
-		jstr(o, p->funcs[i].dso);
+		jstr(o, p->funcs[i].src_file ? p->funcs[i].src_file : p->funcs[i].dso);
 		J("}");
 		jmaybe_flush(o);
 	}

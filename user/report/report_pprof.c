@@ -327,7 +327,10 @@ static int write_functions(struct pprof_w *w, int nr_dsos)
 		const char *colon = file[f] ? strrchr(file[f], ':') : NULL;
 		char src[512];
 
-		if (colon && colon > file[f])
+		/* A Python function's file is its code object's, whole. */
+		if (p->funcs[f].src_file)
+			snprintf(src, sizeof(src), "%s", p->funcs[f].src_file);
+		else if (colon && colon > file[f])
 			snprintf(src, sizeof(src), "%.*s", (int)(colon - file[f]), file[f]);
 		else
 			snprintf(src, sizeof(src), "%s", p->funcs[f].path ? p->funcs[f].path : "");

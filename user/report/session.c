@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "names.h"
 #include "perf_sample.h"
+#include "py_names.h"
 #include "report_filter.h"
 #include "session.h"
 #include "util.h"
@@ -42,6 +43,13 @@ struct consumer {
 	void *ctx;
 };
 
+/* A Python code object's name, copied, waiting as a fork or an exec does: applied in time order. */
+struct py_pending {
+	__u64 time;
+	size_t seq;
+	struct py_names_rec rec; /* its strings and runs in one allocation, at rec.qualname */
+};
+
 struct timeline {
 	struct strpool names;
 	struct thread_names *tn;
@@ -49,6 +57,8 @@ struct timeline {
 	struct u64_map tn_idx;	/* tid -> index into tn + 1 */
 	struct proc_event *pe;	/* pending, in file order */
 	size_t nr_pe, cap_pe, seq_pe;
+	struct py_pending *py;	/* pending, in file order */
+	size_t nr_py, cap_py, seq_py;
 	struct u64_map tid_pid; /* tid -> pid + 1 */
 	struct queued *q;	/* pending, in file order; q[qhead..nr_q) */
 	size_t qhead, nr_q, cap_q;
@@ -217,6 +227,67 @@ oom:
 	return -ENOMEM;
 }
 
+/*
+ * A Python code object's name, copied as it comes and applied in time
+ * order once every record up to its time is read, before the samples of
+ * that time: the symbolizer tells which process image a name belongs to by
+ * the forks and execs before it, which must be in by then.  The recorder
+ * stamps it no later than the first sample that uses it (or at least in
+ * the same round).  One that does not decode is counted.
+ */
+static int python_names(struct session *s, struct timeline *tl, const struct pd_event *ev)
+{
+	struct py_names_rec r;
+	struct py_pending *p;
+	char *copy;
+
+	if (py_names_rec_decode(ev->sample.raw, ev->sample.raw_size, &r)) {
+		s->python_bad++;
+		return 0;
+	}
+	copy = malloc((size_t)r.qualname_len + r.filename_len + r.lines_len + 1);
+	if (!copy || array_reserve((void **)&tl->py, &tl->cap_py, tl->nr_py, sizeof(*tl->py))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	memcpy(copy, r.qualname, r.qualname_len);
+	memcpy(copy + r.qualname_len, r.filename, r.filename_len);
+	memcpy(copy + r.qualname_len + r.filename_len, r.lines, r.lines_len);
+	r.qualname = copy;
+	r.filename = copy + r.qualname_len;
+	r.lines = (const __u8 *)copy + r.qualname_len + r.filename_len;
+	p = &tl->py[tl->nr_py++];
+	*p = (struct py_pending){ ev->sample.time, tl->seq_py++, r };
+	return 0;
+}
+
+static int cmp_py(const void *a, const void *b)
+{
+	const struct py_pending *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The Python names up to time upto, oldest first; the rest wait, in file order. */
+static int apply_python(struct session *s, struct timeline *tl, __u64 upto)
+{
+	size_t i, k = 0;
+	int e = 0;
+
+	sort_n(tl->py, tl->nr_py, sizeof(*tl->py), cmp_py);
+	for (i = 0; i < tl->nr_py && tl->py[i].time <= upto; i++) {
+		if (!e)
+			e = symbolizer__add_python(s->sym, &tl->py[i].rec, tl->py[i].time);
+		free((void *)tl->py[i].rec.qualname);
+	}
+	for (; i < tl->nr_py; i++)
+		tl->py[k++] = tl->py[i];
+	tl->nr_py = k;
+	return e;
+}
+
 const struct otel_pctx *session__otel_process(struct session *s, __u32 pid)
 {
 	uint64_t *v = s->nr_pctx ? u64_map_get(&s->pctx_idx, pid, false) : NULL;
@@ -247,6 +318,9 @@ static enum sess_kind classify(struct session *s, const struct pd_attr *a)
 		return SESS_OFFCPU;
 	if (a->name && !strcmp(a->name, OTEL_PCTX_ATTR_NAME) && (a->attr.sample_type & PERF_SAMPLE_RAW))
 		return SESS_OTEL_PROCESS;
+	if (a->name && !strcmp(a->name, PY_NAMES_EVENT_NAME) && a->nr_ids == 1 && a->ids[0] == PY_NAMES_ID &&
+	    (a->attr.sample_type & PERF_SAMPLE_RAW))
+		return SESS_PYTHON;
 	/* Other attrs of ours carry no samples this reader knows. */
 	if (a->name && !strncmp(a->name, "spanperf", 8))
 		return SESS_OTHER;
@@ -399,6 +473,9 @@ void session__free(struct session *s)
 		free(tl->tn);
 		u64_map_free(&tl->tn_idx);
 		free(tl->pe);
+		for (size_t i = 0; i < tl->nr_py; i++)
+			free((void *)tl->py[i].rec.qualname);
+		free(tl->py);
 		u64_map_free(&tl->tid_pid);
 		free(tl->q);
 		free(tl->cons);
@@ -617,7 +694,7 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 static int flush(struct session *s, struct timeline *tl, __u64 upto)
 {
 	struct pd_event ev;
-	int e = apply_proc_events(s, tl, upto);
+	int e = apply_proc_events(s, tl, upto) ?: apply_python(s, tl, upto);
 
 	for (; !e && tl->qhead < tl->nr_q && tl->q[tl->qhead].time <= upto; tl->qhead++) {
 		struct pd_iter it = { tl->q[tl->qhead].pos };
@@ -646,6 +723,8 @@ static int take(struct session *s, struct timeline *tl, const struct pd_event *e
 	k = s->kind[ev->attr - s->rd->attrs];
 	if (k == SESS_OTEL_PROCESS)
 		return otel_process(s, ev);
+	if (k == SESS_PYTHON)
+		return python_names(s, tl, ev);
 	/* A waker sample waits with the offcpu-time sample it follows: both are stamped alike. */
 	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SCHED && k != SESS_SPAN)
 		return 0;

@@ -47,6 +47,7 @@ enum sess_kind {
 	SESS_SPAN,	   /* spanperf:NAME: one span per record */
 	SESS_SPAN_COUNTERS, /* names the spans' counters; no records */
 	SESS_OTEL_PROCESS, /* spanperf-otel-process: a process's OTEP 4719 context, read at open */
+	SESS_PYTHON,	   /* spanperf-python: a Python code object's name, taken by the symbolizer (py_names.h) */
 	SESS_OTHER,	   /* ours, of a kind this reader does not know: skipped */
 };
 
@@ -88,6 +89,7 @@ struct session {
 	size_t nr_pctx, cap_pctx;
 	struct u64_map pctx_idx; /* pid -> index + 1 */
 	__u64 pctx_bad;		 /* records that did not decode */
+	__u64 python_bad;	 /* spanperf-python records that did not decode */
 	/*
 	 * Samples the filter's lists refused (session_opts.filter), which
 	 * perf's tables count in their total: on-CPU, and off-CPU (ns).

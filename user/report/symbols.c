@@ -19,6 +19,7 @@
 #include "host.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "py_names.h"
 #include "sha256.h"
 #include "symbols.h"
 #include "util.h"
@@ -47,6 +48,18 @@ struct map {
 };
 
 /*
+ * A Python code object's slot in a process (py_names.h): named at time
+ * first, seen again (a later window's copy of the record) up to last.
+ */
+struct py_slot {
+	__u64 start, end, first, last;
+	const char *name, *file; /* the symbolizer's pool */
+	__u8 *lines;		 /* line runs */
+	__u32 lines_len;
+	int firstlineno;
+};
+
+/*
  * A process's maps over time.  A fork that starts a process under a pid
  * (pid reuse included) is a boundary: maps from before it are not the
  * process's after it.  An exec is not, as in perf: inside execve the user
@@ -72,6 +85,16 @@ struct proc_maps {
 	char jit_name[32], jit_path[32]; /* perf's dso for anonymous code: "[JIT] tid PID" */
 	bool exited;	 /* symbolizer__exit: gone at exit_time, to be let go at a trim */
 	__u64 exit_time;
+	/* Python code objects named in it, by slot start, then time; py_at: start -> the latest */
+	struct py_slot **py;
+	size_t nr_py, cap_py;
+	struct u64_map py_at;
+	/*
+	 * When an address of it changed meaning without a fork or exec: a slot
+	 * named over others, a map made over named slots.  Caches keyed by
+	 * symbolizer__epoch then start anew.
+	 */
+	struct bounds renamed;
 };
 
 struct symbolizer {
@@ -107,6 +130,8 @@ struct symbolizer {
 	 */
 	bool kernel_unmapped;
 	__u64 kernel_gen;
+	struct strpool py_strs; /* Python frames' names and files */
+	__u64 py_named, py_repeats;
 	struct retired {
 		struct elf_syms tab;
 		char *elf;
@@ -631,11 +656,19 @@ static void proc_free(struct proc_maps *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->nr_py; i++) {
+		free(p->py[i]->lines);
+		free(p->py[i]);
+	}
+	free(p->py);
+	u64_map_free(&p->py_at);
 	free(p->maps);
 	free(p->forks.t);
 	free(p->forks.from);
 	free(p->execs.t);
 	free(p->execs.from);
+	free(p->renamed.t);
+	free(p->renamed.from);
 	dso_free(p->jit);
 	free(p);
 }
@@ -669,6 +702,7 @@ void symbolizer__free(struct symbolizer *s)
 	u64_map_free(&s->proc_by_pid);
 	u64_map_free(&s->digest_idx);
 	u64_map_free(&s->verified);
+	strpool_free(&s->py_strs);
 	free(s);
 }
 
@@ -747,6 +781,9 @@ static int push_map(struct proc_maps *p, struct map m)
 	return 0;
 }
 
+static int add_bound(struct bounds *b, __u64 t, __s32 from);
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos);
+
 int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len, __u64 pgoff,
 			const char *filename, __u64 time, bool kernel, const char *build_id)
 {
@@ -762,6 +799,9 @@ int symbolizer__add_map(struct symbolizer *s, __s32 pid, __u64 start, __u64 len,
 	if (!d)
 		return -ENOMEM;
 	if (push_map(p, (struct map){ start, start + len, pgoff, time, time, d }))
+		return -ENOMEM;
+	/* Over named Python slots (a region moved away, or mapped anew): what their addresses mean changes. */
+	if (over_slots(p, start, start + len, time, NULL) && add_bound(&p->renamed, time, p->pid))
 		return -ENOMEM;
 	if (!d->info.limit) {
 		d->info = (struct sym_dso_info){ d->path, d->build_id, start, start + len, pgoff, kernel };
@@ -813,7 +853,9 @@ __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t)
 {
 	struct proc_maps *p = proc_get(s, pid, false);
 
-	return p ? SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)) : 0;
+	return p ? SP_MAX(SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL)),
+			  bound_at(&p->renamed, t, NULL))
+		 : 0;
 }
 
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time)
@@ -929,6 +971,210 @@ static void ensure_loaded(struct symbolizer *s, struct dso *d)
 		load_user_dso(s, d);
 }
 
+/* ---- Python frames ---- */
+
+static struct map *find_map_in(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth,
+			       bool may_be_later);
+
+static __u64 space_of(const struct proc_maps *p, __u64 t);
+
+/*
+ * Whether [lo, hi) lies over a slot of p named in the address space of
+ * time t; *pos: where a slot named at t at lo goes (by start, then time).
+ * Slots over one another are few (a region named anew): a few neighbours
+ * are looked at.
+ */
+static bool over_slots(const struct proc_maps *p, __u64 lo, __u64 hi, __u64 t, size_t *pos)
+{
+	size_t at = SP_PARTITION(p->nr_py, i, p->py[i]->start < lo || (p->py[i]->start == lo && p->py[i]->first <= t));
+	__u64 space;
+	bool over = false;
+
+	if (pos)
+		*pos = at;
+	if (!p->nr_py)
+		return false;
+	space = space_of(p, t);
+	for (size_t i = at; i-- > 0 && i + 64 > at && !over;)
+		over = p->py[i]->end > lo && space_of(p, p->py[i]->first) == space;
+	for (size_t i = at; i < p->nr_py && i < at + 64 && p->py[i]->start < hi && !over; i++)
+		over = space_of(p, p->py[i]->first) == space;
+	return over;
+}
+
+/*
+ * Puts n in its place and bounds the epoch where it changes what its
+ * addresses meant: it lies over a slot named before in the same address
+ * space (the recorder named the addresses anew), or a map made after its
+ * naming, already read, lies over it.  A slot after the others, as the
+ * recorder hands them out, changes nothing and goes at the end.
+ */
+static int insert_slot(struct symbolizer *s, struct proc_maps *p, struct py_slot *n)
+{
+	size_t at;
+	const struct map *m;
+
+	if (over_slots(p, n->start, n->end, n->first, &at) && add_bound(&p->renamed, n->first, p->pid))
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		m = find_map_in(s, p, i ? n->end - 1 : n->start, ~0ull, 0, false);
+		if (m && m->order > n->first && add_bound(&p->renamed, m->time, p->pid))
+			return -ENOMEM;
+	}
+	memmove(p->py + at + 1, p->py + at, (p->nr_py - at) * sizeof(*p->py));
+	p->py[at] = n;
+	p->nr_py++;
+	return 0;
+}
+
+int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time)
+{
+	struct proc_maps *p = proc_get(s, (__s32)r->pid, true);
+	char name[PY_NAME_BUF], file[3 * PY_NAMES_STR_MAX + 1];
+	const char *pn, *pf;
+	struct py_slot *o = NULL, *n;
+	uint64_t *at;
+
+	if (!p)
+		return -ENOMEM;
+	py_names_name(r->qualname, r->qualname_len, r->filename, r->filename_len, name, sizeof(name));
+	py_names_text(r->filename, r->filename_len, file, sizeof(file));
+	pn = strpool_intern(&s->py_strs, name, NULL);
+	pf = strpool_intern(&s->py_strs, file, NULL);
+	at = u64_map_get(&p->py_at, r->slot, true);
+	if (!pn || !pf || !at)
+		return -ENOMEM;
+	if (*at)
+		o = (struct py_slot *)(uintptr_t)*at;
+	/* The same record again (each --switch-output file carries its own copy): one slot, seen longer. */
+	if (o && o->name == pn && o->end == r->slot + r->size && o->firstlineno == r->firstlineno &&
+	    o->lines_len == r->lines_len && !memcmp(o->lines, r->lines, r->lines_len)) {
+		o->first = SP_MIN(o->first, time);
+		o->last = SP_MAX(o->last, time);
+		s->py_repeats++;
+		return 0;
+	}
+	if (array_reserve((void **)&p->py, &p->cap_py, p->nr_py, sizeof(*p->py)) || !(n = calloc(1, sizeof(*n))))
+		return -ENOMEM;
+	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno };
+	if (r->lines_len && !(n->lines = malloc(r->lines_len))) {
+		free(n);
+		return -ENOMEM;
+	}
+	if (r->lines_len)
+		memcpy(n->lines, r->lines, r->lines_len);
+	if (insert_slot(s, p, n)) {
+		free(n->lines);
+		free(n);
+		return -ENOMEM;
+	}
+	*at = (uintptr_t)n;
+	s->py_named++;
+	return 0;
+}
+
+void symbolizer__python_counts(const struct symbolizer *s, __u64 *named, __u64 *repeats)
+{
+	*named = s->py_named;
+	*repeats = s->py_repeats;
+}
+
+/* When the address space of p that holds time t began: its last fork or exec then (0: before the file). */
+static __u64 space_of(const struct proc_maps *p, __u64 t)
+{
+	return SP_MAX(bound_at(&p->forks, t, NULL), bound_at(&p->execs, t, NULL));
+}
+
+/*
+ * The slot of p holding ip in the address space of time t: named in that
+ * space (an exec or the pid's reuse starts another), else, in a child, its
+ * parent's as the parent's space was at the fork.
+ */
+static const struct py_slot *find_python(struct symbolizer *s, struct proc_maps *p, __u64 ip, __u64 t, int depth)
+{
+	__u64 space = space_of(p, t);
+	long lo = 0, hi = (long)p->nr_py - 1, last = -1;
+	const struct py_slot *best = NULL;
+	int fork;
+
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (p->py[mid]->start <= ip) {
+			last = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	/*
+	 * Slots at one address are few (a reused pid, an exec, a recorder that
+	 * starts its slots anew in each --switch-output file): of those of
+	 * this image, the latest named by t, else the first named after it.
+	 */
+	for (long i = last; i >= 0 && i > last - 64; i--) {
+		const struct py_slot *o = p->py[i];
+
+		if (ip >= o->end || (space_of(p, o->first) != space && space_of(p, o->last) != space))
+			continue;
+		if (o->first <= t && (!best || best->first > t || o->first > best->first))
+			best = o;
+		else if (o->first > t && (!best || (best->first > t && o->first < best->first)))
+			best = o;
+	}
+	if (best)
+		return best;
+	fork = bound_index(&p->forks, t);
+	if (fork >= 0 && depth < MAX_FORK_DEPTH && p->forks.from[fork] != p->pid) {
+		struct proc_maps *parent = proc_get(s, p->forks.from[fork], false);
+
+		if (parent && parent->nr_py)
+			return find_python(s, parent, ip, p->forks.t[fork], depth + 1);
+	}
+	return NULL;
+}
+
+/* A Python frame: named by its code object, in the dso of the region's map if the file has one. */
+static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const struct map *m, __u64 ip, __u64 t,
+			   struct sym *out)
+{
+	const struct py_slot *o = find_python(s, p, ip, t, 0);
+	__u64 base = 0;
+
+	/*
+	 * A map made over the slot after its last naming (the process mapped
+	 * code where its Python region was, and the recorder moved the region)
+	 * holds the address now: its frames are native.  The region's own
+	 * MMAP2 comes before the names in it.
+	 */
+	if (!o || (m && m->time <= t && m->order > o->last))
+		return false;
+	out->name = o->name;
+	out->known = true;
+	out->src_file = o->file;
+	out->src_line = py_runs_line(o->lines, o->lines_len, o->firstlineno, py_frame_index(o->start, ip));
+	out->offset = ip - o->start;
+	if (m) {
+		out->file_offset = ip - m->start + m->pgoff;
+		out->dso = m->dso->short_name;
+		out->path = m->dso->path;
+		out->build_id = m->dso->build_id;
+		out->dso_id = m->dso->id;
+		base = m->pgoff - m->start; /* the slot in its file's addresses, as perf's symbols are */
+		out->sym_start = o->start + base;
+	} else {
+		/*
+		 * No file maps the region (a live session's recorder may write
+		 * none): the slot's own identity as its extent, since two
+		 * processes' slots at one address are two functions.
+		 */
+		out->dso = "[python]";
+		out->sym_start = (uintptr_t)o;
+	}
+	out->sym_end = out->sym_start + (o->end - o->start);
+	return true;
+}
+
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel, struct sym *out)
 {
 	struct proc_maps *p = proc_get(s, kernel ? -1 : pid, false);
@@ -967,6 +1213,8 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		}
 		return;
 	}
+	if (p && p->nr_py && resolve_python(s, p, m, ip, t, out))
+		return;
 	if (m) {
 		struct dso *d = m->dso;
 

@@ -31,6 +31,13 @@ struct sym {
 	bool known;	   /* a symbol was found */
 	__u64 sym_start, sym_end; /* when known: its extent, in its file's addresses */
 	int dso_id;	   /* stable per dso within a symbolizer, -1 for none */
+	/*
+	 * A Python frame (symbolizer__add_python): its code object's file
+	 * (co_filename) and the line of the instruction (-1: none); NULL and 0
+	 * for every other frame.
+	 */
+	const char *src_file;
+	int src_line;
 };
 
 struct symbolizer_opts {
@@ -83,8 +90,25 @@ int symbolizer__cache_rejected(const struct symbolizer *s);
  */
 int symbolizer__exec(struct symbolizer *s, __s32 pid, __u64 time);
 int symbolizer__fork(struct symbolizer *s, __s32 ppid, __s32 pid, __u64 time);
-/* When pid's address space at t began (its last exec or fork), 0 if before the file: a cache key. */
+/*
+ * When pid's address space at t began (its last exec or fork), or an address
+ * of it last changed meaning (Python slots named anew, or mapped over); 0 if
+ * before the file: a cache key.
+ */
 __u64 symbolizer__epoch(struct symbolizer *s, __s32 pid, __u64 t);
+
+/*
+ * A Python code object the recorder named (py_names.h): the slot
+ * [slot, slot + size) of process pid names it at time, and for as long as
+ * the process's address space lasts (until an exec or the pid's reuse); a
+ * child forked then sees it too.  It wins over any map or symbol at those
+ * addresses but a map made after its last naming (the process mapped code
+ * there and the recorder moved its region).  0 or -ENOMEM.
+ */
+struct py_names_rec;
+int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, __u64 time);
+/* Python code objects named, and records of them seen again (a window's re-emission): for -v. */
+void symbolizer__python_counts(const struct symbolizer *s, __u64 *named, __u64 *repeats);
 
 /* Resolves ip for process pid at time t; kernel: the ip is a kernel address. */
 void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, bool kernel,

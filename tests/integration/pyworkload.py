@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A Python program of known call structure, for test_python.py; runs unchanged on CPython 3.8-3.13.
+
+Usage: pyworkload.py SECONDS [READY_FILE] [--fork] [--deep N]
+
+Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart:
+  pyw-busy     (the main thread) <module> -> main -> level1 -> Service.level2 -> json.dumps
+               -> [the C encoder] -> Service.hook (a callback from C) -> level3 -> gen (a generator)
+               -> sorted [C] -> gen.<locals>.keyfn (a callback from C) -> spin: spins in bytecode
+               for SECONDS with the GIL, the whole time under that one chain
+  pyw-sleep    sleeper_outer -> nap_here -> time.sleep (off CPU, the GIL released)
+  pyw-async    asyncio.run -> a task: worker -> sub -> blocking_in_task -> time.sleep
+  pyw-deep     (--deep N) deep_start -> recurse x N -> deep_leaf -> time.sleep
+  --fork:      a multiprocessing child (fork) that spins in child_work -> child_spin, named pyw-child
+  --map-region: a second in, code mapped at 0x600000000000, where a profiler's symbols for Python
+               frames may lie (test_python: spanperf moves them)
+
+READY_FILE is created once every thread is in place, with the busy thread's native id.
+"""
+import asyncio
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+READY = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else None
+DEEP = int(sys.argv[sys.argv.index("--deep") + 1]) if "--deep" in sys.argv else 0
+sys.setrecursionlimit(max(1000, DEEP + 500))
+_libc = ctypes.CDLL(None)
+_parked = []
+_deadline = [0.0]
+
+
+def set_name(name):
+    _libc.prctl(15, ctypes.c_char_p(name.encode()), 0, 0, 0)  # PR_SET_NAME
+
+
+def spin():
+    # Bytecode only until the deadline: every sample of the busy thread is under this chain.
+    n = 0
+    end = _deadline[0]
+    while True:
+        for _ in range(2000):
+            n += 1
+        if time.monotonic() >= end:
+            return n
+
+
+def gen(k):
+    def keyfn(x):
+        if x == 1:
+            spin()
+        return -x
+    for i in range(k):
+        yield sorted([3, 1, 2], key=keyfn)[0] + i
+
+
+def level3():
+    total = 0
+    for v in gen(1):
+        total += v
+    return total
+
+
+class Service:
+    def hook(self, o):
+        return level3()
+
+    def level2(self):
+        return json.dumps({"k": [object()]}, default=self.hook)
+
+
+def level1():
+    return Service().level2()
+
+
+def main():
+    return level1()
+
+
+def nap_here():
+    _parked.append("sleep")
+    time.sleep(SECONDS + 30)
+
+
+def sleeper_outer():
+    set_name("pyw-sleep")
+    nap_here()
+
+
+def blocking_in_task():
+    _parked.append("async")
+    time.sleep(SECONDS + 30)
+
+
+async def sub():
+    blocking_in_task()
+
+
+async def worker():
+    await sub()
+
+
+async def amain():
+    await asyncio.get_event_loop().create_task(worker())
+
+
+def asyncio_thread():
+    set_name("pyw-async")
+    asyncio.run(amain())
+
+
+def deep_leaf():
+    _parked.append("deep")
+    time.sleep(SECONDS + 30)
+
+
+def recurse(n):
+    return recurse(n - 1) if n else deep_leaf()
+
+
+def deep_start():
+    set_name("pyw-deep")
+    recurse(DEEP)
+
+
+def map_region():
+    # Executable memory where spanperf puts a process's Python frames first: the region must move.
+    time.sleep(1.0)
+    mmap = ctypes.CDLL(None, use_errno=True).mmap
+    mmap.restype = ctypes.c_void_p
+    mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    # PROT_READ|PROT_EXEC, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE
+    mmap(0x600000000000, 1 << 20, 0x1 | 0x4, 0x02 | 0x20 | 0x100000, -1, 0)
+
+
+def child_spin(end):
+    n = 0
+    while time.monotonic() < end:
+        for _ in range(2000):
+            n += 1
+    return n
+
+
+def child_work(end):
+    set_name("pyw-child")
+    return child_spin(end)
+
+
+if __name__ == "__main__":
+    threads = [("sleep", sleeper_outer), ("async", asyncio_thread)]
+    if DEEP:
+        threads.append(("deep", deep_start))
+    if "--map-region" in sys.argv:
+        threading.Thread(target=map_region, daemon=True).start()
+    for name, fn in threads:
+        threading.Thread(target=fn, name=name, daemon=True).start()
+    child = None
+    if "--fork" in sys.argv:
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        child = ctx.Process(target=child_work, args=(time.monotonic() + SECONDS,))
+        child.start()
+    while len(_parked) < len(threads):
+        time.sleep(0.01)
+    set_name("pyw-busy")
+    _deadline[0] = time.monotonic() + SECONDS
+    if READY:
+        with open(READY + ".tmp", "w") as f:
+            f.write("%d\n" % threading.get_native_id() if hasattr(threading, "get_native_id") else "0\n")
+        os.rename(READY + ".tmp", READY)
+    main()
+    if child:
+        child.join()
+    os._exit(0)

@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Python frames by name (-g, ehframe's walk): pyworkload.py, a program of known call
+structure (three levels, json's C encoder calling back into Python, a generator, sorted's
+key callback, an asyncio task, a thread asleep in time.sleep), under every CPython 3.8-3.13
+on the machine.  Ground truth is the program's own structure: its busy thread spends its
+whole time under one chain, which at least 95% of its samples must carry to the module
+level, in spanperf's folded output and in perf script on the same file; its sleeping
+threads' off-CPU time names the function that sleeps.  Then: a process started before the
+recording, a multiprocessing child, a process in a container (its files only in its own
+mount namespace), 2,000-deep recursion, a process that lies about its frames, and on 3.12
+and 3.13 the names and their counts against perf's own recording of `-X perf`."""
+import collections
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from harness import Skip, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "pyworkload.py")
+HOSTILE = os.path.join(HERE, "pyhostile.py")
+SECONDS = "3"
+# The busy thread's Python frames, outermost first: qualified names as CPython's perf map writes them.
+BUSY = ["<module>", "main", "level1", "Service.level2", "dumps", "JSONEncoder.encode", "JSONEncoder.iterencode",
+        "Service.hook", "level3", "gen", "gen.<locals>.keyfn", "spin"]
+
+
+def pythons():
+    """Every CPython 3.8-3.13 here: pyenv's builds and Debian's (its libpython linked in)."""
+    found = []
+    for minor in range(8, 14):
+        for exe in sorted(glob.glob("/root/.pyenv/versions/3.%d.*/bin/python3.%d" % (minor, minor))):
+            found.append(exe)
+            break
+        if minor == 11 and os.path.exists("/usr/bin/python3.11"):
+            found.append("/usr/bin/python3.11")
+    if not found:
+        raise Skip("no CPython 3.8-3.13 here (pyenv's or /usr/bin/python3.11)")
+    return found
+
+
+def python(minor):
+    for exe in pythons():
+        if exe.endswith("python3.%d" % minor) and exe.startswith("/root/.pyenv"):
+            return exe
+    raise Skip("no pyenv CPython 3.%d here" % minor)
+
+
+def qual(frame):
+    """py::QUALNAME:FILENAME's QUALNAME, or None for a native frame."""
+    if not frame.startswith("py::"):
+        return None
+    return frame[4:].split(":", 1)[0]
+
+
+def py_frames(frames):
+    return [q for q in map(qual, frames) if q]
+
+
+def folded(path, event="on-cpu"):
+    """report --folded: {comm: Counter(tuple of frames, outermost first)} (ns for off-CPU)."""
+    args = ["report", "-i", path, "--folded", "--event", event]
+    out = collections.defaultdict(collections.Counter)
+    for line in spanperf(*args, check=True).stdout.splitlines():
+        st, _, n = line.rpartition(" ")
+        fr = st.split(";")
+        out[fr[0]][tuple(fr[1:])] += int(n)
+    return out
+
+
+def perf_samples(path, comm, event="cpu-clock"):
+    """perf script's chains of comm's samples of event: a list of frame lists, outermost first.
+    A record without a chain (the spanperf-python names) is one line, with no blank line after."""
+    out = perf_clean(["script", "-F", "comm,tid,event,ip,sym"], path, lost_ok=True)
+    chains, cur = [], None
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith("\t"):
+            head = line.split()
+            cur = [] if head and head[0] == comm and any(t.startswith(event + ":") for t in head) else None
+            if cur is not None:
+                chains.append(cur)
+        elif cur is not None and len(line.split(None, 1)) == 2:
+            cur.insert(0, line.split(None, 1)[1].strip())
+    return chains
+
+
+def share(stacks, want, tail_only=False):
+    """(samples whose Python frames are exactly want (or end with it), all samples)."""
+    n = sum(stacks.values())
+    ok = sum(c for st, c in stacks.items()
+             if (py_frames(st)[-len(want):] == want if tail_only else py_frames(st) == want))
+    return ok, n
+
+
+def record(py_args, extra=(), env=None, pid=None):
+    """spanperf record -g of a command (started by record), or of pid (-p) for a few seconds."""
+    need_bpf()
+    out = os.path.join(tmpdir(), "py.data")
+    if pid:
+        cmd = ["record", "-g", "--off-cpu", "-v", "-p", str(pid), "-o", out, *extra, "-d", SECONDS]
+    else:
+        cmd = ["record", "-g", "--off-cpu", "-v", "-o", out, *extra, "--", *py_args]
+    p = spanperf(*cmd, timeout=180, env=dict(os.environ, **(env or {})))
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
+    return out, p.stderr
+
+
+def check_busy(path, label, comm="pyw-busy"):
+    all_stacks = folded(path)
+    stacks = all_stacks[comm]
+    ok, n = share(stacks, BUSY)
+    worst = sorted(((c, py_frames(st)) for st, c in stacks.items() if py_frames(st) != BUSY), reverse=True)[:3]
+    assert n >= 300 and ok * 100 >= 95 * n, "%s: report: %d of %d busy samples carry the chain; others: %s%s" % (
+        label, ok, n, worst, "" if n else "; comms: %s" % sorted((sum(v.values()), k) for k, v in all_stacks.items())[-5:])
+    need_perf()
+    chains = perf_samples(path, comm)
+    pok = sum(1 for c in chains if py_frames(c) == BUSY)
+    assert len(chains) == n and pok * 100 >= 95 * len(chains), \
+        "%s: perf script: %d of %d busy samples carry the chain (report had %d)" % (label, pok, len(chains), n)
+    return ok, n
+
+
+def check_sleepers(path, label):
+    off = folded(path, "off-cpu")
+    for comm, leaf in (("pyw-sleep", ["sleeper_outer", "nap_here"]), ("pyw-async", ["worker", "sub", "blocking_in_task"])):
+        ok, n = share(off[comm], leaf, tail_only=True)
+        assert n > 1e9 and ok >= 0.95 * n, "%s: %s off CPU %.2f s, %.2f s of it in %s" % (
+            label, comm, n / 1e9, ok / 1e9, ";".join(leaf))
+
+
+@test
+def test_python_every_version():
+    """Each CPython's busy chain to <module>, in report and perf script; its sleepers named off CPU."""
+    seen = []
+    for py in pythons():
+        path, err = record([py, WORKLOAD, SECONDS])
+        label = "%s (%s)" % (py, re.search(r"python: pid \d+ runs CPython (\S+)", err) and "ok" or "?")
+        ok, n = check_busy(path, py)
+        check_sleepers(path, py)
+        seen.append("%s %d/%d" % (py, ok, n))
+    print("        " + "; ".join(seen))
+
+
+def started(argv):
+    """argv (a READY_FILE last) started and in place: its Popen."""
+    ready = argv[-1]
+    p = subprocess.Popen(argv)
+    t0 = time.time()
+    while not os.path.exists(ready):
+        if p.poll() is not None or time.time() - t0 > 60:
+            reap(p)
+            raise AssertionError("%s did not get ready (exit %s)" % (argv, p.poll()))
+        time.sleep(0.05)
+    return p
+
+
+@test
+def test_python_header_counts_stops():
+    """record -v and report --header-only count the Python walks' ends, as ehframe's (of the
+    workload alone: -p)."""
+    py = pythons()[-1]
+    p = started([py, WORKLOAD, "8", os.path.join(tmpdir(), "ready")])
+    try:
+        path, err = record(None, pid=p.pid)
+    finally:
+        reap(p)
+    chains = int(re.search(r"^  Python: user chains of threads running Python +(\d+)$", err, re.M).group(1))
+    complete = int(re.search(r"^  Python: complete \(every frame placed at its eval loop\) +(\d+)$", err, re.M).group(1))
+    assert chains > 0 and complete * 100 >= 90 * chains, err[-3000:]
+    head = spanperf("report", "-i", path, "--header-only", check=True).stdout
+    assert re.search(r"^#   Python: user chains of threads running Python +\d+$", head, re.M), head[-2000:]
+
+
+@test
+def test_python_started_before():
+    """A process running before the recording: found in /proc at the start, -p."""
+    for minor in (9, 12):
+        py = python(minor)
+        p = started([py, WORKLOAD, "8", os.path.join(tmpdir(), "ready")])
+        try:
+            path, _ = record(None, pid=p.pid)
+        finally:
+            reap(p)
+        check_busy(path, py + " started before")
+
+
+@test
+def test_python_forked_child():
+    """A multiprocessing child (fork): it walks by its parent's layout until it execs."""
+    py = python(11)
+    path, err = record([py, WORKLOAD, SECONDS, "--fork"])
+    stacks = folded(path)["pyw-child"]
+    ok, n = share(stacks, ["child_work", "child_spin"], tail_only=True)
+    rooted = sum(c for st, c in stacks.items() if py_frames(st)[:1] == ["<module>"] and
+                 py_frames(st)[-2:] == ["child_work", "child_spin"])
+    assert n >= 300 and rooted * 100 >= 95 * n, "child: %d of %d samples from <module> to child_spin (%d end so)" % (
+        rooted, n, ok)
+    assert re.search(r"python: .*[1-9]\d* forks", err), err[-2000:]
+
+
+def in_container(script, root):
+    """sh -c script in a mount namespace of its own with a tmpfs at root (its files no one else sees)."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            "mount -t tmpfs none %s && %s" % (root, script)]
+
+
+@test
+def test_python_container():
+    """Debian's python3.11 and a copy of libc in a tmpfs only its mount namespace sees: the binary is
+    read through /proc/PID/map_files, libc's copy recognised by its build id; then with the thread
+    list in place of glibc's key data."""
+    if not os.path.exists("/usr/bin/python3.11") or not shutil.which("unshare"):
+        raise Skip("needs Debian's /usr/bin/python3.11 and unshare")
+    root = "/opt/spanperf-pyct"
+    os.makedirs(root, exist_ok=True)
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    script = ("mkdir %(r)s/lib && cp /usr/bin/python3.11 %(r)s/python3.11 && cp %(libc)s %(r)s/lib/ && "
+              "cp %(w)s %(r)s/pyworkload.py && LD_LIBRARY_PATH=%(r)s/lib exec %(r)s/python3.11 "
+              "%(r)s/pyworkload.py %(s)s") % dict(r=root, libc=libc, w=WORKLOAD, s=SECONDS)
+    for env in ({}, {"SPANPERF_PY_TSTATE": "list"}):
+        path, err = record(in_container(script, root), env=env)
+        label = "container" + (" (thread list)" if env else "")
+        check_busy(path, label)
+        check_sleepers(path, label)
+        m = re.search(r"python: (\d+) processes followed \((\d+) by their thread lists\)", err)
+        assert m and (int(m.group(2)) > 0) == bool(env), "%s: %s" % (label, m and m.group(0))
+        # The file names the container's path of its program, as the process saw it.
+        assert any(root + "/pyworkload.py" in f for st in folded(path)["pyw-busy"] for f in st), label
+
+
+@test
+def test_python_region_moves():
+    """A process that maps code where its Python frames' addresses were: they move, named again."""
+    py = python(12)
+    path, err = record([py, WORKLOAD, SECONDS, "--map-region"])
+    check_busy(path, "region moved")
+    assert re.search(r"python names: [1-9]\d* regions moved", err), err[-3000:]
+
+
+@test
+def test_python_deep_recursion():
+    """2,000 frames deep, asleep: its off-CPU chain holds the 127 innermost, the deepest first, and
+    the cut is counted."""
+    py = python(12)
+    path, err = record([py, WORKLOAD, SECONDS, "--deep", "2000"])
+    off = folded(path, "off-cpu")["pyw-deep"]
+    # Its sleep (a wait for the GIL on the way down may show a shorter chain): the innermost frames.
+    deep = sum(ns for st, ns in off.items()
+               if py_frames(st)[-1:] == ["deep_leaf"] and set(py_frames(st)[:-1]) == {"recurse"} and
+               len(py_frames(st)) >= 100)
+    assert off and deep >= 0.95 * sum(off.values()), "deep thread: %.2f s of %.2f s off CPU in the deepest frames: %s" % (
+        deep / 1e9, sum(off.values()) / 1e9, [(py_frames(st)[-3:], len(py_frames(st)), ns) for st, ns in off.items()])
+    assert re.search(r"^  Python: stopped: 127 frames +[1-9]", err, re.M), err[-3000:]
+
+
+@test
+def test_python_lying_process():
+    """A process that lies (a frame that is its own caller, a garbage code pointer, a name claiming
+    2^40 characters): counted short chains, never a wrong frame, the recorder unharmed."""
+    for minor in (8, 11, 13):
+        py = python(minor)
+        p = started([py, HOSTILE, os.path.join(tmpdir(), "ready")])
+        try:
+            path, err = record(None, pid=p.pid)
+        finally:
+            reap(p)
+        off = folded(path, "off-cpu")
+        names = collections.Counter()
+        for comm, stacks in off.items():
+            for st in stacks:
+                q = py_frames(st)
+                names.update(set(q))
+                # A cycle shows its frame once, never again and again.
+                assert q.count("cycle") <= 1, (comm, q)
+                # A name that lies is never shown.
+                assert not any("longstr" in x for x in q), (comm, q)
+        # The honest thread, and the frame below the garbage one, keep their names; the garbage one has none.
+        assert {"honest_outer", "honest_inner", "nap", "badcode_inner", "cycle"} <= set(names), \
+            "py3.%d: %s" % (minor, sorted(names))
+        assert "badcode" not in names, "py3.%d: a frame with a garbage code pointer was named" % minor
+        assert re.search(r"^  Python: stopped: a frame came round again +[1-9]", err, re.M), err[-3000:]
+
+
+def leaf_names(stacks):
+    """The innermost Python frame of each stack (outermost first), whole ("py::QUALNAME:FILE"): a Counter."""
+    out = collections.Counter()
+    for st, c in stacks.items():
+        py = [f for f in st if f.startswith("py::")]
+        if py:
+            out[py[-1]] += c
+    return out
+
+
+@test
+def test_python_xperf_against_perf():
+    """3.12 and 3.13 under -X perf: the walk crosses the trampolines to the thread's root, and the
+    innermost Python function of each sample, by name and share, is what perf itself records of
+    the same program from CPython's own perf map (--call-graph dwarf stops at the first trampoline,
+    which names that function)."""
+    need_perf()
+    for minor in (12, 13):
+        py = python(minor)
+        ours, err = record([py, "-X", "perf", WORKLOAD, SECONDS])
+        check_busy(ours, "3.%d -X perf" % minor)
+        assert re.search(r"^  Python: -X perf trampolines crossed +[1-9]", err, re.M), err[-3000:]
+        theirs = os.path.join(tmpdir(), "perf.data")
+        p = run(["perf", "record", "-F", "999", "--call-graph", "dwarf,16384", "-o", theirs, "--", py, "-X", "perf",
+                 WORKLOAD, SECONDS], timeout=180)
+        assert p.returncode == 0, p.stderr[-2000:]
+        try:
+            chains = perf_samples(theirs, "pyw-busy")
+        finally:
+            for m in glob.glob("/tmp/perf-*.map"):
+                # The maps of this test's workloads only: theirs say pyworkload.py.
+                try:
+                    with open(m, errors="replace") as f:
+                        mine = "pyworkload.py" in f.read()
+                    if mine:
+                        os.unlink(m)
+                except OSError:
+                    pass
+        theirs_leaves = leaf_names(collections.Counter(tuple(c) for c in chains))
+        ours_leaves = leaf_names(folded(ours)["pyw-busy"])
+        n1, n2 = sum(ours_leaves.values()), sum(theirs_leaves.values())
+        assert n1 >= 300 and n2 >= 300, (n1, n2)
+        for name in set(ours_leaves) | set(theirs_leaves):
+            a, b = ours_leaves[name] / n1, theirs_leaves[name] / n2
+            assert abs(a - b) <= 0.05, "3.%d: %s: %.1f%% of our samples, %.1f%% of perf's (ours %s; perf's %s)" % (
+                minor, name, 100 * a, 100 * b, ours_leaves.most_common(3), theirs_leaves.most_common(3))

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
+
+#include "buildid.h"
+#include "fileio.h"
+#include "glibc_tsd.h"
+#include "hash.h"
+#include "log.h"
+#include "proc_file.h"
+#include "pyprocs.h"
+#include "sideband.h"
+#include "util.h"
+
+/* One process's runtime as the walk reads it. */
+struct py_proc {
+	__u32 pid;
+	__u32 gen;	/* never the same twice: what the rewrite's caches are kept under */
+	bool live;
+	__u64 since;	/* when its map entry was written: no sample walked by it is older */
+	struct py_facts f;
+};
+
+/* A file seen in a mapping: whether it holds a runtime, and what it says. */
+struct py_file {
+	__u64 dev, ino;
+	int err;	/* py_binary_read's: 0, or why not */
+	struct py_binary elf;
+};
+
+/* A libc seen: its key data's layout, if it can be told. */
+struct py_libc {
+	__u64 dev, ino;
+	int err;
+	struct glibc_tsd tsd;
+};
+
+/* A process to read again: its runtime was not set up yet, or a mapping of python's came. */
+struct py_pending {
+	__u32 pid, tries;
+	__u64 due;
+};
+
+struct py_procs {
+	int procs_fd;
+	__u32 max;
+	struct py_proc *v;
+	size_t n, cap;
+	struct u64_map by_pid; /* pid -> index in v + 1 (0: none) */
+	__u32 gen;
+	struct py_file *files;
+	size_t nr_files, cap_files;
+	struct py_libc *libcs;
+	size_t nr_libcs, cap_libcs;
+	struct py_pending *pending;
+	size_t nr_pending, cap_pending;
+	struct glibc_tsd host;	/* this machine's glibc, measured */
+	bool host_ok, decode_ok; /* the measure worked; the decoder agrees with it on this machine's libc */
+	__u8 host_id[BUILD_ID_MAX], host_id_size;
+	bool force_list;	/* SPANPERF_PY_TSTATE=list: the thread list for every process (tests) */
+	struct py_procs_stats st;
+};
+
+/*
+ * A runtime is set up within tens of ms of its libpython's mapping; one
+ * that is not after this many reads (about 3 s) never will be (a program
+ * that links libpython and does not start it).
+ */
+#define MAX_TRIES 24
+#define FIRST_RETRY_NS 2000000ull
+#define MAX_RETRY_NS 500000000ull
+
+static __u64 mono_ns(void)
+{
+	return now_ns(CLOCK_MONOTONIC);
+}
+
+/* A mapping's device as one number, to key files by. */
+static __u64 dev_of(const struct procmap *m)
+{
+	return (__u64)m->maj << 32 | m->min;
+}
+
+/*
+ * This machine's libc, as mapped here: its build id tells a container's
+ * copy of the same, and the decoder is trusted with other libcs only if it
+ * reads this one as the experiment measured.
+ */
+static void host_libc(struct py_procs *p)
+{
+	char line[PATH_MAX + 128];
+	struct procmap m;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *base;
+
+		if (procmaps_parse_line(line, &m) || !(m.prot & PROT_EXEC) || m.path[0] != '/')
+			continue;
+		base = strrchr(m.path, '/') + 1;
+		if (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-2.", 7)) {
+			struct glibc_tsd d;
+			int fd = open_regular(m.path);
+
+			if (buildid_from_file(m.path, p->host_id, &p->host_id_size))
+				p->host_id_size = 0;
+			p->decode_ok = p->host_ok && fd >= 0 && !glibc_tsd_decode(fd, &d) && d.first == p->host.first &&
+				       (!d.second || d.second == p->host.second);
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+int py_procs__new(struct py_procs **out, int procs_fd, __u32 max)
+{
+	struct py_procs *p = calloc(1, sizeof(*p));
+	const char *force = getenv("SPANPERF_PY_TSTATE");
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->procs_fd = procs_fd;
+	p->max = max;
+	p->force_list = force && !strcmp(force, "list");
+	p->host_ok = !glibc_tsd_calibrate(&p->host);
+	if (!p->host_ok)
+		pr_debug("python: glibc's key data not found at the thread pointer here: thread states from the thread lists");
+	host_libc(p);
+	*out = p;
+	return 0;
+}
+
+void py_procs__free(struct py_procs *p)
+{
+	if (!p)
+		return;
+	free(p->v);
+	free(p->files);
+	free(p->libcs);
+	free(p->pending);
+	u64_map_free(&p->by_pid);
+	free(p);
+}
+
+static struct py_proc *proc_of(const struct py_procs *p, __u32 pid)
+{
+	uint64_t *i = u64_map_get((struct u64_map *)&p->by_pid, pid, false);
+
+	return i && *i && p->v[*i - 1].live ? &p->v[*i - 1] : NULL;
+}
+
+/* pid's slot, live or not, made if need be; NULL for want of memory. */
+static struct py_proc *slot_of(struct py_procs *p, __u32 pid)
+{
+	uint64_t *i = u64_map_get(&p->by_pid, pid, true);
+
+	if (!i)
+		return NULL;
+	if (!*i) {
+		if (array_reserve((void **)&p->v, &p->cap, p->n, sizeof(*p->v)))
+			return NULL;
+		p->v[p->n] = (struct py_proc){ .pid = pid };
+		*i = ++p->n;
+	}
+	return &p->v[*i - 1];
+}
+
+static void forget(struct py_procs *p, __u32 pid)
+{
+	struct py_proc *pp = proc_of(p, pid);
+
+	if (!pp)
+		return;
+	pp->live = false;
+	bpf_map_delete_elem(p->procs_fd, &pid);
+}
+
+/* Whether a mapped file's name is one a CPython runtime comes in: python3.11, libpython3.12.so.1.0, ... */
+static bool python_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return base && strcasestr(base + 1, "python");
+}
+
+static bool libc_name(const char *path, bool *pthread)
+{
+	const char *base = strrchr(path, '/');
+
+	if (!base)
+		return false;
+	base++;
+	*pthread = !strncmp(base, "libpthread", 10);
+	return *pthread || !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-2.", 7);
+}
+
+/* pid to be read at due (or sooner, if it is already waiting), after `tries` reads. */
+static void schedule(struct py_procs *p, __u32 pid, __u64 due, __u32 tries)
+{
+	for (size_t i = 0; i < p->nr_pending; i++)
+		if (p->pending[i].pid == pid) {
+			if (due < p->pending[i].due)
+				p->pending[i].due = due;
+			return;
+		}
+	if (array_reserve((void **)&p->pending, &p->cap_pending, p->nr_pending, sizeof(*p->pending)))
+		return;
+	p->pending[p->nr_pending++] = (struct py_pending){ .pid = pid, .due = due, .tries = tries };
+}
+
+/* The runtime file of a mapping: read once per file (device, inode). */
+static struct py_file *file_of(struct py_procs *p, __u32 pid, const struct procmap *m)
+{
+	struct py_file *f;
+	int fd;
+
+	for (size_t i = 0; i < p->nr_files; i++)
+		if (p->files[i].ino == m->ino && p->files[i].dev == dev_of(m))
+			return &p->files[i];
+	fd = proc_open_mapped(pid, m->start, m->end, m->path);
+	if (fd < 0)
+		return NULL; /* not remembered: another mapping of it may be readable */
+	if (array_reserve((void **)&p->files, &p->cap_files, p->nr_files, sizeof(*p->files))) {
+		close(fd);
+		return NULL;
+	}
+	f = &p->files[p->nr_files++];
+	*f = (struct py_file){ .dev = dev_of(m), .ino = m->ino };
+	f->err = py_binary_read(fd, &f->elf);
+	close(fd);
+	return f;
+}
+
+/*
+ * A process's libc's key data layout: this machine's own measure for the
+ * same build (a container's copy too), else what its pthread_getspecific
+ * says, where the decoder reads this machine's libc as the measure does.
+ */
+static int libc_tsd(struct py_procs *p, __u32 pid, const struct procmap *m, struct glibc_tsd *out)
+{
+	__u8 id[BUILD_ID_MAX], size = 0;
+	struct py_libc *l = NULL;
+	int fd;
+
+	for (size_t i = 0; i < p->nr_libcs; i++)
+		if (p->libcs[i].ino == m->ino && p->libcs[i].dev == dev_of(m))
+			l = &p->libcs[i];
+	if (!l) {
+		fd = proc_open_mapped(pid, m->start, m->end, m->path);
+		if (fd < 0)
+			return fd;
+		if (array_reserve((void **)&p->libcs, &p->cap_libcs, p->nr_libcs, sizeof(*p->libcs))) {
+			close(fd);
+			return -ENOMEM;
+		}
+		l = &p->libcs[p->nr_libcs++];
+		*l = (struct py_libc){ .dev = dev_of(m), .ino = m->ino, .err = -ENOENT };
+		if (p->host_ok && p->host_id_size && !buildid_from_fd(fd, id, &size) && size == p->host_id_size &&
+		    !memcmp(id, p->host_id, size)) {
+			l->tsd = p->host;
+			l->err = 0;
+		} else if (p->host_ok && p->decode_ok) {
+			l->err = glibc_tsd_decode(fd, &l->tsd);
+		}
+		close(fd);
+	}
+	*out = l->tsd;
+	return l->err;
+}
+
+/* pid's runtime read and put in the map: 0, -EAGAIN to try again later, else not a Python process we follow. */
+static int read_proc(struct py_procs *p, __u32 pid)
+{
+	char path[64], *line = NULL, why[160] = "";
+	struct procmap m, libc = {}, runtime = {};
+	struct py_file *rf = NULL;
+	struct sp_py_proc bpf;
+	struct glibc_tsd tsd;
+	struct py_facts f;
+	struct py_proc *pp;
+	size_t cap = 0;
+	__u64 ss, bias;
+	bool have_libc = false, pthread = false, is_pthread;
+	__u32 off, off2;
+	int err, two;
+	FILE *maps;
+
+	if (proc_start_stack(pid, &ss) || !ss)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return -ESRCH;
+	while (procmaps_next(maps, &line, &cap, &m, NULL)) {
+		if (m.path[0] != '/' || !m.ino)
+			continue;
+		/* libpthread (glibc before 2.34) has pthread_getspecific where libc does not. */
+		if (libc_name(m.path, &is_pthread) && (!have_libc || (is_pthread && !pthread))) {
+			libc = m;
+			have_libc = true;
+			pthread = is_pthread;
+		}
+		if (!rf && python_name(m.path)) {
+			struct py_file *cand = file_of(p, pid, &m);
+
+			if (cand && !cand->err) {
+				rf = cand;
+				runtime = m;
+			}
+		}
+	}
+	free(line);
+	fclose(maps);
+	if (!rf)
+		return -ENOENT;
+	/* The address of file offset 0, less where the file's first segment would put it. */
+	bias = runtime.start - runtime.pgoff - rf->elf.load_base;
+	if (rf->elf.e_type == 2 /* ET_EXEC */)
+		bias = 0;
+	err = py_facts_read(&rf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
+	if (err == -EAGAIN)
+		return err;
+	/* A process that exited (or exec'd) while it was read refused nothing. */
+	if (err && (proc_start_stack(pid, &bias) || bias != ss))
+		return -ESRCH;
+	if (err) {
+		p->st.refused++;
+		snprintf(p->st.last_refusal, sizeof(p->st.last_refusal), "%u: %s", pid, why);
+		pr_debug("python: pid %u not followed: %s", pid, why);
+		return err;
+	}
+	bpf = f.bpf;
+	bpf.start_stack = ss;
+	bpf.tstate = SP_PY_TS_LIST;
+	if (have_libc && !p->force_list) {
+		if (!libc_tsd(p, pid, &libc, &tsd) && !glibc_tsd_offsets(&tsd, f.tss_key, &off, &off2, &two)) {
+			bpf.tstate = two ? SP_PY_TS_TSD2 : SP_PY_TS_TSD;
+			bpf.tsd_off = off;
+			bpf.tsd_off2 = off2;
+		}
+	}
+	pp = slot_of(p, pid);
+	if (!pp)
+		return -ENOMEM;
+	pp->since = mono_ns();
+	if (bpf_map_update_elem(p->procs_fd, &pid, &bpf, BPF_ANY)) {
+		p->st.full++;
+		return -ENOSPC;
+	}
+	pp->f = f;
+	pp->f.bpf = bpf;
+	pp->live = true;
+	pp->gen = ++p->gen;
+	p->st.found++;
+	p->st.by_list += bpf.tstate == SP_PY_TS_LIST;
+	{
+		char v[32];
+
+		py_version_str(f.l.version, v, sizeof(v));
+		pr_debug("python: pid %u runs CPython %s from %s, thread states by %s", pid, v, runtime.path,
+			 bpf.tstate == SP_PY_TS_LIST ? "the thread list" : "glibc's key data");
+	}
+	return 0;
+}
+
+/* Read now; if the runtime is not set up yet, again later, less often each time. */
+static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
+{
+	int err = read_proc(p, pid);
+	__u64 wait;
+
+	if (err != -EAGAIN)
+		return;
+	if (tries >= MAX_TRIES) {
+		p->st.gave_up++;
+		return;
+	}
+	wait = FIRST_RETRY_NS << (tries < 8 ? tries : 8);
+	if (wait > MAX_RETRY_NS)
+		wait = MAX_RETRY_NS;
+	schedule(p, pid, mono_ns() + wait, tries + 1);
+}
+
+/* Whether /proc/PID/maps names a file like python's: a cheap look before reading a process. */
+static bool maps_name_python(__u32 pid)
+{
+	char path[64], *line = NULL;
+	struct procmap m;
+	size_t cap = 0;
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!yes && procmaps_next(f, &line, &cap, &m, NULL))
+		yes = (m.prot & PROT_EXEC) && m.path[0] == '/' && python_name(m.path);
+	free(line);
+	fclose(f);
+	return yes;
+}
+
+/* Every process in pids (NULL: all), or those of them not followed yet (only_new). */
+static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (!p)
+		return;
+	if (pids) {
+		for (int i = 0; i < pids->n; i++)
+			if (!(only_new && proc_of(p, pids->v[i])) && maps_name_python(pids->v[i]))
+				try_proc(p, pids->v[i], 0);
+		return;
+	}
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid || pid == (unsigned long)getpid() || (only_new && proc_of(p, pid)))
+			continue;
+		if (maps_name_python(pid))
+			try_proc(p, pid, 0);
+	}
+	closedir(d);
+}
+
+void py_procs__scan(struct py_procs *p, const struct int_list *pids)
+{
+	scan(p, pids, false);
+}
+
+void py_procs__catch_up(struct py_procs *p, const struct int_list *pids)
+{
+	scan(p, pids, true);
+}
+
+void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path)
+{
+	if (!p || !python_name(path) || proc_of(p, pid))
+		return;
+	/* ld.so maps the rest of the libraries after it: read once this pass is over. */
+	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0);
+}
+
+void py_procs__exec(struct py_procs *p, __u32 pid)
+{
+	if (p)
+		forget(p, pid);
+}
+
+void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid)
+{
+	struct py_proc *parent, *child;
+
+	if (!p || !(parent = proc_of(p, ppid)))
+		return;
+	/* The same image at the same addresses, the same key: the parent's entry serves until an exec. */
+	child = slot_of(p, pid);
+	parent = proc_of(p, ppid); /* slot_of may have moved the array */
+	if (!child || !parent)
+		return;
+	child->since = mono_ns();
+	if (bpf_map_update_elem(p->procs_fd, &pid, &parent->f.bpf, BPF_ANY))
+		return;
+	child->f = parent->f;
+	child->live = true;
+	child->gen = ++p->gen;
+	p->st.forks++;
+}
+
+void py_procs__exit(struct py_procs *p, __u32 pid)
+{
+	if (p)
+		forget(p, pid);
+}
+
+void py_procs__flush(struct py_procs *p)
+{
+	struct py_pending *due;
+	size_t k = 0, nd = 0;
+	__u64 now;
+
+	if (!p || !p->nr_pending)
+		return;
+	now = mono_ns();
+	due = malloc(p->nr_pending * sizeof(*due));
+	if (!due)
+		return;
+	/* The due ones out of the list first: a try may put its process back. */
+	for (size_t i = 0; i < p->nr_pending; i++) {
+		if (p->pending[i].due > now)
+			p->pending[k++] = p->pending[i];
+		else if (!proc_of(p, p->pending[i].pid))
+			due[nd++] = p->pending[i];
+	}
+	p->nr_pending = k;
+	for (size_t i = 0; i < nd; i++) {
+		p->st.retries += due[i].tries > 0;
+		try_proc(p, due[i].pid, due[i].tries);
+	}
+	free(due);
+}
+
+bool py_procs__pending(const struct py_procs *p)
+{
+	return p && p->nr_pending;
+}
+
+const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns)
+{
+	struct py_proc *pp = p ? proc_of(p, pid) : NULL;
+
+	if (!pp)
+		return NULL;
+	if (gen)
+		*gen = pp->gen;
+	if (since_ns)
+		*since_ns = pp->since;
+	return &pp->f;
+}
+
+void py_procs__stats(const struct py_procs *p, struct py_procs_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (p)
+		*st = p->st;
+}
