@@ -290,11 +290,15 @@ static int frames_by_scopes(struct srclines *s, Dwarf_Die *cu, Dwarf_Addr pc, st
 	return 0;
 }
 
-/* Tags whose children may hold functions with code, though they have none themselves. */
+/*
+ * Tags whose children may hold functions with code, though they have none
+ * themselves.  Not the types: a class holds its methods' declarations, and
+ * their code's DIEs sit outside it (DW_AT_specification), so that a CU's
+ * types, most of a C++ CU, are skipped by their DW_AT_sibling, never read.
+ */
 static bool is_container(int tag)
 {
-	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
-	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_interface_type;
+	return tag == DW_TAG_namespace || tag == DW_TAG_module;
 }
 
 static int add_fns(struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth)
