@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from harness import BUILD, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INLINE_WORKLOAD = os.path.join(BUILD, "tests", "workload_inline")
@@ -483,3 +483,63 @@ def test_srcline_equals_perf_report():
     assert set(r for r in top if r[1] == cut) <= set(r for r in mine if r[1] == cut), (top, mine[:25])
     # The workload's own lines are among them.
     assert any(s.startswith("workload_inline.c:") for s, _ in top), top
+
+
+def peak_rss_kib(cmd, timeout=600):
+    """Runs cmd to its end, output discarded; its exit status and peak RSS (KiB)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t = threading.Timer(timeout, p.kill)
+    t.start()
+    try:
+        _, status, ru = os.wait4(p.pid, 0)
+    finally:
+        t.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    return p.returncode, ru.ru_maxrss, err
+
+
+def big_debug_program(d):
+    """A C++ program of ~50 MB of DWARF (22,000 struct types of 100 members, all emitted) and
+    one hot function with an always-inline helper: the report's DWARF reads meet a large file
+    while the samples need one CU of it."""
+    src, exe = os.path.join(d, "big.cpp"), os.path.join(d, "big")
+    out = ["struct T%d { %s };" % (i, " ".join("long f%d_%d;" % (i, j) for j in range(100))) for i in range(22000)]
+    out += ["static inline __attribute__((always_inline)) unsigned long mix(unsigned long x)"
+            " { return (x ^ (x >> 7)) * 0x9e3779b97f4a7c15ul; }",
+            "__attribute__((noinline)) unsigned long hot(unsigned long x)"
+            " { for (int i = 0; i < 1000; i++) x = mix(x + i); return x; }",
+            "volatile unsigned long sink;",
+            "int main() { unsigned long x = 1; for (long i = 0; i < 1000000L; i++) x = hot(x); sink = x; }"]
+    open(src, "w").write("\n".join(out) + "\n")
+    run(["g++", "-g", "-O2", "-fno-omit-frame-pointer", "-fno-eliminate-unused-debug-types", "-o", exe, src],
+        timeout=900, check=True)
+    return exe
+
+
+@test
+def test_large_debug_file_report_within_perfs_memory():
+    """A -g C++ program with ~50 MB of DWARF, recorded with -g: report's default (inline
+    frames on, which this chain's kind does not show, as perf 6.1), -g, --html and --speedscope
+    read none of the DWARF and peak at no more memory than perf report --stdio (its default) on
+    the same file; --inline still finds the inlined helper in it."""
+    need_bpf()
+    need_perf()
+    need_tools("g++", "size")
+    d = tmpdir()
+    exe = big_debug_program(d)
+    dbg = sum(int(l.split()[1]) for l in run(["size", "-A", exe], check=True).stdout.splitlines()
+              if l.startswith(".debug_"))
+    assert dbg > 40e6, "only %d bytes of DWARF" % dbg
+    path = os.path.join(d, "big.data")
+    spanperf("record", "-q", "-g", "-F", "999", "-o", path, "--", exe, timeout=300, check=True)
+    rc, theirs, err = peak_rss_kib(["perf", "report", "--stdio", "-i", path])
+    assert rc == 0, err[-1000:]
+    folded = spanperf("report", "-i", path, "--folded", "--inline", "--comms", "big", check=True).stdout
+    assert ";hot;mix (inlined) " in folded, folded[:1500]
+    for args in ([], ["-g"], ["--html", os.path.join(d, "p.html")],
+                 ["--speedscope", os.path.join(d, "p.speedscope.json")]):
+        rc, mine, err = peak_rss_kib([SPANPERF, "report", "-i", path] + args)
+        assert rc == 0, (args, err[-1000:])
+        assert mine <= theirs, "report %s peaked at %d KiB, perf report at %d KiB" % (" ".join(args), mine, theirs)

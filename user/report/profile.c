@@ -685,6 +685,8 @@ int profile__finish(struct profile *p)
 		e = split_by_otel(p);
 	builder_free(p->b);
 	p->b = NULL;
+	/* Every address is resolved: the outputs read the pooled strings, never the DWARF. */
+	srclines__release(p->src);
 	return e;
 }
 

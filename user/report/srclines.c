@@ -22,11 +22,28 @@
 /* Nested inlines deeper than this are cut, as perf cuts at 1024. */
 #define MAX_NEST 256
 
-/* A dso's DWARF, opened on its first address. */
+/* A function's address range in its CU, and where its DIE is. */
+struct fn_range {
+	__u64 lo, hi;
+	__u64 reach; /* the highest hi of this and every earlier range: overlaps are found by it */
+	Dwarf_Off die;
+};
+
+/* The functions of one CU with code, sorted by lo: found once, on the CU's first address. */
+struct cu_fns {
+	struct fn_range *r;
+	size_t nr;
+};
+
+/* A dso's DWARF, opened on its first address, released by srclines__release. */
 struct sdso {
 	int state; /* 0: not opened; 1: usable; -1: no DWARF */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	Dwarf *dw;
+	struct u64_map cu_idx; /* CU DIE offset + 1 -> index into cus + 1 */
+	struct cu_fns *cus;
+	size_t nr_cus, cap_cus;
 };
 
 struct entry {
@@ -75,13 +92,29 @@ struct srclines *srclines__new(struct symbolizer *sym, bool full_path)
 	return s;
 }
 
+static void sdso_close(struct sdso *d)
+{
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	for (size_t i = 0; i < d->nr_cus; i++)
+		free(d->cus[i].r);
+	free(d->cus);
+	u64_map_free(&d->cu_idx);
+	memset(d, 0, sizeof(*d));
+}
+
+void srclines__release(struct srclines *s)
+{
+	if (s)
+		for (size_t i = 0; i < s->cap_dsos; i++)
+			sdso_close(&s->dsos[i]);
+}
+
 void srclines__free(struct srclines *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->cap_dsos; i++)
-		if (s->dsos[i].dwfl)
-			dwfl_end(s->dsos[i].dwfl);
+	srclines__release(s);
 	for (size_t i = 0; i < s->nr; i++)
 		free((void *)s->e[i].info.frames);
 	free(s->dsos);
@@ -131,7 +164,7 @@ static struct sdso *open_dso(struct srclines *s, int dso_id)
 	if (d->mod) {
 		Dwarf_Addr bias;
 
-		if (dwfl_module_getdwarf(d->mod, &bias))
+		if ((d->dw = dwfl_module_getdwarf(d->mod, &bias)))
 			d->state = 1;
 	}
 	if (d->state < 0) {
@@ -197,26 +230,14 @@ static const char *call_site(struct srclines *s, Dwarf_Die *cu, Dwarf_Die *inl)
 	return fileline(s, name, (int)line);
 }
 
-static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct src_info *out)
+static int frames_by_scopes(struct srclines *s, Dwarf_Die *cu, Dwarf_Addr pc, struct src_info *out)
 {
-	Dwarf_Addr bias = 0;
-	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, vaddr, &bias), *scopes = NULL;
-	Dwarf_Line *line;
+	Dwarf_Die *scopes = NULL;
 	struct src_frame *f = NULL;
 	int n, nr = 0, alloc = 8;
 	const char *next_line;
 
-	if (!cu)
-		return 0;
-	line = dwarf_getsrc_die(cu, vaddr - bias);
-	if (line) {
-		int ln = 0;
-		const char *file = dwarf_linesrc(line, NULL, NULL);
-
-		dwarf_lineno(line, &ln);
-		out->srcline = fileline(s, file, ln);
-	}
-	n = dwarf_getscopes(cu, vaddr - bias, &scopes);
+	n = dwarf_getscopes(cu, pc, &scopes);
 	if (n <= 0) {
 		free(scopes);
 		return 0;
@@ -267,6 +288,190 @@ static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct 
 	out->frames = f;
 	out->nr = nr;
 	return 0;
+}
+
+/*
+ * Tags whose children may hold functions with code, though they have none
+ * themselves.  Not the types: a class holds its methods' declarations, and
+ * their code's DIEs sit outside it (DW_AT_specification), so that a CU's
+ * types, most of a C++ CU, are skipped by their DW_AT_sibling, never read.
+ */
+static bool is_container(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module;
+}
+
+static int add_fns(struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 32 || dwarf_child(parent, &child))
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (array_reserve((void **)&c->r, cap, c->nr, sizeof(*c->r)))
+					return -ENOMEM;
+				c->r[c->nr++] = (struct fn_range){ lo, hi, 0, dwarf_dieoffset(&child) };
+			}
+		} else if (is_container(tag)) {
+			int e = add_fns(c, cap, &child, depth + 1);
+
+			if (e)
+				return e;
+		}
+	} while (!dwarf_siblingof(&child, &child));
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->die < y->die ? -1 : x->die > y->die;
+}
+
+/*
+ * The functions with code of cu, sorted: what dwarf_getscopes would scan
+ * DIE by DIE for every address (the CU's whole top level, types included,
+ * where a large C++ CU has hundreds of thousands) is read once.
+ */
+static struct cu_fns *cu_fns(struct sdso *d, Dwarf_Die *cu)
+{
+	uint64_t *slot = u64_map_get(&d->cu_idx, dwarf_dieoffset(cu) + 1, true);
+	struct cu_fns c = {};
+	size_t cap = 0;
+
+	if (!slot)
+		return NULL;
+	if (*slot)
+		return &d->cus[*slot - 1];
+	if (array_reserve((void **)&d->cus, &d->cap_cus, d->nr_cus, sizeof(*d->cus)))
+		return NULL;
+	if (add_fns(&c, &cap, cu, 0)) {
+		free(c.r);
+		return NULL;
+	}
+	if (c.nr)
+		qsort(c.r, c.nr, sizeof(*c.r), cmp_range);
+	for (size_t i = 0; i < c.nr; i++)
+		c.r[i].reach = i && c.r[i - 1].reach > c.r[i].hi ? c.r[i - 1].reach : c.r[i].hi;
+	d->cus[d->nr_cus] = c;
+	*slot = ++d->nr_cus;
+	return &d->cus[*slot - 1];
+}
+
+/* The first function in DIE order whose code holds pc, as dwarf_getscopes would find it. */
+static bool fn_at(struct sdso *d, const struct cu_fns *c, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	size_t lo = 0, hi = c->nr;
+	Dwarf_Off best = 0;
+	bool found = false;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges before lo start at or before pc; those whose reach passes pc may hold it. */
+	for (size_t i = lo; i-- > 0 && c->r[i].reach > pc;)
+		if (c->r[i].hi > pc && (!found || c->r[i].die < best)) {
+			best = c->r[i].die;
+			found = true;
+		}
+	return found && dwarf_offdie(d->dw, best, out);
+}
+
+/* Scopes with code whose children may hold inlined functions, as dwarf_getscopes descends them. */
+static bool is_code_scope(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt || tag == DW_TAG_entry_point;
+}
+
+/*
+ * The functions at pc inside the function fn, innermost first: one descent
+ * through the scopes holding pc, each inlined instance's call site the line
+ * of the frame outside it.  -ENOMEM, else 0.
+ */
+static int frames_in(struct srclines *s, Dwarf_Die *cu, Dwarf_Die *fn, Dwarf_Addr pc, struct src_info *out)
+{
+	Dwarf_Die *chain = malloc(MAX_NEST * sizeof(*chain)), cur = *fn, child;
+	struct src_frame *f;
+	const char *next_line = out->srcline;
+	int n = 0;
+
+	if (!chain)
+		return -ENOMEM;
+	chain[n++] = *fn;
+	while (n < MAX_NEST && !dwarf_child(&cur, &child)) {
+		bool in = false;
+
+		do {
+			if (is_code_scope(dwarf_tag(&child)) && dwarf_haspc(&child, pc) > 0) {
+				in = true;
+				break;
+			}
+		} while (!dwarf_siblingof(&child, &child));
+		if (!in)
+			break;
+		cur = child;
+		if (dwarf_tag(&cur) == DW_TAG_inlined_subroutine)
+			chain[n++] = cur;
+	}
+	f = calloc(n, sizeof(*f));
+	if (!f) {
+		free(chain);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		Dwarf_Die *die = &chain[n - 1 - i];
+
+		f[i].name = die_name(s, die);
+		f[i].srcline = next_line;
+		if (i < n - 1)
+			next_line = call_site(s, cu, die);
+	}
+	free(chain);
+	out->frames = f;
+	out->nr = n;
+	return 0;
+}
+
+static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct src_info *out)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, vaddr, &bias), fn;
+	Dwarf_Line *line;
+	struct cu_fns *c;
+
+	if (!cu)
+		return 0;
+	line = dwarf_getsrc_die(cu, vaddr - bias);
+	if (line) {
+		int ln = 0;
+		const char *file = dwarf_linesrc(line, NULL, NULL);
+
+		dwarf_lineno(line, &ln);
+		out->srcline = fileline(s, file, ln);
+	}
+	c = cu_fns(d, cu);
+	if (!c)
+		return -ENOMEM;
+	if (fn_at(d, c, vaddr - bias, &fn))
+		return frames_in(s, cu, &fn, vaddr - bias, out);
+	/* Code the index does not reach (a nested function, an imported unit's): libdw's own walk. */
+	return frames_by_scopes(s, cu, vaddr - bias, out);
 }
 
 static bool entry_eq(const void *ctx, size_t idx)

@@ -38,6 +38,13 @@ void srclines__free(struct srclines *s);
 /* For dso_id at the ELF virtual address vaddr: 0 and *out (zeroed where DWARF says nothing), or -ENOMEM. */
 int srclines__lookup(struct srclines *s, int dso_id, __u64 vaddr, struct src_info *out);
 
+/*
+ * Closes every dso's DWARF (what libdw decompressed and parsed, the CUs'
+ * indexes) and keeps what lookups gave: called once no more addresses
+ * come, before the outputs allocate theirs.  A later lookup opens again.
+ */
+void srclines__release(struct srclines *s);
+
 /* A string kept as long as the srclines (perf's fallbacks for addresses without a line). */
 const char *srclines__intern(struct srclines *s, const char *str);
 
