@@ -535,8 +535,9 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 			continue;
 		e = deliver(s, tl, &ev);
 	}
-	/* What waits is about a round: moving it down keeps the queue that size. */
-	memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
+	/* What waits is about a round: moving it down keeps the queue that size (q is NULL while empty). */
+	if (tl->qhead)
+		memmove(tl->q, tl->q + tl->qhead, (tl->nr_q - tl->qhead) * sizeof(*tl->q));
 	tl->nr_q -= tl->qhead;
 	tl->qhead = 0;
 	return e;
