@@ -200,9 +200,28 @@ static void sched_runq(struct span_wall *w)
 	}
 }
 
+/*
+ * A thread's blocks do not overlap (it leaves the CPU once at a time), and
+ * the lookups below rely on it; a file that says otherwise (made by hand,
+ * or broken) must not count a nanosecond twice, so that a span's time off
+ * CPU never exceeds its wall time: each block starts no earlier than the
+ * end of the one before it.
+ */
+static void clip_overlaps(struct span_wall *w)
+{
+	for (size_t i = 1; i < w->nr; i++) {
+		const struct block *prev = &w->b[i - 1];
+		struct block *b = &w->b[i];
+
+		if (b->tid == prev->tid && b->start < prev->end)
+			b->start = prev->end;
+	}
+}
+
 int span_wall__finish(struct span_wall *w)
 {
 	sort_n(w->b, w->nr, sizeof(*w->b), cmp_block);
+	clip_overlaps(w);
 	sort_n(w->wk, w->nwk, sizeof(*w->wk), cmp_waker);
 	sort_n(w->off, w->noff, sizeof(*w->off), cmp_off);
 	sched_runq(w);
