@@ -215,6 +215,16 @@ static void test_json(void **state)
 	sbuf_zero(&b, 1);
 	assert_string_equal(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"");
 	sbuf_free(&b);
+	/*
+	 * What a strict decoder refuses is replaced, byte by byte: a lead byte
+	 * past F4, an overlong form, a surrogate, a code point past U+10FFFF
+	 * (fuzz_page found the first in a JIT symbol).  Valid ones pass.
+	 */
+	sbuf_json_str(&b, "\xff\x83|\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "\"\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|"
+				 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+	sbuf_free(&b);
 }
 
 static int count_entries(const char *dir)

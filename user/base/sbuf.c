@@ -69,12 +69,22 @@ int sbuf_printf(struct sbuf *b, const char *fmt, ...)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+/*
+ * Length of the valid UTF-8 sequence at s, or 0 if it is not one: as RFC
+ * 3629 has it, so that a strict decoder (Python's, jq's) takes what passes
+ * here.  Lead bytes F5-FF are none; the second byte's range rules out the
+ * overlong forms (E0 80-9F, F0 80-8F), surrogates (ED A0-BF) and code
+ * points past U+10FFFF (F4 90-BF).
+ */
 static int utf8_len(const unsigned char *s)
 {
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	int n = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	unsigned lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+	unsigned hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
 
-	for (int i = 1; i < n; i++)
+	if (n && (s[1] < lo || s[1] > hi))
+		return 0;
+	for (int i = 2; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
 	return n;
