@@ -131,17 +131,22 @@ static int fchild(struct ftree *t, int parent, const char *name, const char *dso
 
 static void xml_text(FILE *out, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
+	struct sbuf u = {};
+
+	/* XML is UTF-8 here, names are any bytes: a stray one would stop the browser's parser (U+FFFD instead). */
+	sbuf_add_utf8(&u, s, strlen(s));
+	for (size_t i = 0; i < u.len; i++) {
+		switch (u.p[i]) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
 		case '"': fputs("&quot;", out); break;
 		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
+			if ((unsigned char)u.p[i] >= 0x20)
+				fputc(u.p[i], out);
 		}
 	}
+	sbuf_free(&u);
 }
 
 /* A colour stable across runs for a name: FNV-1a, folded to 32 bits. */
