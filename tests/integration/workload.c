@@ -44,7 +44,9 @@
  *                                span also sleeps U us between two halves of
  *                                its work (nap_ns: the sleep's wall time);
  *                                WORKLOAD_OTEL_GAP_US=U: sleeps U us with no
- *                                context after each span
+ *                                context after each span; WORKLOAD_WAIT: the
+ *                                spans start on a line from stdin, once the
+ *                                contexts are published (for record -p)
  *   workload otel-nopctx N US [FILE]   the same attributes, no process context
  *   workload otel-stuck N US [FILE]    a process context whose published-at
  *                                stays 0, as a writer stuck mid-update
@@ -527,7 +529,13 @@ static int mode_otel(const char *mode, const char *n, const char *us, const char
 	else if (!strcmp(mode, "otel-badpayload"))
 		memset((void *)(uintptr_t)otel_process_ctx_header()->payload, 0xff,
 		       otel_process_ctx_header()->payload_size);
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
 
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th, NULL, otel_thread, &c);
 	pthread_join(th, NULL);
 	printf("{\"pid\":%d,\"tid\":%d,\"spans\":%ld,\"cpu_ns\":%llu}\n", getpid(), c.tid, c.n,
