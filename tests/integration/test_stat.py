@@ -39,8 +39,10 @@ def test_sleeps_are_context_switches():
     m = re.search(r"(\d+) switches into a thread were never traced", p.stderr)
     hidden = int(m.group(1)) if m else 0
     assert n - hidden <= cs <= n * 1.03 + 5, "%d context switches for %d sleeps (%d never traced)" % (cs, n, hidden)
-    # The tracepoint, counted through the same mechanism, agrees.
-    assert abs(value(rows, tid, "sched:sched_switch") - cs) <= 2
+    # The tracepoint, counted through the same mechanism, agrees, but for the switches it never
+    # saw: the software event counts those, the tracepoint cannot (host-wide, so a bound).
+    tp = value(rows, tid, "sched:sched_switch")
+    assert abs(tp - cs) <= 2 + hidden, "sched:sched_switch %d, context-switches %d (%d never traced)" % (tp, cs, hidden)
 
 
 @test

@@ -313,6 +313,7 @@ static int mode_threads(const char *count, const char *secs)
 struct counted {
 	long n, us;
 	pid_t tid;
+	uint64_t *slept_ns; /* sleeps: each nanosleep's own wall time, what bounds its span */
 };
 
 /* nanosleep() is the clock_nanosleep syscall in glibc; each one is a context switch. */
@@ -322,8 +323,13 @@ static NOINLINE void *sleeper_n(void *arg)
 	struct timespec ts = { c->us / 1000000, (c->us % 1000000) * 1000 };
 
 	c->tid = syscall(SYS_gettid);
-	for (long i = 0; i < c->n; i++)
+	for (long i = 0; i < c->n; i++) {
+		uint64_t t0 = mono_ns();
+
 		nanosleep(&ts, NULL);
+		if (c->slept_ns)
+			c->slept_ns[i] = mono_ns() - t0;
+	}
 	return NULL;
 }
 
@@ -347,7 +353,7 @@ static NOINLINE void *toucher(void *arg)
 /* The work runs in a thread of its own, so its counts are not mixed with start-up's. */
 static int mode_counted(void *(*fn)(void *), const char *what, const char *n, const char *us)
 {
-	struct counted c = { atol(n), us ? atol(us) : 0, 0 };
+	struct counted c = { atol(n), us ? atol(us) : 0, 0, NULL };
 	pthread_t th;
 
 	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
@@ -357,9 +363,19 @@ static int mode_counted(void *(*fn)(void *), const char *what, const char *n, co
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
 	}
+	if (fn == sleeper_n && c.n > 0)
+		c.slept_ns = calloc(c.n, sizeof(*c.slept_ns));
 	pthread_create(&th, NULL, fn, &c);
 	pthread_join(th, NULL);
-	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld}\n", getpid(), c.tid, what, c.n);
+	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld", getpid(), c.tid, what, c.n);
+	if (c.slept_ns) {
+		printf(",\"slept_ns\":[");
+		for (long i = 0; i < c.n; i++)
+			printf("%s%llu", i ? "," : "", (unsigned long long)c.slept_ns[i]);
+		printf("]");
+	}
+	printf("}\n");
+	free(c.slept_ns);
 	return 0;
 }
 
