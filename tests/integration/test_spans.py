@@ -476,6 +476,8 @@ def test_span_split_of_a_thread_that_migrates_while_blocked():
         # The workload's window holds the span: its wall and CPU time bound the span's.
         assert s["duration_ns"] <= t["wall_ns"] and s["sleep_ns"] >= ms * 1e6 * 0.99, (s, t)
         assert s["on_cpu_ns"] <= t["cpu_ns"] + 20000, (s, t)
-        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after.
+        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after;
+        # a busy host may also preempt it while it runs, a wait for the CPU that is no block.
         blocks = sum(b["ns"] for b in s["off_cpu_top"])
-        assert abs(blocks - s["off_cpu_ns"] - s["runq_ns"]) <= 0.02 * s["duration_ns"] + 50000, (s, t)
+        tol = 0.02 * s["duration_ns"] + 50000
+        assert s["off_cpu_ns"] - tol <= blocks <= s["off_cpu_ns"] + s["runq_ns"] + tol, (s, t)

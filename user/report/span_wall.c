@@ -174,6 +174,23 @@ static int cmp_off(const void *a, const void *b)
 	return (x->end > y->end) - (x->end < y->end);
 }
 
+/* The waker of tid's block that ended at end, or NULL. */
+static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
+{
+	size_t lo = 0, hi = w->nwk;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct waker *k = &w->wk[mid];
+
+		if (k->wakee_tid < tid || (k->wakee_tid == tid && k->block_end < end))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
+}
+
 /*
  * Each time off CPU ends with its wait in the run queue: all of it for a
  * thread that left runnable; for a sleep, the time from its wakeup to its
@@ -197,6 +214,18 @@ static void sched_runq(struct span_wall *w)
 			o->runq = SP_MIN(n->run_delay - o->run_delay, dur);
 		else
 			o->runq_known = false, w->runq_unknown++;
+		/*
+		 * Nor more than the time since its wakeup, where the file has it: a
+		 * thread moved to another CPU while asleep came back with 2.5 ms more
+		 * run_delay than the 0.2 ms between its timer and its pick (a 10 ms
+		 * nanosleep split as 7.6 ms asleep), under load.
+		 */
+		if (o->state && o->runq_known) {
+			const struct waker *k = waker_of(w, o->tid, o->end);
+
+			if (k && k->wake_ns >= o->start && k->wake_ns <= o->end)
+				o->runq = SP_MIN(o->runq, o->end - k->wake_ns);
+		}
 	}
 }
 
@@ -284,23 +313,6 @@ bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 e
 bool span_wall__has_wakers(const struct span_wall *w)
 {
 	return w && w->wakers;
-}
-
-/* The waker of tid's block that ended at end, or NULL. */
-static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
-{
-	size_t lo = 0, hi = w->nwk;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct waker *k = &w->wk[mid];
-
-		if (k->wakee_tid < tid || (k->wakee_tid == tid && k->block_end < end))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
 }
 
 bool span_wall__recorded(const struct span_wall *w)
