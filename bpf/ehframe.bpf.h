@@ -37,6 +37,12 @@
 /* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
 const volatile bool eh_vma_only = false;
 
+/*
+ * The unwind tables, a map each: alike in form because libbpf wants each
+ * map's BTF written out, different in what they hold and how they are
+ * keyed (arrays by index, hashes by pid and by file).
+ */
+
 /* The rows of every file; sized from user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -119,15 +125,20 @@ static __always_inline void eh_stat(__u32 idx)
  */
 #define EH_WIN 4096
 
+/* A pc's rule: where its frame's CFA and saved rbp are (struct sp_eh_row's), or why frame pointers. */
+struct eh_rule {
+	__u8 kind;	/* enum sp_eh_kind; SP_EH_GAP: frame pointers */
+	__s8 rbp;
+	__u16 cfa_off;
+	__u32 fp_why;	/* enum sp_eh_stat: why frame pointers (0: no row covers the pc) */
+};
+
 /* A pc's rule, as the searches found it in the process slice gen (slices never change). */
 struct eh_cached {
 	__u64 pc;
 	__u32 gen;
-	__u8 kind;
-	__s8 rbp;
-	__u16 cfa_off;
-	__u32 fp_why;
 	__u32 pad;
+	struct eh_rule r;
 };
 
 /*
@@ -438,14 +449,6 @@ static __always_inline bool eh_after_call(__u64 ra)
 	return b[1] == 0xff && eh_call_modrm(m, 0x80) && (m & 7) == 4;
 }
 
-/* A pc's rule: where its frame's CFA and saved rbp are (struct sp_eh_row's), or why frame pointers. */
-struct eh_rule {
-	__u32 kind;	/* enum sp_eh_kind; SP_EH_GAP: frame pointers */
-	__u32 fp_why;	/* enum sp_eh_stat: why frame pointers (0: no row covers the pc) */
-	__u16 cfa_off;
-	__s8 rbp;
-};
-
 /*
  * The rule of the frame at pc, from the CPU's cache, else from the
  * mappings and the rows (and then cached).  1 when the walk ends here
@@ -462,10 +465,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	bool busy = false;
 
 	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
-		r->kind = ce->kind;
-		r->rbp = ce->rbp;
-		r->cfa_off = ce->cfa_off;
-		r->fp_why = ce->fp_why;
+		*r = ce->r;
 		return 0;
 	}
 	v = eh_map_cached(w, look);
@@ -505,10 +505,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	if (w->maps_nr) {
 		ce->pc = look;
 		ce->gen = w->gen;
-		ce->kind = r->kind;
-		ce->rbp = r->rbp;
-		ce->cfa_off = r->cfa_off;
-		ce->fp_why = r->fp_why;
+		ce->r = *r;
 	}
 	return 0;
 }

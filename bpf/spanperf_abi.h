@@ -19,7 +19,17 @@ enum sp_filter_mode {
 	SP_FILTER_NONE = 0,
 	SP_FILTER_PID = 1, /* match the thread group id (process) */
 	SP_FILTER_TID = 2, /* match the thread id */
+	/*
+	 * record/stat -- CMD: the processes of CMD's tree, by thread group id,
+	 * grown at each fork by the target programs of helpers.bpf.h.
+	 */
+	SP_FILTER_TREE = 3,
 };
+
+/* SP_FILTER_TREE: the filter map's values. */
+#define SP_TARGET_LIVE 1
+/* Its last thread exited: user space deletes it once its records are read (record/target.h). */
+#define SP_TARGET_GONE 2
 
 /* Counters per run; the per-thread entries hold this many slots. */
 #define SP_MAX_COUNTERS 8
@@ -328,6 +338,7 @@ enum sp_stat {
 	SP_STAT_SPLIT_NOWAKE,	  /* stamps: a switch-out to S or D that no wakeup ended (a signal was pending): run queue */
 	SP_STAT_WAKER_KSTACK,	  /* a waker whose kernel stack could not be taken */
 	SP_STAT_WAKER_USTACK,	  /* a waker whose user stack could not be taken */
+	SP_STAT_TARGET_FULL,	  /* -- CMD: a process of CMD's tree not followed: the filter map was full */
 	SP_STAT_MAX,
 };
 

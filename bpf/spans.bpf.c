@@ -17,6 +17,7 @@
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_THREADS_MAP
 #define SP_WANT_COUNTER_MAPS
+#define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
 #include "core_shims.bpf.h"
@@ -213,13 +214,24 @@ static __always_inline void mark_in_span(struct sp_counts *c, __u32 depth)
 		c->in_span = depth;
 }
 
+/* -p, -t, -- CMD: the spans of the target's threads only (the others' ends find no stack). */
+static __always_inline bool span_wanted(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return filter_keeps(id >> 32, (__u32)id);
+}
+
 static __always_inline int span_begin(__u32 idx, __u64 ip)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct sp_stack *st = bpf_task_storage_get(&stacks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct sp_stack *st;
 	struct sp_frame *f;
 	__u32 d;
 
+	if (!span_wanted())
+		return 0;
+	st = bpf_task_storage_get(&stacks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st) {
 		stat_inc(SP_STAT_SPANS_NOSTACK);
 		return 0;
@@ -287,6 +299,8 @@ static __always_inline int span_end(__u32 idx)
 	__u64 now;
 	__u32 d;
 
+	if (!span_wanted())
+		return 0;
 	if (!st || !st->depth) {
 		stat_inc(SP_STAT_SPANS_UNMATCHED);
 		return 0;

@@ -50,5 +50,33 @@ if [ $fail -eq 0 ]; then
 	echo "  PASS  layout ($n include rules)"
 else
 	echo "  FAIL  layout: $fail of $n include rules broken"
-	exit 1
 fi
+
+# No circle among user/'s files (tests/circles.py), over the objects built.
+# First, that the check bites: a tree of two files that lead back to each
+# other, once by their includes and once by their calls alone, must fail it.
+circle_tree() { # name: a tree in $tmp/NAME whose a and b form a circle
+	d=$tmp/$1
+	mkdir -p "$d/user/base" "$d/build/base"
+	printf 'int a_one(void);\n' > "$d/user/base/a.h"
+	printf 'int b_two(void);\n' > "$d/user/base/b.h"
+	if [ "$1" = includes ]; then
+		printf '#include "a.h"\n#include "b.h"\nint a_one(void) { return 1; }\n' > "$d/user/base/a.c"
+		printf '#include "a.h"\n#include "b.h"\nint b_two(void) { return 2; }\n' > "$d/user/base/b.c"
+	else
+		printf 'int b_two(void);\nint a_one(void) { return b_two(); }\n' > "$d/user/base/a.c"
+		printf 'int a_one(void);\nint b_two(void) { return a_one(); }\n' > "$d/user/base/b.c"
+	fi
+	for f in a b; do ${CC:-cc} -c "$d/user/base/$f.c" -o "$d/build/base/$f.o" || return 1; done
+}
+for kind in includes calls; do
+	if ! circle_tree $kind; then
+		echo "  FAIL  circles: cannot build the circle of $kind to try the check on"
+		fail=$((fail + 1))
+	elif out=$(python3 tests/circles.py --root "$tmp/$kind") || ! echo "$out" | grep -q 'circle: user/base/a user/base/b'; then
+		echo "  FAIL  circles: a circle of $kind was not found"
+		fail=$((fail + 1))
+	fi
+done
+python3 tests/circles.py || fail=$((fail + 1))
+[ $fail -eq 0 ] || exit 1

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: a short whole-host recording with call chains while a small
-# load runs, then the top of spanperf's report and of perf's.
+# load runs, then one of a command alone (as perf record -- CMD) beside
+# another load, and the top of spanperf's report and of perf's.
 set -eu
 cd "$(dirname "$0")/.."
 out=${DEMO_OUT:-perf.data}
@@ -20,4 +21,15 @@ echo
 echo "== perf report --stdio -i $out  (perf reads the same file)"
 perf report --stdio --no-children -g none --sort comm,dso,sym -i "$out" 2>/dev/null | grep -v '^#' | grep -v '^$' | head -15
 echo
-echo "Open it yourself: perf report -i $out"
+# -- CMD: the command and what it forks or execs, as perf records it; -a -- CMD would be the whole host.
+cmd_out="$out.cmd"
+echo "== spanperf record -g -o $cmd_out -- sh -c '...'   (the command's processes only; a load spins beside it)"
+build/tests/workload spin 3000 >/dev/null &
+load=$!
+./spanperf record -g -o "$cmd_out" -- sh -c 'build/tests/workload spin 600 >/dev/null; exec build/tests/workload forkspin 2 400 >/dev/null'
+wait $load || true
+echo
+echo "== spanperf report -i $cmd_out --sort comm,pid   (sh, then the workloads it forked and exec'd; not the load)"
+./spanperf report -i "$cmd_out" --sort comm,pid | head -12
+echo
+echo "Open them yourself: perf report -i $out; perf report -i $cmd_out"

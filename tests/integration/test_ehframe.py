@@ -504,7 +504,7 @@ def test_ehframe_separate_debug_file():
     reach = {}
     for kept in (False, True):
         if kept:
-            os.makedirs(os.path.join(d, "cache", "spanperf", "buildid"))
+            os.makedirs(os.path.join(d, "cache", "spanperf", "buildid"), exist_ok=True)
             shutil.copy(exe + ".debug", os.path.join(d, "cache", "spanperf", "buildid", hexid + ".debug"))
         path = os.path.join(d, "kept.data" if kept else "none.data")
         p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path, "--", exe, "1000",

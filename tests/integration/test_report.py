@@ -147,8 +147,7 @@ def test_folded_stacks():
         frames = stack.split(";")
         total += int(n)
         leaf[frames[-1]] += int(n)
-        # Only the workload's own: the recording is of the whole host, where another copy may spin
-        # (a container's ctr-wl, named from the build-id cache).
+        # Only the workload's own stacks are checked: its frames are its own binary's.
         if frames[-1] in ("spin_0", "spin_1") and frames[0] == "workload":
             assert frames[-2].startswith("caller_"), line
     assert total == len(samples), "folded counts sum to %d, the file has %d samples" % (total, len(samples))

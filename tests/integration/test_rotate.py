@@ -143,7 +143,7 @@ def test_pprof_dir_needs_a_directory():
 def test_switch_output_size():
     need_bpf()
     d = tmpdir()
-    p = spanperf("record", "-F", "999", "-o", os.path.join(d, "perf.data"), "--switch-output=64K",
+    p = spanperf("record", "-a", "-F", "999", "-o", os.path.join(d, "perf.data"), "--switch-output=64K",
                  "--switch-max-files", "3", "-d", "3",
                  "--", WORKLOAD, "spin", "60000", timeout=120)
     assert p.returncode in (0, 143), "record exited %d: %s" % (p.returncode, p.stderr)

@@ -7,7 +7,7 @@ import re
 import subprocess
 import time
 
-from harness import SPANPERF, WORKLOAD, Skip, need_bpf, spanperf, test
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, spanperf, test, tmpdir
 
 ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+(?:(\S+)\s+)?\[(.)\]\s+(\S+)")
 
@@ -180,6 +180,39 @@ def test_top_spans_uprobe_p50():
 
 
 @test
+def test_top_spans_full_screen_under_tmux():
+    """The full screen draws the span table's rows from the view: the column heads, a row per
+    name, and '/' keeps the names whose row holds the text."""
+    need_bpf()
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed (tools/deps.sh test installs it)")
+    session = "topspans%d" % os.getpid()
+    wl = subprocess.Popen([WORKLOAD, "calls", "100000", "5"], stdout=subprocess.DEVNULL)
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "40", "bash --norc --noprofile")
+    try:
+        tmux("send-keys", "-t", session, "%s top -d 1 --spans --span uprobe:%s:hidden_work; echo TOP-EXIT=$?"
+             % (SPANPERF, WORKLOAD), "Enter")
+        text = wait_pane(session, lambda t: re.search(r"^  hidden_work +uprobe +[1-9]", t, re.M), 30)
+        assert re.search(r"^# name +source +count +rate/s +p50 ms", text, re.M), text
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "no-such-span", "Enter")
+        text = wait_pane(session, lambda t: "filter [no-such-span]" in t, 10)
+        assert "hidden_work" not in text and re.search(r"^# name", text, re.M), text
+        tmux("send-keys", "-t", session, "/")
+        wait_pane(session, lambda t: "filter rows by:" in t, 10)
+        tmux("send-keys", "-t", session, "hidden", "Enter")
+        text = wait_pane(session, lambda t: "filter [hidden]" in t and re.search(r"^  hidden_work ", t, re.M), 10)
+        tmux("send-keys", "-t", session, "q")
+        text = wait_pane(session, lambda t: "TOP-EXIT=" in t, 30)
+        assert "TOP-EXIT=0" in text, text
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+        wl.kill()
+        wl.wait()
+
+
+@test
 def test_top_g_expands_callers():
     need_bpf()
     wl = subprocess.Popen([WORKLOAD, "spin", "60000"], stdout=subprocess.DEVNULL)
@@ -194,3 +227,30 @@ def test_top_g_expands_callers():
     assert len(t) == 1 and len(t[0]) == 1 and t[0][0][4] == "spin_0", p.stdout
     # Under the row, its chain: spin_0 called from caller_0 (frame pointers, as record -g).
     assert re.search(r"spin_0\s*\n\s+caller_0", p.stdout), p.stdout
+
+
+@test
+def test_top_filters_as_report():
+    """top --comms, --symbols and --percent-limit, as report's: only the rows of
+    that name, of that function, and of that share; the others' samples still
+    in each table's 100%."""
+    need_bpf()
+    wl = os.path.join(tmpdir(), "topfilt")
+    shutil.copy(WORKLOAD, wl)
+    spinner = subprocess.Popen([wl, "spin", "60000,60000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        by_comm = spanperf("top", "--batch", "-n", "1", "-d", "1", "--comms", "topfilt", timeout=120)
+        by_sym = spanperf("top", "--batch", "-n", "1", "-d", "1", "--symbols", "spin_1", timeout=120)
+        by_pct = spanperf("top", "--batch", "-n", "1", "-d", "1", "--percent-limit", "10", timeout=120)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    for p in (by_comm, by_sym, by_pct):
+        assert p.returncode == 0, p.stderr
+    rows = tables(by_comm.stdout)[0]
+    assert rows and all(r[2] == "topfilt" for r in rows), rows
+    rows = tables(by_sym.stdout)[0]
+    assert rows and all(r[4] == "spin_1" for r in rows) and rows[0][0] < 100, rows
+    rows = tables(by_pct.stdout)[0]
+    assert all(r[0] >= 10 for r in rows), rows

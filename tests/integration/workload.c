@@ -77,6 +77,10 @@
  *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
  *                                from tom_writes() every MS; another blocks for
  *                                each in pipe_wait(), N times
+ *   workload outsider N MS FIFO  a process named outsider opens FIFO for writing
+ *                                (once a reader has it open) and writes a byte from
+ *                                outsider_writes() every MS, N times: a waker from
+ *                                outside a recorded command's tree
  *   workload dwait N MS          vfork_wait() N times: vfork, the child sleeps MS
  *                                and execs /bin/true, the parent waits in D state
  *                                until it does, then in waitpid (S) until it exits;
@@ -1166,6 +1170,31 @@ static int mode_wakes(const char *n, const char *ms)
 	return 0;
 }
 
+NOINLINE void outsider_writes(int fd)
+{
+	if (raw_syscall3(SYS_write, fd, (long)"o", 1) != 1)
+		sink++;
+	sink++;
+}
+
+static int mode_outsider(const char *n, const char *ms, const char *fifo)
+{
+	struct timespec ts = { 0, strtoull(ms, NULL, 10) * 1000000 };
+	int fd;
+
+	prctl(PR_SET_NAME, "outsider");
+	printf("{\"pid\":%d,\"tid\":%d}\n", getpid(), (int)syscall(SYS_gettid));
+	fd = open(fifo, O_WRONLY);
+	if (fd < 0)
+		return 1;
+	for (long i = 0; i < atol(n); i++) {
+		nanosleep(&ts, NULL);
+		outsider_writes(fd);
+	}
+	close(fd);
+	return 0;
+}
+
 /*
  * vfork's parent waits for the child's exec or exit in an uninterruptible
  * (killable) sleep: a D-state wait as long as the child takes to exec.
@@ -1408,6 +1437,8 @@ int main(int argc, char **argv)
 		r = mode_runq(argv[2], argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
 	else if (!strcmp(argv[1], "wakes") && argc > 3)
 		r = mode_wakes(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "outsider") && argc > 4)
+		r = mode_outsider(argv[2], argv[3], argv[4]);
 	else if (!strcmp(argv[1], "dwait") && argc > 3)
 		r = mode_dwait(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "pingpong"))

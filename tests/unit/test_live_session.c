@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "perf_data.h"
 #include "session.h"
 #include "sideband.h"
@@ -189,23 +191,7 @@ static void assert_same(const struct log *a, const struct log *b)
 	}
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
+UNIT_SCRATCH(dir, path)
 
 /* The file read whole, by session__run. */
 static void read_file(struct log *whole)
@@ -375,20 +361,6 @@ __attribute__((noinline)) int live_fixture_function(int x)
 	return x * 3 + 1;
 }
 
-/* pid's maps at time t: this process's executable ones, as MMAP records give them. */
-static void add_self_maps(struct symbolizer *s, __s32 pid, __u64 t)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/maps", "r");
-	struct procmap m;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */))
-			assert_int_equal(symbolizer__add_map(s, pid, m.start, m.end - m.start, m.pgoff, m.path, t, false, NULL), 0);
-	fclose(f);
-}
-
 static bool names(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, const char *want)
 {
 	struct sym out;
@@ -423,7 +395,7 @@ static void test_symbolizer_trims(void **state)
 	(void)state;
 	assert_non_null(s);
 	symbolizer__keep_tables(s, 1, 1u << 30);
-	add_self_maps(s, 1234, 1);
+	unit_self_maps(s, 1234, 1);
 	assert_true(names(s, 1234, mine, 5, "live_fixture_function"));
 	name_of(s, 1234, libc, 5, libc_name, sizeof(libc_name));
 	symbolizer__trim(s); /* one of the two tables goes: both still name what they named */
@@ -440,9 +412,9 @@ static void test_symbolizer_trims(void **state)
 	assert_false(names(s, 77, mine, 60, "live_fixture_function"));
 	assert_false(names(s, 1234, mine, 5, "live_fixture_function"));
 
-	add_self_maps(s, 555, 1);
+	unit_self_maps(s, 555, 1);
 	symbolizer__exit(s, 555, 50);
-	add_self_maps(s, 555, 80); /* pid 555 again, before the trim */
+	unit_self_maps(s, 555, 80); /* pid 555 again, before the trim */
 	symbolizer__trim(s);
 	assert_true(names(s, 555, mine, 90, "live_fixture_function"));
 	symbolizer__free(s);

@@ -92,6 +92,13 @@ static void test_period_and_cmd_without_dashes(void **state)
 	assert_int_equal(o.period, 10000);
 	assert_int_equal(o.tids.v[0], 7);
 	assert_string_equal(o.cmd[1], "-j8");
+	assert_false(o.all_cpus);
+	record_opts_free(&o);
+	/* -a with a command: the whole host while it runs, not its tree alone. */
+	argv = ARGV("-a", "--", "make");
+	assert_int_equal(parse(argv, 3, &o, err), 0);
+	assert_true(o.all_cpus);
+	assert_string_equal(o.cmd[0], "make");
 	record_opts_free(&o);
 }
 
@@ -381,6 +388,10 @@ static void test_stat(void **state)
 	assert_int_equal(so.max_threads, 10);
 	assert_int_equal(so.verbose, 1);
 	assert_string_equal(so.cmd[0], "sleep");
+	assert_false(so.all_cpus);
+	stat_opts_free(&so);
+	assert_int_equal(stat_parse(ARGV("-a", "--", "sleep", "1"), err), 0);
+	assert_true(so.all_cpus);
 	stat_opts_free(&so);
 	assert_int_equal(stat_parse(ARGV("--serve", "[::1]:9464", "--serve-top", "5", "--span", "syscall:read",
 					 "--span", "syscall:write"), err), 0);
@@ -459,12 +470,26 @@ static void test_report(void **state)
 	assert_string_equal(o->speedscope, "-");
 	assert_int_equal(report_parse(ARGV("--html", "p.html", "--max-samples", "10"), err), 0);
 	assert_string_equal(o->html, "p.html");
+	assert_false(report_filter_active(&o->filter));
+	/* perf's filters, its short and long spellings, lists added up; --time checked for form only. */
+	assert_int_equal(report_parse(ARGV("--comms", "a,b", "-c", "c", "--pids", "1,2", "--tid", "3", "-d",
+					   "libc.so.6", "-S", "main", "--symbols", "f", "--time", "10%/2"), err), 0);
+	assert_true(name_set_has(&o->filter.comms, "a") && name_set_has(&o->filter.comms, "c"));
+	assert_true(name_set_has(&o->filter.dsos, "libc.so.6"));
+	assert_true(name_set_has(&o->filter.syms, "main") && name_set_has(&o->filter.syms, "f"));
+	assert_int_equal(o->filter.pids.n, 2);
+	assert_int_equal(o->filter.tids.v[0], 3);
+	assert_string_equal(o->filter.time, "10%/2");
+	report_filter_free(&ra.o.filter);
 	assert_int_equal(quietly(report_parse, ARGV("--help"), err), OPT_HELP);
 	report_bad(ARGV("-s", "bogus"),
 		   "--sort 'bogus' is not a list of comm, pid, tid, dso, sym, srcline, trace, span, waker and attr:NAME");
 	report_bad(ARGV("--format", "yaml"), "--format 'yaml' is neither text, json, otlp-json nor speedscope");
 	report_bad(ARGV("--percent-limit", "101"), "--percent-limit '101' is not a percentage");
 	report_bad(ARGV("--percent-limit", "x"), "--percent-limit 'x' is not a percentage");
+	report_bad(ARGV("--pids", "x"), "--pids 'x' is not a comma-separated list of process ids");
+	report_bad(ARGV("--time", "5"), "--time '5' is not START,END (seconds, as perf script prints them; several "
+		   "separated by spaces), P%, P%/N or A%-B% (several separated by commas)");
 	report_bad(ARGV("--max-samples", "many"), "--max-samples 'many' is not a count");
 	report_bad(ARGV("--max-spans", "-3"), "--max-spans '-3' is not a count");
 	report_bad(ARGV("--event", "cpu"), "--event 'cpu' is not on-cpu, off-cpu or wall");

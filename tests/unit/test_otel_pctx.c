@@ -89,6 +89,32 @@ static void test_payload_many_keys(void **state)
 	free(pb);
 }
 
+/*
+ * Keys and service.name as long as a payload allows: kept as the file
+ * record keeps them, OTEL_PCTX_MAX_STR bytes, never whole.
+ */
+static void test_payload_long_strings_cut(void **state)
+{
+	static char key[1000], svc[5000];
+	const char *k[] = { key, "short", NULL }, *res[] = { "service.name", svc, NULL };
+	struct otel_pctx p;
+	char *pb;
+	size_t n;
+
+	(void)state;
+	memset(key, 'k', sizeof(key) - 1);
+	memset(svc, 's', sizeof(svc) - 1);
+	encode(res, k, &pb, &n);
+	assert_int_equal(otel_pctx_decode(pb, n, &p), 0);
+	assert_int_equal(p.nkeys, 2);
+	assert_int_equal(strlen(p.keys[0]), OTEL_PCTX_MAX_STR);
+	assert_int_equal(strncmp(p.keys[0], key, OTEL_PCTX_MAX_STR), 0);
+	assert_string_equal(p.keys[1], "short");
+	assert_int_equal(strlen(p.service_name), OTEL_PCTX_MAX_STR);
+	otel_pctx_clear(&p);
+	free(pb);
+}
+
 /* The OTEP's first writers published Resource { repeated KeyValue attributes = 1 } bare. */
 static void test_bare_resource(void **state)
 {
@@ -336,6 +362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_payload_round_trip),
 		cmocka_unit_test(test_payload_many_keys),
+		cmocka_unit_test(test_payload_long_strings_cut),
 		cmocka_unit_test(test_bare_resource),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_header),

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "perf_data.h"
 
 static char dir[] = "/tmp/spanperf-unit-XXXXXX";
@@ -27,23 +29,7 @@ static struct perf_event_attr mk_attr(__u32 type, __u64 config)
 					 .sample_type = ST, .sample_id_all = 1, .freq = 1, .sample_freq = 999 };
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	return system(cmd);
-}
+UNIT_SCRATCH(dir, path)
 
 /* Writes: 2 attrs, a COMM, an MMAP2, n samples, features. */
 static void write_file(int nsamples, const char *host)

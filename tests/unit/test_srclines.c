@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "buildid.h"
 #include "debuginfo.h"
 #include "sideband.h"
@@ -54,19 +56,6 @@ static int line_of(const char *marker)
 	return found;
 }
 
-static void add_self_maps(struct symbolizer *s)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/maps", "r");
-	struct procmap m;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */))
-			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 0, false, NULL), 0);
-	fclose(f);
-}
-
 static void test_inlined_frames_and_lines(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL, NULL);
@@ -80,7 +69,7 @@ static void test_inlined_frames_and_lines(void **state)
 	if (access(__FILE__, R_OK))
 		skip(); /* the source is needed for the expected lines */
 	assert_non_null(s);
-	add_self_maps(s);
+	unit_self_maps(s, 1234, 0);
 	src = srclines__new(s, false);
 	assert_non_null(src);
 	/* Some address of fixture_outer is in the inlined store: the chain there is two deep. */

@@ -109,6 +109,14 @@ static void test_text_interval_per_thread(void **state)
 	f = tmpfile();
 	stat_print(f, &o, &evs, &rd, -1, 1.0);
 	s = printed(f);
+	/* -- CMD counts CMD's tree, which perf titles with the command alone. */
+	assert_non_null(strstr(s, " Performance counter stats for 'make -j8':\n"));
+	free(s);
+	/* -a -- CMD: the whole host while it runs. */
+	o.all_cpus = true;
+	f = tmpfile();
+	stat_print(f, &o, &evs, &rd, -1, 1.0);
+	s = printed(f);
 	assert_non_null(strstr(s, " Performance counter stats for 'make -j8' (system wide):"));
 	free(s);
 }

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "buildid.h"
 #include "kallsyms.h"
 #include "profile.h"
@@ -37,20 +39,6 @@ __asm__(".text\n"
 	"	ret\n");
 extern char fixture_label_entry[];
 int fixture_data_object[16] = { 1 };
-
-/* Feeds this process's executable mappings as MMAP records would. */
-static void add_self_maps(struct symbolizer *s)
-{
-	char line[4096];
-	FILE *f = fopen("/proc/self/maps", "r");
-	struct procmap m;
-
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (!procmaps_parse_line(line, &m) && (m.prot & 4 /* PROT_EXEC */))
-			assert_int_equal(symbolizer__add_map(s, 1234, m.start, m.end - m.start, m.pgoff, m.path, 0, false, NULL), 0);
-	fclose(f);
-}
 
 /*
  * The process timeline: a child forked at t=10 resolves through its
@@ -111,7 +99,7 @@ static void test_resolve_self(void **state)
 
 	(void)state;
 	assert_non_null(s);
-	add_self_maps(s);
+	unit_self_maps(s, 1234, 0);
 	symbolizer__resolve(s, 1234, ip, 1, false, &out);
 	assert_true(out.known);
 	assert_string_equal(out.name, "fixture_function_alpha");
@@ -151,7 +139,7 @@ static void test_build_id_mismatch(void **state)
 	wrong.filename = self;
 	memset(wrong.id, 0xab, 20); /* not this binary's id */
 	s = symbolizer__new(&meta, NULL);
-	add_self_maps(s);
+	unit_self_maps(s, 1234, 0);
 	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_function_alpha, 1, false, &out);
 	assert_false(out.known);
 	assert_string_equal(out.name, "[unknown]");
@@ -160,7 +148,7 @@ static void test_build_id_mismatch(void **state)
 	/* With the right id, it resolves. */
 	assert_int_equal(buildid_from_file(self, wrong.id, &wrong.size), 0);
 	s = symbolizer__new(&meta, NULL);
-	add_self_maps(s);
+	unit_self_maps(s, 1234, 0);
 	symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_function_alpha, 1, false, &out);
 	assert_string_equal(out.name, "fixture_function_alpha");
 	symbolizer__free(s);

@@ -156,7 +156,7 @@ static bool stat_is_ours(const struct stat *st)
  * a symlink there leads to, is ours (stat_is_ours).  What is not a
  * directory is ours too if so: writing under it fails, and says so.
  */
-static bool dir_is_ours(const char *dir)
+bool dir_is_ours(const char *dir)
 {
 	char p[PATH_MAX];
 	size_t n = strlen(dir);

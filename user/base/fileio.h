@@ -34,6 +34,12 @@ int open_regular_fd(int pathfd);
  */
 int cache_home(char *out, size_t len);
 int home_dir(char *out, size_t len);
+/*
+ * Whether dir, each directory above it that exists and where a symlink
+ * among them leads are root's or ours, and writable by no one else (root's
+ * sticky /tmp aside): what cache_home asks of the environment's directory.
+ */
+bool dir_is_ours(const char *dir);
 
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);

@@ -171,3 +171,22 @@ const char *text_name(const char *s, const char *also, char *buf, size_t len)
 	buf[o] = 0;
 	return buf;
 }
+
+bool printed_holds(void (*print)(const void *a, const void *b, FILE *out), const void *a, const void *b,
+		   const char *text)
+{
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	bool yes = true;
+
+	if (f) {
+		print(a, b, f);
+		fclose(f);
+		if (len > 1023)
+			line[1023] = 0;
+		yes = strstr(line, text) != NULL;
+	}
+	free(line);
+	return yes;
+}

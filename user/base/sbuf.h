@@ -3,7 +3,9 @@
 #ifndef SP_SBUF_H
 #define SP_SBUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* On allocation failure it latches `err`: callers check once at the end. */
 struct sbuf {
@@ -30,5 +32,12 @@ int sbuf_add_utf8(struct sbuf *b, const char *s, size_t n);
  */
 const char *text_name(const char *s, const char *also, char *buf, size_t len);
 void sbuf_free(struct sbuf *b);
+
+/*
+ * Whether the line print(a, b, out) writes holds text in its first 1023
+ * bytes: top's '/' over a table's rows (true if it cannot be printed).
+ */
+bool printed_holds(void (*print)(const void *a, const void *b, FILE *out), const void *a, const void *b,
+		   const char *text);
 
 #endif

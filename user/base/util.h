@@ -11,6 +11,25 @@
 #define SP_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SP_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/*
+ * A binary search: the first index of [0, n) where before (an expression
+ * of the index i) is false, given that it holds up to some index and not
+ * from there on; n if it holds everywhere.  before: "a[i].start <= key"
+ * finds the entries up to key, "a[i].tid < tid" the first of tid.
+ */
+#define SP_PARTITION(n, i, before)                       \
+	({                                               \
+		size_t lo_ = 0, hi_ = (n);               \
+		while (lo_ < hi_) {                      \
+			size_t i = lo_ + (hi_ - lo_) / 2; \
+			if (before)                      \
+				lo_ = i + 1;             \
+			else                             \
+				hi_ = i;                 \
+		}                                        \
+		lo_;                                     \
+	})
+
 uint64_t now_ns(int clockid);
 
 /* Room for element n of a growing array (doubling); 0 or -ENOMEM, *p unchanged on failure. */

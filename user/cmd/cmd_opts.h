@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * argv to each module's opts struct, by the tables of base/options.h:
- * record's to struct record_opts (record/record.h), stat's to stat_opts
- * (live/stat.h), report's to report_opts (report/report.h), annotate's to
+ * record's to struct record_opts (record/record_opts.h), stat's to stat_opts
+ * (live/stat_opts.h), report's to report_opts (report/report.h), annotate's to
  * spans_report_opts (report/report_spans.h).  Pure functions, so that unit
  * tests cover them without BPF or root (but report --force, which lifts
  * the owner checks for the process).  Each returns 0, OPT_HELP after the

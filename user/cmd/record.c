@@ -22,9 +22,11 @@ void record_usage(FILE *out)
 		"Usage: spanperf record [options] [-- CMD [ARGS...]]\n"
 		"\n"
 		"Samples every CPU with a BPF program on each sampling event and writes a\n"
-		"perf.data that perf report and perf script read.\n"
+		"perf.data that perf report and perf script read.  With -- CMD, as perf: CMD\n"
+		"and every process it forks or execs, filtered in BPF (-a: the whole host\n"
+		"while CMD runs).\n"
 		"\n"
-		"  -a, --all-cpus         sample the whole host (the default)\n"
+		"  -a, --all-cpus         the whole host (the default without CMD; with it, while it runs)\n"
 		"  -p, --pid PID,..       keep only samples of these processes (BPF filter)\n"
 		"  -t, --tid TID,..       keep only samples of these threads (BPF filter)\n"
 		"  -C, --cpu CPUS         sample only these CPUs, e.g. 0-3,8\n"
@@ -40,7 +42,7 @@ void record_usage(FILE *out)
 		"                         the files' .eh_frame (frame pointers where no table covers the\n"
 		"                         code), written as ordinary call chains that perf reads; -g's\n"
 		"                         default since its whole cost per sample (the workload's loss\n"
-		"                         and the recorder's CPU) is 0.8-1.1x fp's (README)\n"
+		"                         and the recorder's CPU) is 0.8-1.1x fp's: spanperf-call-graphs(7)\n"
 		"      --span SPEC        mark spans with a probe pair (repeatable)\n"
 		"      --span-min-us N    drop spans shorter than N microseconds, in BPF\n"
 		"      --span-counters EV,..  counters spans carry (default task-clock,\n"
@@ -74,7 +76,7 @@ void record_usage(FILE *out)
 		"                         DIR/FILE.pb.gz (kept and deleted along with the files)\n"
 		"  -m, --mmap-pages N     ring size per CPU in pages, a power of two (default 256)\n"
 		"      --max-threads N    size of the per-thread map (default 32768)\n"
-		"  -N, --no-buildid-cache keep no copies of containers' files (see README)\n"
+		"  -N, --no-buildid-cache keep no copies of containers' files: spanperf-debuginfo(7)\n"
 		"      --perf-cache       also enter those copies in perf's ~/.debug, so that perf\n"
 		"                         report finds them (never under a host file's build id)\n"
 		"  -q, --quiet            print errors only\n"
@@ -82,12 +84,14 @@ void record_usage(FILE *out)
 		"  -h, --help             this text\n"
 		"\n"
 		"It stops after -d seconds, when CMD exits, or on SIGINT/SIGTERM; the file is\n"
-		"complete either way.\n"
+		"complete either way.  CMD is held until the events are on: its first\n"
+		"instruction is recorded.\n"
 		"\n"
 		"Examples:\n"
 		"  spanperf record -g -d 10                  # whole host for 10 s, with stacks\n"
 		"  spanperf record -F 4999 -p 1234 -d 5      # one process, 4999 Hz\n"
-		"  spanperf record -g -- make -j8            # whole host while make runs\n"
+		"  spanperf record -g -- make -j8            # make and every process it starts\n"
+		"  spanperf record -a -g -- make -j8         # the whole host while make runs\n"
 		"  spanperf record -e page-faults -c 1 -d 2  # every page fault\n"
 		"  spanperf record -g --span syscall:read -d 5   # read() calls as spans\n"
 		"  spanperf record --span uprobe:libc.so.6:malloc -- ./app\n"
@@ -258,6 +262,7 @@ static int record_check(struct record_opts *o, uint64_t seen, int argc, char **a
 	 */
 	if (o->dwarf_stack && !(seen & (1ull << opts_index(record_defs, "mmap-pages"))))
 		o->mmap_pages = 1024;
+	o->all_cpus = seen & (1ull << opts_index(record_defs, "all-cpus"));
 	return opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 }
 

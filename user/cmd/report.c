@@ -23,7 +23,25 @@ void report_usage(FILE *out)
 		"                         waker (off-CPU: who ended the blocks, record --off-cpu)\n"
 		"                         (default comm,dso,sym; trace and span: record --otel)\n"
 		"  -g, --call-graph       show the call chains under each row\n"
-		"      --percent-limit P  leave out rows under P percent (text)\n"
+		"      --percent-limit P  leave out rows under P percent, and from every other\n"
+		"                         output the samples of those rows (see the man page)\n"
+		"\n"
+		"Filters, as perf report's: every output (table, folded, flame graph, pprof,\n"
+		"page, speedscope, --spans) reads the samples and spans they keep.\n"
+		"  -c, --comms COMM,..    only threads of these names (file://PATH: PATH's lines)\n"
+		"      --pids PID,..      only these processes (perf's --pid too)\n"
+		"      --tids TID,..      only these threads (perf's --tid too)\n"
+		"  -d, --dsos DSO,..      only samples whose address is in these files (short\n"
+		"                         names, as the dso column, or full paths)\n"
+		"  -S, --symbols SYM,..   only samples whose address is in these functions\n"
+		"                         (the samples these lists leave out still count in the\n"
+		"                         table's 100%%, as perf's --percentage absolute)\n"
+		"      --time START,END   only samples and spans (their end) in this window:\n"
+		"                         seconds as perf script prints them (either side may be\n"
+		"                         left out; several ranges separated by spaces), or\n"
+		"                         percents of the recording: 10%%, 10%%/2 (the second\n"
+		"                         tenth), 0%%-10%%,30%%-40%%\n"
+		"\n"
 		"      --format FMT       text (default) or json: one object per row (or span);\n"
 		"                         otlp-json (with --spans): OpenTelemetry OTLP JSON\n"
 		"      --folded           folded stacks for flamegraph.pl or speedscope, to stdout\n"
@@ -78,7 +96,8 @@ void report_usage(FILE *out)
 		"      # lines like  span:otel:00f067aa0ba902b7;app;main;work 12\n"
 		"  spanperf report --spans --format json | jq .\n"
 		"  spanperf report --html report.html           # open it in a browser\n"
-		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n");
+		"  spanperf report --sort attr:http.route,sym    # record --otel: samples by route\n"
+		"  spanperf report --comms app --time 0%%-10%% --folded  # app's first tenth, as stacks\n");
 }
 
 static int opt_sort(const char *arg, void *opts, char *err, size_t errlen)
@@ -117,6 +136,34 @@ static int opt_percent(const char *arg, void *opts, char *err, size_t errlen)
 	return 0;
 }
 
+static int opt_comms(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct report_args *)opts)->o.filter.comms, arg, "--comms", err, errlen);
+}
+
+static int opt_dsos(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct report_args *)opts)->o.filter.dsos, arg, "--dsos", err, errlen);
+}
+
+static int opt_symbols(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct report_args *)opts)->o.filter.syms, arg, "--symbols", err, errlen);
+}
+
+/* perf's forms; a percentage is of the file's first to last sample, checked here on a stand-in. */
+static int opt_time(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct time_range *r;
+	size_t n;
+	int e = time_ranges_parse(arg, 1000000000ull, 2000000000ull, &r, &n, err, errlen);
+
+	free(r);
+	if (!e)
+		((struct report_args *)opts)->o.filter.time = arg;
+	return e;
+}
+
 static int opt_event(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct report_args *a = opts;
@@ -134,6 +181,14 @@ static const struct opt_def report_defs[] = {
 	{ .name = "format", .type = OPT_T_FN, .fn = opt_format },
 	{ .name = "call-graph", .letter = 'g', .type = OPT_T_FLAG, .off = R(table.callgraph) },
 	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
+	{ .name = "comms", .letter = 'c', .type = OPT_T_FN, .fn = opt_comms },
+	{ .name = "pids", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
+	{ .name = "pid", .type = OPT_T_IDS, .off = R(filter.pids), .bad = "is not a comma-separated list of process ids" },
+	{ .name = "tids", .type = OPT_T_IDS, .off = R(filter.tids), .bad = "is not a comma-separated list of thread ids" },
+	{ .name = "tid", .type = OPT_T_IDS, .off = R(filter.tids), .bad = "is not a comma-separated list of thread ids" },
+	{ .name = "dsos", .letter = 'd', .type = OPT_T_FN, .fn = opt_dsos },
+	{ .name = "symbols", .letter = 'S', .type = OPT_T_FN, .fn = opt_symbols },
+	{ .name = "time", .type = OPT_T_FN, .fn = opt_time },
 	{ .name = "folded", .type = OPT_T_FLAG, .off = R(folded) },
 	{ .name = "span-prefix", .type = OPT_T_FLAG, .off = R(span_prefix) },
 	{ .name = "waker", .type = OPT_T_FLAG, .off = R(wakers) },
@@ -209,8 +264,12 @@ int cmd_report(int argc, char **argv)
 
 	sp_prog = "spanperf report";
 	e = report_parse_args(argc, argv, &a, err, sizeof(err));
-	if (e)
+	if (e) {
+		report_filter_free(&a.o.filter);
 		return cmd_parse_failed(e, err);
+	}
 	sp_verbose = a.verbose;
-	return report_run(&a.o);
+	e = report_run(&a.o);
+	report_filter_free(&a.o.filter);
+	return e;
 }

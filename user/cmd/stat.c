@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* spanperf stat: argv into struct stat_opts (live/stat.h), then the count. */
+/* spanperf stat: argv into struct stat_opts (live/stat_opts.h), then the count. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,9 +15,12 @@ void stat_usage(FILE *out)
 		"Usage: spanperf stat [options] [-- CMD [ARGS...]]\n"
 		"\n"
 		"Counts events per thread: each counter is read by a BPF program at every\n"
-		"context switch and added to the outgoing thread's entry in a BPF map.\n"
+		"context switch and added to the outgoing thread's entry in a BPF map.  With\n"
+		"-- CMD, as perf stat: CMD and every process it forks or execs (-a: the\n"
+		"whole host while CMD runs).\n"
 		"\n"
-		"  -a, --all-cpus         count the whole host (the default)\n"
+		"  -a, --all-cpus         count the whole host (the default without CMD; with\n"
+		"                         CMD, the whole host while it runs)\n"
 		"  -p, --pid PID,..       only these processes\n"
 		"  -t, --tid TID,..       only these threads\n"
 		"  -e, --event EVENT,..   events (default: task-clock, context-switches,\n"
@@ -43,7 +46,8 @@ void stat_usage(FILE *out)
 		"\n"
 		"Examples:\n"
 		"  spanperf stat -d 5                              # whole host, 5 s\n"
-		"  spanperf stat --per-thread -e task-clock,cs -- make -j8\n"
+		"  spanperf stat --per-thread -e task-clock,cs -- make -j8   # make's processes\n"
+		"  spanperf stat -a -- sleep 5                     # the whole host for 5 s\n"
 		"  spanperf stat -p 1234 -I 1000 --json -o out.jsonl\n"
 		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n"
 		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n");
@@ -87,6 +91,7 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 	    opts_target(&o->pids, &o->tids, argc, argv, &o->cmd, err, errlen);
 	if (e)
 		return e;
+	o->all_cpus = seen & (1ull << opts_index(stat_defs, "all-cpus"));
 	if (o->serve && o->interval_ms)
 		return set_errorf(err, errlen, -EINVAL, "--serve and -I both report as the run goes; give one of them");
 	if ((seen & (1ull << opts_index(stat_defs, "serve-top"))) && !o->serve)

@@ -2,6 +2,7 @@
 /* spanperf top: argv to struct top_opts; the engine is live/top.c. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,6 +38,10 @@ static void top_usage(FILE *out)
 		"      --spans --span SPEC  the span table instead: per span name its rate,\n"
 		"                         p50/p99, time on CPU and top functions (SPEC as record's)\n"
 		"      --off-cpu          with --spans: also time off CPU and where spans blocked\n"
+		"      --comms COMM,..    only samples of threads of these names (as report's)\n"
+		"      --dsos DSO,..      only samples whose address is in these files\n"
+		"      --symbols SYM,..   only samples whose address is in these functions\n"
+		"      --percent-limit P  leave out rows under P percent\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -46,6 +51,32 @@ static void top_usage(FILE *out)
 		"  spanperf top --stdio\n"
 		"  spanperf top --batch -n 2 -d 1 -E 5\n"
 		"  spanperf top -p 1234 -g --sort sym\n");
+}
+
+static int opt_comms(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct top_opts *)opts)->filter.comms, arg, "--comms", err, errlen);
+}
+
+static int opt_dsos(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct top_opts *)opts)->filter.dsos, arg, "--dsos", err, errlen);
+}
+
+static int opt_symbols(const char *arg, void *opts, char *err, size_t errlen)
+{
+	return name_set_add(&((struct top_opts *)opts)->filter.syms, arg, "--symbols", err, errlen);
+}
+
+static int opt_percent(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct top_opts *o = opts;
+	char *end;
+
+	o->min_pct = strtod(arg, &end);
+	if (*end || end == arg || !(o->min_pct >= 0 && o->min_pct <= 100))
+		return set_errorf(err, errlen, -EINVAL, "--percent-limit '%s' is not a percentage", arg);
+	return 0;
 }
 
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
@@ -82,6 +113,10 @@ static const struct opt_def top_defs[] = {
 	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
 	{ .name = "off-cpu", .type = OPT_T_FLAG, .off = T(offcpu) },
 	{ .name = "batch", .type = OPT_T_FLAG, .off = T(batch) },
+	{ .name = "comms", .type = OPT_T_FN, .fn = opt_comms },
+	{ .name = "dsos", .type = OPT_T_FN, .fn = opt_dsos },
+	{ .name = "symbols", .type = OPT_T_FN, .fn = opt_symbols },
+	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
 	OPT_DEFS_VERBOSITY(struct top_opts),
 	{}
 };

@@ -44,7 +44,7 @@ static int on_begin(void *arg, const struct pd_attr *attrs, int nr_attrs)
 {
 	struct live *l = arg;
 	struct session_live_opts so = { .name = "the recording", .keep_tables = l->lo->keep_tables,
-					.keep_syms = l->lo->keep_syms };
+					.keep_syms = l->lo->keep_syms, .filter = l->lo->filter };
 	int e = session__open_live(&l->sess, attrs, nr_attrs, &so, l->err, l->errlen);
 
 	return e ? fail(l, e) : 0;
@@ -78,7 +78,8 @@ static int on_write(void *arg, const void *p, size_t n)
 /*
  * A window's end: every record queued delivered, as at a file's end, then
  * the engine's end, then the symbolizer trimmed (what the engine still
- * shows of the window resolved before the trim, so it stays valid).
+ * shows of the window resolved before the trim, so it stays valid until
+ * the next; an engine that holds an older window, ops->holds, skips it).
  */
 static int end_window(struct live *l, const char *path)
 {
@@ -96,7 +97,8 @@ static int end_window(struct live *l, const char *path)
 		e = l->lo->ops->end(l->lo->arg, l->sess, path, l->err, l->errlen);
 	else
 		l->lo->ops->drop(l->lo->arg, l->sess);
-	session__trim(l->sess);
+	if (!l->lo->ops->holds || !l->lo->ops->holds(l->lo->arg))
+		session__trim(l->sess);
 	if (e < 0)
 		return fail(l, e) ? 1 : 0;
 	return e > 0;

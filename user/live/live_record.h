@@ -20,6 +20,7 @@
 
 struct record_opts;
 struct session;
+struct report_filter;
 
 /*
  * The symbolizer's tables kept loaded from one window to the next: a host's
@@ -42,6 +43,13 @@ struct live_window_ops {
 	void (*drop)(void *arg, struct session *sess);
 	/* After each pass of the recorder's loop (top's keys), or NULL; nonzero ends the recording. */
 	int (*pass)(void *arg);
+	/*
+	 * Whether the engine still shows a window older than the last one
+	 * (top paused), or NULL: then the session is not trimmed, since what
+	 * that window resolved (names, processes) must outlive more trims
+	 * than one.
+	 */
+	bool (*holds)(void *arg);
 };
 
 struct live_opts {
@@ -55,6 +63,8 @@ struct live_opts {
 	bool file_first;
 	/* The symbolizer's tables kept over a window's end (symbolizer__keep_tables) */
 	size_t keep_tables, keep_syms;
+	/* report's filters for the live session (top's --comms...), or NULL */
+	const struct report_filter *filter;
 };
 
 /*

@@ -22,6 +22,7 @@
 #include "stat.h"
 #include "stat_print.h"
 #include "stat_serve.h"
+#include "target.h"
 #include "util.h"
 
 static const char *const default_events =
@@ -33,6 +34,7 @@ struct stat_run {
 	FILE *out;
 	struct atomic_file out_file; /* -o */
 	struct int_list online;
+	struct target target;	/* -p, -t, or CMD's tree: the counters program's filter */
 	struct counter_set *cs;
 	struct stat_events evs;
 	__u64 start_ns;
@@ -46,23 +48,6 @@ struct stat_run {
 	struct u64_map prev_idx;
 	struct event_sums prev_tot;
 };
-
-void stat_opts_init(struct stat_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->max_threads = 32768;
-	o->serve_top = 50;
-}
-
-void stat_opts_free(struct stat_opts *o)
-{
-	if (!o)
-		return;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	free(o->spans);
-	o->spans = NULL;
-}
 
 int stat_serve_addr_check(const char *addr, char *err, size_t errlen)
 {
@@ -107,7 +92,6 @@ static void sums_since(struct event_sums *now, struct event_sums *prev)
  */
 static int take_reading(struct stat_run *r, double interval, struct stat_reading *rd, struct thread_counts **cur)
 {
-	const struct stat_opts *o = r->o;
 	int e = counters__read(r->cs, &rd->t, &rd->n);
 
 	if (e)
@@ -121,7 +105,7 @@ static int take_reading(struct stat_run *r, double interval, struct stat_reading
 		for (int i = 0; i < rd->n; i++)
 			delta_from_prev(r, &rd->t[i]);
 	}
-	if (!o->pids.n && !o->tids.n) {
+	if (r->target.mode == SP_FILTER_NONE) {
 		/* Whole host: the counters' own sums, as perf stat -a reads them. */
 		e = counters__read_totals(r->cs, *cur ? *cur : rd->t, rd->n, rd->tot.value, rd->tot.enabled,
 					  rd->tot.running);
@@ -198,10 +182,9 @@ static int stat_open(struct stat_run *r)
 	const struct stat_opts *o = r->o;
 	struct event_spec *evs = NULL;
 	struct counters_opts co = {
-		.cpus = &r->online, .max_threads = o->max_threads, .prefer_raw_tp = o->raw_tp,
-		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
-		.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+		.cpus = &r->online, .max_threads = o->max_threads, .prefer_raw_tp = o->raw_tp, .target = &r->target,
 	};
+	const struct int_list no_cpus = {};
 	char err[512];
 	int nr = 0, e;
 
@@ -228,6 +211,10 @@ static int stat_open(struct stat_run *r)
 	e = run_check_targets(&o->pids, &o->tids);
 	if (e)
 		goto cleanup;
+	/* -- CMD: its tree, whose processes leave the filter as they end (no record of theirs is read later). */
+	target__init(&r->target, &o->pids, &o->tids, target_follows_cmd(o->cmd, o->all_cpus, &o->pids, &o->tids, &no_cpus),
+		     o->max_threads, o->raw_tp);
+	r->target.drop_at_exit = true;
 	co.evs = evs;
 	co.nr_evs = nr;
 	e = counters__open(&r->cs, &co, err, sizeof(err));
@@ -271,6 +258,7 @@ static int open_spans(struct stat_run *r)
 		return so.threads_fd;
 	}
 	so.specs = r->specs;
+	so.target = &r->target;
 	counters__map_fds(r->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
 	e = span_set__open(&r->spans, &so, err, sizeof(err));
 	if (e)
@@ -360,6 +348,10 @@ static void stat_losses(struct stat_run *r)
 			(unsigned long long)full, (unsigned long long)r->o->max_threads);
 	if (rerr)
 		pr_warn("%llu counter reads failed in BPF", (unsigned long long)rerr);
+	full = counters__target_full(r->cs);
+	if (full)
+		pr_warn("%llu processes of the command's were not counted: more than --max-threads (%llu) at once",
+			(unsigned long long)full, (unsigned long long)r->o->max_threads);
 }
 
 /* Opened, attached, served: everything runs but CMD, which run__start releases. */
@@ -368,6 +360,9 @@ static int stat_start(struct stat_run *r)
 	const struct stat_opts *o = r->o;
 	int e = stat_open(r) ?: run__prepare(&r->run, o->cmd);
 
+	/* CMD, held until run__start, is counted from its first instruction. */
+	if (!e && r->run.have_cmd)
+		e = target__follow(&r->target, r->run.wl.pid);
 	if (e)
 		return e;
 	e = counters__start(r->cs);
@@ -411,6 +406,7 @@ cleanup:
 	run__stop(&r.run);
 	atomic_file__release(&r.out_file);
 	counters__free(r.cs);
+	target__free(&r.target);
 	free(r.prev);
 	u64_map_free(&r.prev_idx);
 	int_list_free(&r.online);

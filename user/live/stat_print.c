@@ -149,8 +149,12 @@ static void print_title(FILE *out, const struct stat_opts *o)
 		for (char **a = o->cmd; *a; a++)
 			sbuf_printf(&b, "%s%s", a == o->cmd ? "" : " ", *a);
 		sbuf_zero(&b, 1);
-		fprintf(out, "\n Performance counter stats for '%s' (%s):\n\n", b.err ? "?" : b.p,
-			o->pids.n || o->tids.n ? "filtered" : "system wide");
+		/* perf's words: CMD's own count, or what -a, -p and -t count while it runs. */
+		if (!o->all_cpus && !o->pids.n && !o->tids.n)
+			fprintf(out, "\n Performance counter stats for '%s':\n\n", b.err ? "?" : b.p);
+		else
+			fprintf(out, "\n Performance counter stats for '%s' (%s):\n\n", b.err ? "?" : b.p,
+				o->pids.n || o->tids.n ? "filtered" : "system wide");
 		sbuf_free(&b);
 	} else {
 		target_desc(o, what, sizeof(what));

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 
 #include "counters.h"
-#include "stat.h"
+#include "stat_opts.h"
 
 /* Per event: the count and the enabled and running times perf scales it by. */
 struct event_sums {

@@ -20,30 +20,14 @@
 #include "record.h"
 #include "report_spans.h"
 #include "session.h"
+#include "top.h"
 #include "top_view.h"
-
-void top_opts_defaults(struct top_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->freq = 999;
-	o->delay = 2;
-	o->entries = 20;
-}
-
-void top_opts_free(struct top_opts *o)
-{
-	free(o->span_texts);
-	o->span_texts = NULL;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	int_list_free(&o->cpus);
-}
 
 static int window_begin(void *arg, struct session *sess, char *err, size_t errlen)
 {
 	struct top *t = arg;
 	struct profile_opts po = {};
-	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay };
+	struct spans_report_opts so = { .input = "the recording", .window_s = t->o->delay, .min_pct = t->o->min_pct };
 	int e;
 
 	if (t->o->spans)
@@ -69,26 +53,15 @@ static void window_drop(void *arg, struct session *sess)
 	t->cur_sr = NULL;
 }
 
-/* --spans: the window's spans as report --spans tables them, with their rate; NULL on failure (said in err). */
-static char *spans_text(struct top *t, struct session *sess, char *err, size_t errlen)
+/* --spans: the window's spans joined, and the view report --spans tables (with each name's rate); 0 or -errno, said in err. */
+static int spans_done(struct top *t, struct session *sess, const struct spans_view **v, char *err, size_t errlen)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *mem;
-	int e = session__end_consumer(sess, t->cur_sr, true) ?: span_report__finish(t->cur_sr, err, errlen);
+	int e = session__end_consumer(sess, t->cur_sr, true) ?: span_report__finish(t->cur_sr, err, errlen)
+							     ?: span_report__view(t->cur_sr, v);
 
 	if (e == -ENOMEM)
 		snprintf(err, errlen, "out of memory joining the recording's spans");
-	mem = e ? NULL : open_memstream(&text, &len);
-	if (mem) {
-		e = span_report__print(t->cur_sr, mem, err, errlen);
-		fclose(mem);
-	}
-	if (e || !mem) {
-		free(text);
-		return NULL;
-	}
-	return text;
+	return e;
 }
 
 /* A window complete: its table replaces the last one's, drawn or printed. */
@@ -96,7 +69,7 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 {
 	struct top *t = arg;
 	const struct top_opts *o = t->o;
-	char *text = NULL;
+	const struct spans_view *view = NULL;
 	int e = 0;
 
 	(void)path;
@@ -104,10 +77,10 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 		window_drop(t, sess);
 		return o->iterations && t->refreshes >= o->iterations;
 	}
-	if (o->spans && !(text = spans_text(t, sess, err, errlen)))
-		e = -EINVAL;
-	else if (!o->spans)
-		e = profile__end(t->cur, true);
+	if (o->spans)
+		e = spans_done(t, sess, &view, err, errlen);
+	else
+		e = profile__end(t->cur, true) ?: table__limit(t->cur, &t->to);
 	if (e) {
 		if (t->curses)
 			snprintf(t->note, sizeof(t->note), "a refresh was lost");
@@ -118,11 +91,11 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	}
 	t->refreshes++;
 	profile__free(t->last);
-	free(t->spans);
+	span_report__free(t->last_sr);
 	t->last = t->cur;
-	t->spans = text;
+	t->last_sr = t->cur_sr;
+	t->last_view = view;
 	t->cur = NULL;
-	span_report__free(t->cur_sr);
 	t->cur_sr = NULL;
 	if (t->curses)
 		top_view_draw(t);
@@ -134,6 +107,14 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 static int on_pass(void *arg)
 {
 	return top_view_keys(arg);
+}
+
+/* Paused, the screen keeps a window the next ones do not replace: its names must stay. */
+static bool holds(void *arg)
+{
+	const struct top *t = arg;
+
+	return t->paused;
 }
 
 /* record's defaults, then what top sets: its target and sampling, windows of -d, no file. */
@@ -180,10 +161,10 @@ int top_run(struct top_opts *o, int argc, char **argv)
 	static const struct live_window_ops print_ops = { .begin = window_begin, .end = window_end,
 							  .drop = window_drop };
 	static const struct live_window_ops screen_ops = { .begin = window_begin, .end = window_end,
-							   .drop = window_drop, .pass = on_pass };
+							   .drop = window_drop, .pass = on_pass, .holds = holds };
 	struct top t = { .o = o };
 	struct live_opts lo = { .ops = &print_ops, .arg = &t, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
-				.keep_syms = LIVE_KEPT_SYMS };
+				.keep_syms = LIVE_KEPT_SYMS, .filter = &o->filter };
 	struct record_opts ro;
 	char err[512];
 	int e, ret = 1;
@@ -195,6 +176,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 	}
 	snprintf(t.sort, sizeof(t.sort), "%s", o->sort ? o->sort : "comm,dso,sym");
 	t.to.callgraph = o->callgraph;
+	t.to.min_pct = o->min_pct;
 	t.clear = o->stdio && isatty(STDOUT_FILENO);
 	/* Without --stdio or --batch: the curses screen, when there is a terminal to draw on. */
 	if (!o->stdio && !o->batch && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)))
@@ -219,7 +201,7 @@ int top_run(struct top_opts *o, int argc, char **argv)
 cleanup:
 	window_drop(&t, NULL);
 	profile__free(t.last);
-	free(t.spans);
+	span_report__free(t.last_sr);
 	record_opts_free(&ro);
 	return ret;
 }

@@ -9,31 +9,7 @@
 #ifndef SP_TOP_H
 #define SP_TOP_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "parse.h"
-
-/* What `spanperf top` asks for; cmd/ fills it from argv. */
-struct top_opts {
-	struct int_list pids, tids, cpus;
-	uint64_t freq;
-	const char *events;
-	bool callgraph;
-	const char *sort;
-	double delay;		/* -d: seconds between refreshes */
-	uint64_t entries;	/* -E */
-	uint64_t iterations;	/* -n: refreshes, then exit (0: until q or a signal) */
-	bool stdio, batch;
-	bool spans, offcpu;	/* --spans: the span table; --off-cpu adds where spans blocked */
-	const char **span_texts; /* --span, as record's */
-	int nr_spans;
-	int verbose;
-};
-
-/* top's defaults: the whole host at 999 Hz, a refresh every 2 s, 20 rows. */
-void top_opts_defaults(struct top_opts *o);
-void top_opts_free(struct top_opts *o);
+#include "top_opts.h"
 
 /*
  * Runs top until -n refreshes, q or a signal; says what went wrong, once.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * top's screens over the last window: the table's rows (report_out.h) as
- * report prints them, cut to -E; on the full screen also filtered by '/',
- * re-sorted by 's', and cut to the terminal's height.
+ * top's screens over the last window: the table's rows (report_out.h, or
+ * with --spans the span view's, spans_view.h) as report prints them, cut
+ * to -E; on the full screen also filtered by '/', re-sorted by 's' (the
+ * profile's), and cut to the terminal's height.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,13 +13,32 @@
 
 #include "log.h"
 #include "profile.h"
+#include "spans_view.h"
 #include "top_view.h"
 #include "util.h"
 
 static const char rule[] = "-------------------------------------------------------------------------------\n";
 
-/* A row of the table and its chains as text, or without a row the column heads; NULL if out of memory. */
-static char *printed(const struct table *tab, const struct table_row *r)
+/* A row of the profile's table and its chains, or without a row the column heads. */
+static void row_text(const void *tab, const void *r, FILE *f)
+{
+	if (r)
+		table_print_row(tab, r, f);
+	else
+		table_print_columns(tab, f);
+}
+
+/* A name's row of the span table, or without one the column heads. */
+static void kind_text(const void *v, const void *kd, FILE *f)
+{
+	if (kd)
+		spans_print_kind(v, kd, f);
+	else
+		spans_print_columns(v, f);
+}
+
+/* What print writes of (a, b), as text; NULL if out of memory. */
+static char *printed(void (*print)(const void *a, const void *b, FILE *f), const void *a, const void *b)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -26,10 +46,7 @@ static char *printed(const struct table *tab, const struct table_row *r)
 
 	if (!f)
 		return NULL;
-	if (r)
-		table_print_row(tab, r, f);
-	else
-		table_print_columns(tab, f);
+	print(a, b, f);
 	if (fclose(f)) {
 		free(text);
 		return NULL;
@@ -67,8 +84,8 @@ void top_view_print(struct top *t)
 	const struct top_opts *o = t->o;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *mem = o->spans ? NULL : open_memstream(&text, &len);
-	int e = o->spans ? 0 : !mem ? -errno : print_table(t, mem);
+	FILE *mem = open_memstream(&text, &len);
+	int e = !mem ? -errno : o->spans ? spans_print_table(t->last_view, mem) : print_table(t, mem);
 
 	if (mem && fclose(mem) && !e)
 		e = -ENOMEM;
@@ -89,7 +106,7 @@ void top_view_print(struct top *t)
 		       (unsigned long long)t->last->samples, o->delay, (unsigned long long)o->freq,
 		       (unsigned long long)t->refreshes);
 	fputs(rule, stdout);
-	fputs(o->spans ? t->spans : text, stdout);
+	fputs(text, stdout);
 	fflush(stdout);
 	free(text);
 }
@@ -116,36 +133,26 @@ static void draw_table(struct top *t, int y)
 		snprintf(t->note, sizeof(t->note), "cannot draw the table: %s", strerror(-e));
 		return;
 	}
-	y = draw_lines(printed(&tab, NULL), y);
+	y = draw_lines(printed(row_text, &tab, NULL), y);
 	for (size_t i = 0; i < tab.nr_rows && y < LINES - 1; i++)
-		y = draw_lines(printed(&tab, &tab.rows[i]), y);
+		y = draw_lines(printed(row_text, &tab, &tab.rows[i]), y);
 	table__free(&tab);
 }
 
-/*
- * --spans: the span table as its printer wrote it (spans_text.c): its head
- * line, then its rows that hold the filter, cut to -E.
- */
+/* --spans: the span table's column heads and the names the filter keeps, cut to -E and to the screen. */
 static void draw_spans(struct top *t, int y)
 {
-	uint64_t rows = 0;
+	struct spans_rows rows;
+	int e = spans_rows__build(&rows, t->last_view, t->filter, t->o->entries);
 
-	for (const char *l = t->spans, *nl; *l && y < LINES - 1; l = nl) {
-		char line[1024];
-		int n;
-
-		nl = strchr(l, '\n');
-		nl = nl ? nl + 1 : l + strlen(l);
-		n = nl - l - (nl[-1] == '\n');
-		snprintf(line, sizeof(line), "%.*s", n, l);
-		if (*l == '#' && strncmp(l, "# name", 6))
-			continue;
-		if (*l != '#' && t->filter[0] && !strstr(line, t->filter))
-			continue;
-		if (*l != '#' && ++rows > t->o->entries)
-			break;
-		mvaddnstr(y++, 0, l, SP_MIN(n, COLS));
+	if (e) {
+		snprintf(t->note, sizeof(t->note), "cannot draw the table: %s", strerror(-e));
+		return;
 	}
+	y = draw_lines(printed(kind_text, t->last_view, NULL), y);
+	for (size_t i = 0; i < rows.nr && y < LINES - 1; i++)
+		y = draw_lines(printed(kind_text, t->last_view, rows.kind[i]), y);
+	spans_rows__free(&rows);
 }
 
 /* The screen: title, the table's column line and rows, the keys. */
@@ -160,7 +167,7 @@ void top_view_draw(struct top *t)
 	mvhline(1, 0, '-', COLS);
 	if (!t->refreshes)
 		mvprintw(y, 0, "waiting %.1f s for the first window...", t->o->delay);
-	else if (t->o->spans && t->spans)
+	else if (t->o->spans && t->last_view)
 		draw_spans(t, y);
 	else if (t->last)
 		draw_table(t, y);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * top's screens, private to live/top*.c: the state a window leaves for
- * drawing (the last window's profile, or its span table), the printed
+ * drawing (the last window's profile, or its span view), the printed
  * refreshes (--stdio, --batch), and the full screen with its keys.
  */
 #ifndef SP_TOP_VIEW_H
@@ -11,10 +11,11 @@
 #include <stdint.h>
 
 #include "report_out.h"
-#include "top.h"
+#include "top_opts.h"
 
 struct profile;
 struct span_report;
+struct spans_view;
 
 struct top {
 	const struct top_opts *o;
@@ -26,9 +27,13 @@ struct top {
 	/* The window being built: its profile, or its span join (--spans). */
 	struct profile *cur;
 	struct span_report *cur_sr;
-	/* The last window's, drawn until the next: its profile, or its span table's text. */
+	/*
+	 * The last window's, drawn until the next: its profile, or its span
+	 * join and the view of it (whose table's rows are drawn).
+	 */
 	struct profile *last;
-	char *spans;
+	struct span_report *last_sr;
+	const struct spans_view *last_view;
 	char filter[64];
 	char note[128];
 };

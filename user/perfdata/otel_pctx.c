@@ -6,6 +6,7 @@
 
 #include "otel_pctx.h"
 #include "perf_sample.h"
+#include "util.h"
 
 int otel_pctx_header_parse(const void *buf, size_t len, struct otel_pctx_header *h)
 {
@@ -82,7 +83,13 @@ static int pb_next(struct pb *b, __u32 *field, __u32 *wt, struct pb *sub)
 	}
 }
 
-/* AnyValue.string_value (field 1) of v, strdup'd: 1, 0 when v holds no string, or -errno. */
+/* A string field, cut as the file record keeps it: what the process wrote beyond is never copied. */
+static char *pb_strdup(struct pb s)
+{
+	return strndup((const char *)s.p, SP_MIN((size_t)(s.end - s.p), (size_t)OTEL_PCTX_MAX_STR));
+}
+
+/* AnyValue.string_value (field 1) of v, copied: 1, 0 when v holds no string, or -errno. */
 static int any_string(struct pb v, char **out)
 {
 	struct pb sub;
@@ -94,7 +101,7 @@ static int any_string(struct pb v, char **out)
 		if (f != 1 || wt != 2)
 			continue;
 		free(*out);
-		*out = strndup((const char *)sub.p, sub.end - sub.p);
+		*out = pb_strdup(sub);
 		if (!*out)
 			return -ENOMEM;
 	}
@@ -140,32 +147,33 @@ static int key_map(struct pb v, struct otel_pctx *out)
 	return r < 0 ? r : found;
 }
 
-/* One KeyValue: the ones report uses are kept, the rest checked and skipped. */
+/* Whether a string field is exactly name. */
+static bool pb_is(struct pb s, const char *name)
+{
+	size_t n = strlen(name);
+
+	return (size_t)(s.end - s.p) == n && !memcmp(s.p, name, n);
+}
+
+/* One KeyValue: the ones report uses are kept, the rest checked and skipped (their keys never copied). */
 static int key_value(struct pb kv, struct otel_pctx *out)
 {
-	struct pb sub, val = { NULL, NULL };
+	struct pb sub, key = { NULL, NULL }, val = { NULL, NULL };
 	__u32 f, wt;
-	char *key = NULL;
 	int r;
 
 	while ((r = pb_next(&kv, &f, &wt, &sub)) > 0) {
 		if (wt != 2)
 			continue;
-		if (f == 1) {
-			free(key);
-			key = strndup((const char *)sub.p, sub.end - sub.p);
-			if (!key)
-				return -ENOMEM;
-		} else if (f == 2) {
+		if (f == 1)
+			key = sub;
+		else if (f == 2)
 			val = sub;
-		}
 	}
 	/* A KeyValue without a key is no KeyValue: that tells a bare Resource from a ProcessContext. */
-	if (r < 0 || !key) {
-		free(key);
+	if (r < 0 || !key.p)
 		return r < 0 ? r : -EINVAL;
-	}
-	if (val.p && !strcmp(key, "service.name")) {
+	if (val.p && pb_is(key, "service.name")) {
 		char *s;
 
 		r = any_string(val, &s);
@@ -173,10 +181,9 @@ static int key_value(struct pb kv, struct otel_pctx *out)
 			free(out->service_name);
 			out->service_name = s;
 		}
-	} else if (val.p && !strcmp(key, OTEL_PCTX_KEY_MAP)) {
+	} else if (val.p && pb_is(key, OTEL_PCTX_KEY_MAP)) {
 		r = key_map(val, out);
 	}
-	free(key);
 	return r < 0 ? r : 0;
 }
 
@@ -318,7 +325,7 @@ int otel_pctx_rec_decode(const void *raw, size_t len, __u32 *pid, struct otel_pc
 		return -EINVAL;
 	*pid = h.pid;
 	p += h.hdr_size;
-	if (h.service_len && !(out->service_name = strndup((const char *)p, h.service_len))) {
+	if (h.service_len && !(out->service_name = strndup((const char *)p, SP_MIN(h.service_len, OTEL_PCTX_MAX_STR)))) {
 		err = -ENOMEM;
 		goto cleanup;
 	}

@@ -34,6 +34,12 @@
 #define OTEL_PCTX_VERSION 2
 #define OTEL_PCTX_MAX_PAYLOAD (1u << 20) /* far above what any writer publishes */
 #define OTEL_PCTX_MAX_KEYS 256		 /* key_index is a u8 */
+/*
+ * A key or service.name is cut to this many bytes as it is decoded, as the
+ * file record keeps it (a u8 length): a process's 1 MiB key costs no more
+ * than a short one.
+ */
+#define OTEL_PCTX_MAX_STR 255
 #define OTEL_PCTX_KEY_MAP "threadlocal.attribute_key_map"
 
 struct otel_pctx_header {
@@ -56,7 +62,11 @@ struct otel_pctx {
 	int nkeys;
 };
 
-/* Decodes a ProcessContext (or a bare Resource): 0, -EINVAL if malformed, -ENOMEM. */
+/*
+ * Decodes a ProcessContext (or a bare Resource): 0, -EINVAL if malformed,
+ * -ENOMEM.  What it keeps is bounded whatever the payload holds:
+ * OTEL_PCTX_MAX_KEYS keys of OTEL_PCTX_MAX_STR bytes, and service.name.
+ */
 int otel_pctx_decode(const void *pb, size_t len, struct otel_pctx *out);
 void otel_pctx_clear(struct otel_pctx *p);
 

@@ -1100,6 +1100,94 @@ static int index_ids(struct pd_reader *r)
 	return 0;
 }
 
+/* The file as given: a regular, non-empty file as long as a header at least, the caller's or root's (or --force). */
+static int check_file(struct pd_reader *r, int fd, const struct pd_reader_opts *o, struct stat *st)
+{
+	if (fstat(fd, st))
+		return rerr(r, -errno, "cannot stat: %s", strerror(errno));
+	if (S_ISDIR(st->st_mode))
+		return rerr(r, -EISDIR, "is a directory, not a perf.data file");
+	if (!S_ISREG(st->st_mode))
+		return rerr(r, -EINVAL, "is not a regular file");
+	if (st->st_size == 0)
+		return rerr(r, -EINVAL, "is empty");
+	if ((size_t)st->st_size < sizeof(struct file_header))
+		return rerr(r, -EINVAL, "is too short (%lld bytes) to be a perf.data file", (long long)st->st_size);
+	/* perf's rule (perf report -f overrides it): a profile another user made is theirs to craft. */
+	if (st->st_uid != geteuid() && st->st_uid != 0 && !(o && o->any_owner))
+		return rerr(r, -EPERM, "is owned by uid %u, not by you or root (--force reads it)", (unsigned)st->st_uid);
+	return 0;
+}
+
+/*
+ * The file's bytes in r->map: mapped only if no one else can truncate it
+ * under us (a SIGBUS mid-report); a file others may write is read into
+ * memory.
+ */
+static int load_bytes(struct pd_reader *r, int fd, const struct stat *st)
+{
+	unsigned char *copy;
+	size_t got = 0;
+
+	r->size = st->st_size;
+	if ((st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & 022)) {
+		r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (r->map != MAP_FAILED)
+			return 0;
+		r->map = NULL;
+		return rerr(r, -errno, "cannot map: %s", strerror(errno));
+	}
+	copy = malloc(r->size);
+	if (!copy)
+		return rerr(r, -ENOMEM, "out of memory for a copy of %zu bytes", r->size);
+	while (got < r->size) {
+		ssize_t n = pread(fd, copy + got, r->size - got, got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(copy);
+			return rerr(r, n < 0 ? -errno : -EIO, "shrank while read");
+		}
+		got += n;
+	}
+	r->map = copy;
+	r->map_copied = true;
+	return 0;
+}
+
+/* The header in *h, and the data section it names, inside the file and 8-byte aligned. */
+static int read_header(struct pd_reader *r, struct file_header *h)
+{
+	memcpy(h, r->map, sizeof(*h));
+	if (h->magic != PD_MAGIC)
+		return rerr(r, -EINVAL, "is not a perf.data file (no PERFILE2 magic)");
+	if (h->size != PD_HEADER_SIZE)
+		return rerr(r, -EINVAL, h->size == 16 ? "is a pipe-mode perf.data, which is not supported"
+						      : "has a header of unknown size");
+	if (!h->data.size && !h->data.offset)
+		return rerr(r, -EINVAL, "is incomplete: its header was never written (recording interrupted?)");
+	if (!in_file(r, h->data.offset, h->data.size))
+		return rerr(r, -EINVAL, "has a data section (offset %llu, size %llu) past its end (%zu bytes); truncated?",
+			    (unsigned long long)h->data.offset, (unsigned long long)h->data.size, r->size);
+	r->data_offset = h->data.offset;
+	r->data_size = h->data.size;
+	r->data = r->map + r->data_offset;
+	/*
+	 * Records are read in place through struct pointers, which need
+	 * 8-byte alignment; perf writes it, but nothing forces a file to.
+	 */
+	if (r->data_offset % 8) {
+		r->data_copy = malloc(r->data_size ? r->data_size : 1);
+		if (!r->data_copy)
+			return -ENOMEM;
+		memcpy(r->data_copy, r->data, r->data_size);
+		r->data = r->data_copy;
+	}
+	memcpy(r->features, h->features, sizeof(r->features));
+	return 0;
+}
+
 int pd_reader__open(struct pd_reader **out, const char *path, const struct pd_reader_opts *o, char *err,
 		    size_t errlen)
 {
@@ -1124,103 +1212,7 @@ int pd_reader__open(struct pd_reader **out, const char *path, const struct pd_re
 		e = rerr(r, -errno, "cannot open: %s", strerror(errno));
 		goto cleanup;
 	}
-	if (fstat(fd, &st)) {
-		e = rerr(r, -errno, "cannot stat: %s", strerror(errno));
-		goto cleanup;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		e = rerr(r, -EISDIR, "is a directory, not a perf.data file");
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		e = rerr(r, -EINVAL, "is not a regular file");
-		goto cleanup;
-	}
-	if (st.st_size == 0) {
-		e = rerr(r, -EINVAL, "is empty");
-		goto cleanup;
-	}
-	if ((size_t)st.st_size < sizeof(h)) {
-		e = rerr(r, -EINVAL, "is too short (%lld bytes) to be a perf.data file", (long long)st.st_size);
-		goto cleanup;
-	}
-	/* perf's rule (perf report -f overrides it): a profile another user made is theirs to craft. */
-	if (st.st_uid != geteuid() && st.st_uid != 0 && !(o && o->any_owner)) {
-		e = rerr(r, -EPERM, "is owned by uid %u, not by you or root (--force reads it)", (unsigned)st.st_uid);
-		goto cleanup;
-	}
-	r->size = st.st_size;
-	/*
-	 * Mapped only if no one else can truncate it under us (a SIGBUS
-	 * mid-report); a file others may write is read into memory.
-	 */
-	if ((st.st_uid == geteuid() || st.st_uid == 0) && !(st.st_mode & 022)) {
-		r->map = mmap(NULL, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (r->map == MAP_FAILED) {
-			r->map = NULL;
-			e = rerr(r, -errno, "cannot map: %s", strerror(errno));
-			goto cleanup;
-		}
-	} else {
-		unsigned char *copy = malloc(r->size);
-		size_t got = 0;
-
-		if (!copy) {
-			e = rerr(r, -ENOMEM, "out of memory for a copy of %zu bytes", r->size);
-			goto cleanup;
-		}
-		while (got < r->size) {
-			ssize_t n = pread(fd, copy + got, r->size - got, got);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				free(copy);
-				e = rerr(r, n < 0 ? -errno : -EIO, "shrank while read");
-				goto cleanup;
-			}
-			got += n;
-		}
-		r->map = copy;
-		r->map_copied = true;
-	}
-	memcpy(&h, r->map, sizeof(h));
-	if (h.magic != PD_MAGIC) {
-		e = rerr(r, -EINVAL, "is not a perf.data file (no PERFILE2 magic)");
-		goto cleanup;
-	}
-	if (h.size != PD_HEADER_SIZE) {
-		e = rerr(r, -EINVAL, h.size == 16 ? "is a pipe-mode perf.data, which is not supported"
-						  : "has a header of unknown size");
-		goto cleanup;
-	}
-	if (!h.data.size && !h.data.offset) {
-		e = rerr(r, -EINVAL, "is incomplete: its header was never written (recording interrupted?)");
-		goto cleanup;
-	}
-	if (!in_file(r, h.data.offset, h.data.size)) {
-		e = rerr(r, -EINVAL, "has a data section (offset %llu, size %llu) past its end (%zu bytes); truncated?",
-			 (unsigned long long)h.data.offset, (unsigned long long)h.data.size, r->size);
-		goto cleanup;
-	}
-	r->data_offset = h.data.offset;
-	r->data_size = h.data.size;
-	r->data = r->map + r->data_offset;
-	/*
-	 * Records are read in place through struct pointers, which need
-	 * 8-byte alignment; perf writes it, but nothing forces a file to.
-	 */
-	if (r->data_offset % 8) {
-		r->data_copy = malloc(r->data_size ? r->data_size : 1);
-		if (!r->data_copy) {
-			e = -ENOMEM;
-			goto cleanup;
-		}
-		memcpy(r->data_copy, r->data, r->data_size);
-		r->data = r->data_copy;
-	}
-	memcpy(r->features, h.features, sizeof(r->features));
-	e = parse_attrs(r, &h);
+	e = check_file(r, fd, o, &st) ?: load_bytes(r, fd, &st) ?: read_header(r, &h) ?: parse_attrs(r, &h);
 	if (e)
 		goto cleanup;
 	read_features(r);

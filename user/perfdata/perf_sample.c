@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "perf_sample.h"
 #include "util.h"
@@ -617,4 +618,15 @@ long pd_sample_offset(const struct perf_event_attr *attr, __u64 field)
 		off += 8;
 	}
 	return -1;
+}
+
+void pd_bpf_output_attr(struct perf_event_attr *a, __u64 more)
+{
+	*a = (struct perf_event_attr){
+		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
+		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | more,
+		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
+		.disabled = 1,
+	};
 }

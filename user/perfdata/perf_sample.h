@@ -89,6 +89,14 @@ int pd_trailer_parse(const struct perf_event_attr *attr, const void *rec, size_t
 int pd_record_id(const void *rec, size_t len, __u64 *id);
 
 /*
+ * The attr of records spanperf's BPF programs write to their rings (spans,
+ * off-CPU blocks, switch-outs), as perf's --off-cpu declares its own: a
+ * software BPF-output event, on the recording's CLOCK_MONOTONIC, each
+ * sample with IDENTIFIER, IP, TID, TIME, CPU and PERIOD, and then more.
+ */
+void pd_bpf_output_attr(struct perf_event_attr *a, __u64 more);
+
+/*
  * Side-band records: one struct per kind, one walker per layout that sizes,
  * writes and parses it (as walk_sample does for samples), so that a field
  * is stated once; the sample_id trailer of kernel records goes through the

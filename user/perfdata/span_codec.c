@@ -16,13 +16,7 @@ _Static_assert(sizeof(struct sp_span) == 120, "files before the version field ho
 
 void span_codec_attr(struct perf_event_attr *a)
 {
-	*a = (struct perf_event_attr){
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
-		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW,
-		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-		.disabled = 1,
-	};
+	pd_bpf_output_attr(a, PERF_SAMPLE_RAW);
 }
 
 int span_codec_attr_name(char *buf, size_t len, const char *name)

@@ -17,6 +17,7 @@
 #include "libbpf_setup.h"
 #include "parse.h"
 #include "perf_events.h"
+#include "target.h"
 #include "util.h"
 
 struct counter_set {
@@ -29,8 +30,7 @@ struct counter_set {
 	struct int_list cpus;	/* online CPUs the events are on */
 	int nr_cpus;		/* possible CPUs: the BPF arrays' stride */
 	const char *hook;
-	enum sp_filter_mode filter_mode;
-	struct int_list filter;
+	struct target *target;
 	__u64 stop_ns;		/* CLOCK_MONOTONIC at counters__stop, 0 while running */
 	__u32 times_mask;
 	__u32 clock_mask;
@@ -151,7 +151,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 		return -ENOMEM;
 	s->threads_fd = -1;
 	s->nr_cpus = libbpf_num_possible_cpus();
-	s->filter_mode = o->filter_mode;
+	s->target = o->target;
 	s->cpus.v = malloc(o->cpus->n * sizeof(int));
 	s->fds = malloc(SP_MAX_COUNTERS * o->cpus->n * sizeof(int));
 	if (!s->cpus.v || !s->fds || s->nr_cpus <= 0) {
@@ -162,15 +162,6 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->cpus.n = o->cpus->n;
 	for (int i = 0; i < SP_MAX_COUNTERS * s->cpus.n; i++)
 		s->fds[i] = -1;
-	if (o->filter) {
-		s->filter.v = malloc((o->filter->n ? o->filter->n : 1) * sizeof(int));
-		if (!s->filter.v) {
-			e = -ENOMEM;
-			goto cleanup;
-		}
-		memcpy(s->filter.v, o->filter->v, o->filter->n * sizeof(int));
-		s->filter.n = o->filter->n;
-	}
 	for (int i = 0; i < o->nr_evs; i++) {
 		s->ev[i].spec = o->evs[i];
 		e = open_event(s, &s->ev[i], o, err, errlen);
@@ -191,7 +182,8 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->hook = raw_tp ? "raw_tp" : "tp_btf";
 	s->skel->rodata->nr_events = s->nr_slots;
 	s->skel->rodata->nr_cpus = s->nr_cpus;
-	s->skel->rodata->filter_mode = o->filter_mode;
+	s->skel->rodata->filter_mode = o->target ? o->target->mode : SP_FILTER_NONE;
+	s->skel->rodata->target_drop_at_exit = o->target && o->target->drop_at_exit;
 	s->skel->rodata->times_mask = s->times_mask;
 	s->skel->rodata->clock_mask = s->clock_mask;
 	s->skel->rodata->sched_split = o->sched_split;
@@ -206,10 +198,19 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 	s->skel->rodata->has_prev_state = features_tp_nargs("sched_switch") >= 4;
 	bpf_map__set_max_entries(s->skel->maps.counters, SP_MAX(1, s->nr_slots * s->nr_cpus));
 	bpf_map__set_max_entries(s->skel->maps.counts, o->max_threads);
-	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
+	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		snprintf(err, errlen, "cannot share the BPF filter with the counters program: %s", strerror(-e));
+		goto cleanup;
+	}
 	e = counters_bpf__load(s->skel);
 	if (e) {
 		snprintf(err, errlen, "cannot load the counters BPF program (%s): %s", s->hook, libbpf_explain(e));
+		goto cleanup;
+	}
+	e = target__loaded(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		snprintf(err, errlen, "cannot fill the counters program's filter: %s", strerror(-e));
 		goto cleanup;
 	}
 	for (int slot = 0; slot < s->nr_slots; slot++)
@@ -222,15 +223,6 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 				goto cleanup;
 			}
 		}
-	for (int i = 0; o->filter && i < o->filter->n; i++) {
-		__u32 key = o->filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
-			e = -errno;
-			goto cleanup;
-		}
-	}
 	*out = s;
 	return 0;
 cleanup:
@@ -311,9 +303,7 @@ static void thread_identity(struct thread_counts *t)
 
 static bool user_wanted(const struct counter_set *s, const struct thread_counts *t)
 {
-	if (s->filter_mode == SP_FILTER_NONE)
-		return true;
-	return int_list_has(&s->filter, s->filter_mode == SP_FILTER_PID ? (int)t->pid : (int)t->tid);
+	return target__has(s->target, s->target && s->target->mode == SP_FILTER_TID ? t->tid : t->pid);
 }
 
 /* Grows v by one zeroed entry for tid; returns its index or -ENOMEM. */
@@ -696,6 +686,11 @@ bool counters__split_stamps(const struct counter_set *s, __u64 *hidden, __u64 *n
 	return s->skel->rodata->split_stamps;
 }
 
+__u64 counters__target_full(const struct counter_set *s)
+{
+	return s->target ? target__full(s->target, bpf_map__fd(s->skel->maps.stats)) : 0;
+}
+
 const char *counters__hook(const struct counter_set *s)
 {
 	return s->hook;
@@ -754,6 +749,5 @@ void counters__free(struct counter_set *s)
 	counters_bpf__destroy(s->skel);
 	free(s->fds);
 	int_list_free(&s->cpus);
-	int_list_free(&s->filter);
 	free(s);
 }

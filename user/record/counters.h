@@ -18,14 +18,15 @@
 #include "parse.h"
 #include "spanperf_abi.h"
 
+struct target;
+
 struct counters_opts {
 	bool no_native;			 /* read task-clock from a counter too (tests) */
 	bool native_switches;		 /* count context-switches in BPF (spans: no read) */
 	const struct event_spec *evs;
 	int nr_evs;			 /* at most SP_MAX_COUNTERS */
 	const struct int_list *cpus;	 /* online CPUs */
-	const struct int_list *filter;	 /* pids or tids, or NULL */
-	enum sp_filter_mode filter_mode;
+	struct target *target;		 /* -p, -t, CMD's tree (record/target.h), or NULL: every thread */
 	__u64 max_threads;
 	bool prefer_raw_tp;		 /* force the raw_tp twin (tests) */
 	bool sched_split;		 /* keep each thread's time in S and D (spans, stat's sleep/blocked) */
@@ -84,6 +85,8 @@ const struct counter_event *counters__events(const struct counter_set *s, int *n
  * last pick, by the scheduler's account: see oncpu_since_snap in bpf/sched_time.bpf.h).
  */
 void counters__losses(struct counter_set *s, __u64 *full, __u64 *read_err, __u64 *gaps);
+/* -- CMD: processes of the command's tree the filter was too full to follow. */
+__u64 counters__target_full(const struct counter_set *s);
 /*
  * The split's method (true: stamps at sched_switch and sched_wakeup), and
  * what its stamps missed: blocks and waits ended by the thread's run time

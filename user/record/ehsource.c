@@ -17,6 +17,7 @@
 #include "perf_data.h"
 #include "perf_events.h"
 #include "perf_sample.h"
+#include "source.h"
 #include "sample.skel.h"
 #include "spanperf_abi.h"
 #include "util.h"
@@ -245,10 +246,14 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	return idle_ms;
 }
 
-/* With -p, the side-band is still the whole host's: the others' tables would be built for nothing. */
+/*
+ * With -p, the side-band is still the whole host's: the others' tables would
+ * be built for nothing.  With -- CMD only CMD's tree's reaches here
+ * (source_samples.c), all of it wanted.
+ */
 static bool wanted(const struct eh_source *s, __u32 pid)
 {
-	return !s->pids || int_list_has(s->pids, pid);
+	return !s->pids || s->skel->rodata->filter_mode == SP_FILTER_TREE || int_list_has(s->pids, pid);
 }
 
 void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
@@ -310,9 +315,7 @@ void eh_source__report(struct eh_source *s, int verbose)
 		return;
 	fd = bpf_map__fd(s->skel->maps.eh_stats);
 	eh_tables__stats(s->tables, &st);
-	if (bpf_percpu_sum(fd, SP_EH_LOST))
-		pr_warn("%llu samples LOST: the ehframe sample ring was full",
-			(unsigned long long)bpf_percpu_sum(fd, SP_EH_LOST));
+	REC_SAY({ bpf_percpu_sum(fd, SP_EH_LOST), REC_WARN, "samples LOST: the ehframe sample ring was full" });
 	if (st.too_large || st.maps_full || st.procs_full)
 		pr_warn("unwind tables full: %llu files too large, %llu processes without room for their mappings; those unwind by frame pointer",
 			(unsigned long long)st.too_large, (unsigned long long)(st.maps_full + st.procs_full));
@@ -325,18 +328,11 @@ void eh_source__report(struct eh_source *s, int verbose)
 	fprintf(stderr, "  %llu passes of the loop, %llu of them %d ms apart while processes started; %llu woken by an exec%s\n",
 		(unsigned long long)s->passes, (unsigned long long)s->busy_passes, EH_SOURCE_POLL_MS,
 		(unsigned long long)s->wakes, s->exec_wake ? "" : " (no exec tracepoint: every pass 2 ms apart)");
-	if (st.shared)
-		fprintf(stderr, "  %llu files shared the table of another file with their build id\n",
-			(unsigned long long)st.shared);
-	if (st.bid_other_rows)
-		fprintf(stderr, "  %llu files had another file's build id but rows of their own\n",
-			(unsigned long long)st.bid_other_rows);
-	if (st.from_debug)
-		fprintf(stderr, "  %llu files took rows from their debug file's .debug_frame\n",
-			(unsigned long long)st.from_debug);
-	if (st.caught_up)
-		fprintf(stderr, "  %llu processes started or exec'd while the tables were built, read again once the events were on\n",
-			(unsigned long long)st.caught_up);
+	REC_SAY({ st.shared, REC_DETAIL, "files shared the table of another file with their build id" },
+		{ st.bid_other_rows, REC_DETAIL, "files had another file's build id but rows of their own" },
+		{ st.from_debug, REC_DETAIL, "files took rows from their debug file's .debug_frame" },
+		{ st.caught_up, REC_DETAIL,
+		  "processes started or exec'd while the tables were built, read again once the events were on" });
 	if (st.half_switches)
 		fprintf(stderr, "  mapping table reused %llu times (every live process's mappings made again)\n",
 			(unsigned long long)st.half_switches);

@@ -15,6 +15,7 @@
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "perf_sample.h"
+#include "target.h"
 #include "util.h"
 #include "sched_codec.h"
 #include "waker_codec.h"
@@ -48,6 +49,9 @@ struct offcpu_set {
 	bool eh;		    /* user chains in offustacks */
 	const __u64 *sorted_ns;	    /* offcpu_opts */
 	bool stamp_late;
+	struct target *target;
+	int (*outsider)(void *arg, __u32 pid, __u64 time);
+	void *outsider_arg;
 	struct offcpu_stats st;
 };
 
@@ -149,16 +153,8 @@ static void locate_syms(struct offcpu_set *s)
 /* The interrupt context ip is the entry of, 0 if none. */
 static __u8 irq_ctx_of(const struct offcpu_set *s, __u64 ip)
 {
-	size_t lo = 0, hi = s->nr_irq;
+	size_t lo = SP_PARTITION(s->nr_irq, i, s->irq[i].start <= ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->irq[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo && ip < s->irq[lo - 1].end ? s->irq[lo - 1].ctx : 0;
 }
 
@@ -184,14 +180,8 @@ static __u32 classify_waker(const struct offcpu_set *s, const __u64 *chain, __u3
 
 void offcpu__attr(struct perf_event_attr *a)
 {
-	/* As perf's --off-cpu: a software BPF-output event, CALLCHAIN in the sample. */
-	*a = (struct perf_event_attr){
-		.type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_BPF_OUTPUT, .size = sizeof(*a),
-		.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			       PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN,
-		.sample_period = 1, .sample_id_all = 1, .use_clockid = 1, .clockid = CLOCK_MONOTONIC,
-		.disabled = 1,
-	};
+	/* As perf's --off-cpu: CALLCHAIN in the sample. */
+	pd_bpf_output_attr(a, PERF_SAMPLE_CALLCHAIN);
 }
 
 void offcpu__waker_attr(struct perf_event_attr *a)
@@ -356,6 +346,14 @@ static int write_waker(struct offcpu_set *s, const struct sp_offcpu_event *ev, _
 		/* A thread's: who it is. */
 		memcpy(rec.comm, w->comm, sizeof(rec.comm));
 		rec.comm[sizeof(rec.comm) - 1] = 0;
+		/* Outside the target, its process was never synthesized: named now, before it. */
+		if (s->outsider && w->pid &&
+		    !target__has(s->target, s->target->mode == SP_FILTER_TID ? w->tid : w->pid)) {
+			int e = s->outsider(s->outsider_arg, w->pid, time);
+
+			if (e)
+				return e;
+		}
 	} else {
 		/* An interrupt has no thread: the task it interrupted is not the waker. */
 		smp.pid = smp.tid = 0;
@@ -455,6 +453,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	s->sched = o->sched;
 	s->sorted_ns = o->sorted_ns;
 	s->stamp_late = o->stamp_late;
+	s->target = o->target;
+	s->outsider = o->target ? o->outsider : NULL;
+	s->outsider_arg = o->outsider_arg;
 	locate_syms(s);
 	/* tp_btf (5.5+) reads task fields directly; raw_tp is the older twin. */
 	raw_tp = o->prefer_raw_tp || features_try_attach("calib_tp_btf") != 0;
@@ -473,7 +474,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	/* The ring holds at least `entries` blocks: a power of two of pages. */
 	while (ring < o->entries * (sizeof(struct sp_offcpu_event) + 8))
 		ring <<= 1;
-	s->skel->rodata->filter_mode = o->filter_mode;
+	s->skel->rodata->filter_mode = o->target ? o->target->mode : SP_FILTER_NONE;
 	s->skel->rodata->cpu_filter = o->cpus && o->cpus->n;
 	s->skel->rodata->thresh_ns = o->thresh_ns;
 	s->skel->rodata->ring_size = ring;
@@ -517,39 +518,28 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
 	}
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
-	bpf_map__set_max_entries(s->skel->maps.filter, o->filter && o->filter->n ? o->filter->n : 1);
+	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		set_errorf(err, errlen, e, "cannot share the BPF filter with the off-CPU program: %s", strerror(-e));
+		goto cleanup;
+	}
 	e = offcpu_bpf__load(s->skel);
 	if (e) {
 		set_errorf(err, errlen, e, "cannot load the off-CPU BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;
 	}
-	for (int i = 0; o->filter && i < o->filter->n; i++) {
-		__u32 key = o->filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.filter), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
-			goto cleanup;
-		}
-	}
-	for (int i = 0; o->cpus && i < o->cpus->n; i++) {
-		__u32 key = o->cpus->v[i];
-		__u8 one = 1;
-
-		if (key < (__u32)nr_cpus &&
-		    bpf_map_update_elem(bpf_map__fd(s->skel->maps.offcpu_cpus), &key, &one, BPF_ANY)) {
-			e = -errno;
-			set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
-			goto cleanup;
-		}
-	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		set_errorf(err, errlen, e, "cannot read the off-CPU ring buffer: %s", strerror(-e));
+	e = target__loaded(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU filter map: %s", strerror(-e));
 		goto cleanup;
 	}
+	if (o->cpus && (e = bpf_map_mark(bpf_map__fd(s->skel->maps.offcpu_cpus), o->cpus->v, o->cpus->n, nr_cpus))) {
+		set_errorf(err, errlen, e, "cannot fill the off-CPU CPU map: %s", strerror(-e));
+		goto cleanup;
+	}
+	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.offcpu_rb), on_ring, s, "off-CPU ring buffer", err, errlen);
+	if (e)
+		goto cleanup;
 	*out = s;
 	return 0;
 cleanup:

@@ -21,6 +21,8 @@
 #include "parse.h"
 #include "spanperf_abi.h"
 
+struct target;
+
 /* perf's default --off-cpu-thresh. */
 #define OFFCPU_DEFAULT_THRESH_MS 500
 
@@ -31,8 +33,14 @@ struct offcpu_eh_fds {
 
 struct offcpu_opts {
 	const struct int_list *cpus;	/* -C, or NULL for every CPU */
-	const struct int_list *filter;	/* -p pids or -t tids, or NULL */
-	enum sp_filter_mode filter_mode;
+	struct target *target;		/* -p, -t, CMD's tree (record/target.h), or NULL: every thread */
+	/*
+	 * A waker outside the target: called once before its first waker
+	 * sample, so that the side-band of its process (which was not
+	 * synthesized) precedes it and its stack is named.  0, or -errno.
+	 */
+	int (*outsider)(void *arg, __u32 pid, __u64 time);
+	void *outsider_arg;
 	__u64 max_threads;		/* threads off CPU at once */
 	__u64 entries;			/* stacks and sums kept in BPF; the ring holds as many blocks */
 	__u64 thresh_ns;

@@ -22,6 +22,7 @@
 #include "sbuf.h"
 #include "span_codec.h"
 #include "spanperf_abi.h"
+#include "target.h"
 #include "util.h"
 
 #define SCAN_EVERY_NS 1000000000ull
@@ -53,7 +54,7 @@ struct proc {
 	bool watched; /* in the watch list */
 	bool by_mmap; /* watched since it mapped a file that defines the variable */
 	__u64 pctx_published; /* the process context's published-at when read; 0: none yet */
-	struct otel_pctx pctx;	/* as read last: written to the file at the end */
+	struct otel_pctx pctx;	/* as read last: written to the file when the process exits, or at the end */
 	__u64 pctx_tried;     /* when it was last looked for */
 	__u64 pctx_addr;      /* where its OTEL_CTX mapping was */
 	int pctx_err;	      /* what that look found: a process is counted once per kind of failure */
@@ -281,9 +282,8 @@ static struct proc *proc_find(struct otel_record *r, int pid)
  * Reads p's process context again if it may have changed; force: whatever
  * the time since the last look.  What cannot be read is counted by
  * otel_process_read, never fatal.  The latest version is kept until the
- * end (the key map only grows), when it goes into the file: a record
- * stamped now, written now, could come after spans stamped earlier in a
- * later round, which perf reports as out of order.
+ * process exits or the recording ends (the key map only grows), when it
+ * goes into the file (proc_exited, write_pctx).
  */
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force)
 {
@@ -316,22 +316,27 @@ static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool fo
 		 pc.service_name ?: "(none)");
 }
 
-/* Every process context read, one record each, stamped now: after everything before. */
+/* p's context as one record, stamped t; 0 or -errno. */
+static int write_one_pctx(struct otel_record *r, const struct proc *p, __u64 t)
+{
+	struct sbuf b = {};
+	int err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, p->pid, t, &p->pctx) ?:
+		  pd_writer__write(r->w, b.p, b.len);
+
+	r->pctx_written += !err;
+	sbuf_free(&b);
+	return err;
+}
+
+/* Every live process's context, one record each, stamped now: after everything before. */
 static int write_pctx(struct otel_record *r)
 {
 	__u64 now = now_ns(CLOCK_MONOTONIC);
-	struct sbuf b = {};
 	int err = 0;
 
-	for (size_t i = 0; i < r->nprocs && !err; i++) {
-		if (!r->procs[i].pctx_published)
-			continue;
-		b.len = 0;
-		err = otel_pctx_rec_write(&b, r->o.attr, r->o.pctx_id, r->procs[i].pid, now, &r->procs[i].pctx) ?:
-		      pd_writer__write(r->w, b.p, b.len);
-		r->pctx_written += !err;
-	}
-	sbuf_free(&b);
+	for (size_t i = 0; i < r->nprocs && !err; i++)
+		if (r->procs[i].pctx_published)
+			err = write_one_pctx(r, &r->procs[i], now);
 	return err;
 }
 
@@ -354,6 +359,71 @@ static struct proc *proc_get(struct otel_record *r, int pid)
 static void otel_record_bump(struct otel_record *r)
 {
 	__atomic_add_fetch(r->o.gen, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Everything kept of p goes, its recipe in the sampling program's map too
+ * (room for MAX_RECIPES): the last of the array takes its place.  Pointers
+ * into procs are stale after.
+ */
+static void proc_release(struct otel_record *r, struct proc *p)
+{
+	size_t i = p - r->procs;
+	__u32 key = p->pid;
+	uint64_t *v;
+
+	if (!bpf_map_delete_elem(r->o.recipes_fd, &key))
+		otel_record_bump(r);
+	free(p->exe);
+	otel_pctx_clear(&p->pctx);
+	v = u64_map_get(&r->by_pid, key, false);
+	if (v)
+		*v = 0;
+	if (i + 1 < r->nprocs) {
+		r->procs[i] = r->procs[r->nprocs - 1];
+		v = u64_map_get(&r->by_pid, (__u32)r->procs[i].pid, false);
+		if (v)
+			*v = i + 1;
+	}
+	r->nprocs--;
+}
+
+/* Whether threads of pid's live on after its leader exited (it left by pthread_exit). */
+static bool group_lives(int pid)
+{
+	char path[64];
+	struct dirent *de;
+	bool other = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!other && (de = readdir(d)))
+		other = de->d_name[0] != '.' && atoi(de->d_name) != pid;
+	closedir(d);
+	return other;
+}
+
+/*
+ * Process p exited at time (~0: not known, found gone by the scan): its
+ * context goes into the file now, in the round of its EXIT and stamped as
+ * its spans are (never before what perf may have let go already), and all
+ * that was kept of it is let go.  A host's short-lived publishers would
+ * otherwise each hold theirs, up to a megabyte, until the recording ends.
+ */
+static int proc_exited(struct otel_record *r, struct proc *p, __u64 time)
+{
+	__u64 round = r->o.round_ns ? *r->o.round_ns : 0, t;
+	int err = 0;
+
+	if (p->pctx_published) {
+		t = time != ~0ull ? SP_MAX(time, round) : round ? round : now_ns(CLOCK_MONOTONIC);
+		err = write_one_pctx(r, p, t);
+	}
+	proc_release(r, p);
+	return err;
 }
 
 /* Looks at pid again if it is new, exec'ed since, or was not relocated yet. */
@@ -553,6 +623,8 @@ static void check_mmaps(struct otel_record *r, __u64 now)
 
 static bool wanted(const struct otel_record *r, int pid)
 {
+	if (r->o.target)
+		return target__has(r->o.target, pid);
 	if (!r->o.pids)
 		return true;
 	for (int i = 0; i < r->o.pids->n; i++)
@@ -601,11 +673,12 @@ static void watch_execs(struct otel_record *r, __u64 now)
 		int pid = r->watch[i];
 		struct proc *p;
 
-		p = proc_get(r, pid);
+		/* None if it exited meanwhile and was let go: it leaves the watch. */
+		p = proc_find(r, pid);
 		if (p && now >= p->next_visit) {
 			r->exec_looks++;
 			visit(r, pid, FOUND_EXEC);
-			p = proc_get(r, pid); /* visit may have moved the array */
+			p = proc_find(r, pid); /* visit may have moved the array */
 			p->next_visit = now + p->wait_ns;
 			p->wait_ns *= 2;
 		}
@@ -642,6 +715,13 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].state == PROC_DONE)
 			pctx_check(r, &r->procs[i], now, true);
+	/*
+	 * Processes gone without an EXIT seen (the rings lost it): let go at
+	 * the next drain as if it had been, so that nothing of them stays.
+	 */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (kill(r->procs[i].pid, 0) && errno == ESRCH)
+			otel_record__exit(r, r->procs[i].pid, 0);
 	if (r->o.pids) {
 		for (int i = 0; i < r->o.pids->n; i++)
 			visit(r, r->o.pids->v[i], FOUND_SCAN);
@@ -654,7 +734,7 @@ int otel_record__tick(struct otel_record *r, __u64 now)
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 
-		if (!*end && pid > 0)
+		if (!*end && pid > 0 && (!r->o.target || target__has(r->o.target, pid)))
 			visit(r, pid, FOUND_SCAN);
 	}
 	closedir(d);
@@ -668,33 +748,49 @@ void otel_record__exit(struct otel_record *r, __u32 tid, __u64 time)
 		r->exitq[r->nexitq++] = (struct exited){ .tid = tid, .time = time ?: ~0ull };
 }
 
-/* The open contexts of the threads that exited since the last drain, as spans. */
+/* tid's open context, if any, as a span ending at its exit at the latest. */
+static int close_thread(struct otel_record *r, __u32 tid, __u64 time)
+{
+	struct sp_thread t;
+	uint64_t *v;
+	int err;
+
+	if (bpf_map_lookup_elem(r->o.threads_fd, &tid, &t) || ctx_empty(&t.otel.st.ctx) ||
+	    closed_at_exit(r, tid, &t.otel.st, false))
+		return 0;
+	/*
+	 * Ended one period after its last sample, but no later than its
+	 * thread: a thread that exits within a period of that sample would
+	 * otherwise have a span ending after its EXIT, stamped past what the
+	 * rest of the round holds.
+	 */
+	err = write_span(r, &t.otel.st, tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time)) ?:
+	      set_open_attrs(r, tid, NULL, 0);
+	v = u64_map_get(&r->closed, tid, true);
+	if (!err && !v)
+		err = -ENOMEM;
+	if (!err)
+		*v = t.otel.st.start_ns + 1;
+	return err;
+}
+
+/*
+ * The open contexts of the threads that exited since the last drain, as
+ * spans; and the processes whose last thread that was, let go.
+ */
 static int close_exited(struct otel_record *r)
 {
 	int err = 0;
 
 	for (size_t i = 0; i < r->nexitq && !err; i++) {
 		__u32 tid = r->exitq[i].tid;
-		struct sp_thread t;
-		uint64_t *v;
+		struct proc *p;
 
-		if (bpf_map_lookup_elem(r->o.threads_fd, &tid, &t) || ctx_empty(&t.otel.st.ctx) ||
-		    closed_at_exit(r, tid, &t.otel.st, false))
-			continue;
-		/*
-		 * Ended one period after its last sample, but no later than its
-		 * thread: a thread that exits within a period of that sample would
-		 * otherwise have a span ending after its EXIT, stamped past what the
-		 * rest of the round holds.
-		 */
-		err = write_span(r, &t.otel.st, tid, 0,
-				 SP_MIN(t.otel.st.last_ns + r->o.period_ns, r->exitq[i].time)) ?:
-		      set_open_attrs(r, tid, NULL, 0);
-		v = u64_map_get(&r->closed, tid, true);
-		if (!err && !v)
-			err = -ENOMEM;
-		if (!err)
-			*v = t.otel.st.start_ns + 1;
+		err = close_thread(r, tid, r->exitq[i].time);
+		/* A leader's tid is its pid: a process of ours, unless its threads live on without it. */
+		p = err ? NULL : proc_find(r, tid);
+		if (p && !group_lives(tid))
+			err = proc_exited(r, p, r->exitq[i].time);
 	}
 	r->nexitq = 0;
 	return err;

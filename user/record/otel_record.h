@@ -32,7 +32,8 @@ struct otel_record_opts {
 	 * it (its thread idle since its last sample) is stamped then instead.
 	 */
 	const __u64 *round_ns;
-	const struct int_list *pids; /* -p: only these; NULL: every process */
+	const struct int_list *pids; /* -p: only these; NULL: every process (or target's) */
+	const struct target *target; /* -- CMD: CMD's tree only (record/target.h), else NULL */
 	int cmd_pid;		     /* -- CMD's pid, watched at every tick; 0 if none */
 	__u64 period_ns;	     /* the sampling interval: a span ends one after its last sample */
 	const struct perf_event_attr *attr; /* the span attr layout */

@@ -27,10 +27,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_budget.h"
 #include "fileio.h"
 #include "otel_tls.h"
 #include "proc_file.h"
 #include "sideband.h"
+#include "util.h"
 
 const char *otel_tls_why(int err)
 {
@@ -58,19 +60,17 @@ const char *otel_tls_model_name(enum otel_tls_model m)
 /*
  * The defined STT_TLS symbol in the table of section scn; its index, or -1
  * (with *not_tls set if the name is defined there as something else).
+ * The table and its names are libelf's, charged to the file's budget.
  */
-/* Larger symbol or relocation tables are not a library's: not read (they may be sparse and huge). */
-#define MAX_TABLE_BYTES (64u << 20)
-
-static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
+static long find_sym(struct elf_budget *b, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
 	size_t n;
 
 	/* Entries of the ELF's own size, counted from the data read, not the header's claim. */
-	if (!gelf_getshdr(scn, &sh) || sh.sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) ||
-	    sh.sh_size > MAX_TABLE_BYTES || !(data = elf_getdata(scn, NULL)))
+	if (!gelf_getshdr(scn, &sh) || sh.sh_entsize != gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT) ||
+	    !(data = elf_budget_data(b, scn)))
 		return -1;
 	n = data->d_size / sh.sh_entsize;
 	for (size_t i = 1; i < n; i++) {
@@ -80,7 +80,7 @@ static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
 			break; /* a read failure ends the scan: it would fail the same way for every entry */
 		if (out->st_shndx == SHN_UNDEF)
 			continue;
-		name = elf_strptr(elf, sh.sh_link, out->st_name);
+		name = elf_budget_str(b, sh.sh_link, out->st_name);
 		if (!name || strcmp(name, OTEL_TLS_SYMBOL))
 			continue;
 		if (GELF_ST_TYPE(out->st_info) == STT_TLS)
@@ -90,51 +90,67 @@ static long find_sym(Elf *elf, Elf_Scn *scn, GElf_Sym *out, bool *not_tls)
 	return -1;
 }
 
+/* Relocations read at a time: each table is read through, never kept. */
+#define RELA_CHUNK 2048
+
 /*
  * The relocations that reach the symbol (index symidx in the dynamic
  * symbol table, or a local reference with no symbol and its value as
  * addend), best model first: a tp offset the program reads in one step.
+ * -EPROTO if none does; the budget's error if the tables cost more than
+ * a real file's (their sum, not each one, is what is bounded).
  */
-static int find_reloc(Elf *elf, size_t dynsym_ndx, long symidx, __u64 value, struct otel_tls_elf *out)
+static int find_reloc(struct elf_budget *b, size_t dynsym_ndx, long symidx, __u64 value, struct otel_tls_elf *out)
 {
 	int best = 0; /* rank: IE 3, TLSDESC 2, GD 1 */
 	Elf_Scn *scn = NULL;
+	Elf64_Rela *chunk = malloc(RELA_CHUNK * sizeof(*chunk));
+	int err = 0;
 
-	while ((scn = elf_nextscn(elf, scn))) {
+	if (!chunk)
+		return -ENOMEM;
+	while (!err && (scn = elf_nextscn(b->elf, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *data;
+		size_t n;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || sh.sh_link != dynsym_ndx ||
-		    sh.sh_entsize != gelf_fsize(elf, ELF_T_RELA, 1, EV_CURRENT) || sh.sh_size > MAX_TABLE_BYTES ||
-		    !(data = elf_getdata(scn, NULL)))
+		    sh.sh_entsize != sizeof(Elf64_Rela))
 			continue;
-		for (size_t i = 0; i < data->d_size / sh.sh_entsize; i++) {
-			GElf_Rela r;
-			long sym;
-			int type, rank = 0;
-			bool ours;
+		n = sh.sh_size / sizeof(Elf64_Rela);
+		for (size_t at = 0; at < n && !err; at += RELA_CHUNK) {
+			size_t k = SP_MIN((size_t)RELA_CHUNK, n - at);
 
-			if (!gelf_getrela(data, i, &r))
+			err = elf_budget_read(b, scn, ELF_T_RELA, at * sizeof(Elf64_Rela), chunk, k * sizeof(*chunk));
+			if (err == -EINVAL) {
+				err = 0; /* past the file's end: a table that is not one, as libelf would refuse it */
 				break;
-			sym = GELF_R_SYM(r.r_info);
-			type = GELF_R_TYPE(r.r_info);
-			ours = sym == symidx || (sym == 0 && (__u64)r.r_addend == value);
-			if (!ours)
-				continue;
-			if (type == R_X86_64_TPOFF64)
-				rank = 3;
-			else if (type == R_X86_64_TLSDESC)
-				rank = 2;
-			/* A local GD pair has no symbol on its DTPMOD64: only a named one is ours for sure. */
-			else if (type == R_X86_64_DTPMOD64 && sym == symidx)
-				rank = 1;
-			if (rank > best) {
-				best = rank;
-				out->got = r.r_offset;
-				out->model = rank == 3 ? OTEL_TLS_IE : rank == 2 ? OTEL_TLS_DESC : OTEL_TLS_GD;
+			}
+			for (size_t i = 0; i < k && !err; i++) {
+				const Elf64_Rela *r = &chunk[i];
+				long sym = ELF64_R_SYM(r->r_info);
+				int type = ELF64_R_TYPE(r->r_info), rank = 0;
+				bool ours = sym == symidx || (sym == 0 && (__u64)r->r_addend == value);
+
+				if (!ours)
+					continue;
+				if (type == R_X86_64_TPOFF64)
+					rank = 3;
+				else if (type == R_X86_64_TLSDESC)
+					rank = 2;
+				/* A local GD pair has no symbol on its DTPMOD64: only a named one is ours for sure. */
+				else if (type == R_X86_64_DTPMOD64 && sym == symidx)
+					rank = 1;
+				if (rank > best) {
+					best = rank;
+					out->got = r->r_offset;
+					out->model = rank == 3 ? OTEL_TLS_IE : rank == 2 ? OTEL_TLS_DESC : OTEL_TLS_GD;
+				}
 			}
 		}
 	}
+	free(chunk);
+	if (err)
+		return err;
 	return best ? 0 : -EPROTO;
 }
 
@@ -152,7 +168,8 @@ int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out)
 
 int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out)
 {
-	Elf *elf = NULL;
+	struct elf_budget b;
+	Elf *elf;
 	Elf_Scn *scn = NULL, *dynsym = NULL, *symtab = NULL;
 	GElf_Phdr tls = { 0 };
 	GElf_Sym sym;
@@ -162,10 +179,12 @@ int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out)
 	int err = -EINVAL;
 
 	memset(out, 0, sizeof(*out));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
 	/* Read, not mapped: another process's file, truncated meanwhile, must not SIGBUS us. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_TLS, NULL);
+	if (b.err == -E2BIG) {
+		err = b.err;
+		goto cleanup;
+	}
 	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || elf_getphdrnum(elf, &nph))
 		goto cleanup;
 	for (size_t i = 0; i < nph; i++) {
@@ -194,9 +213,13 @@ int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out)
 	err = -ENOENT;
 	/* The OTEP exports it in .dynsym; a static executable may have it only in .symtab. */
 	if (dynsym)
-		idx = find_sym(elf, dynsym, &sym, &not_tls);
-	if (idx < 0 && main_exe && symtab && find_sym(elf, symtab, &sym, &not_tls) >= 0)
+		idx = find_sym(&b, dynsym, &sym, &not_tls);
+	if (idx < 0 && main_exe && symtab && !b.err && find_sym(&b, symtab, &sym, &not_tls) >= 0)
 		idx = 0;
+	if (idx < 0 && b.err) {
+		err = b.err; /* the tables cost more than a real file's: what they hold is not known */
+		goto cleanup;
+	}
 	if (idx < 0 && not_tls)
 		err = -ENOEXEC; /* a plain global: one per process, not per thread; nothing to follow */
 	if (idx < 0 || !have_tls)
@@ -217,9 +240,9 @@ int otel_tls_elf_find_fd(int fd, bool main_exe, struct otel_tls_elf *out)
 	}
 	if (!dynsym)
 		goto cleanup;
-	err = find_reloc(elf, elf_ndxscn(dynsym), idx, sym.st_value, out);
+	err = find_reloc(&b, elf_ndxscn(dynsym), idx, sym.st_value, out);
 cleanup:
-	elf_end(elf);
+	elf_budget_end(&b);
 	return err;
 }
 
@@ -335,7 +358,8 @@ int otel_tls_recipe(int pid, struct sp_otel_recipe *out, enum otel_tls_model *mo
 				continue;
 			err = otel_tls_elf_find_fd(fd, is_exe, &e);
 			close(fd);
-			if (err == -ENOENT || err == -EINVAL)
+			/* Not ELF, or one that costs more to read than a real file: not this process's definition. */
+			if (err == -ENOENT || err == -EINVAL || err == -EFBIG || err == -E2BIG)
 				continue;
 			*model = e.model;
 			if (err) {

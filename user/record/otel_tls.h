@@ -44,7 +44,9 @@ struct otel_tls_elf {
  * defines no otel_thread_ctx_v1; -ENOEXEC if it defines one that is not
  * thread-local; -EPROTO if it defines one that nothing
  * reaches by a model a reader can follow (local-dynamic, or never
- * referenced in a shared object); -EINVAL if the file is not a usable ELF.
+ * referenced in a shared object); -EINVAL if the file is not a usable ELF;
+ * -EFBIG or -E2BIG if its tables would cost more to read than a real
+ * file's (elf_budget.h: the sum over all of them is bounded).
  */
 int otel_tls_elf_find(const char *path, bool main_exe, struct otel_tls_elf *out);
 /* The same from a descriptor open for reading (read, never mapped); fd stays open. */

@@ -20,6 +20,7 @@
 #include "buildid_cache.h"
 #include "jit_maps.h"
 #include "ehsource.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "hash.h"
 #include "host.h"
@@ -32,6 +33,7 @@
 #include "run.h"
 #include "sideband.h"
 #include "source.h"
+#include "target.h"
 #include "util.h"
 #include "sample.skel.h"
 #include "spanperf_abi.h"
@@ -70,6 +72,7 @@ struct recorder {
 	int nr_pfds;
 	struct pd_writer *w;
 	struct run run;
+	struct target target;
 	struct int_list online;
 	struct sp_features feat;
 	struct span_spec *specs;
@@ -89,72 +92,6 @@ struct recorder {
 	bool stop; /* on_switch asked for the end */
 };
 
-struct rec_source *rec_source__alloc(const char *name, size_t priv_size)
-{
-	struct rec_source *s = calloc(1, sizeof(*s) + priv_size);
-
-	if (!s)
-		return NULL;
-	s->name = name;
-	s->priv = priv_size ? s + 1 : NULL;
-	return s;
-}
-
-void rec_source__free(struct rec_source *s)
-{
-	if (!s)
-		return;
-	if (s->free)
-		s->free(s);
-	free(s);
-}
-
-void record_opts_defaults(struct record_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->freq = 999;
-	o->output = "perf.data";
-	o->mmap_pages = 256;
-	o->max_threads = 32768;
-	o->span_buffer_kb = 8192;
-	o->offcpu_thresh_ms = -1;
-	o->offcpu_entries = RECORD_OFFCPU_ENTRIES;
-	o->wake_fd = -1;
-}
-
-void record_opts_free(struct record_opts *o)
-{
-	if (!o)
-		return;
-	int_list_free(&o->pids);
-	int_list_free(&o->tids);
-	int_list_free(&o->cpus);
-	free(o->spans);
-	o->spans = NULL;
-	free(o->specs);
-	o->specs = NULL;
-}
-
-int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen)
-{
-	int max = SP_MAX_SPANS - o->otel; /* --otel's spans take one of the recording's span ids */
-
-	free(o->specs);
-	o->specs = NULL;
-	if (!o->nr_spans)
-		return 0;
-	if (o->nr_spans > max)
-		return set_errorf(err, errlen, -E2BIG, "%d --span given; at most %d per recording%s", o->nr_spans, max,
-				  o->otel ? " with --otel" : "");
-	o->specs = calloc(o->nr_spans, sizeof(*o->specs));
-	if (!o->specs)
-		return set_errorf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
-	for (int i = 0; i < o->nr_spans; i++)
-		if (span_spec_parse(o->spans[i], &o->specs[i], err, errlen))
-			return -EINVAL;
-	return 0;
-}
-
 #define for_each_source(r, s)                                                                 \
 	for (struct rec_source **s##_p = (r)->src, *s; s##_p < (r)->src + NR_SOURCES; s##_p++) \
 		if ((s = *s##_p))
@@ -162,6 +99,7 @@ int record_opts_parse_specs(struct record_opts *o, char *err, size_t errlen)
 static void recorder_free(struct recorder *r)
 {
 	run__stop(&r->run);
+	target__free(&r->target);
 	/* Backwards: a source may use what an earlier one made (the counters, the skeleton). */
 	for (int i = NR_SOURCES - 1; i >= 0; i--)
 		rec_source__free(r->src[i]);
@@ -178,11 +116,10 @@ static void recorder_free(struct recorder *r)
 	free(r->kept);
 }
 
-/* The sampling program; its maps are sized here, between open and load. */
+/* The sampling program; its maps are sized here, between open and load.  Its filter map is everyone's. */
 static int load_bpf(struct recorder *r)
 {
 	const struct record_opts *o = r->ctx.o;
-	const struct int_list *filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL;
 	struct sample_bpf *skel;
 	int e;
 
@@ -193,8 +130,12 @@ static int load_bpf(struct recorder *r)
 		return e;
 	}
 	r->ctx.skel = skel;
-	skel->rodata->filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE;
-	bpf_map__set_max_entries(skel->maps.filter, filter ? filter->n : 1);
+	skel->rodata->filter_mode = r->target.mode;
+	e = target__prepare(&r->target, skel->obj, skel->maps.filter);
+	if (e) {
+		pr_err("cannot size the sampling program's filter: %s", strerror(-e));
+		return e;
+	}
 	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
@@ -206,14 +147,7 @@ static int load_bpf(struct recorder *r)
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
 	}
-	for (int i = 0; filter && i < filter->n; i++) {
-		__u32 key = filter->v[i];
-		__u8 one = 1;
-
-		if (bpf_map_update_elem(bpf_map__fd(skel->maps.filter), &key, &one, BPF_ANY))
-			return -errno;
-	}
-	return 0;
+	return target__loaded(&r->target, skel->obj, skel->maps.filter);
 }
 
 static int check_cpus(const struct int_list *want, const struct int_list *online)
@@ -278,6 +212,9 @@ static int open_sources(struct recorder *r)
 	r->ctx.jits = jit_maps__new();
 	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
 	e = e ?: run_check_targets(&o->pids, &o->tids);
+	target__init(&r->target, &o->pids, &o->tids,
+		     target_follows_cmd(o->cmd, o->all_cpus, &o->pids, &o->tids, &o->cpus), o->max_threads, o->raw_tp);
+	r->ctx.target = &r->target;
 	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
 	e = e ?: load_bpf(r);
 	for (size_t i = 0; i < NR_SOURCES && !e; i++)
@@ -363,10 +300,17 @@ static int synthesize(struct recorder *r, __u64 time)
 	e = sideband_module_mmaps(&sb);
 	if (e)
 		pr_warn("no module maps (/proc/modules: %s); perf report will not place module frames", strerror(-e));
-	if (o->tids.n)
+	if (o->tids.n) {
 		e = sideband_synthesize_tids(&sb, &o->tids);
-	else
+	} else if (r->target.mode == SP_FILTER_TREE) {
+		/* CMD's tree as it is now: at the start CMD alone, not yet run; then what it forked. */
+		struct int_list tree = {};
+
+		e = target__pids(&r->target, &tree) ?: sideband_synthesize(&sb, &tree);
+		int_list_free(&tree);
+	} else {
 		e = sideband_synthesize(&sb, o->pids.n ? &o->pids : NULL);
+	}
 	if (e) {
 		say_write_error(r, o->output, e);
 		return e;
@@ -386,6 +330,9 @@ static int start_sources(struct recorder *r)
 	if (run__prepare(&r->run, r->ctx.o->cmd))
 		return -EINVAL;
 	r->ctx.run = &r->run;
+	/* CMD, held until run__start, is in the filter before the sources start. */
+	if (r->run.have_cmd && (e = target__follow(&r->target, r->run.wl.pid)))
+		return e;
 	/* Slow (all of /proc/kallsyms), so done before the sources run. */
 	r->ktext_err = host_kernel_text(&r->ktext_start, &r->ktext_end);
 	/* Every sample comes after this stamp, which the synthesized records carry. */
@@ -411,6 +358,7 @@ static int drain_all(struct recorder *r)
 			return n;
 		any |= n > 0;
 	}
+	target__pass(&r->target);
 	if (any) {
 		char buf[8];
 		long n = pd_sideband_write(buf, sizeof(buf), NULL, &(struct pd_sideband){ .type = PD_RECORD_FINISHED_ROUND });
@@ -825,9 +773,17 @@ static void summary(struct recorder *r)
 	for_each_source(r, s)
 		if (s->stats)
 			s->stats(s);
+	elf_budget_say();
 	if (full)
 		pr_warn("%llu samples came from threads that found the per-thread map full; raise --max-threads above %llu",
 			(unsigned long long)full, (unsigned long long)o->max_threads);
+	full = target__full(&r->target, bpf_map__fd(r->ctx.skel->maps.stats));
+	if (full)
+		pr_warn("%llu processes of the command's were not followed: more than --max-threads (%llu) at once",
+			(unsigned long long)full, (unsigned long long)o->max_threads);
+	if (r->target.mode == SP_FILTER_TREE)
+		pr_debug("-- CMD: %llu processes of the command's tree left the BPF filter as they ended",
+			 (unsigned long long)r->target.pruned);
 	if (sp_verbose > 0) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);

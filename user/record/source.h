@@ -29,7 +29,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 
-#include "record.h"
+#include "record_opts.h"
 
 struct pd_writer;
 struct sample_bpf;
@@ -39,6 +39,7 @@ struct counter_set;
 struct otel_record;
 struct sp_features;
 struct run;
+struct target;
 struct perf_event_attr;
 struct pd_meta;
 
@@ -74,6 +75,7 @@ struct rec_ctx {
 	struct buildid_cache *bcache;	 /* containers' files */
 	struct jit_maps *jits;		 /* containers' JITs' /tmp/perf-PID.map */
 	struct run *run;		 /* -- CMD */
+	struct target *target;		 /* -p, -t, or CMD's tree: the BPF filter every program shares */
 	struct counter_set *cs;		 /* span counters, from the counters source */
 	struct otel_record *otel;	 /* from the otel source: the rings tell it of execs, mmaps, exits */
 	/* The tracking event (the first sampling event): side-band records take its layout. */
@@ -100,6 +102,23 @@ typedef int (*rec_source_new_fn)(struct rec_source **out, struct rec_ctx *ctx);
 /* One allocation for a source and its private part; NULL and errno on failure. */
 struct rec_source *rec_source__alloc(const char *name, size_t priv_size);
 void rec_source__free(struct rec_source *s);
+
+/*
+ * A figure of a source's stats hook: a count said, when it is not 0, as
+ * "N text" at its level (a loss the user can act on is a warning), or as
+ * a detail: "  N text" on stderr, under a -v line the caller wrote.
+ */
+struct rec_figure {
+	__u64 n;
+	enum { REC_DEBUG, REC_INFO, REC_WARN, REC_DETAIL } level;
+	const char *text;
+};
+void rec_source_say(const struct rec_figure *f, size_t nr);
+/* REC_SAY({ n, REC_WARN, "text" }, ...): the figures given, in order. */
+#define REC_SAY(...)                                                        \
+	rec_source_say((const struct rec_figure[]){ __VA_ARGS__ },          \
+		       sizeof((const struct rec_figure[]){ __VA_ARGS__ }) / \
+			       sizeof(struct rec_figure))
 
 /* The sources, one file each (source_*.c). */
 int counters_source__new(struct rec_source **out, struct rec_ctx *ctx);

@@ -77,6 +77,7 @@ int counters_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	if (!o->nr_spans)
 		return 0;
 	co.prefer_raw_tp = ctx->feat->tp_btf_err != 0 || o->raw_tp;
+	co.target = ctx->target;
 	src = rec_source__alloc("counters", 0);
 	if (!src)
 		return -ENOMEM;

@@ -7,12 +7,24 @@
 #include <stdlib.h>
 #include <bpf/libbpf.h>
 
+#include "hash.h"
 #include "log.h"
 #include "names.h"
 #include "offcpu.h"
 #include "perf_data.h"
+#include "sideband.h"
 #include "source.h"
+#include "target.h"
 #include "sample.skel.h"
+
+struct offcpu_src {
+	struct offcpu_set *oc;
+	struct rec_ctx *ctx;
+	struct pd_writer *w;   /* during a drain or the finish */
+	struct u64_map named;  /* wakers' processes outside the target, synthesized */
+};
+
+#define OC(src) (((struct offcpu_src *)(src)->priv)->oc)
 
 /* offcpu-time, and the wakers' samples that follow its blocks (waker_codec.h). */
 static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
@@ -21,17 +33,17 @@ static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
 	__u64 id = OFFCPU_ID;
 	int e;
 
-	if (offcpu__sched(src->priv)) {
+	if (offcpu__sched(OC(src))) {
 		id = SCHED_ID;
 		offcpu__sched_attr(&a);
 		e = pd_writer__add_attr(w, &a, SCHED_EVENT_NAME, &id, 1);
-		if (e || !offcpu__offcpu(src->priv))
+		if (e || !offcpu__offcpu(OC(src)))
 			return e;
 		id = OFFCPU_ID;
 	}
 	offcpu__attr(&a);
 	e = pd_writer__add_attr(w, &a, OFFCPU_EVENT_NAME, &id, 1);
-	if (e || !offcpu__wakers(src->priv))
+	if (e || !offcpu__wakers(OC(src)))
 		return e;
 	id = OFFCPU_WAKER_ID;
 	offcpu__waker_attr(&a);
@@ -40,7 +52,7 @@ static int offcpu_attrs(struct rec_source *src, struct pd_writer *w)
 
 static int offcpu_start(struct rec_source *src)
 {
-	struct offcpu_set *oc = src->priv;
+	struct offcpu_set *oc = OC(src);
 	char err[512];
 
 	if (offcpu__attach(oc, err, sizeof(err))) {
@@ -56,7 +68,7 @@ static int offcpu_fds(struct rec_source *src, int *fds, int max)
 {
 	if (max < 1)
 		return 0;
-	fds[0] = offcpu__ring_fd(src->priv);
+	fds[0] = offcpu__ring_fd(OC(src));
 	return 1;
 }
 
@@ -68,8 +80,12 @@ static int write_rec(void *w, const void *p, size_t n)
 /* The switch-in stamps each off-CPU block, before now: it belongs to this round too. */
 static long offcpu_drain(struct rec_source *src, struct pd_writer *w)
 {
+	struct offcpu_src *os = src->priv;
 	__u64 n = 0;
-	int e = offcpu__consume(src->priv, write_rec, w, &n);
+	int e;
+
+	os->w = w;
+	e = offcpu__consume(os->oc, write_rec, w, &n);
 
 	return e ?: (long)n;
 }
@@ -77,7 +93,10 @@ static long offcpu_drain(struct rec_source *src, struct pd_writer *w)
 /* The sums and the blocks still going, stamped end_ns: after every other record. */
 static int offcpu_finish(struct rec_source *src, struct pd_writer *w, __u64 end_ns)
 {
-	return offcpu__finish(src->priv, end_ns, write_rec, w);
+	struct offcpu_src *os = src->priv;
+
+	os->w = w;
+	return offcpu__finish(os->oc, end_ns, write_rec, w);
 }
 
 /* What the off-CPU program could not time or name, said once each. */
@@ -85,59 +104,69 @@ static void offcpu_stats(struct rec_source *src)
 {
 	struct offcpu_stats st;
 
-	offcpu__stats(src->priv, &st);
-	if (offcpu__sched(src->priv))
+	offcpu__stats(OC(src), &st);
+	if (offcpu__sched(OC(src)))
 		pr_info("sched: %llu times off CPU written (every switch-out of the threads watched)",
 			(unsigned long long)st.sched);
-	if (st.late)
-		pr_info("%llu times off CPU found rounds late (their switch-in hidden): stamped later than they ended, which the records say",
-			(unsigned long long)st.late);
-	if (st.too_late)
-		pr_warn("%llu times off CPU left out: found over half an hour after they ended", (unsigned long long)st.too_late);
-	if (!offcpu__offcpu(src->priv)) {
-		if (st.lost)
-			pr_warn("%llu switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)",
-				(unsigned long long)st.lost);
+	REC_SAY(
+		{ st.late, REC_INFO, "times off CPU found rounds late (their switch-in hidden): stamped later than they ended, which the records say" },
+		{ st.too_late, REC_WARN, "times off CPU left out: found over half an hour after they ended" });
+	if (!offcpu__offcpu(OC(src))) {
+		REC_SAY({ st.lost, REC_WARN, "switch-outs LOST: their ring buffer was full (raise --off-cpu-entries)" });
 		return;
 	}
 	pr_info("off-CPU: %llu blocks written one by one, %llu summed into %llu samples, %llu still blocked at the end; %.3f s in all",
 		(unsigned long long)st.samples, (unsigned long long)st.summed, (unsigned long long)st.sums,
 		(unsigned long long)st.open_at_end, st.ns / 1e9);
-	if (st.lost)
-		pr_warn("%llu off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)",
-			(unsigned long long)st.lost);
-	if (st.noslot)
-		pr_warn("%llu off-CPU blocks not timed: the per-thread map was full (raise --max-threads)",
-			(unsigned long long)st.noslot);
-	if (st.agg_full)
-		pr_warn("%llu short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)",
-			(unsigned long long)st.agg_full);
+	REC_SAY(
+		{ st.lost, REC_WARN, "off-CPU blocks LOST: their ring buffer was full (raise --off-cpu-entries)" },
+		{ st.noslot, REC_WARN, "off-CPU blocks not timed: the per-thread map was full (raise --max-threads)" },
+		{ st.agg_full, REC_WARN, "short off-CPU blocks were written one by one: the sum map was full (raise --off-cpu-entries)" });
 	if (st.kstack || st.ustack)
 		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
-	if (st.hidden)
-		pr_info("%llu off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back",
-			(unsigned long long)st.hidden);
-	if (st.unseen)
-		pr_warn("%llu off-CPU blocks dropped: the switch tracepoint never showed their thread coming back",
-			(unsigned long long)st.unseen);
-	if (st.stale || st.exited)
-		pr_info("%llu off-CPU starts dropped: their thread was gone or another process's",
-			(unsigned long long)(st.stale + st.exited));
-	if (offcpu__wakers(src->priv))
+	REC_SAY(
+		{ st.hidden, REC_INFO, "off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back" },
+		{ st.unseen, REC_WARN, "off-CPU blocks dropped: the switch tracepoint never showed their thread coming back" },
+		{ st.stale + st.exited, REC_INFO, "off-CPU starts dropped: their thread was gone or another process's" });
+	if (offcpu__wakers(OC(src)))
 		pr_info("wakers: %llu blocks named theirs, %llu wakings from interrupts, %llu blocks ended with no waking seen",
 			(unsigned long long)st.wakers, (unsigned long long)st.waker_irq, (unsigned long long)st.waker_none);
 	if (st.waker_kstack || st.waker_ustack)
 		pr_info("waker stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.waker_kstack, (unsigned long long)st.waker_ustack);
-	if (st.waker_unclassified)
-		pr_info("%llu wakers with no kernel stack: taken for threads, since no interrupt entry could be seen",
-			(unsigned long long)st.waker_unclassified);
+	REC_SAY({ st.waker_unclassified, REC_INFO,
+		  "wakers with no kernel stack: taken for threads, since no interrupt entry could be seen" });
 }
 
 static void offcpu_free(struct rec_source *src)
 {
-	offcpu__free(src->priv);
+	struct offcpu_src *os = src->priv;
+
+	offcpu__free(os->oc);
+	u64_map_free(&os->named);
+}
+
+/*
+ * A waker from outside the target (-p, -t, -- CMD): its process's COMM and
+ * maps from /proc, once, stamped with its first waker sample, which follows.
+ * Gone already, it keeps its name (in the sample) and its kernel frames.
+ */
+static int name_outsider(void *arg, __u32 pid, __u64 time)
+{
+	struct offcpu_src *os = arg;
+	struct rec_ctx *ctx = os->ctx;
+	uint64_t *done = u64_map_get(&os->named, pid, true);
+	struct int_list one = { .v = (int[]){ pid }, .n = 1 };
+	struct sideband sb = {
+		.w = os->w, .attr = ctx->track_attr, .id = ctx->track_id, .time = time, .dsos = ctx->dsos,
+		.bcache = ctx->bcache, .jits = ctx->jits, .data_maps = ctx->o->dwarf_stack,
+	};
+
+	if (!done || *done)
+		return 0;
+	*done = 1;
+	return sideband_synthesize(&sb, &one);
 }
 
 int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
@@ -149,8 +178,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 							  : OFFCPU_DEFAULT_THRESH_MS;
 	struct offcpu_opts oo = {
 		.cpus = o->cpus.n ? &o->cpus : NULL,
-		.filter = o->pids.n ? &o->pids : o->tids.n ? &o->tids : NULL,
-		.filter_mode = o->pids.n ? SP_FILTER_PID : o->tids.n ? SP_FILTER_TID : SP_FILTER_NONE,
+		.target = ctx->target,
+		.outsider = name_outsider,
 		.max_threads = o->max_threads,
 		.entries = o->offcpu_entries,
 		.thresh_ns = ms * 1000000ull,
@@ -169,7 +198,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.files = bpf_map__fd(ctx->skel->maps.eh_files),
 	};
 	struct rec_source *src;
-	struct offcpu_set *oc = NULL;
+	struct offcpu_src *os;
 	char err[512];
 	int e;
 
@@ -178,10 +207,13 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		return 0;
 	if (o->ehframe)
 		oo.eh = &eh;
-	src = rec_source__alloc(o->offcpu ? "off-cpu" : "sched", 0);
+	src = rec_source__alloc(o->offcpu ? "off-cpu" : "sched", sizeof(*os));
 	if (!src)
 		return -ENOMEM;
 	*out = src;
+	os = src->priv;
+	os->ctx = ctx;
+	oo.outsider_arg = os;
 	src->attrs = offcpu_attrs;
 	src->start = offcpu_start;
 	src->fds = offcpu_fds;
@@ -189,8 +221,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->finish = offcpu_finish;
 	src->stats = offcpu_stats;
 	src->free = offcpu_free;
-	e = offcpu__open(&oc, &oo, err, sizeof(err));
-	src->priv = oc;
+	e = offcpu__open(&os->oc, &oo, err, sizeof(err));
 	if (e)
 		pr_err("%s", err);
 	return e;

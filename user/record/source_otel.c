@@ -18,6 +18,7 @@
 #include "perf_data.h"
 #include "run.h"
 #include "source.h"
+#include "target.h"
 #include "span_codec.h"
 #include "util.h"
 #include "sample.skel.h"
@@ -54,6 +55,7 @@ static int otel_start(struct rec_source *src)
 		.events_fd = bpf_map__fd(ctx->skel->maps.otel_events),
 		.stats_fd = bpf_map__fd(ctx->skel->maps.stats),
 		.pids = o->pids.n ? &o->pids : NULL,
+		.target = ctx->target->mode == SP_FILTER_TREE ? ctx->target : NULL,
 		.cmd_pid = ctx->run->have_cmd ? ctx->run->wl.pid : 0,
 		/* cpu-clock's period is in ns; -F is a rate. */
 		.period_ns = o->freq ? 1000000000ull / o->freq : o->period,

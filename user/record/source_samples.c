@@ -32,6 +32,7 @@
 #include "perf_events.h"
 #include "sbuf.h"
 #include "source.h"
+#include "target.h"
 #include "util.h"
 #include "sample.skel.h"
 
@@ -52,6 +53,7 @@ struct samples {
 	 * sample costs what the kernel's own path costs, as with perf.
 	 */
 	bool no_prog;
+	bool tree; /* -- CMD: the rings' side-band is CMD's tree's only (on_tree_record) */
 	long tid_off; /* offset of TID in our SAMPLE records */
 	struct u64_map tid_samples, tid_pids;
 };
@@ -395,6 +397,49 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	return 0;
 }
 
+/*
+ * -- CMD: whether a side-band record is of CMD's tree.  The rings' side-band
+ * is the whole host's (the events are per CPU); the rest of it is dropped
+ * here, before anything reads the files it names.  A fork is kept by its
+ * parent too: the child joins the filter just after its FORK record is
+ * written.  The tree's exits are told to the target, which lets the process
+ * go once everything it wrote before is read.
+ */
+static bool of_tree(struct samples *s, const struct pd_sideband *r)
+{
+	struct target *t = s->ctx->target;
+
+	switch (r->type) {
+	case PERF_RECORD_COMM:
+		return target__has(t, r->comm.pid);
+	case PERF_RECORD_MMAP:
+	case PERF_RECORD_MMAP2:
+		return pd_misc_kernel(r->misc) || target__has(t, r->mmap.pid);
+	case PERF_RECORD_FORK:
+		return target__has(t, r->task.pid) || target__has(t, r->task.ppid);
+	case PERF_RECORD_EXIT:
+		if (!target__has(t, r->task.pid))
+			return false;
+		target__exited(t, r->task.pid);
+		return true;
+	default:
+		return true; /* LOST, THROTTLE...: the recording's own */
+	}
+}
+
+/* -- CMD: records one by one, the tree's only (the samples are, by BPF). */
+static int on_tree_record(void *priv, const struct perf_event_header *h)
+{
+	struct samples *s = priv;
+	struct pd_sideband r;
+	int e;
+
+	if (h->type != PERF_RECORD_SAMPLE && !pd_sideband_parse(&s->sets[0]->attr, h, h->size, &r) && !of_tree(s, &r))
+		return 0;
+	e = on_record(priv, h);
+	return e ?: pd_writer__write(s->w, h, h->size);
+}
+
 static int on_chunk(void *priv, const void *p, size_t n)
 {
 	struct samples *s = priv;
@@ -420,7 +465,8 @@ static long samples_drain(struct rec_source *src, struct pd_writer *w)
 
 	s->w = w;
 	for (int i = 0; i < s->nr_rings; i++) {
-		long n = pe_ring__drain(&s->rings[i], on_record, on_chunk, s);
+		long n = s->tree ? pe_ring__drain(&s->rings[i], on_tree_record, NULL, s)
+				 : pe_ring__drain(&s->rings[i], on_record, on_chunk, s);
 
 		if (n < 0)
 			return n;
@@ -485,6 +531,8 @@ static void samples_free(struct rec_source *src)
 	u64_map_free(&s->tid_pids);
 }
 
+static const struct int_list no_pids;
+
 int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 {
 	const struct record_opts *o = ctx->o;
@@ -508,10 +556,11 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->free = samples_free;
 	e = resolve_events(s, o->cpus.n ? o->cpus.v[0] : ctx->online->v[0]);
 	e = e ?: open_events(s, o->cpus.n ? &o->cpus : ctx->online);
-	/* The tables of what runs now, before the first sample. */
+	s->tree = ctx->target->mode == SP_FILTER_TREE;
+	/* The tables of what runs now, before the first sample; -- CMD: none yet (CMD has not run). */
 	if (!e && o->ehframe)
-		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : NULL, on_eh_sample, s);
-	if (!e && !o->ehframe && !o->pids.n && !o->tids.n && !o->nr_spans && !o->otel) {
+		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : s->tree ? &no_pids : NULL, on_eh_sample, s);
+	if (!e && !o->ehframe && ctx->target->mode == SP_FILTER_NONE && !o->nr_spans && !o->otel) {
 		s->no_prog = true;
 		s->tid_off = pd_sample_offset(&s->sets[0]->attr, PERF_SAMPLE_TID);
 		ctx->thread_samples = &s->tid_samples;

@@ -55,6 +55,7 @@ static int open_set(struct spans *s)
 	}
 	counters__map_fds(s->ctx->cs, &so.counters_fd, &so.snap_fd, &so.counts_fd);
 	so.threads_fd = bpf_map__fd(s->ctx->skel->maps.threads);
+	so.target = s->ctx->target;
 	e = span_set__open(&s->set, &so, err, sizeof(err));
 	if (e)
 		pr_err("%s", err);
@@ -151,28 +152,23 @@ static long spans_drain(struct rec_source *src, struct pd_writer *w)
 	return e ?: (long)(s->written - before);
 }
 
+/* SP_SPAN_DEPTH as a string, for a figure's text. */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
 static void spans_stats(struct rec_source *src)
 {
 	struct spans *s = src->priv;
 	struct span_stats st;
 
 	span_set__stats(s->set, &st);
-	if (st.lost)
-		pr_warn("%llu spans LOST: their ring buffer was full", (unsigned long long)st.lost);
-	if (st.too_deep)
-		pr_warn("%llu spans nested deeper than %d were not kept", (unsigned long long)st.too_deep,
-			SP_SPAN_DEPTH);
-	if (st.unmatched)
-		pr_warn("%llu span ends had no matching begin", (unsigned long long)st.unmatched);
-	if (st.nostack)
-		pr_warn("%llu span begins found no room for the thread's span stack",
-			(unsigned long long)st.nostack);
-	if (st.unfinished)
-		pr_info("%llu threads exited inside spans; those spans end at the exit, marked unfinished",
-			(unsigned long long)st.unfinished);
-	if (st.short_dropped)
-		pr_debug("%llu spans shorter than --span-min-us were dropped in BPF",
-			 (unsigned long long)st.short_dropped);
+	REC_SAY(
+		{ st.lost, REC_WARN, "spans LOST: their ring buffer was full" },
+		{ st.too_deep, REC_WARN, "spans nested deeper than " XSTR(SP_SPAN_DEPTH) " were not kept" },
+		{ st.unmatched, REC_WARN, "span ends had no matching begin" },
+		{ st.nostack, REC_WARN, "span begins found no room for the thread's span stack" },
+		{ st.unfinished, REC_INFO, "threads exited inside spans; those spans end at the exit, marked unfinished" },
+		{ st.short_dropped, REC_DEBUG, "spans shorter than --span-min-us were dropped in BPF" });
 }
 
 static void spans_free(struct rec_source *src)

@@ -14,6 +14,7 @@
 #include "libbpf_setup.h"
 #include "span_codec.h"
 #include "span_sources.h"
+#include "target.h"
 #include "elf_syms.h"
 #include "log.h"
 #include "util.h"
@@ -284,40 +285,23 @@ struct span_set {
 	int nr_cpus;
 };
 
-/* The begin and end programs of spec i for its source. */
+/*
+ * The begin and end programs of spec i for its source: spans.bpf.c makes
+ * one pair per index and kind from one macro, named KIND_begin_I and
+ * KIND_end_I (fentry's end is fexit_end_I), so they are found by name.
+ */
 static void progs_for(struct spans_bpf *k, int i, int source, struct bpf_program **b, struct bpf_program **e)
 {
-	struct bpf_program *ub[] = { k->progs.uprobe_begin_0, k->progs.uprobe_begin_1, k->progs.uprobe_begin_2,
-				     k->progs.uprobe_begin_3, k->progs.uprobe_begin_4, k->progs.uprobe_begin_5,
-				     k->progs.uprobe_begin_6, k->progs.uprobe_begin_7 };
-	struct bpf_program *ue[] = { k->progs.uprobe_end_0, k->progs.uprobe_end_1, k->progs.uprobe_end_2,
-				     k->progs.uprobe_end_3, k->progs.uprobe_end_4, k->progs.uprobe_end_5,
-				     k->progs.uprobe_end_6, k->progs.uprobe_end_7 };
-	struct bpf_program *kb[] = { k->progs.kprobe_begin_0, k->progs.kprobe_begin_1, k->progs.kprobe_begin_2,
-				     k->progs.kprobe_begin_3, k->progs.kprobe_begin_4, k->progs.kprobe_begin_5,
-				     k->progs.kprobe_begin_6, k->progs.kprobe_begin_7 };
-	struct bpf_program *ke[] = { k->progs.kprobe_end_0, k->progs.kprobe_end_1, k->progs.kprobe_end_2,
-				     k->progs.kprobe_end_3, k->progs.kprobe_end_4, k->progs.kprobe_end_5,
-				     k->progs.kprobe_end_6, k->progs.kprobe_end_7 };
-	struct bpf_program *fb[] = { k->progs.fentry_begin_0, k->progs.fentry_begin_1, k->progs.fentry_begin_2,
-				     k->progs.fentry_begin_3, k->progs.fentry_begin_4, k->progs.fentry_begin_5,
-				     k->progs.fentry_begin_6, k->progs.fentry_begin_7 };
-	struct bpf_program *fe[] = { k->progs.fexit_end_0, k->progs.fexit_end_1, k->progs.fexit_end_2,
-				     k->progs.fexit_end_3, k->progs.fexit_end_4, k->progs.fexit_end_5,
-				     k->progs.fexit_end_6, k->progs.fexit_end_7 };
-	struct bpf_program *tb[] = { k->progs.tp_begin_0, k->progs.tp_begin_1, k->progs.tp_begin_2,
-				     k->progs.tp_begin_3, k->progs.tp_begin_4, k->progs.tp_begin_5,
-				     k->progs.tp_begin_6, k->progs.tp_begin_7 };
-	struct bpf_program *te[] = { k->progs.tp_end_0, k->progs.tp_end_1, k->progs.tp_end_2,
-				     k->progs.tp_end_3, k->progs.tp_end_4, k->progs.tp_end_5,
-				     k->progs.tp_end_6, k->progs.tp_end_7 };
+	const char *begin = source == SP_SRC_UPROBE ? "uprobe_begin" : source == SP_SRC_KPROBE ? "kprobe_begin"
+			    : source == SP_SRC_FENTRY ? "fentry_begin" : "tp_begin";
+	const char *end = source == SP_SRC_UPROBE ? "uprobe_end" : source == SP_SRC_KPROBE ? "kprobe_end"
+			  : source == SP_SRC_FENTRY ? "fexit_end" : "tp_end";
+	char name[32];
 
-	switch (source) {
-	case SP_SRC_UPROBE: *b = ub[i]; *e = ue[i]; break;
-	case SP_SRC_KPROBE: *b = kb[i]; *e = ke[i]; break;
-	case SP_SRC_FENTRY: *b = fb[i]; *e = fe[i]; break;
-	default: *b = tb[i]; *e = te[i]; break;
-	}
+	snprintf(name, sizeof(name), "%s_%d", begin, i);
+	*b = bpf_object__find_program_by_name(k->obj, name);
+	snprintf(name, sizeof(name), "%s_%d", end, i);
+	*e = bpf_object__find_program_by_name(k->obj, name);
 }
 
 static int on_ring(void *ctx, void *data, size_t size)
@@ -391,6 +375,10 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 			continue;
 		}
 		progs_for(s->skel, i, sp->source, &b, &en);
+		if (!b || !en) {
+			e = fail(err, errlen, "--span '%s': the span programs have no pair %d for it", sp->text, i);
+			goto cleanup;
+		}
 		bpf_program__set_autoload(b, true);
 		bpf_program__set_autoload(en, true);
 		if (sp->source == SP_SRC_FENTRY &&
@@ -400,17 +388,25 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 			goto cleanup;
 		}
 	}
+	s->skel->rodata->filter_mode = o->target ? o->target->mode : SP_FILTER_NONE;
+	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		fail(err, errlen, "cannot share the BPF filter with the span programs: %s", strerror(-e));
+		goto cleanup;
+	}
 	e = spans_bpf__load(s->skel);
 	if (e) {
 		fail(err, errlen, "cannot load the span programs: %s", libbpf_explain(e));
 		goto cleanup;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		fail(err, errlen, "cannot read the span ring buffer: %s", strerror(-e));
+	e = target__loaded(o->target, s->skel->obj, s->skel->maps.filter);
+	if (e) {
+		fail(err, errlen, "cannot fill the span programs' filter: %s", strerror(-e));
 		goto cleanup;
 	}
+	e = bpf_ring_open(&s->rb, bpf_map__fd(s->skel->maps.spans_rb), on_ring, s, "span ring buffer", err, errlen);
+	if (e)
+		goto cleanup;
 	*out = s;
 	return 0;
 cleanup:

@@ -18,6 +18,8 @@
 
 #include "spanperf_abi.h"
 
+struct target;
+
 enum span_kind { SPAN_KPROBE, SPAN_UPROBE, SPAN_SYSCALL, SPAN_TRACEPOINT };
 enum kprobe_mode { KMODE_AUTO, KMODE_KPROBE, KMODE_FENTRY };
 
@@ -60,6 +62,7 @@ struct span_set_opts {
 	__u8 ctr_slot[SP_MAX_COUNTERS];
 	int counters_fd, snap_fd, counts_fd; /* from the counters program */
 	int threads_fd;			      /* from the sampling program */
+	struct target *target;		      /* -p, -t, CMD's tree (record/target.h), or NULL: every thread */
 	__u64 ring_bytes;
 	bool sched_split;		      /* each span carries the split of its wall time */
 };

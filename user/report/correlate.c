@@ -16,17 +16,7 @@ static int cmp_sample(const void *a, const void *b)
 /* First sample not before (tid, time). */
 static size_t lower(const struct corr_sample *s, size_t n, __u32 tid, __u64 time)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s[mid].tid < tid || (s[mid].tid == tid && s[mid].time < time))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SP_PARTITION(n, i, s[i].tid < tid || (s[i].tid == tid && s[i].time < time));
 }
 
 void correlate(struct corr_sample *samples, size_t nr_samples, struct corr_span *spans, size_t nr_spans)

@@ -90,9 +90,18 @@ int profile_view(const struct profile *p, enum pview which, bool ns_weights, str
 		v->samples += p->off_stacks[i].count;
 		v->period += s.period;
 	}
+	/* What the filter left out, in the view's own units. */
+	v->filtered_samples = (n_on ? p->filtered_samples : 0) + (n_off ? p->off_filtered_samples : 0);
+	v->filtered_period = n_off ? p->off_filtered_period : 0;
+	if (n_on && which == PV_WALL)
+		v->filtered_period += p->event_is_clock	   ? p->filtered_period
+				      : p->sample_freq ? p->filtered_samples * (1000000000ull / p->sample_freq)
+							 : p->filtered_samples;
+	else if (n_on)
+		v->filtered_period += p->filtered_period;
 	v->off_stacks = NULL;
 	v->nr_off_stacks = 0;
-	v->off_samples = v->off_period = 0;
+	v->off_samples = v->off_period = v->off_filtered_samples = v->off_filtered_period = 0;
 	return 0;
 }
 

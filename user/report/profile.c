@@ -58,6 +58,7 @@ struct profile_builder {
 	bool timeline; /* keep every sample's time in p->ticks */
 	size_t cap_ticks;
 	__u64 lost_before; /* the session's count when the profile began (a live session's window) */
+	__u64 filtered_before[4]; /* the session's filtered_* then, likewise */
 };
 
 static int add_tick(struct profile_builder *b, const struct pd_sample *s, __u32 stack, bool off)
@@ -538,6 +539,10 @@ static int on_finish(void *ctx)
 	if (e)
 		return e;
 	p->lost = p->sess->lost - b->lost_before;
+	p->filtered_samples = p->sess->filtered_samples - b->filtered_before[0];
+	p->filtered_period = p->sess->filtered_period - b->filtered_before[1];
+	p->off_filtered_samples = p->sess->off_filtered_samples - b->filtered_before[2];
+	p->off_filtered_period = p->sess->off_filtered_period - b->filtered_before[3];
 	return p->otel ? otel_join__name_attrs(p->otel, pctx_of, p->sess) : 0;
 }
 
@@ -601,6 +606,10 @@ int profile__new(struct profile **out, struct session *sess, const struct profil
 	p->b->p = p;
 	p->b->timeline = o->timeline;
 	p->b->lost_before = sess->lost;
+	p->b->filtered_before[0] = sess->filtered_samples;
+	p->b->filtered_before[1] = sess->filtered_period;
+	p->b->filtered_before[2] = sess->off_filtered_samples;
+	p->b->filtered_before[3] = sess->off_filtered_period;
 	p->sess = sess;
 	p->sym = sess->sym;
 	p->rd = sess->rd;

@@ -129,6 +129,12 @@ struct profile {
 	size_t nr_off_stacks;
 	__u64 off_samples, off_period;
 	__u64 lost;	       /* from LOST records */
+	/*
+	 * What report's --comms, --pids, --tids, --dsos and --symbols left
+	 * out (session_opts.filter): in the total that a table's percentages
+	 * are of, as perf report's (its --percentage absolute); off-CPU's in ns.
+	 */
+	__u64 filtered_samples, filtered_period, off_filtered_samples, off_filtered_period;
 	bool callchains;       /* any sample carried one */
 	const char *event;     /* the sampling event's name */
 	bool event_is_clock;   /* period is in nanoseconds */
@@ -150,6 +156,17 @@ struct profile {
 	struct profile_opts opts;
 	struct strpool labels;	    /* pfunc labels */
 };
+
+/* The samples and the period a table's percentages are of: those shown and those the filter left out. */
+static inline __u64 profile_total_samples(const struct profile *p)
+{
+	return p->samples + p->filtered_samples;
+}
+
+static inline __u64 profile_total_period(const struct profile *p)
+{
+	return p->period + p->filtered_period;
+}
 
 /* A sample on the timeline (report --html, speedscope): its stack, and when. */
 struct ptick {

@@ -7,6 +7,7 @@
 
 #include "atomic_file.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "hash.h"
 #include "log.h"
 #include "perf_data.h"
@@ -110,7 +111,8 @@ static int load_profile(struct session *sess, struct profile **p, const struct r
 		e = session__run(sess, err, errlen);
 	if (!e && sr)
 		e = add_prefixes(*p, sr, err, errlen);
-	if (!e && (e = profile__finish(*p)))
+	/* --percent-limit: every output shows the samples of the table's rows. */
+	if (!e && (e = profile__finish(*p) ?: table__limit(*p, &o->table)))
 		set_errorf(err, errlen, e, "out of memory reading %s", o->input);
 	span_report__free(sr);
 	return e;
@@ -134,6 +136,7 @@ static void say_what_was_read(const char *input, const struct profile *p)
 		 input, (unsigned long long)p->samples, p->nr_stacks, p->nr_funcs,
 		 (unsigned long long)p->sess->forks, (unsigned long long)p->sess->execs, (unsigned long long)p->lost,
 		 symbolizer__from_cache(p->sym), symbolizer__cache_rejected(p->sym));
+	elf_budget_say();
 	if (sp_verbose >= 1) {
 		pd_reader__print_features(p->sess->rd, stderr); /* where and how it was recorded */
 		unwinder__print_stats(p->unwinder, stderr);
@@ -150,7 +153,9 @@ static int write_flamegraph(const struct report_opts *o, const struct profile *s
 	e = shown->samples ? write_output(o->flame, flame_fn, shown, title) : -ENODATA;
 	if (e)
 		pr_err("cannot write --flamegraph '%s': %s", o->flame,
-		       e == -ENODATA ? "the file has no samples" : strerror(-e));
+		       e != -ENODATA		    ? strerror(-e)
+		       : profile_total_samples(shown) || report_filter_active(&o->filter) ? "no sample passes the filters"
+											     : "the file has no samples");
 	return e;
 }
 
@@ -236,8 +241,9 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
  */
 static int report_visual(const struct report_opts *o)
 {
-	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true };
-	struct session_opts sopts = { .any_owner = o->force };
+	struct spans_report_opts so = { .input = o->input, .external = o->external, .none_ok = true,
+					.min_pct = o->table.min_pct };
+	struct session_opts sopts = { .any_owner = o->force, .filter = &o->filter };
 	struct debuginfo_opts dopts = o->debuginfod;
 	struct profile_opts po = { .timeline = true };
 	struct tl_limits lim = { o->max_samples, o->max_spans };
@@ -257,7 +263,8 @@ static int report_visual(const struct report_opts *o)
 	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
 	e = e ?: session__run(sess, err, sizeof(err));
 	e = e ?: span_report__finish(sr, err, sizeof(err));
-	if (!e && (e = profile__finish(p) ?: span_report__view(sr, &v) ?: timeline__build(&t, p, v, &lim)))
+	if (!e && (e = profile__finish(p) ?: table__limit(p, &o->table) ?: span_report__view(sr, &v) ?:
+		       timeline__build(&t, p, v, &lim)))
 		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
 	if (e) {
 		say_read_error(o->input, e, err);
@@ -285,7 +292,8 @@ cleanup:
 /* The session and its profile in one pass. */
 static int read_file(const struct report_opts *o, struct session **sess, struct profile **p, char *err, size_t errlen)
 {
-	int e = session__open(sess, o->input, &(struct session_opts){ .any_owner = o->force }, err, errlen);
+	int e = session__open(sess, o->input, &(struct session_opts){ .any_owner = o->force, .filter = &o->filter },
+			      err, errlen);
 
 	return e ?: load_profile(*sess, p, o, err, errlen);
 }
@@ -355,7 +363,8 @@ int report_run(const struct report_opts *o)
 		return report_visual(o);
 	if (o->spans) {
 		struct spans_report_opts so = { .input = o->input, .format = o->spans_format,
-						.bpf_samples = o->bpf_samples, .any_owner = o->force };
+						.bpf_samples = o->bpf_samples, .any_owner = o->force,
+						.filter = &o->filter, .min_pct = o->table.min_pct };
 
 		if (spans_report(&so, err, sizeof(err))) {
 			pr_err("%s", err);

@@ -17,6 +17,7 @@
 #include "debuginfo.h"
 #include "offcpu_view.h"
 #include "profile.h"
+#include "report_filter.h"
 #include "report_out.h"
 #include "spans_view.h"
 
@@ -41,6 +42,8 @@ struct report_opts {
 	bool force;			   /* --force: a perf.data and /tmp/perf-PID.map files of any owner */
 	/* urls: --debuginfod, else DEBUGINFOD_URLS; offline: --offline */
 	struct debuginfo_opts debuginfod;
+	/* --comms, --pids, --tids, --dsos, --symbols, --time: applied once, by the session, for every output */
+	struct report_filter filter;
 };
 
 /* Runs the report the options ask for; 0, or 1 after saying why (pr_err). */

@@ -20,6 +20,7 @@
 #include "report_html.h"
 #include "sbuf.h"
 #include "session.h"
+#include "util.h"
 
 extern const char html_page_css[], html_page_js[], html_page_body[];
 
@@ -173,17 +174,7 @@ static void write_spans(struct jout *o, const struct timeline *t)
 	for (size_t i = 0; i < t->nr_spans; i++) {
 		const struct tl_span *s = &t->spans[i];
 		const struct tl_thread *th = NULL;
-		size_t lo = 0, hi = t->nr_threads;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (t->threads[mid].tid < s->tid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		th = &t->threads[lo];
+		th = &t->threads[SP_PARTITION(t->nr_threads, k, t->threads[k].tid < s->tid)];
 		J("%s[%zu,%llu,%llu,%zu,%zu,%llu,%d,[", i ? "," : "", (size_t)(th - t->threads),
 		  (unsigned long long)(s->start - t->t0), (unsigned long long)(s->end - s->start), s->name, s->source,
 		  (unsigned long long)s->samples, (s->unfinished ? 1 : 0) | (s->ids_recorded ? 2 : 0));

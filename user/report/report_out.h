@@ -63,6 +63,15 @@ struct table_chain {
 /* The rows of p's on-CPU stacks (p must outlive t).  0 or -ENOMEM. */
 int table__build(struct table *t, const struct profile *p, const struct table_opts *o);
 void table__free(struct table *t);
+/*
+ * report --percent-limit, for every output: the stacks whose table row
+ * (by o's sort keys, on-CPU and off-CPU each by their own) holds under
+ * o->min_pct of the total leave the profile, and its timeline, for its
+ * filtered counts, so that the tables' percentages stay of the whole.
+ * After profile__finish; 0 or -ENOMEM.  Here, not in profile.c: it
+ * cuts by the table's rows, and the profile stands below the table.
+ */
+int table__limit(struct profile *p, const struct table_opts *o);
 /* "# Samples: ..." and the column heads, as perf report --stdio begins. */
 void table_print_header(const struct table *t, FILE *out);
 /* The column heads alone: "# Overhead  Samples  Command ...". */

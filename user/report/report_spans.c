@@ -21,6 +21,7 @@
 #include "names.h"
 #include "otel_join.h"
 #include "otlp_json.h"
+#include "report_filter.h"
 #include "report_spans.h"
 #include "sbuf.h"
 #include "session.h"
@@ -450,7 +451,7 @@ build:
 	if (ps)
 		sort_n(ps, np, sizeof(*ps), cmp_pid_sample);
 	for (size_t i = 0; i < n; i++) {
-		size_t lo = 0, hi = np;
+		size_t lo;
 		__u32 tid = 0;
 		bool many = false;
 
@@ -460,14 +461,7 @@ build:
 			unplaced++;
 			continue;
 		}
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ps[mid].pid < ext[i].pid || (ps[mid].pid == ext[i].pid && ps[mid].time < ext[i].start))
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = SP_PARTITION(np, k, ps[k].pid < ext[i].pid || (ps[k].pid == ext[i].pid && ps[k].time < ext[i].start));
 		for (size_t k = lo; k < np && ps[k].pid == ext[i].pid && ps[k].time <= ext[i].end && !many; k++) {
 			many = tid && ps[k].tid != tid;
 			tid = ps[k].tid;
@@ -530,6 +524,25 @@ int span_report__new(struct span_report **out, struct session *sess, const struc
 	return 0;
 }
 
+/*
+ * report --dsos, --symbols: a span stays when one of its samples is in them
+ * (perf's rule for a sample: its sampled address), its samples then those
+ * only; its wall time and its split stay its own.
+ */
+static size_t keep_sampled(struct span_report *r)
+{
+	size_t k = 0, n = r->nsp;
+
+	for (size_t i = 0; i < r->nsp; i++) {
+		if (r->sp[i].count)
+			r->sp[k++] = r->sp[i];
+		else
+			free(r->sp[i].raw_attrs);
+	}
+	r->nsp = k;
+	return n - k;
+}
+
 int span_report__finish(struct span_report *r, char *err, size_t errlen)
 {
 	const struct spans_report_opts *o = &r->o;
@@ -547,7 +560,10 @@ int span_report__finish(struct span_report *r, char *err, size_t errlen)
 	sort_n(r->sp, r->nsp, sizeof(*r->sp), cmp_row_start);
 	if (join(r))
 		goto oom;
-	if (!r->nsp && !o->external && !o->none_ok)
+	if (!o->external && report_filter_by_address(session__filter(r->sess)))
+		r->sess->filtered_spans += keep_sampled(r);
+	/* Spans the filters all left out are no error: none passes them. */
+	if (!r->nsp && !o->external && !o->none_ok && !r->sess->filtered_spans)
 		return set_errorf(err, errlen, -ENOENT,
 				  "%s has no spans; record them with --span or --otel (see 'spanperf record --help')",
 				  o->input);
@@ -574,6 +590,9 @@ static int add_off_top(struct span_report *r, struct view_store *vs, const struc
 	struct span_wall_stack st[SPAN_WALL_TOP];
 	int n = span_wall__off_top(r->wall, sp->tid, sp->start, sp->end, st);
 
+	/* Heaviest first: --percent-limit's share of the span's time off CPU ends the list. */
+	while (n && r->o.min_pct > 0 && st[n - 1].ns * 100.0 < r->o.min_pct * row->off_ns)
+		n--;
 	for (int k = 0; k < n; k++, row->nr_off_top++) {
 		if (array_reserve((void **)&vs->stack, &vs->cap_stack, vs->nr_stack, sizeof(*vs->stack)) ||
 		    array_reserve((void **)&vs->stack_at, &vs->cap_stack_at, vs->nr_stack, sizeof(*vs->stack_at)) ||
@@ -590,6 +609,8 @@ static int add_wakers(struct span_report *r, struct view_store *vs, const struct
 	struct span_wall_stack st[SPAN_WALL_TOP];
 	int n = span_wall__woken_by(r->wall, sp->tid, sp->start, sp->end, st);
 
+	while (n && r->o.min_pct > 0 && st[n - 1].ns * 100.0 < r->o.min_pct * row->off_ns)
+		n--;
 	for (int k = 0; k < n; k++, row->nr_woken_by++) {
 		struct spans_waker *w;
 
@@ -658,6 +679,10 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 	ntop = top_of(r, vs, sp->first, sp->count);
 	if (ntop < 0)
 		return -ENOMEM;
+	/* --percent-limit: the functions under that share of the span's samples (sorted: the tail) go. */
+	while (ntop && r->o.min_pct > 0 && vs->func[at->top + ntop - 1].n * 100.0 < r->o.min_pct * sp->count)
+		ntop--;
+	vs->nr_func = at->top + ntop;
 	row->nr_top = ntop;
 	at->attr = vs->nr_attr;
 	if (otel_attrs_split(sp->attrs, add_attr, vs))
@@ -821,7 +846,8 @@ int spans_report(const struct spans_report_opts *o, char *err, size_t errlen)
 {
 	struct session *sess = NULL;
 	struct span_report *r = NULL;
-	int e = session__open(&sess, o->input, &(struct session_opts){ .any_owner = o->any_owner }, err, errlen);
+	int e = session__open(&sess, o->input, &(struct session_opts){ .any_owner = o->any_owner, .filter = o->filter },
+			      err, errlen);
 
 	if (!e)
 		e = span_report__new(&r, sess, o, err, errlen);

@@ -11,6 +11,7 @@
 #include "spans_view.h"
 
 struct strpool;
+struct report_filter;
 
 struct spans_report_opts {
 	const char *input;     /* perf.data */
@@ -21,6 +22,13 @@ struct spans_report_opts {
 	FILE *out;	       /* where spans_report prints; NULL: stdout */
 	double window_s;       /* > 0 (top --spans): the table adds each name's rate, count / window_s */
 	bool any_owner;	       /* report --force: a file and perf maps of any owner (session_opts) */
+	const struct report_filter *filter; /* report's filters (session_opts.filter), or NULL */
+	/*
+	 * report --percent-limit: in each span's lists, the functions under
+	 * this share of its samples, and the blocked stacks and wakers under
+	 * this share of its time off CPU, left out.
+	 */
+	double min_pct;
 };
 
 /* The whole of report --spans and annotate: one pass, the join, the output to stdout. */

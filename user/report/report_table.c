@@ -285,23 +285,10 @@ static void row_line(const struct table *t, const struct table_row *r, FILE *out
 	}
 }
 
-/* top's '/': the row's line holds the text (in its first 1023 bytes, as top has always looked). */
-static bool row_matches(const struct table *t, const struct table_row *r)
+/* top's '/' looks at a row's line. */
+static void print_line(const void *t, const void *r, FILE *out)
 {
-	char *line = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&line, &len);
-	bool yes = true;
-
-	if (f) {
-		row_line(t, r, f);
-		fclose(f);
-		if (len > 1023)
-			line[1023] = 0;
-		yes = strstr(line, t->o.filter) != NULL;
-	}
-	free(line);
-	return yes;
+	row_line(t, r, out);
 }
 
 /* The rows whose text holds the filter, then the first max_rows of them; the others are freed. */
@@ -314,7 +301,7 @@ static void select_rows(struct table *t)
 		bool keep = !t->o.max_rows || n < t->o.max_rows;
 
 		if (keep && t->o.filter && t->o.filter[0])
-			keep = row_matches(t, r);
+			keep = printed_holds(print_line, t, r, t->o.filter);
 		if (!keep) {
 			free(r->stacks);
 			continue;
@@ -336,7 +323,7 @@ int table__build(struct table *t, const struct profile *p, const struct table_op
 	}
 	sort_n(t->rows, t->nr_rows, sizeof(*t->rows), cmp_row);
 	for (size_t i = 0; i < t->nr_rows; i++)
-		t->rows[i].pct = p->period ? 100.0 * t->rows[i].period / p->period : 0;
+		t->rows[i].pct = profile_total_period(p) ? 100.0 * t->rows[i].period / profile_total_period(p) : 0;
 	t->nr_all = t->nr_rows;
 	select_rows(t);
 	return 0;
@@ -369,7 +356,8 @@ void table_print_header(const struct table *t, FILE *out)
 	const struct profile *p = t->p;
 
 	fprintf(out, "# Samples: %llu of event '%s'\n# Event count (approx.): %llu\n",
-		(unsigned long long)p->samples, p->event ? p->event : "?", (unsigned long long)p->period);
+		(unsigned long long)profile_total_samples(p), p->event ? p->event : "?",
+		(unsigned long long)profile_total_period(p));
 	if (p->lost)
 		fprintf(out, "# Lost samples: %llu\n", (unsigned long long)p->lost);
 	fputs("#\n", out);
@@ -430,13 +418,17 @@ static void print_chains(const struct table *t, const struct table_row *r, FILE 
 		free(c);
 		return;
 	}
+	/* Heaviest first: as perf's, --percent-limit hides the chains under it too. */
+	while (n && 100.0 * c[n - 1].period < t->o.min_pct * profile_total_period(p))
+		n--;
 	fprintf(out, "            |\n");
 	for (size_t i = 0; i < n && i < 8; i++) {
 		const char *bar = i + 1 < SP_MIN(n, 8) ? "|" : " ";
 		const struct pstack *s = c[i].s;
 		char esc[1024];
 
-		fprintf(out, "            %s--%.2f%%--%s%s\n", bar, 100.0 * c[i].period / (p->period ? p->period : 1),
+		fprintf(out, "            %s--%.2f%%--%s%s\n", bar,
+			100.0 * c[i].period / (profile_total_period(p) ? profile_total_period(p) : 1),
 			text_name(p->funcs[s->frames[0].func].name, NULL, esc, sizeof(esc)),
 			p->funcs[s->frames[0].func].inlined ? " (inlined)" : "");
 		for (__u32 j = 1; j < s->nr && j < 64; j++)
@@ -515,4 +507,95 @@ int report_table(const struct profile *p, const struct table_opts *o, FILE *out)
 	}
 	table__free(&t);
 	return 0;
+}
+
+/*
+ * One side of table__limit: the stacks of the rows under the limit out,
+ * the others moved down; remap[i] is stack i's new index, or -1.
+ */
+static int limit_side(struct profile *p, bool off, const struct table_opts *o, __u32 *remap)
+{
+	struct table_opts to = *o;
+	struct profile v = *p;
+	struct pstack *st = off ? p->off_stacks : p->stacks;
+	size_t n = off ? p->nr_off_stacks : p->nr_stacks, k = 0;
+	__u64 gone_samples = 0, gone_period = 0;
+	struct table t;
+	int e;
+
+	to.callgraph = true; /* the rows' stacks */
+	to.filter = NULL;
+	to.max_rows = 0;
+	if (off) {
+		v.stacks = p->off_stacks;
+		v.nr_stacks = p->nr_off_stacks;
+		v.period = p->off_period;
+		v.filtered_period = p->off_filtered_period;
+	}
+	e = table__build(&t, &v, &to);
+	if (e)
+		return e;
+	for (size_t i = 0; i < n; i++)
+		remap[i] = 0;
+	for (size_t i = 0; i < t.nr_rows; i++) {
+		if (t.rows[i].pct >= o->min_pct)
+			continue;
+		for (size_t j = 0; j < t.rows[i].nr_stacks; j++)
+			remap[t.rows[i].stacks[j]] = (__u32)-1;
+		gone_samples += t.rows[i].count;
+		gone_period += t.rows[i].period;
+	}
+	table__free(&t);
+	for (size_t i = 0; i < n; i++) {
+		if (remap[i] != (__u32)-1) {
+			remap[i] = k;
+			st[k++] = st[i];
+			continue;
+		}
+		/* Split stacks borrow the frames of the stacks as sampled, which keep them. */
+		if (off || !p->sampled)
+			free(st[i].frames);
+		if (off)
+			free(st[i].waker_frames);
+	}
+	if (off) {
+		p->nr_off_stacks = k;
+		p->off_samples -= gone_samples;
+		p->off_period -= gone_period;
+		p->off_filtered_samples += gone_samples;
+		p->off_filtered_period += gone_period;
+	} else {
+		p->nr_stacks = k;
+		p->samples -= gone_samples;
+		p->period -= gone_period;
+		p->filtered_samples += gone_samples;
+		p->filtered_period += gone_period;
+	}
+	return 0;
+}
+
+int table__limit(struct profile *p, const struct table_opts *o)
+{
+	__u32 *on, *off;
+	size_t k = 0;
+	int e;
+
+	if (o->min_pct <= 0)
+		return 0;
+	on = malloc((p->nr_stacks + 1) * sizeof(*on));
+	off = malloc((p->nr_off_stacks + 1) * sizeof(*off));
+	e = on && off ? limit_side(p, false, o, on) ?: limit_side(p, true, o, off) : -ENOMEM;
+	for (size_t i = 0; !e && i < p->nr_ticks; i++) {
+		__u32 to = (p->ticks[i].off ? off : on)[p->ticks[i].stack];
+
+		if (to == (__u32)-1)
+			continue;
+		p->ticks[k] = p->ticks[i];
+		p->ticks[k++].stack = to;
+	}
+	if (!e)
+		p->nr_ticks = k;
+	free(on);
+	free(off);
+	return e;
 }

@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "names.h"
 #include "perf_sample.h"
+#include "report_filter.h"
 #include "session.h"
 #include "util.h"
 
@@ -64,6 +65,11 @@ struct timeline {
 	struct exited { __u32 pid, tid; __u64 time, trim; } *exits;
 	size_t nr_exits, cap_exits, gone_tn;
 	__u64 trims;
+	/* session_opts.filter, and its --time resolved against the file's sample times */
+	const struct report_filter *filter;
+	struct time_range *ranges;
+	size_t nr_ranges;
+	bool last_block_kept; /* the last off-CPU block's fate, which its waker sample shares */
 };
 
 static struct thread_names *names_of(struct timeline *tl, __u32 tid, bool create)
@@ -300,6 +306,14 @@ static int sideband(struct session *s, struct timeline *tl, const struct pd_even
 /* The attrs classified and the symbolizer made, over a reader just opened. */
 static int session_init(struct session *s, const struct session_opts *o, char *err, size_t errlen)
 {
+	struct timeline *tl = s->priv;
+
+	tl->filter = o->filter;
+	/* Percentages of --time are of the recording's span of samples, as perf reads it from the header. */
+	if (o->filter && o->filter->time &&
+	    time_ranges_parse(o->filter->time, s->rd->meta.first_sample_ns, s->rd->meta.last_sample_ns, &tl->ranges,
+			      &tl->nr_ranges, err, errlen))
+		return -EINVAL;
 	s->kind = calloc(s->rd->nr_attrs ? s->rd->nr_attrs : 1, sizeof(*s->kind));
 	s->sym = symbolizer__new(&s->rd->meta,
 				 &(struct symbolizer_opts){ .root = o->root, .any_perf_map_owner = o->any_owner });
@@ -361,7 +375,7 @@ int session__open_live(struct session **out, const struct pd_attr *attrs, int nr
 		return -ENOMEM;
 	}
 	e = pd_reader__open_mem(&s->rd, attrs, nr_attrs, o->name, err, errlen) ?:
-	    session_init(s, &(struct session_opts){ 0 }, err, errlen);
+	    session_init(s, &(struct session_opts){ .filter = o->filter }, err, errlen);
 	if (e) {
 		session__free(s);
 		return e;
@@ -389,6 +403,7 @@ void session__free(struct session *s)
 		free(tl->q);
 		free(tl->cons);
 		free(tl->exits);
+		free(tl->ranges);
 		free(tl);
 	}
 	for (int i = 0; i < s->nr_span_counters; i++)
@@ -467,6 +482,77 @@ int session__end_consumer(struct session *s, void *ctx, bool finish)
 	return e;
 }
 
+const struct report_filter *session__filter(const struct session *s)
+{
+	return ((const struct timeline *)s->priv)->filter;
+}
+
+/* The filter's lists (not --time): a thread or process, its name then, the sampled dso and symbol. */
+static bool lists_keep(struct session *s, const struct report_filter *f, const struct sess_sample *ss)
+{
+	const struct pd_sample *p = &ss->ev->sample;
+	struct sym sym;
+
+	if ((f->comms.on && !name_set_has(&f->comms, ss->comm)) || (f->pids.n && !int_list_has(&f->pids, p->pid)) ||
+	    (f->tids.n && !int_list_has(&f->tids, p->tid)))
+		return false;
+	/* The switch-outs of spanperf-sched carry no address: only the thread's filters apply. */
+	if (!report_filter_by_address(f) || ss->kind == SESS_SCHED)
+		return true;
+	symbolizer__resolve(s->sym, p->pid, p->ip, p->time, ss->kernel, &sym);
+	if (f->dsos.on && !name_set_has(&f->dsos, sym.dso) && !name_set_has(&f->dsos, sym.path))
+		return false;
+	return !f->syms.on || (sym.known && name_set_has(&f->syms, sym.name));
+}
+
+/*
+ * Whether the filter keeps a sample: --time leaves it out of everything; the
+ * lists leave it out of the outputs, in the tables' total (counted here).  A
+ * waker sample shares the fate of the block it follows.
+ */
+static bool sample_kept(struct session *s, struct timeline *tl, const struct sess_sample *ss)
+{
+	const struct report_filter *f = tl->filter;
+	const struct pd_sample *p = &ss->ev->sample;
+	bool kept;
+
+	if (!f)
+		return true;
+	if (ss->kind == SESS_WAKER)
+		return tl->last_block_kept;
+	kept = time_ranges_keep(tl->ranges, tl->nr_ranges, p->time);
+	if (kept && !lists_keep(s, f, ss)) {
+		kept = false;
+		if (ss->kind == SESS_SAMPLING) {
+			s->filtered_samples++;
+			s->filtered_period += p->period;
+		} else if (ss->kind == SESS_OFFCPU) {
+			s->off_filtered_samples++;
+			s->off_filtered_period += p->period;
+		}
+	}
+	if (ss->kind == SESS_OFFCPU)
+		tl->last_block_kept = kept;
+	return kept;
+}
+
+/* A span by its own thread, process, name (at its end, as its record) and end time. */
+static bool span_kept(struct session *s, struct timeline *tl, const struct sess_span *sp)
+{
+	const struct report_filter *f = tl->filter;
+	const char *comm;
+
+	if (!f)
+		return true;
+	if (!time_ranges_keep(tl->ranges, tl->nr_ranges, sp->rec.end_ns) ||
+	    (f->pids.n && !int_list_has(&f->pids, sp->rec.pid)) || (f->tids.n && !int_list_has(&f->tids, sp->rec.tid)))
+		return false;
+	if (!f->comms.on)
+		return true;
+	comm = session__comm(s, sp->rec.tid, sp->rec.end_ns);
+	return name_set_has(&f->comms, comm ? comm : unnamed(tl, sp->rec.tid));
+}
+
 /* One sample or span to every consumer, in the order they were added. */
 static int deliver(struct session *s, struct timeline *tl, const struct pd_event *ev)
 {
@@ -497,6 +583,8 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 		ss.comm = session__comm(s, ev->sample.tid, ev->sample.time);
 		if (!ss.comm && !(ss.comm = unnamed(tl, ev->sample.tid)))
 			return -ENOMEM;
+		if (!sample_kept(s, tl, &ss))
+			return 0;
 		for (size_t i = 0; i < tl->nr_cons && !e; i++)
 			if (tl->cons[i].ops->sample)
 				e = tl->cons[i].ops->sample(tl->cons[i].ctx, &ss);
@@ -507,6 +595,10 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 
 		if (span_codec_decode(&ev->sample, &sp.rec))
 			return 0; /* a layout this reader does not know */
+		if (!span_kept(s, tl, &sp)) {
+			s->filtered_spans++;
+			return 0;
+		}
 		for (size_t i = 0; i < tl->nr_cons && !e; i++)
 			if (tl->cons[i].ops->span)
 				e = tl->cons[i].ops->span(tl->cons[i].ctx, &sp);

@@ -88,12 +88,29 @@ struct session {
 	size_t nr_pctx, cap_pctx;
 	struct u64_map pctx_idx; /* pid -> index + 1 */
 	__u64 pctx_bad;		 /* records that did not decode */
+	/*
+	 * Samples the filter's lists refused (session_opts.filter), which
+	 * perf's tables count in their total: on-CPU, and off-CPU (ns).
+	 */
+	__u64 filtered_samples, filtered_period, off_filtered_samples, off_filtered_period;
+	__u64 filtered_spans; /* spans the filter left out (all of them: a file with spans can show none) */
 	void *priv;
 };
+
+struct report_filter;
 
 struct session_opts {
 	const char *root; /* where symbol files are looked up, NULL for / */
 	bool any_owner;	  /* report --force (perf's -f): the file and /tmp/perf-PID.map files of any owner */
+	/*
+	 * report's --comms, --pids, --tids, --dsos, --symbols and --time
+	 * (report_filter.h), applied here for every consumer: a sample is
+	 * delivered if its thread, process, comm, sampled dso and symbol, and
+	 * time pass; a waker sample goes with the block it follows; a span by
+	 * its own comm, pid, tid and end time (its record's).  NULL: none.
+	 * Must outlive the session.
+	 */
+	const struct report_filter *filter;
 };
 
 /*
@@ -104,6 +121,7 @@ int session__open(struct session **out, const char *path, const struct session_o
 
 struct session_live_opts {
 	const char *name; /* what messages call the recording */
+	const struct report_filter *filter; /* as session_opts' (top's --comms...); its --time is not */
 	/* The symbolizer's tables kept loaded over session__trim (symbolizer__keep_tables); 0: all */
 	size_t keep_tables, keep_syms;
 };
@@ -141,6 +159,8 @@ int session__end(struct session *s, char *err, size_t errlen);
  */
 void session__trim(struct session *s);
 
+/* The filter the session applies (session_opts.filter), or NULL. */
+const struct report_filter *session__filter(const struct session *s);
 /* The name of tid at time t, NULL if the file never named it. */
 const char *session__comm(struct session *s, __u32 tid, __u64 t);
 /* The process of tid (its latest), or -1. */

@@ -177,17 +177,9 @@ static int cmp_off(const void *a, const void *b)
 /* The waker of tid's block that ended at end, or NULL. */
 static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
 {
-	size_t lo = 0, hi = w->nwk;
+	size_t lo = SP_PARTITION(w->nwk, i, w->wk[i].wakee_tid < tid ||
+						  (w->wk[i].wakee_tid == tid && w->wk[i].block_end < end));
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct waker *k = &w->wk[mid];
-
-		if (k->wakee_tid < tid || (k->wakee_tid == tid && k->block_end < end))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
 }
 
@@ -273,22 +265,13 @@ static __u64 clip_len(__u64 a, __u64 b, __u64 start, __u64 end)
 bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 end, struct span_split *x)
 {
 	struct span_split acc = {};
-	size_t lo = 0, hi;
+	size_t lo;
 	__u64 wall = end > start ? end - start : 0;
 
 	if (!w || !w->sched)
 		return false;
-	hi = w->noff;
 	/* The first record of tid that ends after start: a thread's records do not overlap. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct off *o = &w->off[mid];
-
-		if (o->tid < tid || (o->tid == tid && o->end <= start))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = SP_PARTITION(w->noff, i, w->off[i].tid < tid || (w->off[i].tid == tid && w->off[i].end <= start));
 	for (size_t i = lo; i < w->noff && w->off[i].tid == tid && w->off[i].start < end; i++) {
 		const struct off *o = &w->off[i];
 		__u64 wake = o->end - o->runq, head = clip_len(o->start, wake, start, end);
@@ -328,18 +311,7 @@ __u64 span_wall__unjoinable(const struct span_wall *w)
 /* The first block of tid that ends after start: a thread's blocks do not overlap, so they follow in order. */
 static size_t first_block(const struct span_wall *w, __u32 tid, __u64 start)
 {
-	size_t lo = 0, hi = w->nr;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct block *b = &w->b[mid];
-
-		if (b->tid < tid || (b->tid == tid && b->end <= start))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return SP_PARTITION(w->nr, i, w->b[i].tid < tid || (w->b[i].tid == tid && w->b[i].end <= start));
 }
 
 static __u64 overlap(const struct block *b, __u64 start, __u64 end)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* report --spans as text: one row per span name, and otel spans by attribute. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sbuf.h"
@@ -71,11 +73,10 @@ static void split_bar(FILE *out, const struct span_split *x)
 	fprintf(out, "  [%s]", bar);
 }
 
-static void print_header(const struct spans_view *v, FILE *out)
+void spans_print_columns(const struct spans_view *v, FILE *out)
 {
 	char esc[NAME_MAX_SHOWN];
 
-	fprintf(out, "# %zu spans of %zu kinds, %zu samples\n#\n", v->nr_rows, v->table->nr_kinds, v->nr_samples);
 	fprintf(out, "# %-20s %-10s %8s", "name", "source", "count");
 	if (v->window_s > 0)
 		fprintf(out, " %9s", "rate/s");
@@ -89,8 +90,14 @@ static void print_header(const struct spans_view *v, FILE *out)
 	fprintf(out, "  top functions inside\n");
 }
 
+static void print_header(const struct spans_view *v, FILE *out)
+{
+	fprintf(out, "# %zu spans of %zu kinds, %zu samples\n#\n", v->nr_rows, v->table->nr_kinds, v->nr_samples);
+	spans_print_columns(v, out);
+}
+
 /* A name's spans: counters and time off CPU per span, what one of them typically costs. */
-static void print_kind(const struct spans_view *v, const struct spans_kind *kd, FILE *out)
+void spans_print_kind(const struct spans_view *v, const struct spans_kind *kd, FILE *out)
 {
 	size_t cnt = kd->count;
 	char esc[NAME_MAX_SHOWN];
@@ -159,7 +166,7 @@ int spans_print_table(const struct spans_view *v, FILE *out)
 {
 	print_header(v, out);
 	for (size_t k = 0; k < v->table->nr_kinds; k++)
-		print_kind(v, &v->table->kind[k], out);
+		spans_print_kind(v, &v->table->kind[k], out);
 	if (v->table_ctr)
 		fprintf(out, "#\n# counters are means per span; samples are those of the span's thread inside it\n");
 	if (v->any_split)
@@ -169,4 +176,32 @@ int spans_print_table(const struct spans_view *v, FILE *out)
 			v->unjoinable ? " (sums of short blocks are left out: record with --off-cpu-thresh 0)" : "");
 	print_groups(v, out);
 	return 0;
+}
+
+static void print_kind(const void *v, const void *kd, FILE *out)
+{
+	spans_print_kind(v, kd, out);
+}
+
+int spans_rows__build(struct spans_rows *r, const struct spans_view *v, const char *filter, size_t max_rows)
+{
+	const struct spans_table *t = v->table;
+
+	*r = (struct spans_rows){ .nr_all = t->nr_kinds };
+	r->kind = calloc(t->nr_kinds ? t->nr_kinds : 1, sizeof(*r->kind));
+	if (!r->kind)
+		return -ENOMEM;
+	for (size_t k = 0; k < t->nr_kinds && (!max_rows || r->nr < max_rows); k++)
+		if (!filter || !filter[0] || printed_holds(print_kind, v, &t->kind[k], filter))
+			r->kind[r->nr++] = &t->kind[k];
+	return 0;
+}
+
+void spans_rows__free(struct spans_rows *r)
+{
+	if (!r)
+		return;
+	free(r->kind);
+	r->kind = NULL;
+	r->nr = 0;
 }

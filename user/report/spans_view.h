@@ -171,4 +171,20 @@ int spans_print_otlp(const struct spans_view *v, FILE *out, char *err, size_t er
  */
 int spans_json_wall(const struct spans_view *v, const struct spans_row *row, struct sbuf *b);
 
+/*
+ * The text table as rows, for a screen that draws them (top --spans): the
+ * names whose line holds filter (NULL or "": all), then the first max_rows
+ * of them (0: all), as report_table's rows are picked (table_opts).
+ */
+struct spans_rows {
+	const struct spans_kind **kind; /* into v->table */
+	size_t nr;
+	size_t nr_all; /* names before the filter and max_rows */
+};
+int spans_rows__build(struct spans_rows *r, const struct spans_view *v, const char *filter, size_t max_rows);
+void spans_rows__free(struct spans_rows *r);
+/* The column heads ("# name  source  count ..."), and a name's row, a line each as spans_print_table writes them. */
+void spans_print_columns(const struct spans_view *v, FILE *out);
+void spans_print_kind(const struct spans_view *v, const struct spans_kind *kd, FILE *out);
+
 #endif

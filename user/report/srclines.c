@@ -13,6 +13,7 @@
 #include "buildid.h"
 #include "debuginfo.h"
 #include "demangle.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "hash.h"
 #include "srclines.h"
@@ -114,6 +115,11 @@ static struct sdso *open_dso(struct srclines *s, int dso_id)
 	file = symbolizer__elf_file(s->sym, dso_id);
 	if (!file || (fd = open_regular(file)) < 0)
 		return NULL;
+	/* What libdw will read of it, bounded first (elf_budget.h). */
+	if (elf_budget_vet(fd, ELF_BUDGET_DWARF, file)) {
+		close(fd);
+		return NULL;
+	}
 	d->dwfl = dwfl_begin(&s->cb);
 	if (!d->dwfl) {
 		close(fd);

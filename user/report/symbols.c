@@ -12,6 +12,7 @@
 
 #include "buildid.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
@@ -124,6 +125,7 @@ static void add_plt_of(struct elf_syms *t, const char *build_id, const char *fil
 {
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
+	struct elf_budget b;
 	int fd;
 	Elf *elf;
 
@@ -137,11 +139,10 @@ static void add_plt_of(struct elf_syms *t, const char *build_id, const char *fil
 	fd = open_regular(file);
 	if (fd < 0)
 		return;
-	elf = elf_open_read(fd);
+	elf = elf_budget_begin(&b, fd, true, ELF_BUDGET_SYMS, file);
 	if (elf && elf_kind(elf) == ELF_K_ELF)
-		elf_syms__add_plt(t, elf);
-	if (elf)
-		elf_end(elf);
+		elf_syms__add_plt(t, &b);
+	elf_budget_end(&b);
 	close(fd);
 }
 
@@ -812,17 +813,7 @@ static int add_bound(struct bounds *b, __u64 t, __s32 from)
 /* The index of the latest boundary at or before t, or -1. */
 static int bound_index(const struct bounds *b, __u64 t)
 {
-	int lo = 0, hi = b->nr;
-
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-
-		if (b->t[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
+	return (int)SP_PARTITION((size_t)b->nr, i, b->t[i] <= t) - 1;
 }
 
 /* The boundaries around t: the latest at or before it (0 if none) and the next (or ~0). */

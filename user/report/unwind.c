@@ -18,6 +18,7 @@
 
 #include "buildid.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "hash.h"
@@ -277,6 +278,7 @@ static struct uproc *proc_get(struct unwinder *u, const struct unwind_sample *s)
 /* The file's PT_LOADs, its machine and its build id against the recorded one. */
 static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *m)
 {
+	struct elf_budget b = { .elf = NULL };
 	GElf_Ehdr eh;
 	size_t nph;
 	Elf *elf;
@@ -287,7 +289,8 @@ static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *
 	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return;
-	elf = elf_open_read(fd); /* not mapped if others may truncate it */
+	/* Its headers only; mapped only if no one else may truncate it. */
+	elf = elf_budget_begin(&b, fd, true, 0, d->file ? d->file : m->path);
 	if (elf && gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	    eh.e_ident[EI_CLASS] == ELFCLASS64 && !elf_getphdrnum(elf, &nph)) {
 		for (size_t i = 0; i < nph && d->nr_segs < (int)(sizeof(d->seg) / sizeof(d->seg[0])); i++) {
@@ -301,8 +304,7 @@ static void check_dso(struct unwinder *u, struct udso *d, const struct sym_map *
 		}
 		d->state = d->nr_segs ? 1 : -1;
 	}
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	close(fd);
 }
 
@@ -349,6 +351,11 @@ static Dwfl_Module *module_at(struct uproc *p, __u64 pc, const struct sym_map *m
 	fd = open_map_file(u, d, m);
 	if (fd < 0)
 		return NULL;
+	/* What libdw will read of it, bounded first (elf_budget.h): the descriptor it gets, not the name. */
+	if (elf_budget_vet(fd, ELF_BUDGET_DWARF, d->file ? d->file : m->path)) {
+		close(fd);
+		return NULL;
+	}
 	/* libdw owns fd from here, and reads the file's CFI once for this process. */
 	mod = dwfl_report_elf(p->dwfl, m->path, d->file ? d->file : m->path, fd, bias, true);
 	if (!mod)

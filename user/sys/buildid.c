@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "buildid.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "hash.h"
 #include "sha256.h"
@@ -51,38 +52,39 @@ int buildid_from_notes(const void *buf, size_t len, __u8 id[BUILD_ID_MAX], __u8 
 	return -ENOENT;
 }
 
-/* A build-id note is a few dozen bytes: a larger note section is not read (it may be sparse and huge). */
-#define MAX_NOTES_BYTES (1u << 20)
-
 int buildid_from_fd(int fd, __u8 id[BUILD_ID_MAX], __u8 *size)
 {
+	struct elf_budget b;
 	Elf_Scn *scn = NULL;
 	int err = -ENOENT;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
 	/* Read, not mapped: a file another process truncates meanwhile must not SIGBUS us. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf *elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_NOTES, NULL);
+
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -EINVAL;
+		err = b.err ?: -EINVAL;
 		goto cleanup;
 	}
-	while ((scn = elf_nextscn(elf, scn))) {
+	/*
+	 * Each note section into a buffer of ours, let go before the next:
+	 * libelf would keep every one, and a file may declare thousands over
+	 * one sparse hole.  The budget ends the scan of such a file.
+	 */
+	while (err == -ENOENT && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *d;
+		size_t len;
+		void *notes;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > MAX_NOTES_BYTES)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !sh.sh_size)
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (d && d->d_buf && !buildid_from_notes(d->d_buf, d->d_size, id, size)) {
+		notes = elf_budget_copy(&b, scn, ELF_T_NHDR, &len);
+		if (notes && !buildid_from_notes(notes, len, id, size))
 			err = 0;
-			break;
-		}
+		else if (b.err)
+			err = b.err;
+		free(notes);
 	}
 cleanup:
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	return err;
 }
 

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <elfutils/debuginfod.h>
 
 #include "atomic_file.h"
 #include "buildid.h"
 #include "debuginfo.h"
+#include "elf_budget.h"
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
@@ -22,7 +25,12 @@
 #define MAX_THREADS 8
 #define DEFAULT_REQUEST_S 10.0
 #define DEFAULT_DEADLINE_S 30.0
-/* A debug file larger than this is not kept (vmlinux-sized files stay in libdebuginfod's cache). */
+/*
+ * A debug file larger than this is neither downloaded nor kept: the
+ * library stops a transfer past it (DEBUGINFOD_MAXSIZE for a server's
+ * Content-Length, our progress callback for a body without one), and keep()
+ * copies no more.
+ */
 #define MAX_KEEP_BYTES (1024ull << 20)
 
 enum outcome { O_NONE, O_FETCHED, O_CACHED, O_NOT_FOUND, O_UNREACHABLE, O_TIMED_OUT, O_REFUSED, O_FAILED };
@@ -42,13 +50,20 @@ struct fetcher {
 	pthread_mutex_t lock;
 };
 
-/* What one thread's client is doing: its progress callback ends a request past its time. */
+/* What one thread's client is doing: its progress callback ends a request past its time or size. */
 struct worker {
 	struct fetcher *f;
 	__u64 req_start;
 	bool aborted;
-	bool asked; /* the library went to a server (its progress callback ran) */
+	bool too_big; /* aborted for its size: the body ran past keep_bound */
+	bool asked;   /* the library went to a server (its progress callback ran) */
 };
+
+/*
+ * The most a download may be: MAX_KEEP_BYTES, or less if the environment's
+ * DEBUGINFOD_MAXSIZE says so.  Set once, before the workers start.
+ */
+static __u64 keep_max = MAX_KEEP_BYTES;
 
 /* libdw's debuginfod hook reads the variable whenever it misses a file: it stays unset but while we fetch. */
 static void no_network(void)
@@ -110,17 +125,36 @@ int debuginfo_local_path(const char *hex, char *out, size_t len)
 	return debuginfo_path(hex, out, len);
 }
 
-/* Copies the fetched file into the build-id cache, root's only like record's copies. */
-static int keep(int in, const char *dest)
+/* Whether the ELF file at fd has exactly this build id: 0, or -EBADMSG (another build's, or not ELF). */
+static int check_build_id_fd(int fd, const char *hex)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char got[2 * BUILD_ID_MAX + 1];
+
+	if (buildid_from_fd(fd, id, &size))
+		return -EBADMSG;
+	buildid_hex(id, size, got);
+	return strcmp(got, hex) ? -EBADMSG : 0;
+}
+
+/*
+ * Copies the fetched file into the build-id cache, root's only like
+ * record's copies, and keeps it only if the bytes copied carry the build
+ * id asked for: checked on our copy, which no one else can change, not on
+ * the library's file by its name.  At most keep_max bytes are copied,
+ * however the file grows meanwhile.  -EBADMSG for another build's file.
+ */
+static int keep(int in, const char *dest, const char *hex)
 {
 	char tmp[PATH_MAX];
 	struct atomic_file af;
 	struct stat st;
 	char buf[65536];
-	ssize_t n;
+	__u64 done = 0;
+	ssize_t n = 0;
 	int e;
 
-	if (fstat(in, &st) || !S_ISREG(st.st_mode) || (__u64)st.st_size > MAX_KEEP_BYTES)
+	if (fstat(in, &st) || !S_ISREG(st.st_mode) || (__u64)st.st_size > keep_max)
 		return -EFBIG;
 	snprintf(tmp, sizeof(tmp), "%s", dest);
 	e = mkdir_parents(tmp);
@@ -129,12 +163,14 @@ static int keep(int in, const char *dest)
 	e = atomic_file__open(&af, dest, 0600, false);
 	if (e)
 		return e;
-	if (lseek(in, 0, SEEK_SET) < 0)
-		e = -errno;
-	while (!e && (n = read(in, buf, sizeof(buf))) > 0)
-		e = write_all(af.fd, buf, n);
+	while (!e && (n = pread(in, buf, sizeof(buf), done)) > 0) {
+		done += n;
+		e = done > keep_max ? -EFBIG : write_all(af.fd, buf, n);
+	}
 	if (!e && n < 0)
 		e = -errno;
+	if (!e)
+		e = check_build_id_fd(af.fd, hex);
 	if (!e)
 		e = atomic_file__commit(&af);
 	atomic_file__release(&af);
@@ -147,11 +183,19 @@ static int progress(debuginfod_client *c, long a, long b)
 	struct worker *w = debuginfod_get_user_data(c);
 	__u64 now = now_ns(CLOCK_MONOTONIC);
 
-	(void)a;
 	(void)b;
 	w->asked = true;
 	if (now - w->req_start > w->f->request_ns || now > w->f->deadline_ns) {
 		w->aborted = true;
+		return 1;
+	}
+	/*
+	 * a is what the committed server sent so far (before one is, a count
+	 * of the library's loops): DEBUGINFOD_MAXSIZE stops only a body whose
+	 * Content-Length says it is too large, not one sent without it.
+	 */
+	if (a > 0 && (__u64)a > keep_max) {
+		w->too_big = true;
 		return 1;
 	}
 	return 0;
@@ -195,7 +239,6 @@ static enum outcome classify(int rc, bool aborted)
 	case -ENETUNREACH:
 	case -ECONNRESET:
 	case -EADDRNOTAVAIL:
-	case -EIO:
 	case -ENOSYS: /* no server reachable at all */
 		return O_UNREACHABLE;
 	default:
@@ -213,17 +256,18 @@ static enum outcome fetch_one(debuginfod_client *c, struct worker *w, const char
 	if (debug_path(hex, dest, sizeof(dest)))
 		return O_FAILED;
 	w->req_start = now_ns(CLOCK_MONOTONIC);
-	w->aborted = w->asked = false;
+	w->aborted = w->too_big = w->asked = false;
 	fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &path);
 	if (fd < 0) {
 		free(path);
-		o = classify(fd, w->aborted);
-		if (o == O_TIMED_OUT || o == O_UNREACHABLE)
+		/* Too large: by its Content-Length (the library's -EFBIG), or as it came. */
+		o = w->too_big || fd == -EFBIG ? O_FAILED : classify(fd, w->aborted);
+		if (o == O_TIMED_OUT || o == O_UNREACHABLE || w->too_big)
 			forget_miss(hex);
 		return o;
 	}
-	e = path ? check_build_id(path, hex) : -EBADMSG;
-	if (e) {
+	e = keep(fd, dest, hex);
+	if (e == -EBADMSG) {
 		/*
 		 * Another build's file, or not ELF: never used, and not left in
 		 * libdebuginfod's cache, where the next report would take it
@@ -233,7 +277,7 @@ static enum outcome fetch_one(debuginfod_client *c, struct worker *w, const char
 			unlink(path);
 		o = O_REFUSED;
 	} else {
-		o = keep(fd, dest) ? O_FAILED : w->asked ? O_FETCHED : O_CACHED;
+		o = e ? O_FAILED : w->asked ? O_FETCHED : O_CACHED;
 	}
 	close(fd);
 	free(path);
@@ -285,6 +329,109 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * As root, libdebuginfod's cache is a directory of root's own, named in
+ * DEBUGINFOD_CACHE_PATH before any client reads the environment: the
+ * library would otherwise take $HOME's or $XDG_CACHE_HOME's (sudo -E keeps
+ * a user's), and return whatever that user left there under a build id,
+ * with no server asked.  The variable's own directory if it is root's and
+ * no one else may write it or above it, else debuginfod_client in root's
+ * cache home (cache_home vets the environment's the same way).  0, or
+ * -EPERM if the directory there is not root's own after all.
+ */
+static int root_cache(void)
+{
+	const char *env = getenv("DEBUGINFOD_CACHE_PATH");
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (env && env[0] == '/' && dir_is_ours(env)) {
+		n = snprintf(path, sizeof(path), "%s", env);
+	} else {
+		if (cache_home(dir, sizeof(dir)))
+			return -EPERM;
+		n = snprintf(path, sizeof(path), "%s/debuginfod_client", dir);
+	}
+	if (n < 0 || (size_t)n >= sizeof(path) - 1)
+		return -ENAMETOOLONG;
+	/* mkdir_parents makes what is above the last '/'. */
+	strcat(path, "/");
+	n = mkdir_parents(path);
+	path[strlen(path) - 1] = 0;
+	if (n)
+		return n;
+	if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+	    !dir_is_ours(path)) {
+		pr_warn("debuginfod: %s is not root's own directory (others may write it or above it): nothing fetched",
+			path);
+		return -EPERM;
+	}
+	return setenv("DEBUGINFOD_CACHE_PATH", path, 1) ? -errno : 0;
+}
+
+/* What the clients read from the environment, set before any starts. */
+static int client_env(void)
+{
+	const char *v = getenv("DEBUGINFOD_MAXSIZE");
+	char *end;
+	char max[32];
+	unsigned long long m = v && *v ? strtoull(v, &end, 10) : 0;
+	int e;
+
+	/* A smaller bound of the user's holds for the transfer and the copy alike. */
+	keep_max = m && !*end && m < MAX_KEEP_BYTES ? m : MAX_KEEP_BYTES;
+	snprintf(max, sizeof(max), "%llu", (unsigned long long)keep_max);
+	if (setenv("DEBUGINFOD_MAXSIZE", max, 1))
+		return -errno;
+	if (geteuid() == 0 && (e = root_cache()))
+		return e;
+	return 0;
+}
+
+/*
+ * While the clients run, no file of the process grows past keep_max: the
+ * library writes what a server sends into its cache as it comes, checks
+ * DEBUGINFOD_MAXSIZE against a Content-Length only, and calls our progress
+ * callback once per pass of its loop, after however much one pass read.
+ * A write past the bound fails (EFBIG; SIGXFSZ is ignored meanwhile), the
+ * transfer with it (-EIO).  Nothing else writes files during the fetch.
+ */
+struct fsize_guard {
+	struct rlimit rl;
+	struct sigaction sa;
+	bool set;
+};
+
+static void fsize_bound(struct fsize_guard *g)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	struct rlimit rl;
+
+	g->set = false;
+	if (getrlimit(RLIMIT_FSIZE, &g->rl))
+		return;
+	rl = g->rl;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > keep_max)
+		rl.rlim_cur = keep_max;
+	if (sigaction(SIGXFSZ, &ign, &g->sa))
+		return;
+	if (setrlimit(RLIMIT_FSIZE, &rl)) {
+		sigaction(SIGXFSZ, &g->sa, NULL);
+		return;
+	}
+	g->set = true;
+}
+
+static void fsize_restore(struct fsize_guard *g)
+{
+	if (!g->set)
+		return;
+	setrlimit(RLIMIT_FSIZE, &g->rl);
+	sigaction(SIGXFSZ, &g->sa, NULL);
+	g->set = false;
+}
+
 static double env_seconds(const char *name)
 {
 	const char *v = getenv(name);
@@ -300,8 +447,9 @@ static double env_seconds(const char *name)
 int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size_t n, struct debuginfo_stats *st)
 {
 	struct fetcher f = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct fsize_guard guard;
 	pthread_t tids[MAX_THREADS];
-	int nthreads = 0, e = 0, want;
+	int nthreads = 0, e = 0, env_err, want;
 	double req = o->request_s > 0 ? o->request_s : env_seconds("DEBUGINFOD_TIMEOUT");
 	double deadline = o->deadline_s > 0 ? o->deadline_s : DEFAULT_DEADLINE_S;
 	bool shown = false;
@@ -313,6 +461,10 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 		no_network();
 		return 0;
 	}
+	/* A cache that is not root's own is said (root_cache): nothing is fetched, all counted as failed. */
+	env_err = client_env();
+	if (env_err == -ENOMEM)
+		return env_err;
 	if (setenv("DEBUGINFOD_URLS", o->urls, 1))
 		return -errno;
 	if (!(req > 0))
@@ -332,6 +484,12 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 		f.jobs[f.n++].hex = hex[i];
 	}
 	st->wanted = f.n;
+	if (env_err) {
+		st->failed = f.n;
+		free(f.jobs);
+		no_network();
+		return 0;
+	}
 	f.start_ns = now_ns(CLOCK_MONOTONIC);
 	f.request_ns = (__u64)(req * 1e9);
 	f.deadline_ns = f.start_ns + (__u64)(deadline * 1e9);
@@ -339,6 +497,7 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 		 f.n, getenv("DEBUGINFOD_URLS"), (int)SP_MIN(f.n, (size_t)(o->threads > 0 ? o->threads : MAX_THREADS)),
 		 req, deadline);
 	want = (int)SP_MIN(f.n, (size_t)(o->threads > 0 ? SP_MIN(o->threads, MAX_THREADS) : MAX_THREADS));
+	fsize_bound(&guard);
 	for (int i = 0; i < want; i++) {
 		if (pthread_create(&tids[nthreads], NULL, worker_main, &f))
 			break;
@@ -369,6 +528,7 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 	}
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
+	fsize_restore(&guard);
 	if (shown)
 		fprintf(stderr, "\r\033[K");
 	for (size_t i = 0; i < f.n; i++) {
@@ -418,12 +578,26 @@ int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, 
 		if (!debuginfo_path(hex, path, sizeof(path))) {
 			int fd = open_regular(path);
 
-			if (fd >= 0) {
+			if (fd >= 0 && !elf_budget_vet(fd, ELF_BUDGET_DWARF, path)) {
 				*debuginfo_file_name = strdup(path);
 				return fd;
 			}
+			if (fd >= 0)
+				close(fd);
 		}
 	}
-	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
-					    debuginfo_file_name);
+	/*
+	 * libdw's own places (/usr/lib/debug, the debuglink beside the file):
+	 * what it found there is bounded before it reads it, as the files
+	 * handed to it are.
+	 */
+	n = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+					 debuginfo_file_name);
+	if (n >= 0 && elf_budget_vet(n, ELF_BUDGET_DWARF, *debuginfo_file_name)) {
+		close(n);
+		free(*debuginfo_file_name);
+		*debuginfo_file_name = NULL;
+		return -1;
+	}
+	return n;
 }

@@ -2,13 +2,15 @@
 /*
  * Debug files by build id from debuginfod servers, through elfutils'
  * libdebuginfod (its HTTP client, its servers list DEBUGINFOD_URLS, its
- * cache ~/.cache/debuginfod_client), for the dsos a distribution stripped:
- * their symbols, their CFI, their lines and inlined functions.
+ * cache ~/.cache/debuginfod_client; as root a directory of root's own,
+ * whatever HOME says), for the dsos a distribution stripped: their symbols,
+ * their CFI, their lines and inlined functions.
  *
- * A fetched file is used only when its own build id is the one asked for
- * (a server may serve another build's file, or garbage), and is then kept
- * beside record's copies in the build-id cache (buildid_debug_path), where
- * later reports find it without the network.
+ * A fetched file is used only when the build id of the bytes copied out of
+ * the library's cache is the one asked for (a server may serve another
+ * build's file, or garbage), and is then kept beside record's copies in the
+ * build-id cache (buildid_debug_path), where later reports find it without
+ * the network.  Neither a download nor a copy runs past 1 GiB.
  */
 #ifndef SP_DEBUGINFO_H
 #define SP_DEBUGINFO_H

@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 
 #include "ehframe.h"
+#include "elf_budget.h"
 #include "fileio.h"
+#include "util.h"
 
 /* x86-64 DWARF register numbers. */
 #define REG_RBP 6
@@ -29,12 +31,6 @@
 
 #define STATE_STACK 16 /* DW_CFA_remember_state nesting kept; deeper is garbage */
 #define MAX_SEGS 16
-/*
- * The largest CFI section read: a big program's .eh_frame is tens of MB,
- * and a mapped file is whatever its process made it (a sparse file can
- * claim any size), so reading costs at most this much memory, once.
- */
-#define MAX_SECTION (128ull << 20)
 
 enum rule { R_SAME = 0, R_UNDEF, R_OFFSET, R_OTHER };
 
@@ -683,6 +679,7 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 {
 	Elf64_Shdr *sh = NULL, *eh = NULL, *dbg = NULL;
 	struct ehtab *t = ps->t;
+	struct elf_budget b;
 	char *names = NULL;
 	uint8_t *sec = NULL;
 	Elf64_Ehdr ehdr;
@@ -691,6 +688,8 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 
 	if (e)
 		return e;
+	/* What the sections read cost in all, not each (elf_budget.h); over it, the file is not CFI. */
+	elf_budget_init(&b, fd, st.st_size, ELF_BUDGET_CFI, NULL);
 	sh = malloc(ehdr.e_shnum * sizeof(*sh));
 	if (!sh)
 		return -ENOMEM;
@@ -700,8 +699,9 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 	{
 		const Elf64_Shdr *ns = &sh[ehdr.e_shstrndx];
 
-		if (ns->sh_type != SHT_STRTAB || ns->sh_size > MAX_SECTION || ns->sh_size == 0 ||
-		    ns->sh_offset > (uint64_t)st.st_size || ns->sh_size > (uint64_t)st.st_size - ns->sh_offset) {
+		if (ns->sh_type != SHT_STRTAB || ns->sh_size == 0 || ns->sh_offset > (uint64_t)st.st_size ||
+		    ns->sh_size > (uint64_t)st.st_size - ns->sh_offset ||
+		    elf_budget_take(&b, ehdr.e_shstrndx, ns->sh_size)) {
 			e = -EINVAL;
 			goto cleanup;
 		}
@@ -735,8 +735,8 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 
 		if (!s || !s->sh_size)
 			continue;
-		if (s->sh_size > MAX_SECTION || s->sh_offset > (uint64_t)st.st_size ||
-		    s->sh_size > (uint64_t)st.st_size - s->sh_offset) {
+		if (s->sh_offset > (uint64_t)st.st_size || s->sh_size > (uint64_t)st.st_size - s->sh_offset ||
+		    elf_budget_take(&b, s - sh, s->sh_size)) {
 			e = -EINVAL;
 			goto cleanup;
 		}
@@ -834,16 +834,8 @@ int ehtab_from_path(const char *path, size_t max_rows, struct ehtab *t)
 
 const struct sp_eh_row *ehtab_find(const struct ehtab *t, __u64 off)
 {
-	size_t lo = 0, hi = t->nr;
+	size_t lo = SP_PARTITION(t->nr, i, t->rows[i].pc <= off);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->rows[mid].pc <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? &t->rows[lo - 1] : NULL;
 }
 

@@ -16,17 +16,10 @@
 #include <sys/stat.h>
 
 #include "demangle.h"
+#include "elf_budget.h"
 #include "elf_syms.h"
 #include "fileio.h"
 #include "util.h"
-
-Elf *elf_open_read(int fd)
-{
-	struct stat st;
-	bool ours = !fstat(fd, &st) && (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022);
-
-	return elf_begin(fd, ours ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
-}
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -135,17 +128,17 @@ int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name,
  * headers.  For naming addresses one alias per address is kept; a lookup by
  * name (all_aliases) needs every one ("nanosleep" is an alias of "__nanosleep").
  */
-static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+static Elf_Scn *section_named(struct elf_budget *b, const char *name, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
+	if (elf_getshdrstrndx(b->elf, &shstrndx))
 		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
+	while ((scn = elf_nextscn(b->elf, scn))) {
 		const char *n;
 
-		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+		if (gelf_getshdr(scn, sh) && (n = elf_budget_str(b, shstrndx, sh->sh_name)) && !strcmp(n, name))
 			return scn;
 	}
 	return NULL;
@@ -159,11 +152,11 @@ static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
  * Without them a call through the PLT counted as _init, or whatever
  * sizeless symbol came before.  A debug file's .plt is NOBITS: nothing.
  */
-int elf_syms__add_plt(struct elf_syms *d, Elf *elf)
+int elf_syms__add_plt(struct elf_syms *d, struct elf_budget *b)
 {
 	GElf_Shdr rel_sh, plt_sh, dyn_sh;
-	Elf_Scn *rel = section_named(elf, ".rela.plt", &rel_sh);
-	Elf_Scn *plt = section_named(elf, ".plt", &plt_sh), *dyn;
+	Elf_Scn *rel = section_named(b, ".rela.plt", &rel_sh);
+	Elf_Scn *plt = section_named(b, ".plt", &plt_sh), *dyn;
 	Elf_Data *rels, *syms;
 	char name[512];
 	__u64 entsize = plt_sh.sh_entsize, addr;
@@ -172,11 +165,11 @@ int elf_syms__add_plt(struct elf_syms *d, Elf *elf)
 	if (!rel || !plt || plt_sh.sh_type != SHT_PROGBITS || rel_sh.sh_type != SHT_RELA || !rel_sh.sh_entsize ||
 	    !entsize)
 		return 0;
-	dyn = elf_getscn(elf, rel_sh.sh_link);
+	dyn = elf_getscn(b->elf, rel_sh.sh_link);
 	if (!dyn || !gelf_getshdr(dyn, &dyn_sh) || dyn_sh.sh_type != SHT_DYNSYM)
 		return 0;
-	rels = elf_getdata(rel, NULL);
-	syms = elf_getdata(dyn, NULL);
+	rels = elf_budget_data(b, rel);
+	syms = elf_budget_data(b, dyn);
 	if (!rels || !syms)
 		return 0;
 	n = rel_sh.sh_size / rel_sh.sh_entsize;
@@ -193,7 +186,7 @@ int elf_syms__add_plt(struct elf_syms *d, Elf *elf)
 		if (addr + entsize > plt_sh.sh_addr + plt_sh.sh_size)
 			break; /* a relocation count the section cannot hold */
 		if (GELF_R_SYM(r.r_info) && gelf_getsym(syms, GELF_R_SYM(r.r_info), &sym))
-			sname = elf_strptr(elf, dyn_sh.sh_link, sym.st_name) ?: "";
+			sname = elf_budget_str(b, dyn_sh.sh_link, sym.st_name) ?: "";
 		/* perf demangles the name, then adds @plt: "operator delete@plt". */
 		demangled = demangle(sname);
 		snprintf(name, sizeof(name), "%s@plt", demangled ? demangled : sname);
@@ -215,7 +208,7 @@ int elf_syms__add_plt(struct elf_syms *d, Elf *elf)
  * are kept for perf's sake.  Symbols of sections that are not loaded
  * (SHF_ALLOC clear: .gnu.warning.*) are left out, as perf does.
  */
-static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
+static bool elf_sym_kept(struct elf_budget *b, size_t shstrndx, const GElf_Sym *sym)
 {
 	int type = GELF_ST_TYPE(sym->st_info), vis = GELF_ST_VISIBILITY(sym->st_other);
 	bool label = type == STT_NOTYPE && vis != STV_HIDDEN && vis != STV_INTERNAL;
@@ -227,23 +220,24 @@ static bool elf_sym_kept(Elf *elf, size_t shstrndx, const GElf_Sym *sym)
 		return false;
 	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && !label)
 		return false;
-	scn = elf_getscn(elf, sym->st_shndx);
+	scn = elf_getscn(b->elf, sym->st_shndx);
 	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
 		return false;
 	if (!label)
 		return true;
-	sec = elf_strptr(elf, shstrndx, sh.sh_name);
+	sec = elf_budget_str(b, shstrndx, sh.sh_name);
 	return sec && (strstr(sec, "text") || strstr(sec, "data"));
 }
 
-static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_aliases)
+static int load_elf_syms(struct elf_syms *d, struct elf_budget *b, bool want_segs, bool all_aliases)
 {
+	Elf *elf = b->elf;
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	size_t phnum = 0;
 	int err = 0;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		return -EINVAL;
+		return b->err == -E2BIG ? b->err : -EINVAL;
 	if (want_segs && !elf_getphdrnum(elf, &phnum) && phnum < 4096) {
 		d->segs = calloc(phnum ? phnum : 1, sizeof(*d->segs));
 		for (size_t i = 0; d->segs && i < phnum; i++) {
@@ -266,11 +260,11 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 	scn = symtab ? symtab : dynsym;
 	if (scn) {
 		GElf_Shdr sh;
-		Elf_Data *data = elf_getdata(scn, NULL);
+		Elf_Data *data = elf_budget_data(b, scn);
 		size_t n, shstrndx = 0, es = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 
 		if (!gelf_getshdr(scn, &sh) || !data || !sh.sh_entsize || !es)
-			return -EINVAL;
+			return b->err ?: -EINVAL;
 		/* Counted from the data read, whatever sh_entsize claims. */
 		n = data->d_size / es;
 		elf_getshdrstrndx(elf, &shstrndx);
@@ -280,9 +274,9 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 
 			if (!gelf_getsym(data, i, &sym))
 				break;
-			if (!elf_sym_kept(elf, shstrndx, &sym))
+			if (!elf_sym_kept(b, shstrndx, &sym))
 				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			name = elf_budget_str(b, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
 			err = elf_syms__add(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
@@ -296,7 +290,12 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 	 * imports has no names at all there, PLT included.
 	 */
 	if (!err && d->nr_syms)
-		err = elf_syms__add_plt(d, elf);
+		err = elf_syms__add_plt(d, b);
+	/* A table cut short by the budget is a hostile file's: none of it is trusted. */
+	if (!err && b->err) {
+		err = b->err;
+		elf_syms__clear(d);
+	}
 	if (!all_aliases)
 		elf_syms__finish(d);
 	return err;
@@ -304,18 +303,15 @@ static int load_elf_syms(struct elf_syms *d, Elf *elf, bool want_segs, bool all_
 
 int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bool all_aliases)
 {
+	struct elf_budget b;
 	int fd, err;
-	Elf *elf;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_open_read(fd);
-	err = load_elf_syms(d, elf, want_segs, all_aliases);
-	if (elf)
-		elf_end(elf);
+	elf_budget_begin(&b, fd, true, ELF_BUDGET_SYMS, file);
+	err = load_elf_syms(d, &b, want_segs, all_aliases);
+	elf_budget_end(&b);
 	close(fd);
 	return err;
 }
@@ -323,17 +319,19 @@ int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bo
 
 int elf_syms__load_mem(struct elf_syms *d, void *image, size_t size)
 {
-	Elf *elf = elf_memory(image, size);
-	int err = load_elf_syms(d, elf, true, false);
+	struct elf_budget b;
+	int err;
 
-	if (elf)
-		elf_end(elf);
+	elf_budget_memory(&b, image, size, ELF_BUDGET_SYMS, "[vdso]");
+	err = load_elf_syms(d, &b, true, false);
+	elf_budget_end(&b);
 	return err;
 }
 
 /* The .gnu_debuglink name of a file, where stripped binaries point at their symbols. */
 int elf_debuglink(const char *file, char *out, size_t len)
 {
+	struct elf_budget b;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	int fd, err = -ENOENT;
@@ -342,7 +340,7 @@ int elf_debuglink(const char *file, char *out, size_t len)
 	fd = open_regular(file);
 	if (fd < 0)
 		return fd;
-	elf = elf_open_read(fd);
+	elf = elf_budget_begin(&b, fd, true, ELF_BUDGET_SYMS, file);
 	if (elf && !elf_getshdrstrndx(elf, &shstrndx)) {
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
@@ -351,10 +349,10 @@ int elf_debuglink(const char *file, char *out, size_t len)
 
 			if (!gelf_getshdr(scn, &sh))
 				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
+			name = elf_budget_str(&b, shstrndx, sh.sh_name);
 			if (!name || strcmp(name, ".gnu_debuglink"))
 				continue;
-			d = elf_getdata(scn, NULL);
+			d = elf_budget_data(&b, scn);
 			if (d && d->d_buf && d->d_size > 1 && memchr(d->d_buf, 0, d->d_size)) {
 				snprintf(out, len, "%s", (const char *)d->d_buf);
 				err = 0;
@@ -362,14 +360,14 @@ int elf_debuglink(const char *file, char *out, size_t len)
 			break;
 		}
 	}
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	close(fd);
 	return err;
 }
 
 bool elf_has_symtab(const char *file)
 {
+	struct elf_budget b;
 	bool yes;
 	int fd = open_regular(file);
 	Elf *elf;
@@ -377,7 +375,8 @@ bool elf_has_symtab(const char *file)
 
 	if (fd < 0)
 		return false;
-	elf = elf_open_read(fd);
+	/* Headers only: nothing is read but what elf_budget_begin checks. */
+	elf = elf_budget_begin(&b, fd, true, 0, file);
 	yes = false;
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -387,8 +386,7 @@ bool elf_has_symtab(const char *file)
 			break;
 		}
 	}
-	if (elf)
-		elf_end(elf);
+	elf_budget_end(&b);
 	close(fd);
 	return yes;
 }

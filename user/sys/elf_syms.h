@@ -40,19 +40,14 @@ struct elf_syms {
  * leave the table unfinished (a lookup by name); else finished.
  * 0, or -errno (-EINVAL: not ELF).
  */
-/*
- * elf_begin for reading: mapped only if no one else can truncate the file
- * under us (a SIGBUS mid-report); a file of another user's, or one others
- * may write, is read instead.
- */
-Elf *elf_open_read(int fd);
 int elf_syms__load_file(struct elf_syms *t, const char *file, bool want_segs, bool all_aliases);
 /* The same from an image in memory (the vdso); finished. */
 int elf_syms__load_mem(struct elf_syms *t, void *image, size_t size);
 /* Adds one symbol (kallsyms, perf-PID.map); finish the table once all are in. */
 int elf_syms__add(struct elf_syms *t, __u64 start, __u64 size, const char *name, int binding);
-/* The PLT's entries, named as perf names them (NAME@plt). */
-int elf_syms__add_plt(struct elf_syms *t, Elf *elf);
+/* The PLT's entries, named as perf names them (NAME@plt), from a file open under a budget (elf_budget.h). */
+struct elf_budget;
+int elf_syms__add_plt(struct elf_syms *t, struct elf_budget *b);
 /* Sorts, sizes the sizeless, keeps perf's choice among aliases. */
 void elf_syms__finish(struct elf_syms *t);
 /* The symbol covering addr in a finished table, or NULL. */

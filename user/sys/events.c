@@ -32,7 +32,11 @@ const char *events_tracefs_dir(void)
 
 struct named { const char *name; enum ev_kind kind; __u64 config; const char *unit; };
 
-/* perf's spellings, aliases after the canonical name. */
+/*
+ * perf's spellings, aliases after the canonical name.  The rows are alike
+ * because they are data, a name for each (type, config) pair perf knows:
+ * the hardware events here, counted by the PMU where there is one...
+ */
 static const struct named builtin[] = {
 	{ "cycles", EV_HW, PERF_COUNT_HW_CPU_CYCLES, NULL },
 	{ "cpu-cycles", EV_HW, PERF_COUNT_HW_CPU_CYCLES, NULL },
@@ -48,6 +52,7 @@ static const struct named builtin[] = {
 	{ "stalled-cycles-backend", EV_HW, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, NULL },
 	{ "idle-cycles-backend", EV_HW, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, NULL },
 	{ "ref-cycles", EV_HW, PERF_COUNT_HW_REF_CPU_CYCLES, NULL },
+	/* ...and the software events, which the kernel counts itself: no PMU needed, and the clocks in ms. */
 	{ "cpu-clock", EV_SW, PERF_COUNT_SW_CPU_CLOCK, "msec" },
 	{ "task-clock", EV_SW, PERF_COUNT_SW_TASK_CLOCK, "msec" },
 	{ "page-faults", EV_SW, PERF_COUNT_SW_PAGE_FAULTS, NULL },

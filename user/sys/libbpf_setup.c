@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -62,4 +63,25 @@ uint64_t bpf_percpu_sum(int map_fd, uint32_t key)
 			sum += vals[c];
 	free(vals);
 	return sum;
+}
+
+int bpf_map_mark(int map_fd, const int *keys, int n, uint32_t below)
+{
+	for (int i = 0; i < n; i++) {
+		__u32 key = keys[i];
+		__u8 one = 1;
+
+		if ((!below || key < below) && bpf_map_update_elem(map_fd, &key, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+int bpf_ring_open(struct ring_buffer **out, int map_fd, ring_buffer_sample_fn fn, void *ctx, const char *what,
+		  char *err, size_t errlen)
+{
+	*out = ring_buffer__new(map_fd, fn, ctx, NULL);
+	if (!*out)
+		return set_errorf(err, errlen, -errno, "cannot read the %s: %s", what, strerror(errno));
+	return 0;
 }

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ELF read budget: a file that declares many sections over one sparse
+ * hole is read only up to its budget, whatever reader asks, and nothing
+ * stays held after; a real file reads as before.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "buildid.h"
+#include "elf_budget.h"
+#include "elf_syms.h"
+#include "fileio.h"
+
+/*
+ * A copy of this test binary at path, with nr more headers of type over one
+ * sparse hole of hole bytes; its own notes made plain data (no build id to
+ * stop a scan at).
+ */
+static void craft(const char *path, unsigned nr, __u32 type, __u64 hole, __u64 entsize)
+{
+	int in = open("/proc/self/exe", O_RDONLY), out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	struct stat st;
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh;
+	char *img;
+	__u64 hole_off, shoff;
+
+	assert_true(in >= 0 && out >= 0 && !fstat(in, &st));
+	img = malloc(st.st_size);
+	assert_non_null(img);
+	assert_int_equal(pread(in, img, st.st_size, 0), st.st_size);
+	memcpy(&eh, img, sizeof(eh));
+	sh = calloc(eh.e_shnum + nr, sizeof(*sh));
+	assert_non_null(sh);
+	memcpy(sh, img + eh.e_shoff, eh.e_shnum * sizeof(*sh));
+	for (unsigned i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_type == SHT_NOTE)
+			sh[i].sh_type = SHT_PROGBITS;
+	hole_off = (st.st_size + 4095) & ~4095ull;
+	shoff = hole_off + hole;
+	for (unsigned i = 0; i < nr; i++)
+		sh[eh.e_shnum + i] = (Elf64_Shdr){ .sh_type = type, .sh_offset = hole_off, .sh_size = hole,
+						   .sh_addralign = 8, .sh_entsize = entsize };
+	eh.e_shnum += nr;
+	eh.e_shoff = shoff;
+	memcpy(img, &eh, sizeof(eh));
+	assert_int_equal(pwrite(out, img, st.st_size, 0), st.st_size);
+	assert_int_equal(pwrite(out, sh, eh.e_shnum * sizeof(*sh), shoff), (ssize_t)(eh.e_shnum * sizeof(*sh)));
+	free(sh);
+	free(img);
+	close(in);
+	close(out);
+}
+
+static char dir[] = "/tmp/sp-elfbudget-XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[64];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+static void assert_nothing_held(void)
+{
+	struct elf_budget_stats st;
+
+	elf_budget_stats(&st);
+	assert_int_equal(st.held, 0);
+}
+
+static void test_real_files_read(void **state)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	int fd = open_regular("/proc/self/exe");
+
+	(void)state;
+	assert_int_equal(buildid_from_file("/proc/self/exe", id, &size), 0);
+	assert_true(elf_syms_count("/proc/self/exe") > 10);
+	assert_int_equal(elf_budget_vet(fd, ELF_BUDGET_DWARF, NULL), 0);
+	close(fd);
+	assert_nothing_held();
+}
+
+static void test_many_note_headers(void **state)
+{
+	char path[64];
+	__u8 id[BUILD_ID_MAX], size;
+	struct elf_budget_stats before, after;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/notes", dir);
+	craft(path, 1000, SHT_NOTE, 1 << 20, 0);
+	elf_budget_stats(&before);
+	/* Each 1 MiB over the hole: the first fits, the second is over; 1 GB before the budget. */
+	assert_int_not_equal(buildid_from_file(path, id, &size), 0);
+	elf_budget_stats(&after);
+	assert_true(after.bytes - before.bytes <= ELF_BUDGET_NOTES);
+	assert_true(after.refused > before.refused);
+	assert_nothing_held();
+}
+
+static void test_many_small_sections_counted(void **state)
+{
+	char path[64];
+	struct elf_budget b;
+	Elf_Scn *scn = NULL;
+	unsigned read = 0;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/small", dir);
+	craft(path, 500, SHT_PROGBITS, 64, 0);
+	fd = open_regular(path);
+	assert_true(fd >= 0);
+	assert_non_null(elf_budget_begin(&b, fd, false, 1 << 30, path));
+	while ((scn = elf_nextscn(b.elf, scn)))
+		read += elf_budget_data(&b, scn) != NULL;
+	assert_int_equal(b.err, -E2BIG);
+	assert_true(read <= ELF_BUDGET_SECTIONS);
+	/* Asked again, a kept section costs nothing more. */
+	assert_true(b.used <= (1u << 30));
+	elf_budget_end(&b);
+	close(fd);
+	assert_nothing_held();
+}
+
+/* One symbol table over a 600 MiB hole: libelf would have read it all, and its strings. */
+static void test_symbols_over_budget(void **state)
+{
+	char path[64];
+	struct elf_budget_stats before, after;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/syms", dir);
+	craft(path, 1, SHT_SYMTAB, 600ull << 20, sizeof(Elf64_Sym));
+	elf_budget_stats(&before);
+	assert_int_equal(elf_syms_count(path), -EFBIG);
+	elf_budget_stats(&after);
+	assert_true(after.bytes - before.bytes < (1u << 20));
+	assert_nothing_held();
+}
+
+/* libdw maps what it is given: sections summed past the file's size overlap, which no real file's do. */
+static void test_dwarf_overlap(void **state)
+{
+	char path[64];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/dwarf1", dir);
+	craft(path, 1, SHT_PROGBITS, 1 << 20, 0);
+	fd = open_regular(path);
+	assert_int_equal(elf_budget_vet(fd, ELF_BUDGET_DWARF, path), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/dwarf2", dir);
+	craft(path, 2, SHT_PROGBITS, 1 << 20, 0);
+	fd = open_regular(path);
+	assert_int_equal(elf_budget_vet(fd, ELF_BUDGET_DWARF, path), -EFBIG);
+	close(fd);
+	assert_nothing_held();
+}
+
+static void test_extended_section_count(void **state)
+{
+	char path[64];
+	__u8 id[BUILD_ID_MAX], size;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/ext", dir);
+	craft(path, 0, 0, 4096, 0);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &eh, sizeof(eh), 0), sizeof(eh));
+	assert_int_equal(pread(fd, &sh0, sizeof(sh0), eh.e_shoff), sizeof(sh0));
+	/* A quarter of a billion sections claimed in section 0: libelf would set up every one. */
+	eh.e_shnum = 0;
+	sh0.sh_size = 1ull << 28;
+	assert_int_equal(pwrite(fd, &eh, sizeof(eh), 0), sizeof(eh));
+	assert_int_equal(pwrite(fd, &sh0, sizeof(sh0), eh.e_shoff), sizeof(sh0));
+	assert_int_equal(buildid_from_fd(fd, id, &size), -E2BIG);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_real_files_read),
+		cmocka_unit_test(test_many_note_headers),
+		cmocka_unit_test(test_many_small_sections_counted),
+		cmocka_unit_test(test_symbols_over_budget),
+		cmocka_unit_test(test_dwarf_overlap),
+		cmocka_unit_test(test_extended_section_count),
+	};
+
+	return cmocka_run_group_tests_name("elf_budget", tests, setup, teardown);
+}
