@@ -10,6 +10,7 @@
 #include "elf_budget.h"
 #include "hash.h"
 #include "log.h"
+#include "map_guard.h"
 #include "perf_data.h"
 #include "report.h"
 #include "report_html.h"
@@ -357,6 +358,8 @@ int report_run(const struct report_opts *o)
 	char err[512] = "";
 	int ret = 1, e;
 
+	/* Every file it maps (the input, ELF files, libdw's) may be cut short by another process. */
+	map_guard__install();
 	if (o->header_only)
 		return report_header(o);
 	if (o->html || o->speedscope)
@@ -379,6 +382,9 @@ int report_run(const struct report_opts *o)
 	}
 	say_what_was_read(o->input, p);
 	ret = profile_outputs(o, p);
+	if (map_guard__pages())
+		pr_warn("%lu pages of mapped files were cut short by another process while read: they read as zeros, "
+			"and what they held may be named wrong", map_guard__pages());
 cleanup:
 	profile__free(p);
 	session__free(sess);
