@@ -159,7 +159,10 @@ run)
 	trap 'stop "$d"' EXIT
 	trap 'exit 130' INT TERM
 	set +e
-	"$@"
+	# A shell started in the background ignores SIGINT and SIGQUIT, and its
+	# children inherit that: the tests stop recorders with SIGINT, and one
+	# left ignoring it recorded on for 25 minutes.  CMD gets the defaults.
+	env --default-signal=INT,QUIT "$@"
 	rc=$?
 	set -e
 	exit $rc
