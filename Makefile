@@ -349,7 +349,7 @@ FUZZ_OBJS := $(patsubst user/%.c,$(OUTPUT)/fuzz/%.o,$(filter-out user/cmd/main.c
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-$(FUZZ_OBJS): | $(SKELS)
+$(FUZZ_OBJS): | $(SKELS) $(OUTPUT)/syscall_table.h
 
 $(OUTPUT)/fuzz/%.o: user/%.c
 	$(call msg,FUZZ-CC,$@)
@@ -361,9 +361,13 @@ $(OUTPUT)/fuzz/report/html_assets.o: $(OUTPUT)/report/html_assets.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
+# The endpoint's target counts with counters of its own, not BPF's: stat_serve.o's calls go to its wrappers.
+FUZZ_LDFLAGS_serve := -Wl,--wrap=counters__read,--wrap=counters__events
+
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(call msg,FUZZ-LD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(ALL_INC) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(ALL_INC) -MMD -MP -fsanitize=fuzzer $< $(FUZZ_OBJS) $(LDLIBS) \
+		$(FUZZ_LDFLAGS_$*) -o $@
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS)

@@ -35,9 +35,12 @@ for t in "$@"; do
 	work=build/fuzz/corpus/$name
 	crashes=build/fuzz/crashes/$name
 	mkdir -p "$work" "$crashes"
-	echo "  FUZZ  $name for ${secs}s"
+	# A target's own libFuzzer flags: a "FUZZ_FLAGS: ..." line in its source.
+	flags=$(sed -n 's/^.*FUZZ_FLAGS: //p' "tests/fuzz/$name.c" 2>/dev/null)
+	echo "  FUZZ  $name for ${secs}s${flags:+ ($flags)}"
+	# shellcheck disable=SC2086
 	if ! "$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$crashes/" \
-		-print_final_stats=1 "$work" "$seeds" > "build/fuzz/$name.log" 2>&1; then
+		-print_final_stats=1 $flags "$work" "$seeds" > "build/fuzz/$name.log" 2>&1; then
 		echo "  CRASH $name: $(ls "$crashes" | head -3 | tr '\n' ' ')(see build/fuzz/$name.log)"
 		failed=$((failed + 1))
 	fi

@@ -167,7 +167,7 @@ def perf_clean(args, path, timeout=120, lost_ok=False):
 PY_NAMES_EVENT = "spanperf-python"
 _PY_NAMES_LINE = re.compile(r"^[^\t].*\s" + PY_NAMES_EVENT + r":(\s|$)")
 _REPORT_EVENT = re.compile(r"^# Samples: .* of event '(.*)'")
-_HEAD = re.compile(r"^(.*?)\s+(-?\d+)/(-?\d+)\s+\[(\d+)\]\s*(.*)$")
+_HEAD = re.compile(r"^(.*?)\s+(-?\d+)/(-?\d+)\s+\[(\d+)\]\s*(.*)$", re.S)
 _EVENT = re.compile(r"^(\S*):\s*(.*)$")
 
 
@@ -191,23 +191,31 @@ def perf_script_samples(path, extra=()):
     """perf script's samples as dicts: comm, pid, tid, cpu and frames (symbols, leaf first).
 
     Without call chains the single frame is the sample's own symbol.  The event field lets
-    perf_clean leave out the records that name Python frames."""
+    perf_clean leave out the records that name Python frames.  A whole-host file holds other
+    processes' names, whatever they are: a comm may hold spaces or a newline (perf prints it
+    raw, so its first part is a line of its own, taken with the next), a symbol spaces."""
     out = perf_clean(["script", "-F", "comm,pid,tid,cpu,event,ip,sym"] + list(extra), path)
     samples = []
-    for line in out.splitlines():
-        if not line.strip():
+    pending = None
+    for line in out.split("\n"):
+        if pending is None and not line.strip():
             continue
-        if line.startswith("\t"):
+        if pending is None and line.startswith("\t"):
             parts = line.split(None, 1)
             if samples and len(parts) == 2:
                 samples[-1]["frames"].append(parts[1].strip())
             continue
-        m = _HEAD.match(line)
-        assert m, "unexpected perf script line: %r" % line
+        head = line if pending is None else pending + "\n" + line
+        m = _HEAD.match(head)
+        if not m:
+            pending = head
+            continue
+        pending = None
         # "EVENT: [IP SYM]"
         rest = _EVENT.match(m.group(5)).group(2).split(None, 1)
         samples.append({"comm": m.group(1).strip(), "pid": int(m.group(2)), "tid": int(m.group(3)),
                         "cpu": int(m.group(4)), "frames": [rest[1].strip()] if len(rest) == 2 else []})
+    assert pending is None or not pending.strip(), "unexpected perf script line: %r" % pending
     return samples
 
 

@@ -7,14 +7,19 @@
  * N spans "request", each burning US/2 µs of CPU itself and then holding one
  * span "work-a" or "work-b" that burns US µs.  TRUTH gets one JSON line per
  * span with what the library and the thread measured of it: its ids, window
- * (CLOCK_MONOTONIC), the CPU time spent in its own context and the counter
- * deltas.  The first line on stdout gives the pid and tid.
+ * (CLOCK_MONOTONIC), the CPU time spent in its own context, the same in user
+ * mode alone by a counter of the thread's own (user_ns: what the library's
+ * user-only task-clock counts, without the interrupts this kernel charges
+ * to the thread's CPU clock) and the counter deltas.  The first line on
+ * stdout gives the pid and tid.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include <sys/syscall.h>
 
 #include "spanperf/spanperf.h"
@@ -29,13 +34,26 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-__attribute__((noinline)) static uint64_t burn(uint64_t ns)
+/* A user-only task-clock of this thread, opened with a raw syscall, as an unprivileged user may. */
+static int user_clock = -1;
+
+static uint64_t user_ns(void)
 {
-	uint64_t t0 = thread_cpu_ns(), end = t0 + ns;
+	uint64_t v = 0;
+
+	if (user_clock < 0 || read(user_clock, &v, sizeof(v)) != sizeof(v))
+		return 0;
+	return v;
+}
+
+__attribute__((noinline)) static uint64_t burn(uint64_t ns, uint64_t *user)
+{
+	uint64_t t0 = thread_cpu_ns(), u0 = user_ns(), end = t0 + ns;
 
 	while (thread_cpu_ns() < end)
 		for (int i = 0; i < 2000; i++)
 			sink += (uint64_t)i * i;
+	*user = user_ns() - u0;
 	return thread_cpu_ns() - t0;
 }
 
@@ -45,7 +63,7 @@ static void hex(FILE *f, const uint8_t *p, size_t n)
 		fprintf(f, "%02x", p[i]);
 }
 
-static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu)
+static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu, uint64_t own_user)
 {
 	fprintf(f, "{\"name\":\"%s\",\"trace_id\":\"", s->name);
 	hex(f, s->trace_id, 16);
@@ -53,8 +71,11 @@ static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu)
 	hex(f, s->span_id, 8);
 	fprintf(f, "\",\"parent_span_id\":\"");
 	hex(f, s->parent_span_id, 8);
-	fprintf(f, "\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"counters\":{", s->start_ns,
-		s->end_ns, own_cpu);
+	fprintf(f, "\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64, s->start_ns, s->end_ns,
+		own_cpu);
+	if (user_clock >= 0)
+		fprintf(f, ",\"user_ns\":%" PRIu64, own_user);
+	fprintf(f, ",\"counters\":{");
 	for (int i = 0; i < s->nr_counters; i++)
 		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", s->counter_names[i], s->deltas[i]);
 	fprintf(f, "}}\n");
@@ -62,8 +83,10 @@ static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu)
 
 int main(int argc, char **argv)
 {
+	struct perf_event_attr a = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(a), .config = PERF_COUNT_SW_TASK_CLOCK,
+				     .exclude_kernel = 1, .exclude_hv = 1 };
 	struct spanperf_span inner, outer;
-	uint64_t us, c_out, c_in;
+	uint64_t us, c_out, c_in, u_out, u_in;
 	long n;
 	FILE *f;
 
@@ -78,6 +101,7 @@ int main(int argc, char **argv)
 		perror(argv[3]);
 		return 1;
 	}
+	user_clock = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
 	printf("{\"pid\":%d,\"tid\":%ld}\n", getpid(), (long)syscall(SYS_gettid));
 	fflush(stdout);
 	/* Give a whole-host recorder a tick to find this process's context (at most 100 ms). */
@@ -87,13 +111,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "span_begin: %s\n", spanperf_strerror());
 			return 1;
 		}
-		c_out = burn(us * 500);
+		c_out = burn(us * 500, &u_out);
 		spanperf_span_begin(i % 2 ? "work-b" : "work-a");
-		c_in = burn(us * 1000);
+		c_in = burn(us * 1000, &u_in);
 		spanperf_span_end(&inner);
 		spanperf_span_end(&outer);
-		truth(f, &inner, c_in);
-		truth(f, &outer, c_out);
+		truth(f, &inner, c_in, u_in);
+		truth(f, &outer, c_out, u_out);
 	}
 	fclose(f);
 	return 0;

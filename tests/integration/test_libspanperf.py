@@ -60,8 +60,12 @@ def check_recorded(path, w, truth):
     for s in spans:
         by_id.setdefault(s["span_id"], []).append(s)
     # The library ran as nobody and still counted: user-only task-clock, rusage context switches.
+    # Held to a user-only counter the thread read around the same work (user_ns), not its CPU
+    # clock: this kernel charges every interrupt on the CPU to the thread running there (no
+    # IRQ_TIME_ACCOUNTING): the recorder's own 999 Hz sampling, a busy host's network softirqs.
     for t in truth:
-        assert t["counters"]["task-clock"] >= 0.98 * t["cpu_ns"], t
+        assert t["counters"]["task-clock"] >= 0.98 * t.get("user_ns", t["cpu_ns"]), t
+        assert t["counters"]["task-clock"] <= t["end_ns"] - t["start_ns"], t
     missing = [t for t in truth if t["span_id"] not in by_id]
     # A span of a few samples may have none when the thread was preempted: allow one in 20.
     assert len(missing) <= len(truth) // 20, "%d of %d spans not recorded: %s" % (len(missing), len(truth), missing[:3])
@@ -143,7 +147,9 @@ def lib_spans(static):
     path, w, truth, spans_file = record(d, exe, 30, 10000)
     check_recorded(path, w, truth)
     check_annotated(path, w, truth, spans_file)
-    out = perf_clean(["script", "-F", "comm,tid,event"], path)
+    # perf lists the spans: of events, not counts; a busy host's whole-host recording may have lost
+    # some of other processes' records, which perf warns of.
+    out = perf_clean(["script", "-F", "comm,tid,event"], path, lost_ok=True)
     assert "spanperf:otel" in out
 
 

@@ -7,9 +7,11 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import threading
 import time
 
-from harness import (WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
+from harness import (WORKLOAD, Skip, json_lines, need_bpf, perf_clean, reap, run, spanperf, test, tmpdir)
 from pprof_decode import decode
 
 FREQ = 999
@@ -339,10 +341,40 @@ def need_attrs_in_bpf():
                        "(struct sp_otel_event in bpf/spanperf_abi.h has no attrs)")
 
 
+def record_otel_own(cmd, d):
+    """record --otel -p of the workload alone: its process context, and what the recorder counts
+    of contexts it could not read, are then the workload's and no other process's (a whole-host
+    recording finds other checkouts' workloads publishing too, lying ones included).  The workload
+    publishes, waits for its recorder (WORKLOAD_WAIT), then runs its spans; its output is the
+    recorder's stdout, as with record -- CMD."""
+    out = os.path.join(d, "otel.data")
+    wl = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env=dict(os.environ, WORKLOAD_WAIT="1"))
+    res = {}
+    # Reaped as it exits: the holder below watches it with kill -0, which a zombie passes.
+    reaper = threading.Thread(target=lambda: res.update(out=wl.stdout.read(), rc=wl.wait()))
+    reaper.start()
+    try:
+        # The holder starts the workload once the recorder runs (which scans its -p processes at its
+        # first tick), and lasts as long as the workload.
+        go = "sleep 0.5; echo go > /proc/%d/fd/0; while kill -0 %d 2>/dev/null; do sleep 0.05; done" % (
+            wl.pid, wl.pid)
+        p = spanperf("record", "--otel", "-F", str(FREQ), "-p", str(wl.pid), "-o", out, "--", "sh", "-c", go,
+                     timeout=300)
+        reaper.join(60)
+        assert res.get("rc") == 0 and p.returncode == 0, "record exited %d: %s (workload: %s)" % (
+            p.returncode, p.stderr, res)
+        p.stdout = res["out"]
+    finally:
+        reap(wl)
+        reaper.join(5)
+    return out, p
+
+
 def attr_run(mode, n=30):
     d = tmpdir()
     truth_file = os.path.join(d, "truth.jsonl")
-    path, p = record_otel([WORKLOAD, mode, str(n), "10000", truth_file], d)
+    path, p = record_otel_own([WORKLOAD, mode, str(n), "10000", truth_file], d)
     w = json_lines(p.stdout)[0]
     truth = json_lines(open(truth_file).read())
     return d, path, p, w, truth

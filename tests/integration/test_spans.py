@@ -195,8 +195,16 @@ def test_span_min_us_drops_short_spans_in_bpf():
     need_bpf()
     path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", "20", "1000"],
                                   extra=["--span-min-us", "50000"])
+    # Each span lies inside the nanosleep the workload timed, so a sleep under 50 ms is a span
+    # BPF must drop; a busy host may stretch a 1 ms sleep past 50 ms, and that span it keeps.
+    long_ = sum(1 for ns in truth[0]["slept_ns"] if ns >= 50e6)
     p = spanperf("report", "-i", path, "--spans", "--format", "json")
-    assert p.returncode == 1 and "has no spans" in p.stderr
+    if not long_:
+        assert p.returncode == 1 and "has no spans" in p.stderr, (p.returncode, p.stderr)
+    else:
+        assert p.returncode == 0, p.stderr
+        kept = [s for s in json_lines(p.stdout) if s["tid"] == truth[0]["tid"]]
+        assert len(kept) <= long_ and all(s["duration_ns"] >= 50e6 for s in kept), (kept, truth)
     path, truth, _ = record_spans(["syscall:clock_nanosleep"], ["sleeps", "20", "1000"],
                                   extra=["--span-min-us", "500"])
     assert len([s for s in spans_json(path) if s["tid"] == truth[0]["tid"]]) == 20
@@ -468,6 +476,8 @@ def test_span_split_of_a_thread_that_migrates_while_blocked():
         # The workload's window holds the span: its wall and CPU time bound the span's.
         assert s["duration_ns"] <= t["wall_ns"] and s["sleep_ns"] >= ms * 1e6 * 0.99, (s, t)
         assert s["on_cpu_ns"] <= t["cpu_ns"] + 20000, (s, t)
-        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after.
+        # The off-CPU blocks inside it, switch-out to switch-in: its sleep and its wait after;
+        # a busy host may also preempt it while it runs, a wait for the CPU that is no block.
         blocks = sum(b["ns"] for b in s["off_cpu_top"])
-        assert abs(blocks - s["off_cpu_ns"] - s["runq_ns"]) <= 0.02 * s["duration_ns"] + 50000, (s, t)
+        tol = 0.02 * s["duration_ns"] + 50000
+        assert s["off_cpu_ns"] - tol <= blocks <= s["off_cpu_ns"] + s["runq_ns"] + tol, (s, t)

@@ -39,8 +39,10 @@ def test_sleeps_are_context_switches():
     m = re.search(r"(\d+) switches into a thread were never traced", p.stderr)
     hidden = int(m.group(1)) if m else 0
     assert n - hidden <= cs <= n * 1.03 + 5, "%d context switches for %d sleeps (%d never traced)" % (cs, n, hidden)
-    # The tracepoint, counted through the same mechanism, agrees.
-    assert abs(value(rows, tid, "sched:sched_switch") - cs) <= 2
+    # The tracepoint, counted through the same mechanism, agrees, but for the switches it never
+    # saw: the software event counts those, the tracepoint cannot (host-wide, so a bound).
+    tp = value(rows, tid, "sched:sched_switch")
+    assert abs(tp - cs) <= 2 + hidden, "sched:sched_switch %d, context-switches %d (%d never traced)" % (tp, cs, hidden)
 
 
 @test
@@ -296,7 +298,10 @@ def run_delay_sleep_and_blocked(env):
     m = re.search(r"(\d+) switches into a thread were never traced", p.stderr)
     hidden = int(m.group(1)) if m else 0
     assert value(rows, tid, "blocked") >= 0.95 * (n - hidden) * ms, (hidden, [r for r in rows if r["tid"] == tid])
-    assert value(rows, tid, "sleep") < 0.2 * n * ms, [r for r in rows if r["tid"] == tid]
+    # Its own sleeps: in waitpid, until /bin/true has run to its exit, which a busy host stretches
+    # (the workload measures them: wait_ns); and its startup's, well under 0.2 * n * ms.
+    wait_ms = truth[0]["wait_ns"] / 1e6
+    assert value(rows, tid, "sleep") < 0.2 * n * ms + wait_ms, (wait_ms, [r for r in rows if r["tid"] == tid])
 
 
 @test

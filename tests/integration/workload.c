@@ -44,7 +44,9 @@
  *                                span also sleeps U us between two halves of
  *                                its work (nap_ns: the sleep's wall time);
  *                                WORKLOAD_OTEL_GAP_US=U: sleeps U us with no
- *                                context after each span
+ *                                context after each span; WORKLOAD_WAIT: the
+ *                                spans start on a line from stdin, once the
+ *                                contexts are published (for record -p)
  *   workload otel-nopctx N US [FILE]   the same attributes, no process context
  *   workload otel-stuck N US [FILE]    a process context whose published-at
  *                                stays 0, as a writer stuck mid-update
@@ -81,7 +83,8 @@
  *                                outside a recorded command's tree
  *   workload dwait N MS          vfork_wait() N times: vfork, the child sleeps MS
  *                                and execs /bin/true, the parent waits in D state
- *                                until it does
+ *                                until it does, then in waitpid (S) until it exits;
+ *                                prints the wall time of both (wall_ns, wait_ns)
  *   workload pingpong SECS       two threads passing a byte back and forth over two
  *                                pipes for SECS; prints the round trips per second
  *   workload migrate N MS        a thread sleeps N x MS in migr_sleep() while another
@@ -323,6 +326,7 @@ static int mode_threads(const char *count, const char *secs)
 struct counted {
 	long n, us;
 	pid_t tid;
+	uint64_t *slept_ns; /* sleeps: each nanosleep's own wall time, what bounds its span */
 };
 
 /* nanosleep() is the clock_nanosleep syscall in glibc; each one is a context switch. */
@@ -332,8 +336,13 @@ static NOINLINE void *sleeper_n(void *arg)
 	struct timespec ts = { c->us / 1000000, (c->us % 1000000) * 1000 };
 
 	c->tid = syscall(SYS_gettid);
-	for (long i = 0; i < c->n; i++)
+	for (long i = 0; i < c->n; i++) {
+		uint64_t t0 = mono_ns();
+
 		nanosleep(&ts, NULL);
+		if (c->slept_ns)
+			c->slept_ns[i] = mono_ns() - t0;
+	}
 	return NULL;
 }
 
@@ -357,7 +366,7 @@ static NOINLINE void *toucher(void *arg)
 /* The work runs in a thread of its own, so its counts are not mixed with start-up's. */
 static int mode_counted(void *(*fn)(void *), const char *what, const char *n, const char *us)
 {
-	struct counted c = { atol(n), us ? atol(us) : 0, 0 };
+	struct counted c = { atol(n), us ? atol(us) : 0, 0, NULL };
 	pthread_t th;
 
 	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
@@ -367,9 +376,19 @@ static int mode_counted(void *(*fn)(void *), const char *what, const char *n, co
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
 	}
+	if (fn == sleeper_n && c.n > 0)
+		c.slept_ns = calloc(c.n, sizeof(*c.slept_ns));
 	pthread_create(&th, NULL, fn, &c);
 	pthread_join(th, NULL);
-	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld}\n", getpid(), c.tid, what, c.n);
+	printf("{\"pid\":%d,\"tid\":%d,\"%s\":%ld", getpid(), c.tid, what, c.n);
+	if (c.slept_ns) {
+		printf(",\"slept_ns\":[");
+		for (long i = 0; i < c.n; i++)
+			printf("%s%llu", i ? "," : "", (unsigned long long)c.slept_ns[i]);
+		printf("]");
+	}
+	printf("}\n");
+	free(c.slept_ns);
 	return 0;
 }
 
@@ -539,7 +558,13 @@ static int mode_otel(const char *mode, const char *n, const char *us, const char
 	else if (!strcmp(mode, "otel-badpayload"))
 		memset((void *)(uintptr_t)otel_process_ctx_header()->payload, 0xff,
 		       otel_process_ctx_header()->payload_size);
+	/* WORKLOAD_WAIT: start on a line from stdin, once a recorder has attached to this pid. */
+	if (getenv("WORKLOAD_WAIT")) {
+		char line[8];
 
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	pthread_create(&th, NULL, otel_thread, &c);
 	pthread_join(th, NULL);
 	printf("{\"pid\":%d,\"tid\":%d,\"spans\":%ld,\"cpu_ns\":%llu}\n", getpid(), c.tid, c.n,
@@ -1303,18 +1328,21 @@ NOINLINE pid_t vfork_wait(uint64_t ms)
 
 static int mode_dwait(const char *n, const char *ms)
 {
-	uint64_t d = strtoull(ms, NULL, 10), wall = 0;
+	uint64_t d = strtoull(ms, NULL, 10), wall = 0, wait = 0;
 
 	for (long i = 0; i < atol(n); i++) {
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = mono_ns(), t1;
 		pid_t pid = vfork_wait(d);
 
-		wall += mono_ns() - t0;
+		t1 = mono_ns();
+		wall += t1 - t0;
+		/* An S sleep until /bin/true has run to its exit: as long as a busy host makes that. */
 		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
 			return 1;
+		wait += mono_ns() - t1;
 	}
-	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"wall_ns\":%llu}\n", getpid(), (int)syscall(SYS_gettid),
-	       atol(n), (unsigned long long)wall);
+	printf("{\"pid\":%d,\"tid\":%d,\"calls\":%ld,\"wall_ns\":%llu,\"wait_ns\":%llu}\n", getpid(),
+	       (int)syscall(SYS_gettid), atol(n), (unsigned long long)wall, (unsigned long long)wait);
 	return 0;
 }
 

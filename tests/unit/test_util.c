@@ -225,6 +225,21 @@ static void test_json(void **state)
 	assert_string_equal(b.p, "\"\\ufffd|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd|"
 				 "\xc3\xa9\xf0\x9f\x98\x80\xed\x9f\xbf\"");
 	sbuf_free(&b);
+	/*
+	 * What a strict decoder refuses is replaced, byte by byte: a lead byte
+	 * past F4, an overlong form, a surrogate, a code point past U+10FFFF
+	 * (fuzz_page found the first in a JIT symbol).  Valid ones pass.
+	 */
+	sbuf_json_str(&b, "\xff\x83|\xe0\x80\x80|\xed\xa0\x80|\xf4\x90\x80\x80|\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "\"\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd\\ufffd|"
+				 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+	sbuf_free(&b);
+	/* The same rule for raw UTF-8 (pprof's strings), to the length given: a sequence cut by it is none. */
+	sbuf_add_utf8(&b, "a\xff" "b\xc3\xa9\xe2\x82\xac", 7);
+	sbuf_zero(&b, 1);
+	assert_string_equal(b.p, "a\xef\xbf\xbd" "b\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd");
+	sbuf_free(&b);
 }
 
 static int count_entries(const char *dir)

@@ -129,6 +129,28 @@ int sbuf_json_str(struct sbuf *b, const char *s)
 	return sbuf_add(b, "\"", 1);
 }
 
+int sbuf_add_utf8(struct sbuf *b, const char *s, size_t n)
+{
+	const unsigned char *c = (const unsigned char *)s, *end = c + n;
+
+	while (c < end) {
+		unsigned char tail[4] = {};
+		int l = 1;
+
+		/* utf8_len reads up to 3 bytes past a lead byte: near the end, a copy padded with NULs. */
+		if (*c >= 0x80) {
+			memcpy(tail, c, end - c < 4 ? end - c : 4);
+			l = utf8_len(tail);
+		}
+		if (l)
+			sbuf_add(b, c, l);
+		else
+			sbuf_add(b, "\xef\xbf\xbd", 3); /* U+FFFD */
+		c += l ? l : 1;
+	}
+	return b->err;
+}
+
 void sbuf_free(struct sbuf *b)
 {
 	if (!b)

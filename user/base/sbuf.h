@@ -21,6 +21,11 @@ int utf8_len(const unsigned char *s);
 /* JSON string with quotes and escapes; invalid UTF-8 as U+FFFD. */
 int sbuf_json_str(struct sbuf *b, const char *s);
 /*
+ * n bytes of s, each byte that is not part of valid UTF-8 (RFC 3629) as
+ * U+FFFD: for formats whose strings must be UTF-8 (protobuf's, XML).
+ */
+int sbuf_add_utf8(struct sbuf *b, const char *s, size_t n);
+/*
  * A name from a recording (comm, symbol, path: others' to choose) as text
  * output may show it: s itself if it is clean, else a copy in buf with
  * control bytes, backslashes and the bytes in also (";" for folded stacks)

@@ -203,7 +203,16 @@ static void labels(struct sbuf *b, const struct row *r, bool comm)
 
 static void metric(struct sbuf *b, const char *name, const char *help, const struct rows *r, int k, bool comm)
 {
-	sbuf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	sbuf_printf(b, "# HELP %s ", name);
+	/* The format's escapes of a docstring, a backslash and a newline; the rest ASCII, as labels (serve_label). */
+	for (const unsigned char *c = (const unsigned char *)help; *c; c++)
+		if (*c == '\\' || *c == '\n')
+			sbuf_add(b, *c == '\n' ? "\\n" : "\\\\", 2);
+		else if (*c < 0x20 || *c >= 0x7f)
+			sbuf_add(b, "?", 1);
+		else
+			sbuf_add(b, c, 1);
+	sbuf_printf(b, "\n# TYPE %s counter\n", name);
 	for (size_t i = 0; i < r->n; i++) {
 		sbuf_add(b, name, strlen(name));
 		labels(b, &r->v[i], comm);
@@ -212,6 +221,31 @@ static void metric(struct sbuf *b, const char *name, const char *help, const str
 }
 
 static void render_spans(struct stat_serve *s, struct sbuf *b);
+
+/* Whether event k's family name is that of an event before it or of a fixed family. */
+static bool family_written(const struct stat_serve *s, int k, const char *name)
+{
+	static const char *const fixed[] = { "spanperf_cpu_seconds_total", "spanperf_cgroup_cpu_seconds_total",
+					     "spanperf_threads", "spanperf_span_duration_seconds",
+					     "spanperf_span_on_cpu_seconds_total", "spanperf_span_off_cpu_seconds_total" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		if (!strcmp(name, fixed[i]))
+			return true;
+	for (int j = 0; j < k; j++) {
+		const struct counter_event *ev = &s->ev[j];
+		char other[96];
+
+		if (ev->slot == COUNTER_UNSUPPORTED || ev->slot == COUNTER_NATIVE || ev->is_clock)
+			continue;
+		serve_metric_name(other + 9, sizeof(other) - 9 - 7, ev->spec.name);
+		memcpy(other, "spanperf_", 9);
+		strcat(other, "_total");
+		if (!strcmp(name, other))
+			return true;
+	}
+	return false;
+}
 
 /* One scrape's page. */
 static int render(struct stat_serve *s, struct sbuf *b)
@@ -259,6 +293,13 @@ static int render(struct stat_serve *s, struct sbuf *b)
 		serve_metric_name(name + 9, sizeof(name) - 9 - 7, ev->spec.name);
 		memcpy(name, "spanperf_", 9);
 		strcat(name, "_total");
+		/*
+		 * A family is written once: Prometheus refuses a whole scrape with
+		 * a second HELP of one name (-e given twice, or two events whose
+		 * names differ only where serve_metric_name makes '_').
+		 */
+		if (family_written(s, k, name))
+			continue;
 		snprintf(help, sizeof(help), "%s per cgroup (v2 path) and comm, scaled as perf stat scales.",
 			 ev->spec.name);
 		metric(b, name, help, &by_comm, k, true);

@@ -146,11 +146,16 @@ int span_codec_decode(const struct pd_sample *s, struct span_rec *out)
 		memset(&out->sched, 0, sizeof(out->sched));
 		if (hdr.version >= 3 && hdr.size >= SPAN_REC_SIZE(out->attrs_size) + sizeof(out->sched))
 			memcpy(&out->sched, (const char *)s->raw + SPAN_REC_SIZE(out->attrs_size), sizeof(out->sched));
-		return 0;
+	} else {
+		if (s->raw_size < sizeof(old))
+			return -EINVAL;
+		memcpy(&old, s->raw, sizeof(old));
+		span_rec_from_bpf(out, &old);
 	}
-	if (s->raw_size < sizeof(old))
-		return -EINVAL;
-	memcpy(&old, s->raw, sizeof(old));
-	span_rec_from_bpf(out, &old);
-	return 0;
+	/*
+	 * A span that ends before it starts is none (annotate refuses one in
+	 * its JSON too): every output takes end - start as its duration and
+	 * nests spans by their edges.
+	 */
+	return out->end_ns < out->start_ns ? -EINVAL : 0;
 }

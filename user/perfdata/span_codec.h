@@ -117,7 +117,7 @@ bool span_codec_is_counters(const struct pd_attr *a);
 int span_codec_counter_names(const struct pd_attr *a, char **names, int max);
 /*
  * A span sample's RAW into out: 0, or -EINVAL when it holds no span this
- * reader knows.  Attributes that claim more bytes than the record holds are
+ * reader knows (or one that ends before it starts).  Attributes that claim more bytes than the record holds are
  * dropped (attrs_size 0), the span kept.
  */
 int span_codec_decode(const struct pd_sample *s, struct span_rec *out);

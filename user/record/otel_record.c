@@ -637,6 +637,8 @@ int otel_record__await_cmd(struct otel_record *r, __u64 timeout_ns)
 
 	if (!r->o.cmd_pid)
 		return 0;
+	/* Just released: the command's first seconds, which the ticks watch, begin now. */
+	r->cmd_watch_until = SP_MAX(r->cmd_watch_until, until - timeout_ns + CMD_WATCH_NS);
 	/*
 	 * Until it publishes, or the time is up: the dynamic linker maps and
 	 * relocates a publishing library some time after the exec.
@@ -717,9 +719,11 @@ static bool file_defines(struct otel_record *r, int pid, const char *path)
 
 static bool wanted(const struct otel_record *r, int pid);
 
-/* pid exec'ed lately: already queued or watched, and counted as found by the exec. */
+/* pid exec'ed lately: already queued or watched, and counted as found by the exec (the command never is). */
 static bool exec_watched(const struct otel_record *r, const struct proc *p, int pid)
 {
+	if (pid == r->o.cmd_pid)
+		return false;
 	if (p && p->watched)
 		return true;
 	for (size_t i = 0; i < r->nexecq; i++)
@@ -744,7 +748,7 @@ static void check_mmaps(struct otel_record *r, __u64 now)
 		    file_defines(r, m->pid, m->path)) {
 			r->mmaps_matched++;
 			if (m->pid == r->o.cmd_pid) {
-				r->cmd_watch_until = now + EXEC_WATCH_NS;
+				r->cmd_watch_until = SP_MAX(r->cmd_watch_until, now + EXEC_WATCH_NS);
 			} else if ((p = proc_get(r, m->pid)) &&
 				   !array_reserve((void **)&r->execq, &r->cap_execq, r->nexecq, sizeof(*r->execq))) {
 				p->by_mmap = true;
@@ -777,7 +781,17 @@ static void watch_execs(struct otel_record *r, __u64 now)
 		int pid = r->execq[i];
 		struct proc *p;
 
-		if (!wanted(r, pid) || pid == r->o.cmd_pid || !(p = proc_get(r, pid)))
+		/*
+		 * The command exec'ed (from setpriv, a shell...) once released:
+		 * its new image is watched as the command, from this tick.  The
+		 * first window, from the recorder's start, may have passed while
+		 * a busy host delayed the start-up (seen: a publisher never found).
+		 */
+		if (pid == r->o.cmd_pid) {
+			r->cmd_watch_until = SP_MAX(r->cmd_watch_until, now + CMD_WATCH_NS);
+			continue;
+		}
+		if (!wanted(r, pid) || !(p = proc_get(r, pid)))
 			continue;
 		if (!p->watched) {
 			if (array_reserve((void **)&r->watch, &r->cap_watch, r->nwatch, sizeof(*r->watch)))

@@ -45,7 +45,8 @@ int profile_view(const struct profile *p, enum pview which, bool ns_weights, str
 		v->funcs = malloc((p->nr_funcs + 1) * sizeof(*v->funcs));
 		if (!v->funcs)
 			return -ENOMEM;
-		memcpy(v->funcs, p->funcs, p->nr_funcs * sizeof(*v->funcs));
+		if (p->nr_funcs) /* funcs is NULL while a profile has none */
+			memcpy(v->funcs, p->funcs, p->nr_funcs * sizeof(*v->funcs));
 		v->funcs[mark] = (struct pfunc){ .name = OFFCPU_MARK, .dso = OFFCPU_MARK, .path = OFFCPU_MARK,
 						 .dso_id = -1 };
 		v->nr_funcs = p->nr_funcs + 1;

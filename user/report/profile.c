@@ -403,7 +403,8 @@ static long resolve_chain(struct profile_builder *b, const struct pd_sample *s, 
 		*out = f;
 		*cap = n;
 	}
-	memcpy(*out, b->scratch + base, n * sizeof(**out));
+	if (n) /* *out is still NULL before the first chain with a frame */
+		memcpy(*out, b->scratch + base, n * sizeof(**out));
 	return n;
 }
 

@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "log.h"
+#include "map_guard.h"
 #include "perf_data.h"
 #include "report.h"
 #include "report_html.h"
@@ -467,6 +468,8 @@ int report_run(const struct report_opts *o)
 
 	if (o->ch.url)
 		return report_clickhouse(o);
+	/* Every file it maps (the input, ELF files, libdw's) may be cut short by another process. */
+	map_guard__install();
 	if (o->header_only)
 		return report_header(o);
 	if (o->html || o->speedscope)
@@ -494,6 +497,9 @@ int report_run(const struct report_opts *o)
 	}
 	say_what_was_read(o->input, p);
 	ret = profile_outputs(o, p);
+	if (map_guard__pages())
+		pr_warn("%lu pages of mapped files were cut short by another process while read: they read as zeros, "
+			"and what they held may be named wrong", map_guard__pages());
 cleanup:
 	profile__free(p);
 	session__free(sess);

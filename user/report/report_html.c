@@ -336,7 +336,8 @@ static int ss_thread(struct jout *o, const struct timeline *t, const struct tl_t
 	__u64 prev_end = 0;
 
 	for (size_t i = 0; i < t->nr_spans; i++) {
-		if (t->spans[i].tid != th->tid)
+		/* A span of no time has nothing to show, and its end would sort before its start: never closed. */
+		if (t->spans[i].tid != th->tid || t->spans[i].end <= t->spans[i].start)
 			continue;
 		if (array_reserve((void **)&ev, &cap, nev + 1, sizeof(*ev)))
 			goto oom;

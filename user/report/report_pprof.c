@@ -88,8 +88,16 @@ static __u64 str_id(struct strtab *t, const char *s)
 		t->out.err = -ENOMEM; /* reported with the table's other errors */
 		return 0;
 	}
-	if (t->pool.n > n)
-		field_bytes(&t->out, P_STRING_TABLE, s, strlen(s));
+	if (t->pool.n > n) {
+		/* proto3 strings are UTF-8 (its decoders refuse others); names are any bytes. */
+		struct sbuf u = {};
+
+		sbuf_add_utf8(&u, s, strlen(s));
+		field_bytes(&t->out, P_STRING_TABLE, u.p ? u.p : "", u.len);
+		if (u.err)
+			t->out.err = u.err;
+		sbuf_free(&u);
+	}
 	return id;
 }
 

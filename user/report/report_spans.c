@@ -261,26 +261,25 @@ static const char *leaf(struct span_report *r, size_t sorted_idx)
  */
 static long top_of(struct span_report *r, struct view_store *vs, size_t first, size_t count)
 {
-	struct spans_func *top;
 	size_t n = 0;
 
+	/* By index: func is NULL until the first name, and NULL + 0 is undefined. */
 	for (size_t i = first; i < first + count; i++) {
 		const char *name = leaf(r, i);
 		size_t k;
 
 		/* Names are owned by the symbolizer: one pointer per distinct symbol. */
-		top = vs->func + vs->nr_func;
-		for (k = 0; k < n && top[k].name != name; k++)
+		for (k = 0; k < n && vs->func[vs->nr_func + k].name != name; k++)
 			;
 		if (k == n) {
 			if (array_reserve((void **)&vs->func, &vs->cap_func, vs->nr_func + n, sizeof(*vs->func)))
 				return -ENOMEM;
-			top = vs->func + vs->nr_func;
-			top[n++] = (struct spans_func){ name, 0 };
+			vs->func[vs->nr_func + n++] = (struct spans_func){ name, 0 };
 		}
-		top[k].n++;
+		vs->func[vs->nr_func + k].n++;
 	}
-	sort_n(vs->func + vs->nr_func, n, sizeof(*vs->func), spans_func_cmp);
+	if (n)
+		sort_n(vs->func + vs->nr_func, n, sizeof(*vs->func), spans_func_cmp);
 	vs->nr_func += n;
 	return n;
 }
@@ -580,7 +579,8 @@ static int add_frames(struct view_store *vs, const struct span_wall_stack *s, si
 	if (s->nr && array_reserve((void **)&vs->frame, &vs->cap_frame, vs->nr_frame + s->nr - 1, sizeof(*vs->frame)))
 		return -ENOMEM;
 	*at = vs->nr_frame;
-	memcpy(vs->frame + vs->nr_frame, s->frame, s->nr * sizeof(*s->frame));
+	if (s->nr) /* frame stays NULL while no stack has any */
+		memcpy(vs->frame + vs->nr_frame, s->frame, s->nr * sizeof(*s->frame));
 	vs->nr_frame += s->nr;
 	return 0;
 }
@@ -701,15 +701,16 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 /* The rows' pointers into the arrays, now that these no longer move; the offsets go. */
 static void point_rows(struct view_store *vs, size_t n)
 {
+	/* An array that stayed empty is NULL (and NULL + 0 undefined): so are the pointers into it. */
 	for (size_t i = 0; i < vs->nr_stack; i++)
-		vs->stack[i].frame = vs->frame + vs->stack_at[i];
+		vs->stack[i].frame = vs->frame ? vs->frame + vs->stack_at[i] : NULL;
 	for (size_t i = 0; i < vs->nr_waker; i++)
-		vs->waker[i].stack.frame = vs->frame + vs->waker_at[i];
+		vs->waker[i].stack.frame = vs->frame ? vs->frame + vs->waker_at[i] : NULL;
 	for (size_t i = 0; i < n; i++) {
-		vs->row[i].top = vs->func + vs->at[i].top;
-		vs->row[i].attr = vs->attr + vs->at[i].attr;
-		vs->row[i].off_top = vs->stack + vs->at[i].off_top;
-		vs->row[i].woken_by = vs->waker + vs->at[i].woken_by;
+		vs->row[i].top = vs->func ? vs->func + vs->at[i].top : NULL;
+		vs->row[i].attr = vs->attr ? vs->attr + vs->at[i].attr : NULL;
+		vs->row[i].off_top = vs->stack ? vs->stack + vs->at[i].off_top : NULL;
+		vs->row[i].woken_by = vs->waker ? vs->waker + vs->at[i].woken_by : NULL;
 	}
 	free(vs->at);
 	free(vs->stack_at);

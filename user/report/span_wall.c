@@ -174,6 +174,15 @@ static int cmp_off(const void *a, const void *b)
 	return (x->end > y->end) - (x->end < y->end);
 }
 
+/* The waker of tid's block that ended at end, or NULL. */
+static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
+{
+	size_t lo = SP_PARTITION(w->nwk, i, w->wk[i].wakee_tid < tid ||
+						  (w->wk[i].wakee_tid == tid && w->wk[i].block_end < end));
+
+	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
+}
+
 /*
  * Each time off CPU ends with its wait in the run queue: all of it for a
  * thread that left runnable; for a sleep, the time from its wakeup to its
@@ -197,12 +206,43 @@ static void sched_runq(struct span_wall *w)
 			o->runq = SP_MIN(n->run_delay - o->run_delay, dur);
 		else
 			o->runq_known = false, w->runq_unknown++;
+		/*
+		 * Nor more than the time since its wakeup, where the file has it: a
+		 * thread moved to another CPU while asleep came back with 2.5 ms more
+		 * run_delay than the 0.2 ms between its timer and its pick (a 10 ms
+		 * nanosleep split as 7.6 ms asleep), under load.
+		 */
+		if (o->state && o->runq_known) {
+			const struct waker *k = waker_of(w, o->tid, o->end);
+
+			if (k && k->wake_ns >= o->start && k->wake_ns <= o->end)
+				o->runq = SP_MIN(o->runq, o->end - k->wake_ns);
+		}
+	}
+}
+
+/*
+ * A thread's blocks do not overlap (it leaves the CPU once at a time), and
+ * the lookups below rely on it; a file that says otherwise (made by hand,
+ * or broken) must not count a nanosecond twice, so that a span's time off
+ * CPU never exceeds its wall time: each block starts no earlier than the
+ * end of the one before it.
+ */
+static void clip_overlaps(struct span_wall *w)
+{
+	for (size_t i = 1; i < w->nr; i++) {
+		const struct block *prev = &w->b[i - 1];
+		struct block *b = &w->b[i];
+
+		if (b->tid == prev->tid && b->start < prev->end)
+			b->start = prev->end;
 	}
 }
 
 int span_wall__finish(struct span_wall *w)
 {
 	sort_n(w->b, w->nr, sizeof(*w->b), cmp_block);
+	clip_overlaps(w);
 	sort_n(w->wk, w->nwk, sizeof(*w->wk), cmp_waker);
 	sort_n(w->off, w->noff, sizeof(*w->off), cmp_off);
 	sched_runq(w);
@@ -256,15 +296,6 @@ bool span_wall__sched_split(struct span_wall *w, __u32 tid, __u64 start, __u64 e
 bool span_wall__has_wakers(const struct span_wall *w)
 {
 	return w && w->wakers;
-}
-
-/* The waker of tid's block that ended at end, or NULL. */
-static const struct waker *waker_of(const struct span_wall *w, __u32 tid, __u64 end)
-{
-	size_t lo = SP_PARTITION(w->nwk, i, w->wk[i].wakee_tid < tid ||
-						  (w->wk[i].wakee_tid == tid && w->wk[i].block_end < end));
-
-	return lo < w->nwk && w->wk[lo].wakee_tid == tid && w->wk[lo].block_end == end ? &w->wk[lo] : NULL;
 }
 
 bool span_wall__recorded(const struct span_wall *w)

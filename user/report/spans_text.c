@@ -11,6 +11,21 @@
 #define SPLIT_BAR 20
 #define TOP_SHOWN 3
 #define ATTR_VALUES_SHOWN 10
+/*
+ * Every name here is a recorded process's to choose (span names, counter
+ * names, functions, attributes): printed as text_name shows them, so that
+ * no newline forges a row and no escape sequence reaches a terminal.
+ */
+#define NAME_MAX_SHOWN 1024
+
+/* The first n bytes of s (up to a NUL), escaped into buf. */
+static const char *shown_n(const char *s, size_t n, char *buf, size_t len)
+{
+	char raw[NAME_MAX_SHOWN];
+
+	snprintf(raw, sizeof(raw), "%.*s", (int)(n < sizeof(raw) ? n : sizeof(raw) - 1), s);
+	return text_name(raw, NULL, buf, len) == raw ? strcpy(buf, raw) : buf;
+}
 
 /*
  * [####rr....DD      ]: the summed split of a name's spans, SPLIT_BAR cells,
@@ -60,12 +75,14 @@ static void split_bar(FILE *out, const struct span_split *x)
 
 void spans_print_columns(const struct spans_view *v, FILE *out)
 {
+	char esc[NAME_MAX_SHOWN];
+
 	fprintf(out, "# %-20s %-10s %8s", "name", "source", "count");
 	if (v->window_s > 0)
 		fprintf(out, " %9s", "rate/s");
 	fprintf(out, " %10s %10s %10s %8s", "p50 ms", "p99 ms", "max ms", "samples");
 	for (int k = 0; k < v->table_ctr; k++)
-		fprintf(out, " %14s", v->ctr_names[k]);
+		fprintf(out, " %14s", text_name(v->ctr_names[k], NULL, esc, sizeof(esc)));
 	if (v->offcpu)
 		fprintf(out, " %12s  %-24s", "off-CPU ms", "blocked in");
 	if (v->any_split)
@@ -83,8 +100,10 @@ static void print_header(const struct spans_view *v, FILE *out)
 void spans_print_kind(const struct spans_view *v, const struct spans_kind *kd, FILE *out)
 {
 	size_t cnt = kd->count;
+	char esc[NAME_MAX_SHOWN];
 
-	fprintf(out, "  %-20s %-10s %8zu", kd->name, kd->source, cnt);
+	fprintf(out, "  %-20s", text_name(kd->name, NULL, esc, sizeof(esc)));
+	fprintf(out, " %-10s %8zu", kd->source, cnt);
 	if (v->window_s > 0)
 		fprintf(out, " %9.1f", kd->rate);
 	fprintf(out, " %10.3f %10.3f %10.3f %8zu", kd->p50 / 1e6, kd->p99 / 1e6, kd->max / 1e6, kd->samples);
@@ -98,12 +117,12 @@ void spans_print_kind(const struct spans_view *v, const struct spans_kind *kd, F
 	}
 	if (v->offcpu)
 		fprintf(out, " %9.3f ms  %-24.24s", cnt ? kd->off_ns / 1e6 / cnt : 0,
-			kd->blocked_in ? kd->blocked_in : "-");
+			kd->blocked_in ? text_name(kd->blocked_in, NULL, esc, sizeof(esc)) : "-");
 	if (v->any_split)
 		split_bar(out, &kd->split);
 	fprintf(out, " ");
 	for (size_t t = 0; t < kd->nr_top && t < TOP_SHOWN; t++)
-		fprintf(out, " %s %.0f%%", kd->top[t].name, kd->samples ? 100.0 * kd->top[t].n / kd->samples : 0);
+		fprintf(out, " %s %.0f%%", text_name(kd->top[t].name, NULL, esc, sizeof(esc)), kd->samples ? 100.0 * kd->top[t].n / kd->samples : 0);
 	fprintf(out, "\n");
 }
 
@@ -116,6 +135,7 @@ static bool same_key(const struct spans_attr_group *a, const struct spans_attr_g
 static void print_groups(const struct spans_view *v, FILE *out)
 {
 	const struct spans_table *t = v->table;
+	char key[NAME_MAX_SHOWN], value[NAME_MAX_SHOWN];
 	size_t shown = 0;
 
 	if (!t->nr_groups)
@@ -131,11 +151,12 @@ static void print_groups(const struct spans_view *v, FILE *out)
 
 			while (i + more < t->nr_groups && same_key(&t->group[i + more], g))
 				more++;
-			fprintf(out, "  %-24.*s (%zu more values)\n", g->key_len, g->key, more);
+			fprintf(out, "  %-24s (%zu more values)\n", shown_n(g->key, g->key_len, key, sizeof(key)), more);
 			i += more - 1;
 			continue;
 		}
-		fprintf(out, "  %-24.*s %-24s %8zu %10.3f %10.3f %8zu\n", g->key_len, g->key, g->value, g->count,
+		fprintf(out, "  %-24s", shown_n(g->key, g->key_len, key, sizeof(key)));
+		fprintf(out, " %-24s %8zu %10.3f %10.3f %8zu\n", text_name(g->value, NULL, value, sizeof(value)), g->count,
 			g->p50 / 1e6, g->p99 / 1e6, g->samples);
 	}
 }

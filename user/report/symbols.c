@@ -495,6 +495,24 @@ static FILE *kept_perf_map(struct symbolizer *s, __s32 pid)
 }
 
 /*
+ * The next line of f, without its newline, into buf: one longer than buf
+ * keeps its first part (a name cut), and the rest of it is skipped, not
+ * read as a line of its own (a long name's tail would be another entry:
+ * fuzz_perf_map).  False at the end.
+ */
+static bool read_line(FILE *f, char *buf, size_t len)
+{
+	size_t n = 0;
+	int c;
+
+	while ((c = getc(f)) != EOF && c != '\n')
+		if (n + 1 < len)
+			buf[n++] = c;
+	buf[n] = 0;
+	return c != EOF || n;
+}
+
+/*
  * JIT code: "START SIZE NAME" lines of /tmp/perf-PID.map; a container's,
  * as record read it from the container's /tmp while the process ran, else
  * the host's file now.
@@ -522,13 +540,12 @@ static struct dso *load_perf_map(struct symbolizer *s, __s32 pid)
 	/* perf's name for it (dsos.c's dso__set_basename), whatever the process's comm. */
 	snprintf(line, sizeof(line), "[JIT] tid %d", pid);
 	d->short_name = strdup(line);
-	while (fgets(line, sizeof(line), f)) {
+	while (read_line(f, line, sizeof(line))) {
 		unsigned long long start, size;
 		int n = 0;
 
 		if (sscanf(line, "%llx %llx %n", &start, &size, &n) != 2 || !n)
 			continue;
-		line[strcspn(line, "\n")] = 0;
 		if (elf_syms__add(&d->tab, start, size ? size : 1, line + n, STB_GLOBAL))
 			break;
 	}

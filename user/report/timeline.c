@@ -142,6 +142,9 @@ static int place_ticks(struct timeline *t, const struct tl_limits *lim)
 		struct tl_thread *th = &t->threads[i];
 		size_t kept = 0;
 
+		/* No ticks, no array: &NULL[0] is undefined, and the thread's lane is empty. */
+		if (!p->nr_ticks)
+			continue;
 		while (k < p->nr_ticks && p->ticks[k].tid < th->tid)
 			k++;
 		th->ticks = &p->ticks[k];
