@@ -338,6 +338,10 @@ def test_fleet_spool_at_its_bound_drops_oldest_never_past_it():
     need_bpf()
     spool = os.path.join(tmpdir(), "spool")
     port, dead = ch_cluster.free_port(), ch_cluster.free_port()
+    # Windows big enough to fill 1 MiB within the minute whatever else the host runs: threads of
+    # our own made and ended all the time, each a row of its own (an idle host's windows were
+    # 4 KB: 59 of them never reached the bound).
+    load = subprocess.Popen([WORKLOAD, "churn", "70"], stdout=subprocess.DEVNULL)
     a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", "http://127.0.0.1:%d/" % dead, "--window", "1",
                           "-F", "999", "--spool", spool, "--spool-max", "1", "--serve", "127.0.0.1:%d" % port],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
@@ -366,6 +370,7 @@ def test_fleet_spool_at_its_bound_drops_oldest_never_past_it():
         assert a.returncode == 0
     finally:
         reap(a)
+        reap(load)
 
 
 @test
