@@ -222,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < nspans; i++)
 		fz_str(&f, spans[i], sizeof(spans[i]));
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	if (stat_serve__start(&s, addr, (struct counter_set *)&nr_events, fz_take(&f, 1) % 8) ||
+	if (stat_serve__start(&s, addr, NULL, (struct counter_set *)&nr_events, fz_take(&f, 1) % 8) ||
 	    stat_serve__set_spans(s, names, nspans))
 		abort();
 	for (unsigned n = fz_take(&f, 1) % 8; n--;) {
