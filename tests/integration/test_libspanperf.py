@@ -40,14 +40,15 @@ def as_nobody(cmd):
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + cmd
 
 
-def record(d, exe, n, us):
+def record(d, exe, n, us, threads=None):
     os.chmod(d, 0o777)
     truth_file = os.path.join(d, "truth.jsonl")
     spans_file = os.path.join(d, "spans.otlp.jsonl")
     out = os.path.join(d, "lib.data")
     env = dict(os.environ, SPANPERF_SPANS=spans_file, OTEL_SERVICE_NAME="libspanperf-it")
     p = spanperf("record", "--otel", "-F", str(FREQ), "-o", out, "--",
-                 *as_nobody([exe, str(n), str(us), truth_file]), env=env, timeout=300)
+                 *as_nobody([exe, str(n), str(us), truth_file] + ([str(threads)] if threads else [])),
+                 env=env, timeout=300)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
     w = json_lines(p.stdout)[0]
     return out, w, json_lines(open(truth_file).read()), spans_file
@@ -95,6 +96,21 @@ def check_recorded(path, w, truth):
     assert abs(total - expected) <= 0.15 * expected, "%d samples in spans for %.0f expected" % (total, expected)
     names = {s["name"] for s in spans}
     assert {"request", "work-a", "work-b"} <= names, names
+    check_counters(spans, truth)
+
+
+def check_counters(spans, truth):
+    """Each recorded span carries the library's own counter deltas for it (its final state, read where
+    the recorder saw it end), exactly: the same numbers the application got from spanperf_span_end."""
+    by_id = {t["span_id"]: t for t in truth}
+    for s in spans:
+        t = by_id.get(s["span_id"])
+        if not t:
+            continue
+        want = {k: (v / 1e6 if k == "task-clock" else v) for k, v in t["counters"].items()}
+        assert set(s["counters"]) == set(want), (s["counters"], want)
+        for k, v in want.items():
+            assert abs(s["counters"][k] - v) <= (1e-6 if k == "task-clock" else 0), (k, s, t)
 
 
 def check_annotated(path, w, truth, spans_file):
@@ -152,6 +168,33 @@ def lib_spans(static):
     # some of other processes' records, which perf warns of.
     out = perf_clean(["script", "-F", "comm,tid,event"], path, lost_ok=True)
     assert "spanperf:otel" in out
+
+
+@test
+def test_libspanperf_counters_recorded_two_threads():
+    """Two threads' nested spans, recorded whole-host with --otel: every span the recording holds has the
+    counters the library measured for it, outer ones too (they end right after their child), and the
+    nesting and both threads are there."""
+    need_bpf()
+    d = tmpdir()
+    exe = build(d, static=False)
+    path, w, truth, _ = record(d, exe, 20, 8000, threads=2)
+    p = spanperf("report", "-i", path, "--spans", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    spans = [s for s in json_lines(p.stdout) if s["source"] == "otel" and s["pid"] == w["pid"]]
+    tids = {t["tid"] for t in truth}
+    assert len(tids) == 2, tids
+    assert {s["tid"] for s in spans} == tids, ({s["tid"] for s in spans}, tids)
+    ids = {t["span_id"]: t for t in truth}
+    got = [s for s in spans if s["span_id"] in ids]
+    # Each span burns 4 ms or more of its thread's CPU: the recorder sees each begin and end.
+    assert len(got) >= 0.95 * len(truth), "%d of %d spans recorded" % (len(got), len(truth))
+    for s in got:
+        assert s["tid"] == ids[s["span_id"]]["tid"], s
+        assert s["attributes"].get("span.parent_id", "0" * 16) == ids[s["span_id"]]["parent_span_id"], s
+    check_counters(got, truth)
+    outer = [s for s in got if s["name"] == "request"]
+    assert outer and all(s["counters"] for s in outer), outer[:2]
 
 
 @test

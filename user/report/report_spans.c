@@ -50,6 +50,7 @@ struct span_row {
 	__u64 counters[SP_MAX_COUNTERS];
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
+	bool no_counters; /* SPAN_NO_COUNTERS: counters[] were not measured */
 	__u8 edges;   /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
@@ -153,6 +154,7 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	memcpy(row.counters, sp->counters, sizeof(row.counters));
 	row.sched = sp->sched;
 	row.edges = sp->flags & (SPAN_EDGES_SAMPLED | SPAN_END_AT_SWITCH);
+	row.no_counters = sp->flags & SPAN_NO_COUNTERS;
 	if (sp->flags & SPAN_HAS_CONTEXT) {
 		row.has_ctx = true;
 		memcpy(row.trace_id, sp->trace_id, 16);
@@ -660,8 +662,8 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 		.unfinished = sp->unfinished, .edges = sp->edges, .has_ctx = sp->has_ctx,
 		.service = pc ? pc->service_name : NULL,
 	};
-	/* External spans carry no counters: the recording measured none of them. */
-	row->has_counters = !row->external;
+	/* External spans carry no counters: the recording measured none of them; nor of some OTel ones. */
+	row->has_counters = !row->external && !sp->no_counters;
 	if (row->has_counters)
 		memcpy(row->counters, sp->counters, sizeof(row->counters));
 	ids_of(sp, i, row->trace_id, row->span_id);
