@@ -248,13 +248,14 @@ static struct nest *nest_of(struct otel_record *r, __u32 tid, bool make)
 struct final {
 	__u64 span_id; /* 0: the ended context's own */
 	__u64 ctr[SP_MAX_COUNTERS];
+	bool any; /* some count was taken: else the span has none, not zeros */
 };
 
 /* The set of the span with this id (0: the ended context's own) among n; NULL: none. */
 static const __u64 *final_of(const struct final *f, int n, __u64 span_id)
 {
 	for (int i = 0; i < n; i++)
-		if (f[i].span_id == span_id)
+		if (f[i].span_id == span_id && f[i].any)
 			return f[i].ctr;
 	return NULL;
 }
@@ -444,7 +445,7 @@ static int final_counters(struct otel_record *r, const struct sp_otel_event *e, 
 			const __u8 *comma = memchr(v + a, ',', len - a);
 			size_t l = comma ? (size_t)(comma - (v + a)) : len - a;
 
-			final_one(r, v + a, l, f->ctr);
+			f->any |= final_one(r, v + a, l, f->ctr) >= 0;
 			a += l + 1;
 		}
 	}
