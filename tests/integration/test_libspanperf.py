@@ -351,3 +351,78 @@ def test_stat_serve_node_perf_series():
     finally:
         rc, err = s.stop()
     assert rc == 0, err
+
+
+@test
+def test_stat_serve_node_perf_tracepoints():
+    """--node-perf-tracepoint SUBSYS:EVENT, as node_exporter's --collector.perf.tracepoint: its series
+    node_perf_SUBSYS_EVENT{cpu="N"} (no _total) for every online CPU; a workload of ours pinned to CPU 1
+    that calls getppid 500 times raises CPU 1's series by 500 at least; promtool accepts the page; a bad
+    tracepoint is one sentence and exit status 1."""
+    need_bpf()
+    import test_serve
+    s = test_serve.Serve("--node-perf", "--node-perf-tracepoint", "syscalls:sys_enter_getppid",
+                         "--node-perf-tracepoint", "sched:sched_process_fork")
+    try:
+        _, a = test_serve.get(s.url())
+        before = node_perf_series(a)
+        ncpu = os.sysconf("SC_NPROCESSORS_ONLN")
+        for name in ("syscalls_sys_enter_getppid", "sched_sched_process_fork"):
+            assert "# TYPE node_perf_%s counter" % name in a, a
+            for cpu in range(ncpu):
+                assert (name, cpu) in before, "no node_perf_%s{cpu=\"%d\"}:\n%s" % (name, cpu, a)
+        run(["taskset", "-c", "1", "python3", "-c", "import os\nfor i in range(500): os.getppid()"], check=True)
+        _, b = test_serve.get(s.url())
+        after = node_perf_series(b)
+        d = after[("syscalls_sys_enter_getppid", 1)] - before[("syscalls_sys_enter_getppid", 1)]
+        assert d >= 500, "CPU 1's getppid entries rose %d for 500 calls there" % d
+        assert sum(after[("sched_sched_process_fork", c)] - before[("sched_sched_process_fork", c)]
+                   for c in range(ncpu)) >= 1, "this test forked taskset"
+        if shutil.which("promtool"):
+            # node_exporter's own names lack _total for tracepoints, which promtool's lint says of its page too.
+            p = run(["promtool", "check", "metrics"], input=b)
+            said = [l for l in (p.stdout + p.stderr).splitlines() if l.strip() and not re.match(
+                r'node_perf_(syscalls_sys_enter_getppid|sched_sched_process_fork) counter metrics should have '
+                r'"_total" suffix$', l.strip())]
+            assert not said, "promtool: %s%s" % (p.stdout, p.stderr)
+    finally:
+        rc, err = s.stop()
+    assert rc == 0, err
+    for bad, why in (("sched:no_such_tp", "does not exist"), ("sched-x", "is not SUBSYS:EVENT"),
+                     ("cycles:u", "is not a tracepoint")):
+        p = spanperf("stat", "--serve", "127.0.0.1:0", "--node-perf", "--node-perf-tracepoint", bad, "-d", "1")
+        assert p.returncode == 1 and why in p.stderr and len(p.stderr.strip().splitlines()) == 1, (bad, p.stderr)
+    p = spanperf("stat", "--serve", "127.0.0.1:0", "--node-perf-tracepoint", "sched:sched_switch", "-d", "1")
+    assert p.returncode == 1 and "needs --node-perf" in p.stderr, p.stderr
+
+
+@test
+def test_otel_final_counters_hostile():
+    """A publisher's final state is another process's memory: the recorder takes counter deltas only
+    under the recording's own counter names, as strict decimals, capped, within the lengths it read;
+    a span whose final state holds nothing it can take shows no counters, not zeros."""
+    need_bpf()
+    d = tmpdir()
+    exe = os.path.join(d, "otel-final")
+    run(["cc", "-O1", "-I" + INCLUDE, os.path.join(ROOT, "tests", "integration", "otel_final_client.c"),
+         "-o", exe, "-Wl,--export-dynamic-symbol=otel_thread_ctx_v1"], check=True)
+    os.chmod(d, 0o777)
+    out = os.path.join(d, "final.data")
+    p = spanperf("record", "--otel", "-F", str(FREQ), "-o", out, "--", *as_nobody([exe]), timeout=120)
+    assert p.returncode == 0, p.stderr
+    p2 = spanperf("report", "-i", out, "--spans", "--format", "json")
+    assert p2.returncode == 0, p2.stderr
+    got = {s["name"]: s["counters"] for s in json_lines(p2.stdout) if s["source"] == "otel"}
+    cap = float(1 << 48)
+    want = {
+        "good": {"task-clock": 1.0, "context-switches": 2, "page-faults": 3},
+        "split": {"task-clock": 2.0, "context-switches": 0, "page-faults": 5},
+        "huge": {"task-clock": cap / 1e6, "context-switches": cap, "page-faults": 0},
+        "unknown": {"task-clock": 0.0, "context-switches": 7, "page-faults": 0},
+        "malformed": {}, "lie": {}, "none": {},
+    }
+    for name, counters in want.items():
+        assert name in got, "span %s not recorded: %s" % (name, sorted(got))
+        assert got[name] == counters, (name, got[name], counters)
+    assert re.search(r"counter deltas: [1-9]\d* malformed and [1-9]\d* not among the recording's counters "
+                     r"\(dropped\), 2 capped", p.stderr), p.stderr
