@@ -729,6 +729,15 @@ static bool any_split(const struct span_report *r)
 	return span_wall__has_sched(r->wall);
 }
 
+/* Some span has counters of its own: else the table shows no counter columns (an OTel-only file). */
+static bool any_counters(const struct span_report *r)
+{
+	for (size_t i = 0; i < r->nsp; i++)
+		if (!r->sp[i].no_counters && r->sp[i].source != SP_SRC_EXTERNAL)
+			return true;
+	return false;
+}
+
 /* A clock event's nanoseconds per sample (to estimate CPU time from samples), 0 for others. */
 static double clock_ns_per_sample(const struct session *s)
 {
@@ -751,7 +760,7 @@ static void view_head(struct span_report *r, struct spans_view *v)
 		.input = r->o.input, .nr_rows = r->nsp, .nr_samples = r->ns,
 		.ctr_names = (const char *const *)r->ctr_names, .nr_ctr = r->nr_ctr,
 		/* annotate's spans are all external: no counter columns for them */
-		.table_ctr = r->o.external ? 0 : r->nr_ctr,
+		.table_ctr = r->o.external || !any_counters(r) ? 0 : r->nr_ctr,
 		.bpf_samples = r->o.bpf_samples, .window_s = r->o.window_s,
 		.offcpu = span_wall__recorded(r->wall), .wakers = span_wall__has_wakers(r->wall),
 		.any_split = any_split(r), .unjoinable = span_wall__unjoinable(r->wall),
