@@ -24,8 +24,11 @@ static void agent_usage(FILE *out)
 		"      --clickhouse URL   the server, http://HOST:8123 or https://...; the user and\n"
 		"                         password from CLICKHOUSE_USER and CLICKHOUSE_PASSWORD\n"
 		"      --clickhouse-password-file FILE  the password, its first line\n"
+		"      --clickhouse-ca FILE  https: the CA that signed the servers' certificates\n"
+		"                         (PEM; default the system's store)\n"
 		"      --cluster NAME     a Distributed table over NAME's shards (system.clusters)\n"
 		"      --database DB      (default spanperf); tables are created when missing\n"
+		"      --retention DAYS   drop the days' partitions older than DAYS (hourly)\n"
 		"      --host-label NAME  the host's name in the rows (default the hostname)\n"
 		"      --window SECS      rows are sent every SECS (default 10)\n"
 		"  -F, --freq HZ          samples per second per CPU (default 19)\n"
@@ -69,6 +72,9 @@ static int opt_call_graph(const char *arg, void *opts, char *err, size_t errlen)
 static const struct opt_def agent_defs[] = {
 	{ .name = "clickhouse", .type = OPT_T_STR, .off = A(url), .bad = "needs the server's URL" },
 	{ .name = "clickhouse-password-file", .type = OPT_T_STR, .off = A(password_file), .bad = "needs a file" },
+	{ .name = "clickhouse-ca", .type = OPT_T_STR, .off = A(ca_file), .bad = "needs a CA file" },
+	{ .name = "retention", .type = OPT_T_U64, .off = A(retention_days), .lo = 1, .hi = 100000,
+	  .bad = "is not a number of days from 1 to 100000" },
 	{ .name = "cluster", .type = OPT_T_STR, .off = A(cluster), .bad = "needs a cluster's name" },
 	{ .name = "database", .type = OPT_T_STR, .off = A(database), .bad = "needs a database's name" },
 	{ .name = "host-label", .type = OPT_T_STR, .off = A(host_label), .bad = "needs a name" },

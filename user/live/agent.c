@@ -142,6 +142,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	M("server_errors_total", "counter", "Sends that failed: no answer, or an error answer.", st.server_errors);
 	M("spool_windows", "gauge", "Windows in the spool.", st.spool_windows);
 	M("spool_bytes", "gauge", "Bytes in the spool.", st.spool_bytes);
+	M("partitions_dropped_total", "counter", "Day partitions --retention dropped.", st.partitions_dropped);
 #undef M
 	if (b.err)
 		return MHD_NO;
@@ -235,9 +236,10 @@ int agent_run(struct agent_opts *o)
 	struct agent a = { .o = o };
 	struct live_opts lo = { .ops = &ops, .arg = &a, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
 				.keep_syms = LIVE_KEPT_SYMS };
-	struct ch_ship_opts so = { .place = { o->database, o->cluster }, .spool_dir = o->spool,
-				   .spool_max = o->spool_max_mb << 20 };
-	struct ch_http_opts ho = { .url = o->url, .password_file = o->password_file };
+	struct ch_ship_opts so = { .place = { o->database, o->cluster, o->password_file, o->ca_file,
+					      (unsigned)o->retention_days },
+				   .spool_dir = o->spool, .spool_max = o->spool_max_mb << 20 };
+	struct ch_http_opts ho = { .url = o->url, .password_file = o->password_file, .ca_file = o->ca_file };
 	struct record_opts ro;
 	char err[512] = "";
 	int e, ret = 1, code = 0;
