@@ -4,6 +4,7 @@ and https with the CA given (--clickhouse-ca): against servers of the tests' own
 (ch_cluster.py), each node at its own address on the same ports, as a fleet's."""
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -215,4 +216,106 @@ def test_fleet_https_with_the_ca_given_and_a_wrong_certificate_refused():
         assert r.returncode == 1 and "--clickhouse-ca" in r.stderr, r.stderr
     finally:
         front.close()
+        c.stop()
+
+
+def get(url, method="GET"):
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def prom_query(port, q):
+    import json
+    import urllib.parse
+    status, body = get("http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": q})))
+    doc = json.loads(body)
+    assert status == 200 and doc["status"] == "success", doc
+    return doc["data"]["result"]
+
+
+@test
+def test_fleet_agent_serve_scraped_by_prometheus():
+    """The agent's --serve on the shared endpoint (stat --serve's): a page promtool passes, 404
+    elsewhere, HEAD answered; a real Prometheus scrapes it, and what it stored of windows sent
+    equals the windows the server holds once the agent has stopped sending."""
+    p = spanperf("agent", "--clickhouse", "http://127.0.0.1:1/", "--web-config", "/nonexistent")
+    assert p.returncode == 1 and p.stderr.strip() == "spanperf agent: --web-config needs --serve", p.stderr
+    p = spanperf("agent", "--clickhouse", "http://127.0.0.1:1/", "--serve", "127.0.0.1:1", "--web-config",
+                 "/nonexistent")
+    assert p.returncode == 1 and "--web-config '/nonexistent'" in p.stderr, p.stderr
+    need_clickhouse()
+    if not shutil.which("prometheus") or not shutil.which("promtool"):
+        raise Skip("Debian's prometheus is not installed (tools/deps.sh test installs it)")
+    d = tmpdir()
+    c = ch_cluster.Cluster(os.path.join(d, "ch"), n=1).start()
+    s = c.servers[0]
+    port, pport = ch_cluster.free_port(), ch_cluster.free_port()
+    a = prom = None
+    try:
+        a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", s.url, "--window", "1", "--serve",
+                              "127.0.0.1:%d" % port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace")
+        end, page = time.time() + 60, None
+        while time.time() < end and page is None:
+            try:
+                status, page = get("http://127.0.0.1:%d/metrics" % port)
+            except OSError:
+                time.sleep(0.2)
+        assert page is not None, "no answer on --serve"
+        p = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and not (p.stdout + p.stderr).strip(), p.stdout + p.stderr
+        assert get("http://127.0.0.1:%d/other" % port)[0] == 404
+        assert get("http://127.0.0.1:%d/metrics" % port, "HEAD")[0] == 200
+        with open(os.path.join(d, "prometheus.yml"), "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
+                    "  - job_name: agent\n    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % port)
+        prom = subprocess.Popen(["prometheus", "--config.file", os.path.join(d, "prometheus.yml"),
+                                 "--storage.tsdb.path", os.path.join(d, "tsdb"),
+                                 "--web.listen-address", "127.0.0.1:%d" % pport],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # The truth is the server's: once Prometheus stored a scrape at least 3 windows in, the
+        # agent is stopped with SIGSTOP (it sends nothing more) and a scrape after that must hold
+        # exactly the windows the server holds.
+        got, end = None, time.time() + 90
+        while time.time() < end:
+            try:
+                res = prom_query(pport, "spanperf_agent_windows_sent_total")
+                if res and float(res[0]["value"][1]) >= 3:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        os.kill(a.pid, signal.SIGSTOP)
+        try:
+            # a stopped agent answers no scrape: its windows are what the server holds
+            held = int(tsv(s, "SELECT count() FROM spanperf.windows"))
+        finally:
+            os.kill(a.pid, signal.SIGCONT)
+        # the sends after SIGCONT may add windows: the series reaches `held` (it never passes what the
+        # server holds at the time of a scrape)
+        end = time.time() + 60
+        while time.time() < end:
+            res = prom_query(pport, "max_over_time(spanperf_agent_windows_sent_total[5m])")
+            got = float(res[0]["value"][1]) if res else None
+            if got is not None and got >= held:
+                break
+            time.sleep(0.5)
+        assert got is not None and got >= held, (got, held)
+        now = int(tsv(s, "SELECT count() FROM spanperf.windows"))
+        last = float(prom_query(pport, "spanperf_agent_windows_sent_total")[0]["value"][1])
+        assert last <= now, (last, now)
+        a.send_signal(signal.SIGINT)
+        out, err = a.communicate(timeout=30)
+        assert a.returncode == 0, err
+    finally:
+        if prom:
+            prom.terminate()
+            prom.wait(timeout=30)
+        if a:
+            reap(a)
         c.stop()

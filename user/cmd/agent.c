@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "log.h"
 #include "options.h"
+#include "web_serve.h"
 
 static void agent_usage(FILE *out)
 {
@@ -41,6 +42,8 @@ static void agent_usage(FILE *out)
 		"      --spool DIR        windows the server cannot take wait here, oldest sent first\n"
 		"      --spool-max MB     the spool's bound; past it the oldest are dropped (default 256)\n"
 		"      --serve ADDR:PORT  the agent's health for Prometheus, on /metrics\n"
+		"      --web-config FILE  with --serve: TLS and basic auth, in the YAML of\n"
+		"                         node_exporter's --web.config.file\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -92,6 +95,7 @@ static const struct opt_def agent_defs[] = {
 	{ .name = "spool-max", .type = OPT_T_U64, .off = A(spool_max_mb), .lo = 1, .hi = 1u << 20,
 	  .bad = "is not a size in MB from 1 to 1048576" },
 	{ .name = "serve", .type = OPT_T_STR, .off = A(serve), .bad = "needs ADDR:PORT" },
+	{ .name = "web-config", .type = OPT_T_STR, .off = A(web_config), .bad = "needs a file" },
 	OPT_DEFS_VERBOSITY(struct agent_opts),
 	{}
 };
@@ -116,6 +120,10 @@ static int agent_parse_args(int argc, char **argv, struct agent_opts *o, char *e
 	if (o->cluster && !ch_ident_ok(o->cluster))
 		return set_errorf(err, errlen, -EINVAL, "--cluster '%s' is not a name of letters, digits and _",
 				  o->cluster);
+	if (o->web_config && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--web-config needs --serve");
+	if (o->web_config && (e = web_config_check(o->web_config, err, errlen)))
+		return e;
 	if (o->window < 1)
 		return set_errorf(err, errlen, -EINVAL, "--window %g is under a second", o->window);
 	return 0;

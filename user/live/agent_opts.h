@@ -23,6 +23,7 @@ struct agent_opts {
 	const char *spool;	   /* --spool DIR */
 	uint64_t spool_max_mb;	   /* --spool-max (default 256) */
 	const char *serve;	   /* --serve ADDR:PORT */
+	const char *web_config;	   /* --web-config FILE: --serve's TLS and basic auth, or NULL */
 	uint64_t retention_days;   /* --retention DAYS, 0: keep everything */
 	int verbose;
 };
