@@ -138,17 +138,19 @@ def test_fleet_dsos_and_symbols_equal_a_local_recordings():
 
 @test
 def test_fleet_event_off_cpu_equals_a_local_recordings():
-    """--event off-cpu: the sleeper's blocked nanoseconds from the fleet, from the file, and as it
-    slept them (its own clock around each nanosleep) agree within 5%."""
+    """--event off-cpu: the sleeper's blocked nanoseconds from the fleet equal the file's (two
+    recorders timing the same blocks), and lie between what it asked to sleep (each nanosleep
+    blocks at least that) and what it measured around its calls."""
     r = shipped()
     tid = str(r["sleeper"]["tid"])
-    slept = sum(r["sleeper"]["slept_ns"])
+    slept, asked = sum(r["sleeper"]["slept_ns"]), SLEEPS * SLEEP_US * 1000
     local, fleet = both(["--tids", tid, "--event", "off-cpu", "--folded"])
     lo, fl = total(local), total(fleet)
-    assert abs(lo - slept) <= 0.05 * slept, (lo, slept)
-    assert abs(fl - slept) <= 0.05 * slept, (fl, slept, fleet)
+    for got in (lo, fl):
+        assert asked <= got <= slept * 1.01, (got, asked, slept, local, fleet)
+    assert abs(lo - fl) <= 0.02 * lo, (lo, fl)
     local, fleet = both(["--tids", tid, "--event", "off-cpu", "--sort", "comm"])
-    assert "offcpu" in fleet or "off-cpu" in fleet or "# Samples" in fleet, fleet
+    assert "of event 'offcpu-time'" in fleet, fleet
 
 
 def spin_windows():
