@@ -507,6 +507,9 @@ static int sel_open(struct ch_sel *sel, const struct ch_source *src, struct ch_h
 	if (!e && in.bad)
 		e = set_errorf(err, errlen, -EBADMSG, "ClickHouse at %s answered rows that are not the schema's "
 				"(spanperf-clickhouse(7))", src->url);
+	if (!e && !first && !last && strchr(src->time, '%'))
+		e = set_errorf(err, errlen, -ENODATA, "ClickHouse at %s holds no windows of that time for --time's "
+			       "percentages to be of", src->url);
 	e = e ?: time_ranges_parse(src->time, first, last, &sel->r, &sel->nr, err, errlen);
 	sbuf_free(&q);
 	sbuf_free(&ans);

@@ -492,8 +492,8 @@ static int report_clickhouse(const struct report_opts *o)
 	if (e)
 		pr_err("%s", err[0] ? err : strerror(-e));
 	else if (!p->samples && !p->off_samples)
-		pr_err("ClickHouse at %s holds no samples of that window%s%s", src.url, src.host ? " and host " : "",
-		       src.host ? src.host : "");
+		pr_err("ClickHouse at %s holds no samples of that window%s%s%s", src.url, src.host ? " and host " : "",
+		       src.host ? src.host : "", report_filter_active(&o->filter) ? " that pass the filters" : "");
 	else if (o->html || o->speedscope)
 		ret = ch_visual(o, &src, p);
 	else
