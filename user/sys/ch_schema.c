@@ -52,13 +52,7 @@ static int run_ans(struct ch_http *c, struct sbuf *q, struct sbuf *ans, char *er
 
 static int run(struct ch_http *c, struct sbuf *q, char *err, size_t errlen)
 {
-	int e;
-
-	if (sbuf_add(q, "", 1))
-		return -ENOMEM;
-	e = ch_query(c, q->p, NULL, err, errlen);
-	q->len = 0;
-	return e;
+	return run_ans(c, q, NULL, err, errlen);
 }
 
 /* Each shard of the cluster that has no NAME_local of the first table yet, said once. */
@@ -159,8 +153,9 @@ static int node_url(const char *url, const char *addr, char *out, size_t len)
  * c answers), with its own connection: fn on it; a node that fails is said
  * (what) and left.
  */
-static void each_node(struct ch_http *c, const struct ch_place *pl, const char *what,
-		      int (*fn)(struct ch_http *n, const struct ch_place *pl, void *arg, char *err, size_t errlen), void *arg)
+typedef int (*node_fn)(struct ch_http *n, const struct ch_place *pl, void *arg, char *err, size_t errlen);
+
+static void each_node(struct ch_http *c, const struct ch_place *pl, const char *what, node_fn fn, void *arg)
 {
 	struct sbuf q = {}, ans = {};
 	char err[512];
@@ -214,7 +209,7 @@ int ch_schema_create(struct ch_http *c, const struct ch_place *pl, char *err, si
 	return e;
 }
 
-/* The tables of pl on the server n talks to: their names there. */
+/* Whether name is a table of pl that holds rows (NAME, or NAME_local with a cluster), and which. */
 static bool ours(const struct ch_place *pl, const char *name, enum ch_table *t)
 {
 	for (int i = 0; i < CH_NR_TABLES; i++) {
