@@ -96,6 +96,15 @@ void elf_syms__finish(struct elf_syms *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
+	/* A table is kept loaded for long (symbolizer__keep_tables): without what doubling left over. */
+	if (d->cap_syms > (size_t)j + j / 8) {
+		struct elf_sym *v = realloc(d->syms, j * sizeof(*v));
+
+		if (v) {
+			d->syms = v;
+			d->cap_syms = j;
+		}
+	}
 	/*
 	 * Aliases that stayed sizeless: up to the next symbol; the last one to
 	 * the end of the page after its own, as perf's fixup_end does.

@@ -16,7 +16,11 @@ struct elf_sym {
 	__u64 start, end;
 	char *name;
 	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
-	int binding;	 /* STB_*, for choosing among aliases */
+	/*
+	 * STB_* (0 to 15), for choosing among aliases: a byte, so a symbol is
+	 * 32 bytes, not 40; an always-on agent keeps half a million loaded.
+	 */
+	signed char binding;
 	bool demangled; /* name is final (see elf_sym__name) */
 	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
 };
