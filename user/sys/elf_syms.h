@@ -22,6 +22,7 @@ struct elf_sym {
 	 */
 	signed char binding;
 	bool demangled; /* name is final (see elf_sym__name) */
+	bool own_name;	/* name is its own allocation (demangled), not in the table's name blocks */
 	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
 };
 
@@ -36,6 +37,13 @@ struct elf_syms {
 	size_t cap_syms;
 	struct elf_seg *segs;
 	int nr_segs;
+	/*
+	 * The names, packed in blocks freed with the table: one allocation per
+	 * name cost a live session's half million kept symbols some 16 bytes
+	 * each in malloc's headers and rounding, and each load and unload a
+	 * malloc and a free per symbol.
+	 */
+	struct elf_names *names;
 };
 
 /*
