@@ -14,8 +14,19 @@
  * same bytes sbuf_printf's formats gave), printf's parsing of the format
  * once per field was half the join's time.
  */
+/* n bytes: in place where they fit (nearly always), else through sbuf_add, which grows the buffer. */
+static inline void put(struct sbuf *b, const void *p, size_t n)
+{
+	if (b->len + n <= b->cap && !b->err) {
+		memcpy(b->p + b->len, p, n);
+		b->len += n;
+	} else {
+		sbuf_add(b, p, n);
+	}
+}
+
 /* s: a string literal (sizeof is its length + 1) */
-#define LIT(b, s) sbuf_add(b, "" s, sizeof(s) - 1)
+#define LIT(b, s) put(b, "" s, sizeof(s) - 1)
 
 static void dec(struct sbuf *b, __u64 v)
 {
@@ -25,7 +36,7 @@ static void dec(struct sbuf *b, __u64 v)
 	do
 		t[--i] = '0' + v % 10;
 	while (v /= 10);
-	sbuf_add(b, t + i, sizeof(t) - i);
+	put(b, t + i, sizeof(t) - i);
 }
 
 static void sdec(struct sbuf *b, __s64 v)
@@ -52,7 +63,7 @@ static void millis(struct sbuf *b, __u64 v)
 	v %= 1000000;
 	for (int i = 6; i > 0; i--, v /= 10)
 		t[i] = '0' + v % 10;
-	sbuf_add(b, t, sizeof(t));
+	put(b, t, sizeof(t));
 }
 
 /* A JSON string: one copy where it needs no escape (nearly always), else sbuf_json_str's. */
@@ -67,7 +78,7 @@ static void str(struct sbuf *b, const char *s)
 		return;
 	}
 	LIT(b, "\"");
-	sbuf_add(b, s, n);
+	put(b, s, n);
 	LIT(b, "\"");
 }
 
@@ -150,7 +161,7 @@ static void json_row(const struct spans_view *v, const struct spans_row *sp, str
 	LIT(b, "{\"name\":");
 	str(b, sp->name);
 	LIT(b, ",\"source\":\"");
-	sbuf_add(b, sp->source, strlen(sp->source));
+	put(b, sp->source, strlen(sp->source));
 	LIT(b, "\",\"pid\":");
 	dec(b, sp->pid);
 	LIT(b, ",\"tid\":");
@@ -188,9 +199,9 @@ static void json_row(const struct spans_view *v, const struct spans_row *sp, str
 	/* Made up where the span has no context, as the OTLP output gives them: what a waker's woken_by names it by. */
 	if (sp->has_ctx || !sp->external) {
 		LIT(b, ",\"trace_id\":\"");
-		sbuf_add(b, sp->trace_id, strlen(sp->trace_id));
+		put(b, sp->trace_id, strlen(sp->trace_id));
 		LIT(b, "\",\"span_id\":\"");
-		sbuf_add(b, sp->span_id, strlen(sp->span_id));
+		put(b, sp->span_id, strlen(sp->span_id));
 		LIT(b, "\"");
 	}
 	if (sp->has_ctx) {
