@@ -100,9 +100,8 @@ struct view_store {
 
 struct span_report {
 	struct spans_report_opts o;
-	struct ext_span *ext; /* annotate's spans, and the text they point into */
+	struct ext_span *ext; /* annotate's spans */
 	size_t next;
-	char *text;
 	struct session *sess;
 	struct strpool names; /* span names; a row's name is its id here */
 	struct strpool attrs; /* otel spans' attributes */
@@ -553,19 +552,23 @@ static int read_external(struct span_report *r, char *err, size_t errlen)
 {
 	const char *path = r->o.external;
 	struct otlp_stats ost = {};
+	char *text = NULL;
 	size_t len;
-	int e = read_file_all(path, &r->text, &len);
+	int e = read_file_all(path, &text, &len);
 
 	if (e)
 		return set_errorf(err, errlen, e, "cannot read --spans '%s': %s", path, strerror(-e));
-	if (otlp_json_detect(r->text, len)) {
-		e = otlp_json_parse(r->text, len, path, &r->ext, &r->next, &ost, err, errlen);
+	/* The spans keep copies of what they show: the text (270 MB for a million) goes before the pass. */
+	if (otlp_json_detect(text, len)) {
+		e = otlp_json_parse(text, len, path, &r->ext, &r->next, &ost, err, errlen);
 		if (!e && ost.skipped)
 			pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
 				ost.skipped, path);
-		return e;
+	} else {
+		e = ext_spans_parse(text, len, path, &r->ext, &r->next, err, errlen);
 	}
-	return ext_spans_parse(r->text, len, path, &r->ext, &r->next, err, errlen);
+	free(text);
+	return e;
 }
 
 int span_report__new(struct span_report **out, struct session *sess, const struct spans_report_opts *o, char *err,
@@ -909,8 +912,7 @@ void span_report__free(struct span_report *r)
 	free(r->sorted);
 	view_free(&r->view);
 	span_wall__free(r->wall);
-	free(r->ext);
-	free(r->text);
+	ext_spans_free(r->ext, r->next);
 	free(r);
 }
 
