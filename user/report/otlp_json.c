@@ -288,7 +288,12 @@ static int span_member(struct cur *c, const char *key, void *ctx)
 		if (hex_id(id, trace ? 32 : 16)) {
 			for (char *p = id; *p; p++)
 				*p = tolower((unsigned char)*p);
-			snprintf(trace ? f->e.trace_id : f->e.span_id, sizeof(f->e.trace_id), "\"%s\"", id);
+			char *to = trace ? f->e.trace_id : f->e.span_id;
+			size_t n = strlen(id); /* 32 or 16: hex_id said so */
+
+			to[0] = '"';
+			memcpy(to + 1, id, n);
+			memcpy(to + 1 + n, "\"", 2);
 		}
 		return 0;
 	}
