@@ -115,7 +115,21 @@ static int add_name(struct timeline *tl, __u32 tid, struct name_event e, bool fo
 	struct thread_names *t = names_of(tl, tid, true);
 	size_t i;
 
-	if (!t || array_reserve((void **)&t->v, &t->cap, t->n, sizeof(*t->v)))
+	/*
+	 * From two entries up, not array_reserve's 256: most threads have a
+	 * name or two, and a whole host's thousands at 4 KiB each were 52 MiB
+	 * of an agent's 72 MiB heap.
+	 */
+	if (t && t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 2;
+		struct name_event *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	if (!t)
 		return -ENOMEM;
 	for (i = t->n; i > 0 && (t->v[i - 1].time > e.time || (fork && t->v[i - 1].time == e.time)); i--)
 		t->v[i] = t->v[i - 1];
