@@ -69,6 +69,11 @@ struct timeline {
 	__u64 seen, safe;
 	bool bad_record; /* the reader stopped at a malformed record: rd->err says which */
 	/*
+	 * A file's pages let go behind the pass (pd_reader__evict): up to here
+	 * behind the reading, and behind the queue's delivery.
+	 */
+	__u64 evict_read, evict_flush;
+	/*
 	 * A live session: the threads that exited, let go a window after
 	 * (session__trim), so that a long run keeps the living ones only.
 	 */
@@ -701,6 +706,22 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 }
 
 /*
+ * How far behind the reading its pages go (a round's records, read again
+ * when the round is flushed, are mostly still there), and the least a call
+ * lets go: a 1M-sample file is 270 MB, which the pass need not hold.
+ */
+#define EVICT_LAG (32u << 20)
+#define EVICT_STEP (8u << 20)
+
+static void evict_behind(struct session *s, __u64 *mark, __u64 pos)
+{
+	if (pos >= *mark + EVICT_STEP) {
+		pd_reader__evict(s->rd, *mark, pos);
+		*mark = pos;
+	}
+}
+
+/*
  * Everything up to time `upto`: the forks and execs first, then the
  * samples and spans waiting, in file order, until one is later (it waits
  * for the next round: its side-band may still come).
@@ -717,6 +738,7 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 		if (pd_reader__next(s->rd, &it, &ev) <= 0)
 			continue;
 		e = deliver(s, tl, &ev);
+		evict_behind(s, &tl->evict_flush, tl->q[tl->qhead].pos);
 	}
 	/*
 	 * What waits is about a round: moving it down keeps the queue that size.
@@ -805,6 +827,8 @@ static int read_on(struct session *s, struct timeline *tl)
 	while (!e && (r = pd_reader__next(s->rd, &tl->it, &ev)) > 0) {
 		e = step(s, tl, &ev, pos);
 		pos = tl->it.pos;
+		if (pos > EVICT_LAG)
+			evict_behind(s, &tl->evict_read, pos - EVICT_LAG);
 	}
 	if (e)
 		return e;
