@@ -11,8 +11,10 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 from harness import (BUILD, ROOT, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run,
@@ -45,7 +47,9 @@ def perf_placed(path, comm, lost_ok=False):
             continue
         n += 1
         reach += any(" main " in l for l in lines[1:])
-        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+        # User frames only: a kernel chain may pass through a BPF program's JIT image, which perf
+        # places in no file (a sample in a sched_process_exit program: once in 15,344 under load).
+        if any(l.rstrip().endswith("([unknown])") and not l.split()[0].startswith("ffffffff") for l in lines[1:]):
             nowhere.append(block)
     return n, reach, nowhere
 
@@ -398,14 +402,38 @@ def test_ehframe_garbage_cfi_gives_short_chains():
         f.seek(off + 64)  # past the first CIE: its FDEs point to garbage
         f.write(bytes((i * 37 + 11) & 0xff for i in range(size - 64)))
     path = os.path.join(d, "bad.data")
-    wl = subprocess.Popen([exe, "1500"], stdout=subprocess.PIPE, text=True)
+    wl = subprocess.Popen([exe, "600000"], stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(0.2)
         # Replaced while it runs: a new file renamed over the old; the mapped one is still read.
         shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), os.path.join(d, "new.so"))
         os.rename(os.path.join(d, "new.so"), os.path.join(d, "libdwarfcb.so"))
-        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid), "-d", "1",
-                     "-o", path, check=True)
+        # Until the workload has had 2 s on CPU by its own clock, not for a wall second: a busy
+        # host gives it a fraction of one (make check's ASan recorder beside two hogs on a loaded
+        # host: under 100 samples in its second), and its chains are what is measured.
+        # Counted from the -v line the recorder writes once its events are on (the side-band's
+        # synthesis follows their start).
+        rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid),
+                                "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        lines, on = [], threading.Event()
+
+        def read_err():
+            for line in rec.stderr:
+                lines.append(line)
+                if "synthesized" in line:
+                    on.set()
+        reader = threading.Thread(target=read_err)
+        reader.start()
+        deadline = time.time() + 300
+        on.wait(timeout=120)
+        before = thread_cpu_ns(wl.pid)
+        while thread_cpu_ns(wl.pid) - before < 2e9 and time.time() < deadline and rec.poll() is None:
+            time.sleep(0.1)
+        rec.send_signal(signal.SIGINT)
+        rec.wait(timeout=120)
+        reader.join()
+        p = subprocess.CompletedProcess(rec.args, rec.returncode, None, "".join(lines))
+        assert on.is_set() and rec.returncode == 0, p.stderr[-1500:]
     finally:
         reap(wl)
     stacks = folded(path)
