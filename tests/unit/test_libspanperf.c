@@ -308,6 +308,7 @@ static void test_span_publishes_thread_context(void **state)
 struct worker {
 	int spin; /* else sleep */
 	uint64_t cpu_ns, task_clock, cs;
+	long own_cs; /* the thread's own count of its switches (getrusage) over the same stretch */
 	int err;
 	pthread_barrier_t *go;
 };
@@ -317,6 +318,7 @@ static void *worker_main(void *p)
 	struct worker *w = p;
 	struct spanperf_counters *c = spanperf_counters_open(EVENTS, 0);
 	uint64_t a[3], b[3], t0;
+	struct rusage ra, rb;
 
 	if (!c) {
 		w->err = errno;
@@ -325,6 +327,7 @@ static void *worker_main(void *p)
 	}
 	pthread_barrier_wait(w->go);
 	spanperf_counters_read(c, a);
+	getrusage(RUSAGE_THREAD, &ra);
 	t0 = thread_cpu_ns();
 	if (w->spin)
 		spin_ns(80 * 1000000ull);
@@ -332,7 +335,9 @@ static void *worker_main(void *p)
 		for (int i = 0; i < 20; i++)
 			usleep(4000);
 	w->cpu_ns = thread_cpu_ns() - t0;
+	getrusage(RUSAGE_THREAD, &rb);
 	spanperf_counters_read(c, b);
+	w->own_cs = (rb.ru_nvcsw - ra.ru_nvcsw) + (rb.ru_nivcsw - ra.ru_nivcsw);
 	w->task_clock = b[0] - a[0];
 	w->cs = b[1] - a[1];
 	spanperf_counters_close(c);
@@ -354,13 +359,20 @@ static void test_threads_are_independent(void **state)
 	pthread_barrier_destroy(&go);
 	assert_int_equal(w[0].err, 0);
 	assert_int_equal(w[1].err, 0);
-	print_message("spinner: task-clock %.1f ms (own CPU %.1f ms), sleeper: task-clock %.2f ms, %llu switches\n",
-		      w[0].task_clock / 1e6, w[0].cpu_ns / 1e6, w[1].task_clock / 1e6, (unsigned long long)w[1].cs);
+	print_message("spinner: task-clock %.1f ms (own CPU %.1f ms), sleeper: task-clock %.2f ms, %llu switches (own count %ld)\n",
+		      w[0].task_clock / 1e6, w[0].cpu_ns / 1e6, w[1].task_clock / 1e6, (unsigned long long)w[1].cs,
+		      w[1].own_cs);
 	/* Each sees its own: the spinner's CPU is not in the sleeper's clock, the sleeps not in the spinner's switches. */
 	assert_true(w[0].task_clock >= w[0].cpu_ns * 98 / 100);
 	assert_true(w[1].task_clock < w[1].cpu_ns + 2000000);
 	assert_true(w[1].task_clock < w[0].task_clock / 10);
-	assert_in_range(w[1].cs, 20, 22);
+	/*
+	 * One switch per sleep, and the preemptions a loaded host adds (23 for
+	 * 20 sleeps under make check): the truth is the thread's own count, as
+	 * in test_context_switches_count_sleeps; the reads may switch once each.
+	 */
+	assert_true(w[1].own_cs >= 20);
+	assert_in_range(w[1].cs, w[1].own_cs, w[1].own_cs + 2);
 }
 
 static void *child_work(void *p)
