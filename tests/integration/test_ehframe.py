@@ -34,8 +34,10 @@ def recording():
 
 
 def perf_placed(path, comm, lost_ok=False):
-    """perf script's chains of comm: (how many, how many reach main, those with a frame perf
-    places in no file: a return address no mapping holds, which a walk made up)."""
+    """perf script's chains of comm: (how many, how many reach main, those with a user frame
+    perf places in no file: a return address no mapping holds, which a walk made up).  Kernel
+    frames are the kernel's unwinder's, not the walk's: a BPF program another process attached
+    to the kernel (a recorder's at sched_process_exit) is such a frame in no file."""
     out = perf_clean(["script", "-F", "comm,tid,event,ip,sym,dso"], path, lost_ok=lost_ok)
     n = reach = 0
     nowhere = []
@@ -45,7 +47,7 @@ def perf_placed(path, comm, lost_ok=False):
             continue
         n += 1
         reach += any(" main " in l for l in lines[1:])
-        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+        if any(l.rstrip().endswith("([unknown])") and int(l.split()[0], 16) < 1 << 47 for l in lines[1:]):
             nowhere.append(block)
     return n, reach, nowhere
 
@@ -404,8 +406,12 @@ def test_ehframe_garbage_cfi_gives_short_chains():
         # Replaced while it runs: a new file renamed over the old; the mapped one is still read.
         shutil.copy(os.path.join(BUILD, "tests", "libdwarfcb.so"), os.path.join(d, "new.so"))
         os.rename(os.path.join(d, "new.so"), os.path.join(d, "libdwarfcb.so"))
-        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid), "-d", "1",
-                     "-o", path, check=True)
+        # Until the program ends (1.9 s of its own CPU), not for a second of the wall, which a
+        # busy host may give it a tenth of.  It is our child: a zombie once it exits.
+        gone = "while ! grep -q ' Z ' /proc/%d/stat 2>/dev/null && [ -e /proc/%d ]; do sleep 0.05; done" % (
+            wl.pid, wl.pid)
+        p = spanperf("record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid), "-o", path, "--",
+                     "sh", "-c", gone, check=True)
     finally:
         reap(wl)
     stacks = folded(path)
@@ -617,8 +623,10 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     execs = len(re.findall(r"PERF_RECORD_COMM exec:", tasks))
     assert execs >= 2, tasks[-1000:]
     assert passes <= 15 * secs + 55 * (execs + 1), (passes, busy, wakes, execs, secs)
+    # The exec'd program's samples before the loop read its files are walked without its table
+    # (a busy host delays the loop): those are counted, and held apart (reach_main_once_tabled).
     n, reach = hot_reach_main(folded(path))
-    assert n >= 100 and reach * 100 >= 98 * n, (n, reach)
+    assert reach_main_once_tabled(n, reach, p.stderr, 100), (n, reach, no_table_steps(p.stderr))
 
 
 @test
