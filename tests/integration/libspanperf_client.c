@@ -7,10 +7,10 @@
  * N spans "request", each burning US/2 µs of CPU itself and then holding one
  * span "work-a" or "work-b" that burns US µs.  TRUTH gets one JSON line per
  * span with what the library and the thread measured of it: its ids, window
- * (CLOCK_MONOTONIC), the CPU time spent in its own context, the same in user
- * mode alone by a counter of the thread's own (user_ns: what the library's
- * user-only task-clock counts, without the interrupts this kernel charges
- * to the thread's CPU clock) and the counter deltas.  The first line on
+ * (CLOCK_MONOTONIC), the CPU time spent in its own context, the same by a
+ * task-clock of the thread's own (user_ns: the library's clock, which starts
+ * at perf's switch-in, where the thread's CPU clock also holds the switch
+ * path before it) and the counter deltas.  The first line on
  * stdout gives the pid and tid.  With THREADS, that many threads each do the
  * N spans at once, and each truth line names its thread ("tid").
  */
