@@ -31,19 +31,7 @@
 
 static char dir[64], output[128];
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pyelf-XXXXXX"); /* a folder per test */
-	return unit_scratch(dir, output, sizeof(output));
-}
-
-/* PY_ELF_KEEP=1 keeps the folder, to read its files with perf. */
-static int teardown(void **state)
-{
-	(void)state;
-	return getenv("PY_ELF_KEEP") ? 0 : unit_scratch_remove(dir);
-}
+UNIT_SCRATCH_EACH(dir, output, "/tmp/sp-pyelf-XXXXXX", "PY_ELF_KEEP") /* a folder per test; PY_ELF_KEEP=1 keeps it */
 
 /* Names as the recorder makes them: ASCII, a space, <locals>, UTF-8. */
 static const char *const names[] = {

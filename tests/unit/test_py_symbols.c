@@ -32,19 +32,7 @@
 
 static char dir[64], path[128];
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX"); /* a folder per test */
-	return unit_scratch(dir, path, sizeof(path));
-}
-
-/* PY_SYM_KEEP=1 keeps the folder, to read its files with perf. */
-static int teardown(void **state)
-{
-	(void)state;
-	return getenv("PY_SYM_KEEP") ? 0 : unit_scratch_remove(dir);
-}
+UNIT_SCRATCH_EACH(dir, path, "/tmp/sp-pysym-XXXXXX", "PY_SYM_KEEP") /* a folder per test; PY_SYM_KEEP=1 keeps it */
 
 #define REGION 0x600000000000ull
 #define REGION_LEN (1ull << 20)
@@ -135,40 +123,8 @@ static void round_end(struct file *f)
 	assert_int_equal(pd_writer__write(f->w, &h, sizeof(h)), 0);
 }
 
-/* What a writer's sink got: the attrs at begin, every record after (a live session's input). */
-struct capture {
-	struct pd_attr *attrs;
-	int nr_attrs;
-	unsigned char *bytes;
-	size_t len;
-};
-
-static int cap_begin(void *arg, const struct pd_attr *attrs, int nr)
-{
-	struct capture *c = arg;
-
-	c->attrs = calloc(nr, sizeof(*c->attrs));
-	for (int i = 0; i < nr; i++) {
-		c->attrs[i] = attrs[i];
-		c->attrs[i].name = strdup(attrs[i].name);
-		c->attrs[i].ids = malloc(attrs[i].nr_ids * sizeof(__u64));
-		memcpy(c->attrs[i].ids, attrs[i].ids, attrs[i].nr_ids * sizeof(__u64));
-	}
-	c->nr_attrs = nr;
-	return 0;
-}
-
-static int cap_write(void *arg, const void *p, size_t n)
-{
-	struct capture *c = arg;
-
-	c->bytes = realloc(c->bytes, c->len + n);
-	memcpy(c->bytes + c->len, p, n);
-	c->len += n;
-	return 0;
-}
-
-static struct capture *capture_to;
+/* When set, what write_file's writer writes is also captured here (a live session's input). */
+static struct unit_capture *capture_to;
 /* write_file adds pids 400 and 500, whose regions a library is mapped over (their names no longer hold there), and 600. */
 static bool moved;
 
@@ -192,7 +148,7 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	else
 		memcpy(bid.id, build_id, PY_ELF_BUILD_ID_SIZE);
 	py_names_attr(&pyattr);
-	static struct pd_sink sink = { .begin = cap_begin, .write = cap_write };
+	static struct pd_sink sink = { .begin = unit_cap_begin, .write = unit_cap_write };
 
 	assert_int_equal(pd_writer__open(&f.w, path), 0);
 	if (capture_to) {
@@ -365,7 +321,7 @@ static void test_lookups(void **state)
 /* A live session (top, --pprof-dir) fed the records as written, in odd chunks: the same names, no file. */
 static void test_live(void **state)
 {
-	struct capture cap = {};
+	struct unit_capture cap = {};
 	struct session *sess;
 	struct profile *p;
 	char err[256];
@@ -386,12 +342,7 @@ static void test_live(void **state)
 	check_lookups(p, sess, 0);
 	profile__free(p);
 	session__free(sess);
-	for (int i = 0; i < cap.nr_attrs; i++) {
-		free(cap.attrs[i].name);
-		free(cap.attrs[i].ids);
-	}
-	free(cap.attrs);
-	free(cap.bytes);
+	unit_capture_free(&cap);
 }
 
 static char *run(const char *cmd)
