@@ -345,19 +345,6 @@ static void test_live(void **state)
 	unit_capture_free(&cap);
 }
 
-static char *run(const char *cmd)
-{
-	FILE *f = popen(cmd, "r");
-	char *out = calloc(1, 1 << 20);
-	size_t n = 0, k;
-
-	assert_non_null(f);
-	while ((k = fread(out + n, 1, (1 << 20) - 1 - n, f)) > 0)
-		n += k;
-	pclose(f);
-	return out;
-}
-
 static bool have(const char *what)
 {
 	char cmd[128];
@@ -390,14 +377,14 @@ static void test_outputs(void **state)
 	write_file(py_elf__path(w), pgoff, py_elf__build_id(w));
 
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --folded 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "python3;py::a:/x/app.py;py::a:/x/app.py 1"));
 	/* 103's S2, named in no record of its process, takes the ELF's symbol there, as perf does. */
 	assert_non_null(strstr(out, "python3;py::b:/x/b.py 2"));
 	assert_non_null(strstr(out, "python3;py::c:/y/c.py 2"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --stdio --sort sym,srcline 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "py::c:/y/c.py"));
 	assert_non_null(strstr(out, "c.py:42"));
 	assert_non_null(strstr(out, "app.py:12"));
@@ -405,31 +392,31 @@ static void test_outputs(void **state)
 	/* The flame graph, the off-CPU stacks, a span's top functions. */
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --flamegraph %s/f.svg 2>&1; grep -c 'py::c:/y/c.py' %s/f.svg",
 		 path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_true(atoi(out) >= 1);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --event off-cpu --folded 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "python3;py::a:/x/app.py;py::a:/x/app.py 5000000"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --spans --format json 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "\"top\":[{\"sym\":\"py::a:/x/app.py\",\"samples\":1}]"));
 	free(out);
 	/* The call graph: each function its own row (two code objects at one address in two images are two). */
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --stdio -g --sort sym 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "36.36%          4  [.] py::a:/x/app.py"));
 	assert_non_null(strstr(out, "18.18%          2  [.] py::b:/x/b.py"));
 	assert_non_null(strstr(out, "18.18%          2  [.] py::c:/y/c.py"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --speedscope %s/s.json 2>&1; cat %s/s.json", path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "{\"name\":\"py::b:/x/b.py\",\"file\":\"/x/b.py\"}"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --html %s/p.html 2>&1; grep -c 'py::c:/y/c.py' %s/p.html",
 		 path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_true(atoi(out) >= 1);
 	free(out);
 	if (have("go")) {
@@ -437,11 +424,11 @@ static void test_outputs(void **state)
 		snprintf(cmd, sizeof(cmd),
 			 "./spanperf report -i %s --pprof %s/p.pb.gz 2>&1 && go tool pprof -traces %s/p.pb.gz 2>&1", path,
 			 dir, dir);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "py::c:/y/c.py"));
 		free(out);
 		snprintf(cmd, sizeof(cmd), "go tool pprof -lines -top %s/p.pb.gz 2>&1", dir);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "py::c:/y/c.py /y/c.py:42"));
 		free(out);
 	}
@@ -449,7 +436,7 @@ static void test_outputs(void **state)
 		/* perf: the same names from the ELF, by region (the exec'd image's S1 is "c"). */
 		snprintf(cmd, sizeof(cmd), "HOME=%s perf report -i %s --stdio --no-children -g none --sort sym 2>&1", dir,
 			 path);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "36.36%  [.] py::a:/x/app.py"));
 		assert_non_null(strstr(out, "18.18%  [.] py::b:/x/b.py"));
 		assert_non_null(strstr(out, "18.18%  [.] py::c:/y/c.py"));

@@ -61,6 +61,20 @@ static inline void unit_write_file(const char *dir, const char *name, const char
 	fclose(f);
 }
 
+/* cmd's stdout, up to size - 1 bytes and NUL-ended (malloc'ed: the caller frees it). */
+static inline char *unit_run(const char *cmd, size_t size)
+{
+	FILE *f = popen(cmd, "r");
+	char *out = calloc(1, size);
+	size_t n = 0, k;
+
+	assert_non_null(f);
+	while ((k = fread(out + n, 1, size - 1 - n, f)) > 0)
+		n += k;
+	pclose(f);
+	return out;
+}
+
 /*
  * The same per test (cmocka_unit_test_setup_teardown): dir made again from
  * template each time; with the variable keep set in the environment the
