@@ -9,13 +9,14 @@ import time
 
 import ch_cluster
 import pprof_decode
-from fleet_common import LoopbackServer, cluster, folded_total, need_clickhouse, tsv, wait_windows
+import fleet_common
+from fleet_common import LoopbackServer, cluster, need_clickhouse, tsv, wait_windows
 from harness import SPANPERF, WORKLOAD, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
 
 def in_spin(folded):
     """The spinner's samples: every stack of its process (its main thread only waits), whatever
     the leaf (spin_0, thread_cpu_ns inlined into it or called, the vDSO, the kernel)."""
-    return folded_total(folded)
+    return fleet_common.folded_total(folded)
 
 
 def agent(url, *args):
