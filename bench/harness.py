@@ -203,15 +203,19 @@ def prog_stats(name):
     return best.get("run_time_ns", 0), best.get("run_cnt", 0)
 
 
-def prog_cost(name, secs):
-    """(ns per run, runs per second) of the newest program with this name over the next secs
-    seconds, from bpf_stats; None if it did not run."""
-    a = prog_stats(name)
+def prog_costs(names, secs):
+    """(ns per run, runs per second) of the newest programs of these names over the same next
+    secs seconds, from bpf_stats; None for one that did not run."""
+    a = [prog_stats(n) for n in names]
     time.sleep(secs)
-    b = prog_stats(name)
-    if a and b and b[1] > a[1]:
-        return (b[0] - a[0]) / (b[1] - a[1]), (b[1] - a[1]) / secs
-    return None
+    b = [prog_stats(n) for n in names]
+    return [((y[0] - x[0]) / (y[1] - x[1]), (y[1] - x[1]) / secs) if x and y and y[1] > x[1] else None
+            for x, y in zip(a, b)]
+
+
+def prog_cost(name, secs):
+    """prog_costs of one program."""
+    return prog_costs([name], secs)[0]
 
 
 def busy_load(seconds):
@@ -268,6 +272,16 @@ def race(name, mine, theirs):
         log("report %s round %d: spanperf %.2f s, perf %.2f s" % (name, r, t["spanperf"][-1], t["perf"][-1]))
     return {"spanperf_s": min(t["spanperf"]), "perf_s": min(t["perf"]), "ratio": min(t["spanperf"]) / min(t["perf"]),
             "spanperf_rss_kib": m["spanperf"], "perf_rss_kib": m["perf"]}
+
+
+def annotate_inputs(data, truth, otlp, n):
+    """What annotate's scale figure reads: a recording (data) of the workload's calls (their
+    times in truth) and n OTLP spans (otlp) over the thread that made them."""
+    subprocess.run([SPANPERF, "record", "-q", "-F", "999", "-o", data, "--", WORKLOAD, "calls", "400", "5", truth],
+                   check=True, stdout=DEVNULL, stderr=DEVNULL)
+    calls = [json.loads(l) for l in open(truth)]
+    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    gen_otlp(otlp, n, calls[0]["tid"], calls[0]["pid"], calls[0]["start_ns"] + off, calls[-1]["end_ns"] + off)
 
 
 def gen_otlp(path, n, tid, pid, t0, t1):

@@ -7,7 +7,7 @@ import re
 import subprocess
 import time
 
-from harness import (CPUS, DEVNULL, FLOOR, SPANPERF, TMP, WORKLOAD, gen_otlp, kill, log, median, prog_cost, rounds,
+from harness import (CPUS, DEVNULL, FLOOR, SPANPERF, TMP, WORKLOAD, annotate_inputs, kill, log, median, prog_cost, rounds,
                      spawn, timed)
 
 BPF_STATS = True
@@ -113,14 +113,8 @@ def run(res):
                           "recorder_cpu_s": median([x["recorder_cpu_s"] for x in rows]), "seconds": 5}
     out["switches"] = rates
     # annotate: 1M OTLP spans against a recording of the thread they name.
-    data = os.path.join(TMP, "ann.data")
-    truth = os.path.join(TMP, "ann.jsonl")
-    subprocess.run([SPANPERF, "record", "-q", "-F", "999", "-o", data, "--", WORKLOAD, "calls", "400", "5", truth],
-                   check=True, stdout=DEVNULL, stderr=DEVNULL)
-    calls = [json.loads(l) for l in open(truth)]
-    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    big = os.path.join(TMP, "1m.json")
-    gen_otlp(big, 1000000, calls[0]["tid"], calls[0]["pid"], calls[0]["start_ns"] + off, calls[-1]["end_ns"] + off)
+    data, big = os.path.join(TMP, "ann.data"), os.path.join(TMP, "1m.json")
+    annotate_inputs(data, os.path.join(TMP, "ann.jsonl"), big, 1000000)
     runs = [timed([SPANPERF, "annotate", "--spans", big, "-i", data, "--format", "json"]) for _ in range(rounds())]
     out["annotate_1m"] = {"seconds": min(r[0] for r in runs), "max_rss_kib": max(r[1] for r in runs),
                           "file_mb": os.path.getsize(big) / 1e6, "raw": [r[0] for r in runs]}

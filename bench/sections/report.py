@@ -7,7 +7,7 @@ import os
 import subprocess
 import time
 
-from harness import DEVNULL, GEN_SPANS, SPANPERF, TMP, WORKLOAD, busy_load, gen_otlp, kill, log, race, rounds, run_to_end
+from harness import GEN_SPANS, SPANPERF, TMP, annotate_inputs, busy_load, kill, log, race, rounds, run_to_end
 
 NEEDS = (GEN_SPANS,)
 
@@ -57,13 +57,8 @@ def scale():
     """The two scale figures: wall and CPU seconds (fastest round) and peak RSS (largest)."""
     join = os.path.join(TMP, "join.data")
     subprocess.run([GEN_SPANS, join, "1000000", "1000000", "100"], check=True)
-    data, truth = os.path.join(TMP, "ann.data"), os.path.join(TMP, "ann.jsonl")
-    subprocess.run([SPANPERF, "record", "-q", "-F", "999", "-o", data, "--", WORKLOAD, "calls", "400", "5", truth],
-                   check=True, stdout=DEVNULL, stderr=DEVNULL)
-    calls = [json.loads(l) for l in open(truth)]
-    off = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    otlp = os.path.join(TMP, "1m-otlp.json")
-    gen_otlp(otlp, 1000000, calls[0]["tid"], calls[0]["pid"], calls[0]["start_ns"] + off, calls[-1]["end_ns"] + off)
+    data, otlp = os.path.join(TMP, "ann.data"), os.path.join(TMP, "1m-otlp.json")
+    annotate_inputs(data, os.path.join(TMP, "ann.jsonl"), otlp, 1000000)
     cases = {"join": ([SPANPERF, "report", "-i", join, "--spans", "--format", "json"], join),
              "annotate": ([SPANPERF, "annotate", "--spans", otlp, "-i", data, "--format", "json"], otlp)}
     out = {}

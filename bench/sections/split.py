@@ -5,18 +5,9 @@ as the peer in the same round), and what keeping S/D time costs the switch progr
 import os
 import time
 
-from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, kill, log, median, prog_stats, rounds, spawn, stop_profiler
+from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, kill, log, median, prog_costs, rounds, spawn, stop_profiler
 
 BPF_STATS = True
-
-
-def prog_costs(names, secs):
-    """ns per run and runs per second of the newest programs of these names, over the same secs."""
-    a = [prog_stats(n) for n in names]
-    time.sleep(secs)
-    b = [prog_stats(n) for n in names]
-    return [((y[0] - x[0]) / (y[1] - x[1]), (y[1] - x[1]) / secs) if x and y and y[1] > x[1] else None
-            for x, y in zip(a, b)]
 
 
 def run(res):

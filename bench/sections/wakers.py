@@ -6,9 +6,8 @@ import json
 import os
 import re
 import subprocess
-import time
 
-from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, log, median, prog_stats, rounds, spawn, stop_profiler, wait_ready
+from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, log, median, prog_costs, rounds, spawn, stop_profiler, wait_ready
 
 BPF_STATS = True
 
@@ -36,15 +35,6 @@ tracepoint:sched:sched_switch
 	}
 }
 """
-
-
-def prog_costs(names, secs):
-    """ns per run and runs per second of the newest programs of these names, over the same secs."""
-    a = [prog_stats(n) for n in names]
-    time.sleep(secs)
-    b = [prog_stats(n) for n in names]
-    return [((y[0] - x[0]) / (y[1] - x[1]), (y[1] - x[1]) / secs) if x and y and y[1] > x[1] else None
-            for x, y in zip(a, b)]
 
 
 def run(res):

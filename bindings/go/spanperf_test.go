@@ -11,57 +11,11 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"spanperf/internal/workload"
 )
 
 const events = "task-clock,context-switches,page-faults"
-
-// threadCPU is the calling thread's CPU clock: the truth the counters are held to.
-func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	// CLOCK_THREAD_CPUTIME_ID = 3
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
-	return time.Duration(ts.Nano())
-}
-
-var sink uint64
-
-func spin(d time.Duration) time.Duration {
-	t0 := threadCPU()
-	for threadCPU()-t0 < d {
-		for i := 0; i < 1000; i++ {
-			sink += uint64(i)
-		}
-	}
-	return threadCPU() - t0
-}
-
-// touch writes one byte in each of n fresh pages of memory mapped outside Go's heap.
-func touch(t *testing.T, n int) {
-	ps := os.Getpagesize()
-	m, err := syscall.Mmap(-1, 0, n*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syscall.Madvise(m, 15) // MADV_NOHUGEPAGE: one fault per page
-	for i := 0; i < n; i++ {
-		m[i*ps] = 1
-	}
-	syscall.Munmap(m)
-}
-
-// sleeps sleeps k times and returns the thread's own count of its switches meanwhile
-// (getrusage RUSAGE_THREAD: voluntary and involuntary), the truth switches are held to:
-// on a loaded host others' work preempts it too.
-func sleeps(k int) int64 {
-	var a, b syscall.Rusage
-	syscall.Getrusage(1, &a) // RUSAGE_THREAD
-	for i := 0; i < k; i++ {
-		ts := syscall.Timespec{Nsec: 500000}
-		syscall.Nanosleep(&ts, nil)
-	}
-	syscall.Getrusage(1, &b)
-	return b.Nvcsw + b.Nivcsw - a.Nvcsw - a.Nivcsw
-}
 
 func TestCountersAgainstTruth(t *testing.T) {
 	runtime.LockOSThread()
@@ -75,11 +29,11 @@ func TestCountersAgainstTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	truth := spin(100 * time.Millisecond)
-	touch(t, 500)
+	truth := workload.Spin(100 * time.Millisecond)
+	workload.Touch(t, 500)
 	m, _ := c.Read()
 	// Switches around the sleeps alone: a spin on a shared host is preempted by others' work.
-	sw := sleeps(20)
+	sw := workload.Sleeps(20)
 	b, _ := c.Read()
 	tc, cs, pf := m[0]-a[0], b[1]-m[1], m[2]-a[2]
 	t.Logf("task-clock %.3f ms (thread CPU %.3f ms), %d switches for 20 sleeps, %d faults for 500 pages; paths %v",
@@ -115,7 +69,7 @@ func TestUncountableEvent(t *testing.T) {
 
 func TestMeasure(t *testing.T) {
 	var truth time.Duration
-	v, err := Measure("task-clock", func() { truth = spin(20 * time.Millisecond) })
+	v, err := Measure("task-clock", func() { truth = workload.Spin(20 * time.Millisecond) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +124,7 @@ func TestHandlesLockTheirThread(t *testing.T) {
 		t.Errorf("the goroutine left its counted thread %d for %d", tid, gettid())
 	}
 	a, _ := c.Read()
-	truth := spin(20 * time.Millisecond)
+	truth := workload.Spin(20 * time.Millisecond)
 	b, _ := c.Read()
 	c.Close()
 	if d := b[0] - a[0]; float64(d) < 0.95*float64(truth) {
@@ -183,8 +137,8 @@ func TestSpanKeepsWhatItCanCount(t *testing.T) {
 	if err := SpanBegin("mixed", "task-clock,cpu-cycles,cache-misses,page-faults"); err != nil {
 		t.Fatal(err)
 	}
-	truth := spin(20 * time.Millisecond)
-	touch(t, 100)
+	truth := workload.Spin(20 * time.Millisecond)
+	workload.Touch(t, 100)
 	s, err := SpanEnd()
 	if err != nil {
 		t.Fatal(err)
@@ -225,10 +179,10 @@ func TestEnableDisableResetValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	spin(5 * time.Millisecond)
+	workload.Spin(5 * time.Millisecond)
 	c.Disable()
 	a, _ := c.ReadValues()
-	spin(10 * time.Millisecond)
+	workload.Spin(10 * time.Millisecond)
 	b, _ := c.ReadValues()
 	if b[0].Value-a[0].Value > 1000000 || a[0].TimeRunning == 0 || a[0].TimeRunning > a[0].TimeEnabled {
 		t.Errorf("disabled: %+v then %+v", a[0], b[0])
@@ -248,7 +202,7 @@ func TestProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw.Reset()
-	truth := spin(20 * time.Millisecond)
+	truth := workload.Spin(20 * time.Millisecond)
 	p, err := sw.Profile()
 	sw.Close()
 	if err != nil {
@@ -293,7 +247,7 @@ func TestPoolBoundAndCounted(t *testing.T) {
 			if e != 0 {
 				t.Error(e)
 			}
-			truth = spin(10 * time.Millisecond)
+			truth = workload.Spin(10 * time.Millisecond)
 		})
 		if err != nil {
 			t.Fatal(err)

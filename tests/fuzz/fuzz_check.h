@@ -183,6 +183,40 @@ static inline bool jnumber(struct jcur *c)
 	return true;
 }
 
+static inline bool jvalue(struct jcur *c);
+
+/* An object's members (close '}') or an array's values (']'), after the bracket that opened it. */
+static inline bool jitems(struct jcur *c, char close)
+{
+	jws(c);
+	if (c->p < c->end && *c->p == close) {
+		c->p++;
+		return true;
+	}
+	for (;;) {
+		if (close == '}') {
+			jws(c);
+			if (!jstring(c))
+				return false;
+			jws(c);
+			if (c->p >= c->end || *c->p++ != ':')
+				return jfail(c, "JSON: ':' was expected");
+		}
+		if (!jvalue(c))
+			return false;
+		jws(c);
+		if (c->p < c->end && *c->p == ',') {
+			c->p++;
+			continue;
+		}
+		if (c->p < c->end && *c->p == close) {
+			c->p++;
+			return true;
+		}
+		return jfail(c, close == '}' ? "JSON: ',' or '}' was expected" : "JSON: ',' or ']' was expected");
+	}
+}
+
 static inline bool jvalue(struct jcur *c)
 {
 	bool ok = true;
@@ -195,53 +229,11 @@ static inline bool jvalue(struct jcur *c)
 	switch (*c->p) {
 	case '{':
 		c->p++;
-		jws(c);
-		if (c->p < c->end && *c->p == '}') {
-			c->p++;
-			break;
-		}
-		for (;;) {
-			jws(c);
-			if (!jstring(c))
-				return false;
-			jws(c);
-			if (c->p >= c->end || *c->p++ != ':')
-				return jfail(c, "JSON: ':' was expected");
-			if (!jvalue(c))
-				return false;
-			jws(c);
-			if (c->p < c->end && *c->p == ',') {
-				c->p++;
-				continue;
-			}
-			if (c->p < c->end && *c->p == '}') {
-				c->p++;
-				break;
-			}
-			return jfail(c, "JSON: ',' or '}' was expected");
-		}
+		ok = jitems(c, '}');
 		break;
 	case '[':
 		c->p++;
-		jws(c);
-		if (c->p < c->end && *c->p == ']') {
-			c->p++;
-			break;
-		}
-		for (;;) {
-			if (!jvalue(c))
-				return false;
-			jws(c);
-			if (c->p < c->end && *c->p == ',') {
-				c->p++;
-				continue;
-			}
-			if (c->p < c->end && *c->p == ']') {
-				c->p++;
-				break;
-			}
-			return jfail(c, "JSON: ',' or ']' was expected");
-		}
+		ok = jitems(c, ']');
 		break;
 	case '"':
 		ok = jstring(c);

@@ -4,43 +4,19 @@ the tests' own on loopback (ch_cluster.py), two shards of one cluster."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import ch_cluster
 import pprof_decode
-from harness import SPANPERF, WORKLOAD, Skip, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
-
-def need_clickhouse():
-    need_bpf()
-    if not ch_cluster.available():
-        raise Skip("needs clickhouse-server (tools/deps.sh test)")
-
-
-def cluster():
-    return ch_cluster.Cluster(os.path.join(tmpdir(), "ch")).start()
-
-
-def agent(url, *args):
-    return subprocess.Popen([SPANPERF, "agent", "--clickhouse", url] + list(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace")
-
+import fleet_common
+from fleet_common import LoopbackServer, cluster, need_clickhouse, tsv, wait_windows
+from harness import SPANPERF, WORKLOAD, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
 
 def in_spin(folded):
     """The spinner's samples: every stack of its process (its main thread only waits), whatever
     the leaf (spin_0, thread_cpu_ns inlined into it or called, the vDSO, the kernel)."""
-    return sum(int(line.rpartition(" ")[2]) for line in folded.splitlines() if line.strip())
-
-
-def need_clickhouse():
-    need_bpf()
-    if not ch_cluster.available():
-        raise Skip("needs clickhouse-server (tools/deps.sh test)")
-
-
-def cluster():
-    return ch_cluster.Cluster(os.path.join(tmpdir(), "ch")).start()
+    return fleet_common.folded_total(folded)
 
 
 def agent(url, *args):
@@ -48,25 +24,8 @@ def agent(url, *args):
                             stderr=subprocess.PIPE, text=True, errors="replace")
 
 
-def tsv(server, sql):
-    return server.query(sql).decode("utf-8", "replace").strip()
-
-
 def spooled(d):
     return [f for f in os.listdir(d) if f.endswith(".win")] if os.path.isdir(d) else []
-
-
-def wait_windows(server, n, timeout=30):
-    """Until the server holds n windows: the agent is sampling (its set-up takes a second or two)."""
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if int(tsv(server, "SELECT count() FROM spanperf.windows")) >= n:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("no %d windows in %ds" % (n, timeout))
 
 
 @test
@@ -214,33 +173,15 @@ def test_fleet_hostile_comm_stored_and_read_back_exactly():
         c.stop()
 
 
-class FaultServer:
+class FaultServer(LoopbackServer):
     """A loopback HTTP server of the test's own that fails as told: "500" answers an error,
     "close" closes mid-body, "slow" answers after 30 s, "auth" refuses the credentials."""
 
     def __init__(self, mode):
-        import threading
-        self.mode, self.hits, self.stop = mode, 0, False
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.url = "http://127.0.0.1:%d/" % self.sock.getsockname()[1]
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
+        self.mode = mode
+        super().__init__("http")
 
-    def serve(self):
-        import threading
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.hits += 1
-            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
-
-    def answer(self, conn):
+    def handle(self, conn):
         try:
             conn.settimeout(5)
             conn.recv(65536)
@@ -260,11 +201,6 @@ class FaultServer:
             pass
         finally:
             conn.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join()
-        self.sock.close()
 
 
 def metrics(port):

@@ -12,19 +12,10 @@ import threading
 import time
 
 import ch_cluster
-from harness import SPANPERF, Skip, need_bpf, reap, spanperf, test, tmpdir
+from fleet_common import LoopbackServer, need_clickhouse, tsv
+from harness import SPANPERF, Skip, reap, spanperf, test, tmpdir
 
 TABLES = ["samples", "samples_local", "spans", "spans_local", "stacks", "stacks_local", "windows", "windows_local"]
-
-
-def need_clickhouse():
-    need_bpf()
-    if not ch_cluster.available():
-        raise Skip("needs clickhouse-server (tools/deps.sh test)")
-
-
-def tsv(server, sql):
-    return server.query(sql).decode("utf-8", "replace").strip()
 
 
 def tables(server):
@@ -121,7 +112,7 @@ def make_certs(d):
         os.path.join(d, "srv.key")
 
 
-class TlsFront:
+class TlsFront(LoopbackServer):
     """A TLS front of the test's own on loopback: each connection decrypted and passed to the
     server's plain HTTP port, and back."""
 
@@ -129,23 +120,9 @@ class TlsFront:
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
         self.backend = backend_port
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.url = "https://127.0.0.1:%d/" % self.sock.getsockname()[1]
-        self.stop = False
-        threading.Thread(target=self.serve, daemon=True).start()
+        super().__init__("https")
 
-    def serve(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            threading.Thread(target=self.relay, args=(conn,), daemon=True).start()
-
-    def relay(self, conn):
+    def handle(self, conn):
         try:
             conn.settimeout(30)
             tls = self.ctx.wrap_socket(conn, server_side=True)
@@ -174,10 +151,6 @@ class TlsFront:
         t.join(35)
         tls.close()
         back.close()
-
-    def close(self):
-        self.stop = True
-        self.sock.close()
 
 
 @test

@@ -11,38 +11,13 @@ import subprocess
 import time
 
 import ch_cluster
-from harness import SPANPERF, WORKLOAD, Skip, need_bpf, reap, spanperf, test, tmpdir
+from fleet_common import need_clickhouse, tsv, wait_windows
+from fleet_common import folded_total as total
+from harness import SPANPERF, WORKLOAD, reap, spanperf, test, tmpdir
 
 HZ = 99
 SPIN_MS = 4000
 SLEEPS, SLEEP_US = 20, 50000
-
-
-def need_clickhouse():
-    need_bpf()
-    if not ch_cluster.available():
-        raise Skip("needs clickhouse-server (tools/deps.sh test)")
-
-
-def tsv(server, sql):
-    return server.query(sql).decode("utf-8", "replace").strip()
-
-
-def wait_windows(server, n, timeout=60):
-    """Until the server holds n windows: the agent is sampling."""
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            if int(tsv(server, "SELECT count() FROM spanperf.windows")) >= n:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("no %d windows in %ds" % (n, timeout))
-
-
-def total(folded):
-    return sum(int(line.rpartition(" ")[2]) for line in folded.splitlines() if line.strip())
 
 
 def noise(n):
@@ -68,7 +43,7 @@ def shipped():
     try:
         a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", s.url, "--window", "1", "-F", str(HZ), "-g",
                               "--off-cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_windows(s, 2)
+        wait_windows(s, 2, timeout=60)
         script = "%s spin %d & %s sleeps %d %d & wait" % (WORKLOAD, SPIN_MS, WORKLOAD, SLEEPS, SLEEP_US)
         r = spanperf("record", "-q", "-g", "-F", str(HZ), "--off-cpu", "-o", path, "--", "sh", "-c", script,
                      timeout=180)
@@ -78,7 +53,7 @@ def shipped():
         sleeper = next(t for t in truth if "sleeps" in t)
         # The agent's window that holds the workload's end is shipped at its end; one more to be sure.
         n = int(tsv(s, "SELECT count() FROM spanperf.windows"))
-        wait_windows(s, n + 2)
+        wait_windows(s, n + 2, timeout=60)
         a.send_signal(signal.SIGINT)
         out, err = a.communicate(timeout=60)
         assert a.returncode == 0, err

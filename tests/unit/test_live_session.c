@@ -30,50 +30,6 @@ static char path[256];
 static const __u64 ST = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 			PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
 
-/* What the sink got: the attrs at begin, every record after. */
-struct capture {
-	struct pd_attr *attrs;
-	int nr_attrs;
-	unsigned char *bytes;
-	size_t len, cap;
-};
-
-static int cap_begin(void *arg, const struct pd_attr *attrs, int nr)
-{
-	struct capture *c = arg;
-
-	c->attrs = calloc(nr, sizeof(*c->attrs));
-	assert_non_null(c->attrs);
-	for (int i = 0; i < nr; i++) {
-		c->attrs[i] = attrs[i];
-		c->attrs[i].name = strdup(attrs[i].name);
-		c->attrs[i].ids = malloc(attrs[i].nr_ids * sizeof(__u64));
-		memcpy(c->attrs[i].ids, attrs[i].ids, attrs[i].nr_ids * sizeof(__u64));
-	}
-	c->nr_attrs = nr;
-	return 0;
-}
-
-static int cap_write(void *arg, const void *p, size_t n)
-{
-	struct capture *c = arg;
-
-	assert_int_equal(array_reserve((void **)&c->bytes, &c->cap, c->len + n, 1), 0);
-	memcpy(c->bytes + c->len, p, n);
-	c->len += n;
-	return 0;
-}
-
-static void capture_free(struct capture *c)
-{
-	for (int i = 0; i < c->nr_attrs; i++) {
-		free(c->attrs[i].name);
-		free(c->attrs[i].ids);
-	}
-	free(c->attrs);
-	free(c->bytes);
-}
-
 static void put(struct pd_writer *w, const void *p, long n)
 {
 	assert_true(n > 0);
@@ -88,7 +44,7 @@ static void put(struct pd_writer *w, const void *p, long n)
 #define ROUNDS 40
 #define PER_ROUND 25
 
-static void record(const char *file, struct capture *c)
+static void record(const char *file, struct unit_capture *c)
 {
 	struct perf_event_attr a0 = { .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_CPU_CLOCK,
 				      .size = sizeof(struct perf_event_attr), .sample_type = ST, .sample_id_all = 1,
@@ -96,7 +52,7 @@ static void record(const char *file, struct capture *c)
 	struct perf_event_attr a1 = a0;
 	static const __u64 ids0[] = { 10, 11 }, ids1[] = { 20 };
 	static const __u64 chain[] = { PD_CONTEXT_USER, 0x401000, 0x401100 };
-	struct pd_sink sink = { .begin = cap_begin, .write = cap_write, .arg = c };
+	struct pd_sink sink = { .begin = unit_cap_begin, .write = unit_cap_write, .arg = c };
 	unsigned char buf[512];
 	struct pd_writer *w;
 
@@ -206,7 +162,7 @@ static void read_file(struct log *whole)
 	assert_int_equal(whole->finished, 1);
 }
 
-static struct session *live(const struct capture *c)
+static struct session *live(const struct unit_capture *c)
 {
 	struct session_live_opts o = { .name = "the test's recording", .keep_tables = 4, .keep_syms = 1000 };
 	struct session *s;
@@ -218,7 +174,7 @@ static struct session *live(const struct capture *c)
 
 static void test_sink_gets_the_data_section(void **state)
 {
-	struct capture c = {};
+	struct unit_capture c = {};
 	struct pd_reader *r;
 	char err[256];
 
@@ -230,7 +186,7 @@ static void test_sink_gets_the_data_section(void **state)
 	assert_int_equal(c.len, r->data_size);
 	assert_memory_equal(c.bytes, r->data, c.len);
 	pd_reader__free(r);
-	capture_free(&c);
+	unit_capture_free(&c);
 }
 
 /* The same deliveries, in the same order, whatever the chunks the records come in. */
@@ -238,7 +194,7 @@ static void test_fed_in_chunks_as_read_whole(void **state)
 {
 	static const size_t chunks[] = { 1, 3, 8, 13, 64, 100, 4096, 1 << 20 };
 	struct log whole = {};
-	struct capture c = {};
+	struct unit_capture c = {};
 
 	(void)state;
 	record(path, &c);
@@ -261,7 +217,7 @@ static void test_fed_in_chunks_as_read_whole(void **state)
 		free(fed.d);
 	}
 	free(whole.d);
-	capture_free(&c);
+	unit_capture_free(&c);
 }
 
 /*
@@ -272,7 +228,7 @@ static void test_fed_in_chunks_as_read_whole(void **state)
 static void test_windows_split_the_deliveries(void **state)
 {
 	struct log whole = {}, w[4] = {}, all = {};
-	struct capture c = {};
+	struct unit_capture c = {};
 	struct session *s;
 	char err[256];
 	size_t quarter;
@@ -305,27 +261,27 @@ static void test_windows_split_the_deliveries(void **state)
 		free(w[k].d);
 	free(all.d);
 	free(whole.d);
-	capture_free(&c);
+	unit_capture_free(&c);
 }
 
 /* A writer with no file: the sink alone gets the records, the same bytes. */
 static void test_writer_without_a_file(void **state)
 {
-	struct capture with = {}, without = {};
+	struct unit_capture with = {}, without = {};
 
 	(void)state;
 	record(path, &with);
 	record(NULL, &without);
 	assert_int_equal(with.len, without.len);
 	assert_memory_equal(with.bytes, without.bytes, with.len);
-	capture_free(&with);
-	capture_free(&without);
+	unit_capture_free(&with);
+	unit_capture_free(&without);
 }
 
 /* A record cut short waits for the rest; one that could never be whole is an error naming it. */
 static void test_partial_and_bad_records(void **state)
 {
-	struct capture c = {};
+	struct unit_capture c = {};
 	struct pd_reader *r;
 	struct pd_iter it = {};
 	struct pd_event ev;
@@ -352,7 +308,7 @@ static void test_partial_and_bad_records(void **state)
 	assert_int_equal(pd_reader__next(r, &it, &ev), -EINVAL);
 	assert_non_null(strstr(r->err, "the stream"));
 	pd_reader__free(r);
-	capture_free(&c);
+	unit_capture_free(&c);
 }
 
 /* Something of this file's own to find by name. */

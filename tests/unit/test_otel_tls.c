@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "otel_tls.h"
+#include "unit.h"
 
 static char dir[] = "/tmp/sp-otel-tls-XXXXXX";
 static char inc[4096];
@@ -47,18 +48,6 @@ static const char unused_src[] = "#define OTEL_THREAD_CTX_DEFINE\n#include \"ote
 static const char notls_src[] = "void *otel_thread_ctx_v1;\n"
 				"void *lib_addr(void) { otel_thread_ctx_v1 = (void *)0x1234; return 0; }\n";
 
-static void write_file(const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static int sh(const char *fmt, ...)
 {
 	char cmd[2048];
@@ -76,10 +65,10 @@ static int setup(void **state)
 	if (!mkdtemp(dir) || !getcwd(inc, sizeof(inc) - 16))
 		return -1;
 	strcat(inc, "/include");
-	write_file("prog.c", prog_src);
-	write_file("lib.c", lib_src);
-	write_file("unused.c", unused_src);
-	write_file("notls.c", notls_src);
+	unit_write_file(dir, "prog.c", prog_src);
+	unit_write_file(dir, "lib.c", lib_src);
+	unit_write_file(dir, "unused.c", unused_src);
+	unit_write_file(dir, "notls.c", notls_src);
 	return 0;
 }
 

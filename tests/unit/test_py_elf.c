@@ -31,19 +31,7 @@
 
 static char dir[64], output[128];
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pyelf-XXXXXX"); /* a folder per test */
-	return unit_scratch(dir, output, sizeof(output));
-}
-
-/* PY_ELF_KEEP=1 keeps the folder, to read its files with perf. */
-static int teardown(void **state)
-{
-	(void)state;
-	return getenv("PY_ELF_KEEP") ? 0 : unit_scratch_remove(dir);
-}
+UNIT_SCRATCH_EACH(dir, output, "/tmp/sp-pyelf-XXXXXX", "PY_ELF_KEEP") /* a folder per test; PY_ELF_KEEP=1 keeps it */
 
 /* Names as the recorder makes them: ASCII, a space, <locals>, UTF-8. */
 static const char *const names[] = {
@@ -247,20 +235,6 @@ static bool have_perf(void)
 	return !system("perf --version >/dev/null 2>&1");
 }
 
-/* Runs cmd, returns its stdout (malloc'ed). */
-static char *run(const char *cmd)
-{
-	FILE *f = popen(cmd, "r");
-	char *out = calloc(1, 1 << 16);
-	size_t n = 0, k;
-
-	assert_non_null(f);
-	while ((k = fread(out + n, 1, (1 << 16) - 1 - n, f)) > 0)
-		n += k;
-	pclose(f);
-	return out;
-}
-
 static void test_perf_names_them(void **state)
 {
 	struct py_elf *w;
@@ -278,7 +252,7 @@ static void test_perf_names_them(void **state)
 	write_perf_data(output, w, pa, pb);
 	/* No option: perf finds the ELF by the MMAP2's path, checks its build id, names every frame. */
 	snprintf(cmd, sizeof(cmd), "HOME=%s perf script -i %s -F pid,ip,sym,dso 2>&1", dir, output);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 16);
 	assert_non_null(strstr(out, "py::gen.<locals>.keyfn:/tmp/app.py"));
 	assert_non_null(strstr(out, "py::Service.handle:/tmp/app.py"));
 	assert_non_null(strstr(out, "py::<module>:/tmp/app.py"));
@@ -287,7 +261,7 @@ static void test_perf_names_them(void **state)
 	free(out);
 	snprintf(cmd, sizeof(cmd), "HOME=%s perf report -i %s --stdio --no-children -g none --sort pid,sym 2>&1", dir,
 		 output);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 16);
 	/* 3 of 4 samples in keyfn, 1 in the other process's function. */
 	assert_non_null(strstr(out, "75.00%"));
 	assert_non_null(strstr(out, "py::gen.<locals>.keyfn:/tmp/app.py"));
@@ -301,12 +275,12 @@ static void test_perf_names_them(void **state)
 			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, 2),
 			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, -1),
 			 (unsigned long long)py_frame_addr(pa + 3 * py_slot_size(100), 100, 5));
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 16);
 		assert_string_equal(out, "/tmp/app.py:42\n/tmp/app.py:40\n/tmp/app.py:40\n/tmp/app.py:?\n");
 		free(out);
 		snprintf(cmd, sizeof(cmd), "HOME=%s perf report -i %s --stdio --no-children -g none --sort srcline 2>&1",
 			 dir, output);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 16);
 		assert_non_null(strstr(out, "75.00%  app.py:42"));
 		free(out);
 	}

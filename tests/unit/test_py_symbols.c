@@ -32,19 +32,7 @@
 
 static char dir[64], path[128];
 
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sp-pysym-XXXXXX"); /* a folder per test */
-	return unit_scratch(dir, path, sizeof(path));
-}
-
-/* PY_SYM_KEEP=1 keeps the folder, to read its files with perf. */
-static int teardown(void **state)
-{
-	(void)state;
-	return getenv("PY_SYM_KEEP") ? 0 : unit_scratch_remove(dir);
-}
+UNIT_SCRATCH_EACH(dir, path, "/tmp/sp-pysym-XXXXXX", "PY_SYM_KEEP") /* a folder per test; PY_SYM_KEEP=1 keeps it */
 
 #define REGION 0x600000000000ull
 #define REGION_LEN (1ull << 20)
@@ -135,40 +123,8 @@ static void round_end(struct file *f)
 	assert_int_equal(pd_writer__write(f->w, &h, sizeof(h)), 0);
 }
 
-/* What a writer's sink got: the attrs at begin, every record after (a live session's input). */
-struct capture {
-	struct pd_attr *attrs;
-	int nr_attrs;
-	unsigned char *bytes;
-	size_t len;
-};
-
-static int cap_begin(void *arg, const struct pd_attr *attrs, int nr)
-{
-	struct capture *c = arg;
-
-	c->attrs = calloc(nr, sizeof(*c->attrs));
-	for (int i = 0; i < nr; i++) {
-		c->attrs[i] = attrs[i];
-		c->attrs[i].name = strdup(attrs[i].name);
-		c->attrs[i].ids = malloc(attrs[i].nr_ids * sizeof(__u64));
-		memcpy(c->attrs[i].ids, attrs[i].ids, attrs[i].nr_ids * sizeof(__u64));
-	}
-	c->nr_attrs = nr;
-	return 0;
-}
-
-static int cap_write(void *arg, const void *p, size_t n)
-{
-	struct capture *c = arg;
-
-	c->bytes = realloc(c->bytes, c->len + n);
-	memcpy(c->bytes + c->len, p, n);
-	c->len += n;
-	return 0;
-}
-
-static struct capture *capture_to;
+/* When set, what write_file's writer writes is also captured here (a live session's input). */
+static struct unit_capture *capture_to;
 /* write_file adds pids 400 and 500, whose regions a library is mapped over (their names no longer hold there), and 600. */
 static bool moved;
 
@@ -192,7 +148,7 @@ static void write_file(const char *elf, __u64 pgoff, const __u8 *build_id)
 	else
 		memcpy(bid.id, build_id, PY_ELF_BUILD_ID_SIZE);
 	py_names_attr(&pyattr);
-	static struct pd_sink sink = { .begin = cap_begin, .write = cap_write };
+	static struct pd_sink sink = { .begin = unit_cap_begin, .write = unit_cap_write };
 
 	assert_int_equal(pd_writer__open(&f.w, path), 0);
 	if (capture_to) {
@@ -365,7 +321,7 @@ static void test_lookups(void **state)
 /* A live session (top, --pprof-dir) fed the records as written, in odd chunks: the same names, no file. */
 static void test_live(void **state)
 {
-	struct capture cap = {};
+	struct unit_capture cap = {};
 	struct session *sess;
 	struct profile *p;
 	char err[256];
@@ -386,25 +342,7 @@ static void test_live(void **state)
 	check_lookups(p, sess, 0);
 	profile__free(p);
 	session__free(sess);
-	for (int i = 0; i < cap.nr_attrs; i++) {
-		free(cap.attrs[i].name);
-		free(cap.attrs[i].ids);
-	}
-	free(cap.attrs);
-	free(cap.bytes);
-}
-
-static char *run(const char *cmd)
-{
-	FILE *f = popen(cmd, "r");
-	char *out = calloc(1, 1 << 20);
-	size_t n = 0, k;
-
-	assert_non_null(f);
-	while ((k = fread(out + n, 1, (1 << 20) - 1 - n, f)) > 0)
-		n += k;
-	pclose(f);
-	return out;
+	unit_capture_free(&cap);
 }
 
 static bool have(const char *what)
@@ -439,14 +377,14 @@ static void test_outputs(void **state)
 	write_file(py_elf__path(w), pgoff, py_elf__build_id(w));
 
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --folded 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "python3;py::a:/x/app.py;py::a:/x/app.py 1"));
 	/* 103's S2, named in no record of its process, takes the ELF's symbol there, as perf does. */
 	assert_non_null(strstr(out, "python3;py::b:/x/b.py 2"));
 	assert_non_null(strstr(out, "python3;py::c:/y/c.py 2"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --stdio --sort sym,srcline 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "py::c:/y/c.py"));
 	assert_non_null(strstr(out, "c.py:42"));
 	assert_non_null(strstr(out, "app.py:12"));
@@ -454,31 +392,31 @@ static void test_outputs(void **state)
 	/* The flame graph, the off-CPU stacks, a span's top functions. */
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --flamegraph %s/f.svg 2>&1; grep -c 'py::c:/y/c.py' %s/f.svg",
 		 path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_true(atoi(out) >= 1);
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --event off-cpu --folded 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "python3;py::a:/x/app.py;py::a:/x/app.py 5000000"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --spans --format json 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "\"top\":[{\"sym\":\"py::a:/x/app.py\",\"samples\":1}]"));
 	free(out);
 	/* The call graph: each function its own row (two code objects at one address in two images are two). */
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --stdio -g --sort sym 2>&1", path);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "36.36%          4  [.] py::a:/x/app.py"));
 	assert_non_null(strstr(out, "18.18%          2  [.] py::b:/x/b.py"));
 	assert_non_null(strstr(out, "18.18%          2  [.] py::c:/y/c.py"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --speedscope %s/s.json 2>&1; cat %s/s.json", path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_non_null(strstr(out, "{\"name\":\"py::b:/x/b.py\",\"file\":\"/x/b.py\"}"));
 	free(out);
 	snprintf(cmd, sizeof(cmd), "./spanperf report -i %s --html %s/p.html 2>&1; grep -c 'py::c:/y/c.py' %s/p.html",
 		 path, dir, dir);
-	out = run(cmd);
+	out = unit_run(cmd, 1 << 20);
 	assert_true(atoi(out) >= 1);
 	free(out);
 	if (have("go")) {
@@ -486,11 +424,11 @@ static void test_outputs(void **state)
 		snprintf(cmd, sizeof(cmd),
 			 "./spanperf report -i %s --pprof %s/p.pb.gz 2>&1 && go tool pprof -traces %s/p.pb.gz 2>&1", path,
 			 dir, dir);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "py::c:/y/c.py"));
 		free(out);
 		snprintf(cmd, sizeof(cmd), "go tool pprof -lines -top %s/p.pb.gz 2>&1", dir);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "py::c:/y/c.py /y/c.py:42"));
 		free(out);
 	}
@@ -498,7 +436,7 @@ static void test_outputs(void **state)
 		/* perf: the same names from the ELF, by region (the exec'd image's S1 is "c"). */
 		snprintf(cmd, sizeof(cmd), "HOME=%s perf report -i %s --stdio --no-children -g none --sort sym 2>&1", dir,
 			 path);
-		out = run(cmd);
+		out = unit_run(cmd, 1 << 20);
 		assert_non_null(strstr(out, "36.36%  [.] py::a:/x/app.py"));
 		assert_non_null(strstr(out, "18.18%  [.] py::b:/x/b.py"));
 		assert_non_null(strstr(out, "18.18%  [.] py::c:/y/c.py"));

@@ -18,6 +18,7 @@
 #include "sbuf.h"
 #include "stat_serve.h"
 #include "web_config.h"
+#include "unit.h"
 
 static void test_addr(void **state)
 {
@@ -75,24 +76,11 @@ static void test_metric_name(void **state)
 	assert_string_equal(n, "page");
 }
 
-/* A web config file's text in dir/name, with dir/cert.pem and dir/key.pem beside it. */
-static void put(const char *dir, const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static int load(const char *dir, const char *text, struct web_config **c, char *err, size_t errlen)
 {
 	char path[256];
 
-	put(dir, "web.yml", text);
+	unit_write_file(dir, "web.yml", text);
 	snprintf(path, sizeof(path), "%s/web.yml", dir);
 	err[0] = 0;
 	return web_config__load(c, path, err, errlen);
@@ -131,8 +119,8 @@ static void test_web_config(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	put(dir, "cert.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
-	put(dir, "key.pem", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
+	unit_write_file(dir, "cert.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+	unit_write_file(dir, "key.pem", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_not_equal(load(dir, bad[i].text, &c, err, sizeof(err)), 0);
 		assert_null(c);

@@ -206,19 +206,9 @@ static int print_json(const struct profile_diff *d, const struct diff_row *r, FI
 		    (unsigned long long)r->base_period, (unsigned long long)r->new_period);
 	for (int i = 0; i < t->o.nr_keys; i++) {
 		enum sort_key k = t->o.keys[i];
-		char buf[512];
-		bool number;
-		const char *s = table_cell_text(t, tr, k, buf, sizeof(buf), &number);
 
 		sbuf_printf(&b, ",\"%s\":", k == SK_ATTR ? t->o.attr : sort_key_json(k));
-		if (!s)
-			sbuf_printf(&b, "null");
-		else if (number)
-			sbuf_printf(&b, "%s", s);
-		else
-			sbuf_json_str(&b, s);
-		if (k == SK_SYM)
-			sbuf_printf(&b, ",\"kernel\":%s", tr->leaf->kernel ? "true" : "false");
+		table_cell_json(t, tr, k, &b);
 	}
 	sbuf_printf(&b, "}\n");
 	e = b.err;

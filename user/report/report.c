@@ -258,6 +258,31 @@ static int write_timeline(const char *path, int (*fn)(const struct timeline *, F
 }
 
 /*
+ * --html and --speedscope over a built timeline of input (a file's or a
+ * fleet's), saying first how it was thinned; 0, or 1 once an output failed.
+ */
+static int write_visuals(const struct report_opts *o, const struct timeline *t, const char *input)
+{
+	char why[PATH_MAX + 64];
+	int e;
+
+	if (t->sample_every > 1 || t->nr_spans < t->spans_total)
+		pr_warn("%s: %llu samples and %llu spans; the %s keeps 1 sample in %llu of each thread and the %zu longest spans (--max-samples, --max-spans)",
+			input, (unsigned long long)t->p->samples, (unsigned long long)t->spans_total,
+			o->html ? "page" : "profile", (unsigned long long)t->sample_every, t->nr_spans);
+	if (o->html && (e = write_timeline(o->html, html_fn, t, input))) {
+		pr_err("cannot write --html '%s': %s", o->html, write_error(e, o->html, why, sizeof(why)));
+		return 1;
+	}
+	if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, t, input))) {
+		pr_err("cannot write --speedscope '%s': %s", o->speedscope,
+		       write_error(e, o->speedscope, why, sizeof(why)));
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * --html and --speedscope: the profile (keeping each sample's time) and the
  * span join (annotate's spans, or the recorded ones; none is no error) in
  * the one pass, then the timeline they make together.
@@ -275,7 +300,7 @@ static int report_visual(const struct report_opts *o)
 	const struct spans_view *v = NULL;
 	struct profile *p = NULL;
 	struct timeline t = {};
-	char err[512] = "", why[PATH_MAX + 64];
+	char err[512] = "";
 	int e, ret = 1;
 
 	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
@@ -294,17 +319,7 @@ static int report_visual(const struct report_opts *o)
 		goto cleanup;
 	}
 	say_what_was_read(o->input, p);
-	if (t.sample_every > 1 || t.nr_spans < t.spans_total)
-		pr_warn("%s: %llu samples and %llu spans; the %s keeps 1 sample in %llu of each thread and the %zu longest spans (--max-samples, --max-spans)",
-			o->input, (unsigned long long)p->samples, (unsigned long long)t.spans_total,
-			o->html ? "page" : "profile", (unsigned long long)t.sample_every, t.nr_spans);
-	if (o->html && (e = write_timeline(o->html, html_fn, &t, o->input)))
-		pr_err("cannot write --html '%s': %s", o->html, write_error(e, o->html, why, sizeof(why)));
-	else if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, &t, o->input)))
-		pr_err("cannot write --speedscope '%s': %s", o->speedscope,
-		       write_error(e, o->speedscope, why, sizeof(why)));
-	else
-		ret = 0;
+	ret = write_visuals(o, &t, o->input);
 cleanup:
 	timeline__free(&t);
 	span_report__free(sr);
@@ -431,7 +446,7 @@ static int ch_visual(const struct report_opts *o, const struct ch_source *src, s
 	struct spans_view none = { .input = src->url };
 	struct ch_spans *cs = NULL;
 	struct timeline t = {};
-	char err[512] = "", why[PATH_MAX + 64];
+	char err[512] = "";
 	int e, ret = 1;
 
 	/* No span is no error: a page of samples alone, as a file's without spans. */
@@ -446,17 +461,7 @@ static int ch_visual(const struct report_opts *o, const struct ch_source *src, s
 		pr_err("%s", err[0] ? err : strerror(-e));
 		goto cleanup;
 	}
-	if (t.sample_every > 1 || t.nr_spans < t.spans_total)
-		pr_warn("%s: %llu samples and %llu spans; the %s keeps 1 sample in %llu of each thread and the %zu longest spans (--max-samples, --max-spans)",
-			src->url, (unsigned long long)p->samples, (unsigned long long)t.spans_total,
-			o->html ? "page" : "profile", (unsigned long long)t.sample_every, t.nr_spans);
-	if (o->html && (e = write_timeline(o->html, html_fn, &t, src->url)))
-		pr_err("cannot write --html '%s': %s", o->html, write_error(e, o->html, why, sizeof(why)));
-	else if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, &t, src->url)))
-		pr_err("cannot write --speedscope '%s': %s", o->speedscope,
-		       write_error(e, o->speedscope, why, sizeof(why)));
-	else
-		ret = 0;
+	ret = write_visuals(o, &t, src->url);
 cleanup:
 	timeline__free(&t);
 	ch_spans_free(cs);

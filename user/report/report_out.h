@@ -67,6 +67,12 @@ struct table_chain {
  */
 const char *table_cell_text(const struct table *t, const struct table_row *r, enum sort_key k, char *buf, size_t len,
 			    bool *number);
+/*
+ * Key k's cell of row r as a JSON value (null, a number or a string) into b;
+ * sym's is followed by its "kernel" member, as every JSON row carries it.
+ */
+struct sbuf;
+void table_cell_json(const struct table *t, const struct table_row *r, enum sort_key k, struct sbuf *b);
 /* A key's column head ("Shared Object"; attr:NAME's NAME), and its JSON field's name ("dso"). */
 const char *sort_key_head(const struct table_opts *o, enum sort_key k);
 const char *sort_key_json(enum sort_key k);

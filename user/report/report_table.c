@@ -276,6 +276,21 @@ const char *table_cell_text(const struct table *t, const struct table_row *r, en
 	return c.text;
 }
 
+void table_cell_json(const struct table *t, const struct table_row *r, enum sort_key k, struct sbuf *b)
+{
+	char buf[512];
+	struct cell c = cell_of(t, r, k, buf, sizeof(buf));
+
+	if (!c.text)
+		sbuf_printf(b, "null");
+	else if (c.number)
+		sbuf_printf(b, "%s", c.text);
+	else
+		sbuf_json_str(b, c.text);
+	if (k == SK_SYM)
+		sbuf_printf(b, ",\"kernel\":%s", r->leaf->kernel ? "true" : "false");
+}
+
 const char *sort_key_head(const struct table_opts *o, enum sort_key k)
 {
 	return k == SK_ATTR ? o->attr : key_head[k];
@@ -481,8 +496,6 @@ int table_print_row_json(const struct table *t, const struct table_row *r, FILE 
 		    (unsigned long long)r->period);
 	for (int i = 0; i < t->o.nr_keys; i++) {
 		enum sort_key k = t->o.keys[i];
-		char buf[512];
-		struct cell c = cell_of(t, r, k, buf, sizeof(buf));
 
 		sbuf_printf(&b, ",\"%s\":", key_json[k]);
 		/* attr:NAME: {"NAME":value} */
@@ -491,16 +504,9 @@ int table_print_row_json(const struct table *t, const struct table_row *r, FILE 
 			sbuf_json_str(&b, t->o.attr);
 			sbuf_printf(&b, ":");
 		}
-		if (!c.text)
-			sbuf_printf(&b, "null");
-		else if (c.number)
-			sbuf_printf(&b, "%s", c.text);
-		else
-			sbuf_json_str(&b, c.text);
+		table_cell_json(t, r, k, &b);
 		if (k == SK_ATTR)
 			sbuf_printf(&b, "}");
-		if (k == SK_SYM)
-			sbuf_printf(&b, ",\"kernel\":%s", r->leaf->kernel ? "true" : "false");
 	}
 	sbuf_printf(&b, "}\n");
 	e = b.err;

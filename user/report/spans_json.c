@@ -27,6 +27,12 @@ static inline void put(struct sbuf *b, const void *p, size_t n)
 
 /* s: a string literal (sizeof is its length + 1) */
 #define LIT(b, s) put(b, "" s, sizeof(s) - 1)
+/* ,"key":N: most members are a name and a count. */
+#define DEC_MEMBER(b, key, v)            \
+	do {                             \
+		LIT(b, ",\"" key "\":"); \
+		dec(b, v);               \
+	} while (0)
 
 static void dec(struct sbuf *b, __u64 v)
 {
@@ -103,18 +109,13 @@ int spans_json_wall(const struct spans_view *v, const struct spans_row *row, str
 	else
 		LIT(b, "null");
 	if (x) {
-		LIT(b, ",\"off_cpu_ns\":");
-		dec(b, x->off);
-		LIT(b, ",\"runq_ns\":");
-		dec(b, x->runq);
-		LIT(b, ",\"sleep_ns\":");
-		dec(b, x->sleep);
-		LIT(b, ",\"blocked_ns\":");
-		dec(b, x->blocked);
+		DEC_MEMBER(b, "off_cpu_ns", x->off);
+		DEC_MEMBER(b, "runq_ns", x->runq);
+		DEC_MEMBER(b, "sleep_ns", x->sleep);
+		DEC_MEMBER(b, "blocked_ns", x->blocked);
 	} else if (v->offcpu) {
 		/* Without the accounts a woken thread's run-queue wait is inside its off-CPU block. */
-		LIT(b, ",\"off_cpu_ns\":");
-		dec(b, row->off_ns);
+		DEC_MEMBER(b, "off_cpu_ns", row->off_ns);
 		LIT(b, ",\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
 	} else {
 		LIT(b, ",\"off_cpu_ns\":null,\"runq_ns\":null,\"sleep_ns\":null,\"blocked_ns\":null");
@@ -130,8 +131,7 @@ int spans_json_wall(const struct spans_view *v, const struct spans_row *row, str
 			LIT(b, ",");
 		LIT(b, "{\"stack\":");
 		json_stack(&row->off_top[k], b);
-		LIT(b, ",\"ns\":");
-		dec(b, row->off_top[k].ns);
+		DEC_MEMBER(b, "ns", row->off_top[k].ns);
 		LIT(b, "}");
 	}
 	LIT(b, "]");
@@ -162,18 +162,13 @@ static void json_row(const struct spans_view *v, const struct spans_row *sp, str
 	str(b, sp->name);
 	LIT(b, ",\"source\":\"");
 	put(b, sp->source, strlen(sp->source));
-	LIT(b, "\",\"pid\":");
-	dec(b, sp->pid);
-	LIT(b, ",\"tid\":");
-	dec(b, sp->tid);
-	LIT(b, ",\"start_ns\":");
-	dec(b, sp->start);
-	LIT(b, ",\"end_ns\":");
-	dec(b, sp->end);
-	LIT(b, ",\"duration_ns\":");
-	dec(b, sp->end - sp->start);
-	LIT(b, ",\"samples\":");
-	dec(b, sp->samples);
+	LIT(b, "\"");
+	DEC_MEMBER(b, "pid", sp->pid);
+	DEC_MEMBER(b, "tid", sp->tid);
+	DEC_MEMBER(b, "start_ns", sp->start);
+	DEC_MEMBER(b, "end_ns", sp->end);
+	DEC_MEMBER(b, "duration_ns", sp->end - sp->start);
+	DEC_MEMBER(b, "samples", sp->samples);
 	LIT(b, ",\"counters\":{");
 	for (int k = 0; sp->has_counters && k < v->nr_ctr; k++) {
 		if (k)
@@ -191,8 +186,7 @@ static void json_row(const struct spans_view *v, const struct spans_row *sp, str
 			LIT(b, ",");
 		LIT(b, "{\"sym\":");
 		str(b, sp->top[k].name);
-		LIT(b, ",\"samples\":");
-		dec(b, sp->top[k].n);
+		DEC_MEMBER(b, "samples", sp->top[k].n);
 		LIT(b, "}");
 	}
 	LIT(b, "]");
@@ -233,10 +227,8 @@ static void json_row(const struct spans_view *v, const struct spans_row *sp, str
 	}
 	if (sp->unfinished)
 		LIT(b, ",\"unfinished\":true");
-	if (v->bpf_samples && !sp->external) {
-		LIT(b, ",\"bpf_samples\":");
-		dec(b, sp->bpf_samples);
-	}
+	if (v->bpf_samples && !sp->external)
+		DEC_MEMBER(b, "bpf_samples", sp->bpf_samples);
 	LIT(b, "}\n");
 }
 

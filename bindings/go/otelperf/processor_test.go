@@ -6,64 +6,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"spanperf/internal/workload"
 )
-
-// threadCPU is the calling thread's CPU clock: the truth the counters are held to.
-func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	// CLOCK_THREAD_CPUTIME_ID = 3
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
-	return time.Duration(ts.Nano())
-}
-
-var sink uint64
-
-func spin(d time.Duration) time.Duration {
-	t0 := threadCPU()
-	for threadCPU()-t0 < d {
-		for i := 0; i < 1000; i++ {
-			sink += uint64(i)
-		}
-	}
-	return threadCPU() - t0
-}
-
-// touch writes one byte in each of n fresh pages of memory mapped outside Go's heap.
-func touch(t *testing.T, n int) {
-	ps := os.Getpagesize()
-	m, err := syscall.Mmap(-1, 0, n*ps, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syscall.Madvise(m, 15) // MADV_NOHUGEPAGE: one fault per page
-	for i := 0; i < n; i++ {
-		m[i*ps] = 1
-	}
-	syscall.Munmap(m)
-}
-
-// sleeps sleeps k times and returns the thread's own count of its switches meanwhile
-// (getrusage RUSAGE_THREAD: voluntary and involuntary), the truth switches are held to:
-// on a loaded host others' work preempts it too.
-func sleeps(k int) int64 {
-	var a, b syscall.Rusage
-	syscall.Getrusage(1, &a) // RUSAGE_THREAD
-	for i := 0; i < k; i++ {
-		ts := syscall.Timespec{Nsec: 500000}
-		syscall.Nanosleep(&ts, nil)
-	}
-	syscall.Getrusage(1, &b)
-	return b.Nvcsw + b.Nivcsw - a.Nvcsw - a.Nivcsw
-}
 
 // show prints attributes as their values, not the Value struct.
 func show(m map[attribute.Key]attribute.Value) string {
@@ -92,11 +44,11 @@ func TestSpanProcessorWithTheSDK(t *testing.T) {
 	var spinCPU time.Duration
 	ctx, outer := tr.Start(context.Background(), "outer")
 	_, inner := tr.Start(ctx, "inner")
-	spinCPU = spin(50 * time.Millisecond)
-	touch(t, 300)
+	spinCPU = workload.Spin(50 * time.Millisecond)
+	workload.Touch(t, 300)
 	inner.End()
 	_, sl := tr.Start(ctx, "sleeper")
-	sw := sleeps(10)
+	sw := workload.Sleeps(10)
 	sl.End()
 	outer.End()
 
@@ -187,7 +139,7 @@ func TestPerfeventsAttribute(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(NewSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp), WithEvents("task-clock"))))
 	tr := tp.Tracer("spanperf-test")
 	_, s := tr.Start(context.Background(), "tagged", trace.WithAttributes(attribute.String("perfevents", "cpu-cycles,cache-misses,page-faults")))
-	touch(t, 50)
+	workload.Touch(t, 50)
 	s.End()
 	_, d := tr.Start(context.Background(), "default")
 	d.End()

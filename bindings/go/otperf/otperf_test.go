@@ -4,32 +4,14 @@ package otperf
 
 import (
 	"os"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	basictracer "github.com/opentracing/basictracer-go"
 	opentracing "github.com/opentracing/opentracing-go"
+
+	"spanperf/internal/workload"
 )
-
-func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
-	return time.Duration(ts.Nano())
-}
-
-var sink uint64
-
-func spin(d time.Duration) time.Duration {
-	t0 := threadCPU()
-	for threadCPU()-t0 < d {
-		for i := 0; i < 1000; i++ {
-			sink += uint64(i)
-		}
-	}
-	return threadCPU() - t0
-}
 
 // perfevents' Zipkin example with Debian's basictracer: tagged spans carry their counts, others nothing.
 func TestWrapTracerWithBasictracer(t *testing.T) {
@@ -37,7 +19,7 @@ func TestWrapTracerWithBasictracer(t *testing.T) {
 	tr := WrapTracer(basictracer.New(rec))
 	parent := tr.StartSpan("parent", opentracing.Tag{Key: "perfevents", Value: "task-clock,cpu-cycles,cache-misses"})
 	child := tr.StartSpan("child", opentracing.ChildOf(parent.Context()), opentracing.Tag{Key: "perfevents", Value: "page-faults,task-clock"})
-	truth := spin(20 * time.Millisecond)
+	truth := workload.Spin(20 * time.Millisecond)
 	child.Finish()
 	plain := tr.StartSpan("plain", opentracing.ChildOf(parent.Context()))
 	plain.Finish()
@@ -85,7 +67,7 @@ func TestObserver(t *testing.T) {
 	if !ok {
 		t.Fatal("observer declined a tagged span")
 	}
-	spin(5 * time.Millisecond)
+	workload.Spin(5 * time.Millisecond)
 	so.OnSetOperationName("renamed")
 	so.OnSetTag("k", "v")
 	so.OnFinish(opentracing.FinishOptions{})
