@@ -62,6 +62,83 @@ class OpenWatch:
         os.close(self.fd)
 
 
+FAN_CLASS_CONTENT, FAN_OPEN_PERM, FAN_ALLOW, FAN_CLOEXEC = 4, 0x10000, 1, 1
+
+
+def lineage(pid):
+    """pid and its ancestors, as "PID COMM" strings, up to pid 1 or one that is gone."""
+    out = []
+    while pid > 1 and len(out) < 64:
+        try:
+            comm = open("/proc/%d/comm" % pid).read().strip()
+            ppid = int(re.search(r"^PPid:\s*(\d+)", open("/proc/%d/status" % pid).read(), re.M).group(1))
+        except (OSError, AttributeError, ValueError):
+            out.append("%d ?" % pid)
+            break
+        out.append("%d %s" % (pid, comm))
+        pid = ppid
+    return out
+
+
+class OpenersWatch:
+    """Every open of a file, each opener named with its ancestors.  With FAN_OPEN_PERM the opener
+    waits inside open() until a thread here has read its /proc entries and allowed it, so a child
+    that opens and exits at once is still seen as a child (closing the watch allows whatever still
+    waits).  Whole-host profilers other than a test's own (another test's perf record -a, a
+    spanperf agent of another suite on a shared host) may open the file too, through the same
+    link: a test holds only its own process and its descendants to the rule, by opened_by."""
+
+    def __init__(self, path):
+        import threading
+        self.perm = True
+        self.fd = _libc.fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, os.O_RDONLY)
+        mask = FAN_OPEN_PERM
+        if self.fd < 0:  # a kernel without permission events: openers named while they live
+            self.perm, mask = False, FAN_OPEN
+            self.fd = _libc.fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC, os.O_RDONLY)
+        assert self.fd >= 0, "fanotify_init: %s" % os.strerror(ctypes.get_errno())
+        _libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+        assert _libc.fanotify_mark(self.fd, FAN_MARK_ADD, mask, -100, path.encode()) == 0, path
+        self.path = path
+        self.openers = []  # lineage of each open, the opener first
+        self.done = False
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        import select
+        while not self.done:
+            if not select.select([self.fd], [], [], 0.05)[0]:
+                continue
+            try:
+                buf = os.read(self.fd, 65536)
+            except OSError:
+                return
+            off = 0
+            while off + 24 <= len(buf):
+                ln, _, _, _, _, fd, pid = struct.unpack_from("<IBBHQii", buf, off)
+                try:
+                    self.openers.append(lineage(pid))
+                finally:
+                    if self.perm:
+                        os.write(self.fd, struct.pack("<iI", fd, FAN_ALLOW))
+                    if fd >= 0:
+                        os.close(fd)
+                off += ln or 24
+
+    def close(self):
+        self.done = True
+        self.thread.join()
+        os.close(self.fd)
+
+    def opened_by(self, root):
+        """The opens made by root or a descendant of it, each as its lineage."""
+        return [l for l in self.openers if any(e.split()[0] == str(root) for e in l)]
+
+    def named(self, opens):
+        return "; ".join(" <- ".join(l) for l in opens) or "none"
+
+
 def world_dir():
     d = tmpdir()
     os.chmod(d, 0o755)
@@ -768,25 +845,19 @@ def test_container_jit_map_hostile():
         assert m and int(m.group(1 + why)) >= 1, "%s map was not refused: %s" % (name, err[-800:])
 
 
-@test
-def test_magic_link_refused_without_openat2():
-    """Where openat2 is missing (before 5.6; SPANPERF_NO_OPENAT2=1 takes that path here),
-    another process's files were opened by a forked reader chrooted into its root, which
-    follows magic links: a container whose /tmp is a symlink to /proc/PID/root/DIR (its /proc
-    is the host's procfs, PID any host process) had root read DIR/perf-PID.map of the host, a
-    file the container cannot see, and its names named the JIT's code.  The walk that replaces
-    it resolves one component at a time inside the root and refuses any on procfs, where
-    magic links live."""
-    need_bpf()
-    d = world_dir()
+def magic_link_jit(d):
+    """A JIT in a root of its own whose /tmp is a symlink to /proc/ME/root/DIR (its /proc is the
+    host's procfs, ME this process: pid 1's root may be out of reach where the machine is itself a
+    container), so that the JIT's /tmp/perf-PID.map is the host's DIR/perf-PID.map, a file the
+    container cannot see.  Once the JIT has written its map there, the file is replaced by one of
+    root's with names of the attacker's choosing (READ_THROUGH_PROC) and DIR made root's only.
+    Returns (the container's Popen, the JIT's pid, the host file's path)."""
     hostonly = os.path.join(d, "hostonly")
     os.mkdir(hostonly)
     new = os.path.join(d, "root")
     os.mkdir(new)
     # A root of its own: the host's /usr, the workload (copied to /ctr-wl: the build directory may
-    # be under /tmp, which here leads elsewhere), the host's procfs, and a /tmp that leads back to
-    # the host through /proc/PID/root of a host process (this one: pid 1's root may be out of
-    # reach where the machine is itself a container).
+    # be under /tmp, which here leads elsewhere), the host's procfs, and the /tmp that leads back.
     script = ("mount -t tmpfs r {n} && mkdir -p {n}/usr {n}/proc && mount --rbind /usr {n}/usr && "
               "mount --rbind /proc {n}/proc && cp {w} {n}/ctr-wl && ln -s usr/lib {n}/lib && "
               "ln -s usr/lib64 {n}/lib64 && ln -s usr/bin {n}/bin && ln -s /proc/{me}/root{h} {n}/tmp && "
@@ -801,33 +872,103 @@ def test_magic_link_refused_without_openat2():
                         return c
                 except OSError:
                     pass
-        assert wait_for(lambda: jit_pid() and os.path.exists(os.path.join(hostonly, "perf-%d.map" % jit_pid()))), \
-            "the JIT wrote no map through the magic link"
+
+        def written():
+            # The whole line, not the file's creation: the JIT creates it, then writes and closes.
+            pid = jit_pid()
+            try:
+                return pid and open(os.path.join(hostonly, "perf-%d.map" % pid)).read().endswith("jitted_loop\n")
+            except OSError:
+                return False
+        assert wait_for(written, timeout=30), "the JIT wrote no map through the magic link"
         pid = jit_pid()
         host_map = os.path.join(hostonly, "perf-%d.map" % pid)
-        # The host's file at the end of the magic link: root's, names of the attacker's choosing.
         text = open(host_map).read()
         os.unlink(host_map)
-        open(host_map, "w").write("".join(" ".join(l.split()[:2]) + " READ_THROUGH_PROC\n" for l in text.splitlines()))
+        with open(host_map, "w") as f:
+            f.write("".join(" ".join(l.split()[:2]) + " READ_THROUGH_PROC\n" for l in text.splitlines()))
         os.chmod(hostonly, 0o700)
-        watch = OpenWatch(host_map)
+    except BaseException:
+        stop(p)
+        raise
+    return p, pid, host_map
+
+
+@test
+def test_magic_link_refused_without_openat2():
+    """Where openat2 is missing (before 5.6; SPANPERF_NO_OPENAT2=1 takes that path here),
+    another process's files were opened by a forked reader chrooted into its root, which
+    follows magic links: a container whose /tmp is a symlink to /proc/PID/root/DIR (its /proc
+    is the host's procfs, PID any host process) had root read DIR/perf-PID.map of the host, a
+    file the container cannot see, and its names named the JIT's code.  The walk that replaces
+    it resolves one component at a time inside the root and refuses any on procfs, where
+    magic links live.  Only record and its descendants are held to it: on a shared host another
+    profiler may open the file through the same link (perf record -a enters the process's mount
+    namespace to read its map), and an idle clean-clone run once failed here on an opener the
+    test could not name."""
+    need_bpf()
+    p, pid, host_map = magic_link_jit(world_dir())
+    try:
+        watch = OpenersWatch(host_map)
         out = os.path.join(tmpdir(), "m.data")
         env = dict(os.environ, SPANPERF_NO_OPENAT2="1")
         try:
-            r, rec = record_host(out, "-v", env=env, timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("record hung")
+            try:
+                r, rec = record_host(out, "-v", env=env, timeout=30)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("record hung")
+        finally:
+            watch.close()
         assert r.returncode == 0, r.stderr
-        opened = watch.opened()  # by anyone: the reader that stood in for openat2 was a child of record's
-        watch.close()
     finally:
         stop(p)
-    assert not opened, "record opened the host's %s through the container's /proc/PID/root" % host_map
+    mine = watch.opened_by(rec)
+    assert not mine, "record (pid %d) opened the host's %s through the container's /proc/PID/root: %s" % (
+        rec, host_map, watch.named(mine))
     rows = spanperf("report", "-i", out, "--sort", "pid,sym", check=True).stdout
     named = [l for l in rows.splitlines() if "READ_THROUGH_PROC" in l]
     assert not named, "names read through a magic link: %s" % named[:3]
     m = re.search(r"JIT perf maps: .* (\d+) as not a regular file", r.stderr)
     assert m and int(m.group(1)) >= 1, r.stderr[-800:]
+
+
+@test
+def test_agent_build_ids_read_inside_the_root():
+    """The agent reads a user file's build id where the live session names none, from the file as
+    its process sees it: it opened /proc/PID/root/PATH with a plain open, where the kernel follows
+    the container's magic links, and its absolute symlinks from the host's root.  A JIT's
+    /tmp/perf-PID.map in a container whose /tmp led to /proc/N/root/DIR had root open the host's
+    DIR/perf-PID.map every window (another suite's agent on the same host, seen opening this
+    module's file).  Now the name is resolved inside the process's root, as record's are."""
+    need_bpf()
+    p, pid, host_map = magic_link_jit(world_dir())
+    # A server that refuses: the windows are spooled, the rows built all the same.
+    import socket
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    spool = os.path.join(tmpdir(), "spool")
+    try:
+        watch = OpenersWatch(host_map)
+        try:
+            a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", "http://127.0.0.1:%d/" % dead.getsockname()[1],
+                                  "--window", "1", "-F", "99", "-d", "3", "--spool", spool],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+            try:
+                err = a.communicate(timeout=60)[1]
+            except subprocess.TimeoutExpired:
+                a.kill()
+                a.wait()
+                raise AssertionError("the agent ran past its 3 s")
+        finally:
+            watch.close()
+    finally:
+        stop(p)
+        dead.close()
+    mine = watch.opened_by(a.pid)
+    assert not mine, "the agent (pid %d) opened the host's %s through the container's /proc/PID/root: %s" % (
+        a.pid, host_map, watch.named(mine))
+    assert [f for f in os.listdir(spool) if f.endswith(".win")] if os.path.isdir(spool) else False, \
+        "no window was built: %s" % err[-800:]
 
 
 # ---- 7. INT, TERM and HUP stop every command within about a second ----

@@ -11,6 +11,7 @@
 #include "ch_wire.h"
 #include "fileio.h"
 #include "hash.h"
+#include "proc_file.h"
 #include "profile.h"
 #include "session.h"
 #include "spans_view.h"
@@ -157,12 +158,17 @@ static uint64_t stack_id(const struct profile *p, const struct pstack *s)
 /*
  * A user file's build id where the symbolizer names none (a live session
  * reads them from no file's header): read from the file as the process
- * sees it (/proc/PID/root/PATH), once a window per file; NULL if none.
+ * sees it, once a window per file; NULL if none.  The name is the
+ * process's: resolved inside its root (proc_file.h), never by a plain open
+ * of /proc/PID/root/PATH, where the kernel follows the container's absolute
+ * symlinks from the host's root and its magic links anywhere (a JIT's
+ * /tmp/perf-PID.map through a /tmp that was a link to /proc/N/root/DIR
+ * had root read the host's DIR).
  */
 static const char *build_id_of(struct rows *r, const struct pfunc *f, uint32_t pid)
 {
 	uint64_t *slot;
-	char path[4096], hex[2 * BUILD_ID_MAX + 1];
+	char hex[2 * BUILD_ID_MAX + 1];
 	__u8 id[BUILD_ID_MAX], n = 0;
 	size_t at;
 	int fd;
@@ -175,9 +181,7 @@ static const char *build_id_of(struct rows *r, const struct pfunc *f, uint32_t p
 	if (*slot)
 		return *slot == UINT64_MAX ? NULL : r->bids.str[*slot - 1];
 	*slot = UINT64_MAX;
-	if ((size_t)snprintf(path, sizeof(path), "/proc/%u/root%s", pid, f->path) >= sizeof(path))
-		return NULL;
-	fd = open_regular(path);
+	fd = proc_open_in_root((int)pid, f->path);
 	if (fd < 0)
 		return NULL;
 	if (!buildid_from_fd(fd, id, &n) && n) {
