@@ -33,10 +33,10 @@ OFFCPU_BT = """tracepoint:sched:sched_switch
 
 
 def own_stats(pid, name):
-    """run_time_ns and run_cnt summed over the programs called name whose fds process pid holds
-    (its /proc/PID/fdinfo): on a shared host other recorders load programs of the same name,
-    which the newest-by-name rule of prog_cost may take instead."""
-    ids = {}
+    """run_time_ns and run_cnt summed over the programs called name that process pid holds, by a
+    program's fd or a link's (its /proc/PID/fdinfo): on a shared host other recorders load
+    programs of the same name, which the newest-by-name rule of prog_cost may take instead."""
+    ids = set()
     d = "/proc/%d/fdinfo" % pid
     try:
         fds = os.listdir(d)
@@ -44,21 +44,28 @@ def own_stats(pid, name):
         return None
     for fd in fds:
         try:
-            info = dict(l.split(":", 1) for l in open(os.path.join(d, fd)).read().splitlines() if ":" in l)
-        except OSError:
+            for line in open(os.path.join(d, fd)).read().splitlines():
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split(":", 1)[1]))
+        except (OSError, ValueError):
             continue
-        if "prog_id" in info and "run_cnt" in info:
-            ids[int(info["prog_id"])] = (int(info["run_time_ns"]), int(info["run_cnt"]))
-    names = {p["id"]: p.get("name") for p in json.loads(
-        subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True).stdout or "[]")}
-    mine = [v for i, v in ids.items() if names.get(i) == name]
+    mine = [p for p in json.loads(subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True,
+                                                 text=True).stdout or "[]")
+            if p["id"] in ids and p.get("name") == name]
     if not mine:
         return None
-    return sum(v[0] for v in mine), sum(v[1] for v in mine)
+    return sum(p.get("run_time_ns", 0) for p in mine), sum(p.get("run_cnt", 0) for p in mine)
 
 
 def own_cost(pid, name, secs):
-    """ns per run of pid's own programs called name over the next secs seconds; None if they did not run."""
+    """ns per run of pid's own programs called name over the next secs seconds, once they run (a
+    loaded host takes seconds to build the tables); None if they never did."""
+    deadline = time.time() + 60
+    a = own_stats(pid, name)
+    while not (a and a[1]) and time.time() < deadline:
+        time.sleep(0.5)
+        a = own_stats(pid, name)
+    time.sleep(1)
     a = own_stats(pid, name)
     time.sleep(secs)
     b = own_stats(pid, name)
