@@ -45,7 +45,9 @@ def perf_placed(path, comm, lost_ok=False):
             continue
         n += 1
         reach += any(" main " in l for l in lines[1:])
-        if any(l.rstrip().endswith("([unknown])") for l in lines[1:]):
+        # User frames only: a kernel address perf places nowhere is a JIT'ed BPF program's (another
+        # tool's on the tracepoint the sample interrupted), no frame the walk made up.
+        if any(l.rstrip().endswith("([unknown])") and not l.split()[0].startswith("ffffffff") for l in lines[1:]):
             nowhere.append(block)
     return n, reach, nowhere
 
