@@ -79,6 +79,21 @@ struct {
 	__type(value, struct sp_eh_file);
 } eh_files SEC(".maps");
 
+/*
+ * Bumped by user space after each change to eh_procs or py_procs (shared by
+ * the sampling and off-CPU programs, mapped by the recorder): a CPU's copy
+ * of its last process's entries (struct eh_walk's c_*) serves while it
+ * holds, so a sample looks up no per-process map, where two hash lookups
+ * cost more than the walk of a short chain.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32);
+} eh_gen SEC(".maps");
+
 /* Why chains ended (enum sp_eh_stat). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -220,6 +235,9 @@ struct eh_walk {
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
+	/* The last process's entries, as looked up under eh_gen's c_ugen: its slice, and if it runs Python. */
+	__u64 c_ss;		   /* its mm->start_stack: another after exec or pid reuse */
+	__u32 c_pid, c_ugen, c_first, c_nr, c_gen, c_flags;
 	/*
 	 * A function under a uretprobe (a span's end) returns into the
 	 * kernel's trampoline: its return address on the stack is the
@@ -1046,6 +1064,46 @@ __noinline int sp_eh_keep(void)
 	return 0;
 }
 
+#define EH_C_VALID 1 /* c_* hold a lookup's result */
+#define EH_C_SLICE 2 /* eh_procs has this image's slice */
+#define EH_C_STALE 4 /* eh_procs has another image's (before an exec, or a pid's last owner) */
+#define EH_C_PY 8    /* py_procs has this image's CPython: its walk looks the entry up itself */
+
+/*
+ * The process's entries into w->c_*, looked up only when this CPU's last
+ * sample was another process's or image's, or user space changed the maps
+ * since (eh_gen, read before the lookups: a change during them is seen by
+ * the next sample).
+ */
+static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss)
+{
+	__u32 zero = 0, *g = bpf_map_lookup_elem(&eh_gen, &zero), ugen;
+	struct sp_eh_proc *p;
+
+	if (!g)
+		return;
+	ugen = *(volatile __u32 *)g;
+	if ((w->c_flags & EH_C_VALID) && w->c_pid == pid && w->c_ss == ss && w->c_ugen == ugen)
+		return;
+	w->c_pid = pid;
+	w->c_ss = ss;
+	w->c_ugen = ugen;
+	w->c_flags = EH_C_VALID;
+	p = bpf_map_lookup_elem(&eh_procs, &pid);
+	if (p && p->start_stack == ss) {
+		w->c_first = p->first;
+		w->c_nr = p->nr;
+		w->c_gen = p->gen;
+		if (p->nr)
+			w->c_flags |= EH_C_SLICE;
+	} else if (p) {
+		w->c_flags |= EH_C_STALE;
+	}
+	/* A stale entry is counted by sp_py_begin, as before the cache: it is asked then. */
+	if (py_walk && bpf_map_lookup_elem(&py_procs, &pid))
+		w->c_flags |= EH_C_PY;
+}
+
 /*
  * The user chain of the current task into s->ips from index base (the
  * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
@@ -1057,7 +1115,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct sp_eh_proc *p = bpf_map_lookup_elem(&eh_procs, &pid);
 	struct eh_kept *cur, *k;
 	struct pt_regs *regs;
 	__u64 cs;
@@ -1116,14 +1173,15 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->win_len = 0;
 	w->base = base + 1;
 	w->maps_first = w->maps_nr = 0;
+	eh_proc_facts(w, pid, task->mm->start_stack);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
 	if (eh_vma_only) {
 		/* as if no slice were there yet */
-	} else if (p && p->start_stack == task->mm->start_stack) {
-		w->maps_first = p->first;
-		w->maps_nr = p->nr;
-		w->gen = p->gen;
-	} else if (p) {
+	} else if (w->c_flags & EH_C_SLICE) {
+		w->maps_first = w->c_first;
+		w->maps_nr = w->c_nr;
+		w->gen = w->c_gen;
+	} else if (w->c_flags & EH_C_STALE) {
 		eh_stat(SP_EH_STOP_STALE);
 	}
 	/*
@@ -1136,7 +1194,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (!w->maps_nr)
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
-	w->py = sp_py_begin();
+	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	/* The spare slot is no chain while it is written. */
