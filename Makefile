@@ -297,8 +297,9 @@ $(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tes
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -L$(OUTPUT)/tests -ldwarfcb \
 		-Wl,-rpath,'$$ORIGIN'
 
-# Kept chains' ground truth: two chains through the same frames at the same
-# addresses, by turns, by longjmp, under a signal handler, across an exec.
+# The walk's ground truth where a chain cache would go wrong: two chains through
+# the same frames at the same addresses, by turns, by longjmp, under a signal
+# handler, across an exec.
 $(OUTPUT)/tests/workload_kept: tests/integration/workload_kept.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@

@@ -158,64 +158,6 @@ struct eh_cached {
 };
 
 /*
- * A thread's last chain, kept to take its outer frames from (the kept
- * chain).  Between two samples of a thread mostly the frames near the leaf
- * change; the outer ones return to the same places at the same stack
- * addresses.  The walk is a function of its state (the frame's ip, sp, bp
- * and how it was reached), the rules of the process slice's generation and
- * the stack words it reads: so when the walk reaches a state the kept chain
- * had, and every word the kept walk read from there on still holds what it
- * held, the rest of the chain is the kept one's, frame for frame.  That is
- * the proof a tail needs; whatever the frame's kind, it is compared as a
- * state and its words.  Walks that read anything else (the kernel's vmas, a
- * signal frame, the uretprobe list, a trampoline's code, a fault) are not
- * kept, and a kept chain serves only its process, image and slice.
- */
-#define EH_KF_BP_OK 1
-#define EH_KF_EXACT 2
-#define EH_KF_VIA_FP 4
-#define EH_KEEP_FAST 8 /* frames near the leaf written back in place; more: the whole chain */
-
-struct eh_kframe {
-	__u64 ip, sp, bp;
-	__u8 flags;	/* EH_KF_* */
-	__s8 bpslot;	/* where this frame's step read the caller's rbp: CFA + 8 * bpslot (0: not read) */
-	__u8 pad[6];
-};
-
-struct eh_kept {
-	__u64 start_stack;	/* the image (exec moves it) */
-	__u32 pid, gen;		/* the process and its slice of mappings, whose rules the walk took */
-	__u32 tid;		/* whose chain (0: the slot is free) */
-	__u32 n;		/* frames */
-	__u32 stop;		/* why the walk ended */
-	__u32 py;		/* walked as a Python thread (trampolines are recognized only then) */
-	__u32 last;		/* f[n] is the state after the last frame's step, whose words were read */
-	__u32 used;		/* when it last served, to choose which one to give up */
-	struct eh_kframe f[SP_EH_MAX_FRAMES + 1];
-};
-
-/*
- * The kept chains, per CPU: a thread's samples mostly land on the CPU it ran
- * on last, and a CPU's slots are written by its own programs only, one at a
- * time, so a chain is never read while another CPU writes it.  One slot is
- * spare, for the chain being walked, and becomes a kept one when it is done.
- */
-#define EH_KSLOTS 5
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, EH_KSLOTS);
-	__type(key, __u32);
-	__type(value, struct eh_kept);
-} eh_kslots SEC(".maps");
-
-/* Off-CPU stacks take no kept chain (yet): the sampling program's only. */
-const volatile bool eh_keep = false;
-
-#define EH_STOP_TAIL 0xff /* internal: the state is the kept chain's, its tail to be checked */
-
-/*
  * The walk's state, per CPU in a map rather than on the stack: the verifier
  * tracks no value kept in a map, so every step of the loop looks the same
  * to it and one step is verified, where stack values (the frame count,
@@ -252,16 +194,6 @@ struct eh_walk {
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
-	__u32 pure;	/* the walk read nothing but its rules and the words its states keep */
-	__u32 last;	/* cur.f[n] holds the state after the last step */
-	__u32 kn;	/* frames in the kept chain (0: none to take from) */
-	__u32 kc;	/* its frame the walk's state is compared with next */
-	__u32 kold;	/* its slot of eh_kslots */
-	__u32 kcur;	/* the spare slot, where this walk's chain is written */
-	__u32 kused;	/* a clock for the slots' `used` */
-	__u32 tid;
-	__u32 tail_d, tail_c; /* where the state was the kept chain's: the walk's frame, the kept one's */
-	__u32 whole;	/* the spare slot holds the whole chain (a tail taken in place leaves it there) */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
 	__u64 nat[SP_EH_MAX_FRAMES + 1]; /* with py: the native frames, which sp_py_place merges with the Python ones */
@@ -492,7 +424,6 @@ static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
 	return 0;
 fault:
 	w->stop = SP_EH_STOP_READ;
-	w->pure = 0;
 	return -1;
 }
 
@@ -571,7 +502,6 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	 */
 	if (!v) {
 		newer = w->maps_nr != 0;
-		w->pure = 0; /* the kernel's vmas change under the slice: not a walk to keep */
 		v = eh_map_of_vma(w, look, &busy);
 	}
 	if (!v && !busy) {
@@ -620,56 +550,6 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	return 0;
 }
 
-static __always_inline __u8 eh_kflags(const struct eh_walk *w)
-{
-	return (w->bp_ok ? EH_KF_BP_OK : 0) | (w->exact ? EH_KF_EXACT : 0) | (w->via_fp ? EH_KF_VIA_FP : 0);
-}
-
-/* The walk's state as the kept chain keeps it, at frame k of the chain being walked. */
-static __always_inline void eh_keep_state(struct eh_walk *w, struct eh_kept *cur, __u32 k)
-{
-	struct eh_kframe *f = &cur->f[k & SP_EH_MAX_FRAMES];
-
-	f->ip = w->ip;
-	f->sp = w->sp;
-	f->bp = w->bp;
-	f->flags = eh_kflags(w);
-	f->bpslot = 0;
-	w->last = 1;
-}
-
-/*
- * Whether the walk's state is one the kept chain had: then its tail is to
- * be checked (sp_eh_tail) rather than walked.  The kept states lie at
- * rising sp, as the walk's do: a cursor follows them.
- */
-static __always_inline bool eh_kept_match(struct eh_walk *w, struct eh_kept *old)
-{
-	struct eh_kframe *f;
-	__u32 c = w->kc;
-
-	for (int i = 0; i < 4; i++) {
-		if (c >= w->kn)
-			return false;
-		if (old->f[c & SP_EH_MAX_FRAMES].sp >= w->sp)
-			break;
-		c++;
-	}
-	w->kc = c;
-	if (c >= w->kn)
-		return false;
-	f = &old->f[c & SP_EH_MAX_FRAMES];
-	if (f->sp != w->sp || f->ip != w->ip || f->bp != w->bp || f->flags != eh_kflags(w))
-		return false;
-	/* A chain cut at the depth limit goes on further from a shallower start: not its tail. */
-	if (old->stop == SP_EH_STOP_DEPTH && w->n < c)
-		return false;
-	w->tail_d = w->n;
-	w->tail_c = c;
-	w->stop = EH_STOP_TAIL;
-	return true;
-}
-
 /* One frame: write pc, then find the caller's registers.  1 ends the loop. */
 static long eh_step(__u32 i, void *unused)
 {
@@ -677,25 +557,13 @@ static long eh_step(__u32 i, void *unused)
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_kept *old, *cur;
 	__u64 pc, cfa, ra, bp;
 
 	if (!s || !w)
 		return 1;
-	cur = bpf_map_lookup_elem(&eh_kslots, &w->kcur);
-	if (!cur)
-		return 1;
 	pc = w->ip;
-	if (w->kn) {
-		old = bpf_map_lookup_elem(&eh_kslots, &w->kold);
-		if (old && eh_kept_match(w, old))
-			return 1;
-	}
 	if (eh_rule_of(w, pc, &r))
 		return 1;
-	/* A trampoline is known by its code, which is not the walk's to keep. */
-	if (r.kind == SP_EH_TRAMP || (r.fp_why == SP_EH_FP_ANON && w->py))
-		w->pure = 0;
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
 	if (r.kind == SP_EH_TRAMP) {
 		w->tramps++;
@@ -705,7 +573,6 @@ static long eh_step(__u32 i, void *unused)
 		else
 			s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
 		w->n++;
-		w->last = 0;
 	}
 	switch (r.kind) {
 	case SP_EH_RSP:
@@ -727,8 +594,6 @@ static long eh_step(__u32 i, void *unused)
 		w->stop = SP_EH_STOP_END;
 		return 1;
 	case SP_EH_SIGNAL:
-		/* The words read are not a frame's own: not a walk to keep. */
-		w->pure = 0;
 		/* rsp is at the ucontext; its uc_mcontext (struct sigcontext) starts 40 bytes in. */
 		if (eh_read(&bp, w->sp + 40 + 80, w) || eh_read(&cfa, w->sp + 40 + 120, w) ||
 		    eh_read(&ra, w->sp + 40 + 128, w))
@@ -780,7 +645,6 @@ static long eh_step(__u32 i, void *unused)
 	if (w->tramp && ra == w->tramp) {
 		struct return_instance *ri = (struct return_instance *)w->ri;
 
-		w->pure = 0; /* the uretprobe's list, not the stack */
 		if (!ri) {
 			w->stop = SP_EH_STOP_NOT_EXEC;
 			return 1;
@@ -792,9 +656,6 @@ static long eh_step(__u32 i, void *unused)
 	w->ip = ra;
 	w->exact = 0;
 	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT && r.kind != SP_EH_TRAMP;
-	/* Where this frame's step read the caller's rbp, for a later walk to check; then the caller's state. */
-	cur->f[(w->n - 1) & SP_EH_MAX_FRAMES].bpslot = r.rbp == SP_EH_RBP_LOST ? 0 : r.rbp;
-	eh_keep_state(w, cur, w->n);
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -874,200 +735,10 @@ __noinline int sp_py_place(void)
 	return 0;
 }
 
-/*
- * The kept chain's frame j, the walk's frame d: its words checked against
- * the stack now, then the frame written as the walk would have.  1: the
- * tail is done (w->stop says how), -1: a word differs or cannot be read,
- * and the walk goes on from its own state instead.
- */
-static __always_inline int eh_tail_frame(struct eh_walk *w, struct sp_eh_sample *s, struct eh_kept *old,
-					 struct eh_kept *cur, __u32 j, __u32 d, bool copy)
-{
-	struct eh_kframe *f, *g;
-	__u64 ra, bp;
-
-	if (j >= old->n) {
-		w->n = d;
-		w->stop = old->stop;
-		w->last = old->last;
-		if (w->last && copy)
-			cur->f[d & SP_EH_MAX_FRAMES] = old->f[j & SP_EH_MAX_FRAMES];
-		return 1;
-	}
-	if (d >= SP_EH_MAX_FRAMES) {
-		/* Full before the kept chain's end: the chain is right, its next state unknown, so not kept. */
-		w->n = d;
-		w->stop = SP_EH_STOP_DEPTH;
-		w->pure = 0;
-		return 1;
-	}
-	/* Bounded where the verifier sees it: the compiler may merge the masks with the checks above. */
-	barrier_var(d);
-	barrier_var(j);
-	f = &old->f[j & SP_EH_MAX_FRAMES];
-	if (j + 1 < old->n || old->last) {
-		g = &old->f[(j + 1) & SP_EH_MAX_FRAMES];
-		/* The words this frame's step read: the return address below the CFA, and the caller's rbp. */
-		if (eh_read(&ra, g->sp - 8, w) || ra != g->ip || (w->tramp && ra == w->tramp))
-			return -1;
-		if (f->bpslot && (eh_read(&bp, g->sp + (__s64)f->bpslot * 8, w) || bp != g->bp))
-			return -1;
-	}
-	if (w->py)
-		w->nat[d & SP_EH_MAX_FRAMES] = f->ip;
-	else
-		s->ips[(w->base + d) & (EH_IPS - 1)] = f->ip;
-	if (copy)
-		cur->f[d & SP_EH_MAX_FRAMES] = *f;
-	return 0;
-}
-
-/* One frame of the tail, as bpf_loop steps it (one step verified, whatever the depth). */
-static long eh_tail_step(__u32 i, void *copy)
-{
-	__u32 zero = 0;
-	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
-	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_kept *old, *cur;
-	int e;
-
-	if (!s || !w)
-		return 1;
-	old = bpf_map_lookup_elem(&eh_kslots, &w->kold);
-	cur = bpf_map_lookup_elem(&eh_kslots, &w->kcur);
-	if (!old || !cur)
-		return 1;
-	e = eh_tail_frame(w, s, old, cur, w->tail_c + i, w->tail_d + i, w->whole);
-	if (e < 0)
-		w->stop = EH_STOP_TAIL;
-	return e != 0;
-}
-
-/*
- * The walk reached a state of the thread's kept chain: the rest of the
- * chain from it, if its words still hold, else the walk on from there.
- * Global: verified once, alone.
- */
-__noinline int sp_eh_tail(void)
-{
-	__u32 zero = 0, c, d;
-	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
-	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_kept *old, *cur;
-
-	if (!s || !w)
-		return 0;
-	old = bpf_map_lookup_elem(&eh_kslots, &w->kold);
-	cur = bpf_map_lookup_elem(&eh_kslots, &w->kcur);
-	if (!old || !cur)
-		return 0;
-	c = w->tail_c;
-	d = w->tail_d;
-	/*
-	 * The tail at the depth it was (the usual case): the kept chain stays
-	 * where it is and takes the new leaf frames (sp_eh_keep), so the tail is
-	 * not copied; elsewhere the whole chain is made anew in the spare slot.
-	 */
-	w->whole = !(c == d && d <= EH_KEEP_FAST);
-	w->stop = 0;
-	bpf_loop(SP_EH_MAX_FRAMES + 1, eh_tail_step, NULL, 0);
-	if (w->stop && w->stop != EH_STOP_TAIL) {
-		eh_stat(SP_EH_KEPT_TAKEN);
-		__u64 *v = bpf_map_lookup_elem(&eh_stats, &(__u32){ SP_EH_KEPT_FRAMES });
-
-		if (v)
-			*v += w->n - w->tail_d;
-		old->used = ++w->kused;
-		return 0;
-	}
-	eh_stat(SP_EH_KEPT_MISMATCH);
-	/* Changed: no use for it any more. */
-	old->tid = 0;
-	w->n = w->tail_d;
-	w->stop = 0;
-	w->kn = 0;
-	/* cur.f[n]: the state the walk goes on from, which the tail's first frame equalled. */
-	cur->f[w->n & SP_EH_MAX_FRAMES] = old->f[c & SP_EH_MAX_FRAMES];
-	w->last = 1;
-	w->whole = 1;
-	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
-	return 0;
-}
-
-/* Stops whose cause is the walk's state and the words it kept, nothing else. */
-static __always_inline bool eh_stop_kept(__u32 stop)
-{
-	return stop == SP_EH_STOP_END || stop == SP_EH_STOP_FP_END || stop == SP_EH_STOP_DEPTH ||
-	       stop == SP_EH_STOP_CANNOT || stop == SP_EH_STOP_NOT_UP || stop == SP_EH_STOP_RBP ||
-	       stop == SP_EH_STOP_NO_FP;
-}
-
-/*
- * The chain just walked kept for the thread's next samples: the few leaf
- * frames written into its kept chain where only they changed above an
- * unchanged tail; else the spare slot becomes the thread's, and the slot
- * it had (or the one that served least lately) the spare.
- */
-__noinline int sp_eh_keep(void)
-{
-	__u32 zero = 0, spare = EH_KSLOTS, oldest = ~0u;
-	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_kept *old = NULL, *cur, *k;
-
-	if (!w || !w->pure || !eh_stop_kept(w->stop) || !w->n || w->n > SP_EH_MAX_FRAMES)
-		return 0;
-	cur = bpf_map_lookup_elem(&eh_kslots, &w->kcur);
-	if (!cur)
-		return 0;
-	if (w->kn)
-		old = bpf_map_lookup_elem(&eh_kslots, &w->kold);
-	if (old && w->tail_d == w->tail_c && w->tail_d <= EH_KEEP_FAST && old->n == w->n && old->stop == w->stop &&
-	    old->last == w->last) {
-		for (int i = 0; i < EH_KEEP_FAST; i++)
-			if (i < w->tail_d)
-				old->f[i] = cur->f[i];
-		return 0;
-	}
-	/* Consecutive states a walk made, or none: a chain with a gap could pass for another. */
-	if (!w->whole)
-		return 0;
-	cur->n = w->n;
-	cur->stop = w->stop;
-	cur->last = w->last;
-	cur->used = ++w->kused;
-	if (old) {
-		spare = w->kold;
-	} else {
-#pragma unroll
-		for (int i = 0; i < EH_KSLOTS; i++) {
-			__u32 key = i;
-
-			k = bpf_map_lookup_elem(&eh_kslots, &key);
-			if (!k || key == w->kcur)
-				continue;
-			if (!k->tid) {
-				spare = i;
-				break;
-			}
-			if (k->used < oldest) {
-				oldest = k->used;
-				spare = i;
-			}
-		}
-	}
-	k = bpf_map_lookup_elem(&eh_kslots, &spare);
-	if (!k)
-		return 0;
-	k->tid = 0;
-	cur->tid = w->tid;
-	w->kcur = spare;
-	return 0;
-}
-
 #define EH_C_VALID 1 /* c_* hold a lookup's result */
 #define EH_C_SLICE 2 /* eh_procs has this image's slice */
 #define EH_C_STALE 4 /* eh_procs has another image's (before an exec, or a pid's last owner) */
-#define EH_C_PY 8    /* py_procs has this image's CPython: its walk looks the entry up itself */
+#define EH_C_PY 8    /* py_procs has an entry: sp_py_begin looks it up itself and checks its image */
 
 /*
  * The process's entries into w->c_*, looked up only when this CPU's last
@@ -1099,7 +770,6 @@ static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss
 	} else if (p) {
 		w->c_flags |= EH_C_STALE;
 	}
-	/* A stale entry is counted by sp_py_begin, as before the cache: it is asked then. */
 	if (py_walk && bpf_map_lookup_elem(&py_procs, &pid))
 		w->c_flags |= EH_C_PY;
 }
@@ -1115,7 +785,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct eh_kept *cur, *k;
+	struct xol_area *xa;
 	struct pt_regs *regs;
 	__u64 cs;
 
@@ -1124,11 +794,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		return 0;
 	}
 	if (!w)
-		return 0;
-	if (w->kcur >= EH_KSLOTS)
-		w->kcur = 0;
-	cur = bpf_map_lookup_elem(&eh_kslots, &w->kcur);
-	if (!cur)
 		return 0;
 	if (ur) {
 		w->ip = ur[0];
@@ -1139,19 +804,20 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return 0;
-		w->ip = BPF_CORE_READ(regs, ip);
-		w->sp = BPF_CORE_READ(regs, sp);
-		w->bp = BPF_CORE_READ(regs, bp);
-		cs = BPF_CORE_READ(regs, cs);
+		/* Loads through BTF pointers, not bpf_probe_read_kernel calls: a helper call each cost more than the load. */
+		w->ip = regs->ip;
+		w->sp = regs->sp;
+		w->bp = regs->bp;
+		cs = regs->cs;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
 		eh_stat(SP_EH_COMPAT);
 		return 0;
 	}
-	w->pure = eh_keep;
-	w->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	xa = task->mm->uprobes_state.xol_area;
+	w->tramp = xa ? xa->vaddr : 0;
+	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
@@ -1166,7 +832,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
 		w->ri = (__u64)BPF_CORE_READ(ri, next);
 		w->exact = 0;
-		w->pure = 0;
 	}
 	w->n = 0;
 	w->stop = 0;
@@ -1197,38 +862,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
 	w->exact0 = w->exact;
 	w->tramps = 0;
-	/* The spare slot is no chain while it is written. */
-	cur->tid = 0;
-	eh_keep_state(w, cur, 0);
-	w->kn = w->kc = 0;
-	w->whole = 1;
-	w->tid = (__u32)bpf_get_current_pid_tgid();
-	if (!w->maps_nr)
-		w->pure = 0;
-	if (w->pure) {
-		cur->pid = pid;
-		cur->gen = w->gen;
-		cur->start_stack = task->mm->start_stack;
-		cur->py = w->py;
-		/* Another process's, another image's or another slice's chain had other rules or another stack. */
-#pragma unroll
-		for (int i = 0; i < EH_KSLOTS; i++) {
-			__u32 key = i;
-
-			k = bpf_map_lookup_elem(&eh_kslots, &key);
-			if (k && key != w->kcur && k->tid == w->tid && k->pid == pid && k->gen == w->gen &&
-			    k->start_stack == cur->start_stack && k->py == w->py && k->n && k->n <= SP_EH_MAX_FRAMES) {
-				w->kold = key;
-				w->kn = k->n;
-				break;
-			}
-		}
-	}
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
-	if (w->stop == EH_STOP_TAIL)
-		sp_eh_tail();
-	if (w->pure)
-		sp_eh_keep();
 	if (w->py)
 		sp_py_place();
 	eh_stat(SP_EH_CHAINS);

@@ -555,9 +555,6 @@ enum sp_eh_stat {
 	SP_EH_VMA_LOOKUP,	/* mappings looked up in the kernel (bpf_find_vma): the process's not known yet */
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
-	SP_EH_KEPT_TAKEN,	/* chains whose outer frames were the thread's kept chain's, proven unchanged */
-	SP_EH_KEPT_FRAMES,	/* frames taken so */
-	SP_EH_KEPT_MISMATCH,	/* kept chains whose words had changed: walked on from there */
 	SP_EH_STAT_MAX,
 };
 

@@ -75,15 +75,13 @@ def own_cost(pid, name, secs):
 
 
 def in_kernel(out):
-    # spanperf-nokept: the same build with kept chains off (SPANPERF_NO_KEPT), the walk as before them.
-    rows = {"spanperf": [], "spanperf-nokept": [], "bpftrace": []}
+    rows = {"spanperf": [], "bpftrace": []}
     for r in range(rounds()):
         for tool in rows:
             load = busy_load(14)
-            if tool.startswith("spanperf"):
-                env = dict(os.environ, SPANPERF_NO_KEPT="1") if tool.endswith("nokept") else None
+            if tool == "spanperf":
                 p = spawn([SPANPERF, "record", "-q", "-a", "-g", "-F", str(HZ), "-o", os.path.join(TMP, "sc.data")],
-                          stdout=DEVNULL, stderr=DEVNULL, env=env)
+                          stdout=DEVNULL, stderr=DEVNULL)
                 p.tool = "spanperf-ehframe"
                 name = "on_sample_eh"
             else:
@@ -100,7 +98,6 @@ def in_kernel(out):
             log("stackcost in-kernel round %d %s: %s" % (r, tool, rows[tool][-1:]))
     out["inkernel"] = {t: median(v) for t, v in rows.items()}
     out["inkernel_ratio"] = median([s / b for s, b in zip(rows["spanperf"], rows["bpftrace"])])
-    out["inkernel_nokept_ratio"] = median([s / b for s, b in zip(rows["spanperf-nokept"], rows["bpftrace"])])
     out["inkernel_raw"] = rows
 
 
@@ -162,8 +159,6 @@ def markdown(res):
             "| figure | spanperf `-g` | peer | ratio | target |", "|---|---|---|---|---|",
             "| in-kernel ns per sample (bpf_stats) | %.0f | bpftrace kstack+ustack %.0f | %.2f | <= 0.6 |" % (
                 v["inkernel"]["spanperf"], v["inkernel"]["bpftrace"], v["inkernel_ratio"]),
-            "| the same without kept chains (SPANPERF_NO_KEPT) | %.0f | | %.2f | |" % (
-                v["inkernel"].get("spanperf-nokept", 0), v.get("inkernel_nokept_ratio", 0)),
             "| recorder CPU over 4 s | %.3f s | perf record -g %.3f s | %.2f | <= 0.3 |" % (
                 v["recorder"]["spanperf"], v["recorder"]["perf"], v["recorder_ratio"]),
             "| off-CPU BPF ns per switch | %.0f | bcc offcputime's design (bpftrace) %.0f | %.2f | <= 0.5 |" % (

@@ -12,8 +12,8 @@
  *
  *   workload_kept alternate MS   the two ways by turns, a few hundred us each
  *   workload_kept longjmp MS     the same, each way left by longjmp from its leaf
- *   workload_kept signal MS      alternate, with a SIGALRM handler that spins in
- *                                hleaf (below the shared chain) every ms
+ *   workload_kept signal MS      alternate, with a SIGPROF handler that spins in
+ *                                hleaf (below the shared chain) every ms of CPU
  *   workload_kept exec MS        alternate for MS/2, then exec'd into alternate MS/2
  *   workload_kept deep N MS      a chain N frames deep spinning at its leaf
  */
@@ -33,11 +33,16 @@ static volatile unsigned long sink;
 static jmp_buf env;
 static int jump;
 
+/*
+ * The process's CPU time, not the wall clock: each mode runs for MS of CPU,
+ * so a recording at F Hz gets about MS * F / 1000 samples of it however
+ * loaded the host is (a test's sample counts are then not a matter of luck).
+ */
 static double now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -136,11 +141,11 @@ NOINLINE static void with_signals(double ms)
 {
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 
-	signal(SIGALRM, handler);
-	setitimer(ITIMER_REAL, &it, NULL);
+	signal(SIGPROF, handler);
+	setitimer(ITIMER_PROF, &it, NULL);
 	alternate(ms);
 	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
 }
 
 NOINLINE unsigned long deep(int n, double end)

@@ -87,12 +87,6 @@ static bool python_on(bool on)
 	return on && !getenv("SPANPERF_NO_PYTHON");
 }
 
-/* Kept chains, unless this says not to (for measuring what they save). */
-static bool keep_on(void)
-{
-	return !getenv("SPANPERF_NO_KEPT");
-}
-
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
@@ -100,7 +94,6 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
-	skel->rodata->eh_keep = on && keep_on();
 	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_pages, on ? EH_MAX_PAGES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
@@ -445,11 +438,6 @@ void eh_source__report(struct eh_source *s, int verbose)
 		fprintf(stderr, "  user chains took %.0f ns each in BPF, %.1f frames each\n",
 			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),
 			(double)bpf_percpu_sum(fd, SP_EH_FRAMES) / (bpf_percpu_sum(fd, SP_EH_CHAINS) ?: 1));
-	if (bpf_percpu_sum(fd, SP_EH_KEPT_TAKEN) || bpf_percpu_sum(fd, SP_EH_KEPT_MISMATCH))
-		fprintf(stderr, "  kept chains: %llu chains took %llu frames from their thread's last chain; %llu found it changed\n",
-			(unsigned long long)bpf_percpu_sum(fd, SP_EH_KEPT_TAKEN),
-			(unsigned long long)bpf_percpu_sum(fd, SP_EH_KEPT_FRAMES),
-			(unsigned long long)bpf_percpu_sum(fd, SP_EH_KEPT_MISMATCH));
 	py_report(s);
 }
 
