@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Ground truth for kept chains (--call-graph ehframe takes a thread's outer
- * frames from its last chain once they are proven unchanged).  Built without
+ * Ground truth for the ehframe walk where a cache of chains (a thread's
+ * outer frames taken from its last chain) would go wrong.  Built without
  * frame pointers, so every step is the tables'.  Two ways down to one
  * shared chain (way1 and way2, the same code, so the shared frames lie at
  * the same stack addresses with the same return addresses into them) end in
