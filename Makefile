@@ -78,6 +78,7 @@ CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
+	$(OUTPUT)/tests/workload_kept \
 	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example $(OUTPUT)/examples/seeds
 
 .DELETE_ON_ERROR:
@@ -295,6 +296,13 @@ $(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -L$(OUTPUT)/tests -ldwarfcb \
 		-Wl,-rpath,'$$ORIGIN'
+
+# The walk's ground truth where a chain cache would go wrong: two chains through
+# the same frames at the same addresses, by turns, by longjmp, under a signal
+# handler, across an exec.
+$(OUTPUT)/tests/workload_kept: tests/integration/workload_kept.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@
 
 # Inlined frames' ground truth: static inline hot code at -O2 -g, unwound with DWARF.
 $(OUTPUT)/tests/workload_inline: tests/integration/workload_inline.c | $(OUTPUT)/tests

@@ -79,6 +79,21 @@ struct {
 	__type(value, struct sp_eh_file);
 } eh_files SEC(".maps");
 
+/*
+ * Bumped by user space after each change to eh_procs or py_procs (shared by
+ * the sampling and off-CPU programs, mapped by the recorder): a CPU's copy
+ * of its last process's entries (struct eh_walk's c_*) serves while it
+ * holds, so a sample looks up no per-process map, where two hash lookups
+ * cost more than the walk of a short chain.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32);
+} eh_gen SEC(".maps");
+
 /* Why chains ended (enum sp_eh_stat). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -162,6 +177,9 @@ struct eh_walk {
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
+	/* The last process's entries, as looked up under eh_gen's c_ugen: its slice, and if it runs Python. */
+	__u64 c_ss;		   /* its mm->start_stack: another after exec or pid reuse */
+	__u32 c_pid, c_ugen, c_first, c_nr, c_gen, c_flags;
 	/*
 	 * A function under a uretprobe (a span's end) returns into the
 	 * kernel's trampoline: its return address on the stack is the
@@ -717,6 +735,45 @@ __noinline int sp_py_place(void)
 	return 0;
 }
 
+#define EH_C_VALID 1 /* c_* hold a lookup's result */
+#define EH_C_SLICE 2 /* eh_procs has this image's slice */
+#define EH_C_STALE 4 /* eh_procs has another image's (before an exec, or a pid's last owner) */
+#define EH_C_PY 8    /* py_procs has an entry: sp_py_begin looks it up itself and checks its image */
+
+/*
+ * The process's entries into w->c_*, looked up only when this CPU's last
+ * sample was another process's or image's, or user space changed the maps
+ * since (eh_gen, read before the lookups: a change during them is seen by
+ * the next sample).
+ */
+static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss)
+{
+	__u32 zero = 0, *g = bpf_map_lookup_elem(&eh_gen, &zero), ugen;
+	struct sp_eh_proc *p;
+
+	if (!g)
+		return;
+	ugen = *(volatile __u32 *)g;
+	if ((w->c_flags & EH_C_VALID) && w->c_pid == pid && w->c_ss == ss && w->c_ugen == ugen)
+		return;
+	w->c_pid = pid;
+	w->c_ss = ss;
+	w->c_ugen = ugen;
+	w->c_flags = EH_C_VALID;
+	p = bpf_map_lookup_elem(&eh_procs, &pid);
+	if (p && p->start_stack == ss) {
+		w->c_first = p->first;
+		w->c_nr = p->nr;
+		w->c_gen = p->gen;
+		if (p->nr)
+			w->c_flags |= EH_C_SLICE;
+	} else if (p) {
+		w->c_flags |= EH_C_STALE;
+	}
+	if (py_walk && bpf_map_lookup_elem(&py_procs, &pid))
+		w->c_flags |= EH_C_PY;
+}
+
 /*
  * The user chain of the current task into s->ips from index base (the
  * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
@@ -728,7 +785,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
-	struct sp_eh_proc *p = bpf_map_lookup_elem(&eh_procs, &pid);
+	struct xol_area *xa;
 	struct pt_regs *regs;
 	__u64 cs;
 
@@ -747,18 +804,20 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return 0;
-		w->ip = BPF_CORE_READ(regs, ip);
-		w->sp = BPF_CORE_READ(regs, sp);
-		w->bp = BPF_CORE_READ(regs, bp);
-		cs = BPF_CORE_READ(regs, cs);
+		/* Loads through BTF pointers, not bpf_probe_read_kernel calls: a helper call each cost more than the load. */
+		w->ip = regs->ip;
+		w->sp = regs->sp;
+		w->bp = regs->bp;
+		cs = regs->cs;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
 		eh_stat(SP_EH_COMPAT);
 		return 0;
 	}
-	w->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
-	w->ri = (__u64)BPF_CORE_READ(task, utask, return_instances);
+	xa = task->mm->uprobes_state.xol_area;
+	w->tramp = xa ? xa->vaddr : 0;
+	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
@@ -779,14 +838,15 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->win_len = 0;
 	w->base = base + 1;
 	w->maps_first = w->maps_nr = 0;
+	eh_proc_facts(w, pid, task->mm->start_stack);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
 	if (eh_vma_only) {
 		/* as if no slice were there yet */
-	} else if (p && p->start_stack == task->mm->start_stack) {
-		w->maps_first = p->first;
-		w->maps_nr = p->nr;
-		w->gen = p->gen;
-	} else if (p) {
+	} else if (w->c_flags & EH_C_SLICE) {
+		w->maps_first = w->c_first;
+		w->maps_nr = w->c_nr;
+		w->gen = w->c_gen;
+	} else if (w->c_flags & EH_C_STALE) {
 		eh_stat(SP_EH_STOP_STALE);
 	}
 	/*
@@ -799,7 +859,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (!w->maps_nr)
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
-	w->py = sp_py_begin();
+	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);

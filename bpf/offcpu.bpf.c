@@ -261,6 +261,12 @@ static __always_inline __s32 eh_stackid(void)
 	bpf_loop(SP_EH_MAX_FRAMES, chain_hash_step, NULL, 0);
 	for (int k = 0; k < 4; k++) {
 		id = (__u32)(c->hash + k) & 0x7fffffff;
+		/* A thread mostly blocks where it blocked before: a lookup finds it without the bucket lock an update takes. */
+		old = bpf_map_lookup_elem(&offustacks, &id);
+		if (old && old->hash == c->hash && old->nr == c->nr)
+			return id;
+		if (old)
+			continue;
 		if (!bpf_map_update_elem(&offustacks, &id, c, BPF_NOEXIST)) {
 			if (python) {
 				__u64 pt = bpf_get_current_pid_tgid();

@@ -2,7 +2,8 @@
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
 from . import (agent, dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, python,
-               recorder, report, rss, sched, spans, split, srcline, stat, stolen, top, wakers, wholepath)
+               recorder, report, rss, sched, spans, split, srcline, stackcost, stat, stolen, top, wakers,
+               wholepath)
 
 TABLE = [
     inkernel,
@@ -23,6 +24,7 @@ TABLE = [
     ehtables,
     python,
     wholepath,
+    stackcost,
     rss,
     otel,
     page,

@@ -46,6 +46,7 @@ struct eh_source {
 	const struct int_list *pids; /* -p: only these processes' tables are kept current */
 	struct eh_tables *tables;
 	struct py_procs *py; /* NULL: Python frames are not read (SPANPERF_NO_PYTHON) */
+	__u32 *gen;	     /* eh_gen's value, mapped: bumped after every change to eh_procs or py_procs */
 	struct ring_buffer *rb;
 	eh_sample_fn fn;
 	void *ctx;
@@ -195,6 +196,14 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the ehframe wake ring: %s", strerror(-e));
 		goto cleanup;
 	}
+	s->gen = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel->maps.eh_gen),
+		      0);
+	if (s->gen == MAP_FAILED) {
+		e = -errno;
+		s->gen = NULL;
+		pr_err("cannot map the ehframe generation: %s", strerror(-e));
+		goto cleanup;
+	}
 	eh_tables__scan(s->tables, pids);
 	if (skel->rodata->py_walk) {
 		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs), EH_MAX_PY_PROCS);
@@ -225,6 +234,18 @@ int eh_source_attach(struct pe_set *set, struct sample_bpf *skel)
 	return 0;
 }
 
+/*
+ * After eh_procs or py_procs changed: each CPU's copy of its last process's
+ * entries (bpf/ehframe.bpf.h, eh_proc_facts) is looked up again.  Bumped
+ * in this thread right after the call that wrote the map, so no sample
+ * goes on taking an entry the map no longer has (an exited pid's slice,
+ * whose eh_maps rows another process may be given).
+ */
+static void maps_changed(struct eh_source *s)
+{
+	__atomic_add_fetch(s->gen, 1, __ATOMIC_RELEASE);
+}
+
 void eh_source__started(struct eh_source *s)
 {
 	if (!s)
@@ -238,6 +259,7 @@ void eh_source__started(struct eh_source *s)
 	eh_tables__catch_up(s->tables, s->pids);
 	eh_tables__flush(s->tables);
 	py_procs__catch_up(s->py, s->pids);
+	maps_changed(s);
 }
 
 int eh_source__poll_ms(struct eh_source *s, int idle_ms)
@@ -292,6 +314,7 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 						r->mmap.min, r->mmap.ino, r->mmap.filename);
 			py_procs__mmap(s->py, r->mmap.pid, r->mmap.filename);
 			s->changed = true;
+			maps_changed(s);
 		}
 		break;
 	case PERF_RECORD_COMM:
@@ -300,18 +323,21 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 			eh_tables__mark_exec(s->tables, r->comm.pid);
 			py_procs__exec(s->py, r->comm.pid);
 			s->changed = true;
+			maps_changed(s);
 		}
 		break;
 	case PERF_RECORD_FORK:
 		if (r->task.pid != r->task.ppid && wanted(s, r->task.pid)) {
 			eh_tables__fork(s->tables, r->task.ppid, r->task.pid);
 			py_procs__fork(s->py, r->task.ppid, r->task.pid);
+			maps_changed(s);
 		}
 		break;
 	case PERF_RECORD_EXIT:
 		if (r->task.pid == r->task.tid && wanted(s, r->task.pid)) {
 			eh_tables__exit(s->tables, r->task.pid);
 			py_procs__exit(s->py, r->task.pid);
+			maps_changed(s);
 		}
 		break;
 	}
@@ -319,13 +345,17 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 
 long eh_source__drain(struct eh_source *s)
 {
+	bool writes;
 	int e;
 
 	if (!s)
 		return 0;
+	writes = eh_tables__pending(s->tables) || py_procs__pending(s->py);
 	/* Processes that mapped code since the last pass: before their next samples. */
 	eh_tables__flush(s->tables);
 	py_procs__flush(s->py);
+	if (writes)
+		maps_changed(s);
 	s->n = 0;
 	e = ring_buffer__consume(s->rb);
 	return e < 0 ? e : s->n;
@@ -464,6 +494,8 @@ void eh_source__free(struct eh_source *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	if (s->gen)
+		munmap(s->gen, sysconf(_SC_PAGESIZE));
 	eh_tables__free(s->tables);
 	py_procs__free(s->py);
 	free(s);

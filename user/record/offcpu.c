@@ -552,6 +552,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		    bpf_map__reuse_fd(s->skel->maps.eh_pages, o->eh->pages) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_maps, o->eh->maps) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_procs, o->eh->procs) ?:
+		    bpf_map__reuse_fd(s->skel->maps.eh_gen, o->eh->gen) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_files, o->eh->files);
 		/* Python frames as the samples have them: the same layouts, one count of the walks. */
 		if (!e && o->eh->py_procs >= 0)

@@ -29,6 +29,7 @@ struct target;
 /* --call-graph ehframe: the sampling program's unwind tables, which the off-CPU program shares. */
 struct offcpu_eh_fds {
 	int rows, pages, maps, procs, files;
+	int gen; /* bumped by the sampling side at each change to procs or py_procs */
 	int py_procs, py_stats; /* Python processes' layouts and the walk's counts; -1: no Python frames */
 };
 

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The ehframe walk where a cache of chains would go wrong (--call-graph
+ehframe; written for kept chains, which issue 40 tried and took out: they
+saved nothing on whole-host chains).  Ground truth is
+workload_kept (no frame pointers): two ways (way1, way2) down to one shared
+chain at the same stack addresses, ending in leaf1 or leaf2 through one call
+site, so a tail taken from the other way's chain would show leaf1 under way2.
+By turns, left by longjmp, under a signal handler that runs the shared chain
+itself, and across an exec of the same thread; and a 30-deep chain whose
+every frame is counted.  The workload runs for its CPU time, so the sample
+counts hold on a loaded host."""
+import collections
+import os
+
+from harness import BUILD, need_bpf, spanperf, test, tmpdir
+from test_dwarf import folded
+
+KEPT_WORKLOAD = os.path.join(BUILD, "tests", "workload_kept")
+WAYS = {"leaf1": "way1", "leaf2": "way2", "hleaf": "handler"}
+
+
+def record(mode, *args):
+    need_bpf()
+    path = os.path.join(tmpdir(), "kept-%s.data" % mode)
+    p = spanperf("record", "-g", "-F", "999", "-v", "-o", path, "--", KEPT_WORKLOAD, mode, *args, check=True)
+    return folded(path, comm="workload_kept"), p.stderr
+
+
+def segments(st):
+    """A chain (leaf first) cut at each signal frame: the handler's part, then what it interrupted."""
+    out, cur = [], []
+    for f in st:
+        cur.append(f)
+        if f == "__restore_rt":
+            out.append(cur)
+            cur = []
+    out.append(cur)
+    return out
+
+
+def judge(stacks):
+    """(samples in a leaf of ours, those whose chain is whole to main, the wrong ones): a leaf's
+    next frames must be the shared chain and its own way, as far as the chain goes."""
+    n = whole = 0
+    wrong = collections.Counter()
+    for st, c in stacks.items():
+        segs = segments(st)
+        leaves = [(seg, seg.index(l), l) for seg in segs for l in WAYS if l in seg]
+        if not leaves:
+            continue
+        n += c
+        ok = True
+        for seg, i, leaf in leaves:
+            want = [leaf, "shared3", "shared2", "shared1", WAYS[leaf]]
+            got = seg[i:i + len(want)]
+            if got != want[:len(got)]:
+                wrong[st] += c
+                ok = False
+            elif got != want:
+                ok = False
+        if ok and "main" in segs[-1]:
+            whole += c
+    return n, whole, wrong
+
+
+def check(mode, stacks, err):
+    n, whole, wrong = judge(stacks)
+    assert n >= 100, "%s: %d samples in the leaves: %s\n%s" % (mode, n, stacks.most_common(3), err[-2000:])
+    assert not wrong, "%s: %d of %d samples with a frame of the other way: %s" % (
+        mode, sum(wrong.values()), n, wrong.most_common(3))
+    assert whole * 100 >= 95 * n, "%s: %d of %d chains whole: %s" % (mode, whole, n, stacks.most_common(3))
+
+
+@test
+def test_kept_two_ways_by_turns():
+    """way1 and way2 by turns, a few hundred us each: the shared frames lie at the same
+    addresses with the same return addresses; only way's return address tells them apart."""
+    stacks, err = record("alternate", "1500")
+    check("alternate", stacks, err)
+    assert sum(c for st, c in stacks.items() if "leaf1" in st) >= 30
+    assert sum(c for st, c in stacks.items() if "leaf2" in st) >= 30
+
+
+@test
+def test_kept_left_by_longjmp():
+    """Each way left by longjmp from its leaf, the next built on the same stack."""
+    stacks, err = record("longjmp", "1500")
+    check("longjmp", stacks, err)
+
+
+@test
+def test_kept_under_a_signal_handler():
+    """A SIGPROF handler every ms of CPU runs the shared chain below whatever it interrupted: its
+    chain crosses the signal frame into the interrupted way, each part right."""
+    stacks, err = record("signal", "1500")
+    check("signal", stacks, err)
+    handler = sum(c for st, c in stacks.items() if "hleaf" in st)
+    through = sum(c for st, c in stacks.items() if "hleaf" in st and "__restore_rt" in st and "main" in st)
+    assert handler >= 20 and through * 100 >= 95 * handler, "%d of %d handler samples reach main" % (
+        through, handler)
+
+
+@test
+def test_kept_across_exec():
+    """The same thread exec'd into the same program: its new image's chains, right."""
+    stacks, err = record("exec", "2000")
+    check("exec", stacks, err)
+
+
+@test
+def test_kept_deep_chain_whole():
+    """A 30-deep recursion: every frame of it in each chain."""
+    stacks, err = record("deep", "30", "1500")
+    n = sum(c for st, c in stacks.items() if "deep" in st)
+    right = sum(c for st, c in stacks.items() if st.count("deep") == 30 and "main" in st)
+    over = sum(c for st, c in stacks.items() if st.count("deep") > 30)
+    assert n >= 100 and right * 100 >= 95 * n and not over, "%d of %d chains with 30 deep frames (%d more): %s" % (
+        right, n, over, stacks.most_common(2))

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ground truth for the ehframe walk where a cache of chains (a thread's
+ * outer frames taken from its last chain) would go wrong.  Built without
+ * frame pointers, so every step is the tables'.  Two ways down to one
+ * shared chain (way1 and way2, the same code, so the shared frames lie at
+ * the same stack addresses with the same return addresses into them) end in
+ * leaf1 or leaf2, called through one pointer from one call site: a sample in
+ * leaf1 is right only under way1, in leaf2 only under way2.  A tail taken
+ * from the other way's chain without its words checked would show leaf1
+ * under way2.
+ *
+ *   workload_kept alternate MS   the two ways by turns, a few hundred us each
+ *   workload_kept longjmp MS     the same, each way left by longjmp from its leaf
+ *   workload_kept signal MS      alternate, with a SIGPROF handler that spins in
+ *                                hleaf (below the shared chain) every ms of CPU
+ *   workload_kept exec MS        alternate for MS/2, then exec'd into alternate MS/2
+ *   workload_kept deep N MS      a chain N frames deep spinning at its leaf
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline, noclone))
+#define ROUND 200000 /* spins per turn: a few hundred us */
+
+static volatile unsigned long sink;
+static jmp_buf env;
+static int jump;
+
+/*
+ * The process's CPU time, not the wall clock: each mode runs for MS of CPU,
+ * so a recording at F Hz gets about MS * F / 1000 samples of it however
+ * loaded the host is (a test's sample counts are then not a matter of luck).
+ */
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+NOINLINE static void spin(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		sink += i;
+}
+
+NOINLINE void leaf1(void)
+{
+	spin(ROUND);
+	if (jump)
+		longjmp(env, 1);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void leaf2(void)
+{
+	spin(ROUND);
+	if (jump)
+		longjmp(env, 2);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void shared3(void (*fn)(void))
+{
+	fn();
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void shared2(void (*fn)(void))
+{
+	shared3(fn);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void shared1(void (*fn)(void))
+{
+	shared2(fn);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void way1(void)
+{
+	shared1(leaf1);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void way2(void)
+{
+	shared1(leaf2);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE static void alternate(double ms)
+{
+	double end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		way1();
+		way2();
+	}
+}
+
+NOINLINE static void by_longjmp(double ms)
+{
+	double end = now_ms() + ms;
+	volatile int turn = 0;
+
+	jump = 1;
+	while (now_ms() < end) {
+		if (!setjmp(env)) {
+			if (turn++ & 1)
+				way2();
+			else
+				way1();
+		}
+	}
+}
+
+NOINLINE void hleaf(void)
+{
+	spin(ROUND);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void handler(int sig)
+{
+	(void)sig;
+	shared1(hleaf);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE static void with_signals(double ms)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+
+	signal(SIGPROF, handler);
+	setitimer(ITIMER_PROF, &it, NULL);
+	alternate(ms);
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+NOINLINE unsigned long deep(int n, double end)
+{
+	unsigned long r;
+
+	if (n > 1) {
+		r = deep(n - 1, end);
+	} else {
+		while (now_ms() < end)
+			spin(ROUND / 10);
+		r = sink;
+	}
+	/* Opaque to the compiler: the recursion stays calls, not a loop. */
+	__asm__ volatile("" : "+r"(r));
+	return r + 1;
+}
+
+int main(int argc, char **argv)
+{
+	double ms = argc > 2 ? atof(argv[argc - 1]) : 1000;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: workload_kept alternate|longjmp|signal|exec MS | deep N MS\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "alternate")) {
+		alternate(ms);
+	} else if (!strcmp(argv[1], "longjmp")) {
+		by_longjmp(ms);
+	} else if (!strcmp(argv[1], "signal")) {
+		with_signals(ms);
+	} else if (!strcmp(argv[1], "exec")) {
+		char half[32], self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (n <= 0) {
+			perror("readlink");
+			return 1;
+		}
+		self[n] = 0;
+		alternate(ms / 2);
+		snprintf(half, sizeof(half), "%.0f", ms / 2);
+		/* By its own name, so that the comm stays (/proc/self/exe would make it "exe"). */
+		execl(self, argv[0], "alternate", half, (char *)NULL);
+		perror("exec");
+		return 1;
+	} else if (!strcmp(argv[1], "deep") && argc > 3) {
+		deep(atoi(argv[2]), now_ms() + ms);
+	} else {
+		fprintf(stderr, "workload_kept: unknown mode %s\n", argv[1]);
+		return 2;
+	}
+	printf("{\"pid\":%d,\"sink\":%lu}\n", getpid(), (unsigned long)(sink & 1));
+	return 0;
+}
