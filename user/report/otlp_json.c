@@ -250,6 +250,7 @@ static int attr_elem(struct cur *c, void *ctx)
 struct parse {
 	struct ext_span *spans;
 	size_t n, cap;
+	const char *text, *done; /* a mapped text's start, and how far its pages went; text NULL: not mapped */
 	struct otlp_stats *st;
 	struct attrs resource;
 };
@@ -346,6 +347,9 @@ static int span_elem(struct cur *c, void *ctx)
 		return -ENOMEM;
 	ps->n++;
 	ps->st->spans++;
+	/* Nothing behind a span's end is read again. */
+	if (ps->text)
+		ext_text_let_go(ps->text, &ps->done, c->p);
 	return 0;
 }
 
@@ -402,11 +406,11 @@ bool otlp_json_detect(const char *text, size_t len)
 	return memmem(text, n, "\"resourceSpans\"", 15) != NULL;
 }
 
-int otlp_json_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
-		    struct otlp_stats *st, char *err, size_t errlen)
+static int parse_doc(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+		     struct otlp_stats *st, bool mapped, char *err, size_t errlen)
 {
 	struct cur c = { text, text, text + len, 0 };
-	struct parse ps = { .st = st };
+	struct parse ps = { .st = st, .text = mapped ? text : NULL };
 	int e;
 
 	*out = NULL;
@@ -426,6 +430,18 @@ int otlp_json_parse(const char *text, size_t len, const char *fname, struct ext_
 	*out = ps.spans;
 	*n = ps.n;
 	return 0;
+}
+
+int otlp_json_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+		    struct otlp_stats *st, char *err, size_t errlen)
+{
+	return parse_doc(text, len, fname, out, n, st, false, err, errlen);
+}
+
+int otlp_json_parse_mapped(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+			   struct otlp_stats *st, char *err, size_t errlen)
+{
+	return parse_doc(text, len, fname, out, n, st, true, err, errlen);
 }
 
 /* ---- out ---- */
