@@ -23,6 +23,7 @@
 #include "fileio.h"
 #include "hash.h"
 #include "log.h"
+#include "map_guard.h"
 #include "names.h"
 #include "otel_join.h"
 #include "otlp_json.h"
@@ -557,8 +558,11 @@ build:
 /*
  * The spans file mapped, not read: its parser lets the pages behind it go,
  * so the text (270 MB for a million OTLP spans) and the spans made from it
- * are never all in memory at once.  *mapped says which way it came: an
- * empty file is read (there is nothing to map).
+ * are never all in memory at once.  *mapped says which way it came.  As the
+ * perf.data reader does: mapped only if no one else may write it, and with
+ * the guard on, so that a file cut short under the parse reads as zeros
+ * (a parse error, one sentence) rather than SIGBUS; a file others may write,
+ * and an empty one, are read.
  */
 static int load_external(const char *path, char **text, size_t *len, bool *mapped)
 {
@@ -571,7 +575,8 @@ static int load_external(const char *path, char **text, size_t *len, bool *mappe
 		return fd;
 	if (fstat(fd, &st)) {
 		e = -errno;
-	} else if (st.st_size <= 0 || (unsigned long long)st.st_size >= SIZE_MAX / 2) {
+	} else if (st.st_size <= 0 || (unsigned long long)st.st_size >= SIZE_MAX / 2 ||
+		   (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022) || map_guard__install()) {
 		e = read_file_all(path, text, len);
 	} else if ((p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
 		e = -errno;
