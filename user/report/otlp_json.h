@@ -30,6 +30,9 @@ struct otlp_stats {
 /* Parses the whole text; on error, err names the file and the byte offset. */
 int otlp_json_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
 		    struct otlp_stats *st, char *err, size_t errlen);
+/* The same over a private mapping of the file, whose pages behind the parse go (ext_spans_parse_mapped). */
+int otlp_json_parse_mapped(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+			   struct otlp_stats *st, char *err, size_t errlen);
 
 /* ---- out ---- */
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "json_scan.h"
 #include "sbuf.h"
@@ -275,12 +277,29 @@ void ext_spans_free(struct ext_span *v, size_t n)
 	free(v);
 }
 
-int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
-		    char *err, size_t errlen)
+/* The least let go at a time: a call a few MB, not one a line. */
+#define LET_GO_STEP (4u << 20)
+
+void ext_text_let_go(const char *text, const char **done, const char *upto)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	const char *to = text + (size_t)(upto - text) / page * page;
+
+	if (!*done)
+		*done = text;
+	if (to < *done + LET_GO_STEP)
+		return;
+	/* Unwritten pages of a private file mapping: dropped, they read back from the file if needed. */
+	madvise((void *)*done, to - *done, MADV_DONTNEED);
+	*done = to;
+}
+
+static int parse_lines(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+		       bool mapped, char *err, size_t errlen)
 {
 	struct ext_span *v = NULL;
 	size_t cnt = 0, cap = 0, line = 0;
-	const char *p = text, *end = text + len;
+	const char *p = text, *end = text + len, *done = NULL;
 
 	*out = NULL;
 	*n = 0;
@@ -314,6 +333,8 @@ int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_
 			return -ENOMEM;
 		}
 		cnt++;
+		if (mapped)
+			ext_text_let_go(text, &done, p);
 	}
 	if (!cnt) {
 		snprintf(err, errlen, "%s holds no spans", fname);
@@ -323,4 +344,16 @@ int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_
 	*out = v;
 	*n = cnt;
 	return 0;
+}
+
+int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+		    char *err, size_t errlen)
+{
+	return parse_lines(text, len, fname, out, n, false, err, errlen);
+}
+
+int ext_spans_parse_mapped(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+			   char *err, size_t errlen)
+{
+	return parse_lines(text, len, fname, out, n, true, err, errlen);
 }

@@ -48,4 +48,15 @@ void ext_spans_free(struct ext_span *v, size_t n);
 int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
 		    char *err, size_t errlen);
 
+/*
+ * The same over a file's text that is a private read-only mapping of it
+ * (text page-aligned, as mmap gives it): the pages behind the parse are let
+ * go as it goes, so that a 270 MB file is never all resident beside the
+ * spans made from it.  A page read again would come back from the file.
+ */
+int ext_spans_parse_mapped(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
+			   char *err, size_t errlen);
+/* For the parsers: the pages of mapped text from *done up to upto let go, in steps; *done moves on. */
+void ext_text_let_go(const char *text, const char **done, const char *upto);
+
 #endif
