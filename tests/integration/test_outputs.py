@@ -203,13 +203,16 @@ class FullDisk:
         open(self.filler, "wb").close()
 
     def fill(self):
-        with open(self.filler, "ab") as f:
-            try:
-                while True:
-                    f.write(b"\0" * 65536)
-                    f.flush()
-            except OSError:
-                pass
+        # Unbuffered: a buffered file's close flushes what the full disk refused and raises
+        # ENOSPC again outside the loop (seen under make check).
+        fd = os.open(self.filler, os.O_WRONLY | os.O_APPEND)
+        try:
+            while True:
+                os.write(fd, b"\0" * 65536)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def free(self):
         os.unlink(self.filler)
