@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import ch_cluster
@@ -17,6 +18,21 @@ def in_spin(folded):
     """The spinner's samples: every stack of its process (its main thread only waits), whatever
     the leaf (spin_0, thread_cpu_ns inlined into it or called, the vDSO, the kernel)."""
     return fleet_common.folded_total(folded)
+
+
+HZ = 499
+
+
+def wait_until(pred, what, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if pred():
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(what)
 
 
 def agent(url, *args):
@@ -37,14 +53,28 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
     a = b = wl = rec = None
     try:
         s0, s1 = c.servers
-        a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostA", "--window", "2", "-F", "99")
-        b = agent(s1.url, "--cluster", "fleet", "--host-label", "hostB", "--window", "2", "-F", "99")
-        wait_windows(s0, 2)
-        # a local record of the same window, beside the agents
+        # 499 Hz: 10% of 2.5 s of CPU is then ~3.5 sigma of a shared CPU's sampling noise (at 99 Hz
+        # it was 1.6: a loaded host gave 274 samples against 248 due).
+        a = agent(s0.url, "--cluster", "fleet", "--host-label", "hostA", "--window", "2", "-F", str(HZ))
+        b = agent(s1.url, "--cluster", "fleet", "--host-label", "hostB", "--window", "2", "-F", str(HZ))
+        for host in ("hostA", "hostB"):  # both agents sampling
+            wait_until(lambda: int(tsv(s0, "SELECT count() FROM spanperf.windows WHERE host = '%s'" % host)) >= 1,
+                       "no window of %s" % host)
+        # a local record of the same window, beside the agents; the spinner starts once its events
+        # are on (its -v line), however long a loaded host takes to start it
         path = os.path.join(tmpdir(), "local.data")
-        rec = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-F", "99", "-o", path], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-        time.sleep(1.5)
+        rec = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-F", str(HZ), "-o", path], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        on, lines = threading.Event(), []
+
+        def read_err():
+            for line in rec.stderr:
+                lines.append(line)
+                if "synthesized" in line:
+                    on.set()
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        assert on.wait(timeout=120), "the local record never started: %s" % "".join(lines)[-1500:]
         wl = subprocess.Popen([WORKLOAD, "spin", "2500"], stdout=subprocess.DEVNULL)
         wl_pid = wl.pid
         # the truth: the workload's own CPU time, from the kernel's accounts at its exit
@@ -54,8 +84,9 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         # the agents' windows that hold its end are complete, then INT sends what is left
         time.sleep(2.5)
         rec.send_signal(signal.SIGINT)
-        rec.communicate(timeout=60)
-        assert rec.returncode == 0
+        rec.wait(timeout=60)
+        reader.join(timeout=60)
+        assert rec.returncode == 0, "".join(lines)[-1500:]
         for p in (a, b):
             p.send_signal(signal.SIGINT)
         for p in (a, b):
@@ -63,7 +94,7 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
             out, err = p.communicate(timeout=60)
             assert p.returncode == 0, "agent exited %d: %s" % (p.returncode, err)
             assert time.time() - t0 < 3, "the agent took %.1fs to stop" % (time.time() - t0)
-        due = spun * 99 / 1e9
+        due = spun * HZ / 1e9
         r = spanperf("report", "-i", path, "--pids", str(wl_pid), "--folded")
         assert r.returncode == 0, r.stderr
         local = in_spin(r.stdout)
