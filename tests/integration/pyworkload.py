@@ -11,7 +11,8 @@ Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart
   pyw-sleep    sleeper_outer -> nap_here -> time.sleep (off CPU, the GIL released)
   pyw-async    asyncio.run -> a task: worker -> sub -> blocking_in_task -> time.sleep
   pyw-deep     (--deep N) deep_start -> recurse x N -> deep_leaf -> time.sleep
-  --fork:      a multiprocessing child (fork) that spins in child_work -> child_spin, named pyw-child
+  --fork:      a multiprocessing child (fork) that spins in child_work -> child_spin, named pyw-child,
+               for 1 s of its own CPU time
   --map-region: a second in, code mapped at 0x600000000000, where a profiler's symbols for Python
                frames may lie (test_python: spanperf moves them)
 
@@ -139,15 +140,17 @@ def map_region():
 
 def child_spin(end):
     n = 0
-    while time.monotonic() < end:
+    while time.thread_time() < end:
         for _ in range(2000):
             n += 1
     return n
 
 
-def child_work(end):
+def child_work(cpu_seconds):
+    # A budget of its own CPU time, not of the wall's: a loaded host gave the child a few percent of
+    # a CPU, and its samples, which the test counts, with it.
     set_name("pyw-child")
-    return child_spin(end)
+    return child_spin(time.thread_time() + cpu_seconds)
 
 
 if __name__ == "__main__":
@@ -162,7 +165,7 @@ if __name__ == "__main__":
     if "--fork" in sys.argv:
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
-        child = ctx.Process(target=child_work, args=(time.monotonic() + SECONDS,))
+        child = ctx.Process(target=child_work, args=(1.0,))
         child.start()
     while len(_parked) < len(threads):
         time.sleep(0.01)
