@@ -128,6 +128,38 @@ def test_fleet_event_off_cpu_equals_a_local_recordings():
     assert "of event 'offcpu-time'" in fleet, fleet
 
 
+@test
+def test_fleet_names_a_thread_that_only_slept():
+    """The sleeper's threads are named as a local record names them, never ':TID': the agent's
+    off-CPU sums of short blocks are written at each window's end, while the session still knows
+    the thread's name (it forgets a thread a window after its exit), not once at the agent's exit."""
+    r = shipped()
+    pid = str(r["sleeper"]["pid"])
+    def named(out):
+        rows = set()
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[0].endswith("%"):
+                rows.add((f[2], f[3]))
+        return rows
+    local, fleet = both(["--pids", pid, "--event", "off-cpu", "--sort", "comm,tid"])
+    lo, fl = named(local), named(fleet)
+    assert str(r["sleeper"]["tid"]) in {t for _, t in lo}, local
+    assert lo == fl, (local, fleet)
+    assert not any(c.startswith(":") for c, _ in fl), fleet
+
+
+@test
+def test_fleet_span_prefix_is_refused_saying_why():
+    """--span-prefix needs each sample's time, which a window's rows (a thread's samples of a stack
+    summed) do not keep: refused in one sentence that says so, status 1, whatever the server holds."""
+    r = shipped()
+    p = spanperf("report", "--clickhouse", r["s"].url, "--since", "10m", "--folded", "--span-prefix")
+    assert p.returncode == 1 and not p.stdout, (p.returncode, p.stdout)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--span-prefix" in lines[0] and "not their times" in lines[0], p.stderr
+
+
 def spin_windows():
     """The fleet's windows wholly inside the spinner's run (those with its samples, less the first
     and the last), as (start_ns, end_ns)."""

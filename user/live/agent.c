@@ -170,6 +170,7 @@ static int record_opts_of(struct agent_opts *o, struct record_opts *ro)
 	ro->no_buildid_cache = true;
 	ro->output = NULL;
 	ro->switch_output = true;
+	ro->window_sums = true;
 	ro->switch_ns = o->window * 1e9;
 	ro->spans = o->span_texts;
 	ro->nr_spans = o->nr_spans;

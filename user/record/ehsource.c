@@ -264,7 +264,7 @@ void eh_source__started(struct eh_source *s)
 
 int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 {
-	__u64 now;
+	__u64 now, due;
 
 	if (!s)
 		return idle_ms;
@@ -274,7 +274,7 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 		return EH_SOURCE_POLL_MS;
 	}
 	now = now_ns(CLOCK_MONOTONIC);
-	if (s->changed || eh_tables__pending(s->tables) || py_procs__pending(s->py)) {
+	if (s->changed || eh_tables__pending(s->tables)) {
 		s->busy_until = now + EH_SOURCE_BUSY_NS;
 		s->changed = false;
 	}
@@ -282,6 +282,20 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 		s->busy_passes++;
 		return EH_SOURCE_POLL_MS;
 	}
+	/*
+	 * A Python process whose runtime is not set up yet is read again at
+	 * its due time (2 ms after its libpython's mapping, then less often,
+	 * up to 500 ms apart): the loop sleeps until the first, where any
+	 * process waiting kept it at 2 ms, and a host that starts Python
+	 * programs all the time always has one waiting (most passes here).
+	 */
+	due = py_procs__next_due(s->py);
+	if (due && due <= now + EH_SOURCE_POLL_MS * 1000000ull) {
+		s->busy_passes++;
+		return EH_SOURCE_POLL_MS;
+	}
+	if (due && due < now + (__u64)idle_ms * 1000000ull)
+		idle_ms = (int)((due - now + 999999) / 1000000);
 	/*
 	 * Armed before the wait: an exec from here on wakes it.  One between the
 	 * last drain and now is seen at the next pass, idle_ms later at most.

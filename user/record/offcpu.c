@@ -658,6 +658,36 @@ static bool thread_alive(__u32 pid, __u32 tid)
 	return access(path, F_OK) == 0;
 }
 
+int offcpu__sums(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void *ctx)
+{
+	int agg = bpf_map__fd(s->skel->maps.offagg);
+	__u32 left = bpf_map__max_entries(s->skel->maps.offagg);
+	struct sp_offcpu_key key;
+	struct sp_offcpu_val v;
+	__u64 n;
+	int e = offcpu__consume(s, fn, ctx, &n);
+
+	/*
+	 * Each key from the start again, as the last was taken out; bounded by
+	 * the map's size, as blocks keep ending meanwhile.  Out with its value
+	 * at once: a block that ends after it starts a new sum for the next
+	 * window, never one added to a sum already written.  (A block whose
+	 * program found the sum just before it went out adds to the element
+	 * taken out: that one block is lost, in a window of a few instructions.)
+	 */
+	while (!e && left-- && !bpf_map_get_next_key(agg, NULL, &key)) {
+		if (bpf_map_lookup_and_delete_elem(agg, &key, &v))
+			break;
+		if (!v.ns)
+			continue;
+		e = write_sample(s, key.pid, key.tid, 0, end_ns, v.ns, key.kstack, key.ustack,
+				 v.count > 1 ? OFFCPU_RES_SUM : 0);
+		s->st.sums++;
+		s->st.summed += v.count;
+	}
+	return e;
+}
+
 int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void *ctx)
 {
 	int agg = bpf_map__fd(s->skel->maps.offagg), start = bpf_map__fd(s->skel->maps.offstart);

@@ -103,6 +103,12 @@ int offcpu__consume(struct offcpu_set *s, offcpu_write_fn fn, void *ctx, __u64 *
  * and the blocks still going (cut at end_ns).
  */
 int offcpu__finish(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void *ctx);
+/*
+ * The sums so far, stamped end_ns, taken out of the map as they are
+ * written, the programs still attached: a window's own (the agent's
+ * windows, record_opts.window_sums).
+ */
+int offcpu__sums(struct offcpu_set *s, __u64 end_ns, offcpu_write_fn fn, void *ctx);
 void offcpu__stats(struct offcpu_set *s, struct offcpu_stats *st);
 /* "tp_btf" or "raw_tp". */
 const char *offcpu__hook(const struct offcpu_set *s);

@@ -519,9 +519,14 @@ void py_procs__flush(struct py_procs *p)
 	free(due);
 }
 
-bool py_procs__pending(const struct py_procs *p)
+__u64 py_procs__next_due(const struct py_procs *p)
 {
-	return p && p->nr_pending;
+	__u64 due = 0;
+
+	for (size_t i = 0; p && i < p->nr_pending; i++)
+		if (!due || p->pending[i].due < due)
+			due = p->pending[i].due;
+	return due;
 }
 
 const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns)

@@ -54,8 +54,8 @@ void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid);
 void py_procs__exit(struct py_procs *p, __u32 pid);
 /* The processes marked and due, read. */
 void py_procs__flush(struct py_procs *p);
-/* Processes waiting for their runtime to be set up (the loop should pass again soon). */
-bool py_procs__pending(const struct py_procs *p);
+/* When the first process waiting for its runtime to be set up is read again (monotonic ns); 0: none. */
+__u64 py_procs__next_due(const struct py_procs *p);
 /*
  * pid's runtime, as the walk reads it, a number that changes whenever the
  * entry does (exec, a new read), and when the entry was made (no sample

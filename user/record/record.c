@@ -763,7 +763,12 @@ static int rotate(struct recorder *r)
 {
 	const struct record_opts *o = r->ctx.o;
 	__u64 now = now_ns(CLOCK_MONOTONIC);
-	int e = end_window(r);
+	int e = 0;
+
+	for_each_source(r, s)
+		if (o->window_sums && s->window_end && !e)
+			e = s->window_end(s, r->w, now);
+	e = e ?: end_window(r);
 
 	if (e)
 		return e;

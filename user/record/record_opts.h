@@ -56,6 +56,13 @@ struct record_opts {
 	 * newest N (0: all).
 	 */
 	bool switch_output;
+	/*
+	 * Each --switch-output window ends with its own off-CPU sums (short
+	 * blocks summed in BPF), not the last window with the whole run's:
+	 * the agent's windows, whose threads' names a live session forgets a
+	 * window after they exit.
+	 */
+	bool window_sums;
 	uint64_t switch_size, switch_ns, switch_max_files;
 	const char *pprof_dir; /* --pprof-dir: a pprof profile of each file, named FILE.pb.gz (live/) */
 	/*

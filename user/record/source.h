@@ -53,6 +53,8 @@ struct rec_source {
 	long (*drain)(struct rec_source *s, struct pd_writer *w);
 	void (*stop)(struct rec_source *s);
 	int (*finish)(struct rec_source *s, struct pd_writer *w, __u64 end_ns);
+	/* record_opts.window_sums: what it sums up to end_ns, written at a window's end; 0 or -errno. */
+	int (*window_end)(struct rec_source *s, struct pd_writer *w, __u64 end_ns);
 	/* 0, or -errno: what it added may then be short; the file is written all the same. */
 	int (*meta)(struct rec_source *s, struct pd_meta *m);
 	void (*stats)(struct rec_source *s);

@@ -99,6 +99,15 @@ static int offcpu_finish(struct rec_source *src, struct pd_writer *w, __u64 end_
 	return offcpu__finish(os->oc, end_ns, write_rec, w);
 }
 
+/* A window's sums, stamped at its end (the agent's windows). */
+static int offcpu_window_end(struct rec_source *src, struct pd_writer *w, __u64 end_ns)
+{
+	struct offcpu_src *os = src->priv;
+
+	os->w = w;
+	return offcpu__sums(os->oc, end_ns, write_rec, w);
+}
+
 /* What the off-CPU program could not time or name, said once each. */
 static void offcpu_stats(struct rec_source *src)
 {
@@ -222,6 +231,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	src->fds = offcpu_fds;
 	src->drain = offcpu_drain;
 	src->finish = offcpu_finish;
+	src->window_end = offcpu_window_end;
 	src->stats = offcpu_stats;
 	src->free = offcpu_free;
 	e = offcpu__open(&os->oc, &oo, err, sizeof(err));
