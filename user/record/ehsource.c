@@ -364,7 +364,7 @@ long eh_source__drain(struct eh_source *s)
 
 	if (!s)
 		return 0;
-	writes = eh_tables__pending(s->tables) || py_procs__pending(s->py);
+	writes = eh_tables__pending(s->tables) || py_procs__next_due(s->py);
 	/* Processes that mapped code since the last pass: before their next samples. */
 	eh_tables__flush(s->tables);
 	py_procs__flush(s->py);
