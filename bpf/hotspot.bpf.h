@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * HotSpot JVM frames in the user chains that ehframe.bpf.h unwinds.
+ *
+ * JIT code has no unwind tables and HotSpot keeps no frame pointers, but
+ * the JVM describes itself (gHotSpotVMStructs, read in user space into the
+ * `hs_procs` map): where its code cache lies, how a pc finds its CodeBlob
+ * through a heap's segment map, and where a blob keeps its frame size.
+ * When the native walk meets a pc in a JVM's code cache, one step here
+ * takes the frame instead of frame pointers:
+ * - the interpreter: rbp frames, Method* at fp[-3], bcp at fp[-8], the
+ *   caller at fp[1], its sp at fp[-1] (cpu/x86/frame_x86.hpp);
+ * - compiled code and stubs with a frame: the frame is frame_size words
+ *   from sp, the return address and saved rbp its last two;
+ * - the call stub, below the top: an rbp frame whose caller is libjvm,
+ *   where the native walk goes on to the thread's root.
+ * Each Java frame is one tagged word (spanperf_abi.h's SP_HS_TAG) that the
+ * recorder names while the process lives.  Where a step cannot be made
+ * safely (a top frame half built, a stub without a frame, a return
+ * address that is no Java code's) the chain ends there, counted in
+ * `hs_stats`: a wrong frame is worse than a short chain.
+ *
+ * Everything read is the process's to lie about: every read is bounded,
+ * sp must move up, pointers must lie where the tables say.
+ */
+#ifndef SP_HOTSPOT_BPF_H
+#define SP_HOTSPOT_BPF_H
+
+#include "spanperf_abi.h"
+
+/* Set when the recorder follows JVMs; off, the code below is dead at load. */
+const volatile bool hs_walk = false;
+
+/* Process id -> its JVM's layout; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_hs_proc);
+} hs_procs SEC(".maps");
+
+/* Why Java steps ended chains (enum sp_hs_stat). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_HS_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} hs_stats SEC(".maps");
+
+#define HS_MAX_HOPS 16		/* segment-map hops: 4 is the most a blob a thread runs in needed */
+#define HS_MAX_FRAME (1u << 20) /* bytes an interpreted frame or a caller's sp may be away */
+#define HS_USER_END (1ull << 47)
+
+#define HS_READ_MAX 512	/* the header buffer: a length masked with HS_READ_MAX - 1 fits */
+
+/* One walk's state: the process's layout and a blob header, per CPU. */
+struct hs_walk {
+	struct sp_hs_proc p;
+	__u32 on;	/* the current process is a JVM this walk follows */
+	__u32 reads;
+	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
+	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
+	__u8 cm[64];	 /* a ConstMethod's header */
+	__u8 hdr[HS_READ_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_walk);
+} hs_walks SEC(".maps");
+
+static __always_inline void hs_stat(__u32 idx, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(&hs_stats, &idx);
+
+	if (c)
+		*c += v;
+}
+
+static __always_inline int hs_read(struct hs_walk *h, void *dst, __u32 len, __u64 src)
+{
+	h->reads++;
+	return bpf_probe_read_user(dst, len, (void *)src);
+}
+
+/* A read of a length known only at run time into the header buffer, masked so that the verifier knows it. */
+static __always_inline int hs_read_hdr(struct hs_walk *h, __u32 len, __u64 src)
+{
+	h->reads++;
+	barrier_var(len);
+	return bpf_probe_read_user(h->hdr, len & (HS_READ_MAX - 1), (void *)src);
+}
+
+/*
+ * Before the native walk: whether the current process is a JVM this walk
+ * follows (its layout copied to hs_walks).  Global: verified once, alone.
+ */
+__noinline int sp_hs_begin(__u64 r13, __u64 rbx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, pid = task->tgid;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	struct sp_hs_proc *p;
+
+	if (!h)
+		return 0;
+	h->on = 0;
+	if (!hs_walk || !task->mm)
+		return 0;
+	p = bpf_map_lookup_elem(&hs_procs, &pid);
+	if (!p)
+		return 0;
+	if (p->start_stack != task->mm->start_stack) {
+		hs_stat(SP_HS_STALE, 1);
+		return 0;
+	}
+	h->p = *p;
+	h->on = 1;
+	h->reads = 0;
+	h->r13 = r13;
+	h->rbx = rbx;
+	return 1;
+}
+
+/* Whether pc lies in the JVM's code cache (a cheap test before each frame's own rules). */
+static __always_inline bool hs_in_cache(const struct hs_walk *h, __u64 pc)
+{
+	return h->on && pc - h->p.cc_lo < h->p.cc_hi - h->p.cc_lo;
+}
+
+/* Whether a return address is one a Java frame may return to: code-cache code (the next step checks its blob). */
+static __always_inline bool hs_ra_ok(const struct hs_walk *h, __u64 ra)
+{
+	return ra - h->p.cc_lo < h->p.cc_hi - h->p.cc_lo;
+}
+
+/* The value of an int field of the header read (0 past what was read). */
+static __always_inline __s32 hs_s32(const struct hs_walk *h, __u32 off, __u32 len)
+{
+	if (off + 4 > len || off > SP_HS_HDR_MAX)
+		return 0;
+	return *(__s32 *)&h->hdr[off & (SP_HS_HDR_MAX - 1)];
+}
+
+static __always_inline __u64 hs_u64(const struct hs_walk *h, __u32 off, __u32 len)
+{
+	if (off + 8 > len || off > SP_HS_HDR_MAX)
+		return 0;
+	return *(__u64 *)&h->hdr[off & (SP_HS_HDR_MAX - 1)];
+}
+
+/*
+ * The frame at a pc in the interpreter: its entry and its caller's
+ * registers.  1 ends the walk (w->stop set).
+ */
+static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool top, __u64 *ent)
+{
+	__u64 fp = w->bp, method, cm, bcp, base, sender_sp;
+	__u32 code_size, cms = h->p.cm_size, bci1 = 0;
+
+	if (!w->bp_ok || fp < w->sp || fp - w->sp > HS_MAX_FRAME || (fp & 7)) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (hs_read(h, h->slots, sizeof(h->slots), fp - 64)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 1;
+	}
+	method = h->slots[5];
+	sender_sp = h->slots[7];
+	if (method < 4096 || method >= HS_USER_END || (method & 7) || cms > sizeof(h->cm) || cms < 8 ||
+	    h->p.cm_code_size + 2 > cms) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (hs_read(h, &cm, 8, method + h->p.m_constmethod) || cm < 4096 || cm >= HS_USER_END ||
+	    hs_read(h, h->cm, sizeof(h->cm), cm)) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	code_size = *(__u16 *)&h->cm[h->p.cm_code_size & (sizeof(h->cm) - 2)];
+	base = cm + cms;
+	/* At the top the live bcp is r13 (the frame's slot is saved at calls only). */
+	bcp = top ? h->r13 : h->slots[0];
+	if (bcp - base < code_size) {
+		bci1 = bcp - base + 1;
+	} else if (top || (code_size && bcp)) {
+		/* A native method's frame holds no bcp (0, or its empty code's start). */
+		hs_stat(top ? SP_HS_STOP_INTERP_TOP : SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (sender_sp < fp + 8 || sender_sp - fp > HS_MAX_FRAME || !hs_ra_ok(h, h->slots[9])) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	*ent = SP_HS_TAG | SP_HS_INTERP | ((__u64)bci1 << SP_HS_BCI_SHIFT) | (method >> 3);
+	w->ip = h->slots[9];
+	w->sp = sender_sp;
+	w->bp = h->slots[8];
+	w->bp_ok = 1;
+	hs_stat(SP_HS_INTERPRETED, 1);
+	return 0;
+}
+
+/* The blob holding look, its header in h->hdr: its address, 0 when none (counted). */
+static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
+{
+	struct sp_hs_heap *hp = NULL;
+	__u64 seg, blob;
+	__u8 tag = 0;
+	__u32 n;
+
+	for (int i = 0; i < SP_HS_HEAPS; i++)
+		if (i < h->p.nr_heaps && look - h->p.heap[i].lo < h->p.heap[i].hi - h->p.heap[i].lo)
+			hp = &h->p.heap[i];
+	if (!hp || hp->log2 < 5 || hp->log2 > 12) {
+		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		return 0;
+	}
+	seg = (look - hp->lo) >> hp->log2;
+	/* Each tag is the distance back to the block's first segment, or closer (heap.cpp's find_start). */
+	for (int i = 0; i <= HS_MAX_HOPS; i++) {
+		if (hs_read(h, &tag, 1, hp->segmap + seg)) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 0;
+		}
+		if (!tag || tag == 0xff || tag > seg)
+			break;
+		seg -= tag;
+	}
+	if (tag) {
+		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		return 0;
+	}
+	blob = hp->lo + (seg << hp->log2) + h->p.hb_size;
+	n = h->p.hdr_len;
+	if (n > SP_HS_HDR_MAX)
+		n = SP_HS_HDR_MAX;
+	if (blob + n > hp->hi)
+		n = blob < hp->hi ? hp->hi - blob : 0;
+	barrier_var(n);
+	if (n < 16 || n > SP_HS_HDR_MAX || hs_read_hdr(h, n, blob)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 0;
+	}
+	*len = n;
+	return blob;
+}
+
+/*
+ * The top frame's place in a compiled method's epilogue, from the code at
+ * pc: 0 when the frame is whole (no epilogue, or its `add rsp` still
+ * ahead), 1 when only `ret` is left (the return address at sp), 2 when
+ * `pop rbp` and `ret` are (rbp at sp, the return address above).
+ */
+static __always_inline int hs_epilogue(struct hs_walk *h, __u64 pc)
+{
+	__u8 *c = h->cm; /* free at this point: a scratch buffer */
+	__u32 i = 0;
+	bool pop = false;
+
+	if (hs_read(h, c, 32, pc))
+		return -1;
+	for (int k = 0; k < 8; k++) {
+		__u8 b0 = c[i & 31], b1 = c[(i + 1) & 31], b2 = c[(i + 2) & 31];
+
+		if (i > 24)
+			return 0;
+		if (b0 == 0xc3)
+			return pop ? 2 : 1;
+		if (b0 == 0x5d && !pop) { /* pop rbp */
+			pop = true;
+			i += 1;
+		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc4) { /* add rsp, imm */
+			return 0;
+		} else if (b0 == 0x49 && b1 == 0x3b && (b2 == 0x67 || b2 == 0xa7)) { /* cmp rsp, [r15+d] */
+			i += b2 == 0x67 ? 4 : 7;
+		} else if (b0 == 0x0f && b1 == 0x87) { /* ja rel32 */
+			i += 6;
+		} else if (b0 == 0x77) { /* ja rel8 */
+			i += 2;
+		} else if (b0 == 0xc5 && b1 == 0xf8 && b2 == 0x77) { /* vzeroupper */
+			i += 3;
+		} else if (b0 == 0x4d && b1 == 0x8b && (b2 == 0x57 || b2 == 0x97)) { /* mov r10, [r15+d] */
+			i += b2 == 0x57 ? 4 : 7;
+		} else if (b0 == 0x41 && b1 == 0x85 && b2 == 0x02) { /* test eax, [r10] */
+			i += 3;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One Java frame at w->ip (in the code cache): its entry in *ent (0: none)
+ * and the caller's registers in w.  1 ends the walk.
+ */
+static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 *ent)
+{
+	__u64 pc = w->ip, look, blob, code_begin, code_end, sender_sp, ra, bp;
+	bool top = w->exact, first = w->exact && !w->n;
+	__s32 size, fs, fc, id;
+	__u32 len = 0;
+	int epi = 0;
+
+	*ent = 0;
+	if (pc - h->p.interp_lo < h->p.interp_hi - h->p.interp_lo)
+		return hs_interp(w, h, first, ent);
+	/* Below the top, the call stub: an rbp frame (enter) whose caller is libjvm's JavaCalls. */
+	if (!top && pc == h->p.call_stub_ret) {
+		if (!w->bp_ok || w->bp < w->sp || w->bp - w->sp > HS_MAX_FRAME ||
+		    hs_read(h, h->slots, 16, w->bp)) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 1;
+		}
+		w->ip = h->slots[1];
+		w->sp = w->bp + 16;
+		w->bp = h->slots[0];
+		w->bp_ok = 1;
+		hs_stat(SP_HS_CALL_STUB, 1);
+		return 0;
+	}
+	look = top ? pc : pc - 1;
+	blob = hs_blob(h, look, &len);
+	if (!blob)
+		return 1;
+	size = hs_s32(h, h->p.cb_size, len);
+	fs = hs_s32(h, h->p.cb_frame_size, len);
+	fc = hs_s32(h, h->p.cb_frame_complete, len);
+	if (h->p.frame_complete_i16)
+		fc = (__s16)fc;
+	id = hs_s32(h, h->p.nm_compile_id, len);
+	bp = hs_u64(h, h->p.cb_name, len);
+	if (h->p.code_off) {
+		code_begin = blob + (__u32)hs_s32(h, h->p.cb_code_begin, len);
+		code_end = blob + (__u32)hs_s32(h, h->p.cb_code_end, len);
+	} else {
+		code_begin = hs_u64(h, h->p.cb_code_begin, len);
+		code_end = hs_u64(h, h->p.cb_code_end, len);
+	}
+	if (bp - h->p.lib_lo >= h->p.lib_hi - h->p.lib_lo || size <= 0 || look - blob >= (__u64)size || fs < 0 ||
+	    fs > 65536 || code_begin < blob || code_end > blob + (__u64)size) {
+		hs_stat(SP_HS_STOP_BAD_BLOB, 1);
+		return 1;
+	}
+	if (!fs) {
+		/* A stub with no frame of its own: which one it is is not known here. */
+		hs_stat(SP_HS_STOP_STUB, 1);
+		return 1;
+	}
+	/* A return address is a call site's, in the instructions. */
+	if (!top && (look < code_begin || look >= code_end)) {
+		hs_stat(SP_HS_STOP_RA, 1);
+		return 1;
+	}
+	sender_sp = w->sp + 8 * (__u64)fs;
+	if (top) {
+		if (fc > 0 && pc < code_begin + (__u64)fc) {
+			hs_stat(SP_HS_STOP_PROLOGUE, 1);
+			return 1;
+		}
+		epi = hs_epilogue(h, pc);
+		if (epi < 0) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 1;
+		}
+		if (epi == 1)
+			sender_sp = w->sp + 8;
+		else if (epi == 2)
+			sender_sp = w->sp + 16;
+	}
+	if (hs_read(h, h->slots, 16, sender_sp - 16)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 1;
+	}
+	ra = h->slots[1];
+	if (!hs_ra_ok(h, ra)) {
+		hs_stat(SP_HS_STOP_RA, 1);
+		return 1;
+	}
+	*ent = SP_HS_TAG | ((__u64)((__u32)id & ((1u << SP_HS_ID_BITS) - 1)) << SP_HS_ID_SHIFT) |
+	       ((look - h->p.cc_lo) & 0xffffffffull);
+	/* rbp: saved below the return address, unless only `ret` is left (then it is the caller's still). */
+	if (!top || epi != 1) {
+		w->bp = h->slots[0];
+		w->bp_ok = 1;
+	}
+	w->ip = ra;
+	w->sp = sender_sp;
+	hs_stat(SP_HS_COMPILED, 1);
+	return 0;
+}
+
+/*
+ * One step of the walk at a pc in the JVM's code cache: the frame's entry
+ * written where eh_step writes a pc, and the caller's registers set.
+ * 1 ends the walk (w->stop set).  Global: verified once, alone.
+ */
+__noinline int sp_hs_step(void)
+{
+	__u32 zero = 0;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	__u64 sp, ent = 0;
+
+	if (!s || !w || !h)
+		return 1;
+	sp = w->sp;
+	if (hs_frame(w, h, &ent)) {
+		w->stop = SP_EH_STOP_JAVA;
+		return 1;
+	}
+	if (w->sp <= sp) {
+		w->stop = SP_EH_STOP_NOT_UP;
+		return 1;
+	}
+	if (ent) {
+		if (w->py)
+			w->nat[w->n & SP_EH_MAX_FRAMES] = ent;
+		else
+			s->ips[(w->base + w->n) & (EH_IPS - 1)] = ent;
+		w->n++;
+	}
+	w->exact = 0;
+	w->via_fp = 0;
+	if (w->n >= SP_EH_MAX_FRAMES) {
+		w->stop = SP_EH_STOP_DEPTH;
+		return 1;
+	}
+	return 0;
+}
+
+/* After the walk: the JVM's counts. */
+static __always_inline void hs_end(void)
+{
+	__u32 zero = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+
+	if (h && h->on && h->reads) {
+		hs_stat(SP_HS_CHAINS, 1);
+		hs_stat(SP_HS_READS, h->reads);
+	}
+}
+
+#endif
