@@ -86,10 +86,10 @@ static bool python_on(bool on)
 	return on && !getenv("SPANPERF_NO_PYTHON");
 }
 
-/* Java frames are read with Python's (for now only with SPANPERF_JAVA: they are not named yet). */
+/* Java frames are read with Python's, unless this says not to (for measuring what they cost). */
 static bool java_on(bool py)
 {
-	return py && getenv("SPANPERF_JAVA") && !getenv("SPANPERF_NO_JAVA");
+	return py && !getenv("SPANPERF_NO_JAVA");
 }
 
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
