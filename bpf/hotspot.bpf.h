@@ -60,7 +60,7 @@ struct hs_walk {
 	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
 	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
 	__u8 cm[64];	 /* a ConstMethod's header */
-	__u8 hdr[HS_READ_MAX];
+	__u8 hdr[HS_READ_MAX + 8]; /* a word at any offset the mask lets through */
 };
 
 struct {
@@ -140,14 +140,14 @@ static __always_inline __s32 hs_s32(const struct hs_walk *h, __u32 off, __u32 le
 {
 	if (off + 4 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__s32 *)&h->hdr[off & (SP_HS_HDR_MAX - 1)];
+	return *(__s32 *)&h->hdr[off & (HS_READ_MAX - 1)];
 }
 
 static __always_inline __u64 hs_u64(const struct hs_walk *h, __u32 off, __u32 len)
 {
 	if (off + 8 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__u64 *)&h->hdr[off & (SP_HS_HDR_MAX - 1)];
+	return *(__u64 *)&h->hdr[off & (HS_READ_MAX - 1)];
 }
 
 /*

@@ -804,9 +804,13 @@ static bool java_frame(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 *
 	}
 	pc = pp->jf.cc_low + (v & 0xffffffffull);
 	id = (v >> SP_HS_ID_SHIFT) & ((1u << SP_HS_ID_BITS) - 1);
-	if (jvm_blob_at(&pp->jf, py_read_pid, (void *)(long)pp->pid, pc, &b))
+	if (jvm_blob_at(&pp->jf, py_read_pid, (void *)(long)pp->pid, pc, &b)) {
+		pr_debug("java: pid %u: no blob at %#llx", pp->pid, (unsigned long long)pc);
 		return false;
+	}
 	if (!b.nmethod || ((__u32)b.compile_id & ((1u << SP_HS_ID_BITS) - 1)) != id || !b.method) {
+		pr_debug("java: pid %u: %#llx in %s, compile id %d (%u wanted)", pp->pid, (unsigned long long)pc, b.name,
+			 b.compile_id, id);
 		p->java_stubs += !b.nmethod;
 		return false;
 	}
