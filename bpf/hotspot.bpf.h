@@ -181,8 +181,17 @@ static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool 
 	}
 	code_size = *(__u16 *)&h->cm[h->p.cm_code_size & (sizeof(h->cm) - 2)];
 	base = cm + cms;
-	/* At the top the live bcp is r13 (the frame's slot is saved at calls only). */
+	/*
+	 * At the top the live bcp is r13 (the frame's slot is saved at calls
+	 * only), but in the return entries, where a callee's frame is gone and
+	 * r13 still its bcp, the frame at rbp is its caller's, whole, its slot
+	 * the bcp of the call.
+	 */
 	bcp = top ? h->r13 : h->slots[0];
+	if (top && bcp - base >= code_size && w->ip - h->p.ret_lo < h->p.ret_hi - h->p.ret_lo) {
+		bcp = h->slots[0];
+		hs_stat(SP_HS_INTERP_SLOT, 1);
+	}
 	if (bcp - base < code_size) {
 		bci1 = bcp - base + 1;
 	} else if (top || (code_size && bcp)) {

@@ -695,6 +695,7 @@ struct sp_hs_proc {
 	__u64 start_stack;	/* mm->start_stack when read: another image after exec or pid reuse */
 	__u64 cc_lo, cc_hi;	/* the code cache's reservation */
 	__u64 interp_lo, interp_hi; /* the template interpreter */
+	__u64 ret_lo, ret_hi;	/* its return entries: a frame whose callee returned, its bcp in its slot */
 	__u64 call_stub_ret;	/* the one return address into the call stub */
 	__u64 lib_lo, lib_hi;	/* libjvm: a blob's name points there */
 	struct sp_hs_heap heap[SP_HS_HEAPS];
@@ -729,6 +730,7 @@ enum sp_hs_stat {
 	SP_HS_STOP_READ,	/* stopped: memory of the walk unreadable */
 	SP_HS_STALE,		/* the process's JVM entry was another image's: not walked */
 	SP_HS_READS,		/* reads of user memory by the Java steps */
+	SP_HS_INTERP_SLOT,	/* top frames in the interpreter's return entries, their bcp from their slot */
 	SP_HS_STAT_MAX,
 };
 

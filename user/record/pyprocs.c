@@ -351,6 +351,8 @@ static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *ou
 	out->cc_hi = f->cc_high;
 	out->interp_lo = f->interp_lo;
 	out->interp_hi = f->interp_hi;
+	out->ret_lo = f->ret_entry_lo;
+	out->ret_hi = f->ret_entry_hi;
 	out->call_stub_ret = f->call_stub_ret;
 	out->lib_lo = f->lib_lo;
 	out->lib_hi = f->lib_hi;
