@@ -20,7 +20,8 @@ JDK17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 JDK25 = "/usr/lib/jvm/temurin-25-jdk-amd64"
 SECONDS = "3"
 # The busy thread's Java frames, outermost first, as the JDK's perf map names them.
-CHAIN = ["void %s.main(java.lang.String[])", "long %s.outer(int)", "long %s.mid(int)", "long %s.leaf(int)"]
+CHAIN = ["void %s.main(java.lang.String[])", "void %s.busy(long)", "long %s.outer(int)", "long %s.mid(int)",
+         "long %s.leaf(int)"]
 
 
 def pad(n):
@@ -52,12 +53,35 @@ public class %(cls)s {
 
     public static void main(String[] args) throws Exception {
         double secs = Double.parseDouble(args[0]);
+        int workers = args.length > 1 ? Integer.parseInt(args[1]) : 0;
         Thread t = new Thread(%(cls)s::taker, "taker");
         t.setDaemon(true);
         t.start();
+        long end = System.nanoTime() + (long) (secs * 1e9);
+        for (int i = 0; i < workers; i++) {
+            Thread w = new Thread(() -> paced(end), "worker");
+            w.setDaemon(true);
+            w.start();
+        }
         System.out.println("ready");
         System.out.flush();
-        long end = System.nanoTime() + (long) (secs * 1e9);
+        busy(end);
+    }
+
+    /* A worker's: the chain, then a nap, so that 200 of them do not starve the host. */
+    static void paced(long end) {
+        long acc = 0;
+        try {
+            while (System.nanoTime() < end) {
+                acc += outer(3);
+                Thread.sleep(20);
+            }
+        } catch (InterruptedException e) {
+        }
+        sink = acc;
+    }
+
+    static void busy(long end) {
         long acc = 0;
         while (System.nanoTime() < end) acc += outer(3);
         sink = acc;
@@ -100,11 +124,11 @@ def java(jdk):
     return exe
 
 
-def start(jdk, cls, secs):
+def start(jdk, cls, secs, workers=0):
     """The JVM running cls, once its main thread said it is ready (the chain starts then)."""
     d = classes()
-    p = subprocess.Popen([java(jdk), "-cp", d, cls, str(secs)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True)
+    p = subprocess.Popen([java(jdk), "-cp", d, cls, str(secs), str(workers)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
     deadline = time.time() + 120
     while time.time() < deadline:
         r, _, _ = select.select([p.stdout], [], [], 1)
@@ -127,10 +151,10 @@ def busy_tid(pid):
     raise AssertionError("no main Java thread in %d" % pid)
 
 
-def record(pid, extra=()):
+def record(pid, extra=(), timeout=180):
     need_bpf()
     out = os.path.join(tmpdir(), "java.data")
-    p = spanperf("record", "-g", "--off-cpu", "-v", "-p", str(pid), "-o", out, *extra, "-d", SECONDS, timeout=180)
+    p = spanperf("record", "-g", "--off-cpu", "-v", "-p", str(pid), "-o", out, *extra, "-d", SECONDS, timeout=timeout)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
     return out, p.stderr
 
@@ -167,15 +191,18 @@ def java_frames(frames, cls):
     return [f for f in frames if (" %s." % cls) in f]
 
 
-def carries(frames, cls):
-    """Whether a chain's frames of cls are the chain to main (leaf's inlined tiny may follow)."""
+def carries(frames, cls, root="main"):
+    """Whether a chain's frames of cls are the chain to main (leaf's inlined tiny may follow); a
+    worker thread's chain starts at its lambda, which calls busy."""
     want = [w % cls for w in CHAIN]
     got = java_frames(frames, cls)
+    if root != "main":
+        want, got = ["void %s.paced(long)" % cls] + want[2:], [f for f in got if "lambda$" not in f]
     return got == want or got == want + ["int %s.tiny(int)" % cls]
 
 
 def check_chain(jdk, cls):
-    p = start(jdk, cls, 60)
+    p = start(jdk, cls, 3600)
     try:
         tid = busy_tid(p.pid)
         path, err = record(p.pid)
@@ -221,3 +248,80 @@ def test_java_interpreted():
     """Methods HotSpot never compiles: the chain through interpreted frames, on 17 and 25."""
     for jdk in (JDK17, JDK25):
         check_chain(jdk, "Slow")
+
+
+@test
+def test_java_exits_mid_recording():
+    """A JVM that starts and exits while the recording runs: its frames named all the same."""
+    need_bpf()
+    d = classes()
+    out = os.path.join(tmpdir(), "java.data")
+    # The JVM runs its chain for 2 s, then exits; the recording goes on after it, the sleep's.
+    p = spanperf("record", "-g", "-v", "-o", out, "--", "sh", "-c",
+                 "%s -cp %s Chain 2 >/dev/null; sleep 1" % (java(JDK17), d), timeout=180)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
+    stacks = folded(out)["java"]
+    # The main thread's samples once it ran Java code (its JVM's start is C++ only).
+    inmain = {st: c for st, c in stacks.items() if "JavaCalls::call_helper" in st}
+    n = sum(inmain.values())
+    ok = sum(c for st, c in inmain.items() if carries(st, "Chain"))
+    assert n >= 300 and ok * 100 >= 90 * n, "%d of %d samples in main carry the chain: %s\n%s" % (
+        ok, n, sorted(((c, st[-6:]) for st, c in inmain.items() if not carries(st, "Chain")), reverse=True)[:3],
+        p.stderr[-2000:])
+
+
+HOSTILE = r"""
+#include <stdint.h>
+/* A libjvm.so that exports HotSpot's tables, all garbage: a stride past any entry, pointers nowhere. */
+uint64_t gHotSpotVMStructEntryArrayStride = 4096, gHotSpotVMTypeEntryArrayStride = 1u << 31;
+uint64_t gHotSpotVMIntConstantEntryArrayStride = 16, gHotSpotVMStructEntryTypeNameOffset = 1ull << 40;
+uint64_t gHotSpotVMStructEntryFieldNameOffset = 8, gHotSpotVMStructEntryTypeStringOffset = 16;
+uint64_t gHotSpotVMStructEntryIsStaticOffset = 24, gHotSpotVMStructEntryOffsetOffset = 32;
+uint64_t gHotSpotVMStructEntryAddressOffset = 40, gHotSpotVMTypeEntryTypeNameOffset = 0;
+uint64_t gHotSpotVMTypeEntrySizeOffset = 32, gHotSpotVMIntConstantEntryNameOffset = 0;
+uint64_t gHotSpotVMIntConstantEntryValueOffset = 8;
+static char junk[4096] = { 1, 2, 3 };
+void *gHotSpotVMStructs = junk, *gHotSpotVMTypes = (void *)0x1000, *gHotSpotVMIntConstants = junk + 8;
+"""
+
+APP = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void spin_leaf(void) { for (int i = 0; i < 100000; i++) sink += i; }
+__attribute__((noinline)) static void spin_mid(void) { spin_leaf(); }
+int main(int argc, char **argv)
+{
+	if (!dlopen(argv[1], RTLD_NOW))
+		return 1;
+	puts("ready");
+	fflush(stdout);
+	for (;;)
+		spin_mid();
+}
+"""
+
+
+@test
+def test_java_lying_tables():
+    """A process whose libjvm.so exports garbage tables: not followed, said why, its own chains whole."""
+    need_bpf()
+    d = tmpdir()
+    for name, text in (("libjvm.c", HOSTILE), ("app.c", APP)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    run(["cc", "-O1", "-shared", "-fPIC", "-o", os.path.join(d, "libjvm.so"), os.path.join(d, "libjvm.c")], check=True)
+    run(["cc", "-O1", "-o", os.path.join(d, "liar"), os.path.join(d, "app.c"), "-ldl"], check=True)
+    p = subprocess.Popen([os.path.join(d, "liar"), os.path.join(d, "libjvm.so")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        path, err = record(p.pid)
+    finally:
+        reap(p)
+    assert "0 JVMs" in err and "not followed, last: %d:" % p.pid in err, err[-2000:]
+    stacks = folded(path)["liar"]
+    n = sum(stacks.values())
+    ok = sum(c for st, c in stacks.items() if st[-3:] == ("main", "spin_mid", "spin_leaf") or st[-2:] == ("main", "spin_mid"))
+    assert n >= 300 and ok * 100 >= 90 * n, "liar: %d of %d samples whole: %s" % (
+        ok, n, sorted(((c, st) for st, c in stacks.items()), reverse=True)[:3])
