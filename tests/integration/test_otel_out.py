@@ -288,7 +288,13 @@ def test_otlp_off_cpu_ms_of_sleeping_spans():
     assert a.returncode == 0, a.stderr
     ext = [attrs(s) for s in thread_spans(a.stdout, sleeper["tid"])]
     assert len(ext) == 200
-    got = sum(x["perf.off_cpu_ms"] + x["perf.runq_ms"] for x in ext) * 1e6
+    # Their split comes from the switch-out records, and a block's wait for the CPU from the
+    # thread's next one: where that is missing (the thread's last, or lost by a recorder that
+    # make check's ASan slows) the span has no split, and perf.off_cpu_ms is then its whole time
+    # off CPU, no perf.runq_ms beside it (absent, not 0: the JSON rows' contract).
+    nosplit = [x for x in ext if "perf.runq_ms" not in x]
+    assert len(nosplit) <= 4 and all("perf.sleep_ms" not in x for x in nosplit), nosplit[:3]
+    got = sum(x["perf.off_cpu_ms"] + x.get("perf.runq_ms", 0) for x in ext) * 1e6
     assert off_near_truth(got, sleeper, 0.05), (got, sleeper)
 
 

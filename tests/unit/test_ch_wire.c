@@ -18,6 +18,14 @@
 #include "ch_wire.h"
 #include "sbuf.h"
 
+/* A lowercase hex digit's value plus one, 0 for any other byte. */
+static int hexval(char c)
+{
+	const char *d = c ? strchr("0123456789abcdef", c) : NULL;
+
+	return d ? (int)(d - "0123456789abcdef") + 1 : 0;
+}
+
 /* The literal's text back to bytes, as ClickHouse reads it: -1 where it is not one well-formed literal. */
 static int unquote(const char *lit, size_t n, unsigned char *out, size_t *len)
 {
@@ -27,7 +35,7 @@ static int unquote(const char *lit, size_t n, unsigned char *out, size_t *len)
 		return -1;
 	for (size_t i = 1; i < n - 1; i++) {
 		unsigned char c = lit[i];
-		unsigned v;
+		int hi, lo;
 
 		if (c == '\'' || c < 0x20 || c >= 0x7f)
 			return -1;
@@ -35,10 +43,10 @@ static int unquote(const char *lit, size_t n, unsigned char *out, size_t *len)
 			out[o++] = c;
 			continue;
 		}
-		if (i + 3 >= n - 1 || lit[i + 1] != 'x' || sscanf(lit + i + 2, "%2x", &v) != 1 ||
-		    !strchr("0123456789abcdef", lit[i + 2]) || !strchr("0123456789abcdef", lit[i + 3]))
+		/* Digit by digit: the sbuf's text has no NUL after it for sscanf to stop at. */
+		if (i + 3 >= n - 1 || lit[i + 1] != 'x' || !(hi = hexval(lit[i + 2])) || !(lo = hexval(lit[i + 3])))
 			return -1;
-		out[o++] = v;
+		out[o++] = (hi - 1) << 4 | (lo - 1);
 		i += 3;
 	}
 	*len = o;
