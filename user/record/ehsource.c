@@ -375,8 +375,9 @@ static void py_report(struct eh_source *s)
 		return;
 	fd = bpf_map__fd(s->skel->maps.py_stats);
 	py_procs__stats(s->py, &st);
-	fprintf(stderr, "python: %llu processes followed (%llu JVMs, %llu by their thread lists), %llu forks; %llu not followed%s%s\n",
-		(unsigned long long)st.found, (unsigned long long)st.jvms, (unsigned long long)st.by_list,
+	/* The line as it was before JVMs, the JVMs after its parenthesis: scripts read it as it stood. */
+	fprintf(stderr, "python: %llu processes followed (%llu by their thread lists), %llu JVMs among them, %llu forks; %llu not followed%s%s\n",
+		(unsigned long long)st.found, (unsigned long long)st.by_list, (unsigned long long)st.jvms,
 		(unsigned long long)st.forks,
 		(unsigned long long)(st.refused + st.gave_up + st.full), st.refused ? ", last: " : "",
 		st.refused ? st.last_refusal : "");
