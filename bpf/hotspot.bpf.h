@@ -58,6 +58,8 @@ struct hs_walk {
 	__u32 on;	/* the current process is a JVM this walk follows */
 	__u32 reads;
 	__u32 epi_at;	/* hs_epilogue's offset, kept here to be opaque to the verifier */
+	__u32 pro_at, pro_below, pro_flags; /* sp_hs_prologue's state, likewise */
+	__u64 pro_vep, pro_pc;	/* its input: the verified entry and the top pc */
 	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
 	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
 	__u8 cm[64];	 /* a ConstMethod's header */
@@ -315,6 +317,148 @@ static __always_inline int hs_epilogue(struct hs_walk *h, __u64 pc)
 }
 
 /*
+ * Where a top frame stands in an nmethod's prologue, from its verified
+ * entry (h->pro_vep) to the pc (h->pro_pc): the bytes below the return
+ * address, times 2, plus 1 when rbp is no longer the caller's (then at
+ * the return address - 8); -1 when a step is not one HotSpot's x86-64
+ * prologue makes (MacroAssembler::verified_entry for C2,
+ * C1_MacroAssembler::build_frame for C1, as their nmethods' bytes show on
+ * JDK 17 and 25):
+ *   mov [rsp-N], eax          the stack bang(s), nothing moved
+ *   push rbp                  the return address at sp+8
+ *   mov rbp, rsp              (-XX:+PreserveFramePointer) rbp is ours
+ *   sub rsp, N                the return address N further
+ *   mov [rsp+N], rbp          (C2 without a bang: sub first) rbp saved below it
+ *   add rbp, N                (likewise, with the flag) rbp is ours
+ *   nops, cmp [r15+d], imm32; jne/je; call   the nmethod entry barrier
+ *                             (JDK 21+), after the frame is built.
+ * Global: verified once, alone.
+ */
+__noinline int sp_hs_prologue(void)
+{
+	__u32 zero = 0, off, i = 0, below = 0, flags = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	__u8 *c;
+
+	if (!h)
+		return -1;
+	c = h->cm; /* free at this point: a scratch buffer */
+	off = h->pro_pc - h->pro_vep;
+	if (h->pro_pc < h->pro_vep || off > 56 || hs_read(h, c, 64, h->pro_vep))
+		return -1;
+	h->pro_at = 0;
+	h->pro_below = 0;
+	h->pro_flags = 0;
+	for (int k = 0; k < 12; k++) {
+		__u8 b0, b1, b2, b3;
+		__u32 n = 0, imm;
+
+		/* Read back through the map, opaque to the verifier: one state a step (see hs_epilogue). */
+		i = *(volatile __u32 *)&h->pro_at;
+		below = *(volatile __u32 *)&h->pro_below;
+		flags = *(volatile __u32 *)&h->pro_flags;
+		if (i == off)
+			break;
+		if (i > off || i > 56)
+			return -1;
+		b0 = c[i & 63], b1 = c[(i + 1) & 63], b2 = c[(i + 2) & 63], b3 = c[(i + 3) & 63];
+		if (b0 == 0x89 && b1 == 0x84 && b2 == 0x24) { /* mov [rsp+d32], eax: a bang */
+			n = 7;
+		} else if (b0 == 0x55 && !below) { /* push rbp */
+			n = 1;
+			below = 8;
+			flags |= 2; /* saved */
+		} else if (b0 == 0x48 && b1 == 0x8b && b2 == 0xec && (flags & 2)) { /* mov rbp, rsp */
+			n = 3;
+			flags |= 1;
+		} else if (b0 == 0x48 && b1 == 0x83 && b2 == 0xec) { /* sub rsp, imm8 */
+			n = 4;
+			below += b3;
+		} else if (b0 == 0x48 && b1 == 0x81 && b2 == 0xec) { /* sub rsp, imm32 */
+			n = 7;
+			imm = c[(i + 3) & 63] | c[(i + 4) & 63] << 8 | c[(i + 5) & 63] << 16 |
+			      (__u32)c[(i + 6) & 63] << 24;
+			if (imm > 8 * 65536)
+				return -1;
+			below += imm;
+		} else if (b0 == 0x48 && b1 == 0x89 && (b2 == 0x6c || b2 == 0xac) && b3 == 0x24) { /* mov [rsp+d], rbp */
+			n = b2 == 0x6c ? 5 : 8;
+			imm = b2 == 0x6c ? c[(i + 4) & 63] :
+					   c[(i + 4) & 63] | c[(i + 5) & 63] << 8 | c[(i + 6) & 63] << 16 |
+						   (__u32)c[(i + 7) & 63] << 24;
+			/* Only the caller's rbp's own slot, just below the return address. */
+			if (flags & 1 || imm + 8 != below)
+				return -1;
+			flags |= 2;
+		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc5 && (flags & 1)) { /* add rbp, imm */
+			n = b1 == 0x83 ? 4 : 7;
+		} else if (b0 == 0x90) {
+			n = 1;
+		} else if (b0 == 0x66 && (b1 == 0x90 || b1 == 0x66 || b1 == 0x0f)) { /* a nop's prefix */
+			n = 1;
+		} else if (b0 == 0x0f && b1 == 0x1f) { /* nop [modrm]: its length by the modrm */
+			n = b2 == 0x00 ? 3 : b2 == 0x40 ? 4 : b2 == 0x44 ? 5 : b2 == 0x80 ? 7 : b2 == 0x84 ? 8 : 0;
+		} else if (b0 == 0x41 && b1 == 0x81 && (b2 == 0x7f || b2 == 0xbf) && (flags & 2)) { /* cmp [r15+d], imm32 */
+			n = b2 == 0x7f ? 8 : 11;
+		} else if (b0 == 0x0f && (b1 == 0x85 || b1 == 0x84) && (flags & 2)) { /* jne/je rel32: the barrier's */
+			n = 6;
+		} else if (b0 == 0x74 && b1 == 0x05 && b2 == 0xe8 && (flags & 2)) { /* je over the barrier's call */
+			n = 2;
+		} else if (b0 == 0xe8 && i >= 2 && c[(i - 2) & 63] == 0x74 && c[(i - 1) & 63] == 0x05) {
+			n = 5; /* the barrier's call: at its return the frame is as before it */
+		}
+		if (!n)
+			return -1;
+		*(volatile __u32 *)&h->pro_at = i + n;
+		*(volatile __u32 *)&h->pro_below = below;
+		*(volatile __u32 *)&h->pro_flags = flags;
+	}
+	if (i != off || below > 8 * 65536)
+		return -1;
+	/* rbp ours but never saved is no prologue HotSpot makes. */
+	if ((flags & 1) && !(flags & 2))
+		return -1;
+	return (int)(below * 2 + (flags & 1));
+}
+
+/*
+ * The top frame's prologue at pc, in a blob whose header is in h->hdr:
+ * sp_hs_prologue's answer, or -1 when the blob is no nmethod (its name
+ * read from libjvm) or its verified entry is not in the prologue.
+ */
+static __always_inline int hs_prologue_at(struct hs_walk *h, __u64 blob, __u64 name, __u32 len, __u64 code_begin,
+					  __s32 fc, __u64 pc)
+{
+	bool java;
+	__u64 vep;
+
+	if (!h->p.nm_vep || hs_read(h, h->slots, 16, name))
+		return -1;
+	/* "nmethod" or "native nmethod": CodeBlob's name for the two; a stub's fields differ. */
+	java = h->slots[0] == 0x646f6874656d6eull;
+	if (!java &&
+	    !(h->slots[0] == 0x6e2065766974616eull && (h->slots[1] & 0xffffffffffffffull) == 0x646f6874656dull))
+		return -1;
+	if (h->p.vep_off)
+		vep = code_begin + (__u16)hs_s32(h, h->p.nm_vep, len);
+	else
+		vep = hs_u64(h, h->p.nm_vep, len);
+	if (vep < code_begin || vep >= code_begin + (__u64)fc)
+		return -1;
+	/*
+	 * Before the verified entry, a compiled method's inline-cache check
+	 * (C1's and C2's unverified entry, then nops), which moves nothing:
+	 * the return address at sp.  A native nmethod's may be an intrinsic's
+	 * own (Continuation.enterSpecial pops its return address there).
+	 */
+	if (pc < vep)
+		return java ? 0 : -1;
+	h->pro_vep = vep;
+	h->pro_pc = pc;
+	return sp_hs_prologue();
+}
+
+/*
  * One Java frame at w->ip (in the code cache): its entry in *ent (0: none)
  * and the caller's registers in w.  1 ends the walk.
  */
@@ -324,7 +468,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 	bool top = w->exact, first = w->exact && !w->n;
 	__s32 size, fs, fc, id;
 	__u32 len = 0;
-	int epi = 0;
+	int epi = 0, pro;
 
 	*ent = 0;
 	if (pc - h->p.interp_lo < h->p.interp_hi - h->p.interp_lo)
@@ -377,11 +521,16 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 		return 1;
 	}
 	sender_sp = w->sp + 8 * (__u64)fs;
-	if (top) {
-		if (fc > 0 && pc < code_begin + (__u64)fc) {
+	if (top && fc > 0 && pc < code_begin + (__u64)fc) {
+		pro = hs_prologue_at(h, blob, bp, len, code_begin, fc, pc);
+		if (pro < 0 || (__u64)(pro >> 1) + 8 > 8 * (__u64)fs) {
 			hs_stat(SP_HS_STOP_PROLOGUE, 1);
 			return 1;
 		}
+		sender_sp = w->sp + (pro >> 1) + 8;
+		epi = (pro & 1) ? 0 : 1; /* rbp: the caller's still in its register, as when only `ret` is left */
+		hs_stat(SP_HS_PROLOGUE, 1);
+	} else if (top) {
 		epi = hs_epilogue(h, pc);
 		if (epi < 0) {
 			hs_stat(SP_HS_STOP_READ, 1);

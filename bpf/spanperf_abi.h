@@ -717,7 +717,8 @@ struct sp_hs_proc {
 	__u32 m_constmethod;	/* Method::_constMethod */
 	__u32 cm_size;		/* sizeof(ConstMethod): the bytecodes follow it */
 	__u32 cm_code_size;	/* ConstMethod::_code_size (u16) */
-	__u32 pad;
+	__u32 nm_vep;		/* nmethod's verified entry: a pointer, or with vep_off a u16 from code begin; 0: none */
+	__u32 vep_off;		/* 1: nm_vep is an offset from the code's begin (JDK 23+) */
 };
 
 /* Why Java frames ended a chain, and what the walk met (the per-CPU `hs_stats` array). */
@@ -737,6 +738,7 @@ enum sp_hs_stat {
 	SP_HS_STALE,		/* the process's JVM entry was another image's: not walked */
 	SP_HS_READS,		/* reads of user memory by the Java steps */
 	SP_HS_INTERP_SLOT,	/* top frames in the interpreter's return entries, their bcp from their slot */
+	SP_HS_PROLOGUE,		/* top frames in a compiled method's prologue, unwound by its decoded steps */
 	SP_HS_STAT_MAX,
 };
 

@@ -147,6 +147,7 @@
 	X(SP_HS_STOP_READ, "java_read_fault", "Java: stopped: memory unreadable")                   \
 	X(SP_HS_STALE, "java_stale", "Java: entry of another image (exec, pid reuse): not walked")  \
 	X(SP_HS_READS, "java_reads", "Java: reads of user memory")                                  \
-	X(SP_HS_INTERP_SLOT, "java_interp_slot", "Java: top frames in the return entries, by their bcp slot")
+	X(SP_HS_INTERP_SLOT, "java_interp_slot", "Java: top frames in the return entries, by their bcp slot")        \
+	X(SP_HS_PROLOGUE, "java_prologue_walked", "Java: top frames in a prologue, unwound by its decoded steps")
 
 #endif

@@ -334,7 +334,7 @@ static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *ou
 	bool off = o->cb_code_offset != JVM_NONE && o->cb_data_offset != JVM_NONE;
 	__u32 used[] = { o->cb_name, o->cb_size, o->cb_frame_size, o->cb_frame_complete, o->nm_compile_id,
 			 off ? o->cb_code_offset : o->cb_code_begin, off ? o->cb_data_offset : o->cb_code_end };
-	__u32 len = 0;
+	__u32 len = 0, vep;
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < ARRAY_SIZE(used); i++) {
@@ -376,6 +376,14 @@ static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *ou
 	out->m_constmethod = o->method_constmethod;
 	out->cm_size = o->cmethod_size;
 	out->cm_code_size = o->cmethod_code_size;
+	/* The verified entry, where a top frame's prologue is decoded from: optional (none, no decoding). */
+	vep = o->nm_verified_entry_off != JVM_NONE ? o->nm_verified_entry_off : o->nm_verified_entry_ptr;
+	if (vep != JVM_NONE && vep && vep + 8 <= SP_HS_HDR_MAX) {
+		out->nm_vep = vep;
+		out->vep_off = o->nm_verified_entry_off != JVM_NONE;
+		if (vep + 8 > out->hdr_len)
+			out->hdr_len = vep + 8;
+	}
 	return 0;
 }
 
