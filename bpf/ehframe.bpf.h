@@ -206,6 +206,8 @@ struct {
 	__type(value, struct eh_walk);
 } eh_walks SEC(".maps");
 
+#include "hotspot.bpf.h"
+
 /* A binary search's bounds, as bpf_loop steps it: one step verified, whatever the table's size. */
 struct eh_search {
 	__u64 key;
@@ -557,11 +559,15 @@ static long eh_step(__u32 i, void *unused)
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct hs_walk *hs = bpf_map_lookup_elem(&hs_walks, &zero);
 	__u64 pc, cfa, ra, bp;
 
 	if (!s || !w)
 		return 1;
 	pc = w->ip;
+	/* A JVM's code cache: Java frames, stepped by the JVM's own layout (hotspot.bpf.h). */
+	if (hs && hs_in_cache(hs, pc))
+		return sp_hs_step() ? 1 : 0;
 	if (eh_rule_of(w, pc, &r))
 		return 1;
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
@@ -739,6 +745,7 @@ __noinline int sp_py_place(void)
 #define EH_C_SLICE 2 /* eh_procs has this image's slice */
 #define EH_C_STALE 4 /* eh_procs has another image's (before an exec, or a pid's last owner) */
 #define EH_C_PY 8    /* py_procs has an entry: sp_py_begin looks it up itself and checks its image */
+#define EH_C_HS 16   /* hs_procs has an entry (a JVM): sp_hs_begin likewise */
 
 /*
  * The process's entries into w->c_*, looked up only when this CPU's last
@@ -772,12 +779,14 @@ static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss
 	}
 	if (py_walk && bpf_map_lookup_elem(&py_procs, &pid))
 		w->c_flags |= EH_C_PY;
+	if (hs_walk && bpf_map_lookup_elem(&hs_procs, &pid))
+		w->c_flags |= EH_C_HS;
 }
 
 /*
  * The user chain of the current task into s->ips from index base (the
  * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
- * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs) if they are
+ * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx) if they are
  * the user's, else NULL (the task's saved user registers are taken).
  */
 static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, const __u64 *ur)
@@ -787,7 +796,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs;
+	__u64 cs, r13, rbx;
 
 	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
@@ -800,6 +809,8 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->sp = ur[1];
 		w->bp = ur[2];
 		cs = ur[3];
+		r13 = ur[4];
+		rbx = ur[5];
 	} else {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
@@ -809,6 +820,8 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->sp = regs->sp;
 		w->bp = regs->bp;
 		cs = regs->cs;
+		r13 = regs->r13;
+		rbx = regs->bx;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
@@ -860,11 +873,13 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
+	sp_hs_begin(r13, rbx, w->c_flags & EH_C_HS);
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
 	if (w->py)
 		sp_py_place();
+	hs_end();
 	eh_stat(SP_EH_CHAINS);
 	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
 	n = w->n;

@@ -555,6 +555,7 @@ enum sp_eh_stat {
 	SP_EH_VMA_LOOKUP,	/* mappings looked up in the kernel (bpf_find_vma): the process's not known yet */
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
+	SP_EH_STOP_JAVA,	/* stopped in Java frames (hs_stats says why) */
 	SP_EH_STAT_MAX,
 };
 
@@ -658,6 +659,87 @@ enum sp_py_stat {
 	SP_PY_AFTER,		/* of those, chains whose Python frames left went after a native chain cut short */
 	SP_PY_NS,		/* with -v: ns spent reading Python frames */
 	SP_PY_STAT_MAX,
+};
+
+/*
+ * ---- HotSpot JVM frames (bpf/hotspot.bpf.h) ----
+ *
+ * A Java frame in a user chain is one tagged word, rewritten by the
+ * recorder into an address of the process's synthetic region (as Python's,
+ * user/record/pyframes.c) while the process lives:
+ * - compiled code or a stub: bits 60..32 the blob's compile id (low 29
+ *   bits; garbage for a stub, which user space tells by the blob), bits
+ *   31..0 the pc less the code cache's start; for a return address the pc
+ *   less 1, so that "the first PcDesc above it" names both kinds of frame;
+ * - interpreted (SP_HS_INTERP): bits 60..44 the bci + 1 (0: unknown),
+ *   bits 43..0 the Method* >> 3.
+ * Bits 63..62 are 10: no user address (below 2^47), no kernel address
+ * and no PERF_CONTEXT marker (11) and no Python entry (01) has them.
+ */
+#define SP_HS_TAG (2ull << 62)
+#define SP_HS_INTERP (1ull << 61)
+#define SP_HS_ID_SHIFT 32
+#define SP_HS_ID_BITS 29
+#define SP_HS_BCI_SHIFT 44
+#define SP_HS_BCI_BITS 17
+#define SP_HS_METHOD_BITS 44
+#define SP_HS_HEAPS 4
+#define SP_HS_HDR_MAX 384	/* bytes of a blob's header the walk reads, at most */
+
+struct sp_hs_heap {
+	__u64 lo, hi;		/* committed: a blob lies in [lo, hi) */
+	__u64 segmap;		/* one byte per segment from lo */
+	__u32 log2, pad;
+};
+
+/*
+ * Everything the walk needs of one JVM, the `hs_procs` value keyed by
+ * process id; user space reads it from the process's own tables
+ * (user/sys/jvmfacts.c, user/record/pyprocs.c).  Offsets in bytes.
+ */
+struct sp_hs_proc {
+	__u64 start_stack;	/* mm->start_stack when read: another image after exec or pid reuse */
+	__u64 cc_lo, cc_hi;	/* the code cache's reservation */
+	__u64 interp_lo, interp_hi; /* the template interpreter */
+	__u64 ret_lo, ret_hi;	/* its return entries: a frame whose callee returned, its bcp in its slot */
+	__u64 call_stub_ret;	/* the one return address into the call stub */
+	__u64 lib_lo, lib_hi;	/* libjvm: a blob's name points there */
+	struct sp_hs_heap heap[SP_HS_HEAPS];
+	__u32 nr_heaps;
+	__u32 hb_size;		/* sizeof(HeapBlock): a blob starts this far into its block */
+	__u32 hdr_len;		/* bytes of a blob's header read: past every field below */
+	__u32 cb_name, cb_size, cb_frame_size, cb_frame_complete;
+	__u32 cb_code_begin;	/* a pointer (JDK <= 22), or with code_off an int offset from the blob */
+	__u32 cb_code_end;	/* likewise: the end of the instructions */
+	__u32 code_off;		/* 1: cb_code_begin/end are int offsets (JDK 23+) */
+	__u32 frame_complete_i16; /* CodeBlob::_frame_complete_offset is an int16 (JDK 23+) */
+	__u32 nm_compile_id;
+	__u32 m_constmethod;	/* Method::_constMethod */
+	__u32 cm_size;		/* sizeof(ConstMethod): the bytecodes follow it */
+	__u32 cm_code_size;	/* ConstMethod::_code_size (u16) */
+	__u32 nm_vep;		/* nmethod's verified entry: a pointer, or with vep_off a u16 from code begin; 0: none */
+	__u32 vep_off;		/* 1: nm_vep is an offset from the code's begin (JDK 23+) */
+};
+
+/* Why Java frames ended a chain, and what the walk met (the per-CPU `hs_stats` array). */
+enum sp_hs_stat {
+	SP_HS_CHAINS = 0,	/* user chains of a JVM's threads that met the code cache */
+	SP_HS_COMPILED,		/* compiled frames (and stubs with a frame) written */
+	SP_HS_INTERPRETED,	/* interpreted frames written */
+	SP_HS_CALL_STUB,	/* call stubs crossed back into libjvm */
+	SP_HS_STOP_NO_BLOB,	/* stopped: a pc in a free segment, outside every heap, or past the hops */
+	SP_HS_STOP_BAD_BLOB,	/* stopped: a header that is no blob's (name outside libjvm, pc outside it) */
+	SP_HS_STOP_PROLOGUE,	/* stopped: the top frame in a prologue (its frame not whole) */
+	SP_HS_STOP_STUB,	/* stopped: a stub without a frame other than the call stub */
+	SP_HS_STOP_INTERP_TOP,	/* stopped: the top interpreted frame not sure (bcp register not in its method) */
+	SP_HS_STOP_INTERP,	/* stopped: an interpreted frame that is no frame (slots out of range) */
+	SP_HS_STOP_RA,		/* stopped: a Java frame's return address outside the code cache */
+	SP_HS_STOP_READ,	/* stopped: memory of the walk unreadable */
+	SP_HS_STALE,		/* the process's JVM entry was another image's: not walked */
+	SP_HS_READS,		/* reads of user memory by the Java steps */
+	SP_HS_INTERP_SLOT,	/* top frames in the interpreter's return entries, their bcp from their slot */
+	SP_HS_PROLOGUE,		/* top frames in a compiled method's prologue, unwound by its decoded steps */
+	SP_HS_STAT_MAX,
 };
 
 #endif /* SPANPERF_ABI_H */

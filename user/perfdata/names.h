@@ -103,7 +103,8 @@
 	X(SP_EH_KTHREAD, "kthread", "kernel-thread samples (no user chain)")                        \
 	X(SP_EH_COMPAT, "compat", "32-bit task samples (no user chain)")                            \
 	X(SP_EH_LOST, "lost", "samples LOST (ring full)")                                           \
-	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)")
+	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)")\
+	X(SP_EH_STOP_JAVA, "java_stop", "stopped: in Java frames (see the java_ counts)")
 
 /*
  * Python frames in those chains (enum sp_py_stat), in the same feature:
@@ -129,5 +130,24 @@
 	X(SP_PY_BY_LIST, "py_by_list", "Python: thread states found in the thread list")            \
 	X(SP_PY_LIST_MISS, "py_list_miss", "Python: threads the thread list did not name")        \
 	X(SP_PY_AFTER, "py_after", "Python: frames left placed after a native chain cut short")
+
+/* HotSpot frames in those chains (enum sp_hs_stat), in the same feature, keys "java_". */
+#define SP_HS_STAT_NAMES(X)                                                                        \
+	X(SP_HS_CHAINS, "java_chains", "Java: user chains that met a JVM's code cache")             \
+	X(SP_HS_COMPILED, "java_compiled", "Java: compiled frames (and stubs with a frame)")        \
+	X(SP_HS_INTERPRETED, "java_interpreted", "Java: interpreted frames")                        \
+	X(SP_HS_CALL_STUB, "java_call_stub", "Java: call stubs crossed back into the JVM")          \
+	X(SP_HS_STOP_NO_BLOB, "java_no_blob", "Java: stopped: a pc in no code blob")                \
+	X(SP_HS_STOP_BAD_BLOB, "java_bad_blob", "Java: stopped: a header that is no code blob's")   \
+	X(SP_HS_STOP_PROLOGUE, "java_prologue", "Java: stopped: top frame in a prologue")           \
+	X(SP_HS_STOP_STUB, "java_stub", "Java: stopped: a stub without a frame")                   \
+	X(SP_HS_STOP_INTERP_TOP, "java_interp_top", "Java: stopped: top interpreted frame unsure") \
+	X(SP_HS_STOP_INTERP, "java_interp_bad", "Java: stopped: an interpreted frame out of range") \
+	X(SP_HS_STOP_RA, "java_ra", "Java: stopped: a return address outside the code cache")      \
+	X(SP_HS_STOP_READ, "java_read_fault", "Java: stopped: memory unreadable")                   \
+	X(SP_HS_STALE, "java_stale", "Java: entry of another image (exec, pid reuse): not walked")  \
+	X(SP_HS_READS, "java_reads", "Java: reads of user memory")                                  \
+	X(SP_HS_INTERP_SLOT, "java_interp_slot", "Java: top frames in the return entries, by their bcp slot")        \
+	X(SP_HS_PROLOGUE, "java_prologue_walked", "Java: top frames in a prologue, unwound by its decoded steps")
 
 #endif

@@ -217,6 +217,13 @@ const char *py_names_name(const char *qualname, size_t qlen, const char *filenam
 	return buf;
 }
 
+const char *py_names_symbol(const struct py_names_rec *r, char *buf, size_t len)
+{
+	if (r->flags & PY_NAMES_JAVA)
+		return py_names_text(r->qualname, r->qualname_len, buf, len);
+	return py_names_name(r->qualname, r->qualname_len, r->filename, r->filename_len, buf, len);
+}
+
 const char *py_names_text(const char *s, size_t n, char *buf, size_t len)
 {
 	size_t o = 0;

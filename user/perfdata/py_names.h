@@ -97,6 +97,12 @@ static inline __s64 py_frame_index(__u64 slot, __u64 addr)
 #define PY_NAMES_FILE_CUT 4	    /* filename likewise */
 #define PY_NAMES_LINES_CUT 8	    /* the runs stop before the code's end: the rest has no line */
 #define PY_NAMES_NO_LINES 16	    /* the line table could not be read or decoded */
+/*
+ * A Java method (issue 35): the same slots and records, a method for a code
+ * object and a bytecode index for an instruction; qualname is the name the
+ * JDK's perf map gives it, the symbol's name as it is.
+ */
+#define PY_NAMES_JAVA 32
 
 /*
  * One named code object.  Strings are not NUL-terminated in the record;
@@ -138,6 +144,8 @@ int py_names_rec_decode(const void *raw, size_t len, struct py_names_rec *out);
 #define PY_NAME_BUF (6 * PY_NAMES_STR_MAX + 16)
 const char *py_names_name(const char *qualname, size_t qlen, const char *filename, size_t flen, char *buf,
 			  size_t len);
+/* The symbol name of a record's slot: py_names_name's, or a Java method's own name. */
+const char *py_names_symbol(const struct py_names_rec *r, char *buf, size_t len);
 /* One of a record's strings alone, NUL-terminated, the same way (buf of 3 * n + 1 holds any). */
 const char *py_names_text(const char *s, size_t n, char *buf, size_t len);
 

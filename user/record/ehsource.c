@@ -87,6 +87,12 @@ static bool python_on(bool on)
 	return on && !getenv("SPANPERF_NO_PYTHON");
 }
 
+/* Java frames are read with Python's, unless this says not to (for measuring what they cost). */
+static bool java_on(bool py)
+{
+	return py && !getenv("SPANPERF_NO_JAVA");
+}
+
 void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
@@ -101,7 +107,9 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_max_entries(skel->maps.eh_procs, on ? EH_MAX_PROCS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_rb, on ? ring : sysconf(_SC_PAGESIZE));
 	bpf_map__set_max_entries(skel->maps.py_procs, py ? EH_MAX_PY_PROCS : 1);
+	bpf_map__set_max_entries(skel->maps.hs_procs, java_on(py) ? EH_MAX_PY_PROCS : 1);
 	skel->rodata->py_walk = py;
+	skel->rodata->hs_walk = java_on(py);
 	skel->rodata->py_timing = py && timing;
 	/* Written from user space without a syscall per row (5.5+, as bpf_loop needs 5.17 anyway). */
 	bpf_map__set_map_flags(skel->maps.eh_rows, BPF_F_MMAPABLE);
@@ -206,7 +214,8 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 	}
 	eh_tables__scan(s->tables, pids);
 	if (skel->rodata->py_walk) {
-		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs), EH_MAX_PY_PROCS);
+		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs),
+				  skel->rodata->hs_walk ? bpf_map__fd(skel->maps.hs_procs) : -1, EH_MAX_PY_PROCS);
 		if (e)
 			goto cleanup;
 		py_procs__scan(s->py, pids);
@@ -381,6 +390,23 @@ int eh_source__fd(const struct eh_source *s)
 }
 
 /* Python: the processes followed, and why their chains' Python parts ended (record -v). */
+/* The Java steps' counts (hotspot.bpf.h), where there were any. */
+static void hs_report(struct eh_source *s)
+{
+#define SP_HS_LABEL(id, key, label) [id] = label,
+	static const char *const names[SP_HS_STAT_MAX] = { SP_HS_STAT_NAMES(SP_HS_LABEL) };
+	int fd = bpf_map__fd(s->skel->maps.hs_stats);
+
+	if (!s->skel->rodata->hs_walk || !bpf_percpu_sum(fd, SP_HS_CHAINS))
+		return;
+	for (int i = 0; i < SP_HS_STAT_MAX; i++) {
+		__u64 v = bpf_percpu_sum(fd, i);
+
+		if (names[i] && v)
+			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
+	}
+}
+
 static void py_report(struct eh_source *s)
 {
 #define SP_PY_LABEL(id, key, label) [id] = label,
@@ -393,8 +419,10 @@ static void py_report(struct eh_source *s)
 		return;
 	fd = bpf_map__fd(s->skel->maps.py_stats);
 	py_procs__stats(s->py, &st);
-	fprintf(stderr, "python: %llu processes followed (%llu by their thread lists), %llu forks; %llu not followed%s%s\n",
-		(unsigned long long)st.found, (unsigned long long)st.by_list, (unsigned long long)st.forks,
+	/* The line as it was before JVMs, the JVMs after its parenthesis: scripts read it as it stood. */
+	fprintf(stderr, "python: %llu processes followed (%llu by their thread lists), %llu JVMs among them, %llu forks; %llu not followed%s%s\n",
+		(unsigned long long)st.found, (unsigned long long)st.by_list, (unsigned long long)st.jvms,
+		(unsigned long long)st.forks,
 		(unsigned long long)(st.refused + st.gave_up + st.full), st.refused ? ", last: " : "",
 		st.refused ? st.last_refusal : "");
 	for (int i = 0; i < SP_PY_STAT_MAX; i++) {
@@ -453,6 +481,7 @@ void eh_source__report(struct eh_source *s, int verbose)
 			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),
 			(double)bpf_percpu_sum(fd, SP_EH_FRAMES) / (bpf_percpu_sum(fd, SP_EH_CHAINS) ?: 1));
 	py_report(s);
+	hs_report(s);
 }
 
 int eh_source__meta(struct eh_source *s, struct pd_meta *m)

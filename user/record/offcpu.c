@@ -558,6 +558,14 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		if (!e && o->eh->py_procs >= 0)
 			e = bpf_map__reuse_fd(s->skel->maps.py_procs, o->eh->py_procs) ?:
 			    bpf_map__reuse_fd(s->skel->maps.py_stats, o->eh->py_stats);
+		/* Java frames likewise (JVMs are found with the Python processes). */
+		if (!e && o->eh->hs_procs >= 0) {
+			e = bpf_map__reuse_fd(s->skel->maps.hs_procs, o->eh->hs_procs) ?:
+			    bpf_map__reuse_fd(s->skel->maps.hs_stats, o->eh->hs_stats);
+			s->skel->rodata->hs_walk = !e;
+		} else {
+			bpf_map__set_max_entries(s->skel->maps.hs_procs, 1);
+		}
 		if (!e && o->eh->py_procs >= 0) {
 			s->skel->rodata->py_walk = true;
 			s->py = o->py;
@@ -576,6 +584,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.eh_procs, 1);
 		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
 		bpf_map__set_max_entries(s->skel->maps.py_procs, 1);
+		bpf_map__set_max_entries(s->skel->maps.hs_procs, 1);
 	}
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cpus, nr_cpus);
 	e = target__prepare(o->target, s->skel->obj, s->skel->maps.filter);

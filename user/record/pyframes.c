@@ -8,6 +8,8 @@
 
 #include "buildid.h"
 #include "hash.h"
+#include "jvmfacts.h"
+#include "jvmnames.h"
 #include "log.h"
 #include "perf_sample.h"
 #include "py_code.h"
@@ -117,6 +119,8 @@ struct pf_code {
 struct pf_proc {
 	__u32 pid, gen;
 	bool live;	  /* its slot in py_frames is in use */
+	bool jvm;	  /* a JVM: its code objects are methods (jf), keyed by Method* */
+	struct jvm_facts jf;
 	bool announced;	  /* its region's MMAP2 is in this file */
 	bool no_region;	  /* no room found for it: its frames are dropped */
 	__u64 base;	  /* the region in the process */
@@ -149,7 +153,8 @@ struct py_frames {
 	struct py_code code;	/* the code object being read */
 	/* -v */
 	__u64 named, renamed, dropped, not_code, unreadable, full, gone, records, qualscans, moved, mem_reads,
-		mem_bytes;
+		mem_bytes, java_named, java_stubs;
+	struct jvm_method jm;	/* the method being named */
 };
 
 static void proc_clear(struct pf_proc *pp)
@@ -191,7 +196,7 @@ void py_frames__free(struct py_frames *p)
 bool py_frames_any(const __u64 *ips, __u32 n)
 {
 	for (__u32 i = 0; i < n; i++)
-		if ((ips[i] & SP_PY_TAG_MASK) == SP_PY_TAG)
+		if ((ips[i] & SP_PY_TAG_MASK) == SP_PY_TAG || (ips[i] & SP_PY_TAG_MASK) == SP_HS_TAG)
 			return true;
 	return false;
 }
@@ -329,6 +334,52 @@ static int set_layouts(struct pf_proc *pp, const struct py_facts *f)
 	return 0;
 }
 
+/* A new or renewed state of pid (index i's, or a new one). */
+static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc *pp)
+{
+	uint64_t *i;
+
+	if (!pp) {
+		i = u64_map_get(&p->by_pid, pid, true);
+		if (!i || array_reserve((void **)&p->procs, &p->cap_procs, p->nr_procs, sizeof(*p->procs)))
+			return NULL;
+		pp = &p->procs[p->nr_procs];
+		memset(pp, 0, sizeof(*pp));
+		*i = ++p->nr_procs;
+	} else {
+		proc_clear(pp);
+	}
+	return pp;
+}
+
+/* As proc_for, for a JVM: its facts copied (heaps to their reservation's end: they commit more as they grow). */
+static struct pf_proc *jvm_proc_for(struct py_frames *p, __u32 pid, struct pf_proc *pp)
+{
+	const struct jvm_facts *jf;
+	__u64 since = 0;
+	__u32 gen = 0;
+
+	jf = py_procs__jvm(p->o.procs, pid, &gen, &since);
+	if (!jf)
+		return pp && pp->live ? pp : NULL;
+	if (pp && pp->live && pp->gen == gen)
+		return pp;
+	pp = proc_slot(p, pid, pp);
+	if (!pp)
+		return NULL;
+	pp->pid = pid;
+	pp->gen = gen;
+	pp->since = since;
+	pp->live = true;
+	pp->jvm = true;
+	pp->jf = *jf;
+	for (__u32 k = 0; k < pp->jf.nr_heaps; k++)
+		pp->jf.heap[k].high = pp->jf.heap[k].high_boundary;
+	pp->base = pick_base(pid);
+	pp->no_region = !pp->base;
+	return pp;
+}
+
 /*
  * pid's state for its current image: made (its region chosen) or made
  * anew when the runtime's entry changed; one of a process gone serves the
@@ -346,19 +397,12 @@ static struct pf_proc *proc_for(struct py_frames *p, __u32 pid)
 		pp = &p->procs[*i - 1];
 	f = py_procs__get(p->o.procs, pid, &gen, &since);
 	if (!f)
-		return pp && pp->live ? pp : NULL;
-	if (pp && pp->live && pp->gen == gen)
+		return jvm_proc_for(p, pid, pp);
+	if (pp && pp->live && pp->gen == gen && !pp->jvm)
 		return pp;
-	if (!pp) {
-		i = u64_map_get(&p->by_pid, pid, true);
-		if (!i || array_reserve((void **)&p->procs, &p->cap_procs, p->nr_procs, sizeof(*p->procs)))
-			return NULL;
-		pp = &p->procs[p->nr_procs];
-		memset(pp, 0, sizeof(*pp));
-		*i = ++p->nr_procs;
-	} else {
-		proc_clear(pp);
-	}
+	pp = proc_slot(p, pid, pp);
+	if (!pp)
+		return NULL;
 	pp->pid = pid;
 	pp->gen = gen;
 	pp->since = since;
@@ -651,6 +695,130 @@ static struct pf_code *code_slot(struct py_frames *p, struct pf_proc *pp, __u64 
 	return name_code(p, pp, code, tid, t, fn, ctx, err);
 }
 
+/* The method at Method* m of a JVM named: its slot, symbol and record; NULL if it names nothing. */
+static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u64 m, __u64 t, py_write_fn fn,
+				   void *ctx, int *err)
+{
+	struct jvm_method *jm = &p->jm;
+	struct py_names_rec rec;
+	struct pf_code *pc;
+	uint64_t *i;
+	__u64 size;
+	int e;
+
+	*err = 0;
+	if (pp->fails_drain != p->drain) {
+		pp->fails_drain = p->drain;
+		pp->fails = 0;
+	}
+	if (pp->fails >= FAILS_PER_DRAIN)
+		return NULL;
+	e = jvm_method_read(&pp->jf, py_read_pid, (void *)(long)pp->pid, m, jm);
+	p->mem_reads += 12;
+	if (e) {
+		pp->fails++;
+		if (e == -EBADMSG)
+			p->not_code++;
+		else
+			p->unreadable++;
+		return NULL;
+	}
+	size = py_slot_size(jm->code_size);
+	if (pp->next + size > REGION_LEN) {
+		p->full++;
+		return NULL;
+	}
+	rec = (struct py_names_rec){ .pid = pp->pid, .flags = PY_NAMES_JAVA | PY_NAMES_NO_LINES,
+				     .slot = pp->base + pp->next, .code = m, .size = size,
+				     .ncodeunits = jm->code_size, .qualname = jm->name, .filename = "" };
+	rec.qualname_len = strlen(rec.qualname);
+	p->rec.len = 0;
+	e = py_names_rec_write(&p->rec, p->o.names_attr, p->o.names_id, stamp(p, pp, t), &rec);
+	if (!e)
+		e = fn(ctx, p->rec.p, p->rec.len);
+	if (e) {
+		*err = e == -E2BIG ? 0 : e;
+		return NULL;
+	}
+	p->records++;
+	if (p->elf && pp->pgoff && py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size, jm->name))
+		pr_debug("java: no symbol for %s in the ELF", jm->name);
+	i = u64_map_get(&pp->by_code, m, true);
+	if (!i || array_reserve((void **)&pp->codes, &pp->cap_codes, pp->nr_codes, sizeof(*pp->codes))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	pc = &pp->codes[pp->nr_codes];
+	*pc = (struct pf_code){ .code = m, .off = pp->next, .ncodeunits = jm->code_size, .checked = p->drain,
+				.cookie = { .code = jm->constmethod } };
+	*i = ++pp->nr_codes;
+	pp->next += size;
+	p->named++;
+	p->java_named++;
+	return pc;
+}
+
+/* The slot of the method at m: the one named before while its ConstMethod is the same, else a new one. */
+static struct pf_code *method_slot(struct py_frames *p, struct pf_proc *pp, __u64 m, __u64 t, py_write_fn fn,
+				   void *ctx, int *err)
+{
+	uint64_t *i = u64_map_get(&pp->by_code, m, false);
+	struct pf_code *pc = i && *i ? &pp->codes[*i - 1] : NULL;
+	__u64 cm;
+
+	*err = 0;
+	if (pc && pc->checked == p->drain)
+		return pc;
+	if (pc) {
+		/* Once a drain: metaspace reuse after a class's unloading puts another method there. */
+		if (jvm_method_cookie(&pp->jf, py_read_pid, (void *)(long)pp->pid, m, &cm) || cm == pc->cookie.code) {
+			pc->checked = p->drain;
+			return pc;
+		}
+		*i = 0;
+		p->renamed++;
+	}
+	if (!py_procs__jvm(p->o.procs, pp->pid, NULL, NULL)) {
+		p->gone++;
+		return NULL;
+	}
+	return name_method(p, pp, m, t, fn, ctx, err);
+}
+
+/*
+ * A Java entry (SP_HS_TAG) of pp: the method and bytecode index it names,
+ * false when it names none (a stub, a blob recompiled since: dropped).
+ */
+static bool java_frame(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 *m, __s64 *bci)
+{
+	struct jvm_blob b;
+	__u64 pc;
+	__u32 id;
+
+	if (v & SP_HS_INTERP) {
+		__u32 bci1 = (v >> SP_HS_BCI_SHIFT) & ((1u << SP_HS_BCI_BITS) - 1);
+
+		*m = (v & ((1ull << SP_HS_METHOD_BITS) - 1)) << 3;
+		*bci = bci1 ? (__s64)bci1 - 1 : -2;
+		return true;
+	}
+	pc = pp->jf.cc_low + (v & 0xffffffffull);
+	id = (v >> SP_HS_ID_SHIFT) & ((1u << SP_HS_ID_BITS) - 1);
+	if (jvm_blob_at(&pp->jf, py_read_pid, (void *)(long)pp->pid, pc, &b)) {
+		pr_debug("java: pid %u: no blob at %#llx", pp->pid, (unsigned long long)pc);
+		return false;
+	}
+	if (!b.nmethod || ((__u32)b.compile_id & ((1u << SP_HS_ID_BITS) - 1)) != id || !b.method) {
+		pr_debug("java: pid %u: %#llx in %s, compile id %d (%u wanted)", pp->pid, (unsigned long long)pc, b.name,
+			 b.compile_id, id);
+		p->java_stubs += !b.nmethod;
+		return false;
+	}
+	*m = b.method;
+	*bci = -2; /* the PcDesc's bci is not read yet: the method's no-line unit */
+	return true;
+}
+
 int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, py_write_fn fn,
 		       void *ctx)
 {
@@ -664,7 +832,7 @@ int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64
 		__u32 idx1;
 		__s64 idx;
 
-		if ((v & SP_PY_TAG_MASK) != SP_PY_TAG) {
+		if ((v & SP_PY_TAG_MASK) != SP_PY_TAG && (v & SP_PY_TAG_MASK) != SP_HS_TAG) {
 			ips[k++] = v;
 			continue;
 		}
@@ -682,6 +850,25 @@ int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64
 				p->dropped++;
 				continue;
 			}
+		}
+		if ((v & SP_PY_TAG_MASK) == SP_HS_TAG) {
+			if (!pp->jvm || !java_frame(p, pp, v, &code, &idx)) {
+				p->dropped++;
+				continue;
+			}
+			pc = method_slot(p, pp, code, t, fn, ctx, &e);
+			if (e)
+				return e;
+			if (!pc) {
+				p->dropped++;
+				continue;
+			}
+			ips[k++] = py_frame_addr(pp->base + pc->off, pc->ncodeunits, idx);
+			continue;
+		}
+		if (pp->jvm) {
+			p->dropped++;
+			continue;
 		}
 		code = (v & ((1ull << SP_PY_CODE_BITS) - 1)) << 3;
 		idx1 = (v >> SP_PY_IDX_SHIFT) & ((1u << SP_PY_IDX_BITS) - 1);
@@ -748,4 +935,7 @@ void py_frames__report(const struct py_frames *p)
 		(unsigned long long)p->dropped, (unsigned long long)p->not_code, (unsigned long long)p->unreadable,
 		(unsigned long long)p->gone, (unsigned long long)p->full, (unsigned long long)p->qualscans,
 		(unsigned long long)p->mem_reads, p->mem_bytes / 1e3);
+	if (p->java_named || p->java_stubs)
+		fprintf(stderr, "java names: %llu methods named; %llu frames of stubs dropped\n",
+			(unsigned long long)p->java_named, (unsigned long long)p->java_stubs);
 }

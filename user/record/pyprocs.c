@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "glibc_tsd.h"
 #include "hash.h"
+#include "jvmfacts.h"
 #include "log.h"
 #include "proc_file.h"
 #include "pyprocs.h"
@@ -25,8 +26,18 @@ struct py_proc {
 	__u32 pid;
 	__u32 gen;	/* never the same twice: what the rewrite's caches are kept under */
 	bool live;
+	bool jvm;	/* a HotSpot JVM (jf, in hs_procs), not a CPython (f, in py_procs) */
 	__u64 since;	/* when its map entry was written: no sample walked by it is older */
 	struct py_facts f;
+	struct jvm_facts jf;
+	struct sp_hs_proc hs;
+};
+
+/* A libjvm seen in a mapping: its symbols, read once per file. */
+struct jvm_file {
+	__u64 dev, ino;
+	int err;
+	struct jvm_binary elf;
 };
 
 /* A file seen in a mapping: whether it holds a runtime, and what it says. */
@@ -51,6 +62,9 @@ struct py_pending {
 
 struct py_procs {
 	int procs_fd;
+	int hs_fd;		/* the JVMs' map; -1: JVMs are not followed */
+	struct jvm_file *jfiles;
+	size_t nr_jfiles, cap_jfiles;
 	__u32 max;
 	struct py_proc *v;
 	size_t n, cap;
@@ -123,7 +137,7 @@ static void host_libc(struct py_procs *p)
 		fclose(f);
 }
 
-int py_procs__new(struct py_procs **out, int procs_fd, __u32 max)
+int py_procs__new(struct py_procs **out, int procs_fd, int hs_fd, __u32 max)
 {
 	struct py_procs *p = calloc(1, sizeof(*p));
 	const char *force = getenv("SPANPERF_PY_TSTATE");
@@ -132,6 +146,7 @@ int py_procs__new(struct py_procs **out, int procs_fd, __u32 max)
 	if (!p)
 		return -ENOMEM;
 	p->procs_fd = procs_fd;
+	p->hs_fd = hs_fd;
 	p->max = max;
 	p->force_list = force && !strcmp(force, "list");
 	p->host_ok = !glibc_tsd_calibrate(&p->host);
@@ -148,6 +163,7 @@ void py_procs__free(struct py_procs *p)
 		return;
 	free(p->v);
 	free(p->files);
+	free(p->jfiles);
 	free(p->libcs);
 	free(p->pending);
 	u64_map_free(&p->by_pid);
@@ -184,7 +200,7 @@ static void forget(struct py_procs *p, __u32 pid)
 	if (!pp)
 		return;
 	pp->live = false;
-	bpf_map_delete_elem(p->procs_fd, &pid);
+	bpf_map_delete_elem(pp->jvm ? p->hs_fd : p->procs_fd, &pid);
 }
 
 /* Whether a mapped file's name is one a CPython runtime comes in: python3.11, libpython3.12.so.1.0, ... */
@@ -193,6 +209,14 @@ static bool python_name(const char *path)
 	const char *base = strrchr(path, '/');
 
 	return base && strcasestr(base + 1, "python");
+}
+
+/* Whether a mapped file is HotSpot's libjvm.so. */
+static bool jvm_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return base && !strcmp(base + 1, "libjvm.so");
 }
 
 static bool libc_name(const char *path, bool *pthread)
@@ -280,12 +304,140 @@ static int libc_tsd(struct py_procs *p, __u32 pid, const struct procmap *m, stru
 	return l->err;
 }
 
+/* The libjvm of a mapping: read once per file (device, inode). */
+static struct jvm_file *jfile_of(struct py_procs *p, __u32 pid, const struct procmap *m)
+{
+	struct jvm_file *f;
+	int fd;
+
+	for (size_t i = 0; i < p->nr_jfiles; i++)
+		if (p->jfiles[i].ino == m->ino && p->jfiles[i].dev == dev_of(m))
+			return &p->jfiles[i];
+	fd = proc_open_mapped(pid, m->start, m->end, m->path);
+	if (fd < 0)
+		return NULL;
+	if (array_reserve((void **)&p->jfiles, &p->cap_jfiles, p->nr_jfiles, sizeof(*p->jfiles))) {
+		close(fd);
+		return NULL;
+	}
+	f = &p->jfiles[p->nr_jfiles++];
+	*f = (struct jvm_file){ .dev = dev_of(m), .ino = m->ino };
+	f->err = jvm_binary_read(fd, &f->elf);
+	close(fd);
+	return f;
+}
+
+/* What the walk in BPF needs of a JVM (bpf/hotspot.bpf.h), from its facts. */
+static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *out)
+{
+	const struct jvm_offsets *o = &f->o;
+	bool off = o->cb_code_offset != JVM_NONE && o->cb_data_offset != JVM_NONE;
+	__u32 used[] = { o->cb_name, o->cb_size, o->cb_frame_size, o->cb_frame_complete, o->nm_compile_id,
+			 off ? o->cb_code_offset : o->cb_code_begin, off ? o->cb_data_offset : o->cb_code_end };
+	__u32 len = 0, vep;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < ARRAY_SIZE(used); i++) {
+		if (used[i] == JVM_NONE)
+			return -EBADMSG;
+		if (used[i] + 8 > len)
+			len = used[i] + 8;
+	}
+	if (len > SP_HS_HDR_MAX || o->cmethod_size > 64 || o->cmethod_code_size + 2 > o->cmethod_size ||
+	    o->method_constmethod > 4096)
+		return -EBADMSG;
+	out->start_stack = ss;
+	out->cc_lo = f->cc_low;
+	out->cc_hi = f->cc_high;
+	out->interp_lo = f->interp_lo;
+	out->interp_hi = f->interp_hi;
+	out->ret_lo = f->ret_entry_lo;
+	out->ret_hi = f->ret_entry_hi;
+	out->call_stub_ret = f->call_stub_ret;
+	out->lib_lo = f->lib_lo;
+	out->lib_hi = f->lib_hi;
+	for (__u32 i = 0; i < f->nr_heaps && i < SP_HS_HEAPS; i++) {
+		/* The reservation, not the committed part: a heap commits more as it grows. */
+		out->heap[i] = (struct sp_hs_heap){ .lo = f->heap[i].low, .hi = f->heap[i].high_boundary,
+						    .segmap = f->heap[i].segmap, .log2 = f->heap[i].log2_seg };
+	}
+	out->nr_heaps = f->nr_heaps < SP_HS_HEAPS ? f->nr_heaps : SP_HS_HEAPS;
+	out->hb_size = o->heapblock_size;
+	out->hdr_len = len;
+	out->cb_name = o->cb_name;
+	out->cb_size = o->cb_size;
+	out->cb_frame_size = o->cb_frame_size;
+	out->cb_frame_complete = o->cb_frame_complete;
+	out->code_off = off;
+	out->cb_code_begin = off ? o->cb_code_offset : o->cb_code_begin;
+	out->cb_code_end = off ? o->cb_data_offset : o->cb_code_end;
+	out->frame_complete_i16 = o->frame_complete_i16;
+	out->nm_compile_id = o->nm_compile_id;
+	out->m_constmethod = o->method_constmethod;
+	out->cm_size = o->cmethod_size;
+	out->cm_code_size = o->cmethod_code_size;
+	/* The verified entry, where a top frame's prologue is decoded from: optional (none, no decoding). */
+	vep = o->nm_verified_entry_off != JVM_NONE ? o->nm_verified_entry_off : o->nm_verified_entry_ptr;
+	if (vep != JVM_NONE && vep && vep + 8 <= SP_HS_HDR_MAX) {
+		out->nm_vep = vep;
+		out->vep_off = o->nm_verified_entry_off != JVM_NONE;
+		if (vep + 8 > out->hdr_len)
+			out->hdr_len = vep + 8;
+	}
+	return 0;
+}
+
+/* pid's JVM read and put in hs_procs: 0, -EAGAIN to try again later, else not a JVM we follow. */
+static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf, const struct procmap *m)
+{
+	char why[160] = "";
+	struct jvm_facts f;
+	struct sp_hs_proc hs;
+	struct py_proc *pp;
+	__u64 bias = m->start - m->pgoff - jf->elf.load_base, now;
+	int err;
+
+	err = jvm_facts_read(&jf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
+	if (err == -EAGAIN)
+		return err;
+	if (err && (proc_start_stack(pid, &now) || now != ss))
+		return -ESRCH;
+	if (!err && hs_proc_of(&f, ss, &hs))
+		err = -EBADMSG, snprintf(why, sizeof(why), "a layout the walk cannot read");
+	if (err) {
+		p->st.refused++;
+		snprintf(p->st.last_refusal, sizeof(p->st.last_refusal), "%u: %s", pid, why);
+		pr_debug("java: pid %u not followed: %s", pid, why);
+		return err;
+	}
+	pp = slot_of(p, pid);
+	if (!pp)
+		return -ENOMEM;
+	pp->since = mono_ns();
+	if (bpf_map_update_elem(p->hs_fd, &pid, &hs, BPF_ANY)) {
+		p->st.full++;
+		return -ENOSPC;
+	}
+	pp->jvm = true;
+	pp->jf = f;
+	pp->hs = hs;
+	pp->live = true;
+	pp->gen = ++p->gen;
+	p->st.found++;
+	p->st.jvms++;
+	pr_debug("java: pid %u runs HotSpot %u.%u.%u (%s) from %s", pid, f.major, f.minor, f.security, f.release,
+		 m->path);
+	return 0;
+}
+
 /* pid's runtime read and put in the map: 0, -EAGAIN to try again later, else not a Python process we follow. */
 static int read_proc(struct py_procs *p, __u32 pid)
 {
 	char path[64], *line = NULL, why[160] = "";
 	struct procmap m, libc = {}, runtime = {};
 	struct py_file *rf = NULL;
+	struct jvm_file *jf = NULL;
+	struct procmap jm = {};
 	struct sp_py_proc bpf;
 	struct glibc_tsd tsd;
 	struct py_facts f;
@@ -312,6 +464,14 @@ static int read_proc(struct py_procs *p, __u32 pid)
 			have_libc = true;
 			pthread = is_pthread;
 		}
+		if (!jf && !jm.start && p->hs_fd >= 0 && jvm_name(m.path)) {
+			struct jvm_file *cand = jfile_of(p, pid, &m);
+
+			/* Its lowest mapping, the first PT_LOAD's: later segments may lie at other deltas. */
+			if (cand && !cand->err)
+				jf = cand;
+			jm = m;
+		}
 		if (!rf && python_name(m.path)) {
 			struct py_file *cand = file_of(p, pid, &m);
 
@@ -323,6 +483,8 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	}
 	free(line);
 	fclose(maps);
+	if (jf)
+		return read_jvm(p, pid, ss, jf, &jm);
 	if (!rf)
 		return -ENOENT;
 	/* The address of file offset 0, less where the file's first segment would put it. */
@@ -394,7 +556,7 @@ static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
 }
 
 /* Whether /proc/PID/maps names a file like python's: a cheap look before reading a process. */
-static bool maps_name_python(__u32 pid)
+static bool maps_name_python(const struct py_procs *p, __u32 pid)
 {
 	char path[64], *line = NULL;
 	struct procmap m;
@@ -407,7 +569,7 @@ static bool maps_name_python(__u32 pid)
 	if (!f)
 		return false;
 	while (!yes && procmaps_next(f, &line, &cap, &m, NULL))
-		yes = (m.prot & PROT_EXEC) && m.path[0] == '/' && python_name(m.path);
+		yes = (m.prot & PROT_EXEC) && m.path[0] == '/' && (python_name(m.path) || (p->hs_fd >= 0 && jvm_name(m.path)));
 	free(line);
 	fclose(f);
 	return yes;
@@ -423,7 +585,7 @@ static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
 		return;
 	if (pids) {
 		for (int i = 0; i < pids->n; i++)
-			if (!(only_new && proc_of(p, pids->v[i])) && maps_name_python(pids->v[i]))
+			if (!(only_new && proc_of(p, pids->v[i])) && maps_name_python(p, pids->v[i]))
 				try_proc(p, pids->v[i], 0);
 		return;
 	}
@@ -436,7 +598,7 @@ static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
 
 		if (*end || !pid || pid == (unsigned long)getpid() || (only_new && proc_of(p, pid)))
 			continue;
-		if (maps_name_python(pid))
+		if (maps_name_python(p, pid))
 			try_proc(p, pid, 0);
 	}
 	closedir(d);
@@ -454,7 +616,7 @@ void py_procs__catch_up(struct py_procs *p, const struct int_list *pids)
 
 void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path)
 {
-	if (!p || !python_name(path) || proc_of(p, pid))
+	if (!p || !(python_name(path) || (p->hs_fd >= 0 && jvm_name(path))) || proc_of(p, pid))
 		return;
 	/* ld.so maps the rest of the libraries after it: read once this pass is over. */
 	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0);
@@ -478,9 +640,13 @@ void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid)
 	if (!child || !parent)
 		return;
 	child->since = mono_ns();
-	if (bpf_map_update_elem(p->procs_fd, &pid, &parent->f.bpf, BPF_ANY))
+	if (bpf_map_update_elem(parent->jvm ? p->hs_fd : p->procs_fd, &pid,
+				parent->jvm ? (const void *)&parent->hs : (const void *)&parent->f.bpf, BPF_ANY))
 		return;
 	child->f = parent->f;
+	child->jf = parent->jf;
+	child->hs = parent->hs;
+	child->jvm = parent->jvm;
 	child->live = true;
 	child->gen = ++p->gen;
 	p->st.forks++;
@@ -533,13 +699,26 @@ const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 
 {
 	struct py_proc *pp = p ? proc_of(p, pid) : NULL;
 
-	if (!pp)
+	if (!pp || pp->jvm)
 		return NULL;
 	if (gen)
 		*gen = pp->gen;
 	if (since_ns)
 		*since_ns = pp->since;
 	return &pp->f;
+}
+
+const struct jvm_facts *py_procs__jvm(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns)
+{
+	struct py_proc *pp = p ? proc_of(p, pid) : NULL;
+
+	if (!pp || !pp->jvm)
+		return NULL;
+	if (gen)
+		*gen = pp->gen;
+	if (since_ns)
+		*since_ns = pp->since;
+	return &pp->jf;
 }
 
 void py_procs__stats(const struct py_procs *p, struct py_procs_stats *st)

@@ -24,6 +24,7 @@ struct py_procs;
 
 struct py_procs_stats {
 	__u64 found;	     /* processes whose runtime the walk reads */
+	__u64 jvms;	     /* of them, HotSpot JVMs */
 	__u64 by_list;	     /* of them, with thread states from the thread list (not glibc's key data) */
 	__u64 forks;	     /* children given their parent's entry */
 	__u64 retries;	     /* reads again of a runtime not set up yet */
@@ -34,10 +35,11 @@ struct py_procs_stats {
 };
 
 /*
- * procs_fd: the py_procs map, with room for max entries.  The thread
+ * procs_fd: the py_procs map, with room for max entries; hs_fd: the
+ * hs_procs map of the JVMs (HotSpot's libjvm.so mapped), -1: none followed.  The thread
  * states' place in glibc is measured here, once (glibc_tsd.h).
  */
-int py_procs__new(struct py_procs **out, int procs_fd, __u32 max);
+int py_procs__new(struct py_procs **out, int procs_fd, int hs_fd, __u32 max);
 void py_procs__free(struct py_procs *p);
 /* Every process in pids (NULL: all of /proc) that maps a file named like python, read now. */
 void py_procs__scan(struct py_procs *p, const struct int_list *pids);
@@ -63,6 +65,9 @@ __u64 py_procs__next_due(const struct py_procs *p);
  * follows.
  */
 const struct py_facts *py_procs__get(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns);
+/* pid's JVM, as py_procs__get's runtime: NULL if pid is no JVM the walk follows. */
+struct jvm_facts;
+const struct jvm_facts *py_procs__jvm(const struct py_procs *p, __u32 pid, __u32 *gen, __u64 *since_ns);
 void py_procs__stats(const struct py_procs *p, struct py_procs_stats *st);
 
 #endif

@@ -207,6 +207,8 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.files = bpf_map__fd(ctx->skel->maps.eh_files), .gen = bpf_map__fd(ctx->skel->maps.eh_gen),
 		.py_procs = ctx->py ? bpf_map__fd(ctx->skel->maps.py_procs) : -1,
 		.py_stats = bpf_map__fd(ctx->skel->maps.py_stats),
+		.hs_procs = ctx->py && ctx->skel->rodata->hs_walk ? bpf_map__fd(ctx->skel->maps.hs_procs) : -1,
+		.hs_stats = bpf_map__fd(ctx->skel->maps.hs_stats),
 	};
 	struct rec_source *src;
 	struct offcpu_src *os;

@@ -492,7 +492,7 @@ static int write_py_sample(struct samples *s, const struct perf_event_header *h,
 		leaf++;
 	leaf++;
 	py_leaf = (c->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER && leaf < nr &&
-		  (ips[leaf] & SP_PY_TAG_MASK) == SP_PY_TAG;
+		  ((ips[leaf] & SP_PY_TAG_MASK) == SP_PY_TAG || (ips[leaf] & SP_PY_TAG_MASK) == SP_HS_TAG);
 	n = nr;
 	e = py_frames__rewrite(s->py, pid, tid, t, ips, &n, write_rec, s->w);
 	if (e)

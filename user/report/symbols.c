@@ -1054,7 +1054,7 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 
 	if (!p)
 		return -ENOMEM;
-	py_names_name(r->qualname, r->qualname_len, r->filename, r->filename_len, name, sizeof(name));
+	py_names_symbol(r, name, sizeof(name));
 	py_names_text(r->filename, r->filename_len, file, sizeof(file));
 	pn = strpool_intern(&s->py_strs, name, NULL);
 	pf = strpool_intern(&s->py_strs, file, NULL);

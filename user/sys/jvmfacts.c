@@ -113,7 +113,7 @@ cleanup:
 struct all {
 	struct jvm_offsets o;
 	__u32 heap_memory, heap_segmap, heap_log2, vs_low_boundary, vs_high_boundary, vs_low, vs_high;
-	__u32 ga_len, ga_data, sq_buffer, sq_limit;
+	__u32 ga_len, ga_data, sq_buffer, sq_limit, sq_begin, sq_end, ic_size, ic_desc;
 };
 
 static const struct field {
@@ -181,6 +181,10 @@ static const struct field {
 	F("GrowableArray<int>", "_data", ga_data, true),
 	F("StubQueue", "_stub_buffer", sq_buffer, true),
 	F("StubQueue", "_buffer_limit", sq_limit, true),
+	F("StubQueue", "_queue_begin", sq_begin, false),
+	F("StubQueue", "_queue_end", sq_end, false),
+	F("InterpreterCodelet", "_size", ic_size, false),
+	F("InterpreterCodelet", "_description", ic_desc, false),
 #undef F
 };
 #define NR_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -459,6 +463,37 @@ static int read_heaps(struct rd *r, const struct all *a, const __u64 *st, struct
 	return 0;
 }
 
+#define MAX_CODELETS 4096
+
+/*
+ * The interpreter's "return entry points" codelet, where a callee's frame
+ * is gone and its caller's bcp not yet reloaded (what the walk's top frame
+ * needs to know there); left 0 where it cannot be told.
+ */
+static void ret_entries(struct rd *r, const struct all *a, __u64 sq, struct jvm_facts *out)
+{
+	__s32 beg, end, size;
+	__u64 desc;
+	char d[MAX_STR];
+
+	if (a->sq_begin == JVM_NONE || a->sq_end == JVM_NONE || a->ic_size == JVM_NONE || a->ic_desc == JVM_NONE ||
+	    r->read(r->ctx, sq + a->sq_begin, &beg, 4) || r->read(r->ctx, sq + a->sq_end, &end, 4) || beg < 0 ||
+	    end > (__s64)(out->interp_hi - out->interp_lo))
+		return;
+	for (int n = 0; beg < end && n < MAX_CODELETS; n++, beg += size) {
+		__u64 c = out->interp_lo + beg;
+
+		if (r->read(r->ctx, c + a->ic_size, &size, 4) || size <= 0 || size > end - beg ||
+		    rd_u64(r, c + a->ic_desc, &desc) || desc < out->lib_lo || desc >= out->lib_hi || rd_str(r, desc, d))
+			return;
+		if (!strcmp(d, "return entry points")) {
+			out->ret_entry_lo = c;
+			out->ret_entry_hi = c + size;
+			return;
+		}
+	}
+}
+
 int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, void *ctx, struct jvm_facts *out,
 		   char *why, size_t n)
 {
@@ -545,6 +580,7 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 	out->interp_hi = out->interp_lo + (limit > 0 ? (__u64)limit : 0);
 	if (limit <= 0 || limit > (16 << 20) || !in_heaps(out, out->interp_lo) || !in_heaps(out, out->interp_hi - 1))
 		return fail(&r, -EBADMSG, "the interpreter's code outside the code heaps");
+	ret_entries(&r, &a, sq, out);
 	return 0;
 }
 

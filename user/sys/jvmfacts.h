@@ -81,6 +81,7 @@ struct jvm_facts {
 	__u32 nr_heaps;
 	__u64 call_stub_ret;	   /* StubRoutines::_call_stub_return_address */
 	__u64 interp_lo, interp_hi; /* the template interpreter's code (AbstractInterpreter::_code) */
+	__u64 ret_entry_lo, ret_entry_hi; /* its "return entry points" codelet (0: not found) */
 	int kind_nmethod;	   /* CodeBlobKind::Nmethod (JDK 23+), else -1 */
 	__u64 lib_lo, lib_hi;	   /* libjvm's span in the process: a blob's name points there */
 	__u32 nr_structs, nr_types, nr_ints; /* entries read */

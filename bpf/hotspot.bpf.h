@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * HotSpot JVM frames in the user chains that ehframe.bpf.h unwinds.
+ *
+ * JIT code has no unwind tables and HotSpot keeps no frame pointers, but
+ * the JVM describes itself (gHotSpotVMStructs, read in user space into the
+ * `hs_procs` map): where its code cache lies, how a pc finds its CodeBlob
+ * through a heap's segment map, and where a blob keeps its frame size.
+ * When the native walk meets a pc in a JVM's code cache, one step here
+ * takes the frame instead of frame pointers:
+ * - the interpreter: rbp frames, Method* at fp[-3], bcp at fp[-8], the
+ *   caller at fp[1], its sp at fp[-1] (cpu/x86/frame_x86.hpp);
+ * - compiled code and stubs with a frame: the frame is frame_size words
+ *   from sp, the return address and saved rbp its last two;
+ * - the call stub, below the top: an rbp frame whose caller is libjvm,
+ *   where the native walk goes on to the thread's root.
+ * Each Java frame is one tagged word (spanperf_abi.h's SP_HS_TAG) that the
+ * recorder names while the process lives.  Where a step cannot be made
+ * safely (a top frame half built, a stub without a frame, a return
+ * address that is no Java code's) the chain ends there, counted in
+ * `hs_stats`: a wrong frame is worse than a short chain.
+ *
+ * Everything read is the process's to lie about: every read is bounded,
+ * sp must move up, pointers must lie where the tables say.
+ */
+#ifndef SP_HOTSPOT_BPF_H
+#define SP_HOTSPOT_BPF_H
+
+#include "spanperf_abi.h"
+
+/* Set when the recorder follows JVMs; off, the code below is dead at load. */
+const volatile bool hs_walk = false;
+
+/* Process id -> its JVM's layout; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct sp_hs_proc);
+} hs_procs SEC(".maps");
+
+/* Why Java steps ended chains (enum sp_hs_stat). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_HS_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} hs_stats SEC(".maps");
+
+#define HS_MAX_HOPS 16		/* segment-map hops: 4 is the most a blob a thread runs in needed */
+#define HS_MAX_FRAME (1u << 20) /* bytes an interpreted frame or a caller's sp may be away */
+#define HS_USER_END (1ull << 47)
+
+#define HS_READ_MAX 512	/* the header buffer: a length masked with HS_READ_MAX - 1 fits */
+
+/* One walk's state: the process's layout and a blob header, per CPU. */
+struct hs_walk {
+	struct sp_hs_proc p;
+	__u32 on;	/* the current process is a JVM this walk follows */
+	__u32 reads;
+	__u32 epi_at;	/* hs_epilogue's offset, kept here to be opaque to the verifier */
+	__u32 pro_at, pro_below, pro_flags; /* hs_prologue's state, likewise */
+	__u64 pro_vep, pro_pc;	/* its input: the verified entry and the top pc */
+	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
+	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
+	__u8 cm[64];	 /* a ConstMethod's header */
+	__u8 hdr[HS_READ_MAX + 8]; /* a word at any offset the mask lets through */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hs_walk);
+} hs_walks SEC(".maps");
+
+static __always_inline void hs_stat(__u32 idx, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(&hs_stats, &idx);
+
+	if (c)
+		*c += v;
+}
+
+static __always_inline int hs_read(struct hs_walk *h, void *dst, __u32 len, __u64 src)
+{
+	h->reads++;
+	return bpf_probe_read_user(dst, len, (void *)src);
+}
+
+/* A read of a length known only at run time into the header buffer, masked so that the verifier knows it. */
+static __always_inline int hs_read_hdr(struct hs_walk *h, __u32 len, __u64 src)
+{
+	h->reads++;
+	barrier_var(len);
+	return bpf_probe_read_user(h->hdr, len & (HS_READ_MAX - 1), (void *)src);
+}
+
+/*
+ * Before the native walk: whether the current process is a JVM this walk
+ * follows (its layout copied to hs_walks).  Global: verified once, alone.
+ */
+/* jvm: the process has an entry in hs_procs, as this CPU's copy of its facts says (eh_proc_facts). */
+__noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u32 jvm)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, pid = task->tgid;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	struct sp_hs_proc *p;
+
+	if (!h)
+		return 0;
+	h->on = 0;
+	if (!hs_walk || !jvm || !task->mm)
+		return 0;
+	p = bpf_map_lookup_elem(&hs_procs, &pid);
+	if (!p)
+		return 0;
+	if (p->start_stack != task->mm->start_stack) {
+		hs_stat(SP_HS_STALE, 1);
+		return 0;
+	}
+	h->p = *p;
+	h->on = 1;
+	h->reads = 0;
+	h->r13 = r13;
+	h->rbx = rbx;
+	return 1;
+}
+
+/* Whether pc lies in the JVM's code cache (a cheap test before each frame's own rules). */
+static __always_inline bool hs_in_cache(const struct hs_walk *h, __u64 pc)
+{
+	return h->on && pc - h->p.cc_lo < h->p.cc_hi - h->p.cc_lo;
+}
+
+/* Whether a return address is one a Java frame may return to: code-cache code (the next step checks its blob). */
+static __always_inline bool hs_ra_ok(const struct hs_walk *h, __u64 ra)
+{
+	return ra - h->p.cc_lo < h->p.cc_hi - h->p.cc_lo;
+}
+
+/* The value of an int field of the header read (0 past what was read). */
+static __always_inline __s32 hs_s32(const struct hs_walk *h, __u32 off, __u32 len)
+{
+	if (off + 4 > len || off > SP_HS_HDR_MAX)
+		return 0;
+	return *(__s32 *)&h->hdr[off & (HS_READ_MAX - 1)];
+}
+
+static __always_inline __u64 hs_u64(const struct hs_walk *h, __u32 off, __u32 len)
+{
+	if (off + 8 > len || off > SP_HS_HDR_MAX)
+		return 0;
+	return *(__u64 *)&h->hdr[off & (HS_READ_MAX - 1)];
+}
+
+/*
+ * The frame at a pc in the interpreter: its entry and its caller's
+ * registers.  1 ends the walk (w->stop set).
+ */
+static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool top, __u64 *ent)
+{
+	__u64 fp = w->bp, method, cm, bcp, base, sender_sp;
+	__u32 code_size, cms = h->p.cm_size, bci1 = 0;
+
+	if (!w->bp_ok || fp < w->sp || fp - w->sp > HS_MAX_FRAME || (fp & 7)) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (hs_read(h, h->slots, sizeof(h->slots), fp - 64)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 1;
+	}
+	method = h->slots[5];
+	sender_sp = h->slots[7];
+	if (method < 4096 || method >= HS_USER_END || (method & 7) || cms > sizeof(h->cm) || cms < 8 ||
+	    h->p.cm_code_size + 2 > cms) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (hs_read(h, &cm, 8, method + h->p.m_constmethod) || cm < 4096 || cm >= HS_USER_END ||
+	    hs_read(h, h->cm, sizeof(h->cm), cm)) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	code_size = *(__u16 *)&h->cm[h->p.cm_code_size & (sizeof(h->cm) - 2)];
+	base = cm + cms;
+	/*
+	 * At the top the live bcp is r13 (the frame's slot is saved at calls
+	 * only), but in the return entries, where a callee's frame is gone and
+	 * r13 still its bcp, the frame at rbp is its caller's, whole, its slot
+	 * the bcp of the call.
+	 */
+	bcp = top ? h->r13 : h->slots[0];
+	if (top && bcp - base >= code_size && w->ip - h->p.ret_lo < h->p.ret_hi - h->p.ret_lo) {
+		bcp = h->slots[0];
+		hs_stat(SP_HS_INTERP_SLOT, 1);
+	}
+	if (bcp - base < code_size) {
+		bci1 = bcp - base + 1;
+	} else if (top || (code_size && bcp)) {
+		/* A native method's frame holds no bcp (0, or its empty code's start). */
+		hs_stat(top ? SP_HS_STOP_INTERP_TOP : SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	if (sender_sp < fp + 8 || sender_sp - fp > HS_MAX_FRAME || !hs_ra_ok(h, h->slots[9])) {
+		hs_stat(SP_HS_STOP_INTERP, 1);
+		return 1;
+	}
+	*ent = SP_HS_TAG | SP_HS_INTERP | ((__u64)bci1 << SP_HS_BCI_SHIFT) | (method >> 3);
+	w->ip = h->slots[9];
+	w->sp = sender_sp;
+	w->bp = h->slots[8];
+	w->bp_ok = 1;
+	hs_stat(SP_HS_INTERPRETED, 1);
+	return 0;
+}
+
+/* The blob holding look, its header in h->hdr: its address, 0 when none (counted). */
+static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
+{
+	struct sp_hs_heap *hp = NULL;
+	__u64 seg, blob;
+	__u8 tag = 0;
+	__u32 n;
+
+	for (int i = 0; i < SP_HS_HEAPS; i++)
+		if (i < h->p.nr_heaps && look - h->p.heap[i].lo < h->p.heap[i].hi - h->p.heap[i].lo)
+			hp = &h->p.heap[i];
+	if (!hp || hp->log2 < 5 || hp->log2 > 12) {
+		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		return 0;
+	}
+	seg = (look - hp->lo) >> hp->log2;
+	/* Each tag is the distance back to the block's first segment, or closer (heap.cpp's find_start). */
+	for (int i = 0; i <= HS_MAX_HOPS; i++) {
+		if (hs_read(h, &tag, 1, hp->segmap + seg)) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 0;
+		}
+		if (!tag || tag == 0xff || tag > seg)
+			break;
+		seg -= tag;
+	}
+	if (tag) {
+		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		return 0;
+	}
+	blob = hp->lo + (seg << hp->log2) + h->p.hb_size;
+	n = h->p.hdr_len;
+	if (n > SP_HS_HDR_MAX)
+		n = SP_HS_HDR_MAX;
+	if (blob + n > hp->hi)
+		n = blob < hp->hi ? hp->hi - blob : 0;
+	barrier_var(n);
+	if (n < 16 || n > SP_HS_HDR_MAX || hs_read_hdr(h, n, blob)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 0;
+	}
+	*len = n;
+	return blob;
+}
+
+/*
+ * The top frame's place in a compiled method's epilogue, from the code at
+ * pc: 0 when the frame is whole (no epilogue, or its `add rsp` still
+ * ahead), 1 when only `ret` is left (the return address at sp), 2 when
+ * `pop rbp` and `ret` are (rbp at sp, the return address above).
+ */
+static __always_inline int hs_epilogue(struct hs_walk *h, __u64 pc)
+{
+	__u8 *c = h->cm; /* free at this point: a scratch buffer */
+	__u32 i = 0;
+	bool pop = false;
+
+	if (hs_read(h, c, 32, pc))
+		return -1;
+	for (int k = 0; k < 8; k++) {
+		__u8 b0, b1, b2;
+
+		/*
+		 * The offset read back from the map: a value the verifier does not
+		 * know, so each step is one state, not one per offset the decodes
+		 * before it could reach (those made on_sample_eh 950k of the 1M
+		 * instructions it may verify, 1.2 s a load, the recorder's first
+		 * second unsampled).
+		 */
+		*(volatile __u32 *)&h->epi_at = i;
+		i = *(volatile __u32 *)&h->epi_at;
+		b0 = c[i & 31], b1 = c[(i + 1) & 31], b2 = c[(i + 2) & 31];
+
+		if (i > 24)
+			return 0;
+		if (b0 == 0xc3)
+			return pop ? 2 : 1;
+		if (b0 == 0x5d && !pop) { /* pop rbp */
+			pop = true;
+			i += 1;
+		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc4) { /* add rsp, imm */
+			return 0;
+		} else if (b0 == 0x49 && b1 == 0x3b && (b2 == 0x67 || b2 == 0xa7)) { /* cmp rsp, [r15+d] */
+			i += b2 == 0x67 ? 4 : 7;
+		} else if (b0 == 0x0f && b1 == 0x87) { /* ja rel32 */
+			i += 6;
+		} else if (b0 == 0x77) { /* ja rel8 */
+			i += 2;
+		} else if (b0 == 0xc5 && b1 == 0xf8 && b2 == 0x77) { /* vzeroupper */
+			i += 3;
+		} else if (b0 == 0x4d && b1 == 0x8b && (b2 == 0x57 || b2 == 0x97)) { /* mov r10, [r15+d] */
+			i += b2 == 0x57 ? 4 : 7;
+		} else if (b0 == 0x41 && b1 == 0x85 && b2 == 0x02) { /* test eax, [r10] */
+			i += 3;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Where a top frame stands in an nmethod's prologue, from its verified
+ * entry (h->pro_vep) to the pc (h->pro_pc): the bytes below the return
+ * address, times 2, plus 1 when rbp is no longer the caller's (then at
+ * the return address - 8); -1 when a step is not one HotSpot's x86-64
+ * prologue makes (MacroAssembler::verified_entry for C2,
+ * C1_MacroAssembler::build_frame for C1, as their nmethods' bytes show on
+ * JDK 17 and 25):
+ *   mov [rsp-N], eax          the stack bang(s), nothing moved
+ *   push rbp                  the return address at sp+8
+ *   mov rbp, rsp              (-XX:+PreserveFramePointer) rbp is ours
+ *   sub rsp, N                the return address N further
+ *   mov [rsp+N], rbp          (C2 without a bang: sub first) rbp saved below it
+ *   add rbp, N                (likewise, with the flag) rbp is ours
+ *   nops, cmp [r15+d], imm32; jne/je; call   the nmethod entry barrier
+ *                             (JDK 21+), after the frame is built.
+ * Inline (see sp_hs_step): a call of its own is a frame more on 6.1's
+ * 512 bytes of stack.
+ */
+static __always_inline int hs_prologue(struct hs_walk *h)
+{
+	__u32 off, i = 0, below = 0, flags = 0;
+	__u8 *c;
+
+	c = h->cm; /* free at this point: a scratch buffer */
+	off = h->pro_pc - h->pro_vep;
+	if (h->pro_pc < h->pro_vep || off > 56 || hs_read(h, c, 64, h->pro_vep))
+		return -1;
+	h->pro_at = 0;
+	h->pro_below = 0;
+	h->pro_flags = 0;
+	for (int k = 0; k < 12; k++) {
+		__u8 b0, b1, b2, b3;
+		__u32 n = 0, imm;
+
+		/* Read back through the map, opaque to the verifier: one state a step (see hs_epilogue). */
+		i = *(volatile __u32 *)&h->pro_at;
+		below = *(volatile __u32 *)&h->pro_below;
+		flags = *(volatile __u32 *)&h->pro_flags;
+		if (i == off)
+			break;
+		if (i > off || i > 56)
+			return -1;
+		/* Unknown to the compiler too: it would drop the masks below, and 6.1's verifier loses the bound. */
+		barrier_var(i);
+		b0 = c[i & 63], b1 = c[(i + 1) & 63], b2 = c[(i + 2) & 63], b3 = c[(i + 3) & 63];
+		if (b0 == 0x89 && b1 == 0x84 && b2 == 0x24) { /* mov [rsp+d32], eax: a bang */
+			n = 7;
+		} else if (b0 == 0x55 && !below) { /* push rbp */
+			n = 1;
+			below = 8;
+			flags |= 2; /* saved */
+		} else if (b0 == 0x48 && b1 == 0x8b && b2 == 0xec && (flags & 2)) { /* mov rbp, rsp */
+			n = 3;
+			flags |= 1;
+		} else if (b0 == 0x48 && b1 == 0x83 && b2 == 0xec) { /* sub rsp, imm8 */
+			n = 4;
+			below += b3;
+		} else if (b0 == 0x48 && b1 == 0x81 && b2 == 0xec) { /* sub rsp, imm32 */
+			n = 7;
+			imm = c[(i + 3) & 63] | c[(i + 4) & 63] << 8 | c[(i + 5) & 63] << 16 |
+			      (__u32)c[(i + 6) & 63] << 24;
+			if (imm > 8 * 65536)
+				return -1;
+			below += imm;
+		} else if (b0 == 0x48 && b1 == 0x89 && (b2 == 0x6c || b2 == 0xac) && b3 == 0x24) { /* mov [rsp+d], rbp */
+			n = b2 == 0x6c ? 5 : 8;
+			imm = b2 == 0x6c ? c[(i + 4) & 63] :
+					   c[(i + 4) & 63] | c[(i + 5) & 63] << 8 | c[(i + 6) & 63] << 16 |
+						   (__u32)c[(i + 7) & 63] << 24;
+			/* Only the caller's rbp's own slot, just below the return address. */
+			if (flags & 1 || imm + 8 != below)
+				return -1;
+			flags |= 2;
+		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc5 && (flags & 1)) { /* add rbp, imm */
+			n = b1 == 0x83 ? 4 : 7;
+		} else if (b0 == 0x90) {
+			n = 1;
+		} else if (b0 == 0x66 && (b1 == 0x90 || b1 == 0x66 || b1 == 0x0f)) { /* a nop's prefix */
+			n = 1;
+		} else if (b0 == 0x0f && b1 == 0x1f) { /* nop [modrm]: its length by the modrm */
+			n = b2 == 0x00 ? 3 : b2 == 0x40 ? 4 : b2 == 0x44 ? 5 : b2 == 0x80 ? 7 : b2 == 0x84 ? 8 : 0;
+		} else if (b0 == 0x41 && b1 == 0x81 && (b2 == 0x7f || b2 == 0xbf) && (flags & 2)) { /* cmp [r15+d], imm32 */
+			n = b2 == 0x7f ? 8 : 11;
+		} else if (b0 == 0x0f && (b1 == 0x85 || b1 == 0x84) && (flags & 2)) { /* jne/je rel32: the barrier's */
+			n = 6;
+		} else if (b0 == 0x74 && b1 == 0x05 && b2 == 0xe8 && (flags & 2)) { /* je over the barrier's call */
+			n = 2;
+		} else if (b0 == 0xe8 && i >= 2 && c[(i - 2) & 63] == 0x74 && c[(i - 1) & 63] == 0x05) {
+			n = 5; /* the barrier's call: at its return the frame is as before it */
+		}
+		if (!n)
+			return -1;
+		*(volatile __u32 *)&h->pro_at = i + n;
+		*(volatile __u32 *)&h->pro_below = below;
+		*(volatile __u32 *)&h->pro_flags = flags;
+	}
+	if (i != off || below > 8 * 65536)
+		return -1;
+	/* rbp ours but never saved is no prologue HotSpot makes. */
+	if ((flags & 1) && !(flags & 2))
+		return -1;
+	return (int)(below * 2 + (flags & 1));
+}
+
+/*
+ * The top frame's prologue at pc, in a blob whose header is in h->hdr:
+ * hs_prologue's answer, or -1 when the blob is no nmethod (its name
+ * read from libjvm) or its verified entry is not in the prologue.
+ */
+static __always_inline int hs_prologue_at(struct hs_walk *h, __u64 blob, __u64 name, __u32 len, __u64 code_begin,
+					  __s32 fc, __u64 pc)
+{
+	bool java;
+	__u64 vep;
+
+	if (!h->p.nm_vep || hs_read(h, h->slots, 16, name))
+		return -1;
+	/* "nmethod" or "native nmethod": CodeBlob's name for the two; a stub's fields differ. */
+	java = h->slots[0] == 0x646f6874656d6eull;
+	if (!java &&
+	    !(h->slots[0] == 0x6e2065766974616eull && (h->slots[1] & 0xffffffffffffffull) == 0x646f6874656dull))
+		return -1;
+	if (h->p.vep_off)
+		vep = code_begin + (__u16)hs_s32(h, h->p.nm_vep, len);
+	else
+		vep = hs_u64(h, h->p.nm_vep, len);
+	if (vep < code_begin || vep >= code_begin + (__u64)fc)
+		return -1;
+	/*
+	 * Before the verified entry, a compiled method's inline-cache check
+	 * (C1's and C2's unverified entry, then nops), which moves nothing:
+	 * the return address at sp.  A native nmethod's may be an intrinsic's
+	 * own (Continuation.enterSpecial pops its return address there).
+	 */
+	if (pc < vep)
+		return java ? 0 : -1;
+	h->pro_vep = vep;
+	h->pro_pc = pc;
+	return hs_prologue(h);
+}
+
+/*
+ * One Java frame at w->ip (in the code cache): its entry in *ent (0: none)
+ * and the caller's registers in w.  1 ends the walk.
+ */
+static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 *ent)
+{
+	__u64 pc = w->ip, look, blob, code_begin, code_end, sender_sp, ra, bp;
+	bool top = w->exact, first = w->exact && !w->n;
+	__s32 size, fs, fc, id;
+	__u32 len = 0;
+	int epi = 0, pro;
+
+	*ent = 0;
+	if (pc - h->p.interp_lo < h->p.interp_hi - h->p.interp_lo)
+		return hs_interp(w, h, first, ent);
+	/* Below the top, the call stub: an rbp frame (enter) whose caller is libjvm's JavaCalls. */
+	if (!top && pc == h->p.call_stub_ret) {
+		if (!w->bp_ok || w->bp < w->sp || w->bp - w->sp > HS_MAX_FRAME ||
+		    hs_read(h, h->slots, 16, w->bp)) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 1;
+		}
+		w->ip = h->slots[1];
+		w->sp = w->bp + 16;
+		w->bp = h->slots[0];
+		w->bp_ok = 1;
+		hs_stat(SP_HS_CALL_STUB, 1);
+		return 0;
+	}
+	look = top ? pc : pc - 1;
+	blob = hs_blob(h, look, &len);
+	if (!blob)
+		return 1;
+	size = hs_s32(h, h->p.cb_size, len);
+	fs = hs_s32(h, h->p.cb_frame_size, len);
+	fc = hs_s32(h, h->p.cb_frame_complete, len);
+	if (h->p.frame_complete_i16)
+		fc = (__s16)fc;
+	id = hs_s32(h, h->p.nm_compile_id, len);
+	bp = hs_u64(h, h->p.cb_name, len);
+	if (h->p.code_off) {
+		code_begin = blob + (__u32)hs_s32(h, h->p.cb_code_begin, len);
+		code_end = blob + (__u32)hs_s32(h, h->p.cb_code_end, len);
+	} else {
+		code_begin = hs_u64(h, h->p.cb_code_begin, len);
+		code_end = hs_u64(h, h->p.cb_code_end, len);
+	}
+	if (bp - h->p.lib_lo >= h->p.lib_hi - h->p.lib_lo || size <= 0 || look - blob >= (__u64)size || fs < 0 ||
+	    fs > 65536 || code_begin < blob || code_end > blob + (__u64)size) {
+		hs_stat(SP_HS_STOP_BAD_BLOB, 1);
+		return 1;
+	}
+	if (!fs) {
+		/* A stub with no frame of its own: which one it is is not known here. */
+		hs_stat(SP_HS_STOP_STUB, 1);
+		return 1;
+	}
+	/* A return address is a call site's, in the instructions. */
+	if (!top && (look < code_begin || look >= code_end)) {
+		hs_stat(SP_HS_STOP_RA, 1);
+		return 1;
+	}
+	sender_sp = w->sp + 8 * (__u64)fs;
+	if (top && fc > 0 && pc < code_begin + (__u64)fc) {
+		pro = hs_prologue_at(h, blob, bp, len, code_begin, fc, pc);
+		if (pro < 0 || (__u64)(pro >> 1) + 8 > 8 * (__u64)fs) {
+			hs_stat(SP_HS_STOP_PROLOGUE, 1);
+			return 1;
+		}
+		sender_sp = w->sp + (pro >> 1) + 8;
+		epi = (pro & 1) ? 0 : 1; /* rbp: the caller's still in its register, as when only `ret` is left */
+		hs_stat(SP_HS_PROLOGUE, 1);
+	} else if (top) {
+		epi = hs_epilogue(h, pc);
+		if (epi < 0) {
+			hs_stat(SP_HS_STOP_READ, 1);
+			return 1;
+		}
+		if (epi == 1)
+			sender_sp = w->sp + 8;
+		else if (epi == 2)
+			sender_sp = w->sp + 16;
+	}
+	if (hs_read(h, h->slots, 16, sender_sp - 16)) {
+		hs_stat(SP_HS_STOP_READ, 1);
+		return 1;
+	}
+	ra = h->slots[1];
+	if (!hs_ra_ok(h, ra)) {
+		hs_stat(SP_HS_STOP_RA, 1);
+		return 1;
+	}
+	*ent = SP_HS_TAG | ((__u64)((__u32)id & ((1u << SP_HS_ID_BITS) - 1)) << SP_HS_ID_SHIFT) |
+	       ((look - h->p.cc_lo) & 0xffffffffull);
+	/* rbp: saved below the return address, unless only `ret` is left (then it is the caller's still). */
+	if (!top || epi != 1) {
+		w->bp = h->slots[0];
+		w->bp_ok = 1;
+	}
+	w->ip = ra;
+	w->sp = sender_sp;
+	hs_stat(SP_HS_COMPILED, 1);
+	return 0;
+}
+
+/*
+ * One step of the walk at a pc in the JVM's code cache: the frame's entry
+ * written where eh_step writes a pc, and the caller's registers set.
+ * 1 ends the walk (w->stop set).  Inline in eh_step, the bpf_loop
+ * callback, itself verified once: as a call of its own, its frame on top
+ * of eh_step's and on_sample_eh's came to 544 bytes of stack on 6.1 (the
+ * most is 512), where the load failed.
+ */
+static __always_inline int sp_hs_step(void)
+{
+	__u32 zero = 0;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	__u64 sp, ent = 0;
+
+	if (!s || !w || !h)
+		return 1;
+	sp = w->sp;
+	if (hs_frame(w, h, &ent)) {
+		w->stop = SP_EH_STOP_JAVA;
+		return 1;
+	}
+	if (w->sp <= sp) {
+		w->stop = SP_EH_STOP_NOT_UP;
+		return 1;
+	}
+	if (ent) {
+		if (w->py)
+			w->nat[w->n & SP_EH_MAX_FRAMES] = ent;
+		else
+			s->ips[(w->base + w->n) & (EH_IPS - 1)] = ent;
+		w->n++;
+	}
+	w->exact = 0;
+	w->via_fp = 0;
+	if (w->n >= SP_EH_MAX_FRAMES) {
+		w->stop = SP_EH_STOP_DEPTH;
+		return 1;
+	}
+	return 0;
+}
+
+/* After the walk: the JVM's counts. */
+static __always_inline void hs_end(void)
+{
+	__u32 zero = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+
+	if (h && h->on && h->reads) {
+		hs_stat(SP_HS_CHAINS, 1);
+		hs_stat(SP_HS_READS, h->reads);
+	}
+}
+
+#endif

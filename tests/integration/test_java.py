@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Java frames by name (-g, ehframe's walk through HotSpot's code cache, issue 35): Chain, a
+program of known call structure (main -> outer -> mid -> leaf, each too large to be inlined,
+leaf calling tiny, small enough to be), under Debian's OpenJDK 17 and Temurin 25, with no
+flag.  Ground truth is the program's own structure: once it says it is ready, its main
+thread spends its whole time under that chain, which at least 90% of the thread's samples
+must carry in spanperf's folded output and in perf script on the same file.  Slow is the
+same chain in methods above HugeMethodLimit, which HotSpot never compiles: interpreted
+frames only, as during a JVM's warm-up.  A daemon thread parks in take() in a loop, which
+its off-CPU time must name."""
+import collections
+import os
+import select
+import subprocess
+import time
+
+from harness import Skip, need_bpf, perf_clean, reap, run, spanperf, test, tmpdir
+
+JDK17 = "/usr/lib/jvm/java-17-openjdk-amd64"
+JDK25 = "/usr/lib/jvm/temurin-25-jdk-amd64"
+SECONDS = "3"
+# The busy thread's Java frames, outermost first, as the JDK's perf map names them.
+CHAIN = ["void %s.main(java.lang.String[])", "void %s.busy(long)", "long %s.outer(int)", "long %s.mid(int)",
+         "long %s.leaf(int)"]
+
+
+def pad(n):
+    """n statements (~10 bytes of bytecode each) in a branch never taken: a method's size only."""
+    return "\n".join("            p = p * %d + %d; p ^= p >>> %d;" % (31 + i, i * 7 + 3, i % 29 + 1) for i in range(n))
+
+
+def source(cls, npad):
+    body = """
+    static long %(m)s(int n) {
+        long acc = %(init)s;
+        %(loop)s
+        if (n == -12345) {
+            long p = acc;
+%(pad)s
+            acc = p;
+        }
+        return acc;
+    }
+"""
+    methods = "".join(body % {"m": m, "init": init, "loop": loop, "pad": pad(npad)} for m, init, loop in (
+        ("outer", "0", "for (int i = 0; i < n; i++) acc += mid(i + 4);"),
+        ("mid", "0", "for (int i = 0; i < 4; i++) acc += leaf(n + i);"),
+        ("leaf", "n", "for (int i = 0; i < 20000; i++) acc += tiny((int) acc + i);")))
+    return """import java.util.concurrent.locks.LockSupport;
+
+public class %(cls)s {
+    static volatile long sink;
+
+    public static void main(String[] args) throws Exception {
+        double secs = Double.parseDouble(args[0]);
+        int workers = args.length > 1 ? Integer.parseInt(args[1]) : 0;
+        Thread t = new Thread(%(cls)s::taker, "taker");
+        t.setDaemon(true);
+        t.start();
+        long end = System.nanoTime() + (long) (secs * 1e9);
+        for (int i = 0; i < workers; i++) {
+            Thread w = new Thread(() -> paced(end), "worker");
+            w.setDaemon(true);
+            w.start();
+        }
+        System.out.println("ready");
+        System.out.flush();
+        busy(end);
+    }
+
+    /* A worker's: the chain, then a nap, so that 200 of them do not starve the host. */
+    static void paced(long end) {
+        long acc = 0;
+        try {
+            while (System.nanoTime() < end) {
+                acc += outer(3);
+                Thread.sleep(20);
+            }
+        } catch (InterruptedException e) {
+        }
+        sink = acc;
+    }
+
+    static void busy(long end) {
+        long acc = 0;
+        while (System.nanoTime() < end) acc += outer(3);
+        sink = acc;
+    }
+
+    static void taker() { while (true) take(); }
+    static void take() { LockSupport.parkNanos(20_000_000L); }
+%(methods)s
+    static int tiny(int x) {
+        return (x * 0x9E3779B1) ^ (x >>> 16);
+    }
+}
+""" % {"cls": cls, "methods": methods}
+
+
+_classes = None
+
+
+def classes():
+    """Chain and Slow compiled once (javac 17: its classes run on 25 too)."""
+    global _classes
+    if _classes:
+        return _classes
+    javac = os.path.join(JDK17, "bin", "javac")
+    if not os.path.exists(javac):
+        raise Skip("no JDK 17 javac at %s" % javac)
+    d = tmpdir()
+    for cls, npad in (("Chain", 45), ("Slow", 900)):
+        with open(os.path.join(d, cls + ".java"), "w") as f:
+            f.write(source(cls, npad))
+    run([javac, "-d", d, os.path.join(d, "Chain.java"), os.path.join(d, "Slow.java")], timeout=300, check=True)
+    _classes = d
+    return d
+
+
+def java(jdk):
+    exe = os.path.join(jdk, "bin", "java")
+    if not os.path.exists(exe):
+        raise Skip("no JDK at %s" % jdk)
+    return exe
+
+
+def start(jdk, cls, secs, workers=0):
+    """The JVM running cls, once its main thread said it is ready (the chain starts then)."""
+    d = classes()
+    p = subprocess.Popen([java(jdk), "-cp", d, cls, str(secs), str(workers)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            line = p.stdout.readline()
+            if line.strip() == "ready":
+                return p
+            if not line:
+                break
+    reap(p)
+    raise AssertionError("%s %s never said it was ready" % (jdk, cls))
+
+
+def busy_tid(pid):
+    """The JVM's main Java thread: its comm is java, and it is not the launcher's first thread."""
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+            if f.read().strip() == "java" and int(t) != pid:
+                return int(t)
+    raise AssertionError("no main Java thread in %d" % pid)
+
+
+def record(pid, extra=(), timeout=180):
+    need_bpf()
+    out = os.path.join(tmpdir(), "java.data")
+    p = spanperf("record", "-g", "--off-cpu", "-v", "-p", str(pid), "-o", out, *extra, "-d", SECONDS, timeout=timeout)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
+    return out, p.stderr
+
+
+def folded(path, event="on-cpu"):
+    """report --folded: {comm: Counter(tuple of frames, outermost first)}."""
+    out = collections.defaultdict(collections.Counter)
+    for line in spanperf("report", "-i", path, "--folded", "--event", event, check=True).stdout.splitlines():
+        st, _, n = line.rpartition(" ")
+        fr = st.split(";")
+        out[fr[0]][tuple(fr[1:])] += int(n)
+    return out
+
+
+def perf_chains(path, tid, event="cpu-clock"):
+    """perf script's chains of thread tid's samples of event: a list of frame lists, outermost first.
+    A record without a chain (the names of Python and Java frames) is one line, no blank line after."""
+    out = perf_clean(["script", "-F", "comm,tid,event,ip,sym"], path, lost_ok=True)
+    chains, cur = [], None
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith("\t"):
+            head = line.split()
+            cur = [] if len(head) > 1 and head[1] == str(tid) and any(t.startswith(event + ":") for t in head) else None
+            if cur is not None:
+                chains.append(cur)
+        elif cur is not None and len(line.split(None, 1)) == 2:
+            cur.insert(0, line.split(None, 1)[1].strip())
+    return chains
+
+
+def java_frames(frames, cls):
+    return [f for f in frames if (" %s." % cls) in f]
+
+
+def carries(frames, cls, root="main"):
+    """Whether a chain's frames of cls are the chain to main (leaf's inlined tiny may follow); a
+    worker thread's chain starts at its lambda, which calls busy."""
+    want = [w % cls for w in CHAIN]
+    got = java_frames(frames, cls)
+    if root != "main":
+        want, got = ["void %s.paced(long)" % cls] + want[2:], [f for f in got if "lambda$" not in f]
+    return got == want or got == want + ["int %s.tiny(int)" % cls]
+
+
+def check_chain(jdk, cls):
+    p = start(jdk, cls, 3600)
+    try:
+        tid = busy_tid(p.pid)
+        path, err = record(p.pid)
+    finally:
+        reap(p)
+    label = "%s %s" % (os.path.basename(jdk), cls)
+    stacks = folded(path)["java"]
+    n = sum(stacks.values())
+    ok = sum(c for st, c in stacks.items() if carries(st, cls))
+    worst = sorted(((c, st[-6:]) for st, c in stacks.items() if not carries(st, cls)), reverse=True)[:3]
+    assert n >= 100 and ok * 100 >= 90 * n, "%s: report: %d of %d busy samples carry the chain; others: %s\n%s" % (
+        label, ok, n, worst, err[-2500:])
+    samples = perf_chains(path, tid)
+    pok = sum(1 for c in samples if carries(c, cls))
+    assert len(samples) >= 100 and pok * 100 >= 90 * len(samples), \
+        "%s: perf script: %d of %d busy samples carry the chain (report had %d of %d)" % (label, pok, len(samples), ok, n)
+    return path
+
+
+def check_taker(path, cls):
+    """The taker thread's off-CPU time: under take(), from the thread's root."""
+    off = folded(path, "off-cpu")["taker"]
+    n = sum(off.values())
+    ok = sum(c for st, c in off.items() if java_frames(st, cls) == ["void %s.taker()" % cls, "void %s.take()" % cls])
+    assert n > 1e9 and ok >= 0.9 * n, "%s: taker off CPU %.2f s, %.2f s of it under take(): %s" % (
+        cls, n / 1e9, ok / 1e9, sorted(((c, st[-8:]) for st, c in off.items()), reverse=True)[:3])
+
+
+@test
+def test_java_chain_17():
+    """JDK 17, no flag: compiled Chain named to main in report and perf script; take() off CPU."""
+    check_taker(check_chain(JDK17, "Chain"), "Chain")
+
+
+@test
+def test_java_chain_25():
+    """Temurin 25, no flag: the same."""
+    check_taker(check_chain(JDK25, "Chain"), "Chain")
+
+
+@test
+def test_java_interpreted():
+    """Methods HotSpot never compiles: the chain through interpreted frames, on 17 and 25."""
+    for jdk in (JDK17, JDK25):
+        check_chain(jdk, "Slow")
+
+
+@test
+def test_java_exits_mid_recording():
+    """A JVM that starts and exits while the recording runs: its frames named all the same."""
+    need_bpf()
+    d = classes()
+    out = os.path.join(tmpdir(), "java.data")
+    # The JVM runs its chain for 2 s, then exits; the recording goes on after it, the sleep's.
+    p = spanperf("record", "-g", "-v", "-o", out, "--", "sh", "-c",
+                 "%s -cp %s Chain 2 >/dev/null; sleep 1" % (java(JDK17), d), timeout=180)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
+    stacks = folded(out)["java"]
+    # The main thread's samples once it ran Java code (its JVM's start is C++ only).
+    inmain = {st: c for st, c in stacks.items() if "JavaCalls::call_helper" in st}
+    n = sum(inmain.values())
+    ok = sum(c for st, c in inmain.items() if carries(st, "Chain"))
+    assert n >= 50 and ok * 100 >= 90 * n, "%d of %d samples in main carry the chain: %s\n%s" % (
+        ok, n, sorted(((c, st[-6:]) for st, c in inmain.items() if not carries(st, "Chain")), reverse=True)[:3],
+        p.stderr[-2000:])
+
+
+HOSTILE = r"""
+#include <stdint.h>
+/* A libjvm.so that exports HotSpot's tables, all garbage: a stride past any entry, pointers nowhere. */
+uint64_t gHotSpotVMStructEntryArrayStride = 4096, gHotSpotVMTypeEntryArrayStride = 1u << 31;
+uint64_t gHotSpotVMIntConstantEntryArrayStride = 16, gHotSpotVMStructEntryTypeNameOffset = 1ull << 40;
+uint64_t gHotSpotVMStructEntryFieldNameOffset = 8, gHotSpotVMStructEntryTypeStringOffset = 16;
+uint64_t gHotSpotVMStructEntryIsStaticOffset = 24, gHotSpotVMStructEntryOffsetOffset = 32;
+uint64_t gHotSpotVMStructEntryAddressOffset = 40, gHotSpotVMTypeEntryTypeNameOffset = 0;
+uint64_t gHotSpotVMTypeEntrySizeOffset = 32, gHotSpotVMIntConstantEntryNameOffset = 0;
+uint64_t gHotSpotVMIntConstantEntryValueOffset = 8;
+static char junk[4096] = { 1, 2, 3 };
+void *gHotSpotVMStructs = junk, *gHotSpotVMTypes = (void *)0x1000, *gHotSpotVMIntConstants = junk + 8;
+"""
+
+APP = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void spin_leaf(void) { for (int i = 0; i < 100000; i++) sink += i; }
+__attribute__((noinline)) static void spin_mid(void) { spin_leaf(); }
+int main(int argc, char **argv)
+{
+	if (!dlopen(argv[1], RTLD_NOW))
+		return 1;
+	puts("ready");
+	fflush(stdout);
+	for (;;)
+		spin_mid();
+}
+"""
+
+
+@test
+def test_java_lying_tables():
+    """A process whose libjvm.so exports garbage tables: not followed, said why, its own chains whole."""
+    need_bpf()
+    d = tmpdir()
+    for name, text in (("libjvm.c", HOSTILE), ("app.c", APP)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    run(["cc", "-O1", "-shared", "-fPIC", "-o", os.path.join(d, "libjvm.so"), os.path.join(d, "libjvm.c")], check=True)
+    run(["cc", "-O1", "-o", os.path.join(d, "liar"), os.path.join(d, "app.c"), "-ldl"], check=True)
+    p = subprocess.Popen([os.path.join(d, "liar"), os.path.join(d, "libjvm.so")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        path, err = record(p.pid)
+    finally:
+        reap(p)
+    assert "0 JVMs" in err and "not followed, last: %d:" % p.pid in err, err[-2000:]
+    stacks = folded(path)["liar"]
+    n = sum(stacks.values())
+    ok = sum(c for st, c in stacks.items() if st[-3:] == ("main", "spin_mid", "spin_leaf") or st[-2:] == ("main", "spin_mid"))
+    assert n >= 100 and ok * 100 >= 90 * n, "liar: %d of %d samples whole: %s" % (
+        ok, n, sorted(((c, st) for st, c in stacks.items()), reverse=True)[:3])
