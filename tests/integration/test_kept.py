@@ -90,7 +90,7 @@ def test_kept_left_by_longjmp():
 
 @test
 def test_kept_under_a_signal_handler():
-    """A SIGPROF handler every ms of CPU runs the shared chain below whatever it interrupted: its
+    """A SIGPROF handler (2 ms every 10 ms of CPU) runs the shared chain below whatever it interrupted: its
     chain crosses the signal frame into the interrupted way, each part right."""
     stacks, err = record("signal", "1500")
     check("signal", stacks, err)

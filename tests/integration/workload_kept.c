@@ -12,8 +12,8 @@
  *
  *   workload_kept alternate MS   the two ways by turns, a few hundred us each
  *   workload_kept longjmp MS     the same, each way left by longjmp from its leaf
- *   workload_kept signal MS      alternate, with a SIGPROF handler that spins in
- *                                hleaf (below the shared chain) every ms of CPU
+ *   workload_kept signal MS      alternate, with a SIGPROF handler that spins 2 ms in
+ *                                hleaf (below the shared chain) every 10 ms of CPU
  *   workload_kept exec MS        alternate for MS/2, then exec'd into alternate MS/2
  *   workload_kept deep N MS      a chain N frames deep spinning at its leaf
  */
@@ -124,9 +124,17 @@ NOINLINE static void by_longjmp(double ms)
 	}
 }
 
+/*
+ * 2 ms of CPU a signal, two sampling periods at 999 Hz: a window this long holds samples whatever
+ * the sampler's phase.  A few hundred us, against ITIMER_PROF's delivery on the 4 ms tick (HZ=250)
+ * and a sampler of about 1 ms, phase-locked: 9 to 16 samples in a run, or hundreds, by luck.
+ */
 NOINLINE void hleaf(void)
 {
-	spin(ROUND);
+	double end = now_ms() + 2;
+
+	while (now_ms() < end)
+		spin(ROUND / 20);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -139,7 +147,8 @@ NOINLINE void handler(int sig)
 
 NOINLINE static void with_signals(double ms)
 {
-	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	/* every 10 ms of CPU: the handler's 2 ms must not run into the next expiry, or main starves */
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
 
 	signal(SIGPROF, handler);
 	setitimer(ITIMER_PROF, &it, NULL);
