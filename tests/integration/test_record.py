@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 
 from harness import (BUILD, SPANPERF, WORKLOAD, Skip, cpu_ns, json_lines, need_bpf, need_perf, need_root,
@@ -268,16 +269,31 @@ def test_signal_leaves_complete_file():
     out = os.path.join(d, "s.data")
     open(out, "w").write("previous")
     for sig in (signal.SIGINT, signal.SIGTERM):
-        p = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-d", "60", "-o", out],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Signalled 1.5 s after its events are on (its -v line), not 1.5 s after its start: a busy
+        # host's start-up took most of that, and the file held under 100 samples.
+        p = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-d", "60", "-o", out],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        lines, on = [], threading.Event()
+
+        def read_err():
+            for line in p.stderr:
+                lines.append(line)
+                if "synthesized" in line:
+                    on.set()
+        reader = threading.Thread(target=read_err, daemon=True)
+        reader.start()
+        assert on.wait(timeout=120), "record never started: %s" % "".join(lines)[-1500:]
         time.sleep(1.5)
         t0 = time.time()
         p.send_signal(sig)
-        _, err = p.communicate(timeout=30)
+        p.wait(timeout=30)
+        reader.join(timeout=30)
+        err = "".join(lines)[-1500:]
         assert p.returncode == 0, "after %s: rc %d %s" % (sig.name, p.returncode, err)
         assert time.time() - t0 < 10, "took %.1fs to stop" % (time.time() - t0)
-        assert len(perf_script_samples(out)) > 100
-        assert own_counts(out)
+        n = len(perf_script_samples(out))
+        assert n > 100, "after %s: %d samples in 1.5 s of the whole host" % (sig.name, n)
+        assert own_counts(out), "after %s: no rows in the report" % sig.name
     assert open(out + ".old", "rb").read(8) == b"PERFILE2"  # the first run's file
     # Beside them, only the folder of the symbol files that name Python frames for perf, where the
     # host ran Python (the test runner does): perf-data(7)'s OUTPUT.spanperf/python-BUILDID.elf.
