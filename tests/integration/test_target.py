@@ -20,11 +20,13 @@ FREQ = 999
 # script's own process exec'd into a workload.
 TREE = textwrap.dedent("""\
     W=%(w)s
-    $W spin 300,200
-    $W forkspin 3 200
-    sh -c "$W spin 250"
-    exec $W spin 150
+    $W spin 900,600
+    $W forkspin 3 600
+    sh -c "$W spin 750"
+    exec $W spin 450
     """)
+# (Three times the CPU it had: a thread's count against its clock, within 15%, was 2 sigma of a
+# shared CPU's sampling noise at 150 ms, and a busy host's run gave 182 samples for 150 ms.)
 
 
 def busy():
