@@ -254,3 +254,30 @@ def main(argv):
     print("integration: %d passed, %d failed, %d skipped (%.0fs)" %
           (results["passed"], results["failed"], results["skipped"], time.time() - t_all))
     return 1 if results["failed"] else 0
+
+
+class Started:
+    """A recorder's stderr read aside until its -v line saying its events are on ("synthesized"):
+    what a test starts its workload on, however long a busy host takes to start the recorder."""
+
+    def __init__(self, proc, timeout=120):
+        import threading
+        self.proc, self.lines, on = proc, [], threading.Event()
+
+        def read():
+            for line in proc.stderr:
+                self.lines.append(line)
+                if "synthesized" in line:
+                    on.set()
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+        assert on.wait(timeout=timeout), "the recorder never started: %s" % self.text()
+
+    def text(self):
+        return "".join(self.lines)[-1500:]
+
+    def wait(self, timeout=60):
+        """The recorder's exit status, its stderr read to the end."""
+        self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=timeout)
+        return self.proc.returncode

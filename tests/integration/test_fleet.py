@@ -5,14 +5,13 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import ch_cluster
 import pprof_decode
 import fleet_common
 from fleet_common import LoopbackServer, cluster, need_clickhouse, tsv, wait_windows
-from harness import SPANPERF, WORKLOAD, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
+from harness import Started, SPANPERF, WORKLOAD, cpu_ns, need_bpf, reap, spanperf, test, tmpdir
 
 def in_spin(folded):
     """The spinner's samples: every stack of its process (its main thread only waits), whatever
@@ -65,16 +64,7 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         path = os.path.join(tmpdir(), "local.data")
         rec = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-F", str(HZ), "-o", path], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
-        on, lines = threading.Event(), []
-
-        def read_err():
-            for line in rec.stderr:
-                lines.append(line)
-                if "synthesized" in line:
-                    on.set()
-        reader = threading.Thread(target=read_err, daemon=True)
-        reader.start()
-        assert on.wait(timeout=120), "the local record never started: %s" % "".join(lines)[-1500:]
+        started = Started(rec)
         wl = subprocess.Popen([WORKLOAD, "spin", "2500"], stdout=subprocess.DEVNULL)
         wl_pid = wl.pid
         # the truth: the workload's own CPU time, from the kernel's accounts at its exit
@@ -84,9 +74,7 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         # the agents' windows that hold its end are complete, then INT sends what is left
         time.sleep(2.5)
         rec.send_signal(signal.SIGINT)
-        rec.wait(timeout=60)
-        reader.join(timeout=60)
-        assert rec.returncode == 0, "".join(lines)[-1500:]
+        assert started.wait() == 0, started.text()
         for p in (a, b):
             p.send_signal(signal.SIGINT)
         for p in (a, b):

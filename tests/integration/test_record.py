@@ -6,10 +6,9 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 
-from harness import (BUILD, SPANPERF, WORKLOAD, Skip, cpu_ns, json_lines, need_bpf, need_perf, need_root,
+from harness import (Started, BUILD, SPANPERF, WORKLOAD, Skip, cpu_ns, json_lines, need_bpf, need_perf, need_root,
                      perf_clean, perf_script_samples, run, spanperf, test, tmpdir)
 
 FREQ = 999
@@ -273,22 +272,12 @@ def test_signal_leaves_complete_file():
         # host's start-up took most of that, and the file held under 100 samples.
         p = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-d", "60", "-o", out],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        lines, on = [], threading.Event()
-
-        def read_err():
-            for line in p.stderr:
-                lines.append(line)
-                if "synthesized" in line:
-                    on.set()
-        reader = threading.Thread(target=read_err, daemon=True)
-        reader.start()
-        assert on.wait(timeout=120), "record never started: %s" % "".join(lines)[-1500:]
+        started = Started(p)
         time.sleep(1.5)
         t0 = time.time()
         p.send_signal(sig)
-        p.wait(timeout=30)
-        reader.join(timeout=30)
-        err = "".join(lines)[-1500:]
+        started.wait(timeout=30)
+        err = started.text()
         assert p.returncode == 0, "after %s: rc %d %s" % (sig.name, p.returncode, err)
         assert time.time() - t0 < 10, "took %.1fs to stop" % (time.time() - t0)
         n = len(perf_script_samples(out))
