@@ -187,7 +187,9 @@ def test_interval_printing():
     d = tmpdir()
     out = os.path.join(d, "i.jsonl")
     before = steal_ticks()
-    p = spanperf("stat", "-I", "200", "--json", "-e", "task-clock", "-o", out, "--", WORKLOAD, "spin", "1000")
+    # 1100 ms of CPU, so the fifth interval (at 1.0 s) ends while the spinner still runs: with
+    # 1000 it ended with the spinner's exit and a late wake-up of stat's missed it (CI: 4 intervals).
+    p = spanperf("stat", "-I", "200", "--json", "-e", "task-clock", "-o", out, "--", WORKLOAD, "spin", "1100")
     assert p.returncode == 0, p.stderr
     steal = steal_ns_since(before)
     truth = json_lines(p.stdout)[0]
