@@ -30,7 +30,7 @@ BUCKETS_MS = (5, 10, 20, 40, 80, 160, 1e9)
 def samples(path):
     """(age in ms, complete) of every np-dwarf sample, by its pid's exec."""
     out = subprocess.run(["perf", "script", "--show-task-events", "--no-inline", "-F", "comm,pid,tid,time,ip,sym",
-                          "-i", path], capture_output=True, text=True).stdout
+                          "-i", path], capture_output=True, text=True, errors="replace").stdout
     execs, got = {}, []
     for block in out.split("\n\n"):
         lines = [l for l in block.split("\n") if l.strip()]
@@ -71,7 +71,7 @@ def main(argv):
     exe = realhost.link(d, "np-dwarf", os.path.join(realhost.ROOT, "build", "tests", "workload_dwarf"))
     path = os.path.join(d, "newproc.data")
     rec = subprocess.Popen([realhost.spanperf_bin(), "record", "-a", "--call-graph", "ehframe", "-F", str(a.F),
-                            "-o", path] + a.extra, stderr=subprocess.PIPE, text=True)
+                            "-o", path] + a.extra, stderr=subprocess.PIPE, text=True, errors="replace")
     try:
         time.sleep(3)  # past the tables of what runs already
         for _ in range(a.n):

@@ -24,7 +24,7 @@ import harness  # noqa: E402
 
 def perf_rows(path, keys):
     out = subprocess.run(["perf", "report", "--stdio", "--no-children", "-g", "none", "-n", "-t", "\t",
-                          "--sort", keys, "-i", path], capture_output=True, text=True).stdout
+                          "--sort", keys, "-i", path], capture_output=True, text=True, errors="replace").stdout
     rows = collections.Counter()
     side = False
     for line in out.splitlines():
@@ -42,7 +42,7 @@ def perf_rows(path, keys):
 
 def spanperf_rows(sp, path, keys):
     out = subprocess.run([sp, "report", "-i", path, "--sort", keys, "--format", "json"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, errors="replace", check=True).stdout
     rows = collections.Counter()
     for r in harness.json_lines(out):
         rows[tuple(str(r[k]) for k in keys.split(","))] += r["samples"]
@@ -109,7 +109,7 @@ def main(argv):
             continue
         folded = collections.Counter()
         for line in subprocess.run([sp, "report", "-i", path, "--folded", "--event", kind],
-                                   capture_output=True, text=True, check=True).stdout.splitlines():
+                                   capture_output=True, text=True, errors="replace", check=True).stdout.splitlines():
             stack, n = line.rsplit(" ", 1)
             folded[stack.split(";")[-1]] += int(n)
         named = [s for s in script[ev] if s != "[unknown]"]

@@ -187,7 +187,7 @@ def record(mode, path, seconds, hz, extra=(), nice=0):
         # BPF programs others load meanwhile ("failed to process type: 17").
         cmd = ["perf", "record", "-a", "--no-bpf-event", "-F", str(hz), "-o", path] + args + \
             ["--", "sleep", str(seconds)]
-    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", preexec_fn=(lambda: os.nice(nice)) if nice else None)
     if p.returncode:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-1500:]))
     return p.stderr
@@ -196,7 +196,7 @@ def record(mode, path, seconds, hz, extra=(), nice=0):
 def spanperf_stacks(path):
     """comm -> Counter of frame tuples, leaf first, from report --folded."""
     out = subprocess.run([spanperf_bin(), "report", "-i", path, "--folded", "--no-inline"], capture_output=True,
-                         text=True, check=True).stdout
+                         text=True, errors="replace", check=True).stdout
     stacks = collections.defaultdict(collections.Counter)
     for line in out.splitlines():
         st, n = line.rsplit(" ", 1)

@@ -120,7 +120,7 @@ class DebuginfodServer:
             if self.p.poll() is not None:
                 raise Skip("debuginfod exited %d: %s" % (self.p.returncode, open(self.log.name).read()[-300:]))
             try:
-                out = subprocess.run(["curl", "-s", self.url + "/metrics"], capture_output=True, text=True,
+                out = subprocess.run(["curl", "-s", self.url + "/metrics"], capture_output=True, text=True, errors="replace",
                                      timeout=5).stdout
             except (OSError, subprocess.TimeoutExpired):
                 continue

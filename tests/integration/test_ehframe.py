@@ -229,9 +229,9 @@ def test_ehframe_equals_dwarf():
         time.sleep(0.3)
         ours, theirs = os.path.join(d, "eh.data"), os.path.join(d, "dwarf.data")
         perf = subprocess.Popen(["perf", "record", "-q", "--buildid-mmap", "--call-graph", "dwarf", "-F", "999", "-p",
-                                 str(wl.pid), "-o", theirs], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 str(wl.pid), "-o", theirs], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid),
-                                "-o", ours], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                "-o", ours], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         # Until the workload has had 1.5 s on CPU by its own clock from when the recorder's events
         # are on (its -v line), not for 2 s of wall time from its start: a busy host gave it 254 ms
         # in such a window, 82 chains, and a recorder slow to start saw less of it still.
@@ -312,13 +312,13 @@ def test_ehframe_offcpu_names_the_blocking_function():
     # however long the recorder takes to start (a busy host's took longer than the 4 s, and the
     # file held none of the thread's time).  The stop is before the events: its off-CPU time is not
     # in the file, and the thread's own clock, which counts it, only grows.
-    wl = subprocess.Popen([DWARF_WORKLOAD, "block", "80", "25"], stdout=subprocess.PIPE, text=True)
+    wl = subprocess.Popen([DWARF_WORKLOAD, "block", "80", "25"], stdout=subprocess.PIPE, text=True, errors="replace")
     try:
         time.sleep(0.2)  # the tables of a running process are built before the recording starts
         wl.send_signal(signal.SIGSTOP)
         rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "--off-cpu", "--off-cpu-thresh", "0",
                                 "-F", "99", "-v", "-p", str(wl.pid), "-o", path],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         lines, on = [], threading.Event()
 
         def read_err():
@@ -498,7 +498,7 @@ def test_ehframe_garbage_cfi_gives_short_chains():
         f.seek(off + 64)  # past the first CIE: its FDEs point to garbage
         f.write(bytes((i * 37 + 11) & 0xff for i in range(size - 64)))
     path = os.path.join(d, "bad.data")
-    wl = subprocess.Popen([exe, "600000"], stdout=subprocess.PIPE, text=True)
+    wl = subprocess.Popen([exe, "600000"], stdout=subprocess.PIPE, text=True, errors="replace")
     try:
         time.sleep(0.2)
         # Replaced while it runs: a new file renamed over the old; the mapped one is still read.
@@ -510,7 +510,7 @@ def test_ehframe_garbage_cfi_gives_short_chains():
         # Counted from the -v line the recorder writes once its events are on (the side-band's
         # synthesis follows their start).
         rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid),
-                                "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         lines, on = [], threading.Event()
 
         def read_err():
@@ -603,7 +603,7 @@ def test_ehframe_pid_reuse():
     os.symlink("/usr/bin/python3", b_exe)
     path = os.path.join(d, "reuse.data")
     rec = subprocess.Popen([SPANPERF, "record", "-a", "--call-graph", "ehframe", "-F", "999", "-v", "-o", path],
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, errors="replace")
     reused = 0
     try:
         time.sleep(2)

@@ -63,7 +63,7 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
         # are on (its -v line), however long a loaded host takes to start it
         path = os.path.join(tmpdir(), "local.data")
         rec = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-F", str(HZ), "-o", path], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, errors="replace")
         started = Started(rec)
         wl = subprocess.Popen([WORKLOAD, "spin", "2500"], stdout=subprocess.DEVNULL)
         wl_pid = wl.pid
@@ -396,7 +396,7 @@ def test_fleet_spans_equal_a_local_recordings():
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_windows(s, 2)
         time.sleep(1)
-        wl = subprocess.run([WORKLOAD, "sleeps", "40", "3000"], capture_output=True, text=True, timeout=60)
+        wl = subprocess.run([WORKLOAD, "sleeps", "40", "3000"], capture_output=True, text=True, errors="replace", timeout=60)
         tid = json.loads(wl.stdout.splitlines()[0])["tid"]
         time.sleep(2.5)
         for p in (a, r):
@@ -471,16 +471,16 @@ def test_fleet_credentials_from_env_or_file_never_argv():
     env.pop("CLICKHOUSE_PASSWORD", None)
     try:
         p = subprocess.run([SPANPERF, "agent", "--clickhouse", s.url, "--clickhouse-password-file", pwfile,
-                            "--window", "1", "-d", "3"], capture_output=True, text=True, env=env, timeout=60)
+                            "--window", "1", "-d", "3"], capture_output=True, text=True, errors="replace", env=env, timeout=60)
         assert p.returncode == 0, p.stderr
         assert int(tsv(s, "SELECT count() FROM spanperf.windows")) >= 2
         env["CLICKHOUSE_PASSWORD"] = ch_cluster.PASSWORD
         p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--sort", "comm"],
-                           capture_output=True, text=True, env=env, timeout=60)
+                           capture_output=True, text=True, errors="replace", env=env, timeout=60)
         assert p.returncode == 0 and "# Samples:" in p.stdout, p.stderr
         env["CLICKHOUSE_PASSWORD"] = "wrong"
         p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m"], capture_output=True,
-                           text=True, env=env, timeout=60)
+                           text=True, errors="replace", env=env, timeout=60)
         assert p.returncode == 1 and "answered" in p.stderr and "wrong" not in p.stderr, p.stderr
     finally:
         c.stop()

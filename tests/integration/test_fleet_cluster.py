@@ -240,7 +240,7 @@ def test_fleet_agent_serve_scraped_by_prometheus():
             except OSError:
                 time.sleep(0.2)
         assert page is not None, "no answer on --serve"
-        p = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True, timeout=60)
+        p = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True, errors="replace", timeout=60)
         assert p.returncode == 0 and not (p.stdout + p.stderr).strip(), p.stdout + p.stderr
         assert get("http://127.0.0.1:%d/other" % port)[0] == 404
         assert get("http://127.0.0.1:%d/metrics" % port, "HEAD")[0] == 200

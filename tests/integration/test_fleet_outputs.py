@@ -42,7 +42,7 @@ def shipped():
     a = None
     try:
         a = subprocess.Popen([SPANPERF, "agent", "--clickhouse", s.url, "--window", "1", "-F", str(HZ), "-g",
-                              "--off-cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              "--off-cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
         wait_windows(s, 2, timeout=60)
         script = "%s spin %d & %s sleeps %d %d & wait" % (WORKLOAD, SPIN_MS, WORKLOAD, SLEEPS, SLEEP_US)
         r = spanperf("record", "-q", "-g", "-F", str(HZ), "--off-cpu", "-o", path, "--", "sh", "-c", script,

@@ -250,7 +250,7 @@ def test_signal_at_any_moment():
     for i, delay in enumerate((0, 0.002, 0.01, 0.03, 0.08, 0.15, 0.3, 0.6, 1.0)):
         sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
         p = subprocess.Popen([SPANPERF, "record", "-q", "-g", "-d", "30", "-o", out],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         time.sleep(delay)
         caught = sig_caught(p.pid, sig)
         p.send_signal(sig)
@@ -281,16 +281,16 @@ def test_two_instances_at_once():
     # No -d: they stop (SIGINT) once the spin is done, which on a busy host may take more than
     # its 600 ms of CPU in wall time.
     procs = [subprocess.Popen([SPANPERF, "record", "-v", "-g", "-o", os.path.join(d, "%d.data" % i)],
-                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+                              stderr=subprocess.PIPE, text=True, errors="replace") for i in range(2)]
     procs.append(subprocess.Popen([SPANPERF, "stat", "-v", "-e", "task-clock,cs", "-o",
-                                   os.path.join(d, "s.txt")], stderr=subprocess.PIPE, text=True))
+                                   os.path.join(d, "s.txt")], stderr=subprocess.PIPE, text=True, errors="replace"))
     # The spin starts once all three run (their -v line at start): a busy host's set-up takes
     # a while, and a spin before it would not be theirs to see.
     for p, ready in zip(procs, ("synthesized", "synthesized", "counting with")):
         for line in p.stderr:
             if ready in line:
                 break
-    spin = subprocess.run([WORKLOAD, "spin", "600"], capture_output=True, text=True)
+    spin = subprocess.run([WORKLOAD, "spin", "600"], capture_output=True, text=True, errors="replace")
     # What each recording can sample of it at 999 Hz: the CPU time it measured of itself.
     want = json_lines(spin.stdout)[0]["cpu_ns"] * 999 / 1e9
     counts = []

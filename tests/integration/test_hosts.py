@@ -26,7 +26,7 @@ def small_deb():
         size = os.path.getsize(deb)
         if not 500000 <= size <= 8000000 or (best and size <= best[0]):
             continue
-        p = subprocess.run(["dpkg-deb", "-I", deb], capture_output=True, text=True)
+        p = subprocess.run(["dpkg-deb", "-I", deb], capture_output=True, text=True, errors="replace")
         if p.returncode or re.search(r"\b(preinst|postinst|prerm|postrm|config|triggers)\b", p.stdout):
             continue
         m = re.search(r"^ Package: (\S+)", p.stdout, re.M)
@@ -196,7 +196,7 @@ def test_container_started_before_the_recording():
 
 
 def workload_build_id():
-    out = subprocess.run(["readelf", "-n", WORKLOAD], capture_output=True, text=True).stdout
+    out = subprocess.run(["readelf", "-n", WORKLOAD], capture_output=True, text=True, errors="replace").stdout
     m = re.search(r"Build ID: ([0-9a-f]+)", out)
     if not m:
         raise Skip("readelf finds no build id in the workload")

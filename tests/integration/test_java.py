@@ -128,7 +128,7 @@ def start(jdk, cls, secs, workers=0):
     """The JVM running cls, once its main thread said it is ready (the chain starts then)."""
     d = classes()
     p = subprocess.Popen([java(jdk), "-cp", d, cls, str(secs), str(workers)], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
+                         stderr=subprocess.DEVNULL, text=True, errors="replace")
     deadline = time.time() + 120
     while time.time() < deadline:
         r, _, _ = select.select([p.stdout], [], [], 1)
@@ -318,7 +318,7 @@ def test_java_lying_tables():
             f.write(text)
     run(["cc", "-O1", "-shared", "-fPIC", "-o", os.path.join(d, "libjvm.so"), os.path.join(d, "libjvm.c")], check=True)
     run(["cc", "-O1", "-o", os.path.join(d, "liar"), os.path.join(d, "app.c"), "-ldl"], check=True)
-    p = subprocess.Popen([os.path.join(d, "liar"), os.path.join(d, "libjvm.so")], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([os.path.join(d, "liar"), os.path.join(d, "libjvm.so")], stdout=subprocess.PIPE, text=True, errors="replace")
     try:
         assert p.stdout.readline().strip() == "ready"
         path, err = record(p.pid)

@@ -25,7 +25,7 @@ def record(extra=(), workload_extra=(), pin=None):
     out = os.path.join(tmpdir(), "off.data")
     # pin: taskset's CPU list; taskset execs the workload, so its pid is the workload's.
     wl = subprocess.Popen((["taskset", "-c", pin] if pin else []) + [WORKLOAD, *ARGS, *workload_extra],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, errors="replace",
                           env=dict(os.environ, WORKLOAD_WAIT="1"))
     # A zombie still answers kill -0: the workload is reaped here, in a thread, as soon as it ends.
     res = {}
@@ -224,7 +224,7 @@ def record_wakes(spec, workload_args, cg=("-g",)):
     recording can fill the stack map with other people's stacks.  cg: the call-graph option."""
     need_bpf()
     out = os.path.join(tmpdir(), "wake.data")
-    wl = subprocess.Popen([WORKLOAD, *workload_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    wl = subprocess.Popen([WORKLOAD, *workload_args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, errors="replace",
                           env=dict(os.environ, WORKLOAD_WAIT="1"))
     res = {}
     reaper = threading.Thread(target=lambda: res.update(out=wl.stdout.read(), rc=wl.wait()))

@@ -348,7 +348,7 @@ def record_otel_own(cmd, d):
     publishes, waits for its recorder (WORKLOAD_WAIT), then runs its spans; its output is the
     recorder's stdout, as with record -- CMD."""
     out = os.path.join(d, "otel.data")
-    wl = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    wl = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, errors="replace",
                           env=dict(os.environ, WORKLOAD_WAIT="1"))
     res = {}
     # Reaped as it exits: the holder below watches it with kill -0, which a zombie passes.

@@ -353,7 +353,7 @@ def whole_host_otel(out, secs, during):
     recorder's start (its synthesis of what runs): record's stderr.  The window follows the
     recorder and during(), not the clock: a busy host starts both late."""
     rec = subprocess.Popen([SPANPERF, "record", "-a", "--otel", "-v", "-F", str(FREQ), "-o", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
     lines, ready = [], threading.Event()
 
     def read_stderr():
@@ -404,7 +404,7 @@ def test_otel_publisher_exec_during_whole_host_recording():
             # 30 spans of 10 ms: 0.3 s, less than one scan apart.  The client publishes from a
             # shared object (TLSDESC): its recipe needs the dynamic linker's relocation done.
             p = subprocess.run(["sh", "-c", 'exec "$0" "$@"', *prog, "30", "10000", truth],
-                               capture_output=True, text=True, timeout=30)
+                               capture_output=True, text=True, errors="replace", timeout=30)
             assert p.returncode == 0, p.stderr
             runs.append((json_lines(p.stdout)[0], json_lines(open(truth).read())))
             time.sleep(0.2)
@@ -443,7 +443,7 @@ def test_otel_publisher_dlopened_late_during_whole_host_recording():
     def late_loader():
         time.sleep(1.2)
         # Idle 1.5 s first: a scan (once a second) sees it publish nothing, then it loads the library.
-        client["p"] = subprocess.run([exe, "good", "30", "10000", truth], capture_output=True, text=True, timeout=30,
+        client["p"] = subprocess.run([exe, "good", "30", "10000", truth], capture_output=True, text=True, errors="replace", timeout=30,
                                      env=dict(os.environ, OTEL_CLIENT_DLOPEN_MS="1500"))
         assert client["p"].returncode == 0, client["p"].stderr
 
@@ -474,7 +474,7 @@ def test_otel_publisher_in_a_container():
                 'exec /mnt/ctr-wl otel 30 10000 "$2"\n')
     out = os.path.join(d, "ctr.data")
     ctr = subprocess.Popen(["unshare", "-m", "sh", script, WORKLOAD, truth], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, errors="replace")
     try:
         rec_stderr = whole_host_otel(out, 3, lambda: None)
         stdout, stderr = ctr.communicate(timeout=30)

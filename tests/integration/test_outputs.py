@@ -258,7 +258,7 @@ def test_full_disk_named_by_every_output():
         for extra in (["--spans", "--format", "json"], ["--spans"], ["--format", "speedscope"], ["-g"]):
             with open(os.path.join(disk.dir, "stdout"), "wb") as f:
                 p = subprocess.run([SPANPERF, "report", "-i", data] + extra, stdout=f, stderr=subprocess.PIPE,
-                                   text=True)
+                                   text=True, errors="replace")
             say_one_line(p, "report %s > full disk" % " ".join(extra), disk)
             os.unlink(os.path.join(disk.dir, "stdout"))
         # record and stat: -o on the full disk.
@@ -322,7 +322,7 @@ def test_rotation_drops_windows_on_a_full_disk():
     os.mkdir(pp)
     out = os.path.join(disk.dir, "w.data")
     p = subprocess.Popen([SPANPERF, "record", "-F", "99", "--switch-output=1s", "--switch-max-files", "3",
-                          "--pprof-dir", pp, "-o", out], stderr=subprocess.PIPE, text=True)
+                          "--pprof-dir", pp, "-o", out], stderr=subprocess.PIPE, text=True, errors="replace")
     lines = Lines(p)
     try:
         assert lines.wait(r"dump ", 60), "no window written: %s" % lines.text()

@@ -149,7 +149,7 @@ def test_build_ids_are_correct():
 
 
 def background_spinner(ms):
-    p = subprocess.Popen([WORKLOAD, "spin", ms], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([WORKLOAD, "spin", ms], stdout=subprocess.PIPE, text=True, errors="replace")
     time.sleep(0.2)
     return p
 
@@ -271,7 +271,7 @@ def test_signal_leaves_complete_file():
         # Signalled 1.5 s after its events are on (its -v line), not 1.5 s after its start: a busy
         # host's start-up took most of that, and the file held under 100 samples.
         p = subprocess.Popen([SPANPERF, "record", "-v", "-g", "-d", "60", "-o", out],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         started = Started(p)
         time.sleep(1.5)
         t0 = time.time()
@@ -338,7 +338,7 @@ def test_lost_samples_are_counted_and_file_stays_valid():
     path = os.path.join(d, "perf.data")
     p = subprocess.Popen([SPANPERF, "record", "-o", path, "--call-graph", "fp", "-F", "20000", "-m", "1",
                           "--", WORKLOAD, "spin", "1500,1500"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
     try:
         # The recorder starts its command once its rings are open and enabled.
         deadline = time.time() + 60

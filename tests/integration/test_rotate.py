@@ -79,7 +79,7 @@ def test_switch_output_on_sigusr2():
     need_bpf()
     d = tmpdir()
     p = subprocess.Popen([SPANPERF, "record", "-F", "999", "-o", os.path.join(d, "perf.data"), "--switch-output",
-                          "--", WORKLOAD, "spin", "60000"], stderr=subprocess.PIPE, text=True)
+                          "--", WORKLOAD, "spin", "60000"], stderr=subprocess.PIPE, text=True, errors="replace")
     try:
         for _ in range(2):
             time.sleep(1.5)

@@ -163,7 +163,7 @@ def stop(p):
 def record_host(out, *extra, env=None, timeout=60):
     """record -d 0.5 of the whole host: (CompletedProcess-like, its pid)."""
     p = subprocess.Popen([SPANPERF, "record", "-q", "-d", "0.5", "-o", out] + list(extra), env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
     out_, err = p.communicate(timeout=timeout)
     return subprocess.CompletedProcess(p.args, p.returncode, out_, err), p.pid
 
@@ -339,7 +339,7 @@ def test_deleted_growing_executable_copy_bounded():
             "    n+=16<<20; os.ftruncate(f.fileno(),n)\n"
             "time.sleep(30)\n") % exe
     # It grows the file once the copy has begun (the test tells it: the cache is root's).
-    p = subprocess.Popen(NOBODY + [PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    p = subprocess.Popen(NOBODY + [PY, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, errors="replace",
                          cwd="/")
     biggest = [0]
     told = False
@@ -348,7 +348,7 @@ def test_deleted_growing_executable_copy_bounded():
         env = dict(os.environ, HOME=cache, XDG_CACHE_HOME=cache)
         out = os.path.join(tmpdir(), "g.data")
         rec = subprocess.Popen([SPANPERF, "record", "-q", "-d", "1", "-o", out], env=env,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, errors="replace")
         t = time.monotonic()
         while rec.poll() is None and time.monotonic() - t < 60:
             for root, _, files in os.walk(cache):
@@ -785,14 +785,14 @@ def test_container_jit_map_read_at_its_exit():
     need_bpf()
     out = os.path.join(tmpdir(), "exit.data")
     rec = subprocess.Popen([SPANPERF, "record", "-v", "-o", out], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True, errors="replace")
     try:
         time.sleep(2)
         ctr = subprocess.run(["unshare", "-m", "-p", "-f", "--kill-child", "--mount-proc", "--propagation",
                               "private", "sh", "-c",
                               "mount -t tmpfs t /mnt && cp %s %s && mount -t tmpfs -o mode=1777 t /tmp && exec %s jit 800"
                               % (WORKLOAD, CTR_WL, CTR_WL)],
-                             cwd="/", capture_output=True, text=True, timeout=60,
+                             cwd="/", capture_output=True, text=True, errors="replace", timeout=60,
                              env=dict(os.environ, WORKLOAD_JIT_MAP_LAST="1"))
         assert ctr.returncode == 0 and '"map"' in ctr.stdout, ctr.stderr
         time.sleep(0.5)
@@ -1110,7 +1110,7 @@ def test_signal_during_finish_copies():
         env = dict(os.environ, HOME=cache, XDG_CACHE_HOME=cache)
         out = os.path.join(tmpdir(), "f.data")
         rec = subprocess.Popen([SPANPERF, "record", "-v", "-d", "0.5", "-o", out], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         kept = os.path.join(cache, "spanperf", "buildid")
         copying = lambda: rec.poll() is not None or (os.path.isdir(kept) and any(".tmp-" in n for n in os.listdir(kept)))
         assert wait_for(copying, 30) and rec.poll() is None, "record finished before its copies began"
@@ -1250,7 +1250,7 @@ def test_report_input_of_another_user():
     for cut in (0.001, 0.01, 0.05):
         shutil.copyfile(data, theirs)
         p = subprocess.Popen([SPANPERF, "report", "-g", "-i", theirs], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, errors="replace")
         time.sleep(cut)
         os.truncate(theirs, 4096)
         _, err = p.communicate(timeout=60)

@@ -222,7 +222,7 @@ def test_exited_publishers_let_go():
     loop = "for i in $(seq 300); do %s 4 250000 400 & sleep 0.03; done; wait" % pub
     out = os.path.join(tmpdir(), "o.data")
     rec = subprocess.Popen([PY, "-c", RSS_WRAPPER, SPANPERF, "record", "--otel", "-a", "-F", "49", "-d", "16", "-o",
-                            out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=rss_env())
+                            out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=rss_env())
     time.sleep(2)
     loader = subprocess.Popen(NOBODY + ["sh", "-c", loop])
     try:

@@ -44,7 +44,7 @@ class Serve:
     def __init__(self, *extra, env=None):
         self.port = free_port()
         self.p = subprocess.Popen([SPANPERF, "stat", "--serve", "127.0.0.1:%d" % self.port, "-o", os.devnull,
-                                   *extra], stderr=subprocess.PIPE, text=True, env=env)
+                                   *extra], stderr=subprocess.PIPE, text=True, errors="replace", env=env)
         deadline = time.time() + 30
         while time.time() < deadline:
             assert self.p.poll() is None, "stat --serve exited %d: %s" % (self.p.returncode, self.p.stderr.read())
@@ -217,7 +217,7 @@ def test_serve_survives_silent_clients_and_churn():
         # Clients that connect and never send, and clients that ask and never read: another
         # user's (past 8 connections of one user, the endpoint refuses more of that user's).
         holder = subprocess.Popen(NOBODY + [PY, "-c", HOLD, str(srv.port)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, text=True, errors="replace")
         assert holder.stdout.readline().strip() == "ready"
         t0 = time.time()
         status, page = get(srv.url())
@@ -289,7 +289,7 @@ print(opened[0], "%.1f" % longest[0])
 def scrapes_beside(srv, n, mode, secs=12):
     """Scrapes (as root) once a second while nobody holds n sockets: [seconds each took, or None]."""
     attack = subprocess.Popen(NOBODY + [PY, "-c", ATTACK, str(srv.port), str(n), mode, str(secs + 2)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True, errors="replace")
     took = []
     try:
         time.sleep(2)  # the sockets are all open, or refused
@@ -390,7 +390,7 @@ def test_serve_tls_and_basic_auth_from_web_config():
     assert p.returncode == 1 and "--web-config needs --serve" in p.stderr, p.stderr
     port = free_port()
     srv = subprocess.Popen([SPANPERF, "stat", "-v", "--serve", "127.0.0.1:%d" % port, "--web-config", web, "-o",
-                            os.devnull], stderr=subprocess.PIPE, text=True)
+                            os.devnull], stderr=subprocess.PIPE, text=True, errors="replace")
     prom = None
     try:
         deadline = time.time() + 30

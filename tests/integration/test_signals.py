@@ -35,7 +35,7 @@ class Background:
         # nohup would hand every job an ignored HUP, which spanperf rightly keeps); nohup's own
         # case passes nohup as the prefix, which ignores it again.
         self.sh = subprocess.Popen(list(prefix) + ["sh", "-c", script, "sh"] + list(argv), stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, text=True,
+                                   stderr=subprocess.DEVNULL, text=True, errors="replace",
                                    preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
         self.pid, self.log = None, []
         deadline = time.monotonic() + 60

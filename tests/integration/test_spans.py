@@ -392,7 +392,7 @@ def test_span_split_by_stamps_matches_accounts_and_schedstat():
     ready, a_out, b_out = os.path.join(d, "ready"), os.path.join(d, "a.data"), os.path.join(d, "b.data")
     spec = "uprobe:%s:queued_work" % WORKLOAD
     wl = subprocess.Popen([WORKLOAD, "runq", str(n), str(ms), os.path.join(d, "ext.jsonl"), str(sleep_ms)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, errors="replace",
                           env=dict(os.environ, WORKLOAD_WAIT="1"))
     res = {}
     reaper = threading.Thread(target=lambda: res.update(out=wl.stdout.read(), rc=wl.wait()))
@@ -401,7 +401,7 @@ def test_span_split_by_stamps_matches_accounts_and_schedstat():
     # The stamps' recorder says it is attached by the file; the other starts the workload then.
     b = subprocess.Popen([SPANPERF, "record", "-q", "-F", "99", "--span", spec, "-p", str(wl.pid), "-o", b_out,
                           "--", "sh", "-c", "touch %s; %s" % (ready, hold)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=STAMPS)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", env=STAMPS)
     go = ("i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
           "echo go > /proc/%d/fd/0; %s" % (ready, wl.pid, hold))
     try:

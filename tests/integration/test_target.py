@@ -160,7 +160,7 @@ def test_record_cmd_names_a_waker_from_outside():
     d = tmpdir()
     fifo, out = os.path.join(d, "fifo"), os.path.join(d, "wake.data")
     os.mkfifo(fifo)
-    outsider = subprocess.Popen([WORKLOAD, "outsider", "40", "20", fifo], stdout=subprocess.PIPE, text=True)
+    outsider = subprocess.Popen([WORKLOAD, "outsider", "40", "20", fifo], stdout=subprocess.PIPE, text=True, errors="replace")
     try:
         me = json.loads(outsider.stdout.readline())
         p = spanperf("record", "-g", "--off-cpu", "--off-cpu-thresh", "0", "-F", str(FREQ), "-o", out, "--",

@@ -90,7 +90,7 @@ def test_top_bad_input():
 
 
 def tmux(*args, check=True):
-    p = subprocess.run(["tmux", "-L", "spanperf-it"] + list(args), capture_output=True, text=True, timeout=30)
+    p = subprocess.run(["tmux", "-L", "spanperf-it"] + list(args), capture_output=True, text=True, errors="replace", timeout=30)
     assert not check or p.returncode == 0, "tmux %s: %s" % (args, p.stderr)
     return p.stdout
 
