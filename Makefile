@@ -263,6 +263,10 @@ $(OUTPUT)/tests/libspanperf_mmap: tests/vm/libspanperf_mmap.c $(OUTPUT)/lib/libs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -static -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread -o $@
 
+$(OUTPUT)/tests/sampler_offline: tests/vm/sampler_offline.c $(OUTPUT)/lib/libspanperf.a | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -static -Iinclude $< $(OUTPUT)/lib/libspanperf.a -pthread -o $@
+
 # The ground-truth workload: named noinline functions, frame pointers, no inlining.
 $(OUTPUT)/tests/workload: tests/integration/workload.c include/otel_thread_ctx.h include/otel_process_ctx.h | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -427,7 +431,7 @@ integration: spanperf $(WORKLOADS) $(OUTPUT)/bench/gen_spans lib
 gotest: lib
 	$(Q)tests/gotest.sh
 
-vmtest: spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
+vmtest: spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap $(OUTPUT)/tests/sampler_offline
 	$(Q)tests/vm/run.sh
 
 # `make test` installs what is missing first, then builds in a second make so
@@ -436,7 +440,7 @@ vmtest: spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
 test: deps
 	$(Q)tools/deps.sh browser
 	$(Q)$(MAKE) --no-print-directory unit integration gotest fuzz-replay
-	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap
+	$(Q)$(MAKE) --no-print-directory spanperf $(WORKLOADS) $(OUTPUT)/tests/libspanperf_mmap $(OUTPUT)/tests/sampler_offline
 	$(Q)tests/vm/run.sh --if-able
 
 # Never part of `make test`: figures are ratios on a shared, noisy machine.

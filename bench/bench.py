@@ -25,6 +25,7 @@ Adding a bench section: write bench/sections/<name>.py with
                    other keys too, as recorder adds "size"); rounds() rounds per figure;
   markdown(res)    the lines of its part of latest.md, each part ending with "";
                    called only when res has "<name>";
+  NEEDS = (paths,) the binaries it runs beyond spanperf and the workload (default: the floor);
   BPF_STATS = True if it reads bpf_stats (prog_cost): the run turns
                    kernel.bpf_stats_enabled on only for such sections, since it costs
                    every BPF program two clock reads per run;
@@ -48,15 +49,19 @@ from harness import FLOOR, RESULTS, SPANPERF, WORKLOAD, kill_children, log, mach
 from sections import SECTIONS
 
 
-def preconditions():
+def preconditions(names):
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF, system-wide perf events, bpf_stats)")
     for tool in ("perf", "bpftrace", "bpftool"):
         if not shutil.which(tool):
             sys.exit("bench: %s is missing; run tools/deps.sh bench" % tool)
-    for f in (SPANPERF, WORKLOAD, FLOOR):
+    # A section names the binaries it runs beyond spanperf and the workload (NEEDS); one that does not, the floor.
+    needs = {SPANPERF, WORKLOAD}
+    for name in names:
+        needs.update(getattr(SECTIONS[name], "NEEDS", (FLOOR,)))
+    for f in sorted(needs):
         if not os.access(f, os.X_OK):
-            sys.exit("bench: %s is not built; run make bench" % f)
+            sys.exit("bench: %s is not built; run make bench (or make %s)" % (f, os.path.relpath(f, harness.ROOT)))
 
 
 def main(argv):
@@ -75,7 +80,7 @@ def main(argv):
     unknown = [a for a in args if a not in SECTIONS]
     if unknown:
         sys.exit("bench: unknown section %s (known: %s)" % (unknown, " ".join(SECTIONS)))
-    preconditions()
+    preconditions(args or list(SECTIONS))
     os.makedirs(RESULTS, exist_ok=True)
     saved = {k: sysctl(k) for k in ("kernel.bpf_stats_enabled", "kernel.perf_event_max_sample_rate",
                                     "kernel.perf_cpu_time_max_percent")}

@@ -268,3 +268,18 @@ def race(name, mine, theirs):
         log("report %s round %d: spanperf %.2f s, perf %.2f s" % (name, r, t["spanperf"][-1], t["perf"][-1]))
     return {"spanperf_s": min(t["spanperf"]), "perf_s": min(t["perf"]), "ratio": min(t["spanperf"]) / min(t["perf"]),
             "spanperf_rss_kib": m["spanperf"], "perf_rss_kib": m["perf"]}
+
+
+def gen_otlp(path, n, tid, pid, t0, t1):
+    """n OTLP spans on one thread spread over [t0, t1] (unix ns), as the file exporter writes them."""
+    step = max((t1 - t0) // n, 2)
+    with open(path, "w") as f:
+        f.write('{"resourceSpans":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"%d"}}]},'
+                '"scopeSpans":[{"scope":{"name":"bench"},"spans":[' % pid)
+        for i in range(n):
+            s = t0 + i * step
+            f.write('%s{"traceId":"%032x","spanId":"%016x","parentSpanId":"","name":"op","kind":1,'
+                    '"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"thread.id",'
+                    '"value":{"intValue":"%d"}}],"status":{}}' % ("," if i else "", i // 10 + 1, i + 1, s,
+                                                                  s + step - 1, tid))
+        f.write("]}]}]}\n")

@@ -140,6 +140,40 @@ static __always_inline bool ctx_equal(const struct sp_otel_ctx *a, const struct 
 	return a->span_id == b->span_id && a->trace_id[0] == b->trace_id[0] && a->trace_id[1] == b->trace_id[1];
 }
 
+/*
+ * n, checked against SP_OTEL_ATTRS_MAX already, bounded again in the
+ * register the read takes: the compiler may spill a checked length and
+ * reload it, and the verifier then no longer knows its bound.
+ */
+static __always_inline __u32 attrs_len(__u32 n)
+{
+	asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(n) : "i"(SP_OTEL_ATTRS_MAX));
+	return n;
+}
+
+/*
+ * The ended context's record as it is now, if it still names that context:
+ * a publisher may leave its final state there (libspanperf: the span's
+ * counter deltas) before it swaps the pointer away, and reuses the memory
+ * only later.  Another span id, or valid != 1: nothing of it is taken.
+ */
+static __always_inline void otel_final(const struct sp_otel_state *st, struct sp_otel_event *e)
+{
+	__u8 hdr[SP_OTEL_HEADER];
+	__u64 id;
+	__u32 n;
+
+	if (!st->rec || ctx_empty(&st->ctx) || bpf_probe_read_user(hdr, sizeof(hdr), (void *)st->rec))
+		return;
+	__builtin_memcpy(&id, &hdr[16], 8);
+	n = hdr[26] | (__u32)hdr[27] << 8;
+	if (hdr[24] != 1 || id != st->ctx.span_id || !n || n > SP_OTEL_ATTRS_MAX)
+		return;
+	n = attrs_len(n);
+	if (!bpf_probe_read_user(e->prev_attrs, n, (void *)(st->rec + SP_OTEL_HEADER)))
+		e->prev_attrs_size = n;
+}
+
 /* Tells user space that the thread's context changed: the one that ended and the new one. */
 static __always_inline void otel_changed(const struct sp_otel_state *st, const struct sp_otel_ctx *c, __u64 rec,
 					 __u16 attrs_size, __u64 now, __u32 pid, __u32 tid)
@@ -158,11 +192,13 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 	e->pid = pid;
 	e->cpu = bpf_get_smp_processor_id();
 	e->attrs_size = 0;
-	e->pad = 0;
+	e->prev_attrs_size = 0;
+	otel_final(st, e);
 	/* Read now: the record may be gone or reused by the time the span ends. */
 	if (n > SP_OTEL_ATTRS_MAX) {
 		stat_inc(SP_STAT_OTEL_ATTRS_BAD);
 	} else if (n && !ctx_empty(c)) {
+		n = attrs_len(n);
 		if (bpf_probe_read_user(e->attrs, n, (void *)(rec + SP_OTEL_HEADER)))
 			stat_inc(SP_STAT_OTEL_ATTRS_BAD);
 		else
@@ -205,6 +241,7 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	st->ctx = c;
 	st->pid = pid;
 	st->start_ns = st->last_ns = now;
+	st->rec = rec;
 	st->samples = at_switch ? 0 : 1;
 	st->flags = at_switch ? SP_OTEL_OFF : 0;
 }

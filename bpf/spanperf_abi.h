@@ -252,6 +252,7 @@ struct sp_otel_state {
 	__u64 start_ns, last_ns, samples;
 	__u32 pid;
 	__u32 flags; /* SP_OTEL_* below */
+	__u64 rec;   /* the record's address when the context began: read again at its end */
 };
 
 /*
@@ -283,7 +284,11 @@ struct sp_otel_thread {
  * `otel_events` ring: the context that ended (`prev`, all zero if none),
  * which user space makes a span, and the one that began with its
  * attribute bytes as published (read here, since the record may be gone
- * by the time it ends).
+ * by the time it ends).  prev_attrs: the ended context's attributes as its
+ * record holds them now, where that record still names it (valid, same
+ * span id): its final state, such as the counter deltas libspanperf
+ * writes there just before it gives the context up.  Hostile bytes, as
+ * the others.
  */
 struct sp_otel_event {
 	__u64 time;
@@ -291,8 +296,9 @@ struct sp_otel_event {
 	struct sp_otel_ctx ctx;
 	__u32 tid, cpu, pid;
 	__u16 attrs_size;
-	__u16 pad;
+	__u16 prev_attrs_size;
 	__u8 attrs[SP_OTEL_ATTRS_MAX];
+	__u8 prev_attrs[SP_OTEL_ATTRS_MAX];
 };
 
 /*

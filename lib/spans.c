@@ -32,13 +32,28 @@
 #define NAME_KEY 0
 /* key_index of "span.parent_id": the enclosing span's id in hex, so a recording sees the nesting. */
 #define PARENT_KEY 1
+/*
+ * key_index of "spanperf.counters": the span's counter deltas, written into
+ * its record just before it gives the context up ("task-clock=1234,
+ * context-switches=2", values of at most 255 bytes, as many as it takes).  A
+ * recorder reads that final state where it sees the context end, so the
+ * library's counts of the span reach the recording.
+ */
+#define COUNTERS_KEY 2
 
 struct frame {
-	struct otel_thread_ctx_record rec; /* what readers see while the span runs */
+	/*
+	 * What readers see while the span runs: the two in turn, so that the
+	 * final state of a span stays readable while the next one at its
+	 * depth runs (a recorder reads it at its next look at the thread).
+	 */
+	struct otel_thread_ctx_record recs[2];
+	struct otel_thread_ctx_record *rec; /* the span's, one of recs */
 	struct otel_thread_ctx_record *prev;
 	char name[SPANPERF_NAME_MAX];
 	uint8_t parent[8];
 	uint64_t start_ns;
+	uint64_t seq; /* the thread's count of span begins at this one's: a deeper frame's higher one is its child */
 	unsigned gen; /* fork generation of start[]: a child's span cannot use its parent's counts */
 	struct spanperf_counters *ctr; /* the thread's handle for this span's events */
 	int nctr;
@@ -62,6 +77,7 @@ struct thread_state {
 	struct ctr_set sets[MAX_SETS];
 	uint64_t clock; /* bumped at each lookup, for least recently used */
 	unsigned gen; /* fork generation of the handles */
+	uint64_t seq; /* spans begun */
 	int depth;
 	int tid;
 	uint64_t rng;
@@ -185,7 +201,7 @@ static bool pctx_off; /* SPANPERF_PROCESS_CTX=0, read once */
 
 static void publish_process_ctx(void)
 {
-	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, "span.parent_id", NULL };
+	static const char *const keys[] = { OTEL_SPAN_NAME_KEY, "span.parent_id", "spanperf.counters", NULL };
 	const char *resource[] = { "service.name", service, NULL };
 
 	/* Once per process: every span after the first pays one compare. */
@@ -337,10 +353,10 @@ static int span_begin(const char *name, const char *events, const uint8_t trace_
 	if (st->depth) {
 		const struct frame *up = st->frames[st->depth - 1];
 
-		memcpy(trace, up->rec.trace_id, 16);
-		memcpy(f->parent, up->rec.span_id, 8);
+		memcpy(trace, up->rec->trace_id, 16);
+		memcpy(f->parent, up->rec->span_id, 8);
 		if (!trace_id)
-			trace_flags = up->rec.trace_flags;
+			trace_flags = up->rec->trace_flags;
 	} else if (cur && cur->valid == 1) {
 		memcpy(trace, cur->trace_id, 16);
 		memcpy(f->parent, cur->span_id, 8);
@@ -361,8 +377,9 @@ static int span_begin(const char *name, const char *events, const uint8_t trace_
 	len = strnlen(name, SPANPERF_NAME_MAX - 1);
 	memcpy(f->name, name, len);
 	f->name[len] = 0;
-	otel_thread_ctx_record_init(&f->rec, trace, span, trace_flags);
-	otel_thread_ctx_record_add_attr(&f->rec, NAME_KEY, f->name, len);
+	f->rec = f->rec == &f->recs[0] ? &f->recs[1] : &f->recs[0];
+	otel_thread_ctx_record_init(f->rec, trace, span, trace_flags);
+	otel_thread_ctx_record_add_attr(f->rec, NAME_KEY, f->name, len);
 	{
 		static const uint8_t none[8];
 
@@ -370,7 +387,7 @@ static int span_begin(const char *name, const char *events, const uint8_t trace_
 			char hx[17];
 
 			hex(hx, f->parent, 8);
-			otel_thread_ctx_record_add_attr(&f->rec, PARENT_KEY, hx, 16);
+			otel_thread_ctx_record_add_attr(f->rec, PARENT_KEY, hx, 16);
 		}
 	}
 
@@ -385,8 +402,9 @@ static int span_begin(const char *name, const char *events, const uint8_t trace_
 	 * swap (on a VM that interrupt alone is 15 us).  Counters inside it,
 	 * last: the span's counts hold as little of the library as they can.
 	 */
+	f->seq = ++st->seq;
 	f->start_ns = mono_ns();
-	f->prev = otel_thread_ctx_swap(&f->rec);
+	f->prev = otel_thread_ctx_swap(f->rec);
 	st->depth++;
 	if (f->nctr && spanperf_counters_read(ctr, f->start))
 		f->nctr = 0;
@@ -513,6 +531,91 @@ out:
 	pthread_rwlock_unlock(&exp_lock);
 }
 
+/* "name=count" at v + len, if it fits within max; the new length, else len. */
+static size_t put_count(char *v, size_t len, size_t max, const char *name, uint64_t n)
+{
+	size_t nl = strlen(name);
+	char d[20];
+	int k = 0;
+
+	do
+		d[k++] = (char)('0' + n % 10);
+	while ((n /= 10));
+	if (len + nl + 1 + (size_t)k > max)
+		return len;
+	memcpy(v + len, name, nl);
+	len += nl;
+	v[len++] = '=';
+	while (k)
+		v[len++] = d[--k];
+	return len;
+}
+
+/*
+ * f's deltas into rec (COUNTERS_KEY): its own record, or (id: f's span id,
+ * as "@<16 hex>:" first) the record of a child that ended inside it.
+ */
+static void put_final(struct otel_thread_ctx_record *rec, const char *id, const struct frame *f,
+		      const uint64_t *now)
+{
+	char v[255];
+	size_t len = 0, head = 0;
+
+	if (id) {
+		v[0] = '@';
+		memcpy(v + 1, id, 16);
+		v[17] = ':';
+		len = head = 18;
+	}
+	for (int i = 0; i < f->nctr; i++) {
+		const char *ev = spanperf_counters_name(f->ctr, i);
+		size_t at = len > head ? len + 1 : len, l;
+
+		if (!spanperf_counters_counted(f->ctr, i))
+			continue;
+		l = put_count(v, at, sizeof(v), ev, now[i] - f->start[i]);
+		if (l == at && len > head) {
+			/* Full: this value goes out, the count starts the next one. */
+			if (otel_thread_ctx_record_add_attr(rec, COUNTERS_KEY, v, len))
+				return;
+			len = at = head;
+			l = put_count(v, at, sizeof(v), ev, now[i] - f->start[i]);
+		}
+		if (l > at) {
+			if (at > len)
+				v[len] = ',';
+			len = l;
+		}
+	}
+	if (len > head)
+		otel_thread_ctx_record_add_attr(rec, COUNTERS_KEY, v, len);
+}
+
+/*
+ * The span's deltas, its final state while it is still the thread's
+ * context: in its own record, where a recorder that sees the context end
+ * reads them, and in the records of its children that ended inside it
+ * (each depth's last one), since a recorder that last saw one of those
+ * sees this span end only with it.  Not with an application's own key map
+ * (SPANPERF_PROCESS_CTX=0), where key 2 is not ours to name.
+ */
+static void publish_final(struct thread_state *st, struct frame *f, const uint64_t *now)
+{
+	char id[17];
+
+	if (pctx_off)
+		return;
+	put_final(f->rec, NULL, f, now);
+	hex(id, f->rec->span_id, 8);
+	for (int d = st->depth; d < MAX_DEPTH; d++) {
+		struct frame *g = st->frames[d];
+
+		if (!g || !g->rec || g->seq < f->seq)
+			break;
+		put_final(g->rec, id, f, now);
+	}
+}
+
 int spanperf_span_end(struct spanperf_span *out)
 {
 	return spanperf_span_end_id(NULL, out);
@@ -530,12 +633,14 @@ int spanperf_span_end_id(const uint8_t span_id[8], struct spanperf_span *out)
 	if (!st || !st->depth)
 		return sp_fail(-ENOENT, "spanperf_span_end: no span is open on this thread");
 	f = st->frames[st->depth - 1];
-	if (span_id && memcmp(span_id, f->rec.span_id, 8))
+	if (span_id && memcmp(span_id, f->rec->span_id, 8))
 		return sp_fail(-ESRCH, "spanperf_span_end_id: the innermost span on this thread is '%.60s', another one",
 			       f->name);
 	if (f->nctr && (f->gen != __atomic_load_n(&sp_fork_gen, __ATOMIC_RELAXED) ||
 			 (r = spanperf_counters_read(f->ctr, now))))
 		f->nctr = 0;
+	if (f->nctr)
+		publish_final(st, f, now);
 	otel_thread_ctx_swap(f->prev);
 	s->end_ns = mono_ns(); /* after the swap: see spanperf_span_begin_ids */
 	st->depth--;
@@ -543,8 +648,8 @@ int spanperf_span_end_id(const uint8_t span_id[8], struct spanperf_span *out)
 		return r;
 
 	memcpy(s->name, f->name, sizeof(s->name));
-	memcpy(s->trace_id, f->rec.trace_id, 16);
-	memcpy(s->span_id, f->rec.span_id, 8);
+	memcpy(s->trace_id, f->rec->trace_id, 16);
+	memcpy(s->span_id, f->rec->span_id, 8);
 	memcpy(s->parent_span_id, f->parent, 8);
 	s->start_ns = f->start_ns;
 	s->wall_ns = s->end_ns - s->start_ns;

@@ -152,8 +152,9 @@ def markdown(res):
             "%.2f" % (per / base) if per is not None and base else "", x.get("anon_kib", 0) / 1024,
             x["kernel_bytes"] / 2**20))
         prev = x
-    lines += ["", "The recorder's own memory is its anonymous pages (RssAnon, peak); its RSS also counts the maps "
-              "it mmaps, which are the kernel's memory and counted there.  The kernel's part is the maps' "
+    lines += ["", "The recorder's own memory is its anonymous pages (RssAnon, peak); the maps are the kernel's "
+              "memory, counted there, and mapped into the recorder only around each copy into them, so its "
+              "RSS no longer counts them.  The kernel's part is the maps' "
               "reservation, sized from user space before load (5M rows, the page index, the files, every "
               "process's mappings, and a sample ring of a second at 512 bytes a sample per CPU), so it does "
               "not grow with the files: past 5M rows a file gets no table, is counted too large, and unwinds "

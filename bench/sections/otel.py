@@ -7,7 +7,7 @@ import re
 import subprocess
 import time
 
-from harness import (CPUS, DEVNULL, FLOOR, SPANPERF, TMP, WORKLOAD, kill, log, median, prog_cost, rounds,
+from harness import (CPUS, DEVNULL, FLOOR, SPANPERF, TMP, WORKLOAD, gen_otlp, kill, log, median, prog_cost, rounds,
                      spawn, timed)
 
 BPF_STATS = True
@@ -64,21 +64,6 @@ def otel_spans_of(path):
     p = subprocess.run([SPANPERF, "report", "-i", path, "--spans", "--format", "json"],
                        capture_output=True, text=True)
     return sum(1 for l in p.stdout.splitlines() if '"source":"otel"' in l)
-
-
-def gen_otlp(path, n, tid, pid, t0, t1):
-    """n OTLP spans on one thread spread over [t0, t1] (unix ns), as the file exporter writes them."""
-    step = max((t1 - t0) // n, 2)
-    with open(path, "w") as f:
-        f.write('{"resourceSpans":[{"resource":{"attributes":[{"key":"process.pid","value":{"intValue":"%d"}}]},'
-                '"scopeSpans":[{"scope":{"name":"bench"},"spans":[' % pid)
-        for i in range(n):
-            s = t0 + i * step
-            f.write('%s{"traceId":"%032x","spanId":"%016x","parentSpanId":"","name":"op","kind":1,'
-                    '"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"thread.id",'
-                    '"value":{"intValue":"%d"}}],"status":{}}' % ("," if i else "", i // 10 + 1, i + 1, s,
-                                                                  s + step - 1, tid))
-        f.write("]}]}]}\n")
 
 
 def run(res):

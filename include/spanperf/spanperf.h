@@ -244,10 +244,15 @@ int spanperf_span_begin_events_ids(const char *name, const char *events, const u
 
 /*
  * spanperf_span_end - end this thread's innermost span
- * Restores the context that was published before its begin, fills *out (may
+ * Writes the span's counter deltas into its published context as the
+ * attribute spanperf.counters ("task-clock=1234,context-switches=2"; in the
+ * records of its children that ended inside it too, "@<span id>:..."), where
+ * `spanperf record --otel` reads them as it sees the context end, then
+ * restores the context that was published before its begin, fills *out (may
  * be NULL) and, when exporting, appends the span to the file.  Returns 0 or
  * -errno (-ENOENT: no span open on this thread).
- * Cost: one counters read, one clock_gettime, and one write(2) when exporting.
+ * Cost: one counters read, one clock_gettime, the deltas formatted once per
+ * record written, and one write(2) when exporting.
  */
 int spanperf_span_end(struct spanperf_span *out);
 

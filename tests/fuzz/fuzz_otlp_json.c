@@ -11,6 +11,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	if (!otlp_json_parse((const char *)data, size, "fuzz.json", &v, &n, &st, err, sizeof(err)))
-		free(v);
+		ext_spans_free(v, n);
 	return 0;
 }

@@ -10,6 +10,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	if (!ext_spans_parse((const char *)data, size, "fuzz.jsonl", &v, &n, err, sizeof(err)))
-		free(v);
+		ext_spans_free(v, n);
 	return 0;
 }

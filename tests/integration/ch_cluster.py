@@ -20,6 +20,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def common_port(addrs):
+    """A port free on every address."""
+    def free_on_all(p):
+        try:
+            for a in addrs:
+                with socket.socket() as s:
+                    s.bind((a, p))
+            return True
+        except OSError:
+            return False
+    while True:
+        p = free_port()
+        if free_on_all(p):
+            return p
+
+
 def available():
     return os.path.exists(SERVER)
 
@@ -27,7 +43,7 @@ def available():
 CONFIG = """<?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog><size>10M</size><count>1</count></logger>
-  <listen_host>127.0.0.1</listen_host>
+  <listen_host>{addr}</listen_host>
   <http_port>{http}</http_port>
   <tcp_port>{tcp}</tcp_port>
   <path>{d}/data/</path>
@@ -47,8 +63,8 @@ USERS = """<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users>
-    <default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default>
-    <{user}><password>{password}</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></{user}>
+    <default><password></password><networks><ip>127.0.0.0/8</ip></networks><profile>default</profile><quota>default</quota></default>
+    <{user}><password>{password}</password><networks><ip>127.0.0.0/8</ip></networks><profile>default</profile><quota>default</quota></{user}>
   </users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
 </yandex>
@@ -56,19 +72,19 @@ USERS = """<?xml version="1.0"?>
 
 
 class Server:
-    def __init__(self, root, name, http, tcp, shards):
+    def __init__(self, root, name, http, tcp, shards, addr="127.0.0.1"):
         self.dir = os.path.join(root, name)
-        self.http, self.tcp, self.shards = http, tcp, shards
+        self.http, self.tcp, self.shards, self.addr = http, tcp, shards, addr
         self.proc = None
         os.makedirs(self.dir, exist_ok=True)
         with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(d=self.dir, http=http, tcp=tcp, shards=shards))
+            f.write(CONFIG.format(d=self.dir, http=http, tcp=tcp, shards=shards, addr=addr))
         with open(os.path.join(self.dir, "users.xml"), "w") as f:
             f.write(USERS.format(user=USER, password=PASSWORD))
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d/" % self.http
+        return "http://%s:%d/" % (self.addr, self.http)
 
     def start(self, timeout=30):
         log = open(os.path.join(self.dir, "stdout.log"), "ab")
@@ -103,12 +119,22 @@ class Server:
 class Cluster:
     """Two shards of cluster "fleet", each a server on loopback."""
 
-    def __init__(self, root, n=2):
+    def __init__(self, root, n=2, addresses=False):
+        """addresses: each server at its own loopback address (127.0.0.1, .2, ...) on the same HTTP
+        port, as a fleet's nodes are: what agent --cluster reaches every node by.  Their native
+        ports differ: a server takes a shard at a local address on its own port for itself."""
         shutil.rmtree(root, ignore_errors=True)
-        ports = [(free_port(), free_port()) for _ in range(n)]
-        shards = "".join("<shard><replica><host>127.0.0.1</host><port>%d</port></replica></shard>" % tcp
-                         for _, tcp in ports)
-        self.servers = [Server(root, "shard%d" % i, http, tcp, shards) for i, (http, tcp) in enumerate(ports)]
+        if addresses:
+            addrs = ["127.0.0.%d" % (i + 1) for i in range(n)]
+            http = common_port(addrs)
+            ports = [(http, free_port()) for _ in range(n)]
+        else:
+            addrs = ["127.0.0.1"] * n
+            ports = [(free_port(), free_port()) for _ in range(n)]
+        shards = "".join("<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (a, tcp)
+                         for a, (_, tcp) in zip(addrs, ports))
+        self.servers = [Server(root, "shard%d" % i, http, tcp, shards, a)
+                        for i, (a, (http, tcp)) in enumerate(zip(addrs, ports))]
 
     def start(self):
         for s in self.servers:

@@ -36,8 +36,10 @@ def recording():
 
 
 def perf_placed(path, comm, lost_ok=False):
-    """perf script's chains of comm: (how many, how many reach main, those with a frame perf
-    places in no file: a return address no mapping holds, which a walk made up)."""
+    """perf script's chains of comm: (how many, how many reach main, those with a user frame
+    perf places in no file: a return address no mapping holds, which a walk made up).  Kernel
+    frames are the kernel's unwinder's, not the walk's: a BPF program another process attached
+    to the kernel (a recorder's at sched_process_exit) is such a frame in no file."""
     out = perf_clean(["script", "-F", "comm,tid,event,ip,sym,dso"], path, lost_ok=lost_ok)
     n = reach = 0
     nowhere = []
@@ -47,8 +49,8 @@ def perf_placed(path, comm, lost_ok=False):
             continue
         n += 1
         reach += any(" main " in l for l in lines[1:])
-        # User frames only: a kernel chain may pass through a BPF program's JIT image, which perf
-        # places in no file (a sample in a sched_process_exit program: once in 15,344 under load).
+        # User frames only: a kernel address perf places nowhere is a JIT'ed BPF program's (another
+        # tool's on the tracepoint the sample interrupted), no frame the walk made up.
         if any(l.rstrip().endswith("([unknown])") and not l.split()[0].startswith("ffffffff") for l in lines[1:]):
             nowhere.append(block)
     return n, reach, nowhere
@@ -645,8 +647,10 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     execs = len(re.findall(r"PERF_RECORD_COMM exec:", tasks))
     assert execs >= 2, tasks[-1000:]
     assert passes <= 15 * secs + 55 * (execs + 1), (passes, busy, wakes, execs, secs)
+    # The exec'd program's samples before the loop read its files are walked without its table
+    # (a busy host delays the loop): those are counted, and held apart (reach_main_once_tabled).
     n, reach = hot_reach_main(folded(path))
-    assert n >= 100 and reach * 100 >= 98 * n, (n, reach)
+    assert reach_main_once_tabled(n, reach, p.stderr, 100), (n, reach, no_table_steps(p.stderr))
 
 
 @test

@@ -198,9 +198,12 @@ class FullDisk:
         if run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", self.dir]).returncode:
             raise Skip("cannot mount a small tmpfs to fill")
         self.filler = os.path.join(self.dir, "filler")
+        # Made now, while there is room: a disk the command under test filled first has no room
+        # for a new file's inode (an idle clean clone's run: ENOSPC at open).
+        open(self.filler, "wb").close()
 
     def fill(self):
-        with open(self.filler, "wb") as f:
+        with open(self.filler, "ab") as f:
             try:
                 while True:
                     f.write(b"\0" * 65536)
@@ -310,7 +313,8 @@ def test_rotation_drops_windows_on_a_full_disk():
     counted, and the recording goes on once there is room again.  A --pprof-dir profile goes
     with its file, whichever of them could not be written."""
     need_bpf()
-    disk = FullDisk("8m")
+    # Room for a few windows of a whole host's recording (its side-band and names) before the filler.
+    disk = FullDisk("64m")
     pp = os.path.join(disk.dir, "pp")
     os.mkdir(pp)
     out = os.path.join(disk.dir, "w.data")

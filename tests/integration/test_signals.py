@@ -31,8 +31,12 @@ class Background:
     def __init__(self, argv, ready, prefix=()):
         # The job's stderr comes through the shell's stdout, beside the shell's own lines.
         script = '"$@" 2>&1 >/dev/null & echo "pid=$!"; wait $!; echo "rc=$?"'
+        # HUP at its default, as a shell gives it, whatever the suite inherited (a suite run under
+        # nohup would hand every job an ignored HUP, which spanperf rightly keeps); nohup's own
+        # case passes nohup as the prefix, which ignores it again.
         self.sh = subprocess.Popen(list(prefix) + ["sh", "-c", script, "sh"] + list(argv), stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, text=True)
+                                   stderr=subprocess.DEVNULL, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
         self.pid, self.log = None, []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

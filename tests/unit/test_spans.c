@@ -106,7 +106,7 @@ static void test_jsonl(void **state)
 	assert_false(v[0].has_pid);
 	assert_true(v[1].has_pid);
 	assert_string_equal(v[1].name, "span");
-	free(v);
+	ext_spans_free(v, n);
 	static const struct {
 		const char *text, *needle;
 	} cases[] = {

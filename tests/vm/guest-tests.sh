@@ -256,4 +256,11 @@ else
 	ko "libspanperf reads task-clock from the event page" "$out"
 fi
 
+# libspanperf's sampler with CPU 1 possible but offline (possible_cpus=2): skipped, CPU 0 opened alone.
+if out=$(/sampler_offline 2>&1); then
+	ok "libspanperf's sampler skips an offline CPU ($out)"
+else
+	ko "libspanperf's sampler skips an offline CPU" "$out"
+fi
+
 echo "$pass passed, $fail failed"

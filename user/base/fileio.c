@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ int read_file_all(const char *path, char **out, size_t *len)
 {
 	struct sbuf b = {};
 	char tmp[65536];
+	struct stat st;
 	int fd, err = 0;
 	ssize_t n;
 
@@ -47,15 +49,30 @@ int read_file_all(const char *path, char **out, size_t *len)
 	fd = open_regular(path);
 	if (fd < 0)
 		return fd;
-	while ((n = read(fd, tmp, sizeof(tmp))) != 0) {
+	/*
+	 * Its size known, the bytes go straight into a buffer of that size and
+	 * its NUL: a 270 MB spans file was otherwise copied once more, and again
+	 * at each doubling.  What it grew by since comes through tmp.
+	 */
+	if (!fstat(fd, &st) && st.st_size > 0 && (unsigned long long)st.st_size < SIZE_MAX / 2) {
+		b.p = malloc(st.st_size + 1);
+		b.cap = b.p ? st.st_size + 1 : 0;
+	}
+	for (;;) {
+		bool direct = b.cap - b.len > 1;
+
+		n = direct ? read(fd, b.p + b.len, b.cap - b.len - 1) : read(fd, tmp, sizeof(tmp));
+		if (!n)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
 			goto cleanup;
 		}
-		err = sbuf_add(&b, tmp, n);
-		if (err)
+		if (direct)
+			b.len += n;
+		else if ((err = sbuf_add(&b, tmp, n)))
 			goto cleanup;
 	}
 	err = sbuf_zero(&b, 1); /* NUL-terminate text files for the caller */

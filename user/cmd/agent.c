@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "log.h"
 #include "options.h"
+#include "web_serve.h"
 
 static void agent_usage(FILE *out)
 {
@@ -24,8 +25,11 @@ static void agent_usage(FILE *out)
 		"      --clickhouse URL   the server, http://HOST:8123 or https://...; the user and\n"
 		"                         password from CLICKHOUSE_USER and CLICKHOUSE_PASSWORD\n"
 		"      --clickhouse-password-file FILE  the password, its first line\n"
+		"      --clickhouse-ca FILE  https: the CA that signed the servers' certificates\n"
+		"                         (PEM; default the system's store)\n"
 		"      --cluster NAME     a Distributed table over NAME's shards (system.clusters)\n"
 		"      --database DB      (default spanperf); tables are created when missing\n"
+		"      --retention DAYS   drop the days' partitions older than DAYS (hourly)\n"
 		"      --host-label NAME  the host's name in the rows (default the hostname)\n"
 		"      --window SECS      rows are sent every SECS (default 10)\n"
 		"  -F, --freq HZ          samples per second per CPU (default 19)\n"
@@ -38,6 +42,8 @@ static void agent_usage(FILE *out)
 		"      --spool DIR        windows the server cannot take wait here, oldest sent first\n"
 		"      --spool-max MB     the spool's bound; past it the oldest are dropped (default 256)\n"
 		"      --serve ADDR:PORT  the agent's health for Prometheus, on /metrics\n"
+		"      --web-config FILE  with --serve: TLS and basic auth, in the YAML of\n"
+		"                         node_exporter's --web.config.file\n"
 		"  -q, --quiet / -v, --verbose\n"
 		"  -h, --help\n"
 		"\n"
@@ -69,6 +75,9 @@ static int opt_call_graph(const char *arg, void *opts, char *err, size_t errlen)
 static const struct opt_def agent_defs[] = {
 	{ .name = "clickhouse", .type = OPT_T_STR, .off = A(url), .bad = "needs the server's URL" },
 	{ .name = "clickhouse-password-file", .type = OPT_T_STR, .off = A(password_file), .bad = "needs a file" },
+	{ .name = "clickhouse-ca", .type = OPT_T_STR, .off = A(ca_file), .bad = "needs a CA file" },
+	{ .name = "retention", .type = OPT_T_U64, .off = A(retention_days), .lo = 1, .hi = 100000,
+	  .bad = "is not a number of days from 1 to 100000" },
 	{ .name = "cluster", .type = OPT_T_STR, .off = A(cluster), .bad = "needs a cluster's name" },
 	{ .name = "database", .type = OPT_T_STR, .off = A(database), .bad = "needs a database's name" },
 	{ .name = "host-label", .type = OPT_T_STR, .off = A(host_label), .bad = "needs a name" },
@@ -86,6 +95,7 @@ static const struct opt_def agent_defs[] = {
 	{ .name = "spool-max", .type = OPT_T_U64, .off = A(spool_max_mb), .lo = 1, .hi = 1u << 20,
 	  .bad = "is not a size in MB from 1 to 1048576" },
 	{ .name = "serve", .type = OPT_T_STR, .off = A(serve), .bad = "needs ADDR:PORT" },
+	{ .name = "web-config", .type = OPT_T_STR, .off = A(web_config), .bad = "needs a file" },
 	OPT_DEFS_VERBOSITY(struct agent_opts),
 	{}
 };
@@ -110,6 +120,10 @@ static int agent_parse_args(int argc, char **argv, struct agent_opts *o, char *e
 	if (o->cluster && !ch_ident_ok(o->cluster))
 		return set_errorf(err, errlen, -EINVAL, "--cluster '%s' is not a name of letters, digits and _",
 				  o->cluster);
+	if (o->web_config && !o->serve)
+		return set_errorf(err, errlen, -EINVAL, "--web-config needs --serve");
+	if (o->web_config && (e = web_config_check(o->web_config, err, errlen)))
+		return e;
 	if (o->window < 1)
 		return set_errorf(err, errlen, -EINVAL, "--window %g is under a second", o->window);
 	return 0;

@@ -19,7 +19,8 @@ void report_usage(FILE *out)
 		"Usage: spanperf report [-i FILE] [options]\n\n"
 		"  -i, --input FILE       perf.data to read (default perf.data)\n"
 		"      --clickhouse URL   a fleet instead: what spanperf agent shipped there\n"
-		"      --clickhouse-password-file FILE, --database DB  as the agent's\n"
+		"      --clickhouse-password-file FILE, --clickhouse-ca FILE, --database DB\n"
+		"                         as the agent's\n"
 		"      --since DURATION   its windows since (90s, 30m, 1h: the default, 2d)\n"
 		"      --from TIME, --to TIME  or from and to: 2026-11-28 04:00:00 (UTC), @SECS\n"
 		"      --host NAME        one host's (its --host-label), else every host's\n"
@@ -188,6 +189,7 @@ static const struct opt_def report_defs[] = {
 	{ .name = "percent-limit", .type = OPT_T_FN, .fn = opt_percent },
 	{ .name = "clickhouse", .type = OPT_T_STR, .off = R(ch.url), .bad = "needs the server's URL" },
 	{ .name = "clickhouse-password-file", .type = OPT_T_STR, .off = R(ch.password_file), .bad = "needs a file" },
+	{ .name = "clickhouse-ca", .type = OPT_T_STR, .off = R(ch.ca_file), .bad = "needs a CA file" },
 	{ .name = "database", .type = OPT_T_STR, .off = R(ch.db), .bad = "needs a database's name" },
 	{ .name = "since", .type = OPT_T_STR, .off = R(ch.since), .bad = "needs a duration" },
 	{ .name = "from", .type = OPT_T_STR, .off = R(ch.from), .bad = "needs a time" },

@@ -41,6 +41,9 @@ void stat_usage(FILE *out)
 		"                         node_exporter's --web.config.file\n"
 		"      --node-perf        with --serve: also node_exporter's perf collector series\n"
 		"                         (node_perf_*_total{cpu=\"N\"}), per CPU\n"
+		"      --node-perf-tracepoint SUBSYS:EVENT  with --node-perf: that tracepoint's\n"
+		"                         hits per CPU too, as node_perf_SUBSYS_EVENT{cpu=\"N\"}\n"
+		"                         (node_exporter's --collector.perf.tracepoint; repeatable)\n"
 		"      --span SPEC        with --serve: a wall-time histogram and the time on and\n"
 		"                         off CPU of these spans (SPEC as record's; repeatable)\n"
 		"  -q, --quiet / -v, --verbose\n"
@@ -56,6 +59,15 @@ void stat_usage(FILE *out)
 		"  spanperf stat -e page-faults,sched:sched_switch -d 2\n"
 		"  spanperf stat --serve 9464                      # until SIGINT, for Prometheus\n"
 		"  spanperf stat --serve :9464 --web-config web.yml  # TLS, basic auth\n");
+}
+
+static int opt_node_tp(const char *arg, void *opts, char *err, size_t errlen)
+{
+	struct stat_opts *o = opts;
+
+	(void)err;
+	(void)errlen;
+	return cmd_push_arg(&o->node_tps, &o->nr_node_tps, arg);
 }
 
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)
@@ -79,6 +91,7 @@ static const struct opt_def stat_defs[] = {
 	{ .name = "serve", .type = OPT_T_STR, .off = S(serve), .bad = "needs [ADDR:]PORT" },
 	{ .name = "span", .type = OPT_T_FN, .fn = opt_span },
 	{ .name = "node-perf", .type = OPT_T_FLAG, .off = S(node_perf) },
+	{ .name = "node-perf-tracepoint", .type = OPT_T_FN, .fn = opt_node_tp },
 	{ .name = "serve-top", .type = OPT_T_U64, .off = S(serve_top), .lo = 1, .hi = 100000,
 	  .bad = "is not a number of series from 1 to 100000" },
 	{ .name = "web-config", .type = OPT_T_STR, .off = S(web_config), .bad = "needs a file" },
@@ -105,6 +118,8 @@ int stat_parse_args(int argc, char **argv, struct stat_opts *o, char *err, size_
 		return set_errorf(err, errlen, -EINVAL, "--serve-top needs --serve");
 	if (o->node_perf && !o->serve)
 		return set_errorf(err, errlen, -EINVAL, "--node-perf needs --serve: the series are served at /metrics");
+	if (o->nr_node_tps && !o->node_perf)
+		return set_errorf(err, errlen, -EINVAL, "--node-perf-tracepoint needs --node-perf: its series are among those");
 	if (o->nr_spans && !o->serve)
 		return set_errorf(err, errlen, -EINVAL, "--span needs --serve: stat shows spans as histograms there");
 	if (o->nr_spans > SP_MAX_SPANS)

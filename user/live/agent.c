@@ -15,8 +15,6 @@
 #include <unistd.h>
 #include <sys/random.h>
 
-#include <microhttpd.h>
-
 #include "agent.h"
 #include "agent_opts.h"
 #include "agent_rows.h"
@@ -30,8 +28,8 @@
 #include "report_spans.h"
 #include "sbuf.h"
 #include "session.h"
-#include "stat_serve.h"
 #include "stop.h"
+#include "web_serve.h"
 
 struct agent {
 	const struct agent_opts *o;
@@ -41,8 +39,7 @@ struct agent {
 	struct profile *cur;
 	struct span_report *cur_sr;
 	uint64_t start_ns; /* the window's, unix */
-	struct MHD_Daemon *serve;
-	int serve_fd;
+	struct web_server *web; /* --serve */
 };
 
 static uint64_t clock_ns(clockid_t c)
@@ -118,22 +115,24 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	return 0;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-				  const char *version, const char *data, size_t *size, void **state)
+/*
+ * GET /metrics on --serve (web_serve.h: its deadlines, per-client limits
+ * and --web-config): the sender's counts, in Prometheus' naming.
+ */
+static int metrics(void *arg, const char *url, struct web_reply *r)
 {
-	struct agent *a = cls;
+	struct agent *a = arg;
+	struct sbuf *b = &r->body;
 	struct ch_ship_stats st;
-	struct MHD_Response *r;
-	struct sbuf b = {};
-	enum MHD_Result ret;
 
-	(void)version, (void)data, (void)size, (void)state;
-	if (strcmp(method, "GET") || strcmp(url, "/metrics"))
-		return MHD_NO;
+	if (strcmp(url, "/metrics")) {
+		r->status = 404;
+		return sbuf_printf(b, "spanperf agent serves /metrics\n");
+	}
 	ch_ship__stats(a->ship, &st);
 #define M(name, type, help, v)                                                                          \
-	sbuf_printf(&b, "# HELP spanperf_agent_" name " " help "\n# TYPE spanperf_agent_" name " " type "\n" \
-			"spanperf_agent_" name " %" PRIu64 "\n", (uint64_t)(v))
+	sbuf_printf(b, "# HELP spanperf_agent_" name " " help "\n# TYPE spanperf_agent_" name " " type "\n" \
+		       "spanperf_agent_" name " %" PRIu64 "\n", (uint64_t)(v))
 	M("windows_sent_total", "counter", "Windows ClickHouse took.", st.windows_sent);
 	M("windows_spooled_total", "counter", "Windows written to the spool.", st.windows_spooled);
 	M("windows_dropped_total", "counter", "Windows lost: the spool at its bound, or none.", st.windows_dropped);
@@ -142,61 +141,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	M("server_errors_total", "counter", "Sends that failed: no answer, or an error answer.", st.server_errors);
 	M("spool_windows", "gauge", "Windows in the spool.", st.spool_windows);
 	M("spool_bytes", "gauge", "Bytes in the spool.", st.spool_bytes);
+	M("partitions_dropped_total", "counter", "Day partitions --retention dropped.", st.partitions_dropped);
 #undef M
-	if (b.err)
-		return MHD_NO;
-	r = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		sbuf_free(&b);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	return b->err;
 }
 
-static int serve_start(struct agent *a, const char *addr)
+static int serve_start(struct agent *a, const struct agent_opts *o)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	char err[256];
-	int fd, one = 1, e = serve_addr_parse(addr, &ss, &len, err, sizeof(err));
+	struct web_opts wo = { .addr = o->serve, .flag = "--serve", .config = o->web_config, .handler = metrics,
+			       .arg = a };
 
-	if (e) {
-		pr_err("%s", err);
-		return e;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 16)) {
-		e = -errno;
-		pr_err("cannot listen on --serve '%s': %s", addr, strerror(-e));
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
-	a->serve = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, on_request, a,
-				    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				    MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_END);
-	if (!a->serve) {
-		close(fd);
-		pr_err("cannot serve --serve '%s': libmicrohttpd would not start", addr);
-		return -EIO;
-	}
-	return 0;
-}
-
-static void serve_stop(struct agent *a)
-{
-	int fd;
-
-	if (!a->serve)
-		return;
-	fd = MHD_quiesce_daemon(a->serve);
-	MHD_stop_daemon(a->serve);
-	if (fd >= 0)
-		close(fd);
+	return web_server__start(&a->web, &wo);
 }
 
 /* record's defaults, then the agent's: the whole host, its rate and stacks, windows with no file. */
@@ -235,9 +191,10 @@ int agent_run(struct agent_opts *o)
 	struct agent a = { .o = o };
 	struct live_opts lo = { .ops = &ops, .arg = &a, .wake_fd = -1, .keep_tables = LIVE_KEPT_TABLES,
 				.keep_syms = LIVE_KEPT_SYMS };
-	struct ch_ship_opts so = { .place = { o->database, o->cluster }, .spool_dir = o->spool,
-				   .spool_max = o->spool_max_mb << 20 };
-	struct ch_http_opts ho = { .url = o->url, .password_file = o->password_file };
+	struct ch_ship_opts so = { .place = { o->database, o->cluster, o->password_file, o->ca_file,
+					      (unsigned)o->retention_days },
+				   .spool_dir = o->spool, .spool_max = o->spool_max_mb << 20 };
+	struct ch_http_opts ho = { .url = o->url, .password_file = o->password_file, .ca_file = o->ca_file };
 	struct record_opts ro;
 	char err[512] = "";
 	int e, ret = 1, code = 0;
@@ -259,7 +216,7 @@ int agent_run(struct agent_opts *o)
 			ch_http__free(so.http);
 		goto cleanup;
 	}
-	if (o->serve && serve_start(&a, o->serve))
+	if (o->serve && serve_start(&a, o))
 		goto cleanup;
 	a.start_ns = clock_ns(CLOCK_REALTIME);
 	e = live_record(&ro, &lo, sp_argc, sp_argv, &code, err, sizeof(err));
@@ -268,7 +225,7 @@ int agent_run(struct agent_opts *o)
 	ret = e ? 1 : 0;
 cleanup:
 	window_drop(&a, NULL);
-	serve_stop(&a); /* before the sender it reads goes */
+	web_server__free(a.web); /* before the sender it reads goes */
 	/* The last window is queued: one short try to send it, else the spool keeps it. */
 	ch_ship__stop(a.ship, 700);
 	record_opts_free(&ro);

@@ -9,6 +9,7 @@
 struct agent_opts {
 	const char *url;	   /* --clickhouse */
 	const char *password_file; /* --clickhouse-password-file */
+	const char *ca_file;	   /* --clickhouse-ca: https's CA, or NULL: the system's */
 	const char *cluster;	   /* --cluster, or NULL: one server */
 	const char *database;	   /* --database (default spanperf) */
 	const char *host_label;	   /* --host-label (default the hostname) */
@@ -22,6 +23,8 @@ struct agent_opts {
 	const char *spool;	   /* --spool DIR */
 	uint64_t spool_max_mb;	   /* --spool-max (default 256) */
 	const char *serve;	   /* --serve ADDR:PORT */
+	const char *web_config;	   /* --web-config FILE: --serve's TLS and basic auth, or NULL */
+	uint64_t retention_days;   /* --retention DAYS, 0: keep everything */
 	int verbose;
 };
 

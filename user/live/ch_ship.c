@@ -28,6 +28,7 @@ struct ch_ship {
 	pthread_cond_t cond;
 	struct queued *head, **tail;
 	bool stopping, created, thread_ok;
+	uint64_t retain_at; /* CLOCK_MONOTONIC ns: when --retention drops old partitions next */
 	struct ch_ship_stats st; /* under lock */
 	char last_err[256];	 /* the last failure said, so that a run of them is said once */
 };
@@ -65,6 +66,28 @@ static int ensure_tables(struct ch_ship *s)
 	return 0;
 }
 
+/* --retention: the old days' partitions dropped, at the first send and hourly after; a failure said, counted. */
+static void retain(struct ch_ship *s)
+{
+	struct timespec ts;
+	uint64_t now;
+	unsigned dropped = 0;
+	char err[512] = "";
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	if (!s->o.place.retention_days || (s->retain_at && now < s->retain_at))
+		return;
+	s->retain_at = now + 3600 * 1000000000ull;
+	if (ch_schema_retain(s->o.http, &s->o.place, &dropped, err, sizeof(err))) {
+		say(s, err);
+		count(s, &s->st.server_errors, 1);
+	}
+	if (dropped)
+		pr_info("dropped %u partitions older than %u days", dropped, s->o.place.retention_days);
+	count(s, &s->st.partitions_dropped, dropped);
+}
+
 /* Whether `windows` holds token: 1, 0, or -errno. */
 static int already_sent(struct ch_ship *s, const char *token)
 {
@@ -98,6 +121,7 @@ static int post(struct ch_ship *s, const struct ch_window *w)
 
 	if (e)
 		return e; /* said and counted */
+	retain(s);
 	for (size_t i = 0; !e && i < sizeof(order) / sizeof(order[0]); i++) {
 		enum ch_table t = order[i];
 

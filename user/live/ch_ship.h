@@ -25,6 +25,7 @@ struct ch_ship;
 struct ch_ship_stats {
 	uint64_t windows_sent, windows_spooled, windows_dropped, rows_sent, bytes_sent, server_errors;
 	uint64_t spool_windows, spool_bytes;
+	uint64_t partitions_dropped; /* --retention's */
 };
 
 struct ch_ship_opts {

@@ -43,9 +43,18 @@ static const struct {
 };
 #define NR_SERIES (sizeof(series) / sizeof(series[0]))
 
+/* A tracepoint as node_exporter's --collector.perf.tracepoint serves it. */
+struct node_tp {
+	char name[EV_NAME_LEN];	       /* SUBSYS:EVENT */
+	char metric[EV_NAME_LEN + 16]; /* node_perf_SUBSYS_EVENT */
+};
+
 struct node_perf {
 	struct int_list cpus;
 	int *fd; /* [series][cpu], -1 where it cannot be counted */
+	struct node_tp *tp;
+	int nr_tp;
+	int *tp_fd; /* [tracepoint][cpu], each open */
 };
 
 void node_perf__free(struct node_perf *np)
@@ -56,11 +65,79 @@ void node_perf__free(struct node_perf *np)
 		if (np->fd[i] >= 0)
 			close(np->fd[i]);
 	free(np->fd);
+	for (size_t i = 0; np->tp_fd && i < (size_t)np->nr_tp * np->cpus.n; i++)
+		if (np->tp_fd[i] >= 0)
+			close(np->tp_fd[i]);
+	free(np->tp_fd);
+	free(np->tp);
 	int_list_free(&np->cpus);
 	free(np);
 }
 
-int node_perf__open(struct node_perf **out)
+/* A metric name's part: what node_exporter's name would hold, and Prometheus allows. */
+static bool name_part(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* The tracepoints on every CPU, each CPU's one counter (pid -1): 0, or -errno said. */
+static int open_tracepoints(struct node_perf *np, const char *const *tps, int nr_tps)
+{
+	np->tp = calloc(nr_tps ? nr_tps : 1, sizeof(*np->tp));
+	np->tp_fd = malloc((nr_tps ? nr_tps : 1) * np->cpus.n * sizeof(int));
+	if (!np->tp || !np->tp_fd)
+		return -ENOMEM;
+	for (int i = 0; i < nr_tps * np->cpus.n; i++)
+		np->tp_fd[i] = -1;
+	np->nr_tp = nr_tps;
+	for (int i = 0; i < nr_tps; i++) {
+		const char *colon = strchr(tps[i], ':');
+		struct event_spec ev;
+		char err[256];
+
+		if (!colon || !name_part(tps[i], colon - tps[i]) || !name_part(colon + 1, strlen(colon + 1)) ||
+		    strlen(tps[i]) >= sizeof(np->tp[i].name)) {
+			pr_err("--node-perf-tracepoint '%.100s' is not SUBSYS:EVENT (letters, digits and _)", tps[i]);
+			return -EINVAL;
+		}
+		if (event_parse(tps[i], &ev, err, sizeof(err))) {
+			pr_err("--node-perf-tracepoint '%s': %s", tps[i], err);
+			return -EINVAL;
+		}
+		if (ev.kind != EV_TRACEPOINT) {
+			pr_err("--node-perf-tracepoint '%s' is not a tracepoint", tps[i]);
+			return -EINVAL;
+		}
+		snprintf(np->tp[i].name, sizeof(np->tp[i].name), "%s", tps[i]);
+		/* node_exporter's name: namespace, subsystem, then SUBSYS_EVENT (no _total). */
+		snprintf(np->tp[i].metric, sizeof(np->tp[i].metric), "node_perf_%.*s_%s", (int)(colon - tps[i]), tps[i],
+			 colon + 1);
+		for (int c = 0; c < np->cpus.n; c++) {
+			struct perf_event_attr a = ev.attr;
+			int fd;
+
+			a.size = sizeof(a);
+			fd = sys_perf_event_open(&a, -1, np->cpus.v[c], -1, PERF_FLAG_FD_CLOEXEC);
+			if (fd < 0) {
+				int e = errno;
+
+				pr_err("--node-perf-tracepoint '%s' cannot be counted on CPU %d: %s", tps[i], np->cpus.v[c],
+				       strerror(e));
+				return -e;
+			}
+			np->tp_fd[i * np->cpus.n + c] = fd;
+		}
+	}
+	return 0;
+}
+
+int node_perf__open(struct node_perf **out, const char *const *tps, int nr_tps)
 {
 	struct node_perf *np = calloc(1, sizeof(*np));
 	int e, opened = 0, first_err = 0;
@@ -107,6 +184,9 @@ int node_perf__open(struct node_perf **out)
 		pr_err("--node-perf: no perf event could be opened on any CPU: %s", strerror(first_err));
 		goto fail;
 	}
+	e = open_tracepoints(np, tps, nr_tps);
+	if (e)
+		goto fail;
 	*out = np;
 	return 0;
 fail:
@@ -136,6 +216,17 @@ int node_perf__render(struct node_perf *np, struct sbuf *b)
 				head = true;
 			}
 			sbuf_printf(b, "node_perf_%s{cpu=\"%d\"} %.0f\n", series[i].metric, np->cpus.v[c], x);
+		}
+	}
+	for (int i = 0; i < np->nr_tp; i++) {
+		sbuf_printf(b, "# HELP %s Perf tracepoint %s.\n# TYPE %s counter\n", np->tp[i].metric, np->tp[i].name,
+			    np->tp[i].metric);
+		for (int c = 0; c < np->cpus.n; c++) {
+			uint64_t v;
+
+			if (read(np->tp_fd[i * np->cpus.n + c], &v, sizeof(v)) == (ssize_t)sizeof(v))
+				sbuf_printf(b, "%s{cpu=\"%d\"} %llu\n", np->tp[i].metric, np->cpus.v[c],
+					    (unsigned long long)v);
 		}
 	}
 	return b->err;

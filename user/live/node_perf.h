@@ -12,8 +12,14 @@
 struct node_perf;
 struct sbuf;
 
-/* Opens the events on every online CPU: 0, or -errno said with pr_err when not one can be counted. */
-int node_perf__open(struct node_perf **out);
+/*
+ * Opens the events on every online CPU, and the tracepoints tps[]
+ * ("SUBSYS:EVENT", served as node_perf_SUBSYS_EVENT{cpu}, as node_exporter's
+ * --collector.perf.tracepoint): 0, or -errno said with pr_err when not one
+ * event can be counted, or a tracepoint is misspelt, unknown or cannot be
+ * opened (node_exporter fails then too).
+ */
+int node_perf__open(struct node_perf **out, const char *const *tps, int nr_tps);
 /* The series, read now, in Prometheus' text format; 0 or -errno. */
 int node_perf__render(struct node_perf *np, struct sbuf *b);
 /* Accepts NULL. */

@@ -384,7 +384,7 @@ static int stat_start(struct stat_run *r)
 	if (o->serve)
 		e = stat_serve__start(&r->serve, o->serve, o->web_config, r->cs, o->serve_top);
 	if (!e && o->serve && o->node_perf)
-		e = stat_serve__node_perf(r->serve);
+		e = stat_serve__node_perf(r->serve, o->node_tps, o->nr_node_tps);
 	if (!e && o->nr_spans)
 		e = start_spans(r);
 	return e;

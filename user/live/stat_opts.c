@@ -20,4 +20,6 @@ void stat_opts_free(struct stat_opts *o)
 	int_list_free(&o->tids);
 	free(o->spans);
 	o->spans = NULL;
+	free(o->node_tps);
+	o->node_tps = NULL;
 }

@@ -27,6 +27,8 @@ struct stat_opts {
 	uint64_t serve_top;	/* --serve-top: series per metric, the rest summed */
 	const char *web_config;	/* --web-config FILE: TLS and basic auth for --serve (web_config.h) */
 	bool node_perf;		/* --node-perf (with --serve): node_exporter's perf collector series */
+	const char **node_tps;	/* --node-perf-tracepoint SUBSYS:EVENT: its node_perf_SUBSYS_EVENT{cpu} too */
+	int nr_node_tps;
 	const char **spans;	/* --span SPEC (with --serve): latency histograms per span name */
 	int nr_spans;
 	char **cmd;		/* without -a, -p or -t: CMD and its children are counted, as perf stat counts */

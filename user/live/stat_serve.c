@@ -316,10 +316,10 @@ out:
 	return e;
 }
 
-int stat_serve__node_perf(struct stat_serve *s)
+int stat_serve__node_perf(struct stat_serve *s, const char *const *tps, int nr_tps)
 {
 	struct node_perf *np;
-	int e = node_perf__open(&np);
+	int e = node_perf__open(&np, tps, nr_tps);
 
 	if (e)
 		return e;

@@ -32,9 +32,11 @@ int stat_serve__set_spans(struct stat_serve *s, const char *const *names, int n)
 void stat_serve__span(struct stat_serve *s, int idx, uint64_t wall_ns, uint64_t oncpu_ns);
 /*
  * --node-perf: node_exporter's perf collector series (node_perf_*_total with
- * a cpu label) on the same page.  0, or -errno said when nothing can be counted.
+ * a cpu label) on the same page, and the tracepoints tps[] ("SUBSYS:EVENT")
+ * as its --collector.perf.tracepoint series.  0, or -errno said when nothing
+ * can be counted or a tracepoint is bad.
  */
-int stat_serve__node_perf(struct stat_serve *s);
+int stat_serve__node_perf(struct stat_serve *s, const char *const *tps, int nr_tps);
 /* Stops serving; accepts NULL. */
 void stat_serve__free(struct stat_serve *s);
 

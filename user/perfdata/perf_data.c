@@ -1354,6 +1354,20 @@ void pd_reader__release(struct pd_reader *r, __u64 pos)
 	}
 }
 
+void pd_reader__evict(struct pd_reader *r, __u64 from, __u64 to)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a, b;
+
+	if (!r->map || r->map_copied || r->data_copy || r->in_memory || from >= to || from >= r->data_size)
+		return;
+	to = SP_MIN(to, r->data_size);
+	/* Whole pages only: the one at each end holds records next to the range, which would fault right back. */
+	a = ((uintptr_t)r->data + from + pg - 1) & ~(pg - 1);
+	b = ((uintptr_t)r->data + to) & ~(pg - 1);
+	if (a < b)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 void pd_reader__free(struct pd_reader *r)
 {
 	if (!r)

@@ -224,6 +224,15 @@ int pd_reader__append(struct pd_reader *r, const void *p, size_t n);
  * stay as they were; a record before pos is read no more (-EINVAL).
  */
 void pd_reader__release(struct pd_reader *r, __u64 pos);
+/*
+ * A mapped file's pages over positions [from, to) leave this process's
+ * memory (whole pages inside the range only).  They stay in the page cache
+ * and fault back unchanged when read again, so this is always safe; a pass
+ * that calls it behind itself holds a window of the file, not all of it
+ * (perf reads its files through a sliding mapping for the same reason).
+ * Nothing for a file read into memory or a reader in memory.
+ */
+void pd_reader__evict(struct pd_reader *r, __u64 from, __u64 to);
 
 struct pd_iter {
 	__u64 pos; /* offset within the data section, or in the records appended */

@@ -40,6 +40,11 @@
 #define SPAN_EDGES_SAMPLED 4
 /* flags: its thread left the CPU in it, and its end is no earlier than its return (a switch's stamp). */
 #define SPAN_END_AT_SWITCH 8
+/*
+ * flags: counters[] were not measured (an OTel context whose publisher left
+ * no counter deltas at its end): the span shows none rather than zeros.
+ */
+#define SPAN_NO_COUNTERS 16
 
 /*
  * Where the span's wall time went, from the thread's scheduler accounts
@@ -65,7 +70,7 @@ struct span_rec {
 	__u32 pid, tid, cpu;
 	__u16 idx;    /* which span source (attr) */
 	__u8 depth;
-	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT, SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
+	__u8 flags;   /* SP_SPAN_UNFINISHED, SPAN_HAS_CONTEXT, SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH, SPAN_NO_COUNTERS */
 	__u8 source;  /* enum sp_span_source */
 	__u8 pad[7];
 	__u8 trace_id[16], span_id[8]; /* W3C trace context, when SPAN_HAS_CONTEXT */

@@ -31,16 +31,21 @@ struct eh_bid {
 };
 
 struct eh_tables {
-	struct sp_eh_row *rows; /* the mmap'ed eh_rows */
+	/*
+	 * The mmapable eh_rows, eh_pages and eh_maps, each mapped only around
+	 * a copy into it (struct eh_win): mapped whole, their 45 MiB were
+	 * resident in the recorder from its start, the kernel's own pages
+	 * counted a second time in its RSS (a host with a ClickHouse server
+	 * fills eh_rows), where the tables need them only while written.
+	 */
+	int rows_fd, pages_fd, maps_fd;
 	size_t max_rows, used;
-	struct sp_eh_page *pages; /* the mmap'ed eh_pages */
 	size_t max_pages, pages_used;
 	/*
-	 * The mmap'ed eh_maps, in two halves: slices are added to one until it
-	 * is full, then every live process's slice is made again in the other,
-	 * whose old slices no walk can still be reading by then.
+	 * eh_maps, in two halves: slices are added to one until it is full,
+	 * then every live process's slice is made again in the other, whose
+	 * old slices no walk can still be reading by then.
 	 */
-	struct sp_eh_map *maps;
 	size_t max_maps, maps_used, half;
 	__u32 gen;
 	int files_fd, procs_fd;
@@ -67,30 +72,64 @@ struct eh_new_file {
 	char *path;
 };
 
+/* Elements [first, first + n) of an mmapable array, mapped (page-aligned) for one copy. */
+struct eh_win {
+	void *map, *p;
+	size_t len;
+};
+
+static int win_open(struct eh_win *w, int fd, size_t elem, size_t first, size_t n)
+{
+	size_t pg = sysconf(_SC_PAGESIZE), lo = first * elem, base = lo & ~(pg - 1);
+
+	w->len = lo + (n ? n : 1) * elem - base;
+	w->map = mmap(NULL, w->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, base);
+	if (w->map == MAP_FAILED)
+		return -errno;
+	w->p = (char *)w->map + (lo - base);
+	return 0;
+}
+
+static void win_close(struct eh_win *w)
+{
+	munmap(w->map, w->len);
+}
+
+/* n elements from src into the array at first; 0 or -errno. */
+static int win_write(int fd, size_t elem, size_t first, const void *src, size_t n)
+{
+	struct eh_win w;
+	int e = win_open(&w, fd, elem, first, n);
+
+	if (e)
+		return e;
+	memcpy(w.p, src, n * elem);
+	win_close(&w);
+	return 0;
+}
+
 static void vdso_table(struct eh_tables *t);
 
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 {
 	struct eh_tables *t = calloc(1, sizeof(*t));
+	struct eh_win w;
 	int e;
 
 	*out = NULL;
 	if (!t)
 		return -ENOMEM;
-	t->rows = mmap(NULL, fds->max_rows * sizeof(*t->rows), PROT_READ | PROT_WRITE, MAP_SHARED, fds->rows_fd, 0);
-	t->maps = mmap(NULL, fds->max_maps * sizeof(*t->maps), PROT_READ | PROT_WRITE, MAP_SHARED, fds->maps_fd, 0);
-	t->pages = mmap(NULL, fds->max_pages * sizeof(*t->pages), PROT_READ | PROT_WRITE, MAP_SHARED, fds->pages_fd, 0);
-	if (t->rows == MAP_FAILED || t->maps == MAP_FAILED || t->pages == MAP_FAILED) {
-		e = -errno;
-		if (t->rows != MAP_FAILED)
-			munmap(t->rows, fds->max_rows * sizeof(*t->rows));
-		if (t->maps != MAP_FAILED)
-			munmap(t->maps, fds->max_maps * sizeof(*t->maps));
-		if (t->pages != MAP_FAILED)
-			munmap(t->pages, fds->max_pages * sizeof(*t->pages));
+	/* Each can be mapped, as every copy will map it: said now rather than at the first table. */
+	if ((e = win_open(&w, fds->rows_fd, sizeof(struct sp_eh_row), fds->max_rows - 1, 1)) ||
+	    (win_close(&w), e = win_open(&w, fds->maps_fd, sizeof(struct sp_eh_map), fds->max_maps - 1, 1)) ||
+	    (win_close(&w), e = win_open(&w, fds->pages_fd, sizeof(struct sp_eh_page), fds->max_pages - 1, 1))) {
 		free(t);
 		return e;
 	}
+	win_close(&w);
+	t->rows_fd = fds->rows_fd;
+	t->maps_fd = fds->maps_fd;
+	t->pages_fd = fds->pages_fd;
 	t->max_rows = fds->max_rows;
 	t->max_maps = fds->max_maps;
 	t->max_pages = fds->max_pages;
@@ -188,6 +227,19 @@ static int debug_file(const __u8 *id, __u8 size)
 	return open_regular(path);
 }
 
+/* Whether the table file holds exactly tab's rows (a mapping that fails: not the same). */
+static bool rows_equal(struct eh_tables *t, const struct sp_eh_file *file, const struct ehtab *tab)
+{
+	struct eh_win w;
+	bool same;
+
+	if (win_open(&w, t->rows_fd, sizeof(*tab->rows), file->first, file->nr))
+		return false;
+	same = !memcmp(w.p, tab->rows, tab->nr * sizeof(*tab->rows));
+	win_close(&w);
+	return same;
+}
+
 /*
  * The rows of the ELF file fd, else of its debug file, into the tables, and
  * *file saying where (or why not).  Where same (the table of a file with the
@@ -217,8 +269,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 	}
 
 	memset(file, 0, sizeof(*file));
-	if (!e && same && same->state == SP_EH_FILE_OK && same->nr == tab.nr &&
-	    !memcmp(t->rows + same->first, tab.rows, tab.nr * sizeof(*tab.rows))) {
+	if (!e && same && same->state == SP_EH_FILE_OK && same->nr == tab.nr && rows_equal(t, same, &tab)) {
 		*file = *same;
 		t->st.shared++;
 		ehtab_free(&tab);
@@ -230,27 +281,41 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		/* The page index: the rows below each page of the file's code and below the next. */
 		__u32 page0 = tab.rows[0].pc >> SP_EH_PAGE_SHIFT, last = tab.rows[tab.nr - 1].pc >> SP_EH_PAGE_SHIFT;
 		size_t np = (size_t)last - page0 + 1, k = 0;
+		struct eh_win pw, rw;
+		struct sp_eh_page *pages;
 
 		if (np > t->max_pages - t->pages_used) {
 			e = -E2BIG;
 			ehtab_free(&tab);
 			goto done;
 		}
+		if ((e = win_open(&pw, t->pages_fd, sizeof(*pages), t->pages_used, np))) {
+			ehtab_free(&tab);
+			goto done;
+		}
+		if ((e = win_open(&rw, t->rows_fd, sizeof(*tab.rows), t->used, tab.nr))) {
+			win_close(&pw);
+			ehtab_free(&tab);
+			goto done;
+		}
+		pages = pw.p;
 		for (size_t i = 0; i <= np; i++) {
 			__u64 start = (__u64)(page0 + i) << SP_EH_PAGE_SHIFT;
 
 			while (k < tab.nr && tab.rows[k].pc < start)
 				k++;
 			if (i < np)
-				t->pages[t->pages_used + i].lo = k;
+				pages[i].lo = k;
 			if (i)
-				t->pages[t->pages_used + i - 1].hi = k;
+				pages[i - 1].hi = k;
 		}
+		win_close(&pw);
+		memcpy(rw.p, tab.rows, tab.nr * sizeof(*tab.rows));
+		win_close(&rw);
 		file->pages = t->pages_used;
 		file->page0 = page0;
 		file->npages = np;
 		t->pages_used += np;
-		memcpy(t->rows + t->used, tab.rows, tab.nr * sizeof(*tab.rows));
 		file->first = t->used;
 		file->nr = tab.nr;
 		file->state = SP_EH_FILE_OK;
@@ -459,7 +524,10 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		return -1;
 	}
 	sort_n(t->scratch, n, sizeof(*t->scratch), cmp_map);
-	memcpy(t->maps + t->maps_used, t->scratch, n * sizeof(*t->scratch));
+	if (win_write(t->maps_fd, sizeof(*t->scratch), t->maps_used, t->scratch, n)) {
+		t->st.maps_full++;
+		return -1;
+	}
 	proc.first = t->maps_used;
 	proc.nr = n;
 	proc.gen = ++t->gen;
@@ -696,9 +764,6 @@ void eh_tables__free(struct eh_tables *t)
 {
 	if (!t)
 		return;
-	munmap(t->rows, t->max_rows * sizeof(*t->rows));
-	munmap(t->maps, t->max_maps * sizeof(*t->maps));
-	munmap(t->pages, t->max_pages * sizeof(*t->pages));
 	u64_map_free(&t->dirty);
 	u64_map_free(&t->next_build);
 	u64_map_free(&t->execd);

@@ -3,7 +3,8 @@
  * The unwind tables of --call-graph ehframe: each executable file mapped
  * by a recorded process, turned into rows (ehframe.h) once, however many
  * processes map it, and placed in the BPF maps the sampling program
- * searches.  Rows go into an mmap'ed array (no syscall per row); a file's
+ * searches.  Rows go into the mmapable array, mapped around each copy (no
+ * syscall per row, and none of it resident in between); a file's
  * eh_files entry is written after its rows, so BPF never sees half a table.
  */
 #ifndef SP_EHTABLES_H

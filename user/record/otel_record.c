@@ -37,8 +37,17 @@
  */
 #define EXEC_WATCH_NS 500000000ull
 #define EXEC_FIRST_WAIT_NS 2000000ull
-#define EVENTS_RING_BYTES (4u << 20) /* ~5,800 changes with attributes: 0.3 s of 2 CPUs at -F 9999 */
+/* ~6,300 changes (1.3 KB each, both contexts' attributes): 0.3 s of 2 CPUs at -F 9999 */
+#define EVENTS_RING_BYTES (8u << 20)
 #define MAX_RECIPES 4096
+/*
+ * A publisher's counter deltas, from the final state of its record: at most
+ * this much each (2^48: 78 hours of task-clock ns), so that no process can
+ * make a span's figures, or a report's sums of them, overflow.
+ */
+#define FINAL_COUNT_MAX (1ull << 48)
+/* The process context's key whose values hold them, as libspanperf names it. */
+#define FINAL_COUNTERS_KEY "spanperf.counters"
 /* A span with attributes from a process whose context was not read: read again, but not more often. */
 #define PCTX_RETRY_NS 20000000ull
 
@@ -139,6 +148,8 @@ struct otel_record {
 	unsigned long found[OTEL_TLS_GD + 1], found_by[FOUND_MMAP + 1], unusable, again;
 	struct otel_process_stats pst;
 	unsigned long pctx_written;
+	/* Spans given a publisher's counters; deltas dropped as malformed, unknown or capped. */
+	__u64 with_counters, ctr_malformed, ctr_unknown, ctr_capped;
 };
 
 void otel_record_size_maps(struct bpf_map *recipes, struct bpf_map *events, bool on)
@@ -189,8 +200,9 @@ static int set_open_attrs(struct otel_record *r, __u32 tid, const __u8 *bytes, _
 
 static struct proc *proc_find(struct otel_record *r, int pid);
 
+/* ctr: the span's counters as the file names them (ctr_names); NULL: its publisher left none. */
 static int write_rec(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end,
-		     const struct open_attrs *oa)
+		     const struct open_attrs *oa, const __u64 *ctr)
 {
 	struct span_rec rec = {
 		.magic = SPAN_REC_MAGIC, .version = SPAN_REC_VERSION, .size = sizeof(rec),
@@ -203,6 +215,12 @@ static int write_rec(struct otel_record *r, const struct sp_otel_state *st, __u3
 	long n;
 
 	ctx_bytes(&st->ctx, &rec);
+	if (ctr) {
+		memcpy(rec.counters, ctr, sizeof(rec.counters));
+		r->with_counters++;
+	} else {
+		rec.flags |= SPAN_NO_COUNTERS;
+	}
 	if (oa) {
 		rec.attrs_size = SP_MIN((size_t)oa->size, sizeof(rec.attrs));
 		memcpy(rec.attrs, oa->bytes, rec.attrs_size);
@@ -226,8 +244,25 @@ static struct nest *nest_of(struct otel_record *r, __u32 tid, bool make)
 	return (struct nest *)(uintptr_t)*v;
 }
 
+/* Counter deltas of a span, from the final state a publisher left: its own, or an ancestor's. */
+struct final {
+	__u64 span_id; /* 0: the ended context's own */
+	__u64 ctr[SP_MAX_COUNTERS];
+	bool any; /* some count was taken: else the span has none, not zeros */
+};
+
+/* The set of the span with this id (0: the ended context's own) among n; NULL: none. */
+static const __u64 *final_of(const struct final *f, int n, __u64 span_id)
+{
+	for (int i = 0; i < n; i++)
+		if (f[i].span_id == span_id && f[i].any)
+			return f[i].ctr;
+	return NULL;
+}
+
 /* The context that ends, with what it held before its children: its first start, all its samples. */
-static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end)
+static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u32 tid, __u32 cpu, __u64 end,
+		      const __u64 *ctr)
 {
 	struct nest *nt = nest_of(r, tid, false);
 	struct sp_otel_state s = *st;
@@ -238,11 +273,16 @@ static int write_span(struct otel_record *r, const struct sp_otel_state *st, __u
 		nt->has_cont = false;
 	}
 	/* The attributes of the context that ends, as BPF read them when it began. */
-	return write_rec(r, &s, tid, cpu, end, open_attrs(r, tid));
+	return write_rec(r, &s, tid, cpu, end, open_attrs(r, tid), ctr);
 }
 
-/* Its ancestors, held, end no earlier than it: written at end, innermost first, down to keep (not written). */
-static int write_held(struct otel_record *r, struct nest *nt, __u32 tid, __u32 cpu, __u64 end, int keep)
+/*
+ * Its ancestors, held, end no earlier than it: written at end, innermost
+ * first, down to keep (not written), each with its counters where the
+ * ended context's final state (fin, nfin) holds them.
+ */
+static int write_held(struct otel_record *r, struct nest *nt, __u32 tid, __u32 cpu, __u64 end, int keep,
+		      const struct final *fin, int nfin)
 {
 	int err = 0;
 
@@ -250,23 +290,31 @@ static int write_held(struct otel_record *r, struct nest *nt, __u32 tid, __u32 c
 		struct held *h = &nt->h[--nt->n];
 		struct sp_otel_state s = { .ctx = h->ctx, .start_ns = h->start_ns, .samples = h->samples, .pid = h->pid };
 
-		err = write_rec(r, &s, tid, cpu, end, h->attrs);
+		err = write_rec(r, &s, tid, cpu, end, h->attrs, h->ctx.span_id ? final_of(fin, nfin, h->ctx.span_id) : NULL);
 		free(h->attrs);
 		h->attrs = NULL;
 	}
 	return err;
 }
 
-/* The parent span id a context names with span.parent_id (its key found in the process's key map); 0: none. */
-static __u64 parent_of(struct otel_record *r, const struct sp_otel_event *e)
+/* The key index process pid's context gives name; -1: none (or its context is not read). */
+static int key_of(struct otel_record *r, __u32 pid, const char *name)
 {
-	struct proc *p = proc_find(r, e->pid);
-	size_t size = SP_MIN(e->attrs_size, (__u16)sizeof(e->attrs));
+	struct proc *p = proc_find(r, pid);
 	int key = -1;
 
 	for (int k = 0; p && k < p->pctx.nkeys; k++)
-		if (p->pctx.keys[k] && !strcmp(p->pctx.keys[k], "span.parent_id"))
+		if (p->pctx.keys[k] && !strcmp(p->pctx.keys[k], name))
 			key = k;
+	return key;
+}
+
+/* The parent span id a context names with span.parent_id (its key found in the process's key map); 0: none. */
+static __u64 parent_of(struct otel_record *r, const struct sp_otel_event *e)
+{
+	size_t size = SP_MIN(e->attrs_size, (__u16)sizeof(e->attrs));
+	int key = key_of(r, e->pid, "span.parent_id");
+
 	if (key < 0)
 		return 0;
 	for (size_t i = 0; i + 2 <= size;) {
@@ -293,6 +341,118 @@ static __u64 parent_of(struct otel_record *r, const struct sp_otel_event *e)
 	return 0;
 }
 
+/* One "name=count" of a deltas value into ctr[]: its index, or -1 (counted why). */
+static int final_one(struct otel_record *r, const __u8 *p, size_t len, __u64 *ctr)
+{
+	const __u8 *eq = memchr(p, '=', len);
+	size_t nlen = eq ? (size_t)(eq - p) : 0, dlen = eq ? len - nlen - 1 : 0;
+	__u64 v = 0;
+	int k;
+
+	/* A decimal count of at most 20 digits, under a name the file's counters have: nothing else. */
+	if (!eq || !nlen || !dlen || dlen > 20) {
+		r->ctr_malformed++;
+		return -1;
+	}
+	for (size_t i = 0; i < dlen; i++) {
+		__u8 c = eq[1 + i];
+
+		if (c < '0' || c > '9') {
+			r->ctr_malformed++;
+			return -1;
+		}
+		v = v > FINAL_COUNT_MAX ? v : v * 10 + (c - '0');
+	}
+	for (k = 0; k < r->o.nr_ctr; k++)
+		if (strlen(r->o.ctr_names[k]) == nlen && !memcmp(r->o.ctr_names[k], p, nlen))
+			break;
+	if (k == r->o.nr_ctr) {
+		r->ctr_unknown++;
+		return -1;
+	}
+	if (v > FINAL_COUNT_MAX) {
+		r->ctr_capped++;
+		v = FINAL_COUNT_MAX;
+	}
+	ctr[k] = v;
+	return k;
+}
+
+/* An ancestor's id, "@" and 16 hex digits, as the bytes of its span id; false if malformed. */
+static bool final_id(const __u8 *p, __u64 *id)
+{
+	__u8 b[8];
+
+	for (int j = 0; j < 16; j++) {
+		__u8 c = p[1 + j];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (d < 0)
+			return false;
+		b[j / 2] = (__u8)(j % 2 ? b[j / 2] | d : d << 4);
+	}
+	memcpy(id, b, 8);
+	return *id != 0;
+}
+
+/*
+ * The counter deltas the ended context's publisher left in its record (the
+ * event's prev_attrs: libspanperf's spanperf.counters values, each
+ * "task-clock=1234,context-switches=2", or "@<span id>:..." for an
+ * ancestor that ended with it), under the names the file's counters have.
+ * Another process's memory: every length is checked against what was read,
+ * names are only matched against our own table, counts are capped, at most
+ * max sets.  How many sets were taken into out.
+ */
+static int final_counters(struct otel_record *r, const struct sp_otel_event *e, struct final *out, int max)
+{
+	size_t size = SP_MIN(e->prev_attrs_size, (__u16)sizeof(e->prev_attrs));
+	int key, n = 0;
+
+	if (!size || !r->o.nr_ctr || (key = key_of(r, e->prev.pid, FINAL_COUNTERS_KEY)) < 0)
+		return 0;
+	for (size_t i = 0; i + 2 <= size;) {
+		__u8 k = e->prev_attrs[i], len = e->prev_attrs[i + 1];
+		const __u8 *v = &e->prev_attrs[i + 2];
+		struct final *f = NULL;
+		size_t a = 0;
+		__u64 id = 0;
+
+		if (i + 2 + len > size)
+			break;
+		i += 2 + len;
+		if (k != key)
+			continue;
+		if (len && v[0] == '@') {
+			if (len < 18 || v[17] != ':' || !final_id(v, &id)) {
+				r->ctr_malformed++;
+				continue;
+			}
+			a = 18;
+		}
+		/* A span's values may come in several attributes: one set per span. */
+		for (int j = 0; j < n && !f; j++)
+			if (out[j].span_id == id)
+				f = &out[j];
+		if (!f && n == max)
+			continue;
+		if (!f) {
+			f = &out[n++];
+			memset(f, 0, sizeof(*f));
+			f->span_id = id;
+		}
+		while (a < len) {
+			const __u8 *comma = memchr(v + a, ',', len - a);
+			size_t l = comma ? (size_t)(comma - (v + a)) : len - a;
+
+			f->any |= final_one(r, v + a, l, f->ctr) >= 0;
+			a += l + 1;
+		}
+	}
+	return n;
+}
+
+
 static void pctx_check(struct otel_record *r, struct proc *p, __u64 now, bool force);
 
 /*
@@ -318,12 +478,15 @@ static int on_event(void *ctx, void *data, size_t size)
 {
 	struct otel_record *r = ctx;
 	const struct sp_otel_event *e = data;
+	/* The ended context's counters and those of the ancestors that ended with it. */
+	struct final fin[NEST_MAX + 1];
 	struct nest *nt;
 	__u64 end, parent;
-	int err = 0;
+	int err = 0, nfin;
 
 	if (size < sizeof(*e))
 		return 0;
+	nfin = final_counters(r, e, fin, NEST_MAX + 1);
 	end = e->prev.last_ns + r->o.period_ns;
 	if (end >= e->time)
 		end = e->time - 1;
@@ -349,7 +512,7 @@ static int on_event(void *ctx, void *data, size_t size)
 				*v = 0;
 			r->nested++;
 		} else {
-			err = write_span(r, &e->prev, e->tid, e->cpu, end);
+			err = write_span(r, &e->prev, e->tid, e->cpu, end, final_of(fin, nfin, 0));
 		}
 	}
 	if (!err && nt && nt->n) {
@@ -359,13 +522,13 @@ static int on_event(void *ctx, void *data, size_t size)
 		while (k >= 0 && nt->h[k].ctx.span_id != e->ctx.span_id && nt->h[k].ctx.span_id != parent)
 			k--;
 		if (k >= 0 && nt->h[k].ctx.span_id == e->ctx.span_id) {
-			err = write_held(r, nt, e->tid, e->cpu, end, k + 1);
+			err = write_held(r, nt, e->tid, e->cpu, end, k + 1, fin, nfin);
 			nt->cont = nt->h[--nt->n];
 			free(nt->cont.attrs);
 			nt->cont.attrs = NULL;
 			nt->has_cont = true;
 		} else if (!(parent && parent == e->prev.ctx.span_id)) {
-			err = write_held(r, nt, e->tid, e->cpu, end, k < 0 ? 0 : k + 1);
+			err = write_held(r, nt, e->tid, e->cpu, end, k < 0 ? 0 : k + 1, fin, nfin);
 		}
 	}
 	if (!err)
@@ -903,8 +1066,8 @@ static int close_thread(struct otel_record *r, __u32 tid, __u64 time)
 	 * otherwise have a span ending after its EXIT, stamped past what the
 	 * rest of the round holds.
 	 */
-	err = write_span(r, &t.otel.st, tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time)) ?:
-	      write_held(r, nest_of(r, tid, false), tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time), 0) ?:
+	err = write_span(r, &t.otel.st, tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time), NULL) ?:
+	      write_held(r, nest_of(r, tid, false), tid, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, time), 0, NULL, 0) ?:
 	      set_open_attrs(r, tid, NULL, 0);
 	v = u64_map_get(&r->closed, tid, true);
 	if (!err && !v)
@@ -987,8 +1150,8 @@ long otel_record__flush(struct otel_record *r, struct pd_writer *w)
 		    closed_at_exit(r, key, &t.otel.st, false))
 			continue;
 		/* Not past now: the recording ends here. */
-		err = write_span(r, &t.otel.st, key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now)) ?:
-		      write_held(r, nest_of(r, key, false), key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now), 0);
+		err = write_span(r, &t.otel.st, key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now), NULL) ?:
+		      write_held(r, nest_of(r, key, false), key, 0, SP_MIN(t.otel.st.last_ns + r->o.period_ns, now), 0, NULL, 0);
 		if (err)
 			return err;
 	}
@@ -1026,6 +1189,13 @@ void otel_record__report(struct otel_record *r)
 		pr_warn("otel: %llu context changes LOST: their ring buffer was full", (unsigned long long)lost);
 	if (procs)
 		pr_info("otel: %lu process contexts (OTEP 4719) written", r->pctx_written);
+	if (r->with_counters)
+		pr_info("otel: %llu spans carry their publisher's counter deltas", (unsigned long long)r->with_counters);
+	if (r->ctr_malformed || r->ctr_unknown || r->ctr_capped)
+		pr_info("otel: publishers' counter deltas: %llu malformed and %llu not among the recording's counters "
+			"(dropped), %llu capped at %llu",
+			(unsigned long long)r->ctr_malformed, (unsigned long long)r->ctr_unknown,
+			(unsigned long long)r->ctr_capped, FINAL_COUNT_MAX);
 	if (r->pst.bad_header || r->pst.bad_size || r->pst.unstable || r->pst.unreadable || r->pst.malformed)
 		pr_info("otel: process contexts not read (processes): %lu bad signature or version, %lu bad size or pointer, "
 			"%lu always mid-update, %lu unreadable, %lu malformed payloads; their attribute keys print as numbers",

@@ -39,6 +39,13 @@ struct otel_record_opts {
 	const struct perf_event_attr *attr; /* the span attr layout */
 	__u16 idx;			    /* the otel span attr's index (id SPAN_ID_BASE + idx) */
 	__u64 pctx_id;			    /* the spanperf-otel-process attr's id (same layout as attr) */
+	/*
+	 * What a span's counters[k] is in the file (the spanperf-counters attr):
+	 * the only names a publisher's counter deltas are taken under (see
+	 * otel_record.c's final_counters).  nr_ctr 0: none are taken.
+	 */
+	const char *const *ctr_names;
+	int nr_ctr;
 };
 
 int otel_record__new(struct otel_record **out, const struct otel_record_opts *o);

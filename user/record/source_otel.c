@@ -11,11 +11,14 @@
 #include <time.h>
 #include <bpf/libbpf.h>
 
+#include "counters.h"
+#include "events.h"
 #include "log.h"
 #include "names.h"
 #include "otel_pctx.h"
 #include "otel_record.h"
 #include "perf_data.h"
+#include "sbuf.h"
 #include "run.h"
 #include "source.h"
 #include "target.h"
@@ -27,7 +30,55 @@ struct otel {
 	struct rec_ctx *ctx;
 	struct perf_event_attr attr;
 	struct bpf_link *sw; /* otel_switch: contexts read at switch-out too */
+	/* What the spans' counters[k] are: the names a publisher's deltas are taken under. */
+	char ctr[SP_MAX_COUNTERS][EV_NAME_LEN];
+	const char *ctr_names[SP_MAX_COUNTERS];
+	int nr_ctr;
 };
+
+/*
+ * What libspanperf counts in a span unless told otherwise: what OTel spans
+ * carry when no --span source sets the counters (--span-counters does).
+ */
+#define OTEL_DEFAULT_COUNTERS "task-clock,context-switches,page-faults"
+
+/*
+ * The spans' counters: the --span sources' (they write the attr that names
+ * them), else --span-counters or libspanperf's defaults, in an attr of ours.
+ */
+static int otel_counters(struct otel *s, struct pd_writer *w)
+{
+	const struct record_opts *o = s->ctx->o;
+	struct event_spec *evs = NULL;
+	struct sbuf names = {};
+	char err[512];
+	__u64 id = SPAN_COUNTERS_ID;
+	int n, e;
+
+	if (s->ctx->cs) {
+		const struct counter_event *ev = counters__events(s->ctx->cs, &n);
+
+		for (int k = 0; k < n && s->nr_ctr < SP_MAX_COUNTERS; k++)
+			if (ev[k].slot != COUNTER_UNSUPPORTED)
+				snprintf(s->ctr[s->nr_ctr++], EV_NAME_LEN, "%s", ev[k].spec.name);
+		return 0;
+	}
+	e = event_list_parse(o->span_counters ? o->span_counters : OTEL_DEFAULT_COUNTERS, &evs, &n, err, sizeof(err));
+	if (e) {
+		pr_err("--span-counters: %s", err);
+		return e;
+	}
+	sbuf_printf(&names, "%s", SPAN_COUNTERS_PREFIX);
+	for (int k = 0; k < n && s->nr_ctr < SP_MAX_COUNTERS; k++) {
+		snprintf(s->ctr[s->nr_ctr], EV_NAME_LEN, "%s", evs[k].name);
+		sbuf_printf(&names, "%s%s", s->nr_ctr++ ? "," : "", evs[k].name);
+	}
+	free(evs);
+	sbuf_zero(&names, 1);
+	e = names.err ?: pd_writer__add_attr(w, &s->attr, names.p, &id, 1);
+	sbuf_free(&names);
+	return e;
+}
 
 /* OTEP 4947 contexts: one more span source, after the --span ones; then the processes' OTEP 4719 contexts. */
 static int otel_attrs(struct rec_source *src, struct pd_writer *w)
@@ -38,7 +89,8 @@ static int otel_attrs(struct rec_source *src, struct pd_writer *w)
 
 	/* The processes' OTEP 4719 contexts: what names the spans' attribute keys. */
 	id = OTEL_PCTX_ID;
-	return e ?: pd_writer__add_attr(w, &s->attr, OTEL_PCTX_ATTR_NAME, &id, 1);
+	e = e ?: pd_writer__add_attr(w, &s->attr, OTEL_PCTX_ATTR_NAME, &id, 1);
+	return e ?: otel_counters(s, w);
 }
 
 /* The processes that publish thread context now; the command's once it has exec'ed. */
@@ -60,8 +112,13 @@ static int otel_start(struct rec_source *src)
 		/* cpu-clock's period is in ns; -F is a rate. */
 		.period_ns = o->freq ? 1000000000ull / o->freq : o->period,
 		.attr = &s->attr, .idx = o->nr_spans, .pctx_id = OTEL_PCTX_ID,
+		.ctr_names = s->ctr_names, .nr_ctr = s->nr_ctr,
 	};
-	int e = otel_record__new(&ctx->otel, &oo);
+	int e;
+
+	for (int k = 0; k < s->nr_ctr; k++)
+		s->ctr_names[k] = s->ctr[k];
+	e = otel_record__new(&ctx->otel, &oo);
 
 	if (e) {
 		pr_err("cannot read the otel context ring: %s", strerror(-e));

@@ -66,29 +66,94 @@ int ch_parse_time(const char *s, uint64_t *unix_s)
 }
 
 /*
- * The rows src selects, as a WHERE clause: numbers printed, strings as
- * ch_literal's literals.  spans: of the spans table (its name filter too;
- * a span's comm is its thread's as it began).
+ * What a query selects: the source and --time's ranges, resolved against
+ * the selected windows (Unix ns; 0 at either end: open there).
  */
-static void where(struct sbuf *q, const struct ch_source *src, bool spans)
+struct ch_sel {
+	const struct ch_source *src;
+	struct time_range *r;
+	size_t nr;
+	char windows[160], stacks[160];
+};
+
+/* col IN (the set's names, as ch_literal's literals); an empty set keeps nothing. */
+static void in_set(struct sbuf *q, const char *col, const struct name_set *set)
 {
+	if (!set->pool.n) {
+		sbuf_printf(q, "0");
+		return;
+	}
+	sbuf_printf(q, "%s IN (", col);
+	for (size_t i = 0; i < set->pool.n; i++) {
+		sbuf_printf(q, "%s", i ? ", " : "");
+		ch_literal(q, set->pool.str[i], strlen(set->pool.str[i]));
+	}
+	sbuf_printf(q, ")");
+}
+
+/* --time's ranges over column col: " AND (...)", nothing without --time. */
+static void in_ranges(struct sbuf *q, const struct ch_sel *sel, const char *col)
+{
+	if (!sel->nr)
+		return;
+	sbuf_printf(q, " AND (0");
+	for (size_t i = 0; i < sel->nr; i++) {
+		sbuf_printf(q, " OR (1");
+		if (sel->r[i].start)
+			sbuf_printf(q, " AND %s >= %llu", col, (unsigned long long)sel->r[i].start);
+		if (sel->r[i].end)
+			sbuf_printf(q, " AND %s <= %llu", col, (unsigned long long)sel->r[i].end);
+		sbuf_printf(q, ")");
+	}
+	sbuf_printf(q, ")");
+}
+
+/*
+ * The rows sel selects, as a WHERE clause: numbers printed, strings as
+ * ch_literal's literals.  The window and host, and --time (a sample's by
+ * its window's start, a span's by its end); spans: their name and lists
+ * too (a span's comm is its thread's as it began).  A sample's lists go
+ * apart (lists()): what they leave out stays in the tables' total.
+ */
+static void where(struct sbuf *q, const struct ch_sel *sel, bool spans)
+{
+	const struct ch_source *src = sel->src;
+
 	sbuf_printf(q, " WHERE date >= toDate(%" PRIu64 ") AND time >= %" PRIu64 " AND time < %" PRIu64, src->from_s,
 		    src->from_s, src->to_s);
 	if (src->host) {
 		sbuf_printf(q, " AND host = ");
 		ch_literal(q, src->host, strlen(src->host));
 	}
-	if (src->comms && src->comms->on) {
-		sbuf_printf(q, " AND comm IN (''");
-		for (size_t i = 0; i < src->comms->pool.n; i++) {
-			sbuf_printf(q, ", ");
-			ch_literal(q, src->comms->pool.str[i], strlen(src->comms->pool.str[i]));
-		}
+	if (spans) {
+		in_ranges(q, sel, "end_ns");
+	} else if (sel->nr) {
+		sbuf_printf(q, " AND token GLOBAL IN (SELECT token FROM %s WHERE date >= toDate(%" PRIu64 ")", sel->windows,
+			    src->from_s);
+		in_ranges(q, sel, "start_ns");
 		sbuf_printf(q, ")");
 	}
 	if (src->span_name && spans) {
 		sbuf_printf(q, " AND name = ");
 		ch_literal(q, src->span_name, strlen(src->span_name));
+	}
+}
+
+/*
+ * --comms, --pids, --tids, and for samples --dsos and --symbols of the
+ * leaf (its first frame not inlined: the function the sampled address is
+ * in, as a file's filter resolves it), as one condition; false: none given.
+ */
+static bool lists(struct sbuf *q, const struct ch_sel *sel, bool spans)
+{
+	const struct ch_source *src = sel->src;
+	bool any = false;
+
+	sbuf_printf(q, "(1");
+	if (src->comms && src->comms->on) {
+		sbuf_printf(q, " AND ");
+		in_set(q, "comm", src->comms);
+		any = true;
 	}
 	for (int k = 0; k < 2; k++) {
 		const struct int_list *l = k ? src->tids : src->pids;
@@ -99,7 +164,24 @@ static void where(struct sbuf *q, const struct ch_source *src, bool spans)
 		for (size_t i = 0; i < (size_t)l->n; i++)
 			sbuf_printf(q, "%s%d", i ? ", " : "", l->v[i]);
 		sbuf_printf(q, ")");
+		any = true;
 	}
+	if (!spans && ((src->dsos && src->dsos->on) || (src->syms && src->syms->on))) {
+		sbuf_printf(q, " AND stack_id GLOBAL IN (SELECT stack_id FROM %s WHERE date >= toDate(%" PRIu64 ")",
+			    sel->stacks, src->from_s);
+		if (src->dsos && src->dsos->on) {
+			sbuf_printf(q, " AND ");
+			in_set(q, "dso[arrayFirstIndex(k -> k = 0, inlined)]", src->dsos);
+		}
+		if (src->syms && src->syms->on) {
+			sbuf_printf(q, " AND func[arrayFirstIndex(k -> k = 0, inlined)] != '[unknown]' AND ");
+			in_set(q, "func[arrayFirstIndex(k -> k = 0, inlined)]", src->syms);
+		}
+		sbuf_printf(q, ")");
+		any = true;
+	}
+	sbuf_printf(q, ")");
+	return any;
 }
 
 static int ask(struct ch_http *c, struct sbuf *q, struct sbuf *ans, char *err, size_t errlen)
@@ -112,7 +194,8 @@ static int ask(struct ch_http *c, struct sbuf *q, struct sbuf *ans, char *err, s
 
 static int open_http(struct ch_http **c, const struct ch_source *src, char *err, size_t errlen)
 {
-	struct ch_http_opts ho = { .url = src->url, .password_file = src->password_file, .timeout_ms = 120000 };
+	struct ch_http_opts ho = { .url = src->url, .password_file = src->password_file, .timeout_ms = 120000,
+				   .ca_file = src->ca_file };
 
 	return ch_http__open(c, &ho, err, errlen);
 }
@@ -269,16 +352,29 @@ static int push_stack(struct pstack **arr, size_t *nr, const struct pstack *s)
 	return 0;
 }
 
-/* The summed samples: host, off_cpu, pid, tid, comm, stack id, count, period. */
-static int read_samples(struct ch_profile_ctx *x, struct rb_in *in)
+/* A row of the timeline's samples: where its window is, for its ticks. */
+struct ch_trow {
+	uint64_t ws, we, count, period;
+	uint32_t tid;
+	uint32_t stack; /* into stacks, or off_stacks */
+	bool off;
+};
+
+/*
+ * The summed samples: off_cpu, pid, tid, comm, stack id, count, period,
+ * and with a timeline their window's start and end (rows pushed to rows).
+ */
+static int read_samples(struct ch_profile_ctx *x, struct rb_in *in, struct ch_trow **rows, size_t *nr_rows)
 {
 	struct profile *p = x->p;
+	size_t cap = 0;
 
 	while (rb_more(in)) {
 		uint8_t off = rb_get_u8(in);
 		uint32_t pid = rb_get_u32(in), tid = rb_get_u32(in);
 		const char *comm = pooled(&x->strs, in, NULL);
 		uint64_t id = rb_get_u64(in), count = rb_get_u64(in), period = rb_get_u64(in);
+		uint64_t ws = rows ? rb_get_u64(in) : 0, we = rows ? rb_get_u64(in) : 0;
 		uint64_t *slot = u64_map_get(&x->stack_at, id, false);
 		struct pstack s = { .pid = pid, .tid = tid, .comm = comm, .count = count, .period = period };
 		int e;
@@ -289,11 +385,16 @@ static int read_samples(struct ch_profile_ctx *x, struct rb_in *in)
 			return -ENOMEM;
 		if (!slot || !*slot)
 			continue; /* its stack's partition dropped: nothing to show it by */
+		if (rows && array_reserve((void **)rows, &cap, *nr_rows, sizeof(**rows)))
+			return -ENOMEM;
 		s.nr = x->frames[*slot - 1].nr;
 		s.frames = malloc((s.nr ? s.nr : 1) * sizeof(*s.frames));
 		if (!s.frames)
 			return -ENOMEM;
 		memcpy(s.frames, x->frames[*slot - 1].f, s.nr * sizeof(*s.frames));
+		if (rows)
+			(*rows)[(*nr_rows)++] = (struct ch_trow){ ws, we, count, period, tid,
+								  off ? p->nr_off_stacks : p->nr_stacks, off };
 		e = off ? push_stack(&p->off_stacks, &p->nr_off_stacks, &s) : push_stack(&p->stacks, &p->nr_stacks, &s);
 		if (e) {
 			free(s.frames);
@@ -307,6 +408,46 @@ static int read_samples(struct ch_profile_ctx *x, struct rb_in *in)
 			p->period += period;
 		}
 	}
+	return 0;
+}
+
+/*
+ * The timeline's ticks.  A window keeps its samples summed, not their
+ * times: each thread's on-CPU samples of a window are laid out evenly over
+ * it, stack after stack; its off-CPU stacks are each one tick at the
+ * window's end, a sum of blocks with no interval of its own.
+ */
+static int make_ticks(struct profile *p, const struct ch_trow *r, size_t n)
+{
+	uint64_t all = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		all += r[i].off ? 1 : r[i].count;
+	if (all > (1u << 28))
+		return -E2BIG;
+	p->ticks = calloc(all ? all : 1, sizeof(*p->ticks));
+	if (!p->ticks)
+		return -ENOMEM;
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t m = 0, at = 0;
+
+		/* A run of rows of one window and thread, as the query orders them. */
+		for (j = i; j < n && r[j].ws == r[i].ws && r[j].tid == r[i].tid; j++)
+			m += r[j].off ? 0 : r[j].count;
+		for (size_t h = i; h < j; h++) {
+			if (r[h].off) {
+				p->ticks[k++] = (struct ptick){ .time = r[h].we, .period = r[h].period, .tid = r[h].tid,
+								.stack = r[h].stack, .off = true, .sum = true };
+				continue;
+			}
+			for (uint64_t c = 0; c < r[h].count; c++, at++)
+				p->ticks[k++] = (struct ptick){ .time = r[h].ws + (r[h].we - r[h].ws) * (at + 1) / m,
+								.period = r[h].period / r[h].count, .tid = r[h].tid,
+								.stack = r[h].stack };
+		}
+	}
+	p->nr_ticks = k;
 	return 0;
 }
 
@@ -333,19 +474,63 @@ static int read_meta(struct ch_profile_ctx *x, struct rb_in *in)
 	return in->bad ? -EBADMSG : 0;
 }
 
-static const char *table_of(const struct ch_source *src, enum ch_table t, char *buf, size_t len)
+/*
+ * sel for src: its tables' names, and --time's ranges resolved against the
+ * first start and last end of the windows src selects.  0 or -errno (said).
+ */
+static int sel_open(struct ch_sel *sel, const struct ch_source *src, struct ch_http *c, char *err, size_t errlen)
 {
-	snprintf(buf, len, "%s.%s", src->db, ch_tables[t].name);
-	return buf;
+	struct sbuf q = {}, ans = {};
+	struct rb_in in;
+	uint64_t first = 0, last = 0;
+	int e;
+
+	*sel = (struct ch_sel){ .src = src };
+	snprintf(sel->windows, sizeof(sel->windows), "%s.%s", src->db, ch_tables[CH_WINDOWS].name);
+	snprintf(sel->stacks, sizeof(sel->stacks), "%s.%s", src->db, ch_tables[CH_STACKS].name);
+	if (!src->time)
+		return 0;
+	sbuf_printf(&q, "SELECT min(start_ns), max(end_ns) FROM %s WHERE date >= toDate(%" PRIu64 ") AND start_ns >= %"
+			PRIu64 "000000000 AND start_ns < %" PRIu64 "000000000", sel->windows, src->from_s, src->from_s,
+		    src->to_s);
+	if (src->host) {
+		sbuf_printf(&q, " AND host = ");
+		ch_literal(&q, src->host, strlen(src->host));
+	}
+	sbuf_printf(&q, " FORMAT RowBinary");
+	e = ask(c, &q, &ans, err, errlen);
+	in = (struct rb_in){ (const uint8_t *)ans.p, (const uint8_t *)ans.p + ans.len, false };
+	if (!e && rb_more(&in)) {
+		first = rb_get_u64(&in);
+		last = rb_get_u64(&in);
+	}
+	if (!e && in.bad)
+		e = set_errorf(err, errlen, -EBADMSG, "ClickHouse at %s answered rows that are not the schema's "
+				"(spanperf-clickhouse(7))", src->url);
+	if (!e && !first && !last && strchr(src->time, '%'))
+		e = set_errorf(err, errlen, -ENODATA, "ClickHouse at %s holds no windows of that time for --time's "
+			       "percentages to be of", src->url);
+	e = e ?: time_ranges_parse(src->time, first, last, &sel->r, &sel->nr, err, errlen);
+	sbuf_free(&q);
+	sbuf_free(&ans);
+	return e;
+}
+
+static void sel_close(struct ch_sel *sel)
+{
+	free(sel->r);
 }
 
 int ch_profile_load(struct profile **out, const struct ch_source *src, char *err, size_t errlen)
 {
 	struct ch_profile_ctx x = {};
 	struct ch_http *c = NULL;
-	struct sbuf q = {}, ans = {};
+	struct ch_trow *rows = NULL;
+	struct sbuf q = {}, ans = {}, cond = {};
+	struct ch_sel sel = {};
 	struct rb_in in;
-	char samples[160], stacks[160], windows[160];
+	size_t nr_rows = 0;
+	bool listed;
 	int e;
 
 	*out = NULL;
@@ -353,43 +538,84 @@ int ch_profile_load(struct profile **out, const struct ch_source *src, char *err
 	if (!x.p)
 		return -ENOMEM;
 	x.p->callchains = true;
-	table_of(src, CH_SAMPLES, samples, sizeof(samples));
-	table_of(src, CH_STACKS, stacks, sizeof(stacks));
-	table_of(src, CH_WINDOWS, windows, sizeof(windows));
 	e = open_http(&c, src, err, errlen);
+	e = e ?: sel_open(&sel, src, c, err, errlen);
 	if (e)
 		goto cleanup;
+	listed = lists(&cond, &sel, false);
+	if (sbuf_add(&cond, "", 1)) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
 	/* The stacks first: the samples' rows are made into stacks of them as they come. */
 	sbuf_printf(&q, "SELECT stack_id, any(func), any(dso), any(build_id), any(offset), any(kernel), any(inlined) FROM %s "
-			"WHERE date >= toDate(%" PRIu64 ") AND stack_id GLOBAL IN (SELECT stack_id FROM %s",
-		    stacks, src->from_s, samples);
-	where(&q, src, false);
-	sbuf_printf(&q, ") GROUP BY stack_id FORMAT RowBinary");
+			"WHERE date >= toDate(%" PRIu64 ") AND stack_id GLOBAL IN (SELECT stack_id FROM %s.%s",
+		    sel.stacks, src->from_s, src->db, ch_tables[CH_SAMPLES].name);
+	where(&q, &sel, false);
+	sbuf_printf(&q, " AND %s) GROUP BY stack_id FORMAT RowBinary", cond.p);
 	e = ask(c, &q, &ans, err, errlen);
 	in = (struct rb_in){ (const uint8_t *)ans.p, (const uint8_t *)ans.p + ans.len, false };
 	e = e ?: read_stacks(&x, &in);
 	q.len = ans.len = 0;
-	/* Each row's identity once (a window sent twice has its rows twice until the merge), then summed by stack. */
-	sbuf_printf(&q, "SELECT off_cpu, pid, tid, comm, stack_id, sum(c), sum(p) FROM (SELECT host, off_cpu, pid, tid, "
-			"comm, stack_id, any(count) AS c, any(period) AS p FROM %s", samples);
-	where(&q, src, false);
-	sbuf_printf(&q, " GROUP BY token, host, off_cpu, pid, tid, comm, stack_id) "
-			"GROUP BY host, off_cpu, pid, tid, comm, stack_id ORDER BY host, off_cpu, pid, tid, comm, stack_id "
-			"FORMAT RowBinary");
+	/*
+	 * Each row's identity once (a window sent twice has its rows twice until
+	 * the merge), then summed by stack; for a timeline, by window too.
+	 */
+	if (src->timeline)
+		sbuf_printf(&q, "SELECT off_cpu, pid, tid, comm, stack_id, c, p, ws, we FROM (");
+	sbuf_printf(&q, "SELECT off_cpu, pid, tid, comm, stack_id, sum(c)%s, sum(p)%s%s FROM (SELECT host, token, off_cpu, "
+			"pid, tid, comm, stack_id, any(count) AS c, any(period) AS p FROM %s.%s",
+		    src->timeline ? " AS c" : "", src->timeline ? " AS p" : "", src->timeline ? ", token" : "", src->db,
+		    ch_tables[CH_SAMPLES].name);
+	where(&q, &sel, false);
+	sbuf_printf(&q, " AND %s GROUP BY token, host, off_cpu, pid, tid, comm, stack_id) GROUP BY %shost, off_cpu, pid, "
+			"tid, comm, stack_id", cond.p, src->timeline ? "token, " : "");
+	if (src->timeline)
+		sbuf_printf(&q, ") ANY LEFT JOIN (SELECT token, any(start_ns) AS ws, any(end_ns) AS we FROM %s WHERE date >= "
+				"toDate(%" PRIu64 ") GROUP BY token) USING token ORDER BY ws, tid, off_cpu, stack_id, comm, "
+				"pid", sel.windows, src->from_s);
+	else
+		sbuf_printf(&q, " ORDER BY host, off_cpu, pid, tid, comm, stack_id");
+	sbuf_printf(&q, " FORMAT RowBinary");
 	if (!e)
 		e = ask(c, &q, &ans, err, errlen);
 	in = (struct rb_in){ (const uint8_t *)ans.p, (const uint8_t *)ans.p + ans.len, false };
-	e = e ?: read_samples(&x, &in);
+	e = e ?: read_samples(&x, &in, src->timeline ? &rows : NULL, &nr_rows);
+	if (!e && src->timeline && (e = make_ticks(x.p, rows, nr_rows)) == -E2BIG)
+		set_errorf(err, errlen, e, "ClickHouse at %s holds more than 2^28 samples of that window: too many for "
+			   "--html or --speedscope, narrow it", src->url);
 	q.len = ans.len = 0;
+	/* What --comms, --pids, --tids, --dsos and --symbols leave out: in the tables' total, as a file's. */
+	if (listed) {
+		sbuf_printf(&q, "SELECT off_cpu, sum(c), sum(p) FROM (SELECT off_cpu, any(count) AS c, any(period) AS p "
+				"FROM %s.%s", src->db, ch_tables[CH_SAMPLES].name);
+		where(&q, &sel, false);
+		sbuf_printf(&q, " AND NOT %s GROUP BY token, host, off_cpu, pid, tid, comm, stack_id) GROUP BY off_cpu "
+				"FORMAT RowBinary", cond.p);
+		if (!e)
+			e = ask(c, &q, &ans, err, errlen);
+		in = (struct rb_in){ (const uint8_t *)ans.p, (const uint8_t *)ans.p + ans.len, false };
+		while (!e && rb_more(&in)) {
+			bool off = rb_get_u8(&in);
+			uint64_t n = rb_get_u64(&in), per = rb_get_u64(&in);
+
+			*(off ? &x.p->off_filtered_samples : &x.p->filtered_samples) += n;
+			*(off ? &x.p->off_filtered_period : &x.p->filtered_period) += per;
+			if (in.bad)
+				e = -EBADMSG;
+		}
+		q.len = ans.len = 0;
+	}
 	sbuf_printf(&q, "SELECT any(event), max(clock), max(hz), sum(l), min(s), max(en) FROM (SELECT token, any(event) "
 			"AS event, any(clock) AS clock, any(hz) AS hz, any(lost) AS l, any(start_ns) AS s, any(end_ns) AS en "
 			"FROM %s WHERE date >= toDate(%" PRIu64 ") AND start_ns >= %" PRIu64 "000000000 AND start_ns < %" PRIu64
 			"000000000",
-		    windows, src->from_s, src->from_s, src->to_s);
+		    sel.windows, src->from_s, src->from_s, src->to_s);
 	if (src->host) {
 		sbuf_printf(&q, " AND host = ");
 		ch_literal(&q, src->host, strlen(src->host));
 	}
+	in_ranges(&q, &sel, "start_ns");
 	sbuf_printf(&q, " GROUP BY token) HAVING count() > 0 FORMAT RowBinary");
 	if (!e)
 		e = ask(c, &q, &ans, err, errlen);
@@ -424,6 +650,9 @@ cleanup:
 	strpool_free(&x.dsos);
 	sbuf_free(&q);
 	sbuf_free(&ans);
+	sbuf_free(&cond);
+	free(rows);
+	sel_close(&sel);
 	ch_http__free(c);
 	if (e) {
 		strpool_free(&x.strs);
@@ -573,6 +802,7 @@ int ch_spans_load(struct ch_spans **out, const struct ch_source *src, const stru
 	struct ch_spans *s = calloc(1, sizeof(*s));
 	struct ch_http *c = NULL;
 	struct sbuf q = {}, ans = {};
+	struct ch_sel sel = {};
 	struct rb_in in;
 	int e;
 
@@ -580,11 +810,14 @@ int ch_spans_load(struct ch_spans **out, const struct ch_source *src, const stru
 	if (!s)
 		return -ENOMEM;
 	e = open_http(&c, src, err, errlen);
+	e = e ?: sel_open(&sel, src, c, err, errlen);
 	sbuf_printf(&q, "SELECT name, source, pid, tid, start_ns, end_ns, samples, unfinished, counter_names, counters, "
 			"trace_id, span_id, has_ctx, on_cpu_ns, has_split, split_on, split_runq, split_off, split_sleep, "
 			"split_blocked, split_how, off_ns, blocked_in, top_func, top_n, waker_comm, waker_tid, waker_ns "
 			"FROM %s.%s", src->db, ch_tables[CH_SPANS].name);
-	where(&q, src, true);
+	where(&q, &sel, true);
+	sbuf_printf(&q, " AND ");
+	lists(&q, &sel, true);
 	/* A window sent twice has its spans twice until the merge: each identity once. */
 	sbuf_printf(&q, " ORDER BY start_ns, tid, name LIMIT 1 BY host, token, tid, start_ns, name FORMAT RowBinary");
 	if (!e)
@@ -630,6 +863,7 @@ int ch_spans_load(struct ch_spans **out, const struct ch_source *src, const stru
 			   src->url);
 	sbuf_free(&q);
 	sbuf_free(&ans);
+	sel_close(&sel);
 	ch_http__free(c);
 	if (e) {
 		ch_spans_free(s);

@@ -23,12 +23,22 @@ struct name_set;
 
 struct ch_source {
 	const char *url, *password_file;
+	const char *ca_file;	    /* https: the CA to trust, or NULL: the system's */
 	const char *db;		    /* --database */
 	uint64_t from_s, to_s;	    /* the windows that start in [from_s, to_s), Unix seconds */
 	const char *host;	    /* --host, or NULL: every host */
 	const struct name_set *comms; /* --comms, or NULL */
 	const struct int_list *pids, *tids;
 	const char *span_name;	    /* --span-name, or NULL */
+	/* --dsos, --symbols (of each sample's leaf, its first frame not inlined), or NULL */
+	const struct name_set *dsos, *syms;
+	/*
+	 * --time, or NULL: its ranges are of Unix seconds (the stored times),
+	 * its percentages of the selected windows' span; a window is kept
+	 * whole when its start is in a range, a span when its end is.
+	 */
+	const char *time;
+	bool timeline; /* --html, --speedscope: each window's samples as ticks of it (profile.ticks) */
 };
 
 /* "1h", "30m", "90s", "2d" or seconds: --since's duration; 0 or -EINVAL. */

@@ -255,7 +255,7 @@ struct parse {
 };
 
 struct span_fields {
-	struct ext_span e;
+	struct ext_span_buf e;
 	struct attrs a;
 	bool has_start, has_end;
 };
@@ -288,7 +288,12 @@ static int span_member(struct cur *c, const char *key, void *ctx)
 		if (hex_id(id, trace ? 32 : 16)) {
 			for (char *p = id; *p; p++)
 				*p = tolower((unsigned char)*p);
-			snprintf(trace ? f->e.trace_id : f->e.span_id, sizeof(f->e.trace_id), "\"%s\"", id);
+			char *to = trace ? f->e.trace_id : f->e.span_id;
+			size_t n = strlen(id); /* 32 or 16: hex_id said so */
+
+			to[0] = '"';
+			memcpy(to + 1, id, n);
+			memcpy(to + 1 + n, "\"", 2);
 		}
 		return 0;
 	}
@@ -336,9 +341,10 @@ static int span_elem(struct cur *c, void *ctx)
 		f.e.pid = f.a.has_pid ? f.a.pid : ps->resource.pid;
 		f.e.has_pid = 1;
 	}
-	if (array_reserve((void **)&ps->spans, &ps->cap, ps->n, sizeof(*ps->spans)))
+	if (array_reserve((void **)&ps->spans, &ps->cap, ps->n, sizeof(*ps->spans)) ||
+	    ext_span_keep(&f.e, &ps->spans[ps->n]))
 		return -ENOMEM;
-	ps->spans[ps->n++] = f.e;
+	ps->n++;
 	ps->st->spans++;
 	return 0;
 }
@@ -410,7 +416,7 @@ int otlp_json_parse(const char *text, size_t len, const char *fname, struct ext_
 	for (ws(&c); c.p < c.end; ws(&c)) {
 		e = object(&c, root_member, &ps);
 		if (e) {
-			free(ps.spans);
+			ext_spans_free(ps.spans, ps.n);
 			if (e == -ENOMEM)
 				return set_errorf(err, errlen, -ENOMEM, "out of memory reading %s", fname);
 			return set_errorf(err, errlen, -EINVAL, "%s: not OTLP JSON at byte %zu", fname,

@@ -376,16 +376,14 @@ static int report_header(const struct report_opts *o)
 
 int report_ch_check(const struct report_opts *o, char *err, size_t errlen)
 {
-	bool ch_only = o->ch.password_file || o->ch.db || o->ch.since || o->ch.from || o->ch.to || o->ch.host;
+	bool ch_only = o->ch.password_file || o->ch.ca_file || o->ch.db || o->ch.since || o->ch.from || o->ch.to || o->ch.host;
 
 	if (!o->ch.url && (ch_only || (o->ch.span_name && !o->spans)))
 		return set_errorf(err, errlen, -EINVAL, "--database, --since, --from, --to and --host select a fleet's "
 				  "windows: use them with --clickhouse URL");
-	if (o->ch.url && (o->html || o->speedscope || o->filter.dsos.on || o->filter.syms.on ||
-			  o->filter.time || o->span_prefix || o->header_only || o->ev_set))
-		return set_errorf(err, errlen, -EINVAL, "--clickhouse reads a fleet's tables, folded stacks, flame graphs, "
-				  "pprof and spans; --html, --speedscope, --dsos, --symbols, --time, --event, --span-prefix "
-				  "and --header-only read a file");
+	if (o->ch.url && (o->span_prefix || o->header_only))
+		return set_errorf(err, errlen, -EINVAL, "--clickhouse reads a fleet's windows, which keep each thread's "
+				  "samples summed, not their times: --span-prefix and --header-only read a file");
 	if (o->ch.url && (!ch_ident_ok(o->ch.db ? o->ch.db : "spanperf") || (o->ch.since && o->ch.from) ||
 			  !o->ch.from != !o->ch.to))
 		return set_errorf(err, errlen, -EINVAL, o->ch.since && o->ch.from ? "--since and --from: give one of them"
@@ -400,10 +398,11 @@ static int ch_source_of(const struct report_opts *o, struct ch_source *src)
 	uint64_t since = 3600;
 	time_t now = time(NULL);
 
-	*src = (struct ch_source){ .url = o->ch.url, .password_file = o->ch.password_file,
+	*src = (struct ch_source){ .url = o->ch.url, .password_file = o->ch.password_file, .ca_file = o->ch.ca_file,
 				   .db = o->ch.db ? o->ch.db : "spanperf", .host = o->ch.host,
 				   .comms = &o->filter.comms, .pids = &o->filter.pids, .tids = &o->filter.tids,
-				   .span_name = o->ch.span_name };
+				   .span_name = o->ch.span_name, .dsos = &o->filter.dsos, .syms = &o->filter.syms,
+				   .time = o->filter.time, .timeline = o->html || o->speedscope };
 	if (o->ch.since && ch_parse_duration(o->ch.since, &since)) {
 		pr_err("--since '%s' is not a duration like 90s, 30m, 1h or 2d", o->ch.since);
 		return -EINVAL;
@@ -419,6 +418,49 @@ static int ch_source_of(const struct report_opts *o, struct ch_source *src)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * --html and --speedscope of a fleet: the profile's ticks (each window's
+ * samples laid out over it) and its spans, as report_visual's of a file.
+ */
+static int ch_visual(const struct report_opts *o, const struct ch_source *src, struct profile *p)
+{
+	struct tl_limits lim = { o->max_samples, o->max_spans };
+	const struct spans_view *v = NULL;
+	struct spans_view none = { .input = src->url };
+	struct ch_spans *cs = NULL;
+	struct timeline t = {};
+	char err[512] = "", why[PATH_MAX + 64];
+	int e, ret = 1;
+
+	/* No span is no error: a page of samples alone, as a file's without spans. */
+	e = ch_spans_load(&cs, src, &v, err, sizeof(err));
+	if (e == -ENODATA) {
+		v = &none;
+		e = 0;
+	}
+	if (!e && (e = table__limit(p, &o->table) ?: timeline__build(&t, p, v, &lim)))
+		set_errorf(err, sizeof(err), e, "out of memory laying out the windows of %s", src->url);
+	if (e) {
+		pr_err("%s", err[0] ? err : strerror(-e));
+		goto cleanup;
+	}
+	if (t.sample_every > 1 || t.nr_spans < t.spans_total)
+		pr_warn("%s: %llu samples and %llu spans; the %s keeps 1 sample in %llu of each thread and the %zu longest spans (--max-samples, --max-spans)",
+			src->url, (unsigned long long)p->samples, (unsigned long long)t.spans_total,
+			o->html ? "page" : "profile", (unsigned long long)t.sample_every, t.nr_spans);
+	if (o->html && (e = write_timeline(o->html, html_fn, &t, src->url)))
+		pr_err("cannot write --html '%s': %s", o->html, write_error(e, o->html, why, sizeof(why)));
+	else if (o->speedscope && (e = write_timeline(o->speedscope, speedscope_fn, &t, src->url)))
+		pr_err("cannot write --speedscope '%s': %s", o->speedscope,
+		       write_error(e, o->speedscope, why, sizeof(why)));
+	else
+		ret = 0;
+cleanup:
+	timeline__free(&t);
+	ch_spans_free(cs);
+	return ret;
 }
 
 /* report --clickhouse: the fleet's profile (summed in ClickHouse) or spans, into the outputs a file's would go to. */
@@ -450,11 +492,14 @@ static int report_clickhouse(const struct report_opts *o)
 	if (e)
 		pr_err("%s", err[0] ? err : strerror(-e));
 	else if (!p->samples && !p->off_samples)
-		pr_err("ClickHouse at %s holds no samples of that window%s%s", src.url, src.host ? " and host " : "",
-		       src.host ? src.host : "");
+		pr_err("ClickHouse at %s holds no samples of that window%s%s%s", src.url, src.host ? " and host " : "",
+		       src.host ? src.host : "", report_filter_active(&o->filter) ? " that pass the filters" : "");
+	else if (o->html || o->speedscope)
+		ret = ch_visual(o, &src, p);
 	else
 		ret = profile_outputs(&(struct report_opts){ .input = src.url, .table = o->table, .flame = o->flame,
-							     .pprof = o->pprof, .folded = o->folded, .wakers = o->wakers }, p);
+							     .pprof = o->pprof, .folded = o->folded, .wakers = o->wakers,
+							     .ev_set = o->ev_set, .ev = o->ev, .filter = o->filter }, p);
 	profile__free(p);
 	return ret;
 }

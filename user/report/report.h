@@ -25,6 +25,7 @@
 /* report --clickhouse: a fleet's windows instead of a file (ch_reader.h); url NULL: a file. */
 struct report_ch {
 	const char *url, *password_file, *db; /* --clickhouse, --clickhouse-password-file, --database */
+	const char *ca_file;		      /* --clickhouse-ca */
 	const char *since, *from, *to;	      /* --since DURATION, or --from TIME --to TIME */
 	const char *host, *span_name;	      /* --host, --span-name */
 };

@@ -78,7 +78,8 @@ static void jstr(struct jout *o, const char *s)
 static void write_meta(struct jout *o, const struct timeline *t, const char *input)
 {
 	const struct profile *p = t->p;
-	const struct pd_meta *m = &p->rd->meta;
+	/* A fleet's (report --clickhouse) has no file: its meta stays empty. */
+	const struct pd_meta none = {}, *m = p->rd ? &p->rd->meta : &none;
 	struct sbuf cmd = {};
 
 	for (int i = 0; i < m->cmdline_argc; i++)

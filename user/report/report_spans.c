@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,24 +41,33 @@ struct sinfo {
 	const char *leaf; /* resolved lazily, only for samples inside spans */
 };
 
+/*
+ * A span as the join keeps it: what every span has, here (a million of them
+ * is 64 MB); its counters in span_report.ctr and what only some spans have
+ * (ids, attributes, a recorded split, an external span) in an extra.
+ */
 struct span_row {
 	__u32 tid, pid;
 	__u64 start, end;
-	int name;	/* index into names */
-	int source;
-	bool unfinished;
 	__u64 bpf_samples;
-	__u64 counters[SP_MAX_COUNTERS];
+	size_t first, count; /* the join's result */
+	__u32 name;	     /* index into names */
+	__u32 at;	     /* its counters: span_report.ctr[at * nr_ctr ...], where it has them */
+	__u32 x;	     /* its extra: span_report.x[x - 1]; 0: none */
+	__u8 source;
+	__u8 edges;	     /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
+	bool unfinished, has_ctr;
+};
+
+struct span_extra {
 	const struct ext_span *ext;
 	bool has_ctx; /* trace_id and span_id from the recording (otel) */
-	__u8 edges;   /* SPAN_EDGES_SAMPLED, SPAN_END_AT_SWITCH */
 	__u8 trace_id[16], span_id[8];
 	const char *attrs; /* its OTEP 4947 attributes, pooled (otel_attrs_split); NULL: none */
 	__u8 *raw_attrs;   /* until the pass ends: the process contexts come last */
 	const char *kind;  /* with raw_attrs: the name to take where no span.name names it */
 	__u16 raw_size;
 	struct span_sched sched; /* where its wall time went, as recorded (how 0: not) */
-	size_t first, count; /* the join's result */
 };
 
 /*
@@ -90,9 +100,8 @@ struct view_store {
 
 struct span_report {
 	struct spans_report_opts o;
-	struct ext_span *ext; /* annotate's spans, and the text they point into */
+	struct ext_span *ext; /* annotate's spans */
 	size_t next;
-	char *text;
 	struct session *sess;
 	struct strpool names; /* span names; a row's name is its id here */
 	struct strpool attrs; /* otel spans' attributes */
@@ -102,6 +111,10 @@ struct span_report {
 	size_t ns, cap_s;
 	struct span_row *sp;
 	size_t nsp, cap_sp;
+	__u64 *ctr; /* nr_ctr a span, by span_row.at */
+	size_t nr_ctr_rows, cap_ctr;
+	struct span_extra *x;
+	size_t nx, cap_x;
 	struct corr_sample *sorted; /* the join's sample order */
 	struct span_wall *wall;	    /* off-CPU time per span */
 	struct view_store view;
@@ -112,6 +125,28 @@ static int name_index(struct span_report *r, const char *name)
 	size_t id;
 
 	return strpool_intern(&r->names, name, &id) ? (int)id : -ENOMEM;
+}
+
+static const struct span_extra no_extra;
+
+static const struct span_extra *extra_of(const struct span_report *r, const struct span_row *sp)
+{
+	return sp->x ? &r->x[sp->x - 1] : &no_extra;
+}
+
+/* A new extra for the row about to be added; NULL: out of memory. */
+static struct span_extra *new_extra(struct span_report *r, struct span_row *row)
+{
+	if (r->nx >= UINT32_MAX - 1 || array_reserve((void **)&r->x, &r->cap_x, r->nx, sizeof(*r->x)))
+		return NULL;
+	r->x[r->nx] = (struct span_extra){};
+	row->x = ++r->nx;
+	return &r->x[r->nx - 1];
+}
+
+static __u64 counter(const struct span_report *r, const struct span_row *sp, int k)
+{
+	return sp->has_ctr ? r->ctr[(size_t)sp->at * r->nr_ctr + k] : 0;
 }
 
 static int on_sample(void *ctx, const struct sess_sample *ss)
@@ -138,36 +173,46 @@ static int on_span(void *ctx, const struct sess_span *ss)
 	struct span_row row = {
 		.tid = sp->tid, .pid = sp->pid, .start = sp->start_ns, .end = sp->end_ns, .source = sp->source,
 		.unfinished = sp->flags & SP_SPAN_UNFINISHED, .bpf_samples = sp->samples,
+		.edges = sp->flags & (SPAN_EDGES_SAMPLED | SPAN_END_AT_SWITCH),
 	};
+	bool has_ctx = sp->flags & SPAN_HAS_CONTEXT;
+	struct span_extra *x = NULL;
+	int name = 0;
 
 	if (r->o.external)
 		return 0;
-	/* With attributes, the name waits for them (on_finish): span.name may give it. */
-	if ((sp->flags & SPAN_HAS_CONTEXT) && sp->attrs_size) {
-		row.kind = ss->name;
-	} else {
-		row.name = name_index(r, ss->name);
-		if (row.name < 0)
-			return -ENOMEM;
-	}
-	memcpy(row.counters, sp->counters, sizeof(row.counters));
-	row.sched = sp->sched;
-	row.edges = sp->flags & (SPAN_EDGES_SAMPLED | SPAN_END_AT_SWITCH);
-	if (sp->flags & SPAN_HAS_CONTEXT) {
-		row.has_ctx = true;
-		memcpy(row.trace_id, sp->trace_id, 16);
-		memcpy(row.span_id, sp->span_id, 8);
-		if (sp->attrs_size) {
-			row.raw_attrs = malloc(sp->attrs_size);
-			if (!row.raw_attrs)
-				return -ENOMEM;
-			memcpy(row.raw_attrs, sp->attrs, sp->attrs_size);
-			row.raw_size = sp->attrs_size;
-		}
-	}
-	if (array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp))) {
-		free(row.raw_attrs);
+	if (r->nsp >= UINT32_MAX - 1 || array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
 		return -ENOMEM;
+	/* With attributes, the name waits for them (on_finish): span.name may give it. */
+	if (!(has_ctx && sp->attrs_size)) {
+		name = name_index(r, ss->name);
+		if (name < 0)
+			return -ENOMEM;
+		row.name = name;
+	}
+	if (r->nr_ctr && !(sp->flags & SPAN_NO_COUNTERS)) {
+		if (array_reserve((void **)&r->ctr, &r->cap_ctr, (r->nr_ctr_rows + 1) * r->nr_ctr - 1, sizeof(*r->ctr)))
+			return -ENOMEM;
+		memcpy(r->ctr + r->nr_ctr_rows * r->nr_ctr, sp->counters, r->nr_ctr * sizeof(*r->ctr));
+		row.at = r->nr_ctr_rows++;
+		row.has_ctr = true;
+	}
+	if ((has_ctx || sp->sched.how) && !(x = new_extra(r, &row)))
+		return -ENOMEM;
+	if (sp->sched.how)
+		x->sched = sp->sched;
+	if (has_ctx) {
+		x->has_ctx = true;
+		memcpy(x->trace_id, sp->trace_id, 16);
+		memcpy(x->span_id, sp->span_id, 8);
+		if (sp->attrs_size) {
+			x->kind = ss->name;
+			x->raw_attrs = malloc(sp->attrs_size);
+			if (!x->raw_attrs)
+				return -ENOMEM;
+			memcpy(x->raw_attrs, sp->attrs, sp->attrs_size);
+			x->raw_size = sp->attrs_size;
+		}
 	}
 	r->sp[r->nsp++] = row;
 	return 0;
@@ -185,18 +230,21 @@ static int on_finish(void *ctx)
 
 	for (size_t i = 0; i < r->nsp; i++) {
 		struct span_row *row = &r->sp[i];
+		struct span_extra *x = row->x ? &r->x[row->x - 1] : NULL;
+		int name;
 
-		if (!row->raw_attrs)
+		if (!x || !x->raw_attrs)
 			continue;
-		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, row->pid), row->raw_attrs,
-				      row->raw_size, &row->attrs))
+		if (otel_attrs_intern(&r->attrs, session__otel_process(r->sess, row->pid), x->raw_attrs,
+				      x->raw_size, &x->attrs))
 			return -ENOMEM;
-		free(row->raw_attrs);
-		row->raw_attrs = NULL;
-		row->name = name_index(r, row->attrs && otel_attrs_get(row->attrs, OTEL_SPAN_NAME_KEY, sname,
-									  sizeof(sname)) && sname[0] ? sname : row->kind);
-		if (row->name < 0)
+		free(x->raw_attrs);
+		x->raw_attrs = NULL;
+		name = name_index(r, x->attrs && otel_attrs_get(x->attrs, OTEL_SPAN_NAME_KEY, sname, sizeof(sname)) &&
+					     sname[0] ? sname : x->kind);
+		if (name < 0)
 			return -ENOMEM;
+		row->name = name;
 	}
 	return span_wall__finish(r->wall);
 }
@@ -207,14 +255,19 @@ static int add_external(struct span_report *r, const struct ext_span *ext, size_
 		if (ext[i].no_tid)
 			continue; /* not placed on a thread */
 		struct span_row row = { .tid = ext[i].tid, .pid = ext[i].pid, .start = ext[i].start,
-					.end = ext[i].end, .source = SP_SRC_EXTERNAL, .ext = &ext[i] };
+					.end = ext[i].end, .source = SP_SRC_EXTERNAL };
 		__s64 pid = session__pid_of(r->sess, ext[i].tid);
+		struct span_extra *x;
+		int name;
 
 		if (!ext[i].has_pid)
 			row.pid = pid >= 0 ? pid : ext[i].tid;
-		row.name = name_index(r, ext[i].name);
-		if (row.name < 0 || array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)))
+		name = name_index(r, ext[i].name);
+		if (name < 0 || r->nsp >= UINT32_MAX - 1 ||
+		    array_reserve((void **)&r->sp, &r->cap_sp, r->nsp, sizeof(*r->sp)) || !(x = new_extra(r, &row)))
 			return -ENOMEM;
+		row.name = name;
+		x->ext = &ext[i];
 		r->sp[r->nsp++] = row;
 	}
 	return 0;
@@ -292,36 +345,50 @@ static bool ctr_is_clock(const char *name)
 /* The span's time on CPU from its task-clock counter (or its switch stamps), -1 where it has none. */
 static __s64 on_cpu_ns(const struct span_report *r, const struct span_row *sp)
 {
+	const struct span_sched *sc = &extra_of(r, sp)->sched;
+
 	if (sp->source == SP_SRC_EXTERNAL)
 		return -1;
 	/* From stamps (no sched_info, or forced) BPF's on_ns is the switch stamps' own figure. */
-	if (sp->sched.how == SP_SCHED_STAMPS || sp->sched.how == SP_SCHED_WAKE_STAMPS)
-		return sp->sched.on_ns;
+	if (sc->how == SP_SCHED_STAMPS || sc->how == SP_SCHED_WAKE_STAMPS)
+		return sc->on_ns;
 	for (int k = 0; k < r->nr_ctr; k++)
 		if (!strcmp(r->ctr_names[k], "task-clock"))
-			return sp->counters[k];
+			return counter(r, sp, k);
 	return -1;
 }
 
-/* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
-static void ids_of(const struct span_row *sp, size_t i, char trace[33], char span[17])
+/* v as 16 lower-case hex digits, and a NUL: "%016llx" without printf's cost at a million rows. */
+static void hex64(char *out, __u64 v)
 {
-	const char *t = sp->ext ? sp->ext->trace_id : "", *s = sp->ext ? sp->ext->span_id : "";
+	static const char digits[] = "0123456789abcdef";
 
-	if (sp->has_ctx) {
-		otel_hex(trace, sp->trace_id, 16);
-		otel_hex(span, sp->span_id, 8);
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		out[i] = digits[v & 15];
+	out[16] = 0;
+}
+
+/* The id as hex: the recording's (otel), the external span's if it is OTLP-shaped, else made up from row i. */
+static void ids_of(const struct span_report *r, const struct span_row *sp, size_t i, char trace[33], char span[17])
+{
+	const struct span_extra *x = extra_of(r, sp);
+	const char *t = x->ext ? x->ext->trace_id : "", *s = x->ext ? x->ext->span_id : "";
+
+	if (x->has_ctx) {
+		otel_hex(trace, x->trace_id, 16);
+		otel_hex(span, x->span_id, 8);
 		return;
 	}
 	if (strlen(t) == 34 && t[0] == '"')
 		snprintf(trace, 33, "%.32s", t + 1);
-	else
-		snprintf(trace, 33, "%016llx%016llx", (unsigned long long)hash_mix(sp->pid, sp->tid) | 1,
-			 (unsigned long long)hash_mix(sp->start, sp->end));
+	else {
+		hex64(trace, hash_mix(sp->pid, sp->tid) | 1);
+		hex64(trace + 16, hash_mix(sp->start, sp->end));
+	}
 	if (strlen(s) == 18 && s[0] == '"')
 		snprintf(span, 17, "%.16s", s + 1);
 	else
-		snprintf(span, 17, "%016llx", (unsigned long long)hash_mix(sp->start, i) | 1);
+		hex64(span, hash_mix(sp->start, i) | 1);
 }
 
 /*
@@ -330,11 +397,11 @@ static void ids_of(const struct span_row *sp, size_t i, char trace[33], char spa
  * (ids_of, as the JSON rows and the OTLP output give them).  External
  * spans without such ids have none to give.
  */
-static bool has_ids(const struct span_row *sp)
+static bool has_ids(const struct span_report *r, const struct span_row *sp)
 {
-	const struct ext_span *x = sp->ext;
+	const struct ext_span *x = extra_of(r, sp)->ext;
 
-	if (sp->has_ctx || sp->source != SP_SRC_EXTERNAL)
+	if (extra_of(r, sp)->has_ctx || sp->source != SP_SRC_EXTERNAL)
 		return true;
 	return x && strlen(x->trace_id) == 34 && x->trace_id[0] == '"' && strlen(x->span_id) == 18 &&
 	       x->span_id[0] == '"';
@@ -348,12 +415,12 @@ static bool ids_at(const struct span_report *r, __u32 tid, __u64 time, char trac
 	for (size_t i = 0; i < r->nsp && r->sp[i].start <= time; i++) {
 		const struct span_row *sp = &r->sp[i];
 
-		if (sp->tid == tid && time <= sp->end && has_ids(sp) && (!best || sp->start >= best->start))
+		if (sp->tid == tid && time <= sp->end && has_ids(r, sp) && (!best || sp->start >= best->start))
 			best = sp;
 	}
 	if (!best)
 		return false;
-	ids_of(best, best - r->sp, trace, span);
+	ids_of(r, best, best - r->sp, trace, span);
 	return true;
 }
 
@@ -375,8 +442,10 @@ static const char *split_name(__u32 how)
  */
 static bool split_of(struct span_report *r, const struct span_row *sp, struct span_split *x, const char **how)
 {
-	*how = split_name(sp->sched.how);
-	if (span_split_of(&sp->sched, sp->end - sp->start, x))
+	const struct span_sched *sc = &extra_of(r, sp)->sched;
+
+	*how = split_name(sc->how);
+	if (span_split_of(sc, sp->end - sp->start, x))
 		return true;
 	/* Spans that carry no split of their own (external, OTel): from the recording's switch-outs. */
 	if (span_wall__sched_split(r->wall, sp->tid, sp->start, sp->end, x)) {
@@ -483,19 +552,23 @@ static int read_external(struct span_report *r, char *err, size_t errlen)
 {
 	const char *path = r->o.external;
 	struct otlp_stats ost = {};
+	char *text = NULL;
 	size_t len;
-	int e = read_file_all(path, &r->text, &len);
+	int e = read_file_all(path, &text, &len);
 
 	if (e)
 		return set_errorf(err, errlen, e, "cannot read --spans '%s': %s", path, strerror(-e));
-	if (otlp_json_detect(r->text, len)) {
-		e = otlp_json_parse(r->text, len, path, &r->ext, &r->next, &ost, err, errlen);
+	/* The spans keep copies of what they show: the text (270 MB for a million) goes before the pass. */
+	if (otlp_json_detect(text, len)) {
+		e = otlp_json_parse(text, len, path, &r->ext, &r->next, &ost, err, errlen);
 		if (!e && ost.skipped)
 			pr_warn("%zu spans of %s had no start or end time, or ended before they started; left out",
 				ost.skipped, path);
-		return e;
+	} else {
+		e = ext_spans_parse(text, len, path, &r->ext, &r->next, err, errlen);
 	}
-	return ext_spans_parse(r->text, len, path, &r->ext, &r->next, err, errlen);
+	free(text);
+	return e;
 }
 
 int span_report__new(struct span_report **out, struct session *sess, const struct spans_report_opts *o, char *err,
@@ -537,8 +610,6 @@ static size_t keep_sampled(struct span_report *r)
 	for (size_t i = 0; i < r->nsp; i++) {
 		if (r->sp[i].count)
 			r->sp[k++] = r->sp[i];
-		else
-			free(r->sp[i].raw_attrs);
 	}
 	r->nsp = k;
 	return n - k;
@@ -643,12 +714,13 @@ static int add_attr(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
-/* Row i of the view: everything an output shows of span i, decided here. */
-static int make_row(struct span_report *r, struct view_store *vs, size_t i)
+/* Row j of the view: everything an output shows of span i, decided here. */
+static int make_row(struct span_report *r, struct view_store *vs, size_t i, size_t j)
 {
 	const struct span_row *sp = &r->sp[i];
-	struct spans_row *row = &vs->row[i];
-	struct row_at *at = &vs->at[i];
+	const struct span_extra *x = extra_of(r, sp);
+	struct spans_row *row = &vs->row[j];
+	struct row_at *at = &vs->at[j];
 	const struct otel_pctx *pc = session__otel_process(r->sess, sp->pid);
 	const char *how;
 	long ntop;
@@ -657,22 +729,23 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 		.name = r->names.str[sp->name], .source = span_source_name(sp->source), .kind = sp->name,
 		.pid = sp->pid, .tid = sp->tid, .start = sp->start, .end = sp->end, .samples = sp->count,
 		.bpf_samples = sp->bpf_samples, .external = sp->source == SP_SRC_EXTERNAL,
-		.unfinished = sp->unfinished, .edges = sp->edges, .has_ctx = sp->has_ctx,
+		.unfinished = sp->unfinished, .edges = sp->edges, .has_ctx = x->has_ctx,
 		.service = pc ? pc->service_name : NULL,
 	};
-	/* External spans carry no counters: the recording measured none of them. */
-	row->has_counters = !row->external;
-	if (row->has_counters)
-		memcpy(row->counters, sp->counters, sizeof(row->counters));
-	ids_of(sp, i, row->trace_id, row->span_id);
-	if (sp->ext && sp->ext->trace_id[0])
-		row->ext_trace_id = sp->ext->trace_id;
-	if (sp->ext && sp->ext->span_id[0])
-		row->ext_span_id = sp->ext->span_id;
-	if (sp->ext && sp->ext->parent_span_id[0])
-		row->ext_parent_id = sp->ext->parent_span_id;
-	if (sp->ext && sp->ext->perf_attrs[0])
-		row->ext_perf_attrs = sp->ext->perf_attrs;
+	/* External spans carry no counters: the recording measured none of them; nor of some OTel ones
+	 * (SPAN_NO_COUNTERS: their publisher gave none the recorder could take). */
+	row->has_counters = !row->external && sp->has_ctr;
+	for (int k = 0; row->has_counters && k < r->nr_ctr; k++)
+		row->counters[k] = counter(r, sp, k);
+	ids_of(r, sp, i, row->trace_id, row->span_id);
+	if (x->ext && x->ext->trace_id[0])
+		row->ext_trace_id = x->ext->trace_id;
+	if (x->ext && x->ext->span_id[0])
+		row->ext_span_id = x->ext->span_id;
+	if (x->ext && x->ext->parent_span_id[0])
+		row->ext_parent_id = x->ext->parent_span_id;
+	if (x->ext && x->ext->perf_attrs[0])
+		row->ext_perf_attrs = x->ext->perf_attrs;
 	row->has_split = split_of(r, sp, &row->split, &how);
 	row->split_how = how;
 	row->on_cpu_ns = row->has_split ? (__s64)row->split.on : on_cpu_ns(r, sp);
@@ -690,7 +763,7 @@ static int make_row(struct span_report *r, struct view_store *vs, size_t i)
 	vs->nr_func = at->top + ntop;
 	row->nr_top = ntop;
 	at->attr = vs->nr_attr;
-	if (otel_attrs_split(sp->attrs, add_attr, vs))
+	if (otel_attrs_split(x->attrs, add_attr, vs))
 		return -ENOMEM;
 	row->nr_attr = vs->nr_attr - at->attr;
 	at->off_top = vs->nr_stack;
@@ -712,19 +785,36 @@ static void point_rows(struct view_store *vs, size_t n)
 		vs->row[i].off_top = vs->stack ? vs->stack + vs->at[i].off_top : NULL;
 		vs->row[i].woken_by = vs->waker ? vs->waker + vs->at[i].woken_by : NULL;
 	}
-	free(vs->at);
-	free(vs->stack_at);
-	free(vs->waker_at);
-	vs->at = NULL;
-	vs->stack_at = vs->waker_at = NULL;
+}
+
+/* Rows [from, from + n) of the view in vs->row[0 .. n), with arrays of their own (those of rows before go). */
+static int build_rows(struct span_report *r, struct view_store *vs, size_t from, size_t n)
+{
+	int e = 0;
+
+	vs->nr_func = vs->nr_attr = vs->nr_stack = vs->nr_waker = vs->nr_frame = 0;
+	for (size_t j = 0; j < n && !e; j++)
+		e = make_row(r, vs, from + j, j);
+	if (!e)
+		point_rows(vs, n);
+	return e;
 }
 
 static bool any_split(const struct span_report *r)
 {
-	for (size_t i = 0; i < r->nsp; i++)
-		if (r->sp[i].sched.how == SP_SCHED_ACCOUNTS || r->sp[i].sched.how == SP_SCHED_WAKE_STAMPS)
+	for (size_t i = 0; i < r->nx; i++)
+		if (r->x[i].sched.how == SP_SCHED_ACCOUNTS || r->x[i].sched.how == SP_SCHED_WAKE_STAMPS)
 			return true;
 	return span_wall__has_sched(r->wall);
+}
+
+/* Some span has counters of its own: else the table shows no counter columns (an OTel-only file). */
+static bool any_counters(const struct span_report *r)
+{
+	for (size_t i = 0; i < r->nsp; i++)
+		if (r->sp[i].has_ctr && r->sp[i].source != SP_SRC_EXTERNAL)
+			return true;
+	return false;
 }
 
 /* A clock event's nanoseconds per sample (to estimate CPU time from samples), 0 for others. */
@@ -749,7 +839,7 @@ static void view_head(struct span_report *r, struct spans_view *v)
 		.input = r->o.input, .nr_rows = r->nsp, .nr_samples = r->ns,
 		.ctr_names = (const char *const *)r->ctr_names, .nr_ctr = r->nr_ctr,
 		/* annotate's spans are all external: no counter columns for them */
-		.table_ctr = r->o.external ? 0 : r->nr_ctr,
+		.table_ctr = r->o.external || !any_counters(r) ? 0 : r->nr_ctr,
 		.bpf_samples = r->o.bpf_samples, .window_s = r->o.window_s,
 		.offcpu = span_wall__recorded(r->wall), .wakers = span_wall__has_wakers(r->wall),
 		.any_split = any_split(r), .unjoinable = span_wall__unjoinable(r->wall),
@@ -769,11 +859,16 @@ static int build_view(struct span_report *r)
 	vs->at = calloc(r->nsp ? r->nsp : 1, sizeof(*vs->at));
 	if (!vs->row || !vs->at)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->nsp && !e; i++)
-		e = make_row(r, vs, i);
+	e = build_rows(r, vs, 0, r->nsp);
 	if (e)
 		return e;
-	point_rows(vs, r->nsp);
+	/* The offsets served their turn. */
+	free(vs->at);
+	free(vs->stack_at);
+	free(vs->waker_at);
+	vs->at = NULL;
+	vs->stack_at = vs->waker_at = NULL;
+	vs->cap_stack_at = vs->cap_waker_at = 0;
 	view_head(r, &vs->v);
 	vs->v.row = vs->row;
 	e = spans_table_build(&vs->table, vs->row, r->nsp, (const char *const *)r->names.str, r->names.n,
@@ -819,25 +914,61 @@ void span_report__free(struct span_report *r)
 	strpool_free(&r->names);
 	strpool_free(&r->attrs);
 	free(r->s);
-	for (size_t i = 0; i < r->nsp; i++)
-		free(r->sp[i].raw_attrs);
+	for (size_t i = 0; i < r->nx; i++)
+		free(r->x[i].raw_attrs);
+	free(r->x);
+	free(r->ctr);
 	free(r->sp);
 	free(r->sorted);
 	view_free(&r->view);
 	span_wall__free(r->wall);
-	free(r->ext);
-	free(r->text);
+	ext_spans_free(r->ext, r->next);
 	free(r);
+}
+
+/*
+ * JSON lines, a window of rows at a time: a line is its row's alone, so the
+ * view of each window in turn prints the lines the whole view would, and
+ * holds a window's rows, not all (a million rows of the whole view are
+ * 370 MB).  The view printed from holds what spans_print_json reads: the
+ * head and the rows, no table.
+ */
+#define JSON_WINDOW 65536
+
+static int print_json_windows(struct span_report *r, FILE *out)
+{
+	struct view_store *vs = &r->view;
+	size_t w = SP_MIN(r->nsp, (size_t)JSON_WINDOW);
+	int e = 0;
+
+	vs->row = calloc(w ? w : 1, sizeof(*vs->row));
+	vs->at = calloc(w ? w : 1, sizeof(*vs->at));
+	if (!vs->row || !vs->at)
+		e = -ENOMEM;
+	if (!e)
+		view_head(r, &vs->v);
+	for (size_t from = 0; !e && from < r->nsp; from += w) {
+		size_t n = SP_MIN(w, r->nsp - from);
+
+		e = build_rows(r, vs, from, n);
+		vs->v.row = vs->row;
+		vs->v.nr_rows = n;
+		if (!e)
+			e = spans_print_json(&vs->v, out);
+	}
+	view_free(vs);
+	return e;
 }
 
 int span_report__print(struct span_report *r, FILE *out, char *err, size_t errlen)
 {
 	const struct spans_report_opts *o = &r->o;
-	const struct spans_view *v;
-	int e = span_report__view(r, &v);
+	const struct spans_view *v = NULL;
+	bool windows = o->format == SPANS_JSON && !r->view.built;
+	int e = windows ? print_json_windows(r, out) : span_report__view(r, &v);
 	char why[PATH_MAX + 64];
 
-	if (!e)
+	if (!e && !windows)
 		e = o->format == SPANS_OTLP ? spans_print_otlp(v, out, err, errlen)
 		    : o->format == SPANS_JSON ? spans_print_json(v, out)
 					      : spans_print_table(v, out);
@@ -896,7 +1027,7 @@ int span_report__labels(struct span_report *r, struct strpool *pool, struct span
 		const struct span_row *sp = &r->sp[i];
 		char trace[33], span[17];
 
-		ids_of(sp, i, trace, span);
+		ids_of(r, sp, i, trace, span);
 		b.len = 0;
 		sbuf_printf(&b, "span:%s:%s", r->names.str[sp->name], span);
 		sbuf_zero(&b, 1);

@@ -69,6 +69,11 @@ struct timeline {
 	__u64 seen, safe;
 	bool bad_record; /* the reader stopped at a malformed record: rd->err says which */
 	/*
+	 * A file's pages let go behind the pass (pd_reader__evict): up to here
+	 * behind the reading, and behind the queue's delivery.
+	 */
+	__u64 evict_read, evict_flush;
+	/*
 	 * A live session: the threads that exited, let go a window after
 	 * (session__trim), so that a long run keeps the living ones only.
 	 */
@@ -110,7 +115,21 @@ static int add_name(struct timeline *tl, __u32 tid, struct name_event e, bool fo
 	struct thread_names *t = names_of(tl, tid, true);
 	size_t i;
 
-	if (!t || array_reserve((void **)&t->v, &t->cap, t->n, sizeof(*t->v)))
+	/*
+	 * From two entries up, not array_reserve's 256: most threads have a
+	 * name or two, and a whole host's thousands at 4 KiB each were 52 MiB
+	 * of an agent's 72 MiB heap.
+	 */
+	if (t && t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 2;
+		struct name_event *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	if (!t)
 		return -ENOMEM;
 	for (i = t->n; i > 0 && (t->v[i - 1].time > e.time || (fork && t->v[i - 1].time == e.time)); i--)
 		t->v[i] = t->v[i - 1];
@@ -687,6 +706,22 @@ static int deliver(struct session *s, struct timeline *tl, const struct pd_event
 }
 
 /*
+ * How far behind the reading its pages go (a round's records, read again
+ * when the round is flushed, are mostly still there), and the least a call
+ * lets go: a 1M-sample file is 270 MB, which the pass need not hold.
+ */
+#define EVICT_LAG (32u << 20)
+#define EVICT_STEP (8u << 20)
+
+static void evict_behind(struct session *s, __u64 *mark, __u64 pos)
+{
+	if (pos >= *mark + EVICT_STEP) {
+		pd_reader__evict(s->rd, *mark, pos);
+		*mark = pos;
+	}
+}
+
+/*
  * Everything up to time `upto`: the forks and execs first, then the
  * samples and spans waiting, in file order, until one is later (it waits
  * for the next round: its side-band may still come).
@@ -703,6 +738,7 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 		if (pd_reader__next(s->rd, &it, &ev) <= 0)
 			continue;
 		e = deliver(s, tl, &ev);
+		evict_behind(s, &tl->evict_flush, tl->q[tl->qhead].pos);
 	}
 	/*
 	 * What waits is about a round: moving it down keeps the queue that size.
@@ -791,6 +827,8 @@ static int read_on(struct session *s, struct timeline *tl)
 	while (!e && (r = pd_reader__next(s->rd, &tl->it, &ev)) > 0) {
 		e = step(s, tl, &ev, pos);
 		pos = tl->it.pos;
+		if (pos > EVICT_LAG)
+			evict_behind(s, &tl->evict_read, pos - EVICT_LAG);
 	}
 	if (e)
 		return e;

@@ -171,7 +171,7 @@ static int id_value(struct cur *c, char *out, size_t len, const char **why)
 	return 0;
 }
 
-static int parse_line(struct cur *c, struct ext_span *sp, const char **why)
+static int parse_line(struct cur *c, struct ext_span_buf *sp, const char **why)
 {
 	bool have_tid = false, have_start = false, have_end = false;
 
@@ -246,6 +246,35 @@ static int parse_line(struct cur *c, struct ext_span *sp, const char **why)
 	return 0;
 }
 
+int ext_span_keep(const struct ext_span_buf *b, struct ext_span *out)
+{
+	const char *s[] = { b->name, b->trace_id, b->span_id, b->parent_span_id, b->perf_attrs };
+	size_t len[5], all = 0;
+	char *p;
+
+	for (int i = 0; i < 5; i++)
+		all += len[i] = strlen(s[i]) + 1;
+	p = malloc(all);
+	if (!p)
+		return -ENOMEM;
+	*out = (struct ext_span){ .tid = b->tid, .pid = b->pid, .has_pid = b->has_pid, .realtime = b->realtime,
+				  .no_tid = b->no_tid, .start = b->start, .end = b->end };
+	for (int i = 0; i < 5; i++) {
+		memcpy(p, s[i], len[i]);
+		*(i == 0 ? &out->name : i == 1 ? &out->trace_id : i == 2 ? &out->span_id
+			: i == 3 ? &out->parent_span_id : &out->perf_attrs) = p;
+		p += len[i];
+	}
+	return 0;
+}
+
+void ext_spans_free(struct ext_span *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free((char *)v[i].name);
+	free(v);
+}
+
 int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_span **out, size_t *n,
 		    char *err, size_t errlen)
 {
@@ -258,6 +287,7 @@ int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p), *le = nl ? nl : end;
 		struct cur c = { p, le };
+		struct ext_span_buf b = {};
 		const char *why = NULL;
 
 		line++;
@@ -269,21 +299,25 @@ int ext_spans_parse(const char *text, size_t len, const char *fname, struct ext_
 			struct ext_span *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
 
 			if (!nv) {
-				free(v);
+				ext_spans_free(v, cnt);
 				return -ENOMEM;
 			}
 			v = nv;
 		}
-		if (memchr(c.p, 0, le - c.p) || parse_line(&c, &v[cnt], &why)) {
+		if (memchr(c.p, 0, le - c.p) || parse_line(&c, &b, &why)) {
 			snprintf(err, errlen, "%s:%zu: not a span: %s", fname, line, why ? why : "it holds a NUL byte");
-			free(v);
+			ext_spans_free(v, cnt);
 			return -EINVAL;
+		}
+		if (ext_span_keep(&b, &v[cnt])) {
+			ext_spans_free(v, cnt);
+			return -ENOMEM;
 		}
 		cnt++;
 	}
 	if (!cnt) {
 		snprintf(err, errlen, "%s holds no spans", fname);
-		free(v);
+		ext_spans_free(v, cnt);
 		return -EINVAL;
 	}
 	*out = v;

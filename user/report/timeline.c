@@ -167,18 +167,41 @@ static int place_ticks(struct timeline *t, const struct tl_limits *lim)
 	return 0;
 }
 
+/* A profile without a session (report --clickhouse): a thread's name is its stacks' last one. */
+static const char **stack_comms(struct timeline *t)
+{
+	const struct profile *p = t->p;
+	const char **c = calloc(t->nr_threads ? t->nr_threads : 1, sizeof(*c));
+
+	for (size_t k = 0; c && k < p->nr_stacks + p->nr_off_stacks; k++) {
+		const struct pstack *s = k < p->nr_stacks ? &p->stacks[k] : &p->off_stacks[k - p->nr_stacks];
+		struct tl_thread key = { .tid = s->tid }, *th = bsearch(&key, t->threads, t->nr_threads, sizeof(key), cmp_tid);
+
+		if (th)
+			c[th - t->threads] = s->comm;
+	}
+	return c;
+}
+
 static int name_threads(struct timeline *t)
 {
+	const char **comms = t->p->sess ? NULL : stack_comms(t);
+
+	if (!t->p->sess && !comms)
+		return -ENOMEM;
 	for (size_t i = 0; i < t->nr_threads; i++) {
 		struct tl_thread *th = &t->threads[i];
-		const char *comm = session__comm(t->p->sess, th->tid, t->t1 ? t->t1 : ~0ull);
-		__s64 pid = session__pid_of(t->p->sess, th->tid);
+		const char *comm = comms ? comms[i] : session__comm(t->p->sess, th->tid, t->t1 ? t->t1 : ~0ull);
+		__s64 pid = comms ? -1 : session__pid_of(t->p->sess, th->tid);
 
 		if (pid >= 0 && !th->pid)
 			th->pid = pid;
-		if (pool_id(&t->pool, comm ? comm : "[unknown]", &th->comm))
+		if (pool_id(&t->pool, comm ? comm : "[unknown]", &th->comm)) {
+			free(comms);
 			return -ENOMEM;
+		}
 	}
+	free(comms);
 	return 0;
 }
 

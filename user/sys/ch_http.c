@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -17,6 +18,7 @@
 struct ch_http {
 	char *url; /* ends in '/' */
 	char *user, *password;
+	char *ca_file; /* https: the CA to trust, or NULL: the system's */
 	CURL *curl;
 	long timeout_ms;
 	_Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC: a request still running then is cut (0: none) */
@@ -74,9 +76,13 @@ int ch_http__open(struct ch_http **out, const struct ch_http_opts *o, char *err,
 	if (asprintf(&c->url, "%s%s", u, u[strlen(u) - 1] == '/' ? "" : "/") < 0)
 		c->url = NULL;
 	c->user = strdup(user && *user ? user : "default");
-	if (o->password_file)
+	if (o->ca_file && access(o->ca_file, R_OK))
+		e = set_errorf(err, errlen, -errno, "--clickhouse-ca '%s': %s", o->ca_file, strerror(errno));
+	else if (o->ca_file && !(c->ca_file = strdup(o->ca_file)))
+		e = -ENOMEM;
+	if (!e && o->password_file)
 		e = read_password(o->password_file, &c->password, err, errlen);
-	else
+	else if (!e)
 		c->password = strdup(pw ? pw : "");
 	c->curl = curl_easy_init();
 	if (!e && (!c->url || !c->user || !c->password || !c->curl))
@@ -100,6 +106,7 @@ void ch_http__free(struct ch_http *c)
 	free(c->password);
 	free(c->user);
 	free(c->url);
+	free(c->ca_file);
 	free(c);
 }
 
@@ -194,6 +201,11 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
 	/* Never where the server redirects: the password goes to the URL given alone. */
 	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	/* https: the server's certificate checked, always (its name too); by --clickhouse-ca's CA, or the system's. */
+	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	r = curl_easy_perform(c->curl);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -208,7 +220,13 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 		    : r == CURLE_COULDNT_CONNECT	? -ECONNREFUSED
 		    : r == CURLE_OUT_OF_MEMORY		? -ENOMEM
 							: -EIO;
-		set_errorf(err, errlen, e, "ClickHouse at %s: %s", c->url, curl_easy_strerror(r));
+		if (r == CURLE_PEER_FAILED_VERIFICATION)
+			set_errorf(err, errlen, -EACCES, "ClickHouse at %s: its certificate is not one %s trusts for that name: "
+				   "refused", c->url, c->ca_file ? c->ca_file : "the system's CA store");
+		else
+			set_errorf(err, errlen, e, "ClickHouse at %s: %s", c->url, curl_easy_strerror(r));
+		if (r == CURLE_PEER_FAILED_VERIFICATION)
+			e = -EACCES;
 	}
 cleanup:
 	curl_free(q);

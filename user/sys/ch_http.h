@@ -20,6 +20,7 @@ struct ch_http_opts {
 	const char *url;	   /* http[s]://HOST:PORT[/] */
 	const char *password_file; /* --clickhouse-password-file, or NULL: CLICKHOUSE_PASSWORD */
 	long timeout_ms;	   /* a request's whole time; 0: 10 s */
+	const char *ca_file;	   /* https: the CA certificates to trust (PEM), or NULL: the system's */
 };
 
 /* 0, or -EINVAL with err saying what is wrong with the URL or the password file. */

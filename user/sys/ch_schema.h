@@ -33,16 +33,30 @@ extern const struct ch_table_def ch_tables[CH_NR_TABLES];
 struct ch_place {
 	const char *db;
 	const char *cluster; /* NULL: one server */
+	/* The cluster's other nodes are reached at their addresses, with the URL's scheme and port and these */
+	const char *password_file; /* or NULL: CLICKHOUSE_PASSWORD */
+	const char *ca_file;	   /* https: the CA to trust, or NULL: the system's */
+	unsigned retention_days;   /* 0: keep everything */
 };
 
 /*
  * CREATE ... IF NOT EXISTS of the database and every table on the server
- * c talks to; with a cluster, each table as NAME_local there and NAME, a
- * Distributed table over the cluster's NAME_local.  Shards that lack the
- * local tables (ClickHouse 18.16 creates on others only through ZooKeeper)
- * are said once, by their addresses from system.clusters.  0 or -errno
- * (err said).
+ * c talks to; with a cluster, each table as NAME_local and NAME, a
+ * Distributed table over the cluster's NAME_local, there and on every
+ * other node of the cluster (system.clusters' addresses, each over its own
+ * HTTP at the URL's scheme and port: ClickHouse 18.16 runs ON CLUSTER only
+ * through ZooKeeper).  A node that cannot be reached is said and left; the
+ * shards still without local tables are said once.  0 or -errno (err said:
+ * the server c talks to failed).
  */
 int ch_schema_create(struct ch_http *c, const struct ch_place *pl, char *err, size_t errlen);
+
+/*
+ * Retention: every day's partition older than pl->retention_days days
+ * (by the partition's date, UTC) dropped from each table, on every node
+ * with a cluster (its NAME_local); *dropped counts them.  0 or -errno (err
+ * said: the server c talks to failed).
+ */
+int ch_schema_retain(struct ch_http *c, const struct ch_place *pl, unsigned *dropped, char *err, size_t errlen);
 
 #endif

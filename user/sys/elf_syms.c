@@ -86,9 +86,10 @@ void elf_syms__finish(struct elf_syms *d)
 	for (int i = 0; i < d->nr_syms; i++) {
 		if (j && d->syms[j - 1].start == d->syms[i].start) {
 			if (better(&d->syms[i], &d->syms[j - 1])) {
-				free(d->syms[j - 1].name);
+				if (d->syms[j - 1].own_name)
+					free(d->syms[j - 1].name);
 				d->syms[j - 1] = d->syms[i];
-			} else {
+			} else if (d->syms[i].own_name) {
 				free(d->syms[i].name);
 			}
 			continue;
@@ -96,6 +97,15 @@ void elf_syms__finish(struct elf_syms *d)
 		d->syms[j++] = d->syms[i];
 	}
 	d->nr_syms = j;
+	/* A table is kept loaded for long (symbolizer__keep_tables): without what doubling left over. */
+	if (d->cap_syms > (size_t)j + j / 8) {
+		struct elf_sym *v = realloc(d->syms, j * sizeof(*v));
+
+		if (v) {
+			d->syms = v;
+			d->cap_syms = j;
+		}
+	}
 	/*
 	 * Aliases that stayed sizeless: up to the next symbol; the last one to
 	 * the end of the page after its own, as perf's fixup_end does.
@@ -106,13 +116,53 @@ void elf_syms__finish(struct elf_syms *d)
 							     : ((d->syms[i].start + 4095) & ~4095ull) + 4096;
 }
 
+/* A block of names (struct elf_syms' names). */
+struct elf_names {
+	struct elf_names *next;
+	size_t used, cap;
+	char s[];
+};
+
+#define NAMES_BLOCK (64u << 10)
+
+/* A copy of name in d's blocks; NULL: no memory. */
+static char *names_dup(struct elf_syms *d, const char *name)
+{
+	size_t len = strlen(name) + 1;
+	struct elf_names *b = d->names;
+
+	if (!b || b->cap - b->used < len) {
+		/* From 4 KiB, doubling to 64: a small library's names take little more than they need. */
+		size_t grow = b && b->cap * 2 <= NAMES_BLOCK ? b->cap * 2 : b ? NAMES_BLOCK : 4096;
+		size_t cap = len > grow / 4 ? len : grow - sizeof(*b);
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		/* A name of its own size goes behind the current block, which still has room. */
+		if (cap == len && d->names) {
+			b->next = d->names->next;
+			d->names->next = b;
+		} else {
+			b->next = d->names;
+			d->names = b;
+		}
+	}
+	memcpy(b->s + b->used, name, len);
+	b->used += len;
+	return b->s + b->used - len;
+}
+
 int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
 {
 	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
 		return -ENOMEM;
-	d->syms[d->nr_syms].name = strdup(name);
+	d->syms[d->nr_syms].name = names_dup(d, name);
 	if (!d->syms[d->nr_syms].name)
 		return -ENOMEM;
+	d->syms[d->nr_syms].own_name = false;
 	d->syms[d->nr_syms].start = start;
 	d->syms[d->nr_syms].end = start + size;
 	d->syms[d->nr_syms].binding = binding;
@@ -431,8 +481,10 @@ const char *elf_sym__name(struct elf_sym *sym)
 		sym->demangled = true;
 		d = demangle(sym->name);
 		if (d) {
-			free(sym->name);
+			if (sym->own_name)
+				free(sym->name);
 			sym->name = d;
+			sym->own_name = true;
 		}
 	}
 	return sym->name;
@@ -538,7 +590,14 @@ void elf_syms__clear(struct elf_syms *d)
 	if (!d)
 		return;
 	for (int i = 0; i < d->nr_syms; i++)
-		free(d->syms[i].name);
+		if (d->syms[i].own_name)
+			free(d->syms[i].name);
+	while (d->names) {
+		struct elf_names *next = d->names->next;
+
+		free(d->names);
+		d->names = next;
+	}
 	free(d->syms);
 	free(d->segs);
 	*d = (struct elf_syms){};

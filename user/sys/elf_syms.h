@@ -16,8 +16,13 @@ struct elf_sym {
 	__u64 start, end;
 	char *name;
 	int seq;	 /* load order: aliases at one address keep it, as in perf's tree */
-	int binding;	 /* STB_*, for choosing among aliases */
+	/*
+	 * STB_* (0 to 15), for choosing among aliases: a byte, so a symbol is
+	 * 32 bytes, not 40; an always-on agent keeps half a million loaded.
+	 */
+	signed char binding;
 	bool demangled; /* name is final (see elf_sym__name) */
+	bool own_name;	/* name is its own allocation (demangled), not in the table's name blocks */
 	bool object;	 /* STT_OBJECT: names no function (see elf_sym_kept) */
 };
 
@@ -32,6 +37,13 @@ struct elf_syms {
 	size_t cap_syms;
 	struct elf_seg *segs;
 	int nr_segs;
+	/*
+	 * The names, packed in blocks freed with the table: one allocation per
+	 * name cost a live session's half million kept symbols some 16 bytes
+	 * each in malloc's headers and rounding, and each load and unload a
+	 * malloc and a free per symbol.
+	 */
+	struct elf_names *names;
 };
 
 /*
