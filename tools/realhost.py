@@ -176,10 +176,11 @@ def stop(procs):
             pass
 
 
-def record(mode, path, seconds, hz):
+def record(mode, path, seconds, hz, extra=()):
+    """Records the whole host; returns the recorder's stderr.  extra: more of spanperf's options."""
     tool, *args = MODES[mode]
     if tool == "spanperf":
-        cmd = [spanperf_bin(), "record", "-a", "-F", str(hz), "-d", str(seconds), "-o", path] + args
+        cmd = [spanperf_bin(), "record", "-a", "-F", str(hz), "-d", str(seconds), "-o", path] + args + list(extra)
     else:
         # --no-bpf-event: perf 6.1's script stops at its own KSYMBOL records of
         # BPF programs others load meanwhile ("failed to process type: 17").
