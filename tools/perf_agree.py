@@ -26,9 +26,15 @@ def perf_rows(path, keys):
     out = subprocess.run(["perf", "report", "--stdio", "--no-children", "-g", "none", "-n", "-t", "\t",
                           "--sort", keys, "-i", path], capture_output=True, text=True).stdout
     rows = collections.Counter()
+    side = False
     for line in out.splitlines():
+        # The spanperf-* events are records that name frames (one "sample" per code object), not
+        # samples: perf report lists them as an event of their own, spanperf's table does not.
+        m = re.match(r"# Samples: .* of event '([^']*)'", line)
+        if m:
+            side = m.group(1).startswith("spanperf-")
         parts = [p.strip() for p in line.split("\t")]
-        if line.startswith("#") or len(parts) != 2 + len(keys.split(",")) or not parts[0].endswith("%"):
+        if side or line.startswith("#") or len(parts) != 2 + len(keys.split(",")) or not parts[0].endswith("%"):
             continue
         rows[tuple(re.sub(r"^\[[.k]\] ", "", f) for f in parts[2:])] += int(parts[1])
     return rows
@@ -41,6 +47,14 @@ def spanperf_rows(sp, path, keys):
     for r in harness.json_lines(out):
         rows[tuple(str(r[k]) for k in keys.split(","))] += r["samples"]
     return rows
+
+
+def cut_comms(rows):
+    """rows keyed by comm cut as perf's --stdio column cuts it."""
+    out = collections.Counter()
+    for k, n in rows.items():
+        out[(k[0][:8],) + k[1:]] += n
+    return out
 
 
 def main(argv):
@@ -68,6 +82,11 @@ def main(argv):
                    if theirs.get(k, 0) != mine.get(k, 0)), key=lambda d: -max(d[1], d[2]))
     print("(comm, dso, sym) rows: %d in perf, %d differ, %d of them at 0.1%% or more" % (
         len(theirs), len(diff), sum(1 for d in diff if max(d[1], d[2]) * 1000 >= total)))
+    # perf's --stdio cuts a comm to its column's width (8 here: pyenv-version-name is "pyenv-ve"),
+    # so rows that differ only by that cut are counted apart.
+    ct, cm = cut_comms(theirs), cut_comms(mine)
+    print("  with comms cut to perf's 8 characters: %d differ" % sum(
+        1 for k in set(ct) | set(cm) if ct.get(k, 0) != cm.get(k, 0)))
     for k, t, m in diff[:20]:
         print("    perf %6d  spanperf %6d  %s" % (t, m, k))
     # Leaves per event: perf script shows every event's samples, spanperf's --folded one event each,
