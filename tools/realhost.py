@@ -176,8 +176,9 @@ def stop(procs):
             pass
 
 
-def record(mode, path, seconds, hz, extra=()):
-    """Records the whole host; returns the recorder's stderr.  extra: more of spanperf's options."""
+def record(mode, path, seconds, hz, extra=(), nice=0):
+    """Records the whole host; returns the recorder's stderr.  extra: more of spanperf's options;
+    nice: the recorder's nice value (below 0 to put it ahead of others' load on a shared host)."""
     tool, *args = MODES[mode]
     if tool == "spanperf":
         cmd = [spanperf_bin(), "record", "-a", "-F", str(hz), "-d", str(seconds), "-o", path] + args + list(extra)
@@ -186,7 +187,7 @@ def record(mode, path, seconds, hz, extra=()):
         # BPF programs others load meanwhile ("failed to process type: 17").
         cmd = ["perf", "record", "-a", "--no-bpf-event", "-F", str(hz), "-o", path] + args + \
             ["--", "sleep", str(seconds)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
     if p.returncode:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr[-1500:]))
     return p.stderr
