@@ -84,8 +84,8 @@ def walks_unread(err):
     the walk met: a file whose table it had not built, a process whose mappings it did not know
     (and whose kernel vmas were locked).  Until it reads a process that started or exec'd (a
     busy host delays its loop; the sanitizers' build is several times slower), such a process's
-    chains go by frame pointer, which workload_dwarf has not, and stop short, each after one
-    such step at least.  Host-wide: a bound on one program's such chains."""
+    chains go by frame pointer, which workload_dwarf (and cc1, sort) has not, and stop short,
+    each after one such step at least.  Host-wide: a bound on one program's such chains."""
     return sum(int(v) for v in re.findall(r"^  frame-pointer steps: (?:file without a table|process mappings not "
                                           r"known yet) +(\d+)$", err, re.M))
 
