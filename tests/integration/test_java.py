@@ -198,7 +198,12 @@ def carries(frames, cls, root="main"):
     got = java_frames(frames, cls)
     if root != "main":
         want, got = ["void %s.paced(long)" % cls] + want[2:], [f for f in got if "lambda$" not in f]
-    return got == want or got == want + ["int %s.tiny(int)" % cls]
+    if got == want or got == want + ["int %s.tiny(int)" % cls]:
+        return True
+    # A sample in busy's own code (its loop, System.nanoTime) carries the chain to main when its
+    # frames are the chain's head from main, none skipped: a busy host stretches the interpreted
+    # warm-up, where busy's own share is larger (CI-like run at load ~200: 23 of 487 samples there).
+    return root == "main" and len(got) >= 2 and got == want[:len(got)]
 
 
 def check_chain(jdk, cls):

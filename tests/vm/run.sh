@@ -89,7 +89,10 @@ echo "vmtest: booting $(cat "$cache/version") under QEMU ($accel)"
 log=build/vmtest.log
 mkdir -p build
 rm -f build/vmtest-guest-files.b64
-# The guest finishes in well under a minute; a hung guest must not outlive us.
+# The guest finishes in well under a minute idle; under TCG on a busy host it
+# took over 300 s (load ~28: each test slower, none hung).  So a hung guest is
+# told by its silence, not by the clock: killed when its console has printed
+# nothing for $stall seconds, and never later than $cap in all.
 # One vCPU running: with two, TCG sometimes leaves a vCPU stuck on the int3
 # that text_poke_bp plants while another detaches a tracepoint (static call
 # patching), and the guest soft-locks (seen 3 times in 30 runs; traced).
@@ -100,13 +103,29 @@ rm -f build/vmtest-guest-files.b64
 # libspanperf_mmap needs: tsc=reliable says what holds here, one vCPU ever
 # running (without it, that check failed in each of two runs).
 # shellcheck disable=SC2086
-timeout 300 qemu-system-x86_64 $accel -m 1024 -smp 1 -kernel "$cache/vmlinuz" -initrd "$root.cpio.gz" \
+stall=${VMTEST_STALL:-240} cap=${VMTEST_CAP:-1800}
+timeout "$cap" qemu-system-x86_64 $accel -m 1024 -smp 1 -kernel "$cache/vmlinuz" -initrd "$root.cpio.gz" \
 	-append "console=ttyS0 quiet panic=-1 possible_cpus=2 tsc=reliable ${VMTEST_KERNEL_ARGS:-loglevel=3}" \
 	-nographic -no-reboot \
 	-serial mon:stdio -serial "file:build/vmtest-guest-files.b64" \
 	> "$log" 2>&1 &
 qemu=$!
 trap 'kill $qemu 2>/dev/null || true; rm -rf "$root" "$root.cpio.gz"' EXIT INT TERM
+last=0 quiet=0
+while kill -0 $qemu 2>/dev/null; do
+	sleep 5
+	size=$(wc -c < "$log")
+	if [ "$size" -ne "$last" ]; then
+		last=$size quiet=0
+	else
+		quiet=$((quiet + 5))
+	fi
+	if [ "$quiet" -ge "$stall" ]; then
+		echo "vmtest: the guest printed nothing for $stall s: stopped"
+		kill $qemu 2>/dev/null || true
+		break
+	fi
+done
 wait $qemu || true
 tr -d '\r' < "$log" | grep -E '^(PASS|FAIL|INFO|kernel:|[0-9]+ passed)' | sed 's/^/  /'
 result=$(tr -d '\r' < "$log" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
