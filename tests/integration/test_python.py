@@ -14,11 +14,13 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 
-from harness import Skip, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from harness import SPANPERF, Skip, Started, cpu_ns, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, \
+    tmpdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "pyworkload.py")
@@ -179,14 +181,33 @@ def test_python_header_counts_stops():
 
 @test
 def test_python_started_before():
-    """A process running before the recording: found in /proc at the start, -p."""
+    """A process running before the recording: found in /proc at the start, -p.  The recording
+    lasts until the busy thread has run 1.5 s of its own CPU time (its clock, schedstat) after the
+    recorder's events are on: -d 3 of wall time gave a loaded host's spinner 18 samples (make check
+    under ASan), where the test asks 300."""
+    need_bpf()
     for minor in (9, 12):
         py = python(minor)
-        p = started([py, WORKLOAD, "8", os.path.join(tmpdir(), "ready")])
+        ready = os.path.join(tmpdir(), "ready")
+        p = started([py, WORKLOAD, "600", ready])
+        rec = None
         try:
-            path, _ = record(None, pid=p.pid)
+            with open(ready) as f:
+                busy = int(f.read())
+            path = os.path.join(tmpdir(), "py.data")
+            rec = subprocess.Popen([SPANPERF, "record", "-g", "--off-cpu", "-v", "-p", str(p.pid), "-o", path],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+            on = Started(rec)
+            t0, end = cpu_ns(p.pid, busy), time.time() + 600
+            while cpu_ns(p.pid, busy) - t0 < 1.5e9:
+                assert rec.poll() is None and time.time() < end, "record: %s" % on.text()
+                time.sleep(0.1)
+            rec.send_signal(signal.SIGINT)
+            assert on.wait() == 0, "record: %s" % on.text()
         finally:
-            reap(p)
+            for q in (p, rec):
+                if q:
+                    reap(q)
         check_busy(path, py + " started before")
 
 
