@@ -757,7 +757,8 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     from the pass that saw an exec or a new executable mapping (an exec wakes
     the loop at once, a mapping waits for the next pass, up to 100 ms), so
     200 ms after each such record of the host's, counted once where they
-    overlap; ten passes a second besides."""
+    overlap; fifty passes a second besides (idle passes and the rings'
+    wake-ups)."""
     need_bpf()
     need_perf()
     d = tmpdir()
@@ -765,8 +766,11 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     # A name of this run's own: another session's workload_dwarf on a shared host is recorded too.
     comm = "idle-dwarf-%d" % (os.getpid() % 10000)
     os.symlink(DWARF_WORKLOAD, os.path.join(d, comm))
-    p = spanperf("record", "-a", "-v", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", "sh", "-c",
-                 "sleep 2; exec %s 300" % shlex.quote(os.path.join(d, comm)), check=True)
+    # The recorder (and its command) ahead of the host's other load, nice -10, as the real-host test's: what
+    # is measured is the wake at an exec, and a recorder starved beside busyhost's hogs read the program
+    # only after all 171 of its hot chains (300 ms of its CPU).
+    p = run([SPANPERF, "record", "-a", "-v", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", "sh", "-c",
+             "sleep 2; exec %s 300" % shlex.quote(os.path.join(d, comm))], check=True, preexec_fn=lambda: os.nice(-10))
     m = re.search(r"^  (\d+) passes of the loop, (\d+) of them 2 ms apart while processes started; (\d+) woken by an "
                   r"exec$", p.stderr, re.M)
     assert m, p.stderr[-2000:]
@@ -780,11 +784,14 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     # a client per query: 15 execs and thousands of mappings in 3 s), and each keeps the loop at
     # 2 ms as it should; a count of execs alone allowed 925 passes where the loop made 1,200. The
     # windows their records open, in the file's own time, bound the 2 ms passes; on an idle host
-    # they are the workload's own few.
+    # they are the workload's own few.  Besides them, fifty a second: the idle passes (ten a
+    # second) and the passes the rings' own wake-ups add, half full (busyhost: up to 32 a second,
+    # 2,746 passes in 5.2 s, 5.15 s of it in windows).  A loop at 2 ms throughout makes 500.
     woke = windows(tasks, 0.2)
-    assert passes <= 15 * secs + 55 + woke / 0.002, (passes, busy, wakes, execs, secs, woke)
+    allowed = 50 * secs + 55 + woke / 0.002
+    assert passes <= allowed, (passes, busy, wakes, execs, secs, woke)
     print("        %d passes (%d at 2 ms) of %.0f allowed: %d execs, %.2f s of windows in %.1f s" % (
-        passes, busy, 15 * secs + 55 + woke / 0.002, execs, woke, secs))
+        passes, busy, allowed, execs, woke, secs))
     # The exec'd program's samples before the loop read it are walked without its table or its
     # mappings (a busy host delays the loop; the sanitizers' build is slower): each thread's cut
     # chains before that are held apart, no more than the recorder counted such walks, and from

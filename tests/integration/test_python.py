@@ -200,7 +200,7 @@ def stopped(pid, timeout=60):
 def test_python_started_before():
     """A process running before the recording: found in /proc at the start, -p.  It stops itself
     once in place, and is continued once the recorder's events are on; the recorder is stopped
-    once it has spun its CPU budget and exited."""
+    once the process has spun its CPU budget and exited."""
     need_bpf()
     seen = []
     for minor in (9, 12):
