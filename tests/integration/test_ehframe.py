@@ -798,8 +798,16 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     # there on 98 in 100 reach main, over 100 chains at least (once_read).
     hot = lambda st: bool(st) and st[0] in ("cmp_ints", "cb_work")
     early, after, whole = once_read(thread_chains(path, comm), hot_whole, 0.98, hot)
+    # As in the real-host test: the tables are one bounded table of every file the host maps, first
+    # come first served (a ClickHouse binary, a compiler's libLLVM), and a file that finds no room, as
+    # the recorder says, unwinds by frame pointer: its program is only named then.
+    full = re.search(r"unwind tables full: (\d+) files too large, (\d+) processes", p.stderr)
+    if after < 100 and full and (int(full.group(1)) or int(full.group(2))):
+        print("        %s: the host's programs filled the unwind tables (%s)" % (comm, full.group(0)))
+        return
     assert after >= 100 and early <= walks_unread(p.stderr), (
-        early, after, whole, walks_unread(p.stderr))
+        early, after, whole, walks_unread(p.stderr), re.findall(r"^ehframe tables: .*$|unwind tables full.*$",
+                                                                 p.stderr, re.M))
 
 
 @test
