@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """A Python program of known call structure, for test_python.py; runs unchanged on CPython 3.8-3.13.
 
-Usage: pyworkload.py SECONDS [READY_FILE] [--fork] [--deep N]
+Usage: pyworkload.py SECONDS [READY_FILE] [--cpu] [--stop] [--fork] [--deep N]  (any order after SECONDS)
 
 Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart:
   pyw-busy     (the main thread) <module> -> main -> level1 -> Service.level2 -> json.dumps
                -> [the C encoder] -> Service.hook (a callback from C) -> level3 -> gen (a generator)
                -> sorted [C] -> gen.<locals>.keyfn (a callback from C) -> spin: spins in bytecode
-               for SECONDS with the GIL, the whole time under that one chain
+               for SECONDS with the GIL, the whole time under that one chain; with --cpu, for
+               SECONDS of its own CPU time (its thread's clock), not of the wall's
   pyw-sleep    sleeper_outer -> nap_here -> time.sleep (off CPU, the GIL released)
   pyw-async    asyncio.run -> a task: worker -> sub -> blocking_in_task -> time.sleep
   pyw-deep     (--deep N) deep_start -> recurse x N -> deep_leaf -> time.sleep
@@ -16,23 +17,32 @@ Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart
   --map-region: a second in, code mapped at 0x600000000000, where a profiler's symbols for Python
                frames may lie (test_python: spanperf moves them)
 
-READY_FILE is created once every thread is in place, with the busy thread's native id.
+READY_FILE is created once every thread is in place, with the busy thread's native id.  With
+--stop the process then stops itself (SIGSTOP), and the busy thread's SECONDS start when it is
+continued (SIGCONT): a recorder can be put in place beside it first.
 """
 import asyncio
 import ctypes
 import json
 import os
+import signal
 import sys
 import threading
 import time
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
-READY = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else None
+# READY_FILE: the first argument after SECONDS that is neither an option nor --deep's N, wherever it is.
+_rest = sys.argv[2:]
+READY = next((a for i, a in enumerate(_rest) if not a.startswith("--") and (i == 0 or _rest[i - 1] != "--deep")),
+             None)
 DEEP = int(sys.argv[sys.argv.index("--deep") + 1]) if "--deep" in sys.argv else 0
 sys.setrecursionlimit(max(1000, DEEP + 500))
 _libc = ctypes.CDLL(None)
 _parked = []
 _deadline = [0.0]
+# The busy thread's clock: the wall's, or with --cpu its own CPU time, which a loaded host gives it
+# a few percent of (and its samples, which the tests count, with it).
+_clock = [time.thread_time if "--cpu" in sys.argv else time.monotonic]
 
 
 def set_name(name):
@@ -42,11 +52,11 @@ def set_name(name):
 def spin():
     # Bytecode only until the deadline: every sample of the busy thread is under this chain.
     n = 0
-    end = _deadline[0]
+    end, clock = _deadline[0], _clock[0]
     while True:
         for _ in range(2000):
             n += 1
-        if time.monotonic() >= end:
+        if clock() >= end:
             return n
 
 
@@ -170,11 +180,13 @@ if __name__ == "__main__":
     while len(_parked) < len(threads):
         time.sleep(0.01)
     set_name("pyw-busy")
-    _deadline[0] = time.monotonic() + SECONDS
     if READY:
         with open(READY + ".tmp", "w") as f:
             f.write("%d\n" % threading.get_native_id() if hasattr(threading, "get_native_id") else "0\n")
         os.rename(READY + ".tmp", READY)
+    if "--stop" in sys.argv:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    _deadline[0] = _clock[0]() + SECONDS
     main()
     if child:
         child.join()

@@ -727,13 +727,38 @@ def test_ehframe_forged_build_id():
     assert reach_main_once_tabled(n, reach, p.stderr, 300), (n, reach, no_table_steps(p.stderr))
 
 
+def windows(script, width):
+    """Seconds of the union of [t, t + width] over perf script's exec and executable-mapping records
+    (--show-task-events --show-mmap-events, with time): what keeps the recorder's loop at 2 ms
+    (ehsource.c).  The recorder's own records naming Python frames (OUTPUT.spanperf/python-*.elf)
+    are written to the file, never seen by the loop."""
+    ts = []
+    for line in script.splitlines():
+        m = re.search(r"\s(\d+\.\d+):\s+PERF_RECORD_(COMM exec:|MMAP2 )", line)
+        if not m:
+            continue
+        if m.group(2).startswith("MMAP2") and (not re.search(r"\]: r.x. ", line) or
+                                                re.search(r"\.spanperf/python-[0-9a-f]+\.elf$", line)):
+            continue
+        ts.append(float(m.group(1)))
+    total, end = 0.0, None
+    for t in sorted(ts):
+        total += width if end is None or t >= end else t + width - end
+        end = t + width
+    return total
+
+
 @test
 def test_ehframe_idle_recorder_wakes_at_an_exec():
     """While no process starts, the recorder's loop passes at the other
     modes' 100 ms, not every 2 ms, and the first exec wakes it: a program
     exec'd after an idle stretch has its hot samples reach main.  The passes
-    are held to what the execs the file itself records allow: 100 ms of 2 ms
-    passes after each, and ten a second besides."""
+    are held to what the file's own side-band allows: 2 ms passes for 100 ms
+    from the pass that saw an exec or a new executable mapping (an exec wakes
+    the loop at once, a mapping waits for the next pass, up to 100 ms), so
+    200 ms after each such record of the host's, counted once where they
+    overlap; fifty passes a second besides (idle passes and the rings'
+    wake-ups)."""
     need_bpf()
     need_perf()
     d = tmpdir()
@@ -741,25 +766,48 @@ def test_ehframe_idle_recorder_wakes_at_an_exec():
     # A name of this run's own: another session's workload_dwarf on a shared host is recorded too.
     comm = "idle-dwarf-%d" % (os.getpid() % 10000)
     os.symlink(DWARF_WORKLOAD, os.path.join(d, comm))
-    p = spanperf("record", "-a", "-v", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", "sh", "-c",
-                 "sleep 2; exec %s 300" % shlex.quote(os.path.join(d, comm)), check=True)
+    # The recorder (and its command) ahead of the host's other load, nice -10, as the real-host test's: what
+    # is measured is the wake at an exec, and a recorder starved beside busyhost's hogs read the program
+    # only after all 171 of its hot chains (300 ms of its CPU).
+    p = run([SPANPERF, "record", "-a", "-v", "--call-graph", "ehframe", "-F", "999", "-o", path, "--", "sh", "-c",
+             "sleep 2; exec %s 300" % shlex.quote(os.path.join(d, comm))], check=True, preexec_fn=lambda: os.nice(-10))
     m = re.search(r"^  (\d+) passes of the loop, (\d+) of them 2 ms apart while processes started; (\d+) woken by an "
                   r"exec$", p.stderr, re.M)
     assert m, p.stderr[-2000:]
     passes, busy, wakes = map(int, m.groups())
     secs = float(re.search(r"samples from \d+ threads in ([\d.]+) s", p.stderr).group(1))
-    tasks = run(["perf", "script", "-i", path, "--show-task-events", "-F", "comm,pid"], check=True).stdout
+    tasks = run(["perf", "script", "-i", path, "--show-task-events", "--show-mmap-events", "-F", "comm,pid,time"],
+                check=True).stdout
     execs = len(re.findall(r"PERF_RECORD_COMM exec:", tasks))
     assert execs >= 2, tasks[-1000:]
-    assert passes <= 15 * secs + 55 * (execs + 1), (passes, busy, wakes, execs, secs)
+    # Whole-host: on a busy host others' processes start all the time (busyhost's query loops exec
+    # a client per query: 15 execs and thousands of mappings in 3 s), and each keeps the loop at
+    # 2 ms as it should; a count of execs alone allowed 925 passes where the loop made 1,200. The
+    # windows their records open, in the file's own time, bound the 2 ms passes; on an idle host
+    # they are the workload's own few.  Besides them, fifty a second: the idle passes (ten a
+    # second) and the passes the rings' own wake-ups add, half full (busyhost: up to 32 a second,
+    # 2,746 passes in 5.2 s, 5.15 s of it in windows).  A loop at 2 ms throughout makes 500.
+    woke = windows(tasks, 0.2)
+    allowed = 50 * secs + 55 + woke / 0.002
+    assert passes <= allowed, (passes, busy, wakes, execs, secs, woke)
+    print("        %d passes (%d at 2 ms) of %.0f allowed: %d execs, %.2f s of windows in %.1f s" % (
+        passes, busy, allowed, execs, woke, secs))
     # The exec'd program's samples before the loop read it are walked without its table or its
     # mappings (a busy host delays the loop; the sanitizers' build is slower): each thread's cut
     # chains before that are held apart, no more than the recorder counted such walks, and from
     # there on 98 in 100 reach main, over 100 chains at least (once_read).
     hot = lambda st: bool(st) and st[0] in ("cmp_ints", "cb_work")
     early, after, whole = once_read(thread_chains(path, comm), hot_whole, 0.98, hot)
+    # As in the real-host test: the tables are one bounded table of every file the host maps, first
+    # come first served (a ClickHouse binary, a compiler's libLLVM), and a file that finds no room, as
+    # the recorder says, unwinds by frame pointer: its program is only named then.
+    full = re.search(r"unwind tables full: (\d+) files too large, (\d+) processes", p.stderr)
+    if after < 100 and full and (int(full.group(1)) or int(full.group(2))):
+        print("        %s: the host's programs filled the unwind tables (%s)" % (comm, full.group(0)))
+        return
     assert after >= 100 and early <= walks_unread(p.stderr), (
-        early, after, whole, walks_unread(p.stderr))
+        early, after, whole, walks_unread(p.stderr), re.findall(r"^ehframe tables: .*$|unwind tables full.*$",
+                                                                 p.stderr, re.M))
 
 
 @test
