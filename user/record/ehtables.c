@@ -19,6 +19,7 @@
 #include "ehtables.h"
 #include "fileio.h"
 #include "hash.h"
+#include "procmaps.h"
 #include "sideband.h"
 #include "spanperf_abi.h"
 #include "util.h"
@@ -457,31 +458,34 @@ static void switch_half(struct eh_tables *t)
 	free(pids);
 }
 
-/* 0, or -1 when the process could not be read or its slice found no room. */
+/*
+ * 0, or -1 when the process could not be read or its slice found no room.
+ * Its code mappings only, by PROCMAP_QUERY where the kernel has it
+ * (procmaps.h): a new process was built again and again while ld.so
+ * mapped its libraries, and the kernel formatting every mapping as text
+ * and the parse here were 30% of an agent's CPU on a host that execs often.
+ */
 static int proc_build(struct eh_tables *t, __u32 pid)
 {
-	char path[64], line[PATH_MAX + 128];
 	struct sp_eh_proc proc = {};
+	struct procmaps pm;
 	struct procmap m;
 	size_t n = 0;
 	__u64 t0;
-	FILE *f;
 
 	if (!pid)
 		return -1;
 	t0 = now_ns(CLOCK_MONOTONIC);
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
 	if (proc_start_stack(pid, &proc.start_stack))
 		return -1;
-	f = fopen(path, "re");
-	if (!f)
+	if (procmaps_open(&pm, pid, true))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
+	while (procmaps_read(&pm, &m) > 0) {
 		struct sp_eh_map *e;
 		struct sp_eh_file file;
 
-		if (procmaps_parse_line(line, &m) || !(m.prot & PROT_EXEC))
+		if (!(m.prot & PROT_EXEC))
 			continue;
 		if (array_reserve((void **)&t->scratch, &t->scratch_cap, n, sizeof(*t->scratch)))
 			break;
@@ -511,7 +515,7 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		}
 		n++;
 	}
-	fclose(f);
+	procmaps_close(&pm);
 	if (n > half_end(t) - t->maps_used && !t->switching) {
 		switch_half(t);
 		if (n > half_end(t) - t->maps_used)
