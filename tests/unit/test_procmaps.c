@@ -42,7 +42,8 @@ static bool kernel_has_query(void)
 	       (major > 6 || (major == 6 && minor >= 11));
 }
 
-static void test_query_gives_what_the_text_gives(void **state)
+/* What procmaps_read gives for want, against the text of the same moment filtered alike. */
+static void same_as_text(unsigned int want)
 {
 	struct procmap *q = calloc(MAX_MAPS, sizeof(*q)), *x = calloc(MAX_MAPS, sizeof(*x));
 	struct procmaps pm;
@@ -52,9 +53,8 @@ static void test_query_gives_what_the_text_gives(void **state)
 	bool vdso = false;
 	FILE *f;
 
-	(void)state;
 	assert_true(q && x);
-	assert_int_equal(procmaps_open(&pm, getpid(), true), 0);
+	assert_int_equal(procmaps_open(&pm, getpid(), want), 0);
 	nq = read_all(&pm, q, MAX_MAPS);
 	if (kernel_has_query())
 		assert_true(procmaps_by_query(&pm));
@@ -63,7 +63,8 @@ static void test_query_gives_what_the_text_gives(void **state)
 	assert_non_null(f);
 	while (nx < MAX_MAPS && procmaps_next(f, &line, &cap, &x[nx], NULL))
 		/* The text ends with the gate page, [vsyscall], which is no VMA of the process: the ioctl has none. */
-		if ((x[nx].prot & PROT_EXEC) && strcmp(x[nx].path, "[vsyscall]"))
+		if ((!(want & PROCMAPS_CODE) || (x[nx].prot & PROT_EXEC)) && (!(want & PROCMAPS_FILES) || x[nx].ino) &&
+		    strcmp(x[nx].path, "[vsyscall]"))
 			nx++;
 	fclose(f);
 	free(line);
@@ -81,9 +82,18 @@ static void test_query_gives_what_the_text_gives(void **state)
 		assert_string_equal(q[i].path, x[i].path);
 		vdso |= !strcmp(q[i].path, "[vdso]");
 	}
-	assert_true(vdso);
+	/* The vDSO is code of no file. */
+	assert_true(vdso == !(want & PROCMAPS_FILES));
 	free(q);
 	free(x);
+}
+
+static void test_query_gives_what_the_text_gives(void **state)
+{
+	(void)state;
+	same_as_text(PROCMAPS_CODE);
+	same_as_text(PROCMAPS_FILES);
+	same_as_text(PROCMAPS_CODE | PROCMAPS_FILES);
 }
 
 static void test_all_mappings_when_asked(void **state)
@@ -95,7 +105,7 @@ static void test_all_mappings_when_asked(void **state)
 
 	(void)state;
 	assert_non_null(q);
-	assert_int_equal(procmaps_open(&pm, getpid(), false), 0);
+	assert_int_equal(procmaps_open(&pm, getpid(), 0), 0);
 	n = read_all(&pm, q, MAX_MAPS);
 	procmaps_close(&pm);
 	for (int i = 0; i < n; i++) {
@@ -129,7 +139,7 @@ static void test_refused_query_reads_the_text(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	assert_int_equal(procmaps_open_fd(&pm, fd, true), 0);
+	assert_int_equal(procmaps_open_fd(&pm, fd, PROCMAPS_CODE), 0);
 	n = read_all(&pm, m, 16);
 	assert_false(procmaps_by_query(&pm));
 	assert_int_equal(pm.cut, 1);
@@ -150,8 +160,17 @@ static void test_refused_query_reads_the_text(void **state)
 	/* Every mapping when not only code is asked for. */
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(procmaps_open_fd(&pm, fd, false), 0);
+	assert_int_equal(procmaps_open_fd(&pm, fd, 0), 0);
 	assert_int_equal(read_all(&pm, m, 16), 7);
+	procmaps_close(&pm);
+
+	/* Mappings of files: the two of dbus-daemon and the deleted one. */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(procmaps_open_fd(&pm, fd, PROCMAPS_FILES), 0);
+	assert_int_equal(read_all(&pm, m, 16), 3);
+	assert_int_equal(m[1].pgoff, 0x51000);
+	assert_int_equal(m[2].ino, 42);
 	procmaps_close(&pm);
 	unlink(path);
 }

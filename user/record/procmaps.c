@@ -39,6 +39,7 @@ struct sp_procmap_query {
 #define SP_PQ_EXECUTABLE 0x04
 #define SP_PQ_SHARED 0x08
 #define SP_PQ_COVERING_OR_NEXT 0x10
+#define SP_PQ_FILE_BACKED 0x20
 
 /* Set once a real maps file refused the ioctl: the kernel has none, and never will in this run. */
 static int no_query;
@@ -52,15 +53,15 @@ static int to_text(struct procmaps *pm)
 	return 0;
 }
 
-int procmaps_open_fd(struct procmaps *pm, int fd, bool exec_only)
+int procmaps_open_fd(struct procmaps *pm, int fd, unsigned int want)
 {
 	memset(pm, 0, sizeof(*pm));
 	pm->fd = fd;
-	pm->exec_only = exec_only;
+	pm->want = want;
 	return 0;
 }
 
-int procmaps_open(struct procmaps *pm, __u32 pid, bool exec_only)
+int procmaps_open(struct procmaps *pm, __u32 pid, unsigned int want)
 {
 	char path[64];
 	int fd, err;
@@ -71,7 +72,7 @@ int procmaps_open(struct procmaps *pm, __u32 pid, bool exec_only)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	procmaps_open_fd(pm, fd, exec_only);
+	procmaps_open_fd(pm, fd, want);
 	pm->probe = true;
 	if (__atomic_load_n(&no_query, __ATOMIC_RELAXED) && (err = to_text(pm))) {
 		close(fd);
@@ -84,7 +85,7 @@ int procmaps_open(struct procmaps *pm, __u32 pid, bool exec_only)
 static int read_text(struct procmaps *pm, struct procmap *m)
 {
 	while (procmaps_next(pm->f, &pm->line, &pm->cap, m, &pm->cut))
-		if (!pm->exec_only || (m->prot & PROT_EXEC))
+		if ((!(pm->want & PROCMAPS_CODE) || (m->prot & PROT_EXEC)) && (!(pm->want & PROCMAPS_FILES) || m->ino))
 			return 1;
 	return 0;
 }
@@ -102,7 +103,8 @@ again:
 	memset(m, 0, sizeof(*m));
 	q = (struct sp_procmap_query){
 		.size = sizeof(q),
-		.query_flags = SP_PQ_COVERING_OR_NEXT | (pm->exec_only ? SP_PQ_EXECUTABLE : 0),
+		.query_flags = SP_PQ_COVERING_OR_NEXT | (pm->want & PROCMAPS_CODE ? SP_PQ_EXECUTABLE : 0) |
+			       (pm->want & PROCMAPS_FILES ? SP_PQ_FILE_BACKED : 0),
 		.query_addr = pm->addr,
 		.vma_name_size = sizeof(m->path),
 		.vma_name_addr = (__u64)(unsigned long)m->path,

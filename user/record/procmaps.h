@@ -17,10 +17,16 @@
 
 #include "sideband.h"
 
+/* Which mappings a reader is asked for (0: every one). */
+enum {
+	PROCMAPS_CODE = 1 << 0,	 /* with exec permission */
+	PROCMAPS_FILES = 1 << 1, /* of a file (an inode) */
+};
+
 struct procmaps {
 	int fd;		   /* the maps file, while the ioctl is used */
 	FILE *f;	   /* the maps text, where it is not */
-	bool exec_only;	   /* only mappings with exec permission */
+	unsigned int want; /* PROCMAPS_*: the kernel asked for only those, the text filtered alike */
 	bool probe;	   /* a real maps file: its refusal of the ioctl is the kernel's answer */
 	__u64 addr;	   /* where the next query starts */
 	char *line;	   /* the text's line buffer */
@@ -29,14 +35,14 @@ struct procmaps {
 };
 
 /*
- * pid's mappings, opened for procmaps_read (exec_only: only those that may
- * hold code).  0, or -errno (-ENOENT: gone).  The maps file is opened as
+ * pid's mappings, opened for procmaps_read (want: PROCMAPS_* bits, all of
+ * which a mapping must have).  0, or -errno (-ENOENT: gone).  The maps file is opened as
  * the text reader opens it (root, ptrace's read check): nothing here opens
  * a path the process names.
  */
-int procmaps_open(struct procmaps *pm, __u32 pid, bool exec_only);
+int procmaps_open(struct procmaps *pm, __u32 pid, unsigned int want);
 /* The same over an open maps file (fd is taken over, closed by procmaps_close): for tests. */
-int procmaps_open_fd(struct procmaps *pm, int fd, bool exec_only);
+int procmaps_open_fd(struct procmaps *pm, int fd, unsigned int want);
 /*
  * The next mapping in ascending address order: 1 with *m filled in as
  * procmaps_parse_line fills it (the path as the kernel names it, "//anon"
