@@ -195,6 +195,8 @@ def record(mode, path, seconds, hz, extra=(), nice=0):
 
 def spanperf_stacks(path):
     """comm -> Counter of frame tuples, leaf first, from report --folded."""
+    # errors="replace", as perf script's output is read below: a host's comm may be any bytes (another
+    # test's hostile names), and a folded line of them must not end the comparison.
     out = subprocess.run([spanperf_bin(), "report", "-i", path, "--folded", "--no-inline"], capture_output=True,
                          text=True, errors="replace", check=True).stdout
     stacks = collections.defaultdict(collections.Counter)

@@ -142,25 +142,32 @@ def markdown(res):
     lines = ["## agent: its cost at the defaults with -g (ehframe, 10 s windows), beside record (%d s after start-up)"
              % v["steady_s"], "",
              "Issue 37's targets: at most %.1f%% of one CPU and %d MiB RSS at -F 19 (x: the figure over its target). "
-             "RSS is anonymous + file pages; the BPF maps' kernel memory (memlock) is not in it and is given apart."
+             "RSS is anonymous + file pages; the BPF maps' kernel memory (memlock) is not in it and is given apart. "
+             "The ratios are the agent's figure over record's: what the agent adds to the recorder it runs on."
              % (TARGET_CPU_PCT, TARGET_RSS_MIB), "",
              "| | agent CPU | agent RSS (anon + file) | agent BPF maps | record CPU | record RSS (anon + file) "
-             "| record BPF maps | rows / host-hour | bytes / host-hour (gzipped) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| record BPF maps | CPU agent / record | RSS agent / record | rows / host-hour "
+             "| bytes / host-hour (gzipped) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mib(x, who):
         if who + "_anon_mib" not in x:
             return "%.0f MiB" % x[who + "_rss_mib"]
         return "%.0f MiB (%.0f + %.0f)" % (x[who + "_rss_mib"], x[who + "_anon_mib"], x[who + "_file_mib"])
 
+    def ratio(a, b):
+        """The agent's figure over record's in the same round: what the agent adds to the recorder it runs."""
+        return "%.2fx" % (a / b) if b else "-"
+
     for hz, x in sorted(v["hz"].items()):
         target = hz == 19
-        lines.append("| -F %d | %.2f%%%s | %s%s | %s | %.2f%% | %s | %s | %.0f | %.1f MB |" % (
+        lines.append("| -F %d | %.2f%%%s | %s%s | %s | %.2f%% | %s | %s | %s | %s | %.0f | %.1f MB |" % (
             hz, x["agent_cpu_pct"], " (%.1fx)" % (x["agent_cpu_pct"] / TARGET_CPU_PCT) if target else "",
             mib(x, "agent"), " (%.2fx)" % (x["agent_rss_mib"] / TARGET_RSS_MIB) if target else "",
             "%.0f MiB" % x["agent_bpf_mib"] if "agent_bpf_mib" in x else "-",
             x["record_cpu_pct"], mib(x, "record"),
             "%.0f MiB" % x["record_bpf_mib"] if "record_bpf_mib" in x else "-",
+            ratio(x["agent_cpu_pct"], x["record_cpu_pct"]), ratio(x["agent_rss_mib"], x["record_rss_mib"]),
             x["rows_per_hour"], x["bytes_per_hour"] / 1e6))
     r = v.get("report")
     if r:

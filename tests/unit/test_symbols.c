@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The symbolizer on fixtures: this test binary's own functions, a kallsyms text. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include "buildid.h"
 #include "kallsyms.h"
+#include "map_guard.h"
 #include "profile.h"
 #include "sideband.h"
 #include "elf_syms.h"
@@ -122,6 +124,51 @@ static void test_resolve_self(void **state)
 	symbolizer__resolve(s, 999999, ip, 1, false, &out);
 	assert_false(out.known);
 	symbolizer__free(s);
+}
+
+/*
+ * A file's names point into its mapped string table, not into copies: they
+ * read the same after the table's pages are let go, and a file cut short
+ * under the table reads as empty names, not SIGBUS.
+ */
+static void test_names_from_the_mapped_string_table(void **state)
+{
+	char dir[] = "/tmp/sp-elf-names-XXXXXX", path[64], cmd[160];
+	struct elf_syms t = {};
+	struct elf_sym *sym;
+	__u64 alpha;
+	int fd;
+
+	(void)state;
+	assert_int_equal(elf_syms__load_file(&t, "/proc/self/exe", true, false), 0);
+	assert_non_null(t.strs_map);
+	assert_int_equal(elf_find_function("/proc/self/exe", "fixture_function_alpha", &alpha, NULL, 0), 0);
+	sym = elf_syms__find(&t, elf_syms__to_vaddr(&t, alpha));
+	assert_non_null(sym);
+	assert_true(sym->name >= (char *)t.strs_map && sym->name < (char *)t.strs_map + t.strs_len);
+	elf_syms__drop_pages(&t);
+	assert_string_equal(elf_sym__name(sym), "fixture_function_alpha");
+	elf_syms__clear(&t);
+
+	/* A copy, cut to nothing once loaded: its names read as zeros under the map guard. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/copy", dir);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(elf_syms__load_file(&t, path, true, false), 0);
+	assert_non_null(t.strs_map);
+	sym = elf_syms__find(&t, elf_syms__to_vaddr(&t, alpha));
+	assert_non_null(sym);
+	/* cmocka sets its own SIGBUS handler around each test, over the guard the first mapping installed. */
+	assert_int_equal(map_guard__install(), 0);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	close(fd);
+	elf_syms__drop_pages(&t);
+	assert_string_equal(sym->name, "");
+	elf_syms__clear(&t);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 static void test_build_id_mismatch(void **state)
@@ -336,6 +383,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_self),
+		cmocka_unit_test(test_names_from_the_mapped_string_table),
 		cmocka_unit_test(test_perf_map_owner),
 		cmocka_unit_test(test_unknown_frames_print_as_perf),
 		cmocka_unit_test(test_fork_exec_timeline),

@@ -19,6 +19,7 @@
 #include "ehtables.h"
 #include "fileio.h"
 #include "hash.h"
+#include "procmaps.h"
 #include "sideband.h"
 #include "spanperf_abi.h"
 #include "util.h"
@@ -55,6 +56,9 @@ struct eh_tables {
 	struct u64_map execd;	   /* pid -> when its last exec was seen (ns) */
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
+	__u32 *slots; /* their indexes in eh_maps, for a batch update */
+	size_t slots_cap;
+	bool no_batch; /* the kernel refused a batch update of eh_maps: the window copy instead */
 	struct eh_tables_stats st;
 	struct eh_bid *bids;
 	size_t nr_bids, cap_bids;
@@ -106,6 +110,33 @@ static int win_write(int fd, size_t elem, size_t first, const void *src, size_t 
 	memcpy(w.p, src, n * elem);
 	win_close(&w);
 	return 0;
+}
+
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's own "not supported", which bpf() may return */
+#endif
+
+/*
+ * A slice into eh_maps by one batch update: mapping a window around each
+ * slice and unmapping it (a TLB shootdown on every CPU) was a tenth of a
+ * process's build.  Where the kernel refuses batches on this map, the
+ * window copy.
+ */
+static int slice_write(struct eh_tables *t, size_t first, const struct sp_eh_map *src, size_t n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 count = n;
+
+	if (!t->no_batch && !array_reserve((void **)&t->slots, &t->slots_cap, n - 1, sizeof(*t->slots))) {
+		for (size_t i = 0; i < n; i++)
+			t->slots[i] = first + i;
+		if (!bpf_map_update_batch(t->maps_fd, t->slots, src, &count, &opts))
+			return 0;
+		if (errno != EINVAL && errno != ENOTSUPP && errno != EOPNOTSUPP)
+			return -errno;
+		t->no_batch = true;
+	}
+	return win_write(t->maps_fd, sizeof(*src), first, src, n);
 }
 
 static void vdso_table(struct eh_tables *t);
@@ -457,31 +488,34 @@ static void switch_half(struct eh_tables *t)
 	free(pids);
 }
 
-/* 0, or -1 when the process could not be read or its slice found no room. */
+/*
+ * 0, or -1 when the process could not be read or its slice found no room.
+ * Its code mappings only, by PROCMAP_QUERY where the kernel has it
+ * (procmaps.h): a new process was built again and again while ld.so
+ * mapped its libraries, and the kernel formatting every mapping as text
+ * and the parse here were 30% of an agent's CPU on a host that execs often.
+ */
 static int proc_build(struct eh_tables *t, __u32 pid)
 {
-	char path[64], line[PATH_MAX + 128];
 	struct sp_eh_proc proc = {};
+	struct procmaps pm;
 	struct procmap m;
 	size_t n = 0;
 	__u64 t0;
-	FILE *f;
 
 	if (!pid)
 		return -1;
 	t0 = now_ns(CLOCK_MONOTONIC);
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
 	if (proc_start_stack(pid, &proc.start_stack))
 		return -1;
-	f = fopen(path, "re");
-	if (!f)
+	if (procmaps_open(&pm, pid, PROCMAPS_CODE))
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
+	while (procmaps_read(&pm, &m) > 0) {
 		struct sp_eh_map *e;
 		struct sp_eh_file file;
 
-		if (procmaps_parse_line(line, &m) || !(m.prot & PROT_EXEC))
+		if (!(m.prot & PROT_EXEC))
 			continue;
 		if (array_reserve((void **)&t->scratch, &t->scratch_cap, n, sizeof(*t->scratch)))
 			break;
@@ -511,7 +545,7 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		}
 		n++;
 	}
-	fclose(f);
+	procmaps_close(&pm);
 	if (n > half_end(t) - t->maps_used && !t->switching) {
 		switch_half(t);
 		if (n > half_end(t) - t->maps_used)
@@ -524,7 +558,7 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		return -1;
 	}
 	sort_n(t->scratch, n, sizeof(*t->scratch), cmp_map);
-	if (win_write(t->maps_fd, sizeof(*t->scratch), t->maps_used, t->scratch, n)) {
+	if (slice_write(t, t->maps_used, t->scratch, n)) {
 		t->st.maps_full++;
 		return -1;
 	}
@@ -770,6 +804,7 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->bid_idx);
 	free(t->bids);
 	free(t->scratch);
+	free(t->slots);
 	for (size_t i = 0; i < t->nr_new_files; i++)
 		free(t->new_files[i].path);
 	free(t->new_files);

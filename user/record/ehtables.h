@@ -37,7 +37,7 @@ struct eh_tables_fds {
 
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds);
 /*
- * A process's executable mappings, read from /proc/PID/maps now, each
+ * A process's executable mappings, read now (procmaps.h: PROCMAP_QUERY, or /proc/PID/maps text), each
  * file's table built unless the file (device, inode) has one: opened
  * through /proc/PID/map_files (the very inode mapped, whatever the mount
  * namespace), else by path when its inode matches.  Failures are counted,

@@ -17,6 +17,7 @@
 #include "jvmfacts.h"
 #include "log.h"
 #include "proc_file.h"
+#include "procmaps.h"
 #include "pyprocs.h"
 #include "sideband.h"
 #include "util.h"
@@ -433,7 +434,7 @@ static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf
 /* pid's runtime read and put in the map: 0, -EAGAIN to try again later, else not a Python process we follow. */
 static int read_proc(struct py_procs *p, __u32 pid)
 {
-	char path[64], *line = NULL, why[160] = "";
+	char why[160] = "";
 	struct procmap m, libc = {}, runtime = {};
 	struct py_file *rf = NULL;
 	struct jvm_file *jf = NULL;
@@ -442,20 +443,18 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	struct glibc_tsd tsd;
 	struct py_facts f;
 	struct py_proc *pp;
-	size_t cap = 0;
+	struct procmaps maps;
 	__u64 ss, bias;
 	bool have_libc = false, pthread = false, is_pthread;
 	__u32 off, off2;
 	int err, two;
-	FILE *maps;
 
 	if (proc_start_stack(pid, &ss) || !ss)
 		return -ESRCH;
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	maps = fopen(path, "re");
-	if (!maps)
+	/* Files' mappings only (a runtime is a file), by PROCMAP_QUERY where the kernel has it. */
+	if (procmaps_open(&maps, pid, PROCMAPS_FILES))
 		return -ESRCH;
-	while (procmaps_next(maps, &line, &cap, &m, NULL)) {
+	while (procmaps_read(&maps, &m) > 0) {
 		if (m.path[0] != '/' || !m.ino)
 			continue;
 		/* libpthread (glibc before 2.34) has pthread_getspecific where libc does not. */
@@ -481,8 +480,7 @@ static int read_proc(struct py_procs *p, __u32 pid)
 			}
 		}
 	}
-	free(line);
-	fclose(maps);
+	procmaps_close(&maps);
 	if (jf)
 		return read_jvm(p, pid, ss, jf, &jm);
 	if (!rf)

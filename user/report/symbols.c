@@ -1501,6 +1501,8 @@ void symbolizer__trim(struct symbolizer *s)
 		if (kept < s->keep_max && syms + d->tab.nr_syms <= s->keep_syms) {
 			kept++;
 			syms += d->tab.nr_syms;
+			/* The names the window read go back to the page cache with the rest. */
+			elf_syms__drop_pages(&d->tab);
 		} else if (retire(s, &d->tab, &d->elf, NULL, NULL)) {
 			d->loaded = d->full = false;
 		}

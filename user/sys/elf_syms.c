@@ -12,13 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "demangle.h"
 #include "elf_budget.h"
 #include "elf_syms.h"
 #include "fileio.h"
+#include "map_guard.h"
 #include "util.h"
 
 static int cmp_sym(const void *a, const void *b)
@@ -155,11 +158,11 @@ static char *names_dup(struct elf_syms *d, const char *name)
 	return b->s + b->used - len;
 }
 
-int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
+static int add_sym(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding, bool copy)
 {
 	if (array_reserve((void **)&d->syms, &d->cap_syms, d->nr_syms, sizeof(*d->syms)))
 		return -ENOMEM;
-	d->syms[d->nr_syms].name = names_dup(d, name);
+	d->syms[d->nr_syms].name = copy ? names_dup(d, name) : (char *)name;
 	if (!d->syms[d->nr_syms].name)
 		return -ENOMEM;
 	d->syms[d->nr_syms].own_name = false;
@@ -171,6 +174,51 @@ int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name,
 	d->syms[d->nr_syms].seq = d->nr_syms;
 	d->nr_syms++;
 	return 0;
+}
+
+int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
+{
+	return add_sym(d, start, size, name, binding, true);
+}
+
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void guard_install(void)
+{
+	map_guard__install();
+}
+
+/*
+ * The string table of a file's symbols, mapped for names to point into:
+ * the section's bytes, then a page of zeros, so that a name whose file was
+ * rewritten since ends there at the latest, and with the map guard a file
+ * cut short reads as zeros (no SIGBUS).  Its pages are let go once loaded:
+ * a name read later comes back from the page cache.  NULL where it cannot
+ * be (then names are copied).
+ */
+static const char *map_strs(struct elf_syms *d, struct elf_budget *b, size_t ndx)
+{
+	Elf_Scn *scn = b->fd >= 0 ? elf_getscn(b->elf, ndx) : NULL;
+	size_t pg = sysconf(_SC_PAGESIZE), base, len;
+	GElf_Shdr sh;
+	char *m;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB || !sh.sh_size || sh.sh_offset > b->size ||
+	    sh.sh_size > b->size - sh.sh_offset)
+		return NULL;
+	base = sh.sh_offset & ~(pg - 1);
+	len = sh.sh_offset + sh.sh_size - base;
+	m = mmap(NULL, len + pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	if (mmap(m, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, b->fd, base) == MAP_FAILED) {
+		munmap(m, len + pg);
+		return NULL;
+	}
+	pthread_once(&guard_once, guard_install);
+	d->strs_map = m;
+	d->strs_len = len + pg;
+	return m + (sh.sh_offset - base);
 }
 
 /*
@@ -283,6 +331,7 @@ static int load_elf_syms(struct elf_syms *d, struct elf_budget *b, bool want_seg
 {
 	Elf *elf = b->elf;
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	const char *strs = NULL;
 	size_t phnum = 0;
 	int err = 0;
 
@@ -318,6 +367,7 @@ static int load_elf_syms(struct elf_syms *d, struct elf_budget *b, bool want_seg
 		/* Counted from the data read, whatever sh_entsize claims. */
 		n = data->d_size / es;
 		elf_getshdrstrndx(elf, &shstrndx);
+		strs = d->strs_map ? NULL : map_strs(d, b, sh.sh_link);
 		for (size_t i = 0; i < n && !err; i++) {
 			GElf_Sym sym;
 			const char *name;
@@ -329,7 +379,10 @@ static int load_elf_syms(struct elf_syms *d, struct elf_budget *b, bool want_seg
 			name = elf_budget_str(b, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			err = elf_syms__add(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info));
+			/* The same name in the mapping, checked: it is what the table keeps. */
+			if (strs && !strcmp(strs + sym.st_name, name))
+				name = strs + sym.st_name;
+			err = add_sym(d, sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info), name != strs + sym.st_name);
 			if (!err)
 				d->syms[d->nr_syms - 1].object = GELF_ST_TYPE(sym.st_info) == STT_OBJECT;
 		}
@@ -348,7 +401,15 @@ static int load_elf_syms(struct elf_syms *d, struct elf_budget *b, bool want_seg
 	}
 	if (!all_aliases)
 		elf_syms__finish(d);
+	/* Read: its pages go back to the page cache, and come back for the few names asked for later. */
+	elf_syms__drop_pages(d);
 	return err;
+}
+
+void elf_syms__drop_pages(struct elf_syms *d)
+{
+	if (d && d->strs_map)
+		madvise(d->strs_map, d->strs_len, MADV_DONTNEED);
 }
 
 int elf_syms__load_file(struct elf_syms *d, const char *file, bool want_segs, bool all_aliases)
@@ -600,5 +661,7 @@ void elf_syms__clear(struct elf_syms *d)
 	}
 	free(d->syms);
 	free(d->segs);
+	if (d->strs_map)
+		munmap(d->strs_map, d->strs_len);
 	*d = (struct elf_syms){};
 }

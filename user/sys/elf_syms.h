@@ -44,6 +44,14 @@ struct elf_syms {
 	 * malloc and a free per symbol.
 	 */
 	struct elf_names *names;
+	/*
+	 * A file's string table mapped (strs_map, strs_len: the whole mapping),
+	 * its names pointing into it rather than copied: they stay in the page
+	 * cache, where an always-on agent's half million kept symbols had 40 MiB
+	 * of names in its heap, of which its stacks read a few thousand.
+	 */
+	void *strs_map;
+	size_t strs_len;
 };
 
 /*
@@ -68,6 +76,11 @@ struct elf_sym *elf_syms__find(const struct elf_syms *t, __u64 addr);
 __u64 elf_syms__to_vaddr(const struct elf_syms *t, __u64 off);
 /* The name as reports print it: demangled the first time it is asked for. */
 const char *elf_sym__name(struct elf_sym *sym);
+/*
+ * The pages of its mapped string table let go (back to the page cache):
+ * for a table kept loaded for long, whose names were read since.
+ */
+void elf_syms__drop_pages(struct elf_syms *t);
 /* Frees what the table holds and empties it; NULL is fine. */
 void elf_syms__clear(struct elf_syms *t);
 
