@@ -35,6 +35,20 @@
  */
 #define EH_VMAS 8
 
+/*
+ * What a walk depended on, for a program that reuses a chain while it
+ * provably would come out the same (offcpu.bpf.c): each stack word read
+ * (address and value), and whether anything else went into it (a mapping
+ * from the kernel's vmas, a frame-pointer step, a fault, a uretprobe's
+ * return instance).  No-ops unless the includer defines them.
+ */
+#ifndef EH_NOTE_READ
+#define EH_NOTE_READ(addr, val) ((void)0)
+#endif
+#ifndef EH_NOTE_UNSURE
+#define EH_NOTE_UNSURE() ((void)0)
+#endif
+
 /* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
 const volatile bool eh_vma_only = false;
 
@@ -412,6 +426,7 @@ static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
 			/* A word across two pages: read it alone. */
 			if (bpf_probe_read_user(dst, 8, (void *)addr))
 				goto fault;
+			EH_NOTE_READ(addr, *dst);
 			return 0;
 		}
 		w->win_len = 0;
@@ -423,8 +438,10 @@ static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
 		w->win_len = len;
 	}
 	*dst = *(__u64 *)&w->win[(addr - w->win_base) & (EH_WIN - 1)];
+	EH_NOTE_READ(addr, *dst);
 	return 0;
 fault:
+	EH_NOTE_UNSURE();
 	w->stop = SP_EH_STOP_READ;
 	return -1;
 }
@@ -504,6 +521,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	 */
 	if (!v) {
 		newer = w->maps_nr != 0;
+		EH_NOTE_UNSURE();
 		v = eh_map_of_vma(w, look, &busy);
 	}
 	if (!v && !busy) {
@@ -566,8 +584,10 @@ static long eh_step(__u32 i, void *unused)
 		return 1;
 	pc = w->ip;
 	/* A JVM's code cache: Java frames, stepped by the JVM's own layout (hotspot.bpf.h). */
-	if (hs && hs_in_cache(hs, pc))
+	if (hs && hs_in_cache(hs, pc)) {
+		EH_NOTE_UNSURE();
 		return sp_hs_step() ? 1 : 0;
+	}
 	if (eh_rule_of(w, pc, &r))
 		return 1;
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
@@ -617,6 +637,7 @@ static long eh_step(__u32 i, void *unused)
 	default: /* SP_EH_GAP, or no row: frame pointers */
 		if (!r.fp_why)
 			r.fp_why = SP_EH_FP_NO_ROW;
+		EH_NOTE_UNSURE();
 		eh_stat(r.fp_why);
 		if (!w->bp_ok || w->bp < w->sp || !w->bp) {
 			w->stop = w->bp ? SP_EH_STOP_NO_FP : SP_EH_STOP_FP_END;
@@ -651,6 +672,7 @@ static long eh_step(__u32 i, void *unused)
 	if (w->tramp && ra == w->tramp) {
 		struct return_instance *ri = (struct return_instance *)w->ri;
 
+		EH_NOTE_UNSURE();
 		if (!ri) {
 			w->stop = SP_EH_STOP_NOT_EXEC;
 			return 1;
@@ -842,6 +864,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (w->tramp && w->ip == w->tramp && w->ri) {
 		struct return_instance *ri = (struct return_instance *)w->ri;
 
+		EH_NOTE_UNSURE();
 		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
 		w->ri = (__u64)BPF_CORE_READ(ri, next);
 		w->exact = 0;

@@ -21,6 +21,87 @@
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
 #include "core_shims.bpf.h"
+
+/*
+ * A block's user chain, kept per thread with what proves it (every stack
+ * word its walk read): a thread that blocks again where it blocked before
+ * reuses the chain's id when its registers and those words are the same.
+ * The walk is a function of the registers, the process's slice of
+ * mappings (whose generation never names other mappings), the rows and
+ * the words it read, each read's address a function of what came before:
+ * the same inputs give the same chain, so a reused chain is never one the
+ * walk would not have given.  Anything else a walk reads (a mapping from
+ * the kernel's vmas, a frame-pointer step, a fault, a uretprobe's return
+ * instance, Python or Java frames) makes its chain one not kept.  The same
+ * sp and return address alone would not do: a caller further up may differ
+ * at the same depth (tests/integration/test_kept.py's blocks).
+ */
+#define OFF_KEEP_WORDS 64
+/* The words are read again a page at a time (one read costs about what one word's does). */
+#define OFF_KEEP_PAGE 4096
+
+struct off_kept {
+	__u64 ip, sp, bp, ss;
+	__u32 pid, gen;
+	__u32 nw;	/* words in addr/val */
+	__u32 stop, n;	/* the walk's end and its frames, counted again at each reuse */
+	__s32 ustack;	/* the chain's id in offustacks, which nothing deletes */
+	__u64 addr[OFF_KEEP_WORDS], val[OFF_KEEP_WORDS];
+};
+
+/* Per thread, its last block's chain (task storage: freed with the thread, no size to guess). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct off_kept);
+} offkeep SEC(".maps");
+
+/* Per CPU: the words the walk in progress read, and a page of a kept chain's stack read again. */
+struct off_log {
+	__u32 n, unsure;
+	__u64 addr[OFF_KEEP_WORDS], val[OFF_KEEP_WORDS];
+	__u8 buf[OFF_KEEP_PAGE + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct off_log);
+} offkeep_log SEC(".maps");
+
+/* Set by user space where the kernel has task storage and the program is tp_btf. */
+const volatile bool keep_chains = false;
+
+static __always_inline void off_note_read(__u64 addr, __u64 val)
+{
+	__u32 zero = 0, i;
+	struct off_log *l = bpf_map_lookup_elem(&offkeep_log, &zero);
+
+	if (!keep_chains || !l)
+		return;
+	i = l->n;
+	if (i >= OFF_KEEP_WORDS) {
+		l->unsure = 1;
+		return;
+	}
+	l->addr[i & (OFF_KEEP_WORDS - 1)] = addr;
+	l->val[i & (OFF_KEEP_WORDS - 1)] = val;
+	l->n = i + 1;
+}
+
+static __always_inline void off_note_unsure(void)
+{
+	__u32 zero = 0;
+	struct off_log *l = bpf_map_lookup_elem(&offkeep_log, &zero);
+
+	if (keep_chains && l)
+		l->unsure = 1;
+}
+
+#define EH_NOTE_READ(addr, val) off_note_read(addr, val)
+#define EH_NOTE_UNSURE() off_note_unsure()
 #include "ehframe.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -284,8 +365,99 @@ static __always_inline __s32 eh_stackid(void)
 	return -1;
 }
 
+/* The kept chain's id if it is proven the one a walk would give now, else -1. */
+static __always_inline __s32 kept_stackid(struct off_kept *k, struct task_struct *task, struct pt_regs *regs)
+{
+	__u32 zero = 0, pid = task->tgid, nw = k->nw;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct off_log *l = bpf_map_lookup_elem(&offkeep_log, &zero);
+	__u64 *f, a, x, base = 0, len = 0;
+
+	if (!w || !l || k->ustack < 0 || k->ip != regs->ip || k->sp != regs->sp || k->bp != regs->bp ||
+	    k->pid != pid || k->ss != task->mm->start_stack)
+		return -1;
+	eh_proc_facts(w, pid, k->ss);
+	if (!(w->c_flags & EH_C_SLICE) || (w->c_flags & (EH_C_PY | EH_C_HS)) || w->c_gen != k->gen || eh_vma_only)
+		return -1;
+	/* The words lie up the stack from sp, mostly on its page: a read from each page's first to its end. */
+	for (__u32 i = 0; i < OFF_KEEP_WORDS; i++) {
+		if (i >= nw)
+			break;
+		a = k->addr[i];
+		if (a - base >= len || a - base + 8 > len) {
+			if ((a & (OFF_KEEP_PAGE - 1)) > OFF_KEEP_PAGE - 8) {
+				/* A word across two pages: read alone. */
+				if (bpf_probe_read_user(&x, 8, (void *)a) || x != k->val[i])
+					return -1;
+				continue;
+			}
+			base = k->sp <= a && (k->sp ^ a) < OFF_KEEP_PAGE ? k->sp : a;
+			len = OFF_KEEP_PAGE - (base & (OFF_KEEP_PAGE - 1));
+			if (len < 8 || len > OFF_KEEP_PAGE || bpf_probe_read_user(l->buf, len, (void *)base))
+				return -1;
+		}
+		if (*(__u64 *)&l->buf[(a - base) & (OFF_KEEP_PAGE - 1)] != k->val[i])
+			return -1;
+	}
+	/* Counted as the walk would have counted it. */
+	eh_stat(SP_EH_CHAINS);
+	eh_stat(k->stop && k->stop < SP_EH_STAT_MAX ? k->stop : SP_EH_STOP_DEPTH);
+	f = bpf_map_lookup_elem(&eh_stats, &(__u32){ SP_EH_FRAMES });
+	if (f)
+		*f += k->n;
+	return k->ustack;
+}
+
+/* The blocking thread's user chain by the tables: its last block's when proven the same, else walked (and kept). */
+static __always_inline __s32 eh_block_stackid(bool keep)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, nw;
+	struct off_log *l = bpf_map_lookup_elem(&offkeep_log, &zero);
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct pt_regs *regs;
+	struct off_kept *k;
+	__s32 id;
+
+	if (!keep || !keep_chains || !l || !w || !task->mm || (task->flags & EH_PF_KTHREAD))
+		return eh_stackid();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return eh_stackid();
+	k = bpf_task_storage_get(&offkeep, task, 0, 0);
+	if (k) {
+		id = kept_stackid(k, task, regs);
+		if (id >= 0)
+			return id;
+	}
+	l->n = 0;
+	l->unsure = 0;
+	id = eh_stackid();
+	nw = l->n;
+	if (id < 0 || l->unsure || nw > OFF_KEEP_WORDS || !(w->c_flags & EH_C_SLICE) ||
+	    (w->c_flags & (EH_C_PY | EH_C_HS)) || !w->maps_nr)
+		return id;
+	if (!k)
+		k = bpf_task_storage_get(&offkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!k)
+		return id;
+	k->ip = regs->ip;
+	k->sp = regs->sp;
+	k->bp = regs->bp;
+	k->ss = task->mm->start_stack;
+	k->pid = task->tgid;
+	k->gen = w->c_gen;
+	k->nw = nw;
+	k->stop = w->stop;
+	k->n = w->n > SP_EH_MAX_FRAMES ? SP_EH_MAX_FRAMES : w->n;
+	__builtin_memcpy(k->addr, l->addr, sizeof(k->addr));
+	__builtin_memcpy(k->val, l->val, sizeof(k->val));
+	k->ustack = id;
+	return id;
+}
+
 /* Runs as prev: the stacks taken here are the sleeping thread's. */
-static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 rd, __u64 now)
+static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 state, __u64 rd, __u64 now, bool keep)
 {
 	struct sp_offcpu_start st;
 
@@ -302,7 +474,7 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 		st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 		if (st.kstack < 0)
 			stat_inc(SP_STAT_OFFCPU_KSTACK);
-		st.ustack = eh_user ? eh_stackid()
+		st.ustack = eh_user ? eh_block_stackid(keep)
 				    : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
 		if (st.ustack < 0)
 			stat_inc(SP_STAT_OFFCPU_USTACK);
@@ -322,7 +494,7 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
  * would be missed (seen here twice in 25 s under load).
  */
 static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, __u32 prev_pid, __u32 flags,
-				      __u32 state, __u64 ran, __u64 rd, __u32 next_tid, __u32 next_pid)
+				      __u32 state, __u64 ran, __u64 rd, __u32 next_tid, __u32 next_pid, bool keep)
 {
 	/*
 	 * One stamp for both ends: taken after prev's stacks, next's block
@@ -347,9 +519,9 @@ static __always_inline void on_switch(void *ctx, bool preempt, __u32 prev_tid, _
 		} else if (preempt || !(state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))) {
 			/* Runnable: in the run queue until it is picked again (--sched only). */
 			if (sched_mode)
-				switch_out(ctx, prev_tid, prev_pid, 0, rd, now);
+				switch_out(ctx, prev_tid, prev_pid, 0, rd, now, keep);
 		} else {
-			switch_out(ctx, prev_tid, prev_pid, state, rd, now);
+			switch_out(ctx, prev_tid, prev_pid, state, rd, now, keep);
 		}
 	}
 	switch_in(next_tid, next_pid, now);
@@ -363,7 +535,7 @@ int offcpu_btf(__u64 *ctx)
 
 	on_switch(ctx, ctx[0], prev->pid, prev->tgid, prev->flags, state,
 		  prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime, sched_mode ? task_run_delay(prev) : 0,
-		  next->pid, next->tgid);
+		  next->pid, next->tgid, true);
 	return 0;
 }
 
@@ -376,7 +548,7 @@ int offcpu_raw(struct bpf_raw_tracepoint_args *ctx)
 
 	on_switch(ctx, ctx->args[0], BPF_CORE_READ(prev, pid), BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, flags),
 		  state, BPF_CORE_READ(prev, se.sum_exec_runtime) - BPF_CORE_READ(prev, se.prev_sum_exec_runtime),
-		  sched_mode ? task_run_delay(prev) : 0, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid));
+		  sched_mode ? task_run_delay(prev) : 0, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid), false);
 	return 0;
 }
 

@@ -11,8 +11,10 @@ every frame is counted.  The workload runs for its CPU time, so the sample
 counts hold on a loaded host."""
 import collections
 import os
+import subprocess
+import threading
 
-from harness import BUILD, need_bpf, spanperf, test, tmpdir
+from harness import BUILD, need_bpf, perf_clean, reap, spanperf, test, tmpdir
 from test_dwarf import folded
 
 KEPT_WORKLOAD = os.path.join(BUILD, "tests", "workload_kept")
@@ -116,3 +118,68 @@ def test_kept_deep_chain_whole():
     over = sum(c for st, c in stacks.items() if st.count("deep") > 30)
     assert n >= 100 and right * 100 >= 95 * n and not over, "%d of %d chains with 30 deep frames (%d more): %s" % (
         right, n, over, stacks.most_common(2))
+
+
+def offcpu_chains(n, us):
+    """workload_kept blocks N US recorded with --off-cpu, every block a sample of its own: how many
+    blocks each (leaf, way) chain got, those whole to main, and the record's stderr.  The workload
+    starts first and waits for a line the recorded command sends once the events are on, so its
+    tables are read before its first block."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "kept-blocks.data")
+    wl = subprocess.Popen([KEPT_WORKLOAD, "blocks", str(n), str(us)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    # A zombie still answers kill -0: the workload is reaped here, in a thread, as soon as it ends.
+    reaper = threading.Thread(target=lambda: (wl.stdout.read(), wl.wait()))
+    reaper.start()
+    go = "echo go > /proc/%d/fd/0; while kill -0 %d 2>/dev/null; do sleep 0.05; done" % (wl.pid, wl.pid)
+    try:
+        p = spanperf("record", "-g", "--off-cpu", "--off-cpu-thresh", "0", "-v", "-p", str(wl.pid), "-o", path,
+                     "--", "sh", "-c", go)
+        reaper.join(120)
+    finally:
+        wl.stdin.close()
+        reap(wl)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-2000:])
+    combos, whole = collections.Counter(), collections.Counter()
+    out = perf_clean(["script", "-F", "tid,event,ip,sym", "--tid", str(wl.pid)], path)
+    samples, cur = [], None
+    for line in out.splitlines():
+        if line.startswith("\t"):
+            if cur is not None and line.split():
+                cur.append(line.split()[-1])
+        elif line.strip():
+            # A record's first line; only the off-CPU blocks' chains are kept.
+            cur = [] if "offcpu-time" in line else None
+            if cur is not None:
+                samples.append(cur)
+    for syms in samples:
+        leaves = [s for s in syms if s in ("bleaf1", "bleaf2")]
+        if not leaves:
+            continue
+        i = syms.index(leaves[0])
+        key = tuple(syms[i:i + 5])
+        combos[key] += 1
+        if "main" in syms[i:]:
+            whole[key] += 1
+    return combos, whole, p.stderr
+
+
+@test
+def test_kept_offcpu_blocks_each_where_it_blocked():
+    """A thread blocking by turns at two sites of the same depth (bleaf1, bleaf2), each under two
+    callers (bway1, bway2) with the same stack pointer, ip and innermost return address: a block's
+    user chain reused from the thread's last block (offcpu.bpf.c) must be its own.  Every block is
+    a sample: each of the four chains has its N blocks, none of another's."""
+    n = 300
+    combos, whole, err = offcpu_chains(n, 200)
+    want = [(leaf, "shared3", "shared2", "shared1", way) for way in ("bway1", "bway2") for leaf in ("bleaf1", "bleaf2")]
+    wrong = {k: c for k, c in combos.items() if k not in want}
+    assert not wrong, "chains that are none of the four: %s\n%s" % (wrong, err[-1500:])
+    for k in want:
+        # One block per nanosleep; a spurious wake-up may make two of one, a switch-in the tracepoint
+        # hid may lose one: within 10%.  A chain taken from another caller's block would give one of
+        # these twice its blocks and another none.
+        assert 0.9 * n <= combos[k] <= 1.1 * n, "%s: %d blocks of %d: %s\n%s" % (k, combos[k], n, dict(combos),
+                                                                                 err[-1500:])
+        assert whole[k] >= 0.95 * combos[k], "%s: %d of %d chains whole to main" % (k, whole[k], combos[k])

@@ -16,6 +16,12 @@
  *                                hleaf (below the shared chain) every 10 ms of CPU
  *   workload_kept exec MS        alternate for MS/2, then exec'd into alternate MS/2
  *   workload_kept deep N MS      a chain N frames deep spinning at its leaf
+ *   workload_kept blocks N US    after a line on stdin, N rounds of four blocks (a US us
+ *                                nanosleep each) by turns: bway1 and bway2 (the same
+ *                                code) down the shared chain to bleaf1 or bleaf2, so the
+ *                                blocking thread's sp, ip and innermost return address
+ *                                repeat under another caller further up, and two
+ *                                blocking sites alternate at the same depth
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -157,6 +163,45 @@ NOINLINE static void with_signals(double ms)
 	setitimer(ITIMER_PROF, &it, NULL);
 }
 
+static struct timespec block_ts;
+
+NOINLINE void bleaf1(void)
+{
+	nanosleep(&block_ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void bleaf2(void)
+{
+	nanosleep(&block_ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void bway1(void (*fn)(void))
+{
+	shared1(fn);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void bway2(void (*fn)(void))
+{
+	shared1(fn);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The count in memory, not in a callee-saved register: each block's user registers are then the same. */
+static volatile long rounds_left;
+
+NOINLINE static void blocks(void)
+{
+	while (rounds_left-- > 0) {
+		bway1(bleaf1);
+		bway2(bleaf1);
+		bway1(bleaf2);
+		bway2(bleaf2);
+	}
+}
+
 NOINLINE unsigned long deep(int n, double end)
 {
 	unsigned long r;
@@ -202,6 +247,15 @@ int main(int argc, char **argv)
 		execl(self, argv[0], "alternate", half, (char *)NULL);
 		perror("exec");
 		return 1;
+	} else if (!strcmp(argv[1], "blocks") && argc > 3) {
+		char line[16];
+
+		block_ts.tv_nsec = atol(argv[3]) * 1000;
+		/* Started before the recording, so that its tables are there from the first block. */
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		rounds_left = atol(argv[2]);
+		blocks();
 	} else if (!strcmp(argv[1], "deep") && argc > 3) {
 		deep(atoi(argv[2]), now_ms() + ms);
 	} else {

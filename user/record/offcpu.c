@@ -547,6 +547,18 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 	bpf_map__set_max_entries(s->skel->maps.offpy_rb, o->eh && o->eh->py_procs >= 0 ? 65536 : 4096);
 	s->skel->rodata->eh_user = !!o->eh;
 	s->eh = !!o->eh;
+	/*
+	 * Blocks' user chains kept per thread (offcpu.bpf.c) need task storage
+	 * (5.11+), which only the tp_btf program asks for.  Elsewhere the map
+	 * is a one-entry array the verifier never sees used.
+	 */
+	if (o->eh && !raw_tp && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1) {
+		s->skel->rodata->keep_chains = true;
+	} else {
+		bpf_map__set_type(s->skel->maps.offkeep, BPF_MAP_TYPE_ARRAY);
+		bpf_map__set_map_flags(s->skel->maps.offkeep, 0);
+		bpf_map__set_max_entries(s->skel->maps.offkeep, 1);
+	}
 	if (o->eh) {
 		e = bpf_map__reuse_fd(s->skel->maps.eh_rows, o->eh->rows) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_pages, o->eh->pages) ?:
