@@ -195,8 +195,9 @@ def record(mode, path, seconds, hz, extra=(), nice=0):
 
 def spanperf_stacks(path):
     """comm -> Counter of frame tuples, leaf first, from report --folded."""
+    # errors="replace": a whole host's comms and names are other processes' bytes, UTF-8 or not.
     out = subprocess.run([spanperf_bin(), "report", "-i", path, "--folded", "--no-inline"], capture_output=True,
-                         text=True, check=True).stdout
+                         text=True, errors="replace", check=True).stdout
     stacks = collections.defaultdict(collections.Counter)
     for line in out.splitlines():
         st, n = line.rsplit(" ", 1)
