@@ -334,8 +334,8 @@ static int set_layouts(struct pf_proc *pp, const struct py_facts *f)
 	return 0;
 }
 
-/* A new or renewed state of pid (index i's, or a new one). */
-static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc *pp)
+/* A new or renewed state of pid (pp's, or a new one), live, for its image gen, stamped from since on. */
+static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc *pp, __u32 gen, __u64 since)
 {
 	uint64_t *i;
 
@@ -349,6 +349,10 @@ static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc 
 	} else {
 		proc_clear(pp);
 	}
+	pp->pid = pid;
+	pp->gen = gen;
+	pp->since = since;
+	pp->live = true;
 	return pp;
 }
 
@@ -364,13 +368,9 @@ static struct pf_proc *jvm_proc_for(struct py_frames *p, __u32 pid, struct pf_pr
 		return pp && pp->live ? pp : NULL;
 	if (pp && pp->live && pp->gen == gen)
 		return pp;
-	pp = proc_slot(p, pid, pp);
+	pp = proc_slot(p, pid, pp, gen, since);
 	if (!pp)
 		return NULL;
-	pp->pid = pid;
-	pp->gen = gen;
-	pp->since = since;
-	pp->live = true;
 	pp->jvm = true;
 	pp->jf = *jf;
 	for (__u32 k = 0; k < pp->jf.nr_heaps; k++)
@@ -400,13 +400,9 @@ static struct pf_proc *proc_for(struct py_frames *p, __u32 pid)
 		return jvm_proc_for(p, pid, pp);
 	if (pp && pp->live && pp->gen == gen && !pp->jvm)
 		return pp;
-	pp = proc_slot(p, pid, pp);
+	pp = proc_slot(p, pid, pp, gen, since);
 	if (!pp)
 		return NULL;
-	pp->pid = pid;
-	pp->gen = gen;
-	pp->since = since;
-	pp->live = true;
 	if (set_layouts(pp, f)) {
 		pp->no_region = true;
 		return pp;
