@@ -22,6 +22,7 @@
 #include "sbuf.h"
 #include "sha256.h"
 #include "sideband.h"
+#include "util.h"
 
 static void test_int_list(void **state)
 {
@@ -398,6 +399,19 @@ static void test_each_pid(void **state)
 	assert_true(s.self && s.n > 1);
 }
 
+/* A word: letters, digits and '_' only, at least one; n bounds it, not a NUL. */
+static void test_str_is_word(void **state)
+{
+	(void)state;
+	assert_true(str_is_word("sched_switch", 12));
+	assert_true(str_is_word("9p", 2));
+	assert_true(str_is_word("ab:cd", 2));
+	assert_false(str_is_word("ab:cd", 3));
+	assert_false(str_is_word("", 0));
+	assert_false(str_is_word("a-b", 3));
+	assert_false(str_is_word("caf\xc3\xa9", 5));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,7 +421,7 @@ int main(void)
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
 		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),
-		cmocka_unit_test(test_each_pid),
+		cmocka_unit_test(test_each_pid),      cmocka_unit_test(test_str_is_word),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);
