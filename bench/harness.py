@@ -108,6 +108,25 @@ def bpftrace_script(hz):
     return "profile:hz:%d { @[kstack, ustack, tid] = count(); }" % hz
 
 
+# bcc offcputime's design in bpftrace, record --off-cpu's peer in the offcpu and stackcost
+# sections: on every switch, the sleeping thread's start and both stacks keyed by thread; at
+# its switch-in, the time summed per stacks.
+OFFCPU_BT = """tracepoint:sched:sched_switch
+{
+	if (args->prev_state == 1 || args->prev_state == 2) {
+		@start[args->prev_pid] = nsecs;
+		@ks[args->prev_pid] = kstack;
+		@us[args->prev_pid] = ustack;
+	}
+	$s = @start[args->next_pid];
+	if ($s) {
+		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
+		delete(@start[args->next_pid]);
+	}
+}
+"""
+
+
 def start_profiler(tool, hz, out):
     """Starts a profiler in the background; it runs until stop_profiler."""
     if tool == "none":

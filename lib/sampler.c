@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 
@@ -73,20 +72,8 @@ int spanperf_sampler_spec_attr(const struct spanperf_sampler_spec *spec, struct 
 	a->config2 = spec->config2;
 	a->exclude_user = spec->exclude_user;
 	a->exclude_kernel = spec->exclude_kernel;
-	/* record's sample layout, so that a file written from these events reads as record's do. */
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
-	if (spec->freq) {
-		a->freq = 1;
-		a->sample_freq = spec->sample_period;
-	} else {
-		a->sample_period = spec->sample_period;
-	}
-	a->disabled = 1;
-	a->sample_id_all = 1;
-	/* One clock with bpf_ktime_get_ns, as record. */
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
+	/* record's sample layout and clock, so that a file written from these events reads as record's do. */
+	event_sampling_attr(a, spec->freq, spec->sample_period);
 	return 0;
 }
 

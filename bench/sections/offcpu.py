@@ -3,27 +3,10 @@
 against bcc offcputime's design in bpftrace."""
 import os
 
-from harness import (DEVNULL, SPANPERF, TMP, WORKLOAD, kill, log, median, prog_cost, rounds, spawn,
+from harness import (DEVNULL, OFFCPU_BT, SPANPERF, TMP, WORKLOAD, kill, log, median, prog_cost, rounds, spawn,
                      start_background, stop_profiler, wait_ready)
 
 BPF_STATS = True
-
-# bcc offcputime's design in bpftrace: on every switch, the sleeping thread's start
-# and both stacks keyed by thread; at its switch-in, the time summed per stacks.
-OFFCPU_BT = """tracepoint:sched:sched_switch
-{
-	if (args->prev_state == 1 || args->prev_state == 2) {
-		@start[args->prev_pid] = nsecs;
-		@ks[args->prev_pid] = kstack;
-		@us[args->prev_pid] = ustack;
-	}
-	$s = @start[args->next_pid];
-	if ($s) {
-		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
-		delete(@start[args->next_pid]);
-	}
-}
-"""
 
 
 def run(res):

@@ -9,27 +9,11 @@ import os
 import subprocess
 import time
 
-from harness import (DEVNULL, SPANPERF, TMP, WORKLOAD, busy_load, kill, log, median, rounds, spawn,
+from harness import (DEVNULL, OFFCPU_BT, SPANPERF, TMP, WORKLOAD, busy_load, kill, log, median, rounds, spawn,
                      start_background, start_profiler, stop_profiler, under_busy_load, wait_ready)
 
 BPF_STATS = True
 HZ = 4999
-
-# bcc offcputime's design, as the offcpu section runs it.
-OFFCPU_BT = """tracepoint:sched:sched_switch
-{
-	if (args->prev_state == 1 || args->prev_state == 2) {
-		@start[args->prev_pid] = nsecs;
-		@ks[args->prev_pid] = kstack;
-		@us[args->prev_pid] = ustack;
-	}
-	$s = @start[args->next_pid];
-	if ($s) {
-		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
-		delete(@start[args->next_pid]);
-	}
-}
-"""
 
 
 def own_stats(pid, name):

@@ -271,7 +271,9 @@ class Started:
                     on.set()
         self.reader = threading.Thread(target=read, daemon=True)
         self.reader.start()
-        assert on.wait(timeout=timeout), "the recorder never started: %s" % self.text()
+        if not on.wait(timeout=timeout):
+            reap(proc)  # not left running past the test that gave up on it
+            raise AssertionError("the recorder never started: %s" % self.text())
 
     def text(self):
         return "".join(self.lines)[-1500:]

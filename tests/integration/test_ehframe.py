@@ -14,10 +14,9 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
-from harness import (BUILD, ROOT, SPANPERF, Skip, json_lines, need_bpf, need_perf, perf_clean, reap, run,
+from harness import (BUILD, ROOT, SPANPERF, Skip, Started, json_lines, need_bpf, need_perf, perf_clean, reap, run,
                      spanperf, test, tmpdir, without_py_names)
 from test_dwarf import DWARF_WORKLOAD, folded, perf_chains
 
@@ -235,27 +234,16 @@ def test_ehframe_equals_dwarf():
         # Until the workload has had 1.5 s on CPU by its own clock from when the recorder's events
         # are on (its -v line), not for 2 s of wall time from its start: a busy host gave it 254 ms
         # in such a window, 82 chains, and a recorder slow to start saw less of it still.
-        lines, on = [], threading.Event()
-
-        def read_err():
-            for line in rec.stderr:
-                lines.append(line)
-                if "synthesized" in line:
-                    on.set()
-        reader = threading.Thread(target=read_err)
-        reader.start()
-        on.wait(timeout=120)
+        started = Started(rec)
         before, deadline = thread_cpu_ns(wl.pid), time.time() + 300
         while thread_cpu_ns(wl.pid) - before < 1.5e9 and time.time() < deadline and rec.poll() is None:
             time.sleep(0.1)
         spun = thread_cpu_ns(wl.pid) - before
         for q in (rec, perf):
             q.send_signal(signal.SIGINT)
-        rec.wait(timeout=120)
-        reader.join()
+        started.wait(timeout=120)
         perr = perf.communicate(timeout=120)[1]
-        err = "".join(lines)
-        assert on.is_set() and rec.returncode == 0, err[-1500:]
+        assert rec.returncode == 0, started.text()
         # perf record ends by raising the SIGINT it caught, once its file is written.
         if perf.returncode not in (0, -signal.SIGINT) or not os.path.exists(theirs):
             raise Skip("perf record --call-graph dwarf failed here: %s" % perr[-300:])
@@ -319,22 +307,11 @@ def test_ehframe_offcpu_names_the_blocking_function():
         rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "--off-cpu", "--off-cpu-thresh", "0",
                                 "-F", "99", "-v", "-p", str(wl.pid), "-o", path],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
-        lines, on = [], threading.Event()
-
-        def read_err():
-            for line in rec.stderr:
-                lines.append(line)
-                if "synthesized" in line:
-                    on.set()
-        reader = threading.Thread(target=read_err)
-        reader.start()
-        on.wait(timeout=120)
+        started = Started(rec)
         wl.send_signal(signal.SIGCONT)
         time.sleep(1.5)
         rec.send_signal(signal.SIGINT)
-        rec.wait(timeout=120)
-        reader.join()
-        assert on.is_set() and rec.returncode == 0, "".join(lines)[-1500:]
+        assert started.wait(timeout=120) == 0, started.text()
         truth = json_lines(wl.communicate(timeout=60)[0])[0]
     finally:
         reap(wl)
@@ -511,25 +488,15 @@ def test_ehframe_garbage_cfi_gives_short_chains():
         # synthesis follows their start).
         rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "-F", "999", "-v", "-p", str(wl.pid),
                                 "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
-        lines, on = [], threading.Event()
-
-        def read_err():
-            for line in rec.stderr:
-                lines.append(line)
-                if "synthesized" in line:
-                    on.set()
-        reader = threading.Thread(target=read_err)
-        reader.start()
         deadline = time.time() + 300
-        on.wait(timeout=120)
+        started = Started(rec)
         before = thread_cpu_ns(wl.pid)
         while thread_cpu_ns(wl.pid) - before < 2e9 and time.time() < deadline and rec.poll() is None:
             time.sleep(0.1)
         rec.send_signal(signal.SIGINT)
-        rec.wait(timeout=120)
-        reader.join()
-        p = subprocess.CompletedProcess(rec.args, rec.returncode, None, "".join(lines))
-        assert on.is_set() and rec.returncode == 0, p.stderr[-1500:]
+        started.wait(timeout=120)
+        p = subprocess.CompletedProcess(rec.args, rec.returncode, None, "".join(started.lines))
+        assert rec.returncode == 0, p.stderr[-1500:]
     finally:
         reap(wl)
     stacks = folded(path)

@@ -14,6 +14,7 @@ import select
 import subprocess
 import time
 
+from frames_common import folded, script_chains
 from harness import Skip, need_bpf, perf_clean, reap, run, spanperf, test, tmpdir
 
 JDK17 = "/usr/lib/jvm/java-17-openjdk-amd64"
@@ -159,32 +160,10 @@ def record(pid, extra=(), timeout=180):
     return out, p.stderr
 
 
-def folded(path, event="on-cpu"):
-    """report --folded: {comm: Counter(tuple of frames, outermost first)}."""
-    out = collections.defaultdict(collections.Counter)
-    for line in spanperf("report", "-i", path, "--folded", "--event", event, check=True).stdout.splitlines():
-        st, _, n = line.rpartition(" ")
-        fr = st.split(";")
-        out[fr[0]][tuple(fr[1:])] += int(n)
-    return out
-
-
 def perf_chains(path, tid, event="cpu-clock"):
     """perf script's chains of thread tid's samples of event: a list of frame lists, outermost first.
     A record without a chain (the names of Python and Java frames) is one line, no blank line after."""
-    out = perf_clean(["script", "-F", "comm,tid,event,ip,sym"], path, lost_ok=True)
-    chains, cur = [], None
-    for line in out.splitlines():
-        if not line.strip():
-            continue
-        if not line.startswith("\t"):
-            head = line.split()
-            cur = [] if len(head) > 1 and head[1] == str(tid) and any(t.startswith(event + ":") for t in head) else None
-            if cur is not None:
-                chains.append(cur)
-        elif cur is not None and len(line.split(None, 1)) == 2:
-            cur.insert(0, line.split(None, 1)[1].strip())
-    return chains
+    return script_chains(path, lambda head: len(head) > 1 and head[1] == str(tid), event)
 
 
 def java_frames(frames, cls):

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import time
 
-from harness import SPANPERF, Skip, Started, need_bpf, need_perf, perf_clean, reap, run, spanperf, test, tmpdir
+from frames_common import folded, script_chains
+from harness import SPANPERF, Skip, Started, need_bpf, need_perf, reap, run, spanperf, test, tmpdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "pyworkload.py")
@@ -66,33 +67,10 @@ def py_frames(frames):
     return [q for q in map(qual, frames) if q]
 
 
-def folded(path, event="on-cpu"):
-    """report --folded: {comm: Counter(tuple of frames, outermost first)} (ns for off-CPU)."""
-    args = ["report", "-i", path, "--folded", "--event", event]
-    out = collections.defaultdict(collections.Counter)
-    for line in spanperf(*args, check=True).stdout.splitlines():
-        st, _, n = line.rpartition(" ")
-        fr = st.split(";")
-        out[fr[0]][tuple(fr[1:])] += int(n)
-    return out
-
-
 def perf_samples(path, comm, event="cpu-clock"):
     """perf script's chains of comm's samples of event: a list of frame lists, outermost first.
     A record without a chain (the spanperf-python names) is one line, with no blank line after."""
-    out = perf_clean(["script", "-F", "comm,tid,event,ip,sym"], path, lost_ok=True)
-    chains, cur = [], None
-    for line in out.splitlines():
-        if not line.strip():
-            continue
-        if not line.startswith("\t"):
-            head = line.split()
-            cur = [] if head and head[0] == comm and any(t.startswith(event + ":") for t in head) else None
-            if cur is not None:
-                chains.append(cur)
-        elif cur is not None and len(line.split(None, 1)) == 2:
-            cur.insert(0, line.split(None, 1)[1].strip())
-    return chains
+    return script_chains(path, lambda head: head[0] == comm, event)
 
 
 def share(stacks, want, tail_only=False):

@@ -204,6 +204,61 @@ static void test_extended_section_count(void **state)
 	close(fd);
 }
 
+/*
+ * The facts readers' two steps: an x86-64 ELF64 file known as one (and an
+ * image that says another machine, or no ELF, not), and bytes at a link
+ * address read from the PT_LOAD that holds them, never past its file part.
+ */
+static void test_x86_64_and_vaddr_reads(void **state)
+{
+	int fd = open_regular("/proc/self/exe");
+	struct elf_budget b = {};
+	GElf_Ehdr eh;
+	struct stat st;
+	size_t nph;
+	char *img;
+	__u8 buf[4];
+	bool found = false;
+	Elf *elf;
+
+	(void)state;
+	assert_true(fd >= 0 && !fstat(fd, &st));
+	elf_version(EV_CURRENT);
+	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
+	assert_true(elf_is_x86_64(elf, &eh));
+	assert_int_equal(elf_getphdrnum(elf, &nph), 0);
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		assert_non_null(gelf_getphdr(elf, i, &ph));
+		if (ph.p_type != PT_LOAD || ph.p_offset || ph.p_filesz < 8)
+			continue;
+		/* The segment at file offset 0 begins with the ELF magic. */
+		assert_int_equal(elf_pread_vaddr(fd, elf, ph.p_vaddr, buf, 4), 0);
+		assert_memory_equal(buf, ELFMAG, 4);
+		/* Across the end of its file part, and at an address where a sum wraps: not read. */
+		assert_int_equal(elf_pread_vaddr(fd, elf, ph.p_vaddr + ph.p_filesz - 2, buf, 4), -ENOENT);
+		assert_int_equal(elf_pread_vaddr(fd, elf, ~0ull - 1, buf, 4), -ENOENT);
+		found = true;
+		break;
+	}
+	assert_true(found);
+	elf_budget_end(&b);
+	assert_false(elf_is_x86_64(NULL, &eh));
+
+	img = malloc(st.st_size);
+	assert_non_null(img);
+	assert_int_equal(pread(fd, img, st.st_size, 0), st.st_size);
+	((Elf64_Ehdr *)img)->e_machine = EM_AARCH64;
+	elf = elf_budget_memory(&b, img, st.st_size, ELF_BUDGET_SYMS, NULL);
+	assert_non_null(elf);
+	assert_false(elf_is_x86_64(elf, &eh));
+	elf_budget_end(&b);
+	free(img);
+	close(fd);
+	assert_nothing_held();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_symbols_over_budget),
 		cmocka_unit_test(test_dwarf_overlap),
 		cmocka_unit_test(test_extended_section_count),
+		cmocka_unit_test(test_x86_64_and_vaddr_reads),
 	};
 
 	return cmocka_run_group_tests_name("elf_budget", tests, setup, teardown);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
@@ -264,6 +265,47 @@ static void test_fallback_errnos(void **state)
 	assert_false(event_errno_means_no_pmu(-EBUSY));
 }
 
+/*
+ * The sampling part record and the library's samplers share: its fields
+ * set, every other bit of the attr as the caller left it (the event's, and
+ * in period mode the event's own freq bit, as record had it).
+ */
+static void test_sampling_attr(void **state)
+{
+	struct perf_event_attr a, want;
+
+	(void)state;
+	memset(&a, 0xa5, sizeof(a));
+	a.freq = 0;
+	want = a;
+	want.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	want.freq = 1;
+	want.sample_freq = 999;
+	want.disabled = 1;
+	want.sample_id_all = 1;
+	want.use_clockid = 1;
+	want.clockid = CLOCK_MONOTONIC;
+	event_sampling_attr(&a, true, 999);
+	assert_memory_equal(&a, &want, sizeof(a));
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CPU_CLOCK;
+	a.exclude_kernel = 1;
+	want = a;
+	want.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	want.sample_period = 10007;
+	want.disabled = 1;
+	want.sample_id_all = 1;
+	want.use_clockid = 1;
+	want.clockid = CLOCK_MONOTONIC;
+	event_sampling_attr(&a, false, 10007);
+	assert_memory_equal(&a, &want, sizeof(a));
+	assert_false(a.freq);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_modifiers),     cmocka_unit_test(test_raw_and_pmu),
 		cmocka_unit_test(test_tracepoints),   cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_lists),	      cmocka_unit_test(test_fallback_errnos),
+		cmocka_unit_test(test_sampling_attr),
 	};
 
 	return cmocka_run_group_tests_name("events", tests, setup, teardown);

@@ -22,6 +22,7 @@
 #include "sbuf.h"
 #include "sha256.h"
 #include "sideband.h"
+#include "util.h"
 
 static void test_int_list(void **state)
 {
@@ -361,6 +362,56 @@ static void test_sha256(void **state)
 	sha256_use_cpu(true);
 }
 
+struct seen {
+	int n, stop_at;
+	__u32 last;
+	bool self;
+};
+
+static int see(void *ctx, __u32 pid)
+{
+	struct seen *s = ctx;
+
+	s->n++;
+	s->last = pid;
+	s->self |= pid == (__u32)getpid();
+	return s->n == s->stop_at ? 7 : 0;
+}
+
+/* The processes a recording starts with: the list's in order, or all of /proc; fn's non-zero ends the walk. */
+static void test_each_pid(void **state)
+{
+	struct int_list l;
+	struct seen s = {};
+
+	(void)state;
+	assert_int_equal(int_list_parse(&l, "30,10,20", false, 100), 0);
+	assert_int_equal(sideband_each_pid(&l, see, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.last, 30);
+	s = (struct seen){ .stop_at = 2 };
+	assert_int_equal(sideband_each_pid(&l, see, &s), 7);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.last, 20);
+	int_list_free(&l);
+	s = (struct seen){};
+	assert_int_equal(sideband_each_pid(NULL, see, &s), 0);
+	assert_true(s.self && s.n > 1);
+}
+
+/* A word: letters, digits and '_' only, at least one; n bounds it, not a NUL. */
+static void test_str_is_word(void **state)
+{
+	(void)state;
+	assert_true(str_is_word("sched_switch", 12));
+	assert_true(str_is_word("9p", 2));
+	assert_true(str_is_word("ab:cd", 2));
+	assert_false(str_is_word("ab:cd", 3));
+	assert_false(str_is_word("", 0));
+	assert_false(str_is_word("a-b", 3));
+	assert_false(str_is_word("caf\xc3\xa9", 5));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
 		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),
+		cmocka_unit_test(test_each_pid),      cmocka_unit_test(test_str_is_word),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);

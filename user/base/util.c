@@ -30,3 +30,14 @@ int array_reserve(void **p, size_t *cap, size_t n, size_t elem)
 	*cap = c;
 	return 0;
 }
+
+bool str_is_word(const char *s, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_'))
+			return false;
+	return true;
+}

@@ -3,6 +3,7 @@
 #ifndef SP_UTIL_H
 #define SP_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 
 uint64_t now_ns(int clockid);
 
+/* Whether s's n bytes are a word: ASCII letters, digits and '_', at least one (an identifier's characters). */
+bool str_is_word(const char *s, size_t n);
 /* Room for element n of a growing array (doubling); 0 or -ENOMEM, *p unchanged on failure. */
 int array_reserve(void **p, size_t *cap, size_t n, size_t elem);
 

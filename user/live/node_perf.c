@@ -11,6 +11,7 @@
 #include "parse.h"
 #include "perf_open.h"
 #include "sbuf.h"
+#include "util.h"
 
 /* node_exporter's names (collector/perf_linux.go, after "node_perf_") for spanperf's event names. */
 static const struct {
@@ -74,18 +75,6 @@ void node_perf__free(struct node_perf *np)
 	free(np);
 }
 
-/* A metric name's part: what node_exporter's name would hold, and Prometheus allows. */
-static bool name_part(const char *s, size_t n)
-{
-	if (!n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-		      s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* The tracepoints on every CPU, each CPU's one counter (pid -1): 0, or -errno said. */
 static int open_tracepoints(struct node_perf *np, const char *const *tps, int nr_tps)
 {
@@ -101,7 +90,8 @@ static int open_tracepoints(struct node_perf *np, const char *const *tps, int nr
 		struct event_spec ev;
 		char err[256];
 
-		if (!colon || !name_part(tps[i], colon - tps[i]) || !name_part(colon + 1, strlen(colon + 1)) ||
+		/* Each part a word: what node_exporter's metric name would hold, and Prometheus allows. */
+		if (!colon || !str_is_word(tps[i], colon - tps[i]) || !str_is_word(colon + 1, strlen(colon + 1)) ||
 		    strlen(tps[i]) >= sizeof(np->tp[i].name)) {
 			pr_err("--node-perf-tracepoint '%.100s' is not SUBSYS:EVENT (letters, digits and _)", tps[i]);
 			return -EINVAL;

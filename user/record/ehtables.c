@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -731,55 +730,38 @@ void eh_tables__exit(struct eh_tables *t, __u32 pid)
 		bpf_map_delete_elem(t->procs_fd, &pid);
 }
 
-/* Calls fn for every process in pids (NULL: all of /proc). */
-static void each_pid(struct eh_tables *t, const struct int_list *pids, void (*fn)(struct eh_tables *t, __u32 pid))
+static int scan_one(void *t, __u32 pid)
 {
-	struct dirent *de;
-	DIR *d;
-
-	if (pids) {
-		for (int i = 0; i < pids->n; i++)
-			fn(t, pids->v[i]);
-		return;
-	}
-	d = opendir("/proc");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || !pid)
-			continue;
-		fn(t, pid);
-	}
-	closedir(d);
+	eh_tables__proc(t, pid);
+	return 0;
 }
 
 void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
 {
 	if (t)
-		each_pid(t, pids, eh_tables__proc);
+		sideband_each_pid(pids, scan_one, t);
 }
 
 /* Marked if it has no slice, or one made before its last exec. */
-static void catch_up_one(struct eh_tables *t, __u32 pid)
+static int catch_up_one(void *ctx, __u32 pid)
 {
+	struct eh_tables *t = ctx;
 	struct sp_eh_proc proc;
 	__u64 ss;
 
 	if (proc_start_stack(pid, &ss) || !ss)
-		return; /* gone, or a kernel thread: no user stack */
+		return 0; /* gone, or a kernel thread: no user stack */
 	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
 		eh_tables__mark(t, pid);
 		t->st.caught_up++;
 	}
+	return 0;
 }
 
 void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids)
 {
 	if (t)
-		each_pid(t, pids, catch_up_one);
+		sideband_each_pid(pids, catch_up_one, t);
 }
 
 void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)

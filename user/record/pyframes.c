@@ -334,8 +334,8 @@ static int set_layouts(struct pf_proc *pp, const struct py_facts *f)
 	return 0;
 }
 
-/* A new or renewed state of pid (index i's, or a new one). */
-static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc *pp)
+/* A new or renewed state of pid (pp's, or a new one), live, for its image gen, stamped from since on. */
+static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc *pp, __u32 gen, __u64 since)
 {
 	uint64_t *i;
 
@@ -349,6 +349,10 @@ static struct pf_proc *proc_slot(struct py_frames *p, __u32 pid, struct pf_proc 
 	} else {
 		proc_clear(pp);
 	}
+	pp->pid = pid;
+	pp->gen = gen;
+	pp->since = since;
+	pp->live = true;
 	return pp;
 }
 
@@ -364,13 +368,9 @@ static struct pf_proc *jvm_proc_for(struct py_frames *p, __u32 pid, struct pf_pr
 		return pp && pp->live ? pp : NULL;
 	if (pp && pp->live && pp->gen == gen)
 		return pp;
-	pp = proc_slot(p, pid, pp);
+	pp = proc_slot(p, pid, pp, gen, since);
 	if (!pp)
 		return NULL;
-	pp->pid = pid;
-	pp->gen = gen;
-	pp->since = since;
-	pp->live = true;
 	pp->jvm = true;
 	pp->jf = *jf;
 	for (__u32 k = 0; k < pp->jf.nr_heaps; k++)
@@ -400,13 +400,9 @@ static struct pf_proc *proc_for(struct py_frames *p, __u32 pid)
 		return jvm_proc_for(p, pid, pp);
 	if (pp && pp->live && pp->gen == gen && !pp->jvm)
 		return pp;
-	pp = proc_slot(p, pid, pp);
+	pp = proc_slot(p, pid, pp, gen, since);
 	if (!pp)
 		return NULL;
-	pp->pid = pid;
-	pp->gen = gen;
-	pp->since = since;
-	pp->live = true;
 	if (set_layouts(pp, f)) {
 		pp->no_region = true;
 		return pp;
@@ -556,6 +552,80 @@ static const char *qualname_of(struct py_frames *p, struct pf_proc *pp, __u64 co
 	return pp->qn ? py_qualnames__find(pp->qn, code) : NULL;
 }
 
+/* Whether pp's reads failed FAILS_PER_DRAIN times this drain: none more until the next. */
+static bool fails_spent(struct py_frames *p, struct pf_proc *pp)
+{
+	if (pp->fails_drain != p->drain) {
+		pp->fails_drain = p->drain;
+		pp->fails = 0;
+	}
+	return pp->fails >= FAILS_PER_DRAIN;
+}
+
+/* A read of pp's that failed, against its tries this drain: what it read was not code, or unreadable. */
+static void read_failed(struct py_frames *p, struct pf_proc *pp, bool not_code)
+{
+	pp->fails++;
+	if (not_code)
+		p->not_code++;
+	else
+		p->unreadable++;
+}
+
+/* Whether pp's region has size bytes more for a slot; counted as full when not. */
+static bool region_room(struct py_frames *p, struct pf_proc *pp, __u64 size)
+{
+	if (pp->next + size <= REGION_LEN)
+		return true;
+	p->full++;
+	return false;
+}
+
+/*
+ * rec written through fn, stamped at t; false if it was not, *err its
+ * -errno (0 for a record too large for a sample: that code is dropped, not the recording).
+ */
+static bool write_rec(struct py_frames *p, struct pf_proc *pp, __u64 t, const struct py_names_rec *rec,
+		      py_write_fn fn, void *ctx, int *err)
+{
+	int e;
+
+	p->rec.len = 0;
+	e = py_names_rec_write(&p->rec, p->o.names_attr, p->o.names_id, stamp(p, pp, t), rec);
+	if (!e)
+		e = fn(ctx, p->rec.p, p->rec.len);
+	if (e) {
+		*err = e == -E2BIG ? 0 : e;
+		return false;
+	}
+	p->records++;
+	return true;
+}
+
+/*
+ * proto (its code, ncodeunits, guessed, cookie) as pp's next slot of size
+ * bytes, checked this drain; NULL with *err -ENOMEM.
+ */
+static struct pf_code *add_slot(struct py_frames *p, struct pf_proc *pp, const struct pf_code *proto, __u64 size,
+				int *err)
+{
+	uint64_t *i = u64_map_get(&pp->by_code, proto->code, true);
+	struct pf_code *pc;
+
+	if (!i || array_reserve((void **)&pp->codes, &pp->cap_codes, pp->nr_codes, sizeof(*pp->codes))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	pc = &pp->codes[pp->nr_codes];
+	*pc = *proto;
+	pc->off = pp->next;
+	pc->checked = p->drain;
+	*i = ++pp->nr_codes;
+	pp->next += size;
+	p->named++;
+	return pc;
+}
+
 /* The code object at code named: its slot, symbol and record; NULL if it names nothing. */
 static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 code, __u32 tid, __u64 t,
 				 py_write_fn fn, void *ctx, int *err)
@@ -567,16 +637,11 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	struct pf_cookie ck;
 	char name[PY_NAME_BUF];
 	const char *qual;
-	uint64_t *i;
 	__u64 size;
 	int e;
 
 	*err = 0;
-	if (pp->fails_drain != p->drain) {
-		pp->fails_drain = p->drain;
-		pp->fails = 0;
-	}
-	if (pp->fails >= FAILS_PER_DRAIN)
+	if (fails_spent(p, pp))
 		return NULL;
 	py_code_clear(c);
 	e = read_cookie(pp, code, &ck);
@@ -584,18 +649,12 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	p->mem_reads += m.reads + 1;
 	p->mem_bytes += m.bytes;
 	if (e) {
-		pp->fails++;
-		if (e == -EINVAL)
-			p->not_code++;
-		else
-			p->unreadable++;
+		read_failed(p, pp, e == -EINVAL);
 		return NULL;
 	}
 	size = py_slot_size(c->ncodeunits);
-	if (pp->next + size > REGION_LEN) {
-		p->full++;
+	if (!region_room(p, pp, size))
 		return NULL;
-	}
 	qual = c->has_qualname ? c->qualname : qualname_of(p, pp, code, c->name);
 	rec = (struct py_names_rec){
 		.pid = pp->pid, .flags = c->flags | (qual ? 0 : PY_NAMES_QUALNAME_GUESSED), .slot = pp->base + pp->next,
@@ -605,15 +664,8 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	rec.qualname_len = strlen(rec.qualname);
 	rec.filename_len = strlen(rec.filename);
 	/* The record first: a sample is never in the file before what names it. */
-	p->rec.len = 0;
-	e = py_names_rec_write(&p->rec, p->o.names_attr, p->o.names_id, stamp(p, pp, t), &rec);
-	if (!e)
-		e = fn(ctx, p->rec.p, p->rec.len);
-	if (e) {
-		*err = e == -E2BIG ? 0 : e;
+	if (!write_rec(p, pp, t, &rec, fn, ctx, err))
 		return NULL;
-	}
-	p->records++;
 	/* perf's names, and its srclines (perf report --sort srcline, perf script -F srcline). */
 	if (p->elf && pp->pgoff &&
 	    (py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size,
@@ -622,19 +674,14 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	     (c->lines && py_elf__add_lines(p->elf, pp->pgoff + pp->next, c->filename, c->firstlineno, c->lines,
 					     c->lines_len))))
 		pr_debug("python: no symbol or lines for %s in the ELF", name);
-	i = u64_map_get(&pp->by_code, code, true);
-	if (!i || array_reserve((void **)&pp->codes, &pp->cap_codes, pp->nr_codes, sizeof(*pp->codes))) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	pc = &pp->codes[pp->nr_codes];
-	*pc = (struct pf_code){ .code = code, .off = pp->next, .ncodeunits = c->ncodeunits, .checked = p->drain,
-				.guessed = (rec.flags & PY_NAMES_QUALNAME_GUESSED) && strcmp(c->name, "<module>"),
-				.cookie = ck };
-	*i = ++pp->nr_codes;
-	pp->next += size;
-	pp->guessed += pc->guessed;
-	p->named++;
+	pc = add_slot(p, pp,
+		      &(struct pf_code){ .code = code, .ncodeunits = c->ncodeunits,
+					 .guessed = (rec.flags & PY_NAMES_QUALNAME_GUESSED) &&
+						    strcmp(c->name, "<module>"),
+					 .cookie = ck },
+		      size, err);
+	if (pc)
+		pp->guessed += pc->guessed;
 	(void)tid;
 	return pc;
 }
@@ -702,59 +749,35 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 	struct jvm_method *jm = &p->jm;
 	struct py_names_rec rec;
 	struct pf_code *pc;
-	uint64_t *i;
 	__u64 size;
 	int e;
 
 	*err = 0;
-	if (pp->fails_drain != p->drain) {
-		pp->fails_drain = p->drain;
-		pp->fails = 0;
-	}
-	if (pp->fails >= FAILS_PER_DRAIN)
+	if (fails_spent(p, pp))
 		return NULL;
 	e = jvm_method_read(&pp->jf, py_read_pid, (void *)(long)pp->pid, m, jm);
 	p->mem_reads += 12;
 	if (e) {
-		pp->fails++;
-		if (e == -EBADMSG)
-			p->not_code++;
-		else
-			p->unreadable++;
+		read_failed(p, pp, e == -EBADMSG);
 		return NULL;
 	}
 	size = py_slot_size(jm->code_size);
-	if (pp->next + size > REGION_LEN) {
-		p->full++;
+	if (!region_room(p, pp, size))
 		return NULL;
-	}
 	rec = (struct py_names_rec){ .pid = pp->pid, .flags = PY_NAMES_JAVA | PY_NAMES_NO_LINES,
 				     .slot = pp->base + pp->next, .code = m, .size = size,
 				     .ncodeunits = jm->code_size, .qualname = jm->name, .filename = "" };
 	rec.qualname_len = strlen(rec.qualname);
-	p->rec.len = 0;
-	e = py_names_rec_write(&p->rec, p->o.names_attr, p->o.names_id, stamp(p, pp, t), &rec);
-	if (!e)
-		e = fn(ctx, p->rec.p, p->rec.len);
-	if (e) {
-		*err = e == -E2BIG ? 0 : e;
+	if (!write_rec(p, pp, t, &rec, fn, ctx, err))
 		return NULL;
-	}
-	p->records++;
 	if (p->elf && pp->pgoff && py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size, jm->name))
 		pr_debug("java: no symbol for %s in the ELF", jm->name);
-	i = u64_map_get(&pp->by_code, m, true);
-	if (!i || array_reserve((void **)&pp->codes, &pp->cap_codes, pp->nr_codes, sizeof(*pp->codes))) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	pc = &pp->codes[pp->nr_codes];
-	*pc = (struct pf_code){ .code = m, .off = pp->next, .ncodeunits = jm->code_size, .checked = p->drain,
-				.cookie = { .code = jm->constmethod } };
-	*i = ++pp->nr_codes;
-	pp->next += size;
-	p->named++;
-	p->java_named++;
+	pc = add_slot(p, pp,
+		      &(struct pf_code){ .code = m, .ncodeunits = jm->code_size,
+					 .cookie = { .code = jm->constmethod } },
+		      size, err);
+	if (pc)
+		p->java_named++;
 	return pc;
 }
 

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,33 +572,26 @@ static bool maps_name_python(const struct py_procs *p, __u32 pid)
 	return yes;
 }
 
+struct scan_pass {
+	struct py_procs *p;
+	bool only_new; /* only the processes not followed yet */
+};
+
+static int scan_one(void *ctx, __u32 pid)
+{
+	struct scan_pass *s = ctx;
+
+	/* Not the recorder, which runs no Python or Java. */
+	if (pid != (__u32)getpid() && !(s->only_new && proc_of(s->p, pid)) && maps_name_python(s->p, pid))
+		try_proc(s->p, pid, 0);
+	return 0;
+}
+
 /* Every process in pids (NULL: all), or those of them not followed yet (only_new). */
 static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
 {
-	struct dirent *de;
-	DIR *d;
-
-	if (!p)
-		return;
-	if (pids) {
-		for (int i = 0; i < pids->n; i++)
-			if (!(only_new && proc_of(p, pids->v[i])) && maps_name_python(p, pids->v[i]))
-				try_proc(p, pids->v[i], 0);
-		return;
-	}
-	d = opendir("/proc");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || !pid || pid == (unsigned long)getpid() || (only_new && proc_of(p, pid)))
-			continue;
-		if (maps_name_python(p, pid))
-			try_proc(p, pid, 0);
-	}
-	closedir(d);
+	if (p)
+		sideband_each_pid(pids, scan_one, &(struct scan_pass){ .p = p, .only_new = only_new });
 }
 
 void py_procs__scan(struct py_procs *p, const struct int_list *pids)

@@ -281,6 +281,27 @@ int sideband_synthesize(struct sideband *sb, const struct int_list *pids)
 	return err;
 }
 
+int sideband_each_pid(const struct int_list *pids, int (*fn)(void *ctx, __u32 pid), void *ctx)
+{
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	if (pids) {
+		for (int i = 0; i < pids->n && !err; i++)
+			err = fn(ctx, pids->v[i]);
+		return err;
+	}
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d)))
+		if (all_digits(de->d_name))
+			err = fn(ctx, strtoul(de->d_name, NULL, 10));
+	closedir(d);
+	return err;
+}
+
 /* The thread group of a tid, from /proc/TID/status. */
 static int tgid_of(int tid)
 {

@@ -70,6 +70,13 @@ int kmodule_parse_line(const char *line, struct kmodule *m);
 int sideband_module_mmaps(struct sideband *sb);
 /* All processes, or only those in pids (thread group ids). */
 int sideband_synthesize(struct sideband *sb, const struct int_list *pids);
+/*
+ * fn(ctx, pid) for each pid in pids, or, where pids is NULL, for every
+ * process in /proc now: the processes a recording of pids (or of the whole
+ * host) starts with.  A non-zero return of fn ends the walk and is
+ * returned; else 0, or -errno when /proc cannot be read.
+ */
+int sideband_each_pid(const struct int_list *pids, int (*fn)(void *ctx, __u32 pid), void *ctx);
 /* Only the threads in tids (with the maps of their processes). */
 int sideband_synthesize_tids(struct sideband *sb, const struct int_list *tids);
 

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <bpf/libbpf.h>
@@ -69,8 +68,8 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 {
 	*a = ev->attr;
 	a->size = sizeof(*a);
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	/* Its clock is the one the spans applications write are stamped on too. */
+	event_sampling_attr(a, o->freq, o->freq ? o->freq : o->period);
 	/* ehframe: BPF writes the samples, chains and all; the kernel's are never written. */
 	if (o->callgraph && !o->ehframe)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
@@ -84,17 +83,6 @@ static void build_attr(const struct record_opts *o, const struct event_spec *ev,
 		a->sample_regs_user = PD_X86_64_DWARF_REGS;
 		a->sample_stack_user = o->dwarf_stack;
 	}
-	if (o->freq) {
-		a->freq = 1;
-		a->sample_freq = o->freq;
-	} else {
-		a->sample_period = o->period;
-	}
-	a->disabled = 1;
-	a->sample_id_all = 1;
-	/* One clock with bpf_ktime_get_ns and the spans applications write. */
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = o->mmap_pages * sysconf(_SC_PAGESIZE) / 2;
 	if (tracking) {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ch_wire.h"
+#include "util.h"
 
 static bool literal_safe(unsigned char c)
 {
@@ -31,13 +32,7 @@ bool ch_ident_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
-	if (!n || n > 64 || (s[0] >= '0' && s[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-		      s[i] == '_'))
-			return false;
-	return true;
+	return n && n <= 64 && !(s[0] >= '0' && s[0] <= '9') && str_is_word(s, n);
 }
 
 static void rb_le(struct sbuf *b, uint64_t v, int n)

@@ -417,3 +417,26 @@ cleanup:
 	elf_budget_end(&b);
 	return e;
 }
+
+bool elf_is_x86_64(Elf *elf, GElf_Ehdr *eh)
+{
+	return elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, eh) && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	       eh->e_machine == EM_X86_64;
+}
+
+int elf_pread_vaddr(int fd, Elf *elf, __u64 vaddr, void *buf, size_t len)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(elf, &nph))
+		return -EINVAL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz && len <= ph.p_filesz - (vaddr - ph.p_vaddr))
+			return pread(fd, buf, len, ph.p_offset + vaddr - ph.p_vaddr) == (ssize_t)len ? 0 : -EIO;
+	}
+	return -ENOENT;
+}

@@ -118,4 +118,13 @@ void elf_budget_stats(struct elf_budget_stats *st);
 /* The same as one line for -v (record's and report's figures). */
 void elf_budget_say(void);
 
+/* Whether elf is a 64-bit x86-64 ELF file, *eh its header: the one kind whose runtimes are read. */
+bool elf_is_x86_64(Elf *elf, GElf_Ehdr *eh);
+/*
+ * len bytes at link address vaddr of elf's file fd, from the PT_LOAD that
+ * holds them in the file: a pread, nothing libelf keeps or the budget
+ * counts.  0, -ENOENT (no segment holds them), -EINVAL, -EIO.
+ */
+int elf_pread_vaddr(int fd, Elf *elf, __u64 vaddr, void *buf, size_t len);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -558,6 +559,22 @@ void event_default_cycles(struct event_spec *ev)
 void event_cpu_clock(struct event_spec *ev)
 {
 	event_parse("cpu-clock", ev, NULL, 0);
+}
+
+void event_sampling_attr(struct perf_event_attr *a, bool freq, __u64 n)
+{
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	if (freq) {
+		a->freq = 1;
+		a->sample_freq = n;
+	} else {
+		a->sample_period = n;
+	}
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
 }
 
 bool event_errno_means_no_pmu(int err)

@@ -53,6 +53,14 @@ int event_list_parse(const char *s, struct event_spec **evs, int *n, char *err, 
 /* The default sampling event and its fallback when the PMU is hidden. */
 void event_default_cycles(struct event_spec *ev);
 void event_cpu_clock(struct event_spec *ev);
+/*
+ * The sampling part of an attr that record and the library's samplers both
+ * open: their one sample layout (identifier, ip, tid, time, cpu, period),
+ * freq samples a second or one every period events, disabled until
+ * enabled, sample_id_all, and CLOCK_MONOTONIC, bpf_ktime_get_ns's clock.
+ * The event (type, config) and anything more are the caller's.
+ */
+void event_sampling_attr(struct perf_event_attr *a, bool freq, __u64 n);
 /* True for the errnos that mean "no PMU here" (EOPNOTSUPP, ENOENT, ENODEV, EINVAL, EACCES). */
 bool event_errno_means_no_pmu(int err);
 

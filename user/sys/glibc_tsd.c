@@ -119,22 +119,6 @@ static int find_fn(struct elf_budget *b, __u64 *value)
 	return -ENOENT;
 }
 
-static int code_at(int fd, Elf *elf, __u64 vaddr, __u8 *buf, size_t len)
-{
-	size_t nph;
-
-	if (elf_getphdrnum(elf, &nph))
-		return -EINVAL;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
-		    vaddr - ph.p_vaddr + len <= ph.p_filesz)
-			return pread(fd, buf, len, ph.p_offset + vaddr - ph.p_vaddr) == (ssize_t)len ? 0 : -EIO;
-	}
-	return -ENOENT;
-}
-
 /*
  * glibc 2.36's pthread_getspecific (and, in the same form, its
  * predecessors'): for key < 32 `add $N,%rax; shl $4,%rax; add %fs:0x10,%rax`
@@ -158,7 +142,7 @@ int glibc_tsd_decode(int fd, struct glibc_tsd *out)
 	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		err = -EINVAL;
-	else if (!find_fn(&b, &fn) && !code_at(fd, elf, fn, code, sizeof(code)))
+	else if (!find_fn(&b, &fn) && !elf_pread_vaddr(fd, elf, fn, code, sizeof(code)))
 		err = 0;
 	elf_budget_end(&b);
 	if (err)

@@ -74,8 +74,7 @@ int jvm_binary_read(int fd, struct jvm_binary *out)
 	elf_version(EV_CURRENT);
 	/* Read, not mapped: the file may be a container's, to truncate under us. */
 	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_machine != EM_X86_64 || elf_getphdrnum(elf, &nph)) {
+	if (!elf_is_x86_64(elf, &eh) || elf_getphdrnum(elf, &nph)) {
 		err = -EINVAL;
 		goto cleanup;
 	}

@@ -156,24 +156,6 @@ static void scan_syms(struct elf_budget *b, Elf_Scn *scn, GElf_Shdr *sh, struct 
 	}
 }
 
-/* len bytes at link address vaddr, from the PT_LOAD that holds them in the file. */
-static int read_vaddr(int fd, Elf *elf, __u64 vaddr, void *buf, size_t len)
-{
-	size_t nph;
-
-	if (elf_getphdrnum(elf, &nph))
-		return -EINVAL;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz && len <= ph.p_filesz - (vaddr - ph.p_vaddr))
-			return pread(fd, buf, len, ph.p_offset + vaddr - ph.p_vaddr) == (ssize_t)len ? 0 : -EIO;
-	}
-	return -ENOENT;
-}
-
 /*
  * Before 3.11 no Py_Version: Py_GetVersion formats PY_VERSION with
  * "%.80s (%.80s) %.80s", and the first `lea disp32(%rip),%rcx` of its body
@@ -184,7 +166,7 @@ static __u32 version_from_getversion(int fd, Elf *elf, __u64 fn)
 	__u8 code[96];
 	char str[16];
 
-	if (read_vaddr(fd, elf, fn, code, sizeof(code)))
+	if (elf_pread_vaddr(fd, elf, fn, code, sizeof(code)))
 		return 0;
 	for (size_t i = 0; i + 7 <= sizeof(code); i++) {
 		unsigned maj, min, mic;
@@ -193,7 +175,7 @@ static __u32 version_from_getversion(int fd, Elf *elf, __u64 fn)
 		if (code[i] != 0x48 || code[i + 1] != 0x8d || code[i + 2] != 0x0d)
 			continue;
 		memcpy(&disp, code + i + 3, 4);
-		if (read_vaddr(fd, elf, fn + i + 7 + disp, str, sizeof(str) - 1))
+		if (elf_pread_vaddr(fd, elf, fn + i + 7 + disp, str, sizeof(str) - 1))
 			return 0;
 		str[sizeof(str) - 1] = 0;
 		if (sscanf(str, "%u.%u.%u", &maj, &min, &mic) == 3 && maj < 256 && min < 256 && mic < 256)
@@ -217,8 +199,7 @@ int py_binary_read(int fd, struct py_binary *out)
 	elf_version(EV_CURRENT);
 	/* Read, not mapped: the binary may be another user's, or a container's, to truncate under us. */
 	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_machine != EM_X86_64) {
+	if (!elf_is_x86_64(elf, &eh)) {
 		err = -EINVAL;
 		goto cleanup;
 	}
@@ -264,7 +245,7 @@ int py_binary_read(int fd, struct py_binary *out)
 		out->eval[out->nr_eval++][1] = f.cold[k][1];
 	}
 	/* Py_Version is const: the file holds its value, as the process does. */
-	if (out->py_version && read_vaddr(fd, elf, out->py_version, &out->version, 4))
+	if (out->py_version && elf_pread_vaddr(fd, elf, out->py_version, &out->version, 4))
 		out->version = 0;
 	if (!out->version && out->get_version)
 		out->version = version_from_getversion(fd, elf, out->get_version);
@@ -273,7 +254,7 @@ int py_binary_read(int fd, struct py_binary *out)
 	    f.s[S_TRAMP_END].st_value - f.s[S_TRAMP].st_value <= SP_PY_TRAMP_MAX) {
 		__u32 len = f.s[S_TRAMP_END].st_value - f.s[S_TRAMP].st_value;
 
-		if (!read_vaddr(fd, elf, f.s[S_TRAMP].st_value, out->tramp, len))
+		if (!elf_pread_vaddr(fd, elf, f.s[S_TRAMP].st_value, out->tramp, len))
 			out->tramp_len = len;
 	}
 cleanup:
