@@ -509,3 +509,78 @@ def test_java_inlined_lines_17():
 def test_java_inlined_lines_25():
     """Temurin 25: the same."""
     check_inlined(JDK25)
+
+
+def vm_fields(pid, wanted):
+    """{(type, field): offset} of the instance fields wanted, from the JVM's own gHotSpotVMStructs
+    (read through /proc/PID/mem, libjvm's symbols by nm)."""
+    import struct
+    lib = base = None
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 6 and p[5].endswith("/libjvm.so") and lib is None:
+                lib, base = p[5], int(p[0].split("-")[0], 16) - int(p[2], 16)
+    syms = {}
+    for line in run(["nm", "-D", lib], check=True).stdout.splitlines():
+        p = line.split()
+        if len(p) == 3 and p[2].startswith("gHotSpotVMStruct"):
+            syms[p[2].split("@")[0]] = int(p[0], 16) + base
+    out = {}
+    with open("/proc/%d/mem" % pid, "rb") as mem:
+        def u64(a):
+            mem.seek(a)
+            return struct.unpack("<Q", mem.read(8))[0]
+
+        def cstr(a):
+            mem.seek(a)
+            b = mem.read(128)
+            return b[:b.index(b"\0")].decode()
+        g = {k: u64(v) for k, v in syms.items()}
+        a, stride = g["gHotSpotVMStructs"], g["gHotSpotVMStructEntryArrayStride"]
+        while True:
+            t = u64(a + g["gHotSpotVMStructEntryTypeNameOffset"])
+            if not t:
+                break
+            fn = u64(a + g["gHotSpotVMStructEntryFieldNameOffset"])
+            if fn and (cstr(t), cstr(fn)) in wanted:
+                out[(cstr(t), cstr(fn))] = u64(a + g["gHotSpotVMStructEntryOffsetOffset"])
+            a += stride
+    return out
+
+
+@test
+def test_java_lying_scopes():
+    """JDK 17, outer's compiled code's scopes overwritten with garbage while it runs: no frame of the
+    busy thread's chains is one it does not have (mid is left out, as before its scopes were read),
+    and record -v counts the scopes out of range."""
+    import struct
+    p, nms = start_inl(JDK17, level=4)
+    try:
+        tid = busy_tid(p.pid)
+        want = [("CompiledMethod", "_scopes_data_begin"), ("nmethod", "_scopes_pcs_offset")]
+        off = vm_fields(p.pid, want)
+        assert len(off) == 2, off
+        with open("/proc/%d/mem" % p.pid, "r+b", buffering=0) as mem:
+            for nm in nms:
+                mem.seek(nm[4] + off[want[0]])
+                lo = struct.unpack("<Q", mem.read(8))[0]
+                mem.seek(nm[4] + off[want[1]])
+                hi = nm[4] + struct.unpack("<i", mem.read(4))[0]
+                assert nm[4] < lo < hi < nm[4] + (1 << 20), (hex(nm[4]), hex(lo), hex(hi))
+                # 0xff: every number in the stream reads as one past any index the nmethod has.
+                mem.seek(lo)
+                mem.write(b"\xff" * (hi - lo))
+        path, err = record(p.pid)
+        assert p.poll() is None, "the JVM died of its scopes (exit %s): the test's, not spanperf's" % p.returncode
+    finally:
+        reap(p)
+    chains = busy_chains(path)
+    n = sum(chains.values())
+    lie = tuple(INL_CHAIN[:3] + INL_CHAIN[4:])
+    # A sample in busy's or outer's own code has the chain to there: a prefix, no frame it lacks.
+    wrong = {st: c for st, c in chains.items() if st != tuple(INL_CHAIN)[:len(st)] and st != lie[:len(st)]}
+    assert n >= 100 and not wrong, "%d busy samples, frames they do not have in %s" % (n, sorted(wrong.items())[:3])
+    _, bad, _, _ = inlined_counts(err)
+    assert chains[lie] * 100 >= 80 * n and bad >= 1, "%d of %d busy samples without mid, %d scopes out of range: %s" % (
+        chains[lie], n, bad, chains.most_common(3))
