@@ -929,10 +929,7 @@ static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t,
 		p->java_no_room++;
 	}
 	for (__u32 i = 0; i < n; i++) {
-		/* sc may move: method_slot does not touch pp->scopes, but copy before naming to be plain. */
-		__u64 m = sc[i].method;
-
-		slot[i] = method_slot(p, pp, m, t, fn, ctx, &e);
+		slot[i] = method_slot(p, pp, sc[i].method, t, fn, ctx, &e);
 		if (e)
 			return e;
 		if (!slot[i] && n > 1) {
