@@ -837,6 +837,7 @@ static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t 
 	__u64 key = v & ((1ull << (SP_HS_ID_SHIFT + SP_HS_ID_BITS)) - 1), pc;
 	uint64_t *i = u64_map_get(&pp->by_site, key, false);
 	struct jvm_blob b;
+	bool keep = true;
 	__u32 id;
 	int n;
 
@@ -865,24 +866,17 @@ static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t 
 			p->java_no_scopes++;
 		pr_debug("java: pid %u: no scopes at %#llx of compile %d: %s", pp->pid, (unsigned long long)pc,
 			 b.compile_id, strerror(-n));
+		/* A read that failed may not fail at the next sight: that answer is not kept. */
+		keep = n != -EFAULT;
 		sc[0] = (struct jvm_scope){ b.method, JVM_BCI_NONE };
-		/* A read that failed may not fail again: not kept. */
-		if (n == -EFAULT) {
-			if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes, sizeof(*pp->scopes)))
-				return 0;
-			*first = pp->nr_scopes;
-			pp->scopes[pp->nr_scopes] = sc[0];
-			return 1;
-		}
 		n = 1;
 	}
-	for (int k = 0; k < n; k++)
-		if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes + k, sizeof(*pp->scopes)))
-			return 0;
+	if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes + n - 1, sizeof(*pp->scopes)))
+		return 0;
 	*first = pp->nr_scopes;
 	memcpy(pp->scopes + pp->nr_scopes, sc, n * sizeof(*sc));
 	/* Kept while there is room; past it, these scopes serve this sight only (overwritten at the next). */
-	if (pp->nr_sites < SITES_MAX && (i = u64_map_get(&pp->by_site, key, true)) &&
+	if (keep && pp->nr_sites < SITES_MAX && (i = u64_map_get(&pp->by_site, key, true)) &&
 	    !array_reserve((void **)&pp->sites, &pp->cap_sites, pp->nr_sites, sizeof(*pp->sites))) {
 		pp->sites[pp->nr_sites] = (struct pf_site){ (__u32)pp->nr_scopes, (__u32)n };
 		*i = ++pp->nr_sites;
