@@ -222,8 +222,18 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	__u16 attrs_size = 0;
 	__u64 rec = 0, now;
 
-	if (!r || otel_read(r, &c, &rec, &attrs_size))
+	if (!r)
 		return;
+	if (otel_read(r, &c, &rec, &attrs_size)) {
+		/*
+		 * Unread at a switch-out, the context may have changed since the
+		 * last read: the span is not held through the block (it ends at
+		 * that read, never later than known), and the loss is counted.
+		 */
+		if (at_switch && !ctx_empty(&st->ctx))
+			stat_inc(SP_STAT_OTEL_SWITCH_UNREAD);
+		return;
+	}
 	if (ctx_empty(&c) && ctx_empty(&st->ctx))
 		return; /* no context, then or now: nothing to time */
 	now = bpf_ktime_get_ns();

@@ -527,15 +527,16 @@ def otel_nap_at_end(extra):
     d = tmpdir()
     truth_file, out = os.path.join(d, "truth.jsonl"), os.path.join(d, "otel.data")
     env = dict(os.environ, WORKLOAD_OTEL_NAP_US="5000", WORKLOAD_OTEL_NAP_AT_END="1")
-    p = spanperf("record", "--otel", "--sched", *extra, "-F", str(FREQ), "-o", out, "--", WORKLOAD, "otel", "20",
-                 "10000", truth_file, env=env)
+    p = spanperf("record", "-v", "--otel", "--sched", *extra, "-F", str(FREQ), "-o", out, "--", WORKLOAD, "otel",
+                 "20", "10000", truth_file, env=env)
     assert p.returncode == 0, p.stderr
     w = json_lines(p.stdout)[0]
     truth = {t["span_id"]: t for t in json_lines(open(truth_file).read())}
     spans = {s["span_id"]: s for s in otel_spans(out, w["tid"])}
     found = [k for k in truth if k in spans]
     assert len(found) >= 18, (len(found), len(truth))
-    return out, [(spans[k], truth[k]) for k in found]
+    m = re.search(r"otel: (\d+) switch-outs inside a span found the context unreadable", p.stderr)
+    return out, [(spans[k], truth[k]) for k in found], int(m.group(1)) if m else 0
 
 
 @test
@@ -545,17 +546,22 @@ def test_otel_span_keeps_its_last_block():
     sleep_ns (split from record --sched's switch-outs).  With --raw-tp (no switch reading,
     samples only) the same spans end before the nap: the control that the test can tell."""
     need_bpf()
-    out, pairs = otel_nap_at_end([])
+    out, pairs, unread = otel_nap_at_end([])
+    short = []
     for s, t in pairs:
         assert s["split"] == "sched-records" and s["edges"].startswith("sampled"), s
         parts = s["on_cpu_ns"] + s["runq_ns"] + s["sleep_ns"] + s["blocked_ns"]
         assert abs(parts - s["duration_ns"]) <= 0.01 * s["duration_ns"], s
-        # The context goes right after the nap's switch-in: the span holds to there.
-        assert s["end_ns"] >= t["end_ns"] - 200000, (s, t)
-        assert 0.95 * 5e6 <= s["sleep_ns"] <= t["nap_ns"] * 1.01, (s, t)
+        assert s["sleep_ns"] <= t["nap_ns"] * 1.01, (s, t)
+        # The context goes right after the nap's switch-in: the span holds to there, unless the
+        # recorder could not read the context as the thread left for the nap (a loaded host: the
+        # read at a switch-out found the page unreadable now and then), which it counts and says.
+        if s["end_ns"] < t["end_ns"] - 200000 or s["sleep_ns"] < 0.95 * 5e6:
+            short.append((s, t))
+    assert len(short) <= unread, (unread, short)
     at_switch = sum(1 for s, _ in pairs if s["edges"] == "sampled, end at a switch")
     assert at_switch >= 0.9 * len(pairs), [s["edges"] for s, _ in pairs]
     perf_clean(["script", "-F", "tid,time,event"], out)
-    _, pairs = otel_nap_at_end(["--raw-tp"])
+    _, pairs, _ = otel_nap_at_end(["--raw-tp"])
     lost = sum(1 for s, t in pairs if s["sleep_ns"] < 0.5 * 5e6)
     assert lost >= 0.8 * len(pairs), [(s["sleep_ns"], s["edges"]) for s, _ in pairs]

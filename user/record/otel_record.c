@@ -1164,6 +1164,7 @@ void otel_record__report(struct otel_record *r)
 	__u64 invalid = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_INVALID);
 	__u64 lost = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_LOST);
 	__u64 attrs_bad = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_ATTRS_BAD);
+	__u64 switch_unread = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_SWITCH_UNREAD);
 	unsigned long procs = 0;
 
 	for (int m = 0; m <= OTEL_TLS_GD; m++)
@@ -1176,6 +1177,10 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
+	if (switch_unread)
+		pr_info("otel: %llu switch-outs inside a span found the context unreadable: those spans end where it was "
+			"last read, not held through the block that followed",
+			(unsigned long long)switch_unread);
 	pr_debug("otel: publishers found by the exec record %lu, by the mmap record %lu, by the /proc scan %lu, "
 		 "as the command %lu; %llu execs seen, looked at %llu times; %llu executable mappings seen, %llu of "
 		 "files that define " OTEL_TLS_SYMBOL " (%zu files read)",
