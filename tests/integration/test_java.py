@@ -309,3 +309,262 @@ def test_java_lying_tables():
     ok = sum(c for st, c in stacks.items() if st[-3:] == ("main", "spin_mid", "spin_leaf") or st[-2:] == ("main", "spin_mid"))
     assert n >= 100 and ok * 100 >= 90 * n, "liar: %d of %d samples whole: %s" % (
         ok, n, sorted(((c, st) for st, c in stacks.items()), reverse=True)[:3])
+
+
+# ---- lines and inlined frames (issue 35, item 3) ----
+import re  # noqa: E402 (this part's own, kept with it)
+
+from harness import json_lines  # noqa: E402
+
+INL = """public class Inl {
+    static volatile long sink;
+
+    public static void main(String[] args) {
+        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        System.out.println("ready");
+        System.out.flush();
+        busy(end);
+    }
+
+    static void busy(long end) {
+        long acc = 0;
+        while (System.nanoTime() < end) acc += outer(3);
+        sink = acc;
+    }
+
+    static long outer(int n) {
+        long acc = 0;
+        for (int i = 0; i < n; i++) acc += mid(i + 4);
+        if (n == -12345) {
+            long p = acc;
+%(pad)s
+            acc = p;
+        }
+        return acc;
+    }
+
+    /* Seven bytes of bytecode, one call site: C1 and C2 both inline it into outer. */
+    static long mid(int n) {
+        return leaf(n) + 1;
+    }
+
+    static long leaf(int n) {
+        long acc = n;
+        for (int i = 0; i < 20000; i++) acc += (acc >>> 7) ^ (acc * 31 + i); // HOT
+        if (n == -12345) {
+            long p = acc;
+%(pad)s
+            acc = p;
+        }
+        return acc;
+    }
+}
+"""
+# Inl's busy thread, outermost first: mid's frame is there only where outer's scopes are read.
+INL_CHAIN = ["void Inl.main(java.lang.String[])", "void Inl.busy(long)", "long Inl.outer(int)", "long Inl.mid(int)",
+             "long Inl.leaf(int)"]
+_inl = None
+
+
+def inl_classes():
+    """Inl compiled once, and the source line of leaf's loop (where its samples must be)."""
+    global _inl
+    if _inl:
+        return _inl
+    javac = os.path.join(JDK17, "bin", "javac")
+    if not os.path.exists(javac):
+        raise Skip("no JDK 17 javac at %s" % javac)
+    d = tmpdir()
+    text = INL % {"pad": pad(45)}
+    with open(os.path.join(d, "Inl.java"), "w") as f:
+        f.write(text)
+    run([javac, "-d", d, os.path.join(d, "Inl.java")], timeout=300, check=True)
+    hot = [i + 1 for i, l in enumerate(text.splitlines()) if l.endswith("// HOT")]
+    _inl = (d, hot[0])
+    return _inl
+
+
+def codelist(jdk, pid):
+    """jcmd's Compiler.codelist: (compile id, level, state, method, blob address) of each nmethod."""
+    p = run([os.path.join(jdk, "bin", "jcmd"), str(pid), "Compiler.codelist"], timeout=120)
+    out = []
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0].isdigit() and f[4].startswith("[0x"):
+            out.append((int(f[0]), int(f[1]), int(f[2]), f[3], int(f[4][1:].rstrip(","), 16)))
+    return out
+
+
+def start_inl(jdk, level=1):
+    """Inl running, once an nmethod of outer of at least level is in use (mid inlined in it from then
+    on: a trivial method, which C1 inlines as C2 does); with those nmethods."""
+    d, _ = inl_classes()
+    p = subprocess.Popen([java(jdk), "-cp", d, "Inl", "3600"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    try:
+        r, _, _ = select.select([p.stdout], [], [], 120)
+        assert r and p.stdout.readline().strip() == "ready", "%s Inl never said it was ready" % jdk
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            nm = [c for c in codelist(jdk, p.pid) if c[3].startswith("Inl.outer(") and c[1] >= level and c[2] == 0]
+            if nm:
+                return p, nm
+            time.sleep(0.5)
+        raise AssertionError("%s: no nmethod of Inl.outer at level %d in use in 180 s" % (jdk, level))
+    except BaseException:
+        reap(p)
+        raise
+
+
+def inlined_counts(err):
+    """record -v's java names line: inlined frames shown, and compiled frames left uninlined for
+    scopes out of range, without scopes, for room."""
+    m = re.search(r"java names: .*?(\d+) inlined frames shown; compiled frames left uninlined: (\d+) scopes out of "
+                  r"range, (\d+) without scopes, (\d+) for room", err)
+    assert m, err[-2000:]
+    return [int(x) for x in m.groups()]
+
+
+def srclines(path):
+    """spanperf report --sort srcline of comm java: {srcline: samples}."""
+    rows = json_lines(spanperf("report", "-i", path, "--comm", "java", "--sort", "srcline", "--format", "json",
+                               check=True).stdout)
+    return {r["srcline"]: r["samples"] for r in rows}
+
+
+def perf_srclines(path):
+    """perf report --sort srcline of comm java (lines from the ELF beside the file): {srcline: samples}."""
+    out = perf_clean(["report", "--stdio", "--no-children", "--comm", "java", "--sort", "srcline", "-g", "none",
+                      "-F", "sample,srcline", "--percent-limit", "0"], path, timeout=600, lost_ok=True)
+    rows = collections.Counter()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0].isdigit():
+            rows[f[1]] += int(f[0])
+    return rows
+
+
+def busy_chains(path):
+    """The folded stacks of Inl's busy thread: {Inl frames, outermost first: samples}."""
+    out = collections.Counter()
+    for st, c in folded(path)["java"].items():
+        if "void Inl.busy(long)" in st:
+            out[tuple(f for f in st if " Inl." in f)] += c
+    return out
+
+
+def check_inlined(jdk):
+    p, _ = start_inl(jdk)
+    try:
+        tid = busy_tid(p.pid)
+        path, err = record(p.pid)
+    finally:
+        reap(p)
+    label = os.path.basename(jdk)
+    _, hot = inl_classes()
+    chains = busy_chains(path)
+    n = sum(chains.values())
+    ok = chains[tuple(INL_CHAIN)]
+    assert n >= 100 and ok * 100 >= 90 * n, "%s: report: %d of %d busy samples carry main;busy;outer;mid;leaf: %s\n%s" % (
+        label, ok, n, chains.most_common(3), err[-2500:])
+    # outer was compiled before the recording began: mid's frame is its scopes', not one of its own.
+    shown, bad, _, room = inlined_counts(err)
+    assert shown * 100 >= 80 * ok and bad == 0 and room == 0, \
+        "%s: %d inlined frames shown for %d chains (%d out of range, %d for room)" % (label, shown, ok, bad, room)
+    samples = perf_chains(path, tid)
+    pok = sum(1 for c in samples if java_frames(c, "Inl") == INL_CHAIN)
+    assert len(samples) >= 100 and pok * 100 >= 90 * len(samples), \
+        "%s: perf script: %d of %d busy samples carry the chain (report had %d of %d)" % (label, pok, len(samples), ok, n)
+    # leaf's loop is one line: its samples are there in report's srcline and in perf's (the ELF's lines).
+    want = "Inl.java:%d" % hot
+    for who, rows in (("report", srclines(path)), ("perf report", perf_srclines(path))):
+        assert rows.get(want, 0) * 100 >= 80 * ok, "%s: %s: %d samples at %s (%d carried the chain): %s" % (
+            label, who, rows.get(want, 0), want, ok, sorted(rows.items(), key=lambda kv: -kv[1])[:4])
+
+
+@test
+def test_java_inlined_lines_17():
+    """JDK 17: mid, inlined into outer, a frame of its own under it at >= 90% of the busy thread's
+    samples (folded and perf script); leaf's hot loop's line in report's and perf's srcline."""
+    check_inlined(JDK17)
+
+
+@test
+def test_java_inlined_lines_25():
+    """Temurin 25: the same."""
+    check_inlined(JDK25)
+
+
+def vm_fields(pid, wanted):
+    """{(type, field): offset} of the instance fields wanted, from the JVM's own gHotSpotVMStructs
+    (read through /proc/PID/mem, libjvm's symbols by nm)."""
+    import struct
+    lib = base = None
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 6 and p[5].endswith("/libjvm.so") and lib is None:
+                lib, base = p[5], int(p[0].split("-")[0], 16) - int(p[2], 16)
+    syms = {}
+    for line in run(["nm", "-D", lib], check=True).stdout.splitlines():
+        p = line.split()
+        if len(p) == 3 and p[2].startswith("gHotSpotVMStruct"):
+            syms[p[2].split("@")[0]] = int(p[0], 16) + base
+    out = {}
+    with open("/proc/%d/mem" % pid, "rb") as mem:
+        def u64(a):
+            mem.seek(a)
+            return struct.unpack("<Q", mem.read(8))[0]
+
+        def cstr(a):
+            mem.seek(a)
+            b = mem.read(128)
+            return b[:b.index(b"\0")].decode()
+        g = {k: u64(v) for k, v in syms.items()}
+        a, stride = g["gHotSpotVMStructs"], g["gHotSpotVMStructEntryArrayStride"]
+        while True:
+            t = u64(a + g["gHotSpotVMStructEntryTypeNameOffset"])
+            if not t:
+                break
+            fn = u64(a + g["gHotSpotVMStructEntryFieldNameOffset"])
+            if fn and (cstr(t), cstr(fn)) in wanted:
+                out[(cstr(t), cstr(fn))] = u64(a + g["gHotSpotVMStructEntryOffsetOffset"])
+            a += stride
+    return out
+
+
+@test
+def test_java_lying_scopes():
+    """JDK 17, outer's compiled code's scopes overwritten with garbage while it runs: no frame of the
+    busy thread's chains is one it does not have (mid is left out, as before its scopes were read),
+    and record -v counts the scopes out of range."""
+    import struct
+    p, nms = start_inl(JDK17, level=4)
+    try:
+        tid = busy_tid(p.pid)
+        want = [("CompiledMethod", "_scopes_data_begin"), ("nmethod", "_scopes_pcs_offset")]
+        off = vm_fields(p.pid, want)
+        assert len(off) == 2, off
+        with open("/proc/%d/mem" % p.pid, "r+b", buffering=0) as mem:
+            for nm in nms:
+                mem.seek(nm[4] + off[want[0]])
+                lo = struct.unpack("<Q", mem.read(8))[0]
+                mem.seek(nm[4] + off[want[1]])
+                hi = nm[4] + struct.unpack("<i", mem.read(4))[0]
+                assert nm[4] < lo < hi < nm[4] + (1 << 20), (hex(nm[4]), hex(lo), hex(hi))
+                # 0xff: every number in the stream reads as one past any index the nmethod has.
+                mem.seek(lo)
+                mem.write(b"\xff" * (hi - lo))
+        path, err = record(p.pid)
+        assert p.poll() is None, "the JVM died of its scopes (exit %s): the test's, not spanperf's" % p.returncode
+    finally:
+        reap(p)
+    chains = busy_chains(path)
+    n = sum(chains.values())
+    lie = tuple(INL_CHAIN[:3] + INL_CHAIN[4:])
+    # A sample in busy's or outer's own code has the chain to there: a prefix, no frame it lacks.
+    wrong = {st: c for st, c in chains.items() if st != tuple(INL_CHAIN)[:len(st)] and st != lie[:len(st)]}
+    assert n >= 100 and not wrong, "%d busy samples, frames they do not have in %s" % (n, sorted(wrong.items())[:3])
+    _, bad, _, _ = inlined_counts(err)
+    assert chains[lie] * 100 >= 80 * n and bad >= 1, "%d of %d busy samples without mid, %d scopes out of range: %s" % (
+        chains[lie], n, bad, chains.most_common(3))

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "jvmfacts.h"
+#include "jvmnames.h"
 
 static int read_pid(void *ctx, __u64 addr, void *buf, size_t len)
 {
@@ -69,6 +70,51 @@ static const char source[] = "public class Idle { public static void main(String
 
 static int nr_blobs, nr_nmethods;
 static __u32 max_hops;
+/* PcDescs whose scopes read (and of them with inlined frames), refused; methods of scopes named, with lines. */
+static int nr_scoped, nr_inlined, nr_refused, nr_named, nr_lines;
+
+/*
+ * Every PcDesc of nmethod b read as a pc's scopes (jvmnames.h), each chain's
+ * methods named; a method's line table turned into lines of its bcis.
+ */
+static void scopes(const struct jvm_facts *f, pid_t pid, const struct jvm_blob *b)
+{
+	static struct jvm_method jm;
+	void *ctx = (void *)(long)pid;
+	__u64 n = (b->pcs_hi - b->pcs_lo) / f->o.pcdesc_size;
+
+	assert_true(b->pcs_lo && b->data_lo && b->meta_lo);
+	for (__u64 i = 1; i < n && i < 64; i++) {
+		struct jvm_scope s[JVM_MAX_SCOPES];
+		__s32 pc;
+		int k;
+
+		if (read_pid(ctx, b->pcs_lo + i * f->o.pcdesc_size + f->o.pcdesc_pc, &pc, 4) || pc < 0 ||
+		    b->code_begin + pc >= b->code_end)
+			continue;
+		k = jvm_pc_scopes(f, read_pid, ctx, b, b->code_begin + pc, s, JVM_MAX_SCOPES);
+		if (k < 1) {
+			nr_refused++;
+			continue;
+		}
+		nr_scoped++;
+		nr_inlined += k > 1;
+		if (nr_named >= 200)
+			continue;
+		for (int j = 0; j < k; j++) {
+			if (jvm_method_read(f, read_pid, ctx, s[j].method, &jm))
+				continue;
+			nr_named++;
+			assert_true(s[j].bci >= -2 && s[j].bci < (__s32)jm.code_size);
+			if (jm.lines.len) {
+				nr_lines++;
+				assert_non_null(strstr(jm.file, ".java"));
+				assert_true(jm.firstline > 0);
+			}
+		}
+	}
+	jvm_method_clear(&jm);
+}
 
 /*
  * The blobs of a JVM compiling (javac's own run, in source mode): the call
@@ -112,11 +158,15 @@ static void blobs(const struct jvm_facts *f, pid_t pid)
 				nr_nmethods++;
 				assert_true(b.compile_id > 0 && b.method);
 				assert_true(b.code_begin > b.addr && b.code_end <= b.addr + b.size);
+				/* A native method's wrapper has no PcDescs past the sentinels. */
+				if (strcmp(b.name, "native nmethod"))
+					scopes(f, pid, &b);
 			}
 			pc = (b.addr + b.size + seg - 1) & ~(seg - 1);
 		}
 	}
-	printf("%d blobs, %d nmethods, at most %u hops\n", nr_blobs, nr_nmethods, max_hops);
+	printf("%d blobs, %d nmethods, at most %u hops; scopes of %d PcDescs read (%d inlined), %d refused; %d methods named, %d with lines\n",
+	       nr_blobs, nr_nmethods, max_hops, nr_scoped, nr_inlined, nr_refused, nr_named, nr_lines);
 }
 
 struct want {
@@ -134,6 +184,7 @@ static void live(const struct want *w)
 	__u64 lo, hi;
 
 	nr_blobs = nr_nmethods = 0;
+	nr_scoped = nr_inlined = nr_refused = nr_named = nr_lines = 0;
 	int fd, err = -EAGAIN, status;
 	pid_t pid;
 
@@ -182,6 +233,10 @@ static void live(const struct want *w)
 	assert_true(nr_blobs > 100);
 	assert_true(nr_nmethods > 0);
 	assert_true(max_hops <= JVM_MAX_HOPS);
+	/* javac's compiled methods inline (C1 and C2 alike); a method it runs has its lines. */
+	assert_true(nr_scoped > 0 && nr_inlined > 0 && nr_lines > 0);
+	/* Refused only where the JVM freed or reused an nmethod under the reads (it is compiling). */
+	assert_true(nr_refused * 20 <= nr_scoped);
 	printf("JDK %u.%u.%u+%u (%s): %u structs %u types %u ints, %u heaps, code cache [%#llx, %#llx)\n", f.major,
 	       f.minor, f.security, f.build, f.release, f.nr_structs, f.nr_types, f.nr_ints, f.nr_heaps,
 	       (unsigned long long)f.cc_low, (unsigned long long)f.cc_high);
@@ -197,6 +252,10 @@ static void live(const struct want *w)
 	assert_int_equal(f.o.frame_complete_i16, w->i16);
 	assert_int_equal(f.kind_nmethod, w->kind_nmethod);
 	assert_int_equal(f.o.pcdesc_size, 16);
+	/* The debug information's layout and stream encoding (jvmfacts.h), as HotSpot's nmethod.hpp of each. */
+	assert_int_equal(f.scopes, w->major >= 25 ? JVM_SCOPES_IMMUTABLE : JVM_SCOPES_HEADER);
+	assert_int_equal(f.u5_excess, w->major >= 21);
+	assert_int_equal(f.lnt_flag, 1);
 	assert_int_equal(f.o.symbol_body, 6);
 	assert_true(jvm_in_code_cache(&f, f.call_stub_ret));
 	assert_true(jvm_in_code_cache(&f, f.interp_lo));

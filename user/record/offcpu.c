@@ -291,7 +291,8 @@ static int on_pychain(void *ctx, void *data, size_t size)
 	if (size < sizeof(*r) || s->err || !s->py || !s->fn)
 		return 0;
 	n = read_eh_stack(s, r->id, chain);
-	e = n ? py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, s->fn, s->ctx) : 0;
+	e = n ? py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, ARRAY_SIZE(chain), s->fn,
+				   s->ctx) : 0;
 	if (e)
 		s->err = e;
 	s->st.py_chains++;
@@ -306,7 +307,7 @@ static int python_frames(struct offcpu_set *s, __u32 pid, __u32 tid, __u64 time,
 
 	if (!s->py || !py_frames_any(s->chain, m))
 		return 0;
-	e = py_frames__rewrite(s->py, pid, tid, time, s->chain, &m, s->fn, s->ctx);
+	e = py_frames__rewrite(s->py, pid, tid, time, s->chain, &m, ARRAY_SIZE(s->chain), s->fn, s->ctx);
 	/* A user part whose every entry went leaves its marker alone: dropped too. */
 	if (!e && m && s->chain[m - 1] == PD_CONTEXT_USER)
 		m--;

@@ -116,6 +116,14 @@ struct pf_code {
 	struct pf_cookie cookie;
 };
 
+/* A compiled Java frame's methods and bcis, innermost first (n of them from first in py_frames' scopes). */
+struct pf_site {
+	__u32 first, n;
+};
+
+/* Sites kept per JVM: past this, each further one is read again at each sight. */
+#define SITES_MAX 65536
+
 struct pf_proc {
 	__u32 pid, gen;
 	bool live;	  /* its slot in py_frames is in use */
@@ -138,6 +146,17 @@ struct pf_proc {
 	struct pf_code *codes;
 	size_t nr_codes, cap_codes;
 	struct u64_map by_code; /* code address -> index in codes + 1 */
+	/*
+	 * A JVM's compiled frames as their scopes say (java_sites): (compile
+	 * id, pc) -> index in sites + 1.  The code of one compile id never
+	 * changes, so an entry holds for as long as the JVM lives, even after
+	 * its nmethod is freed.
+	 */
+	struct pf_site *sites;
+	size_t nr_sites, cap_sites;
+	struct u64_map by_site;
+	struct jvm_scope *scopes; /* every site's scopes, one array */
+	size_t nr_scopes, cap_scopes;
 };
 
 struct py_frames {
@@ -155,6 +174,9 @@ struct py_frames {
 	__u64 named, renamed, dropped, not_code, unreadable, full, gone, records, qualscans, moved, mem_reads,
 		mem_bytes, java_named, java_stubs;
 	struct jvm_method jm;	/* the method being named */
+	__u64 java_inlined, java_scopes_bad, java_no_scopes, java_no_room;
+	__u64 *in;		/* a chain being rewritten, copied (it may grow in place) */
+	size_t cap_in;
 };
 
 static void proc_clear(struct pf_proc *pp)
@@ -162,6 +184,9 @@ static void proc_clear(struct pf_proc *pp)
 	py_qualnames__free(pp->qn);
 	free(pp->codes);
 	u64_map_free(&pp->by_code);
+	free(pp->sites);
+	free(pp->scopes);
+	u64_map_free(&pp->by_site);
 	memset(pp, 0, sizeof(*pp));
 }
 
@@ -190,6 +215,8 @@ void py_frames__free(struct py_frames *p)
 	sbuf_free(&p->rec);
 	py_code_clear(&p->code);
 	free(p->cache.page);
+	jvm_method_clear(&p->jm);
+	free(p->in);
 	free(p);
 }
 
@@ -756,7 +783,11 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 	if (fails_spent(p, pp))
 		return NULL;
 	e = jvm_method_read(&pp->jf, py_read_pid, (void *)(long)pp->pid, m, jm);
-	p->mem_reads += 12;
+	p->mem_reads += 14;
+	if (e == -ENOMEM) {
+		*err = e;
+		return NULL;
+	}
 	if (e) {
 		read_failed(p, pp, e == -EBADMSG);
 		return NULL;
@@ -764,14 +795,22 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 	size = py_slot_size(jm->code_size);
 	if (!region_room(p, pp, size))
 		return NULL;
-	rec = (struct py_names_rec){ .pid = pp->pid, .flags = PY_NAMES_JAVA | PY_NAMES_NO_LINES,
+	/* A bytecode index is a code unit: its line from the method's table, as a Python instruction's. */
+	rec = (struct py_names_rec){ .pid = pp->pid, .flags = PY_NAMES_JAVA | (jm->lines.len ? 0 : PY_NAMES_NO_LINES) |
+						     (jm->lines_cut ? PY_NAMES_LINES_CUT : 0),
 				     .slot = pp->base + pp->next, .code = m, .size = size,
-				     .ncodeunits = jm->code_size, .qualname = jm->name, .filename = "" };
+				     .ncodeunits = jm->code_size, .firstlineno = jm->firstline, .qualname = jm->name,
+				     .filename = jm->file, .lines = (const __u8 *)jm->lines.p, .lines_len = jm->lines.len };
 	rec.qualname_len = strlen(rec.qualname);
+	rec.filename_len = strlen(rec.filename);
 	if (!write_rec(p, pp, t, &rec, fn, ctx, err))
 		return NULL;
-	if (p->elf && pp->pgoff && py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size, jm->name))
-		pr_debug("java: no symbol for %s in the ELF", jm->name);
+	if (p->elf && pp->pgoff &&
+	    (py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size, jm->name) ||
+	     (jm->lines.len && jm->file[0] &&
+	      py_elf__add_lines(p->elf, pp->pgoff + pp->next, jm->file, jm->firstline, (const __u8 *)jm->lines.p,
+				jm->lines.len))))
+		pr_debug("java: no symbol or lines for %s in the ELF", jm->name);
 	pc = add_slot(p, pp,
 		      &(struct pf_code){ .code = m, .ncodeunits = jm->code_size,
 					 .cookie = { .code = jm->constmethod } },
@@ -809,54 +848,154 @@ static struct pf_code *method_slot(struct py_frames *p, struct pf_proc *pp, __u6
 }
 
 /*
- * A Java entry (SP_HS_TAG) of pp: the method and bytecode index it names,
- * false when it names none (a stub, a blob recompiled since: dropped).
+ * The frames a compiled Java entry names, innermost first, read from its
+ * nmethod once per (compile id, pc) and kept: how many, their first in
+ * pp->scopes at *first; 0 when it names none (a stub, a blob recompiled
+ * since: dropped).  Where its scopes cannot be read as HotSpot writes them
+ * the frame stays its nmethod's own method, its line unknown (counted).
  */
-static bool java_frame(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 *m, __s64 *bci)
+static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t *first)
 {
+	struct jvm_scope sc[JVM_MAX_SCOPES];
+	__u64 key = v & ((1ull << (SP_HS_ID_SHIFT + SP_HS_ID_BITS)) - 1), pc;
+	uint64_t *i = u64_map_get(&pp->by_site, key, false);
 	struct jvm_blob b;
-	__u64 pc;
+	bool keep = true;
 	__u32 id;
+	int n;
 
-	if (v & SP_HS_INTERP) {
-		__u32 bci1 = (v >> SP_HS_BCI_SHIFT) & ((1u << SP_HS_BCI_BITS) - 1);
-
-		*m = (v & ((1ull << SP_HS_METHOD_BITS) - 1)) << 3;
-		*bci = bci1 ? (__s64)bci1 - 1 : -2;
-		return true;
+	if (i && *i) {
+		*first = pp->sites[*i - 1].first;
+		return pp->sites[*i - 1].n;
 	}
 	pc = pp->jf.cc_low + (v & 0xffffffffull);
 	id = (v >> SP_HS_ID_SHIFT) & ((1u << SP_HS_ID_BITS) - 1);
 	if (jvm_blob_at(&pp->jf, py_read_pid, (void *)(long)pp->pid, pc, &b)) {
 		pr_debug("java: pid %u: no blob at %#llx", pp->pid, (unsigned long long)pc);
-		return false;
+		return 0;
 	}
 	if (!b.nmethod || ((__u32)b.compile_id & ((1u << SP_HS_ID_BITS) - 1)) != id || !b.method) {
 		pr_debug("java: pid %u: %#llx in %s, compile id %d (%u wanted)", pp->pid, (unsigned long long)pc, b.name,
 			 b.compile_id, id);
 		p->java_stubs += !b.nmethod;
-		return false;
+		return 0;
 	}
-	*m = b.method;
-	*bci = -2; /* the PcDesc's bci is not read yet: the method's no-line unit */
-	return true;
+	n = jvm_pc_scopes(&pp->jf, py_read_pid, (void *)(long)pp->pid, &b, pc, sc, JVM_MAX_SCOPES);
+	p->mem_reads += 24;
+	if (n < 1) {
+		if (n == -EBADMSG)
+			p->java_scopes_bad++;
+		else
+			p->java_no_scopes++;
+		pr_debug("java: pid %u: no scopes at %#llx of compile %d: %s", pp->pid, (unsigned long long)pc,
+			 b.compile_id, strerror(-n));
+		/* A read that failed may not fail at the next sight: that answer is not kept. */
+		keep = n != -EFAULT;
+		sc[0] = (struct jvm_scope){ b.method, JVM_BCI_NONE };
+		n = 1;
+	}
+	if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes + n - 1, sizeof(*pp->scopes)))
+		return 0;
+	*first = pp->nr_scopes;
+	memcpy(pp->scopes + pp->nr_scopes, sc, n * sizeof(*sc));
+	/* Kept while there is room; past it, these scopes serve this sight only (overwritten at the next). */
+	if (keep && pp->nr_sites < SITES_MAX && (i = u64_map_get(&pp->by_site, key, true)) &&
+	    !array_reserve((void **)&pp->sites, &pp->cap_sites, pp->nr_sites, sizeof(*pp->sites))) {
+		pp->sites[pp->nr_sites] = (struct pf_site){ (__u32)pp->nr_scopes, (__u32)n };
+		*i = ++pp->nr_sites;
+		pp->nr_scopes += n;
+	}
+	return n;
 }
 
-int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, py_write_fn fn,
-		       void *ctx)
+/* Entries a chain's user part may hold: perf's PERF_MAX_STACK_DEPTH, as the walk's. */
+#define USER_MAX SP_EH_MAX_FRAMES
+
+/*
+ * A Java entry of pp into ips[*k...]: its frames' addresses, innermost
+ * first (a compiled frame's inlined methods each a frame of its own).
+ * *user: entries of the chain's user part so far.  0, or an error to end
+ * the rewrite with (a dropped frame is no error).
+ */
+static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t, __u64 *ips, __u32 *k, __u32 cap,
+		      __u32 *user, py_write_fn fn, void *ctx)
 {
-	struct pf_proc *pp = NULL;
-	__u32 k = 0;
+	struct jvm_scope one, *sc = &one;
+	struct pf_code *slot[JVM_MAX_SCOPES];
+	size_t first = 0;
+	__u32 n;
 	int e = 0;
 
-	for (__u32 j = 0; j < *n; j++) {
-		__u64 v = ips[j], code;
+	if (v & SP_HS_INTERP) {
+		__u32 bci1 = (v >> SP_HS_BCI_SHIFT) & ((1u << SP_HS_BCI_BITS) - 1);
+
+		one = (struct jvm_scope){ (v & ((1ull << SP_HS_METHOD_BITS) - 1)) << 3, bci1 ? (__s32)bci1 - 1 : JVM_BCI_NONE };
+		n = 1;
+	} else {
+		n = java_site(p, pp, v, &first);
+		sc = pp->scopes + first;
+	}
+	if (!n) {
+		p->dropped++;
+		return 0;
+	}
+	/* No room for the inlined frames: the nmethod's own, at its call site, as before they were read. */
+	if (n > 1 && (*k + n > cap || *user + n > USER_MAX)) {
+		sc += n - 1;
+		n = 1;
+		p->java_no_room++;
+	}
+	for (__u32 i = 0; i < n; i++) {
+		slot[i] = method_slot(p, pp, sc[i].method, t, fn, ctx, &e);
+		if (e)
+			return e;
+		if (!slot[i] && n > 1) {
+			/* An inlined method not named: the frame as before, its own method alone. */
+			p->java_scopes_bad++;
+			sc += n - 1;
+			slot[0] = i == n - 1 ? NULL : method_slot(p, pp, sc[0].method, t, fn, ctx, &e);
+			if (e)
+				return e;
+			n = 1;
+			break;
+		}
+	}
+	if (!slot[0] || *k >= cap || *user >= USER_MAX) {
+		p->dropped++;
+		return 0;
+	}
+	for (__u32 i = 0; i < n; i++)
+		ips[(*k)++] = py_frame_addr(pp->base + slot[i]->off, slot[i]->ncodeunits, sc[i].bci);
+	*user += n;
+	p->java_inlined += n - 1;
+	return 0;
+}
+
+int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, __u32 cap,
+		       py_write_fn fn, void *ctx)
+{
+	struct pf_proc *pp = NULL;
+	__u32 k = 0, user = 0, nr = *n;
+	const __u64 *in;
+	int e = 0;
+
+	/* A compiled Java frame may become several: the chain is read from a copy as it grows in place. */
+	if (cap < nr)
+		cap = nr;
+	if (array_reserve((void **)&p->in, &p->cap_in, nr ? nr - 1 : 0, sizeof(*p->in)))
+		return -ENOMEM;
+	memcpy(p->in, ips, nr * sizeof(*ips));
+	in = p->in;
+	for (__u32 j = 0; j < nr; j++) {
+		__u64 v = in[j], code;
 		struct pf_code *pc;
 		__u32 idx1;
 		__s64 idx;
 
 		if ((v & SP_PY_TAG_MASK) != SP_PY_TAG && (v & SP_PY_TAG_MASK) != SP_HS_TAG) {
-			ips[k++] = v;
+			user = v >= PD_CONTEXT_MAX ? 0 : user + 1;
+			if (k < cap)
+				ips[k++] = v;
 			continue;
 		}
 		if (!pp)
@@ -875,18 +1014,13 @@ int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64
 			}
 		}
 		if ((v & SP_PY_TAG_MASK) == SP_HS_TAG) {
-			if (!pp->jvm || !java_frame(p, pp, v, &code, &idx)) {
+			if (!pp->jvm) {
 				p->dropped++;
 				continue;
 			}
-			pc = method_slot(p, pp, code, t, fn, ctx, &e);
+			e = java_entry(p, pp, v, t, ips, &k, cap, &user, fn, ctx);
 			if (e)
 				return e;
-			if (!pc) {
-				p->dropped++;
-				continue;
-			}
-			ips[k++] = py_frame_addr(pp->base + pc->off, pc->ncodeunits, idx);
 			continue;
 		}
 		if (pp->jvm) {
@@ -898,13 +1032,14 @@ int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64
 		pc = code_slot(p, pp, code, tid, t, fn, ctx, &e);
 		if (e)
 			return e;
-		if (!pc) {
+		if (!pc || k >= cap) {
 			p->dropped++;
 			continue;
 		}
 		/* idx1: the instruction's index plus one (0: not started); out of range: the slot's no-line unit. */
 		idx = idx1 == SP_PY_IDX_UNKNOWN ? -2 : (__s64)idx1 - 1;
 		ips[k++] = py_frame_addr(pp->base + pc->off, pc->ncodeunits, idx);
+		user++;
 	}
 	*n = k;
 	return 0;
@@ -959,6 +1094,8 @@ void py_frames__report(const struct py_frames *p)
 		(unsigned long long)p->gone, (unsigned long long)p->full, (unsigned long long)p->qualscans,
 		(unsigned long long)p->mem_reads, p->mem_bytes / 1e3);
 	if (p->java_named || p->java_stubs)
-		fprintf(stderr, "java names: %llu methods named; %llu frames of stubs dropped\n",
-			(unsigned long long)p->java_named, (unsigned long long)p->java_stubs);
+		fprintf(stderr, "java names: %llu methods named; %llu frames of stubs dropped; %llu inlined frames shown; compiled frames left uninlined: %llu scopes out of range, %llu without scopes, %llu for room\n",
+			(unsigned long long)p->java_named, (unsigned long long)p->java_stubs,
+			(unsigned long long)p->java_inlined, (unsigned long long)p->java_scopes_bad,
+			(unsigned long long)p->java_no_scopes, (unsigned long long)p->java_no_room);
 }

@@ -49,11 +49,14 @@ void py_frames__free(struct py_frames *p);
 bool py_frames_any(const __u64 *ips, __u32 n);
 /*
  * The chain ips[0..*n) of a sample of pid at time t: each Python entry
- * rewritten in place, those that name nothing dropped (*n shrinks), the
- * records the file needs first written through fn.  0, or fn's error.
+ * rewritten in place, those that name nothing dropped (*n shrinks), a
+ * compiled Java frame's inlined methods each a frame of its own (*n grows,
+ * to cap entries of ips at most and perf's 127 in the user part: past
+ * that a frame stays uninlined), the records the file needs first written
+ * through fn.  0, or fn's error.
  */
-int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, py_write_fn fn,
-		       void *ctx);
+int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, __u32 cap,
+		       py_write_fn fn, void *ctx);
 /*
  * pid mapped [start, start + len): where that lands on its region, the
  * region moves (a new MMAP2 at its next use, its code objects named again),

@@ -482,14 +482,14 @@ static int write_py_sample(struct samples *s, const struct perf_event_header *h,
 	py_leaf = (c->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER && leaf < nr &&
 		  ((ips[leaf] & SP_PY_TAG_MASK) == SP_PY_TAG || (ips[leaf] & SP_PY_TAG_MASK) == SP_HS_TAG);
 	n = nr;
-	e = py_frames__rewrite(s->py, pid, tid, t, ips, &n, write_rec, s->w);
+	e = py_frames__rewrite(s->py, pid, tid, t, ips, &n, (EH_SAMPLE_MAX - EH_IPS_OFF) / 8, write_rec, s->w);
 	if (e)
 		return e;
 	/* Its IP is that frame's too: perf report without -g, and report's top functions, name a sample by it. */
 	if (py_leaf && leaf < n)
 		memcpy((char *)c + EH_IP_OFF, &ips[leaf], 8);
-	/* Entries dropped: the record shrinks by as many words. */
-	c->size -= (nr - n) * 8;
+	/* Entries dropped or inlined frames added: the record shrinks or grows by as many words. */
+	c->size = c->size - nr * 8 + (__u64)n * 8;
 	nr = n;
 	memcpy((char *)c + EH_NR_OFF, &nr, 8);
 	return pd_writer__write(s->w, c, c->size);

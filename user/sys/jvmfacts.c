@@ -157,6 +157,7 @@ static const struct field {
 	F("Method", "_access_flags", o.method_access_flags, false),
 	F("ConstMethod", "_constants", o.cmethod_constants, true),
 	F("ConstMethod", "_code_size", o.cmethod_code_size, true),
+	F("ConstMethod", "_constMethod_size", o.cmethod_cm_size, false),
 	F("ConstMethod", "_flags", o.cmethod_flags, false),
 	F("ConstMethod", "_flags._flags", o.cmethod_flags, false),
 	F("ConstMethod", "_name_index", o.cmethod_name_index, true),
@@ -390,11 +391,16 @@ static int read_ints(struct rd *r, const __u64 *g, struct jvm_facts *out)
 	int i, err;
 
 	out->kind_nmethod = -1;
+	out->lnt_flag = 1;
 	for (i = 0; (err = entry(r, g[JS_INTS], g[JS_I_STRIDE], g[JS_I_NAME], i, e)) > 0; i++) {
 		if (rd_str(r, u64_at(e, g[JS_I_NAME]), name))
 			return fail(r, -EBADMSG, "a constant's name not readable");
 		if (!strcmp(name, "CodeBlobKind::Nmethod"))
 			out->kind_nmethod = s32_at(e, g[JS_I_VALUE]);
+		/* 1 in every JDK so far; read where exported, for the one that moves it. */
+		if (!strcmp(name, "ConstMethod::_has_linenumber_table") ||
+		    !strcmp(name, "ConstMethodFlags::_misc_has_linenumber_table"))
+			out->lnt_flag = s32_at(e, g[JS_I_VALUE]);
 	}
 	out->nr_ints = i;
 	return err;
@@ -493,6 +499,21 @@ static void ret_entries(struct rd *r, const struct all *a, __u64 sq, struct jvm_
 	}
 }
 
+/* Which of the layouts jvmfacts.h names this JVM's nmethods have, from the fields it exports. */
+static __u8 scopes_layout(const struct jvm_offsets *o)
+{
+	if (o->nm_immutable_data != JVM_NONE) {
+		if (o->nm_immutable_data_size != JVM_NONE && o->nm_scopes_data_off != JVM_NONE &&
+		    o->cb_mutable_data != JVM_NONE && o->cb_mutable_data_size != JVM_NONE &&
+		    o->cb_relocation_size != JVM_NONE && o->nm_metadata_off == JVM_NONE)
+			return JVM_SCOPES_IMMUTABLE;
+		return JVM_SCOPES_NONE;
+	}
+	if (o->nm_metadata_off != JVM_NONE && o->nm_dependencies_off != JVM_NONE && o->nm_scopes_data_ptr != JVM_NONE)
+		return JVM_SCOPES_HEADER;
+	return JVM_SCOPES_NONE;
+}
+
 int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, void *ctx, struct jvm_facts *out,
 		   char *why, size_t n)
 {
@@ -566,6 +587,9 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 		}
 	}
 	out->lib_lo = lib_lo, out->lib_hi = lib_hi;
+	/* JDK 20.0.0+15 made the streams' bytes exclude 0 (openjdk/jdk20u 8d3399b). */
+	out->u5_excess = ver[0] > 20 || (ver[0] == 20 && (ver[1] || ver[2] || ver[3] >= 15));
+	out->scopes = scopes_layout(&out->o);
 	if ((err = read_heaps(&r, &a, st, out)))
 		return err;
 	if (rd_u64(&r, st[ST_CALL_STUB], &out->call_stub_ret) || rd_u64(&r, st[ST_INTERP], &sq))
@@ -581,6 +605,60 @@ int jvm_facts_read(const struct jvm_binary *e, __u64 bias, jvm_read_fn read, voi
 		return fail(&r, -EBADMSG, "the interpreter's code outside the code heaps");
 	ret_entries(&r, &a, sq, out);
 	return 0;
+}
+
+/* Bytes of an nmethod's immutable or mutable data believed (a C-heap block of its debug information). */
+#define MAX_NM_DATA (16u << 20)
+
+/* Whether [lo, hi) is a run of whole n-byte items inside [in_lo, in_hi). */
+static bool within(__u64 lo, __u64 hi, __u64 in_lo, __u64 in_hi, __u32 n)
+{
+	return lo <= hi && lo >= in_lo && hi <= in_hi && (hi - lo) % n == 0;
+}
+
+/*
+ * An nmethod's PcDescs, scopes and metadata, from its header (jvmfacts.h's
+ * layouts); left 0 where they are not where they must be.
+ */
+static void debug_info(const struct jvm_facts *f, const __u8 *hdr, struct jvm_blob *b)
+{
+	const struct jvm_offsets *o = &f->o;
+	__u64 blob_end = b->addr + (__u64)b->size;
+	__u64 pcs_lo, pcs_hi, data_lo, data_hi, meta_lo, meta_hi;
+
+	if (f->scopes == JVM_SCOPES_HEADER) {
+		pcs_lo = b->addr + (__u32)s32_at(hdr, o->nm_scopes_pcs_off);
+		pcs_hi = b->addr + (__u32)s32_at(hdr, o->nm_dependencies_off);
+		data_lo = u64_at(hdr, o->nm_scopes_data_ptr);
+		data_hi = pcs_lo;
+		meta_lo = b->addr + (__u32)s32_at(hdr, o->nm_metadata_off);
+		meta_hi = data_lo;
+		if (!within(meta_lo, meta_hi, b->addr, blob_end, 8) || !within(data_lo, data_hi, b->addr, blob_end, 1) ||
+		    !within(pcs_lo, pcs_hi, b->addr, blob_end, o->pcdesc_size))
+			return;
+	} else if (f->scopes == JVM_SCOPES_IMMUTABLE) {
+		__u64 imm = u64_at(hdr, o->nm_immutable_data), mut = u64_at(hdr, o->cb_mutable_data);
+		__s32 imm_size = s32_at(hdr, o->nm_immutable_data_size), mut_size = s32_at(hdr, o->cb_mutable_data_size);
+		__s32 reloc = s32_at(hdr, o->cb_relocation_size);
+		__s32 pcs = s32_at(hdr, o->nm_scopes_pcs_off), data = s32_at(hdr, o->nm_scopes_data_off);
+
+		if (imm_size <= 0 || (__u32)imm_size > MAX_NM_DATA || mut_size < 0 || (__u32)mut_size > MAX_NM_DATA ||
+		    reloc < 0 || reloc > mut_size || pcs < 0 || data < pcs || data > imm_size || imm < 4096 ||
+		    imm >= (1ull << 47) - MAX_NM_DATA || mut < 4096 || mut >= (1ull << 47) - MAX_NM_DATA)
+			return;
+		pcs_lo = imm + pcs, pcs_hi = imm + data;
+		data_lo = pcs_hi, data_hi = imm + imm_size;
+		/* With JVMCI the metadata ends before its data (an unexported size): a bound, not the end. */
+		meta_lo = mut + reloc, meta_hi = mut + mut_size;
+		if (!within(pcs_lo, pcs_hi, imm, data_hi, o->pcdesc_size) || (meta_lo & 7))
+			return;
+		meta_hi -= (meta_hi - meta_lo) % 8;
+	} else {
+		return;
+	}
+	b->pcs_lo = pcs_lo, b->pcs_hi = pcs_hi;
+	b->data_lo = data_lo, b->data_hi = data_hi;
+	b->meta_lo = meta_lo, b->meta_hi = meta_hi;
 }
 
 int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc, struct jvm_blob *out)
@@ -617,7 +695,11 @@ int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc
 	/* One read of the header, up to the furthest field used. */
 	{
 		const __u32 used[] = { o->cb_name, o->cb_size, o->cb_frame_size, o->cb_code_begin, o->cb_code_end,
-				       o->cb_code_offset, o->cb_data_offset, o->cb_kind, o->nm_method, o->nm_compile_id };
+				       o->cb_code_offset, o->cb_data_offset, o->cb_kind, o->nm_method, o->nm_compile_id,
+				       o->nm_scopes_pcs_off, o->nm_dependencies_off, o->nm_metadata_off,
+				       o->nm_scopes_data_ptr, o->nm_scopes_data_off, o->nm_immutable_data,
+				       o->nm_immutable_data_size, o->cb_mutable_data, o->cb_mutable_data_size,
+				       o->cb_relocation_size };
 
 		for (size_t i = 0; i < sizeof(used) / sizeof(used[0]); i++)
 			if (used[i] != JVM_NONE && used[i] + 8 > len)
@@ -649,6 +731,7 @@ int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc
 	if (out->nmethod) {
 		out->method = u64_at(hdr, o->nm_method);
 		out->compile_id = s32_at(hdr, o->nm_compile_id);
+		debug_info(f, hdr, out);
 	}
 	return 0;
 }

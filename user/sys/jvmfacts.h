@@ -14,6 +14,7 @@
 #ifndef SP_JVMFACTS_H
 #define SP_JVMFACTS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
@@ -56,7 +57,7 @@ struct jvm_offsets {
 	__u32 pcdesc_pc, pcdesc_scope;
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol */
 	__u32 method_constmethod, method_access_flags;
-	__u32 cmethod_constants, cmethod_code_size, cmethod_flags, cmethod_name_index, cmethod_signature_index;
+	__u32 cmethod_constants, cmethod_cm_size, cmethod_code_size, cmethod_flags, cmethod_name_index, cmethod_signature_index;
 	__u32 cpool_holder, cpool_length, cpool_source_file_index;
 	__u32 klass_name, symbol_length, symbol_body;
 	/* sizes */
@@ -65,6 +66,20 @@ struct jvm_offsets {
 	bool cmethod_flags_u32;	 /* ConstMethod::_flags._flags (JDK 21+) */
 	bool symbol_length_high; /* JDK 11: _length_and_refcount, the length its high half */
 };
+
+/*
+ * Where an nmethod keeps what names its inlined frames (nmethod.hpp of each
+ * JDK; the fields from the exported tables, the arithmetic per layout):
+ * JVM_SCOPES_HEADER (JDK 11-22): metadata at the blob + _metadata_offset up
+ * to the scopes data, which starts at CompiledMethod::_scopes_data_begin
+ * and ends where the PcDescs start, at the blob + _scopes_pcs_offset, up to
+ * the blob + _dependencies_offset; JVM_SCOPES_IMMUTABLE (JDK 25+): PcDescs
+ * at _immutable_data + _scopes_pcs_offset up to + _scopes_data_offset, the
+ * scopes data from there within the immutable data, metadata after the
+ * relocations in CodeBlob::_mutable_data.  JDK 23-24's mix of the two is
+ * not one this was checked against: none (frames stay uninlined there).
+ */
+enum { JVM_SCOPES_NONE, JVM_SCOPES_HEADER, JVM_SCOPES_IMMUTABLE };
 
 struct jvm_heap {
 	__u64 low, high;		   /* committed: a blob lies in [low, high) */
@@ -83,6 +98,9 @@ struct jvm_facts {
 	__u64 interp_lo, interp_hi; /* the template interpreter's code (AbstractInterpreter::_code) */
 	__u64 ret_entry_lo, ret_entry_hi; /* its "return entry points" codelet (0: not found) */
 	int kind_nmethod;	   /* CodeBlobKind::Nmethod (JDK 23+), else -1 */
+	__u32 lnt_flag;		   /* ConstMethod's has-a-line-number-table flag bit */
+	__u8 u5_excess;		   /* UNSIGNED5's excluded low bytes: 1 from JDK 20.0.0+15 on, before 0 */
+	__u8 scopes;		   /* JVM_SCOPES_* */
 	__u64 lib_lo, lib_hi;	   /* libjvm's span in the process: a blob's name points there */
 	__u32 nr_structs, nr_types, nr_ints; /* entries read */
 	struct jvm_offsets o;
@@ -110,6 +128,10 @@ struct jvm_blob {
 	bool nmethod;		/* a compiled Java method (or a native method's wrapper) */
 	__s32 compile_id;	/* an nmethod's: with addr, the identity no reuse repeats */
 	__u64 method;		/* an nmethod's Method* */
+	/* An nmethod's debug information (JVM_SCOPES_*): each [lo, hi) checked to lie in its memory; 0 where none. */
+	__u64 pcs_lo, pcs_hi;	/* PcDescs, by pc offset from code_begin */
+	__u64 data_lo, data_hi; /* the scopes' stream */
+	__u64 meta_lo, meta_hi; /* Metadata*, index 1 the first */
 	__u32 hops;
 	char name[64];		/* the blob's own name ("nmethod", "Interpreter", "StubRoutines (1)", ...) */
 };
@@ -120,5 +142,31 @@ struct jvm_blob {
  * header that cannot be a blob's: a name outside libjvm, pc outside it).
  */
 int jvm_blob_at(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 pc, struct jvm_blob *out);
+
+/*
+ * One UNSIGNED5 number of HotSpot's CompressedReadStream at *pos in
+ * [buf, buf + len): 0 with *pos past it, -EBADMSG at the end or on an
+ * excluded byte.  (Bytes of 192 and up say more follow, at most 5 in all;
+ * each adds (byte - excess) << 6i.)
+ */
+static inline int jvm_u5(const __u8 *buf, size_t len, size_t *pos, __u8 excess, __u32 *out)
+{
+	__u32 sum = 0;
+
+	for (int i = 0, shift = 0; i < 5; i++, shift += 6) {
+		__u8 b;
+
+		if (*pos >= len)
+			return -EBADMSG;
+		b = buf[(*pos)++];
+		if (b < excess)
+			return -EBADMSG;
+		sum += (__u32)(b - excess) << shift;
+		if (b < 192)
+			break;
+	}
+	*out = sum;
+	return 0;
+}
 
 #endif

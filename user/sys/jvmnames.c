@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jvmnames.h"
+#include "py_names.h"
 
 #define MAX_SYMBOL 1024	 /* bytes of a class, method or signature name kept */
 #define MAX_CPOOL 65536	 /* constant-pool entries (a class file's u2 index) */
+#define MAX_LNT (64u << 10) /* bytes of a compressed line number table read (two to five per line entry) */
+#define MAX_RUNS (64u << 10) /* bytes of line runs kept per method */
+#define MAX_PCDESCS (1u << 20)
 
 static int rd(jvm_read_fn read, void *ctx, __u64 a, void *buf, size_t n)
 {
@@ -103,6 +109,137 @@ static const char *java_type(const char *s, char *out, size_t n, size_t *o)
 #undef PUT
 }
 
+void jvm_method_clear(struct jvm_method *m)
+{
+	if (m)
+		sbuf_free(&m->lines);
+}
+
+struct lnt_pair {
+	__u32 bci, at;
+	int line;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct lnt_pair *x = a, *y = b;
+
+	/* By bci, then by place in the table: the first of equal bcis is HotSpot's answer. */
+	if (x->bci != y->bci)
+		return x->bci < y->bci ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * The compressed line number table at tab (ConstMethod's, after the
+ * bytecodes: a byte (bci delta << 3 | line delta) per entry, 0xff then two
+ * signed UNSIGNED5 deltas, 0 at its end) as runs of out->code_size bcis.
+ * The line of a bci is that of the entry with the greatest bci at or below
+ * it (Method::line_number_from_bci); none before the first entry.
+ */
+static int lnt_runs(const __u8 *tab, size_t len, __u8 excess, struct jvm_method *out)
+{
+	struct lnt_pair *pairs = NULL;
+	size_t pos = 0, n = 0, cap = 0;
+	__u32 bci = 0, k = 0;
+	int line = 0, e = 0;
+	struct py_runs r;
+
+	for (;;) {
+		__u8 b;
+
+		if (pos >= len) {
+			out->lines_cut = true;
+			break;
+		}
+		b = tab[pos++];
+		if (!b)
+			break;
+		if (b == 0xff) {
+			__u32 d1, d2;
+
+			if (jvm_u5(tab, len, &pos, excess, &d1) || jvm_u5(tab, len, &pos, excess, &d2)) {
+				out->lines_cut = true;
+				break;
+			}
+			bci += (__u32)((__s32)(d1 >> 1) ^ -(__s32)(d1 & 1));
+			line += (__s32)(d2 >> 1) ^ -(__s32)(d2 & 1);
+		} else {
+			bci += b >> 3;
+			line += b & 7;
+		}
+		/* A bci past the code, or a line no source has: not an entry (the rest may still be). */
+		if (bci >= out->code_size || line <= 0)
+			continue;
+		if (n == cap) {
+			void *q = realloc(pairs, (cap = cap ? 2 * cap : 64) * sizeof(*pairs));
+
+			if (!q) {
+				free(pairs);
+				return -ENOMEM;
+			}
+			pairs = q;
+		}
+		pairs[n] = (struct lnt_pair){ bci, (__u32)n, line };
+		n++;
+	}
+	if (!n) {
+		free(pairs);
+		return 0;
+	}
+	qsort(pairs, n, sizeof(*pairs), pair_cmp);
+	/* The method's entry (bci -1 in a scope) takes its first line. */
+	out->firstline = pairs[0].line;
+	out->lines.len = 0;
+	py_runs_init(&r, &out->lines, out->firstline, MAX_RUNS);
+	py_runs_add(&r, pairs[0].bci, 0, true);
+	for (size_t i = 0; i < n; i = k) {
+		__u32 end;
+
+		for (k = i + 1; k < n && pairs[k].bci == pairs[i].bci; k++)
+			;
+		end = k < n ? pairs[k].bci : out->code_size;
+		py_runs_add(&r, end - pairs[i].bci, pairs[i].line, false);
+	}
+	e = py_runs_end(&r);
+	out->lines_cut |= r.cut;
+	free(pairs);
+	return e ? -ENOMEM : 0;
+}
+
+/* The method's source file and lines into out (left without where they cannot be read). */
+static int method_lines(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 cm, __u64 cp, __s32 cplen,
+			struct jvm_method *out)
+{
+	const struct jvm_offsets *o = &f->o;
+	__u32 flags = 0;
+	__s32 words;
+	__u64 tab, end;
+	__u8 *buf;
+	__u16 sfi;
+	int e;
+
+	if (o->cpool_source_file_index != JVM_NONE && !rd(read, ctx, cp + o->cpool_source_file_index, &sfi, 2) && sfi &&
+	    cp_symbol(f, read, ctx, cp, cplen, sfi, out->file, sizeof(out->file)))
+		out->file[0] = 0;
+	if (o->cmethod_flags == JVM_NONE || o->cmethod_cm_size == JVM_NONE ||
+	    rd(read, ctx, cm + o->cmethod_flags, &flags, o->cmethod_flags_u32 ? 4 : 2) ||
+	    !(flags & f->lnt_flag) || rd(read, ctx, cm + o->cmethod_cm_size, &words, 4))
+		return 0;
+	/* The table follows the bytecodes, inside the ConstMethod (its size in words). */
+	tab = cm + o->cmethod_size + out->code_size;
+	end = cm + 8ull * (words > 0 ? (__u32)words : 0);
+	if (end <= tab)
+		return 0;
+	if (end - tab > MAX_LNT)
+		end = tab + MAX_LNT;
+	if (!(buf = malloc(end - tab)))
+		return -ENOMEM;
+	e = rd(read, ctx, tab, buf, end - tab) ? 0 : lnt_runs(buf, end - tab, f->u5_excess, out);
+	free(buf);
+	return e;
+}
+
 int jvm_method_cookie(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, __u64 *constmethod)
 {
 	return rd_u64(read, ctx, m + f->o.method_constmethod, constmethod);
@@ -119,7 +256,13 @@ int jvm_method_read(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u6
 	const char *s;
 	int e;
 
-	memset(out, 0, sizeof(*out));
+	{
+		struct sbuf keep = out->lines;
+
+		memset(out, 0, sizeof(*out));
+		out->lines = keep;
+		out->lines.len = 0;
+	}
 	ret[0] = args[0] = 0;
 	if ((m & 7) || rd_u64(read, ctx, m + o->method_constmethod, &cm) || rd_u64(read, ctx, cm + o->cmethod_constants, &cp) ||
 	    rd(read, ctx, cm + o->cmethod_code_size, &code_size, 2) || rd(read, ctx, cm + o->cmethod_name_index, &ni, 2) ||
@@ -160,5 +303,85 @@ int jvm_method_read(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u6
 	snprintf(out->name, sizeof(out->name), "%s %s.%s(%s)", ret, klass, name, args);
 	out->constmethod = cm;
 	out->code_size = code_size;
-	return 0;
+	return method_lines(f, read, ctx, cm, cp, cplen, out);
+}
+
+/* A PcDesc's pc offset (from the code's begin). */
+static int pcdesc_pc(const struct jvm_facts *f, jvm_read_fn read, void *ctx, const struct jvm_blob *b, __u64 i,
+		     __s32 *pc)
+{
+	return rd(read, ctx, b->pcs_lo + i * f->o.pcdesc_size + f->o.pcdesc_pc, pc, 4);
+}
+
+int jvm_pc_scopes(const struct jvm_facts *f, jvm_read_fn read, void *ctx, const struct jvm_blob *b, __u64 pc,
+		  struct jvm_scope *out, int max)
+{
+	const struct jvm_offsets *o = &f->o;
+	__u64 n, lo = 0, hi, x, data_len = b->data_hi - b->data_lo, nmeta = (b->meta_hi - b->meta_lo) / 8;
+	__s32 at, off, prev;
+	int depth = 0;
+
+	if (!b->nmethod || !b->pcs_lo || pc < b->code_begin || pc >= b->code_end || max < 1)
+		return -ENOENT;
+	n = (b->pcs_hi - b->pcs_lo) / o->pcdesc_size;
+	if (n > MAX_PCDESCS)
+		return -EBADMSG;
+	x = pc - b->code_begin;
+	/* The first PcDesc at or after pc, as HotSpot's pc_desc_near (a return address's is its call's). */
+	hi = n;
+	while (lo < hi) {
+		__u64 mid = lo + (hi - lo) / 2;
+
+		if (pcdesc_pc(f, read, ctx, b, mid, &at))
+			return -EFAULT;
+		if (at < 0 || (__u64)at < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == n)
+		return -ENOENT;
+	/* Where the table was not in order, the search stops at a PcDesc that is not that one. */
+	if (pcdesc_pc(f, read, ctx, b, lo, &at) || (lo && pcdesc_pc(f, read, ctx, b, lo - 1, &prev)))
+		return -EFAULT;
+	if (at < 0 || (__u64)at < x || (lo && prev >= 0 && (__u64)prev >= x))
+		return -EBADMSG;
+	if (rd(read, ctx, b->pcs_lo + lo * o->pcdesc_size + o->pcdesc_scope, &off, 4))
+		return -EFAULT;
+	if (off == 0) {
+		/* serialized_null: no scope recorded there; the method itself, where in it unknown. */
+		out[0] = (struct jvm_scope){ b->method, JVM_BCI_NONE };
+		return 1;
+	}
+	for (;;) {
+		__u8 buf[16];
+		size_t len, pos = 0;
+		__u32 sender, idx, bci;
+		__u64 m;
+
+		if (off < 0 || (__u64)off >= data_len || depth == max || depth == JVM_MAX_SCOPES)
+			return -EBADMSG;
+		len = data_len - off < sizeof(buf) ? data_len - off : sizeof(buf);
+		if (rd(read, ctx, b->data_lo + off, buf, len))
+			return -EFAULT;
+		/* ScopeDesc::decode_body: the sender's offset, the method's metadata index, bci - InvocationEntryBci. */
+		if (jvm_u5(buf, len, &pos, f->u5_excess, &sender) || jvm_u5(buf, len, &pos, f->u5_excess, &idx) ||
+		    jvm_u5(buf, len, &pos, f->u5_excess, &bci) || !idx || idx > nmeta || bci > 65536)
+			return -EBADMSG;
+		if (rd_u64(read, ctx, b->meta_lo + 8ull * (idx - 1), &m))
+			return -EFAULT;
+		if (!m || (m & 7))
+			return -EBADMSG;
+		out[depth++] = (struct jvm_scope){ m, (__s32)bci - 1 };
+		if (!sender)
+			break;
+		/* Each scope is written after its sender's: offsets go back, so the chain ends. */
+		if ((__s32)sender >= off || sender > (__u32)INT32_MAX)
+			return -EBADMSG;
+		off = (__s32)sender;
+	}
+	/* The outermost scope is the nmethod's own method, or this was no chain of its. */
+	if (out[depth - 1].method != b->method)
+		return -EBADMSG;
+	return depth;
 }
