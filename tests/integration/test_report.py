@@ -6,6 +6,7 @@ import collections
 import os
 import re
 import shutil
+import struct
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -357,3 +358,57 @@ def test_report_errors():
     path, _ = recording()
     p = spanperf("report", "-i", path, "--flamegraph", "/nonexistent/dir/x.svg")
     assert p.returncode == 1 and "/nonexistent/dir/x.svg" in p.stderr, p.stderr
+
+
+def sample_records(data):
+    """The file offsets of data's SAMPLE records whose event has a call chain, each with where
+    its chain's length is, and the offset of the first record after the first quarter of them."""
+    attr_size, attrs_off, attrs_size, data_off, data_size = struct.unpack_from("<QQQQQ", data, 16)
+    types = {}
+    for a in range(attrs_off, attrs_off + attrs_size, attr_size):
+        sample_type = struct.unpack_from("<Q", data, a + 24)[0]
+        ids_off, ids_size = struct.unpack_from("<QQ", data, a + attr_size - 16)
+        for i in range(ids_off, ids_off + ids_size, 8):
+            types[struct.unpack_from("<Q", data, i)[0]] = sample_type
+    out, pos = [], data_off
+    while pos < data_off + data_size:
+        typ, _, size = struct.unpack_from("<IHH", data, pos)
+        if typ == 9:  # PERF_RECORD_SAMPLE; each of ours starts with its IDENTIFIER
+            t = types[struct.unpack_from("<Q", data, pos + 8)[0]]
+            # IDENTIFIER IP TID TIME ADDR ID STREAM_ID CPU PERIOD before the chain (no READ in ours)
+            at = pos + 8 + 8 * sum(1 for bit in (1 << 16, 1, 2, 4, 8, 64, 512, 128, 256) if t & bit)
+            if t & 32 and not t & 16:
+                out.append((pos, at))
+        pos += size
+    return out
+
+
+@test
+def test_a_malformed_sample_is_said_as_it_was():
+    """A sample whose chain runs past its end is said by its offset, exit status 1, however the
+    records are read (queued samples are decoded when delivered): alone, and before a later record
+    whose size is bad, the sample is the one said; the bad size alone is said."""
+    path, _ = recording()
+    data = open(path, "rb").read()
+    samples = sample_records(data)
+    assert len(samples) > 100, len(samples)
+    bad, at = samples[len(samples) // 4]
+    later = samples[len(samples) // 2][0]
+    d = tmpdir()
+    cases = []
+    for name, marks in (("chain", (bad,)), ("both", (bad, later)), ("size", (later,))):
+        b = bytearray(data)
+        if bad in marks:
+            struct.pack_into("<Q", b, at, 1 << 40)
+        if later in marks:
+            struct.pack_into("<H", b, later + 6, 12)
+        f = os.path.join(d, name + ".data")
+        open(f, "wb").write(bytes(b))
+        want = ("sample at offset %d does not match its event's sample_type" % bad if bad in marks
+                else "record at offset %d has a bad size 12" % later)
+        cases.append((f, want))
+    for f, want in cases:
+        for args in ((), ("--folded",), ("-g",), ("--spans",)):
+            p = spanperf("report", "-i", f, *args)
+            lines = p.stderr.strip().splitlines()
+            assert p.returncode == 1 and len(lines) == 1 and lines[0] == "spanperf report: %s: %s" % (f, want), (f, args, p.stderr)

@@ -152,6 +152,7 @@ static void round_trip(__u64 type, __u64 read_format)
 	struct pd_sample s = full_sample(), back;
 	unsigned char buf[4096];
 	size_t sz = pd_sample_size(&a, &s);
+	__u64 t;
 	long n;
 
 	assert_true(sz >= 8 && sz % 8 == 0);
@@ -164,6 +165,16 @@ static void round_trip(__u64 type, __u64 read_format)
 	assert_int_equal(((struct perf_event_header *)buf)->size, sz);
 	assert_int_equal(pd_sample_parse(&a, buf, sz, &back), 0);
 	compare(&a, &s, &back);
+	/* The time alone (the session's first read) is the one the whole parse finds. */
+	assert_int_equal(pd_sample_time(&a, buf, sz, &t), 0);
+	assert_int_equal(t, back.time);
+	/* A record too short for its time is refused, not read past. */
+	if (type & PERF_SAMPLE_TIME) {
+		((struct perf_event_header *)buf)->size = 8 + 8 * __builtin_popcountll(type & (PERF_SAMPLE_IDENTIFIER |
+			PERF_SAMPLE_IP | PERF_SAMPLE_TID));
+		assert_int_equal(pd_sample_time(&a, buf, sz, &t), -EINVAL);
+		((struct perf_event_header *)buf)->size = sz;
+	}
 	/* One byte short of the record must not parse. */
 	((struct perf_event_header *)buf)->size = sz - 8;
 	if (sz > 8)

@@ -77,7 +77,14 @@ static void test_inlined_frames_and_lines(void **state)
 		symbolizer__resolve(s, 1234, (__u64)(uintptr_t)fixture_outer + off, 1, false, &out);
 		if (!out.known || strcmp(out.name, "fixture_outer"))
 			break;
-		assert_int_equal(srclines__lookup(src, out.dso_id, symbolizer__vaddr(s, out.dso_id, out.file_offset), &si), 0);
+		__u64 vaddr = symbolizer__vaddr(s, out.dso_id, out.file_offset);
+		struct src_info line;
+
+		/* Its line alone first (an output without inlined frames), then its functions too. */
+		assert_int_equal(srclines__lookup_as(src, out.dso_id, vaddr, false, &line), 0);
+		assert_int_equal(line.nr, 0);
+		assert_int_equal(srclines__lookup(src, out.dso_id, vaddr, &si), 0);
+		assert_ptr_equal(si.srcline, line.srcline);
 		if (si.nr == 2) {
 			inl = true;
 			assert_string_equal(si.frames[0].name, "fixture_inlined");

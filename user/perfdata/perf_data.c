@@ -1419,7 +1419,7 @@ static bool has_identifier(const struct pd_reader *r)
 	return r->attrs[0].attr.sample_type & PERF_SAMPLE_IDENTIFIER;
 }
 
-int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
+static int next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev, bool whole)
 {
 	const unsigned char *rec;
 	struct perf_event_header h;
@@ -1464,7 +1464,11 @@ int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev
 	}
 	if (!ev->attr)
 		return 1;
-	if (h.type == PERF_RECORD_SAMPLE) {
+	if (h.type == PERF_RECORD_SAMPLE && !whole) {
+		/* One that does not read reads as time 0 here, and fails its whole read. */
+		if (pd_sample_time(&ev->attr->attr, ev->hdr, h.size, &ev->sample.time))
+			ev->sample.time = 0;
+	} else if (h.type == PERF_RECORD_SAMPLE) {
 		if (pd_sample_parse(&ev->attr->attr, ev->hdr, h.size, &ev->sample))
 			return rerr(r, -EINVAL, "sample at offset %llu does not match its event's sample_type",
 				    (unsigned long long)ev->offset);
@@ -1476,4 +1480,14 @@ int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev
 			    (unsigned long long)ev->offset);
 	}
 	return 1;
+}
+
+int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
+{
+	return next(r, it, ev, true);
+}
+
+int pd_reader__next_time(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev)
+{
+	return next(r, it, ev, false);
 }

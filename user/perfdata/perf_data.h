@@ -244,5 +244,12 @@ struct pd_iter {
  * or release.
  */
 int pd_reader__next(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev);
+/*
+ * As pd_reader__next, but of a sample only its attr and time are read (for a
+ * reader that queues samples by time and reads them later): its fields are
+ * zero, and whether it is well formed is for pd_reader__next at the same
+ * position to say.  Other records are read and checked whole.
+ */
+int pd_reader__next_time(struct pd_reader *r, struct pd_iter *it, struct pd_event *ev);
 
 #endif

@@ -343,6 +343,24 @@ int pd_sample_parse(const struct perf_event_attr *attr, const void *rec, size_t 
 	return 0;
 }
 
+int pd_sample_time(const struct perf_event_attr *attr, const void *rec, size_t len, __u64 *time)
+{
+	const struct perf_event_header *h = rec;
+	__u64 t = attr->sample_type;
+	/* The fixed fields before it, in perf_output_sample()'s order. */
+	size_t at = sizeof(*h) + 8 * (!!(t & PERF_SAMPLE_IDENTIFIER) + !!(t & PERF_SAMPLE_IP) + !!(t & PERF_SAMPLE_TID));
+
+	*time = 0;
+	if (len < sizeof(*h) || h->size > len || h->size < sizeof(*h))
+		return -EINVAL;
+	if (!(t & PERF_SAMPLE_TIME))
+		return 0;
+	if (at + 8 > h->size)
+		return -EINVAL;
+	memcpy(time, (const char *)rec + at, 8);
+	return 0;
+}
+
 static void walk_trailer(struct walk *w, const struct perf_event_attr *a, struct pd_sample *s)
 {
 	__u64 t = a->sample_type;

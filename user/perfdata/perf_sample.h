@@ -79,6 +79,9 @@ long pd_sample_write(void *buf, size_t bufsz, const struct perf_event_attr *attr
 int pd_sample_parse(const struct perf_event_attr *attr, const void *rec, size_t len,
 		    struct pd_sample *s);
 
+/* A sample's time alone (0 without PERF_SAMPLE_TIME); -EINVAL if the record is too short for it. */
+int pd_sample_time(const struct perf_event_attr *attr, const void *rec, size_t len, __u64 *time);
+
 /* The sample_id trailer of non-sample records (sample_id_all=1). */
 size_t pd_trailer_size(const struct perf_event_attr *attr);
 void pd_trailer_write(void *buf, const struct perf_event_attr *attr, const struct pd_sample *s);

@@ -216,7 +216,8 @@ static int expand(struct profile_builder *b, const struct sym *s, __u64 ip, __u3
 	}
 	/* DWARF is read only for what it gives: inlined frames here, or source lines. */
 	if (p->src && (inl || p->opts.srclines) && s->known && !s->kernel && s->dso_id >= 0) {
-		e = srclines__lookup(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), &si);
+		e = srclines__lookup_as(p->src, s->dso_id, symbolizer__vaddr(p->sym, s->dso_id, s->file_offset), inl,
+					&si);
 		if (e)
 			return e;
 	}

@@ -722,6 +722,22 @@ static void evict_behind(struct session *s, __u64 *mark, __u64 pos)
 }
 
 /*
+ * A record at pos read whole, or -EINVAL at a malformed one (rd->err says
+ * which).  Queued samples are in file order and read in that order, and
+ * each record between them was read whole as it came: the first malformed
+ * record of a file is the one said, as when every record was read whole.
+ */
+static int read_whole(struct session *s, struct timeline *tl, __u64 pos, struct pd_event *ev)
+{
+	struct pd_iter it = { pos };
+
+	if (pd_reader__next(s->rd, &it, ev) > 0)
+		return 0;
+	tl->bad_record = true;
+	return -EINVAL;
+}
+
+/*
  * Everything up to time `upto`: the forks and execs first, then the
  * samples and spans waiting, in file order, until one is later (it waits
  * for the next round: its side-band may still come).
@@ -732,11 +748,9 @@ static int flush(struct session *s, struct timeline *tl, __u64 upto)
 	int e = apply_proc_events(s, tl, upto) ?: apply_python(s, tl, upto);
 
 	for (; !e && tl->qhead < tl->nr_q && tl->q[tl->qhead].time <= upto; tl->qhead++) {
-		struct pd_iter it = { tl->q[tl->qhead].pos };
-
-		/* Read and checked once already: it decodes again from the mapping. */
-		if (pd_reader__next(s->rd, &it, &ev) <= 0)
-			continue;
+		/* Its first read took its time alone: it is decoded and checked here, once. */
+		if ((e = read_whole(s, tl, tl->q[tl->qhead].pos, &ev)))
+			break;
 		e = deliver(s, tl, &ev);
 		evict_behind(s, &tl->evict_flush, tl->q[tl->qhead].pos);
 	}
@@ -762,13 +776,15 @@ static int take(struct session *s, struct timeline *tl, const struct pd_event *e
 	if (!ev->attr)
 		return 0;
 	k = s->kind[ev->attr - s->rd->attrs];
-	if (k == SESS_OTEL_PROCESS)
-		return otel_process(s, ev);
-	if (k == SESS_PYTHON)
-		return python_names(s, tl, ev);
 	/* A waker sample waits with the offcpu-time sample it follows: both are stamped alike. */
-	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SCHED && k != SESS_SPAN)
-		return 0;
+	if (k != SESS_SAMPLING && k != SESS_OFFCPU && k != SESS_WAKER && k != SESS_SCHED && k != SESS_SPAN) {
+		struct pd_event whole;
+		int e = read_whole(s, tl, pos, &whole);
+
+		if (e || (k != SESS_OTEL_PROCESS && k != SESS_PYTHON))
+			return e;
+		return k == SESS_OTEL_PROCESS ? otel_process(s, &whole) : python_names(s, tl, &whole);
+	}
 	if (array_reserve((void **)&tl->q, &tl->cap_q, tl->nr_q, sizeof(*tl->q)))
 		return -ENOMEM;
 	tl->q[tl->nr_q++] = (struct queued){ ev->sample.time, pos };
@@ -817,23 +833,31 @@ static int failed(struct session *s, int e, char *err, size_t errlen)
 	return e;
 }
 
-/* The records there are to read, each taken in; -EINVAL at a malformed one (rd->err says which). */
+/*
+ * The records there are to read, each taken in; -EINVAL at a malformed one
+ * (rd->err says which).  Queued samples are read for their time alone here,
+ * and whole when they are delivered.
+ */
 static int read_on(struct session *s, struct timeline *tl)
 {
 	struct pd_event ev;
 	__u64 pos = tl->it.pos;
 	int e = 0, r;
 
-	while (!e && (r = pd_reader__next(s->rd, &tl->it, &ev)) > 0) {
+	while (!e && (r = pd_reader__next_time(s->rd, &tl->it, &ev)) > 0) {
 		e = step(s, tl, &ev, pos);
 		pos = tl->it.pos;
 		if (pos > EVICT_LAG)
 			evict_behind(s, &tl->evict_read, pos - EVICT_LAG);
 	}
-	if (e)
+	if (e || r >= 0)
 		return e;
-	tl->bad_record = r < 0;
-	return r < 0 ? -EINVAL : 0;
+	/* A malformed sample queued before this record is the first one the file has. */
+	for (size_t i = tl->qhead; i < tl->nr_q; i++)
+		if (read_whole(s, tl, tl->q[i].pos, &ev))
+			return -EINVAL;
+	tl->bad_record = true;
+	return -EINVAL;
 }
 
 /* In memory: what no queued record and no record to read needs any more. */

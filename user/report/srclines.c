@@ -48,6 +48,7 @@ struct sdso {
 
 struct entry {
 	int dso_id;
+	bool frames; /* info's frames were looked for, not only its line */
 	__u64 vaddr;
 	struct src_info info;
 };
@@ -448,7 +449,13 @@ static int frames_in(struct srclines *s, Dwarf_Die *cu, Dwarf_Die *fn, Dwarf_Add
 	return 0;
 }
 
-static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct src_info *out)
+/*
+ * The line of vaddr (where line is true), and with frames the functions
+ * there: those index the CU's functions, every top-level DIE of it, which
+ * for a large C++ unit is most of its pages.
+ */
+static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, bool line_too, bool frames,
+			struct src_info *out)
 {
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(d->mod, vaddr, &bias), fn;
@@ -457,7 +464,7 @@ static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct 
 
 	if (!cu)
 		return 0;
-	line = dwarf_getsrc_die(cu, vaddr - bias);
+	line = line_too ? dwarf_getsrc_die(cu, vaddr - bias) : NULL;
 	if (line) {
 		int ln = 0;
 		const char *file = dwarf_linesrc(line, NULL, NULL);
@@ -465,6 +472,8 @@ static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, struct 
 		dwarf_lineno(line, &ln);
 		out->srcline = fileline(s, file, ln);
 	}
+	if (!frames)
+		return 0;
 	c = cu_fns(d, cu);
 	if (!c)
 		return -ENOMEM;
@@ -485,7 +494,12 @@ static bool entry_eq(const void *ctx, size_t idx)
 
 int srclines__lookup(struct srclines *s, int dso_id, __u64 vaddr, struct src_info *out)
 {
-	struct entry k = { dso_id, vaddr, {} };
+	return srclines__lookup_as(s, dso_id, vaddr, true, out);
+}
+
+int srclines__lookup_as(struct srclines *s, int dso_id, __u64 vaddr, bool frames, struct src_info *out)
+{
+	struct entry k = { dso_id, frames, vaddr, {} };
 	const void *ctx[2] = { s, &k };
 	__u64 h = hash_mix(hash_mix(0, (__u64)(dso_id + 1)), vaddr);
 	long i = hindex_find(&s->idx, h, entry_eq, ctx);
@@ -493,12 +507,21 @@ int srclines__lookup(struct srclines *s, int dso_id, __u64 vaddr, struct src_inf
 	int e;
 
 	*out = none;
+	if (i >= 0 && frames && !s->e[i].frames) {
+		/* Its line was looked up alone: its functions now, from the line found then. */
+		struct entry *x = &s->e[i];
+
+		d = open_dso(s, dso_id);
+		if (d && (e = lookup_dwarf(s, d, vaddr, false, true, &x->info)))
+			return e;
+		x->frames = true;
+	}
 	if (i >= 0) {
 		*out = s->e[i].info;
 		return 0;
 	}
 	d = open_dso(s, dso_id);
-	if (d && (e = lookup_dwarf(s, d, vaddr, &k.info)))
+	if (d && (e = lookup_dwarf(s, d, vaddr, true, frames, &k.info)))
 		return e;
 	if (array_reserve((void **)&s->e, &s->cap, s->nr, sizeof(*s->e))) {
 		free((void *)k.info.frames);

@@ -37,6 +37,11 @@ struct srclines *srclines__new(struct symbolizer *sym, bool full_path);
 void srclines__free(struct srclines *s);
 /* For dso_id at the ELF virtual address vaddr: 0 and *out (zeroed where DWARF says nothing), or -ENOMEM. */
 int srclines__lookup(struct srclines *s, int dso_id, __u64 vaddr, struct src_info *out);
+/*
+ * As srclines__lookup; without frames its line alone (out->nr is 0), for an
+ * output that shows no inlined frame: the unit's functions are not read.
+ */
+int srclines__lookup_as(struct srclines *s, int dso_id, __u64 vaddr, bool frames, struct src_info *out);
 
 /*
  * Closes every dso's DWARF (what libdw decompressed and parsed, the CUs'
