@@ -352,22 +352,28 @@ def test_fleet_shard_killed_for_two_windows_nothing_lost_nothing_doubled():
         a.send_signal(signal.SIGTERM)
         out, err = a.communicate(timeout=30)
         assert a.returncode == 0, err
-        end = time.time() + 20  # the Distributed tables' queues flush to the other shard
-        rows = []
+        # The Distributed tables' queues flush to the other shard on their own time, windows and
+        # samples apart: wait until every window is there once AND the samples rows sum to what the
+        # windows say (CI read the samples while a shard's queue still held 34 of 267).
+        q_samples = ("SELECT sum(c) FROM (SELECT any(count) c FROM spanperf.samples WHERE host = 'hostK' "
+                     "AND off_cpu = 0 GROUP BY token, host, off_cpu, pid, tid, comm, stack_id)")
+        q_windows = ("SELECT sum(samples) FROM (SELECT token, any(samples) samples FROM spanperf.windows "
+                     "WHERE host = 'hostK' GROUP BY token)")
+        end = time.time() + 60
+        rows, summed, n_samples = [], -1, -2
         while time.time() < end:
             rows = tsv(s0, "SELECT token FROM spanperf.windows WHERE host = 'hostK' ORDER BY token").split()
             nums = sorted(int(t.split("-")[1]) for t in rows)
             if nums and nums == list(range(len(nums))) and len(nums) >= 7:
-                break
+                n_samples = int(tsv(s0, q_windows) or 0)
+                summed = int(tsv(s0, q_samples) or 0)
+                if summed == n_samples:
+                    break
             time.sleep(0.5)
         nums = sorted(int(t.split("-")[1]) for t in rows)
         assert nums == list(range(len(nums))) and len(nums) >= 7, (nums, err)
         dup = tsv(s0, "SELECT count() FROM (SELECT count() c FROM spanperf.samples GROUP BY token, host, off_cpu, "
                   "pid, tid, comm, stack_id HAVING c > 1)")
-        n_samples = int(tsv(s0, "SELECT sum(samples) FROM (SELECT token, any(samples) samples FROM spanperf.windows "
-                            "WHERE host = 'hostK' GROUP BY token)"))
-        summed = int(tsv(s0, "SELECT sum(c) FROM (SELECT any(count) c FROM spanperf.samples WHERE host = 'hostK' "
-                         "AND off_cpu = 0 GROUP BY token, host, off_cpu, pid, tid, comm, stack_id)"))
         assert dup == "0" and summed == n_samples, (dup, summed, n_samples)
     finally:
         if a:
