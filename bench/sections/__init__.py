@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
-from . import (agent, dwarf, ehframe, ehtables, forks, inkernel, lib, live, offcpu, otel, page, parts, python,
-               recorder, report, rss, sched, spans, split, srcline, stackcost, stat, stolen, top, wakers,
+from . import (agent, dwarf, ehframe, ehtables, forks, inkernel, java, lib, live, offcpu, otel, page, parts,
+               python, recorder, report, rss, sched, spans, split, srcline, stackcost, stat, stolen, top, wakers,
                wholepath)
 
 TABLE = [
@@ -23,6 +23,7 @@ TABLE = [
     ehframe,
     ehtables,
     python,
+    java,
     wholepath,
     stackcost,
     rss,

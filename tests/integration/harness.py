@@ -114,6 +114,14 @@ def off_near_truth(got, t, frac):
     return t["off_ns"] - t["preempted_ns"] - tol <= got <= t["off_ns"] + tol
 
 
+def in_container(script, root):
+    """sh -c script in a mount namespace of its own with a tmpfs at root (its files no one else sees):
+    a runtime in a container, for the Python and Java tests.  A script that ends in `exec` runs its
+    program under the pid of the process started from the command returned here."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            "mount -t tmpfs none %s && %s" % (root, script)]
+
+
 def need_root():
     if os.geteuid() != 0:
         raise Skip("needs root (BPF programs and system-wide perf events)")

@@ -10,12 +10,16 @@ frames only, as during a JVM's warm-up.  A daemon thread parks in take() in a lo
 its off-CPU time must name."""
 import collections
 import os
+import re
 import select
+import shutil
+import signal
 import subprocess
 import time
 
 from frames_common import folded, script_chains
-from harness import Skip, need_bpf, perf_clean, reap, run, spanperf, test, tmpdir
+from harness import (SPANPERF, Skip, Started, cpu_ns, in_container, need_bpf, need_perf, perf_clean, reap, run,
+                     spanperf, test, tmpdir)
 
 JDK17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 JDK25 = "/usr/lib/jvm/temurin-25-jdk-amd64"
@@ -252,6 +256,300 @@ def test_java_exits_mid_recording():
     assert n >= 50 and ok * 100 >= 90 * n, "%d of %d samples in main carry the chain: %s\n%s" % (
         ok, n, sorted(((c, st[-6:]) for st, c in inmain.items() if not carries(st, "Chain")), reverse=True)[:3],
         p.stderr[-2000:])
+
+
+def started(cmd):
+    """A JVM started from cmd (its program prints "ready" when its work starts), once it said so."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 1)
+        if r:
+            line = p.stdout.readline()
+            if line.strip() == "ready":
+                return p
+            if not line:
+                break
+    reap(p)
+    raise AssertionError("%s never said it was ready" % " ".join(cmd[-4:]))
+
+
+def await_cpu(threads, ns, what):
+    """Waits until each (pid, tid) has run ns more of its own CPU than when called: a budget the
+    busy threads' own clocks measure, however loaded the host (a generous deadline only says so)."""
+    base = {t: cpu_ns(*t) for t in threads}
+    deadline = time.time() + 300
+    while any(cpu_ns(*t) - base[t] < ns for t in threads):
+        assert time.time() < deadline, "%s: the busy threads ran %s ns of CPU in 300 s" % (
+            what, [cpu_ns(*t) - base[t] for t in threads])
+        time.sleep(0.2)
+
+
+def stop(p, timeout=120):
+    """A recorder stopped as Ctrl-C stops it; its exit status."""
+    p.send_signal(signal.SIGINT)
+    return p.wait(timeout=timeout)
+
+
+def chain_leaf(frames):
+    """The innermost frame of Chain's own methods, tiny left out: tiny is inlined into leaf (HotSpot
+    inlines so small a method always), which a perf map cannot show and spanperf may expand."""
+    own = [f for f in frames if " Chain." in f and " Chain.tiny(" not in f]
+    return own[-1] if own else "(none)"
+
+
+@test
+def test_java_perf_map_agrees():
+    """perf's own view of the same program: a JVM run with -XX:+PreserveFramePointer, its code named
+    by the map `jcmd PID Compiler.perfmap` writes, recorded by perf record -g, beside an identical
+    JVM without the flag recorded by spanperf over the same window.  The innermost method of each
+    busy-thread sample agrees, by name and share, on at least 95% of samples (the overlap of the two
+    distributions).  Both busy threads first run 1.5 s of their own CPU (their chains compiled),
+    then each recorder runs until each thread has run 2 s more."""
+    need_perf()
+    need_bpf()
+    d = classes()
+    jcmd = os.path.join(JDK17, "bin", "jcmd")
+    if not os.path.exists(jcmd):
+        raise Skip("no jcmd at %s" % jcmd)
+    theirs = started([java(JDK17), "-XX:+PreserveFramePointer", "-cp", d, "Chain", "3600", "0"])
+    ours = start(JDK17, "Chain", 3600)
+    rec, perf = None, None
+    pmap = "/tmp/perf-%d.map" % theirs.pid
+    try:
+        busy = [(theirs.pid, busy_tid(theirs.pid)), (ours.pid, busy_tid(ours.pid))]
+        await_cpu(busy, 1.5e9, "warm-up")
+        tdata, odata = os.path.join(tmpdir(), "perf.data"), os.path.join(tmpdir(), "java.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-F", "999", "-g", "-p", str(theirs.pid), "-o", tdata],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-F", "999", "-p", str(ours.pid), "-o", odata],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        started_rec = Started(rec)
+        await_cpu(busy, 2e9, "the window")
+        # perf record writes its file, then dies of the SIGINT it caught (it raises it again).
+        rc = stop(perf)
+        assert rc in (0, -signal.SIGINT), "perf record exited %d: %s" % (rc, perf.stderr.read()[-2000:])
+        rc = stop(rec)
+        assert rc == 0 and started_rec.wait() == 0, "record exited %d: %s" % (rc, started_rec.text())
+        # The map of what is compiled now, written by the JVM itself; perf script reads it by pid.
+        run([jcmd, str(theirs.pid), "Compiler.perfmap"], timeout=120, check=True)
+        mine = collections.Counter(chain_leaf(c) for c in perf_chains(tdata, busy[0][1]))
+    finally:
+        for p in (perf, rec):
+            if p:
+                reap(p)
+        reap(theirs)
+        reap(ours)
+        if os.path.exists(pmap):
+            os.unlink(pmap)
+    got = collections.Counter()
+    for st, c in folded(odata)["java"].items():
+        got[chain_leaf(st)] += c
+    # The busy thread's samples alone: report's folded output is by comm, and the launcher's first
+    # thread (comm java too) sleeps in pthread_join, never on CPU.
+    n1, n2 = sum(got.values()), sum(mine.values())
+    assert n1 >= 500 and n2 >= 500, "spanperf %d samples, perf %d" % (n1, n2)
+    agree = sum(min(got[k] / n1, mine[k] / n2) for k in set(got) | set(mine))
+    assert agree >= 0.95, "leaf methods agree on %.1f%% of samples: spanperf %s; perf %s" % (
+        100 * agree, got.most_common(4), mine.most_common(4))
+
+
+CONSUME = """import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+
+public class Consume {
+    static final BlockingQueue<Integer> q = new LinkedBlockingQueue<>();
+
+    static void consumer() {
+        try {
+            while (true) q.take();
+        } catch (InterruptedException e) {
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Thread t = new Thread(Consume::consumer, "consumer");
+        t.setDaemon(true);
+        t.start();
+        System.out.println("ready");
+        System.out.flush();
+        for (int i = 0; ; i++) {
+            Thread.sleep(20);
+            q.put(i);
+        }
+    }
+}
+"""
+
+
+@test
+def test_java_offcpu_queue_take():
+    """A thread parked in LockSupport.park from BlockingQueue.take(), off CPU: named take, under its
+    caller, through Unsafe.park's native frame, on 17 and 25."""
+    d = tmpdir()
+    with open(os.path.join(d, "Consume.java"), "w") as f:
+        f.write(CONSUME)
+    javac = os.path.join(JDK17, "bin", "javac")
+    if not os.path.exists(javac):
+        raise Skip("no JDK 17 javac at %s" % javac)
+    run([javac, "-d", d, os.path.join(d, "Consume.java")], timeout=300, check=True)
+    for jdk in (JDK17, JDK25):
+        p = started([java(jdk), "-cp", d, "Consume"])
+        try:
+            path, err = record(p.pid)
+        finally:
+            reap(p)
+        off = folded(path, "off-cpu")["consumer"]
+        n = sum(off.values())
+
+        def under_take(st):
+            at = [i for i, f in enumerate(st) if "Consume.consumer(" in f]
+            return bool(at) and at[0] + 1 < len(st) and "java.util.concurrent.LinkedBlockingQueue.take(" in st[at[0] + 1]
+        ok = sum(c for st, c in off.items() if under_take(st))
+        assert n > 1e9 and ok >= 0.9 * n, "%s: consumer off CPU %.2f s, %.2f s of it under take(): %s\n%s" % (
+            os.path.basename(jdk), n / 1e9, ok / 1e9, sorted(((c, st[-12:]) for st, c in off.items()), reverse=True)[:3],
+            err[-1500:])
+
+
+RING = """import java.util.concurrent.Semaphore;
+
+public class Ring {
+    static volatile long sink;
+    static Semaphore[] turn;
+
+    /* Member i of the ring: waits for its turn, runs the chain once, hands the turn on. */
+    static void ring(int i) {
+        long acc = 0;
+        try {
+            while (true) {
+                turn[i].acquire();
+                acc += outer(3);
+                sink = acc;
+                turn[(i + 1) %% turn.length].release();
+            }
+        } catch (InterruptedException e) {
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int n = Integer.parseInt(args[0]);
+        turn = new Semaphore[n + 1];
+        for (int i = 0; i <= n; i++)
+            turn[i] = new Semaphore(0);
+        for (int i = 1; i <= n; i++) {
+            final int me = i;
+            Thread t = new Thread(() -> ring(me), String.format("w%%03d", i));
+            t.setDaemon(true);
+            t.start();
+        }
+        System.out.println("ready");
+        System.out.flush();
+        turn[0].release();
+        ring(0);
+    }
+%(methods)s
+    static int tiny(int x) {
+        return (x * 0x9E3779B1) ^ (x >>> 16);
+    }
+}
+"""
+
+
+def ring_class():
+    """Ring: the main thread and n workers run the chain one at a time, by turns (one CPU's worth)."""
+    d = tmpdir()
+    src = source("Chain", 45)
+    # Chain's outer, mid and leaf, as they are.
+    methods = src[src.index("    static long outer("):src.index("    static int tiny(")]
+    with open(os.path.join(d, "Ring.java"), "w") as f:
+        f.write(RING % {"methods": methods})
+    javac = os.path.join(JDK17, "bin", "javac")
+    if not os.path.exists(javac):
+        raise Skip("no JDK 17 javac at %s" % javac)
+    run([javac, "-d", d, os.path.join(d, "Ring.java")], timeout=300, check=True)
+    return d
+
+
+def ring_whole(frames, root):
+    """Whether a chain's Ring frames are root -> ring -> outer -> mid -> leaf (tiny may follow)."""
+    want = ([] if root == "run" else ["void Ring.main(java.lang.String[])"]) + \
+        ["void Ring.ring(int)", "long Ring.outer(int)", "long Ring.mid(int)", "long Ring.leaf(int)"]
+    got = [f for f in frames if " Ring." in f and "lambda$" not in f]
+    return got in (want, want + ["int Ring.tiny(int)"]) and (root != "run" or "void java.lang.Thread.run()" in frames)
+
+
+@test
+def test_java_200_threads():
+    """A JVM with 200 threads that run the chain by turns (a ring of semaphores: one CPU's worth of
+    work however many threads): recorded until each thread has run 15 ms of its own CPU; each
+    thread's chains reach its root (the main thread's main, a worker's Thread.run), 90% of all, and
+    half of each thread's own at the least; no JVM left unfollowed."""
+    need_bpf()
+    d = ring_class()
+    p = started([java(JDK17), "-cp", d, "Ring", "200"])
+    rec = None
+    try:
+        tids = {}
+        for t in os.listdir("/proc/%d/task" % p.pid):
+            with open("/proc/%d/task/%s/comm" % (p.pid, t)) as f:
+                comm = f.read().strip()
+            if comm.startswith("w") or (comm == "java" and int(t) != p.pid):
+                tids[comm if comm != "java" else "main"] = int(t)
+        assert len(tids) == 201, sorted(tids)
+        out = os.path.join(tmpdir(), "java.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-p", str(p.pid), "-o", out],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        on = Started(rec)
+        await_cpu([(p.pid, t) for t in tids.values()], 15e6, "200 threads")
+        assert stop(rec) == 0 and on.wait() == 0, on.text()
+        err = "".join(on.lines)
+    finally:
+        if rec:
+            reap(rec)
+        reap(p)
+    stacks = folded(out)
+    total = whole = 0
+    thin = []
+    for name in tids:
+        comm, root = ("java", "main") if name == "main" else (name, "run")
+        n = sum(stacks[comm].values())
+        ok = sum(c for st, c in stacks[comm].items() if ring_whole(st, root))
+        total, whole = total + n, whole + ok
+        if not n or ok * 2 < n:
+            thin.append((name, ok, n, sorted(((c, st[-6:]) for st, c in stacks[comm].items() if not ring_whole(st, root)),
+                                             reverse=True)[:2]))
+    assert not thin and whole * 100 >= 90 * total, "%d of %d samples reach their root; threads short of it: %s\n%s" % (
+        whole, total, thin[:5], err[-2500:])
+    assert re.search(r"1 JVMs among them, \d+ forks; 0 not followed", err), err[-2500:]
+
+
+@test
+def test_java_container():
+    """A JVM whose JDK lies in a tmpfs only its mount namespace sees (test_python's container): its
+    libjvm read through the process, its frames named to main, native and Java alike."""
+    if not shutil.which("unshare"):
+        raise Skip("needs unshare")
+    d = classes()
+    root = "/opt/spanperf-javact"
+    os.makedirs(root, exist_ok=True)
+    script = ("mkdir %(r)s/jdk %(r)s/cls && cp -a %(j)s/bin %(j)s/lib %(j)s/conf %(r)s/jdk/ && cp %(d)s/*.class %(r)s/cls/ "
+              "&& exec %(r)s/jdk/bin/java -cp %(r)s/cls Chain 3600") % dict(r=root, j=JDK17, d=d)
+    java(JDK17)
+    p = started(in_container(script, root))
+    try:
+        tid = busy_tid(p.pid)
+        path, err = record(p.pid)
+    finally:
+        reap(p)
+    assert "1 JVMs among them" in err, err[-2500:]
+    stacks = folded(path)["java"]
+    n = sum(stacks.values())
+    ok = sum(c for st, c in stacks.items() if carries(st, "Chain") and "JavaCalls::call_helper" in st)
+    assert n >= 100 and ok * 100 >= 90 * n, "container: %d of %d samples carry the chain through libjvm: %s\n%s" % (
+        ok, n, sorted(((c, st[-8:]) for st, c in stacks.items()), reverse=True)[:3], err[-2500:])
+    samples = perf_chains(path, tid)
+    pok = sum(1 for c in samples if carries(c, "Chain"))
+    assert len(samples) >= 100 and pok * 100 >= 90 * len(samples), "container: perf script: %d of %d" % (pok, len(samples))
 
 
 HOSTILE = r"""

@@ -20,7 +20,7 @@ import sys
 import time
 
 from frames_common import folded, script_chains
-from harness import SPANPERF, Skip, Started, need_bpf, need_perf, reap, run, spanperf, test, tmpdir
+from harness import SPANPERF, Skip, Started, in_container, need_bpf, need_perf, reap, run, spanperf, test, tmpdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "pyworkload.py")
@@ -216,12 +216,6 @@ def test_python_forked_child():
     assert n >= 300 and rooted * 100 >= 95 * n, "child: %d of %d samples from <module> to child_spin (%d end so)" % (
         rooted, n, ok)
     assert re.search(r"python: .*[1-9]\d* forks", err), err[-2000:]
-
-
-def in_container(script, root):
-    """sh -c script in a mount namespace of its own with a tmpfs at root (its files no one else sees)."""
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
-            "mount -t tmpfs none %s && %s" % (root, script)]
 
 
 @test

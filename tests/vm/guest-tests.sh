@@ -134,6 +134,27 @@ else
 	ko "Python frames by name (python3.11)" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
 fi
 
+# Java frames by name on this kernel (the HotSpot step inlined into eh_step within 6.1's 512 bytes
+# of stack): Debian's OpenJDK 17 (a java.base runtime of it) runs the integration tests' Chain, whose
+# main thread spins in main -> busy -> outer -> mid -> leaf, interpreted, then compiled.
+if [ ! -x /jre/bin/java ]; then
+	echo "INFO no JVM in the guest (the host has no JDK 17 with jlink and javac): Java frames not checked"
+elif t0=$(cut -d. -f1 /proc/uptime) &&
+	$S record -g -v -F 999 -o /tmp/jv.data -- /jre/bin/java -Xmx64m -cp /jcls Chain 4 > /dev/null 2> /tmp/err.txt; then
+	echo "INFO the JVM's recording took $(($(cut -d. -f1 /proc/uptime) - t0)) s of the guest's time (4 s of it the chain's)"
+	$S report -i /tmp/jv.data --folded --event on-cpu > /tmp/jv.folded 2> /dev/null
+	n=$(grep '^java;.*;long Chain\.leaf(int)\(;int Chain\.tiny(int)\)\? [0-9]*$' /tmp/jv.folded | awk '{ s += $NF } END { print s + 0 }')
+	m=$(grep '^java;.*;void Chain\.main(java\.lang\.String\[\]);void Chain\.busy(long);long Chain\.outer(int);long Chain\.mid(int);long Chain\.leaf(int)\(;int Chain\.tiny(int)\)\? [0-9]*$' \
+		/tmp/jv.folded | awk '{ s += $NF } END { print s + 0 }')
+	if [ "$n" -ge 100 ] && [ $((m * 100)) -ge $((n * 90)) ]; then
+		ok "Java frames by name (OpenJDK 17): $m of $n samples in leaf() carry main;busy;outer;mid;leaf"
+	else
+		ko "Java frames by name (OpenJDK 17)" "$m of $n; $(grep -E '^ *(java|Java|python)' /tmp/err.txt | tr '\n' ';')"
+	fi
+else
+	ko "Java frames by name (OpenJDK 17)" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
+
 span_case "kprobe:vfs_read in kprobe mode" "kprobe:vfs_read@kprobe" kprobe
 span_case "kprobe:vfs_read in forced fentry mode" "kprobe:vfs_read@fentry" fentry
 span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kprobe

@@ -62,8 +62,31 @@ if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11/encodings ]; then
 	cp -r /usr/lib/python3.11/encodings /usr/lib/python3.11/os.py "$root/usr/lib/python3.11/"
 	cp tests/vm/pyspin.py "$root/pyspin.py"
 fi
-for lib in $( (ldd spanperf; ldd build/tests/workload; ldd build/tests/workload_dwarf; [ -z "$py" ] || ldd "$py") |
-	awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u); do
+# Java frames: the guest sees none of the host's files, so a JVM goes in the initramfs: a runtime of
+# java.base alone that the host's JDK 17 links (jlink; 50 MB where the JDK is 260, libjvm as it is),
+# cached by the JDK's version, and the integration tests' Chain program, compiled by the same JDK.
+jdk=/usr/lib/jvm/java-17-openjdk-amd64
+jvm=
+if [ -x "$jdk/bin/jlink" ] && [ -x "$jdk/bin/javac" ] && command -v python3 >/dev/null 2>&1; then
+	ver=$(grep '^JAVA_RUNTIME_VERSION=' "$jdk/release" 2>/dev/null)
+	if [ ! -x "$cache/jre/bin/java" ] || [ "$(cat "$cache/jre.version" 2>/dev/null)" != "$ver" ]; then
+		rm -rf "$cache/jre"
+		"$jdk/bin/jlink" --add-modules java.base --no-header-files --no-man-pages --output "$cache/jre" &&
+			echo "$ver" > "$cache/jre.version"
+	fi
+	mkdir -p "$root/jcls"
+	if [ -x "$cache/jre/bin/java" ] &&
+		python3 -c 'import sys; sys.path.insert(0, "tests/integration"); import test_java
+open(sys.argv[1], "w").write(test_java.source("Chain", 45))' "$root/jcls/Chain.java" &&
+		"$jdk/bin/javac" -d "$root/jcls" "$root/jcls/Chain.java"; then
+		cp -a "$cache/jre" "$root/jre"
+		jvm="$root/jre/bin/java $root/jre/lib/server/libjvm.so $root/jre/lib/libjava.so $root/jre/lib/libjli.so"
+	else
+		rm -rf "$root/jcls" "$root/jre"
+	fi
+fi
+for lib in $( (ldd spanperf; ldd build/tests/workload; ldd build/tests/workload_dwarf; [ -z "$py" ] || ldd "$py"; for f in $jvm; do ldd "$f"; done) |
+	awk '/=> \//{print $3} /^\t\/lib/{print $1}' | sort -u | grep -v "^$root/"); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
@@ -89,10 +112,10 @@ echo "vmtest: booting $(cat "$cache/version") under QEMU ($accel)"
 log=build/vmtest.log
 mkdir -p build
 rm -f build/vmtest-guest-files.b64
-# The guest finishes in well under a minute idle; under TCG on a busy host it
-# took over 300 s (load ~28: each test slower, none hung).  So a hung guest is
-# told by its silence, not by the clock: killed when its console has printed
-# nothing for $stall seconds, and never later than $cap in all.
+# The guest finishes in a few minutes idle (the JVM's case alone takes 30-40 s of emulated
+# time); under TCG on a busy host it took over 300 s (load ~28: each test slower, none hung).
+# So a hung guest is told by its silence, not by the clock: killed when its console has
+# printed nothing for $stall seconds, and never later than $cap in all.
 # One vCPU running: with two, TCG sometimes leaves a vCPU stuck on the int3
 # that text_poke_bp plants while another detaches a tracepoint (static call
 # patching), and the guest soft-locks (seen 3 times in 30 runs; traced).
