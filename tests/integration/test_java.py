@@ -102,24 +102,31 @@ public class %(cls)s {
 """ % {"cls": cls, "methods": methods}
 
 
+def compiled(sources, d=None):
+    """sources ({class name: its source}) compiled by JDK 17's javac into d, a new directory by
+    default (javac 17's classes run on 25 too): the directory."""
+    javac = os.path.join(JDK17, "bin", "javac")
+    if not os.path.exists(javac):
+        raise Skip("no JDK 17 javac at %s" % javac)
+    d = d or tmpdir()
+    os.makedirs(d, exist_ok=True)
+    paths = [os.path.join(d, cls + ".java") for cls in sources]
+    for path, text in zip(paths, sources.values()):
+        with open(path, "w") as f:
+            f.write(text)
+    run([javac, "-d", d] + paths, timeout=300, check=True)
+    return d
+
+
 _classes = None
 
 
 def classes():
-    """Chain and Slow compiled once (javac 17: its classes run on 25 too)."""
+    """Chain and Slow compiled once."""
     global _classes
-    if _classes:
-        return _classes
-    javac = os.path.join(JDK17, "bin", "javac")
-    if not os.path.exists(javac):
-        raise Skip("no JDK 17 javac at %s" % javac)
-    d = tmpdir()
-    for cls, npad in (("Chain", 45), ("Slow", 900)):
-        with open(os.path.join(d, cls + ".java"), "w") as f:
-            f.write(source(cls, npad))
-    run([javac, "-d", d, os.path.join(d, "Chain.java"), os.path.join(d, "Slow.java")], timeout=300, check=True)
-    _classes = d
-    return d
+    if not _classes:
+        _classes = compiled({cls: source(cls, npad) for cls, npad in (("Chain", 45), ("Slow", 900))})
+    return _classes
 
 
 def java(jdk):
@@ -386,13 +393,7 @@ public class Consume {
 def test_java_offcpu_queue_take():
     """A thread parked in LockSupport.park from BlockingQueue.take(), off CPU: named take, under its
     caller, through Unsafe.park's native frame, on 17 and 25."""
-    d = tmpdir()
-    with open(os.path.join(d, "Consume.java"), "w") as f:
-        f.write(CONSUME)
-    javac = os.path.join(JDK17, "bin", "javac")
-    if not os.path.exists(javac):
-        raise Skip("no JDK 17 javac at %s" % javac)
-    run([javac, "-d", d, os.path.join(d, "Consume.java")], timeout=300, check=True)
+    d = compiled({"Consume": CONSUME})
     for jdk in (JDK17, JDK25):
         p = started([java(jdk), "-cp", d, "Consume"])
         try:
@@ -457,17 +458,10 @@ public class Ring {
 
 def ring_class():
     """Ring: the main thread and n workers run the chain one at a time, by turns (one CPU's worth)."""
-    d = tmpdir()
     src = source("Chain", 45)
     # Chain's outer, mid and leaf, as they are.
     methods = src[src.index("    static long outer("):src.index("    static int tiny(")]
-    with open(os.path.join(d, "Ring.java"), "w") as f:
-        f.write(RING % {"methods": methods})
-    javac = os.path.join(JDK17, "bin", "javac")
-    if not os.path.exists(javac):
-        raise Skip("no JDK 17 javac at %s" % javac)
-    run([javac, "-d", d, os.path.join(d, "Ring.java")], timeout=300, check=True)
-    return d
+    return compiled({"Ring": RING % {"methods": methods}})
 
 
 def ring_whole(frames, root):
@@ -669,14 +663,8 @@ def inl_classes():
     global _inl
     if _inl:
         return _inl
-    javac = os.path.join(JDK17, "bin", "javac")
-    if not os.path.exists(javac):
-        raise Skip("no JDK 17 javac at %s" % javac)
-    d = tmpdir()
     text = INL % {"pad": pad(45)}
-    with open(os.path.join(d, "Inl.java"), "w") as f:
-        f.write(text)
-    run([javac, "-d", d, os.path.join(d, "Inl.java")], timeout=300, check=True)
+    d = compiled({"Inl": text})
     hot = [i + 1 for i, l in enumerate(text.splitlines()) if l.endswith("// HOT")]
     _inl = (d, hot[0])
     return _inl
@@ -866,3 +854,4 @@ def test_java_lying_scopes():
     _, bad, _, _ = inlined_counts(err)
     assert chains[lie] * 100 >= 80 * n and bad >= 1, "%d of %d busy samples without mid, %d scopes out of range: %s" % (
         chains[lie], n, bad, chains.most_common(3))
+
