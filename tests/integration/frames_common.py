@@ -17,11 +17,11 @@ def folded(path, event="on-cpu"):
     return out
 
 
-def script_chains(path, pick, event="cpu-clock"):
-    """perf script's chains of the samples of event whose head line (comm, tid, ...: its fields)
-    pick takes: a list of frame lists, outermost first.  A record without a chain (the names of
+def script_chains(path, pick, event="cpu-clock", fields="comm,tid,event"):
+    """perf script's chains of the samples of event whose head line (fields: comm, tid, ...) pick
+    takes: a list of frame lists, outermost first.  A record without a chain (the names of
     Python and Java frames) is one line, with no blank line after."""
-    out = perf_clean(["script", "-F", "comm,tid,event,ip,sym"], path, lost_ok=True)
+    out = perf_clean(["script", "-F", fields + ",ip,sym"], path, lost_ok=True)
     chains, cur = [], None
     for line in out.splitlines():
         if not line.strip():

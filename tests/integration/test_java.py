@@ -855,3 +855,207 @@ def test_java_lying_scopes():
     assert chains[lie] * 100 >= 80 * n and bad >= 1, "%d of %d busy samples without mid, %d scopes out of range: %s" % (
         chains[lie], n, bad, chains.most_common(3))
 
+
+# ---- code freed and its address reused (issue 35, item 6) ----
+from frames_common import script_chains  # noqa: E402 (this part's own, kept with it)
+
+# Reuse runs one generation's class at a time, each in a class loader of its own, at the test's
+# word: "start CLS T" (System.nanoTime(), CLOCK_MONOTONIC as the samples' times), its method in a
+# loop until told "stop", "end CLS T", then the loader dropped and System.gc() run until the class
+# is gone (its Method and its compiled code freed, their memory free for the next generation's).
+REUSE = """import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.function.LongUnaryOperator;
+
+public class Reuse {
+    static volatile boolean stop;
+    static volatile long sink;
+    static final LinkedBlockingQueue<String> cmds = new LinkedBlockingQueue<>();
+
+    public static void main(String[] args) throws Exception {
+        URL dir = new File(args[0]).toURI().toURL();
+        Thread r = new Thread(() -> {
+            try {
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String l; (l = in.readLine()) != null; ) {
+                    if (l.equals("stop"))
+                        stop = true;
+                    else
+                        cmds.put(l);
+                }
+            } catch (Exception e) {
+            }
+            stop = true;
+            cmds.add("quit");
+        }, "reader");
+        r.setDaemon(true);
+        r.start();
+        System.out.println("ready");
+        System.out.flush();
+        for (String c; !(c = cmds.take()).equals("quit"); ) {
+            run(dir, c);
+            for (int i = 0; i < 3; i++)
+                System.gc();
+            System.out.println("gone " + c);
+            System.out.flush();
+        }
+    }
+
+    static void run(URL dir, String cls) throws Exception {
+        URLClassLoader l = new URLClassLoader(new URL[] { dir }, ClassLoader.getPlatformClassLoader());
+        LongUnaryOperator op = (LongUnaryOperator) l.loadClass(cls).getDeclaredConstructor().newInstance();
+        stop = false;
+        System.out.println("start " + cls + " " + System.nanoTime());
+        System.out.flush();
+        long acc = 0;
+        while (!stop)
+            acc += op.applyAsLong(acc);
+        System.out.println("end " + cls + " " + System.nanoTime());
+        System.out.flush();
+        sink = acc;
+        l.close();
+    }
+}
+"""
+# A generation: the same code under another name, too large to be inlined into Reuse.run.
+GEN = """public class G%(k)d implements java.util.function.LongUnaryOperator {
+    public long applyAsLong(long n) {
+        long acc = n;
+        for (int i = 0; i < 20000; i++) acc += (acc >>> 7) ^ (acc * 31 + i);
+        if (n == -12345) {
+            long p = acc;
+%(pad)s
+            acc = p;
+        }
+        return acc;
+    }
+}
+"""
+GENS = 12
+
+
+def gen_name(k):
+    return "long G%d.applyAsLong(long)" % k
+
+
+def reuse_classes():
+    """Reuse, and the generations in gen/ under it (not on its class path: each loader's own)."""
+    d = compiled({"Reuse": REUSE})
+    compiled({"G%d" % k: GEN % {"k": k, "pad": pad(45)} for k in range(GENS)}, os.path.join(d, "gen"))
+    return d
+
+
+class Said:
+    """A process's stdout lines, each awaited with a generous deadline."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def line(self, what, timeout=180):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        line = self.p.stdout.readline().split() if r else []
+        assert line and line[0] == what, "waited for %r in %d s, read %s" % (what, timeout, line)
+        return line
+
+    def say(self, text):
+        self.p.stdin.write(text + "\n")
+        self.p.stdin.flush()
+
+
+def code_of(jdk, pid, cls, deadline=180):
+    """The [begin, end) of each nmethod of cls's method as Compiler.codelist lists them, once one
+    compiled by C2 (level 4) is in use."""
+    until = time.time() + deadline
+    while time.time() < until:
+        nm = [c for c in codelist_ranges(jdk, pid) if c[3].startswith(cls + ".")]
+        if any(c[1] == 4 and c[2] == 0 for c in nm):
+            return [c[4] for c in nm]
+        time.sleep(0.3)
+    raise AssertionError("%s: no C2 code of %s in use in %d s" % (jdk, cls, deadline))
+
+
+def codelist_ranges(jdk, pid):
+    """Compiler.codelist as codelist, with each nmethod's [begin, end) for its address."""
+    p = run([os.path.join(jdk, "bin", "jcmd"), str(pid), "Compiler.codelist"], timeout=120)
+    out = []
+    for line in p.stdout.splitlines():
+        m = re.match(r"(\d+) (\d+) (\d+) (\S+) \[(0x[0-9a-f]+), 0x[0-9a-f]+ - (0x[0-9a-f]+)\]", line)
+        if m:
+            out.append((int(m[1]), int(m[2]), int(m[3]), m[4], (int(m[5], 16), int(m[6], 16))))
+    return out
+
+
+@test
+def test_java_code_reused():
+    """Temurin 25, no flag: generations of one method under other names, each in a class loader of its
+    own, run one after the other; each is unloaded (System.gc()) before the next starts, and its
+    compiled code freed, until one generation's C2 code is at an address an earlier one's was (the
+    JVM's own Compiler.codelist says where).  Each period's samples (the workload's own
+    System.nanoTime() says when) are named by the generation that ran then, at 90% of the busy
+    thread's, and none by another: a name is what was at the address when the sample was taken."""
+    need_bpf()
+    need_perf()
+    d = reuse_classes()
+    p = subprocess.Popen([java(JDK25), "-cp", d, "Reuse", os.path.join(d, "gen")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    rec = None
+    periods, code, reused = [], [], None
+    try:
+        said = Said(p)
+        said.line("ready")
+        tid = busy_tid(p.pid)
+        out = os.path.join(tmpdir(), "java.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-p", str(p.pid), "-o", out],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        on = Started(rec)
+        for k in range(GENS):
+            cls = "G%d" % k
+            said.say(cls)
+            t0 = int(said.line("start")[2])
+            mine = code_of(JDK25, p.pid, cls)
+            # Samples of its compiled code, whatever the host's load: 0.5 s of the thread's own CPU.
+            await_cpu([(p.pid, tid)], 0.5e9, cls)
+            said.say("stop")
+            t1 = int(said.line("end")[2])
+            said.line("gone")
+            periods.append((k, t0, t1))
+            reused = next(((j, k, lo) for j, ranges in code for lo, hi in ranges
+                           for lo2, hi2 in mine if lo2 < hi and lo < hi2), None)
+            code.append((k, mine))
+            if reused:
+                break
+        assert stop(rec) == 0 and on.wait() == 0, on.text()
+        err = "".join(on.lines)
+    finally:
+        if rec:
+            reap(rec)
+        reap(p)
+    assert reused, "in %d generations, none's code at an earlier one's address: %s" % (
+        GENS, [(k, [(hex(lo), hex(hi)) for lo, hi in r]) for k, r in code])
+    heads = []
+
+    def pick(head):
+        # comm tid secs.usecs: event:
+        if len(head) > 2 and head[1] == str(tid) and head[2].endswith(":"):
+            s, _, us = head[2][:-1].partition(".")
+            heads.append(int(s) * 10**9 + int(us) * 1000)
+            return True
+        return False
+    chains = script_chains(out, pick, fields="comm,tid,time,event")
+    assert len(heads) == len(chains), (len(heads), len(chains))
+    wrong, short = [], []
+    for k, t0, t1 in periods:
+        # A microsecond either side: perf script's times are in them.
+        mine = [c for t, c in zip(heads, chains) if t0 + 1000 <= t <= t1 - 1000]
+        named = [c for c in mine if gen_name(k) in c]
+        wrong += [(k, [f for f in c if " G" in f]) for c in mine if any(gen_name(j) in c for j in range(GENS) if j != k)]
+        if len(mine) < 20 or len(named) * 100 < 90 * len(mine):
+            short.append((k, len(named), len(mine), collections.Counter(tuple(c[-3:]) for c in mine
+                                                                        if gen_name(k) not in c).most_common(2)))
+    j, k, lo = reused
+    assert not wrong and not short, "G%d's code at %#x where G%d's was: samples named by another generation %s; " \
+        "periods short of their own %s\n%s" % (k, lo, j, wrong[:5], short, err[-2000:])

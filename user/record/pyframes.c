@@ -157,6 +157,14 @@ struct pf_proc {
 	struct u64_map by_site;
 	struct jvm_scope *scopes; /* every site's scopes, one array */
 	size_t nr_scopes, cap_scopes;
+	/*
+	 * Each kept scope's method slot (index in codes + 1; 0: not named
+	 * yet), fixed when first named: once its class is unloaded, the
+	 * Method*'s memory may hold another class's method, and a sample of
+	 * this compile id drained then is still this method's.
+	 */
+	__u32 *pins;
+	size_t cap_pins;
 };
 
 struct py_frames {
@@ -186,6 +194,7 @@ static void proc_clear(struct pf_proc *pp)
 	u64_map_free(&pp->by_code);
 	free(pp->sites);
 	free(pp->scopes);
+	free(pp->pins);
 	u64_map_free(&pp->by_site);
 	memset(pp, 0, sizeof(*pp));
 }
@@ -813,7 +822,7 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 		pr_debug("java: no symbol or lines for %s in the ELF", jm->name);
 	pc = add_slot(p, pp,
 		      &(struct pf_code){ .code = m, .ncodeunits = jm->code_size,
-					 .cookie = { .code = jm->constmethod } },
+					 .cookie = { .code = jm->cookie } },
 		      size, err);
 	if (pc)
 		p->java_named++;
@@ -850,11 +859,12 @@ static struct pf_code *method_slot(struct py_frames *p, struct pf_proc *pp, __u6
 /*
  * The frames a compiled Java entry names, innermost first, read from its
  * nmethod once per (compile id, pc) and kept: how many, their first in
- * pp->scopes at *first; 0 when it names none (a stub, a blob recompiled
- * since: dropped).  Where its scopes cannot be read as HotSpot writes them
- * the frame stays its nmethod's own method, its line unknown (counted).
+ * pp->scopes at *first (*kept: a kept site's, with pins); 0 when it names
+ * none (a stub, a blob recompiled since: dropped).  Where its scopes cannot
+ * be read as HotSpot writes them the frame stays its nmethod's own method,
+ * its line unknown (counted).
  */
-static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t *first)
+static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t *first, bool *kept)
 {
 	struct jvm_scope sc[JVM_MAX_SCOPES];
 	__u64 key = v & ((1ull << (SP_HS_ID_SHIFT + SP_HS_ID_BITS)) - 1), pc;
@@ -864,8 +874,10 @@ static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t 
 	__u32 id;
 	int n;
 
+	*kept = false;
 	if (i && *i) {
 		*first = pp->sites[*i - 1].first;
+		*kept = true;
 		return pp->sites[*i - 1].n;
 	}
 	pc = pp->jf.cc_low + (v & 0xffffffffull);
@@ -894,18 +906,43 @@ static __u32 java_site(struct py_frames *p, struct pf_proc *pp, __u64 v, size_t 
 		sc[0] = (struct jvm_scope){ b.method, JVM_BCI_NONE };
 		n = 1;
 	}
-	if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes + n - 1, sizeof(*pp->scopes)))
+	if (array_reserve((void **)&pp->scopes, &pp->cap_scopes, pp->nr_scopes + n - 1, sizeof(*pp->scopes)) ||
+	    array_reserve((void **)&pp->pins, &pp->cap_pins, pp->nr_scopes + n - 1, sizeof(*pp->pins)))
 		return 0;
 	*first = pp->nr_scopes;
 	memcpy(pp->scopes + pp->nr_scopes, sc, n * sizeof(*sc));
+	memset(pp->pins + pp->nr_scopes, 0, n * sizeof(*pp->pins));
 	/* Kept while there is room; past it, these scopes serve this sight only (overwritten at the next). */
 	if (keep && pp->nr_sites < SITES_MAX && (i = u64_map_get(&pp->by_site, key, true)) &&
 	    !array_reserve((void **)&pp->sites, &pp->cap_sites, pp->nr_sites, sizeof(*pp->sites))) {
 		pp->sites[pp->nr_sites] = (struct pf_site){ (__u32)pp->nr_scopes, (__u32)n };
 		*i = ++pp->nr_sites;
 		pp->nr_scopes += n;
+		*kept = true;
 	}
 	return n;
+}
+
+/*
+ * The slot of a Java frame's method m (index in pp->codes + 1, 0: none),
+ * a kept scope's from its pin (set at its first naming).  0, or an error
+ * to end the rewrite with.
+ */
+static int frame_slot(struct py_frames *p, struct pf_proc *pp, __u64 m, __u32 *pin, __u64 t, py_write_fn fn,
+		      void *ctx, __u32 *out)
+{
+	struct pf_code *pc;
+	int e;
+
+	if (pin && *pin) {
+		*out = *pin;
+		return 0;
+	}
+	pc = method_slot(p, pp, m, t, fn, ctx, &e);
+	*out = pc ? (__u32)(pc - pp->codes) + 1 : 0;
+	if (pin)
+		*pin = *out;
+	return e;
 }
 
 /* Entries a chain's user part may hold: perf's PERF_MAX_STACK_DEPTH, as the walk's. */
@@ -921,8 +958,10 @@ static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t,
 		      __u32 *user, py_write_fn fn, void *ctx)
 {
 	struct jvm_scope one, *sc = &one;
-	struct pf_code *slot[JVM_MAX_SCOPES];
+	/* Indexes, not pointers: naming a method may move pp->codes. */
+	__u32 slot[JVM_MAX_SCOPES], *pin = NULL;
 	size_t first = 0;
+	bool kept;
 	__u32 n;
 	int e = 0;
 
@@ -932,8 +971,9 @@ static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t,
 		one = (struct jvm_scope){ (v & ((1ull << SP_HS_METHOD_BITS) - 1)) << 3, bci1 ? (__s32)bci1 - 1 : JVM_BCI_NONE };
 		n = 1;
 	} else {
-		n = java_site(p, pp, v, &first);
+		n = java_site(p, pp, v, &first, &kept);
 		sc = pp->scopes + first;
+		pin = kept ? pp->pins + first : NULL;
 	}
 	if (!n) {
 		p->dropped++;
@@ -942,19 +982,21 @@ static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t,
 	/* No room for the inlined frames: the nmethod's own, at its call site, as before they were read. */
 	if (n > 1 && (*k + n > cap || *user + n > USER_MAX)) {
 		sc += n - 1;
+		pin = pin ? pin + n - 1 : NULL;
 		n = 1;
 		p->java_no_room++;
 	}
 	for (__u32 i = 0; i < n; i++) {
-		slot[i] = method_slot(p, pp, sc[i].method, t, fn, ctx, &e);
+		e = frame_slot(p, pp, sc[i].method, pin ? pin + i : NULL, t, fn, ctx, &slot[i]);
 		if (e)
 			return e;
 		if (!slot[i] && n > 1) {
 			/* An inlined method not named: the frame as before, its own method alone. */
 			p->java_scopes_bad++;
 			sc += n - 1;
-			slot[0] = i == n - 1 ? NULL : method_slot(p, pp, sc[0].method, t, fn, ctx, &e);
-			if (e)
+			pin = pin ? pin + n - 1 : NULL;
+			slot[0] = 0;
+			if (i != n - 1 && (e = frame_slot(p, pp, sc[0].method, pin, t, fn, ctx, &slot[0])))
 				return e;
 			n = 1;
 			break;
@@ -964,8 +1006,11 @@ static int java_entry(struct py_frames *p, struct pf_proc *pp, __u64 v, __u64 t,
 		p->dropped++;
 		return 0;
 	}
-	for (__u32 i = 0; i < n; i++)
-		ips[(*k)++] = py_frame_addr(pp->base + slot[i]->off, slot[i]->ncodeunits, sc[i].bci);
+	for (__u32 i = 0; i < n; i++) {
+		const struct pf_code *c = &pp->codes[slot[i] - 1];
+
+		ips[(*k)++] = py_frame_addr(pp->base + c->off, c->ncodeunits, sc[i].bci);
+	}
 	*user += n;
 	p->java_inlined += n - 1;
 	return 0;

@@ -240,9 +240,27 @@ static int method_lines(const struct jvm_facts *f, jvm_read_fn read, void *ctx, 
 	return e;
 }
 
-int jvm_method_cookie(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, __u64 *constmethod)
+/*
+ * A class loader's metaspace, freed when its classes are unloaded, is
+ * handed to the next loader: a class of the same shape loaded then puts its
+ * Method and ConstMethod where the other's were.  Its name's Symbol, in the
+ * JVM's symbol table rather than the loader's metaspace, tells them apart.
+ */
+static __u64 cookie_of(__u64 cm, __u64 ksym)
 {
-	return rd_u64(read, ctx, m + f->o.method_constmethod, constmethod);
+	return cm ^ (ksym * 0x9e3779b97f4a7c15ull);
+}
+
+int jvm_method_cookie(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, __u64 *cookie)
+{
+	const struct jvm_offsets *o = &f->o;
+	__u64 cm, cp, holder, ksym;
+
+	if (rd_u64(read, ctx, m + o->method_constmethod, &cm) || rd_u64(read, ctx, cm + o->cmethod_constants, &cp) ||
+	    rd_u64(read, ctx, cp + o->cpool_holder, &holder) || rd_u64(read, ctx, holder + o->klass_name, &ksym))
+		return -EFAULT;
+	*cookie = cookie_of(cm, ksym);
+	return 0;
 }
 
 int jvm_method_read(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, struct jvm_method *out)
@@ -301,7 +319,7 @@ int jvm_method_read(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u6
 			snprintf(plus, sizeof(klass) - (plus - klass), "/0x%016llx", (unsigned long long)holder);
 	}
 	snprintf(out->name, sizeof(out->name), "%s %s.%s(%s)", ret, klass, name, args);
-	out->constmethod = cm;
+	out->cookie = cookie_of(cm, ksym);
 	out->code_size = code_size;
 	return method_lines(f, read, ctx, cm, cp, cplen, out);
 }

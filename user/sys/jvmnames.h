@@ -16,7 +16,7 @@
 #include "sbuf.h"
 
 struct jvm_method {
-	__u64 constmethod;	/* the cookie: another method at a reused Method* has another */
+	__u64 cookie;		/* another method at a reused Method* has another (jvm_method_cookie) */
 	__u32 code_size;	/* bytes of bytecode */
 	char name[4 * 1024 + 64]; /* the perf map's name */
 	char file[256];		/* its class's SourceFile ("Chain.java"), "" where none */
@@ -60,7 +60,10 @@ struct jvm_scope {
 int jvm_pc_scopes(const struct jvm_facts *f, jvm_read_fn read, void *ctx, const struct jvm_blob *b, __u64 pc,
 		  struct jvm_scope *out, int max);
 
-/* Only the cookie of the method at m (one read): 0 or -EFAULT. */
-int jvm_method_cookie(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, __u64 *constmethod);
+/*
+ * Only the cookie of the method at m (four reads: its ConstMethod and its
+ * class's name Symbol): 0 or -EFAULT.
+ */
+int jvm_method_cookie(const struct jvm_facts *f, jvm_read_fn read, void *ctx, __u64 m, __u64 *cookie);
 
 #endif
