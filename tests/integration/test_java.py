@@ -138,20 +138,7 @@ def java(jdk):
 
 def start(jdk, cls, secs, workers=0):
     """The JVM running cls, once its main thread said it is ready (the chain starts then)."""
-    d = classes()
-    p = subprocess.Popen([java(jdk), "-cp", d, cls, str(secs), str(workers)], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, errors="replace")
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        r, _, _ = select.select([p.stdout], [], [], 1)
-        if r:
-            line = p.stdout.readline()
-            if line.strip() == "ready":
-                return p
-            if not line:
-                break
-    reap(p)
-    raise AssertionError("%s %s never said it was ready" % (jdk, cls))
+    return started([java(jdk), "-cp", classes(), cls, str(secs), str(workers)])
 
 
 def busy_tid(pid):
@@ -267,7 +254,7 @@ def test_java_exits_mid_recording():
 
 def started(cmd):
     """A JVM started from cmd (its program prints "ready" when its work starts), once it said so."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
     deadline = time.time() + 120
     while time.time() < deadline:
         r, _, _ = select.select([p.stdout], [], [], 1)
@@ -296,6 +283,19 @@ def stop(p, timeout=120):
     """A recorder stopped as Ctrl-C stops it; its exit status."""
     p.send_signal(signal.SIGINT)
     return p.wait(timeout=timeout)
+
+
+def recorder(pid, out):
+    """spanperf record -g -v of pid into out, once its events are on: the process and its Started."""
+    rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-p", str(pid), "-o", out],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return rec, Started(rec)
+
+
+def stopped(rec, on):
+    """A recorder's stderr, once it stopped at Ctrl-C, as it must, with exit status 0."""
+    assert stop(rec) == 0 and on.wait() == 0, on.text()
+    return "".join(on.lines)
 
 
 def chain_leaf(frames):
@@ -491,12 +491,9 @@ def test_java_200_threads():
                 tids[comm if comm != "java" else "main"] = int(t)
         assert len(tids) == 201, sorted(tids)
         out = os.path.join(tmpdir(), "java.data")
-        rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-p", str(p.pid), "-o", out],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        on = Started(rec)
+        rec, on = recorder(p.pid, out)
         await_cpu([(p.pid, t) for t in tids.values()], 15e6, "200 threads")
-        assert stop(rec) == 0 and on.wait() == 0, on.text()
-        err = "".join(on.lines)
+        err = stopped(rec, on)
     finally:
         if rec:
             reap(rec)
@@ -1009,9 +1006,7 @@ def test_java_code_reused():
         said.line("ready")
         tid = busy_tid(p.pid)
         out = os.path.join(tmpdir(), "java.data")
-        rec = subprocess.Popen([SPANPERF, "record", "-g", "-v", "-p", str(p.pid), "-o", out],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        on = Started(rec)
+        rec, on = recorder(p.pid, out)
         for k in range(GENS):
             cls = "G%d" % k
             said.say(cls)
@@ -1028,8 +1023,7 @@ def test_java_code_reused():
             code.append((k, mine))
             if reused:
                 break
-        assert stop(rec) == 0 and on.wait() == 0, on.text()
-        err = "".join(on.lines)
+        err = stopped(rec, on)
     finally:
         if rec:
             reap(rec)
@@ -1059,3 +1053,88 @@ def test_java_code_reused():
     j, k, lo = reused
     assert not wrong and not short, "G%d's code at %#x where G%d's was: samples named by another generation %s; " \
         "periods short of their own %s\n%s" % (k, lo, j, wrong[:5], short, err[-2000:])
+
+
+# ---- the Java paths through spans, the page and top (issue 35, item 5) ----
+import json  # noqa: E402 (this part's own, kept with it)
+
+# A row of top's table: percent, samples, command, shared object, [k] or [.], the symbol (a Java
+# name has spaces in it).
+TOP_ROW = re.compile(r"^\s+([\d.]+)%\s+(\d+)\s+(\S+)\s+(\S+)\s+\[(.)\]\s+(.+?)\s*$")
+
+
+def chain_share(syms_counts, cls="Chain"):
+    """Of (symbol, samples) pairs, the samples whose symbol is one of cls's chain (tiny too), and all."""
+    own = ["long %s.leaf(int)", "int %s.tiny(int)", "long %s.mid(int)", "long %s.outer(int)", "void %s.busy(long)"]
+    own = {o % cls for o in own}
+    return sum(n for s, n in syms_counts if s in own), sum(n for _, n in syms_counts)
+
+
+def top_of(tid):
+    """spanperf top -g of one thread, one 2 s table: its rows (symbol, samples) and its text."""
+    p = spanperf("top", "--batch", "-n", "1", "-d", "2", "-g", "-E", "10", "-t", str(tid), timeout=180)
+    assert p.returncode == 0, "top exited %d: %s" % (p.returncode, p.stderr[-2000:])
+    rows = [(m[6], int(m[2])) for m in map(TOP_ROW.match, p.stdout.splitlines()) if m]
+    return rows, p.stdout
+
+
+def page_data(page):
+    """The page's own data, as its script reads it."""
+    with open(page) as f:
+        return json.loads(re.search(r'<script id="spanperf-data"[^>]*>(.*?)</script>', f.read(), re.S).group(1))
+
+
+@test
+def test_java_spans_page_top():
+    """JDK 17, no flag: Chain's busy thread, once it says it is ready, by name on every path that
+    reads a recording's chains.  A span of that thread over the recording (annotate --spans: the
+    window the test saw the program in its chain) has Chain's methods as its top functions, 90% of
+    its samples, leaf first, in annotate's JSON and in the page's own data; the page's samples of
+    the thread carry the chain to main; and top -g of the running thread ranks them the same, its
+    first row's chain leaf to main."""
+    need_bpf()
+    p = start(JDK17, "Chain", 3600)
+    try:
+        tid = busy_tid(p.pid)
+        t0 = time.monotonic_ns()
+        path, _ = record(p.pid)
+        t1 = time.monotonic_ns()
+        rows, text = top_of(tid)
+    finally:
+        reap(p)
+    # top: the table of the thread's 2 s, its first row leaf with the chain under it.
+    ok, n = chain_share(rows)
+    assert n >= 100 and ok * 100 >= 90 * n and rows[0][0] == "long Chain.leaf(int)", \
+        "top: %d of %d samples in Chain's methods:\n%s" % (ok, n, text[-3000:])
+    chain = [w % "Chain" for w in reversed(CHAIN)]
+    at = text.index("--long Chain.leaf(int)")
+    below = [l.strip() for l in text[at:].splitlines()[1:len(chain)]]
+    assert below == chain[1:], "top -g: under leaf %s, not %s" % (below, chain[1:])
+    # annotate: one span, the thread's window.
+    d = tmpdir()
+    spans = os.path.join(d, "spans.jsonl")
+    with open(spans, "w") as f:
+        f.write(json.dumps({"tid": tid, "pid": p.pid, "start_ns": t0, "end_ns": t1, "name": "chain"}) + "\n")
+    got = json_lines(spanperf("annotate", "--spans", spans, "-i", path, "--format", "json", check=True).stdout)
+    assert len(got) == 1, got
+    ok, n = chain_share([(t["sym"], t["samples"]) for t in got[0]["top"]])
+    assert got[0]["samples"] >= 100 and ok * 100 >= 90 * got[0]["samples"] and \
+        got[0]["top"][0]["sym"] == "long Chain.leaf(int)", "annotate: %d of %d samples in Chain's methods: %s" % (
+        ok, got[0]["samples"], got[0]["top"][:5])
+    # The page annotate writes: the span's top as the panel shows it, and the thread's samples.
+    page = os.path.join(d, "java.html")
+    spanperf("annotate", "--spans", spans, "-i", path, "--html", page, check=True)
+    data = page_data(page)
+    S, F = data["s"], data["f"]
+    sp = [r for r in data["sp"] if S[r[3]] == "chain"]
+    assert len(sp) == 1, data["sp"][:3]
+    top = [(S[sp[0][8][i]], sp[0][8][i + 1]) for i in range(0, len(sp[0][8]), 2)]
+    ok, _ = chain_share(top)
+    assert top[0][0] == "long Chain.leaf(int)" and ok * 100 >= 90 * sp[0][5], "page: span top %s of %d samples" % (
+        top[:5], sp[0][5])
+    th = [t for t in data["th"] if t["tid"] == tid]
+    assert len(th) == 1, [t["tid"] for t in data["th"]]
+    stacks = [[S[F[3 * fn]] for fn in data["k"][k]] for k in th[0]["k"]]
+    whole = sum(1 for st in stacks if carries(list(reversed(st)), "Chain"))
+    assert len(stacks) >= 100 and whole * 100 >= 90 * len(stacks), "page: %d of %d samples carry the chain: %s" % (
+        whole, len(stacks), collections.Counter(tuple(st[:6]) for st in stacks).most_common(3))
