@@ -319,7 +319,10 @@ def external_spans_split(flag, late=False):
         # went waiting behind the spinners (one third of a CPU for it, so about two thirds).
         assert t["run_delay_ns"] > 0.5 * (s["duration_ns"] - t["slept_ns"]), ("no queue to wait in", t)
         assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
-        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        # On CPU by the switch stamps is the thread's own CPU time and what the hypervisor took
+        # while it ran, which schedstat leaves out (a busy host's 4.5 ms in one slice failed
+        # this): the thread measures that itself, between readings with no switch between them.
+        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"] - t["stolen_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
         # The sleep itself, not the queue after it: at least what was asked, at most the
         # nanosleep's wall time (which also holds its wait to run again).
         assert 0.95 * sleep_ms * 1e6 <= s["sleep_ns"] <= t["slept_ns"] * 1.01, (s, t)

@@ -73,7 +73,8 @@
  *                                showed around it; FILE gets each call as an external
  *                                span; with SLEEP_MS each call also sleeps that long
  *                                halfway, and prints the nanosleep's own wall time;
- *                                WORKLOAD_WAIT as above
+ *                                and the wall time on CPU its clock did not count
+ *                                (stolen_ns: a VM's steal); WORKLOAD_WAIT as above
  *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
  *                                from tom_writes() every MS; another blocks for
  *                                each in pipe_wait(), N times
@@ -1023,8 +1024,53 @@ static int schedstat(uint64_t *sum, uint64_t *delay)
 struct runq_call {
 	uint64_t ns, start, end, sum, delay;
 	uint64_t sleep_ns, slept_ns; /* runq's SLEEP_MS: asked, and the nanosleep's own wall time */
+	int64_t stolen_ns;	     /* wall time on CPU that its own clock did not count (see on_cpu_mark) */
+	uint64_t wall, cpu;	     /* on_cpu_mark's last reading */
+	long csw;
 	int ok;
 };
+
+static long switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/*
+ * A VM's hypervisor may take the CPU from the thread while it runs (steal):
+ * the switch stamps count that time on CPU, its schedstat does not
+ * (paravirt steal accounting).  So between two readings with no switch of
+ * this thread between them, the wall time less its CPU time is what was
+ * stolen; intervals with a switch (time off CPU) are left out: the count
+ * is read before and after each reading, so that one taken across a
+ * switch is seen.  Summed with sign, the skew of each pair of readings
+ * cancels out.
+ */
+static void on_cpu_mark(struct runq_call *c, bool first)
+{
+	long before = switches();
+	uint64_t wall = mono_ns(), cpu = thread_cpu_ns();
+	long after = switches();
+
+	if (!first && before >= 0 && after == c->csw)
+		c->stolen_ns += (int64_t)(wall - c->wall) - (int64_t)(cpu - c->cpu);
+	c->wall = wall;
+	c->cpu = cpu;
+	c->csw = before;
+}
+
+/* burn_ns, marking as it goes. */
+static NOINLINE void burn_marked(struct runq_call *c, uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (c->cpu < end) {
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * i;
+		on_cpu_mark(c, false);
+	}
+}
 
 /*
  * Spins ns of its own CPU behind two spinners on the same CPU: most of its
@@ -1037,19 +1083,23 @@ NOINLINE void queued_work(struct runq_call *c)
 
 	c->ok = !schedstat(&s0, &d0);
 	c->start = mono_ns();
+	c->stolen_ns = 0;
+	on_cpu_mark(c, true);
 	if (c->sleep_ns) {
 		struct timespec ts = { c->sleep_ns / 1000000000ull, c->sleep_ns % 1000000000ull };
 		uint64_t t0;
 
-		burn_ns(c->ns / 2);
+		burn_marked(c, c->ns / 2);
 		t0 = mono_ns();
 		nanosleep(&ts, NULL);
 		c->slept_ns = mono_ns() - t0;
-		burn_ns(c->ns - c->ns / 2);
+		on_cpu_mark(c, false);
+		burn_marked(c, c->ns - c->ns / 2);
 	} else {
-		burn_ns(c->ns);
+		burn_marked(c, c->ns);
 	}
 	c->end = mono_ns();
+	on_cpu_mark(c, false);
 	c->ok &= !schedstat(&s1, &d1);
 	c->sum = s1 - s0;
 	c->delay = d1 - d0;
@@ -1101,10 +1151,10 @@ static int mode_runq(const char *n, const char *ms, const char *file, const char
 	for (long i = 0; i < atol(n); i++) {
 		queued_work(&c);
 		printf("{\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"call\":%ld,\"ok\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
-		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu,\"slept_ns\":%llu}\n",
+		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu,\"slept_ns\":%llu,\"stolen_ns\":%lld}\n",
 		       getpid(), (int)syscall(SYS_gettid), cpu, i, c.ok, (unsigned long long)c.start,
 		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay,
-		       (unsigned long long)c.slept_ns);
+		       (unsigned long long)c.slept_ns, (long long)(c.stolen_ns > 0 ? c.stolen_ns : 0));
 		if (f)
 			fprintf(f, "{\"name\":\"queued_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
 				getpid(), (int)syscall(SYS_gettid), (unsigned long long)c.start, (unsigned long long)c.end);
