@@ -327,7 +327,10 @@ def external_spans_split(flag, late=False):
         # nanosleep's wall time (which also holds its wait to run again).
         assert 0.95 * sleep_ms * 1e6 <= s["sleep_ns"] <= t["slept_ns"] * 1.01, (s, t)
         assert s["blocked_ns"] == 0, s
-    perf_clean(["script"], out)
+    # perf reads the file, its records in order.  Its warning of LOST records may be all it says:
+    # a recorder starved on a busy host lets the cpu-clock samples' ring overflow (9 chunks beside
+    # busyhost), which the split, from the sched records' own ring, does not read.
+    perf_clean(["script"], out, lost_ok=True)
     table = spanperf("annotate", "--spans", ext, "-i", out, check=True).stdout
     bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
     assert bar and bar.group(1).count("r") >= 10, table
