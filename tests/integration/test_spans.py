@@ -321,7 +321,8 @@ def external_spans_split(flag, late=False):
         assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
         # On CPU by the switch stamps is the thread's own CPU time and what the hypervisor took
         # while it ran, which schedstat leaves out (a busy host's 4.5 ms in one slice failed
-        # this): the thread measures that itself, between readings with no switch between them.
+        # this): the thread measures that itself, between readings with no sleep between them
+        # (their wall time less its run_delay and its CPU time).
         assert abs(s["on_cpu_ns"] - t["sum_exec_ns"] - t["stolen_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
         # The sleep itself, not the queue after it: at least what was asked, at most the
         # nanosleep's wall time (which also holds its wait to run again).

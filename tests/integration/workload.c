@@ -1025,39 +1025,44 @@ struct runq_call {
 	uint64_t ns, start, end, sum, delay;
 	uint64_t sleep_ns, slept_ns; /* runq's SLEEP_MS: asked, and the nanosleep's own wall time */
 	int64_t stolen_ns;	     /* wall time on CPU that its own clock did not count (see on_cpu_mark) */
-	uint64_t wall, cpu;	     /* on_cpu_mark's last reading */
-	long csw;
+	uint64_t wall, cpu, rd;	     /* on_cpu_mark's last reading */
+	long sleeps;
 	int ok;
 };
 
-static long switches(void)
+/* The thread's voluntary switches so far (its sleeps), -1 if unknown. */
+static long sleeps(void)
 {
 	struct rusage ru;
 
-	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw + ru.ru_nivcsw;
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw;
 }
 
 /*
- * A VM's hypervisor may take the CPU from the thread while it runs (steal):
- * the switch stamps count that time on CPU, its schedstat does not
- * (paravirt steal accounting).  So between two readings with no switch of
- * this thread between them, the wall time less its CPU time is what was
- * stolen; intervals with a switch (time off CPU) are left out: the count
- * is read before and after each reading, so that one taken across a
- * switch is seen.  Summed with sign, the skew of each pair of readings
- * cancels out.
+ * A VM's hypervisor may take the CPU from the thread while it runs (steal),
+ * at a tick or a switch as much as anywhere: the switch stamps count that
+ * time on CPU, its schedstat does not (paravirt steal accounting).  Between
+ * two readings with no sleep between them the thread was on CPU or waiting
+ * in the run queue: the wall time less its run_delay (on the run queue's
+ * clock, steal and all) is its time on CPU by the wall, and that less its
+ * own CPU time was stolen.  The interval holding the nanosleep is left out;
+ * the sleep count is read before and after each reading, so that a reading
+ * taken across a sleep is seen.  Summed with sign, the skew of each pair of
+ * readings cancels out.
  */
 static void on_cpu_mark(struct runq_call *c, bool first)
 {
-	long before = switches();
-	uint64_t wall = mono_ns(), cpu = thread_cpu_ns();
-	long after = switches();
+	long before = sleeps();
+	uint64_t wall = mono_ns(), cpu = thread_cpu_ns(), sum, rd;
+	int bad = schedstat(&sum, &rd);
+	long after = sleeps();
 
-	if (!first && before >= 0 && after == c->csw)
-		c->stolen_ns += (int64_t)(wall - c->wall) - (int64_t)(cpu - c->cpu);
+	if (!first && !bad && before >= 0 && after == c->sleeps)
+		c->stolen_ns += (int64_t)(wall - c->wall) - (int64_t)(rd - c->rd) - (int64_t)(cpu - c->cpu);
 	c->wall = wall;
 	c->cpu = cpu;
-	c->csw = before;
+	c->rd = rd;
+	c->sleeps = bad || before < 0 ? -2 : before;
 }
 
 /* burn_ns, marking as it goes. */
