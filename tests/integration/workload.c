@@ -1047,16 +1047,26 @@ static long sleeps(void)
  * clock, steal and all) is its time on CPU by the wall, and that less its
  * own CPU time was stolen.  The interval holding the nanosleep is left out;
  * the sleep count is read before and after each reading, so that a reading
- * taken across a sleep is seen.  Summed with sign, the skew of each pair of
- * readings cancels out.
+ * taken across a sleep is seen, and so is run_delay, taken again until the
+ * thread was not preempted in between (a wait between the clocks and
+ * run_delay would be counted in one interval and not taken out of the
+ * next).  Summed with sign, the skew of each pair of readings cancels out.
  */
 static void on_cpu_mark(struct runq_call *c, bool first)
 {
-	long before = sleeps();
-	uint64_t wall = mono_ns(), cpu = thread_cpu_ns(), sum, rd;
-	int bad = schedstat(&sum, &rd);
-	long after = sleeps();
+	uint64_t wall, cpu, sum, rd, rd0;
+	long before, after;
+	int bad, tries = 0;
 
+	do {
+		before = sleeps();
+		bad = schedstat(&sum, &rd0);
+		wall = mono_ns();
+		cpu = thread_cpu_ns();
+		bad |= schedstat(&sum, &rd);
+		after = sleeps();
+	} while (!bad && rd != rd0 && ++tries < 100);
+	bad |= rd != rd0;
 	if (!first && !bad && before >= 0 && after == c->sleeps)
 		c->stolen_ns += (int64_t)(wall - c->wall) - (int64_t)(rd - c->rd) - (int64_t)(cpu - c->cpu);
 	c->wall = wall;
