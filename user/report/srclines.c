@@ -43,7 +43,7 @@ struct sdso {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf *dw;
-	/* libelf's read-only view of the DWARF's file, where it is one (mapped_file): pages read are dropped */
+	/* libelf's mapping of the DWARF's file, where it is one (find_dwarf_map): pages read are dropped */
 	const char *map;
 	size_t map_len;
 	struct u64_map cu_idx; /* CU DIE offset + 1 -> index into cus + 1 */
@@ -157,8 +157,10 @@ static bool mapped_file(const void *p, size_t len)
 
 /*
  * The file libdw reads the DWARF from, where its pages may be dropped while
- * a unit is indexed: libelf's own mapping of it, private, which libdwfl
- * writes to only to relocate an ET_REL file's sections.  Else none.
+ * a unit is indexed: libelf's own private mapping of it.  It is writable,
+ * but libdwfl writes to it only to relocate an ET_REL file's sections (a
+ * whole -g --inline report leaves none of its pages dirty), and a dropped
+ * page that was never written reads again as the file.  Else none.
  */
 static void find_dwarf_map(struct sdso *d)
 {
