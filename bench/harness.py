@@ -108,10 +108,12 @@ def bpftrace_script(hz):
     return "profile:hz:%d { @[kstack, ustack, tid] = count(); }" % hz
 
 
-# bcc offcputime's design in bpftrace, record --off-cpu's peer in the offcpu and stackcost
-# sections: on every switch, the sleeping thread's start and both stacks keyed by thread; at
-# its switch-in, the time summed per stacks.
-OFFCPU_BT = """tracepoint:sched:sched_switch
+def offcpu_bt(key=("args->next_pid",), before=""):
+    """bcc offcputime's design in bpftrace, record --off-cpu's peer in the offcpu, stackcost and
+    wakers sections: on every switch, the sleeping thread's start and both stacks keyed by thread;
+    at its switch-in, the time summed per stacks and the rest of key (bpftrace expressions of
+    the thread switching in). before: probes ahead of the switch's, that key may read."""
+    return before + """tracepoint:sched:sched_switch
 {
 	if (args->prev_state == 1 || args->prev_state == 2) {
 		@start[args->prev_pid] = nsecs;
@@ -120,11 +122,14 @@ OFFCPU_BT = """tracepoint:sched:sched_switch
 	}
 	$s = @start[args->next_pid];
 	if ($s) {
-		@off[@ks[args->next_pid], @us[args->next_pid], args->next_pid] = sum(nsecs - $s);
+		@off[@ks[args->next_pid], @us[args->next_pid], %s] = sum(nsecs - $s);
 		delete(@start[args->next_pid]);
 	}
 }
-"""
+""" % ", ".join(key)
+
+
+OFFCPU_BT = offcpu_bt()
 
 
 def start_profiler(tool, hz, out):

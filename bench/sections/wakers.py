@@ -7,34 +7,21 @@ import os
 import re
 import subprocess
 
-from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, log, median, prog_costs, rounds, spawn, stop_profiler, wait_ready
+from harness import DEVNULL, SPANPERF, TMP, WORKLOAD, log, median, offcpu_bt, prog_costs, rounds, spawn, stop_profiler, wait_ready
 
 BPF_STATS = True
 
 # bcc offwaketime's design in bpftrace: the waker's comm and stacks at sched_waking,
 # keyed by the wakee; the sleeper's start and stacks at its switch-out; at its
 # switch-in, the time summed per (blocked stacks, waker, waker stacks).
-OFFWAKE_BT = """tracepoint:sched:sched_waking
+OFFWAKE_BT = offcpu_bt(("@wc[args->next_pid]", "@wk[args->next_pid]", "@wu[args->next_pid]"),
+                       before="""tracepoint:sched:sched_waking
 {
 	@wc[args->pid] = comm;
 	@wk[args->pid] = kstack;
 	@wu[args->pid] = ustack;
 }
-tracepoint:sched:sched_switch
-{
-	if (args->prev_state == 1 || args->prev_state == 2) {
-		@start[args->prev_pid] = nsecs;
-		@ks[args->prev_pid] = kstack;
-		@us[args->prev_pid] = ustack;
-	}
-	$s = @start[args->next_pid];
-	if ($s) {
-		@off[@ks[args->next_pid], @us[args->next_pid], @wc[args->next_pid], @wk[args->next_pid],
-		     @wu[args->next_pid]] = sum(nsecs - $s);
-		delete(@start[args->next_pid]);
-	}
-}
-"""
+""")
 
 
 def run(res):

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * report --html and --speedscope's pass, as report_visual makes it, over a
- * recording of fuzz_rec.h with the fixture root for symbols: the profile
- * keeping each sample's time, the span join (none is no error), then the
- * timeline, thinned to limits the option byte picks (so that thinning runs
- * too).  The output goes to memory, for the target to check.
+ * report --html and --speedscope's pass, timeline__read as report_visual
+ * calls it, over a recording of fuzz_rec.h with the fixture root for
+ * symbols: the profile keeping each sample's time, the span join (none is no
+ * error), then the timeline, thinned to limits the option byte picks (so
+ * that thinning runs too).  The output goes to memory, for the target to
+ * check.
  */
 #ifndef SP_FUZZ_TIMELINE_H
 #define SP_FUZZ_TIMELINE_H
 
 #include "fuzz_rec.h"
-#include "profile.h"
 #include "report_html.h"
 #include "report_spans.h"
 #include "session.h"
@@ -24,11 +24,7 @@ static inline int fuzz_timeline(const uint8_t *data, size_t size, fz_timeline_fn
 	static const __u64 limits[] = { 0, 1, 2, 3, 7, 100 };
 	struct fz_rec rec = {};
 	struct spans_report_opts so = { .none_ok = true };
-	struct session *sess = NULL;
-	struct span_report *sr = NULL;
-	const struct spans_view *v = NULL;
-	struct profile *p = NULL;
-	struct timeline t = {};
+	struct timeline_read r;
 	struct tl_limits lim;
 	char err[512];
 	FILE *out;
@@ -42,25 +38,18 @@ static inline int fuzz_timeline(const uint8_t *data, size_t size, fz_timeline_fn
 	so.external = rec.ext[0] && rec.opts & 1 ? rec.ext : NULL;
 	lim.max_samples = limits[(rec.opts >> 1) % 6];
 	lim.max_spans = limits[(rec.opts >> 4) % 6];
-	if (session__open(&sess, rec.path, &(struct session_opts){ .root = FUZZ_ROOT }, err, sizeof(err)))
-		return -1;
-	if (profile__new(&p, sess, &(struct profile_opts){ .timeline = true }) ||
-	    span_report__new(&sr, sess, &so, err, sizeof(err)) || session__run(sess, err, sizeof(err)) ||
-	    span_report__finish(sr, err, sizeof(err)) || profile__finish(p) || span_report__view(sr, &v) ||
-	    timeline__build(&t, p, v, &lim))
+	if (timeline__read(&r, rec.path, &(struct session_opts){ .root = FUZZ_ROOT }, &so, NULL, &lim, err,
+			   sizeof(err)))
 		goto cleanup;
 	out = open_memstream(buf, len);
 	if (!out)
 		goto cleanup;
-	if (fn(&t, rec.path, out))
+	if (fn(&r.t, rec.path, out))
 		abort(); /* memory never fails to take the output */
 	fclose(out);
 	ret = 0;
 cleanup:
-	timeline__free(&t);
-	span_report__free(sr);
-	profile__free(p);
-	session__free(sess);
+	timeline_read__free(&r);
 	return ret;
 }
 

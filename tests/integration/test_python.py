@@ -152,13 +152,8 @@ def started(argv):
 @test
 def test_python_header_counts_stops():
     """record -v and report --header-only count the Python walks' ends, as ehframe's (of the
-    workload alone: -p)."""
-    py = pythons()[-1]
-    p = started([py, WORKLOAD, "8", os.path.join(tmpdir(), "ready")])
-    try:
-        path, err = record(None, pid=p.pid)
-    finally:
-        reap(p)
+    workload alone: -p, on its CPU budget, so that a slow start on a busy host loses nothing)."""
+    path, err = record_started_before(pythons()[-1])
     chains = int(re.search(r"^  Python: user chains of threads running Python +(\d+)$", err, re.M).group(1))
     complete = int(re.search(r"^  Python: complete \(every frame placed at its eval loop\) +(\d+)$", err, re.M).group(1))
     assert chains > 0 and complete * 100 >= 90 * chains, err[-3000:]
@@ -174,32 +169,38 @@ def stopped(pid, timeout=60):
         time.sleep(0.01)
 
 
+def record_started_before(py):
+    """record -g --off-cpu -v -p of a pyworkload running before it: the process stops itself once
+    in place and is continued once the recorder's events are on; the recorder is stopped once the
+    process has spun its CPU budget and exited.  (path, record's stderr)."""
+    need_bpf()
+    p = started(budgeted(py, "--stop") + [os.path.join(tmpdir(), "ready")])
+    rec = None
+    try:
+        stopped(p.pid)
+        path = os.path.join(tmpdir(), "py.data")
+        rec = subprocess.Popen([SPANPERF, "record", "-g", "--off-cpu", "-v", "-p", str(p.pid), "-o", path,
+                                "-d", "600"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               errors="replace")
+        on = Started(rec)
+        os.kill(p.pid, signal.SIGCONT)
+        p.wait(timeout=300)
+        rec.send_signal(signal.SIGINT)
+        assert on.wait(timeout=60) == 0, "record exited %d: %s" % (rec.returncode, on.text())
+        return path, "".join(on.lines)
+    finally:
+        reap(p)
+        if rec:
+            reap(rec)
+
+
 @test
 def test_python_started_before():
-    """A process running before the recording: found in /proc at the start, -p.  It stops itself
-    once in place, and is continued once the recorder's events are on; the recorder is stopped
-    once the process has spun its CPU budget and exited."""
-    need_bpf()
+    """A process running before the recording: found in /proc at the start, -p (record_started_before)."""
     seen = []
     for minor in (9, 12):
         py = python(minor)
-        p = started(budgeted(py, "--stop") + [os.path.join(tmpdir(), "ready")])
-        rec = None
-        try:
-            stopped(p.pid)
-            path = os.path.join(tmpdir(), "py.data")
-            rec = subprocess.Popen([SPANPERF, "record", "-g", "--off-cpu", "-v", "-p", str(p.pid), "-o", path,
-                                    "-d", "600"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                   errors="replace")
-            on = Started(rec)
-            os.kill(p.pid, signal.SIGCONT)
-            p.wait(timeout=300)
-            rec.send_signal(signal.SIGINT)
-            assert on.wait(timeout=60) == 0, "record exited %d: %s" % (rec.returncode, on.text())
-        finally:
-            reap(p)
-            if rec:
-                reap(rec)
+        path, _ = record_started_before(py)
         seen.append("%s %d/%d" % ((py,) + check_busy(path, py + " started before")))
     print("        " + "; ".join(seen))
 

@@ -259,6 +259,99 @@ static void test_x86_64_and_vaddr_reads(void **state)
 	assert_nothing_held();
 }
 
+struct sym_seen {
+	unsigned n;	   /* symbols handed over */
+	char first[64];	   /* the first one's name */
+	const char *until; /* stop there, returning 7 */
+};
+
+static int see_sym(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct sym_seen *s = ctx;
+
+	(void)sym;
+	if (!s->n++)
+		snprintf(s->first, sizeof(s->first), "%s", name);
+	return s->until && !strcmp(name, s->until) ? 7 : 0;
+}
+
+/* The first defined symbol of path's first table of type, read without the helper; "" if none. */
+static void first_defined(const char *path, Elf64_Word type, char *name, size_t len)
+{
+	int fd = open_regular(path);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+
+	assert_non_null(elf);
+	name[0] = 0;
+	while (!name[0] && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+		GElf_Shdr sh;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !data)
+			continue;
+		for (size_t i = 1; i < sh.sh_size / sh.sh_entsize && gelf_getsym(data, i, &sym); i++)
+			if (sym.st_shndx != SHN_UNDEF) {
+				snprintf(name, len, "%s", elf_strptr(elf, sh.sh_link, sym.st_name));
+				break;
+			}
+	}
+	elf_end(elf);
+	close(fd);
+}
+
+static struct sym_seen each_sym(const char *path, Elf64_Word first, const char *until, int want)
+{
+	struct sym_seen s = { .until = until };
+	struct elf_budget b = {};
+	int fd = open_regular(path);
+
+	assert_non_null(elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, path));
+	assert_int_equal(elf_budget_each_sym(&b, first, see_sym, &s), want);
+	elf_budget_end(&b);
+	close(fd);
+	return s;
+}
+
+/*
+ * The runtimes' symbol walk: the table asked for first, then the other;
+ * stopped where the callback says, with what it said; a table too large or
+ * with entries of another size passed over unread.
+ */
+static void test_each_sym(void **state)
+{
+	char path[64], sym1[64], dyn1[64];
+	struct elf_budget_stats before, after;
+	struct sym_seen all, s;
+
+	(void)state;
+	elf_version(EV_CURRENT);
+	first_defined("/proc/self/exe", SHT_SYMTAB, sym1, sizeof(sym1));
+	first_defined("/proc/self/exe", SHT_DYNSYM, dyn1, sizeof(dyn1));
+	assert_true(sym1[0]); /* the test binaries keep their .symtab */
+	all = each_sym("/proc/self/exe", SHT_SYMTAB, NULL, 0);
+	assert_string_equal(all.first, sym1);
+	s = each_sym("/proc/self/exe", SHT_DYNSYM, NULL, 0);
+	assert_string_equal(s.first, dyn1[0] ? dyn1 : sym1);
+	assert_int_equal(s.n, all.n);
+	s = each_sym("/proc/self/exe", SHT_SYMTAB, "main", 7);
+	assert_true(s.n >= 1 && s.n <= all.n);
+
+	snprintf(path, sizeof(path), "%s/bigsyms", dir);
+	craft(path, 1, SHT_SYMTAB, 65ull << 20, sizeof(Elf64_Sym));
+	elf_budget_stats(&before);
+	s = each_sym(path, SHT_SYMTAB, NULL, 0);
+	elf_budget_stats(&after);
+	assert_int_equal(s.n, all.n);
+	assert_true(after.bytes - before.bytes < (16u << 20));
+	snprintf(path, sizeof(path), "%s/oddsyms", dir);
+	craft(path, 1, SHT_DYNSYM, 4096, sizeof(Elf64_Sym) + 8);
+	s = each_sym(path, SHT_DYNSYM, NULL, 0);
+	assert_int_equal(s.n, all.n);
+	assert_nothing_held();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_dwarf_overlap),
 		cmocka_unit_test(test_extended_section_count),
 		cmocka_unit_test(test_x86_64_and_vaddr_reads),
+		cmocka_unit_test(test_each_sym),
 	};
 
 	return cmocka_run_group_tests_name("elf_budget", tests, setup, teardown);

@@ -266,6 +266,23 @@ static void test_fallback_errnos(void **state)
 }
 
 /*
+ * What event_sampling_attr sets in either mode, over the caller's attr: the
+ * cases add only the mode's own fields, so that both hold the same set.
+ */
+static struct perf_event_attr sampling_set(const struct perf_event_attr *a)
+{
+	struct perf_event_attr want = *a;
+
+	want.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	want.disabled = 1;
+	want.sample_id_all = 1;
+	want.use_clockid = 1;
+	want.clockid = CLOCK_MONOTONIC;
+	return want;
+}
+
+/*
  * The sampling part record and the library's samplers share: its fields
  * set, every other bit of the attr as the caller left it (the event's, and
  * in period mode the event's own freq bit, as record had it).
@@ -277,15 +294,9 @@ static void test_sampling_attr(void **state)
 	(void)state;
 	memset(&a, 0xa5, sizeof(a));
 	a.freq = 0;
-	want = a;
-	want.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	want = sampling_set(&a);
 	want.freq = 1;
 	want.sample_freq = 999;
-	want.disabled = 1;
-	want.sample_id_all = 1;
-	want.use_clockid = 1;
-	want.clockid = CLOCK_MONOTONIC;
 	event_sampling_attr(&a, true, 999);
 	assert_memory_equal(&a, &want, sizeof(a));
 
@@ -293,14 +304,8 @@ static void test_sampling_attr(void **state)
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_CPU_CLOCK;
 	a.exclude_kernel = 1;
-	want = a;
-	want.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-			   PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+	want = sampling_set(&a);
 	want.sample_period = 10007;
-	want.disabled = 1;
-	want.sample_id_all = 1;
-	want.use_clockid = 1;
-	want.clockid = CLOCK_MONOTONIC;
 	event_sampling_attr(&a, false, 10007);
 	assert_memory_equal(&a, &want, sizeof(a));
 	assert_false(a.freq);

@@ -152,8 +152,8 @@ int opts_parse(const struct opt_def *defs, unsigned flags, int argc, char **argv
 
 	if (r)
 		return fail(err, errlen, "too many options in one table");
-	/* '+': stop at the first non-option, which starts CMD (as perf does). */
-	if (flags & OPTS_STOP_AT_ARG) {
+	/* '+': stop at the first non-option, which starts CMD (as perf does), or is refused. */
+	if (flags & (OPTS_STOP_AT_ARG | OPTS_NO_ARGS)) {
 		so[0] = '+';
 		optstring = so;
 	}
@@ -175,6 +175,8 @@ int opts_parse(const struct opt_def *defs, unsigned flags, int argc, char **argv
 			return r;
 		*seen |= 1ull << i;
 	}
+	if ((flags & OPTS_NO_ARGS) && optind < argc)
+		return fail(err, errlen, "unknown option '%s'; see --help", argv[optind]);
 	return 0;
 }
 

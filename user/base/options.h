@@ -72,6 +72,8 @@ struct opt_def {
 
 /* opts_parse's flags. */
 #define OPTS_STOP_AT_ARG 1 /* the first argument that is not an option starts CMD, as perf's '+' */
+/* A command that takes no argument: the first that is not an option is refused as an unknown option. */
+#define OPTS_NO_ARGS 2
 
 /*
  * Parses argv[1..] by the table defs (ended by a row of zeros) into

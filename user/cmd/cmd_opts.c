@@ -25,6 +25,16 @@ int cmd_push_arg(const char ***list, int *nr, const char *arg)
 	return 0;
 }
 
+int cmd_percent_limit(const char *arg, double *pct, char *err, size_t errlen)
+{
+	char *end;
+
+	*pct = strtod(arg, &end);
+	if (*end || end == arg || !(*pct >= 0 && *pct <= 100))
+		return set_errorf(err, errlen, -EINVAL, "--percent-limit '%s' is not a percentage", arg);
+	return 0;
+}
+
 int cmd_slowest(const char *arg, double *pct, char *err, size_t errlen)
 {
 	char *end;

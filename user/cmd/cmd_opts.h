@@ -79,6 +79,9 @@ void probe_usage(FILE *out);
  */
 int cmd_parse_failed(int e, const char *err);
 
+/* --percent-limit PCT (report, diff, top): from 0 to 100; 0 or -EINVAL with err. */
+int cmd_percent_limit(const char *arg, double *pct, char *err, size_t errlen);
+
 /* --why-slow's --slowest PCT (report and annotate): above 0 and below 100; 0 or -EINVAL with err. */
 int cmd_slowest(const char *arg, double *pct, char *err, size_t errlen);
 

@@ -28,14 +28,9 @@ static const struct opt_def list_defs[] = {
 int list_parse_args(int argc, char **argv, struct list_args *a, char *err, size_t errlen)
 {
 	uint64_t seen;
-	int e;
 
 	memset(a, 0, sizeof(*a));
-	/* Stops at a word that is no option, which is said as the unknown option it is. */
-	e = opts_parse(list_defs, OPTS_STOP_AT_ARG, argc, argv, a, &seen, list_usage, err, errlen);
-	if (!e && optind < argc)
-		e = set_errorf(err, errlen, -EINVAL, "unknown option '%s'; see --help", argv[optind]);
-	return e;
+	return opts_parse(list_defs, OPTS_NO_ARGS, argc, argv, a, &seen, list_usage, err, errlen);
 }
 
 int cmd_list(int argc, char **argv)

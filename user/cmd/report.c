@@ -129,12 +129,8 @@ static int opt_format(const char *arg, void *opts, char *err, size_t errlen)
 static int opt_percent(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct report_args *a = opts;
-	char *end;
 
-	a->o.table.min_pct = strtod(arg, &end);
-	if (*end || end == arg || !(a->o.table.min_pct >= 0 && a->o.table.min_pct <= 100))
-		return set_errorf(err, errlen, -EINVAL, "--percent-limit '%s' is not a percentage", arg);
-	return 0;
+	return cmd_percent_limit(arg, &a->o.table.min_pct, err, errlen);
 }
 
 static int opt_comms(const char *arg, void *opts, char *err, size_t errlen)

@@ -71,12 +71,8 @@ static int opt_symbols(const char *arg, void *opts, char *err, size_t errlen)
 static int opt_percent(const char *arg, void *opts, char *err, size_t errlen)
 {
 	struct top_opts *o = opts;
-	char *end;
 
-	o->min_pct = strtod(arg, &end);
-	if (*end || end == arg || !(o->min_pct >= 0 && o->min_pct <= 100))
-		return set_errorf(err, errlen, -EINVAL, "--percent-limit '%s' is not a percentage", arg);
-	return 0;
+	return cmd_percent_limit(arg, &o->min_pct, err, errlen);
 }
 
 static int opt_span(const char *arg, void *opts, char *err, size_t errlen)

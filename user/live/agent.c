@@ -66,14 +66,7 @@ static void window_drop(void *arg, struct session *sess)
 {
 	struct agent *a = arg;
 
-	if (sess && a->cur)
-		profile__end(a->cur, false);
-	if (sess && a->cur_sr)
-		session__end_consumer(sess, a->cur_sr, false);
-	profile__free(a->cur);
-	span_report__free(a->cur_sr);
-	a->cur = NULL;
-	a->cur_sr = NULL;
+	live_window_drop(sess, &a->cur, &a->cur_sr);
 }
 
 /* A window complete: its rows to the sender; a window that cannot be made is said and skipped. */

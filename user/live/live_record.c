@@ -12,7 +12,9 @@
 #include "live_record.h"
 #include "log.h"
 #include "perf_data.h"
+#include "profile.h"
 #include "record.h"
+#include "report_spans.h"
 #include "session.h"
 
 struct live {
@@ -140,4 +142,18 @@ int live_record(struct record_opts *ro, const struct live_opts *lo, int argc, ch
 	session__free(l.sess);
 	ro->sink = NULL;
 	return e ?: l.e;
+}
+
+void live_window_drop(struct session *sess, struct profile **p, struct span_report **sr)
+{
+	if (sess && *p)
+		profile__end(*p, false);
+	if (sess && sr && *sr)
+		session__end_consumer(sess, *sr, false);
+	profile__free(*p);
+	*p = NULL;
+	if (sr) {
+		span_report__free(*sr);
+		*sr = NULL;
+	}
 }

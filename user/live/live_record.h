@@ -75,4 +75,14 @@ struct live_opts {
 int live_record(struct record_opts *ro, const struct live_opts *lo, int argc, char **argv, int *exit_code,
 		char *err, size_t errlen);
 
+/*
+ * An engine's drop (live_window_ops.drop) of the window it was building:
+ * its profile *p and span join *sr (sr NULL where the engine joins none)
+ * ended without their finish while sess is still there (NULL once it is
+ * gone), freed, and set to NULL.
+ */
+struct profile;
+struct span_report;
+void live_window_drop(struct session *sess, struct profile **p, struct span_report **sr);
+
 #endif

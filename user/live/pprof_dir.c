@@ -61,10 +61,7 @@ static void window_drop(void *arg, struct session *sess)
 {
 	struct pprof_dir *pd = arg;
 
-	if (sess && pd->cur)
-		profile__end(pd->cur, false);
-	profile__free(pd->cur);
-	pd->cur = NULL;
+	live_window_drop(sess, &pd->cur, NULL);
 }
 
 /*

@@ -43,14 +43,7 @@ static void window_drop(void *arg, struct session *sess)
 {
 	struct top *t = arg;
 
-	if (sess && t->cur)
-		profile__end(t->cur, false);
-	if (sess && t->cur_sr)
-		session__end_consumer(sess, t->cur_sr, false);
-	profile__free(t->cur);
-	span_report__free(t->cur_sr);
-	t->cur = NULL;
-	t->cur_sr = NULL;
+	live_window_drop(sess, &t->cur, &t->cur_sr);
 }
 
 /* --spans: the window's spans joined, and the view report --spans tables (with each name's rate); 0 or -errno, said in err. */

@@ -293,38 +293,22 @@ static int report_visual(const struct report_opts *o)
 					.min_pct = o->table.min_pct };
 	struct session_opts sopts = { .any_owner = o->force, .filter = &o->filter };
 	struct debuginfo_opts dopts = o->debuginfod;
-	struct profile_opts po = { .timeline = true };
 	struct tl_limits lim = { o->max_samples, o->max_spans };
-	struct session *sess = NULL;
-	struct span_report *sr = NULL;
-	const struct spans_view *v = NULL;
-	struct profile *p = NULL;
-	struct timeline t = {};
+	struct timeline_read r;
 	char err[512] = "";
 	int e, ret = 1;
 
 	/* Not fetched here: but libdw's own debuginfod hook is kept off all the same (--offline). */
 	debuginfo_opts_from_env(&dopts);
-	e = session__open(&sess, o->input, &sopts, err, sizeof(err));
-	if (!e && (e = profile__new(&p, sess, &po)))
-		set_errorf(err, sizeof(err), e, "cannot read %s: %s", o->input, strerror(-e));
-	e = e ?: span_report__new(&sr, sess, &so, err, sizeof(err));
-	e = e ?: session__run(sess, err, sizeof(err));
-	e = e ?: span_report__finish(sr, err, sizeof(err));
-	if (!e && (e = profile__finish(p) ?: table__limit(p, &o->table) ?: span_report__view(sr, &v) ?:
-		       timeline__build(&t, p, v, &lim)))
-		set_errorf(err, sizeof(err), e, "out of memory laying out %s", o->input);
+	e = timeline__read(&r, o->input, &sopts, &so, &o->table, &lim, err, sizeof(err));
 	if (e) {
 		say_read_error(o->input, e, err);
 		goto cleanup;
 	}
-	say_what_was_read(o->input, p);
-	ret = write_visuals(o, &t, o->input);
+	say_what_was_read(o->input, r.p);
+	ret = write_visuals(o, &r.t, o->input);
 cleanup:
-	timeline__free(&t);
-	span_report__free(sr);
-	profile__free(p);
-	session__free(sess);
+	timeline_read__free(&r);
 	return ret;
 }
 

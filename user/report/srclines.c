@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "buildid.h"
@@ -41,6 +43,9 @@ struct sdso {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Dwarf *dw;
+	/* libelf's mapping of the DWARF's file, where it is one (find_dwarf_map): pages read are dropped */
+	const char *map;
+	size_t map_len;
 	struct u64_map cu_idx; /* CU DIE offset + 1 -> index into cus + 1 */
 	struct cu_fns *cus;
 	size_t nr_cus, cap_cus;
@@ -126,6 +131,69 @@ void srclines__free(struct srclines *s)
 	free(s);
 }
 
+/*
+ * Whether [p, p + len) is inside one mapping of a file (not memory libelf
+ * read the file into): the pages of such a mapping that no one wrote to can
+ * be dropped and are read again from the file when touched.
+ */
+static bool mapped_file(const void *p, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128];
+	bool yes = false;
+
+	if (!f)
+		return false;
+	while (!yes && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, ino;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &ino) == 3 && ino &&
+		    lo <= (unsigned long)p && (unsigned long)p + len <= hi)
+			yes = true;
+	}
+	fclose(f);
+	return yes;
+}
+
+/*
+ * The file libdw reads the DWARF from, where its pages may be dropped while
+ * a unit is indexed: libelf's own private mapping of it.  It is writable,
+ * but libdwfl writes to it only to relocate an ET_REL file's sections (a
+ * whole -g --inline report leaves none of its pages dirty), and a dropped
+ * page that was never written reads again as the file.  Else none.
+ */
+static void find_dwarf_map(struct sdso *d)
+{
+	Elf *elf = dwarf_getelf(d->dw);
+	GElf_Ehdr eh;
+	size_t len = 0;
+	char *raw = elf ? elf_rawfile(elf, &len) : NULL;
+
+	if (!raw || !len || !gelf_getehdr(elf, &eh) || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+	    !mapped_file(raw, len))
+		return;
+	d->map = raw;
+	d->map_len = len;
+}
+
+/*
+ * The pages of the DWARF's file before p, read already, out of memory: the
+ * file holds them, and they come back if read again.  A unit of a large C++
+ * program is tens of MB of DIEs, all read once to index its functions and
+ * few of them again (issue 41: 67 MB with inline frames, perf's 26 MB).
+ */
+static void drop_before(const struct sdso *d, const void *p)
+{
+	uintptr_t lo = (uintptr_t)d->map, at = (uintptr_t)p, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	if (!d->map || at <= lo || at >= lo + d->map_len)
+		return;
+	lo = (lo + page - 1) & ~(page - 1);
+	at &= ~(page - 1);
+	if (at > lo)
+		madvise((void *)lo, at - lo, MADV_DONTNEED);
+}
+
 /* The dso's module in a Dwfl of its own, at its ELF addresses (bias 0). */
 static struct sdso *open_dso(struct srclines *s, int dso_id)
 {
@@ -165,8 +233,10 @@ static struct sdso *open_dso(struct srclines *s, int dso_id)
 	if (d->mod) {
 		Dwarf_Addr bias;
 
-		if ((d->dw = dwfl_module_getdwarf(d->mod, &bias)))
+		if ((d->dw = dwfl_module_getdwarf(d->mod, &bias))) {
 			d->state = 1;
+			find_dwarf_map(d);
+		}
 	}
 	if (d->state < 0) {
 		dwfl_end(d->dwfl);
@@ -302,7 +372,10 @@ static bool is_container(int tag)
 	return tag == DW_TAG_namespace || tag == DW_TAG_module;
 }
 
-static int add_fns(struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth)
+/* Every this many DIEs of a unit's walk, those behind it are dropped (drop_before). */
+#define DROP_EVERY 4096
+
+static int add_fns(struct sdso *d, struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth, size_t *seen)
 {
 	Dwarf_Die child;
 
@@ -310,6 +383,9 @@ static int add_fns(struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth)
 		return 0;
 	do {
 		int tag = dwarf_tag(&child);
+
+		if (++*seen % DROP_EVERY == 0)
+			drop_before(d, child.addr);
 
 		if (tag == DW_TAG_subprogram) {
 			Dwarf_Addr base, lo, hi;
@@ -323,7 +399,7 @@ static int add_fns(struct cu_fns *c, size_t *cap, Dwarf_Die *parent, int depth)
 				c->r[c->nr++] = (struct fn_range){ lo, hi, 0, dwarf_dieoffset(&child) };
 			}
 		} else if (is_container(tag)) {
-			int e = add_fns(c, cap, &child, depth + 1);
+			int e = add_fns(d, c, cap, &child, depth + 1, seen);
 
 			if (e)
 				return e;
@@ -348,7 +424,7 @@ static struct cu_fns *cu_fns(struct sdso *d, Dwarf_Die *cu)
 {
 	uint64_t *slot = u64_map_get(&d->cu_idx, dwarf_dieoffset(cu) + 1, true);
 	struct cu_fns c = {};
-	size_t cap = 0;
+	size_t cap = 0, seen = 0;
 
 	if (!slot)
 		return NULL;
@@ -356,7 +432,7 @@ static struct cu_fns *cu_fns(struct sdso *d, Dwarf_Die *cu)
 		return &d->cus[*slot - 1];
 	if (array_reserve((void **)&d->cus, &d->cap_cus, d->nr_cus, sizeof(*d->cus)))
 		return NULL;
-	if (add_fns(&c, &cap, cu, 0)) {
+	if (add_fns(d, &c, &cap, cu, 0, &seen)) {
 		free(c.r);
 		return NULL;
 	}
@@ -479,6 +555,14 @@ static int lookup_dwarf(struct srclines *s, struct sdso *d, __u64 vaddr, bool li
 		return -ENOMEM;
 	if (fn_at(d, c, vaddr - bias, &fn))
 		return frames_in(s, cu, &fn, vaddr - bias, out);
+	/*
+	 * Code outside the unit's own ranges is in none of its scopes: libdwfl
+	 * gives the unit whose range starts below the address (_start's, the
+	 * unit of main), and libdw's walk of all its DIEs, tens of MB in a large
+	 * C++ unit, would find nothing.
+	 */
+	if ((dwarf_hasattr(cu, DW_AT_ranges) || dwarf_hasattr(cu, DW_AT_high_pc)) && dwarf_haspc(cu, vaddr - bias) == 0)
+		return 0;
 	/* Code the index does not reach (a nested function, an imported unit's): libdw's own walk. */
 	return frames_by_scopes(s, cu, vaddr - bias, out);
 }

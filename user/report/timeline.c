@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+#include "report_out.h"
+#include "report_spans.h"
 #include "sbuf.h"
 #include "session.h"
 #include "spans_view.h"
@@ -231,4 +234,35 @@ void timeline__free(struct timeline *t)
 	strpool_free(&t->pool);
 	strpool_free(&t->walls);
 	memset(t, 0, sizeof(*t));
+}
+
+int timeline__read(struct timeline_read *r, const char *input, const struct session_opts *sopts,
+		   const struct spans_report_opts *so, const struct table_opts *table, const struct tl_limits *lim,
+		   char *err, size_t errlen)
+{
+	const struct spans_view *v = NULL;
+	int e;
+
+	*r = (struct timeline_read){};
+	if (errlen)
+		err[0] = 0;
+	e = session__open(&r->sess, input, sopts, err, errlen);
+	if (!e && (e = profile__new(&r->p, r->sess, &(struct profile_opts){ .timeline = true })))
+		set_errorf(err, errlen, e, "cannot read %s: %s", input, strerror(-e));
+	e = e ?: span_report__new(&r->sr, r->sess, so, err, errlen);
+	e = e ?: session__run(r->sess, err, errlen);
+	e = e ?: span_report__finish(r->sr, err, errlen);
+	if (!e && (e = profile__finish(r->p) ?: (table ? table__limit(r->p, table) : 0) ?: span_report__view(r->sr, &v) ?:
+		       timeline__build(&r->t, r->p, v, lim)))
+		set_errorf(err, errlen, e, "out of memory laying out %s", input);
+	return e;
+}
+
+void timeline_read__free(struct timeline_read *r)
+{
+	timeline__free(&r->t);
+	span_report__free(r->sr);
+	profile__free(r->p);
+	session__free(r->sess);
+	*r = (struct timeline_read){};
 }

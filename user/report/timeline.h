@@ -75,4 +75,28 @@ int timeline__build(struct timeline *t, struct profile *p, const struct spans_vi
 /* Accepts a timeline never built (zeroed); the profile stays the caller's. */
 void timeline__free(struct timeline *t);
 
+/*
+ * A recording's timeline, as report --html and --speedscope make it (and
+ * their fuzz targets, so that these read the same pass): the session over
+ * input with sopts, the profile keeping each sample's time and the span join
+ * so in the one pass, the profile cut to table's limits unless table is
+ * NULL, then the timeline within lim.  0 or -errno with err saying why where
+ * anything says (else empty); either way timeline_read__free after.
+ */
+struct session_opts;
+struct span_report;
+struct spans_report_opts;
+struct table_opts;
+struct timeline_read {
+	struct session *sess;
+	struct profile *p;
+	struct span_report *sr;
+	struct timeline t;
+};
+int timeline__read(struct timeline_read *r, const char *input, const struct session_opts *sopts,
+		   const struct spans_report_opts *so, const struct table_opts *table, const struct tl_limits *lim,
+		   char *err, size_t errlen);
+/* Accepts one zeroed or half made; zeroes it. */
+void timeline_read__free(struct timeline_read *r);
+
 #endif

@@ -424,6 +424,55 @@ bool elf_is_x86_64(Elf *elf, GElf_Ehdr *eh)
 	       eh->e_machine == EM_X86_64;
 }
 
+/* Larger symbol tables are no runtime's (libjvm's is a few MiB): not read. */
+#define MAX_SYMTAB_BYTES (64u << 20)
+
+static int each_sym_of(struct elf_budget *b, Elf_Scn *scn, const GElf_Shdr *sh, elf_sym_fn fn, void *ctx)
+{
+	Elf_Data *data;
+	size_t n;
+
+	if (sh->sh_entsize != gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT) || sh->sh_size > MAX_SYMTAB_BYTES ||
+	    !(data = elf_budget_data(b, scn)))
+		return 0;
+	n = data->d_size / sh->sh_entsize;
+	for (size_t i = 1; i < n; i++) {
+		const char *name;
+		GElf_Sym sym;
+		int r;
+
+		if (!gelf_getsym(data, i, &sym))
+			break;
+		if (sym.st_shndx == SHN_UNDEF || !(name = elf_budget_str(b, sh->sh_link, sym.st_name)))
+			continue;
+		r = fn(name, &sym, ctx);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int elf_budget_each_sym(struct elf_budget *b, Elf64_Word first, elf_sym_fn fn, void *ctx)
+{
+	Elf64_Word other = first == SHT_SYMTAB ? SHT_DYNSYM : SHT_SYMTAB;
+
+	for (int pass = 0; pass < 2; pass++) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(b->elf, scn))) {
+			GElf_Shdr sh;
+			int r;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != (pass ? other : first))
+				continue;
+			r = each_sym_of(b, scn, &sh, fn, ctx);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
 int elf_pread_vaddr(int fd, Elf *elf, __u64 vaddr, void *buf, size_t len)
 {
 	size_t nph;

@@ -121,6 +121,15 @@ void elf_budget_say(void);
 /* Whether elf is a 64-bit x86-64 ELF file, *eh its header: the one kind whose runtimes are read. */
 bool elf_is_x86_64(Elf *elf, GElf_Ehdr *eh);
 /*
+ * Each defined symbol (st_shndx not SHN_UNDEF) of b's symbol tables with its
+ * name, the tables of type first (SHT_SYMTAB or SHT_DYNSYM) before the
+ * other's, to fn until fn returns nonzero, which this returns; else 0.  A
+ * table of over 64 MiB, or with entries of another size, is no runtime's and
+ * passed over (a sparse file could claim any size).
+ */
+typedef int (*elf_sym_fn)(const char *name, const GElf_Sym *sym, void *ctx);
+int elf_budget_each_sym(struct elf_budget *b, Elf64_Word first, elf_sym_fn fn, void *ctx);
+/*
  * len bytes at link address vaddr of elf's file fd, from the PT_LOAD that
  * holds them in the file: a pread, nothing libelf keeps or the budget
  * counts.  0, -ENOENT (no segment holds them), -EINVAL, -EIO.

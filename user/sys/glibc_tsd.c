@@ -87,36 +87,12 @@ cleanup:
 	return err;
 }
 
-/* Larger tables are no libc's: not read. */
-#define MAX_TABLE_BYTES (64u << 20)
-
-static int find_fn(struct elf_budget *b, __u64 *value)
+static int take_fn(const char *name, const GElf_Sym *sym, void *ctx)
 {
-	Elf *elf = b->elf;
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    sh.sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) || sh.sh_size > MAX_TABLE_BYTES ||
-		    !(data = elf_budget_data(b, scn)))
-			continue;
-		for (size_t i = 1; i < data->d_size / sh.sh_entsize; i++) {
-			GElf_Sym s;
-			const char *name;
-
-			if (!gelf_getsym(data, i, &s))
-				break;
-			if (s.st_shndx == SHN_UNDEF || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-			    !(name = elf_budget_str(b, sh.sh_link, s.st_name)) || strcmp(name, "pthread_getspecific"))
-				continue;
-			*value = s.st_value;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || strcmp(name, "pthread_getspecific"))
+		return 0;
+	*(__u64 *)ctx = sym->st_value;
+	return 1;
 }
 
 /*
@@ -142,7 +118,7 @@ int glibc_tsd_decode(int fd, struct glibc_tsd *out)
 	elf = elf_budget_begin(&b, fd, false, ELF_BUDGET_SYMS, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		err = -EINVAL;
-	else if (!find_fn(&b, &fn) && !elf_pread_vaddr(fd, elf, fn, code, sizeof(code)))
+	else if (elf_budget_each_sym(&b, SHT_DYNSYM, take_fn, &fn) && !elf_pread_vaddr(fd, elf, fn, code, sizeof(code)))
 		err = 0;
 	elf_budget_end(&b);
 	if (err)

@@ -29,42 +29,27 @@ static const char *const sym_names[JS_MAX] = {
 	[JS_I_VALUE] = "gHotSpotVMIntConstantEntryValueOffset",
 };
 
-/* A symbol table larger than this is no libjvm's (a sparse file could claim any size). */
-#define MAX_TABLE_BYTES (64u << 20)
 /* Bounds on what the process says of its tables (hotspot.md 1.4). */
 #define MAX_STRIDE 256
 #define MAX_ENTRIES 65536
 #define MAX_STR 256
 #define MAX_TYPE_SIZE (64u << 10)
 
-static void scan_syms(struct elf_budget *b, Elf_Scn *scn, GElf_Shdr *sh, struct jvm_binary *out)
+static int take_sym(const char *name, const GElf_Sym *sym, void *ctx)
 {
-	Elf_Data *data;
-	size_t n;
+	struct jvm_binary *out = ctx;
 
-	if (sh->sh_entsize != gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT) || sh->sh_size > MAX_TABLE_BYTES ||
-	    !(data = elf_budget_data(b, scn)))
-		return;
-	n = data->d_size / sh->sh_entsize;
-	for (size_t i = 1; i < n; i++) {
-		const char *name;
-		GElf_Sym sym;
-
-		if (!gelf_getsym(data, i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || !sym.st_value || !(name = elf_budget_str(b, sh->sh_link, sym.st_name)) ||
-		    strncmp(name, "gHotSpotVM", 10))
-			continue;
-		for (int k = 0; k < JS_MAX; k++)
-			if (!out->sym[k] && !strcmp(name, sym_names[k]))
-				out->sym[k] = sym.st_value;
-	}
+	if (!sym->st_value || strncmp(name, "gHotSpotVM", 10))
+		return 0;
+	for (int k = 0; k < JS_MAX; k++)
+		if (!out->sym[k] && !strcmp(name, sym_names[k]))
+			out->sym[k] = sym->st_value;
+	return 0;
 }
 
 int jvm_binary_read(int fd, struct jvm_binary *out)
 {
 	struct elf_budget b = {};
-	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	size_t nph;
 	Elf *elf;
@@ -79,13 +64,7 @@ int jvm_binary_read(int fd, struct jvm_binary *out)
 		goto cleanup;
 	}
 	/* .dynsym holds them all (libjvm exports them for the serviceability agent). */
-	for (int pass = 0; pass < 2; pass++)
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-
-			if (gelf_getshdr(scn, &sh) && sh.sh_type == (pass ? SHT_SYMTAB : SHT_DYNSYM))
-				scan_syms(&b, scn, &sh, out);
-		}
+	elf_budget_each_sym(&b, SHT_DYNSYM, take_sym, out);
 	for (int k = 0; k < JS_MAX; k++)
 		if (!out->sym[k]) {
 			err = -ENOENT;

@@ -107,9 +107,6 @@ static const char *const sym_names[S_MAX] = {
 	[S_PROP] = "PyProperty_Type", [S_DICT] = "PyDict_Type",
 };
 
-/* Larger tables are no interpreter's: not read (a sparse file could claim any size). */
-#define MAX_TABLE_BYTES (64u << 20)
-
 struct found {
 	GElf_Sym s[S_MAX];
 	bool have[S_MAX];
@@ -117,43 +114,30 @@ struct found {
 	int nr_cold;
 };
 
-static void scan_syms(struct elf_budget *b, Elf_Scn *scn, GElf_Shdr *sh, struct found *f)
+static int take_sym(const char *name, const GElf_Sym *sym, void *ctx)
 {
-	Elf *elf = b->elf;
 	static const char cold[] = "_PyEval_EvalFrameDefault.cold";
-	Elf_Data *data;
-	size_t n;
+	struct found *f = ctx;
 
-	if (sh->sh_entsize != gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT) || sh->sh_size > MAX_TABLE_BYTES ||
-	    !(data = elf_budget_data(b, scn)))
-		return;
-	n = data->d_size / sh->sh_entsize;
-	for (size_t i = 1; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
+	if (name[0] != '_' && name[0] != 'P')
+		return 0;
+	for (int k = 0; k < S_MAX; k++)
+		if (!f->have[k] && !strcmp(name, sym_names[k])) {
+			f->s[k] = *sym;
+			f->have[k] = true;
+		}
+	/* GCC's hot/cold split: a part of the same function, elsewhere in .text. */
+	if (!strncmp(name, cold, sizeof(cold) - 1) && sym->st_size && f->nr_cold < SP_PY_EVAL_RANGES - 1) {
+		bool dup = false;
 
-		if (!gelf_getsym(data, i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || !(name = elf_budget_str(b, sh->sh_link, sym.st_name)) ||
-		    (name[0] != '_' && name[0] != 'P'))
-			continue;
-		for (int k = 0; k < S_MAX; k++)
-			if (!f->have[k] && !strcmp(name, sym_names[k])) {
-				f->s[k] = sym;
-				f->have[k] = true;
-			}
-		/* GCC's hot/cold split: a part of the same function, elsewhere in .text. */
-		if (!strncmp(name, cold, sizeof(cold) - 1) && sym.st_size && f->nr_cold < SP_PY_EVAL_RANGES - 1) {
-			bool dup = false;
-
-			for (int k = 0; k < f->nr_cold; k++)
-				dup |= f->cold[k][0] == sym.st_value;
-			if (!dup) {
-				f->cold[f->nr_cold][0] = sym.st_value;
-				f->cold[f->nr_cold++][1] = sym.st_value + sym.st_size;
-			}
+		for (int k = 0; k < f->nr_cold; k++)
+			dup |= f->cold[k][0] == sym->st_value;
+		if (!dup) {
+			f->cold[f->nr_cold][0] = sym->st_value;
+			f->cold[f->nr_cold++][1] = sym->st_value + sym->st_size;
 		}
 	}
+	return 0;
 }
 
 /*
@@ -189,7 +173,6 @@ int py_binary_read(int fd, struct py_binary *out)
 {
 	struct found f = {};
 	struct elf_budget b = {};
-	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	size_t nph;
 	Elf *elf;
@@ -205,13 +188,7 @@ int py_binary_read(int fd, struct py_binary *out)
 	}
 	out->e_type = eh.e_type;
 	/* .symtab first where there is one: it names the .cold parts and everything .dynsym does. */
-	for (int pass = 0; pass < 2; pass++)
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-
-			if (gelf_getshdr(scn, &sh) && sh.sh_type == (pass ? SHT_DYNSYM : SHT_SYMTAB))
-				scan_syms(&b, scn, &sh, &f);
-		}
+	elf_budget_each_sym(&b, SHT_SYMTAB, take_sym, &f);
 	if (!f.have[S_RUNTIME] || !f.have[S_CODE_TYPE] || !f.have[S_EVAL] || !f.s[S_EVAL].st_size) {
 		err = -ENOENT;
 		goto cleanup;
