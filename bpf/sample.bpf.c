@@ -401,6 +401,18 @@ int on_exec_eh(void *ctx)
 
 	if (!eh_wake_armed)
 		return 0;
+	/*
+	 * -- CMD and -p: the tables are kept for the targets only (ehsource.c),
+	 * so another process's exec has nothing for the loop to do, and on a
+	 * busy host would wake it at every idle pass.  The filter follows CMD's
+	 * forks here in BPF, and an exec keeps the pid.
+	 */
+	if (filter_mode == SP_FILTER_TREE || filter_mode == SP_FILTER_PID) {
+		__u64 pt = bpf_get_current_pid_tgid();
+
+		if (!filter_keeps(pt >> 32, (__u32)pt))
+			return 0;
+	}
 	/* Two CPUs may both see it armed: two wakes, no harm. */
 	eh_wake_armed = 0;
 	bpf_ringbuf_output(&eh_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);

@@ -319,12 +319,19 @@ def external_spans_split(flag, late=False):
         # went waiting behind the spinners (one third of a CPU for it, so about two thirds).
         assert t["run_delay_ns"] > 0.5 * (s["duration_ns"] - t["slept_ns"]), ("no queue to wait in", t)
         assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"], (s, t)
-        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        # On CPU by the switch stamps is the thread's own CPU time and what the hypervisor took
+        # while it ran, which schedstat leaves out (a busy host's 4.5 ms in one slice failed
+        # this): the thread measures that itself, between readings with no sleep between them
+        # (their wall time less its run_delay and its CPU time).
+        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"] - t["stolen_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
         # The sleep itself, not the queue after it: at least what was asked, at most the
         # nanosleep's wall time (which also holds its wait to run again).
         assert 0.95 * sleep_ms * 1e6 <= s["sleep_ns"] <= t["slept_ns"] * 1.01, (s, t)
         assert s["blocked_ns"] == 0, s
-    perf_clean(["script"], out)
+    # perf reads the file, its records in order.  Its warning of LOST records may be all it says:
+    # a recorder starved on a busy host lets the cpu-clock samples' ring overflow (9 chunks beside
+    # busyhost), which the split, from the sched records' own ring, does not read.
+    perf_clean(["script"], out, lost_ok=True)
     table = spanperf("annotate", "--spans", ext, "-i", out, check=True).stdout
     bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
     assert bar and bar.group(1).count("r") >= 10, table

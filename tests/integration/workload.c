@@ -73,7 +73,8 @@
  *                                showed around it; FILE gets each call as an external
  *                                span; with SLEEP_MS each call also sleeps that long
  *                                halfway, and prints the nanosleep's own wall time;
- *                                WORKLOAD_WAIT as above
+ *                                and the wall time on CPU its clock did not count
+ *                                (stolen_ns: a VM's steal); WORKLOAD_WAIT as above
  *   workload wakes N MS          a thread named waker_tom writes a byte to a pipe
  *                                from tom_writes() every MS; another blocks for
  *                                each in pipe_wait(), N times
@@ -1023,8 +1024,68 @@ static int schedstat(uint64_t *sum, uint64_t *delay)
 struct runq_call {
 	uint64_t ns, start, end, sum, delay;
 	uint64_t sleep_ns, slept_ns; /* runq's SLEEP_MS: asked, and the nanosleep's own wall time */
+	int64_t stolen_ns;	     /* wall time on CPU that its own clock did not count (see on_cpu_mark) */
+	uint64_t wall, cpu, rd;	     /* on_cpu_mark's last reading */
+	long sleeps;
 	int ok;
 };
+
+/* The thread's voluntary switches so far (its sleeps), -1 if unknown. */
+static long sleeps(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw;
+}
+
+/*
+ * A VM's hypervisor may take the CPU from the thread while it runs (steal),
+ * at a tick or a switch as much as anywhere: the switch stamps count that
+ * time on CPU, its schedstat does not (paravirt steal accounting).  Between
+ * two readings with no sleep between them the thread was on CPU or waiting
+ * in the run queue: the wall time less its run_delay (on the run queue's
+ * clock, steal and all) is its time on CPU by the wall, and that less its
+ * own CPU time was stolen.  The interval holding the nanosleep is left out;
+ * the sleep count is read before and after each reading, so that a reading
+ * taken across a sleep is seen, and so is run_delay, taken again until the
+ * thread was not preempted in between (a wait between the clocks and
+ * run_delay would be counted in one interval and not taken out of the
+ * next).  Summed with sign, the skew of each pair of readings cancels out.
+ */
+static void on_cpu_mark(struct runq_call *c, bool first)
+{
+	uint64_t wall, cpu, sum, rd, rd0;
+	long before, after;
+	int bad, tries = 0;
+
+	do {
+		before = sleeps();
+		bad = schedstat(&sum, &rd0);
+		wall = mono_ns();
+		cpu = thread_cpu_ns();
+		bad |= schedstat(&sum, &rd);
+		after = sleeps();
+	} while (!bad && rd != rd0 && ++tries < 100);
+	bad |= rd != rd0;
+	if (!first && !bad && before >= 0 && after == c->sleeps)
+		c->stolen_ns += (int64_t)(wall - c->wall) - (int64_t)(rd - c->rd) - (int64_t)(cpu - c->cpu);
+	c->wall = wall;
+	c->cpu = cpu;
+	c->rd = rd;
+	c->sleeps = bad || before < 0 ? -2 : before;
+}
+
+/* burn_ns, marking as it goes. */
+static NOINLINE void burn_marked(struct runq_call *c, uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns;
+
+	while (c->cpu < end) {
+		for (int i = 0; i < 2000; i++)
+			sink += (uint64_t)i * i;
+		on_cpu_mark(c, false);
+	}
+}
 
 /*
  * Spins ns of its own CPU behind two spinners on the same CPU: most of its
@@ -1037,19 +1098,23 @@ NOINLINE void queued_work(struct runq_call *c)
 
 	c->ok = !schedstat(&s0, &d0);
 	c->start = mono_ns();
+	c->stolen_ns = 0;
+	on_cpu_mark(c, true);
 	if (c->sleep_ns) {
 		struct timespec ts = { c->sleep_ns / 1000000000ull, c->sleep_ns % 1000000000ull };
 		uint64_t t0;
 
-		burn_ns(c->ns / 2);
+		burn_marked(c, c->ns / 2);
 		t0 = mono_ns();
 		nanosleep(&ts, NULL);
 		c->slept_ns = mono_ns() - t0;
-		burn_ns(c->ns - c->ns / 2);
+		on_cpu_mark(c, false);
+		burn_marked(c, c->ns - c->ns / 2);
 	} else {
-		burn_ns(c->ns);
+		burn_marked(c, c->ns);
 	}
 	c->end = mono_ns();
+	on_cpu_mark(c, false);
 	c->ok &= !schedstat(&s1, &d1);
 	c->sum = s1 - s0;
 	c->delay = d1 - d0;
@@ -1101,10 +1166,10 @@ static int mode_runq(const char *n, const char *ms, const char *file, const char
 	for (long i = 0; i < atol(n); i++) {
 		queued_work(&c);
 		printf("{\"pid\":%d,\"tid\":%d,\"cpu\":%d,\"call\":%ld,\"ok\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
-		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu,\"slept_ns\":%llu}\n",
+		       "\"sum_exec_ns\":%llu,\"run_delay_ns\":%llu,\"slept_ns\":%llu,\"stolen_ns\":%lld}\n",
 		       getpid(), (int)syscall(SYS_gettid), cpu, i, c.ok, (unsigned long long)c.start,
 		       (unsigned long long)c.end, (unsigned long long)c.sum, (unsigned long long)c.delay,
-		       (unsigned long long)c.slept_ns);
+		       (unsigned long long)c.slept_ns, (long long)(c.stolen_ns > 0 ? c.stolen_ns : 0));
 		if (f)
 			fprintf(f, "{\"name\":\"queued_work\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
 				getpid(), (int)syscall(SYS_gettid), (unsigned long long)c.start, (unsigned long long)c.end);

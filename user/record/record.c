@@ -430,8 +430,16 @@ static int poll_ms(struct recorder *r)
 	int ms = POLL_MS;
 
 	for_each_source(r, s)
-		if (s->poll_ms)
-			ms = SP_MIN(ms, s->poll_ms(s, POLL_MS));
+		if (s->poll_ms) {
+			/*
+			 * Called once a pass, out of SP_MIN, which evaluates its
+			 * arguments twice: ehframe counts the passes here (record -v),
+			 * and counted each twice.
+			 */
+			int want = s->poll_ms(s, POLL_MS);
+
+			ms = SP_MIN(ms, want);
+		}
 	return ms;
 }
 
