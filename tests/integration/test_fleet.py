@@ -183,15 +183,22 @@ def test_fleet_hostile_comm_stored_and_read_back_exactly():
     s = c.servers[0]
     a = wl = None
     try:
-        a = agent(s.url, "--window", "1", "-F", "99", "-d", "6")
-        wait_windows(s, 1)
+        # No -d: the agent runs until the comm's samples are stored, however long a loaded host (and
+        # make check's ASan agent) takes; the spinner runs 0.3 s of its own CPU (about 30 samples),
+        # not 2.5 s of wall time, which a load of 25 left unsampled past a -d 6 agent's end.
+        a = agent(s.url, "--window", "1", "-F", "99")
+        wait_windows(s, 1, timeout=120)
         wl = subprocess.Popen(["python3", "-c",
                                "import os,sys,time\nopen('/proc/self/comm','wb').write(sys.stdin.buffer.read())\n"
-                               "t=time.time()\nwhile time.time()-t<2.5: pass\n"], stdin=subprocess.PIPE)
-        wl.communicate(HOSTILE, timeout=30)
+                               "t=time.thread_time()\nwhile time.thread_time()-t<0.3: pass\n"], stdin=subprocess.PIPE)
+        wl.communicate(HOSTILE, timeout=120)
+        query = "SELECT DISTINCT hex(comm) FROM spanperf.samples WHERE comm = unhex('%s')" % HOSTILE.hex()
+        wait_until(lambda: a.poll() is None and tsv(s, query) == HOSTILE.hex().upper(),
+                   "the comm never stored (agent %s)" % a.poll(), timeout=120)
+        a.send_signal(signal.SIGINT)
         out, err = a.communicate(timeout=60)
         assert a.returncode == 0, err
-        got = tsv(s, "SELECT DISTINCT hex(comm) FROM spanperf.samples WHERE comm = unhex('%s')" % HOSTILE.hex())
+        got = tsv(s, query)
         assert got == HOSTILE.hex().upper(), (got, tsv(s, "SELECT DISTINCT hex(comm) FROM spanperf.samples"), err)
         r = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--comms", HOSTILE, "--sort",
                             "comm"], capture_output=True, timeout=60)
