@@ -5,7 +5,8 @@
  * another's table; an entry that is not exactly what this cache wrote
  * (another's table under the name, rows changed, cut short, another owner,
  * a mode others may write, a symlink) is refused, removed and counted; the
- * directory stays under its bound.  This program's own executable is the
+ * directory stays under its bound; a table is kept only from a file no one
+ * else may change.  This program's own executable is the
  * file, copied into a scratch folder.
  */
 #include <elf.h>
@@ -358,6 +359,30 @@ static void test_bound(void **state)
 	eh_cache__free(c);
 }
 
+/* Kept only from a file no one else may change: the owner's or root's, writable by no group or other. */
+static void test_storable(void **state)
+{
+	char path[PATH_MAX + 16];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/owned", dir);
+	fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0755), 0);
+	assert_true(eh_cache__storable(fd));
+	assert_int_equal(fchmod(fd, 0775), 0);
+	assert_false(eh_cache__storable(fd));
+	assert_int_equal(fchmod(fd, 0757), 0);
+	assert_false(eh_cache__storable(fd));
+	if (geteuid() == 0) {
+		assert_int_equal(fchmod(fd, 0755), 0);
+		assert_int_equal(fchown(fd, 65534, 65534), 0);
+		assert_false(eh_cache__storable(fd));
+	}
+	close(fd);
+}
+
 static void test_off(void **state)
 {
 	(void)state;
@@ -370,7 +395,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
-		cmocka_unit_test(test_bound), cmocka_unit_test(test_off),
+		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_off),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -54,6 +54,16 @@ void eh_cache__free(struct eh_cache *c);
 int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
 /* The kept table of k (at most max_rows rows): 0, -ENOENT (none), or -EBADMSG (refused, removed). */
 int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab);
+/*
+ * Whether a table parsed from fd may be kept for others: fd's bytes are no
+ * one's to change but ours (owner root or us, writable by no group or
+ * other, not on FUSE).  Else its owner could show the digest one file and
+ * the parse another (the same build id, other CFI), and so place a table
+ * under a key whose bytes are not the ones it came from; a file of the
+ * recorded process is still read from the cache, which only ever holds
+ * tables of the bytes named.
+ */
+bool eh_cache__storable(int fd);
 /* Keeps tab under k; failures are counted, never fatal. */
 void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab);
 void eh_cache__stats(const struct eh_cache *c, struct eh_cache_stats *st);

@@ -308,8 +308,15 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		bool keyed = !eh_cache__key(t->cache, fd, id, id_size, &key);
 
 		if (!keyed || eh_cache__load(t->cache, &key, room, &tab)) {
+			struct eh_cache_key after;
+
 			e = ehtab_from_fd(fd, room, &tab);
-			if (!e && keyed)
+			/*
+			 * Kept only if the bytes were no one else's to change and were the
+			 * same after the parse as before: the key names the bytes parsed.
+			 */
+			if (!e && keyed && eh_cache__storable(fd) && !eh_cache__key(t->cache, fd, id, id_size, &after) &&
+			    !memcmp(after.digest, key.digest, sizeof(key.digest)))
 				eh_cache__store(t->cache, &key, &tab);
 		} else {
 			e = 0;
