@@ -909,9 +909,11 @@ def test_ehframe_table_cache_short_lived():
         for cached in (False, True):
             path, err = record("%s%d" % ("warm" if cached else "off", r), cached)
             if cached:
+                # Parsed and kept may be more than none: a file of a process the priming recorder did
+                # not read before it exited (as lives tens of ms) is first met here.
                 m = re.search(r"table cache: (\d+) tables read from it, (\d+) parsed and kept, (\d+) entries refused",
                               err)
-                assert m and int(m.group(1)) >= 3 and int(m.group(2)) == 0 and int(m.group(3)) == 0, err[-2000:]
+                assert m and int(m.group(1)) >= 3 and int(m.group(3)) == 0, err[-2000:]
             else:
                 assert "table cache off" in err, err[-2000:]
             for tid, seq in thread_chains(path, "cc1").items():
