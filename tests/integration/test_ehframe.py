@@ -1022,3 +1022,67 @@ def test_ehframe_real_host():
     for comm in procs:
         n, m = sum(ours.get(comm, {}).values()), sum(theirs.get(comm, {}).values())
         assert m >= 100 and n == m, (comm, n, m)
+
+
+@test
+def test_ehframe_table_cache_short_lived():
+    """Tables kept on disk (ehcache.h): a compile's short-lived processes (gcc -O2: the driver,
+    cc1, as), recorded each by a recorder of its own, find their files' tables in the cache
+    instead of parsing them (record -v counts the tables read from it), so fewer of their chains
+    are walked before the table is there: cc1's chains cut short (not reaching a thread's root)
+    are fewer with the cache warm than with it off (SPANPERF_NO_EH_CACHE), over rounds that
+    alternate the two.  What decides it is the recorder's CPU work (parse against read), not the
+    host's speed: recorder and compiler share one CPU (taskset), so while the recorder builds,
+    the compiler runs about as long as the recorder works, whatever else the host runs."""
+    need_bpf()
+    need_perf()
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import realhost
+    if not os.path.exists(realhost.CC1) or not shutil.which("taskset"):
+        raise Skip("no %s or taskset" % realhost.CC1)
+    d = tmpdir()
+    cache = os.path.join(d, "cache")
+    os.makedirs(cache, mode=0o700)
+    inc = [a for sub in ("base", "perfdata", "sys") for a in ("-iquote", os.path.join(ROOT, "user", sub))]
+    cc = ["gcc", "-O2", "-g", "-D_GNU_SOURCE"] + inc + ["-I", os.path.join(ROOT, "bpf"), "-c",
+                                                         os.path.join(ROOT, "user", "sys", "ehframe.c"),
+                                                         "-o", os.path.join(d, "x.o")]
+    cpu = str(sorted(os.sched_getaffinity(0))[0])
+
+    def record(name, cached):
+        env = dict(os.environ, XDG_CACHE_HOME=cache)
+        if not cached:
+            env["SPANPERF_NO_EH_CACHE"] = "1"
+        path = os.path.join(d, name + ".data")
+        p = run(["taskset", "-c", cpu, SPANPERF, "record", "-g", "-F", "999", "-v", "-o", path, "--"] + cc,
+                env=env, check=True, timeout=300)
+        return path, p.stderr
+
+    _, err = record("prime", True)
+    assert re.search(r"table cache: 0 tables read from it, [1-9]\d* parsed and kept", err), err[-2000:]
+    cut = {False: 0, True: 0}
+    chains = {False: 0, True: 0}
+    first = {False: [0, 0], True: [0, 0]}
+    for r in range(2):
+        for cached in (False, True):
+            path, err = record("%s%d" % ("warm" if cached else "off", r), cached)
+            if cached:
+                # Parsed and kept may be more than none: a file of a process the priming recorder did
+                # not read before it exited (as lives tens of ms) is first met here.
+                m = re.search(r"table cache: (\d+) tables read from it, (\d+) parsed and kept, (\d+) entries refused",
+                              err)
+                assert m and int(m.group(1)) >= 3 and int(m.group(3)) == 0, err[-2000:]
+            else:
+                assert "table cache off" in err, err[-2000:]
+            for tid, seq in thread_chains(path, "cc1").items():
+                seq = [st for st in seq if not realhost.chainless(st)]
+                chains[cached] += len(seq)
+                cut[cached] += sum(not realhost.complete(st) for st in seq)
+                first[cached][0] += bool(seq) and realhost.complete(seq[0])
+                first[cached][1] += 1
+            os.unlink(path)
+    print("        cc1 chains cut: %d of %d with the cache off, %d of %d warm; first chain whole in %d of %d "
+          "processes off, %d of %d warm" % (cut[False], chains[False], cut[True], chains[True], first[False][0],
+                                            first[False][1], first[True][0], first[True][1]))
+    assert chains[False] >= 300 and chains[True] >= 300, (chains, cut)
+    assert cut[True] < cut[False], (chains, cut, first)

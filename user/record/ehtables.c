@@ -14,6 +14,7 @@
 
 #include "buildid.h"
 #include "debuginfo.h"
+#include "ehcache.h"
 #include "ehframe.h"
 #include "ehtables.h"
 #include "fileio.h"
@@ -66,6 +67,7 @@ struct eh_tables {
 	bool have_vdso;
 	struct eh_new_file *new_files; /* mapped since the last flush: their tables first */
 	size_t nr_new_files, cap_new_files;
+	struct eh_cache *cache; /* tables kept on disk; NULL: off */
 };
 
 /* A file a process just mapped (an MMAP2), whose table is built at the next flush. */
@@ -165,6 +167,7 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 	t->max_pages = fds->max_pages;
 	t->files_fd = fds->files_fd;
 	t->procs_fd = fds->procs_fd;
+	t->cache = eh_cache__new(EH_CACHE_MAX_BYTES);
 	vdso_table(t);
 	*out = t;
 	return 0;
@@ -294,8 +297,30 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		close(dfd);
 		if (!e && tab.from_debug_frame)
 			t->st.from_debug++;
+	} else if (!id) {
+		e = ehtab_from_fd(fd, room, &tab); /* the vDSO: our own copy, nothing to keep */
 	} else {
-		e = ehtab_from_fd(fd, room, &tab);
+		/*
+		 * A table kept on disk for exactly these inputs (ehcache.h): read,
+		 * not parsed.  Refused or absent, parsed and kept for next time.
+		 */
+		struct eh_cache_key key;
+		bool keyed = !eh_cache__key(t->cache, fd, id, id_size, &key);
+
+		if (!keyed || eh_cache__load(t->cache, &key, room, &tab)) {
+			struct eh_cache_key after;
+
+			e = ehtab_from_fd(fd, room, &tab);
+			/*
+			 * Kept only if the bytes were no one else's to change and were the
+			 * same after the parse as before: the key names the bytes parsed.
+			 */
+			if (!e && keyed && eh_cache__storable(fd) && !eh_cache__key(t->cache, fd, id, id_size, &after) &&
+			    !memcmp(after.digest, key.digest, sizeof(key.digest)))
+				eh_cache__store(t->cache, &key, &tab);
+		} else {
+			e = 0;
+		}
 	}
 
 	memset(file, 0, sizeof(*file));
@@ -774,6 +799,7 @@ void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)
 	st->maps = t->maps_used;
 	st->max_maps = t->max_maps;
 	st->pages = t->pages_used;
+	eh_cache__stats(t->cache, &st->cache);
 }
 
 void eh_tables__free(struct eh_tables *t)
@@ -784,6 +810,7 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->next_build);
 	u64_map_free(&t->execd);
 	u64_map_free(&t->bid_idx);
+	eh_cache__free(t->cache);
 	free(t->bids);
 	free(t->scratch);
 	free(t->slots);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "ehcache.h"
 #include "parse.h"
 
 struct eh_tables;
@@ -26,6 +27,7 @@ struct eh_tables_stats {
 	__u64 from_debug; /* files that took rows from their separate debug file's .debug_frame */
 	__u64 caught_up; /* processes that started or exec'd between the scan and the events */
 	__u64 build_ns;
+	struct eh_cache_stats cache; /* tables read from disk, kept there, refused */
 	size_t max_rows, maps, max_maps, pages;
 };
 

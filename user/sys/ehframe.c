@@ -22,6 +22,7 @@
 #include "ehframe.h"
 #include "elf_budget.h"
 #include "fileio.h"
+#include "sha256.h"
 #include "util.h"
 
 /* x86-64 DWARF register numbers. */
@@ -820,6 +821,100 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 	}
 cleanup:
 	free(sec);
+	free(names);
+	free(sh);
+	return e;
+}
+
+/* Bytes [off, off + n) of fd into the digest, read in pieces. */
+static int digest_range(int fd, struct sha256 *h, uint64_t off, uint64_t n)
+{
+	uint8_t buf[65536];
+
+	while (n) {
+		size_t k = SP_MIN(n, sizeof(buf));
+		int e = pread_all(fd, buf, k, off);
+
+		if (e)
+			return e;
+		sha256_update(h, buf, k);
+		off += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int ehtab_digest(int fd, uint8_t out[SHA256_SIZE])
+{
+	static const char version[] = "spanperf ehtab inputs 1";
+	Elf64_Shdr *sh = NULL;
+	char *names = NULL;
+	struct sha256 h;
+	Elf64_Ehdr ehdr;
+	struct stat st;
+	uint64_t sum = 0;
+	int e = read_ehdr(fd, &ehdr, &st);
+
+	if (e)
+		return e;
+	sha256_init(&h);
+	sha256_update(&h, version, sizeof(version));
+	sha256_update(&h, &st.st_size, sizeof(st.st_size));
+	sha256_update(&h, &ehdr, sizeof(ehdr));
+	e = digest_range(fd, &h, ehdr.e_phoff, (uint64_t)ehdr.e_phnum * sizeof(Elf64_Phdr));
+	if (e)
+		return e;
+	sh = malloc(ehdr.e_shnum * sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	e = pread_all(fd, sh, ehdr.e_shnum * sizeof(*sh), ehdr.e_shoff);
+	if (e)
+		goto cleanup;
+	sha256_update(&h, sh, ehdr.e_shnum * sizeof(*sh));
+	{
+		const Elf64_Shdr *ns = &sh[ehdr.e_shstrndx];
+
+		if (ns->sh_type != SHT_STRTAB || ns->sh_size == 0 || ns->sh_offset > (uint64_t)st.st_size ||
+		    ns->sh_size > (uint64_t)st.st_size - ns->sh_offset || ns->sh_size > ELF_BUDGET_CFI) {
+			e = -EINVAL;
+			goto cleanup;
+		}
+		names = malloc(ns->sh_size + 1);
+		if (!names) {
+			e = -ENOMEM;
+			goto cleanup;
+		}
+		e = pread_all(fd, names, ns->sh_size, ns->sh_offset);
+		if (e)
+			goto cleanup;
+		names[ns->sh_size] = 0;
+		sha256_update(&h, names, ns->sh_size);
+		/* The sections parse_fd reads, chosen by the names just hashed: so the choice is in the digest too. */
+		for (int i = 0; i < ehdr.e_shnum; i++) {
+			const char *name = sh[i].sh_name < ns->sh_size ? names + sh[i].sh_name : "";
+			const Elf64_Shdr *s = &sh[i];
+
+			if (s->sh_type != SHT_PROGBITS && s->sh_type != SHT_X86_64_UNWIND)
+				continue;
+			if (strcmp(name, ".eh_frame") && strcmp(name, ".debug_frame"))
+				continue;
+			if (s->sh_offset > (uint64_t)st.st_size || s->sh_size > (uint64_t)st.st_size - s->sh_offset) {
+				e = -EINVAL;
+				goto cleanup;
+			}
+			sum += s->sh_size;
+			if (sum > 2 * ELF_BUDGET_CFI) {
+				e = -EFBIG;
+				goto cleanup;
+			}
+			sha256_update(&h, &i, sizeof(i));
+			e = digest_range(fd, &h, s->sh_offset, s->sh_size);
+			if (e)
+				goto cleanup;
+		}
+	}
+	sha256_final(&h, out);
+cleanup:
 	free(names);
 	free(sh);
 	return e;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "sha256.h"
 #include "spanperf_abi.h"
 
 struct ehtab {
@@ -38,6 +39,15 @@ int ehtab_from_fd(int fd, size_t max_rows, struct ehtab *t);
  * came from there.
  */
 int ehtab_from_fds(int fd, int debug_fd, size_t max_rows, struct ehtab *t);
+/*
+ * SHA-256 of everything ehtab_from_fd reads of fd: its size, ELF, program
+ * and section headers, section names, and its .eh_frame and .debug_frame
+ * bytes.  Equal digests give equal rows, whatever build id a file claims:
+ * what the table cache (ehcache.h) keys a table by.  Cheap beside a parse
+ * (the sections are read and hashed, not decoded).  0, or the -errno of a
+ * file the parse would refuse too.
+ */
+int ehtab_digest(int fd, uint8_t out[SHA256_SIZE]);
 int ehtab_from_path(const char *path, size_t max_rows, struct ehtab *t);
 /* The row that covers file offset off, or NULL: what the BPF side computes. */
 const struct sp_eh_row *ehtab_find(const struct ehtab *t, __u64 off);

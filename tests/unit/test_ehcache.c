@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The unwind-table cache (ehcache.h): a table kept is read back as it was
+ * parsed; a file with the same build id but other CFI bytes never finds
+ * another's table; an entry that is not exactly what this cache wrote
+ * (another's table under the name, rows changed, cut short, another owner,
+ * a mode others may write, a symlink) is refused, removed and counted; the
+ * directory stays under its bound; a table is kept only from a file no one
+ * else may change.  This program's own executable is the
+ * file, copied into a scratch folder.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "ehcache.h"
+#include "ehframe.h"
+
+#define MAX_ROWS (1 << 22)
+
+static char dir[] = "/tmp/spanperf-ehcache-XXXXXX";
+static char exe[PATH_MAX], entries[PATH_MAX];
+
+static int setup(void **state)
+{
+	char cmd[PATH_MAX * 2];
+
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(exe, sizeof(exe), "%s/prog", dir);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), exe);
+	if (system(cmd))
+		return -1;
+	snprintf(entries, sizeof(entries), "%s/cache/spanperf/ehtab", dir);
+	/* Where cache_home looks first: a folder of ours, so honoured as root too. */
+	snprintf(cmd, sizeof(cmd), "%s/cache", dir);
+	setenv("XDG_CACHE_HOME", cmd, 1);
+	unsetenv("SPANPERF_NO_EH_CACHE");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* The empty cache directory: each test starts from nothing kept. */
+static void empty_cache(void)
+{
+	char cmd[PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/cache", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static const __u8 bid[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+
+/* The key and the parsed table of path, claiming build id bid. */
+static void key_of(struct eh_cache *c, const char *path, struct eh_cache_key *k, struct ehtab *tab)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(eh_cache__key(c, fd, bid, sizeof(bid), k), 0);
+	if (tab)
+		assert_int_equal(ehtab_from_fd(fd, MAX_ROWS, tab), 0);
+	close(fd);
+}
+
+/* The one entry in the directory (there must be exactly one). */
+static void only_entry(char *out, size_t len)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '\\.eht$'", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fgets(out, len, p) != NULL);
+	pclose(p);
+	assert_int_equal(atoi(out), 1);
+	snprintf(cmd, sizeof(cmd), "ls %s/*.eht", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fgets(out, len, p) != NULL);
+	pclose(p);
+	out[strcspn(out, "\n")] = 0;
+}
+
+static void test_round_trip(void **state)
+{
+	struct eh_cache_stats st;
+	struct eh_cache_key k;
+	struct ehtab tab, back;
+	struct eh_cache *c;
+	char path[PATH_MAX];
+	struct stat sb;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	key_of(c, exe, &k, &tab);
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -ENOENT);
+	eh_cache__store(c, &k, &tab);
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), 0);
+	assert_int_equal(back.nr, tab.nr);
+	assert_memory_equal(back.rows, tab.rows, tab.nr * sizeof(*tab.rows));
+	assert_int_equal(back.fdes, tab.fdes);
+	ehtab_free(&back);
+	/* Too many rows for the room left now: a miss, not a refusal (the entry stays). */
+	assert_int_equal(eh_cache__load(c, &k, tab.nr - 1, &back), -ENOENT);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.stored, 1);
+	assert_int_equal(st.refused, 0);
+	/* Root's alone: the directory 0700, the entry 0600. */
+	assert_int_equal(stat(entries, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	only_entry(path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	ehtab_free(&tab);
+	eh_cache__free(c);
+}
+
+/* Where fd's .eh_frame lies. */
+static void eh_frame_of(const char *path, off_t *off, size_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh, *ns;
+	char *names;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &eh, sizeof(eh), 0), sizeof(eh));
+	sh = calloc(eh.e_shnum, sizeof(*sh));
+	assert_non_null(sh);
+	assert_int_equal(pread(fd, sh, eh.e_shnum * sizeof(*sh), eh.e_shoff), (ssize_t)(eh.e_shnum * sizeof(*sh)));
+	ns = &sh[eh.e_shstrndx];
+	names = calloc(1, ns->sh_size + 1);
+	assert_non_null(names);
+	assert_int_equal(pread(fd, names, ns->sh_size, ns->sh_offset), (ssize_t)ns->sh_size);
+	*size = 0;
+	for (int i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_name < ns->sh_size && !strcmp(names + sh[i].sh_name, ".eh_frame")) {
+			*off = sh[i].sh_offset;
+			*size = sh[i].sh_size;
+		}
+	assert_true(*size > 64);
+	free(names);
+	free(sh);
+	close(fd);
+}
+
+/*
+ * A forger's file: the same build id (a note any program may write) and
+ * the same size, one byte of its .eh_frame other.  It never finds the
+ * real file's table, nor the real file its table; and its entry renamed
+ * to the real file's name is refused.
+ */
+static void test_forged(void **state)
+{
+	char forged[PATH_MAX], cmd[PATH_MAX * 3], path[PATH_MAX];
+	struct eh_cache_key k, fk;
+	struct ehtab tab, ftab, back;
+	struct eh_cache_stats st;
+	struct eh_cache *c;
+	size_t size;
+	off_t off = 0;
+	__u8 b;
+	int fd;
+
+	(void)state;
+	empty_cache();
+	snprintf(forged, sizeof(forged), "%s/forged", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", exe, forged);
+	assert_int_equal(system(cmd), 0);
+	eh_frame_of(forged, &off, &size);
+	fd = open(forged, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	/* A byte of the last FDE's instructions (whatever it was: the bytes are other). */
+	assert_int_equal(pread(fd, &b, 1, off + size - 8), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, off + size - 8), 1);
+	close(fd);
+
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	key_of(c, exe, &k, &tab);
+	key_of(c, forged, &fk, NULL);
+	assert_memory_equal(k.id, fk.id, sizeof(bid));
+	assert_memory_not_equal(k.digest, fk.digest, sizeof(k.digest));
+	/* The forger's table (rows of its own) kept first: the real file still misses, and parses its own. */
+	ftab = tab;
+	ftab.rows = malloc(tab.nr * sizeof(*tab.rows));
+	assert_non_null(ftab.rows);
+	memcpy(ftab.rows, tab.rows, tab.nr * sizeof(*tab.rows));
+	for (size_t i = 0; i < ftab.nr; i++)
+		ftab.rows[i].cfa_off += 8;
+	eh_cache__store(c, &fk, &ftab);
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -ENOENT);
+	/* Its entry under the real file's name: the header says another digest, so refused and removed. */
+	only_entry(path, sizeof(path));
+	eh_cache__store(c, &k, &tab);
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), 0);
+	ehtab_free(&back);
+	{
+		/* path is the forger's entry (the only one before the real one was stored). */
+		char real[PATH_MAX];
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "ls %s/*.eht | grep -v -F %s", entries, path);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		assert_true(fgets(real, sizeof(real), p) != NULL);
+		pclose(p);
+		real[strcspn(real, "\n")] = 0;
+		assert_int_equal(rename(path, real), 0);
+	}
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -EBADMSG);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(st.hits, 1);
+	/* Removed: the next load misses and the table is built again. */
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -ENOENT);
+	ehtab_free(&tab);
+	ehtab_free(&ftab);
+	eh_cache__free(c);
+}
+
+enum damage { FLIP_ROW, CUT, GROW, MODE, OWNER, SYMLINK, DAMAGES };
+
+/* Every kind of damage to a good entry: each refused, removed and counted; the table then kept again. */
+static void test_damaged(void **state)
+{
+	struct eh_cache_key k;
+	struct ehtab tab, back;
+	struct eh_cache_stats st;
+	struct eh_cache *c;
+	char path[PATH_MAX], other[PATH_MAX + 8];
+	unsigned want = 0;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	key_of(c, exe, &k, &tab);
+	for (int d = 0; d < DAMAGES; d++) {
+		struct stat sb;
+		int fd;
+		__u8 b;
+
+		eh_cache__store(c, &k, &tab);
+		only_entry(path, sizeof(path));
+		assert_int_equal(stat(path, &sb), 0);
+		switch (d) {
+		case FLIP_ROW:
+			fd = open(path, O_RDWR);
+			assert_int_equal(pread(fd, &b, 1, sb.st_size - 3), 1);
+			b ^= 1;
+			assert_int_equal(pwrite(fd, &b, 1, sb.st_size - 3), 1);
+			close(fd);
+			break;
+		case CUT:
+			assert_int_equal(truncate(path, sb.st_size - 8), 0);
+			break;
+		case GROW:
+			assert_int_equal(truncate(path, sb.st_size + 8), 0);
+			break;
+		case MODE:
+			assert_int_equal(chmod(path, 0622), 0);
+			break;
+		case OWNER:
+			if (geteuid() != 0) {
+				unlink(path);
+				continue;
+			}
+			assert_int_equal(chown(path, 65534, 65534), 0);
+			break;
+		case SYMLINK:
+			snprintf(other, sizeof(other), "%s.real", path);
+			assert_int_equal(rename(path, other), 0);
+			assert_int_equal(symlink(other, path), 0);
+			break;
+		}
+		assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -EBADMSG);
+		want++;
+		assert_true(access(path, F_OK) != 0);
+		if (d == SYMLINK)
+			unlink(other);
+	}
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.refused, want);
+	assert_int_equal(st.hits, 0);
+	/* Built again, kept again, used. */
+	eh_cache__store(c, &k, &tab);
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), 0);
+	assert_memory_equal(back.rows, tab.rows, tab.nr * sizeof(*tab.rows));
+	ehtab_free(&back);
+	ehtab_free(&tab);
+	eh_cache__free(c);
+}
+
+/* Many tables into a small bound: the oldest go, the directory stays under it, the newest is there. */
+static void test_bound(void **state)
+{
+	struct eh_cache_key k;
+	struct ehtab tab, back;
+	struct eh_cache_stats st;
+	struct eh_cache *c;
+	__u64 entry, total = 0;
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	key_of(c, exe, &k, &tab);
+	eh_cache__free(c);
+	entry = 256 + tab.nr * sizeof(*tab.rows);
+	c = eh_cache__new(entry * 6);
+	assert_non_null(c);
+	for (int i = 0; i < 20; i++) {
+		k.digest[0] = i; /* twenty files' keys, as far as the cache can tell */
+		eh_cache__store(c, &k, &tab);
+	}
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), 0);
+	ehtab_free(&back);
+	k.digest[0] = 0;
+	assert_int_equal(eh_cache__load(c, &k, MAX_ROWS, &back), -ENOENT);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.stored, 20);
+	assert_true(st.evicted >= 14);
+	snprintf(cmd, sizeof(cmd), "du -sb --apparent-size %s | cut -f1", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fscanf(p, "%llu", (unsigned long long *)&total) == 1);
+	pclose(p);
+	assert_true(total <= entry * 6 + 4096);
+	ehtab_free(&tab);
+	eh_cache__free(c);
+}
+
+/* Kept only from a file no one else may change: the owner's or root's, writable by no group or other. */
+static void test_storable(void **state)
+{
+	char path[PATH_MAX + 16];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/owned", dir);
+	fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0755), 0);
+	assert_true(eh_cache__storable(fd));
+	assert_int_equal(fchmod(fd, 0775), 0);
+	assert_false(eh_cache__storable(fd));
+	assert_int_equal(fchmod(fd, 0757), 0);
+	assert_false(eh_cache__storable(fd));
+	if (geteuid() == 0) {
+		assert_int_equal(fchmod(fd, 0755), 0);
+		assert_int_equal(fchown(fd, 65534, 65534), 0);
+		assert_false(eh_cache__storable(fd));
+	}
+	close(fd);
+}
+
+static void test_off(void **state)
+{
+	(void)state;
+	setenv("SPANPERF_NO_EH_CACHE", "1", 1);
+	assert_null(eh_cache__new(EH_CACHE_MAX_BYTES));
+	unsetenv("SPANPERF_NO_EH_CACHE");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_off),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "atomic_file.h"
+#include "ehcache.h"
+#include "fileio.h"
+#include "sha256.h"
+#include "util.h"
+
+#define EH_CACHE_MAGIC "SPEHTAB"
+#define EH_CACHE_VERSION 1
+#define EH_CACHE_SUFFIX ".eht"
+/* A temporary a killed recorder left behind is removed once this old. */
+#define STALE_TMP_S 3600
+
+/* An entry's header, then its rows (struct sp_eh_row, as the BPF side reads them). */
+struct eh_cache_hdr {
+	char magic[8];
+	__u32 version, row_size;
+	__u8 id[BUILD_ID_MAX];
+	__u8 id_size, pad[3];
+	__u8 digest[SHA256_SIZE];
+	__u64 nr, fdes, cannot, plt, signal;
+	__u32 from_debug_frame, pad2;
+	__u8 sum[SHA256_SIZE]; /* SHA-256 of this header (sum zeroed) and the rows */
+};
+
+struct eh_cache {
+	char dir[PATH_MAX];
+	int dfd;
+	__u64 max, used;
+	bool measured;
+	struct eh_cache_stats st;
+};
+
+struct eh_cache *eh_cache__new(__u64 max_bytes)
+{
+	struct eh_cache *c;
+	char home[PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (getenv("SPANPERF_NO_EH_CACHE") || cache_home(home, sizeof(home)))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->dfd = -1;
+	c->max = max_bytes;
+	n = snprintf(c->dir, sizeof(c->dir), "%s/spanperf/ehtab/x", home);
+	if (n < 0 || (size_t)n >= sizeof(c->dir) || mkdir_parents(c->dir))
+		goto fail;
+	c->dir[n - 2] = 0;
+	/* Ours, and no one else's to write in or swap: else the tables are built as before. */
+	if (!dir_is_ours(c->dir))
+		goto fail;
+	c->dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->dfd < 0 || fstat(c->dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))
+		goto fail;
+	return c;
+fail:
+	eh_cache__free(c);
+	return NULL;
+}
+
+void eh_cache__free(struct eh_cache *c)
+{
+	if (!c)
+		return;
+	if (c->dfd >= 0)
+		close(c->dfd);
+	free(c);
+}
+
+int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+{
+	__u64 t0;
+	int e;
+
+	if (!c)
+		return -ENOENT;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	memset(k, 0, sizeof(*k));
+	k->id_size = SP_MIN(id_size, BUILD_ID_MAX);
+	memcpy(k->id, id, k->id_size);
+	e = ehtab_digest(fd, k->digest);
+	c->st.digest_ns += now_ns(CLOCK_MONOTONIC) - t0;
+	return e;
+}
+
+/* "BUILDID.DIGEST.eht" ("none" for a file without a build id). */
+static void entry_name(const struct eh_cache_key *k, char *out, size_t len)
+{
+	char id[2 * BUILD_ID_MAX + 1], dg[2 * SHA256_SIZE + 1];
+
+	if (k->id_size)
+		buildid_hex(k->id, k->id_size, id);
+	else
+		strcpy(id, "none");
+	sha256_hex(k->digest, dg);
+	snprintf(out, len, "%s.%s" EH_CACHE_SUFFIX, id, dg);
+}
+
+static void entry_sum(const struct eh_cache_hdr *h, const struct sp_eh_row *rows, __u8 out[SHA256_SIZE])
+{
+	struct eh_cache_hdr copy = *h;
+	struct sha256 s;
+
+	memset(copy.sum, 0, sizeof(copy.sum));
+	sha256_init(&s);
+	sha256_update(&s, &copy, sizeof(copy));
+	sha256_update(&s, rows, h->nr * sizeof(*rows));
+	sha256_final(&s, out);
+}
+
+static int pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t k = pread(fd, p, n, off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= k;
+		off += k;
+	}
+	return 0;
+}
+
+/* The entry open at fd, checked whole against k: 0 with its rows in tab, else -EBADMSG. */
+static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
+{
+	struct eh_cache_hdr h;
+	struct stat st;
+	__u8 sum[SHA256_SIZE];
+	struct sp_eh_row *rows = NULL;
+	int e = -EBADMSG;
+
+	/* Ours alone: a file someone else made or could write is not one this cache wrote. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    (size_t)st.st_size < sizeof(h) || pread_full(fd, &h, sizeof(h), 0))
+		return -EBADMSG;
+	if (memcmp(h.magic, EH_CACHE_MAGIC, sizeof(h.magic)) || h.version != EH_CACHE_VERSION ||
+	    h.row_size != sizeof(struct sp_eh_row) || h.id_size != k->id_size || memcmp(h.id, k->id, k->id_size) ||
+	    memcmp(h.digest, k->digest, sizeof(h.digest)) || !h.nr || h.nr > max_rows ||
+	    (__u64)st.st_size != sizeof(h) + h.nr * sizeof(*rows))
+		return h.nr > max_rows && (__u64)st.st_size == sizeof(h) + h.nr * sizeof(*rows) ? -E2BIG : -EBADMSG;
+	rows = malloc(h.nr * sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	if (pread_full(fd, rows, h.nr * sizeof(*rows), sizeof(h)))
+		goto cleanup;
+	entry_sum(&h, rows, sum);
+	if (memcmp(sum, h.sum, sizeof(sum)))
+		goto cleanup;
+	/* Sorted, as the BPF search needs: the checksum says the bytes are ours, this that they are a table. */
+	for (__u64 i = 1; i < h.nr; i++)
+		if (rows[i].pc < rows[i - 1].pc)
+			goto cleanup;
+	memset(tab, 0, sizeof(*tab));
+	tab->rows = rows;
+	tab->nr = h.nr;
+	tab->fdes = h.fdes;
+	tab->cannot = h.cannot;
+	tab->plt = h.plt;
+	tab->signal = h.signal;
+	tab->from_debug_frame = h.from_debug_frame;
+	rows = NULL;
+	e = 0;
+cleanup:
+	free(rows);
+	return e;
+}
+
+int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
+{
+	char name[2 * BUILD_ID_MAX + 2 * SHA256_SIZE + 16];
+	__u64 t0;
+	int fd, e;
+
+	if (!c)
+		return -ENOENT;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	entry_name(k, name, sizeof(name));
+	/* O_NONBLOCK: whatever is there is opened without waiting (a FIFO is refused by read_entry). */
+	fd = openat(c->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		e = errno == ENOENT ? -ENOENT : -EBADMSG;
+	} else {
+		e = read_entry(fd, k, max_rows, tab);
+		/* Recently used: the last to be evicted. */
+		if (!e)
+			futimens(fd, NULL);
+		close(fd);
+	}
+	if (e == -EBADMSG) {
+		c->st.refused++;
+		unlinkat(c->dfd, name, 0);
+	}
+	if (!e)
+		c->st.hits++;
+	else
+		c->st.misses++;
+	c->st.load_ns += now_ns(CLOCK_MONOTONIC) - t0;
+	return e == -EBADMSG || e == -ENOENT ? e : (e ? -ENOENT : 0);
+}
+
+struct victim {
+	struct timespec mtime;
+	__u64 size;
+	char name[NAME_MAX + 1];
+};
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
+}
+
+/*
+ * What the directory holds, measured once; with room, the least recently
+ * used entries removed until room more bytes fit in three quarters of the
+ * bound (not one eviction per store).  Temporaries a killed recorder left
+ * are removed when old.
+ */
+static void make_room(struct eh_cache *c, __u64 room)
+{
+	struct victim *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (c->measured && c->used + room <= c->max)
+		return;
+	fd = dup(c->dfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	c->used = 0;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (de->d_name[0] == '.' || fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (strstr(de->d_name, ".tmp-")) {
+			if (st.st_mtime + STALE_TMP_S < time(NULL))
+				unlinkat(c->dfd, de->d_name, 0);
+			continue;
+		}
+		c->used += st.st_size;
+		if (array_reserve((void **)&v, &cap, n, sizeof(*v)))
+			continue;
+		v[n].mtime = st.st_mtim;
+		v[n].size = st.st_size;
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	c->measured = true;
+	if (c->used + room > c->max) {
+		qsort(v, n, sizeof(*v), cmp_victim);
+		for (size_t i = 0; i < n && c->used + room > c->max / 4 * 3; i++) {
+			if (unlinkat(c->dfd, v[i].name, 0))
+				continue;
+			c->used -= SP_MIN(c->used, v[i].size);
+			c->st.evicted++;
+		}
+	}
+	free(v);
+}
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+bool eh_cache__storable(int fd)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 022))
+		return false;
+	/* A FUSE daemon says what owner a file has, and may serve other bytes at each read. */
+	return !fstatfs(fd, &sfs) && sfs.f_type != FUSE_SUPER_MAGIC;
+}
+
+void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab)
+{
+	char name[2 * BUILD_ID_MAX + 2 * SHA256_SIZE + 16], path[PATH_MAX + sizeof(name) + 1];
+	struct eh_cache_hdr h = { .magic = EH_CACHE_MAGIC };
+	struct atomic_file af;
+	__u64 size;
+	int e;
+
+	if (!c || !tab->nr)
+		return;
+	size = sizeof(h) + tab->nr * sizeof(*tab->rows);
+	if (size > c->max / 4) {
+		c->st.store_failed++;
+		return;
+	}
+	make_room(c, size);
+	if (c->used + size > c->max) {
+		c->st.store_failed++;
+		return;
+	}
+	h.version = EH_CACHE_VERSION;
+	h.row_size = sizeof(*tab->rows);
+	h.id_size = k->id_size;
+	memcpy(h.id, k->id, k->id_size);
+	memcpy(h.digest, k->digest, sizeof(h.digest));
+	h.nr = tab->nr;
+	h.fdes = tab->fdes;
+	h.cannot = tab->cannot;
+	h.plt = tab->plt;
+	h.signal = tab->signal;
+	h.from_debug_frame = tab->from_debug_frame;
+	entry_sum(&h, tab->rows, h.sum);
+	entry_name(k, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
+	/* A new temporary (O_EXCL), 0600, renamed over any entry of the same name: no reader sees half. */
+	e = atomic_file__open(&af, path, 0600, false);
+	if (!e)
+		e = write_all(af.fd, &h, sizeof(h)) ?: write_all(af.fd, tab->rows, tab->nr * sizeof(*tab->rows));
+	if (!e)
+		e = atomic_file__commit(&af);
+	atomic_file__release(&af);
+	if (e) {
+		c->st.store_failed++;
+		return;
+	}
+	c->used += size;
+	c->st.stored++;
+}
+
+void eh_cache__stats(const struct eh_cache *c, struct eh_cache_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!c) {
+		st->off = true;
+		return;
+	}
+	*st = c->st;
+}

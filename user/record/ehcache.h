@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unwind tables kept on disk, so that a file parsed once (by any recording
+ * or agent on this host) is not parsed again: a short-lived compiler's
+ * table is there at its exec, not a parse later, and an agent restarted or
+ * a host that keeps starting the same programs pays a read instead of a
+ * parse.
+ *
+ * An entry is named by the file's build id and by ehtab_digest, the SHA-256
+ * of everything the parse reads (ehframe.h): a build id is a note any
+ * program can forge, and a wrong frame is worse than a short chain, so the
+ * build id says only where to look, the digest which rows.  Entries live in
+ * the recorder's own cache directory (cache_home: as root never one that
+ * HOME or XDG_CACHE_HOME may steer to another user's directory), checked to
+ * be ours and writable by no one else; each file is ours, mode 0600, of the
+ * size its header says, and its rows' checksum is checked before they are
+ * used.  Anything else is refused, removed and counted, and the table is
+ * built again.  Written under a temporary name and renamed (atomic_file.h);
+ * the directory is bounded, the least recently used entries removed first.
+ *
+ * SPANPERF_NO_EH_CACHE (any value) turns it off.
+ */
+#ifndef SP_EHCACHE_H
+#define SP_EHCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "buildid.h"
+#include "ehframe.h"
+
+/* What the directory may hold in all. */
+#define EH_CACHE_MAX_BYTES (256ull << 20)
+
+struct eh_cache;
+
+struct eh_cache_key {
+	__u8 id[BUILD_ID_MAX];
+	__u8 id_size;
+	__u8 digest[SHA256_SIZE];
+};
+
+struct eh_cache_stats {
+	__u64 hits, misses, stored, refused, evicted, store_failed;
+	__u64 digest_ns, load_ns;
+	bool off; /* turned off, or no usable directory */
+};
+
+/* NULL when turned off or no directory of ours can hold it (then every call is a no-op). */
+struct eh_cache *eh_cache__new(__u64 max_bytes);
+void eh_cache__free(struct eh_cache *c);
+/* The key of the ELF file fd with build id id: 0, or -errno (the file is then not cached). */
+int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
+/* The kept table of k (at most max_rows rows): 0, -ENOENT (none), or -EBADMSG (refused, removed). */
+int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab);
+/*
+ * Whether a table parsed from fd may be kept for others: fd's bytes are no
+ * one's to change but ours (owner root or us, writable by no group or
+ * other, not on FUSE).  Else its owner could show the digest one file and
+ * the parse another (the same build id, other CFI), and so place a table
+ * under a key whose bytes are not the ones it came from; a file of the
+ * recorded process is still read from the cache, which only ever holds
+ * tables of the bytes named.
+ */
+bool eh_cache__storable(int fd);
+/* Keeps tab under k; failures are counted, never fatal. */
+void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab);
+void eh_cache__stats(const struct eh_cache *c, struct eh_cache_stats *st);
+
+#endif
