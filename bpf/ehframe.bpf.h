@@ -446,116 +446,6 @@ fault:
 	return -1;
 }
 
-/*
- * A pc in the uretprobe trampoline (x86: `int3` before 6.11; on 6.11+ three
- * pushes, a mov of the syscall's number, `syscall`, then two pops and `ret`,
- * 50 51 41 53 48 c7 c0 nr 0f 05 41 5b 59 c3 on 6.18) stands for the real
- * return address of the function that returned into it, as the kernel's
- * fixup says of its first byte; the walk goes on from there (w->exact 0),
- * or its chain ends in the trampoline and loses the function returned to.
- * Before the trap into the kernel, and in the kernel's handler before it
- * has taken the return instance (in_call: the syscall's orig_ax not yet
- * cleared), the address is the task's next return instance's and rsp is
- * below the caller's by the pushes; after it, the kernel has left the
- * address on the stack under the registers the pops restore.  The bytes are
- * read from the trampoline itself: their layout is the kernel's to change,
- * and what is not known here is left to the walk as before.
- *
- * sp_eh_tramp_pc: the trampoline's part, for the pc at tramp+k: -1 (none of
- * these), 1 << 8 | bytes pushed (the return instance's address), or
- * 2 << 8 | where the address is above rsp.  A function of its own, checked
- * once by the verifier and not at each walk's step.
- */
-__noinline int sp_eh_tramp_pc(__u64 tramp, __u64 k, __u32 in_call)
-{
-	__u32 i = 0, j, n = 0, found = 0;
-	__u8 b[32], op, op1;
-	int depth = 0;
-
-	if (k >= 24)
-		return -1;
-	if (!k)
-		return 1 << 8;
-	if (bpf_probe_read_user(b, sizeof(b), (void *)tramp))
-		return -1;
-	for (j = 0; j < 8; j++) {
-		if (i >= k)
-			return i == k ? 1 << 8 | depth : -1;
-		op = b[i & 31];
-		op1 = b[(i + 1) & 31];
-		if (op == 0xcc) /* int3: its handler's pc is past it */
-			return i + 1 == k ? 1 << 8 | depth : -1;
-		if (op == 0x0f && op1 == 0x05) { /* syscall */
-			i += 2;
-			if (i == k && in_call)
-				return 1 << 8 | depth;
-			break;
-		}
-		if (op >= 0x50 && op <= 0x57) { /* push */
-			depth += 8;
-			i += 1;
-		} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
-			depth += 8;
-			i += 2;
-		} else if (op == 0x48 && op1 == 0xc7 && (b[(i + 2) & 31] & 0xf8) == 0xc0) { /* mov $imm32, %r */
-			i += 7;
-		} else if (op >= 0xb8 && op <= 0xbf) {
-			i += 5;
-		} else {
-			return -1;
-		}
-	}
-	if (j == 8)
-		return -1;
-	/* After the trap: the pops still to run from k, then the return address. */
-	for (j = 0; j < 4; j++) {
-		if (i == k)
-			found = 1;
-		op = b[i & 31];
-		op1 = b[(i + 1) & 31];
-		if (op == 0xc3) /* ret */
-			return found ? 2 << 8 | n * 8 : -1;
-		if (op >= 0x58 && op <= 0x5f) { /* pop */
-			n += found;
-			i += 1;
-		} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
-			n += found;
-			i += 2;
-		} else {
-			return -1;
-		}
-	}
-	return -1;
-}
-
-static __always_inline void eh_tramp_frame(struct eh_walk *w, bool in_call)
-{
-	int r;
-	__u64 ra;
-
-	if (!w->tramp || !w->exact || w->ip - w->tramp >= 24)
-		return;
-	r = sp_eh_tramp_pc(w->tramp, w->ip - w->tramp, in_call);
-	if (r < 0)
-		return;
-	if (r >> 8 == 1) {
-		struct return_instance *ri = (struct return_instance *)w->ri;
-
-		if (!ri)
-			return;
-		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
-		w->ri = (__u64)BPF_CORE_READ(ri, next);
-	} else {
-		if (eh_read(&ra, w->sp + (r & 0xff), w))
-			return;
-		w->ip = ra;
-		w->sp += 8;
-	}
-	EH_NOTE_UNSURE();
-	w->sp += r & 0xff;
-	w->exact = 0;
-}
-
 /* A ModRM byte of `call *...` (ff /2): reg field 2, and the mode given. */
 static __always_inline bool eh_call_modrm(__u8 m, __u8 mod)
 {
@@ -740,8 +630,6 @@ static long eh_step(__u32 i, void *unused)
 		w->ip = ra;
 		w->exact = 1;
 		w->via_fp = 0;
-		/* A signal taken in the uretprobe trampoline: its frame's pc is there. */
-		eh_tramp_frame(w, false);
 		goto next;
 	case SP_EH_CANNOT:
 		w->stop = SP_EH_STOP_CANNOT;
@@ -930,7 +818,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx, orig_ax = -1;
+	__u64 cs, r13, rbx;
 
 	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
@@ -956,7 +844,6 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = regs->cs;
 		r13 = regs->r13;
 		rbx = regs->bx;
-		orig_ax = regs->orig_ax;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
@@ -969,17 +856,23 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
+	/*
+	 * Sampled in the trampoline itself: the function has returned and its
+	 * uretprobe not yet run.  The thread is at the real return address in
+	 * all but name (rsp as after the ret), as the kernel's fixup says too.
+	 */
+	if (w->tramp && w->ip == w->tramp && w->ri) {
+		struct return_instance *ri = (struct return_instance *)w->ri;
+
+		EH_NOTE_UNSURE();
+		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
+		w->ri = (__u64)BPF_CORE_READ(ri, next);
+		w->exact = 0;
+	}
 	w->n = 0;
 	w->stop = 0;
 	w->win_len = 0;
 	w->base = base + 1;
-	/*
-	 * Sampled in the trampoline: the function has returned and its
-	 * uretprobe not yet run, or has run and the trampoline's `ret` not yet
-	 * (a syscall's orig_ax: in the kernel's handler, the only syscall there).
-	 * After the window is reset: it may read the stack.
-	 */
-	eh_tramp_frame(w, !ur && (__s64)orig_ax >= 0);
 	w->maps_first = w->maps_nr = 0;
 	eh_proc_facts(w, pid, task->mm->start_stack);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
