@@ -46,6 +46,10 @@ def check_reader(path, modes=((),), timeout=10):
                 " ".join(extra), path, p.stderr[-800:])
 
 
+# user/base/stop.h: a command that must finish its file dies of the stop signal if it has not
+# finished this many seconds after it.
+STOP_GRACE_S = 5
+
 MODES = ((), ("--spans",), ("--folded",), ("-g", "--format", "json"))
 
 
@@ -253,6 +257,7 @@ def test_signal_at_any_moment():
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
         time.sleep(delay)
         caught = sig_caught(p.pid, sig)
+        sent = time.monotonic()
         p.send_signal(sig)
         try:
             _, err = p.communicate(timeout=30)
@@ -260,9 +265,13 @@ def test_signal_at_any_moment():
             p.kill()
             raise AssertionError("record did not stop %.3f s after %s" % (delay, sig.name))
         if p.returncode == -sig:
-            # Before main() ran (the dynamic loader's window), as for any program:
-            # nothing of this run may be left, and the previous file stands.
-            assert not caught, "killed by %s %.3f s in, though it had its handler" % (sig.name, delay)
+            # Before main() ran (the dynamic loader's window), as for any program; or, by stop.h's
+            # contract, a set-up not finished STOP_GRACE_S after the signal (a busy host's BPF
+            # load took that long once, 1 s in): never earlier.  Either way nothing of this run
+            # may be left, and the previous file stands.
+            late = time.monotonic() - sent
+            assert not caught or late >= STOP_GRACE_S - 0.05, \
+                "killed by %s %.3f s in, %.3f s after it, though it had its handler" % (sig.name, delay, late)
             assert [f for f in os.listdir(d) if "tmp" in f] == []
             assert open(out, "rb").read(8) in (b"the prev", b"PERFILE2")
             continue
