@@ -412,6 +412,71 @@ def test_java_offcpu_queue_take():
             err[-1500:])
 
 
+def pprof_traces(tool, path, index):
+    """pprof -traces of a profile, sample_index index: (thread, value in ns, frames leaf first) each."""
+    out = run([tool, "-sample_index=%s" % index, "-traces", path]).stdout
+    units = {"ns": 1, "us": 1e3, "\u00b5s": 1e3, "ms": 1e6, "s": 1e9, "mins": 60e9, "hrs": 3600e9}
+    traces = []
+    for block in out.split("-----------+-------------------------------------------------------")[1:]:
+        thread, value, frames = None, 0, []
+        for line in block.splitlines():
+            m = re.match(r"^\s+thread:\s+(.*)$", line)
+            if m:
+                thread = m.group(1)
+                continue
+            m = re.match(r"^\s+(\d+(?:\.\d+)?)(ns|us|\u00b5s|ms|s|mins|hrs)?\s{2,}(\S.*)$", line)
+            if m and not frames:
+                value = float(m.group(1)) * units.get(m.group(2) or "ns", 1)
+                frames.append(m.group(3))
+            elif frames and line.strip() and ":" not in line.split()[0][-1:]:
+                frames.append(line.strip())
+        traces.append((thread, value, frames))
+    return traces
+
+
+@test
+def test_java_wakers_and_pprof():
+    """The consumer parked in take() is woken by main's put(): with every block kept
+    (--off-cpu-thresh 0), its blocked time is given to a waker whose stack names put() under
+    Consume.main, in offwaketime's folded form; and the real pprof reads the blocked chains by
+    their Java names (take() under Consume.consumer) from report --pprof's off_cpu values.  On 17
+    and 25."""
+    from test_report import pprof_tool
+    tool = pprof_tool()
+    d = compiled({"Consume": CONSUME})
+    for jdk in (JDK17, JDK25):
+        label = os.path.basename(jdk)
+        p = started([java(jdk), "-cp", d, "Consume"])
+        try:
+            path, err = record(p.pid, extra=("--off-cpu-thresh", "0"))
+        finally:
+            reap(p)
+        folded_w = spanperf("report", "-i", path, "--folded", "--event", "wall", "--waker", check=True).stdout
+        blocked = woken = by_put = 0
+        for line in folded_w.splitlines():
+            st, _, n = line.rpartition(" ")
+            if not st.startswith("consumer;") or "LinkedBlockingQueue.take(" not in st:
+                continue
+            blocked += int(n)
+            if ";--;" in st:
+                woken += int(n)
+                w = st.split(";--;", 1)[1]
+                by_put += int(n) * ("LinkedBlockingQueue.put(" in w and "Consume.main(" in w)
+        assert blocked > 1e9 and by_put >= 0.9 * blocked, \
+            "%s: consumer blocked under take() %.2f s, %.2f s with a waker, %.2f s woken by main's put()\n%s" % (
+                label, blocked / 1e9, woken / 1e9, by_put / 1e9, err[-1500:])
+        pb = os.path.join(tmpdir(), "java.pb.gz")
+        spanperf("report", "-i", path, "--pprof", pb, check=True)
+        mine = [(v, fr) for t, v, fr in pprof_traces(tool, pb, "off_cpu") if t == "consumer"]
+        total = sum(v for v, _ in mine)
+        named = sum(v for v, fr in mine if any("LinkedBlockingQueue.take(" in f for f in fr)
+                    and any("Consume.consumer(" in f for f in fr))
+        assert total > 1e9 and named >= 0.9 * total, "%s: pprof: consumer off CPU %.2f s, %.2f s under take(): %s" % (
+            label, total / 1e9, named / 1e9, sorted(mine, key=lambda t: -t[0])[:2])
+        print("        %s: blocked %.2f s, woken by put() %.2f s; pprof off_cpu %.2f s, under take() %.2f s" % (
+            label, blocked / 1e9, by_put / 1e9, total / 1e9, named / 1e9))
+
+
 RING = """import java.util.concurrent.Semaphore;
 
 public class Ring {
