@@ -33,8 +33,14 @@ const char *libbpf_explain(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case EPERM:
-	case EACCES:
 		return "permission denied: run as root, or with CAP_BPF and CAP_PERFMON";
+	case EACCES:
+		/*
+		 * The verifier's refusal (a program too complex for this kernel:
+		 * 6.1's 512-byte combined stack, its instruction budget) as often
+		 * as a permission: say both, and where the verifier's log is.
+		 */
+		return "refused by this kernel's verifier (its log is under -v), or permission denied (run as root, or with CAP_BPF and CAP_PERFMON)";
 	case ENOENT:
 		return "the kernel lacks the function, tracepoint or feature asked for";
 	case EOPNOTSUPP:
