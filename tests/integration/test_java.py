@@ -243,11 +243,15 @@ def test_java_exits_mid_recording():
                  "%s -cp %s Chain 2 >/dev/null; sleep 1" % (java(JDK17), d), timeout=180)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])
     stacks = folded(out)["java"]
-    # The main thread's samples once it ran Java code (its JVM's start is C++ only).
-    inmain = {st: c for st, c in stacks.items() if "JavaCalls::call_helper" in st}
+    # The main thread's samples in the chain's own code (busy and what it calls), whole or broken:
+    # not the JDK's start-up work (class loading, lambda and string-concat bootstraps), whose share
+    # a busy host stretches against the chain's 2 s of wall time (89 of 103 once beside busyhost,
+    # the three worst shown all in the JDK's own code).
+    own = tuple(" Chain.%s(" % m for m in ("busy", "outer", "mid", "leaf", "tiny"))
+    inmain = {st: c for st, c in stacks.items() if any(o in f for f in st for o in own)}
     n = sum(inmain.values())
     ok = sum(c for st, c in inmain.items() if carries(st, "Chain"))
-    assert n >= 50 and ok * 100 >= 90 * n, "%d of %d samples in main carry the chain: %s\n%s" % (
+    assert n >= 50 and ok * 100 >= 90 * n, "%d of %d samples in the chain's code carry it to main: %s\n%s" % (
         ok, n, sorted(((c, st[-6:]) for st, c in inmain.items() if not carries(st, "Chain")), reverse=True)[:3],
         p.stderr[-2000:])
 
