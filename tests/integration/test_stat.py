@@ -168,13 +168,18 @@ def test_text_table_and_per_thread():
     need_bpf()
     d = tmpdir()
     out = os.path.join(d, "t.txt")
+    before = steal_ticks()
     p = spanperf("stat", "--per-thread", "-e", "task-clock,context-switches", "-o", out, "--",
                  WORKLOAD, "spin", "200")
+    stolen_ms = steal_ns_since(before) / 1e6
     truth = json_lines(p.stdout)[0]
     text = open(out).read()
     assert "Performance counter stats for" in text and "seconds time elapsed" in text, text
     m = re.search(r"workload-%d\s+([\d.]+) msec task-clock" % truth["tid"], text)
-    assert m and abs(float(m.group(1)) - truth["cpu_ns"] / 1e6) < 0.03 * truth["cpu_ns"] / 1e6, text
+    # task-clock counts a VM's steal as time on CPU, the thread's own clock does not: the host's
+    # steal over the run is allowed above it (as in test_task_clock_and_cpu_clock_agree).
+    ms = truth["cpu_ns"] / 1e6
+    assert m and -0.03 * ms < float(m.group(1)) - ms < 0.03 * ms + stolen_ms, (stolen_ms, text)
 
 
 @test
