@@ -11,7 +11,8 @@ import re
 import shutil
 import subprocess
 
-from harness import (ROOT, WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
+from harness import (ROOT, WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, steal_ns_since, steal_ticks,
+                     test, tmpdir)
 
 FREQ = 999
 LIB = os.path.join(ROOT, "build", "lib")
@@ -266,7 +267,9 @@ def check_seed(exe, seed):
     hogs = [subprocess.Popen(["taskset", "-c", str(c), WORKLOAD, "spin", "8000"], stdout=subprocess.DEVNULL)
             for c in range(os.cpu_count())] if seed == "perfevent" else []
     try:
+        steal0 = steal_ticks()
         p = run([exe, seed], timeout=120)
+        stolen = steal_ns_since(steal0)
     finally:
         for h in hogs:
             h.kill()
@@ -279,7 +282,11 @@ def check_seed(exe, seed):
             ev, v, t = m.group(2), int(m.group(3)), int(m.group(4))
             # Clocks and the sampler's runs within 10%; counts of faults and switches within 5% (and 2).
             tol = 0.10 if ev in ("task-clock", "runs") else 0.05
-            assert abs(v - t) <= tol * t + 2, "%s %s: %s %d against the thread's %d" % (exe, seed, ev, v, t)
+            # task-clock counts a VM's steal as time on CPU, the thread's own clock does not: the host's
+            # steal over the run is allowed above it (a busy host's Go run read 32.4 ms for 24.5).
+            over = stolen if ev == "task-clock" else 0
+            assert -tol * t - 2 <= v - t <= tol * t + 2 + over, "%s %s: %s %d against the thread's %d (%.1f ms stolen)" % (
+                exe, seed, ev, v, t, stolen / 1e6)
             checked += 1
         elif " unavailable: " in line:
             assert NO_PMU or "msr" in line, line
