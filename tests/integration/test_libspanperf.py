@@ -86,12 +86,12 @@ def check_recorded(path, w, truth):
         got = by_id.get(t["span_id"], [])
         assert len(got) <= 1, "span %s recorded in %d pieces: %s" % (t["span_id"], len(got), got)
         if got and children.get(t["span_id"]):
-            # Sampled edges: each late by up to a period.  A wait for the CPU at the end is held by the
-            # switch-out's read of the context ("end at a switch"); a busy host's one failure (15.0 ms
-            # of task-clock for the thread's 15.0 ms of CPU, so no steal) lost 7.9 ms of such a wait.
-            assert got[0]["duration_ns"] >= t["end_ns"] - t["start_ns"] - 2.5e9 / FREQ, \
-                "span %s recorded from %+.2f ms to %+.2f ms of its own edges (%s): %s\n%s\n%s" % (
-                    t["name"], (got[0]["start_ns"] - t["start_ns"]) / 1e6, (got[0]["end_ns"] - t["end_ns"]) / 1e6,
+            # Sampled edges: each late by up to a period, of the window the context was published in:
+            # from right after begin to right before end (ctx_*), not the library's stamps, which lie
+            # outside it (a busy host preempted one thread between the swap and the end stamp for 24.8 ms).
+            assert got[0]["duration_ns"] >= t["ctx_to_ns"] - t["ctx_from_ns"] - 2.5e9 / FREQ, \
+                "span %s recorded from %+.2f ms to %+.2f ms of its context's window (%s): %s\n%s\n%s" % (
+                    t["name"], (got[0]["start_ns"] - t["ctx_from_ns"]) / 1e6, (got[0]["end_ns"] - t["ctx_to_ns"]) / 1e6,
                     got[0].get("edges"), got[0], t, "\n".join(w.get("otel_notes", [])))
         expected += sum(c["cpu_ns"] for c in children.get(t["span_id"], [])) / 1e9 * FREQ
         for s in got:
