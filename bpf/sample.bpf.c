@@ -209,6 +209,33 @@ static __always_inline void otel_changed(const struct sp_otel_state *st, const s
 }
 
 /*
+ * The current thread runs (a sample, or its switch-out) while the mark of
+ * its last switch-out is still set: its switch-in was hidden from the
+ * tracepoint.  This VM's kernel hides a task's switches now and then
+ * (bpftrace misses the same ones; see sched_time.bpf.h), and the span would
+ * otherwise end one period after that switch-out, as if the thread had
+ * never come back in it (a busy host's 47 ms).  Its context held until it
+ * began to run again: now less the CPU time it has had since it was picked
+ * (prev_sum_exec_runtime is set at each pick).  That is late by the
+ * interrupt and steal time of the run, and by what the scheduler has not
+ * charged yet at a sample; never earlier than the switch-out.
+ */
+static __always_inline void otel_hidden_in(struct sp_otel_state *st, __u64 now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 ran = task->se.sum_exec_runtime - task->se.prev_sum_exec_runtime;
+
+	st->flags &= ~SP_OTEL_OFF;
+	if (ctx_empty(&st->ctx))
+		return;
+	stat_inc(SP_STAT_OTEL_HIDDEN_IN);
+	if (ran < now && now - ran > st->last_ns) {
+		st->last_ns = now - ran;
+		st->flags |= SP_OTEL_SWITCH_END;
+	}
+}
+
+/*
  * The current thread's context, read at a sample or (at_switch) as it
  * leaves the CPU.  A switch-out counts no sample; it marks the context as
  * held while the thread is off CPU, and a change it finds is stamped there:
@@ -224,6 +251,9 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 
 	if (!r)
 		return;
+	now = bpf_ktime_get_ns();
+	if (st->flags & SP_OTEL_OFF)
+		otel_hidden_in(st, now);
 	if (otel_read(r, &c, &rec, &attrs_size)) {
 		/*
 		 * Unread at a switch-out, the context may have changed since the
@@ -236,7 +266,6 @@ static __always_inline void otel_sample(struct sp_thread *t, __u32 pid, __u32 ti
 	}
 	if (ctx_empty(&c) && ctx_empty(&st->ctx))
 		return; /* no context, then or now: nothing to time */
-	now = bpf_ktime_get_ns();
 	if (ctx_equal(&st->ctx, &c)) {
 		st->last_ns = now;
 		if (at_switch) {

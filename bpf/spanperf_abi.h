@@ -346,6 +346,7 @@ enum sp_stat {
 	SP_STAT_WAKER_USTACK,	  /* a waker whose user stack could not be taken */
 	SP_STAT_TARGET_FULL,	  /* -- CMD: a process of CMD's tree not followed: the filter map was full */
 	SP_STAT_OTEL_SWITCH_UNREAD, /* otel: a switch-out in a span whose context could not be read: not held through the block */
+	SP_STAT_OTEL_HIDDEN_IN,	    /* otel: a thread seen running with its switch-out's mark still set: its switch-in was hidden */
 	SP_STAT_MAX,
 };
 

@@ -1165,6 +1165,7 @@ void otel_record__report(struct otel_record *r)
 	__u64 lost = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_LOST);
 	__u64 attrs_bad = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_ATTRS_BAD);
 	__u64 switch_unread = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_SWITCH_UNREAD);
+	__u64 hidden_in = bpf_percpu_sum(r->o.stats_fd, SP_STAT_OTEL_HIDDEN_IN);
 	unsigned long procs = 0;
 
 	for (int m = 0; m <= OTEL_TLS_GD; m++)
@@ -1177,6 +1178,10 @@ void otel_record__report(struct otel_record *r)
 		pr_info("otel: %llu samples found the context unreadable (unmapped or paged out), %llu mid-update (valid != 1); "
 			"those samples kept the thread's previous context",
 			(unsigned long long)fault, (unsigned long long)invalid);
+	if (hidden_in)
+		pr_info("otel: %llu switch-ins hidden from the tracepoint: those threads' contexts held until their run "
+			"began (now less the run's CPU time)",
+			(unsigned long long)hidden_in);
 	if (switch_unread)
 		pr_info("otel: %llu switch-outs inside a span found the context unreadable: those spans end where it was "
 			"last read, not held through the block that followed",
