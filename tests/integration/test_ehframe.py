@@ -697,15 +697,15 @@ def test_ehframe_forged_build_id():
 def windows(script, width):
     """Seconds of the union of [t, t + width] over perf script's exec and executable-mapping records
     (--show-task-events --show-mmap-events, with time): what keeps the recorder's loop at 2 ms
-    (ehsource.c).  The recorder's own records naming Python frames (OUTPUT.spanperf/python-*.elf)
-    are written to the file, never seen by the loop."""
+    (ehsource.c).  The recorder's own records naming Python and Java frames
+    (OUTPUT.spanperf/python-*.elf, java-*.elf) are written to the file, never seen by the loop."""
     ts = []
     for line in script.splitlines():
         m = re.search(r"\s(\d+\.\d+):\s+PERF_RECORD_(COMM exec:|MMAP2 )", line)
         if not m:
             continue
         if m.group(2).startswith("MMAP2") and (not re.search(r"\]: r.x. ", line) or
-                                                re.search(r"\.spanperf/python-[0-9a-f]+\.elf$", line)):
+                                                re.search(r"\.spanperf/(python|java)-[0-9a-f]+\.elf$", line)):
             continue
         ts.append(float(m.group(1)))
     total, end = 0.0, None

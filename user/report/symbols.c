@@ -57,6 +57,7 @@ struct py_slot {
 	__u8 *lines;		 /* line runs */
 	__u32 lines_len;
 	int firstlineno;
+	bool java; /* a JVM's method (PY_NAMES_JAVA): its frames' dso says so */
 };
 
 /*
@@ -1073,7 +1074,8 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 	}
 	if (array_reserve((void **)&p->py, &p->cap_py, p->nr_py, sizeof(*p->py)) || !(n = calloc(1, sizeof(*n))))
 		return -ENOMEM;
-	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno };
+	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno,
+			       !!(r->flags & PY_NAMES_JAVA) };
 	if (r->lines_len && !(n->lines = malloc(r->lines_len))) {
 		free(n);
 		return -ENOMEM;
@@ -1185,7 +1187,7 @@ static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const stru
 		 * none): the slot's own identity as its extent, since two
 		 * processes' slots at one address are two functions.
 		 */
-		out->dso = "[python]";
+		out->dso = o->java ? "[java]" : "[python]";
 		out->sym_start = (uintptr_t)o;
 	}
 	out->sym_end = out->sym_start + (o->end - o->start);
