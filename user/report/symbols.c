@@ -403,27 +403,36 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 
 struct kload {
 	struct dso *d;
-	const char *text;
+	char *text;
 	__u32 *offs; /* each added name's place in text, by load order (NULL: not kept) */
 	size_t cap_offs;
 };
 
 static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n)
 {
+	/* kallsyms: T is global, t local, W/w weak. */
+	int binding = type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK;
 	struct kload *k = ctx;
 	char buf[256];
 
 	if (!addr || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 		return 0;
-	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
 	if (k->offs) {
+		/*
+		 * The name cut where the copy below cuts it, in the text itself,
+		 * which stays until the table lets its names go: kallsyms_parse
+		 * has found the line's end already.
+		 */
+		char *at = k->text + (name - k->text);
+
 		if (array_reserve((void **)&k->offs, &k->cap_offs, k->d->tab.nr_syms, sizeof(*k->offs)))
 			return 1;
 		k->offs[k->d->tab.nr_syms] = name - k->text;
+		at[SP_MIN(n, sizeof(buf) - 1)] = 0;
+		return elf_syms__add_ref(&k->d->tab, addr, 0, at, binding) ? 1 : 0;
 	}
-	/* kallsyms: T is global, t local, W/w weak. */
-	return elf_syms__add(&k->d->tab, addr, 0, buf,
-			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
+	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
+	return elf_syms__add(&k->d->tab, addr, 0, buf, binding) ? 1 : 0;
 }
 
 static void load_kallsyms(struct symbolizer *s, struct dso *d)
@@ -473,12 +482,16 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 		k.cap_offs = k.offs ? 1 : 0;
 	}
 	kallsyms_parse(text, len, add_ksym, &k);
-	free(text);
 	elf_syms__finish(&d->tab);
-	if (!k.offs || d->tab.nr_syms == 0 || elf_syms__names_from_file(&d->tab, fd, k.offs))
-		if (fd >= 0)
-			close(fd);
+	if (k.offs && elf_syms__names_from_file(&d->tab, fd, k.offs)) {
+		/* Its names point into text: none is better than ones about to be freed. */
+		elf_syms__clear(&d->tab);
+		close(fd);
+	} else if (!k.offs && fd >= 0) {
+		close(fd);
+	}
 	free(k.offs);
+	free(text);
 }
 
 /* What perf 6.1 takes for anonymous memory (map.c's is_anon_memory): its code is a JIT's. */

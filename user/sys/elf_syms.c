@@ -181,6 +181,11 @@ int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name,
 	return add_sym(d, start, size, name, binding, true);
 }
 
+int elf_syms__add_ref(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
+{
+	return add_sym(d, start, size, name, binding, false);
+}
+
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
 static void guard_install(void)

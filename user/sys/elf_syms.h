@@ -71,6 +71,8 @@ int elf_syms__load_file(struct elf_syms *t, const char *file, bool want_segs, bo
 int elf_syms__load_mem(struct elf_syms *t, void *image, size_t size);
 /* Adds one symbol (kallsyms, perf-PID.map); finish the table once all are in. */
 int elf_syms__add(struct elf_syms *t, __u64 start, __u64 size, const char *name, int binding);
+/* The same with name not copied: it must stay until the table's names are let go (elf_syms__names_from_file). */
+int elf_syms__add_ref(struct elf_syms *t, __u64 start, __u64 size, const char *name, int binding);
 /* The PLT's entries, named as perf names them (NAME@plt), from a file open under a budget (elf_budget.h). */
 struct elf_budget;
 int elf_syms__add_plt(struct elf_syms *t, struct elf_budget *b);
