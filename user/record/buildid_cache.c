@@ -108,17 +108,8 @@ static bool same_ns(struct buildid_cache *c, __u32 pid)
 		return *v == 2;
 	snprintf(link, sizeof(link), "/proc/%u/ns/mnt", pid);
 	n = readlink(link, theirs, sizeof(theirs) - 1);
-	if (n <= 0) {
-		/*
-		 * Gone, or not ours to read: nothing to do anyway, and remembered
-		 * until its next exec or a new process with its pid (a fork), as
-		 * each of a process's mappings read after its exit asked again:
-		 * 1,478 failed readlinks in 30 s of an agent beside a build.
-		 */
-		if (v)
-			*v = 2;
-		return true;
-	}
+	if (n <= 0)
+		return true; /* gone, or not ours to read: nothing to do anyway */
 	theirs[n] = 0;
 	if (v)
 		*v = strcmp(theirs, c->our_ns) ? 1 : 2;

@@ -52,10 +52,7 @@ int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 e
  */
 void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_meta *m);
 
-/*
- * pid exec'd: it may have entered another mount namespace before (unshare -m;
- * exec).  Also for a new process (a fork): its pid may be a gone one's.
- */
+/* pid exec'd: it may have entered another mount namespace before (unshare -m; exec). */
 void buildid_cache__exec(struct buildid_cache *c, __u32 pid);
 
 /* With -v: how many files were kept, were already there, or could not be. */

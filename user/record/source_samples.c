@@ -373,10 +373,6 @@ static int on_record(void *priv, const struct perf_event_header *h)
 			otel_record__exec(ctx->otel, r.comm.pid);
 		}
 		break;
-	case PERF_RECORD_FORK:
-		if (r.task.pid != r.task.ppid)
-			buildid_cache__exec(ctx->bcache, r.task.pid);
-		break;
 	case PERF_RECORD_EXIT:
 		if (ctx->otel)
 			otel_record__exit(ctx->otel, r.task.tid, r.task.time);
