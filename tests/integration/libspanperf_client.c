@@ -67,7 +67,23 @@ static void hex(FILE *f, const uint8_t *p, size_t n)
 		fprintf(f, "%02x", p[i]);
 }
 
-static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu, uint64_t own_user)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * from, to: read right after the span began and right before it ended, so
+ * that its context was published all that while.  The library's own stamps
+ * lie outside the context's window (start before it is published, end after
+ * it is taken back), and a wait for the CPU between a stamp and the swap (24.8
+ * ms on a busy host) lies in the stamps' window only.
+ */
+static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu, uint64_t own_user, uint64_t from,
+		  uint64_t to)
 {
 	if (threads)
 		fprintf(f, "{\"tid\":%ld,", (long)syscall(SYS_gettid));
@@ -79,8 +95,8 @@ static void truth(FILE *f, const struct spanperf_span *s, uint64_t own_cpu, uint
 	hex(f, s->span_id, 8);
 	fprintf(f, "\",\"parent_span_id\":\"");
 	hex(f, s->parent_span_id, 8);
-	fprintf(f, "\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64, s->start_ns, s->end_ns,
-		own_cpu);
+	fprintf(f, "\",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"ctx_from_ns\":%" PRIu64 ",\"ctx_to_ns\":%" PRIu64
+		   ",\"cpu_ns\":%" PRIu64, s->start_ns, s->end_ns, from, to, own_cpu);
 	if (user_clock >= 0)
 		fprintf(f, ",\"user_ns\":%" PRIu64, own_user);
 	fprintf(f, ",\"counters\":{");
@@ -98,7 +114,7 @@ static void *spans(void *arg)
 	struct perf_event_attr a = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(a), .config = PERF_COUNT_SW_TASK_CLOCK,
 				     .exclude_kernel = 1, .exclude_hv = 1 };
 	struct spanperf_span inner, outer;
-	uint64_t c_out, c_in, u_out, u_in;
+	uint64_t c_out, c_in, u_out, u_in, o_from, o_to, i_from, i_to;
 
 	user_clock = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
 	for (long i = 0; i < n; i++) {
@@ -106,14 +122,18 @@ static void *spans(void *arg)
 			fprintf(stderr, "span_begin: %s\n", spanperf_strerror());
 			exit(1);
 		}
+		o_from = mono_ns();
 		c_out = burn(us * 500, &u_out);
 		spanperf_span_begin(i % 2 ? "work-b" : "work-a");
+		i_from = mono_ns();
 		c_in = burn(us * 1000, &u_in);
+		i_to = mono_ns();
 		spanperf_span_end(&inner);
+		o_to = mono_ns();
 		spanperf_span_end(&outer);
 		pthread_mutex_lock(&truth_lock);
-		truth(f, &inner, c_in, u_in);
-		truth(f, &outer, c_out, u_out);
+		truth(f, &inner, c_in, u_in, i_from, i_to);
+		truth(f, &outer, c_out, u_out, o_from, o_to);
 		pthread_mutex_unlock(&truth_lock);
 	}
 	/*

@@ -11,7 +11,8 @@ import re
 import shutil
 import subprocess
 
-from harness import (ROOT, WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, test, tmpdir)
+from harness import (ROOT, WORKLOAD, Skip, json_lines, need_bpf, perf_clean, run, spanperf, steal_ns_since, steal_ticks,
+                     test, tmpdir)
 
 FREQ = 999
 LIB = os.path.join(ROOT, "build", "lib")
@@ -51,6 +52,9 @@ def record(d, exe, n, us, threads=None):
                  env=env, timeout=300)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr)
     w = json_lines(p.stdout)[0]
+    # What record said of the contexts it read (unreadable at a sample or a switch-out, lost): a span
+    # cut short says why.
+    w["otel_notes"] = [l for l in p.stderr.splitlines() if "otel:" in l]
     return out, w, json_lines(open(truth_file).read()), spans_file
 
 
@@ -82,8 +86,13 @@ def check_recorded(path, w, truth):
         got = by_id.get(t["span_id"], [])
         assert len(got) <= 1, "span %s recorded in %d pieces: %s" % (t["span_id"], len(got), got)
         if got and children.get(t["span_id"]):
-            # Sampled edges: each late by up to a period.
-            assert got[0]["duration_ns"] >= t["end_ns"] - t["start_ns"] - 2.5e9 / FREQ, (got[0], t)
+            # Sampled edges: each late by up to a period, of the window the context was published in:
+            # from right after begin to right before end (ctx_*), not the library's stamps, which lie
+            # outside it (a busy host preempted one thread between the swap and the end stamp for 24.8 ms).
+            assert got[0]["duration_ns"] >= t["ctx_to_ns"] - t["ctx_from_ns"] - 2.5e9 / FREQ, \
+                "span %s recorded from %+.2f ms to %+.2f ms of its context's window (%s): %s\n%s\n%s" % (
+                    t["name"], (got[0]["start_ns"] - t["ctx_from_ns"]) / 1e6, (got[0]["end_ns"] - t["ctx_to_ns"]) / 1e6,
+                    got[0].get("edges"), got[0], t, "\n".join(w.get("otel_notes", [])))
         expected += sum(c["cpu_ns"] for c in children.get(t["span_id"], [])) / 1e9 * FREQ
         for s in got:
             # By name (the process context's span.name) and by id, as the library published them.
@@ -258,7 +267,9 @@ def check_seed(exe, seed):
     hogs = [subprocess.Popen(["taskset", "-c", str(c), WORKLOAD, "spin", "8000"], stdout=subprocess.DEVNULL)
             for c in range(os.cpu_count())] if seed == "perfevent" else []
     try:
+        steal0 = steal_ticks()
         p = run([exe, seed], timeout=120)
+        stolen = steal_ns_since(steal0)
     finally:
         for h in hogs:
             h.kill()
@@ -271,7 +282,11 @@ def check_seed(exe, seed):
             ev, v, t = m.group(2), int(m.group(3)), int(m.group(4))
             # Clocks and the sampler's runs within 10%; counts of faults and switches within 5% (and 2).
             tol = 0.10 if ev in ("task-clock", "runs") else 0.05
-            assert abs(v - t) <= tol * t + 2, "%s %s: %s %d against the thread's %d" % (exe, seed, ev, v, t)
+            # task-clock counts a VM's steal as time on CPU, the thread's own clock does not: the host's
+            # steal over the run is allowed above it (a busy host's Go run read 32.4 ms for 24.5).
+            over = stolen if ev == "task-clock" else 0
+            assert -tol * t - 2 <= v - t <= tol * t + 2 + over, "%s %s: %s %d against the thread's %d (%.1f ms stolen)" % (
+                exe, seed, ev, v, t, stolen / 1e6)
             checked += 1
         elif " unavailable: " in line:
             assert NO_PMU or "msr" in line, line

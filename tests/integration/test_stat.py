@@ -168,13 +168,18 @@ def test_text_table_and_per_thread():
     need_bpf()
     d = tmpdir()
     out = os.path.join(d, "t.txt")
+    before = steal_ticks()
     p = spanperf("stat", "--per-thread", "-e", "task-clock,context-switches", "-o", out, "--",
                  WORKLOAD, "spin", "200")
+    stolen_ms = steal_ns_since(before) / 1e6
     truth = json_lines(p.stdout)[0]
     text = open(out).read()
     assert "Performance counter stats for" in text and "seconds time elapsed" in text, text
     m = re.search(r"workload-%d\s+([\d.]+) msec task-clock" % truth["tid"], text)
-    assert m and abs(float(m.group(1)) - truth["cpu_ns"] / 1e6) < 0.03 * truth["cpu_ns"] / 1e6, text
+    # task-clock counts a VM's steal as time on CPU, the thread's own clock does not: the host's
+    # steal over the run is allowed above it (as in test_task_clock_and_cpu_clock_agree).
+    ms = truth["cpu_ns"] / 1e6
+    assert m and -0.03 * ms < float(m.group(1)) - ms < 0.03 * ms + stolen_ms, (stolen_ms, text)
 
 
 @test
@@ -285,7 +290,12 @@ def run_delay_sleep_and_blocked(env):
     rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["runq", "5", "20"], env=env)
     total = [t for t in truth if t.get("role") == "total"][0]
     rd = value(rows, total["tid"], "run-delay") * 1e6
-    assert abs(rd - total["run_delay_ns"]) <= 0.05 * total["run_delay_ns"], (rd, total)
+    # stat counts a thread from its first switch-out once counting began (counts_new): for the
+    # command, somewhere between its fork and its main.  So the truth is a range, read by the thread:
+    # its waits from main to its last reading (all counted) up to those since its fork (all it had).
+    # A busy host's two pinned hogs put 100-180 ms of waits before main (402 ms counted against the
+    # spinners' window of 290).  Left out is only its exit, after the last reading: within 5%.
+    assert 0.95 * total["main_run_delay_ns"] <= rd <= 1.05 * total["life_run_delay_ns"], (rd, total)
     assert all(r["unit"] == "msec" for r in rows if r["event"] in ("run-delay", "sleep", "blocked"))
     n, us = 50, 2000
     rows, truth, _ = stat_json(["--per-thread", "-e", ev], ["sleeps", str(n), str(us)], env=env)
