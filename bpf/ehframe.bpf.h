@@ -205,6 +205,11 @@ struct eh_walk {
 	 */
 	__u64 tramp;		   /* the trampoline's address in this mm; 0: none */
 	__u64 ri;		   /* the next struct return_instance * to take */
+	__u64 tramp_ra;		   /* sp_eh_tramp's: kept off the walk's stack */
+	__u8 tramp_code[32];	   /* the trampoline's bytes, as sp_eh_tramp read them */
+	/* eh_tramp_decode's position and counts: volatile, or the compiler keeps them in registers. */
+	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
+	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
@@ -221,6 +226,11 @@ struct {
 } eh_walks SEC(".maps");
 
 #include "hotspot.bpf.h"
+
+/* tr_check: set where a frame's pc may be the trampoline's (the first, and after a signal frame). */
+#define EH_TR_CHECK 1
+#define EH_TR_IN_CALL 2	/* in the kernel's handler of the trampoline's syscall */
+#define EH_TR_FIRST 4	/* the first frame: its exact goes to exact0 too */
 
 /* A binary search's bounds, as bpf_loop steps it: one step verified, whatever the table's size. */
 struct eh_search {
@@ -446,6 +456,144 @@ fault:
 	return -1;
 }
 
+/*
+ * A pc in the uretprobe trampoline (x86: `int3` before 6.11; on 6.11+ three
+ * pushes, a mov of the syscall's number, `syscall`, then two pops and `ret`,
+ * 50 51 41 53 48 c7 c0 nr 0f 05 41 5b 59 c3 on 6.18) stands for the real
+ * return address of the function that returned into it, as the kernel's
+ * fixup says of its first byte; the walk goes on from there (w->exact 0),
+ * or its chain ends in the trampoline and loses the function returned to.
+ * Before the trap into the kernel, and in the kernel's handler before it
+ * has taken the return instance (EH_TR_IN_CALL: the syscall's orig_ax not
+ * yet cleared), the address is the task's next return instance's and rsp is
+ * below the caller's by the pushes; after it, the kernel has left the
+ * address on the stack under the registers the pops restore.  The bytes are
+ * read from the trampoline itself: their layout is the kernel's to change,
+ * and what is not known here is left to the walk as before.
+ *
+ * eh_tramp_decode: the trampoline's part, for the pc at tramp+k, from its
+ * bytes in w->tramp_code: -1 (none of these), 1 << 8 | bytes pushed (the
+ * return instance's address), or 2 << 8 | where the address is above rsp.
+ * Its position and counts are kept in the map, where the verifier does not
+ * follow their values: in registers, each sequence of instructions decoded
+ * made states of its own (Debian's 6.1: offcpu_btf's 137,029 instructions
+ * processed became 903,880; 139,124 so).  The walk's own state is kept in
+ * the map for the same reason.
+ */
+static __always_inline int eh_tramp_decode(struct eh_walk *w, __u64 k)
+{
+	__u32 j, i;
+	__u8 op, op1;
+
+	w->tr_i = 0;
+	w->tr_depth = 0;
+	w->tr_n = 0;
+	w->tr_found = 0;
+	for (j = 0; j < 8; j++) {
+		barrier_var(w); /* its fields' addresses not kept in registers: no stack taken */
+		i = w->tr_i;
+		if (i >= k)
+			return i == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		op = w->tramp_code[i & 31];
+		op1 = w->tramp_code[(i + 1) & 31];
+		if (op == 0xcc) /* int3: its handler's pc is past it */
+			return i + 1 == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		if (op == 0x0f && op1 == 0x05) { /* syscall */
+			if (i + 2 == k && (w->tr_check & EH_TR_IN_CALL))
+				return 1 << 8 | (w->tr_depth & 0xff);
+			w->tr_i = i + 2;
+			w->tr_found = 2;
+			break;
+		}
+		if (op >= 0x50 && op <= 0x57) { /* push */
+			w->tr_depth += 8;
+			w->tr_i = i + 1;
+		} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
+			w->tr_depth += 8;
+			w->tr_i = i + 2;
+		} else if (op == 0x48 && op1 == 0xc7 && (w->tramp_code[(i + 2) & 31] & 0xf8) == 0xc0) {
+			w->tr_i = i + 7; /* mov $imm32, %r */
+		} else if (op >= 0xb8 && op <= 0xbf) {
+			w->tr_i = i + 5;
+		} else {
+			return -1;
+		}
+	}
+	if (w->tr_found != 2)
+		return -1;
+	w->tr_found = 0;
+	/* After the trap: the pops still to run from k, then the return address. */
+	for (j = 0; j < 4; j++) {
+		barrier_var(w);
+		i = w->tr_i;
+		if (i == k)
+			w->tr_found = 1;
+		op = w->tramp_code[i & 31];
+		op1 = w->tramp_code[(i + 1) & 31];
+		if (op == 0xc3) /* ret */
+			return w->tr_found == 1 ? 2 << 8 | (w->tr_n & 0xff) : -1;
+		if (op >= 0x58 && op <= 0x5f) { /* pop */
+			w->tr_i = i + 1;
+		} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
+			w->tr_i = i + 2;
+		} else {
+			return -1;
+		}
+		if (w->tr_found == 1)
+			w->tr_n += 8;
+	}
+	return -1;
+}
+
+/*
+ * The walk's pc, where it is in the trampoline, made the one it stands for
+ * (w->tr_check says how): 1 if it was.  A global function, verified once
+ * on its own.  It keeps next to nothing on the stack: the program, a walk's
+ * step (6.1 counts a bpf_loop callback as a call) and this frame share 512
+ * bytes, of which offcpu_btf and eh_step take 448 and on_sample_eh and
+ * eh_step 480 (each frame rounded up to 32).
+ */
+__noinline int sp_eh_tramp(void)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct return_instance *ri;
+	__u64 k;
+	int r;
+
+	if (!w || !w->tramp || !w->exact)
+		return 0;
+	k = w->ip - w->tramp;
+	if (k >= 24)
+		return 0;
+	if (!k) {
+		r = 1 << 8;
+	} else {
+		if (bpf_probe_read_user(w->tramp_code, sizeof(w->tramp_code), (void *)w->tramp))
+			return 0;
+		r = eh_tramp_decode(w, k);
+		if (r < 0)
+			return 0;
+	}
+	if (r >> 8 == 1) {
+		ri = (struct return_instance *)w->ri;
+		if (!ri || bpf_core_read(&w->ip, sizeof(w->ip), &ri->orig_ret_vaddr) ||
+		    bpf_core_read(&w->ri, sizeof(w->ri), &ri->next))
+			return 0;
+	} else {
+		if (eh_read(&w->tramp_ra, w->sp + (r & 0xff), w))
+			return 0;
+		w->ip = w->tramp_ra;
+		w->sp += 8;
+	}
+	EH_NOTE_UNSURE();
+	w->sp += r & 0xff;
+	w->exact = 0;
+	if (w->tr_check & EH_TR_FIRST)
+		w->exact0 = 0;
+	return 1;
+}
+
 /* A ModRM byte of `call *...` (ff /2): reg field 2, and the mode given. */
 static __always_inline bool eh_call_modrm(__u8 m, __u8 mod)
 {
@@ -582,6 +730,18 @@ static long eh_step(__u32 i, void *unused)
 
 	if (!s || !w)
 		return 1;
+	/*
+	 * Here, where the step's state is the least, rather than where the
+	 * walk learns of the frame: a call in the program's or the step's
+	 * thick of things kept the verifier from pruning their states
+	 * (on_sample_eh on 6.18: 85,329 instructions processed, 441,383 with
+	 * a call there that returned at once).  tramp is 0 in a process
+	 * without uretprobes.
+	 */
+	if (w->tr_check && w->tramp) {
+		sp_eh_tramp();
+		w->tr_check = 0;
+	}
 	pc = w->ip;
 	/* A JVM's code cache: Java frames, stepped by the JVM's own layout (hotspot.bpf.h). */
 	if (hs && hs_in_cache(hs, pc)) {
@@ -630,6 +790,8 @@ static long eh_step(__u32 i, void *unused)
 		w->ip = ra;
 		w->exact = 1;
 		w->via_fp = 0;
+		/* A signal taken in the uretprobe trampoline: its frame's pc is there. */
+		w->tr_check = EH_TR_CHECK;
 		goto next;
 	case SP_EH_CANNOT:
 		w->stop = SP_EH_STOP_CANNOT;
@@ -818,7 +980,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx;
+	__u64 cs, r13, rbx, orig_ax = -1;
 
 	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
@@ -844,6 +1006,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = regs->cs;
 		r13 = regs->r13;
 		rbx = regs->bx;
+		orig_ax = regs->orig_ax;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
@@ -856,23 +1019,17 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
-	/*
-	 * Sampled in the trampoline itself: the function has returned and its
-	 * uretprobe not yet run.  The thread is at the real return address in
-	 * all but name (rsp as after the ret), as the kernel's fixup says too.
-	 */
-	if (w->tramp && w->ip == w->tramp && w->ri) {
-		struct return_instance *ri = (struct return_instance *)w->ri;
-
-		EH_NOTE_UNSURE();
-		w->ip = BPF_CORE_READ(ri, orig_ret_vaddr);
-		w->ri = (__u64)BPF_CORE_READ(ri, next);
-		w->exact = 0;
-	}
 	w->n = 0;
 	w->stop = 0;
 	w->win_len = 0;
 	w->base = base + 1;
+	/*
+	 * Sampled in the trampoline: the function has returned and its
+	 * uretprobe not yet run, or has run and the trampoline's `ret` not yet
+	 * (a syscall's orig_ax, never negative: in the kernel's handler, the
+	 * only syscall there).  Without a branch: one state for the verifier.
+	 */
+	w->tr_check = EH_TR_CHECK | EH_TR_FIRST | (__u32)((~orig_ax >> 63) << 1);
 	w->maps_first = w->maps_nr = 0;
 	eh_proc_facts(w, pid, task->mm->start_stack);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */

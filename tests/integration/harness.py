@@ -195,14 +195,14 @@ def without_py_names(out):
     return "\n".join(keep)
 
 
-def perf_script_samples(path, extra=()):
+def perf_script_samples(path, extra=(), lost_ok=False):
     """perf script's samples as dicts: comm, pid, tid, cpu and frames (symbols, leaf first).
 
     Without call chains the single frame is the sample's own symbol.  The event field lets
     perf_clean leave out the records that name Python frames.  A whole-host file holds other
     processes' names, whatever they are: a comm may hold spaces or a newline (perf prints it
     raw, so its first part is a line of its own, taken with the next), a symbol spaces."""
-    out = perf_clean(["script", "-F", "comm,pid,tid,cpu,event,ip,sym"] + list(extra), path)
+    out = perf_clean(["script", "-F", "comm,pid,tid,cpu,event,ip,sym"] + list(extra), path, lost_ok=lost_ok)
     samples = []
     pending = None
     for line in out.split("\n"):

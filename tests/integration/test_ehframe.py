@@ -287,6 +287,134 @@ def test_ehframe_through_a_span_uretprobe():
     perf_clean(["script", "-F", "comm,tid,ip,sym"], path)
 
 
+def _ptrace():
+    """libc's ptrace(request, pid, addr, data), raising OSError on -1 with errno set."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+
+    def call(req, pid, addr=0, data=0):
+        ctypes.set_errno(0)
+        r = libc.ptrace(req, pid, addr, data)
+        if r == -1 and ctypes.get_errno():
+            raise OSError(ctypes.get_errno(), "ptrace(%d): %s" % (req, os.strerror(ctypes.get_errno())))
+        return r
+    return call
+
+
+def _stopped(pid, deadline):
+    """Waits (up to deadline, time.monotonic()) for the traced pid's next stop: its signal."""
+    while time.monotonic() < deadline:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            assert os.WIFSTOPPED(status), "the tracee ended: status %#x" % status
+            return os.WSTOPSIG(status)
+        time.sleep(0.005)
+    raise AssertionError("the tracee did not stop in time")
+
+
+@test
+def test_ehframe_signal_inside_the_uretprobe_trampoline():
+    """A thread whose span function has returned into the uretprobe trampoline stands at the
+    function's real return address, whatever byte of the trampoline it is at (6.11+'s pushes
+    three registers and makes the uretprobe syscall, whose return pops two and returns): a chain
+    through it starts again in the caller and reaches main.  Held to it deterministically, not by
+    a sample's luck: a tracer stops the workload at each byte of the trampoline in turn (a debug
+    register) and gives it a signal there, whose handler naps; its off-CPU chain crosses the
+    signal frame to that byte."""
+    need_bpf()
+    need_perf()
+    PTRACE_PEEKUSER, PTRACE_POKEUSER, PTRACE_CONT, PTRACE_SINGLESTEP, PTRACE_ATTACH, PTRACE_DETACH = 3, 6, 7, 9, 16, 17
+    DEBUGREG, RIP = 848, 16 * 8  # offsetof(struct user, u_debugreg), of user_regs_struct's rip
+    ptrace = _ptrace()
+    path = os.path.join(tmpdir(), "tramp.data")
+    wl = subprocess.Popen([DWARF_WORKLOAD, "signap", "600000"], stdout=subprocess.DEVNULL)
+    rec = None
+    traced = False
+    stops = []
+
+    def rip():
+        return ptrace(PTRACE_PEEKUSER, wl.pid, RIP) & (2 ** 64 - 1)
+
+    def run_to(addr):
+        """From a stop: on until the thread is about to run addr (DR0 there, DR7's L0 on)."""
+        try:
+            ptrace(PTRACE_POKEUSER, wl.pid, DEBUGREG, addr)
+            ptrace(PTRACE_POKEUSER, wl.pid, DEBUGREG + 7 * 8, 1)
+        except OSError as e:
+            raise Skip("no hardware breakpoint for a tracer here (%s)" % e)
+        ptrace(PTRACE_CONT, wl.pid)
+        assert _stopped(wl.pid, deadline) == signal.SIGTRAP
+        ptrace(PTRACE_POKEUSER, wl.pid, DEBUGREG + 7 * 8, 0)
+        assert rip() == addr, (hex(rip()), hex(addr))
+
+    try:
+        time.sleep(0.2)  # the tables of a running process are built before the recording starts
+        rec = subprocess.Popen([SPANPERF, "record", "--call-graph", "ehframe", "--off-cpu", "--off-cpu-thresh", "0",
+                                "-F", "99", "-v", "--span", "uprobe:%s:search_round" % DWARF_WORKLOAD,
+                                "-p", str(wl.pid), "-o", path],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+        started = Started(rec)
+        # The trampoline's page is mapped at the first return under the uretprobe.
+        deadline = time.monotonic() + 120
+        tramp = None
+        while tramp is None and time.monotonic() < deadline:
+            with open("/proc/%d/maps" % wl.pid) as f:
+                tramp = next((int(l.split("-")[0], 16) for l in f if l.rstrip().endswith("[uprobes]")), None)
+            time.sleep(0.05)
+        assert tramp, "no [uprobes] mapping in the workload: %s" % started.text()
+        ptrace(PTRACE_ATTACH, wl.pid)
+        traced = True
+        assert _stopped(wl.pid, deadline) == signal.SIGSTOP
+        # Its bytes, one step at a time from the first.
+        run_to(tramp)
+        while 0 <= rip() - tramp < 32:
+            stops.append(rip() - tramp)
+            ptrace(PTRACE_SINGLESTEP, wl.pid)
+            assert _stopped(wl.pid, deadline) == signal.SIGTRAP
+        # At each: the signal, then a stop (SIGSTOP, taken after the handler's nap or inside it).
+        for k in stops:
+            run_to(tramp + k)
+            ptrace(PTRACE_CONT, wl.pid, 0, signal.SIGUSR2)
+            os.kill(wl.pid, signal.SIGSTOP)
+            assert _stopped(wl.pid, deadline) == signal.SIGSTOP
+        run_to(tramp)  # the last nap over
+        ptrace(PTRACE_DETACH, wl.pid)
+        traced = False
+        time.sleep(0.2)
+        rec.send_signal(signal.SIGINT)
+        assert started.wait(timeout=120) == 0, started.text()
+    finally:
+        if traced:
+            wl.kill()
+        reap(wl)
+        if rec:
+            reap(rec)
+    assert stops and stops[0] == 0, stops
+    # The naps' off-CPU chains: sig_nap, the signal frame, then worker (where search_round returns
+    # to) and main, with no frame of the trampoline's.
+    out = perf_clean(["script", "--no-inline", "-F", "tid,event,ip,sym"], path)
+    # A sample's frames are the lines after it that begin with a tab (spanperf-sched's samples, with
+    # no chain, sit between the blocks without a blank line).
+    blocks = []
+    for l in out.splitlines():
+        if l.strip() and not l.startswith("\t"):
+            blocks.append([l.split()])
+        elif blocks and l.strip():
+            blocks[-1].append(l.split())
+    naps = []
+    for lines in blocks:
+        if lines[0][1:2] != ["offcpu-time:"] or int(lines[0][0]) != wl.pid:
+            continue
+        user = [l[1] if len(l) > 1 else l[0] for l in lines[1:] if not l[0].startswith("ffffffff")]
+        if "sig_nap" in user:
+            naps.append(user)
+    assert len(naps) >= len(stops), (stops, naps[:4])
+    bad = [c for c in naps if c[c.index("sig_nap"):][2:4] != ["worker", "main"]]
+    assert not bad, (stops, bad[:4])
+
+
 @test
 def test_ehframe_offcpu_names_the_blocking_function():
     """A thread blocked in read() inside inbox_wait() and in nanosleep() inside nap(),
@@ -697,15 +825,15 @@ def test_ehframe_forged_build_id():
 def windows(script, width):
     """Seconds of the union of [t, t + width] over perf script's exec and executable-mapping records
     (--show-task-events --show-mmap-events, with time): what keeps the recorder's loop at 2 ms
-    (ehsource.c).  The recorder's own records naming Python frames (OUTPUT.spanperf/python-*.elf)
-    are written to the file, never seen by the loop."""
+    (ehsource.c).  The recorder's own records naming Python and Java frames
+    (OUTPUT.spanperf/python-*.elf, java-*.elf) are written to the file, never seen by the loop."""
     ts = []
     for line in script.splitlines():
         m = re.search(r"\s(\d+\.\d+):\s+PERF_RECORD_(COMM exec:|MMAP2 )", line)
         if not m:
             continue
         if m.group(2).startswith("MMAP2") and (not re.search(r"\]: r.x. ", line) or
-                                                re.search(r"\.spanperf/python-[0-9a-f]+\.elf$", line)):
+                                                re.search(r"\.spanperf/(python|java)-[0-9a-f]+\.elf$", line)):
             continue
         ts.append(float(m.group(1)))
     total, end = 0.0, None

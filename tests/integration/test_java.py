@@ -201,7 +201,19 @@ def check_chain(jdk, cls):
     pok = sum(1 for c in samples if carries(c, cls))
     assert len(samples) >= 100 and pok * 100 >= 90 * len(samples), \
         "%s: perf script: %d of %d busy samples carry the chain (report had %d of %d)" % (label, pok, len(samples), ok, n)
+    check_java_dso(path, cls, label)
     return path
+
+
+def check_java_dso(path, cls, label):
+    """perf shows a Java frame's dso as the file that names it: OUTPUT.spanperf/java-BUILDID.elf,
+    never python-BUILDID.elf (the Python frames' file)."""
+    out = perf_clean(["script", "-F", "tid,ip,sym,dso"], path, lost_ok=True)
+    dsos = collections.Counter(re.search(r"\(([^()]*)\)\s*$", line).group(1).rsplit("/", 1)[-1]
+                               for line in out.splitlines()
+                               if line.startswith("\t") and (" %s." % cls) in line and line.rstrip().endswith(")"))
+    named = sum(c for d, c in dsos.items() if re.fullmatch(r"java-[0-9a-f]{40}\.elf", d))
+    assert named >= 100 and named == sum(dsos.values()), "%s: perf's dso of %s's frames: %s" % (label, cls, dsos.most_common(4))
 
 
 def check_taker(path, cls):
@@ -1170,11 +1182,11 @@ def chain_share(syms_counts, cls="Chain"):
 
 
 def top_of(tid):
-    """spanperf top -g of one thread, one 2 s table: its rows (symbol, samples) and its text."""
+    """spanperf top -g of one thread, one 2 s table: its rows (symbol, samples), each row's dso, and its text."""
     p = spanperf("top", "--batch", "-n", "1", "-d", "2", "-g", "-E", "10", "-t", str(tid), timeout=180)
     assert p.returncode == 0, "top exited %d: %s" % (p.returncode, p.stderr[-2000:])
-    rows = [(m[6], int(m[2])) for m in map(TOP_ROW.match, p.stdout.splitlines()) if m]
-    return rows, p.stdout
+    ms = [m for m in map(TOP_ROW.match, p.stdout.splitlines()) if m]
+    return [(m[6], int(m[2])) for m in ms], {m[6]: m[4] for m in ms}, p.stdout
 
 
 def page_data(page):
@@ -1198,13 +1210,16 @@ def test_java_spans_page_top():
         t0 = time.monotonic_ns()
         path, _ = record(p.pid)
         t1 = time.monotonic_ns()
-        rows, text = top_of(tid)
+        rows, dsos, text = top_of(tid)
     finally:
         reap(p)
     # top: the table of the thread's 2 s, its first row leaf with the chain under it.
     ok, n = chain_share(rows)
     assert n >= 100 and ok * 100 >= 90 * n and rows[0][0] == "long Chain.leaf(int)", \
         "top: %d of %d samples in Chain's methods:\n%s" % (ok, n, text[-3000:])
+    # A live session writes no symbol file: its Java frames' dso says the runtime, never [python].
+    wrong = {sym: d for sym, d in dsos.items() if " Chain." in sym and d != "[java]"}
+    assert not wrong, "top: Chain's methods' dso: %s" % wrong
     chain = [w % "Chain" for w in reversed(CHAIN)]
     at = text.index("--long Chain.leaf(int)")
     below = [l.strip() for l in text[at:].splitlines()[1:len(chain)]]

@@ -284,11 +284,12 @@ def test_signal_leaves_complete_file():
         assert n > 100, "after %s: %d samples in 1.5 s of the whole host" % (sig.name, n)
         assert own_counts(out), "after %s: no rows in the report" % sig.name
     assert open(out + ".old", "rb").read(8) == b"PERFILE2"  # the first run's file
-    # Beside them, only the folder of the symbol files that name Python frames for perf, where the
-    # host ran Python (the test runner does): perf-data(7)'s OUTPUT.spanperf/python-BUILDID.elf.
+    # Beside them, only the folder of the symbol files that name Python (and Java) frames for perf,
+    # where the host ran them (the test runner runs Python): perf-data(7)'s
+    # OUTPUT.spanperf/python-BUILDID.elf and java-BUILDID.elf.
     names = os.path.join(d, "s.data.spanperf")
     assert sorted(set(os.listdir(d)) - {"s.data.spanperf"}) == ["s.data", "s.data.old"], os.listdir(d)
-    assert not os.path.exists(names) or all(re.match(r"python-[0-9a-f]{40}\.elf$", f) for f in os.listdir(names)), \
+    assert not os.path.exists(names) or all(re.match(r"(python|java)-[0-9a-f]{40}\.elf$", f) for f in os.listdir(names)), \
         os.listdir(names)
 
 

@@ -41,9 +41,10 @@ def tree_script(d):
     return path
 
 
-def task_events(path):
+def task_events(path, lost_ok=False):
     """perf script's side-band: (kind, pid, tid, parent pid) of each COMM, FORK, EXIT and MMAP record."""
-    out = perf_clean(["script", "--show-task-events", "--show-mmap-events", "-F", "comm,pid,tid"], path)
+    out = perf_clean(["script", "--show-task-events", "--show-mmap-events", "-F", "comm,pid,tid"], path,
+                     lost_ok=lost_ok)
     events = []
     for line in out.splitlines():
         m = re.search(r"PERF_RECORD_(FORK|EXIT)\((\d+):(\d+)\):\((\d+):(\d+)\)", line)
@@ -55,6 +56,12 @@ def task_events(path):
         if m:
             events.append((m.group(1), int(m.group(2)), int(m.group(3)), None))
     return events
+
+
+def lost_records(path):
+    """How many records the kernel dropped from the file's rings: its LOST records' counts summed."""
+    out = perf_clean(["script", "--show-lost-events", "-F", "comm,pid,tid"], path, lost_ok=True)
+    return sum(int(m.group(1)) for m in re.finditer(r"PERF_RECORD_LOST lost (\d+)", out))
 
 
 def tree_of(events, root):
@@ -84,11 +91,19 @@ def test_record_cmd_is_its_tree_alone():
     assert p.returncode == 0, p.stderr
     truth = json_lines(p.stdout)
     assert len(truth) == 2 + 4 + 1 + 1, truth
-    events = task_events(out)
+    # The rings are per CPU and carry the whole host's side-band, which record drops unless it is the
+    # tree's: a recorder starved on a busy host (ASan's, at load 28) let them overflow (4 LOST records
+    # in one run; -m 1 beside this host's builds loses thousands).  What the kernel dropped it counts,
+    # and the checks below allow for exactly that: a lost FORK hides a child from the side-band's tree
+    # (the workloads' own pids stand in), a lost sample takes one from a thread's count.
+    lost = lost_records(out)
+    events = task_events(out, lost_ok=True)
     # The command is the process /proc was read for: the first COMM of the file.
     root = next(pid for kind, pid, _, _ in events if kind == "COMM")
     tree = tree_of(events, root)
-    samples = perf_script_samples(out)
+    if lost:
+        tree |= {t["pid"] for t in truth}
+    samples = perf_script_samples(out, lost_ok=True)
     assert spinner.pid not in {s["pid"] for s in samples}, "the spinner beside the command was recorded"
     strays = {(s["pid"], s["comm"]) for s in samples if s["pid"] not in tree}
     assert not strays, "samples outside the command's tree: %s" % sorted(strays)[:10]
@@ -100,8 +115,8 @@ def test_record_cmd_is_its_tree_alone():
     for t in truth:
         assert t["pid"] in tree, (t, sorted(tree))
         want = t["cpu_ns"] / 1e9 * FREQ
-        assert abs(per_tid[t["tid"]] - want) <= 0.15 * want + 3, "%s: %d samples, %.0f from its clock" % (
-            t, per_tid[t["tid"]], want)
+        assert want - 0.15 * want - 3 - lost <= per_tid[t["tid"]] <= want + 0.15 * want + 3, \
+            "%s: %d samples, %.0f from its clock, %d records lost" % (t, per_tid[t["tid"]], want, lost)
     # The two threads of the first workload, the forked children and the grandchild, the shell's shell.
     assert len({t["pid"] for t in truth}) == 1 + 4 + 1 + 1, truth
 

@@ -32,6 +32,10 @@
  *                        a CIE marked S) back into raise() in libc:
  *                        main -> signal_round -> raise ... __restore_rt ->
  *                        sig_work -> qsort -> ... -> cmp_ints
+ *   workload_dwarf signap MS
+ *                        as workload_dwarf MS, and SIGUSR2 (a tracer's, at a
+ *                        pc of its choosing) naps 20 ms in sig_nap(): its
+ *                        off-CPU chain crosses the signal frame to that pc
  *
  * Each named function is noinline so that it is one frame in every chain:
  * main -> worker -> sort_round -> qsort -> ... -> cmp_ints
@@ -275,6 +279,25 @@ static int signal_main(double ms)
 	return 0;
 }
 
+__attribute__((noinline)) void sig_nap(int sig)
+{
+	(void)sig;
+	nap(20);
+	__asm__ volatile("" ::: "memory");
+}
+
+static int signap_main(double ms)
+{
+	struct sigaction sa = { .sa_handler = sig_nap };
+	long rounds;
+
+	if (sigaction(SIGUSR2, &sa, NULL))
+		return 1;
+	rounds = worker(ms);
+	printf("{\"rounds\": %ld}\n", rounds);
+	return 0;
+}
+
 static int maps_main(int n, double ms)
 {
 	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), got = 0;
@@ -330,6 +353,8 @@ int main(int argc, char **argv)
 		return clock_main(atof(argv[2]));
 	if (argc > 2 && !strcmp(argv[1], "signal"))
 		return signal_main(atof(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "signap"))
+		return signap_main(atof(argv[2]));
 	ms = argc > 1 ? atof(argv[1]) : 1000;
 	long rounds = worker(ms);
 

@@ -45,13 +45,13 @@ static const char *const files[] = { "/tmp/app.py", "/tmp/app.py", "/srv/my app.
 #define START_A 0x600000000000ull
 #define START_B 0x600000100000ull
 
-/* Two regions (two processes), the names at slots of 100 code units each. */
-static struct py_elf *make(__u64 *pg_a, __u64 *pg_b)
+/* Two regions (two processes) of runtime rt's file, the names at slots of 100 code units each. */
+static struct py_elf *make_as(enum py_elf_runtime rt, __u64 *pg_a, __u64 *pg_b)
 {
 	struct py_elf *w;
 	char err[256];
 
-	assert_int_equal(py_elf__new(&w, output, err, sizeof(err)), 0);
+	assert_int_equal(py_elf__new(&w, output, rt, err, sizeof(err)), 0);
 	assert_int_equal(py_elf__add_region(w, REGION_LEN, pg_a), 0);
 	assert_int_equal(py_elf__add_region(w, REGION_LEN, pg_b), 0);
 	assert_int_equal(*pg_a, PY_ELF_FIRST_PGOFF);
@@ -77,6 +77,11 @@ static struct py_elf *make(__u64 *pg_a, __u64 *pg_b)
 	/* A control byte (compile() takes any file name) is kept out of perf's lines. */
 	assert_int_equal(py_elf__add_symbol(w, *pg_b + 0x1000, 16, "py::x:/tmp/a\nb.py"), 0);
 	return w;
+}
+
+static struct py_elf *make(__u64 *pg_a, __u64 *pg_b)
+{
+	return make_as(PY_ELF_PYTHON, pg_a, pg_b);
 }
 
 static void test_layout(void **state)
@@ -134,10 +139,10 @@ static void test_nothing_left(void **state)
 
 	(void)state;
 	snprintf(folder, sizeof(folder), "%s/empty.data", dir);
-	assert_int_equal(py_elf__new(&w, folder, err, sizeof(err)), 0);
+	assert_int_equal(py_elf__new(&w, folder, PY_ELF_PYTHON, err, sizeof(err)), 0);
 	assert_int_equal(py_elf__commit(w, err, sizeof(err)), 0);
 	py_elf__free(w);
-	assert_int_equal(py_elf__new(&w, folder, err, sizeof(err)), 0);
+	assert_int_equal(py_elf__new(&w, folder, PY_ELF_PYTHON, err, sizeof(err)), 0);
 	assert_int_equal(py_elf__add_region(w, 4096, &pg), 0);
 	py_elf__free(w);
 	strcat(folder, ".spanperf");
@@ -151,20 +156,20 @@ static void test_refused(void **state)
 	char err[256], out[160], folder[200];
 
 	(void)state;
-	assert_int_equal(py_elf__new(&w, "/dev/null", err, sizeof(err)), -EOPNOTSUPP);
+	assert_int_equal(py_elf__new(&w, "/dev/null", PY_ELF_PYTHON, err, sizeof(err)), -EOPNOTSUPP);
 	assert_null(w);
 	snprintf(out, sizeof(out), "%s/link.data", dir);
 	snprintf(folder, sizeof(folder), "%s.spanperf", out);
 	assert_int_equal(symlink("/tmp", folder), 0);
-	assert_int_equal(py_elf__new(&w, out, err, sizeof(err)), -EPERM);
+	assert_int_equal(py_elf__new(&w, out, PY_ELF_PYTHON, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, folder));
 	snprintf(out, sizeof(out), "%s/open.data", dir);
 	snprintf(folder, sizeof(folder), "%s.spanperf", out);
 	assert_int_equal(mkdir(folder, 0777), 0);
 	assert_int_equal(chmod(folder, 0777), 0);
-	assert_int_equal(py_elf__new(&w, out, err, sizeof(err)), -EPERM);
+	assert_int_equal(py_elf__new(&w, out, PY_ELF_PYTHON, err, sizeof(err)), -EPERM);
 	assert_int_equal(chmod(folder, 0755), 0);
-	assert_int_equal(py_elf__new(&w, out, err, sizeof(err)), 0);
+	assert_int_equal(py_elf__new(&w, out, PY_ELF_PYTHON, err, sizeof(err)), 0);
 	py_elf__free(w);
 }
 
@@ -290,10 +295,10 @@ static void test_perf_names_them(void **state)
 	py_elf__free(w);
 }
 
-/* Files no perf.data beside them names are removed; those the files name stay. */
+/* Files no perf.data beside them names are removed, of either runtime; those the files name stay. */
 static void test_prune(void **state)
 {
-	struct py_elf *w, *gone;
+	struct py_elf *w, *gone, *gone_java;
 	__u64 pa, pb;
 	char err[256], old[160];
 
@@ -306,14 +311,19 @@ static void test_prune(void **state)
 	assert_int_equal(rename(output, old), 0);
 	gone = make(&pa, &pb);
 	assert_int_equal(py_elf__commit(gone, err, sizeof(err)), 0);
+	gone_java = make_as(PY_ELF_JAVA, &pa, &pb);
+	assert_int_equal(py_elf__commit(gone_java, err, sizeof(err)), 0);
 	{
-		struct py_elf *latest = make(&pa, &pb);
+		/* A JVM's frames: perf shows the file's name as their dso. */
+		struct py_elf *latest = make_as(PY_ELF_JAVA, &pa, &pb);
 
+		assert_non_null(strstr(py_elf__path(latest), "/perf.data.spanperf/java-"));
 		assert_int_equal(py_elf__commit(latest, err, sizeof(err)), 0);
 		write_perf_data(output, latest, pa, pb);
-		/* gone is named by no file: removed; w by perf.data.old, latest by perf.data. */
-		assert_int_equal(py_elf_prune(output), 1);
+		/* gone and gone_java are named by no file: removed; w by perf.data.old, latest by perf.data. */
+		assert_int_equal(py_elf_prune(output), 2);
 		assert_int_equal(access(py_elf__path(gone), F_OK), -1);
+		assert_int_equal(access(py_elf__path(gone_java), F_OK), -1);
 		assert_int_equal(access(py_elf__path(w), F_OK), 0);
 		assert_int_equal(access(py_elf__path(latest), F_OK), 0);
 		/* Both perf.data files gone: every file, and the folder. */
@@ -325,6 +335,7 @@ static void test_prune(void **state)
 		py_elf__free(latest);
 	}
 	py_elf__free(gone);
+	py_elf__free(gone_java);
 	py_elf__free(w);
 }
 

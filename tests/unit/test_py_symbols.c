@@ -361,7 +361,7 @@ static void test_outputs(void **state)
 	char err[256], cmd[1024], *out;
 
 	(void)state;
-	assert_int_equal(py_elf__new(&w, path, err, sizeof(err)), 0);
+	assert_int_equal(py_elf__new(&w, path, PY_ELF_PYTHON, err, sizeof(err)), 0);
 	assert_int_equal(py_elf__add_region(w, REGION_LEN, &pgoff), 0);
 	assert_int_equal(py_elf__add_symbol(w, pgoff, py_slot_size(UNITS), "py::a:/x/app.py"), 0);
 	assert_int_equal(py_elf__add_symbol(w, pgoff + 0x100, py_slot_size(UNITS), "py::b:/x/b.py"), 0);

@@ -279,6 +279,73 @@ static void fixture_root_remove(const char *dir, const char *sub, const char *pa
 	rmdir(dir);
 }
 
+struct lazy_load {
+	struct elf_syms *t;
+	char *text;
+	__u32 offs[8];
+};
+
+/* As the report loads them: each name cut in the text itself and referred to, until let go. */
+static int lazy_add(void *ctx, __u64 addr, char type, const char *name, size_t n)
+{
+	struct lazy_load *l = ctx;
+	char *at = l->text + (name - l->text);
+
+	(void)type;
+	l->offs[l->t->nr_syms] = name - l->text;
+	at[n] = 0;
+	return elf_syms__add_ref(l->t, addr, 0, at, STB_GLOBAL);
+}
+
+/*
+ * A kallsyms table whose names are let go once finished: each reads back
+ * from the file when asked (cut at its tab), the alias kept is the one the
+ * whole names chose (the last listed, __pi_memcpy), and its bounds stay.
+ */
+static void test_kallsyms_names_read_back_from_the_file(void **state)
+{
+	char text[] = "ffffffff81000000 T memcpy\n"
+	      "ffffffff81000000 T __memcpy\n"
+	      "ffffffff81000000 T __pi_memcpy\n"
+	      "ffffffff81000040 t helper\n"
+	      "ffffffffc0001000 t mod_func\t[mymod]\n";
+	char dir[] = "/tmp/sp-ksyms-XXXXXX", path[64];
+	struct elf_syms t = {};
+	struct lazy_load l = { .t = &t, .text = text };
+	struct elf_sym *sym;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	fixture_root(dir, "k", "kallsyms", text, path, sizeof(path));
+	kallsyms_parse(text, strlen(text), lazy_add, &l);
+	elf_syms__finish(&t);
+	assert_int_equal(t.nr_syms, 3);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(elf_syms__names_from_file(&t, fd, l.offs), 0);
+	assert_null(t.names);
+	sym = elf_syms__find(&t, 0xffffffff81000010ull);
+	assert_non_null(sym);
+	assert_null(sym->name);
+	assert_string_equal(elf_syms__name(&t, sym), "__pi_memcpy");
+	assert_int_equal(sym->end, 0xffffffff81000040ull);
+	/* Asked again: the copy it read, not the file. */
+	assert_string_equal(elf_syms__name(&t, sym), "__pi_memcpy");
+	sym = elf_syms__find(&t, 0xffffffffc0001000ull);
+	assert_non_null(sym);
+	assert_string_equal(elf_syms__name(&t, sym), "mod_func");
+	/* A file cut short since: no name, not a wrong one. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	sym = elf_syms__find(&t, 0xffffffff81000040ull);
+	assert_non_null(sym);
+	assert_string_equal(elf_syms__name(&t, sym), "[unknown]");
+	elf_syms__clear(&t);
+	fixture_root_remove(dir, "k", path);
+}
+
 /* Module frames: kallsyms names them, the module's MMAP gives them their module, as perf shows them. */
 static void test_module_frames(void **state)
 {
@@ -390,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_mismatch),
 		cmocka_unit_test(test_find_function),
 		cmocka_unit_test(test_kallsyms_text),
+		cmocka_unit_test(test_kallsyms_names_read_back_from_the_file),
 		cmocka_unit_test(test_module_frames),
 	};
 

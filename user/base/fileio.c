@@ -38,17 +38,28 @@ int read_file_str(const char *path, char *buf, size_t size)
 
 int read_file_all(const char *path, char **out, size_t *len)
 {
-	struct sbuf b = {};
-	char tmp[65536];
-	struct stat st;
-	int fd, err = 0;
-	ssize_t n;
+	int fd, err;
 
 	*out = NULL;
 	*len = 0;
 	fd = open_regular(path);
 	if (fd < 0)
 		return fd;
+	err = read_fd_all(fd, out, len);
+	close(fd);
+	return err;
+}
+
+int read_fd_all(int fd, char **out, size_t *len)
+{
+	struct sbuf b = {};
+	char tmp[65536];
+	struct stat st;
+	int err = 0;
+	ssize_t n;
+
+	*out = NULL;
+	*len = 0;
 	/*
 	 * Its size known, the bytes go straight into a buffer of that size and
 	 * its NUL: a 270 MB spans file was otherwise copied once more, and again
@@ -82,7 +93,6 @@ int read_file_all(const char *path, char **out, size_t *len)
 	*len = b.len - 1;
 	b.p = NULL;
 cleanup:
-	close(fd);
 	sbuf_free(&b);
 	return err;
 }

@@ -10,6 +10,8 @@
 int read_file_str(const char *path, char *buf, size_t size);
 /* Reads a whole file; the caller frees *out. */
 int read_file_all(const char *path, char **out, size_t *len);
+/* The same from an open file, from where it stands; fd stays open. */
+int read_fd_all(int fd, char **out, size_t *len);
 
 /*
  * Opens a regular file for reading, or fails with -EINVAL: paths in a

@@ -368,9 +368,6 @@ static int stat_start(struct stat_run *r)
 	const struct stat_opts *o = r->o;
 	int e = stat_open(r) ?: run__prepare(&r->run, o->cmd);
 
-	/* CMD, held until run__start, is counted from its first instruction. */
-	if (!e && r->run.have_cmd)
-		e = target__follow(&r->target, r->run.wl.pid);
 	if (e)
 		return e;
 	e = counters__start(r->cs);
@@ -387,6 +384,15 @@ static int stat_start(struct stat_run *r)
 		e = stat_serve__node_perf(r->serve, o->node_tps, o->nr_node_tps);
 	if (!e && o->nr_spans)
 		e = start_spans(r);
+	/*
+	 * CMD, held until run__start, is counted from its first instruction:
+	 * followed only now, since it waits for its release asleep and the
+	 * set-up above (the endpoint, the span probes: tens of ms on a busy
+	 * host) would be counted as its sleep, where perf stat counts a
+	 * command from its exec.
+	 */
+	if (!e && r->run.have_cmd)
+		e = target__follow(&r->target, r->run.wl.pid);
 	return e;
 }
 

@@ -24,6 +24,12 @@
 #include "spanperf_abi.h"
 #include "util.h"
 
+/* An eh_files entry as written, kept here too (eh_tables.known). */
+struct eh_known {
+	struct sp_eh_file_key key;
+	struct sp_eh_file file;
+};
+
 /* A file's table by its build id: another inode with the same build takes it. */
 struct eh_bid {
 	__u8 id[BUILD_ID_MAX];
@@ -68,6 +74,14 @@ struct eh_tables {
 	struct eh_new_file *new_files; /* mapped since the last flush: their tables first */
 	size_t nr_new_files, cap_new_files;
 	struct eh_cache *cache; /* tables kept on disk; NULL: off */
+	/*
+	 * What eh_files holds, by the hash of its key: entries are only ever
+	 * added, and only here, so a lookup of every code mapping of every
+	 * process built (a syscall each, 5% of an agent's CPU) is a hash probe.
+	 */
+	struct eh_known *known;
+	size_t nr_known, cap_known;
+	struct u64_map known_idx; /* hash of a key -> index in known + 1 */
 };
 
 /* A file a process just mapped (an MMAP2), whose table is built at the next flush. */
@@ -392,6 +406,38 @@ done:
 	}
 }
 
+static uint64_t known_hash(const struct sp_eh_file_key *k)
+{
+	return hash_mix(hash_mix(0, k->dev), k->ino);
+}
+
+/* eh_files' entry for key, if it has one; the map itself where two keys share a hash. */
+static bool known_get(struct eh_tables *t, const struct sp_eh_file_key *key, struct sp_eh_file *file)
+{
+	uint64_t *v = u64_map_get(&t->known_idx, known_hash(key), false);
+
+	if (v && *v) {
+		const struct eh_known *k = &t->known[*v - 1];
+
+		if (k->key.dev == key->dev && k->key.ino == key->ino) {
+			*file = k->file;
+			return true;
+		}
+	}
+	return !bpf_map_lookup_elem(t->files_fd, key, file);
+}
+
+/* An entry eh_files now holds, kept (the first of a hash; out of memory, not kept: the map is asked). */
+static void known_add(struct eh_tables *t, const struct sp_eh_file_key *key, const struct sp_eh_file *file)
+{
+	uint64_t *v = u64_map_get(&t->known_idx, known_hash(key), true);
+
+	if (!v || *v || array_reserve((void **)&t->known, &t->cap_known, t->nr_known, sizeof(*t->known)))
+		return;
+	t->known[t->nr_known] = (struct eh_known){ .key = *key, .file = *file };
+	*v = ++t->nr_known;
+}
+
 /* The file's rows (built now if it has none yet) into *file; -1 if it cannot be read now. */
 static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __u32 maj, __u32 min, __u64 ino,
 		      const char *path, struct sp_eh_file *file_out)
@@ -403,8 +449,8 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 	__u64 t0;
 	int fd;
 
-	/* The map itself says whether the file was tried: exact, and one syscall. */
-	if (!bpf_map_lookup_elem(t->files_fd, &key, &file)) {
+	/* The map (or what it was given) says whether the file was tried: exact. */
+	if (known_get(t, &key, &file)) {
 		*file_out = file;
 		return 0;
 	}
@@ -431,6 +477,8 @@ static int file_table(struct eh_tables *t, __u32 pid, __u64 start, __u64 end, __
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (bpf_map_update_elem(t->files_fd, &key, &file, BPF_ANY))
 		t->st.failed++;
+	else
+		known_add(t, &key, &file);
 	t->st.build_ns += now_ns(CLOCK_MONOTONIC) - t0;
 	*file_out = file;
 	return 0;
@@ -810,6 +858,8 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->next_build);
 	u64_map_free(&t->execd);
 	u64_map_free(&t->bid_idx);
+	u64_map_free(&t->known_idx);
+	free(t->known);
 	eh_cache__free(t->cache);
 	free(t->bids);
 	free(t->scratch);

@@ -169,8 +169,9 @@ struct pf_proc {
 
 struct py_frames {
 	struct py_frames_opts o;
-	struct py_elf *elf;	/* this file's; NULL without a file or when it could not be made */
-	bool elf_failed;
+	/* This file's, one per runtime (enum py_elf_runtime); NULL without a file or when it could not be made. */
+	struct py_elf *elf[PY_ELF_RUNTIMES];
+	bool elf_failed[PY_ELF_RUNTIMES];
 	struct pf_proc *procs;
 	size_t nr_procs, cap_procs;
 	struct u64_map by_pid;	/* pid -> index in procs + 1 */
@@ -220,7 +221,8 @@ void py_frames__free(struct py_frames *p)
 		proc_clear(&p->procs[i]);
 	free(p->procs);
 	u64_map_free(&p->by_pid);
-	py_elf__free(p->elf);
+	for (int rt = 0; rt < PY_ELF_RUNTIMES; rt++)
+		py_elf__free(p->elf[rt]);
 	sbuf_free(&p->rec);
 	py_code_clear(&p->code);
 	free(p->cache.page);
@@ -278,25 +280,42 @@ void py_frames__drain(struct py_frames *p)
 	}
 }
 
-/* The ELF of this file, made at its first need; NULL when there is none (no file, or it failed, said once). */
-static struct py_elf *elf_of(struct py_frames *p)
+static const char *runtime_word(enum py_elf_runtime rt)
 {
+	return rt == PY_ELF_JAVA ? "Java" : "Python";
+}
+
+/*
+ * The ELF of this file for pp's runtime (perf shows its name as the frames'
+ * dso: a JVM's are java-BUILDID.elf), made at its first need; NULL when
+ * there is none (no file, or it failed, said once).
+ */
+static struct py_elf *elf_of(struct py_frames *p, const struct pf_proc *pp)
+{
+	enum py_elf_runtime rt = pp->jvm ? PY_ELF_JAVA : PY_ELF_PYTHON;
 	char err[512] = "";
 	int e;
 
-	if (p->elf || p->elf_failed || !p->o.output)
-		return p->elf;
-	e = py_elf__new(&p->elf, p->o.output, err, sizeof(err));
+	if (p->elf[rt] || p->elf_failed[rt] || !p->o.output)
+		return p->elf[rt];
+	e = py_elf__new(&p->elf[rt], p->o.output, rt, err, sizeof(err));
 	if (e) {
-		p->elf_failed = true;
-		p->elf = NULL;
+		p->elf_failed[rt] = true;
+		p->elf[rt] = NULL;
 		if (e != -EOPNOTSUPP)
-			pr_warn("%s: perf will not name Python frames (spanperf report will)", err[0] ? err : strerror(-e));
+			pr_warn("%s: perf will not name %s frames (spanperf report will)", err[0] ? err : strerror(-e),
+				runtime_word(rt));
 		return NULL;
 	}
 	/* perf checks the file against its build id, and py_elf_prune keeps the ELFs a perf.data names. */
-	dso_set__add_foreign(p->o.dsos, py_elf__path(p->elf), py_elf__build_id(p->elf), PY_ELF_BUILD_ID_SIZE);
-	return p->elf;
+	dso_set__add_foreign(p->o.dsos, py_elf__path(p->elf[rt]), py_elf__build_id(p->elf[rt]), PY_ELF_BUILD_ID_SIZE);
+	return p->elf[rt];
+}
+
+/* pp's runtime's ELF once its region is in it (pgoff), else NULL. */
+static struct py_elf *region_elf(struct py_frames *p, const struct pf_proc *pp)
+{
+	return pp->pgoff ? p->elf[pp->jvm ? PY_ELF_JAVA : PY_ELF_PYTHON] : NULL;
 }
 
 /* A free stretch of REGION_LEN in pid's address space, else 0. */
@@ -460,7 +479,7 @@ static __u64 stamp(const struct py_frames *p, const struct pf_proc *pp, __u64 t)
 /* The region's MMAP2 in this file, before any sample that uses it. */
 static int announce(struct py_frames *p, struct pf_proc *pp, __u32 tid, __u64 t, py_write_fn fn, void *ctx)
 {
-	struct py_elf *elf = elf_of(p);
+	struct py_elf *elf = elf_of(p, pp);
 	struct pd_sideband sb = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
 	char buf[PATH_MAX + 256];
 	long n;
@@ -669,6 +688,7 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	struct py_mem m = { .read = py_read_pid, .ctx = (void *)(long)pp->pid, .budget = CODE_BUDGET };
 	struct py_code *c = &p->code;
 	struct py_names_rec rec;
+	struct py_elf *elf;
 	struct pf_code *pc;
 	struct pf_cookie ck;
 	char name[PY_NAME_BUF];
@@ -703,11 +723,12 @@ static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 
 	if (!write_rec(p, pp, t, &rec, fn, ctx, err))
 		return NULL;
 	/* perf's names, and its srclines (perf report --sort srcline, perf script -F srcline). */
-	if (p->elf && pp->pgoff &&
-	    (py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size,
+	elf = region_elf(p, pp);
+	if (elf &&
+	    (py_elf__add_symbol(elf, pp->pgoff + pp->next, size,
 				py_names_name(rec.qualname, rec.qualname_len, rec.filename, rec.filename_len, name,
 					      sizeof(name))) ||
-	     (c->lines && py_elf__add_lines(p->elf, pp->pgoff + pp->next, c->filename, c->firstlineno, c->lines,
+	     (c->lines && py_elf__add_lines(elf, pp->pgoff + pp->next, c->filename, c->firstlineno, c->lines,
 					     c->lines_len))))
 		pr_debug("python: no symbol or lines for %s in the ELF", name);
 	pc = add_slot(p, pp,
@@ -784,6 +805,7 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 {
 	struct jvm_method *jm = &p->jm;
 	struct py_names_rec rec;
+	struct py_elf *elf;
 	struct pf_code *pc;
 	__u64 size;
 	int e;
@@ -814,10 +836,11 @@ static struct pf_code *name_method(struct py_frames *p, struct pf_proc *pp, __u6
 	rec.filename_len = strlen(rec.filename);
 	if (!write_rec(p, pp, t, &rec, fn, ctx, err))
 		return NULL;
-	if (p->elf && pp->pgoff &&
-	    (py_elf__add_symbol(p->elf, pp->pgoff + pp->next, size, jm->name) ||
+	elf = region_elf(p, pp);
+	if (elf &&
+	    (py_elf__add_symbol(elf, pp->pgoff + pp->next, size, jm->name) ||
 	     (jm->lines.len && jm->file[0] &&
-	      py_elf__add_lines(p->elf, pp->pgoff + pp->next, jm->file, jm->firstline, (const __u8 *)jm->lines.p,
+	      py_elf__add_lines(elf, pp->pgoff + pp->next, jm->file, jm->firstline, (const __u8 *)jm->lines.p,
 				jm->lines.len))))
 		pr_debug("java: no symbol or lines for %s in the ELF", jm->name);
 	pc = add_slot(p, pp,
@@ -1097,14 +1120,18 @@ int py_frames__end_file(struct py_frames *p, bool next)
 
 	if (!p)
 		return 0;
-	if (p->elf) {
-		e = py_elf__commit(p->elf, err, sizeof(err));
-		if (e)
-			pr_warn("%s: perf will not name this file's Python frames", err[0] ? err : strerror(-e));
-		py_elf__free(p->elf);
-		p->elf = NULL;
+	for (int rt = 0; rt < PY_ELF_RUNTIMES; rt++) {
+		int ce = p->elf[rt] ? py_elf__commit(p->elf[rt], err, sizeof(err)) : 0;
+
+		if (ce) {
+			pr_warn("%s: perf will not name this file's %s frames", err[0] ? err : strerror(-ce),
+				runtime_word(rt));
+			e = e ?: ce;
+		}
+		py_elf__free(p->elf[rt]);
+		p->elf[rt] = NULL;
+		p->elf_failed[rt] = false;
 	}
-	p->elf_failed = false;
 	if (!next)
 		return e;
 	/* Each file reads on its own: its regions, symbols and names anew. */

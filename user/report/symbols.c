@@ -57,6 +57,7 @@ struct py_slot {
 	__u8 *lines;		 /* line runs */
 	__u32 lines_len;
 	int firstlineno;
+	bool java; /* a JVM's method (PY_NAMES_JAVA): its frames' dso says so */
 };
 
 /*
@@ -403,19 +404,36 @@ static void load_user_dso(struct symbolizer *s, struct dso *d)
 
 struct kload {
 	struct dso *d;
+	char *text;
+	__u32 *offs; /* each added name's place in text, by load order (NULL: not kept) */
+	size_t cap_offs;
 };
 
 static int add_ksym(void *ctx, __u64 addr, char type, const char *name, size_t n)
 {
+	/* kallsyms: T is global, t local, W/w weak. */
+	int binding = type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK;
 	struct kload *k = ctx;
 	char buf[256];
 
 	if (!addr || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 		return 0;
+	if (k->offs) {
+		/*
+		 * The name cut where the copy below cuts it, in the text itself,
+		 * which stays until the table lets its names go: kallsyms_parse
+		 * has found the line's end already.
+		 */
+		char *at = k->text + (name - k->text);
+
+		if (array_reserve((void **)&k->offs, &k->cap_offs, k->d->tab.nr_syms, sizeof(*k->offs)))
+			return 1;
+		k->offs[k->d->tab.nr_syms] = name - k->text;
+		at[SP_MIN(n, sizeof(buf) - 1)] = 0;
+		return elf_syms__add_ref(&k->d->tab, addr, 0, at, binding) ? 1 : 0;
+	}
 	snprintf(buf, sizeof(buf), "%.*s", (int)SP_MIN(n, sizeof(buf) - 1), name);
-	/* kallsyms: T is global, t local, W/w weak. */
-	return elf_syms__add(&k->d->tab, addr, 0, buf,
-			  type == 'T' ? STB_GLOBAL : type == 't' ? STB_LOCAL : STB_WEAK) ? 1 : 0;
+	return elf_syms__add(&k->d->tab, addr, 0, buf, binding) ? 1 : 0;
 }
 
 static void load_kallsyms(struct symbolizer *s, struct dso *d)
@@ -423,15 +441,21 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 	char path[PATH_MAX + 32], *text = NULL;
 	__u8 id[BUILD_ID_MAX], size;
 	char hex[2 * BUILD_ID_MAX + 1];
-	struct kload k = { d };
+	struct kload k = { .d = d };
 	__u64 text_addr = d->info.pgoff, running;
 	size_t len;
+	int fd = -1;
 
+	if (!s->root[0] && d->build_id[0] && text_addr && (fd = kallsyms_open_cache(d->build_id, text_addr)) >= 0 &&
+	    read_fd_all(fd, &text, &len)) {
+		close(fd);
+		fd = -1;
+	}
 	if (s->root[0]) {
 		snprintf(path, sizeof(path), "%s/proc/kallsyms", s->root);
 		if (read_file_all(path, &text, &len))
 			return;
-	} else if (!d->build_id[0] || !text_addr || kallsyms_read_cache(d->build_id, text_addr, &text, &len)) {
+	} else if (fd < 0) {
 		/*
 		 * No copy of the recorded kernel's: only the running kernel's own,
 		 * if it is the one, loaded where it was (KASLR moves it per boot).
@@ -448,9 +472,27 @@ static void load_kallsyms(struct symbolizer *s, struct dso *d)
 		if (kallsyms_read_proc(&text, &len))
 			return;
 	}
+	/*
+	 * The copy stays as it is (an atomic_file, replaced, never rewritten):
+	 * the names of the few symbols a report names are read from it again,
+	 * rather than all 100k kept in the heap.
+	 */
+	if (fd >= 0 && len < UINT32_MAX) {
+		k.text = text;
+		k.offs = malloc(sizeof(*k.offs));
+		k.cap_offs = k.offs ? 1 : 0;
+	}
 	kallsyms_parse(text, len, add_ksym, &k);
-	free(text);
 	elf_syms__finish(&d->tab);
+	if (k.offs && elf_syms__names_from_file(&d->tab, fd, k.offs)) {
+		/* Its names point into text: none is better than ones about to be freed. */
+		elf_syms__clear(&d->tab);
+		close(fd);
+	} else if (!k.offs && fd >= 0) {
+		close(fd);
+	}
+	free(k.offs);
+	free(text);
 }
 
 /* What perf 6.1 takes for anonymous memory (map.c's is_anon_memory): its code is a JIT's. */
@@ -1073,7 +1115,8 @@ int symbolizer__add_python(struct symbolizer *s, const struct py_names_rec *r, _
 	}
 	if (array_reserve((void **)&p->py, &p->cap_py, p->nr_py, sizeof(*p->py)) || !(n = calloc(1, sizeof(*n))))
 		return -ENOMEM;
-	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno };
+	*n = (struct py_slot){ r->slot, r->slot + r->size, time, time, pn, pf, NULL, r->lines_len, r->firstlineno,
+			       !!(r->flags & PY_NAMES_JAVA) };
 	if (r->lines_len && !(n->lines = malloc(r->lines_len))) {
 		free(n);
 		return -ENOMEM;
@@ -1185,7 +1228,7 @@ static bool resolve_python(struct symbolizer *s, struct proc_maps *p, const stru
 		 * none): the slot's own identity as its extent, since two
 		 * processes' slots at one address are two functions.
 		 */
-		out->dso = "[python]";
+		out->dso = o->java ? "[java]" : "[python]";
 		out->sym_start = (uintptr_t)o;
 	}
 	out->sym_end = out->sym_start + (o->end - o->start);
@@ -1222,7 +1265,7 @@ void symbolizer__resolve(struct symbolizer *s, __s32 pid, __u64 ip, __u64 t, boo
 		out->dso_id = named->id;
 		sym = elf_syms__find(&s->kernel->tab, ip);
 		if (sym) {
-			out->name = elf_sym__name(sym);
+			out->name = elf_syms__name(&s->kernel->tab, sym);
 			out->offset = ip - sym->start;
 			out->sym_start = sym->start;
 			out->sym_end = sym->end;

@@ -728,86 +728,127 @@ static int read_segs(int fd, struct parser *ps)
 }
 
 /*
+ * fd's section headers and their names, what parse_fd and ehtab_digest both
+ * look at first.  Hostile input: the names' string table is checked against
+ * the file's size and charged to b, the sections' total for one file.
+ */
+struct shdrs {
+	Elf64_Ehdr ehdr;
+	struct stat st;
+	Elf64_Shdr *sh;	    /* ehdr.e_shnum of them */
+	char *names;	    /* the section names, 0-terminated past the table */
+	uint64_t names_size; /* the table's own size */
+};
+
+static void shdrs_free(struct shdrs *s)
+{
+	free(s->names);
+	free(s->sh);
+	s->names = NULL;
+	s->sh = NULL;
+}
+
+/* The name of section i, "" where its offset lies past the table. */
+static const char *shdrs_name(const struct shdrs *s, int i)
+{
+	return s->sh[i].sh_name < s->names_size ? s->names + s->sh[i].sh_name : "";
+}
+
+/* s from fd, its budget b set up for limit bytes; on error nothing is held. */
+static int shdrs_read(int fd, struct elf_budget *b, uint64_t limit, struct shdrs *s)
+{
+	const Elf64_Shdr *ns;
+	int e;
+
+	memset(s, 0, sizeof(*s));
+	e = read_ehdr(fd, &s->ehdr, &s->st);
+	if (e)
+		return e;
+	/* What the sections read cost in all, not each (elf_budget.h); over it, the file is not CFI. */
+	elf_budget_init(b, fd, s->st.st_size, limit, NULL);
+	s->sh = malloc(s->ehdr.e_shnum * sizeof(*s->sh));
+	if (!s->sh)
+		return -ENOMEM;
+	e = pread_all(fd, s->sh, s->ehdr.e_shnum * sizeof(*s->sh), s->ehdr.e_shoff);
+	if (e)
+		goto cleanup;
+	ns = &s->sh[s->ehdr.e_shstrndx];
+	if (ns->sh_type != SHT_STRTAB || ns->sh_size == 0 || ns->sh_offset > (uint64_t)s->st.st_size ||
+	    ns->sh_size > (uint64_t)s->st.st_size - ns->sh_offset ||
+	    elf_budget_take(b, s->ehdr.e_shstrndx, ns->sh_size)) {
+		e = -EINVAL;
+		goto cleanup;
+	}
+	s->names = malloc(ns->sh_size + 1);
+	if (!s->names) {
+		e = -ENOMEM;
+		goto cleanup;
+	}
+	e = pread_all(fd, s->names, ns->sh_size, ns->sh_offset);
+	if (e)
+		goto cleanup;
+	s->names[ns->sh_size] = 0;
+	s->names_size = ns->sh_size;
+cleanup:
+	if (e)
+		shdrs_free(s);
+	return e;
+}
+
+/*
  * The rows of fd's .eh_frame, else its .debug_frame (only the latter if
  * debug_only), added to ps->t, with the segments ps holds.  -ENOENT: no
  * such section.
  */
 static int parse_fd(int fd, struct parser *ps, bool debug_only)
 {
-	Elf64_Shdr *sh = NULL, *eh = NULL, *dbg = NULL;
+	const Elf64_Shdr *eh = NULL, *dbg = NULL, *sh;
 	struct ehtab *t = ps->t;
 	struct elf_budget b;
-	char *names = NULL;
 	uint8_t *sec = NULL;
-	Elf64_Ehdr ehdr;
-	struct stat st;
-	int e = read_ehdr(fd, &ehdr, &st);
+	struct shdrs s;
+	int e = shdrs_read(fd, &b, ELF_BUDGET_CFI, &s);
 
 	if (e)
 		return e;
-	/* What the sections read cost in all, not each (elf_budget.h); over it, the file is not CFI. */
-	elf_budget_init(&b, fd, st.st_size, ELF_BUDGET_CFI, NULL);
-	sh = malloc(ehdr.e_shnum * sizeof(*sh));
-	if (!sh)
-		return -ENOMEM;
-	e = pread_all(fd, sh, ehdr.e_shnum * sizeof(*sh), ehdr.e_shoff);
-	if (e)
-		goto cleanup;
-	{
-		const Elf64_Shdr *ns = &sh[ehdr.e_shstrndx];
+	sh = s.sh;
+	for (int i = 0; i < s.ehdr.e_shnum; i++) {
+		const char *name = shdrs_name(&s, i);
 
-		if (ns->sh_type != SHT_STRTAB || ns->sh_size == 0 || ns->sh_offset > (uint64_t)st.st_size ||
-		    ns->sh_size > (uint64_t)st.st_size - ns->sh_offset ||
-		    elf_budget_take(&b, ehdr.e_shstrndx, ns->sh_size)) {
-			e = -EINVAL;
-			goto cleanup;
-		}
-		names = malloc(ns->sh_size + 1);
-		if (!names) {
-			e = -ENOMEM;
-			goto cleanup;
-		}
-		e = pread_all(fd, names, ns->sh_size, ns->sh_offset);
-		if (e)
-			goto cleanup;
-		names[ns->sh_size] = 0;
-		for (int i = 0; i < ehdr.e_shnum; i++) {
-			const char *name = sh[i].sh_name < ns->sh_size ? names + sh[i].sh_name : "";
-
-			if (sh[i].sh_type != SHT_PROGBITS && sh[i].sh_type != SHT_X86_64_UNWIND)
-				continue;
-			if (!strcmp(name, ".eh_frame") && !debug_only)
-				eh = &sh[i];
-			else if (!strcmp(name, ".debug_frame") && !(sh[i].sh_flags & SHF_COMPRESSED))
-				dbg = &sh[i];
-		}
+		if (sh[i].sh_type != SHT_PROGBITS && sh[i].sh_type != SHT_X86_64_UNWIND)
+			continue;
+		if (!strcmp(name, ".eh_frame") && !debug_only)
+			eh = &sh[i];
+		else if (!strcmp(name, ".debug_frame") && !(sh[i].sh_flags & SHF_COMPRESSED))
+			dbg = &sh[i];
 	}
 	if (!ps->nr_segs || (!eh && !dbg)) {
 		e = -ENOENT;
 		goto cleanup;
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		const Elf64_Shdr *s = pass == 0 ? eh : dbg;
+		const Elf64_Shdr *sec_sh = pass == 0 ? eh : dbg;
 		size_t before = t->nr;
 
-		if (!s || !s->sh_size)
+		if (!sec_sh || !sec_sh->sh_size)
 			continue;
-		if (s->sh_offset > (uint64_t)st.st_size || s->sh_size > (uint64_t)st.st_size - s->sh_offset ||
-		    elf_budget_take(&b, s - sh, s->sh_size)) {
+		if (sec_sh->sh_offset > (uint64_t)s.st.st_size ||
+		    sec_sh->sh_size > (uint64_t)s.st.st_size - sec_sh->sh_offset ||
+		    elf_budget_take(&b, sec_sh - sh, sec_sh->sh_size)) {
 			e = -EINVAL;
 			goto cleanup;
 		}
-		sec = malloc(s->sh_size);
+		sec = malloc(sec_sh->sh_size);
 		if (!sec) {
 			e = -ENOMEM;
 			goto cleanup;
 		}
-		e = pread_all(fd, sec, s->sh_size, s->sh_offset);
+		e = pread_all(fd, sec, sec_sh->sh_size, sec_sh->sh_offset);
 		if (e)
 			goto cleanup;
 		ps->sec = sec;
-		ps->size = s->sh_size;
-		ps->sec_addr = s->sh_addr;
+		ps->size = sec_sh->sh_size;
+		ps->sec_addr = sec_sh->sh_addr;
 		ps->eh = pass == 0;
 		e = parse_section(ps);
 		free(sec);
@@ -821,8 +862,7 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 	}
 cleanup:
 	free(sec);
-	free(names);
-	free(sh);
+	shdrs_free(&s);
 	return e;
 }
 
@@ -847,76 +887,54 @@ static int digest_range(int fd, struct sha256 *h, uint64_t off, uint64_t n)
 int ehtab_digest(int fd, uint8_t out[SHA256_SIZE])
 {
 	static const char version[] = "spanperf ehtab inputs 1";
-	Elf64_Shdr *sh = NULL;
-	char *names = NULL;
+	struct elf_budget b;
 	struct sha256 h;
-	Elf64_Ehdr ehdr;
-	struct stat st;
+	struct shdrs s;
 	uint64_t sum = 0;
-	int e = read_ehdr(fd, &ehdr, &st);
+	int e = shdrs_read(fd, &b, ELF_BUDGET_CFI, &s);
 
 	if (e)
 		return e;
 	sha256_init(&h);
 	sha256_update(&h, version, sizeof(version));
-	sha256_update(&h, &st.st_size, sizeof(st.st_size));
-	sha256_update(&h, &ehdr, sizeof(ehdr));
-	e = digest_range(fd, &h, ehdr.e_phoff, (uint64_t)ehdr.e_phnum * sizeof(Elf64_Phdr));
-	if (e)
-		return e;
-	sh = malloc(ehdr.e_shnum * sizeof(*sh));
-	if (!sh)
-		return -ENOMEM;
-	e = pread_all(fd, sh, ehdr.e_shnum * sizeof(*sh), ehdr.e_shoff);
+	sha256_update(&h, &s.st.st_size, sizeof(s.st.st_size));
+	sha256_update(&h, &s.ehdr, sizeof(s.ehdr));
+	e = digest_range(fd, &h, s.ehdr.e_phoff, (uint64_t)s.ehdr.e_phnum * sizeof(Elf64_Phdr));
 	if (e)
 		goto cleanup;
-	sha256_update(&h, sh, ehdr.e_shnum * sizeof(*sh));
-	{
-		const Elf64_Shdr *ns = &sh[ehdr.e_shstrndx];
+	sha256_update(&h, s.sh, s.ehdr.e_shnum * sizeof(*s.sh));
+	sha256_update(&h, s.names, s.names_size);
+	/* The sections parse_fd reads, chosen by the names just hashed: so the choice is in the digest too. */
+	for (int i = 0; i < s.ehdr.e_shnum; i++) {
+		const char *name = shdrs_name(&s, i);
+		const Elf64_Shdr *sh = &s.sh[i];
 
-		if (ns->sh_type != SHT_STRTAB || ns->sh_size == 0 || ns->sh_offset > (uint64_t)st.st_size ||
-		    ns->sh_size > (uint64_t)st.st_size - ns->sh_offset || ns->sh_size > ELF_BUDGET_CFI) {
+		if (sh->sh_type != SHT_PROGBITS && sh->sh_type != SHT_X86_64_UNWIND)
+			continue;
+		if (strcmp(name, ".eh_frame") && strcmp(name, ".debug_frame"))
+			continue;
+		if (sh->sh_offset > (uint64_t)s.st.st_size || sh->sh_size > (uint64_t)s.st.st_size - sh->sh_offset) {
 			e = -EINVAL;
 			goto cleanup;
 		}
-		names = malloc(ns->sh_size + 1);
-		if (!names) {
-			e = -ENOMEM;
+		/*
+		 * Every such section, not only the two parse_fd picks: a sum of
+		 * its own, apart from b's (its count of sections would refuse a
+		 * file the parser takes).
+		 */
+		sum += sh->sh_size;
+		if (sum > 2 * ELF_BUDGET_CFI) {
+			e = -EFBIG;
 			goto cleanup;
 		}
-		e = pread_all(fd, names, ns->sh_size, ns->sh_offset);
+		sha256_update(&h, &i, sizeof(i));
+		e = digest_range(fd, &h, sh->sh_offset, sh->sh_size);
 		if (e)
 			goto cleanup;
-		names[ns->sh_size] = 0;
-		sha256_update(&h, names, ns->sh_size);
-		/* The sections parse_fd reads, chosen by the names just hashed: so the choice is in the digest too. */
-		for (int i = 0; i < ehdr.e_shnum; i++) {
-			const char *name = sh[i].sh_name < ns->sh_size ? names + sh[i].sh_name : "";
-			const Elf64_Shdr *s = &sh[i];
-
-			if (s->sh_type != SHT_PROGBITS && s->sh_type != SHT_X86_64_UNWIND)
-				continue;
-			if (strcmp(name, ".eh_frame") && strcmp(name, ".debug_frame"))
-				continue;
-			if (s->sh_offset > (uint64_t)st.st_size || s->sh_size > (uint64_t)st.st_size - s->sh_offset) {
-				e = -EINVAL;
-				goto cleanup;
-			}
-			sum += s->sh_size;
-			if (sum > 2 * ELF_BUDGET_CFI) {
-				e = -EFBIG;
-				goto cleanup;
-			}
-			sha256_update(&h, &i, sizeof(i));
-			e = digest_range(fd, &h, s->sh_offset, s->sh_size);
-			if (e)
-				goto cleanup;
-		}
 	}
 	sha256_final(&h, out);
 cleanup:
-	free(names);
-	free(sh);
+	shdrs_free(&s);
 	return e;
 }
 

@@ -181,6 +181,11 @@ int elf_syms__add(struct elf_syms *d, __u64 start, __u64 size, const char *name,
 	return add_sym(d, start, size, name, binding, true);
 }
 
+int elf_syms__add_ref(struct elf_syms *d, __u64 start, __u64 size, const char *name, int binding)
+{
+	return add_sym(d, start, size, name, binding, false);
+}
+
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
 static void guard_install(void)
@@ -551,6 +556,51 @@ const char *elf_sym__name(struct elf_sym *sym)
 	return sym->name;
 }
 
+int elf_syms__names_from_file(struct elf_syms *t, int fd, const __u32 *by_seq)
+{
+	__u32 *offs = malloc(SP_MAX(t->nr_syms, 1) * sizeof(*offs));
+
+	if (!offs)
+		return -ENOMEM;
+	for (int i = 0; i < t->nr_syms; i++) {
+		offs[i] = by_seq[t->syms[i].seq];
+		if (t->syms[i].own_name)
+			free(t->syms[i].name);
+		t->syms[i].name = NULL;
+		t->syms[i].own_name = false;
+		t->syms[i].demangled = false;
+	}
+	while (t->names) {
+		struct elf_names *next = t->names->next;
+
+		free(t->names);
+		t->names = next;
+	}
+	t->name_offs = offs;
+	t->names_fd = fd;
+	return 0;
+}
+
+const char *elf_syms__name(struct elf_syms *t, struct elf_sym *sym)
+{
+	/* As kallsyms_parse cuts a name, and the loader kept at most 255 bytes of it. */
+	char buf[256];
+	ssize_t n;
+
+	if (!sym->name && t->name_offs) {
+		n = pread(t->names_fd, buf, sizeof(buf) - 1, t->name_offs[sym - t->syms]);
+		if (n <= 0)
+			return "[unknown]";
+		buf[n] = 0;
+		buf[strcspn(buf, "\t \n")] = 0;
+		sym->name = strdup(buf);
+		if (!sym->name)
+			return "[unknown]";
+		sym->own_name = true;
+	}
+	return elf_sym__name(sym);
+}
+
 /* Versioned names ("malloc@@GLIBC_2.2.5") match their base name. */
 static bool name_matches(const char *n, const char *func, bool versioned)
 {
@@ -663,5 +713,9 @@ void elf_syms__clear(struct elf_syms *d)
 	free(d->segs);
 	if (d->strs_map)
 		munmap(d->strs_map, d->strs_len);
+	if (d->name_offs) {
+		free(d->name_offs);
+		close(d->names_fd);
+	}
 	*d = (struct elf_syms){};
 }

@@ -52,6 +52,12 @@ struct elf_syms {
 	 */
 	void *strs_map;
 	size_t strs_len;
+	/*
+	 * Names let go (elf_syms__names_from_file), read again when asked:
+	 * the i-th symbol's at name_offs[i] in names_fd.  Unused while NULL.
+	 */
+	__u32 *name_offs;
+	int names_fd;
 };
 
 /*
@@ -65,6 +71,8 @@ int elf_syms__load_file(struct elf_syms *t, const char *file, bool want_segs, bo
 int elf_syms__load_mem(struct elf_syms *t, void *image, size_t size);
 /* Adds one symbol (kallsyms, perf-PID.map); finish the table once all are in. */
 int elf_syms__add(struct elf_syms *t, __u64 start, __u64 size, const char *name, int binding);
+/* The same with name not copied: it must stay until the table's names are let go (elf_syms__names_from_file). */
+int elf_syms__add_ref(struct elf_syms *t, __u64 start, __u64 size, const char *name, int binding);
 /* The PLT's entries, named as perf names them (NAME@plt), from a file open under a budget (elf_budget.h). */
 struct elf_budget;
 int elf_syms__add_plt(struct elf_syms *t, struct elf_budget *b);
@@ -76,6 +84,16 @@ struct elf_sym *elf_syms__find(const struct elf_syms *t, __u64 addr);
 __u64 elf_syms__to_vaddr(const struct elf_syms *t, __u64 off);
 /* The name as reports print it: demangled the first time it is asked for. */
 const char *elf_sym__name(struct elf_sym *sym);
+/*
+ * A finished table's names let go, to be read again from fd when asked:
+ * a symbol's name starts at by_seq[its seq] (its load order) and ends at a
+ * tab, space or newline, as kallsyms' lines hold them.  The kernel's 100k
+ * names took 3 MiB of a report's heap for the few dozen its samples name.
+ * 0: fd is the table's (closed with it); -errno: nothing changed.
+ */
+int elf_syms__names_from_file(struct elf_syms *t, int fd, const __u32 *by_seq);
+/* elf_sym__name for sym of t, whose name may be on file. */
+const char *elf_syms__name(struct elf_syms *t, struct elf_sym *sym);
 /*
  * The pages of its mapped string table let go (back to the page cache):
  * for a table kept loaded for long, whose names were read since.

@@ -53,6 +53,14 @@ int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size
 	return e ? e : read_file_all(path, text, len);
 }
 
+int kallsyms_open_cache(const char *build_id, __u64 text_addr)
+{
+	char path[PATH_MAX];
+	int e = cache_path(build_id, text_addr, "", path, sizeof(path));
+
+	return e ? e : open_regular(path);
+}
+
 /* An atomic_file: a reader never sees half a copy. */
 static int store(const char *path, const char *text, size_t len)
 {

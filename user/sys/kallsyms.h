@@ -17,6 +17,8 @@ int kallsyms_read_proc(char **text, size_t *len);
 int kallsyms_text_start(__u64 *start);
 /* The copy for a kernel build id (hex) loaded at _text, or -ENOENT. */
 int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size_t *len);
+/* That copy opened for reading (its names read again later, from the same file): fd or -errno. */
+int kallsyms_open_cache(const char *build_id, __u64 text_addr);
 /* Stores text as that copy, with the /proc/modules it was read with: 0 or -errno. */
 int kallsyms_store_cache(const char *build_id, __u64 text_addr, const char *text, size_t len,
 			 const char *modules, size_t modules_len);

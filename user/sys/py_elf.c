@@ -25,8 +25,15 @@
 /* The file's address space: regions page-aligned, up to where x86-64's user half ends. */
 #define PAGE 4096ull
 #define SPACE_END (1ull << 46)
-#define NAME_PREFIX "python-"
 #define NAME_SUFFIX ".elf"
+
+/* Each runtime's file, by its name's prefix (RUNTIME-BUILDID.elf) and the word its messages use. */
+static const struct {
+	const char *prefix, *word;
+} runtimes[PY_ELF_RUNTIMES] = {
+	[PY_ELF_PYTHON] = { "python-", "Python" },
+	[PY_ELF_JAVA] = { "java-", "Java" },
+};
 
 struct region {
 	__u64 pgoff, end;
@@ -43,8 +50,9 @@ struct esym {
 
 struct py_elf {
 	char *dir;  /* OUTPUT.spanperf, absolute */
-	char *name; /* python-BUILDID.elf */
+	char *name; /* RUNTIME-BUILDID.elf */
 	char *path; /* dir/name */
+	size_t prefix_len; /* of name's "RUNTIME-" */
 	__u8 build_id[PY_ELF_BUILD_ID_SIZE];
 	struct region *regions;
 	size_t nr_regions, cap_regions;
@@ -133,7 +141,7 @@ static void new_build_id(__u8 *id, const char *path)
 	memcpy(id, sha, PY_ELF_BUILD_ID_SIZE);
 }
 
-int py_elf__new(struct py_elf **out, const char *output, char *err, size_t errlen)
+int py_elf__new(struct py_elf **out, const char *output, enum py_elf_runtime rt, char *err, size_t errlen)
 {
 	struct py_elf *w = NULL;
 	char dir[PATH_MAX], hex[2 * PY_ELF_BUILD_ID_SIZE + 1];
@@ -142,15 +150,17 @@ int py_elf__new(struct py_elf **out, const char *output, char *err, size_t errle
 
 	*out = NULL;
 	if (!output || (!stat(output, &st) && !S_ISREG(st.st_mode))) {
-		snprintf(err, errlen, "-o %s is not a regular file: no Python symbol file beside it", output ? output : "(none)");
+		snprintf(err, errlen, "-o %s is not a regular file: no %s symbol file beside it", output ? output : "(none)",
+			 runtimes[rt].word);
 		return -EOPNOTSUPP;
 	}
 	e = folder_of(output, dir, sizeof(dir));
 	if (e) {
-		snprintf(err, errlen, "cannot place a Python symbol file beside %s: %s", output, strerror(-e));
+		snprintf(err, errlen, "cannot place a %s symbol file beside %s: %s", runtimes[rt].word, output,
+			 strerror(-e));
 		return e;
 	}
-	/* An existing folder must be ours now; a missing one is made at commit, if any Python ran. */
+	/* An existing folder must be ours now; a missing one is made at commit, if any such runtime ran. */
 	dfd = open_dir(dir, err, errlen);
 	if (dfd < 0 && dfd != -ENOENT) {
 		if (dfd != -EPERM)
@@ -166,7 +176,8 @@ int py_elf__new(struct py_elf **out, const char *output, char *err, size_t errle
 	new_build_id(w->build_id, dir);
 	buildid_hex(w->build_id, PY_ELF_BUILD_ID_SIZE, hex);
 	w->dir = strdup(dir);
-	if (asprintf(&w->name, NAME_PREFIX "%s" NAME_SUFFIX, hex) < 0) {
+	w->prefix_len = strlen(runtimes[rt].prefix);
+	if (asprintf(&w->name, "%s%s" NAME_SUFFIX, runtimes[rt].prefix, hex) < 0) {
 		w->name = NULL;
 		goto oom;
 	}
@@ -633,7 +644,7 @@ int py_elf__commit(struct py_elf *w, char *err, size_t errlen)
 		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
 			r = (__u32)getpid() << 8 ^ (__u32)i ^ (__u32)time(NULL);
 
-		snprintf(tmp, sizeof(tmp), ".tmp-%08x-%.16s", r, w->name + strlen(NAME_PREFIX));
+		snprintf(tmp, sizeof(tmp), ".tmp-%08x-%.16s", r, w->name + w->prefix_len);
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
@@ -681,17 +692,22 @@ void py_elf__free(struct py_elf *w)
 
 /* ---- pruning ---- */
 
-/* A name of ours in the folder: python-HEX.elf. */
+/* A name of ours in the folder: RUNTIME-HEX.elf, of any runtime. */
 static bool ours(const char *name)
 {
-	size_t n = strlen(name), p = strlen(NAME_PREFIX), s = strlen(NAME_SUFFIX);
+	size_t n = strlen(name), s = strlen(NAME_SUFFIX);
 
-	if (n <= p + s || strncmp(name, NAME_PREFIX, p) || strcmp(name + n - s, NAME_SUFFIX))
-		return false;
-	for (size_t i = p; i < n - s; i++)
-		if (!strchr("0123456789abcdef", name[i]))
-			return false;
-	return true;
+	for (int rt = 0; rt < PY_ELF_RUNTIMES; rt++) {
+		size_t p = strlen(runtimes[rt].prefix);
+		size_t i = p;
+
+		if (n <= p + s || strncmp(name, runtimes[rt].prefix, p) || strcmp(name + n - s, NAME_SUFFIX))
+			continue;
+		while (i < n - s && strchr("0123456789abcdef", name[i]))
+			i++;
+		return i == n - s;
+	}
+	return false;
 }
 
 /* A perf.data beside the folder that may name files in it: OUTPUT, OUTPUT.old, OUTPUT.STAMP[-N]. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The symbol-only ELF that names Python frames for perf 6.1 (research:
+ * The symbol-only ELF that names Python or Java frames for perf 6.1 (research:
  * python.md section 10, perfnames/): an MMAP2 record maps each process's
  * synthetic region (py_names.h) at its pgoff in this file, and perf names an
  * address by the symbol at address - start + pgoff, with no option.
@@ -11,9 +11,11 @@
  * and a GNU build-id note.
  *
  * One file per perf.data (per --switch-output file: each is self-contained),
- * for every Python process of it: one build-id entry and one file to keep,
- * where a file per process would make hundreds on a busy host.  It lives in
- * OUTPUT.spanperf/ beside the perf.data, as python-BUILDID.elf: the name is
+ * and runtime, for every process of it that runs the runtime: one build-id
+ * entry and one file to keep, where a file per process would make hundreds on
+ * a busy host.  It lives in OUTPUT.spanperf/ beside the perf.data, as
+ * python-BUILDID.elf or java-BUILDID.elf (perf shows the name as the frames'
+ * dso, so a Java frame must not read "python"): the name is
  * fixed when the window starts (the MMAP2 records carry it) while a
  * --switch-output file is named only at its end; the build id is random,
  * made per file, since the symbols are known only at the end.  Never in
@@ -39,6 +41,13 @@
 
 struct py_elf;
 
+/* The runtime whose frames a file names: its name's prefix. */
+enum py_elf_runtime {
+	PY_ELF_PYTHON,
+	PY_ELF_JAVA,
+	PY_ELF_RUNTIMES,
+};
+
 /*
  * A writer for the ELF of the perf.data `output` (its final name or its
  * -o, whichever the recorder has; only its folder and name are used).
@@ -46,7 +55,7 @@ struct py_elf;
  * the recorder goes on without); -EPERM when OUTPUT.spanperf exists and is
  * not a private directory of ours; -errno.  err says which, naming the path.
  */
-int py_elf__new(struct py_elf **out, const char *output, char *err, size_t errlen);
+int py_elf__new(struct py_elf **out, const char *output, enum py_elf_runtime rt, char *err, size_t errlen);
 /* Its final absolute path, for the MMAP2 records of its regions. */
 const char *py_elf__path(const struct py_elf *w);
 /* Its build id (PY_ELF_BUILD_ID_SIZE bytes): the MMAP2 build-id form, or the BUILD_ID feature. */
