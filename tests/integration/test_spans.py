@@ -285,11 +285,24 @@ def test_span_split_run_queue_matches_schedstat():
         outside = s["duration_ns"] - (t["end_ns"] - t["start_ns"])
         assert t["run_delay_ns"] > 0.5 * (t["end_ns"] - t["start_ns"]), ("no queue to wait in", t)
         assert abs(s["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"] + outside, (s, t)
-        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"] + outside, (s, t)
+        on_cpu_ok(s, t, outside)
         split_ok(s)
     table = spanperf("report", "-i", path, "--spans", check=True).stdout
     bar = re.search(r"queued_work.*\[([#r.D]{20})\]", table)
     assert bar and bar.group(1).count("r") >= 10, table
+
+
+def on_cpu_ok(s, t, outside=0):
+    """On CPU by the switch stamps against the thread's own CPU time (schedstat's sum_exec): the
+    stamps also count what the hypervisor took while the thread ran, which sum_exec leaves out (a
+    busy host's 7.8 ms in one 20 ms call), so the span may exceed it by the steal the workload
+    measured itself (stolen_ns), no more.  stolen_ns is an upper bound, not the steal: a thread
+    preempted while already asleep is in neither its run_delay nor its voluntary switches, and a
+    busy-host run read a span's 2.15 ms of sleep as steal with no steal at all; so the span is held
+    to [sum_exec, sum_exec + stolen_ns], 5% either side, plus the time outside the workload's reads."""
+    lo = 0.95 * t["sum_exec_ns"] - outside
+    hi = 1.05 * t["sum_exec_ns"] + t["stolen_ns"] + outside
+    assert lo <= s["on_cpu_ns"] <= hi, ("on CPU outside [%.2f, %.2f] ms" % (lo / 1e6, hi / 1e6), s, t)
 
 
 def external_spans_split(flag, late=False):
@@ -323,7 +336,7 @@ def external_spans_split(flag, late=False):
         # while it ran, which schedstat leaves out (a busy host's 4.5 ms in one slice failed
         # this): the thread measures that itself, between readings with no sleep between them
         # (their wall time less its run_delay and its CPU time).
-        assert abs(s["on_cpu_ns"] - t["sum_exec_ns"] - t["stolen_ns"]) <= 0.05 * t["sum_exec_ns"], (s, t)
+        on_cpu_ok(s, t)
         # The sleep itself, not the queue after it: at least what was asked, at most the
         # nanosleep's wall time (which also holds its wait to run again).
         assert 0.95 * sleep_ms * 1e6 <= s["sleep_ns"] <= t["slept_ns"] * 1.01, (s, t)
@@ -444,7 +457,7 @@ def test_span_split_by_stamps_matches_accounts_and_schedstat():
         outside = sb["duration_ns"] - (t["end_ns"] - t["start_ns"])
         assert t["run_delay_ns"] > 0.3 * (t["end_ns"] - t["start_ns"] - t["slept_ns"]), ("no queue to wait in", t)
         assert abs(sb["runq_ns"] - t["run_delay_ns"]) <= 0.05 * t["run_delay_ns"] + outside, (sb, t)
-        assert abs(sb["on_cpu_ns"] - t["sum_exec_ns"]) <= 0.05 * t["sum_exec_ns"] + outside, (sb, t)
+        on_cpu_ok(sb, t, outside)
         # The sleep itself: what was asked at least, the nanosleep's own wall time at most.
         assert 0.95 * sleep_ms * 1e6 <= sb["sleep_ns"] <= t["slept_ns"] * 1.01, (sb, t)
         assert sb["blocked_ns"] == 0, sb
