@@ -428,6 +428,15 @@ int on_exec_eh(void *ctx)
 {
 	__u32 one = 1;
 
+	/* A new image: a layout it inherited at a fork (eh_fork below) is no longer its own. */
+	if (py_walk || hs_walk) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+		if (py_walk)
+			bpf_map_delete_elem(&py_procs, &tgid);
+		if (hs_walk)
+			bpf_map_delete_elem(&hs_procs, &tgid);
+	}
 	if (!eh_wake_armed)
 		return 0;
 	/*
@@ -445,6 +454,51 @@ int on_exec_eh(void *ctx)
 	/* Two CPUs may both see it armed: two wakes, no harm. */
 	eh_wake_armed = 0;
 	bpf_ringbuf_output(&eh_wake, &one, sizeof(one), BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/*
+ * A process forks (multiprocessing's workers, a pre-forking server): the
+ * child has its parent's image at the same addresses, so the parent's slice
+ * of eh_maps, and its Python or Java layout, serve it until it execs.  User
+ * space copies them too, when it reads the fork from the sideband
+ * (eh_tables__fork, py_procs__fork), but on a loaded host that came tens of
+ * ms late, and the child's samples until then had no Python frames; here
+ * they are in place before the child first runs.  A slice copied here and
+ * never made again is still safe: the walk takes it only while the stack's
+ * start is the one it was made for.  A thread (same process) needs nothing,
+ * nor a child -p or -t leave out.  The exec above and the recorder at the
+ * child's exit take the entries out again.
+ */
+static __always_inline void eh_fork(__u32 parent_tgid, __u32 child_pid, __u32 child_tgid)
+{
+	void *v;
+
+	if (child_pid != child_tgid || filter_mode == SP_FILTER_PID || filter_mode == SP_FILTER_TID)
+		return;
+	v = bpf_map_lookup_elem(&eh_procs, &parent_tgid);
+	if (v)
+		bpf_map_update_elem(&eh_procs, &child_tgid, v, BPF_ANY);
+	if (py_walk && (v = bpf_map_lookup_elem(&py_procs, &parent_tgid)))
+		bpf_map_update_elem(&py_procs, &child_tgid, v, BPF_ANY);
+	if (hs_walk && (v = bpf_map_lookup_elem(&hs_procs, &parent_tgid)))
+		bpf_map_update_elem(&hs_procs, &child_tgid, v, BPF_ANY);
+}
+
+SEC("?tp_btf/sched_process_fork")
+int BPF_PROG(eh_fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	eh_fork(parent->tgid, child->pid, child->tgid);
+	return 0;
+}
+
+/* The raw_tp twin, for kernels without tp_btf (before 5.5). */
+SEC("?raw_tp/sched_process_fork")
+int eh_fork_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (void *)ctx->args[0], *child = (void *)ctx->args[1];
+
+	eh_fork(BPF_CORE_READ(parent, tgid), BPF_CORE_READ(child, pid), BPF_CORE_READ(child, tgid));
 	return 0;
 }
 

@@ -220,6 +220,22 @@ def test_python_forked_child():
 
 
 @test
+def test_python_forked_child_recorder_starved():
+    """A child forked while the recorder is starved of CPU (pyforkstarve.py puts it at SCHED_IDLE
+    on the CPU the parent and child run on): its frames are named from its first sample, by the
+    parent's layout copied at the fork in BPF, not when the recorder reads the fork (350 of 1,000
+    samples had none, before)."""
+    py = python(11)
+    path, err = record([py, os.path.join(HERE, "pyforkstarve.py")])
+    stacks = folded(path)["pyw-child"]
+    ok, n = share(stacks, ["child_work", "child_spin"], tail_only=True)
+    assert n >= 300 and ok * 100 >= 98 * n, "child: %d of %d samples end in child_work;child_spin: %s" % (
+        ok, n, sorted(((c, py_frames(st)[-3:], st[-3:]) for st, c in stacks.items()
+                       if py_frames(st)[-2:] != ["child_work", "child_spin"]), reverse=True)[:5])
+    assert re.search(r"python: 1 processes followed .* 1 forks", err), err[-2000:]
+
+
+@test
 def test_python_container():
     """Debian's python3.11 and a copy of libc in a tmpfs only its mount namespace sees: the binary is
     read through /proc/PID/map_files, libc's copy recognised by its build id; then with the thread

@@ -11,6 +11,7 @@
 
 #include "ehsource.h"
 #include "ehtables.h"
+#include "kernel_features.h"
 #include "libbpf_setup.h"
 #include "log.h"
 #include "names.h"
@@ -97,9 +98,13 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
 	bool py = python_on(on);
+	/* A parent's slice and layouts copied to its forked child in BPF: tp_btf, else its raw_tp twin. */
+	bool fork_btf = on && features_try_attach("calib_tp_btf") == 0;
 
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
+	bpf_program__set_autoload(skel->progs.eh_fork_btf, fork_btf);
+	bpf_program__set_autoload(skel->progs.eh_fork_raw, on && !fork_btf);
 	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_pages, on ? EH_MAX_PAGES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
@@ -212,6 +217,14 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the ehframe generation: %s", strerror(-e));
 		goto cleanup;
 	}
+	/* Before the scans: a parent they put in the maps hands its entries on to every later child. */
+	if (bpf_program__autoload(skel->progs.eh_fork_btf))
+		skel->links.eh_fork_btf = bpf_program__attach(skel->progs.eh_fork_btf);
+	else
+		skel->links.eh_fork_raw = bpf_program__attach(skel->progs.eh_fork_raw);
+	if (!skel->links.eh_fork_btf && !skel->links.eh_fork_raw)
+		pr_debug("ehframe: no fork tracepoint (%s): a forked child's tables wait for the sideband",
+			 strerror(errno));
 	eh_tables__scan(s->tables, pids);
 	if (skel->rodata->py_walk) {
 		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs),

@@ -193,6 +193,14 @@ static struct py_proc *slot_of(struct py_procs *p, __u32 pid)
 	return &p->v[*i - 1];
 }
 
+/* pid's entries in the maps BPF reads, whatever this side knows of it (ENOENT mostly). */
+static void drop_entries(struct py_procs *p, __u32 pid)
+{
+	bpf_map_delete_elem(p->procs_fd, &pid);
+	if (p->hs_fd >= 0)
+		bpf_map_delete_elem(p->hs_fd, &pid);
+}
+
 static void forget(struct py_procs *p, __u32 pid)
 {
 	struct py_proc *pp = proc_of(p, pid);
@@ -627,12 +635,15 @@ void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid)
 	/* The same image at the same addresses, the same key: the parent's entry serves until an exec. */
 	child = slot_of(p, pid);
 	parent = proc_of(p, ppid); /* slot_of may have moved the array */
-	if (!child || !parent)
+	if (!child || !parent || bpf_map_update_elem(parent->jvm ? p->hs_fd : p->procs_fd, &pid,
+						     parent->jvm ? (const void *)&parent->hs :
+								   (const void *)&parent->f.bpf,
+						     BPF_ANY)) {
+		/* Not followed: the copy BPF made at the fork (sample.bpf.c, py_fork) goes too. */
+		drop_entries(p, pid);
 		return;
+	}
 	child->since = mono_ns();
-	if (bpf_map_update_elem(parent->jvm ? p->hs_fd : p->procs_fd, &pid,
-				parent->jvm ? (const void *)&parent->hs : (const void *)&parent->f.bpf, BPF_ANY))
-		return;
 	child->f = parent->f;
 	child->jf = parent->jf;
 	child->hs = parent->hs;
@@ -644,8 +655,12 @@ void py_procs__fork(struct py_procs *p, __u32 ppid, __u32 pid)
 
 void py_procs__exit(struct py_procs *p, __u32 pid)
 {
-	if (p)
+	if (!p)
+		return;
+	if (proc_of(p, pid))
 		forget(p, pid);
+	else
+		drop_entries(p, pid); /* a child of a followed process whose fork was not followed here */
 }
 
 void py_procs__flush(struct py_procs *p)

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A Python parent forks a multiprocessing child while its recorder is starved of CPU, for
+test_python.py: the recorder (this process's parent, `spanperf record -- pyforkstarve.py`) is
+put on CPU 0 at SCHED_IDLE beside this process and its child, so it reads no sideband while the
+child runs, as on a loaded host.  The child, named pyw-child, spins in child_work -> child_spin
+for 1 s of its own CPU time; the recorder is given its CPUs and policy back once it is done.
+
+Usage: pyforkstarve.py   (half a second first, for the recorder to follow this process)
+"""
+import ctypes
+import multiprocessing
+import os
+import time
+
+_libc = ctypes.CDLL(None)
+
+
+def set_name(name):
+    _libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
+
+
+def child_spin(end):
+    n = 0
+    while time.thread_time() < end:
+        for _ in range(2000):
+            n += 1
+    return n
+
+
+def child_work(cpu_seconds):
+    set_name("pyw-child")
+    return child_spin(time.thread_time() + cpu_seconds)
+
+
+def recorder(policy, cpus):
+    """Every thread of the recorder to policy, on cpus."""
+    rec = os.getppid()
+    for tid in os.listdir("/proc/%d/task" % rec):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+            os.sched_setscheduler(int(tid), policy, os.sched_param(0))
+        except ProcessLookupError:
+            pass
+
+
+if __name__ == "__main__":
+    cpus = os.sched_getaffinity(os.getppid())
+    os.sched_setaffinity(0, {0})
+    time.sleep(0.5)
+    recorder(os.SCHED_IDLE, {0})
+    try:
+        child = multiprocessing.get_context("fork").Process(target=child_work, args=(1.0,))
+        child.start()
+        child.join()
+    finally:
+        recorder(os.SCHED_OTHER, cpus)
