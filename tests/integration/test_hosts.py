@@ -233,16 +233,50 @@ def test_container_cache_unwritable_or_full():
     p = spanperf("record", "-v", "-o", path, "--", *cmd, env=env, check=True)
     assert "1 failed to write" in cache_line(p.stderr), p.stderr[-800:]
     addresses_only(ctr_rows(path, env))
-    # Full: the cache already holds its bound (a sparse file counts its length).
+    # Full: the cache already holds its bound (a sparse file counts its length), in a copy that
+    # another recording is making now (atomic_file's temporary), which no room is made from.
     env = dict(os.environ, HOME=os.path.join(d, "h2"), XDG_CACHE_HOME=os.path.join(d, "c2"))
     os.makedirs(os.path.join(d, "c2", "spanperf", "buildid"))
-    with open(os.path.join(d, "c2", "spanperf", "buildid", "0" * 40), "wb") as f:
+    with open(os.path.join(d, "c2", "spanperf", "buildid", "0" * 40 + ".new.tmp-Ab12Cd"), "wb") as f:
         f.truncate(2 << 30)
     path = os.path.join(d, "full.data")
     p = spanperf("record", "-v", "-o", path, "--", *cmd, env=env, check=True)
     assert "1 over the cache's bound" in cache_line(p.stderr), p.stderr[-800:]
     addresses_only(ctr_rows(path, env))
     assert not os.path.exists(os.path.join(d, "h2", ".debug"))
+
+
+@test
+def test_container_cache_full_of_old_copies():
+    """A cache filled to its bound by earlier recordings kept nothing ever again: on a host
+    whose cache had filled, a container's binary went unnamed in every later recording (the
+    OpenTelemetry container test, 5 spans of 30).  The copies written longest ago make room;
+    newer ones and another recording's copy in progress stay."""
+    need_bpf()
+    d = tmpdir()
+    cmd = container_script(d, "exec /mnt/ctr-wl spin 300")
+    env = dict(os.environ, HOME=os.path.join(d, "h"), XDG_CACHE_HOME=os.path.join(d, "c"))
+    cache = os.path.join(d, "c", "spanperf", "buildid")
+    os.makedirs(cache)
+    now = time.time()
+    # Sparse: their lengths count, 2.1 GiB in all, and they cost no disk.
+    planted = {"old": ("1" * 40 + "." + "a" * 64, 1536 << 20, now - 2 * 86400),
+               "newer": ("2" * 40 + "." + "b" * 64, 307 << 20, now - 3600),
+               "in progress": ("3" * 40 + ".new.tmp-Xy34Zw", 307 << 20, now)}
+    for name, size, mtime in planted.values():
+        with open(os.path.join(cache, name), "wb") as f:
+            f.truncate(size)
+        os.utime(os.path.join(cache, name), (mtime, mtime))
+    path = os.path.join(d, "c.data")
+    p = spanperf("record", "-v", "-o", path, "--", *cmd, env=env, check=True)
+    line = cache_line(p.stderr)
+    assert kept(line) == 1 and "0 over the cache's bound" in line and "1 older copies removed" in line, line
+    left = set(os.listdir(cache))
+    assert planted["old"][0] not in left, left
+    assert planted["newer"][0] in left and planted["in progress"][0] in left, left
+    assert any(n.startswith(workload_build_id() + ".") for n in left), left
+    rows = ctr_rows(path, env)
+    assert rows.get("spin_0", 0) > 0, rows
 
 
 @test

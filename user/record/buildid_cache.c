@@ -55,7 +55,7 @@ struct buildid_cache {
 	char our_ns[64];
 	__u64 used, max;	/* bytes in the cache directory */
 	bool keep, measured, link_perf;
-	unsigned kept, present, gone, denied, full, failed, late, claimed, ambiguous;
+	unsigned kept, present, gone, denied, full, failed, late, claimed, ambiguous, evicted;
 	unsigned linked, unlinked; /* entered in perf's ~/.debug, or not */
 };
 
@@ -140,6 +140,102 @@ static void measure(struct buildid_cache *c, const char *some_entry)
 	closedir(d);
 }
 
+/* A copy another recording may still be making (atomic_file's temporary) for this long. */
+#define TMP_STALE_S 3600
+
+/* An entry of the cache: BUILD-ID.SHA256, or BUILD-ID alone (kept before the digests). */
+static bool is_entry(const char *name)
+{
+	size_t n = strspn(name, "0123456789abcdef");
+
+	if (!n || !name[n])
+		return n > 0;
+	return name[n] == '.' && strspn(name + n + 1, "0123456789abcdef") == 2 * SHA256_SIZE &&
+	       !name[n + 1 + 2 * SHA256_SIZE];
+}
+
+/* Whether name is a copy this recording relies on (made by it, this file's or an earlier rotation's). */
+static bool is_ours(const struct buildid_cache *c, const char *name)
+{
+	char hex[2 * BUILD_ID_MAX + 1], sha[2 * SHA256_SIZE + 1];
+	size_t n = strcspn(name, ".");
+
+	if (!name[n])
+		return false;
+	for (size_t i = 0; i < c->nr_digests; i++) {
+		buildid_hex(c->digests[i].id, c->digests[i].size, hex);
+		sha256_hex(c->digests[i].sha256, sha);
+		if (strlen(hex) == n && !strncmp(name, hex, n) && !strcmp(name + n + 1, sha))
+			return true;
+	}
+	return false;
+}
+
+struct victim {
+	struct timespec mtime;
+	__u64 size;
+	char *name;
+};
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * A cache at its bound makes room for need more bytes by removing the
+ * copies written longest ago (a copy of the same bytes kept again is
+ * rewritten, so its time is its last recording's), never this recording's
+ * own: without it a cache filled once, by recordings long since done,
+ * kept nothing again, and every later recording's containers went
+ * unnamed.  The oldest recordings lose their copies first, as with any
+ * bounded cache.  A temporary is another recording's copy in progress
+ * unless it is TMP_STALE_S old (left by a recording killed mid-copy).
+ */
+static void evict(struct buildid_cache *c, const char *dir, __u64 need)
+{
+	struct victim *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	time_t now = time(NULL);
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (is_entry(de->d_name) ? is_ours(c, de->d_name) :
+		    !(strstr(de->d_name, ".tmp-") && st.st_mtime < now - TMP_STALE_S))
+			continue;
+		if (array_reserve((void **)&v, &cap, n, sizeof(*v)))
+			break;
+		v[n] = (struct victim){ .mtime = st.st_mtim, .size = st.st_size, .name = strdup(de->d_name) };
+		if (v[n].name)
+			n++;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_victim);
+	for (size_t i = 0; i < n && c->used + need > c->max; i++) {
+		if (unlinkat(dirfd(d), v[i].name, 0) && errno != ENOENT)
+			continue;
+		c->used -= SP_MIN(c->used, v[i].size);
+		c->evicted++;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	closedir(d);
+}
+
 /*
  * Copies at most min(size at open, MAX_FILE_BYTES) bytes: the file may grow
  * meanwhile (its owner maps it, deletes it and grows it).  The copy is
@@ -167,6 +263,14 @@ static int copy(struct buildid_cache *c, const struct pending *p, char *dest, si
 		return e;
 	if (!c->measured)
 		measure(c, dest);
+	if (c->used + limit > c->max) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s", dest);
+		if (strrchr(dir, '/'))
+			*strrchr(dir, '/') = 0;
+		evict(c, dir, limit);
+	}
 	if (c->used + limit > c->max)
 		return -ENOSPC;
 	e = mkdir_parents(dest);
@@ -461,13 +565,15 @@ void buildid_cache__finish(struct buildid_cache *c, __u64 budget_ns, struct pd_m
 
 void buildid_cache__report(const struct buildid_cache *c)
 {
-	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late + c->claimed))
+	if (!c || !(c->kept + c->present + c->gone + c->denied + c->full + c->failed + c->late + c->claimed +
+		    c->evicted))
 		return;
 	pr_debug("build-id cache: %u files kept from other mount namespaces or gone from their paths (%u of them "
 		 "with the same bytes there already); %u could not be reached (process gone), %u not entered "
 		 "(permission), %u over the cache's bound, %u failed to write or changed while copied, %u left for "
 		 "lack of time, %u not kept as they claim a host file's build id, %u build ids left without a copy "
-		 "as files of different bytes claimed them; %u entered in perf's ~/.debug, %u could not be",
+		 "as files of different bytes claimed them; %u entered in perf's ~/.debug, %u could not be; "
+		 "%u older copies removed for room",
 		 c->kept, c->present, c->gone, c->denied, c->full, c->failed, c->late, c->claimed, c->ambiguous,
-		 c->linked, c->unlinked);
+		 c->linked, c->unlinked, c->evicted);
 }
