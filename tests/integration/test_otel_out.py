@@ -470,14 +470,22 @@ def test_otel_publisher_in_a_container():
     truth = os.path.join(d, "t.jsonl")
     script = os.path.join(d, "ctr.sh")
     with open(script, "w") as f:
-        f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\nsleep 1.5\n'
+        f.write('set -e\nmount -t tmpfs none /mnt\ncp "$1" /mnt/ctr-wl\nread go\n'
                 'exec /mnt/ctr-wl otel 30 10000 "$2"\n')
     out = os.path.join(d, "ctr.data")
-    ctr = subprocess.Popen(["unshare", "-m", "sh", script, WORKLOAD, truth], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, errors="replace")
+    ctr = subprocess.Popen(["unshare", "-m", "sh", script, WORKLOAD, truth], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    done = {}
+
+    def publish():
+        # It execs once the recorder runs, and the recording lasts until it is done: its spans
+        # are 10 ms of CPU each, which a busy host stretches (an ASan recorder at load 20 started
+        # after a fixed 1.5 s nap and stopped 3 s later, mid-run: 5 of 30 spans).
+        done["out"] = ctr.communicate(input="go\n", timeout=120)
+
     try:
-        rec_stderr = whole_host_otel(out, 3, lambda: None)
-        stdout, stderr = ctr.communicate(timeout=30)
+        rec_stderr = whole_host_otel(out, 0.5, publish)
+        stdout, stderr = done["out"]
     finally:
         reap(ctr)
     assert ctr.returncode == 0, stderr
