@@ -107,30 +107,44 @@ def test_offcpu_one_by_one_with_stacks():
 @test
 def test_offcpu_every_sleep_has_its_block():
     """One block per sleep, none missing: with --off-cpu-thresh 0 each block is a sample of its
-    own, and each of the 200 sleeps' own windows holds its block.  Under load the tracepoint
-    here hides a thread's switch-in a few times a minute (bpftrace's misses the same ones);
-    such a block is ended by the thread's run time, where it was dropped before.  Only a sleep
-    in which the thread was also preempted may come up short: its run-queue time is no block."""
+    own, and each of the 200 sleeps holds its block.  Under load the tracepoint here hides a
+    thread's switch-in a few times a minute (bpftrace's misses the same ones); such a block is
+    ended by the thread's run time, where it was dropped before.
+
+    A sleep's truth is the workload's own, as for the sums: its wall time less its thread's CPU
+    clock over the call.  Not the wall alone: the kernel charges the thread for what runs while
+    it is being switched in (the sched_switch programs of every other recorder on the host, the
+    interrupts then), and under load that was 0.3-2.0 ms of one 5 ms nap, with the thread neither
+    preempted nor run twice (schedstat's pcount), the block's stamps right and the shortfall equal
+    to the CPU clock's to 3 us.  Only a sleep in which the thread was also preempted (or ran
+    twice) may come up short: its run-queue time is no block."""
     naps = os.path.join(tmpdir(), "naps.jsonl")
     path, truth, p = record(["--off-cpu-thresh", "0"], [naps])
     t = truth["sleeper"]
     out = perf_clean(["script", "-F", "tid,time,period,event", "--ns"], path)
-    ends = []
+    blocks = []
     for line in out.splitlines():
         f = line.split()
         if len(f) >= 4 and f[3].startswith("offcpu-time") and int(f[0]) == t["tid"]:
             sec, ns = f[1].rstrip(":").split(".")
-            ends.append((int(sec) * 10**9 + int(ns), int(f[2])))
+            end = int(sec) * 10**9 + int(ns)
+            blocks.append((end - int(f[2]), end))
     windows = json_lines(open(naps).read())
     assert len(windows) == 200, len(windows)
     short = []
     for w in windows:
-        got = sum(ns for end, ns in ends if w["start_ns"] <= end <= w["end_ns"])
-        want = w["end_ns"] - w["start_ns"]
-        if got < want * 0.97 - 200000:
-            short.append((w["start_ns"], want, got))
+        # A block's time inside the sleep's window: an end the kernel hid is the thread's run
+        # time before its next switch-out, and may land microseconds past the window's end.
+        got = sum(max(0, min(end, w["end_ns"]) - max(begin, w["start_ns"])) for begin, end in blocks)
+        want = w["end_ns"] - w["start_ns"] - w["cpu_ns"]
+        if got < want * 0.97 - 200000 and not w["preempted"] and w["runs"] <= 1:
+            # What a reader needs to tell why: the blocks near the window, as (start, end) less
+            # the window's start, and the workload's own account of the call.
+            near = [(begin - w["start_ns"], end - w["start_ns"]) for begin, end in blocks
+                    if w["start_ns"] - 2 * want <= end <= w["end_ns"] + 2 * want]
+            short.append(dict(w, want=want, got=got, near=near))
     hidden = [line for line in p.stderr.splitlines() if "ended by their thread's run time" in line]
-    assert len(short) <= t["preempted_calls"], (short[:5], t["preempted_calls"], hidden)
+    assert not short, (short[:5], t["preempted_calls"], hidden)
 
 
 @test
