@@ -112,12 +112,16 @@ def test_offcpu_every_sleep_has_its_block():
     ended by the thread's run time, where it was dropped before.
 
     A sleep's truth is the workload's own, as for the sums: its wall time less its thread's CPU
-    clock over the call.  Not the wall alone: the kernel charges the thread for what runs while
-    it is being switched in (the sched_switch programs of every other recorder on the host, the
-    interrupts then), and under load that was 0.3-2.0 ms of one 5 ms nap, with the thread neither
-    preempted nor run twice (schedstat's pcount), the block's stamps right and the shortfall equal
-    to the CPU clock's to 3 us.  Only a sleep in which the thread was also preempted (or ran
-    twice) may come up short: its run-queue time is no block."""
+    clock over the call.  Not the wall alone: under load that clock ran 0.3-2.0 ms in one 5 ms
+    nap of a thread neither preempted nor run twice (schedstat's pcount), and the nap's shortfall
+    equalled it to 3 us.  Some of it lay inside the block's stamps (only what runs at the
+    switch-in's tracepoint before this recorder's program, other recorders' programs, is charged
+    to the thread then), some after them (interrupts and later programs, which this kernel,
+    without IRQ_TIME_ACCOUNTING, charges to the thread running).  Only a sleep in which the
+    thread was also preempted (or ran twice) may come up short: its run-queue time is no block;
+    and by no more than the host's steal over the run in all: time the hypervisor takes from the
+    thread while it runs counts in no clock of the thread's, so wall less CPU time counts it as
+    off CPU.  A block lost (less than half the nap found) is never allowed."""
     naps = os.path.join(tmpdir(), "naps.jsonl")
     path, truth, p = record(["--off-cpu-thresh", "0"], [naps])
     t = truth["sleeper"]
@@ -144,7 +148,9 @@ def test_offcpu_every_sleep_has_its_block():
                     if w["start_ns"] - 2 * want <= end <= w["end_ns"] + 2 * want]
             short.append(dict(w, want=want, got=got, near=near))
     hidden = [line for line in p.stderr.splitlines() if "ended by their thread's run time" in line]
-    assert not short, (short[:5], t["preempted_calls"], hidden)
+    lost = [s for s in short if s["got"] < s["want"] / 2]
+    assert not lost and sum(s["want"] - s["got"] for s in short) <= t["steal_ns"], (
+        (lost or short)[:5], t["steal_ns"], hidden)
 
 
 @test
