@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 
 #include "fileio.h"
 #include "sbuf.h"
@@ -158,6 +159,21 @@ int write_all(int fd, const void *p, size_t n)
 int stdio_error(void)
 {
 	return errno ? -errno : -EIO;
+}
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+bool file_is_fixed(int fd)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 022))
+		return false;
+	return !fstatfs(fd, &sfs) && sfs.f_type != FUSE_SUPER_MAGIC;
 }
 
 int mkdir_parents(char *path)

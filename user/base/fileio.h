@@ -43,6 +43,14 @@ int home_dir(char *out, size_t len);
  */
 bool dir_is_ours(const char *dir);
 
+/*
+ * Whether fd's bytes are no one's to change but root's or ours: a regular
+ * file owned by root or us, writable by no group or other, not on FUSE (a
+ * FUSE daemon says what owner a file has, and may serve other bytes at
+ * each read).  What a cache asks of a file before it keeps what it read.
+ */
+bool file_is_fixed(int fd);
+
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);
 

@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 
 #include "atomic_file.h"
 #include "ehcache.h"
@@ -292,20 +291,9 @@ static void make_room(struct eh_cache *c, __u64 room)
 	free(v);
 }
 
-#ifndef FUSE_SUPER_MAGIC
-#define FUSE_SUPER_MAGIC 0x65735546
-#endif
-
 bool eh_cache__storable(int fd)
 {
-	struct statfs sfs;
-	struct stat st;
-
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-	    (st.st_mode & 022))
-		return false;
-	/* A FUSE daemon says what owner a file has, and may serve other bytes at each read. */
-	return !fstatfs(fd, &sfs) && sfs.f_type != FUSE_SUPER_MAGIC;
+	return file_is_fixed(fd);
 }
 
 void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab)

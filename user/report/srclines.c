@@ -222,6 +222,8 @@ static struct sdso *open_dso(struct srclines *s, int dso_id)
 		close(fd);
 		return NULL;
 	}
+	/* A debug file of compressed DWARF is read from its inflated copy, mapped, not inflated into the heap. */
+	fd = debuginfo_inflated(fd);
 	d->dwfl = dwfl_begin(&s->cb);
 	if (!d->dwfl) {
 		close(fd);
