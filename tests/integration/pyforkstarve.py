@@ -7,29 +7,12 @@ for 1 s of its own CPU time; the recorder is given its CPUs and policy back once
 
 Usage: pyforkstarve.py   (half a second first, for the recorder to follow this process)
 """
-import ctypes
 import multiprocessing
 import os
 import time
 
-_libc = ctypes.CDLL(None)
-
-
-def set_name(name):
-    _libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
-
-
-def child_spin(end):
-    n = 0
-    while time.thread_time() < end:
-        for _ in range(2000):
-            n += 1
-    return n
-
-
-def child_work(cpu_seconds):
-    set_name("pyw-child")
-    return child_spin(time.thread_time() + cpu_seconds)
+# The child's work, as pyworkload.py's --fork child does it (its names are the test's truth).
+from pyworkload import child_work
 
 
 def recorder(policy, cpus):

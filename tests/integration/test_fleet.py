@@ -505,7 +505,11 @@ def test_fleet_credentials_from_env_or_file_never_argv():
         p = subprocess.run([SPANPERF, "agent", "--clickhouse", s.url, "--clickhouse-password-file", pwfile,
                             "--window", "1", "-d", "3"], capture_output=True, text=True, errors="replace", env=env, timeout=60)
         assert p.returncode == 0, p.stderr
-        assert int(tsv(s, "SELECT count() FROM spanperf.windows")) >= 2
+        # A window on the server is the credentials taken; how many a 3 s run ships is not this
+        # test's truth (a loaded host's setup took most of it once, and the last window has only
+        # a short try before the spool keeps it).
+        n = int(tsv(s, "SELECT count() FROM spanperf.windows"))
+        assert n >= 1, "no window on the server: %s" % p.stderr[-2000:]
         env["CLICKHOUSE_PASSWORD"] = ch_cluster.PASSWORD
         p = subprocess.run([SPANPERF, "report", "--clickhouse", s.url, "--since", "10m", "--sort", "comm"],
                            capture_output=True, text=True, errors="replace", env=env, timeout=60)
