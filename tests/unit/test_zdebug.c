@@ -125,15 +125,20 @@ static void make_src(const char *id_hex, int nsec, __u64 claim, mode_t mode)
 	close(fd);
 }
 
-/* The copy for hex of src, opened as the report does: >= 0, or -errno. */
-static int open_copy(const char *id_hex)
+/* The copy for hex of src within max bytes, opened as the report does: >= 0, or -errno. */
+static int open_copy_within(const char *id_hex, __u64 max)
 {
 	int fd = open(src, O_RDONLY | O_CLOEXEC), z;
 
 	assert_true(fd >= 0);
-	z = zdebug_open_in(cache, fd, id_hex, MAX);
+	z = zdebug_open_in(cache, fd, id_hex, max);
 	close(fd);
 	return z;
+}
+
+static int open_copy(const char *id_hex)
+{
+	return open_copy_within(id_hex, MAX);
 }
 
 static off_t inode_size(const char *path)
@@ -261,6 +266,18 @@ static void assert_remade(void)
 	assert_int_equal(nr_files(), 1);
 }
 
+/* An empty cache, then the copy of a source of id with two sections, made. */
+static void first_copy(const char *id_hex)
+{
+	int z;
+
+	empty_cache();
+	make_src(id_hex, 2, 0, 0600);
+	z = open_copy(id_hex);
+	assert_true(z >= 0);
+	close(z);
+}
+
 static void test_planted(void **state)
 {
 	char cmd[PATH_MAX * 3];
@@ -268,11 +285,7 @@ static void test_planted(void **state)
 	int z;
 
 	(void)state;
-	empty_cache();
-	make_src(hex, 2, 0, 0600);
-	z = open_copy(hex);
-	assert_true(z >= 0);
-	close(z);
+	first_copy(hex);
 	/* Its own copy, left alone: used as it is (the scribble stays). */
 	scribble();
 	z = open_copy(hex);
@@ -304,15 +317,10 @@ static void test_planted(void **state)
 static void test_other_build_id(void **state)
 {
 	char other[PATH_MAX + 64], cmd[PATH_MAX * 3];
-	int z;
 
 	(void)state;
-	empty_cache();
 	/* The copy of another build's file, renamed to this build id's entry. */
-	make_src(hex2, 2, 0, 0600);
-	z = open_copy(hex2);
-	assert_true(z >= 0);
-	close(z);
+	first_copy(hex2);
 	snprintf(other, sizeof(other), "%s/%s.debug", cache, hex2);
 	snprintf(cmd, sizeof(cmd), "mv %s %s", other, entry);
 	assert_int_equal(system(cmd), 0);
@@ -328,7 +336,7 @@ static void test_other_build_id(void **state)
 static void test_huge_claims(void **state)
 {
 	char err[PATH_MAX + 16], line[512] = "";
-	int saved = dup(2), efd, fd;
+	int saved = dup(2), efd;
 	FILE *f;
 
 	(void)state;
@@ -342,16 +350,10 @@ static void test_huge_claims(void **state)
 	assert_int_equal(open_copy(hex), -EFBIG);
 	/* Each of two sections within the bound, their sum over it. */
 	make_src(hex, 2, sizeof(payload), 0600);
-	fd = open(src, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(zdebug_open_in(cache, fd, hex, sizeof(payload) * 3 / 2), -EFBIG);
-	close(fd);
+	assert_int_equal(open_copy_within(hex, sizeof(payload) * 3 / 2), -EFBIG);
 	/* Within the bound but past what zlib's ratio lets its bytes hold. */
 	make_src(hex, 1, 256ull << 20, 0600);
-	fd = open(src, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(zdebug_open_in(cache, fd, hex, 1ull << 30), -EFBIG);
-	close(fd);
+	assert_int_equal(open_copy_within(hex, 1ull << 30), -EFBIG);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);

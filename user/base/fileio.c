@@ -156,6 +156,33 @@ int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/* pread or pwrite until n bytes moved. */
+static int prw_full(int fd, char *p, size_t n, off_t off, bool wr)
+{
+	while (n) {
+		ssize_t k = wr ? pwrite(fd, p, n, off) : pread(fd, p, n, off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= k;
+		off += k;
+	}
+	return 0;
+}
+
+int pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	return prw_full(fd, buf, n, off, false);
+}
+
+int pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	return prw_full(fd, (char *)buf, n, off, true);
+}
+
 int stdio_error(void)
 {
 	return errno ? -errno : -EIO;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Reads a small text file (sysfs, procfs) into buf, NUL-terminated, trailing newline cut. */
 int read_file_str(const char *path, char *buf, size_t size);
@@ -56,6 +57,9 @@ int mkdir_parents(char *path);
 
 /* write() all of it, retrying on EINTR and short writes. */
 int write_all(int fd, const void *p, size_t n);
+/* n bytes at off, retrying on EINTR and short transfers: 0, -errno, or -EIO at the file's end. */
+int pread_full(int fd, void *buf, size_t n, off_t off);
+int pwrite_full(int fd, const void *buf, size_t n, off_t off);
 
 /* The error of a stdio write that just failed: errno's (ENOSPC, EPIPE), else -EIO. */
 int stdio_error(void);

@@ -122,24 +122,6 @@ static void entry_sum(const struct eh_cache_hdr *h, const struct sp_eh_row *rows
 	sha256_final(&s, out);
 }
 
-static int pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t k = pread(fd, p, n, off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= k;
-		off += k;
-	}
-	return 0;
-}
-
 /* The entry open at fd, checked whole against k: 0 with its rows in tab, else -EBADMSG. */
 static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
 {

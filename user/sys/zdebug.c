@@ -55,42 +55,6 @@ static void plan_free(struct zd_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static int pread_all(int fd, void *buf, size_t n, __u64 off)
-{
-	char *c = buf;
-
-	while (n) {
-		ssize_t k = pread(fd, c, n, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		c += k;
-		n -= k;
-		off += k;
-	}
-	return 0;
-}
-
-static int pwrite_all(int fd, const void *buf, size_t n, __u64 off)
-{
-	const char *c = buf;
-
-	while (n) {
-		ssize_t k = pwrite(fd, c, n, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		c += k;
-		n -= k;
-		off += k;
-	}
-	return 0;
-}
-
 static __u64 round_up(__u64 v, __u64 a)
 {
 	return (v + a - 1) & ~(a - 1);
@@ -110,13 +74,13 @@ static int plan_make(int fd, __u64 src_size, __u64 max, struct zd_plan *p, __u64
 	memset(p, 0, sizeof(*p));
 	p->src_size = src_size;
 	*claim = 0;
-	if (src_size < sizeof(p->eh) || pread_all(fd, &p->eh, sizeof(p->eh), 0) ||
+	if (src_size < sizeof(p->eh) || pread_full(fd, &p->eh, sizeof(p->eh), 0) ||
 	    memcmp(p->eh.e_ident, ELFMAG, SELFMAG))
 		return -EBADMSG;
 	if (p->eh.e_ident[EI_CLASS] != ELFCLASS64 || p->eh.e_ident[EI_DATA] != ELFDATA2LSB)
 		return -ENOTSUP;
 	if (!p->eh.e_shoff || p->eh.e_shentsize != sizeof(Elf64_Shdr) || p->eh.e_shoff > src_size ||
-	    src_size - p->eh.e_shoff < sizeof(first) || pread_all(fd, &first, sizeof(first), p->eh.e_shoff))
+	    src_size - p->eh.e_shoff < sizeof(first) || pread_full(fd, &first, sizeof(first), p->eh.e_shoff))
 		return -EBADMSG;
 	/* Extended numbering: section 0's size holds the count. */
 	p->nsh = p->eh.e_shnum ? p->eh.e_shnum : first.sh_size;
@@ -131,7 +95,7 @@ static int plan_make(int fd, __u64 src_size, __u64 max, struct zd_plan *p, __u64
 		e = -ENOMEM;
 		goto fail;
 	}
-	e = pread_all(fd, p->sh, p->nsh * sizeof(*p->sh), p->eh.e_shoff);
+	e = pread_full(fd, p->sh, p->nsh * sizeof(*p->sh), p->eh.e_shoff);
 	if (e)
 		goto fail;
 	e = -EBADMSG;
@@ -143,7 +107,7 @@ static int plan_make(int fd, __u64 src_size, __u64 max, struct zd_plan *p, __u64
 		if (!(s->sh_flags & SHF_COMPRESSED) || s->sh_type == SHT_NOBITS)
 			continue;
 		if (s->sh_offset > src_size || src_size - s->sh_offset < s->sh_size || s->sh_size < sizeof(ch) ||
-		    pread_all(fd, &ch, sizeof(ch), s->sh_offset))
+		    pread_full(fd, &ch, sizeof(ch), s->sh_offset))
 			goto fail;
 		if (ch.ch_type != ELFCOMPRESS_ZLIB) {
 			e = -ENOTSUP;
@@ -216,11 +180,11 @@ static bool entry_ok(int cfd, const struct stat *src, const char *hex, const str
 	    (__u64)st.st_size != p->total)
 		return false;
 	trailer_of(src, hex, p->total, &want);
-	if (pread_all(cfd, &got, sizeof(got), p->total - sizeof(got)) || memcmp(&got, &want, sizeof(got)) ||
-	    pread_all(cfd, &eh, sizeof(eh), 0) || memcmp(&eh, &p->eh, sizeof(eh)))
+	if (pread_full(cfd, &got, sizeof(got), p->total - sizeof(got)) || memcmp(&got, &want, sizeof(got)) ||
+	    pread_full(cfd, &eh, sizeof(eh), 0) || memcmp(&eh, &p->eh, sizeof(eh)))
 		return false;
 	sh = malloc(p->nsh * sizeof(*sh));
-	ok = sh && !pread_all(cfd, sh, p->nsh * sizeof(*sh), p->eh.e_shoff) &&
+	ok = sh && !pread_full(cfd, sh, p->nsh * sizeof(*sh), p->eh.e_shoff) &&
 	     !memcmp(sh, p->sh, p->nsh * sizeof(*sh));
 	free(sh);
 	return ok;
@@ -244,7 +208,7 @@ static int inflate_section(int fd, __u64 from, __u64 zlen, int out, __u64 off, _
 				e = -EBADMSG; /* the stream ends short of its end marker */
 				break;
 			}
-			e = pread_all(fd, in, n, from);
+			e = pread_full(fd, in, n, from);
 			if (e)
 				break;
 			from += n;
@@ -264,7 +228,7 @@ static int inflate_section(int fd, __u64 from, __u64 zlen, int out, __u64 off, _
 			e = -EBADMSG;
 			break;
 		}
-		e = pwrite_all(out, buf, ZD_CHUNK - z.avail_out, off + done);
+		e = pwrite_full(out, buf, ZD_CHUNK - z.avail_out, off + done);
 		if (e)
 			break;
 		done += ZD_CHUNK - z.avail_out;
@@ -291,7 +255,7 @@ static int entry_make(const char *path, int fd, const struct stat *src, const ch
 	for (__u64 off = 0; off < p->src_size && !e;) {
 		size_t n = (size_t)SP_MIN(p->src_size - off, (__u64)ZD_CHUNK);
 
-		e = pread_all(fd, buf, n, off) ?: pwrite_all(af.fd, buf, n, off);
+		e = pread_full(fd, buf, n, off) ?: pwrite_full(af.fd, buf, n, off);
 		off += n;
 	}
 	for (size_t i = 0; i < p->nsh && !e; i++)
@@ -300,9 +264,9 @@ static int entry_make(const char *path, int fd, const struct stat *src, const ch
 					    buf);
 	trailer_of(src, hex, p->total, &t);
 	if (!e)
-		e = pwrite_all(af.fd, &p->eh, sizeof(p->eh), 0) ?:
-			    pwrite_all(af.fd, p->sh, p->nsh * sizeof(*p->sh), p->eh.e_shoff) ?:
-			    pwrite_all(af.fd, &t, sizeof(t), p->total - sizeof(t));
+		e = pwrite_full(af.fd, &p->eh, sizeof(p->eh), 0) ?:
+			    pwrite_full(af.fd, p->sh, p->nsh * sizeof(*p->sh), p->eh.e_shoff) ?:
+			    pwrite_full(af.fd, &t, sizeof(t), p->total - sizeof(t));
 	if (!e)
 		e = atomic_file__commit(&af);
 cleanup:
