@@ -8,7 +8,8 @@
  * made again; a source claiming more than the bound, summed over its
  * sections, or more than zlib can hold, is refused before anything is
  * written and said once; a stream that inflates to other than it claims
- * leaves nothing; a source others may write is never copied.  The sources
+ * leaves nothing; a source others may write is never copied; the directory
+ * stays within its bound, the least recently used copies removed first.  The sources
  * are small ELF files written here.
  */
 #include <elf.h>
@@ -187,18 +188,24 @@ static void empty_cache(void)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* How many files the cache directory holds (temporaries included). */
-static int nr_files(void)
+/* The number a shell command of the cache directory (fmt's %s) prints. */
+static long long count_of(const char *fmt)
 {
-	char cmd[PATH_MAX + 32], out[32] = "";
+	char cmd[PATH_MAX + 64], out[32] = "";
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "ls -A %s 2>/dev/null | wc -l", cache);
+	snprintf(cmd, sizeof(cmd), fmt, cache);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_non_null(fgets(out, sizeof(out), p));
 	pclose(p);
-	return atoi(out);
+	return atoll(out);
+}
+
+/* How many files the cache directory holds (temporaries included). */
+static int nr_files(void)
+{
+	return (int)count_of("ls -A %s 2>/dev/null | wc -l");
 }
 
 static void test_made_once(void **state)
@@ -391,6 +398,61 @@ static void test_source_others_may_write(void **state)
 	assert_int_equal(nr_files(), 0);
 }
 
+/* The bytes of the cache directory's files. */
+static long long dir_bytes(void)
+{
+	return count_of("cat %s/* 2>/dev/null | wc -c");
+}
+
+static void test_directory_bound(void **state)
+{
+	char ids[8][sizeof(hex)], path[PATH_MAX + 64], first[PATH_MAX + 16];
+	__u64 max = 1 << 20;
+	ino_t ino0 = 0;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	empty_cache();
+	snprintf(first, sizeof(first), "%s/first.debug", dir);
+	for (int i = 0; i < 8; i++) {
+		int z;
+
+		snprintf(ids[i], sizeof(ids[i]), "%.38s%02x", hex, 0x80 + i);
+		make_src(ids[i], 2, 0, 0600);
+		z = open_copy_within(ids[i], max);
+		assert_true(z >= 0);
+		if (!i) {
+			assert_int_equal(fstat(z, &st), 0);
+			ino0 = st.st_ino;
+		}
+		close(z);
+		assert_true(dir_bytes() <= (long long)ZDEBUG_DIR_BYTES(max));
+		if (!i) {
+			assert_int_equal(rename(src, first), 0);
+			continue;
+		}
+		/* Made in this order, whatever the clock's grain (ties would leave the order to qsort). */
+		snprintf(path, sizeof(path), "%s/%s.debug", cache, ids[i]);
+		assert_int_equal(utimensat(AT_FDCWD, path, (struct timespec[2]){ { i, 0 }, { i, 0 } }, 0), 0);
+		/* The first copy used again each round, as it is: the most recently used, never the one removed. */
+		fd = open(first, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		z = zdebug_open_in(cache, fd, ids[0], max);
+		assert_true(z >= 0);
+		assert_int_equal(fstat(z, &st), 0);
+		assert_int_equal(st.st_ino, ino0);
+		close(z);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s/%s.debug", cache, ids[0]);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/%s.debug", cache, ids[1]);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/%s.debug", cache, ids[7]);
+	assert_int_equal(access(path, F_OK), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_huge_claims),
 		cmocka_unit_test(test_stream_not_its_claim),
 		cmocka_unit_test(test_source_others_may_write),
+		cmocka_unit_test(test_directory_bound),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <linux/types.h>
 
 /* Reads a small text file (sysfs, procfs) into buf, NUL-terminated, trailing newline cut. */
 int read_file_str(const char *path, char *buf, size_t size);
@@ -51,6 +52,16 @@ bool dir_is_ours(const char *dir);
  * each read).  What a cache asks of a file before it keeps what it read.
  */
 bool file_is_fixed(int fd);
+
+/*
+ * A cache directory's bound, max bytes: what dfd holds (its regular files,
+ * temporaries aside) measured once (*measured) and kept in *used; where
+ * room more bytes do not fit, the least recently modified files removed
+ * until they fit in three quarters of max (not one removal per store).
+ * Temporaries (".tmp-" in the name) a killed process left are removed once
+ * an hour old.  Returns how many files were removed.
+ */
+unsigned dir_make_room(int dfd, __u64 max, __u64 room, __u64 *used, bool *measured);
 
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);

@@ -348,12 +348,23 @@ int zdebug_open_in(const char *dir, int fd, const char *hex, __u64 max)
 	}
 	snprintf(name, sizeof(name), "%s.debug", hex);
 	cfd = open_entry(dfd, name, &src, hex, &p);
-	if (cfd < 0) {
+	if (cfd >= 0) {
+		/* Used now: the last the directory's bound removes. */
+		futimens(cfd, NULL);
+	} else {
+		__u64 used = 0;
+		bool measured = false;
+
 		/* Not this cache's copy of this source (or none): made again, renamed over whatever is there. */
 		if (cfd != -ENOENT)
 			unlinkat(dfd, name, 0);
-		e = (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ? -ENAMETOOLONG :
-											entry_make(path, fd, &src, hex, &p);
+		dir_make_room(dfd, ZDEBUG_DIR_BYTES(max), p.total, &used, &measured);
+		if (used + p.total > ZDEBUG_DIR_BYTES(max))
+			e = -ENOSPC;
+		else if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+			e = -ENAMETOOLONG;
+		else
+			e = entry_make(path, fd, &src, hex, &p);
 		cfd = e ? e : open_entry(dfd, name, &src, hex, &p);
 	}
 	close(dfd);

@@ -18,7 +18,8 @@
  * else, named by the build id.  A file there is used only if it is ours,
  * mode 0600, regular, of exactly the size the source's headers give it,
  * and its trailer names this source as it is now; anything else is made
- * again.  Written under a temporary name and renamed (atomic_file.h).
+ * again.  Written under a temporary name and renamed (atomic_file.h); the
+ * directory is bounded, the least recently used copies removed first.
  *
  * The source is another party's file: its headers are read within
  * ELF_BUDGET_HEADERS, and what its sections claim to inflate to is summed
@@ -36,6 +37,8 @@
 
 /* What one cache file may hold in all: what libdw may inflate of a file (elf_budget.h). */
 #define ZDEBUG_MAX_BYTES (1ull << 30)
+/* What the directory may hold, for copies of at most max bytes each: the least recently used go first. */
+#define ZDEBUG_DIR_BYTES(max) ((max) * 4)
 
 /*
  * A descriptor of the inflated copy of the debug file fd, whose build id is
@@ -43,11 +46,12 @@
  * (nothing compressed, turned off, no directory of ours), -ENOTSUP (not a
  * 64-bit little-endian file, another compression), -EPERM (a source others
  * may change), -EFBIG (over the bound, said once), -EBADMSG (corrupt).
- * fd stays open and its offset is left alone.
+ * -ENOSPC (no room in the directory's bound).  fd stays open and its
+ * offset is left alone.
  */
 int zdebug_open(int fd, const char *hex);
 
-/* The same in the directory dir (made if missing, checked as above), within max bytes: for the tests. */
+/* The same in the directory dir (made if missing, checked as above), copies of max bytes at most: for the tests. */
 int zdebug_open_in(const char *dir, int fd, const char *hex, __u64 max);
 
 #endif
