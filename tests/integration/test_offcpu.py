@@ -107,30 +107,50 @@ def test_offcpu_one_by_one_with_stacks():
 @test
 def test_offcpu_every_sleep_has_its_block():
     """One block per sleep, none missing: with --off-cpu-thresh 0 each block is a sample of its
-    own, and each of the 200 sleeps' own windows holds its block.  Under load the tracepoint
-    here hides a thread's switch-in a few times a minute (bpftrace's misses the same ones);
-    such a block is ended by the thread's run time, where it was dropped before.  Only a sleep
-    in which the thread was also preempted may come up short: its run-queue time is no block."""
+    own, and each of the 200 sleeps holds its block.  Under load the tracepoint here hides a
+    thread's switch-in a few times a minute (bpftrace's misses the same ones); such a block is
+    ended by the thread's run time, where it was dropped before.
+
+    A sleep's truth is the workload's own, as for the sums: its wall time less its thread's CPU
+    clock over the call.  Not the wall alone: under load that clock ran 0.3-2.0 ms in one 5 ms
+    nap of a thread neither preempted nor run twice (schedstat's pcount), and the nap's shortfall
+    equalled it to 3 us.  Some of it lay inside the block's stamps (only what runs at the
+    switch-in's tracepoint before this recorder's program, other recorders' programs, is charged
+    to the thread then), some after them (interrupts and later programs, which this kernel,
+    without IRQ_TIME_ACCOUNTING, charges to the thread running).  Only a sleep in which the
+    thread was also preempted (or ran twice) may come up short: its run-queue time is no block;
+    and by no more than the host's steal over the run in all: time the hypervisor takes from the
+    thread while it runs counts in no clock of the thread's, so wall less CPU time counts it as
+    off CPU.  A block lost (less than half the nap found) is never allowed."""
     naps = os.path.join(tmpdir(), "naps.jsonl")
     path, truth, p = record(["--off-cpu-thresh", "0"], [naps])
     t = truth["sleeper"]
     out = perf_clean(["script", "-F", "tid,time,period,event", "--ns"], path)
-    ends = []
+    blocks = []
     for line in out.splitlines():
         f = line.split()
         if len(f) >= 4 and f[3].startswith("offcpu-time") and int(f[0]) == t["tid"]:
             sec, ns = f[1].rstrip(":").split(".")
-            ends.append((int(sec) * 10**9 + int(ns), int(f[2])))
+            end = int(sec) * 10**9 + int(ns)
+            blocks.append((end - int(f[2]), end))
     windows = json_lines(open(naps).read())
     assert len(windows) == 200, len(windows)
     short = []
     for w in windows:
-        got = sum(ns for end, ns in ends if w["start_ns"] <= end <= w["end_ns"])
-        want = w["end_ns"] - w["start_ns"]
-        if got < want * 0.97 - 200000:
-            short.append((w["start_ns"], want, got))
+        # A block's time inside the sleep's window: an end the kernel hid is the thread's run
+        # time before its next switch-out, and may land microseconds past the window's end.
+        got = sum(max(0, min(end, w["end_ns"]) - max(begin, w["start_ns"])) for begin, end in blocks)
+        want = w["end_ns"] - w["start_ns"] - w["cpu_ns"]
+        if got < want * 0.97 - 200000 and not w["preempted"] and w["runs"] <= 1:
+            # What a reader needs to tell why: the blocks near the window, as (start, end) less
+            # the window's start, and the workload's own account of the call.
+            near = [(begin - w["start_ns"], end - w["start_ns"]) for begin, end in blocks
+                    if w["start_ns"] - 2 * want <= end <= w["end_ns"] + 2 * want]
+            short.append(dict(w, want=want, got=got, near=near))
     hidden = [line for line in p.stderr.splitlines() if "ended by their thread's run time" in line]
-    assert len(short) <= t["preempted_calls"], (short[:5], t["preempted_calls"], hidden)
+    lost = [s for s in short if s["got"] < s["want"] / 2]
+    assert not lost and sum(s["want"] - s["got"] for s in short) <= t["steal_ns"], (
+        (lost or short)[:5], t["steal_ns"], hidden)
 
 
 @test

@@ -64,7 +64,9 @@
  *                                (feeder()), one spins SPIN ms of CPU; each
  *                                prints its time blocked in those calls (wall
  *                                minus its own CPU); FILE gets each sleep as an
- *                                external span named nap.  With WORKLOAD_WAIT set
+ *                                external span named nap, with its CPU time,
+ *                                preemptions, runs (schedstat's pcount) and run
+ *                                delay.  With WORKLOAD_WAIT set
  *                                it starts on a line from stdin
  *   workload runq N MS [FILE [SLEEP_MS]]  the process pinned to one CPU with two spinning
  *                                threads; a third calls queued_work() N times, MS
@@ -893,6 +895,26 @@ NOINLINE void pipe_wait(int fd)
 	sink++;
 }
 
+/* /proc/thread-self/schedstat: sum_exec_runtime, run_delay (ns) and pcount (runs on a CPU); zeros if unread. */
+static void sched_counts(uint64_t v[3])
+{
+	char buf[128];
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	unsigned long long a, b, c;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) == 3) {
+		v[0] = a;
+		v[1] = b;
+		v[2] = c;
+	}
+}
+
 /* Wall time of the call less the thread's CPU time in it: what it spent off CPU. */
 static void *napper(void *arg)
 {
@@ -901,22 +923,34 @@ static void *napper(void *arg)
 
 	b->tid = syscall(SYS_gettid);
 	for (long i = 0; i < b->n; i++) {
-		long v0 = preempted();
-		uint64_t t0 = mono_ns(), c0 = thread_cpu_ns(), t1, c1;
+		uint64_t s0[3] = { 0 }, s1[3] = { 0 };
+		long v0, v1;
+		uint64_t t0, c0, t1, c1;
 
+		/* The scheduler's own count of this thread's runs (pcount) and waits, around the call. */
+		sched_counts(s0);
+		v0 = preempted();
+		t0 = mono_ns();
+		c0 = thread_cpu_ns();
 		nap_sleep(b->ms);
 		t1 = mono_ns();
 		c1 = thread_cpu_ns();
+		v1 = preempted();
+		sched_counts(s1);
 		b->off_ns += (t1 - t0) - (c1 - c0);
-		if (preempted() != v0) {
+		if (v1 != v0) {
 			b->preempted_ns += (t1 - t0) - (c1 - c0);
 			b->preempted_calls++;
 		}
 		b->cpu_ns += c1 - c0;
 		b->calls++;
 		if (f)
-			fprintf(f, "{\"name\":\"nap\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu}\n",
-				getpid(), b->tid, (unsigned long long)t0, (unsigned long long)t1);
+			fprintf(f,
+				"{\"name\":\"nap\",\"pid\":%d,\"tid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,"
+				"\"cpu_ns\":%llu,\"preempted\":%ld,\"runs\":%llu,\"run_delay_ns\":%llu}\n",
+				getpid(), b->tid, (unsigned long long)t0, (unsigned long long)t1,
+				(unsigned long long)(c1 - c0), v1 - v0, (unsigned long long)(s1[2] - s0[2]),
+				(unsigned long long)(s1[1] - s0[1]));
 	}
 	if (f)
 		fclose(f);

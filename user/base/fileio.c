@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -6,13 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 
 #include "fileio.h"
 #include "sbuf.h"
+#include "util.h"
 
 int read_file_str(const char *path, char *buf, size_t size)
 {
@@ -155,9 +159,123 @@ int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/* pread or pwrite until n bytes moved. */
+static int prw_full(int fd, char *p, size_t n, off_t off, bool wr)
+{
+	while (n) {
+		ssize_t k = wr ? pwrite(fd, p, n, off) : pread(fd, p, n, off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= k;
+		off += k;
+	}
+	return 0;
+}
+
+int pread_full(int fd, void *buf, size_t n, off_t off)
+{
+	return prw_full(fd, buf, n, off, false);
+}
+
+int pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	return prw_full(fd, (char *)buf, n, off, true);
+}
+
 int stdio_error(void)
 {
 	return errno ? -errno : -EIO;
+}
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+bool file_is_fixed(int fd)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 022))
+		return false;
+	return !fstatfs(fd, &sfs) && sfs.f_type != FUSE_SUPER_MAGIC;
+}
+
+/* A temporary a killed process left behind is removed once this old. */
+#define STALE_TMP_S 3600
+
+struct victim {
+	struct timespec mtime;
+	__u64 size;
+	char name[NAME_MAX + 1];
+};
+
+static int cmp_victim(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
+}
+
+unsigned dir_make_room(int dfd, __u64 max, __u64 room, __u64 *used, bool *measured)
+{
+	struct victim *v = NULL;
+	size_t n = 0, cap = 0;
+	unsigned removed = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (*measured && *used + room <= max)
+		return 0;
+	fd = dup(dfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	*used = 0;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (de->d_name[0] == '.' || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (strstr(de->d_name, ".tmp-")) {
+			if (st.st_mtime + STALE_TMP_S < time(NULL))
+				unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
+		*used += st.st_size;
+		if (array_reserve((void **)&v, &cap, n, sizeof(*v)))
+			continue;
+		v[n].mtime = st.st_mtim;
+		v[n].size = st.st_size;
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	*measured = true;
+	if (*used + room > max) {
+		qsort(v, n, sizeof(*v), cmp_victim);
+		for (size_t i = 0; i < n && *used + room > max / 4 * 3; i++) {
+			if (unlinkat(dfd, v[i].name, 0))
+				continue;
+			*used -= SP_MIN(*used, v[i].size);
+			removed++;
+		}
+	}
+	free(v);
+	return removed;
 }
 
 int mkdir_parents(char *path)

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
 
 /* Reads a small text file (sysfs, procfs) into buf, NUL-terminated, trailing newline cut. */
 int read_file_str(const char *path, char *buf, size_t size);
@@ -43,11 +45,32 @@ int home_dir(char *out, size_t len);
  */
 bool dir_is_ours(const char *dir);
 
+/*
+ * Whether fd's bytes are no one's to change but root's or ours: a regular
+ * file owned by root or us, writable by no group or other, not on FUSE (a
+ * FUSE daemon says what owner a file has, and may serve other bytes at
+ * each read).  What a cache asks of a file before it keeps what it read.
+ */
+bool file_is_fixed(int fd);
+
+/*
+ * A cache directory's bound, max bytes: what dfd holds (its regular files,
+ * temporaries aside) measured once (*measured) and kept in *used; where
+ * room more bytes do not fit, the least recently modified files removed
+ * until they fit in three quarters of max (not one removal per store).
+ * Temporaries (".tmp-" in the name) a killed process left are removed once
+ * an hour old.  Returns how many files were removed.
+ */
+unsigned dir_make_room(int dfd, __u64 max, __u64 room, __u64 *used, bool *measured);
+
 /* Creates the directories above a file's path (mode 0700); 0 or -errno. path is restored. */
 int mkdir_parents(char *path);
 
 /* write() all of it, retrying on EINTR and short writes. */
 int write_all(int fd, const void *p, size_t n);
+/* n bytes at off, retrying on EINTR and short transfers: 0, -errno, or -EIO at the file's end. */
+int pread_full(int fd, void *buf, size_t n, off_t off);
+int pwrite_full(int fd, const void *buf, size_t n, off_t off);
 
 /* The error of a stdio write that just failed: errno's (ENOSPC, EPIPE), else -EIO. */
 int stdio_error(void);

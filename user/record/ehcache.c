@@ -9,7 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 
 #include "atomic_file.h"
 #include "ehcache.h"
@@ -20,8 +19,6 @@
 #define EH_CACHE_MAGIC "SPEHTAB"
 #define EH_CACHE_VERSION 1
 #define EH_CACHE_SUFFIX ".eht"
-/* A temporary a killed recorder left behind is removed once this old. */
-#define STALE_TMP_S 3600
 
 /* An entry's header, then its rows (struct sp_eh_row, as the BPF side reads them). */
 struct eh_cache_hdr {
@@ -123,24 +120,6 @@ static void entry_sum(const struct eh_cache_hdr *h, const struct sp_eh_row *rows
 	sha256_final(&s, out);
 }
 
-static int pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t k = pread(fd, p, n, off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= k;
-		off += k;
-	}
-	return 0;
-}
-
 /* The entry open at fd, checked whole against k: 0 with its rows in tab, else -EBADMSG. */
 static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
 {
@@ -219,93 +198,9 @@ int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_
 	return e == -EBADMSG || e == -ENOENT ? e : (e ? -ENOENT : 0);
 }
 
-struct victim {
-	struct timespec mtime;
-	__u64 size;
-	char name[NAME_MAX + 1];
-};
-
-static int cmp_victim(const void *a, const void *b)
-{
-	const struct victim *x = a, *y = b;
-
-	if (x->mtime.tv_sec != y->mtime.tv_sec)
-		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
-	return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
-}
-
-/*
- * What the directory holds, measured once; with room, the least recently
- * used entries removed until room more bytes fit in three quarters of the
- * bound (not one eviction per store).  Temporaries a killed recorder left
- * are removed when old.
- */
-static void make_room(struct eh_cache *c, __u64 room)
-{
-	struct victim *v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if (c->measured && c->used + room <= c->max)
-		return;
-	fd = dup(c->dfd);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	rewinddir(d);
-	c->used = 0;
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (de->d_name[0] == '.' || fstatat(c->dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		if (strstr(de->d_name, ".tmp-")) {
-			if (st.st_mtime + STALE_TMP_S < time(NULL))
-				unlinkat(c->dfd, de->d_name, 0);
-			continue;
-		}
-		c->used += st.st_size;
-		if (array_reserve((void **)&v, &cap, n, sizeof(*v)))
-			continue;
-		v[n].mtime = st.st_mtim;
-		v[n].size = st.st_size;
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		n++;
-	}
-	closedir(d);
-	c->measured = true;
-	if (c->used + room > c->max) {
-		qsort(v, n, sizeof(*v), cmp_victim);
-		for (size_t i = 0; i < n && c->used + room > c->max / 4 * 3; i++) {
-			if (unlinkat(c->dfd, v[i].name, 0))
-				continue;
-			c->used -= SP_MIN(c->used, v[i].size);
-			c->st.evicted++;
-		}
-	}
-	free(v);
-}
-
-#ifndef FUSE_SUPER_MAGIC
-#define FUSE_SUPER_MAGIC 0x65735546
-#endif
-
 bool eh_cache__storable(int fd)
 {
-	struct statfs sfs;
-	struct stat st;
-
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-	    (st.st_mode & 022))
-		return false;
-	/* A FUSE daemon says what owner a file has, and may serve other bytes at each read. */
-	return !fstatfs(fd, &sfs) && sfs.f_type != FUSE_SUPER_MAGIC;
+	return file_is_fixed(fd);
 }
 
 void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab)
@@ -323,7 +218,7 @@ void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const str
 		c->st.store_failed++;
 		return;
 	}
-	make_room(c, size);
+	c->st.evicted += dir_make_room(c->dfd, c->max, size, &c->used, &c->measured);
 	if (c->used + size > c->max) {
 		c->st.store_failed++;
 		return;

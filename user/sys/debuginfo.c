@@ -21,6 +21,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "util.h"
+#include "zdebug.h"
 
 #define MAX_THREADS 8
 #define DEFAULT_REQUEST_S 10.0
@@ -564,6 +565,39 @@ void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats 
 			bad, st->wanted, st->unreachable, st->timed_out, st->refused, st->failed, st->not_found);
 }
 
+/*
+ * fd (a debug file for build id hex) or, where its DWARF is compressed, the
+ * inflated copy that libdw maps instead of inflating every section into the
+ * heap (zdebug.h).  libdw keeps the name it is given for the file (a
+ * relative .gnu_debugaltlink is found beside it), so only the descriptor
+ * changes; the copy is read only if it carries the same build id and passes
+ * the same bound.
+ */
+static int inflated(int fd, const char *hex)
+{
+	int z;
+
+	if (check_build_id_fd(fd, hex) || (z = zdebug_open(fd, hex)) < 0)
+		return fd;
+	if (check_build_id_fd(z, hex) || elf_budget_vet(z, ELF_BUDGET_DWARF, hex)) {
+		close(z);
+		return fd;
+	}
+	close(fd);
+	return z;
+}
+
+int debuginfo_inflated(int fd)
+{
+	__u8 id[BUILD_ID_MAX], size;
+	char hex[2 * BUILD_ID_MAX + 1];
+
+	if (buildid_from_fd(fd, id, &size))
+		return fd;
+	buildid_hex(id, size, hex);
+	return inflated(fd, hex);
+}
+
 int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			char **debuginfo_file_name)
@@ -572,15 +606,16 @@ int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, 
 	GElf_Addr vaddr;
 	char hex[2 * BUILD_ID_MAX + 1], path[PATH_MAX];
 	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	bool id = n > 0 && n <= BUILD_ID_MAX;
 
-	if (n > 0 && n <= BUILD_ID_MAX) {
+	if (id) {
 		buildid_hex(bits, n, hex);
 		if (!debuginfo_path(hex, path, sizeof(path))) {
 			int fd = open_regular(path);
 
 			if (fd >= 0 && !elf_budget_vet(fd, ELF_BUDGET_DWARF, path)) {
 				*debuginfo_file_name = strdup(path);
-				return fd;
+				return inflated(fd, hex);
 			}
 			if (fd >= 0)
 				close(fd);
@@ -599,5 +634,5 @@ int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, 
 		*debuginfo_file_name = NULL;
 		return -1;
 	}
-	return n;
+	return n >= 0 && id ? inflated(n, hex) : n;
 }

@@ -84,6 +84,14 @@ int debuginfo_dwfl_find(Dwfl_Module *mod, void **userdata, const char *modname, 
 			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			char **debuginfo_file_name);
 
+/*
+ * The descriptor to give libdw for the ELF file fd: fd itself, or where its
+ * DWARF is compressed the inflated copy that libdw maps (zdebug.h), which
+ * then replaces fd (closed).  debuginfo_dwfl_find does the same for the
+ * debug files it finds.
+ */
+int debuginfo_inflated(int fd);
+
 /* One line for -v and one warning for failures, once. */
 void debuginfo_say(const struct debuginfo_opts *o, const struct debuginfo_stats *st);
 
