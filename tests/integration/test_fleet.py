@@ -95,10 +95,14 @@ def test_fleet_two_hosts_two_shards_match_cpu_time():
             assert r.returncode == 0, r.stderr
             got = in_spin(r.stdout)
             assert abs(got - due) <= 0.1 * due, "%s: %d samples of the spinner, %.0f due:\n%s" % (host, got, due, r.stdout)
-            # and a local recording of the same window: the same count within sampling noise (3 sigma),
-            # and the samples either side said it lost (the whole host's, an upper bound on the
-            # spinner's): a busy host once made one agent 132 short of the local record, 106 allowed
-            tol = 3 * (due ** 0.5)
+            # and a local recording of the same window: the same count within what each is allowed
+            # from the truth (no window lost or doubled: a window is ~1,000 samples), and the samples
+            # either side said it lost (the whole host's, an upper bound on the spinner's).  Not 3
+            # sigma of Poisson noise: beside a hog on its CPU the spinner runs in the scheduler's
+            # slices, and a recorder's timer may keep its phase to them for the whole run; two
+            # busy-host runs had the counts 132 apart (either way round), with 106 allowed then and
+            # steal of ~30 ms, 15 samples, in such a window
+            tol = max(3 * (due ** 0.5), 0.1 * due)
             lost = int(tsv(s0, "SELECT sum(lost) FROM spanperf.windows WHERE host = '%s'" % host) or 0)
             assert abs(got - local) <= tol + lost + local_lost, "%s: %d samples of the spinner, the local record %d (lost: %d by the agent, %d by the record)" % (
                 host, got, local, lost, local_lost)
