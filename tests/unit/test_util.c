@@ -158,7 +158,44 @@ static void test_u64_map(void **state)
 	for (uint64_t i = 0; i < 10000; i++)
 		assert_int_equal(*u64_map_get(&m, i * 7919, false), i);
 	assert_null(u64_map_get(&m, 3, false));
+	/* Every other key out, then in again: the rest still found, and the map no bigger. */
+	for (int round = 0; round < 2; round++) {
+		size_t cap = m.cap;
+
+		for (uint64_t i = 0; i < 10000; i += 2)
+			u64_map_del(&m, i * 7919);
+		u64_map_del(&m, 3);
+		assert_int_equal(m.n, 5000);
+		for (uint64_t i = 0; i < 10000; i++) {
+			uint64_t *v = u64_map_get(&m, i * 7919, false);
+
+			if (i % 2)
+				assert_int_equal(*v, i);
+			else
+				assert_null(v);
+		}
+		for (uint64_t i = 0; i < 10000; i += 2)
+			*u64_map_get(&m, i * 7919, true) = i;
+		assert_int_equal(m.n, 10000);
+		assert_int_equal(m.cap, cap);
+	}
 	u64_map_free(&m);
+	/* 64 keys in 128 slots, in runs of probes: entries taken out of them one by one. */
+	for (uint64_t k = 0; k < 64; k++)
+		*u64_map_get(&m, k, true) = k + 1;
+	for (uint64_t k = 0; k < 64; k += 3) {
+		u64_map_del(&m, k);
+		for (uint64_t x = 0; x < 64; x++) {
+			uint64_t *v = u64_map_get(&m, x, false);
+
+			if (x <= k && x % 3 == 0)
+				assert_null(v);
+			else
+				assert_int_equal(*v, x + 1);
+		}
+	}
+	u64_map_free(&m);
+	u64_map_del(&m, 1); /* an empty map */
 }
 
 /* Colliding hashes still find their own entries; 10k strings keep stable ids and pointers. */

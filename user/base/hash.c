@@ -52,6 +52,33 @@ uint64_t *u64_map_get(struct u64_map *m, uint64_t key, bool insert)
 	return &m->slot[i].val;
 }
 
+/*
+ * Linear probing keeps no tombstones: the entries after the hole, up to the
+ * next free slot, move back into it where their probe started at or before
+ * it, so every key is still found from its home slot without a gap.
+ */
+void u64_map_del(struct u64_map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i, j, home;
+
+	if (!m->cap)
+		return;
+	for (i = hash_u64(key) & mask; m->used[i] && m->slot[i].key != key; i = (i + 1) & mask)
+		;
+	if (!m->used[i])
+		return;
+	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+		home = hash_u64(m->slot[j].key) & mask;
+		/* j's entry may fill the hole at i unless its home lies cyclically in (i, j]. */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			m->slot[i] = m->slot[j];
+			i = j;
+		}
+	}
+	m->used[i] = 0;
+	m->n--;
+}
+
 void u64_map_free(struct u64_map *m)
 {
 	if (!m)

@@ -15,6 +15,8 @@ struct u64_map {
 };
 /* Returns a pointer to the value, inserting 0 if absent; NULL on ENOMEM. */
 uint64_t *u64_map_get(struct u64_map *m, uint64_t key, bool insert);
+/* key's entry taken out, if it has one: a map of live things (pids) stays their size. */
+void u64_map_del(struct u64_map *m, uint64_t key);
 void u64_map_free(struct u64_map *m);
 
 uint64_t hash_str(const char *s); /* FNV-1a */

@@ -55,7 +55,8 @@ struct eh_source {
 	int err;
 	bool exec_wake;	 /* the exec tracepoint is attached: an idle loop may sleep */
 	bool changed;	 /* an exec or new code since the last poll_ms */
-	__u64 busy_until; /* poll every EH_SOURCE_POLL_MS until then */
+	__u64 busy_until; /* poll every busy_ms until then */
+	int busy_ms;	  /* EH_SOURCE_POLL_MS, or a share of the sampling period (ehsource.h) */
 	__u64 passes, busy_passes, wakes; /* for record -v */
 	__u64 stored[SP_EH_STAT_MAX]; /* the counts at the last file's header (--switch-output) */
 	__u64 py_stored[SP_PY_STAT_MAX];
@@ -172,8 +173,8 @@ static int on_wake(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, eh_sample_fn fn,
-		   void *ctx)
+int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, __u64 freq,
+		   eh_sample_fn fn, void *ctx)
 {
 	struct eh_tables_fds fds = {
 		.rows_fd = bpf_map__fd(skel->maps.eh_rows), .max_rows = EH_MAX_ROWS,
@@ -193,6 +194,9 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 	s->pids = pids;
 	s->fn = fn;
 	s->ctx = ctx;
+	s->busy_ms = EH_SOURCE_POLL_MS;
+	if (freq && 1000 / (EH_SOURCE_POLL_SHARE * freq) > EH_SOURCE_POLL_MS)
+		s->busy_ms = 1000 / (EH_SOURCE_POLL_SHARE * freq);
 	e = eh_tables__new(&s->tables, &fds);
 	if (e) {
 		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
@@ -276,7 +280,7 @@ void eh_source__started(struct eh_source *s)
 	s->skel->links.on_exec_eh = bpf_program__attach(s->skel->progs.on_exec_eh);
 	s->exec_wake = s->skel->links.on_exec_eh != NULL;
 	if (!s->exec_wake)
-		pr_debug("ehframe: no exec tracepoint (%s): draining every %d ms", strerror(errno), EH_SOURCE_POLL_MS);
+		pr_debug("ehframe: no exec tracepoint (%s): draining every %d ms", strerror(errno), s->busy_ms);
 	s->busy_until = now_ns(CLOCK_MONOTONIC) + EH_SOURCE_BUSY_NS;
 	eh_tables__catch_up(s->tables, s->pids);
 	eh_tables__flush(s->tables);
@@ -293,7 +297,7 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	s->passes++;
 	if (!s->exec_wake) {
 		s->busy_passes++;
-		return EH_SOURCE_POLL_MS;
+		return s->busy_ms;
 	}
 	now = now_ns(CLOCK_MONOTONIC);
 	if (s->changed || eh_tables__pending(s->tables)) {
@@ -302,7 +306,7 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	}
 	if (now < s->busy_until) {
 		s->busy_passes++;
-		return EH_SOURCE_POLL_MS;
+		return s->busy_ms;
 	}
 	/*
 	 * A Python process whose runtime is not set up yet is read again at
@@ -312,9 +316,9 @@ int eh_source__poll_ms(struct eh_source *s, int idle_ms)
 	 * programs all the time always has one waiting (most passes here).
 	 */
 	due = py_procs__next_due(s->py);
-	if (due && due <= now + EH_SOURCE_POLL_MS * 1000000ull) {
+	if (due && due <= now + s->busy_ms * 1000000ull) {
 		s->busy_passes++;
-		return EH_SOURCE_POLL_MS;
+		return s->busy_ms;
 	}
 	if (due && due < now + (__u64)idle_ms * 1000000ull)
 		idle_ms = (int)((due - now + 999999) / 1000000);
@@ -473,8 +477,8 @@ void eh_source__report(struct eh_source *s, int verbose)
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
 	fprintf(stderr, "  %llu passes of the loop, %llu of them %d ms apart while processes started; %llu woken by an exec%s\n",
-		(unsigned long long)s->passes, (unsigned long long)s->busy_passes, EH_SOURCE_POLL_MS,
-		(unsigned long long)s->wakes, s->exec_wake ? "" : " (no exec tracepoint: every pass 2 ms apart)");
+		(unsigned long long)s->passes, (unsigned long long)s->busy_passes, s->busy_ms,
+		(unsigned long long)s->wakes, s->exec_wake ? "" : " (no exec tracepoint: every pass so)");
 	REC_SAY({ st.shared, REC_DETAIL, "files shared the table of another file with their build id" },
 		{ st.bid_other_rows, REC_DETAIL, "files had another file's build id but rows of their own" },
 		{ st.from_debug, REC_DETAIL, "files took rows from their debug file's .debug_frame" },

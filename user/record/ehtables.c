@@ -799,8 +799,18 @@ void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid)
 
 void eh_tables__exit(struct eh_tables *t, __u32 pid)
 {
-	if (t)
-		bpf_map_delete_elem(t->procs_fd, &pid);
+	if (!t)
+		return;
+	bpf_map_delete_elem(t->procs_fd, &pid);
+	/*
+	 * Its build, if one is pending, would read a /proc entry that is gone;
+	 * and its times kept would grow the maps by every pid the host ever
+	 * ran (up to pid_max: 4M where systemd sets it, some 17-68 bytes a pid
+	 * in each map, hundreds of MB).
+	 */
+	u64_map_del(&t->dirty, pid);
+	u64_map_del(&t->next_build, pid);
+	u64_map_del(&t->execd, pid);
 }
 
 static int scan_one(void *t, __u32 pid)

@@ -622,7 +622,8 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	s->tree = ctx->target->mode == SP_FILTER_TREE;
 	/* The tables of what runs now, before the first sample; -- CMD: none yet (CMD has not run). */
 	if (!e && o->ehframe)
-		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : s->tree ? &no_pids : NULL, on_eh_sample, s);
+		e = eh_source__new(&s->eh, ctx->skel, o->pids.n ? &o->pids : s->tree ? &no_pids : NULL,
+				   o->period ? 0 : o->freq, on_eh_sample, s);
 	if (!e && eh_source__py(s->eh)) {
 		struct py_frames_opts po = {
 			.procs = eh_source__py(s->eh), .output = o->output, .track_attr = &s->sets[0]->attr,
