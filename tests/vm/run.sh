@@ -49,7 +49,7 @@ cp build/tests/libspanperf_mmap "$root/libspanperf_mmap"	# static
 cp build/tests/sampler_offline "$root/sampler_offline"	# static
 # Without frame pointers, for --call-graph ehframe (its library beside it: rpath $ORIGIN).
 cp build/tests/workload_dwarf build/tests/libdwarfcb.so "$root/"
-cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
+cp tests/vm/guest-tests.sh tests/vm/sched_truth.awk "$root/"
 cp "$cache/brd.ko" "$root/brd.ko"
 # Python frames: Debian's python3.11 has its libpython linked in; with its libraries (below), the
 # encodings package its start-up imports (the rest of what it needs is frozen in), and os.py, the
