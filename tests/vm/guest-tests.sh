@@ -228,12 +228,12 @@ fi
 # or the thread's schedstat around the call (run_delay; asleep: the window less sum_exec and
 # run_delay), plus what of the span lies outside the window it read (a first uprobe hit here is
 # slow).  Each truth stamps an edge at its own instant: schedstat on the run queue's clock early in
-# __schedule and ttwu, the stamps in the BPF program at the tracepoint, ftrace after it.  Under TCG
+# __schedule and ttwu, the stamps and ftrace each in its own callback of the tracepoint.  Under TCG
 # on a busy host the emulator is descheduled between two such instants now and then, and the guest's
 # clock jumps there by whole ms: a call's 75.9 ms of run_delay was 63.5 ms at the tracepoint (its
 # window 118.5 ms, its span 0.26 ms longer).  A split that is wrong misses both truths; a stall
-# skews the one whose instant it falls after.  The four parts to the wall (1%); vfork's parent
-# is blocked (D), not asleep.
+# skews the stamps against the truth whose instant lies on its other side.  The four parts to the
+# wall (1%); vfork's parent is blocked (D), not asleep.
 grep -q "span wall-time split *scheduler accounts" /tmp/probe.txt &&
 	SPANPERF_SCHED_SPLIT=stamps $S probe | grep -q "span wall-time split *stamps at sched_switch and sched_wakeup (forced" &&
 	ok "probe: the split by the accounts here, by stamps when forced" ||

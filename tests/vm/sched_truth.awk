@@ -2,7 +2,7 @@
 # sched_switch and sched_wakeup events (an instance of its own, trace_clock
 # mono: bpf_ktime_get_ns' clock): one of the two truths for the split by
 # stamps in the guest (guest-tests.sh), taken at the same tracepoints as the
-# stamps, just after them.
+# stamps, in a callback of their own.
 #
 #   awk -v tid=TID -f sched_truth.awk SPANS TRACE
 # SPANS: "start_ns end_ns" a line; prints "runq_ns sleep_ns blocked_ns" a
