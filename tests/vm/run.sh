@@ -49,7 +49,7 @@ cp build/tests/libspanperf_mmap "$root/libspanperf_mmap"	# static
 cp build/tests/sampler_offline "$root/sampler_offline"	# static
 # Without frame pointers, for --call-graph ehframe (its library beside it: rpath $ORIGIN).
 cp build/tests/workload_dwarf build/tests/libdwarfcb.so "$root/"
-cp tests/vm/guest-tests.sh "$root/guest-tests.sh"
+cp tests/vm/guest-tests.sh tests/vm/sched_truth.awk "$root/"
 cp "$cache/brd.ko" "$root/brd.ko"
 # Python frames: Debian's python3.11 has its libpython linked in; with its libraries (below), the
 # encodings package its start-up imports (the rest of what it needs is frozen in), and os.py, the
@@ -125,10 +125,14 @@ rm -f build/vmtest-guest-files.b64
 # for (unsynchronized_tsc), and the event pages lose cap_user_time, which
 # libspanperf_mmap needs: tsc=reliable says what holds here, one vCPU ever
 # running (without it, that check failed in each of two runs).
+# no_timer_check: the kernel's boot-time test that the timer interrupt
+# arrives within its window fails when the emulator is starved (a panic,
+# "IO-APIC + timer doesn't work!", at 0.05 s, with three more guests and
+# busyhost on this 2-CPU host); the timer itself works.
 # shellcheck disable=SC2086
 stall=${VMTEST_STALL:-240} cap=${VMTEST_CAP:-1800}
 timeout "$cap" qemu-system-x86_64 $accel -m 1024 -smp 1 -kernel "$cache/vmlinuz" -initrd "$root.cpio.gz" \
-	-append "console=ttyS0 quiet panic=-1 possible_cpus=2 tsc=reliable ${VMTEST_KERNEL_ARGS:-loglevel=3}" \
+	-append "console=ttyS0 quiet panic=-1 possible_cpus=2 tsc=reliable no_timer_check ${VMTEST_KERNEL_ARGS:-loglevel=3}" \
 	-nographic -no-reboot \
 	-serial mon:stdio -serial "file:build/vmtest-guest-files.b64" \
 	> "$log" 2>&1 &
