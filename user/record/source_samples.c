@@ -331,6 +331,8 @@ static void note_sample(struct rec_ctx *ctx, __u64 t)
 		ctx->last_ns = t;
 }
 
+static int write_rec(void *w, const void *p, size_t n);
+
 /* What a record tells before it is copied as it is. */
 static int on_record(void *priv, const struct perf_event_header *h)
 {
@@ -338,6 +340,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	struct rec_ctx *ctx = s->ctx;
 	struct pd_sideband r;
 	__u64 v;
+	int e;
 
 	if (h->type == PERF_RECORD_SAMPLE) {
 		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8) {
@@ -387,7 +390,10 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		if (r.type == PERF_RECORD_MMAP2 && !pd_misc_kernel(r.misc) && (r.mmap.prot & PROT_EXEC)) {
 			if (jit_maps__anon(r.mmap.filename))
 				jit_maps__note(ctx->jits, r.mmap.pid);
-			py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len);
+			e = py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len, r.sample_id.time, write_rec,
+					    s->w);
+			if (e)
+				return e;
 			note_foreign(s, &r);
 			otel_record__mmap(ctx->otel, r.mmap.pid, r.mmap.filename);
 		}
