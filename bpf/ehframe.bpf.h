@@ -183,6 +183,7 @@ struct eh_walk {
 	__u32 bp_ok;	 /* bp holds the frame's rbp */
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
 	__u32 via_fp;	 /* ip was read by frame pointer, from code whose rows were not at hand */
+	__u32 fp_wait;	 /* a step by frame pointer for want of a table not built yet: frames may be missing */
 	__u32 stop;	 /* enum sp_eh_stat, 0 while going on */
 	__u32 py;	 /* the thread's Python frames are in py_walks, to put in place of its eval-loop frames */
 	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
@@ -801,6 +802,8 @@ static long eh_step(__u32 i, void *unused)
 			r.fp_why = SP_EH_FP_NO_ROW;
 		EH_NOTE_UNSURE();
 		eh_stat(r.fp_why);
+		if (r.fp_why == SP_EH_FP_NO_TABLE || r.fp_why == SP_EH_FP_NO_PROC)
+			w->fp_wait = 1;
 		if (!w->bp_ok || w->bp < w->sp || !w->bp) {
 			w->stop = w->bp ? SP_EH_STOP_NO_FP : SP_EH_STOP_FP_END;
 			return 1;
@@ -881,7 +884,7 @@ static long py_merge_step(__u32 i, void *unused)
 	if (py->in_group) {
 		e = py_group_next(py);
 	} else if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES) {
-		if (!py_after_short(w->stop) || py->next >= py->n)
+		if (!py_after_short(w->stop, w->fp_wait) || py->next >= py->n)
 			return 1;
 		e = py_after_next(py);
 	} else {
@@ -1019,6 +1022,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
+	w->fp_wait = 0;
 	w->n = 0;
 	w->stop = 0;
 	w->win_len = 0;

@@ -12,18 +12,7 @@ import os
 import time
 
 # The child's work, as pyworkload.py's --fork child does it (its names are the test's truth).
-from pyworkload import child_work
-
-
-def recorder(policy, cpus):
-    """Every thread of the recorder to policy, on cpus."""
-    rec = os.getppid()
-    for tid in os.listdir("/proc/%d/task" % rec):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-            os.sched_setscheduler(int(tid), policy, os.sched_param(0))
-        except ProcessLookupError:
-            pass
+from pyworkload import child_work, recorder
 
 
 if __name__ == "__main__":

@@ -16,19 +16,42 @@ Each thread names itself (prctl PR_SET_NAME), so that a profile tells them apart
                for 1 s of its own CPU time
   --map-region: a second in, code mapped at 0x600000000000, where a profiler's symbols for Python
                frames may lie (test_python: spanperf moves them)
+  --starve:    its recorder (the parent: `spanperf record -- pyworkload.py ...`) starved of CPU
+               from the start until main returns, as on a loaded host: at SCHED_IDLE on CPU 0,
+               beside the busy thread; json, and its C encoder's library, imported just before
+               main; the process then waits for the recorder to catch up before it exits
 
 READY_FILE is created once every thread is in place, with the busy thread's native id.  With
 --stop the process then stops itself (SIGSTOP), and the busy thread's SECONDS start when it is
 continued (SIGCONT): a recorder can be put in place beside it first.
 """
-import asyncio
-import ctypes
-import json
 import os
-import signal
 import sys
-import threading
-import time
+
+
+def recorder(policy, cpus):
+    """Every thread of the recorder (this process's parent) to policy, on cpus."""
+    rec = os.getppid()
+    for tid in os.listdir("/proc/%d/task" % rec):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+            os.sched_setscheduler(int(tid), policy, os.sched_param(0))
+        except ProcessLookupError:
+            pass
+
+
+# First, before the imports that map libraries (json's _json above all): their tables wait for the recorder.
+STARVE = "--starve" in sys.argv and __name__ == "__main__"
+if STARVE:
+    _rec_cpus = os.sched_getaffinity(os.getppid())
+    os.sched_setaffinity(0, {0})
+    recorder(os.SCHED_IDLE, {0})
+
+import asyncio  # noqa: E402
+import ctypes  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 # READY_FILE: the first argument after SECONDS that is neither an option nor --deep's N, wherever it is.
@@ -39,6 +62,8 @@ DEEP = int(sys.argv[sys.argv.index("--deep") + 1]) if "--deep" in sys.argv else 
 sys.setrecursionlimit(max(1000, DEEP + 500))
 _libc = ctypes.CDLL(None)
 _parked = []
+if not STARVE:
+    import json
 _deadline = [0.0]
 # The busy thread's clock: the wall's, or with --cpu its own CPU time, which a loaded host gives it
 # a few percent of (and its samples, which the tests count, with it).
@@ -148,6 +173,22 @@ def map_region():
     mmap(0x600000000000, 1 << 20, 0x1 | 0x4, 0x02 | 0x20 | 0x100000, -1, 0)
 
 
+def recorder_caught_up(limit=60.0):
+    """Once the recorder's CPU time has stood still for 0.6 s (its 100 ms polls six times over): it has
+    read what this process left in its rings, and named the frames from this process's memory."""
+    def cpu():
+        with open("/proc/%d/stat" % os.getppid()) as f:
+            v = f.read().rsplit(")", 1)[1].split()
+        return int(v[11]) + int(v[12])  # utime, stime
+    end = time.monotonic() + limit
+    last, still = cpu(), 0
+    while still < 3 and time.monotonic() < end:
+        time.sleep(0.2)
+        now = cpu()
+        still = still + 1 if now == last else 0
+        last = now
+
+
 def child_spin(end):
     n = 0
     while time.thread_time() < end:
@@ -186,8 +227,14 @@ if __name__ == "__main__":
         os.rename(READY + ".tmp", READY)
     if "--stop" in sys.argv:
         os.kill(os.getpid(), signal.SIGSTOP)
+    if STARVE:
+        import json
     _deadline[0] = _clock[0]() + SECONDS
     main()
+    if STARVE:
+        # The recorder back while this process lives: it names frames from its memory.
+        recorder(os.SCHED_OTHER, _rec_cpus)
+        recorder_caught_up()
     if child:
         child.join()
     os._exit(0)

@@ -240,22 +240,47 @@ bool py_frames_any(const __u64 *ips, __u32 n)
 }
 
 static __u64 pick_base(__u32 pid);
+static int announce(struct py_frames *p, struct pf_proc *pp, __u32 tid, __u64 t, py_write_fn fn, void *ctx);
+static struct pf_code *name_code(struct py_frames *p, struct pf_proc *pp, __u64 code, __u32 tid, __u64 t,
+				 py_write_fn fn, void *ctx, int *err);
 
-void py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len)
+int py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len, __u64 t, py_write_fn fn, void *ctx)
 {
 	uint64_t *i = p ? u64_map_get(&p->by_pid, pid, false) : NULL;
 	struct pf_proc *pp = i && *i ? &p->procs[*i - 1] : NULL;
+	struct pf_code *old;
+	size_t nr_old;
+	int e = 0;
 
 	if (!pp || !pp->live || !pp->base || start >= pp->base + REGION_LEN || start + len <= pp->base)
-		return;
+		return 0;
+	old = pp->codes;
+	nr_old = pp->nr_codes;
+	pp->codes = NULL;
+	pp->nr_codes = pp->cap_codes = 0;
 	pp->base = pick_base(pid);
 	pp->no_region = !pp->base;
 	pp->announced = false;
 	pp->pgoff = pp->next = 0;
-	pp->nr_codes = 0;
 	pp->guessed = 0;
 	u64_map_free(&pp->by_code);
 	p->moved++;
+	/*
+	 * Its code objects named in the new region now, while the process
+	 * lives: a chain written later (an off-CPU block of a thread asleep
+	 * the whole run is written at the end) names them from their slots,
+	 * and after the exit there is nothing left to read them from (a
+	 * starved recorder lost a sleeper's whole 3 s so, issue 42).  A JVM's
+	 * methods are named again at their next sight, as before.
+	 */
+	if (!pp->jvm && !pp->no_region && nr_old && py_procs__get(p->o.procs, pid, NULL, NULL)) {
+		e = announce(p, pp, pid, t, fn, ctx);
+		for (size_t k = 0; k < nr_old && !e && !pp->no_region; k++)
+			if (!u64_map_get(&pp->by_code, old[k].code, false))
+				name_code(p, pp, old[k].code, pid, t, fn, ctx, &e);
+	}
+	free(old);
+	return e;
 }
 
 static bool scan_due(const struct pf_proc *pp, __u64 now);

@@ -58,11 +58,12 @@ bool py_frames_any(const __u64 *ips, __u32 n);
 int py_frames__rewrite(struct py_frames *p, __u32 pid, __u32 tid, __u64 t, __u64 *ips, __u32 *n, __u32 cap,
 		       py_write_fn fn, void *ctx);
 /*
- * pid mapped [start, start + len): where that lands on its region, the
- * region moves (a new MMAP2 at its next use, its code objects named again),
- * or the mapping would take the Python frames' addresses for its own.
+ * pid mapped [start, start + len) at time t: where that lands on its
+ * region, the region moves (or the mapping would take the Python frames'
+ * addresses for its own), its code objects named again in the new one at
+ * once, the records through fn.  0, or fn's error.
  */
-void py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len);
+int py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len, __u64 t, py_write_fn fn, void *ctx);
 /* A drain begins: slots are checked again before they serve in it. */
 void py_frames__drain(struct py_frames *p);
 /*

@@ -10,6 +10,7 @@
  * carry only the side-band, which also keeps those tables current.
  */
 #include <errno.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@ struct samples {
 	bool no_prog;
 	bool tree; /* -- CMD: the rings' side-band is CMD's tree's only (on_tree_record) */
 	long tid_off; /* offset of TID in our SAMPLE records */
+	__u64 sb_ns;  /* when the rings' side-band was last read to its end (CLOCK_MONOTONIC, as samples) */
 	struct u64_map tid_samples, tid_pids;
 };
 
@@ -331,6 +333,8 @@ static void note_sample(struct rec_ctx *ctx, __u64 t)
 		ctx->last_ns = t;
 }
 
+static int write_rec(void *w, const void *p, size_t n);
+
 /* What a record tells before it is copied as it is. */
 static int on_record(void *priv, const struct perf_event_header *h)
 {
@@ -338,6 +342,7 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	struct rec_ctx *ctx = s->ctx;
 	struct pd_sideband r;
 	__u64 v;
+	int e;
 
 	if (h->type == PERF_RECORD_SAMPLE) {
 		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8) {
@@ -387,7 +392,10 @@ static int on_record(void *priv, const struct perf_event_header *h)
 		if (r.type == PERF_RECORD_MMAP2 && !pd_misc_kernel(r.misc) && (r.mmap.prot & PROT_EXEC)) {
 			if (jit_maps__anon(r.mmap.filename))
 				jit_maps__note(ctx->jits, r.mmap.pid);
-			py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len);
+			e = py_frames__mmap(ctx->py, r.mmap.pid, r.mmap.start, r.mmap.len, r.sample_id.time, write_rec,
+					    s->w);
+			if (e)
+				return e;
 			note_foreign(s, &r);
 			otel_record__mmap(ctx->otel, r.mmap.pid, r.mmap.filename);
 		}
@@ -495,6 +503,8 @@ static int write_py_sample(struct samples *s, const struct perf_event_header *h,
 	return pd_writer__write(s->w, c, c->size);
 }
 
+static long drain_rings(struct samples *s);
+
 /* An ehframe sample, in the file's layout already (but for its Python entries). */
 static int on_eh_sample(void *priv, const struct perf_event_header *h)
 {
@@ -505,17 +515,31 @@ static int on_eh_sample(void *priv, const struct perf_event_header *h)
 	note_sample(s->ctx, t);
 	memcpy(&nr, (const char *)h + EH_NR_OFF, 8);
 	if (s->py && h->size >= EH_IPS_OFF && nr <= (h->size - EH_IPS_OFF) / 8 &&
-	    py_frames_any((const __u64 *)((const char *)h + EH_IPS_OFF), nr))
+	    py_frames_any((const __u64 *)((const char *)h + EH_IPS_OFF), nr)) {
+		/*
+		 * Taken after the side-band was read: the process may have mapped
+		 * over its Python frames' region since (py_frames__mmap), and a
+		 * sample named by the old one would fall in the new mapping.  The
+		 * rings again first; the tables' flush and a long consume of a
+		 * starved recorder left 358 of 2,096 samples so (issue 42).
+		 */
+		if (t > s->sb_ns) {
+			long n = drain_rings(s);
+
+			if (n < 0)
+				return n;
+		}
 		return write_py_sample(s, h, t);
+	}
 	return pd_writer__write(s->w, h, h->size);
 }
 
-static long samples_drain(struct rec_source *src, struct pd_writer *w)
+/* Every ring to its end: the side-band of everything that happened before now is known after it. */
+static long drain_rings(struct samples *s)
 {
-	struct samples *s = src->priv;
 	long any = 0;
 
-	s->w = w;
+	s->sb_ns = now_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < s->nr_rings; i++) {
 		long n = s->tree ? pe_ring__drain(&s->rings[i], on_tree_record, NULL, s)
 				 : pe_ring__drain(&s->rings[i], on_record, on_chunk, s);
@@ -524,13 +548,25 @@ static long samples_drain(struct rec_source *src, struct pd_writer *w)
 			return n;
 		any += n;
 		if (s->pending.len) {
-			int e = s->pending.err ?: pd_writer__write(w, s->pending.p, s->pending.len);
+			int e = s->pending.err ?: pd_writer__write(s->w, s->pending.p, s->pending.len);
 
 			s->pending.len = 0;
 			if (e)
 				return e;
 		}
 	}
+	return any;
+}
+
+static long samples_drain(struct rec_source *src, struct pd_writer *w)
+{
+	struct samples *s = src->priv;
+	long any;
+
+	s->w = w;
+	any = drain_rings(s);
+	if (any < 0)
+		return any;
 	/* After the side-band that may have changed the tables; stamped before now, as the rings' are. */
 	py_frames__drain(s->py);
 	if (s->eh) {
