@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -144,6 +145,80 @@ static void test_dso_set(void **state)
 	assert_int_equal(dso_set__count(s), 1000);
 	dso_set__free(s);
 	dso_set__free(NULL);
+}
+
+/* path's build id through the memo, as the agent's windows read it: from a descriptor each time. */
+static int memo_id(struct buildid_memo *m, const char *path, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	int fd = open(path, O_RDONLY), e;
+
+	assert_true(fd >= 0);
+	e = buildid_memo__fd(m, fd, id, size);
+	close(fd);
+	return e;
+}
+
+/*
+ * buildid_memo reads a file's notes once while it stays the same file: a
+ * copy of this test's own binary rewritten in place with another build id,
+ * at the same size and with its old mtime put back, is read again (its
+ * ctime moved); and a memo at its bound forgets, never mixes files up.
+ */
+static void test_buildid_memo(void **state)
+{
+	char dir[] = "/tmp/sp-bidmemo-XXXXXX", path[64], other[64];
+	__u8 id[BUILD_ID_MAX], got[BUILD_ID_MAX], size, got_size;
+	struct buildid_memo *m = buildid_memo__new(1);
+	struct stat st;
+	char *buf, *at;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/lib.so", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	f = fopen(other, "w");
+	assert_non_null(f);
+	fputs("not ELF", f);
+	fclose(f);
+	assert_int_equal(buildid_from_file("/proc/self/exe", id, &size), 0);
+	assert_int_equal(read_file_all("/proc/self/exe", &buf, &len), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	for (int round = 0; round < 2; round++) { /* read, then kept */
+		assert_int_equal(memo_id(m, path, got, &got_size), 0);
+		assert_int_equal(got_size, size);
+		assert_memory_equal(got, id, size);
+	}
+	/* The bound is one inode: the other file takes its place, and each still reads as itself. */
+	assert_int_not_equal(memo_id(m, other, got, &got_size), 0);
+	assert_int_equal(memo_id(m, path, got, &got_size), 0);
+	assert_memory_equal(got, id, size);
+
+	at = memmem(buf, len, id, size);
+	assert_non_null(at);
+	at[0] ^= 0xff;
+	assert_int_equal(stat(path, &st), 0);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	assert_int_equal(utimensat(AT_FDCWD, path, (struct timespec[2]){ st.st_atim, st.st_mtim }, 0), 0);
+	assert_int_equal(memo_id(m, path, got, &got_size), 0);
+	assert_int_equal(got[0], (__u8)(id[0] ^ 0xff));
+	assert_memory_equal(got + 1, id + 1, size - 1);
+	assert_int_equal(buildid_memo__fd(NULL, -1, got, &got_size) < 0, 1);
+
+	unlink(path);
+	unlink(other);
+	rmdir(dir);
+	free(buf);
+	buildid_memo__free(m);
+	buildid_memo__free(NULL);
 }
 
 static void test_u64_map(void **state)
@@ -455,6 +530,7 @@ int main(void)
 		cmocka_unit_test(test_int_list),  cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_procmaps),  cmocka_unit_test(test_notes),
 		cmocka_unit_test(test_build_id_of_self), cmocka_unit_test(test_dso_set),
+		cmocka_unit_test(test_buildid_memo),
 		cmocka_unit_test(test_u64_map),	  cmocka_unit_test(test_json),
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
 		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),

@@ -18,6 +18,7 @@
 #include "agent.h"
 #include "agent_opts.h"
 #include "agent_rows.h"
+#include "buildid.h"
 #include "ch_http.h"
 #include "ch_ship.h"
 #include "ch_wire.h"
@@ -40,7 +41,14 @@ struct agent {
 	struct span_report *cur_sr;
 	uint64_t start_ns; /* the window's, unix */
 	struct web_server *web; /* --serve */
+	struct buildid_memo *bids;
 };
+
+/*
+ * Inodes whose build ids the windows keep (88 bytes each, pages touched as
+ * used): a host's libraries and programs many times over.
+ */
+#define AGENT_BUILD_IDS 16384
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -78,7 +86,8 @@ static int window_end(void *arg, struct session *sess, const char *path, char *e
 	char token[64] = "";
 	uint64_t now = clock_ns(CLOCK_REALTIME), rows = 0;
 	struct agent_window_meta m = { .token = token, .host = a->host, .start_ns = a->start_ns, .end_ns = now,
-				       .mono_to_unix = now - clock_ns(CLOCK_MONOTONIC), .hz = a->o->freq };
+				       .mono_to_unix = now - clock_ns(CLOCK_MONOTONIC), .hz = a->o->freq,
+				       .bids = a->bids };
 	int e = profile__end(a->cur, true);
 
 	(void)path;
@@ -212,6 +221,8 @@ int agent_run(struct agent_opts *o)
 	}
 	if (o->serve && serve_start(&a, o))
 		goto cleanup;
+	/* Without the memory, each window reads its files' ids again. */
+	a.bids = buildid_memo__new(AGENT_BUILD_IDS);
 	a.start_ns = clock_ns(CLOCK_REALTIME);
 	e = live_record(&ro, &lo, sp_argc, sp_argv, &code, err, sizeof(err));
 	if (e && err[0])
@@ -222,6 +233,7 @@ cleanup:
 	web_server__free(a.web); /* before the sender it reads goes */
 	/* The last window is queued: one short try to send it, else the spool keeps it. */
 	ch_ship__stop(a.ship, 700);
+	buildid_memo__free(a.bids);
 	record_opts_free(&ro);
 	return ret;
 }

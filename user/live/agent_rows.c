@@ -158,7 +158,9 @@ static uint64_t stack_id(const struct profile *p, const struct pstack *s)
 /*
  * A user file's build id where the symbolizer names none (a live session
  * reads them from no file's header): read from the file as the process
- * sees it, once a window per file; NULL if none.  The name is the
+ * sees it, once a window per file; NULL if none.  Its notes are read once
+ * per inode while it stays the same (buildid_memo): the open stays, since
+ * which inode the process's name leads to is what may change.  The name is the
  * process's: resolved inside its root (proc_file.h), never by a plain open
  * of /proc/PID/root/PATH, where the kernel follows the container's absolute
  * symlinks from the host's root and its magic links anywhere (a JIT's
@@ -184,7 +186,7 @@ static const char *build_id_of(struct rows *r, const struct pfunc *f, uint32_t p
 	fd = proc_open_in_root((int)pid, f->path);
 	if (fd < 0)
 		return NULL;
-	if (!buildid_from_fd(fd, id, &n) && n) {
+	if (!buildid_memo__fd(r->m->bids, fd, id, &n) && n) {
 		buildid_hex(id, n, hex);
 		if (strpool_intern(&r->bids, hex, &at))
 			*slot = at + 1;

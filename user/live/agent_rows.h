@@ -14,6 +14,7 @@
 #include "ch_schema.h"
 #include "sbuf.h"
 
+struct buildid_memo;
 struct profile;
 struct session;
 struct spans_view;
@@ -23,6 +24,7 @@ struct agent_window_meta {
 	uint64_t start_ns, end_ns; /* unix ns */
 	int64_t mono_to_unix;	   /* CLOCK_MONOTONIC + this = unix ns */
 	uint64_t hz;
+	struct buildid_memo *bids; /* files' build ids, kept across windows (NULL: read in each) */
 };
 
 /* A cgroup path's container id (64 hex digits) and pod uid, into buffers of 65 and 37 bytes ("" if none). */

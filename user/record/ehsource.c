@@ -368,7 +368,8 @@ void eh_source__sideband(struct eh_source *s, const struct pd_sideband *r)
 		break;
 	case PERF_RECORD_FORK:
 		if (r->task.pid != r->task.ppid && wanted(s, r->task.pid)) {
-			eh_tables__fork(s->tables, r->task.ppid, r->task.pid);
+			eh_tables__fork(s->tables, r->task.ppid, r->task.pid,
+					s->skel->links.eh_fork_btf || s->skel->links.eh_fork_raw);
 			py_procs__fork(s->py, r->task.ppid, r->task.pid);
 			maps_changed(s);
 		}

@@ -788,12 +788,23 @@ bool eh_tables__pending(const struct eh_tables *t)
 	return t && t->dirty.n;
 }
 
-void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid)
+void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid, bool copied)
 {
 	struct sp_eh_proc proc;
 
+	if (!t)
+		return;
+	/*
+	 * BPF copied the parent's entry as the child was made (sample.bpf.c,
+	 * eh_fork): a lookup instead of a lookup and a write.  Copied still when
+	 * the child has none: its parent had no slice yet then and may have one
+	 * now, -p left the fork to here, or an exit read since took a reused
+	 * pid's entry out.
+	 */
+	if (copied && !bpf_map_lookup_elem(t->procs_fd, &pid, &proc))
+		return;
 	/* Slices never change: the child shares its parent's until it maps something of its own. */
-	if (t && !bpf_map_lookup_elem(t->procs_fd, &ppid, &proc))
+	if (!bpf_map_lookup_elem(t->procs_fd, &ppid, &proc))
 		bpf_map_update_elem(t->procs_fd, &pid, &proc, BPF_ANY);
 }
 

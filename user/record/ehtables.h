@@ -56,8 +56,11 @@ void eh_tables__mmap(struct eh_tables *t, __u32 pid, __u64 start, __u64 len, __u
 void eh_tables__flush(struct eh_tables *t);
 /* Processes marked that a flush has not built yet (it stops at its budget, or waits its turn). */
 bool eh_tables__pending(const struct eh_tables *t);
-/* A new process shares its parent's mappings until it maps its own. */
-void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid);
+/*
+ * A new process shares its parent's mappings until it maps its own; copied:
+ * BPF's fork program is attached, and an entry the child has is that copy.
+ */
+void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid, bool copied);
 void eh_tables__exit(struct eh_tables *t, __u32 pid);
 /* Every process in pids (NULL: all of /proc). */
 void eh_tables__scan(struct eh_tables *t, const struct int_list *pids);

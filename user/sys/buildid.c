@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "buildid.h"
 #include "elf_budget.h"
@@ -121,6 +122,94 @@ void buildid_hex(const __u8 *id, __u8 size, char *out)
 		*out++ = hex[id[i] & 15];
 	}
 	*out = 0;
+}
+
+struct memo_entry {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	int err; /* what buildid_from_fd gave: 0 with id and id_size, -ENOENT or -EINVAL */
+	__u8 id[BUILD_ID_MAX], id_size;
+};
+
+struct buildid_memo {
+	struct u64_map idx; /* hash of (dev, ino) -> index + 1 into v */
+	struct memo_entry *v;
+	size_t n, max;
+};
+
+struct buildid_memo *buildid_memo__new(size_t max)
+{
+	struct buildid_memo *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->max = max ? max : 1;
+	return m;
+}
+
+void buildid_memo__free(struct buildid_memo *m)
+{
+	if (!m)
+		return;
+	u64_map_free(&m->idx);
+	free(m->v);
+	free(m);
+}
+
+static bool memo_same(const struct memo_entry *e, const struct stat *st)
+{
+	return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+	       e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* fd's slot, a new one (index + 1 at 0) if its inode has none; NULL without memory. */
+static uint64_t *memo_slot(struct buildid_memo *m, const struct stat *st)
+{
+	if (m->n == m->max && !u64_map_get(&m->idx, hash_mix(st->st_dev, st->st_ino), false)) {
+		/* Full: forgotten whole rather than grown by every file a long-lived host ever had. */
+		u64_map_free(&m->idx);
+		m->n = 0;
+	}
+	if (!m->v && !(m->v = calloc(m->max, sizeof(*m->v))))
+		return NULL;
+	return u64_map_get(&m->idx, hash_mix(st->st_dev, st->st_ino), true);
+}
+
+int buildid_memo__fd(struct buildid_memo *m, int fd, __u8 id[BUILD_ID_MAX], __u8 *size)
+{
+	struct memo_entry *e;
+	struct stat st;
+	uint64_t *slot;
+	int err;
+
+	if (!m || fstat(fd, &st) || !(slot = memo_slot(m, &st)))
+		return buildid_from_fd(fd, id, size);
+	e = *slot ? &m->v[*slot - 1] : NULL;
+	if (!e || !memo_same(e, &st)) {
+		err = buildid_from_fd(fd, id, size);
+		/* Only what the bytes decide is kept (an id, none, not ELF), never a failure that may pass. */
+		if (err && err != -ENOENT && err != -EINVAL)
+			return err;
+		if (!e) {
+			e = &m->v[m->n++];
+			*slot = m->n;
+		}
+		/* Another inode with the same hash takes the slot: one of them is read each time, never mixed up. */
+		*e = (struct memo_entry){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+					  .mtime = st.st_mtim, .ctime = st.st_ctim, .err = err };
+		if (!err) {
+			memcpy(e->id, id, BUILD_ID_MAX);
+			e->id_size = *size;
+		}
+		return err;
+	}
+	if (!e->err) {
+		memcpy(id, e->id, BUILD_ID_MAX);
+		*size = e->id_size;
+	}
+	return e->err;
 }
 
 /* Interned names: whole-host runs map the same libc thousands of times. */

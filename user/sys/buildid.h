@@ -41,6 +41,20 @@ int buildid_cache_entry(const char *hex, const __u8 sha256[SHA256_SIZE], char *o
 /* SHA-256 of what fd holds (pread from 0 to EOF); -EFBIG past max bytes. */
 int sha256_of_fd(int fd, __u64 max, __u8 out[SHA256_SIZE]);
 
+/*
+ * Build ids kept by the inode they were read from, for a reader that meets
+ * the same files again and again (the agent's windows): a file's notes are
+ * read again only when its device and inode are new, or its size, mtime or
+ * ctime moved (ctime: no one can set it, so a file rewritten in place at its
+ * old size and mtime is read again).  At most max inodes; past that, all
+ * are forgotten and read again as met.
+ */
+struct buildid_memo;
+struct buildid_memo *buildid_memo__new(size_t max);
+void buildid_memo__free(struct buildid_memo *m);
+/* As buildid_from_fd, from what m kept if fd's file is one it has read (m NULL: read). */
+int buildid_memo__fd(struct buildid_memo *m, int fd, __u8 id[BUILD_ID_MAX], __u8 *size);
+
 /* A set of unique file names seen in MMAP2 records. */
 struct dso_set;
 struct dso_set *dso_set__new(void);
