@@ -123,6 +123,8 @@ struct pf_site {
 
 /* Sites kept per JVM: past this, each further one is read again at each sight. */
 #define SITES_MAX 65536
+/* A process's region moves after which its code objects are no longer named again at once. */
+#define RENAME_MOVES 4
 
 struct pf_proc {
 	__u32 pid, gen;
@@ -136,6 +138,7 @@ struct pf_proc {
 	__u64 next;	  /* the next slot's offset */
 	__u64 since;	  /* nothing of it is stamped before this */
 	__u32 fails, fails_drain;
+	__u32 moves;	  /* its region's moves: names are read again eagerly for the first few */
 	struct py_code_layout cl;
 	bool has_scan;
 	__u32 guessed;	  /* code objects named co_name, waiting for a scan that knows them */
@@ -271,9 +274,14 @@ int py_frames__mmap(struct py_frames *p, __u32 pid, __u64 start, __u64 len, __u6
 	 * the whole run is written at the end) names them from their slots,
 	 * and after the exit there is nothing left to read them from (a
 	 * starved recorder lost a sleeper's whole 3 s so, issue 42).  A JVM's
-	 * methods are named again at their next sight, as before.
+	 * methods are named again at their next sight, as before.  Only for a
+	 * process's first RENAME_MOVES moves: a process that maps over its
+	 * region again and again would otherwise make root read all its code
+	 * objects again at each of its mmaps; past those, names come at their
+	 * next sight, as before.
 	 */
-	if (!pp->jvm && !pp->no_region && nr_old && py_procs__get(p->o.procs, pid, NULL, NULL)) {
+	if (!pp->jvm && !pp->no_region && nr_old && pp->moves++ < RENAME_MOVES &&
+	    py_procs__get(p->o.procs, pid, NULL, NULL)) {
 		e = announce(p, pp, pid, t, fn, ctx);
 		for (size_t k = 0; k < nr_old && !e && !pp->no_region; k++)
 			if (!u64_map_get(&pp->by_code, old[k].code, false))
