@@ -142,6 +142,7 @@ static int load_bpf(struct recorder *r)
 	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
+	skel->rodata->eh_threads = !eh_counts_records(o);
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
@@ -585,7 +586,10 @@ static void print_threads(struct recorder *r)
 	}
 	sort_n(all, n, sizeof(*all), cmp_thread);
 	fprintf(stderr, "per-thread samples (%s):\n%8s %8s %-16s %10s\n",
-		r->ctx.thread_samples ? "from the records, no program on the events" : "BPF map", "tid", "pid", "comm",
+		!r->ctx.thread_samples ? "BPF map"
+		: r->ctx.o->ehframe    ? "from the records"
+				       : "from the records, no program on the events",
+		"tid", "pid", "comm",
 		"samples");
 	for (int i = 0; i < n && (i < 20 || sp_verbose > 1); i++)
 		fprintf(stderr, "%8u %8u %-16.16s %10llu\n", all[i].tid, all[i].t.pid, all[i].t.comm,
@@ -865,8 +869,11 @@ static void summary(struct recorder *r)
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 
-		if (r->ctx.thread_samples)
+		if (r->ctx.thread_samples && !o->ehframe)
 			fprintf(stderr, "no sampling program (no filter, spans or --otel); the rings delivered %llu and lost %llu\n",
+				(unsigned long long)r->ctx.samples, (unsigned long long)r->ctx.lost);
+		else if (r->ctx.thread_samples)
+			fprintf(stderr, "the rings delivered %llu samples (counted from the records) and lost %llu\n",
 				(unsigned long long)r->ctx.samples, (unsigned long long)r->ctx.lost);
 		else
 			fprintf(stderr, "BPF accepted %llu samples; the rings delivered %llu and lost %llu\n",

@@ -94,11 +94,22 @@ struct rec_ctx {
 	__u64 samples, lost, first_ns, last_ns;
 	/*
 	 * tid -> samples and tid -> pid, counted from the records when no
-	 * program counts them (samples_source: no filter, spans or --otel);
-	 * NULL when the sampling program's threads map holds them.
+	 * program counts them (samples_source: no filter, spans or --otel; or
+	 * ehframe without spans or --otel, eh_counts_records); NULL when the
+	 * sampling program's threads map holds them.
 	 */
 	struct u64_map *thread_samples, *thread_pids;
 };
+
+/*
+ * --call-graph ehframe with neither spans nor --otel, the only readers of
+ * a thread's entry in the threads map: the sampling program makes none
+ * (sample.bpf.c's eh_threads) and the records are counted instead.
+ */
+static inline bool eh_counts_records(const struct record_opts *o)
+{
+	return o->ehframe && !o->nr_spans && !o->otel;
+}
 
 typedef int (*rec_source_new_fn)(struct rec_source **out, struct rec_ctx *ctx);
 

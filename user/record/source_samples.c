@@ -335,6 +335,21 @@ static void note_sample(struct rec_ctx *ctx, __u64 t)
 
 static int write_rec(void *w, const void *p, size_t n);
 
+/* A sample of the thread whose pid and tid are at pt, where no program counts them (rec_ctx's thread_samples). */
+static void count_thread(struct samples *s, const void *pt)
+{
+	__u32 v[2]; /* pid, tid */
+	uint64_t *n, *pid;
+
+	memcpy(v, pt, sizeof(v));
+	n = u64_map_get(&s->tid_samples, v[1], true);
+	pid = u64_map_get(&s->tid_pids, v[1], true);
+	if (n)
+		(*n)++;
+	if (pid)
+		*pid = v[0];
+}
+
 /* What a record tells before it is copied as it is. */
 static int on_record(void *priv, const struct perf_event_header *h)
 {
@@ -345,18 +360,8 @@ static int on_record(void *priv, const struct perf_event_header *h)
 	int e;
 
 	if (h->type == PERF_RECORD_SAMPLE) {
-		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8) {
-			__u32 pt[2]; /* pid, tid */
-			uint64_t *n, *pid;
-
-			memcpy(pt, (const char *)h + s->tid_off, 8);
-			n = u64_map_get(&s->tid_samples, pt[1], true);
-			pid = u64_map_get(&s->tid_pids, pt[1], true);
-			if (n)
-				(*n)++;
-			if (pid)
-				*pid = pt[0];
-		}
+		if (s->no_prog && s->tid_off >= 0 && h->size >= s->tid_off + 8)
+			count_thread(s, (const char *)h + s->tid_off);
 		if (s->time_off >= 0 && h->size >= s->time_off + 8) {
 			memcpy(&v, (const char *)h + s->time_off, 8);
 			note_sample(ctx, v);
@@ -464,6 +469,7 @@ static int write_rec(void *w, const void *p, size_t n)
  * IDENTIFIER|IP|TID|TIME|CPU|PERIOD, then the chain's nr and entries.
  */
 #define EH_IP_OFF 16u
+#define EH_PID_OFF 24u
 #define EH_NR_OFF 56u
 #define EH_IPS_OFF 64u
 #define EH_SAMPLE_MAX 4096
@@ -513,6 +519,8 @@ static int on_eh_sample(void *priv, const struct perf_event_header *h)
 
 	memcpy(&t, (const char *)h + s->time_off, 8);
 	note_sample(s->ctx, t);
+	if (s->ctx->thread_samples == &s->tid_samples)
+		count_thread(s, (const char *)h + EH_PID_OFF);
 	memcpy(&nr, (const char *)h + EH_NR_OFF, 8);
 	if (s->py && h->size >= EH_IPS_OFF && nr <= (h->size - EH_IPS_OFF) / 8 &&
 	    py_frames_any((const __u64 *)((const char *)h + EH_IPS_OFF), nr)) {
@@ -675,6 +683,8 @@ int samples_source__new(struct rec_source **out, struct rec_ctx *ctx)
 	if (!e && !o->ehframe && ctx->target->mode == SP_FILTER_NONE && !o->nr_spans && !o->otel) {
 		s->no_prog = true;
 		s->tid_off = pd_sample_offset(&s->sets[0]->attr, PERF_SAMPLE_TID);
+	}
+	if (!e && (s->no_prog || eh_counts_records(o))) {
 		ctx->thread_samples = &s->tid_samples;
 		ctx->thread_pids = &s->tid_pids;
 	}
