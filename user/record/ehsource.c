@@ -38,9 +38,9 @@
 #define EH_MAX_PROCS 32768
 /* Python processes followed at once (about 300 bytes each). */
 #define EH_MAX_PY_PROCS 8192
-#define EH_RING_MIN (1u << 20)
-#define EH_RING_MAX (64u << 20)
-#define EH_RING_UNKNOWN (16u << 20) /* -c: no rate to size by */
+#define EH_RING_MIN (256u << 10) /* per CPU */
+#define EH_RING_MAX (64u << 20) /* all CPUs' */
+#define EH_RING_UNKNOWN (16u << 20) /* all CPUs', -c: no rate to size by */
 
 struct eh_source {
 	struct sample_bpf *skel;
@@ -49,6 +49,8 @@ struct eh_source {
 	struct py_procs *py; /* NULL: Python frames are not read (SPANPERF_NO_PYTHON) */
 	__u32 *gen;	     /* eh_gen's value, mapped: bumped after every change to eh_procs or py_procs */
 	struct ring_buffer *rb;
+	int *rb_fds; /* each CPU's sample ring (eh_rbs's), kept open for rb's epoll */
+	int nr_rb;
 	eh_sample_fn fn;
 	void *ctx;
 	long n;
@@ -62,25 +64,36 @@ struct eh_source {
 	__u64 py_stored[SP_PY_STAT_MAX];
 };
 
+/* The first sample ring, made by eh_source_size before the load, until eh_source__new takes it; -1: none. */
+static int eh_ring0 = -1;
+
+static int eh_ring_cpus(void)
+{
+	int cpus = libbpf_num_possible_cpus();
+
+	return cpus > 0 ? cpus : 1;
+}
+
 /*
- * The sample ring: a second of samples at 512 bytes (a 40-frame chain; most
- * are shorter) from every CPU, as a power of two.  The program wakes the loop
- * when the ring is half full, so it holds half a second more than a drain
- * needs.  A fixed 16 MiB was a quarter of the 65.8 MiB the eh_* maps took
- * (over the 64 MiB issue 22 allows), and at 999 Hz on 2 CPUs a second of
- * samples is about 0.6 MB.
+ * Each CPU's sample ring: a second of its samples at 512 bytes (a 40-frame
+ * chain; most are shorter), as a power of two, and all CPUs' together no
+ * more than EH_RING_MAX.  The program wakes the loop when a ring is half
+ * full, so it holds half a second more than a drain needs.  A fixed 16 MiB
+ * was a quarter of the 65.8 MiB the eh_* maps took (over the 64 MiB issue 22
+ * allows), and at 999 Hz a CPU's second of samples is about 0.5 MB.
  */
 static __u32 eh_ring_bytes(__u64 freq)
 {
-	int cpus = libbpf_num_possible_cpus();
-	__u64 want = (__u64)(cpus > 0 ? cpus : 1) * freq * 512;
-	__u32 bytes = EH_RING_MIN;
+	__u32 cpus = eh_ring_cpus(), page = sysconf(_SC_PAGESIZE), bytes = EH_RING_MIN, most = page;
+	__u64 want = freq * 512;
 
+	while ((__u64)most * 2 * cpus <= (freq ? EH_RING_MAX : EH_RING_UNKNOWN))
+		most <<= 1;
 	if (!freq)
-		return EH_RING_UNKNOWN;
-	while (bytes < want && bytes < EH_RING_MAX)
+		return most;
+	while (bytes < want && bytes < most)
 		bytes <<= 1;
-	return bytes;
+	return bytes < most ? bytes : most;
 }
 
 /* Python frames are read with ehframe, unless this says not to (for measuring what they cost). */
@@ -111,7 +124,16 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_maps, on ? EH_MAX_MAPS : 1);
 	bpf_map__set_max_entries(skel->maps.eh_procs, on ? EH_MAX_PROCS : 1);
-	bpf_map__set_max_entries(skel->maps.eh_rb, on ? ring : sysconf(_SC_PAGESIZE));
+	bpf_map__set_max_entries(skel->maps.eh_rbs, on ? eh_ring_cpus() : 1);
+	/*
+	 * The rings' size is the outer map's inner template's, which libbpf 1.1
+	 * cannot resize (its inner map has no object: bpf_map__set_max_entries
+	 * faults); a ring made now is the template, and CPU 0's ring later.
+	 */
+	if (on && eh_ring0 < 0)
+		eh_ring0 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "eh_rb", 0, 0, ring, NULL);
+	if (on && eh_ring0 >= 0)
+		bpf_map__set_inner_map_fd(skel->maps.eh_rbs, eh_ring0);
 	bpf_map__set_max_entries(skel->maps.py_procs, py ? EH_MAX_PY_PROCS : 1);
 	bpf_map__set_max_entries(skel->maps.hs_procs, java_on(py) ? EH_MAX_PY_PROCS : 1);
 	skel->rodata->py_walk = py;
@@ -173,6 +195,44 @@ static int on_wake(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A sample ring for each CPU, in eh_rbs at its number, all read through s->rb; 0 or -errno. */
+static int eh_rings_new(struct eh_source *s)
+{
+	struct bpf_map *outer = s->skel->maps.eh_rbs;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int n = bpf_map__max_entries(outer), e = 0;
+
+	if (eh_ring0 < 0)
+		return -EINVAL; /* eh_source_size could not make it: said by the load that then failed */
+	if (bpf_obj_get_info_by_fd(eh_ring0, &info, &len))
+		return -errno;
+	s->rb_fds = calloc(n, sizeof(*s->rb_fds));
+	if (!s->rb_fds)
+		return -ENOMEM;
+	s->rb_fds[s->nr_rb++] = eh_ring0;
+	eh_ring0 = -1;
+	for (__u32 cpu = 0; cpu < (__u32)n; cpu++) {
+		int fd = cpu ? bpf_map_create(BPF_MAP_TYPE_RINGBUF, "eh_rb", 0, 0, info.max_entries, NULL) : s->rb_fds[0];
+
+		if (fd < 0)
+			return -errno;
+		if (cpu)
+			s->rb_fds[s->nr_rb++] = fd;
+		if (bpf_map_update_elem(bpf_map__fd(outer), &cpu, &fd, BPF_ANY))
+			return -errno;
+		if (!s->rb)
+			s->rb = ring_buffer__new(fd, on_ring, s, NULL);
+		else if (ring_buffer__add(s->rb, fd, on_ring, s))
+			e = -errno;
+		if (!s->rb)
+			e = -errno;
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
 int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct int_list *pids, __u64 freq,
 		   eh_sample_fn fn, void *ctx)
 {
@@ -202,10 +262,9 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
 		goto cleanup;
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.eh_rb), on_ring, s, NULL);
-	if (!s->rb) {
-		e = -errno;
-		pr_err("cannot map the ehframe sample ring: %s", strerror(-e));
+	e = eh_rings_new(s);
+	if (e) {
+		pr_err("cannot make the ehframe sample rings: %s", strerror(-e));
 		goto cleanup;
 	}
 	if (ring_buffer__add(s->rb, bpf_map__fd(skel->maps.eh_wake), on_wake, s)) {
@@ -562,6 +621,9 @@ void eh_source__free(struct eh_source *s)
 	if (!s)
 		return;
 	ring_buffer__free(s->rb);
+	for (int i = 0; i < s->nr_rb; i++)
+		close(s->rb_fds[i]);
+	free(s->rb_fds);
 	if (s->gen)
 		munmap(s->gen, sysconf(_SC_PAGESIZE));
 	eh_tables__free(s->tables);
