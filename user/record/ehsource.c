@@ -203,8 +203,9 @@ static int eh_rings_new(struct eh_source *s)
 	__u32 len = sizeof(info);
 	int n = bpf_map__max_entries(outer), e = 0;
 
+	/* eh_source_size could not make it (memory): the outer map's template is then the BTF's 4 KiB ring. */
 	if (eh_ring0 < 0)
-		return -EINVAL; /* eh_source_size could not make it: said by the load that then failed */
+		return -ENOMEM;
 	if (bpf_obj_get_info_by_fd(eh_ring0, &info, &len))
 		return -errno;
 	s->rb_fds = calloc(n, sizeof(*s->rb_fds));
