@@ -340,9 +340,61 @@ static long eh_vma_cb(struct task_struct *task, struct vm_area_struct *vma, stru
 }
 
 /*
+ * A process exec'd while recording: its executable mappings as they were
+ * made, noted outside the sampling interrupt (on_exec_eh, on_mmap_eh in
+ * sample.bpf.c), where bpf_find_vma works every time.  In the interrupt it
+ * works once per run, and a new process's first samples, before user space
+ * has read its mappings (2 ms and more after the exec on a busy host), need
+ * one lookup per file of the chain: without these, a gcc build's as and gcc
+ * lost about a fifth of their chains (tools/shortlived.py).  Only the
+ * process's first EH_FRESH_NS are served so, and only the main thread's
+ * mmaps are noted (one writer per entry): by then user space's slice holds
+ * them, and a library mapped later by another thread over one unmapped
+ * since cannot be taken for it.
+ */
+#define EH_FRESH_MAPS 16
+#define EH_FRESH_NS 200000000ull
+
+struct eh_fresh {
+	__u64 start_stack; /* the image's (0 while it is being set up): another after an exec */
+	__u64 exec_ns;
+	__u32 n, pad; /* m[0, n) are written; one whose found is EH_VMA_NONE was mapped over */
+	struct eh_vma_find m[EH_FRESH_MAPS];
+};
+
+/* Process id -> its fresh mappings; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct eh_fresh);
+} eh_fresh SEC(".maps");
+
+/* Into *f the noted mapping of this walk's process that holds pc; false if none is known so. */
+static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh_vma_find *f)
+{
+	__u32 pid = w->c_pid, n;
+	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &pid);
+
+	if (!e || e->start_stack != w->c_ss || bpf_ktime_get_ns() - e->exec_ns > EH_FRESH_NS)
+		return false;
+	n = *(volatile __u32 *)&e->n;
+	for (__u32 i = 0; i < EH_FRESH_MAPS; i++) {
+		if (i >= n)
+			break;
+		if (pc >= e->m[i].start && pc < e->m[i].end && e->m[i].found != EH_VMA_NONE) {
+			*f = e->m[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * The mapping that holds pc when the process's own slice is not there yet
  * (a process that started or exec'ed since user space last looked, which on
- * a starved host is tens of ms): the kernel's vma, whose file's rows are
+ * a starved host is tens of ms): as noted at its exec and mmaps (eh_fresh),
+ * else the kernel's vma; either way its file's rows are
  * found by inode, as every process's are shared.  NULL with *busy when the
  * mm could not be looked at (its lock held: frame pointers then), NULL alone
  * when no executable mapping holds pc.
@@ -353,17 +405,19 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	struct sp_eh_file *file;
 	struct sp_eh_map *m;
 	__u32 slot;
+	bool fresh;
 	long e;
 
 	*busy = false;
-	e = bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
+	fresh = eh_fresh_find(w, pc, &f);
+	e = fresh ? 0 : bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
 	if (e == -EH_EBUSY) {
 		*busy = true;
 		return NULL;
 	}
 	if (e || f.found == EH_VMA_NONE || f.found == EH_VMA_NOEXEC)
 		return NULL;
-	eh_stat(SP_EH_VMA_LOOKUP);
+	eh_stat(fresh ? SP_EH_FRESH : SP_EH_VMA_LOOKUP);
 	file = f.found == EH_VMA_ANON ? NULL : bpf_map_lookup_elem(&eh_files, &f.key);
 	/* A file whose table is not built yet may have it by the next sample: that answer is not kept. */
 	if (f.found != EH_VMA_ANON && !file) {

@@ -558,6 +558,7 @@ enum sp_eh_stat {
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
 	SP_EH_STOP_JAVA,	/* stopped in Java frames (hs_stats says why) */
+	SP_EH_FRESH,		/* mappings found among those noted at a new process's exec and mmaps */
 	SP_EH_STAT_MAX,
 };
 
