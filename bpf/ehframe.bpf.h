@@ -179,6 +179,13 @@ struct eh_cached {
  */
 struct eh_walk {
 	__u64 ip, sp, bp;
+	/*
+	 * rbx, for a frame whose CFA is at rbx (SP_EH_RBX): the sampled value,
+	 * or where a frame below saved it (bx_at, 0: none did); bx_ok 0 once a
+	 * step could not tell.  rdi, the sampled value, for vfork's first frame.
+	 */
+	__u64 bx, bx_at, di;
+	__u32 bx_ok, di_ok;
 	__u32 n, base;	 /* user frames written; where they start in ips[] */
 	__u32 bp_ok;	 /* bp holds the frame's rbp */
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
@@ -781,10 +788,14 @@ static long eh_step(__u32 i, void *unused)
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct hs_walk *hs = bpf_map_lookup_elem(&hs_walks, &zero);
-	__u64 pc, cfa, ra, bp;
+	__u64 pc, cfa, ra, bp, bx;
+	__u32 first, kind;
 
 	if (!s || !w)
 		return 1;
+	/* rdi is the sampled one in the first frame only. */
+	first = w->di_ok;
+	w->di_ok = 0;
 	/*
 	 * Here, where the step's state is the least, rather than where the
 	 * walk learns of the frame: a call in the program's or the step's
@@ -801,12 +812,14 @@ static long eh_step(__u32 i, void *unused)
 	/* A JVM's code cache: Java frames, stepped by the JVM's own layout (hotspot.bpf.h). */
 	if (hs && hs_in_cache(hs, pc)) {
 		EH_NOTE_UNSURE();
+		w->bx_ok = 0;
 		return sp_hs_step() ? 1 : 0;
 	}
 	if (eh_rule_of(w, pc, &r))
 		return 1;
+	kind = SP_EH_KIND(r.kind);
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
-	if (r.kind == SP_EH_TRAMP) {
+	if (kind == SP_EH_TRAMP) {
 		w->tramps++;
 	} else {
 		if (w->py)
@@ -815,10 +828,36 @@ static long eh_step(__u32 i, void *unused)
 			s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
 		w->n++;
 	}
-	switch (r.kind) {
+	ra = 0;
+	switch (kind) {
 	case SP_EH_RSP:
 	case SP_EH_TRAMP:
 		cfa = w->sp + r.cfa_off;
+		break;
+	case SP_EH_RBX:
+		/* ld.so's lazy-binding trampoline: rbx as the frames below it left it. */
+		if (!w->bx_ok) {
+			w->stop = SP_EH_STOP_CANNOT;
+			return 1;
+		}
+		if (w->bx_at) {
+			if (eh_read(&bx, w->bx_at, w))
+				return 1;
+		} else {
+			EH_NOTE_UNSURE();
+			bx = w->bx;
+		}
+		cfa = bx + r.cfa_off;
+		break;
+	case SP_EH_RA_RDI:
+		/* vfork: its return address popped into rdi, which only the sampled registers hold. */
+		if (!first) {
+			w->stop = SP_EH_STOP_CANNOT;
+			return 1;
+		}
+		EH_NOTE_UNSURE();
+		cfa = w->sp + r.cfa_off;
+		ra = w->di;
 		break;
 	case SP_EH_RBP:
 		if (!w->bp_ok) {
@@ -845,6 +884,7 @@ static long eh_step(__u32 i, void *unused)
 		w->ip = ra;
 		w->exact = 1;
 		w->via_fp = 0;
+		w->bx_ok = 0;
 		/* A signal taken in the uretprobe trampoline: its frame's pc is there. */
 		w->tr_check = EH_TR_CHECK;
 		goto next;
@@ -864,12 +904,24 @@ static long eh_step(__u32 i, void *unused)
 		}
 		cfa = w->bp + 16;
 		r.rbp = -2;
+		w->bx_ok = 0;
 		break;
 	}
-	if (cfa <= w->sp) {
+	/* vfork's CFA is its rsp: the return address was popped, not read from the stack. */
+	if (kind == SP_EH_RA_RDI) {
+		if (cfa < w->sp) {
+			w->stop = SP_EH_STOP_NOT_UP;
+			return 1;
+		}
+	} else if (cfa <= w->sp) {
 		w->stop = SP_EH_STOP_NOT_UP;
 		return 1;
 	}
+	/* Where this frame saved its caller's rbx, for an SP_EH_RBX frame above. */
+	if (SP_EH_RBX_SLOT(r.kind) == SP_EH_RBX_LOST)
+		w->bx_ok = 0;
+	else if (SP_EH_RBX_SLOT(r.kind))
+		w->bx_at = cfa - 8 * SP_EH_RBX_SLOT(r.kind);
 	if (r.rbp == -2) {
 		/* rbp saved right below the return address (push %rbp first). */
 		if (eh_read(&ra, cfa - 8, w) || eh_read(&bp, cfa - 16, w))
@@ -877,7 +929,7 @@ static long eh_step(__u32 i, void *unused)
 		w->bp = bp;
 		w->bp_ok = 1;
 	} else {
-		if (eh_read(&ra, cfa - 8, w))
+		if (kind != SP_EH_RA_RDI && eh_read(&ra, cfa - 8, w))
 			return 1;
 		if (r.rbp == SP_EH_RBP_LOST) {
 			w->bp_ok = 0;
@@ -902,7 +954,8 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT && r.kind != SP_EH_TRAMP;
+	w->via_fp = kind != SP_EH_RSP && kind != SP_EH_RBP && kind != SP_EH_PLT && kind != SP_EH_TRAMP &&
+		    kind != SP_EH_RBX && kind != SP_EH_RA_RDI;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -1027,7 +1080,7 @@ static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss
 /*
  * The user chain of the current task into s->ips from index base (the
  * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
- * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx) if they are
+ * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx, rdi) if they are
  * the user's, else NULL (the task's saved user registers are taken).
  */
 static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, const __u64 *ur)
@@ -1037,7 +1090,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx, orig_ax = -1;
+	__u64 cs, r13, rbx, rdi, orig_ax = -1;
 
 	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
@@ -1052,6 +1105,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = ur[3];
 		r13 = ur[4];
 		rbx = ur[5];
+		rdi = ur[6];
 	} else {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
@@ -1063,6 +1117,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = regs->cs;
 		r13 = regs->r13;
 		rbx = regs->bx;
+		rdi = regs->di;
 		orig_ax = regs->orig_ax;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
@@ -1074,6 +1129,11 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->tramp = xa ? xa->vaddr : 0;
 	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
 	w->bp_ok = 1;
+	w->bx = rbx;
+	w->bx_at = 0;
+	w->bx_ok = 1;
+	w->di = rdi;
+	w->di_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
 	w->fp_wait = 0;

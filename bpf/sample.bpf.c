@@ -376,8 +376,8 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	if (nk > EH_KSTACK + 1)
 		nk = EH_KSTACK + 1;
 	if (tid) {
-		__u64 ur[6] = { ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ((volatile __u64 *)&ctx->regs)[17],
-				   ctx->regs.r13, ctx->regs.bx };
+		__u64 ur[7] = { ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ((volatile __u64 *)&ctx->regs)[17],
+				   ctx->regs.r13, ctx->regs.bx, ctx->regs.di };
 		__u64 t0 = eh_timing ? bpf_ktime_get_ns() : 0;
 
 		if (eh_fp_only) {

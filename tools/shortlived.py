@@ -170,6 +170,9 @@ def main(argv):
     for comm, r in rows.items():
         print("%-10s %8d %9s  %s" % (comm, r["samples"], realhost.pct(r["complete"]),
                                      ", ".join("%s %d" % kv for kv in r["cut"].most_common(6))))
+    for line in err.splitlines():
+        if line.startswith("ehframe tables:") or line.startswith("  table cache:"):
+            print(line.strip())
     print("record -v: why chains ended")
     for k, v in unwind_stats(err).items():
         print("  %-58s %d" % (k, v))
