@@ -788,14 +788,11 @@ static long eh_step(__u32 i, void *unused)
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct hs_walk *hs = bpf_map_lookup_elem(&hs_walks, &zero);
-	__u64 pc, cfa, ra, bp, bx;
-	__u32 first, kind;
+	__u64 pc, cfa, ra, bp;
+	__u32 kind;
 
 	if (!s || !w)
 		return 1;
-	/* rdi is the sampled one in the first frame only. */
-	first = w->di_ok;
-	w->di_ok = 0;
 	/*
 	 * Here, where the step's state is the least, rather than where the
 	 * walk learns of the frame: a call in the program's or the step's
@@ -813,6 +810,7 @@ static long eh_step(__u32 i, void *unused)
 	if (hs && hs_in_cache(hs, pc)) {
 		EH_NOTE_UNSURE();
 		w->bx_ok = 0;
+		w->di_ok = 0;
 		return sp_hs_step() ? 1 : 0;
 	}
 	if (eh_rule_of(w, pc, &r))
@@ -841,17 +839,17 @@ static long eh_step(__u32 i, void *unused)
 			return 1;
 		}
 		if (w->bx_at) {
-			if (eh_read(&bx, w->bx_at, w))
+			if (eh_read(&cfa, w->bx_at, w))
 				return 1;
 		} else {
 			EH_NOTE_UNSURE();
-			bx = w->bx;
+			cfa = w->bx;
 		}
-		cfa = bx + r.cfa_off;
+		cfa += r.cfa_off;
 		break;
 	case SP_EH_RA_RDI:
-		/* vfork: its return address popped into rdi, which only the sampled registers hold. */
-		if (!first) {
+		/* vfork: its return address popped into rdi, which only the sampled registers hold (di_ok). */
+		if (!w->di_ok) {
 			w->stop = SP_EH_STOP_CANNOT;
 			return 1;
 		}
@@ -885,6 +883,7 @@ static long eh_step(__u32 i, void *unused)
 		w->exact = 1;
 		w->via_fp = 0;
 		w->bx_ok = 0;
+		w->di_ok = 0;
 		/* A signal taken in the uretprobe trampoline: its frame's pc is there. */
 		w->tr_check = EH_TR_CHECK;
 		goto next;
@@ -954,6 +953,7 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
+	w->di_ok = 0; /* rdi is the sampled one in the first frame only */
 	w->via_fp = kind != SP_EH_RSP && kind != SP_EH_RBP && kind != SP_EH_PLT && kind != SP_EH_TRAMP &&
 		    kind != SP_EH_RBX && kind != SP_EH_RA_RDI;
 	if (!ra) {
