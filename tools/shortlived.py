@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Complete chains of short-lived processes: a build's (issue 40's "gcc compiling 60 small files").
 
-    python3 tools/shortlived.py [-n FILES] [-F HZ] [-j JOBS] [--keep DIR] [--json] [-- RECORD-ARGS...]
+    python3 tools/shortlived.py [-n FILES] [-F HZ] [-j JOBS] [--keep DIR] [--json] [--perf] [-- RECORD-ARGS...]
 
 Writes FILES small C files (60 by default) and a Makefile that compiles each
 with gcc -O2 and links them; while spanperf record -a -g (ehframe) -v
@@ -15,7 +15,8 @@ realhost.py's judgement (the outermost frame a thread's root; samples taken
 while the kernel execs or tears down the process left out), as spanperf
 report --folded reads them; then, for the cut ones, their outermost frames
 (where the chains ended), and the recorder's own count of why chains ended
-(record -v).
+(record -v).  --perf records with perf record -g instead, read by perf
+script, for the peer's shares on the same build.
 """
 import argparse
 import collections
@@ -23,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,17 +63,22 @@ def task_events(path):
     if p.returncode:
         raise realhost.PerfFailed("perf script -i %s exited %d: %s" % (path, p.returncode, p.stderr[-500:]))
     ev = []
-    for m in re.finditer(r"PERF_RECORD_FORK\((-?\d+):-?\d+\):\((-?\d+):-?\d+\)", p.stdout):
-        ev.append(("FORK", int(m.group(1)), int(m.group(2))))
+    for m in re.finditer(r"PERF_RECORD_(FORK|EXIT)\((-?\d+):(-?\d+)\):\((-?\d+):-?\d+\)", p.stdout):
+        if m.group(1) == "FORK" or m.group(2) == m.group(3):
+            ev.append((m.group(1), int(m.group(2)), int(m.group(4))))
     return ev
 
 
 def tree_of(events, root):
-    """root and every process the FORK records descend from it (in the file's order)."""
-    tree = {root}
+    """root and every process the FORK records descend from it (in the file's order), a parent
+    counted only until its EXIT: on a busy host a pid comes round again within the recording."""
+    tree, live = {root}, {root}
     for kind, pid, ppid in events:
-        if kind == "FORK" and ppid in tree:
+        if kind == "FORK" and ppid in live:
             tree.add(pid)
+            live.add(pid)
+        elif kind == "EXIT":
+            live.discard(pid)
     return tree
 
 
@@ -85,6 +92,27 @@ def chains(path, pids):
         st, n = line.rsplit(" ", 1)
         fr = st.split(";")
         stacks[fr[0]][tuple(reversed(fr[1:]))] += int(n)
+    return stacks
+
+
+def perf_chains(path, pids):
+    """The same from perf script: comm -> Counter of frame tuples (leaf first) of pids' samples."""
+    p = subprocess.run(["perf", "script", "--no-inline", "-F", "comm,pid,event,ip,sym", "-i", path],
+                       capture_output=True, text=True, errors="replace")
+    if p.returncode:
+        raise realhost.PerfFailed("perf script -i %s exited %d: %s" % (path, p.returncode, p.stderr[-500:]))
+    stacks = collections.defaultdict(collections.Counter)
+    head, frames = None, []
+    for line in p.stdout.split("\n") + [""]:
+        if line.startswith("\t"):
+            frames.append(realhost.perf_frame(line))
+            continue
+        if head and head[1] in pids:
+            stacks[head[0]][tuple(frames)] += 1
+        # "comm pid event: ...": the comm may hold spaces, the pid is the word before the event.
+        m = re.match(r"(.*\S)\s+(\d+)\s+(\S+:)", line)
+        head = (m.group(1).strip(), int(m.group(2))) if m and m.group(3) not in realhost.NOT_SAMPLES else None
+        frames = []
     return stacks
 
 
@@ -104,11 +132,13 @@ def unwind_stats(err):
     return got
 
 
-def measure(path, root):
+def measure(path, root, tool="spanperf"):
     """comm -> {samples, complete, cut: Counter of outermost frames of the cut chains}."""
-    stacks = chains(path, tree_of(task_events(path), root))
+    pids = tree_of(task_events(path), root)
+    stacks = chains(path, pids) if tool == "spanperf" else perf_chains(path, pids)
     rows = collections.OrderedDict()
-    for comm in sorted(stacks, key=lambda c: (COMMS.index(c) if c in COMMS else len(COMMS), c)):
+    # A pid of the tree that exited may be another's later: only the build's own programs count.
+    for comm in [c for c in COMMS if c in stacks]:
         c = stacks[comm]
         cut = collections.Counter()
         for st, n in c.items():
@@ -121,31 +151,37 @@ def measure(path, root):
     return rows
 
 
-def run(files=60, hz=4999, jobs=2, keep=None, extra=()):
-    """Records make -j JOBS building FILES files; returns (rows, record -v's stderr)."""
+def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=subprocess.Popen):
+    """Records make -j JOBS building FILES files with spanperf record -g (or perf record -g: tool
+    "perf"); returns (rows, the recorder's stderr).  spawn starts the recorder and make (make
+    bench's, which kills them if the run is interrupted)."""
     d = keep or tempfile.mkdtemp(prefix="shortlived-")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "src")
     os.makedirs(src, exist_ok=True)
     write_tree(src, files)
     path = os.path.join(d, "shortlived.data")
-    rec = subprocess.Popen([realhost.spanperf_bin(), "record", "-a", "-g", "-v", "-F", str(hz), "-o", path]
-                           + list(extra), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                           errors="replace")
+    if tool == "spanperf":
+        cmd = [realhost.spanperf_bin(), "record", "-a", "-g", "-v", "-F", str(hz), "-o", path] + list(extra)
+    else:
+        # --no-bpf-event: perf 6.1's script stops at KSYMBOL records of others' BPF programs (realhost.py).
+        cmd = ["perf", "record", "-a", "-g", "--no-bpf-event", "-F", str(hz), "-o", path] + list(extra)
+    rec = spawn(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, errors="replace")
     try:
         # The whole host's tables are built before the events are on: past them, as a build that starts
         # later meets them.  A slow start only means fewer samples, never a wrong share.
         time.sleep(3)
-        mk = subprocess.Popen(["make", "-s", "-j", str(jobs), "-C", src], stdout=subprocess.DEVNULL)
+        mk = spawn(["make", "-s", "-j", str(jobs), "-C", src], stdout=subprocess.DEVNULL)
         mk.wait()
         time.sleep(0.3)
     finally:
         rec.send_signal(2)
         err = rec.communicate()[1]
     try:
-        if rec.returncode or mk.returncode:
+        # perf record ends by raising the SIGINT it caught again: its status says so.
+        if rec.returncode not in (0, -signal.SIGINT if tool == "perf" else 0) or mk.returncode:
             raise RuntimeError("record exit %s, make exit %s: %s" % (rec.returncode, mk.returncode, err[-1500:]))
-        return measure(path, mk.pid), err
+        return measure(path, mk.pid, tool), err
     finally:
         if not keep:
             shutil.rmtree(d, ignore_errors=True)
@@ -158,9 +194,10 @@ def main(argv):
     ap.add_argument("-j", type=int, default=2, help="make's jobs (default 2)")
     ap.add_argument("--keep", help="keep the sources and the recording in this folder")
     ap.add_argument("--json", action="store_true", help="one JSON object per comm")
+    ap.add_argument("--perf", action="store_true", help="record with perf record -g instead (frame pointers)")
     ap.add_argument("extra", nargs="*", help="more spanperf record options")
     a = ap.parse_args(argv[1:])
-    rows, err = run(a.n, a.F, a.j, a.keep, a.extra)
+    rows, err = run(a.n, a.F, a.j, a.keep, a.extra, "perf" if a.perf else "spanperf")
     if a.json:
         for comm, r in rows.items():
             print(json.dumps({"comm": comm, "samples": r["samples"], "complete": r["complete"],
