@@ -357,7 +357,8 @@ static long eh_vma_cb(struct task_struct *task, struct vm_area_struct *vma, stru
  * process's first EH_FRESH_NS are served so, and only the main thread's
  * mmaps are noted (one writer per entry): by then user space's slice holds
  * them, and a library mapped later by another thread over one unmapped
- * since cannot be taken for it.
+ * since cannot be taken for it.  A forked child starts with a copy of its
+ * parent's entry (eh_fork in sample.bpf.c): the same mappings, then its own.
  */
 #define EH_FRESH_MAPS 16
 #define EH_FRESH_NS 200000000ull

@@ -557,8 +557,15 @@ static __always_inline void eh_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 
 	if (child_pid != child_tgid)
 		return;
-	/* A pid's last owner's: the child's entry is made at its exec, if it has one. */
-	bpf_map_delete_elem(&eh_fresh, &child_tgid);
+	/*
+	 * The parent's noted mappings, which are the child's too until either
+	 * maps more: a process exec'd moments ago (gcc) vforks before user space
+	 * has read its mappings, and its child had none.  Else a pid's last
+	 * owner's entry goes: the child's is made at its exec, if it has one.
+	 */
+	v = bpf_map_lookup_elem(&eh_fresh, &parent_tgid);
+	if (!v || bpf_map_update_elem(&eh_fresh, &child_tgid, v, BPF_ANY))
+		bpf_map_delete_elem(&eh_fresh, &child_tgid);
 	if (filter_mode == SP_FILTER_PID || filter_mode == SP_FILTER_TID)
 		return;
 	v = bpf_map_lookup_elem(&eh_procs, &parent_tgid);
