@@ -10,7 +10,8 @@ the ratios with the machine's description.
     python3 bench/bench.py [SECTION...] [--rounds N]
     python3 bench/bench.py --render      # redraw from results/latest.json
     sections: inkernel recorder stat spans split sched report srcline offcpu wakers forks stolen parts dwarf
-              ehframe ehtables python java wholepath stackcost rss otel page lib live top agent (default: all)
+              ehframe ehtables python java wholepath stackcost shortlived rss otel page lib live top agent
+              (default: all)
 
 Writes bench/results/latest.md, latest.json and slowdown.svg, and the block
 between the bench markers of docs/benchmarks.md.  A partial run keeps the other sections' figures.

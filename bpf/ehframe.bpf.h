@@ -179,6 +179,13 @@ struct eh_cached {
  */
 struct eh_walk {
 	__u64 ip, sp, bp;
+	/*
+	 * rbx, for a frame whose CFA is at rbx (SP_EH_RBX): the sampled value,
+	 * or where a frame below saved it (bx_at, 0: none did); bx_ok 0 once a
+	 * step could not tell.  rdi, the sampled value, for vfork's first frame.
+	 */
+	__u64 bx, bx_at, di;
+	__u32 bx_ok, di_ok;
 	__u32 n, base;	 /* user frames written; where they start in ips[] */
 	__u32 bp_ok;	 /* bp holds the frame's rbp */
 	__u32 exact;	 /* ip is not a return address (the first frame, or after a signal frame) */
@@ -340,9 +347,62 @@ static long eh_vma_cb(struct task_struct *task, struct vm_area_struct *vma, stru
 }
 
 /*
+ * A process exec'd while recording: its executable mappings as they were
+ * made, noted outside the sampling interrupt (on_exec_eh, on_mmap_eh in
+ * sample.bpf.c), where bpf_find_vma works every time.  In the interrupt it
+ * works once per run, and a new process's first samples, before user space
+ * has read its mappings (2 ms and more after the exec on a busy host), need
+ * one lookup per file of the chain: without these, a gcc build's as and gcc
+ * lost about a fifth of their chains (tools/shortlived.py).  Only the
+ * process's first EH_FRESH_NS are served so, and only the main thread's
+ * mmaps are noted (one writer per entry): by then user space's slice holds
+ * them, and a library mapped later by another thread over one unmapped
+ * since cannot be taken for it.  A forked child starts with a copy of its
+ * parent's entry (eh_fork in sample.bpf.c): the same mappings, then its own.
+ */
+#define EH_FRESH_MAPS 16
+#define EH_FRESH_NS 200000000ull
+
+struct eh_fresh {
+	__u64 start_stack; /* the image's (0 while it is being set up): another after an exec */
+	__u64 exec_ns;
+	__u32 n, pad; /* m[0, n) are written; one whose found is EH_VMA_NONE was mapped over */
+	struct eh_vma_find m[EH_FRESH_MAPS];
+};
+
+/* Process id -> its fresh mappings; sized from user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct eh_fresh);
+} eh_fresh SEC(".maps");
+
+/* Into *f the noted mapping of this walk's process that holds pc; false if none is known so. */
+static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh_vma_find *f)
+{
+	__u32 pid = w->c_pid, n;
+	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &pid);
+
+	if (!e || e->start_stack != w->c_ss || bpf_ktime_get_ns() - e->exec_ns > EH_FRESH_NS)
+		return false;
+	n = *(volatile __u32 *)&e->n;
+	for (__u32 i = 0; i < EH_FRESH_MAPS; i++) {
+		if (i >= n)
+			break;
+		if (pc >= e->m[i].start && pc < e->m[i].end && e->m[i].found != EH_VMA_NONE) {
+			*f = e->m[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * The mapping that holds pc when the process's own slice is not there yet
  * (a process that started or exec'ed since user space last looked, which on
- * a starved host is tens of ms): the kernel's vma, whose file's rows are
+ * a starved host is tens of ms): as noted at its exec and mmaps (eh_fresh),
+ * else the kernel's vma; either way its file's rows are
  * found by inode, as every process's are shared.  NULL with *busy when the
  * mm could not be looked at (its lock held: frame pointers then), NULL alone
  * when no executable mapping holds pc.
@@ -353,17 +413,19 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	struct sp_eh_file *file;
 	struct sp_eh_map *m;
 	__u32 slot;
+	bool fresh;
 	long e;
 
 	*busy = false;
-	e = bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
+	fresh = eh_fresh_find(w, pc, &f);
+	e = fresh ? 0 : bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
 	if (e == -EH_EBUSY) {
 		*busy = true;
 		return NULL;
 	}
 	if (e || f.found == EH_VMA_NONE || f.found == EH_VMA_NOEXEC)
 		return NULL;
-	eh_stat(SP_EH_VMA_LOOKUP);
+	eh_stat(fresh ? SP_EH_FRESH : SP_EH_VMA_LOOKUP);
 	file = f.found == EH_VMA_ANON ? NULL : bpf_map_lookup_elem(&eh_files, &f.key);
 	/* A file whose table is not built yet may have it by the next sample: that answer is not kept. */
 	if (f.found != EH_VMA_ANON && !file) {
@@ -728,6 +790,7 @@ static long eh_step(__u32 i, void *unused)
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct hs_walk *hs = bpf_map_lookup_elem(&hs_walks, &zero);
 	__u64 pc, cfa, ra, bp;
+	__u32 kind;
 
 	if (!s || !w)
 		return 1;
@@ -747,12 +810,15 @@ static long eh_step(__u32 i, void *unused)
 	/* A JVM's code cache: Java frames, stepped by the JVM's own layout (hotspot.bpf.h). */
 	if (hs && hs_in_cache(hs, pc)) {
 		EH_NOTE_UNSURE();
+		w->bx_ok = 0;
+		w->di_ok = 0;
 		return sp_hs_step() ? 1 : 0;
 	}
 	if (eh_rule_of(w, pc, &r))
 		return 1;
+	kind = SP_EH_KIND(r.kind);
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
-	if (r.kind == SP_EH_TRAMP) {
+	if (kind == SP_EH_TRAMP) {
 		w->tramps++;
 	} else {
 		if (w->py)
@@ -761,10 +827,36 @@ static long eh_step(__u32 i, void *unused)
 			s->ips[(w->base + w->n) & (EH_IPS - 1)] = pc;
 		w->n++;
 	}
-	switch (r.kind) {
+	ra = 0;
+	switch (kind) {
 	case SP_EH_RSP:
 	case SP_EH_TRAMP:
 		cfa = w->sp + r.cfa_off;
+		break;
+	case SP_EH_RBX:
+		/* ld.so's lazy-binding trampoline: rbx as the frames below it left it. */
+		if (!w->bx_ok) {
+			w->stop = SP_EH_STOP_CANNOT;
+			return 1;
+		}
+		if (w->bx_at) {
+			if (eh_read(&cfa, w->bx_at, w))
+				return 1;
+		} else {
+			EH_NOTE_UNSURE();
+			cfa = w->bx;
+		}
+		cfa += r.cfa_off;
+		break;
+	case SP_EH_RA_RDI:
+		/* vfork: its return address popped into rdi, which only the sampled registers hold (di_ok). */
+		if (!w->di_ok) {
+			w->stop = SP_EH_STOP_CANNOT;
+			return 1;
+		}
+		EH_NOTE_UNSURE();
+		cfa = w->sp + r.cfa_off;
+		ra = w->di;
 		break;
 	case SP_EH_RBP:
 		if (!w->bp_ok) {
@@ -791,6 +883,8 @@ static long eh_step(__u32 i, void *unused)
 		w->ip = ra;
 		w->exact = 1;
 		w->via_fp = 0;
+		w->bx_ok = 0;
+		w->di_ok = 0;
 		/* A signal taken in the uretprobe trampoline: its frame's pc is there. */
 		w->tr_check = EH_TR_CHECK;
 		goto next;
@@ -810,12 +904,24 @@ static long eh_step(__u32 i, void *unused)
 		}
 		cfa = w->bp + 16;
 		r.rbp = -2;
+		w->bx_ok = 0;
 		break;
 	}
-	if (cfa <= w->sp) {
+	/* vfork's CFA is its rsp: the return address was popped, not read from the stack. */
+	if (kind == SP_EH_RA_RDI) {
+		if (cfa < w->sp) {
+			w->stop = SP_EH_STOP_NOT_UP;
+			return 1;
+		}
+	} else if (cfa <= w->sp) {
 		w->stop = SP_EH_STOP_NOT_UP;
 		return 1;
 	}
+	/* Where this frame saved its caller's rbx, for an SP_EH_RBX frame above. */
+	if (SP_EH_RBX_SLOT(r.kind) == SP_EH_RBX_LOST)
+		w->bx_ok = 0;
+	else if (SP_EH_RBX_SLOT(r.kind))
+		w->bx_at = cfa - 8 * SP_EH_RBX_SLOT(r.kind);
 	if (r.rbp == -2) {
 		/* rbp saved right below the return address (push %rbp first). */
 		if (eh_read(&ra, cfa - 8, w) || eh_read(&bp, cfa - 16, w))
@@ -823,7 +929,7 @@ static long eh_step(__u32 i, void *unused)
 		w->bp = bp;
 		w->bp_ok = 1;
 	} else {
-		if (eh_read(&ra, cfa - 8, w))
+		if (kind != SP_EH_RA_RDI && eh_read(&ra, cfa - 8, w))
 			return 1;
 		if (r.rbp == SP_EH_RBP_LOST) {
 			w->bp_ok = 0;
@@ -848,7 +954,9 @@ static long eh_step(__u32 i, void *unused)
 	w->sp = cfa;
 	w->ip = ra;
 	w->exact = 0;
-	w->via_fp = r.kind != SP_EH_RSP && r.kind != SP_EH_RBP && r.kind != SP_EH_PLT && r.kind != SP_EH_TRAMP;
+	w->di_ok = 0; /* rdi is the sampled one in the first frame only */
+	w->via_fp = kind != SP_EH_RSP && kind != SP_EH_RBP && kind != SP_EH_PLT && kind != SP_EH_TRAMP &&
+		    kind != SP_EH_RBX && kind != SP_EH_RA_RDI;
 	if (!ra) {
 		w->stop = SP_EH_STOP_FP_END;
 		return 1;
@@ -973,7 +1081,7 @@ static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss
 /*
  * The user chain of the current task into s->ips from index base (the
  * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
- * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx) if they are
+ * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx, rdi) if they are
  * the user's, else NULL (the task's saved user registers are taken).
  */
 static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, const __u64 *ur)
@@ -983,7 +1091,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx, orig_ax = -1;
+	__u64 cs, r13, rbx, rdi, orig_ax = -1;
 
 	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
@@ -998,6 +1106,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = ur[3];
 		r13 = ur[4];
 		rbx = ur[5];
+		rdi = ur[6];
 	} else {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
@@ -1009,6 +1118,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		cs = regs->cs;
 		r13 = regs->r13;
 		rbx = regs->bx;
+		rdi = regs->di;
 		orig_ax = regs->orig_ax;
 	}
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
@@ -1020,6 +1130,11 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	w->tramp = xa ? xa->vaddr : 0;
 	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
 	w->bp_ok = 1;
+	w->bx = rbx;
+	w->bx_at = 0;
+	w->bx_ok = 1;
+	w->di = rdi;
+	w->di_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
 	w->fp_wait = 0;

@@ -403,8 +403,8 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	if (nk > EH_KSTACK + 1)
 		nk = EH_KSTACK + 1;
 	if (tid) {
-		__u64 ur[6] = { ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ((volatile __u64 *)&ctx->regs)[17],
-				   ctx->regs.r13, ctx->regs.bx };
+		__u64 ur[7] = { ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, ((volatile __u64 *)&ctx->regs)[17],
+				   ctx->regs.r13, ctx->regs.bx, ctx->regs.di };
 		__u64 t0 = eh_timing ? bpf_ktime_get_ns() : 0;
 
 		if (eh_fp_only) {
@@ -451,10 +451,91 @@ struct {
 
 __u32 eh_wake_armed = 0;
 
+/*
+ * The executable mapping at addr of the current process, noted in its
+ * eh_fresh entry (ehframe.bpf.h) if it has one for this image.  Outside the
+ * sampling interrupt bpf_find_vma always works.  The entry is the main
+ * thread's alone (on_mmap_eh): one writer, and a sample reads m[0, n) only,
+ * so the slot is written whole before n counts it; a mapping made over one
+ * noted before hides that one first.
+ */
+static __always_inline void eh_note(struct task_struct *task, __u64 addr)
+{
+	struct eh_vma_find f = {};
+	__u32 tgid = task->tgid, n;
+	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &tgid);
+
+	if (!e || !task->mm || e->start_stack != task->mm->start_stack)
+		return;
+	if (bpf_find_vma(task, addr, eh_vma_cb, &f, 0) || (f.found != EH_VMA_FILE && f.found != EH_VMA_VDSO))
+		return;
+	n = e->n;
+	for (__u32 i = 0; i < EH_FRESH_MAPS; i++)
+		if (i < n && e->m[i].start < f.end && f.start < e->m[i].end)
+			e->m[i].found = EH_VMA_NONE;
+	if (n >= EH_FRESH_MAPS)
+		return;
+	e->m[n & (EH_FRESH_MAPS - 1)] = f;
+	barrier();
+	*(volatile __u32 *)&e->n = n + 1;
+}
+
+/* A zeroed entry to start a process's eh_fresh with (too large for the stack). */
+static struct eh_fresh eh_fresh_zero;
+
+/*
+ * A new image's mappings, as the exec made them: the program (its lowest
+ * executable segment starts start_code), the dynamic loader (where the
+ * thread starts) and the vDSO; the loader's mmaps add the libraries
+ * (on_mmap_eh).
+ */
+static __always_inline void eh_fresh_exec(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid;
+	struct pt_regs *regs;
+	struct eh_fresh *e;
+
+	if (!task->mm || bpf_map_update_elem(&eh_fresh, &tgid, &eh_fresh_zero, BPF_ANY))
+		return;
+	e = bpf_map_lookup_elem(&eh_fresh, &tgid);
+	if (!e)
+		return;
+	e->exec_ns = bpf_ktime_get_ns();
+	barrier();
+	e->start_stack = task->mm->start_stack;
+	eh_note(task, task->mm->start_code);
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (regs)
+		eh_note(task, regs->ip);
+	eh_note(task, (__u64)task->mm->context.vdso);
+}
+
+/* The main thread's mmaps in its first EH_FRESH_NS: the dynamic loader mapping libraries. */
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_eh(struct trace_event_raw_sys_exit *ctx)
+{
+	struct task_struct *task;
+	struct eh_fresh *e;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if ((__u32)id != tgid || (__u64)ctx->ret >= (__u64)-4095)
+		return 0;
+	e = bpf_map_lookup_elem(&eh_fresh, &tgid);
+	if (!e || bpf_ktime_get_ns() - e->exec_ns > EH_FRESH_NS)
+		return 0;
+	task = bpf_get_current_task_btf();
+	eh_note(task, ctx->ret);
+	return 0;
+}
+
 SEC("tracepoint/sched/sched_process_exec")
 int on_exec_eh(void *ctx)
 {
 	__u32 one = 1;
+
+	eh_fresh_exec();
 
 	/* A new image: a layout it inherited at a fork (eh_fork below) is no longer its own. */
 	if (py_walk || hs_walk) {
@@ -502,7 +583,18 @@ static __always_inline void eh_fork(__u32 parent_tgid, __u32 child_pid, __u32 ch
 {
 	void *v;
 
-	if (child_pid != child_tgid || filter_mode == SP_FILTER_PID || filter_mode == SP_FILTER_TID)
+	if (child_pid != child_tgid)
+		return;
+	/*
+	 * The parent's noted mappings, which are the child's too until either
+	 * maps more: a process exec'd moments ago (gcc) vforks before user space
+	 * has read its mappings, and its child had none.  Else a pid's last
+	 * owner's entry goes: the child's is made at its exec, if it has one.
+	 */
+	v = bpf_map_lookup_elem(&eh_fresh, &parent_tgid);
+	if (!v || bpf_map_update_elem(&eh_fresh, &child_tgid, v, BPF_ANY))
+		bpf_map_delete_elem(&eh_fresh, &child_tgid);
+	if (filter_mode == SP_FILTER_PID || filter_mode == SP_FILTER_TID)
 		return;
 	v = bpf_map_lookup_elem(&eh_procs, &parent_tgid);
 	if (v)

@@ -431,7 +431,18 @@ enum sp_eh_kind {
 	SP_EH_SIGNAL,	/* a signal trampoline (__restore_rt): registers from the ucontext at rsp */
 	SP_EH_CANNOT,	/* CFI a row cannot express (a CFA expression, the RA elsewhere): the chain stops */
 	SP_EH_TRAMP,	/* BPF only: a -X perf trampoline, CFA = rsp + 16, rbp unchanged, no chain entry */
+	SP_EH_RBX,	/* CFA = rbx + cfa_off: ld.so's lazy-binding trampoline (_dl_runtime_resolve_*) */
+	SP_EH_RA_RDI,	/* CFA = rsp + cfa_off, the return address in rdi: vfork's, first frame only */
 };
+
+/*
+ * A row's kind byte: the kind in the low four bits, and in the high four
+ * where the frame saved rbx, which SP_EH_RBX frames above it need: 0 where
+ * rbx is unchanged, n in 1..14 at CFA - 8 * n, SP_EH_RBX_LOST unknown.
+ */
+#define SP_EH_KIND(k) ((k) & 15)
+#define SP_EH_RBX_SLOT(k) ((__u8)(k) >> 4)
+#define SP_EH_RBX_LOST 15
 
 #define SP_EH_RBP_LOST (-128) /* rbp's caller value cannot be found from this frame */
 
@@ -558,6 +569,7 @@ enum sp_eh_stat {
 	SP_EH_USER_NS,		/* with -v: ns spent taking user chains (either way) */
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
 	SP_EH_STOP_JAVA,	/* stopped in Java frames (hs_stats says why) */
+	SP_EH_FRESH,		/* mappings found among those noted at a new process's exec and mmaps */
 	SP_EH_STAT_MAX,
 };
 

@@ -2,8 +2,8 @@
 """The section table: one module per section, in the order a full run measures them and the
 page prints them.  A section's name on the command line is its module's name."""
 from . import (agent, dwarf, ehframe, ehtables, forks, inkernel, java, lib, live, offcpu, otel, page, parts,
-               python, recorder, report, rss, sched, spans, split, srcline, stackcost, stat, stolen, top, wakers,
-               wholepath)
+               python, recorder, report, rss, sched, shortlived, spans, split, srcline, stackcost, stat, stolen, top,
+               wakers, wholepath)
 
 TABLE = [
     inkernel,
@@ -26,6 +26,7 @@ TABLE = [
     java,
     wholepath,
     stackcost,
+    shortlived,
     rss,
     otel,
     page,

@@ -114,7 +114,7 @@ static void expect(const struct ehtab *t, uint32_t vaddr, int kind, int rbp, int
 	const struct sp_eh_row *r = ehtab_find(t, vaddr - 0x1000 + 0x400);
 
 	assert_non_null(r);
-	assert_int_equal(r->kind, kind);
+	assert_int_equal(SP_EH_KIND(r->kind), kind);
 	if (kind == SP_EH_RSP || kind == SP_EH_RBP || kind == SP_EH_PLT) {
 		assert_int_equal(r->cfa_off, cfa_off);
 		assert_int_equal(r->rbp, rbp);
@@ -171,6 +171,63 @@ static void test_kinds(void **state)
 	expect(&t, 0x1600, SP_EH_SIGNAL, 0, 0);
 	for (size_t i = 1; i < t.nr; i++)
 		assert_true(t.rows[i].pc > t.rows[i - 1].pc);
+	ehtab_free(&t);
+	close(fd);
+}
+
+/* The kind byte's rbx slot and a row's CFA offset at vaddr. */
+static void expect_rbx(const struct ehtab *t, uint32_t vaddr, int kind, int cfa_off, int rbx)
+{
+	const struct sp_eh_row *r = ehtab_find(t, vaddr - 0x1000 + 0x400);
+
+	assert_non_null(r);
+	assert_int_equal(SP_EH_KIND(r->kind), kind);
+	assert_int_equal(r->cfa_off, cfa_off);
+	assert_int_equal(SP_EH_RBX_SLOT(r->kind), rbx);
+}
+
+/*
+ * glibc's own CFI for the two places a new process's chains were cut
+ * (issue 40): ld.so's lazy-binding trampoline, whose CFA is at rbx, and
+ * vfork, whose return address waits in rdi; and where a frame saved rbx.
+ */
+static void test_rbx_and_vfork(void **state)
+{
+	/*
+	 * _dl_runtime_resolve: the PLT pushed 16 bytes; push %rbx; mov %rsp,%rbx;
+	 * ...; mov %rbx,%rsp (CFA at rsp again); pop %rbx.
+	 */
+	static const uint8_t resolve[] = { 0x0e, 24, 0x41, 0x0e, 32, 0x83, 4, 0x43, 0x0d, 3, 0x6a, 0x0d, 7,
+					   0x44, 0xc3, 0x0e, 8 };
+	/* vfork: pop %rdi (the return address into rdi); syscall; push %rdi. */
+	static const uint8_t vfork[] = { 0x41, 0x0e, 0, 0x09, 16, 5, 0x48, 0x0e, 8 };
+	/* The return address in rax: no row. */
+	static const uint8_t rax[] = { 0x41, 0x0e, 0, 0x09, 16, 0 };
+	/* rbx saved 128 bytes below the CFA: further than a slot says. */
+	static const uint8_t far[] = { 0x41, 0x0e, 136, 1, 0x83, 16 };
+	struct cfi c = {};
+	struct ehtab t;
+	size_t k = cie(&c, false);
+	int fd;
+
+	(void)state;
+	fde(&c, k, 0x1100, 0x40, resolve, sizeof(resolve));
+	fde(&c, k, 0x1200, 0x20, vfork, sizeof(vfork));
+	fde(&c, k, 0x1300, 0x10, rax, sizeof(rax));
+	fde(&c, k, 0x1400, 0x10, far, sizeof(far));
+	put32(&c, 0);
+	fd = elf_with(&c, ".eh_frame");
+	assert_int_equal(ehtab_from_fd(fd, 1 << 16, &t), 0);
+	expect_rbx(&t, 0x1100, SP_EH_RSP, 24, 0);
+	expect_rbx(&t, 0x1101, SP_EH_RSP, 32, 4); /* rbx at CFA - 32 */
+	expect_rbx(&t, 0x1104, SP_EH_RBX, 32, 4);
+	expect_rbx(&t, 0x112e, SP_EH_RSP, 32, 4);
+	expect_rbx(&t, 0x1132, SP_EH_RSP, 8, 0); /* restored */
+	expect_rbx(&t, 0x1200, SP_EH_RSP, 8, 0);
+	expect_rbx(&t, 0x1201, SP_EH_RA_RDI, 0, 0);
+	expect_rbx(&t, 0x1209, SP_EH_RA_RDI, 8, 0);
+	expect(&t, 0x1301, SP_EH_CANNOT, 0, 0);
+	expect_rbx(&t, 0x1401, SP_EH_RSP, 136, SP_EH_RBX_LOST);
 	ehtab_free(&t);
 	close(fd);
 }
@@ -321,6 +378,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_rbx_and_vfork),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_this_program),

@@ -17,7 +17,8 @@
 #include "util.h"
 
 #define EH_CACHE_MAGIC "SPEHTAB"
-#define EH_CACHE_VERSION 1
+/* 2: rows say where rbx was saved, and know SP_EH_RBX and SP_EH_RA_RDI (issue 40). */
+#define EH_CACHE_VERSION 2
 #define EH_CACHE_SUFFIX ".eht"
 
 /* An entry's header, then its rows (struct sp_eh_row, as the BPF side reads them). */
@@ -105,7 +106,13 @@ static void entry_name(const struct eh_cache_key *k, char *out, size_t len)
 	else
 		strcpy(id, "none");
 	sha256_hex(k->digest, dg);
-	snprintf(out, len, "%s.%s" EH_CACHE_SUFFIX, id, dg);
+	/*
+	 * The version in the name: two spanperf builds of different versions on
+	 * one host (a worktree beside an install) would otherwise each refuse
+	 * and rewrite the other's entries at every start; the unused ones age
+	 * out with the rest (dir_make_room).
+	 */
+	snprintf(out, len, "%s.%s.v%d" EH_CACHE_SUFFIX, id, dg, EH_CACHE_VERSION);
 }
 
 static void entry_sum(const struct eh_cache_hdr *h, const struct sp_eh_row *rows, __u8 out[SHA256_SIZE])

@@ -36,6 +36,12 @@
 #define EH_MAX_FILES 16384
 #define EH_MAX_MAPS (64u << 10) /* two halves, see ehtables.c */
 #define EH_MAX_PROCS 32768
+/*
+ * Processes exec'd in the last 200 ms whose mappings BPF notes (eh_fresh in
+ * ehframe.bpf.h, about 800 bytes each): an LRU, so a host starting more
+ * than this at once leaves its oldest to bpf_find_vma, as before.
+ */
+#define EH_MAX_FRESH 2048
 /* Python processes followed at once (about 300 bytes each). */
 #define EH_MAX_PY_PROCS 8192
 #define EH_RING_MIN (256u << 10) /* per CPU */
@@ -117,6 +123,7 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
+	bpf_program__set_autoload(skel->progs.on_mmap_eh, on);
 	bpf_program__set_autoload(skel->progs.eh_fork_btf, fork_btf);
 	bpf_program__set_autoload(skel->progs.eh_fork_raw, on && !fork_btf);
 	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
@@ -134,6 +141,7 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 		eh_ring0 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "eh_rb", 0, 0, ring, NULL);
 	if (on && eh_ring0 >= 0)
 		bpf_map__set_inner_map_fd(skel->maps.eh_rbs, eh_ring0);
+	bpf_map__set_max_entries(skel->maps.eh_fresh, on ? EH_MAX_FRESH : 1);
 	bpf_map__set_max_entries(skel->maps.py_procs, py ? EH_MAX_PY_PROCS : 1);
 	bpf_map__set_max_entries(skel->maps.hs_procs, java_on(py) ? EH_MAX_PY_PROCS : 1);
 	skel->rodata->py_walk = py;
@@ -339,6 +347,11 @@ void eh_source__started(struct eh_source *s)
 	/* Without it (no tracefs, say), the loop keeps its 2 ms pass: slower to sleep, never late. */
 	s->skel->links.on_exec_eh = bpf_program__attach(s->skel->progs.on_exec_eh);
 	s->exec_wake = s->skel->links.on_exec_eh != NULL;
+	/* Without it a new process's libraries are found by bpf_find_vma in the interrupt, once per sample. */
+	s->skel->links.on_mmap_eh = bpf_program__attach(s->skel->progs.on_mmap_eh);
+	if (!s->skel->links.on_mmap_eh)
+		pr_debug("ehframe: no mmap tracepoint (%s): new processes' libraries wait for their mappings",
+			 strerror(errno));
 	if (!s->exec_wake)
 		pr_debug("ehframe: no exec tracepoint (%s): draining every %d ms", strerror(errno), s->busy_ms);
 	s->busy_until = now_ns(CLOCK_MONOTONIC) + EH_SOURCE_BUSY_NS;

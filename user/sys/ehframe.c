@@ -3,7 +3,8 @@
  * .eh_frame / .debug_frame to sp_eh_row tables (see ehframe.h).
  *
  * Only what x86-64 code needs is evaluated: the CFA as a register plus an
- * offset, and the rules of rbp and the return address.  Everything else a
+ * offset, and the rules of rbp, rbx (for the CFA at rbx of ld.so's
+ * lazy-binding trampoline, above any frame) and the return address.  Everything else a
  * frame may say (other registers, LSDA, personality) is skipped by length.
  * What a row cannot express becomes SP_EH_CANNOT, so the BPF walk stops
  * there instead of guessing.  The one CFA expression worth a kind of its
@@ -26,6 +27,8 @@
 #include "util.h"
 
 /* x86-64 DWARF register numbers. */
+#define REG_RBX 3
+#define REG_RDI 5
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RA 16
@@ -33,14 +36,14 @@
 #define STATE_STACK 16 /* DW_CFA_remember_state nesting kept; deeper is garbage */
 #define MAX_SEGS 16
 
-enum rule { R_SAME = 0, R_UNDEF, R_OFFSET, R_OTHER };
+enum rule { R_SAME = 0, R_UNDEF, R_OFFSET, R_OTHER, R_RDI /* the return address only: in rdi (vfork) */ };
 
 struct rules {
 	int cfa_reg;
 	int64_t cfa_off;
 	int cfa_expr; /* 0, or the PLT expression's threshold (10 or 11), or -1: another expression */
-	enum rule rbp, ra;
-	int64_t rbp_off, ra_off;
+	enum rule rbp, ra, rbx;
+	int64_t rbp_off, ra_off, rbx_off;
 };
 
 struct cursor {
@@ -251,6 +254,16 @@ static bool vaddr_to_off(const struct parser *ps, uint64_t vaddr, uint32_t *off)
 	return false;
 }
 
+/* Where the frame saved rbx, as the kind byte's high four bits (SP_EH_RBX_SLOT). */
+static uint8_t rbx_slot(const struct rules *r)
+{
+	if (r->rbx == R_SAME || r->rbx == R_UNDEF)
+		return 0;
+	if (r->rbx == R_OFFSET && r->rbx_off < 0 && r->rbx_off % 8 == 0 && -r->rbx_off / 8 < SP_EH_RBX_LOST)
+		return (uint8_t)(-r->rbx_off / 8);
+	return SP_EH_RBX_LOST;
+}
+
 static struct sp_eh_row row_of(const struct rules *r, const struct cie *cie)
 {
 	struct sp_eh_row row = { .kind = SP_EH_CANNOT };
@@ -263,18 +276,24 @@ static struct sp_eh_row row_of(const struct rules *r, const struct cie *cie)
 		row.kind = SP_EH_SIGNAL;
 		return row;
 	}
-	if (r->ra != R_OFFSET || r->ra_off != -8)
+	/* vfork popped its return address into rdi around the syscall, where the child runs first. */
+	if (r->ra == R_RDI && r->cfa_expr == 0 && r->cfa_reg == REG_RSP && r->cfa_off >= 0 &&
+	    r->cfa_off <= UINT16_MAX) {
+		row.kind = SP_EH_RA_RDI;
+		row.cfa_off = r->cfa_off;
+	} else if (r->ra != R_OFFSET || r->ra_off != -8) {
 		return row;
-	if (r->cfa_expr > 0) {
+	} else if (r->cfa_expr > 0) {
 		row.kind = SP_EH_PLT;
 		row.cfa_off = r->cfa_expr;
-	} else if (r->cfa_expr == 0 && (r->cfa_reg == REG_RSP || r->cfa_reg == REG_RBP) && r->cfa_off >= 8 &&
-		   r->cfa_off <= UINT16_MAX) {
-		row.kind = r->cfa_reg == REG_RSP ? SP_EH_RSP : SP_EH_RBP;
+	} else if (r->cfa_expr == 0 && (r->cfa_reg == REG_RSP || r->cfa_reg == REG_RBP || r->cfa_reg == REG_RBX) &&
+		   r->cfa_off >= 8 && r->cfa_off <= UINT16_MAX) {
+		row.kind = r->cfa_reg == REG_RSP ? SP_EH_RSP : r->cfa_reg == REG_RBP ? SP_EH_RBP : SP_EH_RBX;
 		row.cfa_off = r->cfa_off;
 	} else {
 		return row;
 	}
+	row.kind |= rbx_slot(r) << 4;
 	if (r->rbp == R_SAME || r->rbp == R_UNDEF)
 		row.rbp = 0;
 	else if (r->rbp == R_OFFSET && r->rbp_off % 8 == 0 && r->rbp_off / 8 > SP_EH_RBP_LOST && r->rbp_off < 0)
@@ -330,6 +349,10 @@ static int plt_expr(const uint8_t *e, uint64_t n)
 
 static void set_rule(struct rules *r, uint64_t reg, enum rule kind, int64_t off)
 {
+	if (reg == REG_RBX) {
+		r->rbx = kind;
+		r->rbx_off = off;
+	}
 	if (reg == REG_RBP) {
 		r->rbp = kind;
 		r->rbp_off = off;
@@ -368,6 +391,8 @@ static int run_insns(struct parser *ps, const struct cie *cie, const uint8_t *p,
 		case 3: /* DW_CFA_restore */
 			if (!init)
 				return -1;
+			if (low == REG_RBX)
+				r->rbx = init->rbx, r->rbx_off = init->rbx_off;
 			if (low == REG_RBP)
 				r->rbp = init->rbp, r->rbp_off = init->rbp_off;
 			if (low == REG_RA)
@@ -394,6 +419,8 @@ static int run_insns(struct parser *ps, const struct cie *cie, const uint8_t *p,
 				reg = get_uleb(&c);
 				if (!init)
 					return -1;
+				if (reg == REG_RBX)
+					r->rbx = init->rbx, r->rbx_off = init->rbx_off;
 				if (reg == REG_RBP)
 					r->rbp = init->rbp, r->rbp_off = init->rbp_off;
 				if (reg == REG_RA)
@@ -403,8 +430,8 @@ static int run_insns(struct parser *ps, const struct cie *cie, const uint8_t *p,
 			case 0x08: set_rule(r, get_uleb(&c), R_SAME, 0); break;
 			case 0x09: /* register */
 				reg = get_uleb(&c);
-				get_uleb(&c);
-				set_rule(r, reg, R_OTHER, 0);
+				off = get_uleb(&c);
+				set_rule(r, reg, reg == REG_RA && off == REG_RDI ? R_RDI : R_OTHER, 0);
 				break;
 			case 0x0a: /* remember_state */
 				if (depth == STATE_STACK)
@@ -659,9 +686,9 @@ static void finish_rows(struct ehtab *t)
 	}
 	t->nr = n;
 	for (size_t i = 0; i < n; i++) {
-		t->cannot += t->rows[i].kind == SP_EH_CANNOT;
-		t->plt += t->rows[i].kind == SP_EH_PLT;
-		t->signal += t->rows[i].kind == SP_EH_SIGNAL;
+		t->cannot += SP_EH_KIND(t->rows[i].kind) == SP_EH_CANNOT;
+		t->plt += SP_EH_KIND(t->rows[i].kind) == SP_EH_PLT;
+		t->signal += SP_EH_KIND(t->rows[i].kind) == SP_EH_SIGNAL;
 	}
 }
 
