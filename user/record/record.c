@@ -145,7 +145,7 @@ static int load_bpf(struct recorder *r)
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
-	e = sample_bpf__load(skel);
+	e = libbpf_load_skel(skel->skeleton, "sampling");
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
