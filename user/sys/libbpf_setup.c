@@ -139,16 +139,27 @@ int libbpf_load_skel(struct bpf_object_skeleton *s, const char *what)
 	bpf_object__for_each_program(p, *s->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
-		const char *log = logs ? logs[i++] : NULL;
+		const char *log = logs ? logs[i++] : NULL, *depth;
+		size_t dlen;
 
 		if (!bpf_program__autoload(p) || !log)
 			continue;
+		/* libbpf prints no log it does not own: the verifier's reason, its last lines, here. */
+		if (e && bpf_program__fd(p) < 0 && *log) {
+			size_t len = strlen(log);
+
+			pr_debug("%s: program %s: the verifier's log ends:\n%s", what, bpf_program__name(p),
+				 log + (len > 2048 ? len - 2048 : 0));
+		}
 		if (bpf_program__fd(p) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
 			info.xlated_prog_len = 0;
-		pr_debug("%s: program %s: %ld insns verified, %ld states (peak %ld), %.1f ms in the verifier, %u bytes xlated",
+		/* The frames' bytes, program first then each function: what 6.1 holds to 512 along a chain of calls. */
+		depth = log ? strstr(log, "stack depth ") : NULL;
+		dlen = depth ? strcspn(depth + 12, "\n") : 0;
+		pr_debug("%s: program %s: %ld insns verified, %ld states (peak %ld), %.1f ms in the verifier, %u bytes xlated, stack %.*s",
 			 what, bpf_program__name(p), stats_figure(log, "processed "), stats_figure(log, "total_states "),
 			 stats_figure(log, "peak_states "), stats_figure(log, "verification time ") / 1e3,
-			 info.xlated_prog_len);
+			 info.xlated_prog_len, depth ? (int)dlen : 1, depth ? depth + 12 : "?");
 	}
 	/* libbpf keeps the pointers only until the load is over. */
 	for (i = 0; logs && i < n; i++)
