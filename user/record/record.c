@@ -142,6 +142,8 @@ static int load_bpf(struct recorder *r)
 	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
+	/* --call-graph ehframe attaches on_sample_eh alone: on_sample unloaded is a verification less at start. */
+	bpf_program__set_autoload(skel->progs.on_sample, !o->ehframe);
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
