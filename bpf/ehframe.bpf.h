@@ -1037,11 +1037,19 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	/*
+	 * Each load of a pointer through a trusted one costs the verifier
+	 * lookups of the type's __safe_* lists by name, a scan of the kernel's
+	 * BTF each (6.18: btf_find_by_name_kind, 6% of a recorder's start):
+	 * task->mm and task->utask are loaded once.
+	 */
+	struct mm_struct *mm = task->mm;
+	struct uprobe_task *ut;
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx, orig_ax = -1;
+	__u64 cs, r13, rbx, orig_ax = -1, ss;
 
-	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
+	if (!mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
 		return 0;
 	}
@@ -1069,9 +1077,11 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 		eh_stat(SP_EH_COMPAT);
 		return 0;
 	}
-	xa = task->mm->uprobes_state.xol_area;
+	xa = mm->uprobes_state.xol_area;
 	w->tramp = xa ? xa->vaddr : 0;
-	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
+	ut = task->utask;
+	w->ri = ut ? (__u64)ut->return_instances : 0;
+	ss = mm->start_stack;
 	w->bp_ok = 1;
 	w->exact = 1;
 	w->via_fp = 0;
@@ -1088,7 +1098,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	 */
 	w->tr_check = EH_TR_CHECK | EH_TR_FIRST | (__u32)((~orig_ax >> 63) << 1);
 	w->maps_first = w->maps_nr = 0;
-	eh_proc_facts(w, pid, task->mm->start_stack);
+	eh_proc_facts(w, pid, ss);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
 	if (eh_vma_only) {
 		/* as if no slice were there yet */
@@ -1107,7 +1117,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	 * an exec moves.
 	 */
 	if (!w->maps_nr)
-		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
+		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
 	sp_hs_begin(r13, rbx, w->c_flags & EH_C_HS);

@@ -109,17 +109,18 @@ __noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u32 jvm)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, pid = task->tgid;
 	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	struct mm_struct *mm = task->mm; /* loaded once: see sp_eh_unwind */
 	struct sp_hs_proc *p;
 
 	if (!h)
 		return 0;
 	h->on = 0;
-	if (!hs_walk || !jvm || !task->mm)
+	if (!hs_walk || !jvm || !mm)
 		return 0;
 	p = bpf_map_lookup_elem(&hs_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != task->mm->start_stack) {
+	if (p->start_stack != mm->start_stack) {
 		hs_stat(SP_HS_STALE, 1);
 		return 0;
 	}
