@@ -49,6 +49,21 @@
 #define EH_NOTE_UNSURE() ((void)0)
 #endif
 
+/*
+ * The walk's big pieces (sp_eh_unwind, sp_eh_rule, sp_hs_step and the
+ * prologue and epilogue decoders) are global functions, each verified once
+ * alone.  Debian's 6.1 counts a bpf_loop callback as a call and holds the
+ * frames of a chain of calls to 512 bytes together, rounded to 32 each: a
+ * program with a large frame of its own (offcpu_btf: 232 bytes, where
+ * on_sample_eh keeps 40) defines EH_WALK_INLINE and has them inline, as
+ * before (6.1: "combined stack size of 4 calls is 544" otherwise).
+ */
+#ifdef EH_WALK_INLINE
+#define EH_WALK_FN static __always_inline
+#else
+#define EH_WALK_FN __noinline
+#endif
+
 /* Tests: every walk finds its mappings from the kernel's vmas, as a new process's first do. */
 const volatile bool eh_vma_only = false;
 
@@ -171,6 +186,12 @@ struct eh_cached {
 	struct eh_rule r;
 };
 
+/* A binary search's bounds, as bpf_loop steps it: one step verified, whatever the table's size. */
+struct eh_search {
+	__u64 key;
+	__u32 lo, hi;
+};
+
 /*
  * The walk's state, per CPU in a map rather than on the stack: the verifier
  * tracks no value kept in a map, so every step of the loop looks the same
@@ -221,6 +242,9 @@ struct eh_walk {
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
+	__u64 ur_cs, ur_r13, ur_rbx, ur_rdi; /* the interrupted user registers beside ip, sp, bp, when the caller has them */
+	struct eh_rule rule;	     /* sp_eh_rule's answer */
+	struct eh_search q;	     /* the binary search under way (EH_SEARCH_STEP) */
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
 	__u64 nat[SP_EH_MAX_FRAMES + 1]; /* with py: the native frames, which sp_py_place merges with the Python ones */
@@ -240,36 +264,35 @@ struct {
 #define EH_TR_IN_CALL 2	/* in the kernel's handler of the trampoline's syscall */
 #define EH_TR_FIRST 4	/* the first frame: its exact goes to exact0 too */
 
-/* A binary search's bounds, as bpf_loop steps it: one step verified, whatever the table's size. */
-struct eh_search {
-	__u64 key;
-	__u32 lo, hi;
-};
-
 /*
  * One step of a binary search of `map` for the first entry whose `field`
- * is above q->key; the search is over when lo == hi.  A macro, to write
- * the step once for both tables: a bpf_loop callback must name its map as
- * a constant, and the keys differ in width (a mapping's start, a row's pc).
+ * is above the walk's q.key; the search is over when lo == hi.  A macro, to
+ * write the step once for both tables: a bpf_loop callback must name its
+ * map as a constant, and the keys differ in width (a mapping's start, a
+ * row's pc).  The bounds are in the map, not on the caller's stack: there
+ * the verifier tracked them, and each step's narrower bounds were a state
+ * of their own (6.18: the rows' step processed 4,070 times for its 32
+ * instructions, a step per state until the search's end).
  */
 #define EH_SEARCH_STEP(name, map, type, field)                      \
-	static long name(__u32 i, struct eh_search *q)              \
+	static long name(__u32 i, void *unused)                     \
 	{                                                           \
+		__u32 zero = 0, mid;                                \
+		struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero); \
 		type *e;                                            \
-		__u32 mid;                                          \
                                                                     \
-		if (q->lo >= q->hi)                                 \
+		if (!w || w->q.lo >= w->q.hi)                       \
 			return 1;                                   \
-		mid = q->lo + (q->hi - q->lo) / 2;                  \
+		mid = w->q.lo + (w->q.hi - w->q.lo) / 2;            \
 		e = bpf_map_lookup_elem(&map, &mid);                \
 		if (!e) {                                           \
-			q->lo = q->hi = 0;                          \
+			w->q.lo = w->q.hi = 0;                      \
 			return 1;                                   \
 		}                                                   \
-		if (e->field <= q->key)                             \
-			q->lo = mid + 1;                            \
+		if (e->field <= w->q.key)                           \
+			w->q.lo = mid + 1;                          \
 		else                                                \
-			q->hi = mid;                                \
+			w->q.hi = mid;                              \
 		return 0;                                           \
 	}
 
@@ -288,14 +311,16 @@ static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 
 /* The executable mapping that holds pc, from the process's slice (kept for its next samples); NULL if none. */
 static __always_inline struct sp_eh_map *eh_map_of(struct eh_walk *w, __u64 pc)
 {
-	struct eh_search q = { .key = pc, .lo = w->maps_first, .hi = w->maps_first + w->maps_nr };
 	struct sp_eh_map *m;
 	__u32 slot, idx;
 
-	bpf_loop(SP_EH_SEARCH_STEPS, eh_map_search_step, &q, 0);
-	if (q.lo <= w->maps_first || q.lo < q.hi)
+	w->q.key = pc;
+	w->q.lo = w->maps_first;
+	w->q.hi = w->maps_first + w->maps_nr;
+	bpf_loop(SP_EH_SEARCH_STEPS, eh_map_search_step, NULL, 0);
+	if (w->q.lo <= w->maps_first || w->q.lo < w->q.hi)
 		return NULL;
-	idx = q.lo - 1;
+	idx = w->q.lo - 1;
 	m = bpf_map_lookup_elem(&eh_maps, &idx);
 	if (!m || pc >= m->end)
 		return NULL;
@@ -457,28 +482,28 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 }
 
 /* The last row at or below off among the mapping's file's rows, or NULL. */
-static __always_inline struct sp_eh_row *eh_row_of(const struct sp_eh_map *v, __u64 off)
+static __always_inline struct sp_eh_row *eh_row_of(struct eh_walk *w, const struct sp_eh_map *v, __u64 off)
 {
-	struct eh_search q = { .key = off };
 	__u32 page = off >> SP_EH_PAGE_SHIFT, idx;
 	struct sp_eh_page *pg;
 
 	if (off > 0xffffffffull || page < v->page0)
 		return NULL;
+	w->q.key = off;
 	if (page - v->page0 >= v->npages) {
-		q.lo = q.hi = v->first + v->nr; /* past the last page: the last row */
+		w->q.lo = w->q.hi = v->first + v->nr; /* past the last page: the last row */
 	} else {
 		idx = v->pages + page - v->page0;
 		pg = bpf_map_lookup_elem(&eh_pages, &idx);
 		if (!pg)
 			return NULL;
-		q.lo = v->first + pg->lo;
-		q.hi = v->first + pg->hi;
+		w->q.lo = v->first + pg->lo;
+		w->q.hi = v->first + pg->hi;
 	}
-	bpf_loop(SP_EH_SEARCH_STEPS, eh_row_search_step, &q, 0);
-	if (q.lo <= v->first || q.lo < q.hi)
+	bpf_loop(SP_EH_SEARCH_STEPS, eh_row_search_step, NULL, 0);
+	if (w->q.lo <= v->first || w->q.lo < w->q.hi)
 		return NULL; /* before the first row, a fault, or a table too large to search */
-	idx = q.lo - 1;
+	idx = w->q.lo - 1;
 	return bpf_map_lookup_elem(&eh_rows, &idx);
 }
 
@@ -752,7 +777,7 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	if (!v) {
 		r->fp_why = SP_EH_FP_NO_PROC;
 	} else if (v->table == SP_EH_T_ROWS) {
-		row = eh_row_of(v, look - v->start + v->pgoff);
+		row = eh_row_of(w, v, look - v->start + v->pgoff);
 		if (row) {
 			r->kind = row->kind;
 			r->rbp = row->rbp;
@@ -781,10 +806,31 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 	return 0;
 }
 
+/*
+ * eh_rule_of as a global function, its answer in w->rule: verified once,
+ * alone, rather than inline in eh_step where each of its ends (a cached
+ * rule, a row, each reason for frame pointers, each constant it stores)
+ * went on through the rest of the step as a state of its own.  1 when the
+ * walk ends here.
+ */
+EH_WALK_FN int sp_eh_rule(__u64 pc)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+
+	if (!w)
+		return 1;
+	w->rule.kind = SP_EH_GAP;
+	w->rule.rbp = 0;
+	w->rule.cfa_off = 0;
+	w->rule.fp_why = 0;
+	return eh_rule_of(w, pc, &w->rule);
+}
+
 /* One frame: write pc, then find the caller's registers.  1 ends the loop. */
 static long eh_step(__u32 i, void *unused)
 {
-	struct eh_rule r = { .kind = SP_EH_GAP };
+	struct eh_rule r;
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
@@ -814,8 +860,9 @@ static long eh_step(__u32 i, void *unused)
 		w->di_ok = 0;
 		return sp_hs_step() ? 1 : 0;
 	}
-	if (eh_rule_of(w, pc, &r))
+	if (sp_eh_rule(pc))
 		return 1;
+	r = w->rule;
 	kind = SP_EH_KIND(r.kind);
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
 	if (kind == SP_EH_TRAMP) {
@@ -1079,35 +1126,44 @@ static __always_inline void eh_proc_facts(struct eh_walk *w, __u32 pid, __u64 ss
 }
 
 /*
- * The user chain of the current task into s->ips from index base (the
- * PERF_CONTEXT_USER marker first); returns the entries written, 0 for a
- * kernel thread.  ur: the interrupted registers (ip, sp, bp, cs, r13, rbx, rdi) if they are
- * the user's, else NULL (the task's saved user registers are taken).
+ * The user chain of the current task into eh_scratch's ips from index base
+ * (the PERF_CONTEXT_USER marker first); returns the entries written, 0 for
+ * a kernel thread.  have_regs: the interrupted registers are the user's and
+ * the caller put them in the walk (ip, sp, bp, ur_cs, ur_r13, ur_rbx, ur_rdi); else
+ * the task's saved user registers are taken.
+ *
+ * Global: verified once, alone, with base and have_regs unknown.  Inlined,
+ * the walk was verified again for each state its caller reached it in (a
+ * sample in user or kernel mode, with or without a kernel chain): on 6.18,
+ * on_sample_eh's 87,198 instructions processed and 175 ms of BPF_PROG_LOAD,
+ * most of a recorder's start-up.  It takes no map value from its caller
+ * (a global function's arguments are scalars or the context).
  */
-static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, const __u64 *ur)
+EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, n, pid = task->tgid;
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	/*
+	 * Each load of a pointer through a trusted one costs the verifier
+	 * lookups of the type's __safe_* lists by name, a scan of the kernel's
+	 * BTF each (6.18: btf_find_by_name_kind, 6% of a recorder's start):
+	 * task->mm and task->utask are loaded once.
+	 */
+	struct mm_struct *mm = task->mm;
+	struct uprobe_task *ut;
 	struct xol_area *xa;
 	struct pt_regs *regs;
-	__u64 cs, r13, rbx, rdi, orig_ax = -1;
+	__u64 cs, r13, rbx, rdi, orig_ax = -1, ss;
 
-	if (!task->mm || (task->flags & EH_PF_KTHREAD)) {
+	if (!mm || (task->flags & EH_PF_KTHREAD)) {
 		eh_stat(SP_EH_KTHREAD);
 		return 0;
 	}
-	if (!w)
+	if (!w || !s)
 		return 0;
-	if (ur) {
-		w->ip = ur[0];
-		w->sp = ur[1];
-		w->bp = ur[2];
-		cs = ur[3];
-		r13 = ur[4];
-		rbx = ur[5];
-		rdi = ur[6];
-	} else {
+	if (!have_regs) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
 			return 0;
@@ -1115,20 +1171,27 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 		w->ip = regs->ip;
 		w->sp = regs->sp;
 		w->bp = regs->bp;
-		cs = regs->cs;
-		r13 = regs->r13;
-		rbx = regs->bx;
-		rdi = regs->di;
+		w->ur_cs = regs->cs;
+		w->ur_r13 = regs->r13;
+		w->ur_rbx = regs->bx;
+		w->ur_rdi = regs->di;
 		orig_ax = regs->orig_ax;
 	}
+	/* Read from the map either way: one load of two kinds of pointer is refused. */
+	cs = w->ur_cs;
+	r13 = w->ur_r13;
+	rbx = w->ur_rbx;
+	rdi = w->ur_rdi;
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
 		eh_stat(SP_EH_COMPAT);
 		return 0;
 	}
-	xa = task->mm->uprobes_state.xol_area;
+	xa = mm->uprobes_state.xol_area;
 	w->tramp = xa ? xa->vaddr : 0;
-	w->ri = task->utask ? (__u64)task->utask->return_instances : 0;
+	ut = task->utask;
+	w->ri = ut ? (__u64)ut->return_instances : 0;
+	ss = mm->start_stack;
 	w->bp_ok = 1;
 	w->bx = rbx;
 	w->bx_at = 0;
@@ -1150,7 +1213,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	 */
 	w->tr_check = EH_TR_CHECK | EH_TR_FIRST | (__u32)((~orig_ax >> 63) << 1);
 	w->maps_first = w->maps_nr = 0;
-	eh_proc_facts(w, pid, task->mm->start_stack);
+	eh_proc_facts(w, pid, ss);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
 	if (eh_vma_only) {
 		/* as if no slice were there yet */
@@ -1169,7 +1232,7 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	 * an exec moves.
 	 */
 	if (!w->maps_nr)
-		w->gen = ((__u32)(task->mm->start_stack >> 4) ^ (pid << 12)) | 0x80000000u;
+		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
 	sp_hs_begin(r13, rbx, w->c_flags & EH_C_HS);
@@ -1188,6 +1251,15 @@ static __always_inline __u32 eh_unwind_user(struct sp_eh_sample *s, __u32 base, 
 	if (f)
 		*f += n;
 	return n ? n + 1 : 0;
+}
+
+
+/* sp_eh_unwind's result, bounded again here: a global function's return value is any scalar to its caller. */
+static __always_inline __u32 eh_unwind_user(__u32 base, __u32 have_regs)
+{
+	__u32 n = sp_eh_unwind(base, have_regs);
+
+	return n <= SP_EH_MAX_FRAMES + 1 ? n : 0;
 }
 
 #endif

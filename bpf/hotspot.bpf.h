@@ -57,8 +57,12 @@ struct hs_walk {
 	struct sp_hs_proc p;
 	__u32 on;	/* the current process is a JVM this walk follows */
 	__u32 reads;
-	__u32 epi_at;	/* hs_epilogue's offset, kept here to be opaque to the verifier */
-	__u32 pro_at, pro_below, pro_flags; /* hs_prologue's state, likewise */
+	__u32 epi_at;	/* sp_hs_epilogue's offset, kept here to be opaque to the verifier */
+	__u32 epi_pop;	/* its `pop rbp` seen */
+	__s32 epi_res;	/* its answer */
+	__u32 pro_at, pro_below, pro_flags; /* sp_hs_prologue's state, likewise */
+	__u32 pro_off;	/* its pc's offset from the verified entry */
+	__s32 pro_res;	/* its steps' answer (hs_prologue_step) */
 	__u64 pro_vep, pro_pc;	/* its input: the verified entry and the top pc */
 	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
 	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
@@ -105,17 +109,18 @@ __noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u32 jvm)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, pid = task->tgid;
 	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	struct mm_struct *mm = task->mm; /* loaded once: see sp_eh_unwind */
 	struct sp_hs_proc *p;
 
 	if (!h)
 		return 0;
 	h->on = 0;
-	if (!hs_walk || !jvm || !task->mm)
+	if (!hs_walk || !jvm || !mm)
 		return 0;
 	p = bpf_map_lookup_elem(&hs_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != task->mm->start_stack) {
+	if (p->start_stack != mm->start_stack) {
 		hs_stat(SP_HS_STALE, 1);
 		return 0;
 	}
@@ -261,61 +266,190 @@ static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
 	return blob;
 }
 
+/* One instruction of the epilogue: 1 ends the steps, h->epi_res the answer (as sp_hs_epilogue's). */
+static __always_inline long hs_epilogue_one(struct hs_walk *h)
+{
+	__u8 b0, b1, b2, *c = h->cm;
+	__u32 i, pop;
+
+	/*
+	 * The offset read back from the map: a value the verifier does not
+	 * know, so each step is one state, not one per offset the decodes
+	 * before it could reach (those made on_sample_eh 950k of the 1M
+	 * instructions it may verify, 1.2 s a load, the recorder's first
+	 * second unsampled).
+	 */
+	i = *(volatile __u32 *)&h->epi_at;
+	pop = *(volatile __u32 *)&h->epi_pop;
+	b0 = c[i & 31], b1 = c[(i + 1) & 31], b2 = c[(i + 2) & 31];
+
+	h->epi_res = 0;
+	if (i > 24)
+		return 1;
+	if (b0 == 0xc3) {
+		h->epi_res = pop ? 2 : 1;
+		return 1;
+	}
+	if (b0 == 0x5d && !pop) { /* pop rbp */
+		*(volatile __u32 *)&h->epi_pop = 1;
+		i += 1;
+	} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc4) { /* add rsp, imm */
+		return 1;
+	} else if (b0 == 0x49 && b1 == 0x3b && (b2 == 0x67 || b2 == 0xa7)) { /* cmp rsp, [r15+d] */
+		i += b2 == 0x67 ? 4 : 7;
+	} else if (b0 == 0x0f && b1 == 0x87) { /* ja rel32 */
+		i += 6;
+	} else if (b0 == 0x77) { /* ja rel8 */
+		i += 2;
+	} else if (b0 == 0xc5 && b1 == 0xf8 && b2 == 0x77) { /* vzeroupper */
+		i += 3;
+	} else if (b0 == 0x4d && b1 == 0x8b && (b2 == 0x57 || b2 == 0x97)) { /* mov r10, [r15+d] */
+		i += b2 == 0x57 ? 4 : 7;
+	} else if (b0 == 0x41 && b1 == 0x85 && b2 == 0x02) { /* test eax, [r10] */
+		i += 3;
+	} else {
+		return 1;
+	}
+	*(volatile __u32 *)&h->epi_at = i;
+	return 0;
+}
+
+#ifndef EH_WALK_INLINE
+/* A bpf_loop step of it: one verified, where 8 unrolled were 3,202 instructions processed on 6.18. */
+static long hs_epilogue_step(__u32 k, void *unused)
+{
+	__u32 zero = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+
+	return h ? hs_epilogue_one(h) : 1;
+}
+#endif
+
 /*
  * The top frame's place in a compiled method's epilogue, from the code at
  * pc: 0 when the frame is whole (no epilogue, or its `add rsp` still
  * ahead), 1 when only `ret` is left (the return address at sp), 2 when
- * `pop rbp` and `ret` are (rbp at sp, the return address above).
+ * `pop rbp` and `ret` are (rbp at sp, the return address above); -1 when
+ * the code cannot be read.  Global, verified once alone (EH_WALK_FN).
  */
-static __always_inline int hs_epilogue(struct hs_walk *h, __u64 pc)
+EH_WALK_FN int sp_hs_epilogue(__u64 pc)
 {
-	__u8 *c = h->cm; /* free at this point: a scratch buffer */
-	__u32 i = 0;
-	bool pop = false;
+	__u32 zero = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
 
-	if (hs_read(h, c, 32, pc))
+	if (!h)
 		return -1;
-	for (int k = 0; k < 8; k++) {
-		__u8 b0, b1, b2;
+	/* h->cm: free at this point, a scratch buffer */
+	if (hs_read(h, h->cm, 32, pc))
+		return -1;
+	h->epi_at = 0;
+	h->epi_pop = 0;
+	h->epi_res = 0;
+#ifdef EH_WALK_INLINE
+	for (int k = 0; k < 8; k++)
+		if (hs_epilogue_one(h))
+			break;
+#else
+	bpf_loop(8, hs_epilogue_step, NULL, 0);
+#endif
+	return h->epi_res;
+}
 
-		/*
-		 * The offset read back from the map: a value the verifier does not
-		 * know, so each step is one state, not one per offset the decodes
-		 * before it could reach (those made on_sample_eh 950k of the 1M
-		 * instructions it may verify, 1.2 s a load, the recorder's first
-		 * second unsampled).
-		 */
-		*(volatile __u32 *)&h->epi_at = i;
-		i = *(volatile __u32 *)&h->epi_at;
-		b0 = c[i & 31], b1 = c[(i + 1) & 31], b2 = c[(i + 2) & 31];
+static __always_inline long hs_pro_fail(struct hs_walk *h)
+{
+	h->pro_res = -1;
+	return 1;
+}
 
-		if (i > 24)
-			return 0;
-		if (b0 == 0xc3)
-			return pop ? 2 : 1;
-		if (b0 == 0x5d && !pop) { /* pop rbp */
-			pop = true;
-			i += 1;
-		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc4) { /* add rsp, imm */
-			return 0;
-		} else if (b0 == 0x49 && b1 == 0x3b && (b2 == 0x67 || b2 == 0xa7)) { /* cmp rsp, [r15+d] */
-			i += b2 == 0x67 ? 4 : 7;
-		} else if (b0 == 0x0f && b1 == 0x87) { /* ja rel32 */
-			i += 6;
-		} else if (b0 == 0x77) { /* ja rel8 */
-			i += 2;
-		} else if (b0 == 0xc5 && b1 == 0xf8 && b2 == 0x77) { /* vzeroupper */
-			i += 3;
-		} else if (b0 == 0x4d && b1 == 0x8b && (b2 == 0x57 || b2 == 0x97)) { /* mov r10, [r15+d] */
-			i += b2 == 0x57 ? 4 : 7;
-		} else if (b0 == 0x41 && b1 == 0x85 && b2 == 0x02) { /* test eax, [r10] */
-			i += 3;
-		} else {
-			return 0;
-		}
+/*
+ * One instruction of the prologue, as a bpf_loop step (hs_prologue_step):
+ * verified once, whatever the number of steps (12, unrolled, were 10,561
+ * instructions processed on 6.18, each step's decodes a path of their
+ * own).  Its position and counts are in the map, h->pro_res its answer: 0
+ * while going on, 1 at the pc, -1 on a step HotSpot's prologue does not
+ * make.  1 ends the steps.
+ */
+static __always_inline long hs_prologue_one(struct hs_walk *h)
+{
+	__u32 i, below, flags, off, n = 0, imm;
+	__u8 b0, b1, b2, b3, *c = h->cm;
+
+	/* Read back through the map, opaque to the verifier where the steps are unrolled (EH_WALK_INLINE). */
+	off = *(volatile __u32 *)&h->pro_off;
+	i = *(volatile __u32 *)&h->pro_at;
+	below = *(volatile __u32 *)&h->pro_below;
+	flags = *(volatile __u32 *)&h->pro_flags;
+	if (i == off) {
+		h->pro_res = 1;
+		return 1;
 	}
+	if (i > off || i > 56)
+		return hs_pro_fail(h);
+	/* Unknown to the compiler too: it would drop the masks below, and 6.1's verifier loses the bound. */
+	barrier_var(i);
+	b0 = c[i & 63], b1 = c[(i + 1) & 63], b2 = c[(i + 2) & 63], b3 = c[(i + 3) & 63];
+	if (b0 == 0x89 && b1 == 0x84 && b2 == 0x24) { /* mov [rsp+d32], eax: a bang */
+		n = 7;
+	} else if (b0 == 0x55 && !below) { /* push rbp */
+		n = 1;
+		below = 8;
+		flags |= 2; /* saved */
+	} else if (b0 == 0x48 && b1 == 0x8b && b2 == 0xec && (flags & 2)) { /* mov rbp, rsp */
+		n = 3;
+		flags |= 1;
+	} else if (b0 == 0x48 && b1 == 0x83 && b2 == 0xec) { /* sub rsp, imm8 */
+		n = 4;
+		below += b3;
+	} else if (b0 == 0x48 && b1 == 0x81 && b2 == 0xec) { /* sub rsp, imm32 */
+		n = 7;
+		imm = c[(i + 3) & 63] | c[(i + 4) & 63] << 8 | c[(i + 5) & 63] << 16 |
+		      (__u32)c[(i + 6) & 63] << 24;
+		if (imm > 8 * 65536)
+			return hs_pro_fail(h);
+		below += imm;
+	} else if (b0 == 0x48 && b1 == 0x89 && (b2 == 0x6c || b2 == 0xac) && b3 == 0x24) { /* mov [rsp+d], rbp */
+		n = b2 == 0x6c ? 5 : 8;
+		imm = b2 == 0x6c ? c[(i + 4) & 63] :
+				   c[(i + 4) & 63] | c[(i + 5) & 63] << 8 | c[(i + 6) & 63] << 16 |
+					   (__u32)c[(i + 7) & 63] << 24;
+		/* Only the caller's rbp's own slot, just below the return address. */
+		if (flags & 1 || imm + 8 != below)
+			return hs_pro_fail(h);
+		flags |= 2;
+	} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc5 && (flags & 1)) { /* add rbp, imm */
+		n = b1 == 0x83 ? 4 : 7;
+	} else if (b0 == 0x90) {
+		n = 1;
+	} else if (b0 == 0x66 && (b1 == 0x90 || b1 == 0x66 || b1 == 0x0f)) { /* a nop's prefix */
+		n = 1;
+	} else if (b0 == 0x0f && b1 == 0x1f) { /* nop [modrm]: its length by the modrm */
+		n = b2 == 0x00 ? 3 : b2 == 0x40 ? 4 : b2 == 0x44 ? 5 : b2 == 0x80 ? 7 : b2 == 0x84 ? 8 : 0;
+	} else if (b0 == 0x41 && b1 == 0x81 && (b2 == 0x7f || b2 == 0xbf) && (flags & 2)) { /* cmp [r15+d], imm32 */
+		n = b2 == 0x7f ? 8 : 11;
+	} else if (b0 == 0x0f && (b1 == 0x85 || b1 == 0x84) && (flags & 2)) { /* jne/je rel32: the barrier's */
+		n = 6;
+	} else if (b0 == 0x74 && b1 == 0x05 && b2 == 0xe8 && (flags & 2)) { /* je over the barrier's call */
+		n = 2;
+	} else if (b0 == 0xe8 && i >= 2 && c[(i - 2) & 63] == 0x74 && c[(i - 1) & 63] == 0x05) {
+		n = 5; /* the barrier's call: at its return the frame is as before it */
+	}
+	if (!n)
+		return hs_pro_fail(h);
+	*(volatile __u32 *)&h->pro_at = i + n;
+	*(volatile __u32 *)&h->pro_below = below;
+	*(volatile __u32 *)&h->pro_flags = flags;
 	return 0;
 }
+
+#ifndef EH_WALK_INLINE
+static long hs_prologue_step(__u32 k, void *unused)
+{
+	__u32 zero = 0;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+
+	return h ? hs_prologue_one(h) : 1;
+}
+#endif
 
 /*
  * Where a top frame stands in an nmethod's prologue, from its verified
@@ -333,88 +467,38 @@ static __always_inline int hs_epilogue(struct hs_walk *h, __u64 pc)
  *   add rbp, N                (likewise, with the flag) rbp is ours
  *   nops, cmp [r15+d], imm32; jne/je; call   the nmethod entry barrier
  *                             (JDK 21+), after the frame is built.
- * Inline (see sp_hs_step): a call of its own is a frame more on 6.1's
- * 512 bytes of stack.
+ * Global, verified once alone (inline, sp_hs_step's 22,585 instructions
+ * processed on 6.18 were half its): its frame and its step's are two more
+ * on 6.1's 512 bytes of stack (on_sample_eh, sp_eh_unwind, eh_step,
+ * sp_hs_step, this, hs_prologue_step: 64+96+96+128+96+32 rounded), which
+ * the program's own small frame leaves room for.
  */
-static __always_inline int hs_prologue(struct hs_walk *h)
+EH_WALK_FN int sp_hs_prologue(void)
 {
-	__u32 off, i = 0, below = 0, flags = 0;
-	__u8 *c;
+	__u32 zero = 0, below, flags;
+	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
 
-	c = h->cm; /* free at this point: a scratch buffer */
-	off = h->pro_pc - h->pro_vep;
-	if (h->pro_pc < h->pro_vep || off > 56 || hs_read(h, c, 64, h->pro_vep))
+	if (!h)
+		return -1;
+	h->pro_off = h->pro_pc - h->pro_vep;
+	/* c: h->cm, free at this point, a scratch buffer */
+	if (h->pro_pc < h->pro_vep || h->pro_off > 56 || hs_read(h, h->cm, 64, h->pro_vep))
 		return -1;
 	h->pro_at = 0;
 	h->pro_below = 0;
 	h->pro_flags = 0;
-	for (int k = 0; k < 12; k++) {
-		__u8 b0, b1, b2, b3;
-		__u32 n = 0, imm;
-
-		/* Read back through the map, opaque to the verifier: one state a step (see hs_epilogue). */
-		i = *(volatile __u32 *)&h->pro_at;
-		below = *(volatile __u32 *)&h->pro_below;
-		flags = *(volatile __u32 *)&h->pro_flags;
-		if (i == off)
+	h->pro_res = 0;
+#ifdef EH_WALK_INLINE
+	/* Unrolled: a callback's frame more would pass 6.1's 512 bytes there (544, its frame on eh_step's). */
+	for (int k = 0; k < 12; k++)
+		if (hs_prologue_one(h))
 			break;
-		if (i > off || i > 56)
-			return -1;
-		/* Unknown to the compiler too: it would drop the masks below, and 6.1's verifier loses the bound. */
-		barrier_var(i);
-		b0 = c[i & 63], b1 = c[(i + 1) & 63], b2 = c[(i + 2) & 63], b3 = c[(i + 3) & 63];
-		if (b0 == 0x89 && b1 == 0x84 && b2 == 0x24) { /* mov [rsp+d32], eax: a bang */
-			n = 7;
-		} else if (b0 == 0x55 && !below) { /* push rbp */
-			n = 1;
-			below = 8;
-			flags |= 2; /* saved */
-		} else if (b0 == 0x48 && b1 == 0x8b && b2 == 0xec && (flags & 2)) { /* mov rbp, rsp */
-			n = 3;
-			flags |= 1;
-		} else if (b0 == 0x48 && b1 == 0x83 && b2 == 0xec) { /* sub rsp, imm8 */
-			n = 4;
-			below += b3;
-		} else if (b0 == 0x48 && b1 == 0x81 && b2 == 0xec) { /* sub rsp, imm32 */
-			n = 7;
-			imm = c[(i + 3) & 63] | c[(i + 4) & 63] << 8 | c[(i + 5) & 63] << 16 |
-			      (__u32)c[(i + 6) & 63] << 24;
-			if (imm > 8 * 65536)
-				return -1;
-			below += imm;
-		} else if (b0 == 0x48 && b1 == 0x89 && (b2 == 0x6c || b2 == 0xac) && b3 == 0x24) { /* mov [rsp+d], rbp */
-			n = b2 == 0x6c ? 5 : 8;
-			imm = b2 == 0x6c ? c[(i + 4) & 63] :
-					   c[(i + 4) & 63] | c[(i + 5) & 63] << 8 | c[(i + 6) & 63] << 16 |
-						   (__u32)c[(i + 7) & 63] << 24;
-			/* Only the caller's rbp's own slot, just below the return address. */
-			if (flags & 1 || imm + 8 != below)
-				return -1;
-			flags |= 2;
-		} else if (b0 == 0x48 && (b1 == 0x83 || b1 == 0x81) && b2 == 0xc5 && (flags & 1)) { /* add rbp, imm */
-			n = b1 == 0x83 ? 4 : 7;
-		} else if (b0 == 0x90) {
-			n = 1;
-		} else if (b0 == 0x66 && (b1 == 0x90 || b1 == 0x66 || b1 == 0x0f)) { /* a nop's prefix */
-			n = 1;
-		} else if (b0 == 0x0f && b1 == 0x1f) { /* nop [modrm]: its length by the modrm */
-			n = b2 == 0x00 ? 3 : b2 == 0x40 ? 4 : b2 == 0x44 ? 5 : b2 == 0x80 ? 7 : b2 == 0x84 ? 8 : 0;
-		} else if (b0 == 0x41 && b1 == 0x81 && (b2 == 0x7f || b2 == 0xbf) && (flags & 2)) { /* cmp [r15+d], imm32 */
-			n = b2 == 0x7f ? 8 : 11;
-		} else if (b0 == 0x0f && (b1 == 0x85 || b1 == 0x84) && (flags & 2)) { /* jne/je rel32: the barrier's */
-			n = 6;
-		} else if (b0 == 0x74 && b1 == 0x05 && b2 == 0xe8 && (flags & 2)) { /* je over the barrier's call */
-			n = 2;
-		} else if (b0 == 0xe8 && i >= 2 && c[(i - 2) & 63] == 0x74 && c[(i - 1) & 63] == 0x05) {
-			n = 5; /* the barrier's call: at its return the frame is as before it */
-		}
-		if (!n)
-			return -1;
-		*(volatile __u32 *)&h->pro_at = i + n;
-		*(volatile __u32 *)&h->pro_below = below;
-		*(volatile __u32 *)&h->pro_flags = flags;
-	}
-	if (i != off || below > 8 * 65536)
+#else
+	bpf_loop(12, hs_prologue_step, NULL, 0);
+#endif
+	below = h->pro_below;
+	flags = h->pro_flags;
+	if (h->pro_res != 1 || below > 8 * 65536)
 		return -1;
 	/* rbp ours but never saved is no prologue HotSpot makes. */
 	if ((flags & 1) && !(flags & 2))
@@ -424,7 +508,7 @@ static __always_inline int hs_prologue(struct hs_walk *h)
 
 /*
  * The top frame's prologue at pc, in a blob whose header is in h->hdr:
- * hs_prologue's answer, or -1 when the blob is no nmethod (its name
+ * sp_hs_prologue's answer, or -1 when the blob is no nmethod (its name
  * read from libjvm) or its verified entry is not in the prologue.
  */
 static __always_inline int hs_prologue_at(struct hs_walk *h, __u64 blob, __u64 name, __u32 len, __u64 code_begin,
@@ -456,7 +540,7 @@ static __always_inline int hs_prologue_at(struct hs_walk *h, __u64 blob, __u64 n
 		return java ? 0 : -1;
 	h->pro_vep = vep;
 	h->pro_pc = pc;
-	return hs_prologue(h);
+	return sp_hs_prologue();
 }
 
 /*
@@ -532,7 +616,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 		epi = (pro & 1) ? 0 : 1; /* rbp: the caller's still in its register, as when only `ret` is left */
 		hs_stat(SP_HS_PROLOGUE, 1);
 	} else if (top) {
-		epi = hs_epilogue(h, pc);
+		epi = sp_hs_epilogue(pc);
 		if (epi < 0) {
 			hs_stat(SP_HS_STOP_READ, 1);
 			return 1;
@@ -567,12 +651,14 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 /*
  * One step of the walk at a pc in the JVM's code cache: the frame's entry
  * written where eh_step writes a pc, and the caller's registers set.
- * 1 ends the walk (w->stop set).  Inline in eh_step, the bpf_loop
- * callback, itself verified once: as a call of its own, its frame on top
- * of eh_step's and on_sample_eh's came to 544 bytes of stack on 6.1 (the
- * most is 512), where the load failed.
+ * 1 ends the walk (w->stop set).  Global: verified once, alone.  Inline
+ * in eh_step it was most of the verifier's work on on_sample_eh (6.18:
+ * 44,151 of its 74,853 instructions processed), each of its ends going on
+ * through the rest of the step.  Its frame sits on eh_step's, sp_eh_unwind's
+ * and the program's, which 6.1 holds to 512 bytes together: the program
+ * keeps its own small for that (sp_sample_account).
  */
-static __always_inline int sp_hs_step(void)
+EH_WALK_FN int sp_hs_step(void)
 {
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);

@@ -18,6 +18,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #define SP_WANT_FILTER_MAP
+/* Its frame is large: the walk inline (ehframe.bpf.h, EH_WALK_FN). */
+#define EH_WALK_INLINE
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
 #include "core_shims.bpf.h"
@@ -331,7 +333,7 @@ static __always_inline __s32 eh_stackid(void)
 
 	if (!s || !c || !w || !py)
 		return -1;
-	n = eh_unwind_user(s, 0, NULL);
+	n = eh_unwind_user(0, 0);
 	python = py_walk && w->py && py->placed;
 	if (n < 2)
 		return -1;

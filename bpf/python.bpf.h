@@ -346,14 +346,15 @@ __noinline int sp_py_begin(void)
 	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
 	struct sp_py_proc *p;
 	__u64 t0, first = 0, chunk = 0, len;
+	struct mm_struct *mm = task->mm; /* loaded once: see sp_eh_unwind */
 	long ts;
 
-	if (!py_walk || !py || !task->mm)
+	if (!py_walk || !py || !mm)
 		return 0;
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != task->mm->start_stack) {
+	if (p->start_stack != mm->start_stack) {
 		py_stat_add(SP_PY_STALE, 1);
 		return 0;
 	}

@@ -203,7 +203,7 @@ int counters__open(struct counter_set **out, const struct counters_opts *o, char
 		snprintf(err, errlen, "cannot share the BPF filter with the counters program: %s", strerror(-e));
 		goto cleanup;
 	}
-	e = counters_bpf__load(s->skel);
+	e = libbpf_load_skel(s->skel->skeleton, "counters");
 	if (e) {
 		snprintf(err, errlen, "cannot load the counters BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;

@@ -605,7 +605,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		set_errorf(err, errlen, e, "cannot share the BPF filter with the off-CPU program: %s", strerror(-e));
 		goto cleanup;
 	}
-	e = offcpu_bpf__load(s->skel);
+	e = libbpf_load_skel(s->skel->skeleton, "off-CPU");
 	if (e) {
 		set_errorf(err, errlen, e, "cannot load the off-CPU BPF program (%s): %s", s->hook, libbpf_explain(e));
 		goto cleanup;

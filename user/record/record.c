@@ -143,10 +143,12 @@ static int load_bpf(struct recorder *r)
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
 	skel->rodata->eh_threads = !eh_counts_records(o);
+	/* --call-graph ehframe attaches on_sample_eh alone: on_sample unloaded is a verification less at start. */
+	bpf_program__set_autoload(skel->progs.on_sample, !o->ehframe);
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
-	e = sample_bpf__load(skel);
+	e = libbpf_load_skel(skel->skeleton, "sampling");
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;

@@ -394,7 +394,7 @@ int span_set__open(struct span_set **out, const struct span_set_opts *o, char *e
 		fail(err, errlen, "cannot share the BPF filter with the span programs: %s", strerror(-e));
 		goto cleanup;
 	}
-	e = spans_bpf__load(s->skel);
+	e = libbpf_load_skel(s->skel->skeleton, "spans");
 	if (e) {
 		fail(err, errlen, "cannot load the span programs: %s", libbpf_explain(e));
 		goto cleanup;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -90,4 +91,79 @@ int bpf_ring_open(struct ring_buffer **out, int map_fd, ring_buffer_sample_fn fn
 	if (!*out)
 		return set_errorf(err, errlen, -errno, "cannot read the %s: %s", what, strerror(errno));
 	return 0;
+}
+
+/* Room for the verifier's BPF_LOG_STATS lines: a few hundred bytes, with margin for its error lines. */
+#define STATS_LOG 65536
+
+/* A figure from the verifier's stats log: the number after key, or -1. */
+static long stats_figure(const char *log, const char *key)
+{
+	const char *p = log ? strstr(log, key) : NULL;
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int libbpf_load_skel(struct bpf_object_skeleton *s, const char *what)
+{
+	struct bpf_program *p;
+	char **logs = NULL;
+	double t0;
+	int e, i = 0, n = 0;
+
+	if (sp_verbose < 2)
+		return bpf_object__load_skeleton(s);
+	bpf_object__for_each_program(p, *s->obj)
+		n++;
+	logs = calloc(n ? n : 1, sizeof(*logs));
+	/* BPF_LOG_STATS (4) alone: the figures, not the instruction trace, which would cost more than the load. */
+	bpf_object__for_each_program(p, *s->obj) {
+		if (logs && bpf_program__autoload(p) && (logs[i] = calloc(1, STATS_LOG))) {
+			bpf_program__set_log_buf(p, logs[i], STATS_LOG);
+			bpf_program__set_log_level(p, 4);
+		}
+		i++;
+	}
+	t0 = mono_ms();
+	e = bpf_object__load_skeleton(s);
+	pr_debug("%s: BPF load %.1f ms%s", what, mono_ms() - t0, e ? " (failed)" : "");
+	i = 0;
+	bpf_object__for_each_program(p, *s->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		const char *log = logs ? logs[i++] : NULL, *depth;
+		size_t dlen;
+
+		if (!bpf_program__autoload(p) || !log)
+			continue;
+		/* libbpf prints no log it does not own: the verifier's reason, its last lines, here. */
+		if (e && bpf_program__fd(p) < 0 && *log) {
+			size_t len = strlen(log);
+
+			pr_debug("%s: program %s: the verifier's log ends:\n%s", what, bpf_program__name(p),
+				 log + (len > 2048 ? len - 2048 : 0));
+		}
+		if (bpf_program__fd(p) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+			info.xlated_prog_len = 0;
+		/* The frames' bytes, program first then each function: what 6.1 holds to 512 along a chain of calls. */
+		depth = log ? strstr(log, "stack depth ") : NULL;
+		dlen = depth ? strcspn(depth + 12, "\n") : 0;
+		pr_debug("%s: program %s: %ld insns verified, %ld states (peak %ld), %.1f ms in the verifier, %u bytes xlated, stack %.*s",
+			 what, bpf_program__name(p), stats_figure(log, "processed "), stats_figure(log, "total_states "),
+			 stats_figure(log, "peak_states "), stats_figure(log, "verification time ") / 1e3,
+			 info.xlated_prog_len, depth ? (int)dlen : 1, depth ? depth + 12 : "?");
+	}
+	/* libbpf keeps the pointers only until the load is over. */
+	for (i = 0; logs && i < n; i++)
+		free(logs[i]);
+	free(logs);
+	return e;
 }

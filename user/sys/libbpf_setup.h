@@ -12,6 +12,12 @@
 void libbpf_setup_init(void);
 /* Silences libbpf while probing features that are expected to fail. */
 void libbpf_setup_quiet(bool quiet);
+/*
+ * bpf_object__load_skeleton, and with -vv each program's verifier figures
+ * after it (processed instructions, states, verification ms, xlated size)
+ * and the load's wall time: where a recorder's start-up goes.  0 or -errno.
+ */
+int libbpf_load_skel(struct bpf_object_skeleton *s, const char *what);
 /* One sentence for a failed load or attach, with the likely cause. */
 const char *libbpf_explain(int err);
 /* Entry key of a BPF per-CPU array of u64 counters, summed over the possible CPUs; 0 if unreadable. */
