@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """Complete chains of short-lived processes: a build's (issue 40's "gcc compiling 60 small files").
 
-    python3 tools/shortlived.py [-n FILES] [-F HZ] [-j JOBS] [--keep DIR] [--json] [--perf] [-- RECORD-ARGS...]
+    python3 tools/shortlived.py [-n FILES] [-l LINKS] [-F HZ] [-j JOBS] [--keep DIR] [--json] [--perf] [-- RECORD-ARGS...]
 
 Writes FILES small C files (60 by default) and a Makefile that compiles each
-with gcc -O2 and links them; while spanperf record -a -g (ehframe) -v
+with gcc -O2 and links them, then links LINKS small programs more (one file
+each: collect2 and ld live a few ms a link, so one link is too few samples
+to judge them by); while spanperf record -a -g (ehframe) -v
 records the whole host, runs make -j JOBS on them.  Only make's own tree is
 counted: the processes the file's FORK records descend from make's pid
 (perf script --show-task-events), so other people's compilers on a shared
@@ -36,9 +38,10 @@ import realhost  # noqa: E402
 COMMS = ("make", "gcc", "cc1", "as", "collect2", "ld")
 
 
-def write_tree(d, files):
+def write_tree(d, files, links=0):
     """FILES C files of a dozen small functions each (about 40 ms of cc1 -O2 each here) and the
-    Makefile that builds them into one program."""
+    Makefile that builds them into one program, and LINKS programs of main.c and one file each,
+    linked after the compiles (a link phase of its own: gcc, collect2 and ld only)."""
     objs = []
     for i in range(files):
         with open(os.path.join(d, "f%03d.c" % i), "w") as f:
@@ -51,9 +54,13 @@ def write_tree(d, files):
         objs.append("f%03d.o" % i)
     with open(os.path.join(d, "main.c"), "w") as f:
         f.write("int main(void) { return 0; }\n")
+    progs = ["l%03d" % i for i in range(links)]
     with open(os.path.join(d, "Makefile"), "w") as f:
         f.write("all: prog\nprog: main.o %s\n\tgcc -o $@ $^\n%%.o: %%.c\n\tgcc -O2 -c $< -o $@\n"
-                "clean:\n\trm -f *.o prog\n" % " ".join(objs))
+                "clean:\n\trm -f *.o prog l[0-9]*\n" % " ".join(objs))
+        f.write("links: %s\n" % " ".join(progs))
+        for i, p in enumerate(progs):
+            f.write("%s: main.o %s\n\tgcc -o $@ $^\n" % (p, objs[i % len(objs)] if objs else ""))
 
 
 def task_events(path):
@@ -151,15 +158,15 @@ def measure(path, root, tool="spanperf"):
     return rows
 
 
-def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=subprocess.Popen):
-    """Records make -j JOBS building FILES files with spanperf record -g (or perf record -g: tool
+def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=subprocess.Popen, links=0):
+    """Records make -j JOBS building FILES files and LINKS programs more with spanperf record -g (or perf record -g: tool
     "perf"); returns (rows, the recorder's stderr).  spawn starts the recorder and make (make
     bench's, which kills them if the run is interrupted)."""
     d = keep or tempfile.mkdtemp(prefix="shortlived-")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "src")
     os.makedirs(src, exist_ok=True)
-    write_tree(src, files)
+    write_tree(src, files, links)
     path = os.path.join(d, "shortlived.data")
     if tool == "spanperf":
         cmd = [realhost.spanperf_bin(), "record", "-a", "-g", "-v", "-F", str(hz), "-o", path] + list(extra)
@@ -171,7 +178,8 @@ def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=s
         # The whole host's tables are built before the events are on: past them, as a build that starts
         # later meets them.  A slow start only means fewer samples, never a wrong share.
         time.sleep(3)
-        mk = spawn(["make", "-s", "-j", str(jobs), "-C", src], stdout=subprocess.DEVNULL)
+        mk = spawn(["make", "-s", "-j", str(jobs), "-C", src, "all"] + (["links"] if links else []),
+                   stdout=subprocess.DEVNULL)
         mk.wait()
         time.sleep(0.3)
     finally:
@@ -190,6 +198,7 @@ def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=s
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=60, help="C files to compile (default 60)")
+    ap.add_argument("-l", "--links", type=int, default=0, help="small programs to link more (default 0)")
     ap.add_argument("-F", type=int, default=4999, help="sampling rate (default 4999)")
     ap.add_argument("-j", type=int, default=2, help="make's jobs (default 2)")
     ap.add_argument("--keep", help="keep the sources and the recording in this folder")
@@ -197,7 +206,7 @@ def main(argv):
     ap.add_argument("--perf", action="store_true", help="record with perf record -g instead (frame pointers)")
     ap.add_argument("extra", nargs="*", help="more spanperf record options")
     a = ap.parse_args(argv[1:])
-    rows, err = run(a.n, a.F, a.j, a.keep, a.extra, "perf" if a.perf else "spanperf")
+    rows, err = run(a.n, a.F, a.j, a.keep, a.extra, "perf" if a.perf else "spanperf", links=a.links)
     if a.json:
         for comm, r in rows.items():
             print(json.dumps({"comm": comm, "samples": r["samples"], "complete": r["complete"],
