@@ -373,6 +373,39 @@ static void test_this_program(void **state)
 	ehtab_free(&t);
 }
 
+/* glibc's _init, which has no FDE: its rows from its known bytes (ehframe.c's init_rows). */
+extern void _init(void);
+
+static void test_init_rows(void **state)
+{
+	unsigned long lo, hi, off, at = (unsigned long)(uintptr_t)_init, base = 0;
+	static const struct { unsigned step; int cfa_off; } want[] = { { 0, 8 }, { 4, 16 }, { 16, 16 }, { 22, 8 } };
+	const uint8_t *code = (const uint8_t *)(uintptr_t)at;
+	unsigned pre = code[0] == 0xf3 ? 4 : 0; /* endbr64 under CET */
+	char line[4096], perms[8];
+	struct ehtab t;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(ehtab_from_path("/proc/self/exe", 1 << 22, &t), 0);
+	f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &off) == 4 && at >= lo && at < hi)
+			base = lo - off;
+	fclose(f);
+	assert_true(base != 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct sp_eh_row *r = ehtab_find(&t, at + (i ? pre : 0) + want[i].step - base);
+
+		assert_non_null(r);
+		assert_int_equal(r->kind, SP_EH_RSP);
+		assert_int_equal(r->cfa_off, want[i].cfa_off);
+		assert_int_equal(r->rbp, 0);
+	}
+	ehtab_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_debug_frame),
 		cmocka_unit_test(test_this_program),
+		cmocka_unit_test(test_init_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

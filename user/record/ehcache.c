@@ -17,8 +17,9 @@
 #include "util.h"
 
 #define EH_CACHE_MAGIC "SPEHTAB"
-/* 2: rows say where rbx was saved, and know SP_EH_RBX and SP_EH_RA_RDI (issue 40). */
-#define EH_CACHE_VERSION 2
+/* 2: rows say where rbx was saved, and know SP_EH_RBX and SP_EH_RA_RDI (issue 40).
+ * 3: rows for glibc's _init, which has no FDE (ehframe.c's init_rows). */
+#define EH_CACHE_VERSION 3
 #define EH_CACHE_SUFFIX ".eht"
 
 /* An entry's header, then its rows (struct sp_eh_row, as the BPF side reads them). */

@@ -827,9 +827,50 @@ cleanup:
  * debug_only), added to ps->t, with the segments ps holds.  -ENOENT: no
  * such section.
  */
+/*
+ * glibc's _init (crti.o's prologue, crtn.o's epilogue) has no FDE, and
+ * ld.so calls each object's _init on its first moments, often as the
+ * first instruction fetched from its code's first page, so a page fault
+ * there is sampled with a chain cut at _init.  Its bytes are known
+ * exactly: "sub $8,%rsp; mov __gmon_start__@GOTPCREL(%rip),%rax; test
+ * %rax,%rax; je 1f; call *%rax; 1: add $8,%rsp; ret", an endbr64 before
+ * under CET.  Only an .init of those bytes and no CFI of its own gets
+ * rows: the CFA at rsp + 8, + 16 between the sub and the add.
+ */
+static int init_rows(int fd, struct parser *ps, const Elf64_Shdr *sh, const struct stat *st)
+{
+	static const uint8_t body[] = { 0x48, 0x83, 0xec, 0x08, 0x48, 0x8b, 0x05, 0, 0, 0, 0, 0x48, 0x85, 0xc0,
+					0x74, 0x02, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+	static const uint8_t endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	uint8_t b[sizeof(endbr) + sizeof(body)];
+	uint64_t pre, a = sh->sh_addr;
+	uint32_t lo, hi;
+	int e;
+
+	if (sh->sh_size != sizeof(body) && sh->sh_size != sizeof(b))
+		return 0;
+	if (sh->sh_offset > (uint64_t)st->st_size || sh->sh_size > (uint64_t)st->st_size - sh->sh_offset ||
+	    pread_all(fd, b, sh->sh_size, sh->sh_offset))
+		return 0;
+	pre = sh->sh_size - sizeof(body);
+	if ((pre && memcmp(b, endbr, pre)) || memcmp(b + pre, body, 7) || memcmp(b + pre + 11, body + 11, sizeof(body) - 11))
+		return 0;
+	if (!vaddr_to_off(ps, a, &lo) || !vaddr_to_off(ps, a + sh->sh_size, &hi))
+		return 0;
+	/* CFI of the file's own for any of it wins: no second opinion. */
+	for (size_t i = 0; i < ps->t->nr; i++)
+		if (ps->t->rows[i].pc >= lo && ps->t->rows[i].pc < hi && ps->t->rows[i].kind != SP_EH_GAP)
+			return 0;
+	if ((e = add_row(ps, a, (struct sp_eh_row){ .kind = SP_EH_RSP, .cfa_off = 8 })) ||
+	    (e = add_row(ps, a + pre + 4, (struct sp_eh_row){ .kind = SP_EH_RSP, .cfa_off = 16 })) ||
+	    (e = add_row(ps, a + pre + 22, (struct sp_eh_row){ .kind = SP_EH_RSP, .cfa_off = 8 })))
+		return e;
+	return add_row(ps, a + sh->sh_size, (struct sp_eh_row){ .kind = SP_EH_GAP });
+}
+
 static int parse_fd(int fd, struct parser *ps, bool debug_only)
 {
-	const Elf64_Shdr *eh = NULL, *dbg = NULL, *sh;
+	const Elf64_Shdr *eh = NULL, *dbg = NULL, *init = NULL, *sh;
 	struct ehtab *t = ps->t;
 	struct elf_budget b;
 	uint8_t *sec = NULL;
@@ -848,6 +889,8 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 			eh = &sh[i];
 		else if (!strcmp(name, ".debug_frame") && !(sh[i].sh_flags & SHF_COMPRESSED))
 			dbg = &sh[i];
+		else if (!strcmp(name, ".init") && (sh[i].sh_flags & SHF_EXECINSTR))
+			init = &sh[i];
 	}
 	if (!ps->nr_segs || (!eh && !dbg)) {
 		e = -ENOENT;
@@ -887,6 +930,8 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 			break;
 		}
 	}
+	if (init && t->nr)
+		e = init_rows(fd, ps, init, &s.st);
 cleanup:
 	free(sec);
 	shdrs_free(&s);
