@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Complete chains of short-lived processes: a build's (issue 40's "gcc compiling 60 small files").
 
-    python3 tools/shortlived.py [-n FILES] [-l LINKS] [-F HZ] [-j JOBS] [--keep DIR] [--json] [--perf] [-- RECORD-ARGS...]
+    python3 tools/shortlived.py [-n FILES] [-l LINKS] [-F HZ] [-j JOBS] [--keep DIR] [--json] [--perf]
+                                [-- RECORD-ARGS...]
 
 Writes FILES small C files (60 by default) and a Makefile that compiles each
 with gcc -O2 and links them, then links LINKS small programs more (one file
@@ -159,8 +160,8 @@ def measure(path, root, tool="spanperf"):
 
 
 def run(files=60, hz=4999, jobs=2, keep=None, extra=(), tool="spanperf", spawn=subprocess.Popen, links=0):
-    """Records make -j JOBS building FILES files and LINKS programs more with spanperf record -g (or perf record -g: tool
-    "perf"); returns (rows, the recorder's stderr).  spawn starts the recorder and make (make
+    """Records make -j JOBS building FILES files and LINKS programs more with spanperf record -g (or
+    perf record -g: tool "perf"); returns (rows, the recorder's stderr).  spawn starts the recorder and make (make
     bench's, which kills them if the run is interrupted)."""
     d = keep or tempfile.mkdtemp(prefix="shortlived-")
     os.makedirs(d, exist_ok=True)

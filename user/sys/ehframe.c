@@ -837,7 +837,8 @@ cleanup:
  * under CET.  Only an .init of those bytes and no CFI of its own gets
  * rows: the CFA at rsp + 8, + 16 between the sub and the add.
  */
-static int init_rows(int fd, struct parser *ps, const Elf64_Shdr *sh, const struct stat *st)
+static int init_rows(int fd, struct parser *ps, const Elf64_Shdr *sh, size_t ndx, struct elf_budget *budget,
+		     const struct stat *st)
 {
 	static const uint8_t body[] = { 0x48, 0x83, 0xec, 0x08, 0x48, 0x8b, 0x05, 0, 0, 0, 0, 0x48, 0x85, 0xc0,
 					0x74, 0x02, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
@@ -850,10 +851,12 @@ static int init_rows(int fd, struct parser *ps, const Elf64_Shdr *sh, const stru
 	if (sh->sh_size != sizeof(body) && sh->sh_size != sizeof(b))
 		return 0;
 	if (sh->sh_offset > (uint64_t)st->st_size || sh->sh_size > (uint64_t)st->st_size - sh->sh_offset ||
-	    pread_all(fd, b, sh->sh_size, sh->sh_offset))
+	    elf_budget_take(budget, ndx, sh->sh_size) || pread_all(fd, b, sh->sh_size, sh->sh_offset))
 		return 0;
 	pre = sh->sh_size - sizeof(body);
-	if ((pre && memcmp(b, endbr, pre)) || memcmp(b + pre, body, 7) || memcmp(b + pre + 11, body + 11, sizeof(body) - 11))
+	/* Bytes 7 to 10 are the GOT slot's displacement, the file's own. */
+	if ((pre && memcmp(b, endbr, pre)) || memcmp(b + pre, body, 7) ||
+	    memcmp(b + pre + 11, body + 11, sizeof(body) - 11))
 		return 0;
 	if (!vaddr_to_off(ps, a, &lo) || !vaddr_to_off(ps, a + sh->sh_size, &hi))
 		return 0;
@@ -931,7 +934,7 @@ static int parse_fd(int fd, struct parser *ps, bool debug_only)
 		}
 	}
 	if (init && t->nr)
-		e = init_rows(fd, ps, init, &s.st);
+		e = init_rows(fd, ps, init, init - sh, &b, &s.st);
 cleanup:
 	free(sec);
 	shdrs_free(&s);
