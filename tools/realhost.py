@@ -193,12 +193,13 @@ def record(mode, path, seconds, hz, extra=(), nice=0):
     return p.stderr
 
 
-def spanperf_stacks(path):
-    """comm -> Counter of frame tuples, leaf first, from report --folded."""
+def spanperf_stacks(path, pids=None):
+    """comm -> Counter of frame tuples, leaf first, from report --folded (of pids' samples alone if given)."""
     # errors="replace", as perf script's output is read below: a host's comm may be any bytes (another
     # test's hostile names), and a folded line of them must not end the comparison.
-    out = subprocess.run([spanperf_bin(), "report", "-i", path, "--folded", "--no-inline"], capture_output=True,
-                         text=True, errors="replace", check=True).stdout
+    pick = ["--pids", ",".join(str(p) for p in sorted(pids))] if pids else []
+    out = subprocess.run([spanperf_bin(), "report", "-i", path, "--folded", "--no-inline"] + pick,
+                         capture_output=True, text=True, errors="replace", check=True).stdout
     stacks = collections.defaultdict(collections.Counter)
     for line in out.splitlines():
         st, n = line.rsplit(" ", 1)

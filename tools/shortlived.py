@@ -92,15 +92,7 @@ def tree_of(events, root):
 
 def chains(path, pids):
     """comm -> Counter of frame tuples (leaf first) of pids' samples, from spanperf report --folded."""
-    out = subprocess.run([realhost.spanperf_bin(), "report", "-i", path, "--folded", "--no-inline", "--pids",
-                          ",".join(str(p) for p in sorted(pids))], capture_output=True, text=True,
-                         errors="replace", check=True).stdout
-    stacks = collections.defaultdict(collections.Counter)
-    for line in out.splitlines():
-        st, n = line.rsplit(" ", 1)
-        fr = st.split(";")
-        stacks[fr[0]][tuple(reversed(fr[1:]))] += int(n)
-    return stacks
+    return realhost.spanperf_stacks(path, pids)
 
 
 def perf_chains(path, pids):
