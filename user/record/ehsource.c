@@ -11,7 +11,6 @@
 
 #include "ehsource.h"
 #include "ehtables.h"
-#include "kernel_features.h"
 #include "libbpf_setup.h"
 #include "log.h"
 #include "names.h"
@@ -118,8 +117,15 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
 	bool py = python_on(on);
-	/* A parent's slice and layouts copied to its forked child in BPF: tp_btf, else its raw_tp twin. */
-	bool fork_btf = on && features_try_attach("calib_tp_btf") == 0;
+	/*
+	 * A parent's slice and layouts copied to its forked child in BPF: tp_btf,
+	 * else its raw_tp twin.  Not tried by loading a calibration program: that
+	 * parsed the kernel's BTF a second time (5.5 MB here, 7% of a recorder's
+	 * CPU at -d 0.2).  on_sample_eh needs what tp_btf needs, the kernel's BTF
+	 * (bpf_get_current_task_btf) on a kernel newer than tp_btf (bpf_loop,
+	 * bpf_find_vma: 5.17, eh_source_check), so where it loads so does this.
+	 */
+	bool fork_btf = on && access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 
 	bpf_program__set_autoload(skel->progs.on_sample_eh, on);
 	bpf_program__set_autoload(skel->progs.on_exec_eh, on);
