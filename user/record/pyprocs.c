@@ -560,23 +560,23 @@ static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
 	schedule(p, pid, mono_ns() + wait, tries + 1);
 }
 
-/* Whether /proc/PID/maps names a file like python's: a cheap look before reading a process. */
+/*
+ * Whether the process's code mappings name a file like python's: a cheap
+ * look before reading a process.  Code mappings only, by PROCMAP_QUERY where
+ * the kernel has it (procmaps.h): the text of every process's every mapping
+ * was 3% of a recorder's start (record -a -g -d 0.2, 85 processes).
+ */
 static bool maps_name_python(const struct py_procs *p, __u32 pid)
 {
-	char path[64], *line = NULL;
+	struct procmaps pm;
 	struct procmap m;
-	size_t cap = 0;
 	bool yes = false;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (procmaps_open(&pm, pid, PROCMAPS_CODE | PROCMAPS_FILES))
 		return false;
-	while (!yes && procmaps_next(f, &line, &cap, &m, NULL))
+	while (!yes && procmaps_read(&pm, &m) > 0)
 		yes = (m.prot & PROT_EXEC) && m.path[0] == '/' && (python_name(m.path) || (p->hs_fd >= 0 && jvm_name(m.path)));
-	free(line);
-	fclose(f);
+	procmaps_close(&pm);
 	return yes;
 }
 
