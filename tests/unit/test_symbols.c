@@ -252,6 +252,21 @@ static void test_kallsyms_text(void **state)
 	assert_int_equal(g.n, 4);
 	assert_string_equal(g.names[2], "mod_func");
 	assert_int_equal(kallsyms_text_range("0000000000000000 T _text\n", 25, &a, &b), -EPERM);
+	/* Found by the two lines alone, whatever their order; a module's _text or a longer name is not one. */
+	{
+		const char moved[] = "ffffffffc0002000 t _text\t[evil]\n"
+				     "ffffffff81000020 t __etext\n"
+				     "ffffffff82000000 T _etext\n"
+				     "ffffffff81000000 T _text\n";
+		/* No newline after _etext: the whole parse finds it. */
+		const char last[] = "ffffffff81000000 T _text\nffffffff82000000 T _etext";
+
+		assert_int_equal(kallsyms_text_range(moved, strlen(moved), &a, &b), 0);
+		assert_int_equal(a, 0xffffffff81000000ull);
+		assert_int_equal(b, 0xffffffff82000000ull);
+		assert_int_equal(kallsyms_text_range(last, strlen(last), &a, &b), 0);
+		assert_int_equal(b, 0xffffffff82000000ull);
+	}
 }
 
 /* A fixture root: a fresh dir holding dir/sub/name with text; path gets the file's path. */

@@ -115,11 +115,8 @@ int host_kernel_text(__u64 *start, __u64 *end)
 	if (read_file_all("/proc/modules", &modules, &mlen))
 		mlen = 0;
 	if (hex[0] && kallsyms_cache_fresh(hex, text_addr, modules, mlen) &&
-	    !kallsyms_read_cache(hex, text_addr, &text, &len) &&
-	    !kallsyms_text_range(text, len, start, end) && *start == text_addr)
+	    !kallsyms_cache_text_range(hex, text_addr, start, end) && *start == text_addr)
 		goto cleanup;
-	free(text);
-	text = NULL;
 	e = kallsyms_read_proc(&text, &len);
 	if (e)
 		goto cleanup;

@@ -17,6 +17,8 @@ int kallsyms_read_proc(char **text, size_t *len);
 int kallsyms_text_start(__u64 *start);
 /* The copy for a kernel build id (hex) loaded at _text, or -ENOENT. */
 int kallsyms_read_cache(const char *build_id, __u64 text_addr, char **text, size_t *len);
+/* _text and _etext from that copy (kallsyms_text_range), without reading all of it: 0 or -errno. */
+int kallsyms_cache_text_range(const char *build_id, __u64 text_addr, __u64 *start, __u64 *end);
 /* That copy opened for reading (its names read again later, from the same file): fd or -errno. */
 int kallsyms_open_cache(const char *build_id, __u64 text_addr);
 /* Stores text as that copy, with the /proc/modules it was read with: 0 or -errno. */
