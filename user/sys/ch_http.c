@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <time.h>
 
+#include <dlfcn.h>
+#define CURL_DISABLE_TYPECHECK /* curl_easy_setopt called through a pointer, not the header's macro */
 #include <curl/curl.h>
 #include <zlib.h>
 
@@ -26,10 +28,46 @@ struct ch_http {
 
 _Static_assert(EPROTO == 71, "ch_answered's errno");
 
+/*
+ * libcurl, opened when the first client is made rather than linked: it and
+ * libdebuginfod brought 22 of the 47 libraries every spanperf command
+ * loaded and relocated before main (its TLS, Kerberos, LDAP; an empty
+ * program linked as spanperf was took 8.2 ms of CPU to start, 3.5 without
+ * the two), where only the agent and report --clickhouse use it.
+ */
+static struct {
+	__typeof__(&curl_global_init) global_init;
+	__typeof__(&curl_easy_init) easy_init;
+	__typeof__(&curl_easy_cleanup) easy_cleanup;
+	__typeof__(&curl_easy_reset) easy_reset;
+	__typeof__(&curl_easy_setopt) easy_setopt;
+	__typeof__(&curl_easy_perform) easy_perform;
+	__typeof__(&curl_easy_getinfo) easy_getinfo;
+	__typeof__(&curl_easy_strerror) easy_strerror;
+	__typeof__(&curl_easy_escape) easy_escape;
+	__typeof__(&curl_free) free;
+	__typeof__(&curl_slist_append) slist_append;
+	__typeof__(&curl_slist_free_all) slist_free_all;
+} lc;
+static bool lc_ok;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
 static void curl_init(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+#define LC_SYM(f, name) (*(void **)&lc.f = dlsym(h, name))
+	lc_ok = LC_SYM(global_init, "curl_global_init") && LC_SYM(easy_init, "curl_easy_init") &&
+		LC_SYM(easy_cleanup, "curl_easy_cleanup") && LC_SYM(easy_reset, "curl_easy_reset") &&
+		LC_SYM(easy_setopt, "curl_easy_setopt") && LC_SYM(easy_perform, "curl_easy_perform") &&
+		LC_SYM(easy_getinfo, "curl_easy_getinfo") && LC_SYM(easy_strerror, "curl_easy_strerror") &&
+		LC_SYM(easy_escape, "curl_easy_escape") && LC_SYM(free, "curl_free") &&
+		LC_SYM(slist_append, "curl_slist_append") && LC_SYM(slist_free_all, "curl_slist_free_all");
+#undef LC_SYM
+	if (lc_ok)
+		lc.global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* The password file's first line (its line end left out). */
@@ -69,6 +107,9 @@ int ch_http__open(struct ch_http **out, const struct ch_http_opts *o, char *err,
 	if (!*host || *host == '/' || strpbrk(u, "?#"))
 		return set_errorf(err, errlen, -EINVAL, "--clickhouse '%s' is not a server's URL (http://HOST:PORT)", u);
 	pthread_once(&curl_once, curl_init);
+	if (!lc_ok)
+		return set_errorf(err, errlen, -ENOENT,
+				  "--clickhouse needs libcurl (libcurl.so.4), which cannot be loaded here");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -84,7 +125,7 @@ int ch_http__open(struct ch_http **out, const struct ch_http_opts *o, char *err,
 		e = read_password(o->password_file, &c->password, err, errlen);
 	else if (!e)
 		c->password = strdup(pw ? pw : "");
-	c->curl = curl_easy_init();
+	c->curl = lc.easy_init();
 	if (!e && (!c->url || !c->user || !c->password || !c->curl))
 		e = -ENOMEM;
 	if (e) {
@@ -100,7 +141,7 @@ void ch_http__free(struct ch_http *c)
 	if (!c)
 		return;
 	if (c->curl)
-		curl_easy_cleanup(c->curl);
+		lc.easy_cleanup(c->curl);
 	if (c->password)
 		explicit_bzero(c->password, strlen(c->password));
 	free(c->password);
@@ -170,7 +211,7 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 
 	sbuf_printf(&url, "%s", c->url);
 	if (query_in_url) {
-		q = curl_easy_escape(c->curl, query_in_url, 0);
+		q = lc.easy_escape(c->curl, query_in_url, 0);
 		sbuf_printf(&url, "?query=%s", q ? q : "");
 	}
 	sbuf_add(&url, "", 1);
@@ -179,36 +220,36 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 		goto cleanup;
 	}
 	if (gzipped)
-		hdr = curl_slist_append(hdr, "Content-Encoding: gzip");
-	hdr = curl_slist_append(hdr, "Content-Type: application/octet-stream");
-	hdr = curl_slist_append(hdr, "Expect:");
-	curl_easy_reset(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url.p);
-	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c->curl, CURLOPT_USERNAME, c->user);
-	curl_easy_setopt(c->curl, CURLOPT_PASSWORD, c->password);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 3000 ? c->timeout_ms : 3000L);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &ans);
-	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+		hdr = lc.slist_append(hdr, "Content-Encoding: gzip");
+	hdr = lc.slist_append(hdr, "Content-Type: application/octet-stream");
+	hdr = lc.slist_append(hdr, "Expect:");
+	lc.easy_reset(c->curl);
+	lc.easy_setopt(c->curl, CURLOPT_URL, url.p);
+	lc.easy_setopt(c->curl, CURLOPT_POST, 1L);
+	lc.easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	lc.easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+	lc.easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
+	lc.easy_setopt(c->curl, CURLOPT_USERNAME, c->user);
+	lc.easy_setopt(c->curl, CURLOPT_PASSWORD, c->password);
+	lc.easy_setopt(c->curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	lc.easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	lc.easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 3000 ? c->timeout_ms : 3000L);
+	lc.easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	lc.easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	lc.easy_setopt(c->curl, CURLOPT_WRITEDATA, &ans);
+	lc.easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	lc.easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	lc.easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
 	/* Never where the server redirects: the password goes to the URL given alone. */
-	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	lc.easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
 	/* https: the server's certificate checked, always (its name too); by --clickhouse-ca's CA, or the system's. */
-	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	lc.easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	lc.easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (c->ca_file)
-		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	r = curl_easy_perform(c->curl);
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+		lc.easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
+	lc.easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	r = lc.easy_perform(c->curl);
+	lc.easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (r == CURLE_OK && status == 200) {
 		if (out && sbuf_add(out, ans.p, ans.len))
 			e = -ENOMEM;
@@ -224,13 +265,13 @@ static int post(struct ch_http *c, const char *query_in_url, const void *body, s
 			set_errorf(err, errlen, -EACCES, "ClickHouse at %s: its certificate is not one %s trusts for that name: "
 				   "refused", c->url, c->ca_file ? c->ca_file : "the system's CA store");
 		else
-			set_errorf(err, errlen, e, "ClickHouse at %s: %s", c->url, curl_easy_strerror(r));
+			set_errorf(err, errlen, e, "ClickHouse at %s: %s", c->url, lc.easy_strerror(r));
 		if (r == CURLE_PEER_FAILED_VERIFICATION)
 			e = -EACCES;
 	}
 cleanup:
-	curl_free(q);
-	curl_slist_free_all(hdr);
+	lc.free(q);
+	lc.slist_free_all(hdr);
 	sbuf_free(&ans);
 	sbuf_free(&url);
 	return e;

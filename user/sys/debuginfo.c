@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 
 #include "atomic_file.h"
@@ -33,6 +34,36 @@
  * copies no more.
  */
 #define MAX_KEEP_BYTES (1024ull << 20)
+
+/*
+ * libdebuginfod, opened when a fetch first needs it rather than linked: it
+ * brings libcurl-gnutls and GnuTLS, loaded and relocated before main by
+ * every spanperf command (see ch_http.c's libcurl), where only report with
+ * debuginfod servers uses it.  Where it cannot be loaded, every fetch fails
+ * as one would without the library's client.
+ */
+static struct {
+	__typeof__(&debuginfod_begin) begin;
+	__typeof__(&debuginfod_end) end;
+	__typeof__(&debuginfod_find_debuginfo) find_debuginfo;
+	__typeof__(&debuginfod_set_progressfn) set_progressfn;
+	__typeof__(&debuginfod_set_user_data) set_user_data;
+	__typeof__(&debuginfod_get_user_data) get_user_data;
+} dc;
+static bool dc_ok;
+static pthread_once_t dc_once = PTHREAD_ONCE_INIT;
+
+static void dc_init(void)
+{
+	void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+#define DC_SYM(f) (*(void **)&dc.f = dlsym(h, "debuginfod_" #f))
+	dc_ok = DC_SYM(begin) && DC_SYM(end) && DC_SYM(find_debuginfo) && DC_SYM(set_progressfn) &&
+		DC_SYM(set_user_data) && DC_SYM(get_user_data);
+#undef DC_SYM
+}
 
 enum outcome { O_NONE, O_FETCHED, O_CACHED, O_NOT_FOUND, O_UNREACHABLE, O_TIMED_OUT, O_REFUSED, O_FAILED };
 
@@ -181,7 +212,7 @@ static int keep(int in, const char *dest, const char *hex)
 /* libdebuginfod calls this while a transfer runs: non-zero ends it. */
 static int progress(debuginfod_client *c, long a, long b)
 {
-	struct worker *w = debuginfod_get_user_data(c);
+	struct worker *w = dc.get_user_data(c);
 	__u64 now = now_ns(CLOCK_MONOTONIC);
 
 	(void)b;
@@ -258,7 +289,7 @@ static enum outcome fetch_one(debuginfod_client *c, struct worker *w, const char
 		return O_FAILED;
 	w->req_start = now_ns(CLOCK_MONOTONIC);
 	w->aborted = w->too_big = w->asked = false;
-	fd = debuginfod_find_debuginfo(c, (const unsigned char *)hex, 0, &path);
+	fd = dc.find_debuginfo(c, (const unsigned char *)hex, 0, &path);
 	if (fd < 0) {
 		free(path);
 		/* Too large: by its Content-Length (the library's -EFBIG), or as it came. */
@@ -289,11 +320,11 @@ static void *worker_main(void *arg)
 {
 	struct fetcher *f = arg;
 	struct worker w = { .f = f };
-	debuginfod_client *c = debuginfod_begin();
+	debuginfod_client *c = dc_ok ? dc.begin() : NULL;
 
 	if (c) {
-		debuginfod_set_user_data(c, &w);
-		debuginfod_set_progressfn(c, progress);
+		dc.set_user_data(c, &w);
+		dc.set_progressfn(c, progress);
 	}
 	for (;;) {
 		struct job *j = NULL;
@@ -326,7 +357,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&f->lock);
 	}
 	if (c)
-		debuginfod_end(c);
+		dc.end(c);
 	return NULL;
 }
 
@@ -491,6 +522,9 @@ int debuginfo_fetch(const struct debuginfo_opts *o, const char *const *hex, size
 		no_network();
 		return 0;
 	}
+	pthread_once(&dc_once, dc_init);
+	if (!dc_ok)
+		pr_warn("debuginfod: libdebuginfod.so.1 cannot be loaded: no debug file is fetched");
 	f.start_ns = now_ns(CLOCK_MONOTONIC);
 	f.request_ns = (__u64)(req * 1e9);
 	f.deadline_ns = f.start_ns + (__u64)(deadline * 1e9);
