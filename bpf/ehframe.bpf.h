@@ -1234,8 +1234,8 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	if (!w->maps_nr)
 		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
-	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin() : 0;
-	sp_hs_begin(r13, rbx, w->c_flags & EH_C_HS);
+	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin(ss) : 0;
+	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);

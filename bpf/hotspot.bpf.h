@@ -106,24 +106,26 @@ static __always_inline int hs_read_hdr(struct hs_walk *h, __u32 len, __u64 src)
  * Before the native walk: whether the current process is a JVM this walk
  * follows (its layout copied to hs_walks).  Global: verified once, alone.
  */
-/* jvm: the process has an entry in hs_procs, as this CPU's copy of its facts says (eh_proc_facts). */
-__noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u32 jvm)
+/*
+ * jvm: the process has an entry in hs_procs, as this CPU's copy of its facts says (eh_proc_facts);
+ * ss: its mm->start_stack, as sp_eh_unwind read it (see sp_py_begin).
+ */
+__noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u64 ss, __u32 jvm)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, pid = task->tgid;
 	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
-	struct mm_struct *mm = task->mm; /* loaded once: see sp_eh_unwind */
 	struct sp_hs_proc *p;
 
 	if (!h)
 		return 0;
 	h->on = 0;
-	if (!hs_walk || !jvm || !mm)
+	if (!hs_walk || !jvm || !ss)
 		return 0;
 	p = bpf_map_lookup_elem(&hs_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != mm->start_stack) {
+	if (p->start_stack != ss) {
 		hs_stat(SP_HS_STALE, 1);
 		return 0;
 	}

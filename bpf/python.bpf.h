@@ -337,24 +337,26 @@ static long py_dedup_step(__u32 i, void *unused)
  * process runs CPython, read into py_walks.  1 when there are frames to
  * place (or at least a thread state, whose trampolines the walk crosses).
  * A function of its own (global: verified once, alone), so that its
- * branches do not multiply the states of the walk around it.
+ * branches do not multiply the states of the walk around it.  ss is the
+ * process's mm->start_stack as sp_eh_unwind read it: loaded here through
+ * the trusted task, mm cost 6.18's verifier scans of the kernel's BTF by
+ * name (btf_find_by_name_kind), about a ms of every recorder's start.
  */
-__noinline int sp_py_begin(void)
+__noinline int sp_py_begin(__u64 ss)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 zero = 0, pid = task->tgid;
 	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
 	struct sp_py_proc *p;
 	__u64 t0, first = 0, chunk = 0, len;
-	struct mm_struct *mm = task->mm; /* loaded once: see sp_eh_unwind */
 	long ts;
 
-	if (!py_walk || !py || !mm)
+	if (!py_walk || !py || !ss)
 		return 0;
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != mm->start_stack) {
+	if (p->start_stack != ss) {
 		py_stat_add(SP_PY_STALE, 1);
 		return 0;
 	}
