@@ -30,13 +30,13 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # Lazy (=): on a fresh machine pkg-config runs only after `deps` installed the libraries.
 # libstdc++ for __cxa_demangle (C++ names in reports).
 # libdw: the DWARF unwinder for --call-graph dwarf recordings, source lines and inlined frames.
-# libmicrohttpd: stat --serve's HTTP side (its TLS is GnuTLS's); libyaml and libxcrypt:
-# --web-config's file and its bcrypt hashes; ncurses: top's screen.
+# libyaml and libxcrypt: --web-config's file and its bcrypt hashes; ncurses: top's screen.
 # Opened with dlopen when first used, not linked (their headers only are needed here): libcurl,
-# which the agent ships to ClickHouse with and report --clickhouse reads with (ch_http.c), and
-# libdebuginfod, which report fetches stripped files' debug files with (debuginfo.c).  Linked,
-# they and theirs were 22 of the 47 libraries every command loaded: 4.7 ms of its start.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib libmicrohttpd ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -lmicrohttpd -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread -ldl
+# which the agent ships to ClickHouse with and report --clickhouse reads with (ch_http.c),
+# libdebuginfod, which report fetches stripped files' debug files with (debuginfo.c), and
+# libmicrohttpd, stat --serve's HTTP side (its TLS is GnuTLS's; web_serve.c).  Linked, they and
+# theirs were 32 of the 47 libraries every command loaded: spanperf --version took 7 ms of CPU, 2.3 now.
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread -ldl
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -24,6 +24,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <sys/random.h>
+#include <dlfcn.h>
 #include <microhttpd.h>
 
 #include "log.h"
@@ -118,12 +119,58 @@ bad:
 	return set_errorf(err, errlen, -EINVAL, "--serve '%s' is not PORT, ADDR:PORT or [ADDR6]:PORT", s);
 }
 
+/*
+ * libmicrohttpd, opened when a server is first wanted rather than linked:
+ * with GnuTLS and what GnuTLS needs it was 10 of the 24 libraries every
+ * spanperf command loaded and relocated before main (an empty program
+ * linked as spanperf was took 4.3 ms of CPU to start, 2.0 without it),
+ * where only --serve uses it.  0, or -ENOENT (said in err) without it.
+ */
+static struct {
+	__typeof__(&MHD_is_feature_supported) is_feature_supported;
+	__typeof__(&MHD_get_connection_info) get_connection_info;
+	__typeof__(&MHD_basic_auth_get_username_password) basic_auth_get_username_password;
+	__typeof__(&MHD_free) free;
+	__typeof__(&MHD_create_response_from_buffer) create_response_from_buffer;
+	__typeof__(&MHD_add_response_header) add_response_header;
+	__typeof__(&MHD_queue_basic_auth_fail_response) queue_basic_auth_fail_response;
+	__typeof__(&MHD_queue_response) queue_response;
+	__typeof__(&MHD_destroy_response) destroy_response;
+	__typeof__(&MHD_start_daemon) start_daemon;
+	__typeof__(&MHD_quiesce_daemon) quiesce_daemon;
+	__typeof__(&MHD_stop_daemon) stop_daemon;
+} mh;
+static bool mh_ok;
+static pthread_once_t mh_once = PTHREAD_ONCE_INIT;
+
+static void mh_init(void)
+{
+	void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return;
+#define MH_SYM(f) (*(void **)&mh.f = dlsym(h, "MHD_" #f))
+	mh_ok = MH_SYM(is_feature_supported) && MH_SYM(get_connection_info) && MH_SYM(basic_auth_get_username_password) &&
+		MH_SYM(free) && MH_SYM(create_response_from_buffer) && MH_SYM(add_response_header) &&
+		MH_SYM(queue_basic_auth_fail_response) && MH_SYM(queue_response) && MH_SYM(destroy_response) &&
+		MH_SYM(start_daemon) && MH_SYM(quiesce_daemon) && MH_SYM(stop_daemon);
+#undef MH_SYM
+}
+
+static int mh_load(char *err, size_t errlen)
+{
+	pthread_once(&mh_once, mh_init);
+	return mh_ok ? 0
+		     : set_errorf(err, errlen, -ENOENT,
+				  "--serve needs libmicrohttpd (libmicrohttpd.so.12), which cannot be loaded here");
+}
+
 int web_config_check(const char *path, char *err, size_t errlen)
 {
-	struct web_config *c;
-	int e = web_config__load(&c, path, err, errlen);
+	struct web_config *c = NULL;
+	int e = mh_load(err, errlen) ?: web_config__load(&c, path, err, errlen);
 
-	if (!e && c->cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+	if (!e && c->cert_pem && mh.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		e = set_errorf(err, errlen, -EOPNOTSUPP,
 			       "--web-config '%s' asks for TLS, and this libmicrohttpd was built without it", path);
 	web_config__free(c);
@@ -246,7 +293,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum 
 		}
 		return;
 	}
-	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	ci = mh.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	fd = ci ? ci->connect_fd : -1;
 	identify(fd, &who);
 	pthread_mutex_lock(&s->lock);
@@ -271,7 +318,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum 
 
 static struct conn *conn_of(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = mh.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	return ci ? ci->socket_context : NULL;
 }
@@ -356,7 +403,7 @@ static bool authorized(struct web_server *s, struct MHD_Connection *c)
 	const struct conn *k = conn_of(c);
 	struct client unknown = {};
 	const struct client *who = k ? &k->who : &unknown;
-	char *pass = NULL, *user = MHD_basic_auth_get_username_password(c, &pass);
+	char *pass = NULL, *user = mh.basic_auth_get_username_password(c, &pass);
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	uint8_t key[SHA256_SIZE];
 	bool ok = false;
@@ -382,23 +429,23 @@ static bool authorized(struct web_server *s, struct MHD_Connection *c)
 cleanup:
 	if (pass) {
 		explicit_bzero(pass, strlen(pass));
-		MHD_free(pass);
+		mh.free(pass);
 	}
 	if (user)
-		MHD_free(user);
+		mh.free(user);
 	return ok;
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text, bool auth)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = mh.create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
-	ret = auth ? MHD_queue_basic_auth_fail_response(c, "spanperf", r) : MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+	mh.add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+	ret = auth ? mh.queue_basic_auth_fail_response(c, "spanperf", r) : mh.queue_response(c, status, r);
+	mh.destroy_response(r);
 	return ret;
 }
 
@@ -428,14 +475,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot make the page\n", false);
 	}
 	/* MHD frees the page once sent (or once the connection is dropped). */
-	resp = MHD_create_response_from_buffer(r.body.len, r.body.p, MHD_RESPMEM_MUST_FREE);
+	resp = mh.create_response_from_buffer(r.body.len, r.body.p, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		sbuf_free(&r.body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Content-Type", r.content_type);
-	ret = MHD_queue_response(c, r.status, resp);
-	MHD_destroy_response(resp);
+	mh.add_response_header(resp, "Content-Type", r.content_type);
+	ret = mh.queue_response(c, r.status, resp);
+	mh.destroy_response(resp);
 	return ret;
 }
 
@@ -494,6 +541,11 @@ int web_server__start(struct web_server **out, const struct web_opts *o)
 	int n = 0, e;
 
 	*out = NULL;
+	e = mh_load(err, sizeof(err));
+	if (e) {
+		pr_err("%s", err);
+		return e;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -511,7 +563,7 @@ int web_server__start(struct web_server **out, const struct web_opts *o)
 		memset(s->salt, 0x5a, sizeof(s->salt)); /* only keys the cache of passes: no secret */
 	if (o->config) {
 		e = web_config__load(&s->cfg, o->config, err, sizeof(err));
-		if (!e && s->cfg->cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		if (!e && s->cfg->cert_pem && mh.is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 			e = set_errorf(err, sizeof(err), -EOPNOTSUPP,
 				       "--web-config '%s' asks for TLS, and this libmicrohttpd was built without it",
 				       o->config);
@@ -540,7 +592,7 @@ int web_server__start(struct web_server **out, const struct web_opts *o)
 	}
 	opts[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	s->starting = true;
-	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	s->d = mh.start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	s->starting = false;
 	if (!s->d) {
 		e = -EIO;
@@ -576,9 +628,9 @@ void web_server__free(struct web_server *s)
 	}
 	if (s->d) {
 		/* MHD owns the listening socket it was given: quiesce hands it back to close. */
-		int fd = MHD_quiesce_daemon(s->d);
+		int fd = mh.quiesce_daemon(s->d);
 
-		MHD_stop_daemon(s->d);
+		mh.stop_daemon(s->d);
 		if (fd >= 0)
 			close(fd);
 	}
