@@ -36,7 +36,7 @@ override CFLAGS += -Wall -Wextra -MMD -MP -fno-omit-frame-pointer -D_GNU_SOURCE 
 # libdebuginfod, which report fetches stripped files' debug files with (debuginfo.c), and
 # libmicrohttpd, stat --serve's HTTP side (its TLS is GnuTLS's; web_serve.c).  Linked, they and
 # theirs were 32 of the 47 libraries every command loaded: spanperf --version took 7 ms of CPU, 2.3 now.
-LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib ncurses yaml-0.1 libxcrypt 2>/dev/null || echo -lbpf -ldw -lelf -lz -lncurses -lyaml -lcrypt) -lm -lstdc++ -lpthread -ldl
+LDLIBS = $(shell pkg-config --libs libbpf libdw libelf zlib ncurses yaml-0.1 libxcrypt libxxhash 2>/dev/null || echo -lbpf -ldw -lelf -lz -lncurses -lyaml -lcrypt -lxxhash) -lm -lstdc++ -lpthread -ldl
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -MMD -MP
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

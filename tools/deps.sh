@@ -4,7 +4,7 @@
 # (default: build and test).  Needs root (or sudo) only when it installs.
 set -eu
 
-build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev pkg-config libmicrohttpd-dev libncurses-dev libyaml-dev libcrypt-dev"
+build="make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev pkg-config libmicrohttpd-dev libncurses-dev libyaml-dev libcrypt-dev libxxhash-dev"
 # libcurl: spanperf agent ships windows to ClickHouse, report --clickhouse reads them.
 build="$build libcurl4-openssl-dev"
 # python3: the man pages spanperf carries (spanperf help) are made from docs/ by tools/md2man.py.
