@@ -19,6 +19,7 @@
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
 #include "ehframe.bpf.h"
+#include "kstack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -385,14 +386,12 @@ const volatile bool eh_have_cookie = true;
  */
 const volatile bool eh_threads = true;
 
-/* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's. */
-#define EH_KSTACK 127
-
 /*
  * --call-graph ehframe: the same bookkeeping as on_sample, then the whole
- * sample built here (the kernel chain by bpf_get_stack, the user chain by
- * the tables) and sent through eh_rbs in perf.data's own layout.  Returns 0:
- * perf's ring gets no sample of its own, only the side-band.
+ * sample built here (the kernel chain by its ORC rules, else bpf_get_stack:
+ * kstack.bpf.h; the user chain by the tables) and sent through eh_rbs in
+ * perf.data's own layout.  Returns 0: perf's ring gets no sample of its own,
+ * only the side-band.
  */
 SEC("perf_event")
 int on_sample_eh(struct bpf_perf_event_data *ctx)
@@ -421,15 +420,10 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->res = 0;
 	s->period = ctx->sample_period;
-	if (!user) {
-		n = bpf_get_stack(ctx, &s->ips[1], EH_KSTACK * 8, 0);
-		if (n > 0) {
-			s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
-			nk = (__u64)n / 8 + 1;
-		}
-	}
-	if (nk > EH_KSTACK + 1)
-		nk = EH_KSTACK + 1;
+	if (!user)
+		nk = sp_kstack(ctx);
+	if (nk > KS_KSTACK + 1)
+		nk = KS_KSTACK + 1;
 	if (tid) {
 		struct eh_walk *w = user ? bpf_map_lookup_elem(&eh_walks, &zero) : NULL;
 		__u64 t0 = eh_timing ? bpf_ktime_get_ns() : 0;
