@@ -19,6 +19,7 @@
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
 #include "ehframe.bpf.h"
+#include "kstack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -357,6 +358,22 @@ struct {
 } eh_rbs SEC(".maps");
 
 const volatile __u64 eh_ring_size = 0;
+
+/*
+ * Per CPU: the samples sent, so that the ring's fill is asked only at every
+ * EH_WAKE_EVERY-th (bpf_ringbuf_query: 11-14 ns a sample, by turns in one
+ * run).  The reader is woken at half full (ring_wakeup_flag); between two
+ * asks a ring fills by at most EH_WAKE_EVERY records of at most 2 KiB,
+ * against the 128 KiB or more the smallest ring still has free then.
+ */
+#define EH_WAKE_EVERY 16
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} eh_sent SEC(".maps");
+
 const volatile bool eh_fp_only = false;
 const volatile bool eh_timing = false; /* -v: time the user chains */
 /* The perf event ids of the sampling events per CPU, when attach cookies are missing (before 5.15). */
@@ -369,14 +386,12 @@ const volatile bool eh_have_cookie = true;
  */
 const volatile bool eh_threads = true;
 
-/* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's. */
-#define EH_KSTACK 127
-
 /*
  * --call-graph ehframe: the same bookkeeping as on_sample, then the whole
- * sample built here (the kernel chain by bpf_get_stack, the user chain by
- * the tables) and sent through eh_rbs in perf.data's own layout.  Returns 0:
- * perf's ring gets no sample of its own, only the side-band.
+ * sample built here (the kernel chain by its ORC rules, else bpf_get_stack:
+ * kstack.bpf.h; the user chain by the tables) and sent through eh_rbs in
+ * perf.data's own layout.  Returns 0: perf's ring gets no sample of its own,
+ * only the side-band.
  */
 SEC("perf_event")
 int on_sample_eh(struct bpf_perf_event_data *ctx)
@@ -384,6 +399,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, zero = 0, nk = 0, nu;
 	struct sp_eh_sample *s;
+	__u64 *sent;
 	void *rb;
 	/* ctx->regs is read in whole words only: cs is the low half of pt_regs' 18th. */
 	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
@@ -404,15 +420,10 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->res = 0;
 	s->period = ctx->sample_period;
-	if (!user) {
-		n = bpf_get_stack(ctx, &s->ips[1], EH_KSTACK * 8, 0);
-		if (n > 0) {
-			s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
-			nk = (__u64)n / 8 + 1;
-		}
-	}
-	if (nk > EH_KSTACK + 1)
-		nk = EH_KSTACK + 1;
+	if (!user)
+		nk = sp_kstack(ctx);
+	if (nk > KS_KSTACK + 1)
+		nk = KS_KSTACK + 1;
 	if (tid) {
 		struct eh_walk *w = user ? bpf_map_lookup_elem(&eh_walks, &zero) : NULL;
 		__u64 t0 = eh_timing ? bpf_ktime_get_ns() : 0;
@@ -452,7 +463,11 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 		size = sizeof(*s);
 	s->size = size;
 	rb = bpf_map_lookup_elem(&eh_rbs, &s->cpu);
-	if (!rb || bpf_ringbuf_output(rb, s, size, ring_wakeup_flag(rb, eh_ring_size)))
+	sent = bpf_map_lookup_elem(&eh_sent, &zero);
+	if (sent)
+		++*sent;
+	if (!rb || bpf_ringbuf_output(rb, s, size,
+				      sent && *sent % EH_WAKE_EVERY ? BPF_RB_NO_WAKEUP : ring_wakeup_flag(rb, eh_ring_size)))
 		eh_stat(SP_EH_LOST);
 	return 0;
 }

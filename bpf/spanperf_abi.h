@@ -756,4 +756,12 @@ enum sp_hs_stat {
 	SP_HS_STAT_MAX,
 };
 
+/* Kernel chains of samples in kernel mode (bpf/kstack.bpf.h's ks_stats), per CPU. */
+enum sp_ks_stat {
+	SP_KS_HERE = 0,	 /* unwound in BPF by the kernel's ORC rules */
+	SP_KS_WALKED,	 /* walked by the kernel (bpf_get_stack) */
+	SP_KS_CHECK_BAD, /* tests (SPANPERF_KSTACK_CHECK): chains unwound in BPF unlike the kernel's: never expected */
+	SP_KS_STAT_MAX,
+};
+
 #endif /* SPANPERF_ABI_H */

@@ -508,6 +508,28 @@ def test_ehframe_through_the_vdso():
 
 
 @test
+def test_ehframe_kernel_chains_are_the_kernels():
+    """Kernel chains of samples in kernel mode are unwound in BPF by the kernel's own ORC rules
+    (kstack.bpf.h) where the rules are the simple ones: each such chain, whole host, is checked
+    against the kernel's own walk of the same sample (SPANPERF_KSTACK_CHECK), which must give
+    it word for word, and most are made so (the rest are the kernel's, as before)."""
+    need_bpf()
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (6, 4):
+        raise Skip("ORC's third layout, the one read here, is Linux 6.4's and later's")
+    path = os.path.join(tmpdir(), "kchains.data")
+    env = dict(os.environ, SPANPERF_KSTACK_CHECK="1")
+    # The vDSO's clock of a thread's CPU time is a syscall: samples in the kernel, under a syscall.
+    p = spanperf("record", "-a", "--call-graph", "ehframe", "-F", "1999", "-v", "-o", path, "--", DWARF_WORKLOAD,
+                 "clock", "1500", check=True, env=env)
+    m = re.search(r"kernel chains: (\d+) unwound by their ORC rules here, (\d+) walked by the kernel", p.stderr)
+    assert m, p.stderr[-2000:]
+    here, kernel = int(m.group(1)), int(m.group(2))
+    assert "unlike the kernel's walk" not in p.stderr, p.stderr[-2000:]
+    assert here >= 100 and here >= kernel, "%d kernel chains unwound here, %d by the kernel" % (here, kernel)
+
+
+@test
 def test_ehframe_through_a_signal_frame():
     """A signal handler's samples: the walk crosses the kernel's signal frame
     (__restore_rt, whose CIE is marked S) through the saved registers, back

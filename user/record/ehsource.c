@@ -168,6 +168,10 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_maps, BPF_F_MMAPABLE);
 	skel->rodata->eh_ring_size = on ? ring : 0;
+	/* Kernel chains by their ORC rules (kstack.bpf.h): the tables' place, asked of the kernel after the load. */
+	bpf_program__set_autoload(skel->progs.ks_find,
+				  on && libbpf_probe_bpf_helper(BPF_PROG_TYPE_SYSCALL, BPF_FUNC_kallsyms_lookup_name, NULL) == 1);
+	skel->rodata->ks_check = on && getenv("SPANPERF_KSTACK_CHECK");
 	skel->rodata->eh_timing = timing;
 	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
 	skel->rodata->eh_fp_only = on && getenv("SPANPERF_BENCH_EH_FP");
@@ -217,6 +221,19 @@ static int on_wake(void *ctx, void *data, size_t size)
 	s->changed = true;
 	s->wakes++;
 	return 0;
+}
+
+/*
+ * The kernel's ORC tables for kstack.bpf.h, found by its syscall program:
+ * where it did not load or found none, every kernel chain is the kernel's walk.
+ */
+static void ks_find_tables(struct sample_bpf *skel)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int fd = bpf_program__fd(skel->progs.ks_find);
+
+	if (fd >= 0 && (bpf_prog_test_run_opts(fd, &o) || o.retval))
+		pr_debug("kernel chains are the kernel's walk at every sample: the ORC tables were not found");
 }
 
 /* A sample ring for each CPU, in eh_rbs at its number, all read through s->rb; 0 or -errno. */
@@ -287,6 +304,7 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
 		goto cleanup;
 	}
+	ks_find_tables(skel);
 	e = eh_rings_new(s);
 	if (e) {
 		pr_err("cannot make the ehframe sample rings: %s", strerror(-e));
@@ -556,7 +574,9 @@ void eh_source__report(struct eh_source *s, int verbose)
 		return;
 	fd = bpf_map__fd(s->skel->maps.eh_stats);
 	eh_tables__stats(s->tables, &st);
-	REC_SAY({ bpf_percpu_sum(fd, SP_EH_LOST), REC_WARN, "samples LOST: the ehframe sample ring was full" });
+	REC_SAY({ bpf_percpu_sum(fd, SP_EH_LOST), REC_WARN, "samples LOST: the ehframe sample ring was full" },
+		{ bpf_percpu_sum(bpf_map__fd(s->skel->maps.ks_stats), SP_KS_CHECK_BAD), REC_WARN,
+		  "kernel chains unwound in BPF unlike the kernel's walk (SPANPERF_KSTACK_CHECK)" });
 	if (st.too_large || st.maps_full || st.procs_full)
 		pr_warn("unwind tables full: %llu files too large, %llu processes without room for their mappings; those unwind by frame pointer",
 			(unsigned long long)st.too_large, (unsigned long long)(st.maps_full + st.procs_full));
@@ -590,6 +610,10 @@ void eh_source__report(struct eh_source *s, int verbose)
 		if (names[i] && (v || i <= SP_EH_STOP_END))
 			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
 	}
+	fd = bpf_map__fd(s->skel->maps.ks_stats);
+	fprintf(stderr, "  kernel chains: %llu unwound by their ORC rules here, %llu walked by the kernel\n",
+		(unsigned long long)bpf_percpu_sum(fd, SP_KS_HERE), (unsigned long long)bpf_percpu_sum(fd, SP_KS_WALKED));
+	fd = bpf_map__fd(s->skel->maps.eh_stats);
 	if (bpf_percpu_sum(fd, SP_EH_USER_RUNS))
 		fprintf(stderr, "  user chains took %.0f ns each in BPF, %.1f frames each\n",
 			(double)bpf_percpu_sum(fd, SP_EH_USER_NS) / bpf_percpu_sum(fd, SP_EH_USER_RUNS),

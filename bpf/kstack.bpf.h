@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel chain of a sample taken in kernel mode, unwound here by the
+ * kernel's own ORC rules where they are the simple ones, else by the kernel.
+ *
+ * bpf_get_stack walks the kernel stack by ORC (this kernel has no frame
+ * pointers), which cost about 4 us for the 6 frames of a syscall
+ * interrupted in task_sched_runtime (by turns in one run, `workload spin`):
+ * 3.5% of its samples, 140 ns of every sample on average.  A kept chain,
+ * reused while every word the walk read was the same, was tried first: a
+ * syscall is sampled at few pcs but at many depths (spin's top pc at more
+ * than ten stack pointers in 3 s), and 163 of 5,000 chains were reused.
+ *
+ * So the walk is done here, as unwind_next_frame does it, on the same
+ * memory (the interrupted task's stack, which nothing changes while this
+ * CPU is in its interrupt): each pc's rule from the kernel's ORC table
+ * (whose place a syscall program asks the kernel for: kallsyms_lookup_name;
+ * found through a lookup table made here as the kernel's is), the CFA from sp or rbp, the return
+ * address below it, rbp from the frame where the rule says it was saved.
+ * Only what is plainly the same as the kernel's walk is taken here:
+ *  - call frames whose CFA is sp or rbp plus an offset and whose rbp is
+ *    untouched or saved in the frame;
+ *  - the end at a register frame that is the user's (cs), at the task's
+ *    user registers, or at the end-of-stack rule (kernel threads, idle);
+ *  - pcs and return addresses in the kernel's text that ORC's lookup
+ *    table covers, none of them a trampoline the unwinder rewrites
+ *    (function-graph's return_to_handler, rethook's), every word read on
+ *    the task's stack between sp and its user registers, each CFA above
+ *    the last.
+ * Any other rule (interrupt and exception stacks, modules, BPF, a frame
+ * pointer read through, iret frames) and the whole chain is the kernel's,
+ * as before.  SPANPERF_KSTACK_CHECK (tests) compares every chain made here
+ * with the kernel's.
+ *
+ * The rules' layout is ORC's third (6.4+: type:3, signal:1), checked by
+ * CO-RE; elsewhere (Debian's 6.1) every chain is the kernel's.
+ */
+#ifndef SP_KSTACK_BPF_H
+#define SP_KSTACK_BPF_H
+
+#define KS_KSTACK 127 /* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's */
+#define KS_FRAMES 32  /* kernel chains up to this long are unwound here */
+#define KS_BLOCKS (1 << 17) /* 256-byte blocks of text ks_index covers: 32 MiB (this kernel's: 18) */
+#define KS_PER_BLOCK 64     /* rules of one block read at once (this kernel's: 7 on average, 34 at syscall entry) */
+#define KS_RULES 1024       /* rules per CPU kept by the pc looked up */
+#define KS_SEARCH 24  /* steps of the binary search: the table has fewer than 2^24 rules */
+
+/* arch/x86/include/asm/orc_types.h, the third layout. */
+#define KS_ORC_REG_UNDEFINED 0
+#define KS_ORC_REG_PREV_SP 1
+#define KS_ORC_REG_BP 4
+#define KS_ORC_REG_SP 5
+#define KS_ORC_TYPE_END_OF_STACK 1
+#define KS_ORC_TYPE_CALL 2
+#define KS_ORC_TYPE_REGS 3
+/* ORC's lookup table covers [_stext, _etext) in blocks of 256 bytes; the last block falls back to rbp. */
+#define KS_LOOKUP_BLOCK 256
+
+/*
+ * The kernel's ORC tables, text and the trampolines its unwinder rewrites,
+ * from the kernel (ks_find below) once the recorder has loaded this; while
+ * ks_orc is 0 every chain is the kernel's.
+ */
+__u64 ks_orc_ip, ks_orc_ip_end, ks_orc, ks_stext, ks_etext, ks_tramp[2];
+/* Tests: every chain made here checked against the kernel's walk, which is then what the sample carries. */
+const volatile bool ks_check = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_KS_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ks_stats SEC(".maps");
+
+/* Per CPU: the walk's state, and the binary search's. */
+struct ks_work {
+	__u64 pc, sp, bp, lo_sp, regs; /* [lo_sp, regs): the stack the walk may read */
+	__u32 n, signal, done;		/* entries written to the sample's ips from 1; done: 1 ended well, 2 refused */
+	__u64 addr;			/* ks_addr's */
+	__u64 lo, hi, found, want;
+	__s32 rel[KS_PER_BLOCK]; /* a block's rules' pcs, as the table holds them */
+	__u64 mine[KS_FRAMES];	  /* ks_check: the chain made here */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_work);
+} ks_works SEC(".maps");
+
+static __always_inline void ks_stat(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&ks_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/*
+ * x & mask in the register an index is used from: where the compiler knows
+ * the index small it drops a plain mask, and the verifier, after a spill,
+ * no longer knows it.
+ */
+static __always_inline __u32 ks_idx(__u32 x, const __u32 mask)
+{
+	asm volatile("%0 &= %1" : "+r"(x) : "i"(mask));
+	return x;
+}
+
+/* A kernel pointer as a number to compute with: through the map, as the verifier forbids arithmetic on it. */
+static __always_inline __u64 ks_addr(struct ks_work *k, const void *p)
+{
+	k->addr = (__u64)p;
+	return *(volatile __u64 *)&k->addr;
+}
+
+/* A bitfield of struct orc_entry: its first bit in the struct, and its width (CO-RE). */
+#define KS_BIT(f) (__builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_BYTE_OFFSET) * 8 + \
+		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64) -      \
+		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_LSHIFT_U64))
+#define KS_WIDTH(f) (64 - __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64))
+
+/* Whether the kernel's orc_entry is the layout decoded here (the third, 6.4+). */
+static __always_inline bool ks_layout_ok(void)
+{
+	return bpf_core_type_exists(struct orc_entry) && bpf_core_field_exists(struct orc_entry, signal) &&
+	       bpf_core_field_exists(struct orc_entry, bp_reg) && bpf_core_field_exists(struct orc_entry, bp_offset) &&
+	       bpf_core_type_size(struct orc_entry) == 6 && bpf_core_field_offset(struct orc_entry, sp_offset) == 0 &&
+	       bpf_core_field_offset(struct orc_entry, bp_offset) == 2 && KS_BIT(sp_reg) == 32 && KS_WIDTH(sp_reg) == 4 &&
+	       KS_BIT(bp_reg) == 36 && KS_WIDTH(bp_reg) == 4 && KS_BIT(type) == 40 && KS_WIDTH(type) == 3 &&
+	       KS_BIT(signal) == 43 && KS_WIDTH(signal) == 1;
+}
+
+/* One step of __orc_find's search: the rightmost rule whose pc is at most want. */
+static long ks_search_step(__u32 i, void *unused)
+{
+	__u32 zero = 0;
+	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
+	__u64 mid, at;
+	__s32 rel;
+
+	if (!k || k->lo > k->hi)
+		return 1;
+	mid = k->lo + (k->hi - k->lo) / 2;
+	at = ks_orc_ip + mid * 4;
+	if (bpf_probe_read_kernel(&rel, 4, (void *)at)) {
+		k->found = ~0ull;
+		return 1;
+	}
+	if (at + (__s64)rel <= k->want) {
+		k->found = mid;
+		k->lo = mid + 1;
+	} else {
+		if (!mid)
+			return 1;
+		k->hi = mid - 1;
+	}
+	return 0;
+}
+
+/*
+ * ORC's lookup table, made here as it is needed: for each 256-byte block of
+ * text from _stext, the index of the rule in force at its start, plus 1 (0:
+ * not known yet).  The kernel's own (orc_lookup) is in no kallsyms list.  A
+ * binary search per pc cost as much as the kernel's walk: a leaf pc is any
+ * instruction, and a busy host's kernel samples met thousands of blocks.
+ * Every CPU writes the same value for a block, so they may race.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KS_BLOCKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} ks_index SEC(".maps");
+
+/* Per CPU: rules by the pc looked up (return addresses come back often), in front of the table. */
+struct ks_rule {
+	__u64 pc;
+	__u64 raw; /* the orc_entry's 6 bytes */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KS_RULES);
+	__type(key, __u32);
+	__type(value, struct ks_rule);
+} ks_rules SEC(".maps");
+
+/* The index of the rightmost rule whose pc is at most want (__orc_find's), or ~0. */
+static __always_inline __u64 ks_search(struct ks_work *k, __u64 want, __u64 n)
+{
+	k->lo = 0;
+	k->hi = n - 1;
+	k->found = ~0ull;
+	k->want = want;
+	bpf_loop(KS_SEARCH + 1, ks_search_step, NULL, 0);
+	return k->lo <= k->hi || k->found >= n ? ~0ull : k->found;
+}
+
+/* orc_lookup[block]: the rule in force at the block's start, or ~0. */
+static __always_inline __u64 ks_block(struct ks_work *k, __u32 block, __u64 n)
+{
+	__u32 *v = bpf_map_lookup_elem(&ks_index, &block);
+	__u64 found;
+
+	if (!v)
+		return ~0ull;
+	if (*v)
+		return *v - 1;
+	found = ks_search(k, ks_stext + ((__u64)block << 8), n);
+	if (found < n)
+		*v = found + 1;
+	return found;
+}
+
+/*
+ * One step of the scan of a block's rules (k->rel, indexes [lo, hi)): the
+ * rightmost whose pc is at most want.  Sorted, so the first past it ends
+ * the scan.  A callback, verified once, where an unrolled scan was 950
+ * instructions more to verify.
+ */
+static long ks_scan_step(__u32 j, void *unused)
+{
+	__u32 zero = 0;
+	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
+	__u64 at;
+
+	if (!k)
+		return 1;
+	at = k->found + 1;
+	if (at >= k->hi || at - k->lo > KS_PER_BLOCK - 1 ||
+	    ks_orc_ip + at * 4 + (__s64)k->rel[ks_idx(at - k->lo, KS_PER_BLOCK - 1)] > k->want)
+		return 1;
+	k->found = at;
+	return 0;
+}
+
+/* The ORC rule for pc (the 6 bytes), as orc_find gives it for core kernel text, or ~0. */
+static __always_inline __u64 ks_rule_of(struct ks_work *k, __u64 pc)
+{
+	__u32 slot = (__u32)((pc ^ (pc >> 11)) & (KS_RULES - 1)), block, cnt;
+	struct ks_rule *r = bpf_map_lookup_elem(&ks_rules, &slot);
+	__u64 raw = 0, n = (ks_orc_ip_end - ks_orc_ip) / 4, lo, hi;
+
+	if (!r || !n || n >= (1ull << KS_SEARCH) || pc < ks_stext)
+		return ~0ull;
+	if (r->pc == pc)
+		return r->raw;
+	block = (pc - ks_stext) >> 8;
+	if (block + 1 >= KS_BLOCKS)
+		return ~0ull;
+	/* __orc_find over [orc_lookup[idx], orc_lookup[idx + 1]]: the rightmost whose pc is at most pc. */
+	lo = ks_block(k, block, n);
+	hi = ks_block(k, block + 1, n);
+	if (lo >= n || hi >= n || hi < lo || hi - lo >= KS_PER_BLOCK)
+		return ~0ull;
+	cnt = hi - lo + 1;
+	asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(cnt) : "i"(KS_PER_BLOCK));
+	if (bpf_probe_read_kernel(k->rel, cnt * 4, (void *)(ks_orc_ip + lo * 4)))
+		return ~0ull;
+	if (ks_orc_ip + lo * 4 + (__s64)k->rel[0] > pc)
+		return ~0ull;
+	k->lo = k->found = lo;
+	k->hi = lo + cnt;
+	k->want = pc;
+	bpf_loop(KS_PER_BLOCK, ks_scan_step, NULL, 0);
+	if (bpf_probe_read_kernel(&raw, 6, (void *)(ks_orc + k->found * 6)))
+		return ~0ull;
+	r->pc = pc;
+	r->raw = raw;
+	return raw;
+}
+
+/* A word of the walk's stack, read as unwind_next_frame reads it; -1 off that stack. */
+static __always_inline int ks_read(struct ks_work *k, __u64 at, __u64 *v)
+{
+	if (at < k->lo_sp || at + 8 > k->regs || bpf_probe_read_kernel(v, 8, (void *)at))
+		return -1;
+	return 0;
+}
+
+/* Whether pc is one the kernel's unwinder would give as it is: in the text ORC's table covers, no trampoline. */
+static __always_inline bool ks_pc_ok(__u64 pc)
+{
+	return pc >= ks_stext && pc + 2 * KS_LOOKUP_BLOCK < ks_etext && pc != ks_tramp[0] && pc != ks_tramp[1];
+}
+
+/*
+ * One step of unwind_next_frame from the frame at k->pc: its rule, its CFA,
+ * the next pc (written to the sample) and rbp.  Returns 1 to stop: done 1
+ * when the kernel's chain ends here, 2 when the step is not one taken here.
+ */
+static long ks_step(__u32 i, void *unused)
+{
+	__u32 zero = 0, sp_reg, bp_reg, type;
+	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	__u64 raw, cfa, ra = 0, bp = 0, cs = 0;
+	struct orc_entry *e;
+	__s16 off, bp_off;
+
+	if (!k || !s)
+		return 1;
+	k->done = 2;
+	if (k->n >= KS_FRAMES)
+		return 1;
+	raw = ks_rule_of(k, k->signal ? k->pc : k->pc - 1);
+	if (raw == ~0ull)
+		return 1;
+	/* 8 bytes read through the 6-byte type: the bitfields' loads are 4 bytes at 4. */
+	e = (void *)&raw;
+	sp_reg = BPF_CORE_READ_BITFIELD(e, sp_reg);
+	bp_reg = BPF_CORE_READ_BITFIELD(e, bp_reg);
+	type = BPF_CORE_READ_BITFIELD(e, type);
+	off = (__s16)raw;
+	bp_off = (__s16)(raw >> 16);
+	if (type == KS_ORC_TYPE_END_OF_STACK) {
+		k->done = 1;
+		return 1;
+	}
+	if (sp_reg == KS_ORC_REG_SP)
+		cfa = k->sp + off;
+	else if (sp_reg == KS_ORC_REG_BP)
+		cfa = k->bp + off;
+	else
+		return 1;
+	if (type == KS_ORC_TYPE_REGS) {
+		/* The user's registers (the rule's CFA is where they are): the kernel's chain ends at this pc. */
+		if (cfa == k->regs && !bpf_probe_read_kernel(&cs, 8, (void *)(cfa + __builtin_offsetof(struct pt_regs, cs))) &&
+		    (cs & 3) == 3)
+			k->done = 1;
+		return 1;
+	}
+	/* Every CFA above the last (the kernel's "wrong direction" check), on the walk's stack. */
+	if (type != KS_ORC_TYPE_CALL || cfa <= k->sp || ks_read(k, cfa - 8, &ra) || !ks_pc_ok(ra))
+		return 1;
+	if (bp_reg == KS_ORC_REG_PREV_SP) {
+		if (ks_read(k, cfa + bp_off, &bp))
+			return 1;
+		k->bp = bp;
+	} else if (bp_reg != KS_ORC_REG_UNDEFINED) {
+		return 1;
+	}
+	k->signal = BPF_CORE_READ_BITFIELD(e, signal);
+	k->pc = ra;
+	k->sp = cfa;
+	s->ips[ks_idx(k->n + 1, EH_IPS - 1)] = ra;
+	k->n++;
+	k->done = 0;
+	return 0;
+}
+
+/*
+ * The kernel chain of the interrupted task from ip, sp and rbp, into
+ * s->ips from 1: its length, or 0 where the kernel must walk it.
+ */
+static __always_inline __u32 ks_walk(struct task_struct *task, struct sp_eh_sample *s, __u64 ip, __u64 sp, __u64 bp)
+{
+	__u32 zero = 0;
+	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
+
+	if (!k || !ks_pc_ok(ip))
+		return 0;
+	k->regs = ks_addr(k, (void *)bpf_task_pt_regs(task));
+	k->lo_sp = ks_addr(k, task->stack);
+	/* On the task's stack: not an interrupt's or an exception's, which the kernel's walk crosses. */
+	if (sp < k->lo_sp || sp >= k->regs)
+		return 0;
+	k->lo_sp = sp;
+	k->pc = ip;
+	k->sp = sp;
+	k->bp = bp;
+	k->signal = 1; /* the interrupted frame: its pc is not a return address */
+	k->n = 1;
+	k->done = 2;
+	s->ips[1] = ip;
+	bpf_loop(KS_FRAMES, ks_step, NULL, 0);
+	return k->done == 1 ? k->n : 0;
+}
+
+/*
+ * The kernel chain of a sample in kernel mode into eh_scratch's ips (the
+ * PERF_CONTEXT_KERNEL marker at 0, then at most KS_KSTACK of the kernel's):
+ * unwound here where it can be (see the top), else by the kernel.  Returns
+ * the entries written, 0 for none.  Global: verified once, alone.
+ */
+__noinline int sp_kstack(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0, n = 0;
+	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
+	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
+	long got;
+
+	if (!s || !ctx)
+		return 0;
+	if (ks_layout_ok() && ks_orc) {
+		n = ks_walk(task, s, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp);
+		if (n && ks_check && k) {
+			for (__u32 i = 0; i < KS_FRAMES; i++)
+				k->mine[i] = i < n ? s->ips[i + 1] : 0;
+			got = bpf_get_stack(ctx, &s->ips[1], KS_KSTACK * 8, 0);
+			if (got != n * 8)
+				n = 0;
+			for (__u32 i = 0; i < KS_FRAMES; i++)
+				if (i < n && k->mine[i] != s->ips[i + 1])
+					n = 0;
+			if (!n) {
+				ks_stat(SP_KS_CHECK_BAD);
+				goto walked;
+			}
+		}
+		if (n) {
+			ks_stat(SP_KS_HERE);
+			s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
+			return n + 1;
+		}
+	}
+	got = bpf_get_stack(ctx, &s->ips[1], KS_KSTACK * 8, 0);
+walked:
+	if (got <= 0)
+		return 0;
+	ks_stat(SP_KS_WALKED);
+	s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
+	return (__u64)got / 8 + 1;
+}
+
+/*
+ * The ORC tables', the kernel text's and the rewritten trampolines'
+ * addresses, from the kernel itself (never from a file another process
+ * could write): run once by the recorder (BPF_PROG_TEST_RUN) after the load.
+ * A trampoline missing from this kernel stays 0, which no pc is.
+ */
+SEC("?syscall")
+int ks_find(void *ctx)
+{
+	__u64 a[5] = {}, t[2] = {};
+
+	if (bpf_kallsyms_lookup_name("__start_orc_unwind_ip", sizeof("__start_orc_unwind_ip"), 0, &a[0]) ||
+	    bpf_kallsyms_lookup_name("__stop_orc_unwind_ip", sizeof("__stop_orc_unwind_ip"), 0, &a[1]) ||
+	    bpf_kallsyms_lookup_name("__start_orc_unwind", sizeof("__start_orc_unwind"), 0, &a[2]) ||
+	    bpf_kallsyms_lookup_name("_stext", sizeof("_stext"), 0, &a[3]) ||
+	    bpf_kallsyms_lookup_name("_etext", sizeof("_etext"), 0, &a[4]))
+		return 1;
+	bpf_kallsyms_lookup_name("return_to_handler", sizeof("return_to_handler"), 0, &t[0]);
+	bpf_kallsyms_lookup_name("arch_rethook_trampoline", sizeof("arch_rethook_trampoline"), 0, &t[1]);
+	/* Both tables hold one entry per rule: 4 bytes of pc, 6 of rule. */
+	if (a[1] <= a[0] || a[2] < a[1] || a[4] <= a[3] || (a[1] - a[0]) / 4 * 6 == 0)
+		return 1;
+	ks_stext = a[3];
+	ks_etext = a[4];
+	ks_tramp[0] = t[0];
+	ks_tramp[1] = t[1];
+	ks_orc_ip = a[0];
+	ks_orc_ip_end = a[1];
+	ks_orc = a[2];
+	return 0;
+}
+
+#endif
