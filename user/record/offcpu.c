@@ -566,7 +566,9 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		    bpf_map__reuse_fd(s->skel->maps.eh_maps, o->eh->maps) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_procs, o->eh->procs) ?:
 		    bpf_map__reuse_fd(s->skel->maps.eh_gen, o->eh->gen) ?:
-		    bpf_map__reuse_fd(s->skel->maps.eh_files, o->eh->files);
+		    bpf_map__reuse_fd(s->skel->maps.eh_files, o->eh->files) ?:
+		    /* A process younger than the recorder's read of it blocks with the mappings its exec noted. */
+		    bpf_map__reuse_fd(s->skel->maps.eh_fresh, o->eh->fresh);
 		/* Python frames as the samples have them: the same layouts, one count of the walks. */
 		if (!e && o->eh->py_procs >= 0)
 			e = bpf_map__reuse_fd(s->skel->maps.py_procs, o->eh->py_procs) ?:
@@ -596,6 +598,7 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.eh_maps, 1);
 		bpf_map__set_max_entries(s->skel->maps.eh_procs, 1);
 		bpf_map__set_max_entries(s->skel->maps.eh_files, 1);
+		bpf_map__set_max_entries(s->skel->maps.eh_fresh, 1);
 		bpf_map__set_max_entries(s->skel->maps.py_procs, 1);
 		bpf_map__set_max_entries(s->skel->maps.hs_procs, 1);
 	}

@@ -30,6 +30,7 @@ struct target;
 struct offcpu_eh_fds {
 	int rows, pages, maps, procs, files;
 	int gen; /* bumped by the sampling side at each change to procs or py_procs */
+	int fresh; /* new processes' mappings, noted at their exec and mmaps (eh_fresh) */
 	int py_procs, py_stats; /* Python processes' layouts and the walk's counts; -1: no Python frames */
 	int hs_procs, hs_stats; /* JVMs' layouts and the Java steps' counts; -1: no Java frames */
 };

@@ -205,6 +205,7 @@ int offcpu_source__new(struct rec_source **out, struct rec_ctx *ctx)
 		.rows = bpf_map__fd(ctx->skel->maps.eh_rows), .pages = bpf_map__fd(ctx->skel->maps.eh_pages),
 		.maps = bpf_map__fd(ctx->skel->maps.eh_maps), .procs = bpf_map__fd(ctx->skel->maps.eh_procs),
 		.files = bpf_map__fd(ctx->skel->maps.eh_files), .gen = bpf_map__fd(ctx->skel->maps.eh_gen),
+		.fresh = bpf_map__fd(ctx->skel->maps.eh_fresh),
 		.py_procs = ctx->py ? bpf_map__fd(ctx->skel->maps.py_procs) : -1,
 		.py_stats = bpf_map__fd(ctx->skel->maps.py_stats),
 		.hs_procs = ctx->py && ctx->skel->rodata->hs_walk ? bpf_map__fd(ctx->skel->maps.hs_procs) : -1,
