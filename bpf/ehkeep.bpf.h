@@ -359,14 +359,27 @@ static __always_inline int eh_keep_take(struct eh_keep_cpu *c, struct eh_walk *w
 		/* It stopped for depth only: the frames past its cut are unknown. */
 		goto fail;
 	}
-	/* A window's words at a time (a chain's tail spans a page or two), EH_KEEP_PROVE at most. */
-	for (int r = 0; r < 2 * EH_KEEP_WORDS / EH_KEEP_PROVE; r++) {
-		proof = sp_eh_keep_prove();
-		if (proof == 2 && sp_eh_keep_window())
-			proof = 1;
-		if (proof < 2)
-			break;
+	/*
+	 * A window's words at a time (a chain's tail spans a page or two),
+	 * EH_KEEP_PROVE at most, in rounds written out: 6.1 refuses a loop whose
+	 * back edge is a call's return ("back-edge from insn"), and clang would
+	 * not unroll this one.
+	 */
+#define EH_KEEP_ROUND()                                       \
+	if (proof >= 2) {                                     \
+		proof = sp_eh_keep_prove();                   \
+		if (proof == 2 && sp_eh_keep_window())        \
+			proof = 1;                            \
 	}
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+	EH_KEEP_ROUND();
+#undef EH_KEEP_ROUND
 	if (proof)
 		goto fail;
 	off = (w->base + n) & (EH_IPS - 1);
