@@ -250,6 +250,7 @@ struct eh_walk {
 	/* eh_tramp_decode's position and counts: volatile, or the compiler keeps them in registers. */
 	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
+	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */

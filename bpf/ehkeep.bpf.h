@@ -34,8 +34,10 @@
 #define EH_KEEP_FRAMES 128    /* steps of a walk: SP_EH_MAX_FRAMES and the one that stops */
 #define EH_KEEP_WORDS 256     /* stack words a kept walk read: two a frame, and a signal frame's three */
 #define EH_KEEP_NONE 0xffffffffu
-#define EH_KEEP_MISSES 4	      /* walks without a kept tail before a thread tries the cache ... */
-#define EH_KEEP_BACKOFF 8     /* ... once in this many */
+#define EH_KEEP_MISSES 4      /* walks in a row without a kept tail: the thread's next few go without */
+#define EH_KEEP_SKIP_MISSES 7
+#define EH_KEEP_SHORT 8	      /* a chain of fewer frames counts as a miss, ... */
+#define EH_KEEP_SKIP_SHORT 31 /* ... and after EH_KEEP_MISSES of them, this many go without */
 #define EH_KEEP_PROVE 64      /* words a call of sp_eh_keep_prove compares: the verifier walks each */
 
 /* A step's state as it began: everything the step reads but the stack words and the tables. */
@@ -67,7 +69,8 @@ struct {
 
 struct eh_keep_slot {
 	__u32 tid, phys, used;	/* phys: its entry in eh_keeps */
-	__u32 misses;		/* its walks since its last kept tail */
+	__u16 misses;		/* its walks since its last kept tail */
+	__u16 skip;		/* its next walks that go without the cache */
 };
 
 /* Per CPU: the walk in progress and whose chains the entries hold. */
@@ -164,9 +167,22 @@ static __always_inline void eh_keep_note_unsure(void)
 
 __noinline int sp_eh_keep_step(void);
 
-#define EH_NOTE_READ(addr, val) eh_keep_note_read(addr, val)
-#define EH_NOTE_UNSURE() eh_keep_note_unsure()
-#define EH_KEEP_STEP() sp_eh_keep_step()
+/*
+ * Each behind w->keep, the walk's own flag (every use has w at hand): a
+ * walk the cache does not serve pays a load and a branch, not a lookup or
+ * a call.
+ */
+#define EH_NOTE_READ(addr, val)                       \
+	do {                                          \
+		if (w->keep)                          \
+			eh_keep_note_read(addr, val); \
+	} while (0)
+#define EH_NOTE_UNSURE()                      \
+	do {                                  \
+		if (w->keep)                  \
+			eh_keep_note_unsure(); \
+	} while (0)
+#define EH_KEEP_STEP() (w->keep && sp_eh_keep_step())
 #define EH_KEEP_BEGIN(w, pid, ss) eh_keep_begin(w, pid, ss)
 #define EH_KEEP_WALK(w) eh_keep_walk(w)
 
@@ -190,6 +206,7 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 	struct eh_kept *k;
 	bool found = false;
 
+	w->keep = 0;
 	if (!c)
 		return;
 	c->on = 0;
@@ -227,16 +244,22 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 	c->own = own;
 	c->tid = tid;
 	c->s[own].used = ++c->clock;
-	if (!found)
+	if (!found) {
 		c->s[own].misses = 0;
+		c->s[own].skip = 0;
+	}
 	/*
-	 * A thread whose chains seldom last (a pool's worker between tasks,
-	 * rbp a variable in its callers) tries one walk in EH_KEEP_BACKOFF:
-	 * logging each step and a proof that fails cost a deep chain's walk
-	 * a fifth more.
+	 * A thread whose chains are short, or seldom last (a pool's worker
+	 * between tasks, rbp a variable in its callers), skips the cache for
+	 * its next walks: logging each step and a proof that fails cost a
+	 * deep chain's walk a fifth more, and a tail of 4 frames saves less
+	 * than its proof and the logging cost (workload spin, 5 frames, by
+	 * turns: 579-651 ns a chain trying one walk in 8, 507-548 without).
 	 */
-	if (c->s[own].misses >= EH_KEEP_MISSES && (c->s[own].misses++ & (EH_KEEP_BACKOFF - 1)))
+	if (c->s[own].skip) {
+		c->s[own].skip--;
 		return;
+	}
 	if (found) {
 		phys = c->s[own].phys;
 		k = bpf_map_lookup_elem(&eh_keeps, &phys);
@@ -251,6 +274,7 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 	c->lo = 0;
 	c->taken = 0;
 	c->on = 1;
+	w->keep = 1;
 }
 
 /*
@@ -482,6 +506,7 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 {
 	__u32 zero = 0, phys;
 	struct eh_keep_cpu *c = bpf_map_lookup_elem(&eh_keep_cpus, &zero);
+	struct eh_keep_slot *sl;
 	struct eh_kept *e;
 	__u64 *v;
 
@@ -492,12 +517,12 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	if (!c || !c->on)
 		goto done;
 	/* A chain with a kept tail leaves the kept chain in place: its tail is the part that lasts. */
-	if (c->taken) {
-		c->s[c->own & (EH_KEEP_SLOTS - 1)].misses = 0;
-		goto done;
-	}
-	c->s[c->own & (EH_KEEP_SLOTS - 1)].misses++;
-	if (c->over || !c->fi)
+	sl = &c->s[c->own & (EH_KEEP_SLOTS - 1)];
+	/* A short chain counts as a miss, kept tail or not: it saved next to nothing. */
+	sl->misses = c->taken && w->n >= EH_KEEP_SHORT ? 0 : sl->misses + 1;
+	if (sl->misses >= EH_KEEP_MISSES)
+		sl->skip = w->n < EH_KEEP_SHORT ? EH_KEEP_SKIP_SHORT : EH_KEEP_SKIP_MISSES;
+	if (c->taken || c->over || !c->fi)
 		goto done;
 	e = bpf_map_lookup_elem(&eh_keeps, &c->spare);
 	if (!e || c->own >= EH_KEEP_SLOTS)
@@ -512,9 +537,9 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	e->stop = w->stop;
 	e->sure = c->sure;
 	/* The spare becomes the thread's, and the thread's last (or the evicted one's) the spare. */
-	phys = c->s[c->own & (EH_KEEP_SLOTS - 1)].phys;
-	c->s[c->own & (EH_KEEP_SLOTS - 1)].phys = c->spare;
-	c->s[c->own & (EH_KEEP_SLOTS - 1)].tid = c->tid;
+	phys = sl->phys;
+	sl->phys = c->spare;
+	sl->tid = c->tid;
 	c->spare = phys;
 done:
 	if (c && c->t0 && c->ab != EH_KEEP_NONE) {
