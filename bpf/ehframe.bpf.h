@@ -48,6 +48,16 @@
 #ifndef EH_NOTE_UNSURE
 #define EH_NOTE_UNSURE() ((void)0)
 #endif
+/*
+ * The sampling program's tail cache (ehkeep.bpf.h): a hook at each step's
+ * start that ends the loop where a kept chain may take over, one before the
+ * walk, and the walk itself with the tail taken.  The plain walk otherwise.
+ */
+#ifndef EH_KEEP_STEP
+#define EH_KEEP_STEP() 0
+#define EH_KEEP_BEGIN(w, pid, ss) ((void)0)
+#define EH_KEEP_WALK(w) bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0)
+#endif
 
 /*
  * The walk's big pieces (sp_eh_unwind, sp_eh_rule, sp_hs_step and the
@@ -142,6 +152,7 @@ struct sp_eh_sample {
 	__u64 period;
 	__u64 nr;
 	__u64 ips[EH_IPS];
+	__u64 room[SP_EH_MAX_FRAMES]; /* never sent: a kept tail's copy into ips is bounded by its size alone (ehkeep.bpf.h) */
 };
 
 /* Per CPU: the sample being built (too large for the BPF stack). */
@@ -239,6 +250,7 @@ struct eh_walk {
 	/* eh_tramp_decode's position and counts: volatile, or the compiler keeps them in registers. */
 	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
+	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
@@ -840,6 +852,8 @@ static long eh_step(__u32 i, void *unused)
 
 	if (!s || !w)
 		return 1;
+	if (EH_KEEP_STEP())
+		return 1;
 	/*
 	 * Here, where the step's state is the least, rather than where the
 	 * walk learns of the frame: a call in the program's or the step's
@@ -1238,7 +1252,8 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
 	w->exact0 = w->exact;
 	w->tramps = 0;
-	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
+	EH_KEEP_BEGIN(w, pid, ss);
+	EH_KEEP_WALK(w);
 	if (w->py)
 		sp_py_place();
 	hs_end();

@@ -18,7 +18,8 @@
 #define SP_WANT_FILTER_MAP
 #include "maps.bpf.h"
 #include "helpers.bpf.h"
-#include "ehframe.bpf.h"
+/* The walk, with its tail cache. */
+#include "ehkeep.bpf.h"
 #include "kstack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

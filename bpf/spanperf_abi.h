@@ -539,6 +539,7 @@ struct sp_offcpu_pychain {
 	__s32 id;
 	__u32 pad;
 };
+#define SP_EH_KEEP_SLOTS 4 /* threads whose last user chain each CPU keeps (bpf/ehkeep.bpf.h) */
 #define SP_EH_SEARCH_STEPS 24 /* binary search steps: up to 16M rows in one page or process */
 #define SP_EH_PAGE_SHIFT 12
 
@@ -570,6 +571,8 @@ enum sp_eh_stat {
 	SP_EH_USER_RUNS,	/* with -v: user chains timed */
 	SP_EH_STOP_JAVA,	/* stopped in Java frames (hs_stats says why) */
 	SP_EH_FRESH,		/* mappings found among those noted at a new process's exec and mmaps */
+	SP_EH_KEPT,		/* chains whose tail was a kept chain's, proven the same (ehkeep.bpf.h) */
+	SP_EH_KEPT_FRAMES,	/* frames taken from kept chains (counted in SP_EH_FRAMES too) */
 	SP_EH_STAT_MAX,
 };
 

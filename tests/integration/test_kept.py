@@ -1,20 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0
 """The ehframe walk where a cache of chains would go wrong (--call-graph
-ehframe; written for kept chains, which issue 40 tried and took out: they
-saved nothing on whole-host chains).  Ground truth is
+ehframe): the sampling program's tail cache (bpf/ehkeep.bpf.h) takes a
+thread's outer frames from its last chain once proven unchanged, and the
+off-CPU program reuses a block's chain (offcpu.bpf.c).  Ground truth is
 workload_kept (no frame pointers): two ways (way1, way2) down to one shared
 chain at the same stack addresses, ending in leaf1 or leaf2 through one call
 site, so a tail taken from the other way's chain would show leaf1 under way2.
 By turns, left by longjmp, under a signal handler that runs the shared chain
-itself, and across an exec of the same thread; and a 30-deep chain whose
-every frame is counted.  The workload runs for its CPU time, so the sample
-counts hold on a loaded host."""
+itself, across an exec of the same thread, across two processes given one
+pid with the same addresses; and a 30-deep chain whose every frame is
+counted.  Each sampled case also checks that tails were taken from kept
+chains, or it would prove nothing of them.  The workload runs for its CPU
+time, so the sample counts hold on a loaded host."""
 import collections
 import os
+import re
 import subprocess
 import threading
+import time
 
-from harness import BUILD, need_bpf, perf_clean, reap, spanperf, test, tmpdir
+from harness import BUILD, SPANPERF, Skip, need_bpf, perf_clean, reap, spanperf, test, tmpdir
 from test_dwarf import folded
 
 KEPT_WORKLOAD = os.path.join(BUILD, "tests", "workload_kept")
@@ -26,6 +31,12 @@ def record(mode, *args):
     path = os.path.join(tmpdir(), "kept-%s.data" % mode)
     p = spanperf("record", "-g", "-F", "999", "-v", "-o", path, "--", KEPT_WORKLOAD, mode, *args, check=True)
     return folded(path, comm="workload_kept"), p.stderr
+
+
+def kept_tails(err):
+    """How many chains took their tail from a kept chain, as record -v counts them."""
+    m = re.search(r"chains whose tail was the thread's last chain's[^\n]*?(\d+)\n", err)
+    return int(m.group(1)) if m else 0
 
 
 def segments(st):
@@ -68,6 +79,8 @@ def judge(stacks):
 def check(mode, stacks, err):
     n, whole, wrong = judge(stacks)
     assert n >= 100, "%s: %d samples in the leaves: %s\n%s" % (mode, n, stacks.most_common(3), err[-2000:])
+    assert kept_tails(err) * 10 >= n, "%s: %d chains of %d with a kept tail: the cache was not tried\n%s" % (
+        mode, kept_tails(err), n, err[-2000:])
     assert not wrong, "%s: %d of %d samples with a frame of the other way: %s" % (
         mode, sum(wrong.values()), n, wrong.most_common(3))
     assert whole * 100 >= 95 * n, "%s: %d of %d chains whole: %s" % (mode, whole, n, stacks.most_common(3))
@@ -118,6 +131,55 @@ def test_kept_deep_chain_whole():
     over = sum(c for st, c in stacks.items() if st.count("deep") > 30)
     assert n >= 100 and right * 100 >= 95 * n and not over, "%d of %d chains with 30 deep frames (%d more): %s" % (
         right, n, over, stacks.most_common(2))
+    assert kept_tails(err) * 2 >= n, "%d of %d chains with a kept tail\n%s" % (kept_tails(err), n, err[-2000:])
+
+
+@test
+def test_kept_pid_reuse():
+    """Two processes of workload_kept given one pid in turn, address randomization off, so that
+    their stacks and mappings lie at the same addresses: the first runs way1 only, the second way2
+    only, under a whole-host recording.  The second's chains never take the first's tail (its
+    kept chain is another slice's), nor the first's the second's."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "kept-reuse.data")
+    rec = subprocess.Popen([SPANPERF, "record", "-a", "-g", "-F", "999", "-v", "-o", path],
+                           stderr=subprocess.PIPE, text=True, errors="replace")
+    pids = []
+    try:
+        time.sleep(2)
+        for _ in range(20):
+            a = subprocess.Popen(["setarch", "x86_64", "-R", KEPT_WORKLOAD, "way1", "400"], stdout=subprocess.DEVNULL)
+            a.wait()
+            try:
+                with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                    f.write(str(a.pid - 1))
+            except OSError as e:
+                raise Skip("cannot set ns_last_pid: %s" % e)
+            b = subprocess.Popen(["setarch", "x86_64", "-R", KEPT_WORKLOAD, "way2", "400"], stdout=subprocess.DEVNULL)
+            b.wait()
+            if b.pid == a.pid:
+                pids.append(a.pid)
+            if len(pids) >= 2:
+                break
+    finally:
+        rec.send_signal(2)
+        err = rec.communicate()[1]
+    assert rec.returncode == 0, err[-2000:]
+    if not pids:
+        raise Skip("another process took the pid first in 20 tries")
+    stacks = collections.Counter()
+    out = spanperf("report", "-i", path, "--folded", "--no-inline", "--pids", ",".join(map(str, pids)),
+                   check=True).stdout
+    for line in out.splitlines():
+        st, c = line.rsplit(" ", 1)
+        stacks[tuple(reversed(st.split(";")[1:]))] += int(c)
+    n, _, wrong = judge(stacks)
+    assert not wrong, "%d samples with a frame of the other process's way: %s" % (sum(wrong.values()),
+                                                                                 wrong.most_common(3))
+    for leaf in ("leaf1", "leaf2"):
+        got = sum(c for st, c in stacks.items() if leaf in st)
+        assert got >= 30 * len(pids), "%s: %d samples in %d pairs: %s" % (leaf, got, len(pids),
+                                                                           stacks.most_common(3))
 
 
 def offcpu_chains(n, us):

@@ -15,6 +15,7 @@
  *   workload_kept signal MS      alternate, with a SIGPROF handler that spins 2 ms in
  *                                hleaf (below the shared chain) every 10 ms of CPU
  *   workload_kept exec MS        alternate for MS/2, then exec'd into alternate MS/2
+ *   workload_kept way1|way2 MS   one way only (two processes given one pid in turn)
  *   workload_kept deep N MS      a chain N frames deep spinning at its leaf
  *   workload_kept blocks N US    after a line on stdin, N rounds of four blocks (a US us
  *                                nanosleep each) by turns: bway1 and bway2 (the same
@@ -112,6 +113,14 @@ NOINLINE static void alternate(double ms)
 		way1();
 		way2();
 	}
+}
+
+NOINLINE static void one_way(void (*way)(void), double ms)
+{
+	double end = now_ms() + ms;
+
+	while (now_ms() < end)
+		way();
 }
 
 NOINLINE static void by_longjmp(double ms)
@@ -223,11 +232,13 @@ int main(int argc, char **argv)
 	double ms = argc > 2 ? atof(argv[argc - 1]) : 1000;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: workload_kept alternate|longjmp|signal|exec MS | deep N MS\n");
+		fprintf(stderr, "usage: workload_kept alternate|way1|way2|longjmp|signal|exec MS | deep N MS\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "alternate")) {
 		alternate(ms);
+	} else if (!strcmp(argv[1], "way1") || !strcmp(argv[1], "way2")) {
+		one_way(argv[1][3] == '1' ? way1 : way2, ms);
 	} else if (!strcmp(argv[1], "longjmp")) {
 		by_longjmp(ms);
 	} else if (!strcmp(argv[1], "signal")) {

@@ -105,7 +105,9 @@
 	X(SP_EH_LOST, "lost", "samples LOST (ring full)")                                           \
 	X(SP_EH_VMA_LOOKUP, "vma_lookup", "mappings looked up in the kernel (process's not known yet)")\
 	X(SP_EH_STOP_JAVA, "java_stop", "stopped: in Java frames (see the java_ counts)")          \
-	X(SP_EH_FRESH, "fresh_maps", "mappings found among those noted at a new process's exec and mmaps")
+	X(SP_EH_FRESH, "fresh_maps", "mappings found among those noted at a new process's exec and mmaps")\
+	X(SP_EH_KEPT, "kept", "chains whose tail was the thread's last chain's, proven the same")    \
+	X(SP_EH_KEPT_FRAMES, "kept_frames", "frames taken from kept chains")
 
 /*
  * Python frames in those chains (enum sp_py_stat), in the same feature:

@@ -148,6 +148,8 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	if (on && eh_ring0 >= 0)
 		bpf_map__set_inner_map_fd(skel->maps.eh_rbs, eh_ring0);
 	bpf_map__set_max_entries(skel->maps.eh_fresh, on ? EH_MAX_FRESH : 1);
+	/* The tail cache's chains (bpf/ehkeep.bpf.h): about 10 KB each, per CPU, for the walk alone. */
+	bpf_map__set_max_entries(skel->maps.eh_keeps, on ? SP_EH_KEEP_SLOTS + 1 : 1);
 	bpf_map__set_max_entries(skel->maps.py_procs, py ? EH_MAX_PY_PROCS : 1);
 	bpf_map__set_max_entries(skel->maps.hs_procs, java_on(py) ? EH_MAX_PY_PROCS : 1);
 	skel->rodata->py_walk = py;
