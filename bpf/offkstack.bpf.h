@@ -68,14 +68,26 @@ struct offk_chain {
 	__u32 n, pad;
 };
 
-struct off_kkept {
-	__u64 bofs;    /* the first frame's return-address slot, from the tracepoint's ctx */
-	__s32 kstack;  /* the chain's id in offstacks, which nothing replaces or deletes */
-	__s32 failed;  /* an id whose chain these rules could not derive: not tried again */
+/*
+ * Chains kept per thread: one per place it blocks, told by the block's user
+ * chain (a hint only: a chain is reused only as proven), up to this many.
+ */
+#define OFFK_SLOTS 4
+
+struct offk_slot {
+	__s32 ustack;	/* the user chain's id it was kept with: which slot to try */
+	__s32 kstack;	/* the chain's id in offstacks, which nothing replaces or deletes */
+	__s32 failed;	/* an id whose chain these rules could not derive: not tried again */
+	__u32 bofs;	/* the first frame's return-address slot, from the tracepoint's ctx */
 	struct offk_chain c;
 };
 
-/* Per thread, its last block's kernel chain (freed with the thread). */
+struct off_kkept {
+	__u32 next, pad; /* the slot a new place takes, by turns */
+	struct offk_slot s[OFFK_SLOTS];
+};
+
+/* Per thread, the kernel chains of its last blocks (freed with the thread). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -306,7 +318,7 @@ static __always_inline bool offk_walk(struct offk_scratch *sc, __u64 base, __u64
 }
 
 /* The kept chain's id if the walk derives it from the thread's stack now, else -1. */
-static __always_inline __s32 offk_hit(struct off_kkept *k, struct pt_regs *regs, __u64 c, __u64 ra)
+static __always_inline __s32 offk_hit(struct offk_slot *k, struct pt_regs *regs, __u64 c, __u64 ra)
 {
 	__u32 zero = 0;
 	struct offk_scratch *sc = bpf_map_lookup_elem(&offk_scratch, &zero);
@@ -321,14 +333,30 @@ static __always_inline __s32 offk_hit(struct off_kkept *k, struct pt_regs *regs,
 }
 
 /* Keeps the chain of id if the walk derives the kernel's own from the first frame's slot. */
-static __always_inline void offk_keep(void *ctx, struct task_struct *task, struct off_kkept *k,
-				      struct pt_regs *regs, __u64 c, __u64 ra, __s32 id)
+static __always_inline void offk_keep(void *ctx, struct task_struct *task, struct off_kkept *kk, __u32 i,
+				      __s32 ustack, __u64 c, __u64 ra, __s32 id)
 {
 	__u32 zero = 0, j;
 	struct offk_scratch *sc = bpf_map_lookup_elem(&offk_scratch, &zero);
+	struct offk_slot *k;
 	long len;
 
-	if (!sc || (k && k->failed == id))
+	if (!sc)
+		return;
+	if (!kk)
+		kk = bpf_task_storage_get(&offkkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!kk)
+		return;
+	/* No slot for this user chain: the next one's, by turns. */
+	if (i >= OFFK_SLOTS) {
+		i = kk->next % OFFK_SLOTS;
+		kk->next = i + 1;
+		kk->s[i].ustack = ustack;
+		kk->s[i].failed = -1;
+		kk->s[i].c.n = 0;
+	}
+	k = &kk->s[i & (OFFK_SLOTS - 1)];
+	if (k->failed == id)
 		return;
 	offk_stat(SP_OFFK_MISS);
 	len = bpf_get_stack(ctx, sc->c.ips, sizeof(sc->c.ips), KSTACK_SKIP);
@@ -347,12 +375,8 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 	sc->searching = 0;
 	/* 2^24 table entries at most (this kernel has 480k): 24 steps an ip, and its start and end. */
 	bpf_loop(OFFK_FRAMES * 26, offk_search, NULL, 0);
-	if (sc->cur != sc->c.n || !offk_walk(sc, c + j * 8, ra) || (__s64)regs->ip < 0)
+	if (sc->cur != sc->c.n || !offk_walk(sc, c + j * 8, ra))
 		goto fail;
-	if (!k)
-		k = bpf_task_storage_get(&offkkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!k)
-		return;
 	k->bofs = j * 8;
 	k->kstack = id;
 	k->failed = -1;
@@ -360,37 +384,42 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 	offk_stat(SP_OFFK_KEPT);
 	return;
 fail:
-	if (!k)
-		k = bpf_task_storage_get(&offkkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (k) {
-		k->c.n = 0;
-		k->failed = id;
-	}
+	k->c.n = 0;
+	k->failed = id;
 }
 
-/* The blocking thread's kernel stack id: its last block's when proven the same, else the kernel's (and kept). */
-static __always_inline __s32 offk_stackid(void *ctx)
+/*
+ * The blocking thread's kernel stack id: the one kept where it blocked with
+ * this user chain (ustack) when proven the same, else the kernel's (and kept).
+ */
+static __always_inline __s32 offk_stackid(void *ctx, __s32 ustack)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct off_kkept *k = bpf_task_storage_get(&offkkeep, task, 0, 0);
+	struct off_kkept *kk = bpf_task_storage_get(&offkkeep, task, 0, 0);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	void *p[2] = { ctx, regs };
+	__u32 i = OFFK_SLOTS;
 	__u64 a[2];
 	__s32 id;
 
 	/* ctx's and regs' addresses as numbers (the verifier refuses most arithmetic on those pointers). */
 	if (!regs || bpf_probe_read_kernel(a, sizeof(a), p))
 		return bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
-	if (k) {
-		id = offk_hit(k, regs, a[0], a[1]);
-		if (id >= 0) {
-			offk_stat(SP_OFFK_HIT);
-			return id;
+	if (kk) {
+		for (i = 0; i < OFFK_SLOTS; i++)
+			if (kk->s[i].ustack == ustack)
+				break;
+		if (i < OFFK_SLOTS) {
+			id = offk_hit(&kk->s[i], regs, a[0], a[1]);
+			if (id >= 0) {
+				offk_stat(SP_OFFK_HIT);
+				return id;
+			}
 		}
 	}
 	id = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 	if (id >= 0)
-		offk_keep(ctx, task, k, regs, a[0], a[1], id);
+		offk_keep(ctx, task, kk, i, ustack, a[0], a[1], id);
 	return id;
 }
 
