@@ -69,8 +69,9 @@ struct offk_chain {
 };
 
 /*
- * Chains kept per thread: one per place it blocks, told by the block's user
- * chain (a hint only: a chain is reused only as proven), up to this many.
+ * Chains kept per thread, up to this many: one per place it blocks, those
+ * with the block's user chain tried (a hint only: a chain is reused only as
+ * proven), a new one in the next slot by turns.
  */
 #define OFFK_SLOTS 4
 
@@ -317,8 +318,8 @@ static __always_inline bool offk_walk(struct offk_scratch *sc, __u64 base, __u64
 	return sc->ok;
 }
 
-/* The kept chain's id if the walk derives it from the thread's stack now, else -1. */
-static __always_inline __s32 offk_hit(struct offk_slot *k, struct pt_regs *regs, __u64 c, __u64 ra)
+/* The kept chain's id if the walk derives it from the thread's stack now, else -1 (a subprogram: tried per slot). */
+static __noinline __s32 offk_hit(struct offk_slot *k, struct pt_regs *regs, __u64 c, __u64 ra)
 {
 	__u32 zero = 0;
 	struct offk_scratch *sc = bpf_map_lookup_elem(&offk_scratch, &zero);
@@ -347,17 +348,19 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 		kk = bpf_task_storage_get(&offkkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!kk)
 		return;
-	/* No slot for this user chain: the next one's, by turns. */
+	/* A chain these rules could not derive under this user chain: not tried again while it is noted. */
+	for (j = 0; j < OFFK_SLOTS; j++)
+		if (kk->s[j].ustack == ustack && kk->s[j].failed == id)
+			return;
+	/* i: a slot of this user chain holding none; else the next one, by turns. */
 	if (i >= OFFK_SLOTS) {
 		i = kk->next % OFFK_SLOTS;
 		kk->next = i + 1;
-		kk->s[i].ustack = ustack;
-		kk->s[i].failed = -1;
-		kk->s[i].c.n = 0;
 	}
 	k = &kk->s[i & (OFFK_SLOTS - 1)];
-	if (k->failed == id)
-		return;
+	k->ustack = ustack;
+	k->failed = -1;
+	k->c.n = 0;
 	offk_stat(SP_OFFK_MISS);
 	len = bpf_get_stack(ctx, sc->c.ips, sizeof(sc->c.ips), KSTACK_SKIP);
 	/* A full buffer may be a chain cut short: not kept. */
@@ -398,28 +401,29 @@ static __always_inline __s32 offk_stackid(void *ctx, __s32 ustack)
 	struct off_kkept *kk = bpf_task_storage_get(&offkkeep, task, 0, 0);
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	void *p[2] = { ctx, regs };
-	__u32 i = OFFK_SLOTS;
+	__u32 spare = OFFK_SLOTS;
 	__u64 a[2];
 	__s32 id;
 
 	/* ctx's and regs' addresses as numbers (the verifier refuses most arithmetic on those pointers). */
 	if (!regs || bpf_probe_read_kernel(a, sizeof(a), p))
 		return bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
-	if (kk) {
-		for (i = 0; i < OFFK_SLOTS; i++)
-			if (kk->s[i].ustack == ustack)
-				break;
-		if (i < OFFK_SLOTS) {
-			id = offk_hit(&kk->s[i], regs, a[0], a[1]);
-			if (id >= 0) {
-				offk_stat(SP_OFFK_HIT);
-				return id;
-			}
+	for (__u32 i = 0; kk && i < OFFK_SLOTS; i++) {
+		if (kk->s[i].ustack != ustack)
+			continue;
+		if (!kk->s[i].c.n) {
+			spare = i;
+			continue;
+		}
+		id = offk_hit(&kk->s[i], regs, a[0], a[1]);
+		if (id >= 0) {
+			offk_stat(SP_OFFK_HIT);
+			return id;
 		}
 	}
 	id = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
 	if (id >= 0)
-		offk_keep(ctx, task, kk, i, ustack, a[0], a[1], id);
+		offk_keep(ctx, task, kk, spare, ustack, a[0], a[1], id);
 	return id;
 }
 
