@@ -24,11 +24,14 @@
  * (CONFIG_RANDOMIZE_KSTACK_OFFSET: one thread's switch-outs seen here 16 to
  * 800 bytes apart), and __schedule's frame is bp-based.
  *
- * The first frame is the tracepoint's (__traceiter_sched_switch, or
- * __schedule), its return address in a slot above bpf_trace_run4's frame,
- * which holds the program's ctx (its args): a C function's frame has one
- * size, so the slot is ctx plus a constant, found at each keep by its value
- * and proven by the whole chain derived from it.
+ * The first frame is bpf_trace_run4's, the program's caller, as the kernel
+ * leaves the program's frame (no ORC for JIT code: by its frame pointer, so
+ * bp is the word pushed below the return address into bpf_trace_run4).
+ * That return address is below bpf_trace_run4's args, the program's ctx: a
+ * C function's frame has one size, so its slot is ctx less a constant,
+ * found at each keep by its value and proven by the whole chain derived
+ * from it.  (Not the tracepoint's caller's frame: __schedule's is bp-based,
+ * and its bp is saved below, by whoever saved it first.)
  *
  * A reuse costs one read of the stack from that slot to the user's
  * registers and a compare per frame, against the kernel's ORC unwind.
@@ -40,7 +43,7 @@
 #define OFFK_FRAMES 32
 /* Bytes from the first frame's slot to the user's registers: one read covers them. */
 #define OFFK_SPAN 4096
-/* Words above ctx searched for the first frame's return address (bpf_trace_run4's frame is smaller). */
+/* Words below ctx searched for the first frame's return address (bpf_trace_run4's frame is smaller). */
 #define OFFK_SCAN 32
 
 /* The core kernel's ORC tables and text, from kallsyms (user space); 0: none, nothing kept. */
@@ -74,12 +77,14 @@ struct offk_chain {
  * proven), a new one in the next slot by turns.
  */
 #define OFFK_SLOTS 4
+/* No id: neither a chain's (>= 0) nor a failed lookup's (-errno). */
+#define OFFK_NONE (-0x7fffffff - 1)
 
 struct offk_slot {
 	__s32 ustack;	/* the user chain's id it was kept with: which slot to try */
 	__s32 kstack;	/* the chain's id in offstacks, which nothing replaces or deletes */
 	__s32 failed;	/* an id whose chain these rules could not derive: not tried again */
-	__u32 bofs;	/* the first frame's return-address slot, from the tracepoint's ctx */
+	__u32 bofs;	/* the first frame's return-address slot, below the tracepoint's ctx */
 	struct offk_chain c;
 };
 
@@ -104,7 +109,7 @@ struct {
 	__type(value, __u64);
 } offk_rules SEC(".maps");
 
-/* Per CPU: the chain to derive, the walk's state, the stack it reads. */
+/* Per CPU: the chain to derive, the walk's state, the stack it reads ([base, base + len)). */
 struct offk_scratch {
 	struct offk_chain c;
 	__u64 sp, bp, base, len;
@@ -145,24 +150,40 @@ struct orc_entry___v61 {
 	unsigned int bp_reg : 4;
 	unsigned int type : 2;
 	unsigned int end : 1;
-} __attribute__((packed));
+} __attribute__((packed, preserve_access_index));
+
+/*
+ * A table entry as read: one object of either layout (read as another type
+ * through a cast, the compiler may take the bytes for the zeros they were
+ * before the read: 6.1's rules all came out 0).
+ */
+union offk_orc {
+	struct orc_entry e;
+	struct orc_entry___v61 v61;
+	__u64 raw;
+};
 
 /* The rule of one table entry; 6.4 gave the type three bits, new values and a signal bit. */
-static __always_inline __u64 offk_decode(__u8 *e)
+static __always_inline __u64 offk_decode(union offk_orc *u)
 {
 	__u64 sp_reg, bp_reg, type, kind;
+	__u16 spo, bpo;
 
 	if (bpf_core_field_exists(struct orc_entry, signal)) {
-		struct orc_entry *o = (void *)e;
+		struct orc_entry *o = &u->e;
 
+		spo = o->sp_offset;
+		bpo = o->bp_offset;
 		sp_reg = BPF_CORE_READ_BITFIELD(o, sp_reg);
 		bp_reg = BPF_CORE_READ_BITFIELD(o, bp_reg);
 		type = BPF_CORE_READ_BITFIELD(o, type);
 		/* ORC_TYPE_CALL 2, ORC_TYPE_REGS 3; after a signal frame the next rule is looked up at ip, not ip - 1. */
 		kind = type == 2 && !BPF_CORE_READ_BITFIELD(o, signal) ? OFFK_CALL : type == 3 ? OFFK_REGS : OFFK_OTHER;
 	} else if (bpf_core_field_exists(struct orc_entry___v61, end)) {
-		struct orc_entry___v61 *o = (void *)e;
+		struct orc_entry___v61 *o = &u->v61;
 
+		spo = o->sp_offset;
+		bpo = o->bp_offset;
 		sp_reg = BPF_CORE_READ_BITFIELD(o, sp_reg);
 		bp_reg = BPF_CORE_READ_BITFIELD(o, bp_reg);
 		type = BPF_CORE_READ_BITFIELD(o, type);
@@ -170,8 +191,7 @@ static __always_inline __u64 offk_decode(__u8 *e)
 	} else {
 		return OFFK_OTHER;
 	}
-	/* sp_offset and bp_offset lead in every version. */
-	return kind | sp_reg << 8 | bp_reg << 12 | (__u64) * (__u16 *)e << 16 | (__u64) * (__u16 *)(e + 2) << 32;
+	return kind | sp_reg << 8 | bp_reg << 12 | (__u64)spo << 16 | (__u64)bpo << 32;
 }
 
 /*
@@ -185,7 +205,8 @@ static long offk_search(__u32 unused, void *unused2)
 {
 	__u32 zero = 0, c;
 	struct offk_scratch *sc = bpf_map_lookup_elem(&offk_scratch, &zero);
-	__u64 ip, rule, *r, e = 0; /* the 6-byte entry in a word: the verifier wants stack reads aligned */
+	union offk_orc e = { .raw = 0 }; /* a word: the verifier wants stack reads aligned */
+	__u64 ip, rule, *r;
 	__s64 mid;
 	__s32 rel;
 
@@ -221,8 +242,12 @@ static long offk_search(__u32 unused, void *unused2)
 		return 0;
 	}
 	rule = 0;
-	if (sc->found >= 0 && !bpf_probe_read_kernel(&e, 6, (void *)(orc_tab + sc->found * 6)))
-		rule = offk_decode((__u8 *)&e);
+	if (sc->found >= 0) {
+		/* Unread, the rule is not known to be none: not noted, and the walk stops here. */
+		if (bpf_probe_read_kernel(&e, 6, (void *)(orc_tab + sc->found * 6)))
+			return 1;
+		rule = offk_decode(&e);
+	}
 	bpf_map_update_elem(&offk_rules, &ip, &rule, BPF_ANY);
 	sc->c.rules[c] = rule;
 	sc->searching = 0;
@@ -293,26 +318,30 @@ static long offk_step(__u32 i, void *unused)
 }
 
 /*
- * The walk of sc->c from the first frame's slot at base, over the stack as
+ * The walk of sc->c from the first frame's slot at slot, over the stack as
  * it is now, up to the user's registers at regs; true if it derives every
  * frame of sc->c.
  */
-static __always_inline bool offk_walk(struct offk_scratch *sc, __u64 base, __u64 regs)
+static __always_inline bool offk_walk(struct offk_scratch *sc, __u64 slot, __u64 regs)
 {
-	__u64 len = regs - base, ip0;
+	__u64 base = slot - 8, len = regs - base, ip0;
 
-	if (regs <= base || len > OFFK_SPAN || len < 16 || sc->c.n < 2 || sc->c.n >= OFFK_FRAMES)
+	if (regs <= slot || len >= OFFK_SPAN || sc->c.n < 2 || sc->c.n >= OFFK_FRAMES)
 		return false;
-	/* Bounded where the verifier sees it: the compiler may fold the test above into other arithmetic. */
-	barrier_var(len);
-	if (len > OFFK_SPAN || bpf_probe_read_kernel(sc->buf, len, (void *)base))
+	/*
+	 * Bounded where the verifier sees it, in the register passed: 6.1's
+	 * forgets a bound learnt after the value was spilled to the stack.
+	 */
+	asm volatile("%[len] &= %[mask]" : [len] "+r"(len) : [mask] "i"(OFFK_SPAN - 1));
+	if (bpf_probe_read_kernel(sc->buf, len, (void *)base))
 		return false;
 	sc->base = base;
 	sc->len = len;
-	if (!offk_word(sc, base, &ip0) || ip0 != sc->c.ips[0])
+	/* bp as the kernel has it past the program's frame: the word the JIT's prologue pushed. */
+	if (!offk_word(sc, slot, &ip0) || ip0 != sc->c.ips[0] || !offk_word(sc, base, &sc->bp))
 		return false;
-	sc->sp = base + 8;
-	sc->bp_known = 0;
+	sc->sp = slot + 8;
+	sc->bp_known = 1;
 	sc->ok = 0;
 	bpf_loop(OFFK_FRAMES, offk_step, NULL, 0);
 	return sc->ok;
@@ -328,7 +357,7 @@ static __noinline __s32 offk_hit(struct offk_slot *k, struct pt_regs *regs, __u6
 		return -1;
 	__builtin_memcpy(&sc->c, &k->c, sizeof(sc->c));
 	/* The chain ends at those registers because they are the user's (the kernel: no kernel text there). */
-	if (!offk_walk(sc, c + k->bofs, ra) || (__s64)regs->ip < 0)
+	if (!offk_walk(sc, c - k->bofs, ra) || (__s64)regs->ip < 0)
 		return -1;
 	return k->kstack;
 }
@@ -344,10 +373,16 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 
 	if (!sc)
 		return;
-	if (!kk)
+	if (!kk) {
 		kk = bpf_task_storage_get(&offkkeep, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!kk)
-		return;
+		if (!kk)
+			return;
+		/* Created zeroed: no slot may match a user chain or a failed id of 0. */
+		for (j = 0; j < OFFK_SLOTS; j++) {
+			kk->s[j].ustack = OFFK_NONE;
+			kk->s[j].failed = OFFK_NONE;
+		}
+	}
 	/* A chain these rules could not derive under this user chain: not tried again while it is noted. */
 	for (j = 0; j < OFFK_SLOTS; j++)
 		if (kk->s[j].ustack == ustack && kk->s[j].failed == id)
@@ -359,18 +394,20 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 	}
 	k = &kk->s[i & (OFFK_SLOTS - 1)];
 	k->ustack = ustack;
-	k->failed = -1;
+	k->failed = OFFK_NONE;
 	k->c.n = 0;
 	offk_stat(SP_OFFK_MISS);
-	len = bpf_get_stack(ctx, sc->c.ips, sizeof(sc->c.ips), KSTACK_SKIP);
+	/* From bpf_trace_run4's frame: the id's chain (KSTACK_SKIP) is this one's from its second frame. */
+	len = bpf_get_stack(ctx, sc->c.ips, sizeof(sc->c.ips), KSTACK_SKIP - 1);
 	/* A full buffer may be a chain cut short: not kept. */
-	if (len < 16 || len >= (long)sizeof(sc->c.ips))
+	if (len < 24 || len >= (long)sizeof(sc->c.ips))
 		goto fail;
 	sc->c.n = (__u64)len / 8;
-	if (bpf_probe_read_kernel(sc->buf, OFFK_SCAN * 8, (void *)c))
+	if (bpf_probe_read_kernel(sc->buf, OFFK_SCAN * 8, (void *)(c - OFFK_SCAN * 8)))
 		goto fail;
+	/* The nearest below ctx. */
 	for (j = 0; j < OFFK_SCAN; j++)
-		if (*(__u64 *)&sc->buf[j * 8] == sc->c.ips[0])
+		if (*(__u64 *)&sc->buf[(OFFK_SCAN - 1 - j) * 8] == sc->c.ips[0])
 			break;
 	if (j >= OFFK_SCAN)
 		goto fail;
@@ -378,11 +415,11 @@ static __always_inline void offk_keep(void *ctx, struct task_struct *task, struc
 	sc->searching = 0;
 	/* 2^24 table entries at most (this kernel has 480k): 24 steps an ip, and its start and end. */
 	bpf_loop(OFFK_FRAMES * 26, offk_search, NULL, 0);
-	if (sc->cur != sc->c.n || !offk_walk(sc, c + j * 8, ra))
+	if (sc->cur != sc->c.n || !offk_walk(sc, c - (j + 1) * 8, ra))
 		goto fail;
-	k->bofs = j * 8;
+	k->bofs = (j + 1) * 8;
 	k->kstack = id;
-	k->failed = -1;
+	k->failed = OFFK_NONE;
 	__builtin_memcpy(&k->c, &sc->c, sizeof(k->c));
 	offk_stat(SP_OFFK_KEPT);
 	return;
