@@ -146,6 +146,8 @@ struct {
 	__uint(value_size, SP_OFFCPU_STACK_DEPTH * sizeof(__u64));
 } offstacks SEC(".maps");
 
+#include "offkstack.bpf.h"
+
 /* User chains unwound by the tables (eh_user); sized with --off-cpu-entries. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -473,13 +475,15 @@ static __always_inline void switch_out(void *ctx, __u32 tid, __u32 pid, __u32 st
 	st.run_delay = rd;
 	/* A preemption is no block: its record needs no stacks. */
 	if (want_stacks && st.state) {
-		st.kstack = bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
-		if (st.kstack < 0)
-			stat_inc(SP_STAT_OFFCPU_KSTACK);
+		/* The user chain first: it tells which of the thread's kept kernel chains to try. */
 		st.ustack = eh_user ? eh_block_stackid(keep)
 				    : bpf_get_stackid(ctx, &offstacks, BPF_F_USER_STACK | BPF_F_FAST_STACK_CMP);
 		if (st.ustack < 0)
 			stat_inc(SP_STAT_OFFCPU_USTACK);
+		st.kstack = keep && keep_kchains ? offk_stackid(ctx, st.ustack)
+						 : bpf_get_stackid(ctx, &offstacks, KSTACK_SKIP | BPF_F_FAST_STACK_CMP);
+		if (st.kstack < 0)
+			stat_inc(SP_STAT_OFFCPU_KSTACK);
 	} else {
 		st.kstack = st.ustack = -2; /* -ENOENT: none taken */
 	}

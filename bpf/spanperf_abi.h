@@ -354,6 +354,14 @@ enum sp_stat {
 
 #define SP_OFFCPU_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH: the stack map's value is this many u64 */
 
+/* The off-CPU program's kernel chains (offkstack.bpf.h), counted per CPU in offk_stats. */
+enum sp_offk_stat {
+	SP_OFFK_HIT,  /* reused: proven the chain the kernel would give */
+	SP_OFFK_MISS, /* taken by the kernel, then derived by the rules to be kept */
+	SP_OFFK_KEPT, /* of those, derived the same and kept */
+	SP_OFFK_MAX,
+};
+
 /* Where a wakeup came from (struct sp_waker.ctx). */
 enum sp_waker_ctx {
 	SP_WAKER_NONE = 0, /* no sched_waking seen for the block */

@@ -2,7 +2,8 @@
 """The ehframe walk where a cache of chains would go wrong (--call-graph
 ehframe): the sampling program's tail cache (bpf/ehkeep.bpf.h) takes a
 thread's outer frames from its last chain once proven unchanged, and the
-off-CPU program reuses a block's chain (offcpu.bpf.c).  Ground truth is
+off-CPU program reuses a block's user and kernel chains (offcpu.bpf.c,
+offkstack.bpf.h).  Ground truth is
 workload_kept (no frame pointers): two ways (way1, way2) down to one shared
 chain at the same stack addresses, ending in leaf1 or leaf2 through one call
 site, so a tail taken from the other way's chain would show leaf1 under way2.
@@ -19,7 +20,7 @@ import subprocess
 import threading
 import time
 
-from harness import BUILD, SPANPERF, Skip, need_bpf, perf_clean, reap, spanperf, test, tmpdir
+from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, perf_clean, reap, spanperf, test, tmpdir
 from test_dwarf import folded
 
 KEPT_WORKLOAD = os.path.join(BUILD, "tests", "workload_kept")
@@ -245,3 +246,178 @@ def test_kept_offcpu_blocks_each_where_it_blocked():
         assert 0.9 * n <= combos[k] <= 1.1 * n, "%s: %d blocks of %d: %s\n%s" % (k, combos[k], n, dict(combos),
                                                                                  err[-1500:])
         assert whole[k] >= 0.95 * combos[k], "%s: %d of %d chains whole to main" % (k, whole[k], combos[k])
+
+
+# workload_kept kblocks' sites: the user leaf, its SITES letter, and the kernel functions its block's chain has.
+KSITES = {"kleaf_sleep": ("s", ("do_nanosleep",)), "kleaf_pipe": ("p", ("pipe_read", "anon_pipe_read")),
+          "kleaf_poll": ("o", ("do_sys_poll",)), "kleaf_select": ("e", ("do_select",))}
+
+
+def offcpu_samples(path, tid):
+    """perf script's offcpu-time samples of tid: (kernel frames, user frames) each, leaf first."""
+    out = perf_clean(["script", "-F", "tid,event,ip,sym", "--tid", str(tid)], path)
+    samples, cur = [], None
+    for line in out.splitlines():
+        if line.startswith("\t"):
+            f = line.split()
+            if cur is not None and len(f) >= 2:
+                cur[0 if f[0].startswith("ffff") else 1].append(f[1])
+        elif line.strip():
+            cur = ([], []) if "offcpu-time" in line else None
+            if cur is not None:
+                samples.append(cur)
+    return samples
+
+
+def kernel_chain_wrong(kern, user):
+    """Why a block's kernel chain is not its user leaf's site (None if it is): it must name the site's
+    kernel function and no other site's, and reach the syscall entry (the whole chain)."""
+    leaf = next((f for f in user if f in KSITES), None)
+    if leaf is None:
+        return "no kblocks leaf in %s" % user[:6]
+    own = KSITES[leaf][1]
+    others = [n for l, (_, names) in KSITES.items() if l != leaf for n in names]
+    if not any(f in own for f in kern) or any(f in others for f in kern):
+        return "%s under %s" % (kern, leaf)
+    if not kern or kern[-1] != "entry_SYSCALL_64_after_hwframe":
+        return "cut short: %s" % kern
+    return None
+
+
+def orc_in_kallsyms():
+    """The kernel names its ORC tables where root reads them (what offkstack.bpf.h needs)."""
+    with open("/proc/kallsyms") as f:
+        return any(l.split()[2] == "__start_orc_unwind_ip" and int(l.split()[0], 16) for l in f)
+
+
+def kernel_reuse(err):
+    """record -v's count of kernel chains reused, and of those the kernel unwound."""
+    for line in err.splitlines():
+        if "off-CPU kernel stacks:" in line:
+            nums = [int(w) for w in line.replace(",", " ").split() if w.isdigit()]
+            return nums[0], nums[1]
+    return 0, 0
+
+
+def record_kblocks(n, sites):
+    """workload_kept kblocks N 200 SITES recorded alone (-p) with --off-cpu, every block a sample: the
+    workload's (kernel, user) chains and the record's stderr.  The workload starts first and waits for a
+    line the recorded command sends once the events are on, so its tables are read before its first block."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "kept-kblocks.data")
+    wl = subprocess.Popen([KEPT_WORKLOAD, "kblocks", str(n), "200", sites], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+    tid = json_lines(wl.stdout.readline())[0]["tid"]
+    reaper = threading.Thread(target=lambda: (wl.stdout.read(), wl.wait()))
+    reaper.start()
+    go = "echo go > /proc/%d/fd/0; while kill -0 %d 2>/dev/null; do sleep 0.05; done" % (wl.pid, wl.pid)
+    try:
+        p = spanperf("record", "-g", "--off-cpu", "--off-cpu-thresh", "0", "-v", "-p", str(wl.pid), "-o", path,
+                     "--", "sh", "-c", go)
+        reaper.join(120)
+    finally:
+        wl.stdin.close()
+        reap(wl)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-2000:])
+    return offcpu_samples(path, tid), p.stderr
+
+
+def check_reused(samples, err):
+    """Where the kernel's ORC tables are readable, most of the thread's kernel chains were reused."""
+    reused, taken = kernel_reuse(err)
+    if orc_in_kallsyms():
+        assert reused >= 0.8 * len(samples), "%d kernel chains reused, %d taken by the kernel, of %d blocks" % (
+            reused, taken, len(samples))
+
+
+@test
+def test_kept_offcpu_kernel_chains_by_turns():
+    """One thread blocking by turns in nanosleep, a pipe's read, ppoll and select, each from the
+    same user depth (workload_kept kblocks): four kernel chains of about the same depth, one after
+    the other.  Every block is a sample: each holds its own site's kernel chain, whole to the
+    syscall entry, and each site has its blocks.  Where the kernel's ORC tables are readable the
+    thread's chains are reused after their first block (offkstack.bpf.h): most of them."""
+    n = 300
+    samples, err = record_kblocks(n, "spoe")
+    # The workload's last block, waiting for the pipe's child, is none of the four.
+    samples = [(k, u) for k, u in samples if any(f in KSITES for f in u)]
+    wrong = [w for w in (kernel_chain_wrong(k, u) for k, u in samples) if w]
+    assert not wrong, "%d of %d blocks: %s" % (len(wrong), len(samples), wrong[:3])
+    per = collections.Counter(next(f for f in u if f in KSITES) for _, u in samples)
+    for leaf in KSITES:
+        # One block per call; a spurious wake-up may make two of one, a switch-in the tracepoint hid may lose one.
+        assert 0.9 * n <= per[leaf] <= 1.1 * n, "%s: %d blocks of %d: %s" % (leaf, per[leaf], n, dict(per))
+    check_reused(samples, err)
+
+
+@test
+def test_kept_offcpu_kernel_chains_under_one_user_chain():
+    """clock_nanosleep and ppoll by turns through syscall(2) from one call site (kblocks SO): one
+    user chain, two kernel chains, so only the kernel's words tell a kept chain from the other.
+    Each syscall's blocks hold its own chain, whole: 300 and 300, never 600 of one."""
+    n = 300
+    samples, err = record_kblocks(n, "SO")
+    samples = [(k, u) for k, u in samples if "kleaf_sys" in u]
+    per = collections.Counter("sleep" if "do_nanosleep" in k else "poll" if "do_sys_poll" in k else "?"
+                              for k, _ in samples)
+    cut = [k for k, _ in samples if not k or k[-1] != "entry_SYSCALL_64_after_hwframe"]
+    assert 0.9 * n <= per["sleep"] <= 1.1 * n and 0.9 * n <= per["poll"] <= 1.1 * n and not per["?"] and \
+        not cut, (dict(per), cut[:3])
+    check_reused(samples, err)
+
+
+# Run under record: process A blocks in select and exits, B is given A's pid (ns_last_pid) and blocks
+# in ppoll (no child: its pid would be the next A's); up to 20 tries for 3 reuses.  Prints {"reused": [pids]} or {"skip": why}.
+PID_REUSE = """
+import json, subprocess, sys
+wl, pids = sys.argv[1], []
+def run(sites):
+    out = subprocess.run([wl, "kblocks", "300", "100", sites], input="go\\n", capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out.splitlines()[0])["pid"]
+for _ in range(20):
+    a = run("e")
+    try:
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(a - 1))
+    except OSError as e:
+        print(json.dumps({"skip": "cannot set ns_last_pid: %s" % e}))
+        sys.exit(0)
+    if run("o") == a:
+        pids.append(a)
+    if len(pids) >= 3:
+        break
+print(json.dumps({"reused": pids}))
+"""
+
+
+@test
+def test_kept_offcpu_kernel_chain_pid_reuse():
+    """A process blocking in select exits and another gets its pid at once (ns_last_pid), blocking
+    in ppoll from the same user depth: every block of that pid holds its own site's
+    kernel chain, the newcomer's never the old process's kept one (record follows the tree of a
+    script that makes them, every block a sample)."""
+    need_bpf()
+    path = os.path.join(tmpdir(), "kept-kreuse.data")
+    p = spanperf("record", "-g", "--off-cpu", "--off-cpu-thresh", "0", "-F", "1", "-v", "-o", path, "--",
+                 "python3", "-c", PID_REUSE, KEPT_WORKLOAD)
+    assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-2000:])
+    res = json_lines(p.stdout)[-1]
+    if "skip" in res:
+        raise Skip(res["skip"])
+    if len(res["reused"]) < 3:
+        raise Skip("another process took the pid first in %d of 20 tries" % (20 - len(res["reused"])))
+    for pid in res["reused"]:
+        samples = offcpu_samples(path, pid)
+        # By kernel chain: A's 300 blocks in select, B's 300 in ppoll, within 10% (a spurious
+        # wake-up, a switch-in the tracepoint hid).  Each lives some 60 ms, less than the recorder takes
+        # to read a new process: its user chains are whole from the mappings its exec and mmaps noted
+        # (eh_fresh, which the off-CPU walk shares since 415afcf; before it, 214 of B's 300 were whole).
+        # The named ones each under its own kernel chain.
+        by_kernel = collections.Counter(l for k, _ in samples for l, (_, names) in KSITES.items()
+                                        if any(f in names for f in k))
+        named = [(k, u) for k, u in samples if any(f in KSITES for f in u)]
+        wrong = [w for w in (kernel_chain_wrong(k, u) for k, u in named) if w]
+        polls = sum(1 for _, u in named if "kleaf_poll" in u)
+        assert all(270 <= by_kernel[l] <= 330 for l in ("kleaf_select", "kleaf_poll")) and polls >= 270 and \
+            not wrong, (pid, dict(by_kernel), polls, wrong[:3])

@@ -23,13 +23,27 @@
  *                                blocking thread's sp, ip and innermost return address
  *                                repeat under another caller further up, and two
  *                                blocking sites alternate at the same depth
+ *   workload_kept kblocks N US SITES
+ *                                after a line on stdin, N rounds of blocks of about US us
+ *                                down the shared chain, one a site of SITES by turns: s
+ *                                nanosleep (kleaf_sleep), p a pipe's read (kleaf_pipe, fed
+ *                                by a child), o ppoll (kleaf_poll), e select (kleaf_select):
+ *                                kernel chains of the same depth, by turns, from the same
+ *                                user depth; S clock_nanosleep and O ppoll by syscall(2) from
+ *                                one call site (kleaf_sys): two kernel chains under one user
+ *                                chain; prints its pid and tid
  */
+#define _GNU_SOURCE /* ppoll */
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +225,123 @@ NOINLINE static void blocks(void)
 	}
 }
 
+/* kblocks: the child's pipes, asked for a byte (req) that it writes US us later (data). */
+static int req[2], data[2];
+
+NOINLINE void kleaf_sleep(void)
+{
+	nanosleep(&block_ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void kleaf_pipe(void)
+{
+	char c = 0;
+
+	if (write(req[1], &c, 1) != 1 || read(data[0], &c, 1) != 1)
+		exit(1);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void kleaf_poll(void)
+{
+	ppoll(NULL, 0, &block_ts, NULL);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void kleaf_select(void)
+{
+	struct timeval tv = { 0, block_ts.tv_nsec / 1000 };
+
+	select(0, NULL, NULL, NULL, &tv);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* kleaf_sys's call: SYS_clock_nanosleep or SYS_ppoll. */
+static long sys_nr;
+
+/* One call site for both, so that both blocks have the same user chain. */
+NOINLINE void kleaf_sys(void)
+{
+	struct timespec ts = block_ts;
+
+	syscall(sys_nr, sys_nr == SYS_ppoll ? 0 : CLOCK_MONOTONIC, 0, &ts, NULL, 8);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Whether process pid sleeps (its state in /proc/PID/stat is S). */
+static int sleeping(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/*
+ * The pipe's far end: a byte US us after each asked, and not before the
+ * asker sleeps in its read (on a busy host it may still be waiting for a
+ * CPU then, and its read would not block), until the asking end closes.
+ */
+static int feeder(void)
+{
+	struct timespec tick = { 0, 20000 };
+	pid_t parent = getppid();
+	char c;
+
+	close(req[1]);
+	close(data[0]);
+	while (read(req[0], &c, 1) == 1) {
+		nanosleep(&block_ts, NULL);
+		for (int i = 0; i < 50000 && !sleeping(parent); i++)
+			nanosleep(&tick, NULL);
+		if (write(data[1], &c, 1) != 1)
+			return 1;
+	}
+	return 0;
+}
+
+NOINLINE static int kblocks(const char *sites)
+{
+	pid_t child = -1;
+
+	if (strchr(sites, 'p')) {
+		if (pipe(req) || pipe(data))
+			return 1;
+		child = fork();
+		if (child < 0)
+			return 1;
+		if (!child)
+			_exit(feeder());
+		close(req[0]);
+		close(data[1]);
+	}
+	while (rounds_left-- > 0) {
+		for (const char *c = sites; *c; c++) {
+			sys_nr = *c == 'O' ? SYS_ppoll : SYS_clock_nanosleep;
+			bway1(*c == 's'	  ? kleaf_sleep
+			      : *c == 'p' ? kleaf_pipe
+			      : *c == 'o' ? kleaf_poll
+			      : *c == 'e' ? kleaf_select
+					  : kleaf_sys);
+		}
+	}
+	if (child > 0) {
+		close(req[1]);
+		waitpid(child, NULL, 0);
+	}
+	return 0;
+}
+
 NOINLINE unsigned long deep(int n, double end)
 {
 	unsigned long r;
@@ -267,6 +398,18 @@ int main(int argc, char **argv)
 			return 1;
 		rounds_left = atol(argv[2]);
 		blocks();
+	} else if (!strcmp(argv[1], "kblocks") && argc > 4) {
+		char line[16];
+
+		block_ts.tv_nsec = atol(argv[3]) * 1000;
+		printf("{\"pid\":%d,\"tid\":%ld}\n", getpid(), (long)syscall(SYS_gettid));
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		rounds_left = atol(argv[2]);
+		if (kblocks(argv[4]))
+			return 1;
+		return 0;
 	} else if (!strcmp(argv[1], "deep") && argc > 3) {
 		deep(atoi(argv[2]), now_ms() + ms);
 	} else {

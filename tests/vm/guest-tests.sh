@@ -73,6 +73,21 @@ offcpu_case() {
 }
 offcpu_case tp_btf
 offcpu_case raw_tp --raw-tp
+# The sleeping thread's kernel chains reused after its first block, proven from 6.1's ORC tables read
+# from BPF (offkstack.bpf.h: struct orc_entry as 6.1 lays it out), each the kernel's whole chain.
+if $S record -v --off-cpu --off-cpu-thresh 0 -o /tmp/ok.data -- $W sleeps 200 1000 > /dev/null 2> /tmp/err.txt; then
+	r=$(sed -n 's/.*kernel stacks: \([0-9]*\) reused.*/\1/p' /tmp/err.txt)
+	$S report -i /tmp/ok.data --event off-cpu --folded 2> /dev/null | grep '^workload;.*clock_nanosleep' > /tmp/ok.folded
+	n=$(wc -l < /tmp/ok.folded)
+	bad=$(grep -vc ';entry_SYSCALL_64_after_hwframe;do_syscall_64;.*;do_nanosleep;schedule;__schedule [0-9]*$' /tmp/ok.folded)
+	if [ "${r:-0}" -ge 100 ] && [ "$n" -gt 0 ] && [ "$bad" -eq 0 ]; then
+		ok "offcpu.bpf reuses kept kernel chains ($r of 200 blocks), each whole to the syscall entry"
+	else
+		ko "offcpu.bpf reuses kept kernel chains" "$(grep -m1 'kernel stacks' /tmp/err.txt); $bad of $n chains not do_nanosleep's whole: $(head -c 300 /tmp/ok.folded)"
+	fi
+else
+	ko "offcpu.bpf reuses kept kernel chains" "$(grep -v '^libbpf' /tmp/err.txt | tail -3)"
+fi
 
 # --call-graph ehframe on this kernel: bpf_loop, attach cookies, the tables; chains of code without
 # frame pointers (qsort's comparator through libc) reach main, on-CPU and off-CPU alike.  The

@@ -134,6 +134,10 @@ static void offcpu_stats(struct rec_source *src)
 	if (st.kstack || st.ustack)
 		pr_info("off-CPU stacks not taken: %llu kernel, %llu user (unreadable, or the stack map full)",
 			(unsigned long long)st.kstack, (unsigned long long)st.ustack);
+	if (st.kchain_hits || st.kchain_misses)
+		pr_info("off-CPU kernel stacks: %llu reused as proven the same, %llu taken by the kernel and tried, %llu of those kept",
+			(unsigned long long)st.kchain_hits, (unsigned long long)st.kchain_misses,
+			(unsigned long long)st.kchain_kept);
 	REC_SAY(
 		{ st.hidden, REC_INFO, "off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back" },
 		{ st.unseen, REC_WARN, "off-CPU blocks dropped: the switch tracepoint never showed their thread coming back" },
