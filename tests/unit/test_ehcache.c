@@ -383,6 +383,44 @@ static void test_storable(void **state)
 	close(fd);
 }
 
+/*
+ * A table built with a debug file is keyed by both files' bytes: never the
+ * file's own table, and another once the debug file's CFI changes.
+ */
+static void test_debug_key(void **state)
+{
+	struct eh_cache_key alone, with, changed;
+	char dbg[PATH_MAX + 16], cmd[PATH_MAX * 3];
+	struct eh_cache *c;
+	size_t size;
+	off_t off;
+	char byte;
+	int fd, dfd;
+
+	(void)state;
+	empty_cache();
+	snprintf(dbg, sizeof(dbg), "%s/prog.debug", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", exe, dbg);
+	assert_int_equal(system(cmd), 0);
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	dfd = open(dbg, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0 && dfd >= 0);
+	assert_int_equal(eh_cache__key(c, fd, bid, sizeof(bid), &alone), 0);
+	assert_int_equal(eh_cache__key_debug(c, fd, dfd, bid, sizeof(bid), &with), 0);
+	assert_memory_not_equal(alone.digest, with.digest, SHA256_SIZE);
+	eh_frame_of(dbg, &off, &size);
+	assert_int_equal(pread(dfd, &byte, 1, off + size / 2), 1);
+	byte ^= 0x55;
+	assert_int_equal(pwrite(dfd, &byte, 1, off + size / 2), 1);
+	assert_int_equal(eh_cache__key_debug(c, fd, dfd, bid, sizeof(bid), &changed), 0);
+	assert_memory_not_equal(with.digest, changed.digest, SHA256_SIZE);
+	close(fd);
+	close(dfd);
+	eh_cache__free(c);
+}
+
 static void test_off(void **state)
 {
 	(void)state;
@@ -395,7 +433,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
-		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_off),
+		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_debug_key),
+		cmocka_unit_test(test_off),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

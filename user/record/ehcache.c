@@ -99,6 +99,25 @@ int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, stru
 	return e;
 }
 
+int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			struct eh_cache_key *k)
+{
+	static const char version[] = "spanperf ehtab with its debug file 1";
+	struct eh_cache_key dk;
+	struct sha256 h;
+	int e = eh_cache__key(c, fd, id, id_size, k) ?: eh_cache__key(c, debug_fd, id, id_size, &dk);
+
+	if (e)
+		return e;
+	/* Another name than the file's alone: its table is another (ehtab_from_fds adds the .debug_frame). */
+	sha256_init(&h);
+	sha256_update(&h, version, sizeof(version));
+	sha256_update(&h, k->digest, SHA256_SIZE);
+	sha256_update(&h, dk.digest, SHA256_SIZE);
+	sha256_final(&h, k->digest);
+	return 0;
+}
+
 /* "BUILDID.DIGEST.eht" ("none" for a file without a build id). */
 static void entry_name(const struct eh_cache_key *k, char *out, size_t len)
 {

@@ -52,6 +52,9 @@ struct eh_cache *eh_cache__new(__u64 max_bytes);
 void eh_cache__free(struct eh_cache *c);
 /* The key of the ELF file fd with build id id: 0, or -errno (the file is then not cached). */
 int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
+/* The key of the table ehtab_from_fds builds from fd and its debug file debug_fd: 0, or -errno. */
+int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			struct eh_cache_key *k);
 /* The kept table of k (at most max_rows rows): 0, -ENOENT (none), or -EBADMSG (refused, removed). */
 int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab);
 /*
