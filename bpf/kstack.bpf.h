@@ -38,6 +38,8 @@
 #ifndef SP_KSTACK_BPF_H
 #define SP_KSTACK_BPF_H
 
+#include "orc.bpf.h"
+
 #define KS_KSTACK 127 /* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's */
 #define KS_FRAMES 32  /* kernel chains up to this long are unwound here */
 #define KS_BLOCKS (1 << 17) /* 256-byte blocks of text ks_index covers: 32 MiB (this kernel's: 18) */
@@ -45,16 +47,6 @@
 #define KS_RULES 1024       /* rules per CPU kept by the pc looked up */
 #define KS_SEARCH 24  /* steps of the binary search: the table has fewer than 2^24 rules */
 
-/* arch/x86/include/asm/orc_types.h, the third layout. */
-#define KS_ORC_REG_UNDEFINED 0
-#define KS_ORC_REG_PREV_SP 1
-#define KS_ORC_REG_BP 4
-#define KS_ORC_REG_SP 5
-#define KS_ORC_TYPE_END_OF_STACK 1
-#define KS_ORC_TYPE_CALL 2
-#define KS_ORC_TYPE_REGS 3
-/* ORC's lookup table covers [_stext, _etext) in blocks of 256 bytes; the last block falls back to rbp. */
-#define KS_LOOKUP_BLOCK 256
 
 /*
  * The kernel's ORC tables, text and the trampolines its unwinder rewrites,
@@ -280,10 +272,13 @@ static __always_inline int ks_read(struct ks_work *k, __u64 at, __u64 *v)
 	return 0;
 }
 
-/* Whether pc is one the kernel's unwinder would give as it is: in the text ORC's table covers, no trampoline. */
+/*
+ * Whether pc is one the kernel's unwinder would give as it is: in the text
+ * ORC's table covers (its last block falls back to rbp), no trampoline.
+ */
 static __always_inline bool ks_pc_ok(__u64 pc)
 {
-	return pc >= ks_stext && pc + 2 * KS_LOOKUP_BLOCK < ks_etext && pc != ks_tramp[0] && pc != ks_tramp[1];
+	return pc >= ks_stext && pc + 2 * ORC_LOOKUP_BLOCK < ks_etext && pc != ks_tramp[0] && pc != ks_tramp[1];
 }
 
 /*
@@ -296,8 +291,9 @@ static long ks_step(__u32 i, void *unused)
 	__u32 zero = 0, sp_reg, bp_reg, type;
 	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
-	__u64 raw, cfa, ra = 0, bp = 0, cs = 0;
-	struct orc_entry *e;
+	__u64 cfa, ra = 0, bp = 0, cs = 0;
+	struct orc_rule r;
+	union orc_raw u;
 	__s16 off, bp_off;
 
 	if (!k || !s)
@@ -305,27 +301,25 @@ static long ks_step(__u32 i, void *unused)
 	k->done = 2;
 	if (k->n >= KS_FRAMES)
 		return 1;
-	raw = ks_rule_of(k, k->signal ? k->pc : k->pc - 1);
-	if (raw == ~0ull)
+	u.raw = ks_rule_of(k, k->signal ? k->pc : k->pc - 1);
+	if (u.raw == ~0ull || !orc_decode(&u, &r))
 		return 1;
-	/* 8 bytes read through the 6-byte type: the bitfields' loads are 4 bytes at 4. */
-	e = (void *)&raw;
-	sp_reg = BPF_CORE_READ_BITFIELD(e, sp_reg);
-	bp_reg = BPF_CORE_READ_BITFIELD(e, bp_reg);
-	type = BPF_CORE_READ_BITFIELD(e, type);
-	off = (__s16)raw;
-	bp_off = (__s16)(raw >> 16);
-	if (type == KS_ORC_TYPE_END_OF_STACK) {
+	sp_reg = r.sp_reg;
+	bp_reg = r.bp_reg;
+	type = r.type;
+	off = r.sp_off;
+	bp_off = r.bp_off;
+	if (type == ORC_TYPE_END_OF_STACK) {
 		k->done = 1;
 		return 1;
 	}
-	if (sp_reg == KS_ORC_REG_SP)
+	if (sp_reg == ORC_REG_SP)
 		cfa = k->sp + off;
-	else if (sp_reg == KS_ORC_REG_BP)
+	else if (sp_reg == ORC_REG_BP)
 		cfa = k->bp + off;
 	else
 		return 1;
-	if (type == KS_ORC_TYPE_REGS) {
+	if (type == ORC_TYPE_REGS) {
 		/* The user's registers (the rule's CFA is where they are): the kernel's chain ends at this pc. */
 		if (cfa == k->regs && !bpf_probe_read_kernel(&cs, 8, (void *)(cfa + __builtin_offsetof(struct pt_regs, cs))) &&
 		    (cs & 3) == 3)
@@ -333,16 +327,16 @@ static long ks_step(__u32 i, void *unused)
 		return 1;
 	}
 	/* Every CFA above the last (the kernel's "wrong direction" check), on the walk's stack. */
-	if (type != KS_ORC_TYPE_CALL || cfa <= k->sp || ks_read(k, cfa - 8, &ra) || !ks_pc_ok(ra))
+	if (type != ORC_TYPE_CALL || cfa <= k->sp || ks_read(k, cfa - 8, &ra) || !ks_pc_ok(ra))
 		return 1;
-	if (bp_reg == KS_ORC_REG_PREV_SP) {
+	if (bp_reg == ORC_REG_PREV_SP) {
 		if (ks_read(k, cfa + bp_off, &bp))
 			return 1;
 		k->bp = bp;
-	} else if (bp_reg != KS_ORC_REG_UNDEFINED) {
+	} else if (bp_reg != ORC_REG_UNDEFINED) {
 		return 1;
 	}
-	k->signal = BPF_CORE_READ_BITFIELD(e, signal);
+	k->signal = r.signal;
 	k->pc = ra;
 	k->sp = cfa;
 	s->ips[ks_idx(k->n + 1, EH_IPS - 1)] = ra;
