@@ -50,8 +50,8 @@
 
 /*
  * The kernel's ORC tables, text and the trampolines its unwinder rewrites,
- * from the kernel (ks_find below) once the recorder has loaded this; while
- * ks_orc is 0 every chain is the kernel's.
+ * from the kernel (user/sys/orctables.c), set by the recorder before the
+ * load; while ks_orc is 0 every chain is the kernel's.
  */
 __u64 ks_orc_ip, ks_orc_ip_end, ks_orc, ks_stext, ks_etext, ks_tramp[2];
 /* Tests: every chain made here checked against the kernel's walk, which is then what the sample carries. */
@@ -418,38 +418,6 @@ walked:
 	ks_stat(SP_KS_WALKED);
 	s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
 	return (__u64)got / 8 + 1;
-}
-
-/*
- * The ORC tables', the kernel text's and the rewritten trampolines'
- * addresses, from the kernel itself (never from a file another process
- * could write): run once by the recorder (BPF_PROG_TEST_RUN) after the load.
- * A trampoline missing from this kernel stays 0, which no pc is.
- */
-SEC("?syscall")
-int ks_find(void *ctx)
-{
-	__u64 a[5] = {}, t[2] = {};
-
-	if (bpf_kallsyms_lookup_name("__start_orc_unwind_ip", sizeof("__start_orc_unwind_ip"), 0, &a[0]) ||
-	    bpf_kallsyms_lookup_name("__stop_orc_unwind_ip", sizeof("__stop_orc_unwind_ip"), 0, &a[1]) ||
-	    bpf_kallsyms_lookup_name("__start_orc_unwind", sizeof("__start_orc_unwind"), 0, &a[2]) ||
-	    bpf_kallsyms_lookup_name("_stext", sizeof("_stext"), 0, &a[3]) ||
-	    bpf_kallsyms_lookup_name("_etext", sizeof("_etext"), 0, &a[4]))
-		return 1;
-	bpf_kallsyms_lookup_name("return_to_handler", sizeof("return_to_handler"), 0, &t[0]);
-	bpf_kallsyms_lookup_name("arch_rethook_trampoline", sizeof("arch_rethook_trampoline"), 0, &t[1]);
-	/* Both tables hold one entry per rule: 4 bytes of pc, 6 of rule. */
-	if (a[1] <= a[0] || a[2] < a[1] || a[4] <= a[3] || (a[1] - a[0]) / 4 * 6 == 0)
-		return 1;
-	ks_stext = a[3];
-	ks_etext = a[4];
-	ks_tramp[0] = t[0];
-	ks_tramp[1] = t[1];
-	ks_orc_ip = a[0];
-	ks_orc_ip_end = a[1];
-	ks_orc = a[2];
-	return 0;
 }
 
 #endif

@@ -3,7 +3,8 @@
  * The kernel's ORC rules as both BPF walks of kernel stacks read them
  * (kstack.bpf.h, a kernel-mode sample's chain; offkstack.bpf.h, a blocking
  * thread's): the constants of arch/x86/include/asm/orc_types.h and one
- * table entry's decode, in either layout, through CO-RE.
+ * table entry's decode, in either layout, through CO-RE.  The tables'
+ * addresses come from user space (user/sys/orctables.c).
  *
  * 6.4 changed the entry: the type grew to three bits with new values
  * (undefined 0, end of stack 1, call 2, regs 3, partial regs 4) and a
