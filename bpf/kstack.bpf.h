@@ -32,8 +32,8 @@
  * as before.  SPANPERF_KSTACK_CHECK (tests) compares every chain made here
  * with the kernel's.
  *
- * The rules' layout is ORC's third (6.4+: type:3, signal:1), checked by
- * CO-RE; elsewhere (Debian's 6.1) every chain is the kernel's.
+ * The rules' layout is checked by CO-RE (ks_layout_ok): 6.4+'s or 6.1's,
+ * decoded by orc.bpf.h; elsewhere every chain is the kernel's.
  */
 #ifndef SP_KSTACK_BPF_H
 #define SP_KSTACK_BPF_H
@@ -107,21 +107,33 @@ static __always_inline __u64 ks_addr(struct ks_work *k, const void *p)
 	return *(volatile __u64 *)&k->addr;
 }
 
-/* A bitfield of struct orc_entry: its first bit in the struct, and its width (CO-RE). */
-#define KS_BIT(f) (__builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_BYTE_OFFSET) * 8 + \
-		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64) -      \
-		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_LSHIFT_U64))
-#define KS_WIDTH(f) (64 - __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64))
+/* A bitfield of an orc_entry type: its first bit in the struct, and its width (CO-RE). */
+#define KS_BIT(t, f) (__builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_BYTE_OFFSET) * 8 + \
+		      __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_RSHIFT_U64) -      \
+		      __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_LSHIFT_U64))
+#define KS_WIDTH(t, f) (64 - __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_RSHIFT_U64))
 
-/* Whether the kernel's orc_entry is the layout decoded here (the third, 6.4+). */
+/*
+ * Whether the kernel's orc_entry is a layout orc_decode reads (orc.bpf.h):
+ * 6.4+'s (type:3, signal:1), or 6.1's (type:2, end:1), where the kernel's
+ * walk is the same for the rules taken here.
+ */
 static __always_inline bool ks_layout_ok(void)
 {
-	return bpf_core_type_exists(struct orc_entry) && bpf_core_field_exists(struct orc_entry, signal) &&
-	       bpf_core_field_exists(struct orc_entry, bp_reg) && bpf_core_field_exists(struct orc_entry, bp_offset) &&
-	       bpf_core_type_size(struct orc_entry) == 6 && bpf_core_field_offset(struct orc_entry, sp_offset) == 0 &&
-	       bpf_core_field_offset(struct orc_entry, bp_offset) == 2 && KS_BIT(sp_reg) == 32 && KS_WIDTH(sp_reg) == 4 &&
-	       KS_BIT(bp_reg) == 36 && KS_WIDTH(bp_reg) == 4 && KS_BIT(type) == 40 && KS_WIDTH(type) == 3 &&
-	       KS_BIT(signal) == 43 && KS_WIDTH(signal) == 1;
+	if (!bpf_core_type_exists(struct orc_entry) || bpf_core_type_size(struct orc_entry) != 6 ||
+	    !bpf_core_field_exists(struct orc_entry, bp_reg) || !bpf_core_field_exists(struct orc_entry, bp_offset) ||
+	    bpf_core_field_offset(struct orc_entry, sp_offset) != 0 || bpf_core_field_offset(struct orc_entry, bp_offset) != 2)
+		return false;
+	if (bpf_core_field_exists(struct orc_entry, signal))
+		return KS_BIT(struct orc_entry, sp_reg) == 32 && KS_WIDTH(struct orc_entry, sp_reg) == 4 &&
+		       KS_BIT(struct orc_entry, bp_reg) == 36 && KS_WIDTH(struct orc_entry, bp_reg) == 4 &&
+		       KS_BIT(struct orc_entry, type) == 40 && KS_WIDTH(struct orc_entry, type) == 3 &&
+		       KS_BIT(struct orc_entry, signal) == 43 && KS_WIDTH(struct orc_entry, signal) == 1;
+	return bpf_core_field_exists(struct orc_entry___v61, end) && KS_BIT(struct orc_entry___v61, sp_reg) == 32 &&
+	       KS_WIDTH(struct orc_entry___v61, sp_reg) == 4 && KS_BIT(struct orc_entry___v61, bp_reg) == 36 &&
+	       KS_WIDTH(struct orc_entry___v61, bp_reg) == 4 && KS_BIT(struct orc_entry___v61, type) == 40 &&
+	       KS_WIDTH(struct orc_entry___v61, type) == 2 && KS_BIT(struct orc_entry___v61, end) == 42 &&
+	       KS_WIDTH(struct orc_entry___v61, end) == 1;
 }
 
 /* One step of __orc_find's search: the rightmost rule whose pc is at most want. */

@@ -10,8 +10,8 @@
  * (undefined 0, end of stack 1, call 2, regs 3, partial regs 4) and a
  * signal bit; before it (Debian's 6.1) the type had two (call 0, regs 1,
  * partial regs 2) and an end bit.  The decode gives 6.4's type numbers for
- * both; 6.1's end bit is kept as it is, since its meaning depends on the
- * rule's other fields (the end of the stack where sp_reg is undefined).
+ * both, 6.1's end of the stack (end bit, sp_reg undefined) as 6.4's type,
+ * and 6.1's end bit as it is (offkstack.bpf.h keeps no call frame with it).
  */
 #ifndef SP_ORC_BPF_H
 #define SP_ORC_BPF_H
@@ -86,6 +86,9 @@ static __always_inline bool orc_decode(union orc_raw *u, struct orc_rule *r)
 		r->type = t == 0 ? ORC_TYPE_CALL : t == 1 ? ORC_TYPE_REGS : t == 2 ? ORC_TYPE_REGS_PARTIAL : ORC_TYPE_UNDEFINED;
 		r->signal = 0;
 		r->end = BPF_CORE_READ_BITFIELD(o, end);
+		/* 6.1's unwind_next_frame: an undefined sp_reg ends the stack with the end bit, else is an error. */
+		if (r->end && r->sp_reg == ORC_REG_UNDEFINED)
+			r->type = ORC_TYPE_END_OF_STACK;
 		return true;
 	}
 	return false;
