@@ -32,11 +32,13 @@
  * as before.  SPANPERF_KSTACK_CHECK (tests) compares every chain made here
  * with the kernel's.
  *
- * The rules' layout is ORC's third (6.4+: type:3, signal:1), checked by
- * CO-RE; elsewhere (Debian's 6.1) every chain is the kernel's.
+ * The rules' layout is checked by CO-RE (ks_layout_ok): 6.4+'s or 6.1's,
+ * decoded by orc.bpf.h; elsewhere every chain is the kernel's.
  */
 #ifndef SP_KSTACK_BPF_H
 #define SP_KSTACK_BPF_H
+
+#include "orc.bpf.h"
 
 #define KS_KSTACK 127 /* kernel.perf_event_max_stack: the kernel chain is at most this long, as perf's */
 #define KS_FRAMES 32  /* kernel chains up to this long are unwound here */
@@ -45,21 +47,11 @@
 #define KS_RULES 1024       /* rules per CPU kept by the pc looked up */
 #define KS_SEARCH 24  /* steps of the binary search: the table has fewer than 2^24 rules */
 
-/* arch/x86/include/asm/orc_types.h, the third layout. */
-#define KS_ORC_REG_UNDEFINED 0
-#define KS_ORC_REG_PREV_SP 1
-#define KS_ORC_REG_BP 4
-#define KS_ORC_REG_SP 5
-#define KS_ORC_TYPE_END_OF_STACK 1
-#define KS_ORC_TYPE_CALL 2
-#define KS_ORC_TYPE_REGS 3
-/* ORC's lookup table covers [_stext, _etext) in blocks of 256 bytes; the last block falls back to rbp. */
-#define KS_LOOKUP_BLOCK 256
 
 /*
  * The kernel's ORC tables, text and the trampolines its unwinder rewrites,
- * from the kernel (ks_find below) once the recorder has loaded this; while
- * ks_orc is 0 every chain is the kernel's.
+ * from the kernel (user/sys/orctables.c), set by the recorder before the
+ * load; while ks_orc is 0 every chain is the kernel's.
  */
 __u64 ks_orc_ip, ks_orc_ip_end, ks_orc, ks_stext, ks_etext, ks_tramp[2];
 /* Tests: every chain made here checked against the kernel's walk, which is then what the sample carries. */
@@ -115,21 +107,33 @@ static __always_inline __u64 ks_addr(struct ks_work *k, const void *p)
 	return *(volatile __u64 *)&k->addr;
 }
 
-/* A bitfield of struct orc_entry: its first bit in the struct, and its width (CO-RE). */
-#define KS_BIT(f) (__builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_BYTE_OFFSET) * 8 + \
-		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64) -      \
-		   __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_LSHIFT_U64))
-#define KS_WIDTH(f) (64 - __builtin_preserve_field_info(((struct orc_entry *)0)->f, BPF_FIELD_RSHIFT_U64))
+/* A bitfield of an orc_entry type: its first bit in the struct, and its width (CO-RE). */
+#define KS_BIT(t, f) (__builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_BYTE_OFFSET) * 8 + \
+		      __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_RSHIFT_U64) -      \
+		      __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_LSHIFT_U64))
+#define KS_WIDTH(t, f) (64 - __builtin_preserve_field_info(((t *)0)->f, BPF_FIELD_RSHIFT_U64))
 
-/* Whether the kernel's orc_entry is the layout decoded here (the third, 6.4+). */
+/*
+ * Whether the kernel's orc_entry is a layout orc_decode reads (orc.bpf.h):
+ * 6.4+'s (type:3, signal:1), or 6.1's (type:2, end:1), where the kernel's
+ * walk is the same for the rules taken here.
+ */
 static __always_inline bool ks_layout_ok(void)
 {
-	return bpf_core_type_exists(struct orc_entry) && bpf_core_field_exists(struct orc_entry, signal) &&
-	       bpf_core_field_exists(struct orc_entry, bp_reg) && bpf_core_field_exists(struct orc_entry, bp_offset) &&
-	       bpf_core_type_size(struct orc_entry) == 6 && bpf_core_field_offset(struct orc_entry, sp_offset) == 0 &&
-	       bpf_core_field_offset(struct orc_entry, bp_offset) == 2 && KS_BIT(sp_reg) == 32 && KS_WIDTH(sp_reg) == 4 &&
-	       KS_BIT(bp_reg) == 36 && KS_WIDTH(bp_reg) == 4 && KS_BIT(type) == 40 && KS_WIDTH(type) == 3 &&
-	       KS_BIT(signal) == 43 && KS_WIDTH(signal) == 1;
+	if (!bpf_core_type_exists(struct orc_entry) || bpf_core_type_size(struct orc_entry) != 6 ||
+	    !bpf_core_field_exists(struct orc_entry, bp_reg) || !bpf_core_field_exists(struct orc_entry, bp_offset) ||
+	    bpf_core_field_offset(struct orc_entry, sp_offset) != 0 || bpf_core_field_offset(struct orc_entry, bp_offset) != 2)
+		return false;
+	if (bpf_core_field_exists(struct orc_entry, signal))
+		return KS_BIT(struct orc_entry, sp_reg) == 32 && KS_WIDTH(struct orc_entry, sp_reg) == 4 &&
+		       KS_BIT(struct orc_entry, bp_reg) == 36 && KS_WIDTH(struct orc_entry, bp_reg) == 4 &&
+		       KS_BIT(struct orc_entry, type) == 40 && KS_WIDTH(struct orc_entry, type) == 3 &&
+		       KS_BIT(struct orc_entry, signal) == 43 && KS_WIDTH(struct orc_entry, signal) == 1;
+	return bpf_core_field_exists(struct orc_entry___v61, end) && KS_BIT(struct orc_entry___v61, sp_reg) == 32 &&
+	       KS_WIDTH(struct orc_entry___v61, sp_reg) == 4 && KS_BIT(struct orc_entry___v61, bp_reg) == 36 &&
+	       KS_WIDTH(struct orc_entry___v61, bp_reg) == 4 && KS_BIT(struct orc_entry___v61, type) == 40 &&
+	       KS_WIDTH(struct orc_entry___v61, type) == 2 && KS_BIT(struct orc_entry___v61, end) == 42 &&
+	       KS_WIDTH(struct orc_entry___v61, end) == 1;
 }
 
 /* One step of __orc_find's search: the rightmost rule whose pc is at most want. */
@@ -280,10 +284,13 @@ static __always_inline int ks_read(struct ks_work *k, __u64 at, __u64 *v)
 	return 0;
 }
 
-/* Whether pc is one the kernel's unwinder would give as it is: in the text ORC's table covers, no trampoline. */
+/*
+ * Whether pc is one the kernel's unwinder would give as it is: in the text
+ * ORC's table covers (its last block falls back to rbp), no trampoline.
+ */
 static __always_inline bool ks_pc_ok(__u64 pc)
 {
-	return pc >= ks_stext && pc + 2 * KS_LOOKUP_BLOCK < ks_etext && pc != ks_tramp[0] && pc != ks_tramp[1];
+	return pc >= ks_stext && pc + 2 * ORC_LOOKUP_BLOCK < ks_etext && pc != ks_tramp[0] && pc != ks_tramp[1];
 }
 
 /*
@@ -296,8 +303,9 @@ static long ks_step(__u32 i, void *unused)
 	__u32 zero = 0, sp_reg, bp_reg, type;
 	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
-	__u64 raw, cfa, ra = 0, bp = 0, cs = 0;
-	struct orc_entry *e;
+	__u64 cfa, ra = 0, bp = 0, cs = 0;
+	struct orc_rule r;
+	union orc_raw u;
 	__s16 off, bp_off;
 
 	if (!k || !s)
@@ -305,27 +313,25 @@ static long ks_step(__u32 i, void *unused)
 	k->done = 2;
 	if (k->n >= KS_FRAMES)
 		return 1;
-	raw = ks_rule_of(k, k->signal ? k->pc : k->pc - 1);
-	if (raw == ~0ull)
+	u.raw = ks_rule_of(k, k->signal ? k->pc : k->pc - 1);
+	if (u.raw == ~0ull || !orc_decode(&u, &r))
 		return 1;
-	/* 8 bytes read through the 6-byte type: the bitfields' loads are 4 bytes at 4. */
-	e = (void *)&raw;
-	sp_reg = BPF_CORE_READ_BITFIELD(e, sp_reg);
-	bp_reg = BPF_CORE_READ_BITFIELD(e, bp_reg);
-	type = BPF_CORE_READ_BITFIELD(e, type);
-	off = (__s16)raw;
-	bp_off = (__s16)(raw >> 16);
-	if (type == KS_ORC_TYPE_END_OF_STACK) {
+	sp_reg = r.sp_reg;
+	bp_reg = r.bp_reg;
+	type = r.type;
+	off = r.sp_off;
+	bp_off = r.bp_off;
+	if (type == ORC_TYPE_END_OF_STACK) {
 		k->done = 1;
 		return 1;
 	}
-	if (sp_reg == KS_ORC_REG_SP)
+	if (sp_reg == ORC_REG_SP)
 		cfa = k->sp + off;
-	else if (sp_reg == KS_ORC_REG_BP)
+	else if (sp_reg == ORC_REG_BP)
 		cfa = k->bp + off;
 	else
 		return 1;
-	if (type == KS_ORC_TYPE_REGS) {
+	if (type == ORC_TYPE_REGS) {
 		/* The user's registers (the rule's CFA is where they are): the kernel's chain ends at this pc. */
 		if (cfa == k->regs && !bpf_probe_read_kernel(&cs, 8, (void *)(cfa + __builtin_offsetof(struct pt_regs, cs))) &&
 		    (cs & 3) == 3)
@@ -333,16 +339,16 @@ static long ks_step(__u32 i, void *unused)
 		return 1;
 	}
 	/* Every CFA above the last (the kernel's "wrong direction" check), on the walk's stack. */
-	if (type != KS_ORC_TYPE_CALL || cfa <= k->sp || ks_read(k, cfa - 8, &ra) || !ks_pc_ok(ra))
+	if (type != ORC_TYPE_CALL || cfa <= k->sp || ks_read(k, cfa - 8, &ra) || !ks_pc_ok(ra))
 		return 1;
-	if (bp_reg == KS_ORC_REG_PREV_SP) {
+	if (bp_reg == ORC_REG_PREV_SP) {
 		if (ks_read(k, cfa + bp_off, &bp))
 			return 1;
 		k->bp = bp;
-	} else if (bp_reg != KS_ORC_REG_UNDEFINED) {
+	} else if (bp_reg != ORC_REG_UNDEFINED) {
 		return 1;
 	}
-	k->signal = BPF_CORE_READ_BITFIELD(e, signal);
+	k->signal = r.signal;
 	k->pc = ra;
 	k->sp = cfa;
 	s->ips[ks_idx(k->n + 1, EH_IPS - 1)] = ra;
@@ -424,38 +430,6 @@ walked:
 	ks_stat(SP_KS_WALKED);
 	s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
 	return (__u64)got / 8 + 1;
-}
-
-/*
- * The ORC tables', the kernel text's and the rewritten trampolines'
- * addresses, from the kernel itself (never from a file another process
- * could write): run once by the recorder (BPF_PROG_TEST_RUN) after the load.
- * A trampoline missing from this kernel stays 0, which no pc is.
- */
-SEC("?syscall")
-int ks_find(void *ctx)
-{
-	__u64 a[5] = {}, t[2] = {};
-
-	if (bpf_kallsyms_lookup_name("__start_orc_unwind_ip", sizeof("__start_orc_unwind_ip"), 0, &a[0]) ||
-	    bpf_kallsyms_lookup_name("__stop_orc_unwind_ip", sizeof("__stop_orc_unwind_ip"), 0, &a[1]) ||
-	    bpf_kallsyms_lookup_name("__start_orc_unwind", sizeof("__start_orc_unwind"), 0, &a[2]) ||
-	    bpf_kallsyms_lookup_name("_stext", sizeof("_stext"), 0, &a[3]) ||
-	    bpf_kallsyms_lookup_name("_etext", sizeof("_etext"), 0, &a[4]))
-		return 1;
-	bpf_kallsyms_lookup_name("return_to_handler", sizeof("return_to_handler"), 0, &t[0]);
-	bpf_kallsyms_lookup_name("arch_rethook_trampoline", sizeof("arch_rethook_trampoline"), 0, &t[1]);
-	/* Both tables hold one entry per rule: 4 bytes of pc, 6 of rule. */
-	if (a[1] <= a[0] || a[2] < a[1] || a[4] <= a[3] || (a[1] - a[0]) / 4 * 6 == 0)
-		return 1;
-	ks_stext = a[3];
-	ks_etext = a[4];
-	ks_tramp[0] = t[0];
-	ks_tramp[1] = t[1];
-	ks_orc_ip = a[0];
-	ks_orc_ip_end = a[1];
-	ks_orc = a[2];
-	return 0;
 }
 
 #endif

@@ -39,6 +39,8 @@
 #ifndef SP_OFFKSTACK_BPF_H
 #define SP_OFFKSTACK_BPF_H
 
+#include "orc.bpf.h"
+
 /* Frames a kept chain may have (the switch's chains are 6-15 deep). */
 #define OFFK_FRAMES 32
 /* Bytes from the first frame's slot to the user's registers: one read covers them. */
@@ -59,10 +61,6 @@ const volatile bool keep_kchains = false;
 #define OFFK_CALL 1 /* a call frame: the return address at CFA - 8 */
 #define OFFK_REGS 2 /* pt_regs at CFA: the end when they are the user's */
 #define OFFK_OTHER 3
-#define ORC_REG_UNDEFINED 0
-#define ORC_REG_PREV_SP 1
-#define ORC_REG_BP 4
-#define ORC_REG_SP 5
 
 /* A chain and the rule of each frame. */
 struct offk_chain {
@@ -142,56 +140,17 @@ static __always_inline void offk_stat(__u32 i)
 		*v += 1;
 }
 
-/* struct orc_entry before 6.4: two bits of type (call 0, regs 1) and an end bit. */
-struct orc_entry___v61 {
-	s16 sp_offset;
-	s16 bp_offset;
-	unsigned int sp_reg : 4;
-	unsigned int bp_reg : 4;
-	unsigned int type : 2;
-	unsigned int end : 1;
-} __attribute__((packed, preserve_access_index));
-
-/*
- * A table entry as read: one object of either layout (read as another type
- * through a cast, the compiler may take the bytes for the zeros they were
- * before the read: 6.1's rules all came out 0).
- */
-union offk_orc {
-	struct orc_entry e;
-	struct orc_entry___v61 v61;
-	__u64 raw;
-};
-
-/* The rule of one table entry; 6.4 gave the type three bits, new values and a signal bit. */
-static __always_inline __u64 offk_decode(union offk_orc *u)
+/* The rule of one table entry as the walk keeps it; after a signal frame (or 6.1's end) no call frame. */
+static __always_inline __u64 offk_decode(union orc_raw *u)
 {
-	__u64 sp_reg, bp_reg, type, kind;
-	__u16 spo, bpo;
+	struct orc_rule r;
+	__u64 kind;
 
-	if (bpf_core_field_exists(struct orc_entry, signal)) {
-		struct orc_entry *o = &u->e;
-
-		spo = o->sp_offset;
-		bpo = o->bp_offset;
-		sp_reg = BPF_CORE_READ_BITFIELD(o, sp_reg);
-		bp_reg = BPF_CORE_READ_BITFIELD(o, bp_reg);
-		type = BPF_CORE_READ_BITFIELD(o, type);
-		/* ORC_TYPE_CALL 2, ORC_TYPE_REGS 3; after a signal frame the next rule is looked up at ip, not ip - 1. */
-		kind = type == 2 && !BPF_CORE_READ_BITFIELD(o, signal) ? OFFK_CALL : type == 3 ? OFFK_REGS : OFFK_OTHER;
-	} else if (bpf_core_field_exists(struct orc_entry___v61, end)) {
-		struct orc_entry___v61 *o = &u->v61;
-
-		spo = o->sp_offset;
-		bpo = o->bp_offset;
-		sp_reg = BPF_CORE_READ_BITFIELD(o, sp_reg);
-		bp_reg = BPF_CORE_READ_BITFIELD(o, bp_reg);
-		type = BPF_CORE_READ_BITFIELD(o, type);
-		kind = type == 0 && !BPF_CORE_READ_BITFIELD(o, end) ? OFFK_CALL : type == 1 ? OFFK_REGS : OFFK_OTHER;
-	} else {
+	if (!orc_decode(u, &r))
 		return OFFK_OTHER;
-	}
-	return kind | sp_reg << 8 | bp_reg << 12 | (__u64)spo << 16 | (__u64)bpo << 32;
+	kind = r.type == ORC_TYPE_CALL && !r.signal && !r.end ? OFFK_CALL : r.type == ORC_TYPE_REGS ? OFFK_REGS : OFFK_OTHER;
+	return kind | (__u64)r.sp_reg << 8 | (__u64)r.bp_reg << 12 | (__u64)(__u16)r.sp_off << 16 |
+	       (__u64)(__u16)r.bp_off << 32;
 }
 
 /*
@@ -205,7 +164,7 @@ static long offk_search(__u32 unused, void *unused2)
 {
 	__u32 zero = 0, c;
 	struct offk_scratch *sc = bpf_map_lookup_elem(&offk_scratch, &zero);
-	union offk_orc e = { .raw = 0 }; /* a word: the verifier wants stack reads aligned */
+	union orc_raw e = { .raw = 0 }; /* a word: the verifier wants stack reads aligned */
 	__u64 ip, rule, *r;
 	__s64 mid;
 	__s32 rel;

@@ -176,6 +176,20 @@ span_case "kprobe:vfs_read in auto mode takes kprobe" "kprobe:vfs_read@auto" kpr
 span_case "syscall:read spans" "syscall:read" syscall
 span_case "syscall:read spans on raw_syscalls" "syscall:read" syscall --raw-tp
 
+# Kernel-mode samples' kernel chains unwound in BPF by 6.1's ORC rules (kstack.bpf.h, the entry
+# decoded in 6.1's layout by orc.bpf.h), each compared with the kernel's own walk (SPANPERF_KSTACK_CHECK).
+if SPANPERF_KSTACK_CHECK=1 $S record -v -a -g -F 999 -o /tmp/ks.data -- $W syscalls 3000 > /dev/null 2> /tmp/err.txt; then
+	grep -E '^  kernel chains' /tmp/err.txt | sed 's/^ */INFO /'
+	here=$(sed -n 's/^  kernel chains: \([0-9]*\) unwound by their ORC rules here.*/\1/p' /tmp/err.txt)
+	if [ "${here:-0}" -gt 0 ] && ! grep -q "unlike the kernel's walk" /tmp/err.txt; then
+		ok "kernel chains by 6.1's ORC rules: $here unwound in BPF, none unlike the kernel's"
+	else
+		ko "kernel chains by 6.1's ORC rules" "$(grep -E 'kernel chains' /tmp/err.txt | tr '\n' ' ')"
+	fi
+else
+	ko "kernel chains by 6.1's ORC rules" "$(tail -2 /tmp/err.txt)"
+fi
+
 # Module frames: O_DIRECT reads of a ram disk spend their kernel time in brd.
 if insmod /brd.ko rd_nr=1 rd_size=16384 2> /tmp/err.txt &&
 	$S record -q -a -g -F 999 -o /tmp/m.data -- $W direct /dev/ram0 20000 > /dev/null 2> /tmp/err.txt; then

@@ -14,6 +14,7 @@
 #include "libbpf_setup.h"
 #include "log.h"
 #include "names.h"
+#include "orctables.h"
 #include "perf_data.h"
 #include "perf_events.h"
 #include "perf_sample.h"
@@ -117,6 +118,7 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 {
 	__u32 ring = eh_ring_bytes(freq);
 	bool py = python_on(on);
+	struct orc_tables orc;
 	/*
 	 * A parent's slice and layouts copied to its forked child in BPF: tp_btf,
 	 * else its raw_tp twin.  Not tried by loading a calibration program: that
@@ -170,9 +172,16 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_maps, BPF_F_MMAPABLE);
 	skel->rodata->eh_ring_size = on ? ring : 0;
-	/* Kernel chains by their ORC rules (kstack.bpf.h): the tables' place, asked of the kernel after the load. */
-	bpf_program__set_autoload(skel->progs.ks_find,
-				  on && libbpf_probe_bpf_helper(BPF_PROG_TYPE_SYSCALL, BPF_FUNC_kallsyms_lookup_name, NULL) == 1);
+	/* Kernel chains by their ORC rules (kstack.bpf.h): the tables' place, asked of the kernel before the load. */
+	if (on && !orc_tables_find(&orc)) {
+		skel->bss->ks_orc_ip = orc.ip;
+		skel->bss->ks_orc_ip_end = orc.ip_end;
+		skel->bss->ks_orc = orc.rules;
+		skel->bss->ks_stext = orc.stext;
+		skel->bss->ks_etext = orc.etext;
+		skel->bss->ks_tramp[0] = orc.tramp[0];
+		skel->bss->ks_tramp[1] = orc.tramp[1];
+	}
 	skel->rodata->ks_check = on && getenv("SPANPERF_KSTACK_CHECK");
 	skel->rodata->eh_timing = timing;
 	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
@@ -223,19 +232,6 @@ static int on_wake(void *ctx, void *data, size_t size)
 	s->changed = true;
 	s->wakes++;
 	return 0;
-}
-
-/*
- * The kernel's ORC tables for kstack.bpf.h, found by its syscall program:
- * where it did not load or found none, every kernel chain is the kernel's walk.
- */
-static void ks_find_tables(struct sample_bpf *skel)
-{
-	LIBBPF_OPTS(bpf_test_run_opts, o);
-	int fd = bpf_program__fd(skel->progs.ks_find);
-
-	if (fd >= 0 && (bpf_prog_test_run_opts(fd, &o) || o.retval))
-		pr_debug("kernel chains are the kernel's walk at every sample: the ORC tables were not found");
 }
 
 /* A sample ring for each CPU, in eh_rbs at its number, all read through s->rb; 0 or -errno. */
@@ -306,7 +302,6 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
 		goto cleanup;
 	}
-	ks_find_tables(skel);
 	e = eh_rings_new(s);
 	if (e) {
 		pr_err("cannot make the ehframe sample rings: %s", strerror(-e));

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "kallsyms.h"
+#include "orctables.h"
 #include "kernel_features.h"
 #include "libbpf_setup.h"
 #include "log.h"
@@ -36,7 +37,7 @@ struct offcpu_set {
 	int err;		/* the first write error inside the ring callback */
 	__u64 chain[2 * SP_OFFCPU_STACK_DEPTH + 2];
 	__u64 iter_start, iter_end; /* __traceiter_sched_switch, when found */
-	__u64 orc_ip_tab, orc_tab, orc_n, ktext_lo, ktext_hi; /* orc_tables */
+	struct orc_tables orc;	    /* where kernel chains are kept (offkstack.bpf.h) */
 	struct irq_range *irq;	    /* interrupt entry points, by address (classify_waker) */
 	size_t nr_irq, cap_irq;
 	/*
@@ -84,13 +85,8 @@ struct irq_range {
 	__u8 ctx;
 };
 
-/* The kernel's ORC tables and text (offkstack.bpf.h), by their kallsyms names. */
-static const char *const orc_syms[] = { "__start_orc_unwind_ip", "__stop_orc_unwind_ip", "__start_orc_unwind",
-					"__stop_orc_unwind", "_stext", "_etext" };
-
 struct ksym_find {
 	struct offcpu_set *s;
-	__u64 orc[ARRAY_SIZE(orc_syms)];
 	__u64 start, end;
 	bool next;	  /* the symbol after __traceiter_sched_switch ends it */
 	size_t open_irq;  /* irq ranges from here on still wait for their end */
@@ -113,9 +109,6 @@ static int find_syms(void *ctx, __u64 addr, char type, const char *name, size_t 
 		f->start = addr;
 		f->next = true;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(orc_syms); i++)
-		if (len == strlen(orc_syms[i]) && !memcmp(name, orc_syms[i], len))
-			f->orc[i] = addr;
 	if (type != 't' && type != 'T')
 		return 0;
 	for (size_t i = 0; i < ARRAY_SIZE(irq_entries); i++) {
@@ -142,26 +135,6 @@ static int cmp_irq(const void *a, const void *b)
 }
 
 /*
- * The core kernel's ORC tables for the kernel chains kept per thread: an
- * int per entry (the ip, relative to itself) and a 6-byte rule, as many of
- * each, within the kernel's image.  Anything else (hidden addresses, frame
- * pointers, another layout) leaves them unset: every chain is the kernel's.
- */
-static void orc_tables(struct offcpu_set *s, const __u64 *a)
-{
-	__u64 n = (a[1] - a[0]) / 4;
-
-	if (!a[0] || a[1] <= a[0] || (a[1] - a[0]) % 4 || a[3] - a[2] != n * 6 || !a[4] || a[5] <= a[4] ||
-	    n >= 1u << 24)
-		return;
-	s->orc_ip_tab = a[0];
-	s->orc_tab = a[2];
-	s->orc_n = n;
-	s->ktext_lo = a[4];
-	s->ktext_hi = a[5];
-}
-
-/*
  * Where the tracepoint iterator and the interrupt entries are; nothing is
  * stripped, and no waker taken for an interrupt, if kallsyms hides them.
  */
@@ -179,7 +152,6 @@ static void locate_syms(struct offcpu_set *s)
 		s->iter_end = f.end;
 	}
 	sort_n(s->irq, s->nr_irq, sizeof(*s->irq), cmp_irq);
-	orc_tables(s, f.orc);
 }
 
 /* The interrupt context ip is the entry of, 0 if none. */
@@ -633,13 +605,14 @@ int offcpu__open(struct offcpu_set **out, const struct offcpu_opts *o, char *err
 		bpf_map__set_max_entries(s->skel->maps.hs_procs, 1);
 	}
 	/* Kernel chains kept per thread (offkstack.bpf.h): tp_btf, task storage and the ORC tables. */
-	if (s->offcpu && !raw_tp && s->orc_n && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1) {
+	if (s->offcpu && !raw_tp && !orc_tables_find(&s->orc) &&
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1) {
 		s->skel->rodata->keep_kchains = true;
-		s->skel->rodata->orc_ip_tab = s->orc_ip_tab;
-		s->skel->rodata->orc_tab = s->orc_tab;
-		s->skel->rodata->orc_n = s->orc_n;
-		s->skel->rodata->ktext_lo = s->ktext_lo;
-		s->skel->rodata->ktext_hi = s->ktext_hi;
+		s->skel->rodata->orc_ip_tab = s->orc.ip;
+		s->skel->rodata->orc_tab = s->orc.rules;
+		s->skel->rodata->orc_n = s->orc.n;
+		s->skel->rodata->ktext_lo = s->orc.stext;
+		s->skel->rodata->ktext_hi = s->orc.etext;
 	} else {
 		bpf_map__set_type(s->skel->maps.offkkeep, BPF_MAP_TYPE_ARRAY);
 		bpf_map__set_map_flags(s->skel->maps.offkkeep, 0);
