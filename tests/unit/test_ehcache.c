@@ -246,6 +246,75 @@ static void test_forged(void **state)
 	eh_cache__free(c);
 }
 
+/* A place for the rows (eh_cache__load_at): a buffer of the test's, its size and how often asked. */
+struct place {
+	struct sp_eh_row *buf;
+	size_t cap, asked;
+};
+
+static struct sp_eh_row *place_in(void *ctx, size_t nr)
+{
+	struct place *pl = ctx;
+
+	pl->asked++;
+	return nr <= pl->cap ? pl->buf : NULL;
+}
+
+/*
+ * Rows read where the caller says are the table's, checked there: a good
+ * entry's rows are the parsed ones and tab points at them; a damaged one is
+ * refused as from the heap; no room offered, read into the heap as before.
+ */
+static void test_placed(void **state)
+{
+	struct eh_cache_key k;
+	struct ehtab tab, back;
+	struct eh_cache *c;
+	struct place pl = {};
+	char path[PATH_MAX];
+	struct stat sb;
+	int fd;
+	__u8 b;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	key_of(c, exe, &k, &tab);
+	pl.cap = tab.nr;
+	pl.buf = calloc(pl.cap, sizeof(*pl.buf));
+	assert_non_null(pl.buf);
+	assert_int_equal(eh_cache__load_at(c, &k, MAX_ROWS, place_in, &pl, &back), -ENOENT);
+	assert_int_equal(pl.asked, 0);
+	eh_cache__store(c, &k, &tab);
+	assert_int_equal(eh_cache__load_at(c, &k, MAX_ROWS, place_in, &pl, &back), 0);
+	assert_int_equal(pl.asked, 1);
+	assert_ptr_equal(back.rows, pl.buf);
+	assert_int_equal(back.nr, tab.nr);
+	assert_memory_equal(pl.buf, tab.rows, tab.nr * sizeof(*tab.rows));
+	/* Too small a place: the heap, which tab owns. */
+	pl.cap = tab.nr - 1;
+	assert_int_equal(eh_cache__load_at(c, &k, MAX_ROWS, place_in, &pl, &back), 0);
+	assert_ptr_not_equal(back.rows, pl.buf);
+	assert_memory_equal(back.rows, tab.rows, tab.nr * sizeof(*tab.rows));
+	ehtab_free(&back);
+	/* A row changed on disk: refused though read into the place, and removed. */
+	pl.cap = tab.nr;
+	only_entry(path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, sb.st_size - 3), 1);
+	b ^= 1;
+	assert_int_equal(pwrite(fd, &b, 1, sb.st_size - 3), 1);
+	close(fd);
+	assert_int_equal(eh_cache__load_at(c, &k, MAX_ROWS, place_in, &pl, &back), -EBADMSG);
+	assert_true(access(path, F_OK) != 0);
+	free(pl.buf);
+	ehtab_free(&tab);
+	eh_cache__free(c);
+}
+
 enum damage { FLIP_ROW, CUT, GROW, MODE, OWNER, SYMLINK, DAMAGES };
 
 /* Every kind of damage to a good entry: each refused, removed and counted; the table then kept again. */
@@ -434,7 +503,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_debug_key),
-		cmocka_unit_test(test_off),
+		cmocka_unit_test(test_off), cmocka_unit_test(test_placed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -166,13 +166,19 @@ static void entry_sum(const struct eh_cache_hdr *h, const struct sp_eh_row *rows
 	memcpy(out, v, 8);
 }
 
-/* The entry open at fd, checked whole against k: 0 with its rows in tab, else -EBADMSG. */
-static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
+/*
+ * The entry open at fd, checked whole against k: 0 with its rows in tab,
+ * else -EBADMSG.  Its rows are read where place says, if it says (else
+ * into the heap, tab's own): checked there, so the bytes checked are the
+ * bytes used.
+ */
+static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, eh_cache_place_fn place, void *ctx,
+		      struct ehtab *tab)
 {
 	struct eh_cache_hdr h;
 	struct stat st;
 	__u8 sum[SHA256_SIZE];
-	struct sp_eh_row *rows = NULL;
+	struct sp_eh_row *rows = NULL, *placed = NULL;
 	int e = -EBADMSG;
 
 	/* Ours alone: a file someone else made or could write is not one this cache wrote. */
@@ -184,7 +190,8 @@ static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, str
 	    memcmp(h.digest, k->digest, sizeof(h.digest)) || !h.nr || h.nr > max_rows ||
 	    (__u64)st.st_size != sizeof(h) + h.nr * sizeof(*rows))
 		return h.nr > max_rows && (__u64)st.st_size == sizeof(h) + h.nr * sizeof(*rows) ? -E2BIG : -EBADMSG;
-	rows = malloc(h.nr * sizeof(*rows));
+	placed = place ? place(ctx, h.nr) : NULL;
+	rows = placed ?: malloc(h.nr * sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
 	if (pread_full(fd, rows, h.nr * sizeof(*rows), sizeof(h)))
@@ -207,11 +214,18 @@ static int read_entry(int fd, const struct eh_cache_key *k, size_t max_rows, str
 	rows = NULL;
 	e = 0;
 cleanup:
-	free(rows);
+	if (rows != placed)
+		free(rows);
 	return e;
 }
 
 int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab)
+{
+	return eh_cache__load_at(c, k, max_rows, NULL, NULL, tab);
+}
+
+int eh_cache__load_at(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, eh_cache_place_fn place,
+		      void *ctx, struct ehtab *tab)
 {
 	char name[2 * BUILD_ID_MAX + 2 * SHA256_SIZE + 16];
 	__u64 t0;
@@ -226,7 +240,7 @@ int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_
 	if (fd < 0) {
 		e = errno == ENOENT ? -ENOENT : -EBADMSG;
 	} else {
-		e = read_entry(fd, k, max_rows, tab);
+		e = read_entry(fd, k, max_rows, place, ctx, tab);
 		/* Recently used: the last to be evicted. */
 		if (!e)
 			futimens(fd, NULL);

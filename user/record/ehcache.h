@@ -58,6 +58,17 @@ int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id
 /* The kept table of k (at most max_rows rows): 0, -ENOENT (none), or -EBADMSG (refused, removed). */
 int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab);
 /*
+ * Room for nr rows that a kept table's are read into, or NULL (then the
+ * heap): the rows' last home, so they are not read into a fresh buffer
+ * and copied again.  What it returns may hold anything afterwards, the
+ * load failing or not; where the load succeeds, tab->rows points into it
+ * and is the caller's, not tab's to free.
+ */
+typedef struct sp_eh_row *(*eh_cache_place_fn)(void *ctx, size_t nr);
+/* eh_cache__load, the rows read where place(ctx, nr) says. */
+int eh_cache__load_at(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, eh_cache_place_fn place,
+		      void *ctx, struct ehtab *tab);
+/*
  * Whether a table parsed from fd may be kept for others: fd's bytes are no
  * one's to change but ours (owner root or us, writable by no group or
  * other, not on FUSE).  Else its owner could show the digest one file and

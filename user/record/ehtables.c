@@ -287,6 +287,30 @@ static bool rows_equal(struct eh_tables *t, const struct sp_eh_file *file, const
 	return same;
 }
 
+/* Where a kept table's rows are read (eh_cache__load_at): eh_rows itself, past the rows in use. */
+struct row_place {
+	struct eh_tables *t;
+	struct eh_win w;
+	bool open;
+};
+
+/*
+ * A window on eh_rows for nr rows at t->used: rows read there are not read
+ * into fresh heap pages (a page fault each) and copied again (record -a -g
+ * -d 0.2 read 6 MB of rows so).  No walk reads past t->used, so what lies
+ * there is unseen until add_rows counts it, and overwritten if it does not.
+ */
+static struct sp_eh_row *place_rows(void *ctx, size_t nr)
+{
+	struct row_place *pl = ctx;
+
+	if (pl->open || nr > pl->t->max_rows - pl->t->used ||
+	    win_open(&pl->w, pl->t->rows_fd, sizeof(struct sp_eh_row), pl->t->used, nr))
+		return NULL;
+	pl->open = true;
+	return pl->w.p;
+}
+
 /*
  * The rows of the ELF file fd, else of its debug file, into the tables, and
  * *file saying where (or why not).  Where same (the table of a file with the
@@ -297,8 +321,10 @@ static bool rows_equal(struct eh_tables *t, const struct sp_eh_file *file, const
 static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, const struct sp_eh_file *same,
 		     struct sp_eh_file *file)
 {
-	struct ehtab tab;
+	struct ehtab tab = {};
 	size_t room = t->max_rows - t->used;
+	struct row_place pl = { .t = t };
+	bool in_place = false;
 	int dfd = debug_file(id, id_size), e;
 
 	/*
@@ -319,7 +345,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		bool keyed = !(dfd >= 0 ? eh_cache__key_debug(t->cache, fd, dfd, id, id_size, &key)
 					: eh_cache__key(t->cache, fd, id, id_size, &key));
 
-		if (!keyed || eh_cache__load(t->cache, &key, room, &tab)) {
+		if (!keyed || eh_cache__load_at(t->cache, &key, room, place_rows, &pl, &tab)) {
 			struct eh_cache_key after;
 
 			e = dfd >= 0 ? ehtab_from_fds(fd, dfd, room, &tab) : ehtab_from_fd(fd, room, &tab);
@@ -334,6 +360,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 				eh_cache__store(t->cache, &key, &tab);
 		} else {
 			e = 0;
+			in_place = pl.open && tab.rows == pl.w.p;
 		}
 		if (!e && dfd >= 0 && tab.from_debug_frame)
 			t->st.from_debug++;
@@ -345,8 +372,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 	if (!e && same && same->state == SP_EH_FILE_OK && same->nr == tab.nr && rows_equal(t, same, &tab)) {
 		*file = *same;
 		t->st.shared++;
-		ehtab_free(&tab);
-		return;
+		goto done;
 	}
 	if (same && !e)
 		t->st.bid_other_rows++;
@@ -359,16 +385,12 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 
 		if (np > t->max_pages - t->pages_used) {
 			e = -E2BIG;
-			ehtab_free(&tab);
 			goto done;
 		}
-		if ((e = win_open(&pw, t->pages_fd, sizeof(*pages), t->pages_used, np))) {
-			ehtab_free(&tab);
+		if ((e = win_open(&pw, t->pages_fd, sizeof(*pages), t->pages_used, np)))
 			goto done;
-		}
-		if ((e = win_open(&rw, t->rows_fd, sizeof(*tab.rows), t->used, tab.nr))) {
+		if (!in_place && (e = win_open(&rw, t->rows_fd, sizeof(*tab.rows), t->used, tab.nr))) {
 			win_close(&pw);
-			ehtab_free(&tab);
 			goto done;
 		}
 		pages = pw.p;
@@ -383,8 +405,10 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 				pages[i - 1].hi = k;
 		}
 		win_close(&pw);
-		memcpy(rw.p, tab.rows, tab.nr * sizeof(*tab.rows));
-		win_close(&rw);
+		if (!in_place) {
+			memcpy(rw.p, tab.rows, tab.nr * sizeof(*tab.rows));
+			win_close(&rw);
+		}
 		file->pages = t->pages_used;
 		file->page0 = page0;
 		file->npages = np;
@@ -395,9 +419,14 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		t->used += tab.nr;
 		t->st.rows += tab.nr;
 		t->st.files++;
-		ehtab_free(&tab);
 	}
 done:
+	/* Rows read in place are eh_rows', not tab's. */
+	if (in_place)
+		tab.rows = NULL;
+	ehtab_free(&tab);
+	if (pl.open)
+		win_close(&pl.w);
 	if (e == -E2BIG) {
 		file->state = SP_EH_FILE_TOO_LARGE;
 		t->st.too_large++;
