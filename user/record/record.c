@@ -139,7 +139,12 @@ static int load_bpf(struct recorder *r)
 		pr_err("cannot size the sampling program's filter: %s", strerror(-e));
 		return e;
 	}
-	bpf_map__set_max_entries(skel->maps.threads, o->max_threads);
+	/*
+	 * One entry where no program reads or writes it (ehframe without spans
+	 * or --otel: the records are counted, source.h): its 32768 entries were
+	 * preallocated and zeroed at every start (htab_map_alloc, 4.4 MB).
+	 */
+	bpf_map__set_max_entries(skel->maps.threads, eh_counts_records(o) ? 1 : o->max_threads);
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
 	skel->rodata->eh_threads = !eh_counts_records(o);
