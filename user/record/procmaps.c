@@ -10,6 +10,65 @@
 
 #include "procmaps.h"
 
+/* "start-end perms offset maj:min inode   path" */
+int procmaps_parse_line(const char *line, struct procmap *m)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int n = 0;
+	const char *p;
+	size_t len;
+
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu%n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &n) != 7 || strlen(perms) != 4 || end <= start)
+		return -EINVAL;
+	m->start = start;
+	m->end = end;
+	m->pgoff = off;
+	m->maj = maj;
+	m->min = min;
+	m->ino = ino;
+	m->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	m->flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
+	p = line + n;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	len = strcspn(p, "\n");
+	if (len >= sizeof(m->path))
+		return -ENAMETOOLONG;
+	memcpy(m->path, p, len);
+	m->path[len] = 0;
+	/* perf's name for anonymous executable memory, where JITs put code. */
+	if (!len)
+		strcpy(m->path, "//anon");
+	return 0;
+}
+
+int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut)
+{
+	ssize_t len;
+
+	/*
+	 * Whole lines, whatever their length: a path of escaped newlines (\012,
+	 * four bytes each) made lines longer than a fixed buffer, and the tail,
+	 * which the process wrote, read as a mapping of its own.  A line without
+	 * its newline is cut: dropped and counted.
+	 */
+	while ((len = getline(line, cap, f)) > 0) {
+		if ((*line)[len - 1] != '\n') {
+			if (cut)
+				(*cut)++;
+			continue;
+		}
+		if (!procmaps_parse_line(*line, m))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * The ioctl's argument as Linux 6.11 defines it (linux/fs.h), spelled here
  * because the headers this builds with may be older; the size, which the

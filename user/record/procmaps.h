@@ -11,11 +11,26 @@
 #ifndef SP_PROCMAPS_H
 #define SP_PROCMAPS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <linux/types.h>
 
-#include "sideband.h"
+struct procmap {
+	__u64 start, end, pgoff, ino;
+	__u32 maj, min, prot, flags;
+	char path[PATH_MAX];
+};
+
+/* Parses one /proc/PID/maps line; -EINVAL if it is not one. */
+int procmaps_parse_line(const char *line, struct procmap *m);
+/*
+ * The next mapping of a /proc/PID/maps stream: 1, or 0 at the end.  Lines of
+ * any length are read whole (getline: *line and *cap as it keeps them, the
+ * caller frees *line); one without its newline was cut short, and is
+ * dropped and counted in *cut (if not NULL); unparsable ones are skipped.
+ */
+int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut);
 
 /* Which mappings a reader is asked for (0: every one). */
 enum {

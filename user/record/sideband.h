@@ -15,22 +15,8 @@
 #include "buildid.h"
 #include "parse.h"
 #include "perf_data.h"
+#include "procmaps.h"
 
-struct procmap {
-	__u64 start, end, pgoff, ino;
-	__u32 maj, min, prot, flags;
-	char path[PATH_MAX];
-};
-
-/* Parses one /proc/PID/maps line; -EINVAL if it is not one. */
-int procmaps_parse_line(const char *line, struct procmap *m);
-/*
- * The next mapping of a /proc/PID/maps stream: 1, or 0 at the end.  Lines of
- * any length are read whole (getline: *line and *cap as it keeps them, the
- * caller frees *line); one without its newline was cut short, and is
- * dropped and counted in *cut (if not NULL); unparsable ones are skipped.
- */
-int procmaps_next(FILE *f, char **line, size_t *cap, struct procmap *m, unsigned long *cut);
 /*
  * A process's mm->start_stack (field 28 of /proc/PID/stat, after the comm,
  * which may hold anything): what BPF compares to tell an image from the
