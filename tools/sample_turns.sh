@@ -11,6 +11,7 @@
 #   MASKS=64,1,2,4,8,16,32 SECS=6 tools/sample_turns.sh LOAD [ARG]...   whole host (-a)
 #   ONLY=1 ... tools/sample_turns.sh LOAD [ARG]...                       LOAD alone (-p its pid)
 #
+# SPANPERF=PATH: another build's recorder.
 # e.g. tools/sample_turns.sh tests/integration/workload spin 60000,60000
 # (1 the -p/-t filter, 2 cookie/ktime/cpu, 4 kernel chain, 8 ring output,
 # 16 user walk, 32 rule cache bypassed, 64 nothing: the method's noise,
@@ -25,7 +26,7 @@ SECS=${SECS:-6}
 LP=$!
 sleep 0.3
 if [ -n "${ONLY:-}" ]; then WHO="-p $LP"; else WHO=-a; fi
-./spanperf record -q $WHO -g -F 4999 -d 600 -o /tmp/sample-turns.data &
+${SPANPERF:-./spanperf} record -q $WHO -g -F 4999 -d 600 -o /tmp/sample-turns.data &
 RP=$!
 trap 'kill $LP 2>/dev/null; kill -INT $RP 2>/dev/null; wait $RP 2>/dev/null; rm -f /tmp/sample-turns.data /tmp/sample-turns.data.old' EXIT
 sleep 5
