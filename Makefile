@@ -80,7 +80,7 @@ CMD_OBJS := $(filter-out $(OUTPUT)/cmd/main.o,$(filter $(OUTPUT)/cmd/%.o,$(USER_
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 WORKLOADS := $(OUTPUT)/tests/workload $(OUTPUT)/tests/workload_cxx $(OUTPUT)/tests/workload_dwarf \
-	$(OUTPUT)/tests/workload_kept \
+	$(OUTPUT)/tests/workload_kept $(OUTPUT)/tests/workload_remap \
 	$(OUTPUT)/tests/workload_inline $(OUTPUT)/examples/otel_ctx_example $(OUTPUT)/examples/seeds
 
 .DELETE_ON_ERROR:
@@ -305,6 +305,21 @@ $(OUTPUT)/tests/workload_dwarf: tests/integration/workload_dwarf.c $(OUTPUT)/tes
 $(OUTPUT)/tests/workload_kept: tests/integration/workload_kept.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@
+
+# The rule cache's ground truth across a library unmapped and another mapped in
+# its place: one source, two frame sizes, the loop at the same offsets.
+$(OUTPUT)/tests/libremap_a.so: tests/integration/libremap.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fPIC -shared -Wall -Wextra -DREMAP_FRAME=200 $< -o $@
+
+$(OUTPUT)/tests/libremap_b.so: tests/integration/libremap.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fPIC -shared -Wall -Wextra -DREMAP_FRAME=1000 $< -o $@
+
+$(OUTPUT)/tests/workload_remap: tests/integration/workload_remap.c $(OUTPUT)/tests/libremap_a.so \
+		$(OUTPUT)/tests/libremap_b.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra $< -o $@ -ldl
 
 # Inlined frames' ground truth: static inline hot code at -O2 -g, unwound with DWARF.
 $(OUTPUT)/tests/workload_inline: tests/integration/workload_inline.c | $(OUTPUT)/tests

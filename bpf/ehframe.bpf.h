@@ -163,6 +163,100 @@ struct {
 	__type(value, struct sp_eh_sample);
 } eh_scratch SEC(".maps");
 
+/*
+ * For measuring only (tools/sample_turns.sh): with eh_cost_turns' entry a
+ * mask of EH_COST_*, every other sample on each CPU goes without those
+ * parts (its record then wrong, or not sent), and each arm's ns from the
+ * program's start to its end, and its user walk's, go to eh_cost_cpus by
+ * the sample's mode: what each part costs, by turns in one run.
+ */
+#define EH_COST_KEEPS 1	  /* the -p/-t filter (sample_keeps) */
+#define EH_COST_IDS 2	  /* the attach cookie, ktime and cpu calls */
+#define EH_COST_KSTACK 4  /* the kernel chain of a kernel-mode sample */
+#define EH_COST_RING 8	  /* the ring output */
+#define EH_COST_USER 16	  /* the whole user walk */
+#define EH_COST_RULES 32  /* the rule cache bypassed: the mapping and row searches at every frame */
+#define EH_COST_NONE 64	  /* nothing left out: both arms alike, the method's own noise */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} eh_cost_turns SEC(".maps");
+
+/* ab: [arm * 8 + user-mode * 4 + i], i: 0 ns, 1 samples, 2 walk ns, 3 frames. */
+struct eh_cost {
+	__u32 turn, skip;
+	__u64 t0, tw;
+	__u64 ab[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct eh_cost);
+} eh_cost_cpus SEC(".maps");
+
+/* This CPU's entry when measuring by turns, else NULL. */
+static __always_inline struct eh_cost *eh_cost_cpu(void)
+{
+	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+
+	return m && *m ? bpf_map_lookup_elem(&eh_cost_cpus, &zero) : NULL;
+}
+
+/*
+ * A sample's turn begins.  The state is kept in the map, not in the
+ * program's frame: 6.1 holds the frames of the program and the walk's calls
+ * to 512 bytes together.
+ */
+static __always_inline void eh_cost_begin(void)
+{
+	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	struct eh_cost *c = eh_cost_cpu();
+
+	if (!c || !m)
+		return;
+	c->turn ^= 1;
+	c->skip = c->turn ? *m : 0;
+	c->t0 = bpf_ktime_get_ns();
+}
+
+/* The user walk's time: begin, then end. */
+static __always_inline void eh_cost_walk(bool begin)
+{
+	struct eh_cost *c = eh_cost_cpu();
+
+	if (c)
+		c->tw = begin ? bpf_ktime_get_ns() : bpf_ktime_get_ns() - c->tw;
+}
+
+/* The sample's turn ends: its time and its walk's, by its arm and mode. */
+static __always_inline void eh_cost_end(bool user, __u32 nu)
+{
+	struct eh_cost *c = eh_cost_cpu();
+	__u32 i;
+
+	if (!c)
+		return;
+	i = (c->turn << 3 | (__u32)user << 2) & 12;
+	c->ab[i] += bpf_ktime_get_ns() - c->t0;
+	c->ab[i + 1]++;
+	c->ab[i + 2] += c->tw;
+	c->ab[i + 3] += nu;
+	c->tw = 0;
+}
+
+/* The walk's part of this sample's mask: 0 unless measuring. */
+static __always_inline __u32 eh_cost_skip(void)
+{
+	struct eh_cost *c = eh_cost_cpu();
+
+	return c ? c->skip : 0;
+}
+
 static __always_inline void eh_stat(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&eh_stats, &idx);
@@ -251,6 +345,7 @@ struct eh_walk {
 	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
 	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
+	__u32 cost_skip;	   /* eh_cost_skip's, for the walk */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */
 	struct sp_eh_map vtmp;	     /* one looked up whose file's table is not built yet: not kept */
@@ -739,6 +834,21 @@ static __always_inline bool eh_after_call(__u64 ra)
 	return b[1] == 0xff && eh_call_modrm(m, 0x80) && (m & 7) == 4;
 }
 
+static __always_inline __u32 eh_cache_slot(__u64 look)
+{
+	return (look ^ (look >> 9)) & (EH_CACHE - 1);
+}
+
+/*
+ * Whether the cached entry is look's rule under this walk's slice.  Only
+ * rules found through a slice are cached, under its generation, which a
+ * slice made again (an unmap, an exec, a table rebuilt) never reuses.
+ */
+static __always_inline bool eh_cache_hit(const struct eh_walk *w, const struct eh_cached *ce, __u64 look)
+{
+	return w->maps_nr && ce->pc == look && ce->gen == w->gen && !(w->cost_skip & EH_COST_RULES);
+}
+
 /*
  * The rule of the frame at pc, from the CPU's cache, else from the
  * mappings and the rows (and then cached).  1 when the walk ends here
@@ -748,13 +858,12 @@ static __always_inline long eh_rule_of(struct eh_walk *w, __u64 pc, struct eh_ru
 {
 	/* A return address is after its call: the call's own row is the one before it. */
 	__u64 look = w->exact ? pc : pc - 1;
-	__u32 slot = (look ^ (look >> 9)) & (EH_CACHE - 1);
-	struct eh_cached *ce = &w->cache[slot];
+	struct eh_cached *ce = &w->cache[eh_cache_slot(look)];
 	struct sp_eh_map *v = NULL;
 	struct sp_eh_row *row;
 	bool busy = false, newer = false;
 
-	if (w->maps_nr && ce->pc == look && ce->gen == w->gen) {
+	if (eh_cache_hit(w, ce, look)) {
 		*r = ce->r;
 		return 0;
 	}
@@ -843,6 +952,7 @@ EH_WALK_FN int sp_eh_rule(__u64 pc)
 static long eh_step(__u32 i, void *unused)
 {
 	struct eh_rule r;
+	struct eh_cached *ce;
 	__u32 zero = 0;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
@@ -874,9 +984,19 @@ static long eh_step(__u32 i, void *unused)
 		w->di_ok = 0;
 		return sp_hs_step() ? 1 : 0;
 	}
-	if (sp_eh_rule(pc))
-		return 1;
-	r = w->rule;
+	/*
+	 * The rule from the CPU's cache here, sp_eh_rule (the searches) called
+	 * on a miss only: nearly every frame of a steady load hits, and the
+	 * call cost 10-15 ns a frame (by turns in one run, workload spin).
+	 */
+	ce = &w->cache[eh_cache_slot(w->exact ? pc : pc - 1)];
+	if (eh_cache_hit(w, ce, w->exact ? pc : pc - 1)) {
+		r = ce->r;
+	} else {
+		if (sp_eh_rule(pc))
+			return 1;
+		r = w->rule;
+	}
 	kind = SP_EH_KIND(r.kind);
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
 	if (kind == SP_EH_TRAMP) {
@@ -1227,6 +1347,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	 */
 	w->tr_check = EH_TR_CHECK | EH_TR_FIRST | (__u32)((~orig_ax >> 63) << 1);
 	w->maps_first = w->maps_nr = 0;
+	w->cost_skip = eh_cost_skip();
 	eh_proc_facts(w, pid, ss);
 	/* Mappings made for another image (before an exec, or a pid's last owner) would give wrong frames. */
 	if (eh_vma_only) {
@@ -1249,7 +1370,19 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin(ss) : 0;
-	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
+	/*
+	 * A JVM's walk set up only in a JVM: elsewhere its flag is cleared here,
+	 * not by a call (the call was 20-40 ns of a 5-frame chain's ~1,000 ns,
+	 * by turns in one run, workload spin).
+	 */
+	if (w->c_flags & EH_C_HS) {
+		sp_hs_begin(r13, rbx, ss, 1);
+	} else {
+		struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+
+		if (h)
+			h->on = 0;
+	}
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	EH_KEEP_BEGIN(w, pid, ss);
@@ -1257,11 +1390,11 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	if (w->py)
 		sp_py_place();
 	hs_end();
-	eh_stat(SP_EH_CHAINS);
-	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
 	n = w->n;
 	if (n > SP_EH_MAX_FRAMES)
 		n = SP_EH_MAX_FRAMES;
+	eh_stat(SP_EH_CHAINS);
+	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
 	__u64 *f = bpf_map_lookup_elem(&eh_stats, &(__u32){ SP_EH_FRAMES });
 	if (f)
 		*f += n;

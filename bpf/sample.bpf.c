@@ -406,22 +406,25 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	bool user = (((volatile __u64 *)&ctx->regs)[17] & 3) == 3;
 	long n, size;
 
-	if (eh_threads ? !sp_sample_account(pid, tid) : !sample_keeps(pid, tid))
+	eh_cost_begin();
+	if (!(eh_cost_skip() & EH_COST_KEEPS) && (eh_threads ? !sp_sample_account(pid, tid) : !sample_keeps(pid, tid)))
 		return 0;
 	s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	if (!s)
 		return 0;
 	s->type = 9; /* PERF_RECORD_SAMPLE */
 	s->misc = user ? 2 : 1; /* PERF_RECORD_MISC_USER : _KERNEL */
-	s->id = bpf_get_attach_cookie(ctx);
 	s->ip = ctx->regs.ip;
 	s->pid = pid;
 	s->tid = tid;
-	s->time = bpf_ktime_get_ns();
-	s->cpu = bpf_get_smp_processor_id();
+	if (!(eh_cost_skip() & EH_COST_IDS)) {
+		s->id = bpf_get_attach_cookie(ctx);
+		s->time = bpf_ktime_get_ns();
+		s->cpu = bpf_get_smp_processor_id();
+	}
 	s->res = 0;
 	s->period = ctx->sample_period;
-	if (!user)
+	if (!user && !(eh_cost_skip() & EH_COST_KSTACK))
 		nk = sp_kstack(ctx);
 	if (nk > KS_KSTACK + 1)
 		nk = KS_KSTACK + 1;
@@ -439,7 +442,10 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 			w->ur_rdi = ctx->regs.di;
 		}
 
-		if (eh_fp_only) {
+		eh_cost_walk(true);
+		if (eh_cost_skip() & EH_COST_USER) {
+			nu = 0;
+		} else if (eh_fp_only) {
 			/* For measuring only: the kernel's frame-pointer walk through the same path. */
 			n = bpf_get_stack(ctx, &s->ips[(nk + 1) & (EH_IPS - 1)], SP_EH_MAX_FRAMES * 8, BPF_F_USER_STACK);
 			nu = n > 0 ? (__u64)n / 8 + 1 : 0;
@@ -447,6 +453,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 		} else {
 			nu = eh_unwind_user(nk, w != NULL);
 		}
+		eh_cost_walk(false);
 		if (eh_timing) {
 			__u32 k = SP_EH_USER_NS;
 			__u64 *v = bpf_map_lookup_elem(&eh_stats, &k);
@@ -467,9 +474,12 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 	sent = bpf_map_lookup_elem(&eh_sent, &zero);
 	if (sent)
 		++*sent;
-	if (!rb || bpf_ringbuf_output(rb, s, size,
-				      sent && *sent % EH_WAKE_EVERY ? BPF_RB_NO_WAKEUP : ring_wakeup_flag(rb, eh_ring_size)))
+	if (eh_cost_skip() & EH_COST_RING)
+		rb = NULL;
+	else if (!rb || bpf_ringbuf_output(rb, s, size,
+					   sent && *sent % EH_WAKE_EVERY ? BPF_RB_NO_WAKEUP : ring_wakeup_flag(rb, eh_ring_size)))
 		eh_stat(SP_EH_LOST);
+	eh_cost_end(user, nu);
 	return 0;
 }
 
