@@ -315,7 +315,7 @@ __noinline int sp_eh_keep_prove(void)
 			c->wi = idx;
 			return 2;
 		}
-		if (*(__u64 *)&w->win[off & (EH_WIN - 1)] != k->val[idx & (EH_KEEP_WORDS - 1)])
+		if (eh_win_word(w, off) != k->val[idx & (EH_KEEP_WORDS - 1)])
 			return 1;
 	}
 	c->wi = wi + EH_KEEP_PROVE;
