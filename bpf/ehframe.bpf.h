@@ -441,28 +441,37 @@ static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh
  * (a process that started or exec'ed since user space last looked, which on
  * a starved host is tens of ms): as noted at its exec and mmaps (eh_fresh),
  * else the kernel's vma; either way its file's rows are
- * found by inode, as every process's are shared.  NULL with *busy when the
- * mm could not be looked at (its lock held: frame pointers then), NULL alone
- * when no executable mapping holds pc.
+ * found by inode, as every process's are shared.  The mapping is put in
+ * w->v[slot] (returned) or, when its file's table is not built yet, in
+ * w->vtmp (EH_VMAS returned); -EH_EBUSY when the mm could not be looked at
+ * (its lock held: frame pointers then), -1 when no executable mapping
+ * holds pc.
+ *
+ * Global: verified once, alone, where inline in sp_eh_rule it was
+ * verified again for each way the rule's search reached it (a slice's
+ * miss, no slice), with the 16 noted mappings' loop and bpf_find_vma's
+ * callback each time.  It runs only for a process whose slice user space
+ * has not made yet, or a mapping newer than its slice.
  */
-static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 pc, bool *busy)
+EH_WALK_FN int sp_eh_map_vma(__u64 pc)
 {
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct eh_vma_find f = {};
 	struct sp_eh_file *file;
 	struct sp_eh_map *m;
-	__u32 slot;
+	__u32 slot = EH_VMAS;
 	bool fresh;
 	long e;
 
-	*busy = false;
+	if (!w)
+		return -1;
 	fresh = eh_fresh_find(w, pc, &f);
 	e = fresh ? 0 : bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
-	if (e == -EH_EBUSY) {
-		*busy = true;
-		return NULL;
-	}
+	if (e == -EH_EBUSY)
+		return -EH_EBUSY;
 	if (e || f.found == EH_VMA_NONE || f.found == EH_VMA_NOEXEC)
-		return NULL;
+		return -1;
 	eh_stat(fresh ? SP_EH_FRESH : SP_EH_VMA_LOOKUP);
 	file = f.found == EH_VMA_ANON ? NULL : bpf_map_lookup_elem(&eh_files, &f.key);
 	/* A file whose table is not built yet may have it by the next sample: that answer is not kept. */
@@ -478,7 +487,7 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	m->pgoff = f.pgoff;
 	m->table = SP_EH_T_ANON;
 	if (f.found == EH_VMA_ANON)
-		return m;
+		return slot;
 	if (!file) {
 		m->table = SP_EH_T_MISSING;
 	} else if (file->state == SP_EH_FILE_OK) {
@@ -491,7 +500,18 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	} else {
 		m->table = file->state == SP_EH_FILE_TOO_LARGE ? SP_EH_T_TOO_LARGE : SP_EH_T_NOCFI;
 	}
-	return m;
+	return slot;
+}
+
+/* sp_eh_map_vma's mapping, or NULL; *busy when the mm could not be looked at. */
+static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 pc, bool *busy)
+{
+	int r = sp_eh_map_vma(pc);
+
+	*busy = r == -EH_EBUSY;
+	if (r < 0 || r > EH_VMAS)
+		return NULL;
+	return r == EH_VMAS ? &w->vtmp : &w->v[r & (EH_VMAS - 1)];
 }
 
 /* The last row at or below off among the mapping's file's rows, or NULL. */
