@@ -228,6 +228,7 @@ struct eh_walk {
 	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
 	__u32 tramps;	 /* -X perf trampolines crossed */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
+	__u32 vhit;	 /* eh_map_cached's slot */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
@@ -316,8 +317,15 @@ EH_SEARCH_STEP(eh_row_search_step, eh_rows, struct sp_eh_row, pc)
 static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
 {
 	for (int i = 0; i < EH_VMAS; i++)
-		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end)
-			return &w->v[i];
+		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
+			/*
+			 * The index read back through the map: the verifier then
+			 * knows one pointer into v, where &w->v[i] was eight, each
+			 * going on through the rows' search as a state of its own.
+			 */
+			w->vhit = i;
+			return &w->v[*(volatile __u32 *)&w->vhit & (EH_VMAS - 1)];
+		}
 	return NULL;
 }
 
