@@ -1033,6 +1033,14 @@ static long eh_step(__u32 i, void *unused)
 		w->bx_ok = 0;
 		break;
 	}
+	/*
+	 * The kind and the rbp rule read back through the map: each case left
+	 * them constants, which the branches below made the verifier follow
+	 * through the rest of the step as a state per case.
+	 */
+	w->rule.rbp = r.rbp;
+	r.rbp = *(volatile __s8 *)&w->rule.rbp;
+	kind = SP_EH_KIND(*(volatile __u8 *)&w->rule.kind);
 	/* vfork's CFA is its rsp: the return address was popped, not read from the stack. */
 	if (kind == SP_EH_RA_RDI) {
 		if (cfa < w->sp) {
