@@ -590,21 +590,10 @@ fault:
 	return -1;
 }
 
-/*
- * The window's word at off, in one load.  Written as *(__u64 *)&w->win[off],
- * clang reads a byte array's word a byte at a time: 8 loads and 14 shifts
- * and ors at each read of the walk, and each of them a step of the
- * verifier's at every read it follows.  x86 loads an unaligned word, and the
- * verifier lets it (it insists on alignment only where the CPU has no
- * efficient unaligned access).
- */
+/* The window's word at off, in one load (sp_load_u64: not a byte at a time). */
 static __always_inline __u64 eh_win_word(const struct eh_walk *w, __u64 off)
 {
-	const __u8 *p = &w->win[off & (EH_WIN - 1)];
-	__u64 v;
-
-	asm volatile("%0 = *(u64 *)(%1 + 0)" : "=r"(v) : "r"(p) : "memory");
-	return v;
+	return sp_load_u64(&w->win[off & (EH_WIN - 1)]);
 }
 
 /* The user word at addr, from the stack window, which sp_eh_window reads again when addr is outside it. */

@@ -154,14 +154,14 @@ static __always_inline __s32 hs_s32(const struct hs_walk *h, __u32 off, __u32 le
 {
 	if (off + 4 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__s32 *)&h->hdr[off & (HS_READ_MAX - 1)];
+	return (__s32)sp_load_u32(&h->hdr[off & (HS_READ_MAX - 1)]);
 }
 
 static __always_inline __u64 hs_u64(const struct hs_walk *h, __u32 off, __u32 len)
 {
 	if (off + 8 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__u64 *)&h->hdr[off & (HS_READ_MAX - 1)];
+	return sp_load_u64(&h->hdr[off & (HS_READ_MAX - 1)]);
 }
 
 /*
