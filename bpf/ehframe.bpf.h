@@ -228,7 +228,7 @@ struct eh_walk {
 	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
 	__u32 tramps;	 /* -X perf trampolines crossed */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
-	__u32 vhit;	 /* eh_map_cached's slot */
+	__u32 vhit;	 /* the entry eh_map_cached (or eh_fresh_find) found */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
@@ -427,21 +427,27 @@ struct {
 /* Into *f the noted mapping of this walk's process that holds pc; false if none is known so. */
 static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh_vma_find *f)
 {
-	__u32 pid = w->c_pid, n;
+	__u32 pid = w->c_pid, n, i;
 	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &pid);
 
 	if (!e || e->start_stack != w->c_ss || bpf_ktime_get_ns() - e->exec_ns > EH_FRESH_NS)
 		return false;
 	n = *(volatile __u32 *)&e->n;
-	for (__u32 i = 0; i < EH_FRESH_MAPS; i++) {
+	w->vhit = EH_FRESH_MAPS;
+	for (i = 0; i < EH_FRESH_MAPS; i++) {
 		if (i >= n)
 			break;
 		if (pc >= e->m[i].start && pc < e->m[i].end && e->m[i].found != EH_VMA_NONE) {
-			*f = e->m[i];
-			return true;
+			w->vhit = i;
+			break;
 		}
 	}
-	return false;
+	/* Copied once, at an index read back through the map: in the loop, the verifier checked a copy per entry. */
+	i = *(volatile __u32 *)&w->vhit;
+	if (i >= EH_FRESH_MAPS)
+		return false;
+	*f = e->m[i & (EH_FRESH_MAPS - 1)];
+	return true;
 }
 
 /*
