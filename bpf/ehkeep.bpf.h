@@ -250,6 +250,8 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 		}
 	}
 	c->own = own;
+	/* Read back through the map: one slot for the verifier, not one state per slot the search ended at. */
+	own = *(volatile __u32 *)&c->own & (EH_KEEP_SLOTS - 1);
 	c->tid = tid;
 	c->s[own].used = ++c->clock;
 	if (!found) {
