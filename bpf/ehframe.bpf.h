@@ -250,7 +250,8 @@ struct eh_walk {
 	__u64 word;		   /* sp_eh_window's word read alone (across two pages) */
 	__u8 tramp_code[32];	   /* the trampoline's bytes, as sp_eh_tramp read them */
 	/* eh_tramp_decode's position and counts: volatile, or the compiler keeps them in registers. */
-	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
+	volatile __u32 tr_i, tr_depth, tr_n, tr_found, tr_k;
+	volatile __s32 tr_r;	   /* its answer, as it returns it */
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
 	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
@@ -638,71 +639,130 @@ static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
  * follow their values: in registers, each sequence of instructions decoded
  * made states of its own (Debian's 6.1: offcpu_btf's 137,029 instructions
  * processed became 903,880; 139,124 so).  The walk's own state is kept in
- * the map for the same reason.
+ * the map for the same reason.  eh_tramp_in_one: one instruction before the
+ * syscall, 1 when the answer is in w->tr_r or the syscall is reached
+ * (w->tr_found 2).
  */
-static __always_inline int eh_tramp_decode(struct eh_walk *w, __u64 k)
+static __always_inline long eh_tramp_in_one(struct eh_walk *w)
 {
-	__u32 j, i;
+	__u32 i = w->tr_i, k = w->tr_k;
 	__u8 op, op1;
 
+	if (i >= k) {
+		w->tr_r = i == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		return 1;
+	}
+	op = w->tramp_code[i & 31];
+	op1 = w->tramp_code[(i + 1) & 31];
+	if (op == 0xcc) { /* int3: its handler's pc is past it */
+		w->tr_r = i + 1 == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		return 1;
+	}
+	if (op == 0x0f && op1 == 0x05) { /* syscall */
+		if (i + 2 == k && (w->tr_check & EH_TR_IN_CALL)) {
+			w->tr_r = 1 << 8 | (w->tr_depth & 0xff);
+			return 1;
+		}
+		w->tr_i = i + 2;
+		w->tr_found = 2;
+		return 1;
+	}
+	if (op >= 0x50 && op <= 0x57) { /* push */
+		w->tr_depth += 8;
+		w->tr_i = i + 1;
+	} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
+		w->tr_depth += 8;
+		w->tr_i = i + 2;
+	} else if (op == 0x48 && op1 == 0xc7 && (w->tramp_code[(i + 2) & 31] & 0xf8) == 0xc0) {
+		w->tr_i = i + 7; /* mov $imm32, %r */
+	} else if (op >= 0xb8 && op <= 0xbf) {
+		w->tr_i = i + 5;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+/* After the trap: the pops still to run from k, then the return address. */
+static __always_inline long eh_tramp_out_one(struct eh_walk *w)
+{
+	__u32 i = w->tr_i;
+	__u8 op, op1;
+
+	if (i == w->tr_k)
+		w->tr_found = 1;
+	op = w->tramp_code[i & 31];
+	op1 = w->tramp_code[(i + 1) & 31];
+	if (op == 0xc3) { /* ret */
+		w->tr_r = w->tr_found == 1 ? 2 << 8 | (w->tr_n & 0xff) : -1;
+		return 1;
+	}
+	if (op >= 0x58 && op <= 0x5f) { /* pop */
+		w->tr_i = i + 1;
+	} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
+		w->tr_i = i + 2;
+	} else {
+		return 1;
+	}
+	if (w->tr_found == 1)
+		w->tr_n += 8;
+	return 0;
+}
+
+#ifndef EH_WALK_INLINE
+/*
+ * Each instruction decoded a bpf_loop step: verified once, where the
+ * loops' 8 and 4 steps were each walked by the verifier with every branch
+ * of the decode (6.18: 1,697 instructions processed for sp_eh_tramp).
+ */
+static long eh_tramp_in_step(__u32 j, void *unused)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+
+	return w ? eh_tramp_in_one(w) : 1;
+}
+
+static long eh_tramp_out_step(__u32 j, void *unused)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+
+	return w ? eh_tramp_out_one(w) : 1;
+}
+#endif
+
+static __always_inline int eh_tramp_decode(struct eh_walk *w, __u64 k)
+{
 	w->tr_i = 0;
 	w->tr_depth = 0;
 	w->tr_n = 0;
 	w->tr_found = 0;
-	for (j = 0; j < 8; j++) {
+	w->tr_r = -1;
+	w->tr_k = k;
+#ifdef EH_WALK_INLINE
+	/* The off-CPU program: no frame more for 6.1's 512 bytes of a chain of calls. */
+	for (int j = 0; j < 8; j++) {
 		barrier_var(w); /* its fields' addresses not kept in registers: no stack taken */
-		i = w->tr_i;
-		if (i >= k)
-			return i == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
-		op = w->tramp_code[i & 31];
-		op1 = w->tramp_code[(i + 1) & 31];
-		if (op == 0xcc) /* int3: its handler's pc is past it */
-			return i + 1 == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
-		if (op == 0x0f && op1 == 0x05) { /* syscall */
-			if (i + 2 == k && (w->tr_check & EH_TR_IN_CALL))
-				return 1 << 8 | (w->tr_depth & 0xff);
-			w->tr_i = i + 2;
-			w->tr_found = 2;
+		if (eh_tramp_in_one(w))
 			break;
-		}
-		if (op >= 0x50 && op <= 0x57) { /* push */
-			w->tr_depth += 8;
-			w->tr_i = i + 1;
-		} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
-			w->tr_depth += 8;
-			w->tr_i = i + 2;
-		} else if (op == 0x48 && op1 == 0xc7 && (w->tramp_code[(i + 2) & 31] & 0xf8) == 0xc0) {
-			w->tr_i = i + 7; /* mov $imm32, %r */
-		} else if (op >= 0xb8 && op <= 0xbf) {
-			w->tr_i = i + 5;
-		} else {
-			return -1;
-		}
 	}
+#else
+	bpf_loop(8, eh_tramp_in_step, NULL, 0);
+#endif
 	if (w->tr_found != 2)
-		return -1;
+		return w->tr_r;
 	w->tr_found = 0;
-	/* After the trap: the pops still to run from k, then the return address. */
-	for (j = 0; j < 4; j++) {
+#ifdef EH_WALK_INLINE
+	for (int j = 0; j < 4; j++) {
 		barrier_var(w);
-		i = w->tr_i;
-		if (i == k)
-			w->tr_found = 1;
-		op = w->tramp_code[i & 31];
-		op1 = w->tramp_code[(i + 1) & 31];
-		if (op == 0xc3) /* ret */
-			return w->tr_found == 1 ? 2 << 8 | (w->tr_n & 0xff) : -1;
-		if (op >= 0x58 && op <= 0x5f) { /* pop */
-			w->tr_i = i + 1;
-		} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
-			w->tr_i = i + 2;
-		} else {
-			return -1;
-		}
-		if (w->tr_found == 1)
-			w->tr_n += 8;
+		if (eh_tramp_out_one(w))
+			break;
 	}
-	return -1;
+#else
+	bpf_loop(4, eh_tramp_out_step, NULL, 0);
+#endif
+	return w->tr_r;
 }
 
 /*
