@@ -322,6 +322,7 @@ struct eh_walk {
 	__u32 exact0;	 /* the first frame's exact, for sp_py_place */
 	__u32 tramps;	 /* -X perf trampolines crossed */
 	__u32 next_vma;	 /* the cache slot the next lookup fills */
+	__u32 vhit;	 /* the entry eh_map_cached (or eh_fresh_find) found */
 	__u32 maps_first, maps_nr; /* the process's slice of eh_maps; nr 0: unknown */
 	__u32 gen, win_len;	   /* the slice's generation: what the rule cache is keyed by; the window's length */
 	__u64 win_base;		   /* the user address of win[0] */
@@ -340,9 +341,11 @@ struct eh_walk {
 	__u64 tramp;		   /* the trampoline's address in this mm; 0: none */
 	__u64 ri;		   /* the next struct return_instance * to take */
 	__u64 tramp_ra;		   /* sp_eh_tramp's: kept off the walk's stack */
+	__u64 word;		   /* sp_eh_window's word read alone (across two pages) */
 	__u8 tramp_code[32];	   /* the trampoline's bytes, as sp_eh_tramp read them */
 	/* eh_tramp_decode's position and counts: volatile, or the compiler keeps them in registers. */
-	volatile __u32 tr_i, tr_depth, tr_n, tr_found;
+	volatile __u32 tr_i, tr_depth, tr_n, tr_found, tr_k;
+	volatile __s32 tr_r;	   /* its answer, as it returns it */
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
 	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
 	__u32 cost_skip;	   /* eh_cost_skip's, for the walk */
@@ -410,8 +413,15 @@ EH_SEARCH_STEP(eh_row_search_step, eh_rows, struct sp_eh_row, pc)
 static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
 {
 	for (int i = 0; i < EH_VMAS; i++)
-		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end)
-			return &w->v[i];
+		if (w->vgen[i] == w->gen && pc >= w->v[i].start && pc < w->v[i].end) {
+			/*
+			 * The index read back through the map: the verifier then
+			 * knows one pointer into v, where &w->v[i] was eight, each
+			 * going on through the rows' search as a state of its own.
+			 */
+			w->vhit = i;
+			return &w->v[*(volatile __u32 *)&w->vhit & (EH_VMAS - 1)];
+		}
 	return NULL;
 }
 
@@ -513,21 +523,27 @@ struct {
 /* Into *f the noted mapping of this walk's process that holds pc; false if none is known so. */
 static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh_vma_find *f)
 {
-	__u32 pid = w->c_pid, n;
+	__u32 pid = w->c_pid, n, i;
 	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &pid);
 
 	if (!e || e->start_stack != w->c_ss || bpf_ktime_get_ns() - e->exec_ns > EH_FRESH_NS)
 		return false;
 	n = *(volatile __u32 *)&e->n;
-	for (__u32 i = 0; i < EH_FRESH_MAPS; i++) {
+	w->vhit = EH_FRESH_MAPS;
+	for (i = 0; i < EH_FRESH_MAPS; i++) {
 		if (i >= n)
 			break;
 		if (pc >= e->m[i].start && pc < e->m[i].end && e->m[i].found != EH_VMA_NONE) {
-			*f = e->m[i];
-			return true;
+			w->vhit = i;
+			break;
 		}
 	}
-	return false;
+	/* Copied once, at an index read back through the map: in the loop, the verifier checked a copy per entry. */
+	i = *(volatile __u32 *)&w->vhit;
+	if (i >= EH_FRESH_MAPS)
+		return false;
+	*f = e->m[i & (EH_FRESH_MAPS - 1)];
+	return true;
 }
 
 /*
@@ -535,28 +551,37 @@ static __always_inline bool eh_fresh_find(struct eh_walk *w, __u64 pc, struct eh
  * (a process that started or exec'ed since user space last looked, which on
  * a starved host is tens of ms): as noted at its exec and mmaps (eh_fresh),
  * else the kernel's vma; either way its file's rows are
- * found by inode, as every process's are shared.  NULL with *busy when the
- * mm could not be looked at (its lock held: frame pointers then), NULL alone
- * when no executable mapping holds pc.
+ * found by inode, as every process's are shared.  The mapping is put in
+ * w->v[slot] (returned) or, when its file's table is not built yet, in
+ * w->vtmp (EH_VMAS returned); -EH_EBUSY when the mm could not be looked at
+ * (its lock held: frame pointers then), -1 when no executable mapping
+ * holds pc.
+ *
+ * Global: verified once, alone, where inline in sp_eh_rule it was
+ * verified again for each way the rule's search reached it (a slice's
+ * miss, no slice), with the 16 noted mappings' loop and bpf_find_vma's
+ * callback each time.  It runs only for a process whose slice user space
+ * has not made yet, or a mapping newer than its slice.
  */
-static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 pc, bool *busy)
+EH_WALK_FN int sp_eh_map_vma(__u64 pc)
 {
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct eh_vma_find f = {};
 	struct sp_eh_file *file;
 	struct sp_eh_map *m;
-	__u32 slot;
+	__u32 slot = EH_VMAS;
 	bool fresh;
 	long e;
 
-	*busy = false;
+	if (!w)
+		return -1;
 	fresh = eh_fresh_find(w, pc, &f);
 	e = fresh ? 0 : bpf_find_vma(bpf_get_current_task_btf(), pc, eh_vma_cb, &f, 0);
-	if (e == -EH_EBUSY) {
-		*busy = true;
-		return NULL;
-	}
+	if (e == -EH_EBUSY)
+		return -EH_EBUSY;
 	if (e || f.found == EH_VMA_NONE || f.found == EH_VMA_NOEXEC)
-		return NULL;
+		return -1;
 	eh_stat(fresh ? SP_EH_FRESH : SP_EH_VMA_LOOKUP);
 	file = f.found == EH_VMA_ANON ? NULL : bpf_map_lookup_elem(&eh_files, &f.key);
 	/* A file whose table is not built yet may have it by the next sample: that answer is not kept. */
@@ -572,7 +597,7 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	m->pgoff = f.pgoff;
 	m->table = SP_EH_T_ANON;
 	if (f.found == EH_VMA_ANON)
-		return m;
+		return slot;
 	if (!file) {
 		m->table = SP_EH_T_MISSING;
 	} else if (file->state == SP_EH_FILE_OK) {
@@ -585,7 +610,18 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 	} else {
 		m->table = file->state == SP_EH_FILE_TOO_LARGE ? SP_EH_T_TOO_LARGE : SP_EH_T_NOCFI;
 	}
-	return m;
+	return slot;
+}
+
+/* sp_eh_map_vma's mapping, or NULL; *busy when the mm could not be looked at. */
+static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 pc, bool *busy)
+{
+	int r = sp_eh_map_vma(pc);
+
+	*busy = r == -EH_EBUSY;
+	if (r < 0 || r > EH_VMAS)
+		return NULL;
+	return r == EH_VMAS ? &w->vtmp : &w->v[r & (EH_VMAS - 1)];
 }
 
 /* The last row at or below off among the mapping's file's rows, or NULL. */
@@ -615,40 +651,65 @@ static __always_inline struct sp_eh_row *eh_row_of(struct eh_walk *w, const stru
 }
 
 /*
- * The user word at addr, from the stack window, which is read again when
- * addr is outside it: from the frame's rsp when that is on addr's page
- * (what a frame saves lies between its rsp and its CFA), else from addr, up
- * to the page's end.
+ * eh_read's slow path, for a word outside the stack window: the window
+ * read again from the frame's rsp when that is on addr's page (what a frame
+ * saves lies between its rsp and its CFA), else from addr, up to the page's
+ * end; or a word across two pages read alone, into w->word.  0 when the
+ * window holds addr's word, 1 when w->word does, -1 at a fault (w->stop
+ * says so).  Global: verified once, where inline at each of eh_step's
+ * eight reads its three ends went on through the rest of the step as
+ * states of their own (on_sample_eh on 6.18: the step's instructions
+ * processed 11,138 so, 6,916 now).  It runs at a window's miss only,
+ * beside a read of user memory that costs about 100 ns.
  */
-static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
+EH_WALK_FN int sp_eh_window(__u64 addr)
 {
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	__u64 base, len;
 
-	if (addr - w->win_base >= w->win_len || addr - w->win_base + 8 > w->win_len) {
-		base = w->sp <= addr && (w->sp ^ addr) < EH_WIN ? w->sp : addr;
-		len = EH_WIN - (base & (EH_WIN - 1));
-		if ((addr & (EH_WIN - 1)) > EH_WIN - 8) {
-			/* A word across two pages: read it alone. */
-			if (bpf_probe_read_user(dst, 8, (void *)addr))
-				goto fault;
-			EH_NOTE_READ(addr, *dst);
-			return 0;
-		}
-		w->win_len = 0;
-		if (len > EH_WIN || len < 8)
+	if (!w)
+		return -1;
+	if ((addr & (EH_WIN - 1)) > EH_WIN - 8) {
+		/* A word across two pages: read it alone. */
+		if (bpf_probe_read_user(&w->word, 8, (void *)addr))
 			goto fault;
-		if (bpf_probe_read_user(w->win, len, (void *)base))
-			goto fault;
-		w->win_base = base;
-		w->win_len = len;
+		return 1;
 	}
-	*dst = *(__u64 *)&w->win[(addr - w->win_base) & (EH_WIN - 1)];
-	EH_NOTE_READ(addr, *dst);
+	base = w->sp <= addr && (w->sp ^ addr) < EH_WIN ? w->sp : addr;
+	len = EH_WIN - (base & (EH_WIN - 1));
+	w->win_len = 0;
+	if (len > EH_WIN || len < 8)
+		goto fault;
+	if (bpf_probe_read_user(w->win, len, (void *)base))
+		goto fault;
+	w->win_base = base;
+	w->win_len = len;
 	return 0;
 fault:
 	EH_NOTE_UNSURE();
 	w->stop = SP_EH_STOP_READ;
 	return -1;
+}
+
+/* The window's word at off, in one load (sp_load_u64: not a byte at a time). */
+static __always_inline __u64 eh_win_word(const struct eh_walk *w, __u64 off)
+{
+	return sp_load_u64(&w->win[off & (EH_WIN - 1)]);
+}
+
+/* The user word at addr, from the stack window, which sp_eh_window reads again when addr is outside it. */
+static __always_inline int eh_read(__u64 *dst, __u64 addr, struct eh_walk *w)
+{
+	int r = 0;
+
+	if (addr - w->win_base >= w->win_len || addr - w->win_base + 8 > w->win_len)
+		r = sp_eh_window(addr);
+	if (r < 0)
+		return -1;
+	*dst = r ? w->word : eh_win_word(w, addr - w->win_base);
+	EH_NOTE_READ(addr, *dst);
+	return 0;
 }
 
 /*
@@ -673,71 +734,130 @@ fault:
  * follow their values: in registers, each sequence of instructions decoded
  * made states of its own (Debian's 6.1: offcpu_btf's 137,029 instructions
  * processed became 903,880; 139,124 so).  The walk's own state is kept in
- * the map for the same reason.
+ * the map for the same reason.  eh_tramp_in_one: one instruction before the
+ * syscall, 1 when the answer is in w->tr_r or the syscall is reached
+ * (w->tr_found 2).
  */
-static __always_inline int eh_tramp_decode(struct eh_walk *w, __u64 k)
+static __always_inline long eh_tramp_in_one(struct eh_walk *w)
 {
-	__u32 j, i;
+	__u32 i = w->tr_i, k = w->tr_k;
 	__u8 op, op1;
 
+	if (i >= k) {
+		w->tr_r = i == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		return 1;
+	}
+	op = w->tramp_code[i & 31];
+	op1 = w->tramp_code[(i + 1) & 31];
+	if (op == 0xcc) { /* int3: its handler's pc is past it */
+		w->tr_r = i + 1 == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
+		return 1;
+	}
+	if (op == 0x0f && op1 == 0x05) { /* syscall */
+		if (i + 2 == k && (w->tr_check & EH_TR_IN_CALL)) {
+			w->tr_r = 1 << 8 | (w->tr_depth & 0xff);
+			return 1;
+		}
+		w->tr_i = i + 2;
+		w->tr_found = 2;
+		return 1;
+	}
+	if (op >= 0x50 && op <= 0x57) { /* push */
+		w->tr_depth += 8;
+		w->tr_i = i + 1;
+	} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
+		w->tr_depth += 8;
+		w->tr_i = i + 2;
+	} else if (op == 0x48 && op1 == 0xc7 && (w->tramp_code[(i + 2) & 31] & 0xf8) == 0xc0) {
+		w->tr_i = i + 7; /* mov $imm32, %r */
+	} else if (op >= 0xb8 && op <= 0xbf) {
+		w->tr_i = i + 5;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+/* After the trap: the pops still to run from k, then the return address. */
+static __always_inline long eh_tramp_out_one(struct eh_walk *w)
+{
+	__u32 i = w->tr_i;
+	__u8 op, op1;
+
+	if (i == w->tr_k)
+		w->tr_found = 1;
+	op = w->tramp_code[i & 31];
+	op1 = w->tramp_code[(i + 1) & 31];
+	if (op == 0xc3) { /* ret */
+		w->tr_r = w->tr_found == 1 ? 2 << 8 | (w->tr_n & 0xff) : -1;
+		return 1;
+	}
+	if (op >= 0x58 && op <= 0x5f) { /* pop */
+		w->tr_i = i + 1;
+	} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
+		w->tr_i = i + 2;
+	} else {
+		return 1;
+	}
+	if (w->tr_found == 1)
+		w->tr_n += 8;
+	return 0;
+}
+
+#ifndef EH_WALK_INLINE
+/*
+ * Each instruction decoded a bpf_loop step: verified once, where the
+ * loops' 8 and 4 steps were each walked by the verifier with every branch
+ * of the decode (6.18: 1,697 instructions processed for sp_eh_tramp).
+ */
+static long eh_tramp_in_step(__u32 j, void *unused)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+
+	return w ? eh_tramp_in_one(w) : 1;
+}
+
+static long eh_tramp_out_step(__u32 j, void *unused)
+{
+	__u32 zero = 0;
+	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
+
+	return w ? eh_tramp_out_one(w) : 1;
+}
+#endif
+
+static __always_inline int eh_tramp_decode(struct eh_walk *w, __u64 k)
+{
 	w->tr_i = 0;
 	w->tr_depth = 0;
 	w->tr_n = 0;
 	w->tr_found = 0;
-	for (j = 0; j < 8; j++) {
+	w->tr_r = -1;
+	w->tr_k = k;
+#ifdef EH_WALK_INLINE
+	/* The off-CPU program: no frame more for 6.1's 512 bytes of a chain of calls. */
+	for (int j = 0; j < 8; j++) {
 		barrier_var(w); /* its fields' addresses not kept in registers: no stack taken */
-		i = w->tr_i;
-		if (i >= k)
-			return i == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
-		op = w->tramp_code[i & 31];
-		op1 = w->tramp_code[(i + 1) & 31];
-		if (op == 0xcc) /* int3: its handler's pc is past it */
-			return i + 1 == k ? 1 << 8 | (w->tr_depth & 0xff) : -1;
-		if (op == 0x0f && op1 == 0x05) { /* syscall */
-			if (i + 2 == k && (w->tr_check & EH_TR_IN_CALL))
-				return 1 << 8 | (w->tr_depth & 0xff);
-			w->tr_i = i + 2;
-			w->tr_found = 2;
+		if (eh_tramp_in_one(w))
 			break;
-		}
-		if (op >= 0x50 && op <= 0x57) { /* push */
-			w->tr_depth += 8;
-			w->tr_i = i + 1;
-		} else if (op == 0x41 && op1 >= 0x50 && op1 <= 0x57) {
-			w->tr_depth += 8;
-			w->tr_i = i + 2;
-		} else if (op == 0x48 && op1 == 0xc7 && (w->tramp_code[(i + 2) & 31] & 0xf8) == 0xc0) {
-			w->tr_i = i + 7; /* mov $imm32, %r */
-		} else if (op >= 0xb8 && op <= 0xbf) {
-			w->tr_i = i + 5;
-		} else {
-			return -1;
-		}
 	}
+#else
+	bpf_loop(8, eh_tramp_in_step, NULL, 0);
+#endif
 	if (w->tr_found != 2)
-		return -1;
+		return w->tr_r;
 	w->tr_found = 0;
-	/* After the trap: the pops still to run from k, then the return address. */
-	for (j = 0; j < 4; j++) {
+#ifdef EH_WALK_INLINE
+	for (int j = 0; j < 4; j++) {
 		barrier_var(w);
-		i = w->tr_i;
-		if (i == k)
-			w->tr_found = 1;
-		op = w->tramp_code[i & 31];
-		op1 = w->tramp_code[(i + 1) & 31];
-		if (op == 0xc3) /* ret */
-			return w->tr_found == 1 ? 2 << 8 | (w->tr_n & 0xff) : -1;
-		if (op >= 0x58 && op <= 0x5f) { /* pop */
-			w->tr_i = i + 1;
-		} else if (op == 0x41 && op1 >= 0x58 && op1 <= 0x5f) {
-			w->tr_i = i + 2;
-		} else {
-			return -1;
-		}
-		if (w->tr_found == 1)
-			w->tr_n += 8;
+		if (eh_tramp_out_one(w))
+			break;
 	}
-	return -1;
+#else
+	bpf_loop(4, eh_tramp_out_step, NULL, 0);
+#endif
+	return w->tr_r;
 }
 
 /*
@@ -1088,6 +1208,14 @@ static long eh_step(__u32 i, void *unused)
 		w->bx_ok = 0;
 		break;
 	}
+	/*
+	 * The kind and the rbp rule read back through the map: each case left
+	 * them constants, which the branches below made the verifier follow
+	 * through the rest of the step as a state per case.
+	 */
+	w->rule.rbp = r.rbp;
+	r.rbp = *(volatile __s8 *)&w->rule.rbp;
+	kind = SP_EH_KIND(*(volatile __u8 *)&w->rule.kind);
 	/* vfork's CFA is its rsp: the return address was popped, not read from the stack. */
 	if (kind == SP_EH_RA_RDI) {
 		if (cfa < w->sp) {

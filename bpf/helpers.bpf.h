@@ -10,6 +10,31 @@
 
 #include "maps.bpf.h"
 
+/*
+ * The word (or 4 bytes) at p, in one load.  Written as *(__u64 *)&buf[off]
+ * over a byte array, clang reads it a byte at a time: 8 loads and 14 shifts
+ * and ors (4 and 6), each of them also a step of the verifier's wherever
+ * the read is reached.  x86 loads unaligned words, and the verifier lets it
+ * (it insists on alignment only where the CPU has no efficient unaligned
+ * access).  The memory clobber keeps the load after the writes to the
+ * buffer (a helper's read into it) that come before it.
+ */
+static __always_inline __u64 sp_load_u64(const void *p)
+{
+	__u64 v;
+
+	asm volatile("%0 = *(u64 *)(%1 + 0)" : "=r"(v) : "r"(p) : "memory");
+	return v;
+}
+
+static __always_inline __u32 sp_load_u32(const void *p)
+{
+	__u32 v;
+
+	asm volatile("%0 = *(u32 *)(%1 + 0)" : "=r"(v) : "r"(p) : "memory");
+	return v;
+}
+
 /* One more of an event user space reports (enum sp_stat). */
 static __always_inline void stat_inc(__u32 idx)
 {

@@ -66,6 +66,7 @@ struct hs_walk {
 	__u64 pro_vep, pro_pc;	/* its input: the verified entry and the top pc */
 	__u64 hop_map, hop_seg; /* hs_blob's segment map and segment, for its steps (hs_hop_step) */
 	__s32 hop_tag;	/* the last tag read, -1 when it could not be */
+	__u32 hop_heap;	/* hs_blob's heap, SP_HS_HEAPS for none */
 	__u32 hop_pad;
 	__u64 r13, rbx; /* the sampled registers (the interpreter's bcp and Method*), for the first frame */
 	__u64 slots[10]; /* an interpreted frame's fp-64 .. fp+16 */
@@ -154,14 +155,14 @@ static __always_inline __s32 hs_s32(const struct hs_walk *h, __u32 off, __u32 le
 {
 	if (off + 4 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__s32 *)&h->hdr[off & (HS_READ_MAX - 1)];
+	return (__s32)sp_load_u32(&h->hdr[off & (HS_READ_MAX - 1)]);
 }
 
 static __always_inline __u64 hs_u64(const struct hs_walk *h, __u32 off, __u32 len)
 {
 	if (off + 8 > len || off > SP_HS_HDR_MAX)
 		return 0;
-	return *(__u64 *)&h->hdr[off & (HS_READ_MAX - 1)];
+	return sp_load_u64(&h->hdr[off & (HS_READ_MAX - 1)]);
 }
 
 /*
@@ -270,9 +271,19 @@ static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
 	__s32 tag;
 	__u32 n;
 
+	h->hop_heap = SP_HS_HEAPS;
 	for (int i = 0; i < SP_HS_HEAPS; i++)
 		if (i < h->p.nr_heaps && look - h->p.heap[i].lo < h->p.heap[i].hi - h->p.heap[i].lo)
-			hp = &h->p.heap[i];
+			h->hop_heap = i;
+	/*
+	 * The heap's index read back through the map: the verifier then knows
+	 * one pointer into heap[], where &h->p.heap[i] was one per i, each going
+	 * on through the segment map's hops and the header's read as a state
+	 * of its own.
+	 */
+	n = *(volatile __u32 *)&h->hop_heap;
+	if (n < SP_HS_HEAPS)
+		hp = &h->p.heap[n & (SP_HS_HEAPS - 1)];
 	if (!hp || hp->log2 < 5 || hp->log2 > 12) {
 		hs_stat(SP_HS_STOP_NO_BLOB, 1);
 		return 0;
