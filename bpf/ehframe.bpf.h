@@ -57,6 +57,7 @@
 #define EH_KEEP_STEP() 0
 #define EH_KEEP_BEGIN(w, pid, ss) ((void)0)
 #define EH_KEEP_WALK(w) bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0)
+#define EH_KEEP_END() ((void)0)
 #endif
 
 /*
@@ -260,6 +261,7 @@ struct eh_walk {
 	struct eh_cached cache[EH_CACHE];
 	__u8 win[EH_WIN + 16];	   /* room for a word at any offset the mask lets through */
 	__u64 nat[SP_EH_MAX_FRAMES + 1]; /* with py: the native frames, which sp_py_place merges with the Python ones */
+	__u64 nat_room[SP_EH_MAX_FRAMES]; /* never read: a kept tail's copy into nat is bounded by its size alone */
 };
 
 struct {
@@ -880,6 +882,8 @@ static long eh_step(__u32 i, void *unused)
 	kind = SP_EH_KIND(r.kind);
 	/* A trampoline has no entry; a Python thread's frames wait for sp_py_place. */
 	if (kind == SP_EH_TRAMP) {
+		/* Its rule came from the bytes of anonymous code, which no stack word proves. */
+		EH_NOTE_UNSURE();
 		w->tramps++;
 	} else {
 		if (w->py)
@@ -1248,14 +1252,16 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	if (!w->maps_nr)
 		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
+	/* Before the Python frames: the tail cache times them too, and proves theirs (ehkeep.bpf.h). */
+	EH_KEEP_BEGIN(w, pid, ss);
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin(ss) : 0;
 	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
 	w->exact0 = w->exact;
 	w->tramps = 0;
-	EH_KEEP_BEGIN(w, pid, ss);
 	EH_KEEP_WALK(w);
 	if (w->py)
 		sp_py_place();
+	EH_KEEP_END();
 	hs_end();
 	eh_stat(SP_EH_CHAINS);
 	eh_stat(w->stop && w->stop < SP_EH_STAT_MAX ? w->stop : SP_EH_STOP_DEPTH);
