@@ -1252,10 +1252,14 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	if (!w->maps_nr)
 		w->gen = ((__u32)(ss >> 4) ^ (pid << 12)) | 0x80000000u;
 	s->ips[base & (EH_IPS - 1)] = (__u64)-512; /* PERF_CONTEXT_USER */
-	/* Before the Python frames: the tail cache times them too, and proves theirs (ehkeep.bpf.h). */
+	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
+	/*
+	 * Before the Python frames, which the tail cache times too (ehkeep.bpf.h);
+	 * after the JVM's start, which takes r13 and rbx: kept across it, they
+	 * grew this frame past 6.1's 512 bytes for the deepest chain of calls.
+	 */
 	EH_KEEP_BEGIN(w, pid, ss);
 	w->py = (w->c_flags & EH_C_PY) ? sp_py_begin(ss) : 0;
-	sp_hs_begin(r13, rbx, ss, w->c_flags & EH_C_HS);
 	w->exact0 = w->exact;
 	w->tramps = 0;
 	EH_KEEP_WALK(w);
