@@ -420,8 +420,11 @@ static __always_inline int eh_keep_take(struct eh_keep_cpu *c, struct eh_walk *w
 	 * frames go to nat, as its walk writes them, for sp_py_place.
 	 */
 	if (w->py) {
-		if (cnt && bpf_probe_read_kernel(&w->nat[n & SP_EH_MAX_FRAMES], cnt * 8,
-						 &k->ip[j & (EH_KEEP_FRAMES - 1)]))
+		/* Opaque: clang drops a mask it knows n to pass, and 6.1's verifier lost n's bound ("unbounded"). */
+		off = n;
+		barrier_var(off);
+		off &= SP_EH_MAX_FRAMES;
+		if (cnt && bpf_probe_read_kernel(&w->nat[off], cnt * 8, &k->ip[j & (EH_KEEP_FRAMES - 1)]))
 			goto fail;
 	} else {
 		off = (w->base + n) & (EH_IPS - 1);
