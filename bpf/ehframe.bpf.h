@@ -1046,27 +1046,48 @@ next:
  */
 static long py_merge_step(__u32 i, void *unused)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, next, end, cnt, mo;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero);
 	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
-	__u64 pc, e;
+	__u64 pc, e, len;
 
 	if (!s || !w || !py)
 		return 1;
-	if (py->in_group) {
-		e = py_group_next(py);
-	} else if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES) {
+	if (py->mi >= w->n || py->mi > SP_EH_MAX_FRAMES) {
 		if (!py_after_short(w->stop, w->fp_wait) || py->next >= py->n)
 			return 1;
 		e = py_after_next(py);
 	} else {
 		pc = w->nat[py->mi & SP_EH_MAX_FRAMES];
-		/* The first frame is where the thread was (unless a uretprobe moved it); the others return there. */
-		e = py_is_eval(py, py->mi || !w->exact0 ? pc - 1 : pc) ? py_group_start(py) : 0;
 		py->mi++;
-		if (!e)
-			e = pc;
+		e = pc;
+		/* The first frame is where the thread was (unless a uretprobe moved it); the others return there. */
+		if (py_is_eval(py, py->mi > 1 || !w->exact0 ? pc - 1 : pc)) {
+			next = py->next;
+			end = py_group(py);
+			mo = py->mo;
+			/*
+			 * A group at once, one copy rather than a step an entry
+			 * (pybusy.py's 20 frames: 516 ns a chain placed by steps);
+			 * ips has SP_EH_MAX_FRAMES entries of room past EH_IPS.
+			 */
+			if (end > py->next && next < PY_ENT && mo < SP_EH_MAX_FRAMES) {
+				cnt = end - next;
+				if (cnt > SP_EH_MAX_FRAMES - mo)
+					cnt = SP_EH_MAX_FRAMES - mo;
+				/* Opaque, then masked: the verifier bounds the length by the mask alone. */
+				len = (__u64)cnt * 8;
+				barrier_var(len);
+				len &= SP_EH_MAX_FRAMES * 8;
+				if (bpf_probe_read_kernel(&s->ips[(w->base + mo) & (EH_IPS - 1)], len, &py->ent[next]))
+					return 1;
+				py->next = next + cnt;
+				py->placed += cnt;
+				py->mo = mo + cnt;
+				return py->mo >= SP_EH_MAX_FRAMES;
+			}
+		}
 	}
 	if (e) {
 		s->ips[(w->base + py->mo) & (EH_IPS - 1)] = e;
@@ -1089,7 +1110,6 @@ __noinline int sp_py_place(void)
 	if (!w || !py)
 		return 0;
 	py->mi = py->mo = 0;
-	py->in_group = 0;
 	py->after = 0;
 	bpf_loop(2 * SP_EH_MAX_FRAMES + 2, py_merge_step, NULL, 0);
 	/* Native frames that no longer fit: the chain is full, as at a depth stop. */
