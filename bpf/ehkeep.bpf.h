@@ -14,8 +14,7 @@
  * frame on reads back the same: the kept tail is taken only then.  A step
  * that depended on anything else (a mapping from the kernel's vmas, a
  * frame-pointer step, a fault, a uretprobe's return instance) makes every
- * tail that holds it one not to take; Python and Java threads are walked
- * as before.  Never a wrong frame: a thread whose stack was reused by
+ * tail that holds it one not to take; Java threads are walked as before.  Never a wrong frame: a thread whose stack was reused by
  * another chain, a longjmp, a signal frame, an exec or pid reuse change
  * the state or a word, and the walk goes on (tests/integration/test_kept.py).
  *
@@ -61,7 +60,7 @@ struct eh_kept {
 	__u32 nf, np;	 /* steps begun; frames written (the last step may have written none) */
 	__u32 nw, stop;	 /* words read; the walk's end */
 	__u32 sure;	 /* the first step from which on the walk read nothing unproven */
-	__u32 pad;
+	__u32 py;	 /* a Python thread's walk: its frames went to the walk's nat, not the sample */
 	struct eh_kframe f[EH_KEEP_FRAMES];
 	__u64 ip[EH_KEEP_FRAMES]; /* f's ips together: a tail is one copy */
 	__u64 addr[EH_KEEP_WORDS], val[EH_KEEP_WORDS];
@@ -193,10 +192,12 @@ __noinline int sp_eh_keep_step(void);
 #define EH_KEEP_STEP() (w->keep && sp_eh_keep_step())
 #define EH_KEEP_BEGIN(w, pid, ss) eh_keep_begin(w, pid, ss)
 #define EH_KEEP_WALK(w) eh_keep_walk(w)
+#define EH_KEEP_END() eh_keep_end()
 
 struct eh_walk;
 static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss);
 static __always_inline void eh_keep_walk(struct eh_walk *w);
+static __always_inline void eh_keep_end(void);
 
 #include "ehframe.bpf.h"
 
@@ -220,12 +221,18 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 	c->on = 0;
 	c->ab = EH_KEEP_NONE;
 	c->kept = EH_KEEP_NONE;
-	/* The slice's mappings only, as offkeep: a walk from the kernel's vmas is not a function of its words. */
-	if (!(w->c_flags & EH_C_SLICE) || (w->c_flags & (EH_C_PY | EH_C_HS)) || !w->maps_nr || eh_vma_only)
+	/*
+	 * The slice's mappings only, as offkeep: a walk from the kernel's vmas
+	 * is not a function of its words.  A JVM's steps through its code
+	 * cache are not either (hs_walks' state): its chains go without.
+	 */
+	if (!(w->c_flags & EH_C_SLICE) || (w->c_flags & EH_C_HS) || !w->maps_nr || eh_vma_only)
 		return;
 	if (eh_keep_timed()) {
 		c->turn ^= 1;
 		c->ab = c->turn ? EH_KAB_NS_ON : EH_KAB_NS_OFF;
+		/* In the map, not a register: kept across the walk, a flag made its call a state of its own. */
+		c->t0 = bpf_ktime_get_ns();
 		if (!c->turn)
 			return;
 	}
@@ -422,11 +429,24 @@ static __always_inline int eh_keep_take(struct eh_keep_cpu *c, struct eh_walk *w
 #undef EH_KEEP_ROUND
 	if (proof)
 		goto fail;
-	off = (w->base + n) & (EH_IPS - 1);
 	cnt &= SP_EH_MAX_FRAMES;
-	/* ips has SP_EH_MAX_FRAMES entries of room past EH_IPS: the copy is bounded by its size alone. */
-	if (cnt && bpf_probe_read_kernel(&s->ips[off], cnt * 8, &k->ip[j & (EH_KEEP_FRAMES - 1)]))
-		goto fail;
+	/*
+	 * ips and nat have SP_EH_MAX_FRAMES entries of room past their ends:
+	 * the copy is bounded by its size alone.  A Python thread's native
+	 * frames go to nat, as its walk writes them, for sp_py_place.
+	 */
+	if (w->py) {
+		/* Opaque: clang drops a mask it knows n to pass, and 6.1's verifier lost n's bound ("unbounded"). */
+		off = n;
+		barrier_var(off);
+		off &= SP_EH_MAX_FRAMES;
+		if (cnt && bpf_probe_read_kernel(&w->nat[off], cnt * 8, &k->ip[j & (EH_KEEP_FRAMES - 1)]))
+			goto fail;
+	} else {
+		off = (w->base + n) & (EH_IPS - 1);
+		if (cnt && bpf_probe_read_kernel(&s->ips[off], cnt * 8, &k->ip[j & (EH_KEEP_FRAMES - 1)]))
+			goto fail;
+	}
 	w->n = n + cnt;
 	w->stop = stop;
 	c->taken = 1;
@@ -524,14 +544,16 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	struct eh_keep_cpu *c = bpf_map_lookup_elem(&eh_keep_cpus, &zero);
 	struct eh_keep_slot *sl;
 	struct eh_kept *e;
-	__u64 *v;
 
-	/* In the map, not a register: kept across the loop, a flag made its call a state of its own. */
-	if (c && eh_keep_timed())
-		c->t0 = bpf_ktime_get_ns();
+	if (c && c->kept != EH_KEEP_NONE) {
+		e = bpf_map_lookup_elem(&eh_keeps, &c->kept);
+		/* A Python thread's chain and another's: their frames went to different arrays. */
+		if (!e || e->py != w->py)
+			c->kept = EH_KEEP_NONE;
+	}
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
 	if (!c || !c->on)
-		goto done;
+		return;
 	/* A chain with a kept tail leaves the kept chain in place: its tail is the part that lasts. */
 	sl = &c->s[c->own & (EH_KEEP_SLOTS - 1)];
 	/* A short chain counts as a miss, kept tail or not: it saved next to nothing. */
@@ -539,10 +561,10 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	if (sl->misses >= EH_KEEP_MISSES)
 		sl->skip = w->n < EH_KEEP_SHORT ? EH_KEEP_SKIP_SHORT : EH_KEEP_SKIP_MISSES;
 	if (c->taken || c->over || !c->fi)
-		goto done;
+		return;
 	e = bpf_map_lookup_elem(&eh_keeps, &c->spare);
 	if (!e || c->own >= EH_KEEP_SLOTS)
-		goto done;
+		return;
 	e->ss = w->c_ss;
 	e->tramp = w->tramp;
 	e->pid = w->c_pid;
@@ -552,12 +574,21 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	e->nw = c->nw;
 	e->stop = w->stop;
 	e->sure = c->sure;
+	e->py = w->py;
 	/* The spare becomes the thread's, and the thread's last (or the evicted one's) the spare. */
 	phys = sl->phys;
 	sl->phys = c->spare;
 	sl->tid = c->tid;
 	c->spare = phys;
-done:
+}
+
+/* After the whole chain (a Python thread's frames placed too): eh_keep_turns' time of it. */
+static __always_inline void eh_keep_end(void)
+{
+	__u32 zero = 0;
+	struct eh_keep_cpu *c = bpf_map_lookup_elem(&eh_keep_cpus, &zero);
+	__u64 *v;
+
 	if (c && c->t0 && c->ab != EH_KEEP_NONE) {
 		__u32 key = c->ab;
 

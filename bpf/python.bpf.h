@@ -76,8 +76,8 @@ struct py_walk {
 	__u64 wlo, whi;	  /* the window: user memory [wlo, whi) is at win[0] */
 	__u64 match;	  /* the thread list: the value of ts_match that names this thread */
 	__u32 n, next;	  /* entries read; the next one to place */
+	__u32 gstart;	  /* reading: the first entry of the group (C call) being read */
 	__u32 stop;	  /* why reading ended (enum sp_py_stat), 0: the thread's first frame reached */
-	__u32 in_group;	  /* the entries of one C call are being placed */
 	__u32 alone;	  /* an eval-loop frame found no entries left */
 	__u32 placed;	  /* entries placed in the chain */
 	__u32 reads, window; /* user reads, frames found in a window */
@@ -88,6 +88,7 @@ struct py_walk {
 	__u64 ent[PY_ENT];  /* SP_PY_TAG entries, innermost first; 0: a C call that had no frame */
 	__u64 fa[PY_ENT];   /* each entry's frame, to cut a cycle */
 	__u8 last[PY_ENT];  /* the entry ends its C call's group */
+	__u8 gend[PY_ENT];  /* at a group's first entry: the entry after its last (placed at once, one copy) */
 	/* twice the window: a length masked with 2 * PY_WIN - 1, which the verifier takes, still fits */
 	__u8 win[2 * PY_WIN + 2 * PY_HDR_MAX];
 };
@@ -159,6 +160,13 @@ static __always_inline __u8 *py_frame(struct py_walk *py, __u64 f)
 	return &py->win[(f - lo) & (PY_WIN - 1)];
 }
 
+/* The group being read ends with the entries read so far. */
+static __always_inline void py_group_end(struct py_walk *py)
+{
+	py->gend[py->gstart & (PY_ENT - 1)] = py->n;
+	py->gstart = py->n;
+}
+
 static __always_inline void py_add(struct py_walk *py, __u64 ent, __u64 f, __u8 last)
 {
 	__u32 i = py->n & (PY_ENT - 1);
@@ -167,6 +175,8 @@ static __always_inline void py_add(struct py_walk *py, __u64 ent, __u64 f, __u8 
 	py->fa[i] = f;
 	py->last[i] = last;
 	py->n++;
+	if (last)
+		py_group_end(py);
 }
 
 /* One frame read into an entry, or a group ended at a shim; 1 ends the reading (py->stop says why). */
@@ -226,9 +236,10 @@ static long py_read_step(__u32 i, void *unused)
 		}
 		if (owner == py->p.owner_cstack) {
 			/* A shim: the C call whose frames came before it ends here; none came: an empty group. */
-			if (py->n && !py->last[(py->n - 1) & (PY_ENT - 1)])
+			if (py->n && !py->last[(py->n - 1) & (PY_ENT - 1)]) {
 				py->last[(py->n - 1) & (PY_ENT - 1)] = 1;
-			else
+				py_group_end(py);
+			} else
 				py_add(py, 0, f, 1);
 			py->f = prev;
 			return 0;
@@ -378,7 +389,7 @@ __noinline int sp_py_begin(__u64 ss)
 	}
 	t0 = py_timing ? bpf_ktime_get_ns() : 0;
 	py->p = *p;
-	py->n = py->next = py->stop = py->in_group = py->alone = py->placed = 0;
+	py->n = py->next = py->stop = py->alone = py->placed = py->gstart = 0;
 	py->reads = py->window = py->tramps = 0;
 	py->wlo = py->whi = py->chunk_lo = 0;
 	ts = py_tstate(py, task);
@@ -411,8 +422,11 @@ __noinline int sp_py_begin(__u64 ss)
 	if (py->stop == SP_PY_STOP_CYCLE)
 		bpf_loop(PY_ENT, py_dedup_step, NULL, 0);
 	/* A group the reading cut short ends where it stopped. */
-	if (py->n && py->n <= PY_ENT)
+	if (py->n && py->n <= PY_ENT) {
 		py->last[(py->n - 1) & (PY_ENT - 1)] = 1;
+		if (py->gstart < py->n)
+			py_group_end(py);
+	}
 	py->ts = ts;
 	py->mi = py->mo = 0;
 	if (py_timing)
@@ -434,40 +448,28 @@ static __always_inline bool py_is_eval(const struct py_walk *py, __u64 pc)
 }
 
 /*
- * At an eval-loop frame: the first entry of the next group to put in its
- * place, with py->in_group set while the group has more; 0 when the frame
- * stays as it is (no entries left, or a C call that had no Python frame).
+ * At an eval-loop frame: the end of the next group to put in its place,
+ * its entries [py->next, end), each a Python frame; py->next when the frame
+ * stays as it is (no entries left: py->alone; or a C call that had no
+ * Python frame, whose empty entry is passed over).  A reading cut at a
+ * cycle's repeat ends its last group there.
  */
-static __always_inline __u64 py_group_start(struct py_walk *py)
+static __always_inline __u32 py_group(struct py_walk *py)
 {
-	__u32 i = py->next;
-	__u64 e;
+	__u32 i = py->next, end;
 
 	if (i >= py->n || i >= PY_ENT) {
 		py->alone = 1;
-		return 0;
+		return i;
 	}
-	e = py->ent[i & (PY_ENT - 1)];
-	py->in_group = !py->last[i & (PY_ENT - 1)];
-	py->next++;
-	if (e)
-		py->placed++;
-	return e;
-}
-
-/* The next entry of the group being placed; the group ends with it where it is its last. */
-static __always_inline __u64 py_group_next(struct py_walk *py)
-{
-	__u32 i = py->next;
-
-	if (i >= py->n || i >= PY_ENT) {
-		py->in_group = 0;
-		return 0;
+	if (!py->ent[i & (PY_ENT - 1)]) {
+		py->next = i + 1;
+		return i + 1;
 	}
-	py->in_group = !py->last[i & (PY_ENT - 1)];
-	py->next++;
-	py->placed++;
-	return py->ent[i & (PY_ENT - 1)];
+	end = py->gend[i & (PY_ENT - 1)];
+	if (end > py->n)
+		end = py->n;
+	return end > i ? end : i + 1;
 }
 
 /*

@@ -4,7 +4,7 @@
 # with bpftool once it is up, so that every other chain on each CPU goes
 # without the cache; then each kind's ns a chain (ktime around the walk),
 # the chains with a kept tail and the proofs that failed, over 7 s.  Only
-# chains the cache may serve count (not Python, Java, or a process whose
+# chains the cache may serve count (not Java, or a process whose
 # mappings are not read yet).
 #
 #   tools/ehkeep_turns.sh LOAD [ARG]...     whole host (-a)

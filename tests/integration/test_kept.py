@@ -14,6 +14,7 @@ counted.  Each sampled case also checks that tails were taken from kept
 chains, or it would prove nothing of them.  The workload runs for its CPU
 time, so the sample counts hold on a loaded host."""
 import collections
+import itertools
 import os
 import re
 import subprocess
@@ -24,6 +25,7 @@ from harness import BUILD, SPANPERF, Skip, json_lines, need_bpf, perf_clean, rea
 from test_dwarf import folded
 
 KEPT_WORKLOAD = os.path.join(BUILD, "tests", "workload_kept")
+PY_KEPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pykept.py")
 WAYS = {"leaf1": "way1", "leaf2": "way2", "hleaf": "handler"}
 
 
@@ -420,3 +422,63 @@ def test_kept_offcpu_kernel_chain_pid_reuse():
         polls = sum(1 for _, u in named if "kleaf_poll" in u)
         assert all(270 <= by_kernel[l] <= 330 for l in ("kleaf_select", "kleaf_poll")) and polls >= 200 and \
             not wrong, (pid, dict(by_kernel), polls, wrong[:3])
+
+
+@test
+def test_kept_python_two_ways_by_turns():
+    """A Python thread's native frames from its last chain (pykept.py under 3.9, 3.11 and 3.13
+    where present): way1 and way2 by turns down one shared chain of Python frames; each sample's
+    Python frames its own way's, to the module level, and tails taken from kept chains."""
+    from frames_common import folded as folded_all
+    from test_python import py_frames, pythons
+
+    need_bpf()
+    other = {"leaf1": "way2", "leaf2": "way1"}
+    ran = 0
+
+    def native_prefix(st):
+        """The native frames outside the thread's outermost Python frame."""
+        return tuple(itertools.takewhile(lambda f: not f.startswith("py::"), st))
+
+    for py in pythons():
+        if not py.startswith("/root/.pyenv") or not py.endswith(("python3.9", "python3.11", "python3.13")):
+            continue
+        ran += 1
+        # The native frames outside the Python ones as the walk gives them with no cache (mappings from
+        # the kernel's vmas: ehkeep.bpf.h serves none of those chains).
+        path = os.path.join(tmpdir(), "kept-py-ref.data")
+        spanperf("record", "-g", "-F", "999", "-o", path, "--", py, PY_KEPT, "0.4", check=True,
+                 env=dict(os.environ, SPANPERF_EH_VMA_ONLY="1"))
+        ref = collections.Counter()
+        for stacks in folded_all(path).values():
+            for st, c in stacks.items():
+                if any(f.startswith("py::") for f in st):
+                    ref[native_prefix(st)] += c
+        ref = ref.most_common(1)[0][0] if ref else None
+        assert ref and ref[0] == "_start", "%s: no chain to _start without the cache: %s" % (py, ref)
+        path = os.path.join(tmpdir(), "kept-py.data")
+        p = spanperf("record", "-g", "-F", "999", "-v", "-o", path, "--", py, PY_KEPT, "1.5", check=True)
+        n = right = 0
+        wrong = collections.Counter()
+        for stacks in folded_all(path).values():
+            for st, c in stacks.items():
+                fr = py_frames(st)
+                leaf = [f for f in fr if f in other]
+                if not leaf:
+                    continue
+                leaf = leaf[0]
+                n += c
+                want = ["<module>", "main", "way" + leaf[-1], "shared1", "shared2", "shared3", leaf]
+                if fr[:7] == want and fr[7:] in ([], ["spin"]) and native_prefix(st) == ref:
+                    right += c
+                if other[leaf] in fr:
+                    wrong[tuple(fr)] += c
+        assert n >= 300, "%s: %d samples in the leaves\n%s" % (py, n, p.stderr[-2000:])
+        assert not wrong, "%s: %d of %d samples with a leaf under the other way: %s" % (
+            py, sum(wrong.values()), n, wrong.most_common(3))
+        assert right * 100 >= 95 * n, "%s: %d of %d samples carry their way's chain, below %s" % (
+            py, right, n, ";".join(ref))
+        assert kept_tails(p.stderr) * 4 >= n, "%s: %d chains of %d with a kept tail: the cache was not tried\n%s" % (
+            py, kept_tails(p.stderr), n, p.stderr[-2000:])
+    if not ran:
+        raise Skip("no pyenv CPython 3.9, 3.11 or 3.13 here")
