@@ -199,10 +199,22 @@ struct {
 	__type(value, struct eh_cost);
 } eh_cost_cpus SEC(".maps");
 
+/*
+ * Whether the recorder may be measured by turns (SPANPERF_BENCH_TURNS, set by
+ * tools/sample_turns.sh).  Off, the verifier drops every eh_cost part as
+ * dead code before its fixups: they were 21 of on_sample_eh's ~185 inlined
+ * map lookups, each a patch that recopies the program's per-insn data.
+ */
+const volatile bool eh_cost_on = false;
+
 /* This CPU's entry when measuring by turns, else NULL. */
 static __always_inline struct eh_cost *eh_cost_cpu(void)
 {
-	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	__u32 zero = 0, *m;
+
+	if (!eh_cost_on)
+		return NULL;
+	m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
 
 	return m && *m ? bpf_map_lookup_elem(&eh_cost_cpus, &zero) : NULL;
 }
@@ -214,10 +226,13 @@ static __always_inline struct eh_cost *eh_cost_cpu(void)
  */
 static __always_inline void eh_cost_begin(void)
 {
-	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	__u32 zero = 0, *m;
 	struct eh_cost *c = eh_cost_cpu();
 
-	if (!c || !m)
+	if (!c)
+		return;
+	m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	if (!m)
 		return;
 	c->turn ^= 1;
 	c->skip = c->turn ? *m : 0;
