@@ -280,6 +280,18 @@ static __always_inline void eh_stat(__u32 idx)
 		*v += 1;
 }
 
+/*
+ * A rare event counted (no mm, a 32-bit task, a stale slice, a lost
+ * record): one global function, one inlined lookup in the program,
+ * where each eh_stat is a patch that makes the kernel recopy the program's
+ * per-insn data at load; its call (~20 ns) is off the per-frame path.
+ */
+__noinline int sp_eh_rare(__u32 idx)
+{
+	eh_stat(idx);
+	return 0;
+}
+
 #define EH_CACHE 1024 /* per CPU: pcs whose rule is known; hot code returns to few places */
 /*
  * A window of the stack, read at once: one bpf_probe_read_user costs about
@@ -1435,7 +1447,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	__u64 cs, r13, rbx, rdi, orig_ax = -1, ss;
 
 	if (!mm || (task->flags & EH_PF_KTHREAD)) {
-		eh_stat(SP_EH_KTHREAD);
+		sp_eh_rare(SP_EH_KTHREAD);
 		return 0;
 	}
 	if (!w || !s)
@@ -1461,7 +1473,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	rdi = w->ur_rdi;
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
-		eh_stat(SP_EH_COMPAT);
+		sp_eh_rare(SP_EH_COMPAT);
 		return 0;
 	}
 	xa = mm->uprobes_state.xol_area;
@@ -1500,7 +1512,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 		w->maps_nr = w->c_nr;
 		w->gen = w->c_gen;
 	} else if (w->c_flags & EH_C_STALE) {
-		eh_stat(SP_EH_STOP_STALE);
+		sp_eh_rare(SP_EH_STOP_STALE);
 	}
 	/*
 	 * No slice yet: the mappings the kernel's vmas gave serve this image's
