@@ -200,10 +200,22 @@ struct {
 	__type(value, struct eh_cost);
 } eh_cost_cpus SEC(".maps");
 
+/*
+ * Whether the recorder may be measured by turns (SPANPERF_BENCH_TURNS, set by
+ * tools/sample_turns.sh).  Off, the verifier drops every eh_cost part as
+ * dead code before its fixups: they were 21 of on_sample_eh's ~185 inlined
+ * map lookups, each a patch that recopies the program's per-insn data.
+ */
+const volatile bool eh_cost_on = false;
+
 /* This CPU's entry when measuring by turns, else NULL. */
 static __always_inline struct eh_cost *eh_cost_cpu(void)
 {
-	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	__u32 zero = 0, *m;
+
+	if (!eh_cost_on)
+		return NULL;
+	m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
 
 	return m && *m ? bpf_map_lookup_elem(&eh_cost_cpus, &zero) : NULL;
 }
@@ -215,10 +227,13 @@ static __always_inline struct eh_cost *eh_cost_cpu(void)
  */
 static __always_inline void eh_cost_begin(void)
 {
-	__u32 zero = 0, *m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	__u32 zero = 0, *m;
 	struct eh_cost *c = eh_cost_cpu();
 
-	if (!c || !m)
+	if (!c)
+		return;
+	m = bpf_map_lookup_elem(&eh_cost_turns, &zero);
+	if (!m)
 		return;
 	c->turn ^= 1;
 	c->skip = c->turn ? *m : 0;
@@ -264,6 +279,18 @@ static __always_inline void eh_stat(__u32 idx)
 
 	if (v)
 		*v += 1;
+}
+
+/*
+ * A rare event counted (no mm, a 32-bit task, a stale slice, a lost
+ * record): one global function, one inlined lookup in the program,
+ * where each eh_stat is a patch that makes the kernel recopy the program's
+ * per-insn data at load; its call (~20 ns) is off the per-frame path.
+ */
+__noinline int sp_eh_rare(__u32 idx)
+{
+	eh_stat(idx);
+	return 0;
 }
 
 #define EH_CACHE 1024 /* per CPU: pcs whose rule is known; hot code returns to few places */
@@ -1444,7 +1471,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	__u64 cs, r13, rbx, rdi, orig_ax = -1, ss;
 
 	if (!mm || (task->flags & EH_PF_KTHREAD)) {
-		eh_stat(SP_EH_KTHREAD);
+		sp_eh_rare(SP_EH_KTHREAD);
 		return 0;
 	}
 	if (!w || !s)
@@ -1470,7 +1497,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	rdi = w->ur_rdi;
 	/* A 32-bit task (__USER32_CS): 4-byte frames, which neither the tables nor this walk know. */
 	if ((cs & 0xffff) != EH_USER_CS) {
-		eh_stat(SP_EH_COMPAT);
+		sp_eh_rare(SP_EH_COMPAT);
 		return 0;
 	}
 	xa = mm->uprobes_state.xol_area;
@@ -1509,7 +1536,7 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 		w->maps_nr = w->c_nr;
 		w->gen = w->c_gen;
 	} else if (w->c_flags & EH_C_STALE) {
-		eh_stat(SP_EH_STOP_STALE);
+		sp_eh_rare(SP_EH_STOP_STALE);
 	}
 	/*
 	 * No slice yet: the mappings the kernel's vmas gave serve this image's

@@ -89,6 +89,21 @@ static __always_inline void hs_stat(__u32 idx, __u64 v)
 		*c += v;
 }
 
+/*
+ * A Java walk's stop, counted.  One global function, not an inlined lookup
+ * at each of ~18 stop sites: each inlined lookup is a patch that makes the
+ * kernel recopy the sampling program's per-insn data at load, and a walk
+ * stops once, so the call's ~20 ns is paid once per chain at most.
+ */
+__noinline int sp_hs_stop(__u32 why)
+{
+	__u64 *c = bpf_map_lookup_elem(&hs_stats, &why);
+
+	if (c)
+		*c += 1;
+	return 0;
+}
+
 static __always_inline int hs_read(struct hs_walk *h, void *dst, __u32 len, __u64 src)
 {
 	h->reads++;
@@ -127,7 +142,7 @@ __noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u64 ss, __u32 jvm)
 	if (!p)
 		return 0;
 	if (p->start_stack != ss) {
-		hs_stat(SP_HS_STALE, 1);
+		sp_hs_stop(SP_HS_STALE);
 		return 0;
 	}
 	h->p = *p;
@@ -175,23 +190,23 @@ static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool 
 	__u32 code_size, cms = h->p.cm_size, bci1 = 0;
 
 	if (!w->bp_ok || fp < w->sp || fp - w->sp > HS_MAX_FRAME || (fp & 7)) {
-		hs_stat(SP_HS_STOP_INTERP, 1);
+		sp_hs_stop(SP_HS_STOP_INTERP);
 		return 1;
 	}
 	if (hs_read(h, h->slots, sizeof(h->slots), fp - 64)) {
-		hs_stat(SP_HS_STOP_READ, 1);
+		sp_hs_stop(SP_HS_STOP_READ);
 		return 1;
 	}
 	method = h->slots[5];
 	sender_sp = h->slots[7];
 	if (method < 4096 || method >= HS_USER_END || (method & 7) || cms > sizeof(h->cm) || cms < 8 ||
 	    h->p.cm_code_size + 2 > cms) {
-		hs_stat(SP_HS_STOP_INTERP, 1);
+		sp_hs_stop(SP_HS_STOP_INTERP);
 		return 1;
 	}
 	if (hs_read(h, &cm, 8, method + h->p.m_constmethod) || cm < 4096 || cm >= HS_USER_END ||
 	    hs_read(h, h->cm, sizeof(h->cm), cm)) {
-		hs_stat(SP_HS_STOP_INTERP, 1);
+		sp_hs_stop(SP_HS_STOP_INTERP);
 		return 1;
 	}
 	code_size = *(__u16 *)&h->cm[h->p.cm_code_size & (sizeof(h->cm) - 2)];
@@ -211,11 +226,11 @@ static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool 
 		bci1 = bcp - base + 1;
 	} else if (top || (code_size && bcp)) {
 		/* A native method's frame holds no bcp (0, or its empty code's start). */
-		hs_stat(top ? SP_HS_STOP_INTERP_TOP : SP_HS_STOP_INTERP, 1);
+		sp_hs_stop(top ? SP_HS_STOP_INTERP_TOP : SP_HS_STOP_INTERP);
 		return 1;
 	}
 	if (sender_sp < fp + 8 || sender_sp - fp > HS_MAX_FRAME || !hs_ra_ok(h, h->slots[9])) {
-		hs_stat(SP_HS_STOP_INTERP, 1);
+		sp_hs_stop(SP_HS_STOP_INTERP);
 		return 1;
 	}
 	*ent = SP_HS_TAG | SP_HS_INTERP | ((__u64)bci1 << SP_HS_BCI_SHIFT) | (method >> 3);
@@ -285,7 +300,7 @@ static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
 	if (n < SP_HS_HEAPS)
 		hp = &h->p.heap[n & (SP_HS_HEAPS - 1)];
 	if (!hp || hp->log2 < 5 || hp->log2 > 12) {
-		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		sp_hs_stop(SP_HS_STOP_NO_BLOB);
 		return 0;
 	}
 	h->hop_map = hp->segmap;
@@ -301,11 +316,11 @@ static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
 	tag = *(volatile __s32 *)&h->hop_tag;
 	seg = *(volatile __u64 *)&h->hop_seg;
 	if (tag < 0) {
-		hs_stat(SP_HS_STOP_READ, 1);
+		sp_hs_stop(SP_HS_STOP_READ);
 		return 0;
 	}
 	if (tag) {
-		hs_stat(SP_HS_STOP_NO_BLOB, 1);
+		sp_hs_stop(SP_HS_STOP_NO_BLOB);
 		return 0;
 	}
 	blob = hp->lo + (seg << hp->log2) + h->p.hb_size;
@@ -316,7 +331,7 @@ static __always_inline __u64 hs_blob(struct hs_walk *h, __u64 look, __u32 *len)
 		n = blob < hp->hi ? hp->hi - blob : 0;
 	barrier_var(n);
 	if (n < 16 || n > SP_HS_HDR_MAX || hs_read_hdr(h, n, blob)) {
-		hs_stat(SP_HS_STOP_READ, 1);
+		sp_hs_stop(SP_HS_STOP_READ);
 		return 0;
 	}
 	*len = n;
@@ -619,7 +634,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 	if (!top && pc == h->p.call_stub_ret) {
 		if (!w->bp_ok || w->bp < w->sp || w->bp - w->sp > HS_MAX_FRAME ||
 		    hs_read(h, h->slots, 16, w->bp)) {
-			hs_stat(SP_HS_STOP_READ, 1);
+			sp_hs_stop(SP_HS_STOP_READ);
 			return 1;
 		}
 		w->ip = h->slots[1];
@@ -649,24 +664,24 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 	}
 	if (bp - h->p.lib_lo >= h->p.lib_hi - h->p.lib_lo || size <= 0 || look - blob >= (__u64)size || fs < 0 ||
 	    fs > 65536 || code_begin < blob || code_end > blob + (__u64)size) {
-		hs_stat(SP_HS_STOP_BAD_BLOB, 1);
+		sp_hs_stop(SP_HS_STOP_BAD_BLOB);
 		return 1;
 	}
 	if (!fs) {
 		/* A stub with no frame of its own: which one it is is not known here. */
-		hs_stat(SP_HS_STOP_STUB, 1);
+		sp_hs_stop(SP_HS_STOP_STUB);
 		return 1;
 	}
 	/* A return address is a call site's, in the instructions. */
 	if (!top && (look < code_begin || look >= code_end)) {
-		hs_stat(SP_HS_STOP_RA, 1);
+		sp_hs_stop(SP_HS_STOP_RA);
 		return 1;
 	}
 	sender_sp = w->sp + 8 * (__u64)fs;
 	if (top && fc > 0 && pc < code_begin + (__u64)fc) {
 		pro = hs_prologue_at(h, blob, bp, len, code_begin, fc, pc);
 		if (pro < 0 || (__u64)(pro >> 1) + 8 > 8 * (__u64)fs) {
-			hs_stat(SP_HS_STOP_PROLOGUE, 1);
+			sp_hs_stop(SP_HS_STOP_PROLOGUE);
 			return 1;
 		}
 		sender_sp = w->sp + (pro >> 1) + 8;
@@ -675,7 +690,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 	} else if (top) {
 		epi = sp_hs_epilogue(pc);
 		if (epi < 0) {
-			hs_stat(SP_HS_STOP_READ, 1);
+			sp_hs_stop(SP_HS_STOP_READ);
 			return 1;
 		}
 		if (epi == 1)
@@ -684,12 +699,12 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 			sender_sp = w->sp + 16;
 	}
 	if (hs_read(h, h->slots, 16, sender_sp - 16)) {
-		hs_stat(SP_HS_STOP_READ, 1);
+		sp_hs_stop(SP_HS_STOP_READ);
 		return 1;
 	}
 	ra = h->slots[1];
 	if (!hs_ra_ok(h, ra)) {
-		hs_stat(SP_HS_STOP_RA, 1);
+		sp_hs_stop(SP_HS_STOP_RA);
 		return 1;
 	}
 	*ent = SP_HS_TAG | ((__u64)((__u32)id & ((1u << SP_HS_ID_BITS) - 1)) << SP_HS_ID_SHIFT) |

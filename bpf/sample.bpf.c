@@ -478,7 +478,7 @@ int on_sample_eh(struct bpf_perf_event_data *ctx)
 		rb = NULL;
 	else if (!rb || bpf_ringbuf_output(rb, s, size,
 					   sent && *sent % EH_WAKE_EVERY ? BPF_RB_NO_WAKEUP : ring_wakeup_flag(rb, eh_ring_size)))
-		eh_stat(SP_EH_LOST);
+		sp_eh_rare(SP_EH_LOST);
 	eh_cost_end(user, nu);
 	return 0;
 }

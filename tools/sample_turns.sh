@@ -3,8 +3,10 @@
 # turns in one run: a recording at 4999 Hz with -g while LOAD runs, and for
 # each mask of EH_COST_* in MASKS (bpf/ehframe.bpf.h) in turn, every other
 # sample on each CPU goes without those parts (eh_cost_turns, set with
-# bpftool).  Per mask, over SECS s: ns a sample from the program's start to
-# its end with and without the parts, by the sample's mode (user, kernel),
+# bpftool; the recorder runs with SPANPERF_BENCH_TURNS=1, without which
+# those parts are dropped at load).  Per mask, over SECS s: ns a sample
+# from the program's start to its end with and without the parts, by the
+# sample's mode (user, kernel),
 # the user walk's ns and frames, and the kernel-mode share.  Medians come
 # from running it again.
 #
@@ -26,7 +28,7 @@ SECS=${SECS:-6}
 LP=$!
 sleep 0.3
 if [ -n "${ONLY:-}" ]; then WHO="-p $LP"; else WHO=-a; fi
-${SPANPERF:-./spanperf} record -q $WHO -g -F 4999 -d 600 -o /tmp/sample-turns.data &
+SPANPERF_BENCH_TURNS=1 ${SPANPERF:-./spanperf} record -q $WHO -g -F 4999 -d 600 -o /tmp/sample-turns.data &
 RP=$!
 trap 'kill $LP 2>/dev/null; kill -INT $RP 2>/dev/null; wait $RP 2>/dev/null; rm -f /tmp/sample-turns.data /tmp/sample-turns.data.old' EXIT
 sleep 5

@@ -186,6 +186,8 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	skel->rodata->eh_timing = timing;
 	/* make bench only: the same sample path with the kernel's frame-pointer walk, for a fair ratio. */
 	skel->rodata->eh_fp_only = on && getenv("SPANPERF_BENCH_EH_FP");
+	/* tools/sample_turns.sh only: the eh_cost parts, else dropped at load (bpf/ehframe.bpf.h). */
+	skel->rodata->eh_cost_on = on && getenv("SPANPERF_BENCH_TURNS");
 	/* Tests: the path of a process whose mappings user space has not read yet, for every sample. */
 	skel->rodata->eh_vma_only = on && getenv("SPANPERF_EH_VMA_ONLY");
 }
