@@ -379,18 +379,19 @@ __noinline int sp_py_begin(__u64 ss)
 	__u32 zero = 0, pid = task->tgid;
 	struct py_walk *py = bpf_map_lookup_elem(&py_walks, &zero);
 	struct sp_py_proc *p;
-	__u64 t0, first = 0, chunk = 0, len;
+	struct sp_py_counts *c;
+	/* Counted at one exit, by one lookup: each inlined lookup is a patch at load. */
+	__u64 t0, first = 0, chunk = 0, len, why = SP_PY_STALE, reads = 0, ns = 0;
 	long ts;
+	int ok = 0;
 
 	if (!py_walk || !py || !ss)
 		return 0;
 	p = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!p)
 		return 0;
-	if (p->start_stack != ss) {
-		py_stat_add(SP_PY_STALE, 1);
-		return 0;
-	}
+	if (p->start_stack != ss)
+		goto out;
 	t0 = py_timing ? bpf_ktime_get_ns() : 0;
 	py->p = *p;
 	py->n = py->next = py->stop = py->alone = py->placed = py->gstart = 0;
@@ -398,9 +399,9 @@ __noinline int sp_py_begin(__u64 ss)
 	py->wlo = py->whi = py->chunk_lo = 0;
 	ts = py_tstate(py, task);
 	if (ts <= 0) {
-		py_stat_add(ts ? SP_PY_STOP_TSTATE : SP_PY_NO_TSTATE, 1);
-		py_stat_add(SP_PY_READS, py->reads);
-		return 0;
+		why = ts ? SP_PY_STOP_TSTATE : SP_PY_NO_TSTATE;
+		reads = py->reads;
+		goto out;
 	}
 	/* The first frame's pointer and the data stack's newest chunk, one read where they are near. */
 	if (py->p.ts_chunk != SP_PY_NONE && py->p.ts_chunk > py->p.ts_frame &&
@@ -434,12 +435,23 @@ __noinline int sp_py_begin(__u64 ss)
 	py->ts = ts;
 	py->mi = py->mo = 0;
 	if (py_timing)
-		py_stat_add(SP_PY_NS, bpf_ktime_get_ns() - t0);
-	return 1;
+		ns = bpf_ktime_get_ns() - t0;
+	why = 0;
+	ok = 1;
+	goto out;
 fault:
-	py_stat_add(SP_PY_STOP_TSTATE, 1);
-	py_stat_add(SP_PY_READS, py->reads);
-	return 0;
+	why = SP_PY_STOP_TSTATE;
+	reads = py->reads;
+out:
+	c = bpf_map_lookup_elem(&py_stats, &zero);
+	if (!c)
+		return ok;
+	barrier_var(why);
+	if (why && why < SP_PY_STAT_MAX)
+		c->n[why]++;
+	c->n[SP_PY_READS] += reads;
+	c->n[SP_PY_NS] += ns;
+	return ok;
 }
 
 /* Whether pc is in the eval loop's code. */
