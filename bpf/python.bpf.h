@@ -436,7 +436,7 @@ __noinline int sp_py_begin(__u64 ss)
 	py->mi = py->mo = 0;
 	if (py_timing)
 		ns = bpf_ktime_get_ns() - t0;
-	why = 0;
+	why = SP_PY_STAT_MAX; /* none */
 	ok = 1;
 	goto out;
 fault:
@@ -446,8 +446,9 @@ out:
 	c = bpf_map_lookup_elem(&py_stats, &zero);
 	if (!c)
 		return ok;
+	/* One bound, opaque, as in py_end: 6.1's verifier follows it. */
 	barrier_var(why);
-	if (why && why < SP_PY_STAT_MAX)
+	if (why < SP_PY_STAT_MAX)
 		c->n[why]++;
 	c->n[SP_PY_READS] += reads;
 	c->n[SP_PY_NS] += ns;
@@ -556,7 +557,7 @@ static __always_inline __u64 py_after_next(struct py_walk *py)
 static __always_inline void py_end(struct py_walk *py, __u32 eh_stop)
 {
 	__u32 left = py->next < py->n, zero = 0;
-	__u64 why = 0;
+	__u64 why = SP_PY_STAT_MAX; /* none */
 	/* One lookup for all of them: nine inlined lookups were nine patches at load. */
 	struct sp_py_counts *c = bpf_map_lookup_elem(&py_stats, &zero);
 
@@ -577,8 +578,9 @@ static __always_inline void py_end(struct py_walk *py, __u32 eh_stop)
 		why = eh_stop == SP_EH_STOP_DEPTH ? SP_PY_STOP_DEPTH : SP_PY_LEFT;
 	else if (!py->alone)
 		why = SP_PY_COMPLETE;
+	/* One bound, opaque: `why && why < max` became one range test that 6.1's verifier cannot follow. */
 	barrier_var(why);
-	if (why && why < SP_PY_STAT_MAX)
+	if (why < SP_PY_STAT_MAX)
 		c->n[why]++;
 }
 
