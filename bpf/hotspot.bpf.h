@@ -38,12 +38,12 @@ struct {
 	__type(value, struct sp_hs_proc);
 } hs_procs SEC(".maps");
 
-/* Why Java steps ended chains (enum sp_hs_stat). */
+/* Why Java steps ended chains (enum sp_hs_stat): one entry, a count per stat (struct sp_hs_counts). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SP_HS_STAT_MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct sp_hs_counts);
 } hs_stats SEC(".maps");
 
 #define HS_MAX_HOPS 16		/* segment-map hops: 4 is the most a blob a thread runs in needed */
@@ -57,6 +57,12 @@ struct hs_walk {
 	struct sp_hs_proc p;
 	__u32 on;	/* the current process is a JVM this walk follows */
 	__u32 reads;
+	/*
+	 * Frames of each kind this walk wrote (enum sp_hs_stat's COMPILED,
+	 * INTERPRETED, CALL_STUB, INTERP_SLOT, PROLOGUE), added to hs_stats
+	 * once at its end (hs_end): a lookup a frame was a patch at load each.
+	 */
+	__u32 compiled, interpreted, call_stub, interp_slot, prologue;
 	__u32 epi_at;	/* sp_hs_epilogue's offset, kept here to be opaque to the verifier */
 	__u32 epi_pop;	/* its `pop rbp` seen */
 	__s32 epi_res;	/* its answer */
@@ -81,14 +87,6 @@ struct {
 	__type(value, struct hs_walk);
 } hs_walks SEC(".maps");
 
-static __always_inline void hs_stat(__u32 idx, __u64 v)
-{
-	__u64 *c = bpf_map_lookup_elem(&hs_stats, &idx);
-
-	if (c)
-		*c += v;
-}
-
 /*
  * A Java walk's stop, counted.  One global function, not an inlined lookup
  * at each of ~18 stop sites: each inlined lookup is a patch that makes the
@@ -97,10 +95,14 @@ static __always_inline void hs_stat(__u32 idx, __u64 v)
  */
 __noinline int sp_hs_stop(__u32 why)
 {
-	__u64 *c = bpf_map_lookup_elem(&hs_stats, &why);
+	__u32 zero = 0;
+	struct sp_hs_counts *c = bpf_map_lookup_elem(&hs_stats, &zero);
+	__u64 i = why;
 
-	if (c)
-		*c += 1;
+	/* Opaque, so that the compiler keeps the 64-bit bound the verifier reads. */
+	barrier_var(i);
+	if (c && i < SP_HS_STAT_MAX)
+		c->n[i]++;
 	return 0;
 }
 
@@ -148,6 +150,7 @@ __noinline int sp_hs_begin(__u64 r13, __u64 rbx, __u64 ss, __u32 jvm)
 	h->p = *p;
 	h->on = 1;
 	h->reads = 0;
+	h->compiled = h->interpreted = h->call_stub = h->interp_slot = h->prologue = 0;
 	h->r13 = r13;
 	h->rbx = rbx;
 	return 1;
@@ -220,7 +223,7 @@ static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool 
 	bcp = top ? h->r13 : h->slots[0];
 	if (top && bcp - base >= code_size && w->ip - h->p.ret_lo < h->p.ret_hi - h->p.ret_lo) {
 		bcp = h->slots[0];
-		hs_stat(SP_HS_INTERP_SLOT, 1);
+		h->interp_slot++;
 	}
 	if (bcp - base < code_size) {
 		bci1 = bcp - base + 1;
@@ -238,7 +241,7 @@ static __always_inline int hs_interp(struct eh_walk *w, struct hs_walk *h, bool 
 	w->sp = sender_sp;
 	w->bp = h->slots[8];
 	w->bp_ok = 1;
-	hs_stat(SP_HS_INTERPRETED, 1);
+	h->interpreted++;
 	return 0;
 }
 
@@ -641,7 +644,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 		w->sp = w->bp + 16;
 		w->bp = h->slots[0];
 		w->bp_ok = 1;
-		hs_stat(SP_HS_CALL_STUB, 1);
+		h->call_stub++;
 		return 0;
 	}
 	look = top ? pc : pc - 1;
@@ -686,7 +689,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 		}
 		sender_sp = w->sp + (pro >> 1) + 8;
 		epi = (pro & 1) ? 0 : 1; /* rbp: the caller's still in its register, as when only `ret` is left */
-		hs_stat(SP_HS_PROLOGUE, 1);
+		h->prologue++;
 	} else if (top) {
 		epi = sp_hs_epilogue(pc);
 		if (epi < 0) {
@@ -716,7 +719,7 @@ static __always_inline int hs_frame(struct eh_walk *w, struct hs_walk *h, __u64 
 	}
 	w->ip = ra;
 	w->sp = sender_sp;
-	hs_stat(SP_HS_COMPILED, 1);
+	h->compiled++;
 	return 0;
 }
 
@@ -765,15 +768,26 @@ EH_WALK_FN int sp_hs_step(void)
 	return 0;
 }
 
-/* After the walk: the JVM's counts. */
+/* After the walk: the JVM's counts, added by one lookup. */
 static __always_inline void hs_end(void)
 {
 	__u32 zero = 0;
 	struct hs_walk *h = bpf_map_lookup_elem(&hs_walks, &zero);
+	struct sp_hs_counts *c;
 
-	if (h && h->on && h->reads) {
-		hs_stat(SP_HS_CHAINS, 1);
-		hs_stat(SP_HS_READS, h->reads);
+	if (!h || !h->on)
+		return;
+	c = bpf_map_lookup_elem(&hs_stats, &zero);
+	if (!c)
+		return;
+	c->n[SP_HS_COMPILED] += h->compiled;
+	c->n[SP_HS_INTERPRETED] += h->interpreted;
+	c->n[SP_HS_CALL_STUB] += h->call_stub;
+	c->n[SP_HS_INTERP_SLOT] += h->interp_slot;
+	c->n[SP_HS_PROLOGUE] += h->prologue;
+	if (h->reads) {
+		c->n[SP_HS_CHAINS]++;
+		c->n[SP_HS_READS] += h->reads;
 	}
 }
 

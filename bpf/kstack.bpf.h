@@ -389,13 +389,12 @@ static long ks_step(__u32 i, void *unused)
 
 /*
  * The kernel chain of the interrupted task from ip, sp and rbp, into
- * s->ips from 1: its length, or 0 where the kernel must walk it.
+ * s->ips from 1: its length, or 0 where the kernel must walk it.  k is
+ * the caller's lookup of ks_works (each inlined lookup is a patch at load).
  */
-static __always_inline __u32 ks_walk(struct task_struct *task, struct sp_eh_sample *s, __u64 ip, __u64 sp, __u64 bp)
+static __always_inline __u32 ks_walk(struct ks_work *k, struct task_struct *task, struct sp_eh_sample *s, __u64 ip,
+				      __u64 sp, __u64 bp)
 {
-	__u32 zero = 0;
-	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
-
 	if (!k || !ks_pc_ok(ip))
 		return 0;
 	k->regs = ks_addr(k, (void *)bpf_task_pt_regs(task));
@@ -424,7 +423,7 @@ static __always_inline __u32 ks_walk(struct task_struct *task, struct sp_eh_samp
 __noinline int sp_kstack(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 zero = 0, n = 0;
+	__u32 zero = 0, n = 0, why = SP_KS_WALKED;
 	struct sp_eh_sample *s = bpf_map_lookup_elem(&eh_scratch, &zero);
 	struct ks_work *k = bpf_map_lookup_elem(&ks_works, &zero);
 	long got;
@@ -432,7 +431,7 @@ __noinline int sp_kstack(struct bpf_perf_event_data *ctx)
 	if (!s || !ctx)
 		return 0;
 	if (ks_layout_ok() && ks_orc) {
-		n = ks_walk(task, s, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp);
+		n = ks_walk(k, task, s, ctx->regs.ip, ctx->regs.sp, ctx->regs.bp);
 		if (n && ks_check && k) {
 			for (__u32 i = 0; i < KS_FRAMES; i++)
 				k->mine[i] = i < n ? s->ips[i + 1] : 0;
@@ -448,16 +447,18 @@ __noinline int sp_kstack(struct bpf_perf_event_data *ctx)
 			}
 		}
 		if (n) {
-			ks_stat(SP_KS_HERE);
-			s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
-			return n + 1;
+			/* Out through the kernel's walk's exit: one ks_stat site, not two. */
+			why = SP_KS_HERE;
+			got = (long)n * 8;
+			goto out;
 		}
 	}
 	got = bpf_get_stack(ctx, &s->ips[1], KS_KSTACK * 8, 0);
 walked:
 	if (got <= 0)
 		return 0;
-	ks_stat(SP_KS_WALKED);
+out:
+	ks_stat(why);
 	s->ips[0] = (__u64)-128; /* PERF_CONTEXT_KERNEL */
 	return (__u64)got / 8 + 1;
 }

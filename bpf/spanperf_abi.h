@@ -687,6 +687,15 @@ enum sp_py_stat {
 };
 
 /*
+ * py_stats' one entry per CPU: a count per enum sp_py_stat, so that a
+ * walk's end adds all its counts through one map lookup (each inlined
+ * lookup is a patch the kernel makes at load, recopying per-insn data).
+ */
+struct sp_py_counts {
+	__u64 n[SP_PY_STAT_MAX];
+};
+
+/*
  * ---- HotSpot JVM frames (bpf/hotspot.bpf.h) ----
  *
  * A Java frame in a user chain is one tagged word, rewritten by the
@@ -765,6 +774,11 @@ enum sp_hs_stat {
 	SP_HS_INTERP_SLOT,	/* top frames in the interpreter's return entries, their bcp from their slot */
 	SP_HS_PROLOGUE,		/* top frames in a compiled method's prologue, unwound by its decoded steps */
 	SP_HS_STAT_MAX,
+};
+
+/* hs_stats' one entry per CPU, as sp_py_counts: a count per enum sp_hs_stat. */
+struct sp_hs_counts {
+	__u64 n[SP_HS_STAT_MAX];
 };
 
 /* Kernel chains of samples in kernel mode (bpf/kstack.bpf.h's ks_stats), per CPU. */

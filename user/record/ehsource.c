@@ -521,10 +521,10 @@ static void hs_report(struct eh_source *s)
 	static const char *const names[SP_HS_STAT_MAX] = { SP_HS_STAT_NAMES(SP_HS_LABEL) };
 	int fd = bpf_map__fd(s->skel->maps.hs_stats);
 
-	if (!s->skel->rodata->hs_walk || !bpf_percpu_sum(fd, SP_HS_CHAINS))
+	if (!s->skel->rodata->hs_walk || !bpf_percpu_sum_slot(fd, SP_HS_CHAINS, SP_HS_STAT_MAX))
 		return;
 	for (int i = 0; i < SP_HS_STAT_MAX; i++) {
-		__u64 v = bpf_percpu_sum(fd, i);
+		__u64 v = bpf_percpu_sum_slot(fd, i, SP_HS_STAT_MAX);
 
 		if (names[i] && v)
 			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
@@ -550,16 +550,17 @@ static void py_report(struct eh_source *s)
 		(unsigned long long)(st.refused + st.gave_up + st.full), st.refused ? ", last: " : "",
 		st.refused ? st.last_refusal : "");
 	for (int i = 0; i < SP_PY_STAT_MAX; i++) {
-		__u64 v = bpf_percpu_sum(fd, i);
+		__u64 v = bpf_percpu_sum_slot(fd, i, SP_PY_STAT_MAX);
 
 		if (names[i] && (v || i <= SP_PY_COMPLETE))
 			fprintf(stderr, "  %-58s %llu\n", names[i], (unsigned long long)v);
 	}
-	chains = bpf_percpu_sum(fd, SP_PY_CHAINS);
-	if (chains && bpf_percpu_sum(fd, SP_PY_NS))
+	chains = bpf_percpu_sum_slot(fd, SP_PY_CHAINS, SP_PY_STAT_MAX);
+	if (chains && bpf_percpu_sum_slot(fd, SP_PY_NS, SP_PY_STAT_MAX))
 		fprintf(stderr, "  Python frames took %.0f ns a chain in BPF, %.1f reads, %.1f frames\n",
-			(double)bpf_percpu_sum(fd, SP_PY_NS) / chains, (double)bpf_percpu_sum(fd, SP_PY_READS) / chains,
-			(double)bpf_percpu_sum(fd, SP_PY_FRAMES) / chains);
+			(double)bpf_percpu_sum_slot(fd, SP_PY_NS, SP_PY_STAT_MAX) / chains,
+			(double)bpf_percpu_sum_slot(fd, SP_PY_READS, SP_PY_STAT_MAX) / chains,
+			(double)bpf_percpu_sum_slot(fd, SP_PY_FRAMES, SP_PY_STAT_MAX) / chains);
 }
 
 void eh_source__report(struct eh_source *s, int verbose)
@@ -648,10 +649,10 @@ int eh_source__meta(struct eh_source *s, struct pd_meta *m)
 	}
 	/* The Python walk's, where there were Python chains in this file. */
 	fd = bpf_map__fd(s->skel->maps.py_stats);
-	if (!s->py || bpf_percpu_sum(fd, SP_PY_CHAINS) == s->py_stored[SP_PY_CHAINS])
+	if (!s->py || bpf_percpu_sum_slot(fd, SP_PY_CHAINS, SP_PY_STAT_MAX) == s->py_stored[SP_PY_CHAINS])
 		return 0;
 	for (int i = 0; i < SP_PY_STAT_MAX; i++) {
-		__u64 v = bpf_percpu_sum(fd, i), d = v - s->py_stored[i];
+		__u64 v = bpf_percpu_sum_slot(fd, i, SP_PY_STAT_MAX), d = v - s->py_stored[i];
 
 		if (!py_keys[i] || (!d && i > SP_PY_COMPLETE))
 			continue;

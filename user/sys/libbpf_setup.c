@@ -72,6 +72,23 @@ uint64_t bpf_percpu_sum(int map_fd, uint32_t key)
 	return sum;
 }
 
+uint64_t bpf_percpu_sum_slot(int map_fd, uint32_t slot, uint32_t nslots)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum = 0, *vals;
+	uint32_t key = 0;
+
+	if (ncpu <= 0 || slot >= nslots)
+		return 0;
+	/* Per CPU one value of nslots u64s, a multiple of 8 bytes as the kernel lays them out. */
+	vals = calloc((size_t)ncpu * nslots, sizeof(*vals));
+	if (vals && !bpf_map_lookup_elem(map_fd, &key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[(size_t)c * nslots + slot];
+	free(vals);
+	return sum;
+}
+
 int bpf_map_mark(int map_fd, const int *keys, int n, uint32_t below)
 {
 	for (int i = 0; i < n; i++) {

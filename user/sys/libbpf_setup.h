@@ -23,6 +23,11 @@ const char *libbpf_explain(int err);
 /* Entry key of a BPF per-CPU array of u64 counters, summed over the possible CPUs; 0 if unreadable. */
 uint64_t bpf_percpu_sum(int map_fd, uint32_t key);
 /*
+ * Slot of a BPF per-CPU array whose one entry (key 0) is nslots u64 counters
+ * (py_stats, hs_stats), summed over the possible CPUs; 0 if unreadable.
+ */
+uint64_t bpf_percpu_sum_slot(int map_fd, uint32_t slot, uint32_t nslots);
+/*
  * The keys (n of them, from an int_list: -p, -t, -C) set present, a u8 1
  * each, in a BPF map keyed by u32: what the programs' filter and CPU maps
  * hold.  Keys from below on are left out (0: none).  0 or -errno.
