@@ -33,26 +33,7 @@ RP=$!
 trap 'kill $LP 2>/dev/null; kill -INT $RP 2>/dev/null; wait $RP 2>/dev/null; rm -f /tmp/sample-turns.data /tmp/sample-turns.data.old' EXIT
 sleep 5
 
-id_of() {
-	python3 - "$RP" "$1" <<'PY'
-import json, os, subprocess, sys
-pid, name = sys.argv[1], sys.argv[2]
-ids = set()
-for fd in os.listdir("/proc/%s/fdinfo" % pid):
-    try:
-        for line in open("/proc/%s/fdinfo/%s" % (pid, fd)):
-            if line.startswith("map_id:"):
-                ids.add(int(line.split()[1]))
-    except OSError:
-        pass
-for i in sorted(ids):
-    m = json.loads(subprocess.run(["bpftool", "map", "show", "id", str(i), "-j"], capture_output=True,
-                                  text=True).stdout or "{}")
-    if m.get("name") == name:
-        print(i)
-        break
-PY
-}
+. "$(dirname "$0")/map_id.sh"
 
 # eh_cost_cpus' ab[16], summed over the CPUs.
 dump() {
