@@ -497,6 +497,29 @@ struct {
 
 __u32 eh_wake_armed = 0;
 
+struct eh_note_ctx {
+	struct eh_fresh *e;
+	__u64 start, end;
+};
+
+/*
+ * sp_eh_note's step: a noted mapping that the new one overlaps is hidden.
+ * A bpf_loop step rather than a loop of up to EH_FRESH_MAPS rounds, which
+ * the verifier walked once per round, with the rest of the function after
+ * each exit: on_mmap_eh and on_exec_eh verified 1,776 and 1,866 insns
+ * (1.7-1.8 ms each at every start, 6.18), now 907 and 997 (0.9-1.0 ms).
+ * Both run outside the sampling interrupt, at a new process's exec and mmaps.
+ */
+static long eh_note_hide(__u32 i, void *ctx)
+{
+	struct eh_note_ctx *c = ctx;
+	struct eh_vma_find *m = &c->e->m[i & (EH_FRESH_MAPS - 1)];
+
+	if (m->start < c->end && c->start < m->end)
+		m->found = EH_VMA_NONE;
+	return 0;
+}
+
 /*
  * The executable mapping at addr of the current process, noted in its
  * eh_fresh entry (ehframe.bpf.h) if it has one for this image.  Outside the
@@ -515,6 +538,7 @@ __u32 eh_wake_armed = 0;
 __noinline int sp_eh_note(__u64 addr)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct eh_note_ctx c;
 	struct eh_vma_find f = {};
 	__u32 tgid = task->tgid, n;
 	struct eh_fresh *e = bpf_map_lookup_elem(&eh_fresh, &tgid);
@@ -527,9 +551,10 @@ __noinline int sp_eh_note(__u64 addr)
 	n = e->n;
 	if (n >= EH_FRESH_MAPS)
 		n = EH_FRESH_MAPS;
-	for (__u32 i = 0; i < n; i++)
-		if (e->m[i].start < f.end && f.start < e->m[i].end)
-			e->m[i].found = EH_VMA_NONE;
+	c.e = e;
+	c.start = f.start;
+	c.end = f.end;
+	bpf_loop(n, eh_note_hide, &c, 0);
 	if (n >= EH_FRESH_MAPS)
 		return 0;
 	e->m[n & (EH_FRESH_MAPS - 1)] = f;
