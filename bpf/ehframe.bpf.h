@@ -1462,10 +1462,9 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	 * Each load of a pointer through a trusted one costs the verifier
 	 * lookups of the type's __safe_* lists by name, a scan of the kernel's
 	 * BTF each (6.18: btf_find_by_name_kind, 6% of a recorder's start):
-	 * task->mm and task->utask are loaded once.
+	 * task->mm is loaded once, task->utask not at all (below).
 	 */
 	struct mm_struct *mm = task->mm;
-	struct uprobe_task *ut;
 	struct xol_area *xa;
 	struct pt_regs *regs;
 	__u64 cs, r13, rbx, rdi, orig_ax = -1, ss;
@@ -1476,6 +1475,25 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 	}
 	if (!w || !s)
 		return 0;
+	/*
+	 * The uretprobe trampoline lives in the xol area, which a process has
+	 * only once one of its threads hit a uprobe; its return instances
+	 * matter only then.  utask by a probe read, not loaded: its load came
+	 * after the two paths below, which the verifier visited each with
+	 * the scans above (perf on the recorder, 6.18: btf_nested_type_is_trusted's
+	 * samples halved without it); the read is paid in such processes alone.
+	 */
+	xa = mm->uprobes_state.xol_area;
+	w->tramp = 0;
+	w->ri = 0;
+	if (xa) {
+		struct uprobe_task *ut;
+
+		w->tramp = xa->vaddr;
+		/* Read into the map, not the stack, which 6.1 holds to 512 bytes along the calls. */
+		if (!bpf_core_read(&w->ri, sizeof(w->ri), &task->utask) && (ut = (void *)w->ri))
+			bpf_core_read(&w->ri, sizeof(w->ri), &ut->return_instances);
+	}
 	if (!have_regs) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		if (!regs)
@@ -1500,10 +1518,6 @@ EH_WALK_FN int sp_eh_unwind(__u32 base, __u32 have_regs)
 		sp_eh_rare(SP_EH_COMPAT);
 		return 0;
 	}
-	xa = mm->uprobes_state.xol_area;
-	w->tramp = xa ? xa->vaddr : 0;
-	ut = task->utask;
-	w->ri = ut ? (__u64)ut->return_instances : 0;
 	ss = mm->start_stack;
 	w->bp_ok = 1;
 	w->bx = rbx;
