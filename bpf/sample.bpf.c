@@ -451,9 +451,18 @@ static __always_inline int sample_eh(struct bpf_perf_event_data *ctx, const bool
 			nu = 0;
 		} else if (measure && eh_fp_only) {
 			/* For measuring only: the kernel's frame-pointer walk through the same path. */
-			n = bpf_get_stack(ctx, &s->ips[(nk + 1) & (EH_IPS - 1)], SP_EH_MAX_FRAMES * 8, BPF_F_USER_STACK);
+			__u64 k = nk;
+
+			/*
+			 * The kernel chain's length bounded in a register: the
+			 * compiler drops nk's mask as proven by the clamp above,
+			 * which the verifier does not carry this far (R2/R8
+			 * unbounded access).  The user marker at k, its frames after.
+			 */
+			asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(k) : "i"(KS_KSTACK + 1));
+			n = bpf_get_stack(ctx, &s->ips[k + 1], SP_EH_MAX_FRAMES * 8, BPF_F_USER_STACK);
 			nu = n > 0 ? (__u64)n / 8 + 1 : 0;
-			s->ips[nk & (EH_IPS - 1)] = (__u64)-512;
+			s->ips[k] = (__u64)-512;
 		} else {
 			nu = eh_unwind_user(nk, w != NULL);
 		}
