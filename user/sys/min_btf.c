@@ -473,6 +473,11 @@ static int to_memfd(struct min_btf *m, const void *btf, __u32 size)
 	m->fd = fd;
 	m->size = size;
 	snprintf(m->path, sizeof(m->path), "/proc/self/fd/%d", fd);
+	/* libbpf opens the path at load, when a failure could no longer fall back: without /proc, now. */
+	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
 	return 0;
 }
 
@@ -540,6 +545,9 @@ int min_btf__get(struct min_btf *m, const void *obj, size_t obj_sz)
 	}
 cleanup:
 	m->ns = now_ns(CLOCK_MONOTONIC) - t0;
+	/* Half a cut is none: the caller tells by fd. */
+	if (e)
+		min_btf__release(m);
 	if (dfd >= 0)
 		close(dfd);
 	btf__free(cut);
