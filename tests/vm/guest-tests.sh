@@ -51,6 +51,24 @@ grep -q "kprobes  *yes" /tmp/probe.txt && grep -q "fentry/fexit  *yes" /tmp/prob
 $S record -q -g -d 1 -o /tmp/r.data 2> /tmp/err.txt && $S report -i /tmp/r.data > /tmp/rep.txt &&
 	grep -q "^# Samples: [1-9]" /tmp/rep.txt && ok "sample.bpf loads and records" ||
 	ko "sample.bpf loads and records" "$(tail -2 /tmp/err.txt)"
+# The same object relocated against a cut of this kernel's BTF (min_btf.c), then from the cache:
+# libbpf patches every instruction as against the whole BTF (6.1's offsets are not vmlinux.h's),
+# and the fork and target hooks load as their raw_tp twins.
+btf_relos() { grep -E 'patched insn|substituting insn' "$1" | grep -v -e 'fork_' -e 'exit_' | sed 's/relo #[0-9]*: //' | sort; }
+mkdir -p -m 700 /tmp/xdg
+XDG_CACHE_HOME=/tmp/xdg $S record -vv -g -o /tmp/c1.data -- $W forkspin 2 200 > /dev/null 2> /tmp/cut1.txt
+XDG_CACHE_HOME=/tmp/xdg $S record -vv -g -o /tmp/c2.data -- $W forkspin 2 200 > /dev/null 2> /tmp/cut2.txt
+SPANPERF_NO_BTF_CACHE=1 $S record -vv -g -o /tmp/c3.data -- $W forkspin 2 200 > /dev/null 2> /tmp/cut3.txt
+btf_relos /tmp/cut2.txt > /tmp/relo2.txt
+btf_relos /tmp/cut3.txt > /tmp/relo3.txt
+if grep -q "cut of the kernel's BTF (cut and kept)" /tmp/cut1.txt && grep -q "cut of the kernel's BTF (cached)" /tmp/cut2.txt &&
+	grep -q "program target_fork_raw:" /tmp/cut2.txt && grep -q "program eh_fork_raw:" /tmp/cut2.txt &&
+	[ -s /tmp/relo2.txt ] && cmp -s /tmp/relo2.txt /tmp/relo3.txt &&
+	[ "$($S report -i /tmp/c2.data --folded 2> /dev/null | grep -c ';main;mode_forkspin;forked_spin;')" -gt 0 ]; then
+	ok "sample.bpf relocated against a cut of the kernel's BTF as against the whole ($(wc -l < /tmp/relo2.txt) insns)"
+else
+	ko "sample.bpf relocated against a cut of the kernel's BTF" "$(grep -h "kernel's" /tmp/cut1.txt /tmp/cut2.txt | tr '\n' ';') $(diff /tmp/relo2.txt /tmp/relo3.txt | head -5 | tr '\n' ';') $(grep -v '^libbpf' /tmp/cut2.txt | tail -2)"
+fi
 $S stat -e task-clock,context-switches,page-faults -o /tmp/s.txt -- $W sleeps 20 1000 > /dev/null 2> /tmp/err.txt &&
 	grep -q "context-switches" /tmp/s.txt && ok "counters.bpf (tp_btf) loads and counts" ||
 	ko "counters.bpf (tp_btf) loads and counts" "$(tail -2 /tmp/err.txt)"

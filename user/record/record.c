@@ -27,6 +27,7 @@
 #include "kernel_features.h"
 #include "libbpf_setup.h"
 #include "log.h"
+#include "min_btf.h"
 #include "otel_record.h"
 #include "parse.h"
 #include "perf_data.h"
@@ -73,6 +74,7 @@ struct recorder {
 	struct pd_writer *w;
 	struct run run;
 	struct target target;
+	struct min_btf btf_cut; /* the kernel's BTF the sampling object is relocated against, till it loads */
 	struct int_list online;
 	struct sp_features feat;
 	struct span_spec *specs;
@@ -109,6 +111,7 @@ static void recorder_free(struct recorder *r)
 	free(r->pfds);
 	free(r->specs);
 	sample_bpf__destroy(r->ctx.skel);
+	min_btf__release(&r->btf_cut);
 	pd_writer__free(r->w);
 	dso_set__free(r->ctx.dsos);
 	buildid_cache__free(r->ctx.bcache);
@@ -119,6 +122,26 @@ static void recorder_free(struct recorder *r)
 	free(r->kept);
 }
 
+/*
+ * The sampling object is CO-RE-relocated against a cut of the kernel's BTF
+ * (min_btf.h): libbpf then never reads /sys/kernel/btf/vmlinux (5.5 MB,
+ * 126k types on 6.18, 6-9 ms of a recorder's start).  Without one, the
+ * whole BTF as before.
+ */
+static void cut_kernel_btf(struct recorder *r)
+{
+	size_t sz;
+	const void *elf = sample_bpf__elf_bytes(&sz);
+	int e = min_btf__get(&r->btf_cut, elf, sz);
+
+	if (e)
+		pr_debug("the sampling object is relocated against the kernel's whole BTF: %s", strerror(-e));
+	else
+		pr_debug("the sampling object is relocated against a cut of the kernel's BTF (%s): %u types, %u bytes, %.2f ms",
+			 r->btf_cut.hit ? "cached" : r->btf_cut.stored ? "cut and kept" : "cut, not kept",
+			 r->btf_cut.nr_types, r->btf_cut.size, r->btf_cut.ns / 1e6);
+}
+
 /* The sampling program; its maps are sized here, between open and load.  Its filter map is everyone's. */
 static int load_bpf(struct recorder *r)
 {
@@ -126,7 +149,9 @@ static int load_bpf(struct recorder *r)
 	struct sample_bpf *skel;
 	int e;
 
-	skel = sample_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = r->btf_cut.fd >= 0 ? r->btf_cut.path : NULL);
+
+	skel = sample_bpf__open_opts(&oo);
 	if (!skel) {
 		e = -errno;
 		pr_err("cannot open the sampling BPF object: %s", strerror(-e));
@@ -148,12 +173,23 @@ static int load_bpf(struct recorder *r)
 	otel_record_size_maps(skel->maps.otel_recipes, skel->maps.otel_events, o->otel);
 	eh_source_size(skel, o->ehframe, o->verbose > 0, o->period ? 0 : o->freq);
 	skel->rodata->eh_threads = !eh_counts_records(o);
+	/*
+	 * With the cut, the fork hook is the raw_tp twin: tp_btf's attach needs
+	 * the kernel's whole BTF in libbpf (the attach id), which the cut is
+	 * there to spare; the twin reads the same three fields by CO-RE.
+	 */
+	if (r->btf_cut.fd >= 0 && bpf_program__autoload(skel->progs.eh_fork_btf)) {
+		bpf_program__set_autoload(skel->progs.eh_fork_btf, false);
+		bpf_program__set_autoload(skel->progs.eh_fork_raw, true);
+	}
 	/* --call-graph ehframe attaches on_sample_eh alone: on_sample unloaded is a verification less at start. */
 	bpf_program__set_autoload(skel->progs.on_sample, !o->ehframe);
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
 	e = libbpf_load_skel(skel->skeleton, "sampling");
+	/* libbpf has read the cut by now (and freed it after relocating). */
+	min_btf__release(&r->btf_cut);
 	if (e) {
 		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
 		return e;
@@ -256,8 +292,11 @@ static int open_sources(struct recorder *r)
 	r->ctx.jits = jit_maps__new();
 	e = o->cpus.n ? check_cpus(&o->cpus, &r->online) : 0;
 	e = e ?: run_check_targets(&o->pids, &o->tids);
+	cut_kernel_btf(r);
+	/* With the cut, the raw_tp twins: a tp_btf program would have libbpf parse the whole BTF anyway. */
 	target__init(&r->target, &o->pids, &o->tids,
-		     target_follows_cmd(o->cmd, o->all_cpus, &o->pids, &o->tids, &o->cpus), o->max_threads, o->raw_tp);
+		     target_follows_cmd(o->cmd, o->all_cpus, &o->pids, &o->tids, &o->cpus), o->max_threads,
+		     o->raw_tp || r->btf_cut.fd >= 0);
 	r->ctx.target = &r->target;
 	e = e ?: o->nr_spans ? resolve_specs(r) : 0;
 	e = e ?: load_bpf(r);
