@@ -15,6 +15,7 @@
 #include "hash.h"
 #include "jvmfacts.h"
 #include "log.h"
+#include "memread.h"
 #include "proc_file.h"
 #include "procmaps.h"
 #include "pyprocs.h"
@@ -395,6 +396,28 @@ static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *ou
 	return 0;
 }
 
+/* The facts, read through a page reader (memread.h) where one could be made, else a read each. */
+static int facts_read_jvm(const struct jvm_binary *elf, __u64 bias, __u32 pid, struct jvm_facts *f, char *why,
+			  size_t n)
+{
+	struct mem_pages *m = mem_pages__new(pid);
+	int err = m ? jvm_facts_read(elf, bias, mem_pages__read, m, f, why, n)
+		    : jvm_facts_read(elf, bias, py_read_pid, (void *)(long)pid, f, why, n);
+
+	mem_pages__free(m);
+	return err;
+}
+
+static int facts_read_py(const struct py_binary *elf, __u64 bias, __u32 pid, struct py_facts *f, char *why, size_t n)
+{
+	struct mem_pages *m = mem_pages__new(pid);
+	int err = m ? py_facts_read(elf, bias, mem_pages__read, m, f, why, n)
+		    : py_facts_read(elf, bias, py_read_pid, (void *)(long)pid, f, why, n);
+
+	mem_pages__free(m);
+	return err;
+}
+
 /* pid's JVM read and put in hs_procs: 0, -EAGAIN to try again later, else not a JVM we follow. */
 static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf, const struct procmap *m)
 {
@@ -405,7 +428,7 @@ static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf
 	__u64 bias = m->start - m->pgoff - jf->elf.load_base, now;
 	int err;
 
-	err = jvm_facts_read(&jf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
+	err = facts_read_jvm(&jf->elf, bias, pid, &f, why, sizeof(why));
 	if (err == -EAGAIN)
 		return err;
 	if (err && (proc_start_stack(pid, &now) || now != ss))
@@ -496,7 +519,7 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	bias = runtime.start - runtime.pgoff - rf->elf.load_base;
 	if (rf->elf.e_type == 2 /* ET_EXEC */)
 		bias = 0;
-	err = py_facts_read(&rf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
+	err = facts_read_py(&rf->elf, bias, pid, &f, why, sizeof(why));
 	if (err == -EAGAIN)
 		return err;
 	/* A process that exited (or exec'd) while it was read refused nothing. */
