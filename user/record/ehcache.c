@@ -204,8 +204,13 @@ static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 dig
 	memo_of(st, &m);
 	memcpy(m.digest, digest, SHA256_SIZE);
 	m.sum = XXH64(&m, offsetof(struct eh_memo, sum), 0);
-	c->st.evicted += dir_make_room(c->dfd, c->max, sizeof(m), &c->used, &c->measured);
-	if (c->used + sizeof(m) > c->max)
+	/*
+	 * Not worth measuring the directory for (a readdir and an fstatat of
+	 * each of its thousands of entries: 8 ms of a start under load, for
+	 * the first memo of a run): counted once a table's store measured it,
+	 * and evicted with the tables, oldest first, when one makes room.
+	 */
+	if (c->measured && c->used + sizeof(m) > c->max)
 		return;
 	memo_name(st, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
