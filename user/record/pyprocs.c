@@ -56,9 +56,27 @@ struct py_libc {
 };
 
 /* A process to read again: its runtime was not set up yet, or a mapping of python's came. */
+/*
+ * What a try that found a runtime not set up yet learnt: its file and
+ * where it lies, so that the next tries read the facts again without
+ * walking every file mapping of the process first.  A program that links
+ * libpython and never starts it (perf, for perf script's Python) was
+ * tried 24 times in its first seconds, each try a PROCMAP_QUERY per file
+ * mapping (141 for perf): a recorder started under perf record did 16
+ * such tries of perf in -d 4; a JVM is tried while it starts, with
+ * hundreds of file mappings.  Used only while the process has not
+ * exec'd (its start_stack); a new mapping of a runtime's name forgets it.
+ */
+struct py_hint {
+	__u64 ss, bias;
+	__s32 file; /* index in files (jfiles for a JVM); -1: nothing learnt */
+	bool jvm;
+};
+
 struct py_pending {
 	__u32 pid, tries;
 	__u64 due;
+	struct py_hint hint;
 };
 
 struct py_procs {
@@ -240,17 +258,22 @@ static bool libc_name(const char *path, bool *pthread)
 }
 
 /* pid to be read at due (or sooner, if it is already waiting), after `tries` reads. */
-static void schedule(struct py_procs *p, __u32 pid, __u64 due, __u32 tries)
+/* hint NULL: nothing learnt, and whatever was learnt before is forgotten (a new mapping to look at). */
+static void schedule(struct py_procs *p, __u32 pid, __u64 due, __u32 tries, const struct py_hint *hint)
 {
+	struct py_hint none = { .file = -1 };
+
 	for (size_t i = 0; i < p->nr_pending; i++)
 		if (p->pending[i].pid == pid) {
 			if (due < p->pending[i].due)
 				p->pending[i].due = due;
+			p->pending[i].hint = hint ? *hint : none;
 			return;
 		}
 	if (array_reserve((void **)&p->pending, &p->cap_pending, p->nr_pending, sizeof(*p->pending)))
 		return;
-	p->pending[p->nr_pending++] = (struct py_pending){ .pid = pid, .due = due, .tries = tries };
+	p->pending[p->nr_pending++] = (struct py_pending){ .pid = pid, .due = due, .tries = tries,
+							   .hint = hint ? *hint : none };
 }
 
 /* The runtime file of a mapping: read once per file (device, inode). */
@@ -461,8 +484,31 @@ static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf
 	return 0;
 }
 
-/* pid's runtime read and put in the map: 0, -EAGAIN to try again later, else not a Python process we follow. */
-static int read_proc(struct py_procs *p, __u32 pid)
+/* Whether the runtime a hint names is still not set up (its facts' read says -EAGAIN again). */
+static bool still_not_ready(struct py_procs *p, __u32 pid, const struct py_hint *h)
+{
+	char why[160];
+
+	if (h->jvm) {
+		struct jvm_facts f;
+
+		return (size_t)h->file < p->nr_jfiles &&
+		       facts_read_jvm(&p->jfiles[h->file].elf, h->bias, pid, &f, why, sizeof(why)) == -EAGAIN;
+	} else {
+		struct py_facts f;
+
+		return (size_t)h->file < p->nr_files &&
+		       facts_read_py(&p->files[h->file].elf, h->bias, pid, &f, why, sizeof(why)) == -EAGAIN;
+	}
+}
+
+/*
+ * pid's runtime read and put in the map: 0, -EAGAIN to try again later
+ * (what was learnt in out), else not a Python process we follow.  in: what
+ * the last try learnt, or NULL.  Whatever else a hinted read says, the
+ * process is read whole as at a first try.
+ */
+static int read_proc(struct py_procs *p, __u32 pid, const struct py_hint *in, struct py_hint *out)
 {
 	char why[160] = "";
 	struct procmap m, libc = {}, runtime = {};
@@ -481,6 +527,10 @@ static int read_proc(struct py_procs *p, __u32 pid)
 
 	if (proc_start_stack(pid, &ss) || !ss)
 		return -ESRCH;
+	if (in && in->file >= 0 && in->ss == ss && still_not_ready(p, pid, in)) {
+		*out = *in;
+		return -EAGAIN;
+	}
 	/* Files' mappings only (a runtime is a file), by PROCMAP_QUERY where the kernel has it. */
 	if (procmaps_open(&maps, pid, PROCMAPS_FILES))
 		return -ESRCH;
@@ -511,8 +561,13 @@ static int read_proc(struct py_procs *p, __u32 pid)
 		}
 	}
 	procmaps_close(&maps);
-	if (jf)
-		return read_jvm(p, pid, ss, jf, &jm);
+	if (jf) {
+		err = read_jvm(p, pid, ss, jf, &jm);
+		if (err == -EAGAIN)
+			*out = (struct py_hint){ .ss = ss, .bias = jm.start - jm.pgoff - jf->elf.load_base,
+						 .file = jf - p->jfiles, .jvm = true };
+		return err;
+	}
 	if (!rf)
 		return -ENOENT;
 	/* The address of file offset 0, less where the file's first segment would put it. */
@@ -520,8 +575,10 @@ static int read_proc(struct py_procs *p, __u32 pid)
 	if (rf->elf.e_type == 2 /* ET_EXEC */)
 		bias = 0;
 	err = facts_read_py(&rf->elf, bias, pid, &f, why, sizeof(why));
-	if (err == -EAGAIN)
+	if (err == -EAGAIN) {
+		*out = (struct py_hint){ .ss = ss, .bias = bias, .file = rf - p->files };
 		return err;
+	}
 	/* A process that exited (or exec'd) while it was read refused nothing. */
 	if (err && (proc_start_stack(pid, &bias) || bias != ss))
 		return -ESRCH;
@@ -566,9 +623,10 @@ static int read_proc(struct py_procs *p, __u32 pid)
 }
 
 /* Read now; if the runtime is not set up yet, again later, less often each time. */
-static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
+static void try_proc(struct py_procs *p, __u32 pid, __u32 tries, const struct py_hint *in)
 {
-	int err = read_proc(p, pid);
+	struct py_hint out = { .file = -1 };
+	int err = read_proc(p, pid, in, &out);
 	__u64 wait;
 
 	if (err != -EAGAIN)
@@ -580,7 +638,7 @@ static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
 	wait = FIRST_RETRY_NS << (tries < 8 ? tries : 8);
 	if (wait > MAX_RETRY_NS)
 		wait = MAX_RETRY_NS;
-	schedule(p, pid, mono_ns() + wait, tries + 1);
+	schedule(p, pid, mono_ns() + wait, tries + 1, &out);
 }
 
 /*
@@ -614,7 +672,7 @@ static int scan_one(void *ctx, __u32 pid)
 
 	/* Not the recorder, which runs no Python or Java. */
 	if (pid != (__u32)getpid() && !(s->only_new && proc_of(s->p, pid)) && maps_name_python(s->p, pid))
-		try_proc(s->p, pid, 0);
+		try_proc(s->p, pid, 0, NULL);
 	return 0;
 }
 
@@ -640,7 +698,7 @@ void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path)
 	if (!p || !(python_name(path) || (p->hs_fd >= 0 && jvm_name(path))) || proc_of(p, pid))
 		return;
 	/* ld.so maps the rest of the libraries after it: read once this pass is over. */
-	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0);
+	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0, NULL);
 }
 
 void py_procs__exec(struct py_procs *p, __u32 pid)
@@ -708,7 +766,7 @@ void py_procs__flush(struct py_procs *p)
 	p->nr_pending = k;
 	for (size_t i = 0; i < nd; i++) {
 		p->st.retries += due[i].tries > 0;
-		try_proc(p, due[i].pid, due[i].tries);
+		try_proc(p, due[i].pid, due[i].tries, &due[i].hint);
 	}
 	free(due);
 }
