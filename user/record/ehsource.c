@@ -330,14 +330,15 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 	if (!skel->links.eh_fork_btf && !skel->links.eh_fork_raw)
 		pr_debug("ehframe: no fork tracepoint (%s): a forked child's tables wait for the sideband",
 			 strerror(errno));
-	eh_tables__scan(s->tables, pids);
 	if (skel->rodata->py_walk) {
 		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs),
 				  skel->rodata->hs_walk ? bpf_map__fd(skel->maps.hs_procs) : -1, EH_MAX_PY_PROCS);
 		if (e)
 			goto cleanup;
-		py_procs__scan(s->py, pids);
 	}
+	/* One walk of each process's code mappings for both: the Python and Java processes noted in it. */
+	eh_tables__scan(s->tables, pids, s->py ? py_procs__note_code : NULL, s->py);
+	py_procs__scan_noted(s->py);
 	eh_tables__stats(s->tables, &st);
 	pr_debug("ehframe: %llu files, %llu rows (%.1f MB) for %llu processes in %.0f ms", (unsigned long long)st.files,
 		 (unsigned long long)st.rows, st.rows * 8 / 1e6, (unsigned long long)st.procs, st.build_ns / 1e6);

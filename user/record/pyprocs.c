@@ -95,6 +95,8 @@ struct py_procs {
 	size_t nr_libcs, cap_libcs;
 	struct py_pending *pending;
 	size_t nr_pending, cap_pending;
+	__u32 *noted; /* py_procs__note_code's, until py_procs__scan_noted */
+	size_t nr_noted, cap_noted;
 	struct glibc_tsd host;	/* this machine's glibc, measured */
 	bool host_ok, decode_ok; /* the measure worked; the decoder agrees with it on this machine's libc */
 	__u8 host_id[BUILD_ID_MAX], host_id_size;
@@ -185,6 +187,7 @@ void py_procs__free(struct py_procs *p)
 	free(p->jfiles);
 	free(p->libcs);
 	free(p->pending);
+	free(p->noted);
 	u64_map_free(&p->by_pid);
 	free(p);
 }
@@ -686,6 +689,36 @@ static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
 void py_procs__scan(struct py_procs *p, const struct int_list *pids)
 {
 	scan(p, pids, false);
+}
+
+/*
+ * maps_name_python's test, on mappings the table scan walks anyway: that
+ * walk and this scan's own each queried every process's code mappings
+ * (PROCMAP_QUERY), 86 processes twice at every start.
+ */
+void py_procs__note_code(void *ctx, __u32 pid, const char *path)
+{
+	struct py_procs *p = ctx;
+
+	if (pid == (__u32)getpid() || path[0] != '/' || !(python_name(path) || (p->hs_fd >= 0 && jvm_name(path))))
+		return;
+	/* A process's mappings come together: noted once. */
+	if (p->nr_noted && p->noted[p->nr_noted - 1] == pid)
+		return;
+	if (array_reserve((void **)&p->noted, &p->cap_noted, p->nr_noted, sizeof(*p->noted)))
+		return;
+	p->noted[p->nr_noted++] = pid;
+}
+
+void py_procs__scan_noted(struct py_procs *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nr_noted; i++)
+		try_proc(p, p->noted[i], 0, NULL);
+	free(p->noted);
+	p->noted = NULL;
+	p->nr_noted = p->cap_noted = 0;
 }
 
 void py_procs__catch_up(struct py_procs *p, const struct int_list *pids)
