@@ -6,7 +6,8 @@
  * (another's table under the name, rows changed, cut short, another owner,
  * a mode others may write, a symlink) is refused, removed and counted; the
  * directory stays under its bound; a table is kept only from a file no one
- * else may change.  This program's own executable is the
+ * else may change; a digest is remembered only for a file unchanged since,
+ * and only as its memo says it.  This program's own executable is the
  * file, copied into a scratch folder.
  */
 #include <elf.h>
@@ -490,6 +491,106 @@ static void test_debug_key(void **state)
 	eh_cache__free(c);
 }
 
+/* How many digests' memos the directory holds. */
+static int memos(void)
+{
+	char cmd[PATH_MAX + 64], out[32];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '\\.ehd$'", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fgets(out, sizeof(out), p) != NULL);
+	pclose(p);
+	return atoi(out);
+}
+
+static void key_at(struct eh_cache *c, const char *path, struct eh_cache_key *k)
+{
+	key_of(c, path, k, NULL);
+}
+
+/*
+ * A file's digest is remembered once it was quiet long enough, and used
+ * only while fstat says the same: grown, the file is hashed again; a memo
+ * not as written is refused and removed; a file others may write is never
+ * remembered.
+ */
+static void test_memo(void **state)
+{
+	char path[PATH_MAX + 16], quiet[PATH_MAX + 16], cmd[PATH_MAX * 5];
+	struct eh_cache_key kf, k1, k2, k3, k4;
+	struct eh_cache_stats st;
+	struct eh_cache *c, *d;
+	FILE *p;
+	int fd;
+
+	(void)state;
+	empty_cache();
+	snprintf(path, sizeof(path), "%s/memo", dir);
+	snprintf(quiet, sizeof(quiet), "%s/fresh", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", exe, path, exe, quiet);
+	assert_int_equal(system(cmd), 0);
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	d = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	assert_non_null(d);
+	/* Just copied: not quiet for the default 2 s, so never remembered. */
+	key_at(d, quiet, &kf);
+	key_at(d, quiet, &k2);
+	eh_cache__stats(d, &st);
+	assert_int_equal(st.remembered, 0);
+	assert_int_equal(memos(), 0);
+	assert_memory_equal(kf.digest, k2.digest, SHA256_SIZE);
+	eh_cache__set_quiet_ns(c, 0);
+	key_at(c, path, &k1);
+	assert_int_equal(memos(), 1);
+	key_at(c, path, &k2);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.remembered, 1);
+	assert_memory_equal(k1.digest, k2.digest, SHA256_SIZE);
+	/* The same bytes as the fresh copy: the same key, remembered or hashed. */
+	assert_memory_equal(k1.digest, kf.digest, SHA256_SIZE);
+	/* Grown by a byte: the digest (which covers the size) is another, hashed, not remembered. */
+	assert_int_equal(truncate(path, lseek(fd = open(path, O_RDONLY), 0, SEEK_END) + 1), 0);
+	close(fd);
+	key_at(c, path, &k3);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.remembered, 1);
+	assert_memory_not_equal(k1.digest, k3.digest, SHA256_SIZE);
+	/* Its memo's digest changed: refused, removed, hashed again to what the bytes say. */
+	snprintf(cmd, sizeof(cmd), "ls %s/*.ehd", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fgets(cmd, sizeof(cmd), p) != NULL);
+	pclose(p);
+	cmd[strcspn(cmd, "\n")] = 0;
+	fd = open(cmd, O_RDWR);
+	assert_true(fd >= 0);
+	{
+		__u8 b;
+
+		assert_int_equal(pread(fd, &b, 1, 100), 1);
+		b ^= 1;
+		assert_int_equal(pwrite(fd, &b, 1, 100), 1);
+	}
+	close(fd);
+	key_at(c, path, &k4);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.remembered, 1);
+	assert_int_equal(st.refused, 1);
+	assert_memory_equal(k3.digest, k4.digest, SHA256_SIZE);
+	/* Writable by others: hashed every time, whatever its memo. */
+	assert_int_equal(chmod(path, 0666), 0);
+	key_at(c, path, &k4);
+	key_at(c, path, &k4);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.remembered, 1);
+	assert_memory_equal(k3.digest, k4.digest, SHA256_SIZE);
+	eh_cache__free(c);
+	eh_cache__free(d);
+}
+
 static void test_off(void **state)
 {
 	(void)state;
@@ -503,7 +604,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_debug_key),
-		cmocka_unit_test(test_off), cmocka_unit_test(test_placed),
+		cmocka_unit_test(test_off), cmocka_unit_test(test_placed), cmocka_unit_test(test_memo),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

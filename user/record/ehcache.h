@@ -43,6 +43,7 @@ struct eh_cache_key {
 
 struct eh_cache_stats {
 	__u64 hits, misses, stored, refused, evicted, store_failed;
+	__u64 remembered; /* keys whose digest was remembered, not hashed (ehcache.c's memo) */
 	__u64 digest_ns, load_ns;
 	bool off; /* turned off, or no usable directory */
 };
@@ -50,8 +51,15 @@ struct eh_cache_stats {
 /* NULL when turned off or no directory of ours can hold it (then every call is a no-op). */
 struct eh_cache *eh_cache__new(__u64 max_bytes);
 void eh_cache__free(struct eh_cache *c);
-/* The key of the ELF file fd with build id id: 0, or -errno (the file is then not cached). */
+/*
+ * The key of the ELF file fd with build id id: 0, or -errno (the file is
+ * then not cached).  The digest of a file no one but root can change, and
+ * unchanged since it was last hashed, is remembered rather than hashed
+ * again (ehcache.c says when).
+ */
 int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
+/* For tests: how long a file must have been unchanged for its digest to be remembered (default 2 s). */
+void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns);
 /* The key of the table ehtab_from_fds builds from fd and its debug file debug_fd: 0, or -errno. */
 int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
 			struct eh_cache_key *k);

@@ -330,14 +330,15 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 	if (!skel->links.eh_fork_btf && !skel->links.eh_fork_raw)
 		pr_debug("ehframe: no fork tracepoint (%s): a forked child's tables wait for the sideband",
 			 strerror(errno));
-	eh_tables__scan(s->tables, pids);
 	if (skel->rodata->py_walk) {
 		e = py_procs__new(&s->py, bpf_map__fd(skel->maps.py_procs),
 				  skel->rodata->hs_walk ? bpf_map__fd(skel->maps.hs_procs) : -1, EH_MAX_PY_PROCS);
 		if (e)
 			goto cleanup;
-		py_procs__scan(s->py, pids);
 	}
+	/* One walk of each process's code mappings for both: the Python and Java processes noted in it. */
+	eh_tables__scan(s->tables, pids, s->py ? py_procs__note_code : NULL, s->py);
+	py_procs__scan_noted(s->py);
 	eh_tables__stats(s->tables, &st);
 	pr_debug("ehframe: %llu files, %llu rows (%.1f MB) for %llu processes in %.0f ms", (unsigned long long)st.files,
 		 (unsigned long long)st.rows, st.rows * 8 / 1e6, (unsigned long long)st.procs, st.build_ns / 1e6);
@@ -597,10 +598,11 @@ void eh_source__report(struct eh_source *s, int verbose)
 	if (st.cache.off)
 		fprintf(stderr, "  table cache off (SPANPERF_NO_EH_CACHE, or no cache directory of ours)\n");
 	else
-		fprintf(stderr, "  table cache: %llu tables read from it, %llu parsed and kept, %llu entries refused and rebuilt, %llu evicted, %llu not kept; %.0f ms hashing, %.0f ms reading\n",
+		fprintf(stderr, "  table cache: %llu tables read from it, %llu parsed and kept, %llu entries refused and rebuilt, %llu evicted, %llu not kept; %.0f ms hashing (%llu files' digests remembered, not hashed), %.0f ms reading\n",
 			(unsigned long long)st.cache.hits, (unsigned long long)st.cache.stored,
 			(unsigned long long)st.cache.refused, (unsigned long long)st.cache.evicted,
-			(unsigned long long)st.cache.store_failed, st.cache.digest_ns / 1e6, st.cache.load_ns / 1e6);
+			(unsigned long long)st.cache.store_failed, st.cache.digest_ns / 1e6,
+			(unsigned long long)st.cache.remembered, st.cache.load_ns / 1e6);
 	if (st.half_switches)
 		fprintf(stderr, "  mapping table reused %llu times (every live process's mappings made again)\n",
 			(unsigned long long)st.half_switches);

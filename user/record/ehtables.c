@@ -52,6 +52,8 @@ struct eh_chunk {
 };
 
 struct eh_tables {
+	eh_code_fn scan_fn; /* eh_tables__scan's, while it runs */
+	void *scan_ctx;
 	/*
 	 * The mmapable eh_rows, eh_pages and eh_maps, each mapped only around
 	 * a copy into it (struct eh_win): mapped whole, their 45 MiB were
@@ -680,6 +682,9 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		e = &t->scratch[n];
 		*e = (struct sp_eh_map){ .start = m.start, .end = m.end, .pgoff = m.pgoff, .table = SP_EH_T_ANON };
 		if (m.ino) {
+			/* Not again for the processes a half switch rebuilds (switch_half): told once each. */
+			if (t->scan_fn && !t->switching)
+				t->scan_fn(t->scan_ctx, pid, m.path);
 			e->table = SP_EH_T_MISSING;
 			if (!file_table(t, pid, m.start, m.end, m.maj, m.min, m.ino, m.path, &file)) {
 				e->table = file.state == SP_EH_FILE_OK	      ? SP_EH_T_ROWS
@@ -922,11 +927,14 @@ static int scan_one(void *t, __u32 pid)
 	return 0;
 }
 
-void eh_tables__scan(struct eh_tables *t, const struct int_list *pids)
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids, eh_code_fn fn, void *ctx)
 {
 	if (!t)
 		return;
+	t->scan_fn = fn;
+	t->scan_ctx = ctx;
 	sideband_each_pid(pids, scan_one, t);
+	t->scan_fn = NULL;
 	chunks_release(t);
 }
 

@@ -62,8 +62,13 @@ bool eh_tables__pending(const struct eh_tables *t);
  */
 void eh_tables__fork(struct eh_tables *t, __u32 ppid, __u32 pid, bool copied);
 void eh_tables__exit(struct eh_tables *t, __u32 pid);
-/* Every process in pids (NULL: all of /proc). */
-void eh_tables__scan(struct eh_tables *t, const struct int_list *pids);
+/*
+ * Every process in pids (NULL: all of /proc); fn, if not NULL, told each
+ * file the scan finds mapped for code and by which process (so that the
+ * Python and Java scan need not walk every process's mappings again).
+ */
+typedef void (*eh_code_fn)(void *ctx, __u32 pid, const char *path);
+void eh_tables__scan(struct eh_tables *t, const struct int_list *pids, eh_code_fn fn, void *ctx);
 /*
  * Once the events are enabled, and so report every exec and mapping: each
  * process the scan missed (started since) or read before an exec, marked

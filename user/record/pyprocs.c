@@ -15,6 +15,7 @@
 #include "hash.h"
 #include "jvmfacts.h"
 #include "log.h"
+#include "memread.h"
 #include "proc_file.h"
 #include "procmaps.h"
 #include "pyprocs.h"
@@ -55,9 +56,27 @@ struct py_libc {
 };
 
 /* A process to read again: its runtime was not set up yet, or a mapping of python's came. */
+/*
+ * What a try that found a runtime not set up yet learnt: its file and
+ * where it lies, so that the next tries read the facts again without
+ * walking every file mapping of the process first.  A program that links
+ * libpython and never starts it (perf, for perf script's Python) was
+ * tried 24 times in its first seconds, each try a PROCMAP_QUERY per file
+ * mapping (141 for perf): a recorder started under perf record did 16
+ * such tries of perf in -d 4; a JVM is tried while it starts, with
+ * hundreds of file mappings.  Used only while the process has not
+ * exec'd (its start_stack); a new mapping of a runtime's name forgets it.
+ */
+struct py_hint {
+	__u64 ss, bias;
+	__s32 file; /* index in files (jfiles for a JVM); -1: nothing learnt */
+	bool jvm;
+};
+
 struct py_pending {
 	__u32 pid, tries;
 	__u64 due;
+	struct py_hint hint;
 };
 
 struct py_procs {
@@ -76,6 +95,8 @@ struct py_procs {
 	size_t nr_libcs, cap_libcs;
 	struct py_pending *pending;
 	size_t nr_pending, cap_pending;
+	__u32 *noted; /* py_procs__note_code's, until py_procs__scan_noted */
+	size_t nr_noted, cap_noted;
 	struct glibc_tsd host;	/* this machine's glibc, measured */
 	bool host_ok, decode_ok; /* the measure worked; the decoder agrees with it on this machine's libc */
 	__u8 host_id[BUILD_ID_MAX], host_id_size;
@@ -166,6 +187,7 @@ void py_procs__free(struct py_procs *p)
 	free(p->jfiles);
 	free(p->libcs);
 	free(p->pending);
+	free(p->noted);
 	u64_map_free(&p->by_pid);
 	free(p);
 }
@@ -239,17 +261,22 @@ static bool libc_name(const char *path, bool *pthread)
 }
 
 /* pid to be read at due (or sooner, if it is already waiting), after `tries` reads. */
-static void schedule(struct py_procs *p, __u32 pid, __u64 due, __u32 tries)
+/* hint NULL: nothing learnt, and whatever was learnt before is forgotten (a new mapping to look at). */
+static void schedule(struct py_procs *p, __u32 pid, __u64 due, __u32 tries, const struct py_hint *hint)
 {
+	struct py_hint none = { .file = -1 };
+
 	for (size_t i = 0; i < p->nr_pending; i++)
 		if (p->pending[i].pid == pid) {
 			if (due < p->pending[i].due)
 				p->pending[i].due = due;
+			p->pending[i].hint = hint ? *hint : none;
 			return;
 		}
 	if (array_reserve((void **)&p->pending, &p->cap_pending, p->nr_pending, sizeof(*p->pending)))
 		return;
-	p->pending[p->nr_pending++] = (struct py_pending){ .pid = pid, .due = due, .tries = tries };
+	p->pending[p->nr_pending++] = (struct py_pending){ .pid = pid, .due = due, .tries = tries,
+							   .hint = hint ? *hint : none };
 }
 
 /* The runtime file of a mapping: read once per file (device, inode). */
@@ -395,6 +422,28 @@ static int hs_proc_of(const struct jvm_facts *f, __u64 ss, struct sp_hs_proc *ou
 	return 0;
 }
 
+/* The facts, read through a page reader (memread.h) where one could be made, else a read each. */
+static int facts_read_jvm(const struct jvm_binary *elf, __u64 bias, __u32 pid, struct jvm_facts *f, char *why,
+			  size_t n)
+{
+	struct mem_pages *m = mem_pages__new(pid);
+	int err = m ? jvm_facts_read(elf, bias, mem_pages__read, m, f, why, n)
+		    : jvm_facts_read(elf, bias, py_read_pid, (void *)(long)pid, f, why, n);
+
+	mem_pages__free(m);
+	return err;
+}
+
+static int facts_read_py(const struct py_binary *elf, __u64 bias, __u32 pid, struct py_facts *f, char *why, size_t n)
+{
+	struct mem_pages *m = mem_pages__new(pid);
+	int err = m ? py_facts_read(elf, bias, mem_pages__read, m, f, why, n)
+		    : py_facts_read(elf, bias, py_read_pid, (void *)(long)pid, f, why, n);
+
+	mem_pages__free(m);
+	return err;
+}
+
 /* pid's JVM read and put in hs_procs: 0, -EAGAIN to try again later, else not a JVM we follow. */
 static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf, const struct procmap *m)
 {
@@ -405,7 +454,7 @@ static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf
 	__u64 bias = m->start - m->pgoff - jf->elf.load_base, now;
 	int err;
 
-	err = jvm_facts_read(&jf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
+	err = facts_read_jvm(&jf->elf, bias, pid, &f, why, sizeof(why));
 	if (err == -EAGAIN)
 		return err;
 	if (err && (proc_start_stack(pid, &now) || now != ss))
@@ -438,8 +487,31 @@ static int read_jvm(struct py_procs *p, __u32 pid, __u64 ss, struct jvm_file *jf
 	return 0;
 }
 
-/* pid's runtime read and put in the map: 0, -EAGAIN to try again later, else not a Python process we follow. */
-static int read_proc(struct py_procs *p, __u32 pid)
+/* Whether the runtime a hint names is still not set up (its facts' read says -EAGAIN again). */
+static bool still_not_ready(struct py_procs *p, __u32 pid, const struct py_hint *h)
+{
+	char why[160];
+
+	if (h->jvm) {
+		struct jvm_facts f;
+
+		return (size_t)h->file < p->nr_jfiles &&
+		       facts_read_jvm(&p->jfiles[h->file].elf, h->bias, pid, &f, why, sizeof(why)) == -EAGAIN;
+	} else {
+		struct py_facts f;
+
+		return (size_t)h->file < p->nr_files &&
+		       facts_read_py(&p->files[h->file].elf, h->bias, pid, &f, why, sizeof(why)) == -EAGAIN;
+	}
+}
+
+/*
+ * pid's runtime read and put in the map: 0, -EAGAIN to try again later
+ * (what was learnt in out), else not a Python process we follow.  in: what
+ * the last try learnt, or NULL.  Whatever else a hinted read says, the
+ * process is read whole as at a first try.
+ */
+static int read_proc(struct py_procs *p, __u32 pid, const struct py_hint *in, struct py_hint *out)
 {
 	char why[160] = "";
 	struct procmap m, libc = {}, runtime = {};
@@ -458,6 +530,10 @@ static int read_proc(struct py_procs *p, __u32 pid)
 
 	if (proc_start_stack(pid, &ss) || !ss)
 		return -ESRCH;
+	if (in && in->file >= 0 && in->ss == ss && still_not_ready(p, pid, in)) {
+		*out = *in;
+		return -EAGAIN;
+	}
 	/* Files' mappings only (a runtime is a file), by PROCMAP_QUERY where the kernel has it. */
 	if (procmaps_open(&maps, pid, PROCMAPS_FILES))
 		return -ESRCH;
@@ -488,17 +564,24 @@ static int read_proc(struct py_procs *p, __u32 pid)
 		}
 	}
 	procmaps_close(&maps);
-	if (jf)
-		return read_jvm(p, pid, ss, jf, &jm);
+	if (jf) {
+		err = read_jvm(p, pid, ss, jf, &jm);
+		if (err == -EAGAIN)
+			*out = (struct py_hint){ .ss = ss, .bias = jm.start - jm.pgoff - jf->elf.load_base,
+						 .file = jf - p->jfiles, .jvm = true };
+		return err;
+	}
 	if (!rf)
 		return -ENOENT;
 	/* The address of file offset 0, less where the file's first segment would put it. */
 	bias = runtime.start - runtime.pgoff - rf->elf.load_base;
 	if (rf->elf.e_type == 2 /* ET_EXEC */)
 		bias = 0;
-	err = py_facts_read(&rf->elf, bias, py_read_pid, (void *)(long)pid, &f, why, sizeof(why));
-	if (err == -EAGAIN)
+	err = facts_read_py(&rf->elf, bias, pid, &f, why, sizeof(why));
+	if (err == -EAGAIN) {
+		*out = (struct py_hint){ .ss = ss, .bias = bias, .file = rf - p->files };
 		return err;
+	}
 	/* A process that exited (or exec'd) while it was read refused nothing. */
 	if (err && (proc_start_stack(pid, &bias) || bias != ss))
 		return -ESRCH;
@@ -543,9 +626,10 @@ static int read_proc(struct py_procs *p, __u32 pid)
 }
 
 /* Read now; if the runtime is not set up yet, again later, less often each time. */
-static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
+static void try_proc(struct py_procs *p, __u32 pid, __u32 tries, const struct py_hint *in)
 {
-	int err = read_proc(p, pid);
+	struct py_hint out = { .file = -1 };
+	int err = read_proc(p, pid, in, &out);
 	__u64 wait;
 
 	if (err != -EAGAIN)
@@ -557,7 +641,7 @@ static void try_proc(struct py_procs *p, __u32 pid, __u32 tries)
 	wait = FIRST_RETRY_NS << (tries < 8 ? tries : 8);
 	if (wait > MAX_RETRY_NS)
 		wait = MAX_RETRY_NS;
-	schedule(p, pid, mono_ns() + wait, tries + 1);
+	schedule(p, pid, mono_ns() + wait, tries + 1, &out);
 }
 
 /*
@@ -591,7 +675,7 @@ static int scan_one(void *ctx, __u32 pid)
 
 	/* Not the recorder, which runs no Python or Java. */
 	if (pid != (__u32)getpid() && !(s->only_new && proc_of(s->p, pid)) && maps_name_python(s->p, pid))
-		try_proc(s->p, pid, 0);
+		try_proc(s->p, pid, 0, NULL);
 	return 0;
 }
 
@@ -607,6 +691,36 @@ void py_procs__scan(struct py_procs *p, const struct int_list *pids)
 	scan(p, pids, false);
 }
 
+/*
+ * maps_name_python's test, on mappings the table scan walks anyway: that
+ * walk and this scan's own each queried every process's code mappings
+ * (PROCMAP_QUERY), 86 processes twice at every start.
+ */
+void py_procs__note_code(void *ctx, __u32 pid, const char *path)
+{
+	struct py_procs *p = ctx;
+
+	if (pid == (__u32)getpid() || path[0] != '/' || !(python_name(path) || (p->hs_fd >= 0 && jvm_name(path))))
+		return;
+	/* A process's mappings come together: noted once. */
+	if (p->nr_noted && p->noted[p->nr_noted - 1] == pid)
+		return;
+	if (array_reserve((void **)&p->noted, &p->cap_noted, p->nr_noted, sizeof(*p->noted)))
+		return;
+	p->noted[p->nr_noted++] = pid;
+}
+
+void py_procs__scan_noted(struct py_procs *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nr_noted; i++)
+		try_proc(p, p->noted[i], 0, NULL);
+	free(p->noted);
+	p->noted = NULL;
+	p->nr_noted = p->cap_noted = 0;
+}
+
 void py_procs__catch_up(struct py_procs *p, const struct int_list *pids)
 {
 	scan(p, pids, true);
@@ -617,7 +731,7 @@ void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path)
 	if (!p || !(python_name(path) || (p->hs_fd >= 0 && jvm_name(path))) || proc_of(p, pid))
 		return;
 	/* ld.so maps the rest of the libraries after it: read once this pass is over. */
-	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0);
+	schedule(p, pid, mono_ns() + FIRST_RETRY_NS, 0, NULL);
 }
 
 void py_procs__exec(struct py_procs *p, __u32 pid)
@@ -685,7 +799,7 @@ void py_procs__flush(struct py_procs *p)
 	p->nr_pending = k;
 	for (size_t i = 0; i < nd; i++) {
 		p->st.retries += due[i].tries > 0;
-		try_proc(p, due[i].pid, due[i].tries);
+		try_proc(p, due[i].pid, due[i].tries, &due[i].hint);
 	}
 	free(due);
 }

@@ -44,6 +44,13 @@ void py_procs__free(struct py_procs *p);
 /* Every process in pids (NULL: all of /proc) that maps a file named like python, read now. */
 void py_procs__scan(struct py_procs *p, const struct int_list *pids);
 /*
+ * The same scan from the code mappings another walk of /proc found
+ * (eh_tables__scan's fn, ctx p): each process noted that maps a file
+ * named like a runtime's, read at py_procs__scan_noted.
+ */
+void py_procs__note_code(void *p, __u32 pid, const char *path);
+void py_procs__scan_noted(struct py_procs *p);
+/*
  * Once the events are on (and so report every mapping): the processes
  * that started between the scan and then, read now.
  */
