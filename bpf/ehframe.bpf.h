@@ -3,7 +3,7 @@
  * User stacks unwound in BPF from .eh_frame rows (--call-graph ehframe).
  *
  * User space turns each file's CFI into sorted rows (user/sys/ehframe.c) in
- * one array, `eh_rows`, once per file however many processes map it, and
+ * the chunks of `eh_rows`, once per file however many processes map it, and
  * gives each process a sorted slice of its executable mappings in `eh_maps`
  * (user/record/ehtables.c).  Each frame's pc is found in the slice (the
  * mapping gives the file's rows and the pc's file offset), then among the
