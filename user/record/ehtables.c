@@ -230,7 +230,9 @@ int eh_tables_chunk_new(void)
 /*
  * Chunk c's fd, made and put in eh_rows first if it is not there: -errno
  * where it cannot be.  A chunk is in eh_rows before any file's rows in it
- * are in eh_files, so a walk that finds a file finds its chunk.
+ * are in eh_files, so a walk that finds a file finds its chunk.  The update
+ * waits for an RCU grace period (the kernel's, for map-in-map updates: 6-19
+ * ms here, asleep, not CPU), once per chunk.
  */
 static int rows_chunk(struct eh_tables *t, size_t c)
 {
@@ -314,7 +316,6 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 	for (int i = 0; i < SP_EH_CHUNKS; i++)
 		t->chunk_fds[i] = -1;
 	t->chunk_fds[0] = fds->chunk0_fd;
-	/* Each can be mapped, as every copy will map it: said now rather than at the first table. */
 	if (fds->chunk0_fd < 0) {
 		e = fds->chunk0_fd;
 		goto cleanup;
@@ -323,6 +324,7 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 		e = -errno;
 		goto cleanup;
 	}
+	/* Each can be mapped, as every copy will map it: said now rather than at the first table. */
 	if ((e = win_open(&w, fds->chunk0_fd, sizeof(struct sp_eh_row), SP_EH_CHUNK_ROWS - 1, 1)) ||
 	    (win_close(&w), e = win_open(&w, fds->maps_fd, sizeof(struct sp_eh_map), fds->max_maps - 1, 1)) ||
 	    (win_close(&w), e = win_open(&w, fds->pages_fd, sizeof(struct sp_eh_page), fds->max_pages - 1, 1)))
@@ -550,7 +552,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		long first = in_place ? (long)pl.first : rows_first(t, tab.nr);
 
 		if (np > t->max_pages - t->pages_used || first < 0) {
-			e = first == -E2BIG || first >= 0 ? -E2BIG : -ENOMEM;
+			e = first < 0 ? (int)first : -E2BIG;
 			goto done;
 		}
 		/* The rows' window first: the page entries' is another chunk, which cannot move it. */
