@@ -3,7 +3,7 @@
  * User stacks unwound in BPF from .eh_frame rows (--call-graph ehframe).
  *
  * User space turns each file's CFI into sorted rows (user/sys/ehframe.c) in
- * one array, `eh_rows`, once per file however many processes map it, and
+ * the chunks of `eh_rows`, once per file however many processes map it, and
  * gives each process a sorted slice of its executable mappings in `eh_maps`
  * (user/record/ehtables.c).  Each frame's pc is found in the slice (the
  * mapping gives the file's rows and the pc's file offset), then among the
@@ -84,11 +84,27 @@ const volatile bool eh_vma_only = false;
  * keyed (arrays by index, hashes by pid and by file).
  */
 
-/* The rows of every file; sized from user space. */
-struct {
+/*
+ * The rows of every file, in chunks of SP_EH_CHUNK_ROWS that user space
+ * makes as the rows fill them (mmapable arrays, all alike, so that a
+ * lookup in one is inlined as in a plain array).  One array of 5M rows was
+ * zeroed whole by the kernel at every start (8-10 ms of the recorder's
+ * ~90), where a host's tables take 1-12 MB; a chunk made later costs only
+ * whoever fills it.  A file's rows never straddle two chunks.
+ */
+struct eh_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the template; with ehframe on, user space's first chunk (ehsource.c) */
+	/* Sizes, not types: reached only through the outer map, clang writes the row's BTF as a forward. */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct sp_eh_row));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SP_EH_CHUNKS);
 	__type(key, __u32);
-	__type(value, struct sp_eh_row);
+	__array(values, struct eh_chunk);
 } eh_rows SEC(".maps");
 
 /* Every file's page index (struct sp_eh_file); sized from user space. */
@@ -414,7 +430,7 @@ struct {
  * instructions, a step per state until the search's end).
  */
 #define EH_SEARCH_STEP(name, map, type, field)                      \
-	static long name(__u32 i, void *unused)                     \
+	static long name(__u32 i, void *ctx)                        \
 	{                                                           \
 		__u32 zero = 0, mid;                                \
 		struct eh_walk *w = bpf_map_lookup_elem(&eh_walks, &zero); \
@@ -423,7 +439,7 @@ struct {
 		if (!w || w->q.lo >= w->q.hi)                       \
 			return 1;                                   \
 		mid = w->q.lo + (w->q.hi - w->q.lo) / 2;            \
-		e = bpf_map_lookup_elem(&map, &mid);                \
+		e = bpf_map_lookup_elem(map, &mid);                 \
 		if (!e) {                                           \
 			w->q.lo = w->q.hi = 0;                      \
 			return 1;                                   \
@@ -435,8 +451,9 @@ struct {
 		return 0;                                           \
 	}
 
-EH_SEARCH_STEP(eh_map_search_step, eh_maps, struct sp_eh_map, start)
-EH_SEARCH_STEP(eh_row_search_step, eh_rows, struct sp_eh_row, pc)
+EH_SEARCH_STEP(eh_map_search_step, &eh_maps, struct sp_eh_map, start)
+/* ctx: the file's chunk (a map), looked up once per search, not at each step. */
+EH_SEARCH_STEP(eh_row_search_step, *(void **)ctx, struct sp_eh_row, pc)
 
 /* The mapping that holds pc among those kept under this walk's generation, or NULL. */
 static __always_inline struct sp_eh_map *eh_map_cached(struct eh_walk *w, __u64 pc)
@@ -656,27 +673,32 @@ static __always_inline struct sp_eh_map *eh_map_of_vma(struct eh_walk *w, __u64 
 /* The last row at or below off among the mapping's file's rows, or NULL. */
 static __always_inline struct sp_eh_row *eh_row_of(struct eh_walk *w, const struct sp_eh_map *v, __u64 off)
 {
-	__u32 page = off >> SP_EH_PAGE_SHIFT, idx;
+	__u32 page = off >> SP_EH_PAGE_SHIFT, idx, chunk = v->first >> SP_EH_CHUNK_SHIFT;
+	__u32 first = v->first & (SP_EH_CHUNK_ROWS - 1); /* within the chunk */
 	struct sp_eh_page *pg;
+	void *rows;
 
 	if (off > 0xffffffffull || page < v->page0)
 		return NULL;
+	rows = bpf_map_lookup_elem(&eh_rows, &chunk);
+	if (!rows)
+		return NULL;
 	w->q.key = off;
 	if (page - v->page0 >= v->npages) {
-		w->q.lo = w->q.hi = v->first + v->nr; /* past the last page: the last row */
+		w->q.lo = w->q.hi = first + v->nr; /* past the last page: the last row */
 	} else {
 		idx = v->pages + page - v->page0;
 		pg = bpf_map_lookup_elem(&eh_pages, &idx);
 		if (!pg)
 			return NULL;
-		w->q.lo = v->first + pg->lo;
-		w->q.hi = v->first + pg->hi;
+		w->q.lo = first + pg->lo;
+		w->q.hi = first + pg->hi;
 	}
-	bpf_loop(SP_EH_SEARCH_STEPS, eh_row_search_step, NULL, 0);
-	if (w->q.lo <= v->first || w->q.lo < w->q.hi)
+	bpf_loop(SP_EH_SEARCH_STEPS, eh_row_search_step, &rows, 0);
+	if (w->q.lo <= first || w->q.lo < w->q.hi)
 		return NULL; /* before the first row, a fault, or a table too large to search */
 	idx = w->q.lo - 1;
-	return bpf_map_lookup_elem(&eh_rows, &idx);
+	return bpf_map_lookup_elem(rows, &idx);
 }
 
 /*

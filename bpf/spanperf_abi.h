@@ -473,7 +473,7 @@ struct sp_eh_file_key {
 };
 
 enum sp_eh_file_state {
-	SP_EH_FILE_OK = 0,	 /* rows [first, first + nr) of eh_rows */
+	SP_EH_FILE_OK = 0,	 /* rows [first, first + nr) of eh_rows (SP_EH_CHUNK_SHIFT) */
 	SP_EH_FILE_NOCFI,	 /* no CFI in the file (or none readable): frame pointers */
 	SP_EH_FILE_TOO_LARGE,	 /* more rows than the table may hold: frame pointers */
 };
@@ -550,6 +550,16 @@ struct sp_offcpu_pychain {
 #define SP_EH_KEEP_SLOTS 4 /* threads whose last user chain each CPU keeps (bpf/ehkeep.bpf.h) */
 #define SP_EH_SEARCH_STEPS 24 /* binary search steps: up to 16M rows in one page or process */
 #define SP_EH_PAGE_SHIFT 12
+/*
+ * eh_rows' chunks (bpf/ehframe.bpf.h): a row's index is its chunk's number
+ * << SP_EH_CHUNK_SHIFT | its place there, and a file's rows lie in one chunk.
+ * 2M rows (16 MiB) each: the largest files seen are 1.0-1.4M rows (libLLVM,
+ * libclang-cpp, rustc's libLLVM); three hold 6M, more than the one 5M array
+ * they replace.
+ */
+#define SP_EH_CHUNK_SHIFT 21
+#define SP_EH_CHUNK_ROWS (1u << SP_EH_CHUNK_SHIFT)
+#define SP_EH_CHUNKS 3
 
 /* Why a user chain ended, or fell back to frame pointers (the per-CPU `eh_stats` array). */
 enum sp_eh_stat {

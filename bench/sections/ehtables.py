@@ -155,8 +155,8 @@ def markdown(res):
     lines += ["", "The recorder's own memory is its anonymous pages (RssAnon, peak); the maps are the kernel's "
               "memory, counted there, and mapped into the recorder only around each copy into them, so its "
               "RSS no longer counts them.  The kernel's part is the maps' "
-              "reservation, sized from user space before load (5M rows, the page index, the files, every "
-              "process's mappings, and a sample ring of a second at 512 bytes a sample per CPU), so it does "
-              "not grow with the files: past 5M rows a file gets no table, is counted too large, and unwinds "
-              "by frame pointer.", ""]
+              "reservation, sized from user space before load (the page index, the files, every "
+              "process's mappings, and a sample ring of a second at 512 bytes a sample per CPU), and the rows' "
+              "chunks of 2M rows (16 MiB) made as they fill, up to three: past those a file gets no table, is "
+              "counted too large, and unwinds by frame pointer.", ""]
     return lines

@@ -987,8 +987,8 @@ def test_ehframe_real_host():
     finally:
         realhost.stop(procs)
     # A whole-host recording builds the tables of every file the host's processes map, first
-    # come first served, into one bounded table (5M rows), and unwinds a file that finds no room
-    # by frame pointer, saying so.  On a shared host others' programs may fill it before a file
+    # come first served, into bounded tables (3 chunks of 2M rows), and unwinds a file that finds
+    # no room by frame pointer, saying so.  On a shared host others' programs may fill it before a file
     # of ours is built (a bpftrace maps libLLVM, libclang and libz3: 1.8M rows; cc1 is 0.48M,
     # built at its first exec): then a program of ours may fall below its floor, and only then.
     full = re.search(r"unwind tables full: (\d+) files too large", err)

@@ -8,7 +8,11 @@
  * under phase_b.  A sample in remap_leaf is right only with its phase, then
  * main, below it.
  *
- *   workload_remap MS     prints "same" or "moved" (b's base against a's)
+ *   workload_remap MS [LIB...]     prints "same" or "moved" (b's base against a's)
+ *
+ * Each LIB is opened first, then a pause (the recorder builds their tables
+ * before libremap_a.so's): large ones push both libraries' rows past
+ * eh_rows' first chunk (test_remap's chunk test).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -64,10 +68,17 @@ int main(int argc, char **argv)
 	double ms;
 	void *h;
 
-	if (argc != 2 || (ms = atof(argv[1])) <= 0) {
-		fprintf(stderr, "usage: workload_remap MS\n");
+	if (argc < 2 || (ms = atof(argv[1])) <= 0) {
+		fprintf(stderr, "usage: workload_remap MS [LIB...]\n");
 		return 1;
 	}
+	for (int i = 2; i < argc; i++)
+		if (!dlopen(argv[i], RTLD_LAZY | RTLD_LOCAL)) {
+			fprintf(stderr, "workload_remap: %s\n", dlerror());
+			return 1;
+		}
+	if (argc > 2)
+		usleep(500000);
 	h = open_lib("libremap_a.so", &leaf, &base_a);
 	if (!h)
 		return 1;

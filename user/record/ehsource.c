@@ -25,13 +25,12 @@
 #include "util.h"
 
 /*
- * Rows for every file (8 bytes each), their page indexes, files, mappings and
- * processes: sized for a host like this one with room to spare (it used up to
- * 5M rows, 44K page entries, 6K mappings in one pass), about 49 MiB of kernel
- * memory, which BPF_F_MMAPABLE arrays take whole at creation.  The sample
- * ring is sized by eh_ring_bytes.
+ * Page indexes, files, mappings and processes: sized for a host like this
+ * one with room to spare (it used up to 5M rows, 44K page entries, 6K
+ * mappings in one pass), which BPF_F_MMAPABLE arrays take whole at
+ * creation.  The rows (8 bytes each) come in chunks made as they fill
+ * (SP_EH_CHUNK_ROWS, ehtables.c); the sample ring is sized by eh_ring_bytes.
  */
-#define EH_MAX_ROWS (5u << 20)
 #define EH_MAX_PAGES (256u << 10)
 #define EH_MAX_FILES 16384
 #define EH_MAX_MAPS (64u << 10) /* two halves, see ehtables.c */
@@ -72,6 +71,8 @@ struct eh_source {
 
 /* The first sample ring, made by eh_source_size before the load, until eh_source__new takes it; -1: none. */
 static int eh_ring0 = -1;
+/* eh_rows' first chunk and inner template, likewise; -1: none. */
+static int eh_chunk0 = -1;
 
 static int eh_ring_cpus(void)
 {
@@ -134,7 +135,11 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_program__set_autoload(skel->progs.on_mmap_eh, on);
 	bpf_program__set_autoload(skel->progs.eh_fork_btf, fork_btf);
 	bpf_program__set_autoload(skel->progs.eh_fork_raw, on && !fork_btf);
-	bpf_map__set_max_entries(skel->maps.eh_rows, on ? EH_MAX_ROWS : 1);
+	/* The chunks' template is the first chunk, as the rings' (libbpf 1.1 cannot resize an inner map). */
+	if (on && eh_chunk0 < 0)
+		eh_chunk0 = eh_tables_chunk_new();
+	if (on && eh_chunk0 >= 0)
+		bpf_map__set_inner_map_fd(skel->maps.eh_rows, eh_chunk0);
 	bpf_map__set_max_entries(skel->maps.eh_pages, on ? EH_MAX_PAGES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_files, on ? EH_MAX_FILES : 1);
 	bpf_map__set_max_entries(skel->maps.eh_maps, on ? EH_MAX_MAPS : 1);
@@ -168,7 +173,6 @@ void eh_source_size(struct sample_bpf *skel, bool on, bool timing, __u64 freq)
 	bpf_map__set_map_flags(skel->maps.py_procs, bpf_map__map_flags(skel->maps.py_procs) | BPF_F_NO_PREALLOC);
 	bpf_map__set_map_flags(skel->maps.hs_procs, bpf_map__map_flags(skel->maps.hs_procs) | BPF_F_NO_PREALLOC);
 	/* Written from user space without a syscall per row (5.5+, as bpf_loop needs 5.17 anyway). */
-	bpf_map__set_map_flags(skel->maps.eh_rows, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_pages, BPF_F_MMAPABLE);
 	bpf_map__set_map_flags(skel->maps.eh_maps, BPF_F_MMAPABLE);
 	skel->rodata->eh_ring_size = on ? ring : 0;
@@ -279,7 +283,7 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 		   eh_sample_fn fn, void *ctx)
 {
 	struct eh_tables_fds fds = {
-		.rows_fd = bpf_map__fd(skel->maps.eh_rows), .max_rows = EH_MAX_ROWS,
+		.rows_fd = bpf_map__fd(skel->maps.eh_rows), .chunk0_fd = eh_chunk0,
 		.maps_fd = bpf_map__fd(skel->maps.eh_maps), .max_maps = EH_MAX_MAPS,
 		.pages_fd = bpf_map__fd(skel->maps.eh_pages), .max_pages = EH_MAX_PAGES,
 		.files_fd = bpf_map__fd(skel->maps.eh_files), .procs_fd = bpf_map__fd(skel->maps.eh_procs),
@@ -299,9 +303,11 @@ int eh_source__new(struct eh_source **out, struct sample_bpf *skel, const struct
 	s->busy_ms = EH_SOURCE_POLL_MS;
 	if (freq && 1000 / (EH_SOURCE_POLL_SHARE * freq) > EH_SOURCE_POLL_MS)
 		s->busy_ms = 1000 / (EH_SOURCE_POLL_SHARE * freq);
+	/* The tables own the first chunk from here, failed or not. */
+	eh_chunk0 = -1;
 	e = eh_tables__new(&s->tables, &fds);
 	if (e) {
-		pr_err("cannot map the unwind tables (%u rows): %s", EH_MAX_ROWS, strerror(-e));
+		pr_err("cannot map the unwind tables (%u rows): %s", SP_EH_CHUNK_ROWS, strerror(-e));
 		goto cleanup;
 	}
 	e = eh_rings_new(s);
@@ -587,6 +593,8 @@ void eh_source__report(struct eh_source *s, int verbose)
 		(unsigned long long)st.files, (unsigned long long)st.rows, st.rows * sizeof(struct sp_eh_row) / 1e6,
 		st.pages, (unsigned long long)st.procs, st.maps, st.build_ns / 1e6, (unsigned long long)st.nocfi,
 		(unsigned long long)st.unreadable, (unsigned long long)st.failed);
+	fprintf(stderr, "  rows in %zu of %d chunks of %u, made as they filled\n", st.chunks, SP_EH_CHUNKS,
+		SP_EH_CHUNK_ROWS);
 	fprintf(stderr, "  %llu passes of the loop, %llu of them %d ms apart while processes started; %llu woken by an exec%s\n",
 		(unsigned long long)s->passes, (unsigned long long)s->busy_passes, s->busy_ms,
 		(unsigned long long)s->wakes, s->exec_wake ? "" : " (no exec tracepoint: every pass so)");

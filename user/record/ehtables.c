@@ -46,6 +46,7 @@ struct eh_win {
 /* A window kept open across the files of a batch (chunk_at). */
 struct eh_chunk {
 	struct eh_win w;
+	int fd;		   /* of the array mapped */
 	size_t first, n;   /* elements [first, first + n) are at w.p */
 	size_t next_bytes; /* the size of the next window mapped */
 	bool open;
@@ -63,6 +64,11 @@ struct eh_tables {
 	 */
 	int rows_fd, pages_fd, maps_fd;
 	struct eh_chunk rows_win, pages_win; /* the windows rows and page entries are written through */
+	/*
+	 * eh_rows' chunks, made as the rows fill them (-1: not yet); used is
+	 * the next free row's index across them (SP_EH_CHUNK_SHIFT).
+	 */
+	int chunk_fds[SP_EH_CHUNKS];
 	size_t max_rows, used;
 	size_t max_pages, pages_used;
 	/*
@@ -143,7 +149,7 @@ static void *chunk_at(struct eh_chunk *c, int fd, size_t elem, size_t max, size_
 {
 	size_t bytes = c->next_bytes ? c->next_bytes : EH_CHUNK_MIN, want;
 
-	if (c->open && first >= c->first && n <= c->n && first - c->first <= c->n - n)
+	if (c->open && c->fd == fd && first >= c->first && n <= c->n && first - c->first <= c->n - n)
 		return (char *)c->w.p + (first - c->first) * elem;
 	if (c->open) {
 		win_close(&c->w);
@@ -154,6 +160,7 @@ static void *chunk_at(struct eh_chunk *c, int fd, size_t elem, size_t max, size_
 	if (n > want || win_open(&c->w, fd, elem, first, want))
 		return NULL;
 	c->open = true;
+	c->fd = fd;
 	c->first = first;
 	c->n = want;
 	return c->w.p;
@@ -213,29 +220,122 @@ static int slice_write(struct eh_tables *t, size_t first, const struct sp_eh_map
 	return win_write(t->maps_fd, sizeof(*src), first, src, n);
 }
 
+int eh_tables_chunk_new(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "eh_rows", sizeof(__u32), sizeof(struct sp_eh_row),
+				SP_EH_CHUNK_ROWS, &opts);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Chunk c's fd, made and put in eh_rows first if it is not there: -errno
+ * where it cannot be.  A chunk is in eh_rows before any file's rows in it
+ * are in eh_files, so a walk that finds a file finds its chunk.  The update
+ * waits for an RCU grace period (the kernel's, for map-in-map updates: 6-19
+ * ms here, asleep, not CPU), once per chunk.
+ */
+static int rows_chunk(struct eh_tables *t, size_t c)
+{
+	__u32 k = c;
+	int fd;
+
+	if (c >= SP_EH_CHUNKS)
+		return -E2BIG;
+	if (t->chunk_fds[c] >= 0)
+		return t->chunk_fds[c];
+	fd = eh_tables_chunk_new();
+	if (fd < 0)
+		return fd;
+	if (bpf_map_update_elem(t->rows_fd, &k, &fd, BPF_ANY)) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	t->chunk_fds[c] = fd;
+	return fd;
+}
+
+/*
+ * The most rows one file may have now: a chunk's, while another chunk can
+ * be made, else what the last one has left.
+ */
+static size_t rows_room(const struct eh_tables *t)
+{
+	size_t c = t->used >> SP_EH_CHUNK_SHIFT;
+
+	if (c >= SP_EH_CHUNKS)
+		return 0;
+	return c + 1 < SP_EH_CHUNKS ? SP_EH_CHUNK_ROWS : SP_EH_CHUNK_ROWS - (t->used & (SP_EH_CHUNK_ROWS - 1));
+}
+
+/*
+ * Where nr rows go: at t->used if its chunk holds them, else at the start
+ * of the next chunk (made now; the last one's rest stays unused, at most a
+ * file's rows).  The index, or -errno.
+ */
+static long rows_first(struct eh_tables *t, size_t nr)
+{
+	size_t first = t->used, c = first >> SP_EH_CHUNK_SHIFT;
+	int fd;
+
+	if (!nr || nr > SP_EH_CHUNK_ROWS)
+		return -E2BIG;
+	if (c < SP_EH_CHUNKS && nr > SP_EH_CHUNK_ROWS - (first & (SP_EH_CHUNK_ROWS - 1)))
+		first = ++c << SP_EH_CHUNK_SHIFT;
+	fd = rows_chunk(t, c);
+	return fd < 0 ? fd : (long)first;
+}
+
+/* A window on nr rows at index first (one chunk's, placed by rows_first): NULL where it cannot be mapped. */
+static struct sp_eh_row *rows_at(struct eh_tables *t, size_t first, size_t nr)
+{
+	int fd = rows_chunk(t, first >> SP_EH_CHUNK_SHIFT);
+
+	if (fd < 0)
+		return NULL;
+	return chunk_at(&t->rows_win, fd, sizeof(struct sp_eh_row), SP_EH_CHUNK_ROWS,
+			first & (SP_EH_CHUNK_ROWS - 1), nr);
+}
+
 static void vdso_table(struct eh_tables *t);
 
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 {
 	struct eh_tables *t = calloc(1, sizeof(*t));
 	struct eh_win w;
+	__u32 zero = 0;
 	int e;
 
 	*out = NULL;
-	if (!t)
+	if (!t) {
+		if (fds->chunk0_fd >= 0)
+			close(fds->chunk0_fd);
 		return -ENOMEM;
-	/* Each can be mapped, as every copy will map it: said now rather than at the first table. */
-	if ((e = win_open(&w, fds->rows_fd, sizeof(struct sp_eh_row), fds->max_rows - 1, 1)) ||
-	    (win_close(&w), e = win_open(&w, fds->maps_fd, sizeof(struct sp_eh_map), fds->max_maps - 1, 1)) ||
-	    (win_close(&w), e = win_open(&w, fds->pages_fd, sizeof(struct sp_eh_page), fds->max_pages - 1, 1))) {
-		free(t);
-		return e;
 	}
+	for (int i = 0; i < SP_EH_CHUNKS; i++)
+		t->chunk_fds[i] = -1;
+	t->chunk_fds[0] = fds->chunk0_fd;
+	if (fds->chunk0_fd < 0) {
+		e = fds->chunk0_fd;
+		goto cleanup;
+	}
+	if (bpf_map_update_elem(fds->rows_fd, &zero, &fds->chunk0_fd, BPF_ANY)) {
+		e = -errno;
+		goto cleanup;
+	}
+	/* Each can be mapped, as every copy will map it: said now rather than at the first table. */
+	if ((e = win_open(&w, fds->chunk0_fd, sizeof(struct sp_eh_row), SP_EH_CHUNK_ROWS - 1, 1)) ||
+	    (win_close(&w), e = win_open(&w, fds->maps_fd, sizeof(struct sp_eh_map), fds->max_maps - 1, 1)) ||
+	    (win_close(&w), e = win_open(&w, fds->pages_fd, sizeof(struct sp_eh_page), fds->max_pages - 1, 1)))
+		goto cleanup;
 	win_close(&w);
 	t->rows_fd = fds->rows_fd;
 	t->maps_fd = fds->maps_fd;
 	t->pages_fd = fds->pages_fd;
-	t->max_rows = fds->max_rows;
+	t->max_rows = (size_t)SP_EH_CHUNKS << SP_EH_CHUNK_SHIFT;
 	t->max_maps = fds->max_maps;
 	t->max_pages = fds->max_pages;
 	t->files_fd = fds->files_fd;
@@ -245,6 +345,11 @@ int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds)
 	chunks_release(t);
 	*out = t;
 	return 0;
+cleanup:
+	if (t->chunk_fds[0] >= 0)
+		close(t->chunk_fds[0]);
+	free(t);
+	return e;
 }
 
 /* Linux's MKDEV, as vm_file->f_inode->i_sb->s_dev holds it. */
@@ -340,7 +445,9 @@ static bool rows_equal(struct eh_tables *t, const struct sp_eh_file *file, const
 	struct eh_win w;
 	bool same;
 
-	if (win_open(&w, t->rows_fd, sizeof(*tab->rows), file->first, file->nr))
+	if (t->chunk_fds[file->first >> SP_EH_CHUNK_SHIFT] < 0 ||
+	    win_open(&w, t->chunk_fds[file->first >> SP_EH_CHUNK_SHIFT], sizeof(*tab->rows),
+		     file->first & (SP_EH_CHUNK_ROWS - 1), file->nr))
 		return false;
 	same = !memcmp(w.p, tab->rows, tab->nr * sizeof(*tab->rows));
 	win_close(&w);
@@ -351,10 +458,11 @@ static bool rows_equal(struct eh_tables *t, const struct sp_eh_file *file, const
 struct row_place {
 	struct eh_tables *t;
 	struct sp_eh_row *rows; /* where they went, or NULL */
+	size_t first;		/* their index (rows_first) */
 };
 
 /*
- * A window on eh_rows for nr rows at t->used: rows read there are not read
+ * A window on eh_rows for nr rows where rows_first puts them: rows read there are not read
  * into fresh heap pages (a page fault each) and copied again (record -a -g
  * -d 0.2 read 6 MB of rows so).  No walk reads past t->used, so what lies
  * there is unseen until add_rows counts it, and overwritten if it does not.
@@ -363,10 +471,12 @@ static struct sp_eh_row *place_rows(void *ctx, size_t nr)
 {
 	struct row_place *pl = ctx;
 	struct eh_tables *t = pl->t;
+	long first;
 
-	if (pl->rows || nr > t->max_rows - t->used)
+	if (pl->rows || (first = rows_first(t, nr)) < 0)
 		return NULL;
-	pl->rows = chunk_at(&t->rows_win, t->rows_fd, sizeof(*pl->rows), t->max_rows, t->used, nr);
+	pl->first = first;
+	pl->rows = rows_at(t, first, nr);
 	return pl->rows;
 }
 
@@ -381,7 +491,7 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		     struct sp_eh_file *file)
 {
 	struct ehtab tab = {};
-	size_t room = t->max_rows - t->used;
+	size_t room = rows_room(t);
 	struct row_place pl = { .t = t };
 	bool in_place = false;
 	int dfd = debug_file(id, id_size), e;
@@ -441,14 +551,15 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		size_t np = (size_t)last - page0 + 1, k = 0;
 		struct sp_eh_page *pages;
 		struct sp_eh_row *rows = in_place ? tab.rows : NULL;
+		long first = in_place ? (long)pl.first : rows_first(t, tab.nr);
 
-		if (np > t->max_pages - t->pages_used) {
-			e = -E2BIG;
+		if (np > t->max_pages - t->pages_used || first < 0) {
+			e = first < 0 ? (int)first : -E2BIG;
 			goto done;
 		}
 		/* The rows' window first: the page entries' is another chunk, which cannot move it. */
 		if (!rows)
-			rows = chunk_at(&t->rows_win, t->rows_fd, sizeof(*rows), t->max_rows, t->used, tab.nr);
+			rows = rows_at(t, first, tab.nr);
 		pages = chunk_at(&t->pages_win, t->pages_fd, sizeof(*pages), t->max_pages, t->pages_used, np);
 		if (!rows || !pages) {
 			e = -ENOMEM;
@@ -470,10 +581,10 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		file->page0 = page0;
 		file->npages = np;
 		t->pages_used += np;
-		file->first = t->used;
+		file->first = first;
 		file->nr = tab.nr;
 		file->state = SP_EH_FILE_OK;
-		t->used += tab.nr;
+		t->used = first + tab.nr;
 		t->st.rows += tab.nr;
 		t->st.files++;
 	}
@@ -967,6 +1078,8 @@ void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st)
 		return;
 	*st = t->st;
 	st->max_rows = t->max_rows;
+	for (int i = 0; i < SP_EH_CHUNKS; i++)
+		st->chunks += t->chunk_fds[i] >= 0;
 	st->maps = t->maps_used;
 	st->max_maps = t->max_maps;
 	st->pages = t->pages_used;
@@ -983,6 +1096,9 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->bid_idx);
 	u64_map_free(&t->known_idx);
 	chunks_release(t);
+	for (int i = 0; i < SP_EH_CHUNKS; i++)
+		if (t->chunk_fds[i] >= 0)
+			close(t->chunk_fds[i]);
 	free(t->known);
 	eh_cache__free(t->cache);
 	free(t->bids);

@@ -29,14 +29,19 @@ struct eh_tables_stats {
 	__u64 build_ns;
 	struct eh_cache_stats cache; /* tables read from disk, kept there, refused */
 	size_t max_rows, maps, max_maps, pages;
+	size_t chunks; /* of eh_rows made (SP_EH_CHUNK_ROWS rows each) */
 };
 
 struct eh_tables_fds {
-	int rows_fd, maps_fd, pages_fd; /* the mmapable eh_rows, eh_maps and eh_pages arrays */
-	size_t max_rows, max_maps, max_pages;
+	int rows_fd;		/* eh_rows, the array of chunks */
+	int chunk0_fd;		/* its first chunk (eh_tables_chunk_new), the tables' from eh_tables__new on */
+	int maps_fd, pages_fd; /* the mmapable eh_maps and eh_pages arrays */
+	size_t max_maps, max_pages;
 	int files_fd, procs_fd;
 };
 
+/* One chunk of eh_rows (SP_EH_CHUNK_ROWS rows, mmapable, all alike): an fd, or -errno. */
+int eh_tables_chunk_new(void);
 int eh_tables__new(struct eh_tables **out, const struct eh_tables_fds *fds);
 /*
  * A process's executable mappings, read now (procmaps.h: PROCMAP_QUERY, or /proc/PID/maps text), each
