@@ -1252,3 +1252,156 @@ def test_java_spans_page_top():
     whole = sum(1 for st in stacks if carries(list(reversed(st)), "Chain"))
     assert len(stacks) >= 100 and whole * 100 >= 90 * len(stacks), "page: %d of %d samples carry the chain: %s" % (
         whole, len(stacks), collections.Counter(tuple(st[:6]) for st in stacks).most_common(3))
+
+
+# ---- one walk, the same methods again (issue 40: a walk reads a Method's ConstMethod once) ----
+# Cyc's main thread runs, interpreted (-Xint), a chain of calls that meets the same methods again:
+# c0 -> c1 -> c2 four times round (a cycle the walk's memo of HS_MEMO = 4 Methods holds), then
+# d0 .. d5 twice round (a cycle longer than the memo: each Method read again, its entry taken by
+# another), then spin.  Each method calls the next from one line of its own, so a frame's line
+# (its bci, from the ConstMethod the walk took) is known for each method.
+CYC = """public class Cyc {
+    static volatile long sink;
+
+    public static void main(String[] args) {
+        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        System.out.println("ready");
+        System.out.flush();
+        while (System.nanoTime() < end)
+            sink += c0(4, end);
+    }
+
+    static long c0(int n, long end) {
+        return c1(n, end) + 1;
+    }
+
+    static long c1(int n, long end) {
+        return c2(n, end) + 2;
+    }
+
+    static long c2(int n, long end) {
+        if (n > 1) return c0(n - 1, end) + 3;
+        return d0(2, end) + 4;
+    }
+
+    static long d0(int n, long end) {
+        return d1(n, end) + 5;
+    }
+
+    static long d1(int n, long end) {
+        return d2(n, end) + 6;
+    }
+
+    static long d2(int n, long end) {
+        return d3(n, end) + 7;
+    }
+
+    static long d3(int n, long end) {
+        return d4(n, end) + 8;
+    }
+
+    static long d4(int n, long end) {
+        return d5(n, end) + 9;
+    }
+
+    static long d5(int n, long end) {
+        if (n > 1) return d0(n - 1, end) + 10;
+        return spin(end);
+    }
+
+    static long spin(long end) {
+        long x = 0;
+        for (int i = 0; i < 200000; i++)
+            x += i ^ (x >>> 3);
+        return x;
+    }
+}
+"""
+
+
+def cyc_expected():
+    """Cyc's busy chain, outermost first: (method, line) of each frame above spin's."""
+    lines = CYC.splitlines()
+
+    def at(text):
+        return next(i + 1 for i, l in enumerate(lines) if text in l)
+    want = [("main", at("sink += c0("))]
+    for _ in range(3):
+        want += [("c0", at("return c1(")), ("c1", at("return c2(")), ("c2", at("return c0("))]
+    want += [("c0", at("return c1(")), ("c1", at("return c2(")), ("c2", at("return d0(2"))]
+    for k in range(5):
+        want.append(("d%d" % k, at("return d%d(" % (k + 1))))
+    want.append(("d5", at("return d0(n - 1")))
+    for k in range(5):
+        want.append(("d%d" % k, at("return d%d(" % (k + 1))))
+    want.append(("d5", at("return spin(")))
+    return want
+
+
+def cyc_frames(path, tid):
+    """perf script's chains of thread tid with each frame's srcline: for each sample, Cyc's
+    frames outermost first as (method, line or None).  The chain's 26 Java frames only (spin to
+    main): perf's lines of the libjvm frames below main took minutes (30 frames: 295 s; 26: 4 s)."""
+    out = perf_clean(["script", "--tid", str(tid), "--max-stack", "26", "-F", "tid,ip,sym,srcline"], path, timeout=300,
+                     lost_ok=True)
+    chains, cur, last = [], None, None
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if re.match(r"^\s*\d+\s*$", line):
+            cur = [] if int(line) == tid else None
+            if cur is not None:
+                chains.append(cur)
+            last = None
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^\t\s*[0-9a-f]+ .* Cyc\.(\w+)\(", line)
+        if m:
+            last = [m.group(1), None]
+            cur.insert(0, last)
+            continue
+        m = re.match(r"^  Cyc\.java:(\d+)$", line)
+        if m and last is not None and last[1] is None:
+            last[1] = int(m.group(1))
+        elif line.startswith("\t"):
+            last = None
+    return [[tuple(f) for f in c] for c in chains]
+
+
+def check_cyc(jdk):
+    d = compiled({"Cyc": CYC})
+    p = started([java(jdk), "-Xint", "-cp", d, "Cyc", "3600"])
+    try:
+        tid = busy_tid(p.pid)
+        need_bpf()
+        # On CPU only: perf's lines of off-CPU samples' kernel frames took minutes.
+        path = os.path.join(tmpdir(), "cyc.data")
+        r = spanperf("record", "-g", "-v", "-p", str(p.pid), "-o", path, "-d", SECONDS, timeout=180)
+        assert r.returncode == 0, "record exited %d: %s" % (r.returncode, r.stderr[-3000:])
+        err = r.stderr
+    finally:
+        reap(p)
+    label = os.path.basename(jdk)
+    want = cyc_expected()
+    chains = cyc_frames(path, tid)
+    # Never a wrong frame: each frame above a chain's leaf is its method's, at the line that calls
+    # the frame below it (a chain whose outer frames perf's --max-stack left out included).
+    calls = {line: (want[i + 1][0] if i + 1 < len(want) else "spin") for i, (_, line) in enumerate(want)}
+    owner = dict((line, m) for m, line in want)
+    wrong = [c for c in chains
+             if any(calls.get(c[i][1]) != c[i + 1][0] or owner.get(c[i][1]) != c[i][0] for i in range(len(c) - 1))]
+    whole = sum(1 for c in chains if c and c[-1][0] == "spin" and c[:-1] == want)
+    in_spin = sum(1 for c in chains if c and c[-1][0] == "spin")
+    assert len(chains) >= 100 and not wrong, "%s: %d of %d chains not Cyc's, e.g. %s\n%s" % (
+        label, len(wrong), len(chains), wrong[:2], err[-2000:])
+    assert in_spin >= 50 and whole * 100 >= 90 * in_spin, "%s: %d of %d samples in spin carry its whole chain" % (
+        label, whole, in_spin)
+
+
+@test
+def test_java_methods_again():
+    """Interpreted frames of methods met again in one walk (a cycle of 3 and one of 6, longer than
+    the walk's memo): every frame named and at its line, on 17 and 25."""
+    for jdk in (JDK17, JDK25):
+        check_cyc(jdk)
