@@ -437,10 +437,17 @@ static int read_heaps(struct rd *r, const struct all *a, const __u64 *st, struct
 		if (log2 < 5 || log2 > 12)
 			return fail(r, -EBADMSG, "code heap %d of %d-bit segments", i, log2);
 		h->log2_seg = log2;
+		/*
+		 * A JVM setting its code cache up is read while it writes: a
+		 * heap that does not lie in the bounds read before it (a JVM
+		 * 17 started mid-recording, once in ~10 runs on a busy host)
+		 * is read again later; a process that keeps saying so is
+		 * given up after the reader's bounded tries (pyprocs.c).
+		 */
 		if ((h->low_boundary & 4095) || h->low_boundary > h->low || h->low > h->high ||
 		    h->high > h->high_boundary || h->low_boundary < out->cc_low || h->high_boundary > out->cc_high ||
 		    !h->segmap)
-			return fail(r, -EBADMSG, "code heap %d at [%#llx, %#llx) outside the code cache", i,
+			return fail(r, -EAGAIN, "code heap %d at [%#llx, %#llx) outside the code cache", i,
 				    (unsigned long long)h->low_boundary, (unsigned long long)h->high_boundary);
 	}
 	out->nr_heaps = len;
