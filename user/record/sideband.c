@@ -128,7 +128,8 @@ static int emit_map(struct sideband *sb, __u32 pid, struct procmap *m, char *buf
 		jit_maps__note(sb->jits, pid);
 	/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
 	if ((m->prot & PROT_EXEC) &&
-	    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, mm->build_id, &mm->build_id_size) &&
+	    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, m->maj, m->min, m->ino,
+				mm->build_id, &mm->build_id_size) &&
 	    sb->dsos)
 		dso_set__add_foreign(sb->dsos, m->path, mm->build_id, mm->build_id_size);
 	n = pd_sideband_write(buf, size, sb->attr, &r);
