@@ -322,7 +322,7 @@ int sideband_synthesize_tids(struct sideband *sb, const struct int_list *tids)
 	return err;
 }
 
-int proc_start_stack(__u32 pid, __u64 *out)
+int proc_start_stack_flags(__u32 pid, __u64 *out, __u64 *flags)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v;
@@ -335,10 +335,15 @@ int proc_start_stack(__u32 pid, __u64 *out)
 	if (!p)
 		return -1;
 	for (p++; *p && field < 28; p++)
-		if (*p == ' ')
-			field++;
+		if (*p == ' ' && ++field == 9 && flags && sscanf(p + 1, "%llu", &v) == 1)
+			*flags = v;
 	if (field != 28 || sscanf(p, "%llu", &v) != 1)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+int proc_start_stack(__u32 pid, __u64 *out)
+{
+	return proc_start_stack_flags(pid, out, NULL);
 }
