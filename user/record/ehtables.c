@@ -1071,7 +1071,6 @@ static int catch_up_one(void *ctx, __u32 pid)
 {
 	struct eh_tables *t = ctx;
 	struct sp_eh_proc proc;
-	uint64_t *k = u64_map_get(&t->kthreads, pid, false);
 	__u64 ss;
 
 	/*
@@ -1079,7 +1078,7 @@ static int catch_up_one(void *ctx, __u32 pid)
 	 * exec (kernel_execve refuses it), and its pid is not another's until
 	 * the kernel's pids wrap around, not in the ms since the scan.
 	 */
-	if (k && *k)
+	if (eh_tables__kthread(t, pid))
 		return 0;
 	if (proc_start_stack(pid, &ss) || !ss)
 		return 0; /* gone, or a kernel thread: no user stack */
@@ -1088,6 +1087,14 @@ static int catch_up_one(void *ctx, __u32 pid)
 		t->st.caught_up++;
 	}
 	return 0;
+}
+
+bool eh_tables__kthread(void *ctx, __u32 pid)
+{
+	struct eh_tables *t = ctx;
+	uint64_t *k = t ? u64_map_get(&t->kthreads, pid, false) : NULL;
+
+	return k && *k;
 }
 
 void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids)
