@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "procmaps.h"
+#include "sideband.h"
 
 #define MAX_MAPS 512
 
@@ -175,12 +176,42 @@ static void test_refused_query_reads_the_text(void **state)
 	unlink(path);
 }
 
+/*
+ * /proc/PID/stat's start_stack, and its flags with it: ours is a user
+ * process with a stack; kthreadd (pid 2) a kernel thread (PF_KTHREAD)
+ * without one, which the table scan notes and the catch-ups skip.
+ */
+static void test_start_stack_and_kernel_thread_flag(void **state)
+{
+	__u64 ss = 0, ss2 = 1, flags = ~0ull;
+	char name[32];
+	bool is_kthreadd;
+	FILE *comm;
+
+	(void)state;
+	assert_int_equal(proc_start_stack_flags(getpid(), &ss, &flags), 0);
+	assert_true(ss != 0);
+	assert_false(flags & 0x00200000);
+	assert_int_equal(proc_start_stack(getpid(), &ss2), 0);
+	assert_int_equal(ss2, ss);
+	flags = 0;
+	comm = fopen("/proc/2/comm", "r");
+	is_kthreadd = comm && fgets(name, sizeof(name), comm) && !strcmp(name, "kthreadd\n");
+	if (comm)
+		fclose(comm);
+	if (!is_kthreadd || proc_start_stack_flags(2, &ss, &flags))
+		skip(); /* pid 2 is not kthreadd here (a pid namespace) */
+	assert_int_equal(ss, 0);
+	assert_true(flags & 0x00200000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_query_gives_what_the_text_gives),
 		cmocka_unit_test(test_all_mappings_when_asked),
 		cmocka_unit_test(test_refused_query_reads_the_text),
+		cmocka_unit_test(test_start_stack_and_kernel_thread_flag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

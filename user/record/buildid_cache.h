@@ -33,13 +33,14 @@ struct buildid_cache *buildid_cache__new(bool keep, bool link_perf, __u64 max_by
 void buildid_cache__free(struct buildid_cache *c);
 
 /*
- * One executable mapping of pid, [start, end), of path.  When the process
- * sees another file there than we do, returns 1 with its build id in
- * id/size (and keeps a copy unless the cache is off or full); else 0.
- * Never fails the recording: what cannot be read is counted.
+ * One executable mapping of pid, [start, end), of path, whose inode the
+ * kernel named maj:min ino (ino 0: not known).  When the process sees
+ * another file there than we do, returns 1 with its build id in id/size
+ * (and keeps a copy unless the cache is off or full); else 0.  Never fails
+ * the recording: what cannot be read is counted.
  */
-int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path,
-			__u8 id[20], __u8 *size);
+int buildid_cache__note(struct buildid_cache *c, __u32 pid, __u64 start, __u64 end, const char *path, __u32 maj,
+			__u32 min, __u64 ino, __u8 id[20], __u8 *size);
 
 /*
  * Makes the copies noted, each of at most the size the file had when noted

@@ -397,7 +397,7 @@ void eh_source__started(struct eh_source *s)
 	s->busy_until = now_ns(CLOCK_MONOTONIC) + EH_SOURCE_BUSY_NS;
 	eh_tables__catch_up(s->tables, s->pids);
 	eh_tables__flush(s->tables);
-	py_procs__catch_up(s->py, s->pids);
+	py_procs__catch_up(s->py, s->pids, eh_tables__kthread, s->tables);
 	maps_changed(s);
 }
 

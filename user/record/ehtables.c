@@ -83,6 +83,7 @@ struct eh_tables {
 	struct u64_map dirty;	   /* pid whose mappings changed since its last build -> when last seen (ns) */
 	struct u64_map next_build; /* pid -> when it may be built again (ns) */
 	struct u64_map execd;	   /* pid -> when its last exec was seen (ns) */
+	struct u64_map kthreads;   /* pid -> 1: a kernel thread at the scan (catch_up_one skips it) */
 	struct sp_eh_map *scratch; /* one process's mappings being gathered */
 	size_t scratch_cap;
 	__u32 *slots; /* their indexes in eh_maps, for a batch update */
@@ -766,9 +767,13 @@ static void switch_half(struct eh_tables *t)
  * mapped its libraries, and the kernel formatting every mapping as text
  * and the parse here were 30% of an agent's CPU on a host that execs often.
  */
+/* The kernel's PF_KTHREAD, in /proc/PID/stat's flags. */
+#define SP_PF_KTHREAD 0x00200000ull
+
 static int proc_build(struct eh_tables *t, __u32 pid)
 {
 	struct sp_eh_proc proc = {};
+	__u64 flags = 0;
 	struct procmaps pm;
 	struct procmap m;
 	size_t n = 0;
@@ -778,8 +783,20 @@ static int proc_build(struct eh_tables *t, __u32 pid)
 		return -1;
 	t0 = now_ns(CLOCK_MONOTONIC);
 	/* Read before the maps: a stamp from after an exec would vouch for the maps before it. */
-	if (proc_start_stack(pid, &proc.start_stack))
+	if (proc_start_stack_flags(pid, &proc.start_stack, &flags))
 		return -1;
+	/*
+	 * No stack, no mm: a kernel thread (64 of this host's 85 pids), or gone,
+	 * whose maps hold nothing (n stays 0 below): not opened.  A kernel thread
+	 * is noted for the catch-up, which then need not read its stat again.
+	 */
+	if (!proc.start_stack) {
+		uint64_t *k = (flags & SP_PF_KTHREAD) ? u64_map_get(&t->kthreads, pid, true) : NULL;
+
+		if (k)
+			*k = 1;
+		return -1;
+	}
 	if (procmaps_open(&pm, pid, PROCMAPS_CODE))
 		return -1;
 	while (procmaps_read(&pm, &m) > 0) {
@@ -1056,6 +1073,13 @@ static int catch_up_one(void *ctx, __u32 pid)
 	struct sp_eh_proc proc;
 	__u64 ss;
 
+	/*
+	 * A kernel thread at the scan is one still: a PF_KTHREAD task cannot
+	 * exec (kernel_execve refuses it), and its pid is not another's until
+	 * the kernel's pids wrap around, not in the ms since the scan.
+	 */
+	if (eh_tables__kthread(t, pid))
+		return 0;
 	if (proc_start_stack(pid, &ss) || !ss)
 		return 0; /* gone, or a kernel thread: no user stack */
 	if (bpf_map_lookup_elem(t->procs_fd, &pid, &proc) || ss != proc.start_stack) {
@@ -1063,6 +1087,14 @@ static int catch_up_one(void *ctx, __u32 pid)
 		t->st.caught_up++;
 	}
 	return 0;
+}
+
+bool eh_tables__kthread(void *ctx, __u32 pid)
+{
+	struct eh_tables *t = ctx;
+	uint64_t *k = t ? u64_map_get(&t->kthreads, pid, false) : NULL;
+
+	return k && *k;
 }
 
 void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids)
@@ -1093,6 +1125,7 @@ void eh_tables__free(struct eh_tables *t)
 	u64_map_free(&t->dirty);
 	u64_map_free(&t->next_build);
 	u64_map_free(&t->execd);
+	u64_map_free(&t->kthreads);
 	u64_map_free(&t->bid_idx);
 	u64_map_free(&t->known_idx);
 	chunks_release(t);

@@ -81,6 +81,8 @@ void eh_tables__scan(struct eh_tables *t, const struct int_list *pids, eh_code_f
  * the tables were built) would unwind by frame pointer for all its life.
  */
 void eh_tables__catch_up(struct eh_tables *t, const struct int_list *pids);
+/* Whether the scan found pid a kernel thread (which cannot exec: one still); ctx is the tables, for py_procs__catch_up. */
+bool eh_tables__kthread(void *t, __u32 pid);
 void eh_tables__stats(const struct eh_tables *t, struct eh_tables_stats *st);
 void eh_tables__free(struct eh_tables *t);
 

@@ -667,28 +667,33 @@ static bool maps_name_python(const struct py_procs *p, __u32 pid)
 struct scan_pass {
 	struct py_procs *p;
 	bool only_new; /* only the processes not followed yet */
+	__u32 self;    /* the recorder, which runs no Python or Java */
+	py_skip_fn skip;
+	void *skip_ctx;
 };
 
 static int scan_one(void *ctx, __u32 pid)
 {
 	struct scan_pass *s = ctx;
 
-	/* Not the recorder, which runs no Python or Java. */
-	if (pid != (__u32)getpid() && !(s->only_new && proc_of(s->p, pid)) && maps_name_python(s->p, pid))
+	if (pid != s->self && !(s->only_new && proc_of(s->p, pid)) && !(s->skip && s->skip(s->skip_ctx, pid)) &&
+	    maps_name_python(s->p, pid))
 		try_proc(s->p, pid, 0, NULL);
 	return 0;
 }
 
-/* Every process in pids (NULL: all), or those of them not followed yet (only_new). */
-static void scan(struct py_procs *p, const struct int_list *pids, bool only_new)
+/* Every process in pids (NULL: all), or those of them not followed yet (only_new), but those skip names. */
+static void scan(struct py_procs *p, const struct int_list *pids, bool only_new, py_skip_fn skip, void *skip_ctx)
 {
 	if (p)
-		sideband_each_pid(pids, scan_one, &(struct scan_pass){ .p = p, .only_new = only_new });
+		sideband_each_pid(pids, scan_one,
+				  &(struct scan_pass){ .p = p, .only_new = only_new, .self = getpid(), .skip = skip,
+						       .skip_ctx = skip_ctx });
 }
 
 void py_procs__scan(struct py_procs *p, const struct int_list *pids)
 {
-	scan(p, pids, false);
+	scan(p, pids, false, NULL, NULL);
 }
 
 /*
@@ -721,9 +726,9 @@ void py_procs__scan_noted(struct py_procs *p)
 	p->nr_noted = p->cap_noted = 0;
 }
 
-void py_procs__catch_up(struct py_procs *p, const struct int_list *pids)
+void py_procs__catch_up(struct py_procs *p, const struct int_list *pids, py_skip_fn skip, void *skip_ctx)
 {
-	scan(p, pids, true);
+	scan(p, pids, true, skip, skip_ctx);
 }
 
 void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path)

@@ -50,11 +50,14 @@ void py_procs__scan(struct py_procs *p, const struct int_list *pids);
  */
 void py_procs__note_code(void *p, __u32 pid, const char *path);
 void py_procs__scan_noted(struct py_procs *p);
+/* Whether a process is known to run no runtime (a kernel thread): not looked at. */
+typedef bool (*py_skip_fn)(void *ctx, __u32 pid);
 /*
  * Once the events are on (and so report every mapping): the processes
- * that started between the scan and then, read now.
+ * that started between the scan and then, read now; those skip names
+ * (if not NULL) not even looked at.
  */
-void py_procs__catch_up(struct py_procs *p, const struct int_list *pids);
+void py_procs__catch_up(struct py_procs *p, const struct int_list *pids, py_skip_fn skip, void *skip_ctx);
 /* pid mapped code from path: read at the next flush if the name is python's. */
 void py_procs__mmap(struct py_procs *p, __u32 pid, const char *path);
 /* pid exec'd: its entry is another image's; the new one's mappings will say. */

@@ -128,7 +128,8 @@ static int emit_map(struct sideband *sb, __u32 pid, struct procmap *m, char *buf
 		jit_maps__note(sb->jits, pid);
 	/* A container's file: the build-id form, with the file kept (buildid_cache.h). */
 	if ((m->prot & PROT_EXEC) &&
-	    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, mm->build_id, &mm->build_id_size) &&
+	    buildid_cache__note(sb->bcache, pid, m->start, m->end, m->path, m->maj, m->min, m->ino,
+				mm->build_id, &mm->build_id_size) &&
 	    sb->dsos)
 		dso_set__add_foreign(sb->dsos, m->path, mm->build_id, mm->build_id_size);
 	n = pd_sideband_write(buf, size, sb->attr, &r);
@@ -321,7 +322,7 @@ int sideband_synthesize_tids(struct sideband *sb, const struct int_list *tids)
 	return err;
 }
 
-int proc_start_stack(__u32 pid, __u64 *out)
+int proc_start_stack_flags(__u32 pid, __u64 *out, __u64 *flags)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v;
@@ -334,10 +335,15 @@ int proc_start_stack(__u32 pid, __u64 *out)
 	if (!p)
 		return -1;
 	for (p++; *p && field < 28; p++)
-		if (*p == ' ')
-			field++;
+		if (*p == ' ' && ++field == 9 && flags && sscanf(p + 1, "%llu", &v) == 1)
+			*flags = v;
 	if (field != 28 || sscanf(p, "%llu", &v) != 1)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+int proc_start_stack(__u32 pid, __u64 *out)
+{
+	return proc_start_stack_flags(pid, out, NULL);
 }

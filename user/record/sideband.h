@@ -23,6 +23,8 @@
  * one after an exec, or from a reused pid's.  0, or -1.
  */
 int proc_start_stack(__u32 pid, __u64 *out);
+/* The same, and the task's flags (field 9: PF_KTHREAD is a kernel thread's) into *flags if it is not NULL. */
+int proc_start_stack_flags(__u32 pid, __u64 *out, __u64 *flags);
 
 struct sideband {
 	struct pd_writer *w;

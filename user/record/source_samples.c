@@ -317,7 +317,8 @@ static void note_foreign(struct samples *s, const struct pd_sideband *r)
 	again.mmap = (struct pd_mmap){ .pid = m->pid, .tid = m->tid, .start = m->start, .len = m->len,
 				       .pgoff = m->pgoff, .prot = m->prot, .flags = m->flags, .filename = m->filename };
 	if (!buildid_cache__note(s->ctx->bcache, m->pid, m->start, m->start + m->len, m->filename,
-				 again.mmap.build_id, &again.mmap.build_id_size))
+				 m->build_id_size ? 0 : m->maj, m->build_id_size ? 0 : m->min,
+				 m->build_id_size ? 0 : m->ino, again.mmap.build_id, &again.mmap.build_id_size))
 		return;
 	dso_set__add_foreign(s->ctx->dsos, m->filename, again.mmap.build_id, again.mmap.build_id_size);
 	n = pd_sideband_write(buf, sizeof(buf), attr, &again);
