@@ -182,8 +182,11 @@ static __always_inline void eh_keep_note_read(struct eh_walk *w, __u64 addr, __u
 		w->keep_over = 1;
 		return;
 	}
-	e->addr[i & (EH_KEEP_WORDS - 1)] = addr;
-	e->val[i & (EH_KEEP_WORDS - 1)] = val;
+	/* Opaque, as sp_eh_keep_step's fi: the mask kept for 6.1's verifier. */
+	barrier_var(i);
+	i &= EH_KEEP_WORDS - 1;
+	e->addr[i] = addr;
+	e->val[i] = val;
 	w->keep_nw = i + 1;
 }
 
@@ -473,19 +476,25 @@ __noinline int sp_eh_keep_step(void)
 
 	if (!c || !w || !w->keep)
 		return 0;
-	fi = w->keep_fi;
 	flags = eh_keep_flags(w);
 	/* Masks, not branches (eh_keep_flags' reason). */
 	bp = w->bp & -(__u64)(w->bp_ok & 1);
 	bx_at = w->bx_at & -(__u64)(w->bx_ok & 1);
 	k = bpf_map_lookup_elem(&eh_keeps, &w->keep_spare);
+	fi = w->keep_fi;
 	if (!k || fi >= EH_KEEP_FRAMES) {
 		w->keep_over = 1;
 		return 0;
 	}
-	f = &k->f[fi & (EH_KEEP_FRAMES - 1)];
+	/*
+	 * Opaque: clang drops the mask as proven by the test above, and 6.1's
+	 * verifier lost fi's bound across its spill (R0 unbounded memory access).
+	 */
+	barrier_var(fi);
+	fi &= EH_KEEP_FRAMES - 1;
+	f = &k->f[fi];
 	f->ip = w->ip;
-	k->ip[fi & (EH_KEEP_FRAMES - 1)] = w->ip;
+	k->ip[fi] = w->ip;
 	f->sp = w->sp;
 	f->bp = bp;
 	f->bx_at = bx_at;
