@@ -392,6 +392,12 @@ struct eh_walk {
 	volatile __s32 tr_r;	   /* its answer, as it returns it */
 	__u32 tr_check;		   /* EH_TR_*: the next step first sees if its pc is in the trampoline */
 	__u32 keep;		   /* the sampling program's tail cache logs this walk (ehkeep.bpf.h) */
+	/*
+	 * The tail cache's log of this walk (ehkeep.bpf.h), here rather than in
+	 * its per-CPU entry: each word read and unsure step notes it, which then
+	 * needs no lookup of that entry (each an inlined lookup, a patch at load).
+	 */
+	__u32 keep_fi, keep_nw, keep_sure, keep_over, keep_spare;
 	__u32 cost_skip;	   /* eh_cost_skip's, for the walk */
 	struct sp_eh_map v[EH_VMAS]; /* mappings looked up, kept from one sample to the next */
 	__u32 vgen[EH_VMAS];	     /* the generation each was looked up under (0: empty) */

@@ -82,13 +82,7 @@ struct eh_keep_slot {
 
 /* Per CPU: the walk in progress and whose chains the entries hold. */
 struct eh_keep_cpu {
-	__u32 init;
-	__u32 on;	/* this walk logs, and may take a kept tail */
-	__u32 fi;	/* steps begun */
-	__u32 nw;	/* words logged */
-	__u32 sure;	/* steps before this one depended on something unproven */
-	__u32 over;	/* more words than EH_KEEP_WORDS: the chain is not kept */
-	__u32 spare;	/* the entry this walk logs into */
+	__u32 init;	/* the slots and the walk's keep_spare set (eh_keep_begin) */
 	__u32 kept;	/* the entry of the thread's last chain, EH_KEEP_NONE */
 	__u32 own;	/* the thread's slot, or the one it takes */
 	__u32 lo, hi;	/* kept frames below lo lie below the walk's sp: not searched again */
@@ -143,35 +137,6 @@ struct {
 #define EH_KF_DI_OK 16
 #define EH_KF_TR_SHIFT 5
 
-static __always_inline void eh_keep_note_read(__u64 addr, __u64 val)
-{
-	__u32 zero = 0, i;
-	struct eh_keep_cpu *c = bpf_map_lookup_elem(&eh_keep_cpus, &zero);
-	struct eh_kept *e;
-
-	if (!c || !c->on)
-		return;
-	e = bpf_map_lookup_elem(&eh_keeps, &c->spare);
-	i = c->nw;
-	if (!e || i >= EH_KEEP_WORDS) {
-		c->over = 1;
-		return;
-	}
-	e->addr[i & (EH_KEEP_WORDS - 1)] = addr;
-	e->val[i & (EH_KEEP_WORDS - 1)] = val;
-	c->nw = i + 1;
-}
-
-/* The step under way (and so every tail holding it) depended on something no word proves. */
-static __always_inline void eh_keep_note_unsure(void)
-{
-	__u32 zero = 0;
-	struct eh_keep_cpu *c = bpf_map_lookup_elem(&eh_keep_cpus, &zero);
-
-	if (c && c->on)
-		c->sure = c->fi;
-}
-
 __noinline int sp_eh_keep_step(void);
 
 /*
@@ -179,15 +144,16 @@ __noinline int sp_eh_keep_step(void);
  * walk the cache does not serve pays a load and a branch, not a lookup or
  * a call.
  */
-#define EH_NOTE_READ(addr, val)                       \
-	do {                                          \
-		if (w->keep)                          \
-			eh_keep_note_read(addr, val); \
+#define EH_NOTE_READ(addr, val)                          \
+	do {                                             \
+		if (w->keep)                             \
+			eh_keep_note_read(w, addr, val); \
 	} while (0)
-#define EH_NOTE_UNSURE()                      \
-	do {                                  \
-		if (w->keep)                  \
-			eh_keep_note_unsure(); \
+/* The step under way (and so every tail holding it) depended on something no word proves. */
+#define EH_NOTE_UNSURE()                         \
+	do {                                     \
+		if (w->keep)                     \
+			w->keep_sure = w->keep_fi; \
 	} while (0)
 #define EH_KEEP_STEP() (w->keep && sp_eh_keep_step())
 #define EH_KEEP_BEGIN(w, pid, ss) eh_keep_begin(w, pid, ss)
@@ -195,16 +161,45 @@ __noinline int sp_eh_keep_step(void);
 #define EH_KEEP_END() eh_keep_end()
 
 struct eh_walk;
+static __always_inline void eh_keep_note_read(struct eh_walk *w, __u64 addr, __u64 val);
 static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss);
 static __always_inline void eh_keep_walk(struct eh_walk *w);
 static __always_inline void eh_keep_end(void);
 
 #include "ehframe.bpf.h"
 
+/*
+ * The log in the walk's own fields (w->keep_*), not the per-CPU entry's:
+ * these run at each word read and unsure step, and each lookup of the entry
+ * was a patch at load (14 in eh_step alone).
+ */
+static __always_inline void eh_keep_note_read(struct eh_walk *w, __u64 addr, __u64 val)
+{
+	__u32 i = w->keep_nw;
+	struct eh_kept *e = bpf_map_lookup_elem(&eh_keeps, &w->keep_spare);
+
+	if (!e || i >= EH_KEEP_WORDS) {
+		w->keep_over = 1;
+		return;
+	}
+	/* Opaque, as sp_eh_keep_step's fi: the mask kept for 6.1's verifier. */
+	barrier_var(i);
+	i &= EH_KEEP_WORDS - 1;
+	e->addr[i] = addr;
+	e->val[i] = val;
+	w->keep_nw = i + 1;
+}
+
+/*
+ * Without a branch: the five flags are 0 or 1 wherever the walk sets them
+ * (never decoded, only compared), and as `flag ? bit : 0` each was a branch
+ * the verifier followed both ways in sp_eh_keep_step: on_sample_eh's insns
+ * processed 18,102 -> 17,983 with bp's and bx_at's masks below.
+ */
 static __always_inline __u32 eh_keep_flags(const struct eh_walk *w)
 {
-	return (w->bp_ok ? EH_KF_BP_OK : 0) | (w->exact ? EH_KF_EXACT : 0) | (w->via_fp ? EH_KF_VIA_FP : 0) |
-	       (w->bx_ok ? EH_KF_BX_OK : 0) | (w->di_ok ? EH_KF_DI_OK : 0) | (w->tr_check << EH_KF_TR_SHIFT);
+	return (w->bp_ok & 1) * EH_KF_BP_OK | (w->exact & 1) * EH_KF_EXACT | (w->via_fp & 1) * EH_KF_VIA_FP |
+	       (w->bx_ok & 1) * EH_KF_BX_OK | (w->di_ok & 1) * EH_KF_DI_OK | (w->tr_check << EH_KF_TR_SHIFT);
 }
 
 /* Before the walk: whether it logs, and the thread's last chain if it is this image's under this slice. */
@@ -218,7 +213,6 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 	w->keep = 0;
 	if (!c)
 		return;
-	c->on = 0;
 	c->ab = EH_KEEP_NONE;
 	c->kept = EH_KEEP_NONE;
 	/*
@@ -241,7 +235,7 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 			c->s[i].tid = 0;
 			c->s[i].phys = i;
 		}
-		c->spare = EH_KEEP_SLOTS;
+		w->keep_spare = EH_KEEP_SLOTS;
 		c->init = 1;
 	}
 	/* The thread's slot, else the least recently used. */
@@ -284,13 +278,12 @@ static __always_inline void eh_keep_begin(struct eh_walk *w, __u32 pid, __u64 ss
 		if (k && k->nf && k->pid == pid && k->ss == ss && k->gen == w->gen && k->tramp == w->tramp)
 			c->kept = phys;
 	}
-	c->fi = 0;
-	c->nw = 0;
-	c->sure = 0;
-	c->over = 0;
+	w->keep_fi = 0;
+	w->keep_nw = 0;
+	w->keep_sure = 0;
+	w->keep_over = 0;
 	c->lo = 0;
 	c->taken = 0;
-	c->on = 1;
 	w->keep = 1;
 }
 
@@ -481,26 +474,33 @@ __noinline int sp_eh_keep_step(void)
 	struct eh_kept *k;
 	__u64 bp, bx_at;
 
-	if (!c || !w || !c->on)
+	if (!c || !w || !w->keep)
 		return 0;
-	fi = c->fi;
 	flags = eh_keep_flags(w);
-	bp = w->bp_ok ? w->bp : 0;
-	bx_at = w->bx_ok ? w->bx_at : 0;
-	k = bpf_map_lookup_elem(&eh_keeps, &c->spare);
+	/* Masks, not branches (eh_keep_flags' reason). */
+	bp = w->bp & -(__u64)(w->bp_ok & 1);
+	bx_at = w->bx_at & -(__u64)(w->bx_ok & 1);
+	k = bpf_map_lookup_elem(&eh_keeps, &w->keep_spare);
+	fi = w->keep_fi;
 	if (!k || fi >= EH_KEEP_FRAMES) {
-		c->over = 1;
+		w->keep_over = 1;
 		return 0;
 	}
-	f = &k->f[fi & (EH_KEEP_FRAMES - 1)];
+	/*
+	 * Opaque: clang drops the mask as proven by the test above, and 6.1's
+	 * verifier lost fi's bound across its spill (R0 unbounded memory access).
+	 */
+	barrier_var(fi);
+	fi &= EH_KEEP_FRAMES - 1;
+	f = &k->f[fi];
 	f->ip = w->ip;
-	k->ip[fi & (EH_KEEP_FRAMES - 1)] = w->ip;
+	k->ip[fi] = w->ip;
 	f->sp = w->sp;
 	f->bp = bp;
 	f->bx_at = bx_at;
 	f->flags = flags;
-	f->w0 = c->nw;
-	c->fi = fi + 1;
+	f->w0 = w->keep_nw;
+	w->keep_fi = fi + 1;
 	if (c->kept == EH_KEEP_NONE)
 		return 0;
 	k = bpf_map_lookup_elem(&eh_keeps, &c->kept);
@@ -552,7 +552,7 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 			c->kept = EH_KEEP_NONE;
 	}
 	bpf_loop(SP_EH_MAX_FRAMES, eh_step, NULL, 0);
-	if (!c || !c->on)
+	if (!c || !w->keep)
 		return;
 	/* A chain with a kept tail leaves the kept chain in place: its tail is the part that lasts. */
 	sl = &c->s[c->own & (EH_KEEP_SLOTS - 1)];
@@ -560,26 +560,26 @@ static __always_inline void eh_keep_walk(struct eh_walk *w)
 	sl->misses = c->taken && w->n >= EH_KEEP_SHORT ? 0 : sl->misses + 1;
 	if (sl->misses >= EH_KEEP_MISSES)
 		sl->skip = w->n < EH_KEEP_SHORT ? EH_KEEP_SKIP_SHORT : EH_KEEP_SKIP_MISSES;
-	if (c->taken || c->over || !c->fi)
+	if (c->taken || w->keep_over || !w->keep_fi)
 		return;
-	e = bpf_map_lookup_elem(&eh_keeps, &c->spare);
+	e = bpf_map_lookup_elem(&eh_keeps, &w->keep_spare);
 	if (!e || c->own >= EH_KEEP_SLOTS)
 		return;
 	e->ss = w->c_ss;
 	e->tramp = w->tramp;
 	e->pid = w->c_pid;
 	e->gen = w->gen;
-	e->nf = c->fi;
+	e->nf = w->keep_fi;
 	e->np = w->n > SP_EH_MAX_FRAMES ? SP_EH_MAX_FRAMES : w->n;
-	e->nw = c->nw;
+	e->nw = w->keep_nw;
 	e->stop = w->stop;
-	e->sure = c->sure;
+	e->sure = w->keep_sure;
 	e->py = w->py;
 	/* The spare becomes the thread's, and the thread's last (or the evicted one's) the spare. */
 	phys = sl->phys;
-	sl->phys = c->spare;
+	sl->phys = w->keep_spare;
 	sl->tid = c->tid;
-	c->spare = phys;
+	w->keep_spare = phys;
 }
 
 /* After the whole chain (a Python thread's frames placed too): eh_keep_turns' time of it. */
