@@ -10,7 +10,7 @@ import shutil
 import stat
 import struct
 
-from harness import BUILD, SPANPERF, WORKLOAD, need_bpf, run, spanperf, test, tmpdir
+from harness import BUILD, SPANPERF, WORKLOAD, need_bpf, run, spanperf, test, tmpdir, traced_env
 
 SAMPLE_OBJ = os.path.join(BUILD, "sample.bpf.o")
 CHILDREN, MS = 3, 300
@@ -45,7 +45,8 @@ def record_forkspin(env, strace=None):
     out = os.path.join(d, "perf.data")
     cmd = ["record", "-g", "-vv", "-o", out, "--", WORKLOAD, "forkspin", str(CHILDREN), str(MS)]
     if strace:
-        p = run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", strace, SPANPERF] + cmd, env=env, timeout=180)
+        p = run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", strace, SPANPERF] + cmd,
+                env=traced_env(env), timeout=180)
     else:
         p = spanperf(*cmd, env=env, timeout=180)
     assert p.returncode == 0, "record exited %d: %s" % (p.returncode, p.stderr[-3000:])

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pprof_decode
-from harness import SPANPERF, WORKLOAD, Skip, need_bpf, run, spanperf, test, tmpdir
+from harness import SPANPERF, WORKLOAD, Skip, need_bpf, run, spanperf, test, tmpdir, traced_env
 
 WRITES = re.compile(r'^\d+\s+(openat|open|creat)\(.*"([^"]*)".*(O_WRONLY|O_RDWR|O_CREAT)')
 MADE = re.compile(r'^\d+\s+(mkdir|mkdirat|rename|renameat2?|unlink|unlinkat)\(')
@@ -22,12 +22,8 @@ def traced(cmd, shell=False):
     trace = ["strace", "-f", "-qq", "-o", log, "-e",
              "trace=open,openat,creat,mkdir,mkdirat,rename,renameat,renameat2,unlink,unlinkat"]
     # No debuginfod: a debug file it fetched would be a file written by the symbolizer, not by top.
-    env = dict(os.environ)
+    env = traced_env()
     env.pop("DEBUGINFOD_URLS", None)
-    # Under make check's ASan: LeakSanitizer cannot run under ptrace (it dies at exit, "fatal
-    # error"), and this test is of files, not of leaks, which the untraced runs are checked for.
-    if env.get("ASAN_OPTIONS"):
-        env["ASAN_OPTIONS"] += ":detect_leaks=0"
     if shell:
         p = run(["sh", "-c", " ".join(trace) + " " + cmd], timeout=120, env=env)
     else:
