@@ -75,9 +75,9 @@ def check_recording(path, what):
     assert reach * 10 >= sum(kids) * 9, "%s: %d of %d children's samples reach main" % (what, reach, sum(kids))
 
 
-def expected_name():
-    """The entry's name from outside: the kernel's build id (/sys/kernel/notes) and the SHA-256 of
-    sample.bpf.o's .BTF (its length first) and .BTF.ext, as the skeleton embeds that file."""
+def entry_key():
+    """What an entry is for, from outside: the kernel's build id (/sys/kernel/notes) and the SHA-256
+    of sample.bpf.o's .BTF (its length first) and .BTF.ext, as the skeleton embeds that file."""
     notes = open("/sys/kernel/notes", "rb").read()
     bid, off = None, 0
     while off + 12 <= len(notes):
@@ -99,8 +99,25 @@ def expected_name():
                 return data[s[4]:s[4] + s[5]]
         raise AssertionError("no %s in %s" % (want, SAMPLE_OBJ))
     btf, ext = section(b".BTF"), section(b".BTF.ext")
-    h = hashlib.sha256(struct.pack("<I", len(btf)) + btf + ext).hexdigest()
-    return "%s-%s-v1" % (bid, h[:32])
+    return bytes.fromhex(bid), hashlib.sha256(struct.pack("<I", len(btf)) + btf + ext).digest()
+
+
+def expected_name():
+    bid, obj = entry_key()
+    return "%s-%s-v2" % (bid.hex(), obj.hex()[:32])
+
+
+# The header (min_btf.c): magic, version, size, the key (build id[20], its size, 3 pad, the
+# object's SHA-256), the SHA-256 of the BTF after it.
+HDR = struct.Struct("<8sII20sB3x32s32s")
+
+
+def entry_bytes(btf, bid=None, obj=None):
+    """An entry as record writes one: for this kernel and object unless told otherwise."""
+    kbid, kobj = entry_key()
+    bid, obj = bid or kbid, obj or kobj
+    return HDR.pack(b"SPMINBTF", 2, len(btf), bid.ljust(20, b"\0"), len(bid), obj,
+                    hashlib.sha256(btf).digest()) + btf
 
 
 @test
@@ -157,8 +174,23 @@ def corrupt_cases(path, good):
         open(target, "wb").write(good)
         os.chmod(target, 0o600)
         os.symlink(target, path)
+
+    # Sound entries, root's, 0600, their sums right, made for another name and renamed onto this one.
+    btf = good[HDR.size:]
+    bid, obj = entry_key()
+
+    def other_object():
+        open(path, "wb").write(entry_bytes(btf, obj=bytes(32)))
+
+    def other_kernel():
+        open(path, "wb").write(entry_bytes(btf, bid=bytes([bid[0] ^ 1]) + bid[1:]))
+
+    def version_1():
+        open(path, "wb").write(entry_bytes(btf)[:8] + struct.pack("<I", 1) + entry_bytes(btf)[12:])
     return [("truncated", truncated), ("a byte changed", flipped), ("header alone", header_only),
-            ("mode 0644", readable), ("owned by nobody", foreign_owner), ("a symlink", symlink)]
+            ("mode 0644", readable), ("owned by nobody", foreign_owner), ("a symlink", symlink),
+            ("made for another object", other_object), ("made for another kernel", other_kernel),
+            ("format version 1", version_1)]
 
 
 @test
@@ -172,6 +204,7 @@ def test_planted_or_truncated_cut_refused_and_rebuilt():
     path, = entries(home)
     good = open(path, "rb").read()
     assert oct(os.stat(path).st_mode & 0o777) == "0o600" and os.stat(path).st_uid == 0
+    assert entry_bytes(good[HDR.size:]) == good, "the header is not this kernel's and object's"
     for what, plant in corrupt_cases(path, good):
         os.unlink(path)
         umask = os.umask(0o077)
@@ -206,3 +239,86 @@ def test_other_objects_cut_not_reused():
     p = spanperf(*args, env=cache_env(home), timeout=120)
     assert p.returncode == 0 and "(cut and kept)" in p.stderr, p.stderr[-2000:]
     assert sorted(entries(home)) == sorted([path, other]), entries(home)
+
+
+def foreign_dirs():
+    """(what, make) pairs: make(home) leaves home/spanperf/btf a directory root must not keep cuts
+    in, and returns the directory its files are in."""
+    def mode_0777(home):
+        d = os.path.join(home, "spanperf", "btf")
+        os.makedirs(d)
+        os.chmod(d, 0o777)
+        return d
+
+    def owned_by_nobody(home):
+        d = os.path.join(home, "spanperf", "btf")
+        os.makedirs(d, 0o700)
+        os.chown(d, 65534, 65534)
+        return d
+
+    def symlinked_parent(home):
+        # Another user's directory, holding a btf of root's that would pass on its own.
+        theirs = os.path.join(tmpdir(), "theirs")
+        os.makedirs(os.path.join(theirs, "btf"), 0o700)
+        os.chown(theirs, 65534, 65534)
+        os.symlink(theirs, os.path.join(home, "spanperf"))
+        os.lchown(os.path.join(home, "spanperf"), 65534, 65534)
+        return os.path.join(theirs, "btf")
+    return [("mode 0777", mode_0777), ("owned by nobody", owned_by_nobody), ("a symlinked parent", symlinked_parent)]
+
+
+def listing(d):
+    return sorted((n, os.lstat(os.path.join(d, n)).st_size, os.lstat(os.path.join(d, n)).st_mtime_ns)
+                  for n in os.listdir(d))
+
+
+@test
+def test_foreign_cache_dir_not_used():
+    need_bpf()
+    for what, make in foreign_dirs():
+        home = cut_home()
+        d = make(home)
+        # What a store would remove there: an old temporary, and a big old file over the bound;
+        # and the entry's own name, which a read would take or remove.
+        old = os.path.join(d, "x.tmp-old")
+        open(old, "wb").write(b"t")
+        big = os.path.join(d, "big")
+        with open(big, "wb") as f:
+            f.truncate(5 << 20)
+        planted = os.path.join(d, expected_name())
+        open(planted, "wb").write(b"not a cut")
+        os.chmod(planted, 0o600)
+        for f in (old, big):
+            os.utime(f, (1, 1))
+        before = listing(d)
+        out, err = record_forkspin(cache_env(home))
+        assert "is not kept in %s" % os.path.join(home, "spanperf", "btf") in err, "%s: %s" % (what, err[-2000:])
+        assert "(cut, not kept)" in err, "%s: %s" % (what, err[-2000:])
+        assert "is not sound" not in err, "%s: %s" % (what, err[-2000:])
+        assert listing(d) == before, "%s: %s changed: %s" % (what, d, listing(d))
+        assert open(planted, "rb").read() == b"not a cut", what
+        check_recording(out, what)
+
+
+@test
+def test_cut_that_fails_to_load_falls_back_to_the_whole_btf():
+    """A cut that passes every check but fails the load (a cutter's fault: none an attacker can
+    plant, the entry being root's alone and tied to its name) never stops a recording. Root (the
+    test) writes it where record keeps its cuts: an empty BTF, which leaves every relocation
+    without a candidate."""
+    need_bpf()
+    home = cut_home()
+    d = os.path.join(home, "spanperf", "btf")
+    os.makedirs(d, 0o700)
+    empty = struct.pack("<HBBIIIII", 0xeB9F, 1, 0, 24, 0, 0, 0, 1) + b"\0"
+    path = os.path.join(d, expected_name())
+    umask = os.umask(0o077)
+    try:
+        open(path, "wb").write(entry_bytes(empty))
+    finally:
+        os.umask(umask)
+    out, err = record_forkspin(cache_env(home))
+    assert "(cached): 0 types" in err, err[-3000:]
+    assert "did not load against the cut of the kernel's BTF" in err, err[-3000:]
+    assert "loaded again against the whole BTF" in err, err[-3000:]
+    check_recording(out, "whole BTF after a cut that failed")

@@ -524,6 +524,46 @@ static void test_str_is_word(void **state)
 	assert_false(str_is_word("caf\xc3\xa9", 5));
 }
 
+/*
+ * A cache's directory: made 0700 and opened when ours; refused (nothing
+ * made under it) when it is writable by others, or when a directory above
+ * it is another user's symlink; never opened through a symlink.
+ */
+static void test_cache_dir_open(void **state)
+{
+	char d[] = "/tmp/sp-cdo-XXXXXX", p[128], q[128], cmd[160];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(d));
+	snprintf(p, sizeof(p), "%s/a/b", d);
+	fd = cache_dir_open(p);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	close(fd);
+	assert_int_equal(chmod(p, 0777), 0);
+	assert_int_equal(cache_dir_open(p), -EPERM);
+	/* Root's symlink to a directory of root's: still not opened through it. */
+	snprintf(q, sizeof(q), "%s/ln", d);
+	assert_int_equal(symlink(p, q), 0);
+	assert_int_equal(chmod(p, 0700), 0);
+	assert_true(cache_dir_open(q) < 0);
+	if (geteuid() == 0) {
+		/* Another user's symlink above: their target gains nothing, not even the directory. */
+		snprintf(q, sizeof(q), "%s/up", d);
+		assert_int_equal(symlink(d, q), 0);
+		assert_int_equal(lchown(q, 65534, 65534), 0);
+		snprintf(q, sizeof(q), "%s/up/c", d);
+		assert_int_equal(cache_dir_open(q), -EPERM);
+		snprintf(q, sizeof(q), "%s/c", d);
+		assert_int_equal(stat(q, &st), -1);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_hindex_strpool), cmocka_unit_test(test_atomic_file),
 		cmocka_unit_test(test_sha256), cmocka_unit_test(test_write_strerror),
 		cmocka_unit_test(test_each_pid),      cmocka_unit_test(test_str_is_word),
+		cmocka_unit_test(test_cache_dir_open),
 	};
 
 	return cmocka_run_group_tests_name("util", tests, NULL, NULL);

@@ -335,6 +335,28 @@ bool dir_is_ours(const char *dir)
 	return true;
 }
 
+int cache_dir_open(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int n = snprintf(p, sizeof(p), "%s/x", dir), dfd;
+
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	/* Before too: nothing is made under a directory of someone else's (a symlink of theirs). */
+	if (!dir_is_ours(dir) || mkdir_parents(p) || !dir_is_ours(dir))
+		return -EPERM;
+	/* O_NOFOLLOW and the owner again: what was checked by name is what is opened. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(dfd);
+		return -EPERM;
+	}
+	return dfd;
+}
+
 /* The environment's directory, if it is ours to write in as root (sudo -E keeps a user's). */
 static const char *env_dir(const char *name)
 {

@@ -44,6 +44,13 @@ int home_dir(char *out, size_t len);
  * sticky /tmp aside): what cache_home asks of the environment's directory.
  */
 bool dir_is_ours(const char *dir);
+/*
+ * A cache's directory, made if missing (0700), and opened only if it and
+ * what is above it are ours (dir_is_ours) and it is the effective uid's,
+ * mode 0700 or narrower, not a symlink: what root may write and remove in.
+ * Its descriptor, or -errno (-EPERM: not ours).
+ */
+int cache_dir_open(const char *dir);
 
 /*
  * Whether fd's bytes are no one's to change but root's or ours: a regular

@@ -142,14 +142,17 @@ static void cut_kernel_btf(struct recorder *r)
 			 r->btf_cut.nr_types, r->btf_cut.size, r->btf_cut.ns / 1e6);
 }
 
-/* The sampling program; its maps are sized here, between open and load.  Its filter map is everyone's. */
-static int load_bpf(struct recorder *r)
+/*
+ * The sampling object opened, to be relocated against btf_path (NULL: the
+ * kernel's whole BTF); its maps are sized here, between open and load.
+ */
+static int open_sampling(struct recorder *r, const char *btf_path)
 {
 	const struct record_opts *o = r->ctx.o;
 	struct sample_bpf *skel;
 	int e;
 
-	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = r->btf_cut.fd >= 0 ? r->btf_cut.path : NULL);
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_path);
 
 	skel = sample_bpf__open_opts(&oo);
 	if (!skel) {
@@ -178,7 +181,7 @@ static int load_bpf(struct recorder *r)
 	 * the kernel's whole BTF in libbpf (the attach id), which the cut is
 	 * there to spare; the twin reads the same three fields by CO-RE.
 	 */
-	if (r->btf_cut.fd >= 0 && bpf_program__autoload(skel->progs.eh_fork_btf)) {
+	if (btf_path && bpf_program__autoload(skel->progs.eh_fork_btf)) {
 		bpf_program__set_autoload(skel->progs.eh_fork_btf, false);
 		bpf_program__set_autoload(skel->progs.eh_fork_raw, true);
 	}
@@ -187,14 +190,37 @@ static int load_bpf(struct recorder *r)
 	/* --otel: contexts read at switch-out too (tp_btf only; without it, at samples alone, said in otel_start). */
 	bpf_program__set_autoload(skel->progs.otel_switch,
 				  o->otel && !o->raw_tp && features_try_attach("calib_tp_btf") == 0);
-	e = libbpf_load_skel(skel->skeleton, "sampling");
+	return 0;
+}
+
+/* The sampling program loaded; its filter map is everyone's. */
+static int load_bpf(struct recorder *r)
+{
+	const char *cut = r->btf_cut.fd >= 0 ? r->btf_cut.path : NULL;
+	int e = open_sampling(r, cut), load_err = 0;
+
+	if (!e)
+		load_err = e = libbpf_load_skel(r->ctx.skel->skeleton, "sampling");
+	/*
+	 * A cut that fails the load (a type it left out: a fault of the
+	 * cutter's) must never stop a recording: once more against the whole
+	 * BTF, whose failure, if it fails too, is the one said.
+	 */
+	if (load_err && cut) {
+		pr_debug("the sampling object did not load against the cut of the kernel's BTF (%s): "
+			 "loaded again against the whole BTF", libbpf_explain(load_err));
+		sample_bpf__destroy(r->ctx.skel);
+		r->ctx.skel = NULL;
+		load_err = 0;
+		e = open_sampling(r, NULL);
+		if (!e)
+			load_err = e = libbpf_load_skel(r->ctx.skel->skeleton, "sampling");
+	}
 	/* libbpf has read the cut by now (and freed it after relocating). */
 	min_btf__release(&r->btf_cut);
-	if (e) {
-		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(e));
-		return e;
-	}
-	return target__loaded(&r->target, skel->obj, skel->maps.filter);
+	if (load_err)
+		pr_err("cannot load the sampling BPF program: %s", libbpf_explain(load_err));
+	return e ?: target__loaded(&r->target, r->ctx.skel->obj, r->ctx.skel->maps.filter);
 }
 
 static int check_cpus(const struct int_list *want, const struct int_list *online)

@@ -21,10 +21,21 @@
 #include "sha256.h"
 #include "util.h"
 
-/* The cache file: this header, then the raw BTF that libbpf reads. */
+/* What an entry is for: the kernel build and the object; its file name abbreviates it. */
+struct min_btf_key {
+	__u8 build_id[BUILD_ID_MAX], build_id_size, pad[3];
+	__u8 obj[SHA256_SIZE]; /* of the object's .BTF (its length first) and .BTF.ext */
+};
+
+/*
+ * The cache file: this header, then the raw BTF that libbpf reads.  The key
+ * is compared too: a sound entry of another kernel or build renamed onto
+ * this name is not read.
+ */
 struct min_btf_hdr {
 	char magic[8];
 	__u32 version, size;
+	struct min_btf_key key;
 	__u8 sum[SHA256_SIZE]; /* of the BTF after the header */
 };
 
@@ -357,36 +368,36 @@ int min_btf__cut(const struct btf *kern, const void *obj, size_t obj_sz, struct 
 	return e;
 }
 
-static int entry_name(const void *obj, size_t obj_sz, char *out, size_t len)
+static int entry_name(const void *obj, size_t obj_sz, struct min_btf_key *k, char *out, size_t len)
 {
 	const __u8 *bdata, *edata;
 	__u32 blen, elen;
-	__u8 id[BUILD_ID_MAX], id_size, sum[SHA256_SIZE];
 	char hex[2 * BUILD_ID_MAX + 1], shex[2 * SHA256_SIZE + 1];
 	struct sha256 s;
 	int e, n;
 
+	memset(k, 0, sizeof(*k));
 	/* A kernel without a build id could not be told from the next one built: no cut kept for it. */
-	e = buildid_kernel(id, &id_size) ?: elf_section(obj, obj_sz, ".BTF", &bdata, &blen) ?:
+	e = buildid_kernel(k->build_id, &k->build_id_size) ?: elf_section(obj, obj_sz, ".BTF", &bdata, &blen) ?:
 		elf_section(obj, obj_sz, ".BTF.ext", &edata, &elen);
 	if (e)
 		return e;
-	if (!id_size)
+	if (!k->build_id_size)
 		return -ENOENT;
-	buildid_hex(id, id_size, hex);
+	buildid_hex(k->build_id, k->build_id_size, hex);
 	/* The object's types and relocations: a new build with other relocations never reads an old cut. */
 	sha256_init(&s);
 	sha256_update(&s, &blen, sizeof(blen));
 	sha256_update(&s, bdata, blen);
 	sha256_update(&s, edata, elen);
-	sha256_final(&s, sum);
-	sha256_hex(sum, shex);
+	sha256_final(&s, k->obj);
+	sha256_hex(k->obj, shex);
 	n = snprintf(out, len, "%s-%.32s-v%d", hex, shex, MIN_BTF_VERSION);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The entry's BTF bytes, or -EBADMSG for a file that is not one we wrote whole. */
-static int read_entry(int dfd, const char *name, __u8 **btf, __u32 *size)
+/* The entry's BTF bytes, or -EBADMSG for a file that is not one we wrote whole, for key. */
+static int read_entry(int dfd, const char *name, const struct min_btf_key *k, __u8 **btf, __u32 *size)
 {
 	struct min_btf_hdr h;
 	__u8 sum[SHA256_SIZE];
@@ -398,8 +409,12 @@ static int read_entry(int dfd, const char *name, __u8 **btf, __u32 *size)
 
 	*btf = NULL;
 	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/*
+	 * A symlink (ELOOP with O_NOFOLLOW) is never one we wrote; another
+	 * failure (EMFILE, EACCES) says nothing of the file: left as it is.
+	 */
 	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : -EBADMSG;
+		return errno == ELOOP ? -EBADMSG : -errno;
 	/* Root's or ours, no one else's to write or read, a regular file of a sane size. */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077) || !file_is_fixed(fd) ||
 	    st.st_size < (off_t)sizeof(h) || st.st_size > (off_t)(sizeof(h) + MIN_BTF_MAX)) {
@@ -414,7 +429,7 @@ static int read_entry(int dfd, const char *name, __u8 **btf, __u32 *size)
 		goto cleanup;
 	memcpy(&h, buf, sizeof(h));
 	if (memcmp(h.magic, MIN_BTF_MAGIC, sizeof(h.magic)) || h.version != MIN_BTF_VERSION ||
-	    h.size != len - sizeof(h))
+	    memcmp(&h.key, k, sizeof(*k)) || h.size != len - sizeof(h))
 		goto cleanup;
 	sha256_init(&s);
 	sha256_update(&s, buf + sizeof(h), h.size);
@@ -433,9 +448,10 @@ cleanup:
 	return e;
 }
 
-static int store_entry(const char *dir, int dfd, const char *name, const void *btf, __u32 size)
+static int store_entry(const char *dir, int dfd, const char *name, const struct min_btf_key *k, const void *btf,
+		       __u32 size)
 {
-	struct min_btf_hdr h = { .version = MIN_BTF_VERSION, .size = size };
+	struct min_btf_hdr h = { .version = MIN_BTF_VERSION, .size = size, .key = *k };
 	char path[PATH_MAX];
 	struct atomic_file af;
 	struct sha256 s;
@@ -481,11 +497,33 @@ static int to_memfd(struct min_btf *m, const void *btf, __u32 size)
 	return 0;
 }
 
+/* The cut cache's directory, when root may keep and remove cuts there: its descriptor, or -errno. */
+static int open_cache(char *dir, size_t len)
+{
+	char home[PATH_MAX];
+	int n, dfd;
+
+	dir[0] = '\0';
+	if (cache_home(home, sizeof(home)))
+		return -ENOENT;
+	n = snprintf(dir, len, "%s/spanperf/btf", home);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	dfd = cache_dir_open(dir);
+	if (dfd == -EPERM)
+		pr_debug("the kernel BTF cut is not kept in %s: it, or a directory above it, is someone else's, "
+			 "writable by others, or a symlink", dir);
+	else if (dfd < 0)
+		pr_debug("the kernel BTF cut is not kept in %s: %s", dir, strerror(-dfd));
+	return dfd;
+}
+
 int min_btf__get(struct min_btf *m, const void *obj, size_t obj_sz)
 {
-	char home[PATH_MAX], dir[PATH_MAX], name[2 * BUILD_ID_MAX + 64];
+	char dir[PATH_MAX], name[2 * BUILD_ID_MAX + 64];
 	__u64 t0 = now_ns(CLOCK_MONOTONIC);
 	struct btf *kern = NULL, *cut = NULL;
+	struct min_btf_key key;
 	__u8 *bytes = NULL;
 	const void *raw;
 	__u32 size = 0;
@@ -495,23 +533,12 @@ int min_btf__get(struct min_btf *m, const void *obj, size_t obj_sz)
 	m->fd = -1;
 	if (getenv("SPANPERF_NO_BTF_CACHE"))
 		return -ENOENT;
-	e = entry_name(obj, obj_sz, name, sizeof(name)) ?: cache_home(home, sizeof(home));
+	e = entry_name(obj, obj_sz, &key, name, sizeof(name));
 	if (e)
 		goto cleanup;
-	if (snprintf(dir, sizeof(dir), "%s/spanperf/btf/x", home) >= (int)sizeof(dir)) {
-		e = -ENAMETOOLONG;
-		goto cleanup;
-	}
-	e = mkdir_parents(dir);
-	if (e)
-		goto cleanup;
-	dir[strlen(dir) - 2] = '\0';
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		e = -errno;
-		goto cleanup;
-	}
-	e = read_entry(dfd, name, &bytes, &size);
+	/* No directory of ours: cut here and not kept, nothing read, written or removed there. */
+	dfd = open_cache(dir, sizeof(dir));
+	e = dfd >= 0 ? read_entry(dfd, name, &key, &bytes, &size) : -ENOENT;
 	if (!e) {
 		m->hit = true;
 		struct btf *b = btf__new(bytes, size);
@@ -524,7 +551,7 @@ int min_btf__get(struct min_btf *m, const void *obj, size_t obj_sz)
 		}
 	}
 	if (e == -EBADMSG) {
-		/* Planted, cut short or from another build of the format: gone, and cut anew below. */
+		/* Planted, cut short, from another build of the format or for another name: gone, and cut anew below. */
 		pr_debug("the kernel BTF cut %s/%s is not sound: removed", dir, name);
 		unlinkat(dfd, name, 0);
 		m->hit = false;
@@ -538,7 +565,7 @@ int min_btf__get(struct min_btf *m, const void *obj, size_t obj_sz)
 		if (e)
 			goto cleanup;
 		m->nr_types = btf__type_cnt(cut) - 1;
-		m->stored = !store_entry(dir, dfd, name, raw, size);
+		m->stored = dfd >= 0 && !store_entry(dir, dfd, name, &key, raw, size);
 		e = to_memfd(m, raw, size);
 	} else {
 		e = to_memfd(m, bytes, size);

@@ -15,7 +15,8 @@
 
 struct btf;
 
-#define MIN_BTF_VERSION 1
+/* 2: the header names the kernel build and the object, so version 1's entries are not read. */
+#define MIN_BTF_VERSION 2
 /* Far above what a cut of our objects' types weighs (tens of KB): a bigger file is not ours. */
 #define MIN_BTF_MAX (4u << 20)
 
@@ -31,8 +32,10 @@ struct min_btf {
 /*
  * The cut for the object obj (its ELF bytes, as a skeleton embeds them):
  * from the cache when an entry for this kernel and these BTF bytes is
- * there and sound (root's or ours, 0600, its size and SHA-256 right), else
- * cut from the kernel's BTF and kept.  0, or -errno when the object should
+ * there and sound (root's or ours, 0600, made for this kernel build id and
+ * object, its size and SHA-256 right), else cut from the kernel's BTF and
+ * kept, where the cache directory is ours alone (cache_dir_open; else the
+ * cut is not kept, and -v says why).  0, or -errno when the object should
  * be loaded against the kernel's whole BTF (no build id, a relocation kind
  * the cut cannot serve, SPANPERF_NO_BTF_CACHE set).  m needs
  * min_btf__release either way.

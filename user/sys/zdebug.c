@@ -276,27 +276,6 @@ cleanup:
 	return e;
 }
 
-/* dir made if missing, and ours alone: its descriptor, or -errno. */
-static int open_dir(const char *dir)
-{
-	char p[PATH_MAX];
-	struct stat st;
-	int n = snprintf(p, sizeof(p), "%s/x", dir), dfd;
-
-	if (n < 0 || (size_t)n >= sizeof(p))
-		return -ENAMETOOLONG;
-	if (mkdir_parents(p) || !dir_is_ours(dir))
-		return -EPERM;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	if (fstat(dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(dfd);
-		return -EPERM;
-	}
-	return dfd;
-}
-
 static bool hex_ok(const char *hex)
 {
 	size_t n = strspn(hex, "0123456789abcdef");
@@ -341,7 +320,7 @@ int zdebug_open_in(const char *dir, int fd, const char *hex, __u64 max)
 	e = -EPERM;
 	if (!file_is_fixed(fd))
 		goto cleanup;
-	dfd = open_dir(dir);
+	dfd = cache_dir_open(dir);
 	if (dfd < 0) {
 		e = dfd;
 		goto cleanup;
