@@ -218,7 +218,9 @@ def test_disk_full_leaves_nothing():
             raise Skip("cannot mount a small tmpfs to fill")
         out = os.path.join(d, "full.data")
         p = spanperf("record", "-g", "-F", "4999", "-d", "5", "-o", out, timeout=60)
-        lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l]
+        # A whole-host recording may warn of what other processes map (a crafted library of another
+        # test's, read only in part): not this run's error, which must be one sentence.
+        lines = [l for l in p.stderr.splitlines() if "cycles is not available" not in l and ": warning: " not in l]
         assert p.returncode == 1, p.returncode
         # The file system named (issue 38), so that the user knows what to free.
         assert len(lines) == 1 and "no space left on tmpfs (mounted at %s)" % d in lines[0] and out in lines[0], \
