@@ -233,7 +233,9 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	return !memcmp(&x, &y, sizeof(x));
 }
 
-int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+/* fd's key, its digest remembered where may_remember and a memo says it, else hashed (and remembered). */
+static int key_of(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, bool may_remember,
+		  struct eh_cache_key *k)
 {
 	struct stat st, after;
 	struct timespec ts;
@@ -248,15 +250,20 @@ int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, stru
 	k->id_size = SP_MIN(id_size, BUILD_ID_MAX);
 	memcpy(k->id, id, k->id_size);
 	memo = file_is_fixed(fd) && local_fs(fd) && !fstat(fd, &st);
-	if (memo && !memo_load(c, &st, k->digest)) {
+	if (memo && may_remember && !memo_load(c, &st, k->digest)) {
 		c->st.remembered++;
+		k->remembered = true;
 		e = 0;
 		goto out;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	e = ehtab_digest(fd, k->digest);
-	/* Unchanged while hashed, and quiet long enough before (the memo's conditions above). */
+	/*
+	 * Unchanged while hashed, and quiet long enough before (the memo's
+	 * conditions above).  Written from a hash only, never from another
+	 * memo: a stale memo is overwritten by the first hash of the file.
+	 */
 	if (!e && memo && !fstat(fd, &after) && same_stat(&st, &after) && st.st_ctim.tv_sec >= 0 &&
 	    st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec + c->quiet_ns <= wall)
 		memo_store(c, &st, k->digest);
@@ -265,22 +272,33 @@ out:
 	return e;
 }
 
+int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+{
+	return key_of(c, fd, id, id_size, true, k);
+}
+
+int eh_cache__key_hashed(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+{
+	return key_of(c, fd, id, id_size, false, k);
+}
+
 void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns)
 {
 	if (c)
 		c->quiet_ns = ns;
 }
 
-int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
-			struct eh_cache_key *k)
+static int key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size, bool may_remember,
+		     struct eh_cache_key *k)
 {
 	static const char version[] = "spanperf ehtab with its debug file 1";
 	struct eh_cache_key dk;
 	struct sha256 h;
-	int e = eh_cache__key(c, fd, id, id_size, k) ?: eh_cache__key(c, debug_fd, id, id_size, &dk);
+	int e = key_of(c, fd, id, id_size, may_remember, k) ?: key_of(c, debug_fd, id, id_size, may_remember, &dk);
 
 	if (e)
 		return e;
+	k->remembered |= dk.remembered;
 	/* Another name than the file's alone: its table is another (ehtab_from_fds adds the .debug_frame). */
 	sha256_init(&h);
 	sha256_update(&h, version, sizeof(version));
@@ -288,6 +306,18 @@ int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id
 	sha256_update(&h, dk.digest, SHA256_SIZE);
 	sha256_final(&h, k->digest);
 	return 0;
+}
+
+int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			struct eh_cache_key *k)
+{
+	return key_debug(c, fd, debug_fd, id, id_size, true, k);
+}
+
+int eh_cache__key_debug_hashed(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			       struct eh_cache_key *k)
+{
+	return key_debug(c, fd, debug_fd, id, id_size, false, k);
 }
 
 /* "BUILDID.DIGEST.eht" ("none" for a file without a build id). */
@@ -445,6 +475,11 @@ void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const str
 
 	if (!c || !tab->nr)
 		return;
+	/* A memo's digest may be stale (eh_cache__key_hashed): never a name for rows to keep. */
+	if (k->remembered) {
+		c->st.store_failed++;
+		return;
+	}
 	size = sizeof(h) + tab->nr * sizeof(*tab->rows);
 	if (size > c->max / 4) {
 		c->st.store_failed++;
