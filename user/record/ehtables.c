@@ -528,22 +528,20 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 			struct eh_cache_key after;
 			bool storable = keyed && eh_cache__storable(fd) && (dfd < 0 || eh_cache__storable(dfd));
 
-			/*
-			 * A table is stored only under digests hashed from the bytes, before
-			 * the parse and after it, never a memo's (eh_cache__key_hashed): a
-			 * stale memo would name other bytes than the ones parsed, and
-			 * both keys would agree.  Only misses pay the hash.
-			 */
-			if (storable && key.remembered)
-				storable = !key_for(t, fd, dfd, id, id_size, true, &key);
 			e = dfd >= 0 ? ehtab_from_fds(fd, dfd, room, &tab) : ehtab_from_fd(fd, room, &tab);
 			/*
 			 * Kept only if the bytes were no one else's to change and were the
 			 * same after the parse as before: the key names the bytes parsed.
+			 * Kept under a digest hashed from the bytes after the parse, never
+			 * a memo's (eh_cache__key_hashed): a stale memo names other bytes,
+			 * and two keys from it would agree whatever was parsed.  Where the
+			 * key before was a memo's, the two agree only if the memo was true
+			 * of the bytes there after the parse (else nothing is kept this
+			 * time, and the hash has made the memo true): one hash per miss.
 			 */
 			if (!e && storable && !key_for(t, fd, dfd, id, id_size, true, &after) &&
 			    !memcmp(after.digest, key.digest, sizeof(key.digest)))
-				eh_cache__store(t->cache, &key, &tab);
+				eh_cache__store(t->cache, &after, &tab);
 		} else {
 			e = 0;
 			in_place = pl.rows && tab.rows == pl.rows;
