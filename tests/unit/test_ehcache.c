@@ -708,6 +708,60 @@ static void test_stale_memo(void **state)
 	eh_cache__free(c);
 }
 
+/*
+ * Memo files are bounded in number whatever the tables do: memos left by
+ * earlier runs count, and once the bound is reached they are removed, each
+ * to be written again at its file's next hash.  Each copy is a new inode,
+ * as each start is to a host whose overlay gets a new device number.
+ */
+static void test_memo_bound(void **state)
+{
+	char path[PATH_MAX + 32], cmd[PATH_MAX * 3];
+	struct eh_cache_key k;
+	struct eh_cache_stats st;
+	struct eh_cache *c;
+	int fd;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	/* Five left by earlier runs (their content is never read here). */
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/0-%x.v1.ehd", entries, i);
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(memos(), 5);
+	eh_cache__set_quiet_ns(c, 0);
+	eh_cache__set_memo_max(c, 4);
+	for (int i = 0; i < 10; i++) {
+		snprintf(path, sizeof(path), "%s/bound-%d", dir, i);
+		snprintf(cmd, sizeof(cmd), "cp %s %s", exe, path);
+		assert_int_equal(system(cmd), 0);
+		key_at(c, path, &k);
+		assert_true(memos() >= 1 && memos() <= 4);
+		assert_int_equal(memos(), i % 4 + 1);
+	}
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.evicted, 5 + 4 + 4);
+	eh_cache__free(c);
+	/* Another run counts what this one left: 2 of 4, so two more fit before they go. */
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	eh_cache__set_quiet_ns(c, 0);
+	eh_cache__set_memo_max(c, 4);
+	for (int i = 10; i < 13; i++) {
+		snprintf(path, sizeof(path), "%s/bound-%d", dir, i);
+		snprintf(cmd, sizeof(cmd), "cp %s %s", exe, path);
+		assert_int_equal(system(cmd), 0);
+		key_at(c, path, &k);
+	}
+	assert_int_equal(memos(), 1);
+	eh_cache__free(c);
+}
+
 static void test_off(void **state)
 {
 	(void)state;
@@ -722,7 +776,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_debug_key),
 		cmocka_unit_test(test_off), cmocka_unit_test(test_placed), cmocka_unit_test(test_memo),
-		cmocka_unit_test(test_stale_memo),
+		cmocka_unit_test(test_stale_memo), cmocka_unit_test(test_memo_bound),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

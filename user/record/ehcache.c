@@ -44,6 +44,7 @@ struct eh_cache {
 	__u64 max, used;
 	bool measured;
 	__u64 quiet_ns; /* EH_MEMO_QUIET_NS, or a test's */
+	long memos, memo_max; /* memo files in the directory (-1: not counted yet), and EH_MEMO_MAX or a test's */
 	struct eh_cache_stats st;
 };
 
@@ -68,6 +69,15 @@ struct eh_cache {
 #define EH_MEMO_VERSION 1
 #define EH_MEMO_SUFFIX ".ehd"
 #define EH_MEMO_QUIET_NS 2000000000ull
+/*
+ * Memo files the directory may hold: a memo is named by device and inode,
+ * so a host whose files get new ones at each start (an overlay mounted
+ * again, a container's image restarted) would add memos at every run,
+ * with every table a hit and no store ever measuring the directory.
+ * 4,096 is some 40 runs' worth of all-new files (record -a here keys 95);
+ * past it they are all removed, each written again at its file's next hash.
+ */
+#define EH_MEMO_MAX 4096
 
 struct eh_memo {
 	char magic[8];
@@ -93,6 +103,8 @@ struct eh_cache *eh_cache__new(__u64 max_bytes)
 	c->dfd = -1;
 	c->max = max_bytes;
 	c->quiet_ns = EH_MEMO_QUIET_NS;
+	c->memos = -1;
+	c->memo_max = EH_MEMO_MAX;
 	n = snprintf(c->dir, sizeof(c->dir), "%s/spanperf/ehtab/x", home);
 	if (n < 0 || (size_t)n >= sizeof(c->dir) || mkdir_parents(c->dir))
 		goto fail;
@@ -194,6 +206,34 @@ static int memo_load(struct eh_cache *c, const struct stat *st, __u8 digest[SHA2
 	return e ? -ENOENT : 0;
 }
 
+/* The memo files in the directory counted, or (clear) removed: how many there were. */
+static long memo_files(struct eh_cache *c, bool clear)
+{
+	size_t sl = strlen(EH_MEMO_SUFFIX);
+	struct dirent *de;
+	long n = 0;
+	int fd = dup(c->dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (len <= sl || strcmp(de->d_name + len - sl, EH_MEMO_SUFFIX) || strstr(de->d_name, ".tmp-"))
+			continue;
+		if (clear && !unlinkat(c->dfd, de->d_name, 0))
+			c->st.evicted++;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 digest[SHA256_SIZE])
 {
 	char name[64], path[PATH_MAX + sizeof(name) + 1];
@@ -212,6 +252,16 @@ static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 dig
 	 */
 	if (c->measured && c->used + sizeof(m) > c->max)
 		return;
+	/*
+	 * Their number bounded too (EH_MEMO_MAX): a readdir, no stat, at a
+	 * run's first memo; runs whose files all had one count nothing.
+	 */
+	if (c->memos < 0)
+		c->memos = memo_files(c, false);
+	if (c->memos >= c->memo_max) {
+		memo_files(c, true);
+		c->memos = 0;
+	}
 	memo_name(st, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
 	e = atomic_file__open(&af, path, 0600, false);
@@ -220,8 +270,10 @@ static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 dig
 	if (!e)
 		e = atomic_file__commit(&af);
 	atomic_file__release(&af);
-	if (!e)
+	if (!e) {
 		c->used += sizeof(m);
+		c->memos++;
+	}
 }
 
 static bool same_stat(const struct stat *a, const struct stat *b)
@@ -286,6 +338,12 @@ void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns)
 {
 	if (c)
 		c->quiet_ns = ns;
+}
+
+void eh_cache__set_memo_max(struct eh_cache *c, long n)
+{
+	if (c)
+		c->memo_max = n;
 }
 
 static int key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size, bool may_remember,

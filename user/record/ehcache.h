@@ -71,6 +71,8 @@ int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, stru
 int eh_cache__key_hashed(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
 /* For tests: how long a file must have been unchanged for its digest to be remembered (default 2 s). */
 void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns);
+/* For tests: how many memo files the directory may hold (default 4,096; past it they are removed). */
+void eh_cache__set_memo_max(struct eh_cache *c, long n);
 /* The key of the table ehtab_from_fds builds from fd and its debug file debug_fd: 0, or -errno. */
 int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
 			struct eh_cache_key *k);
