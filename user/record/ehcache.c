@@ -64,6 +64,12 @@ struct eh_cache {
  * lag its bytes: hashed every time, as before.  And only for a file
  * unchanged for EH_MEMO_QUIET_NS before it was hashed: a write in the
  * same clock tick as the fstat, after it, would leave ctime as it was.
+ *
+ * Still, fstat's fields are not the bytes: a device number is reused (a
+ * loop device mounted again), an image edited offline keeps them all
+ * (debugfs sets ctime).  So a memo serves lookups only; a table is stored
+ * under a digest hashed from the bytes (eh_cache__key_hashed), and a memo
+ * is written only from such a hash.
  */
 #define EH_MEMO_MAGIC "SPEHDIG"
 #define EH_MEMO_VERSION 1
