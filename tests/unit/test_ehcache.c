@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "ehcache.h"
 #include "ehframe.h"
@@ -591,6 +592,176 @@ static void test_memo(void **state)
 	eh_cache__free(d);
 }
 
+/* The memo's layout on disk (ehcache.c's struct eh_memo), to forge one as a stale memo would read. */
+struct memo_file {
+	char magic[8];
+	__u32 version, pad;
+	__u64 dev, ino, size, mode, uid, gid;
+	__s64 mtime_s, mtime_ns, ctime_s, ctime_ns;
+	__u8 digest[SHA256_SIZE];
+	__u64 sum;
+};
+
+/*
+ * A stale memo: made for the bytes of one file, its fields (device, inode,
+ * size, mode, owner, times) matching a file whose bytes are others (a loop
+ * device's number reused, an image edited offline with ctime set back).
+ * Its digest serves a lookup, but no table is ever stored under it: the
+ * key to store under is hashed (eh_cache__key_hashed), and that rewrites
+ * the memo.
+ */
+static void test_stale_memo(void **state)
+{
+	char a[PATH_MAX + 16], b[PATH_MAX + 16], cmd[PATH_MAX * 5];
+	struct eh_cache_key ka, stale, real, again;
+	struct eh_cache_stats st;
+	struct ehtab tab, back;
+	struct memo_file m;
+	struct eh_cache *c;
+	struct stat sb;
+	size_t size;
+	off_t off;
+	FILE *p;
+	__u8 byte;
+	int fd;
+
+	(void)state;
+	assert_int_equal(sizeof(m), 136);
+	empty_cache();
+	snprintf(a, sizeof(a), "%s/stale-a", dir);
+	snprintf(b, sizeof(b), "%s/stale-b", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", exe, a, exe, b);
+	assert_int_equal(system(cmd), 0);
+	/* b: a's build id and size, another byte of CFI. */
+	eh_frame_of(b, &off, &size);
+	fd = open(b, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &byte, 1, off + size - 8), 1);
+	byte ^= 0x5a;
+	assert_int_equal(pwrite(fd, &byte, 1, off + size - 8), 1);
+	close(fd);
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	eh_cache__set_quiet_ns(c, 0);
+	key_at(c, a, &ka);
+	assert_false(ka.remembered);
+	assert_int_equal(memos(), 1);
+
+	/* a's memo, renamed and refitted to b's fstat: what a reused device number makes of it. */
+	snprintf(cmd, sizeof(cmd), "ls %s/*.ehd", entries);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_true(fgets(cmd, sizeof(cmd), p) != NULL);
+	pclose(p);
+	cmd[strcspn(cmd, "\n")] = 0;
+	fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, &m, sizeof(m)), sizeof(m));
+	close(fd);
+	assert_int_equal(unlink(cmd), 0);
+	assert_int_equal(stat(b, &sb), 0);
+	m.dev = sb.st_dev;
+	m.ino = sb.st_ino;
+	m.size = sb.st_size;
+	m.mode = sb.st_mode;
+	m.uid = sb.st_uid;
+	m.gid = sb.st_gid;
+	m.mtime_s = sb.st_mtim.tv_sec;
+	m.mtime_ns = sb.st_mtim.tv_nsec;
+	m.ctime_s = sb.st_ctim.tv_sec;
+	m.ctime_ns = sb.st_ctim.tv_nsec;
+	m.sum = XXH64(&m, offsetof(struct memo_file, sum), 0);
+	snprintf(cmd, sizeof(cmd), "%s/%llx-%llx.v1.ehd", entries, (unsigned long long)sb.st_dev,
+		 (unsigned long long)sb.st_ino);
+	fd = open(cmd, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &m, sizeof(m)), sizeof(m));
+	close(fd);
+
+	/* The lookup's key: a's digest, remembered for b's bytes. */
+	key_of(c, b, &stale, &tab);
+	assert_true(stale.remembered);
+	assert_memory_equal(stale.digest, ka.digest, SHA256_SIZE);
+	/* b's rows are not kept under it. */
+	eh_cache__store(c, &stale, &tab);
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.stored, 0);
+	assert_int_equal(st.store_failed, 1);
+	assert_int_equal(eh_cache__load(c, &stale, MAX_ROWS, &back), -ENOENT);
+	/* The key to store under is b's own digest, and its memo is b's from now on. */
+	fd = open(b, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(eh_cache__key_hashed(c, fd, bid, sizeof(bid), &real), 0);
+	close(fd);
+	assert_false(real.remembered);
+	assert_memory_not_equal(real.digest, ka.digest, SHA256_SIZE);
+	eh_cache__store(c, &real, &tab);
+	assert_int_equal(eh_cache__load(c, &stale, MAX_ROWS, &back), -ENOENT);
+	assert_int_equal(eh_cache__load(c, &real, MAX_ROWS, &back), 0);
+	assert_int_equal(back.nr, tab.nr);
+	assert_memory_equal(back.rows, tab.rows, tab.nr * sizeof(*tab.rows));
+	ehtab_free(&back);
+	key_at(c, b, &again);
+	assert_true(again.remembered);
+	assert_memory_equal(again.digest, real.digest, SHA256_SIZE);
+	ehtab_free(&tab);
+	eh_cache__free(c);
+}
+
+/*
+ * Memo files are bounded in number whatever the tables do: memos left by
+ * earlier runs count, and once the bound is reached they are removed, each
+ * to be written again at its file's next hash.  Each copy is a new inode,
+ * as each start is to a host whose overlay gets a new device number.
+ */
+static void test_memo_bound(void **state)
+{
+	char path[PATH_MAX + 32], cmd[PATH_MAX * 3];
+	struct eh_cache_key k;
+	struct eh_cache_stats st;
+	struct eh_cache *c;
+	int fd;
+
+	(void)state;
+	empty_cache();
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	/* Five left by earlier runs (their content is never read here). */
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "%s/0-%x.v1.ehd", entries, i);
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(memos(), 5);
+	eh_cache__set_quiet_ns(c, 0);
+	eh_cache__set_memo_max(c, 4);
+	for (int i = 0; i < 10; i++) {
+		snprintf(path, sizeof(path), "%s/bound-%d", dir, i);
+		snprintf(cmd, sizeof(cmd), "cp %s %s", exe, path);
+		assert_int_equal(system(cmd), 0);
+		key_at(c, path, &k);
+		assert_true(memos() >= 1 && memos() <= 4);
+		assert_int_equal(memos(), i % 4 + 1);
+	}
+	eh_cache__stats(c, &st);
+	assert_int_equal(st.evicted, 5 + 4 + 4);
+	eh_cache__free(c);
+	/* Another run counts what this one left: 2 of 4, so two more fit before they go. */
+	c = eh_cache__new(EH_CACHE_MAX_BYTES);
+	assert_non_null(c);
+	eh_cache__set_quiet_ns(c, 0);
+	eh_cache__set_memo_max(c, 4);
+	for (int i = 10; i < 13; i++) {
+		snprintf(path, sizeof(path), "%s/bound-%d", dir, i);
+		snprintf(cmd, sizeof(cmd), "cp %s %s", exe, path);
+		assert_int_equal(system(cmd), 0);
+		key_at(c, path, &k);
+	}
+	assert_int_equal(memos(), 1);
+	eh_cache__free(c);
+}
+
 static void test_off(void **state)
 {
 	(void)state;
@@ -605,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_forged), cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_bound), cmocka_unit_test(test_storable), cmocka_unit_test(test_debug_key),
 		cmocka_unit_test(test_off), cmocka_unit_test(test_placed), cmocka_unit_test(test_memo),
+		cmocka_unit_test(test_stale_memo), cmocka_unit_test(test_memo_bound),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

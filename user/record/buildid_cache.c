@@ -11,7 +11,9 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <linux/openat2.h>
 
 #include "atomic_file.h"
 #include "buildid.h"
@@ -25,6 +27,10 @@
 #include "sha256.h"
 #include "stop.h"
 #include "util.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
 
 /* A mapped file larger than this is not worth a copy (nor the wait while recording). */
 #define MAX_FILE_BYTES (512ull << 20)
@@ -102,9 +108,34 @@ void buildid_cache__free(struct buildid_cache *c)
  */
 static bool host_has(const char *path, __u32 maj, __u32 min, __u64 ino)
 {
+	/*
+	 * path is the process's to choose (a container names what it likes),
+	 * and is looked up here in our namespace, as root, before anything
+	 * says the process shares it: a lookup must not reach into another
+	 * file system, where an automount (autofs -hosts: /net/HOST/x mounts
+	 * NFS from HOST) would run on its word and block this thread.  A stat,
+	 * even with AT_NO_AUTOMOUNT, mounts the components before the last;
+	 * RESOLVE_NO_XDEV stops at the first mount point crossed, before the
+	 * lookup inside it.  No symlinks either (the kernel's names have none;
+	 * a symlink as the last component would be its own inode, not the
+	 * file): a file elsewhere than on the root's mount, or named so, takes
+	 * the namespace check instead, as does a kernel without openat2.
+	 */
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
 	struct stat st;
+	bool same;
+	int fd;
 
-	return ino && !stat(path, &st) && st.st_ino == ino && major(st.st_dev) == maj && minor(st.st_dev) == min;
+	if (!ino || path[0] != '/')
+		return false;
+	fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0)
+		return false;
+	same = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == ino && major(st.st_dev) == maj &&
+	       minor(st.st_dev) == min;
+	close(fd);
+	return same;
 }
 
 /*

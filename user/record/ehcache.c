@@ -44,6 +44,7 @@ struct eh_cache {
 	__u64 max, used;
 	bool measured;
 	__u64 quiet_ns; /* EH_MEMO_QUIET_NS, or a test's */
+	long memos, memo_max; /* memo files in the directory (-1: not counted yet), and EH_MEMO_MAX or a test's */
 	struct eh_cache_stats st;
 };
 
@@ -63,11 +64,26 @@ struct eh_cache {
  * lag its bytes: hashed every time, as before.  And only for a file
  * unchanged for EH_MEMO_QUIET_NS before it was hashed: a write in the
  * same clock tick as the fstat, after it, would leave ctime as it was.
+ *
+ * Still, fstat's fields are not the bytes: a device number is reused (a
+ * loop device mounted again), an image edited offline keeps them all
+ * (debugfs sets ctime).  So a memo serves lookups only; a table is stored
+ * under a digest hashed from the bytes (eh_cache__key_hashed), and a memo
+ * is written only from such a hash.
  */
 #define EH_MEMO_MAGIC "SPEHDIG"
 #define EH_MEMO_VERSION 1
 #define EH_MEMO_SUFFIX ".ehd"
 #define EH_MEMO_QUIET_NS 2000000000ull
+/*
+ * Memo files the directory may hold: a memo is named by device and inode,
+ * so a host whose files get new ones at each start (an overlay mounted
+ * again, a container's image restarted) would add memos at every run,
+ * with every table a hit and no store ever measuring the directory.
+ * 4,096 is some 40 runs' worth of all-new files (record -a here keys 95);
+ * past it they are all removed, each written again at its file's next hash.
+ */
+#define EH_MEMO_MAX 4096
 
 struct eh_memo {
 	char magic[8];
@@ -93,6 +109,8 @@ struct eh_cache *eh_cache__new(__u64 max_bytes)
 	c->dfd = -1;
 	c->max = max_bytes;
 	c->quiet_ns = EH_MEMO_QUIET_NS;
+	c->memos = -1;
+	c->memo_max = EH_MEMO_MAX;
 	n = snprintf(c->dir, sizeof(c->dir), "%s/spanperf/ehtab/x", home);
 	if (n < 0 || (size_t)n >= sizeof(c->dir) || mkdir_parents(c->dir))
 		goto fail;
@@ -194,6 +212,34 @@ static int memo_load(struct eh_cache *c, const struct stat *st, __u8 digest[SHA2
 	return e ? -ENOENT : 0;
 }
 
+/* The memo files in the directory counted, or (clear) removed: how many there were. */
+static long memo_files(struct eh_cache *c, bool clear)
+{
+	size_t sl = strlen(EH_MEMO_SUFFIX);
+	struct dirent *de;
+	long n = 0;
+	int fd = dup(c->dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (len <= sl || strcmp(de->d_name + len - sl, EH_MEMO_SUFFIX) || strstr(de->d_name, ".tmp-"))
+			continue;
+		if (clear && !unlinkat(c->dfd, de->d_name, 0))
+			c->st.evicted++;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 digest[SHA256_SIZE])
 {
 	char name[64], path[PATH_MAX + sizeof(name) + 1];
@@ -212,6 +258,16 @@ static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 dig
 	 */
 	if (c->measured && c->used + sizeof(m) > c->max)
 		return;
+	/*
+	 * Their number bounded too (EH_MEMO_MAX): a readdir, no stat, at a
+	 * run's first memo; runs whose files all had one count nothing.
+	 */
+	if (c->memos < 0)
+		c->memos = memo_files(c, false);
+	if (c->memos >= c->memo_max) {
+		memo_files(c, true);
+		c->memos = 0;
+	}
 	memo_name(st, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
 	e = atomic_file__open(&af, path, 0600, false);
@@ -220,8 +276,10 @@ static void memo_store(struct eh_cache *c, const struct stat *st, const __u8 dig
 	if (!e)
 		e = atomic_file__commit(&af);
 	atomic_file__release(&af);
-	if (!e)
+	if (!e) {
 		c->used += sizeof(m);
+		c->memos++;
+	}
 }
 
 static bool same_stat(const struct stat *a, const struct stat *b)
@@ -233,7 +291,9 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	return !memcmp(&x, &y, sizeof(x));
 }
 
-int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+/* fd's key, its digest remembered where may_remember and a memo says it, else hashed (and remembered). */
+static int key_of(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, bool may_remember,
+		  struct eh_cache_key *k)
 {
 	struct stat st, after;
 	struct timespec ts;
@@ -248,15 +308,20 @@ int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, stru
 	k->id_size = SP_MIN(id_size, BUILD_ID_MAX);
 	memcpy(k->id, id, k->id_size);
 	memo = file_is_fixed(fd) && local_fs(fd) && !fstat(fd, &st);
-	if (memo && !memo_load(c, &st, k->digest)) {
+	if (memo && may_remember && !memo_load(c, &st, k->digest)) {
 		c->st.remembered++;
+		k->remembered = true;
 		e = 0;
 		goto out;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	e = ehtab_digest(fd, k->digest);
-	/* Unchanged while hashed, and quiet long enough before (the memo's conditions above). */
+	/*
+	 * Unchanged while hashed, and quiet long enough before (the memo's
+	 * conditions above).  Written from a hash only, never from another
+	 * memo: a stale memo is overwritten by the first hash of the file.
+	 */
 	if (!e && memo && !fstat(fd, &after) && same_stat(&st, &after) && st.st_ctim.tv_sec >= 0 &&
 	    st.st_ctim.tv_sec * 1000000000ull + st.st_ctim.tv_nsec + c->quiet_ns <= wall)
 		memo_store(c, &st, k->digest);
@@ -265,22 +330,39 @@ out:
 	return e;
 }
 
+int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+{
+	return key_of(c, fd, id, id_size, true, k);
+}
+
+int eh_cache__key_hashed(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k)
+{
+	return key_of(c, fd, id, id_size, false, k);
+}
+
 void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns)
 {
 	if (c)
 		c->quiet_ns = ns;
 }
 
-int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
-			struct eh_cache_key *k)
+void eh_cache__set_memo_max(struct eh_cache *c, long n)
+{
+	if (c)
+		c->memo_max = n;
+}
+
+static int key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size, bool may_remember,
+		     struct eh_cache_key *k)
 {
 	static const char version[] = "spanperf ehtab with its debug file 1";
 	struct eh_cache_key dk;
 	struct sha256 h;
-	int e = eh_cache__key(c, fd, id, id_size, k) ?: eh_cache__key(c, debug_fd, id, id_size, &dk);
+	int e = key_of(c, fd, id, id_size, may_remember, k) ?: key_of(c, debug_fd, id, id_size, may_remember, &dk);
 
 	if (e)
 		return e;
+	k->remembered |= dk.remembered;
 	/* Another name than the file's alone: its table is another (ehtab_from_fds adds the .debug_frame). */
 	sha256_init(&h);
 	sha256_update(&h, version, sizeof(version));
@@ -288,6 +370,18 @@ int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id
 	sha256_update(&h, dk.digest, SHA256_SIZE);
 	sha256_final(&h, k->digest);
 	return 0;
+}
+
+int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			struct eh_cache_key *k)
+{
+	return key_debug(c, fd, debug_fd, id, id_size, true, k);
+}
+
+int eh_cache__key_debug_hashed(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			       struct eh_cache_key *k)
+{
+	return key_debug(c, fd, debug_fd, id, id_size, false, k);
 }
 
 /* "BUILDID.DIGEST.eht" ("none" for a file without a build id). */
@@ -445,6 +539,11 @@ void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const str
 
 	if (!c || !tab->nr)
 		return;
+	/* A memo's digest may be stale (eh_cache__key_hashed): never a name for rows to keep. */
+	if (k->remembered) {
+		c->st.store_failed++;
+		return;
+	}
 	size = sizeof(h) + tab->nr * sizeof(*tab->rows);
 	if (size > c->max / 4) {
 		c->st.store_failed++;

@@ -39,6 +39,7 @@ struct eh_cache_key {
 	__u8 id[BUILD_ID_MAX];
 	__u8 id_size;
 	__u8 digest[SHA256_SIZE];
+	bool remembered; /* the digest (or a part of it) is a memo's, not a hash of the bytes now */
 };
 
 struct eh_cache_stats {
@@ -58,11 +59,25 @@ void eh_cache__free(struct eh_cache *c);
  * again (ehcache.c says when).
  */
 int eh_cache__key(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
+/*
+ * eh_cache__key with the digest always hashed from the bytes now, never a
+ * memo's: the key a table is stored under.  A memo is only as true as the
+ * fstat fields it is named by, which a device number reused (a loop device
+ * mounted again) or an image edited offline (debugfs sets ctime) can match
+ * for other bytes: a lookup under a stale memo finds at worst the table of
+ * other bytes for its own process, a store under one would give every later
+ * recording the wrong rows.
+ */
+int eh_cache__key_hashed(struct eh_cache *c, int fd, const __u8 *id, __u8 id_size, struct eh_cache_key *k);
 /* For tests: how long a file must have been unchanged for its digest to be remembered (default 2 s). */
 void eh_cache__set_quiet_ns(struct eh_cache *c, __u64 ns);
+/* For tests: how many memo files the directory may hold (default 4,096; past it they are removed). */
+void eh_cache__set_memo_max(struct eh_cache *c, long n);
 /* The key of the table ehtab_from_fds builds from fd and its debug file debug_fd: 0, or -errno. */
 int eh_cache__key_debug(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
 			struct eh_cache_key *k);
+int eh_cache__key_debug_hashed(struct eh_cache *c, int fd, int debug_fd, const __u8 *id, __u8 id_size,
+			       struct eh_cache_key *k);
 /* The kept table of k (at most max_rows rows): 0, -ENOENT (none), or -EBADMSG (refused, removed). */
 int eh_cache__load(struct eh_cache *c, const struct eh_cache_key *k, size_t max_rows, struct ehtab *tab);
 /*
@@ -86,7 +101,7 @@ int eh_cache__load_at(struct eh_cache *c, const struct eh_cache_key *k, size_t m
  * tables of the bytes named.
  */
 bool eh_cache__storable(int fd);
-/* Keeps tab under k; failures are counted, never fatal. */
+/* Keeps tab under k, never a k whose digest is a memo's; failures are counted, never fatal. */
 void eh_cache__store(struct eh_cache *c, const struct eh_cache_key *k, const struct ehtab *tab);
 void eh_cache__stats(const struct eh_cache *c, struct eh_cache_stats *st);
 

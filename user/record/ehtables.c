@@ -481,6 +481,16 @@ static struct sp_eh_row *place_rows(void *ctx, size_t nr)
 	return pl->rows;
 }
 
+/* The cache's key of fd's table (with its debug file dfd, if >= 0); hashed: never a memo's digest. */
+static int key_for(struct eh_tables *t, int fd, int dfd, const __u8 *id, __u8 id_size, bool hashed,
+		   struct eh_cache_key *k)
+{
+	if (dfd >= 0)
+		return hashed ? eh_cache__key_debug_hashed(t->cache, fd, dfd, id, id_size, k)
+			      : eh_cache__key_debug(t->cache, fd, dfd, id, id_size, k);
+	return hashed ? eh_cache__key_hashed(t->cache, fd, id, id_size, k) : eh_cache__key(t->cache, fd, id, id_size, k);
+}
+
 /*
  * The rows of the ELF file fd, else of its debug file, into the tables, and
  * *file saying where (or why not).  Where same (the table of a file with the
@@ -512,22 +522,26 @@ static void add_rows(struct eh_tables *t, int fd, const __u8 *id, __u8 id_size, 
 		 * start before, 1.1% of record -a -g -d 0.2's CPU here (libc's).
 		 */
 		struct eh_cache_key key;
-		bool keyed = !(dfd >= 0 ? eh_cache__key_debug(t->cache, fd, dfd, id, id_size, &key)
-					: eh_cache__key(t->cache, fd, id, id_size, &key));
+		bool keyed = !key_for(t, fd, dfd, id, id_size, false, &key);
 
 		if (!keyed || eh_cache__load_at(t->cache, &key, room, place_rows, &pl, &tab)) {
 			struct eh_cache_key after;
+			bool storable = keyed && eh_cache__storable(fd) && (dfd < 0 || eh_cache__storable(dfd));
 
 			e = dfd >= 0 ? ehtab_from_fds(fd, dfd, room, &tab) : ehtab_from_fd(fd, room, &tab);
 			/*
 			 * Kept only if the bytes were no one else's to change and were the
 			 * same after the parse as before: the key names the bytes parsed.
+			 * Kept under a digest hashed from the bytes after the parse, never
+			 * a memo's (eh_cache__key_hashed): a stale memo names other bytes,
+			 * and two keys from it would agree whatever was parsed.  Where the
+			 * key before was a memo's, the two agree only if the memo was true
+			 * of the bytes there after the parse (else nothing is kept this
+			 * time, and the hash has made the memo true): one hash per miss.
 			 */
-			if (!e && keyed && eh_cache__storable(fd) && (dfd < 0 || eh_cache__storable(dfd)) &&
-			    !(dfd >= 0 ? eh_cache__key_debug(t->cache, fd, dfd, id, id_size, &after)
-				       : eh_cache__key(t->cache, fd, id, id_size, &after)) &&
+			if (!e && storable && !key_for(t, fd, dfd, id, id_size, true, &after) &&
 			    !memcmp(after.digest, key.digest, sizeof(key.digest)))
-				eh_cache__store(t->cache, &key, &tab);
+				eh_cache__store(t->cache, &after, &tab);
 		} else {
 			e = 0;
 			in_place = pl.rows && tab.rows == pl.rows;
