@@ -216,7 +216,11 @@ void jit_maps__exit(struct jit_maps *j, __u32 pid)
 	e = &j->v[*v - 1];
 	if (e->gone || e->tmp < 0)
 		return;
-	j->at_exit += !read_map(j, e, now_ns(CLOCK_MONOTONIC));
+	/* By pid: a whole-host recording's count is every container's, which does not say whose map it was. */
+	if (!read_map(j, e, now_ns(CLOCK_MONOTONIC))) {
+		j->at_exit++;
+		pr_debug("pid %u: its perf map read at its exit, %zu bytes kept", e->pid, e->len);
+	}
 	e->gone = true;
 }
 
