@@ -191,8 +191,12 @@ def test_offcpu_spans_split_wall_time():
     # The workload's own spans, joined by annotate: --off-cpu kept every switch-out, so they get
     # the whole split from those records, the nap asleep and the wait for a CPU after it.
     ext = json_lines(spanperf("annotate", "--spans", naps, "-i", path, "--format", "json", check=True).stdout)
-    assert len(ext) == 200 and all(s["split"] == "sched-records" for s in ext), ext[:2]
-    bad = [s for s in ext if abs(s["off_cpu_ns"] + s["runq_ns"] - s["duration_ns"]) > 0.05 * s["duration_ns"]
+    # A span over a block whose wait for the CPU is unknown (the thread's last record, with no
+    # run_delay after it: the recording ended first, as at load 12 once in CI's run) has no split,
+    # and is one of the 2% that may miss, as above.
+    assert len(ext) == 200, len(ext)
+    bad = [s for s in ext if s["split"] != "sched-records" or
+           abs(s["off_cpu_ns"] + s["runq_ns"] - s["duration_ns"]) > 0.05 * s["duration_ns"]
            or s["sleep_ns"] < 0.99 * 5e6 or s["blocked_ns"]]
     assert len(bad) <= 4, bad[:3]
     table = spanperf("report", "-i", path, "--spans", check=True).stdout
