@@ -244,6 +244,15 @@ void py_frames__free(struct py_frames *p)
 	free(p);
 }
 
+__u32 py_frames__gen(const struct py_frames *p, __u32 pid)
+{
+	__u32 gen = 0;
+
+	if (p && !py_procs__get(p->o.procs, pid, &gen, NULL) && !py_procs__jvm(p->o.procs, pid, &gen, NULL))
+		return 0;
+	return gen;
+}
+
 bool py_frames_any(const __u64 *ips, __u32 n)
 {
 	for (__u32 i = 0; i < n; i++)
