@@ -115,12 +115,18 @@ def check_busy(path, label, comm="pyw-busy"):
     return ok, n
 
 
-def check_sleepers(path, label):
+def check_sleepers(path, label, err=""):
+    """Each sleeper's off-CPU time under the function it sleeps in.  err: record -v's stderr, whose
+    Python, naming and off-CPU counts a failure carries (0.00 s named, seen once a session under load,
+    is either no Python frame in the chain or frames left unnamed: those counts tell which)."""
     off = folded(path, "off-cpu")
     for comm, leaf in (("pyw-sleep", ["sleeper_outer", "nap_here"]), ("pyw-async", ["worker", "sub", "blocking_in_task"])):
         ok, n = share(off[comm], leaf, tail_only=True)
-        assert n > 1e9 and ok >= 0.95 * n, "%s: %s off CPU %.2f s, %.2f s of it in %s" % (
-            label, comm, n / 1e9, ok / 1e9, ";".join(leaf))
+        worst = sorted(((c, [f for f in st if f.startswith("py::") or "python" in f.lower()][-4:])
+                        for st, c in off[comm].items()), reverse=True)[:2]
+        assert n > 1e9 and ok >= 0.95 * n, "%s: %s off CPU %.2f s, %.2f s of it in %s; chains' Python ends: %s\n%s" % (
+            label, comm, n / 1e9, ok / 1e9, ";".join(leaf), worst,
+            "\n".join(l for l in err.splitlines() if re.search(r"python|Python|off-CPU", l)))
 
 
 @test
@@ -136,7 +142,7 @@ def test_python_every_version():
             # The walks' own counts say where the chains ended (a native chain cut short, a read refused).
             raise AssertionError("%s\n%s" % (e, "\n".join(l for l in err.splitlines()
                                                           if "Python" in l or "stopped" in l))) from None
-        check_sleepers(path, py)
+        check_sleepers(path, py, err)
         seen.append("%s %d/%d" % (py, ok, n))
     print("        " + "; ".join(seen))
 
@@ -255,10 +261,12 @@ def test_python_recorder_starved():
         raise Skip("the recorder built with ASan, starved from the exec, cannot read the Python layout in time")
     path, err = record(budgeted(python(13), "--starve"))
     check_busy(path, "3.13 starved")
-    check_sleepers(path, "3.13 starved")
-    path, err = record([python(12), WORKLOAD, SECONDS, "--map-region", "--starve"])
+    check_sleepers(path, "3.13 starved", err)
+    # Its busy thread on a budget of its own CPU time, as every count here: 3 s of the wall gave it 225
+    # to 259 samples of the 300 asked beside a busy host and a compile (issue 45).
+    path, err = record(budgeted(python(12), "--map-region", "--starve"))
     check_busy(path, "region moved, starved")
-    check_sleepers(path, "region moved, starved")
+    check_sleepers(path, "region moved, starved", err)
     assert re.search(r"python names: [1-9]\d* regions moved", err), err[-3000:]
 
 
@@ -290,7 +298,7 @@ def test_python_container():
 def test_python_region_moves():
     """A process that maps code where its Python frames' addresses were: they move, named again."""
     py = python(12)
-    path, err = record([py, WORKLOAD, SECONDS, "--map-region"])
+    path, err = record(budgeted(py, "--map-region"))
     check_busy(path, "region moved")
     assert re.search(r"python names: [1-9]\d* regions moved", err), err[-3000:]
 

@@ -56,8 +56,28 @@ struct offcpu_set {
 	struct target *target;
 	int (*outsider)(void *arg, __u32 pid, __u64 time);
 	void *outsider_arg;
+	/*
+	 * Chains whose Python entries were not all named at their first
+	 * reading: read again at each consume while their thread is still
+	 * blocked in them, up to PY_RETRIES times.  A chain is named only when
+	 * it is new, and a block that lasts the run is written after the exit,
+	 * when nothing is left to read: a drain whose failed reads were spent
+	 * (FAILS_PER_DRAIN) lost a sleeper's whole block so (issue 45).
+	 */
+	struct py_retry *py_retry;
+	size_t nr_py_retry, cap_py_retry;
 	struct offcpu_stats st;
 };
+
+struct py_retry {
+	struct sp_offcpu_pychain r;
+	__u32 tries;
+	__u32 gen; /* its process's image when first named: another image's memory names nothing of it */
+};
+
+/* A chain's tries at naming (one a consume, about 100 ms apart when idle), and the chains waiting at most. */
+#define PY_RETRIES 64
+#define PY_RETRY_MAX 1024
 
 /*
  * The functions through which an interrupt enters (x86), and so what a
@@ -280,23 +300,60 @@ static __u32 build_chain(struct offcpu_set *s, __s32 kstack, __s32 ustack, bool 
 /*
  * A chain with Python frames, new in offustacks: its code objects named now,
  * while the process lives (the block, or the sum, may be written only once
- * it is gone), the records that name them written.
+ * it is gone), the records that name them written; *whole: every entry named.
  */
+static int name_pychain(struct offcpu_set *s, const struct sp_offcpu_pychain *r, bool *whole)
+{
+	__u64 chain[SP_EH_MAX_FRAMES];
+	__u32 n = read_eh_stack(s, r->id, chain), before = n;
+	int e;
+
+	*whole = true;
+	if (!n)
+		return 0;
+	e = py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, ARRAY_SIZE(chain), s->fn,
+			       s->ctx);
+	/* A Python chain's entries map one to one onto named slots: fewer out than in is one left unnamed. */
+	*whole = e || n >= before;
+	return e;
+}
+
+/*
+ * Whether r's thread is blocked in r's chain now: its frames then hold
+ * their code objects, which cannot have been freed and their addresses
+ * reused by others, so a name read late is still the chain's.
+ */
+static bool still_blocked(const struct offcpu_set *s, const struct sp_offcpu_pychain *r)
+{
+	struct sp_offcpu_start st;
+
+	return !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.offstart), &r->tid, &st) && st.pid == r->pid &&
+	       st.ustack == r->id;
+}
+
+static void retry_later(struct offcpu_set *s, const struct sp_offcpu_pychain *r, __u32 tries)
+{
+	if (tries >= PY_RETRIES || s->nr_py_retry >= PY_RETRY_MAX ||
+	    array_reserve((void **)&s->py_retry, &s->cap_py_retry, s->nr_py_retry, sizeof(*s->py_retry)))
+		return;
+	s->py_retry[s->nr_py_retry++] = (struct py_retry){ .r = *r, .tries = tries, .gen = py_frames__gen(s->py, r->pid) };
+	s->st.py_retried += !tries;
+}
+
 static int on_pychain(void *ctx, void *data, size_t size)
 {
 	struct offcpu_set *s = ctx;
 	const struct sp_offcpu_pychain *r = data;
-	__u64 chain[SP_EH_MAX_FRAMES];
-	__u32 n;
+	bool whole;
 	int e;
 
 	if (size < sizeof(*r) || s->err || !s->py || !s->fn)
 		return 0;
-	n = read_eh_stack(s, r->id, chain);
-	e = n ? py_frames__rewrite(s->py, r->pid, r->tid, now_ns(CLOCK_MONOTONIC), chain, &n, ARRAY_SIZE(chain), s->fn,
-				   s->ctx) : 0;
+	e = name_pychain(s, r, &whole);
 	if (e)
 		s->err = e;
+	else if (!whole)
+		retry_later(s, r, 0);
 	s->st.py_chains++;
 	return 0;
 }
@@ -685,6 +742,25 @@ int offcpu__consume(struct offcpu_set *s, offcpu_write_fn fn, void *ctx, __u64 *
 
 	s->fn = fn;
 	s->ctx = ctx;
+	if (s->nr_py_retry && s->py) {
+		size_t k = 0, nr = s->nr_py_retry;
+		bool whole;
+
+		for (size_t i = 0; i < nr && !s->err; i++) {
+			struct py_retry *q = &s->py_retry[i];
+
+			if (!q->gen || py_frames__gen(s->py, q->r.pid) != q->gen || !still_blocked(s, &q->r))
+				continue;
+			e = name_pychain(s, &q->r, &whole);
+			if (e)
+				s->err = e;
+			else if (whole)
+				s->st.py_renamed++;
+			else if (q->tries + 1 < PY_RETRIES)
+				s->py_retry[k++] = (struct py_retry){ .r = q->r, .tries = q->tries + 1, .gen = q->gen };
+		}
+		s->nr_py_retry = k;
+	}
 	e = ring_buffer__consume(s->rb);
 	*n = s->st.samples - before;
 	if (s->err)
@@ -866,5 +942,6 @@ void offcpu__free(struct offcpu_set *s)
 	for (__u32 i = 0; s->cache && i < s->cache_n; i++)
 		free(s->cache[i].ips);
 	free(s->cache);
+	free(s->py_retry);
 	free(s);
 }

@@ -78,6 +78,7 @@ struct offcpu_stats {
 	__u64 wakers, waker_irq, waker_none, waker_kstack, waker_ustack, waker_unclassified;
 	__u64 eh_chains, eh_complete; /* ehframe: user chains unwound, and those that reached the outermost frame */
 	__u64 py_chains;   /* chains with Python frames named as they were first stored */
+	__u64 py_retried, py_renamed; /* of those, not named whole at first; named whole at a later consume */
 	/* Kernel chains: reused as proven, taken by the kernel and tried, kept (offkstack.bpf.h). */
 	__u64 kchain_hits, kchain_misses, kchain_kept;
 };

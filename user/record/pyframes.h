@@ -47,6 +47,8 @@ void py_frames__free(struct py_frames *p);
 
 /* Whether a chain of n entries holds a Python entry to rewrite. */
 bool py_frames_any(const __u64 *ips, __u32 n);
+/* The generation of pid's followed image (py_procs'), 0 if none: another after an exec or a pid's reuse. */
+__u32 py_frames__gen(const struct py_frames *p, __u32 pid);
 /*
  * The chain ips[0..*n) of a sample of pid at time t: each Python entry
  * rewritten in place, those that name nothing dropped (*n shrinks), a

@@ -142,6 +142,9 @@ static void offcpu_stats(struct rec_source *src)
 		{ st.hidden, REC_INFO, "off-CPU blocks ended by their thread's run time: the switch tracepoint did not show it coming back" },
 		{ st.unseen, REC_WARN, "off-CPU blocks dropped: the switch tracepoint never showed their thread coming back" },
 		{ st.stale + st.exited, REC_INFO, "off-CPU starts dropped: their thread was gone or another process's" });
+	if (st.py_retried)
+		pr_info("off-CPU Python chains not named whole when new: %llu, %llu of them named whole later",
+			(unsigned long long)st.py_retried, (unsigned long long)st.py_renamed);
 	if (offcpu__wakers(OC(src)))
 		pr_info("wakers: %llu blocks named theirs, %llu wakings from interrupts, %llu blocks ended with no waking seen",
 			(unsigned long long)st.wakers, (unsigned long long)st.waker_irq, (unsigned long long)st.waker_none);
