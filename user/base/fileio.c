@@ -231,18 +231,12 @@ unsigned dir_make_room(int dfd, __u64 max, __u64 room, __u64 *used, bool *measur
 	unsigned removed = 0;
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
 	if (*measured && *used + room <= max)
 		return 0;
-	fd = dup(dfd);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	d = dir_entries(dfd);
+	if (!d)
 		return 0;
-	}
-	rewinddir(d);
 	*used = 0;
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -333,6 +327,21 @@ bool dir_is_ours(const char *dir)
 		p[n] = 0;
 	}
 	return true;
+}
+
+DIR *dir_entries(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	/* A dup shares the offset: another stream's reading must not start this one midway. */
+	rewinddir(d);
+	return d;
 }
 
 int cache_dir_open(const char *dir)

@@ -3,6 +3,7 @@
 #ifndef SP_FILEIO_H
 #define SP_FILEIO_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -44,6 +45,8 @@ int home_dir(char *out, size_t len);
  * sticky /tmp aside): what cache_home asks of the environment's directory.
  */
 bool dir_is_ours(const char *dir);
+/* A stream over the directory dfd's entries, from the first (dfd stays open and the caller's); NULL on failure. */
+DIR *dir_entries(int dfd);
 /*
  * A cache's directory, made if missing (0700), and opened only if it and
  * what is above it are ours (dir_is_ours) and it is the effective uid's,

@@ -98,7 +98,6 @@ struct eh_cache *eh_cache__new(__u64 max_bytes)
 {
 	struct eh_cache *c;
 	char home[PATH_MAX];
-	struct stat st;
 	int n;
 
 	if (getenv("SPANPERF_NO_EH_CACHE") || cache_home(home, sizeof(home)))
@@ -111,15 +110,12 @@ struct eh_cache *eh_cache__new(__u64 max_bytes)
 	c->quiet_ns = EH_MEMO_QUIET_NS;
 	c->memos = -1;
 	c->memo_max = EH_MEMO_MAX;
-	n = snprintf(c->dir, sizeof(c->dir), "%s/spanperf/ehtab/x", home);
-	if (n < 0 || (size_t)n >= sizeof(c->dir) || mkdir_parents(c->dir))
+	n = snprintf(c->dir, sizeof(c->dir), "%s/spanperf/ehtab", home);
+	if (n < 0 || (size_t)n >= sizeof(c->dir))
 		goto fail;
-	c->dir[n - 2] = 0;
 	/* Ours, and no one else's to write in or swap: else the tables are built as before. */
-	if (!dir_is_ours(c->dir))
-		goto fail;
-	c->dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (c->dfd < 0 || fstat(c->dfd, &st) || st.st_uid != geteuid() || (st.st_mode & 077))
+	c->dfd = cache_dir_open(c->dir);
+	if (c->dfd < 0)
 		goto fail;
 	return c;
 fail:
@@ -218,15 +214,10 @@ static long memo_files(struct eh_cache *c, bool clear)
 	size_t sl = strlen(EH_MEMO_SUFFIX);
 	struct dirent *de;
 	long n = 0;
-	int fd = dup(c->dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = dir_entries(c->dfd);
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return 0;
-	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 
