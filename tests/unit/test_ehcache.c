@@ -172,6 +172,23 @@ static void eh_frame_of(const char *path, off_t *off, size_t *size)
 	close(fd);
 }
 
+/* path's one byte of .eh_frame, 8 before its end (the last FDE's instructions), made other. */
+static void flip_cfi_byte(const char *path)
+{
+	size_t size;
+	off_t off = 0;
+	__u8 b;
+	int fd;
+
+	eh_frame_of(path, &off, &size);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, off + size - 8), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, off + size - 8), 1);
+	close(fd);
+}
+
 /*
  * A forger's file: the same build id (a note any program may write) and
  * the same size, one byte of its .eh_frame other.  It never finds the
@@ -185,24 +202,14 @@ static void test_forged(void **state)
 	struct ehtab tab, ftab, back;
 	struct eh_cache_stats st;
 	struct eh_cache *c;
-	size_t size;
-	off_t off = 0;
-	__u8 b;
-	int fd;
 
 	(void)state;
 	empty_cache();
 	snprintf(forged, sizeof(forged), "%s/forged", dir);
 	snprintf(cmd, sizeof(cmd), "cp %s %s", exe, forged);
 	assert_int_equal(system(cmd), 0);
-	eh_frame_of(forged, &off, &size);
-	fd = open(forged, O_RDWR | O_CLOEXEC);
-	assert_true(fd >= 0);
 	/* A byte of the last FDE's instructions (whatever it was: the bytes are other). */
-	assert_int_equal(pread(fd, &b, 1, off + size - 8), 1);
-	b ^= 0x5a;
-	assert_int_equal(pwrite(fd, &b, 1, off + size - 8), 1);
-	close(fd);
+	flip_cfi_byte(forged);
 
 	c = eh_cache__new(EH_CACHE_MAX_BYTES);
 	assert_non_null(c);
@@ -619,10 +626,7 @@ static void test_stale_memo(void **state)
 	struct memo_file m;
 	struct eh_cache *c;
 	struct stat sb;
-	size_t size;
-	off_t off;
 	FILE *p;
-	__u8 byte;
 	int fd;
 
 	(void)state;
@@ -633,13 +637,7 @@ static void test_stale_memo(void **state)
 	snprintf(cmd, sizeof(cmd), "cp %s %s && cp %s %s", exe, a, exe, b);
 	assert_int_equal(system(cmd), 0);
 	/* b: a's build id and size, another byte of CFI. */
-	eh_frame_of(b, &off, &size);
-	fd = open(b, O_RDWR | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &byte, 1, off + size - 8), 1);
-	byte ^= 0x5a;
-	assert_int_equal(pwrite(fd, &byte, 1, off + size - 8), 1);
-	close(fd);
+	flip_cfi_byte(b);
 	c = eh_cache__new(EH_CACHE_MAX_BYTES);
 	assert_non_null(c);
 	eh_cache__set_quiet_ns(c, 0);
